@@ -1,0 +1,33 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+
+/** A fresh copy of the bundled example Claude root in a temp dir. */
+export function copyExampleRoot(): string {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-test-'))
+  fs.cpSync(path.join(__dirname, '..', 'examples', 'claude-root'), root, { recursive: true })
+  return root
+}
+
+export function readJson(file: string): any {
+  return JSON.parse(fs.readFileSync(file, 'utf8'))
+}
+
+export function writeJson(file: string, value: unknown): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true })
+  fs.writeFileSync(file, JSON.stringify(value, null, 2))
+}
+
+/** Every file path under `dir`, relative, sorted. */
+export function listFiles(dir: string): string[] {
+  const out: string[] = []
+  const walk = (d: string) => {
+    for (const entry of fs.readdirSync(d, { withFileTypes: true })) {
+      const full = path.join(d, entry.name)
+      if (entry.isDirectory()) walk(full)
+      else out.push(path.relative(dir, full))
+    }
+  }
+  walk(dir)
+  return out.sort()
+}

@@ -1,0 +1,318 @@
+//! The level-triggered reconciler: rebuild the agenda from the board, decide,
+//! persist the status, audit each step (DATA.md §5 "Reconcile", §1 facade).
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::ports::{
+    AuditEvent, AuditJournal, Clock, PortError, StatusStore, StoredStatus, TeamSource,
+};
+use super::runtime_state::RuntimeStates;
+use crate::domain::agenda::{Agenda, TeamIndex};
+use crate::domain::decision::{
+    decide, keeps_caught_up_report, staleness_diagnostics, DecisionInput, CAUGHT_UP_STALE,
+};
+use crate::domain::names::{normalize_member_name, validate_name, NameError};
+use crate::domain::status::{MemberStatus, ReconciledBy, Shadow, StatusState};
+use crate::domain::team::TeamSnapshot;
+use crate::domain::time::{format_iso, EpochMs};
+
+/// Why a use case failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkSyncError {
+    /// A caller passed an unusable argument.
+    #[error("invalid {what}: {reason}")]
+    InvalidArgument {
+        /// Which argument.
+        what: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Reading or writing a store failed.
+    #[error("store IO failed: {0}")]
+    Io(#[from] PortError),
+}
+
+/// Checks a team or member name at the boundary.
+pub fn check_name(what: &'static str, name: &str) -> Result<(), WorkSyncError> {
+    validate_name(name).map_err(|e: NameError| WorkSyncError::InvalidArgument {
+        what,
+        reason: e.to_string(),
+    })
+}
+
+/// Source tag of reconciler audit events.
+const SOURCE: &str = "reconciler";
+
+/// Reconciles members and answers status queries.
+pub struct Reconciler {
+    clock: Arc<dyn Clock>,
+    teams: Arc<dyn TeamSource>,
+    store: Arc<dyn StatusStore>,
+    journal: Arc<dyn AuditJournal>,
+    runtime: Arc<RuntimeStates>,
+}
+
+impl Reconciler {
+    /// Wires the use case to its ports.
+    pub fn new(
+        clock: Arc<dyn Clock>,
+        teams: Arc<dyn TeamSource>,
+        store: Arc<dyn StatusStore>,
+        journal: Arc<dyn AuditJournal>,
+        runtime: Arc<RuntimeStates>,
+    ) -> Self {
+        Self {
+            clock,
+            teams,
+            store,
+            journal,
+            runtime,
+        }
+    }
+
+    /// Reconciles one member now and persists the result.
+    pub fn refresh_status(
+        &self,
+        team: &str,
+        member: &str,
+        by: ReconciledBy,
+        triggers: &[&str],
+    ) -> Result<MemberStatus, WorkSyncError> {
+        check_name("teamName", team)?;
+        check_name("memberName", member)?;
+        let snapshot = self.teams.load(team);
+        let index = TeamIndex::build(&snapshot);
+        self.reconcile_with(&snapshot, &index, member, by, triggers)
+    }
+
+    /// Reconciles every roster member of a team from one snapshot (one index build).
+    pub fn refresh_team(&self, team: &str) -> Result<Vec<MemberStatus>, WorkSyncError> {
+        check_name("teamName", team)?;
+        let snapshot = self.teams.load(team);
+        let index = TeamIndex::build(&snapshot);
+        let mut members: Vec<&str> = snapshot
+            .members
+            .iter()
+            .filter(|m| !m.is_removed() && check_name("memberName", &m.name).is_ok())
+            .map(|m| m.name.as_str())
+            .collect();
+        members.sort_by_key(|name| normalize_member_name(name));
+        members.dedup_by_key(|name| normalize_member_name(name));
+        members
+            .into_iter()
+            .map(|member| {
+                self.reconcile_with(
+                    &snapshot,
+                    &index,
+                    member,
+                    ReconciledBy::Request,
+                    &["manual_refresh"],
+                )
+            })
+            .collect()
+    }
+
+    /// The stored status; stale ones are refreshed (DATA.md §1 `getStatus`).
+    pub fn get_status(&self, team: &str, member: &str) -> Result<MemberStatus, WorkSyncError> {
+        check_name("teamName", team)?;
+        check_name("memberName", member)?;
+        let now = self.clock.now_ms();
+        let stored = self.store.read(team, member)?;
+        let Some(mut status) = stored.into_status() else {
+            return Ok(self.unpersisted_status(team, member, now));
+        };
+        let stale = staleness_diagnostics(&status, now);
+        if stale.iter().any(|d| *d != CAUGHT_UP_STALE) {
+            return self.refresh_status(team, member, ReconciledBy::Request, &["manual_refresh"]);
+        }
+        // TODO(queue, issue 6): enqueue a `manual_refresh` for a stale caught-up status.
+        status
+            .diagnostics
+            .extend(stale.iter().map(|d| d.to_string()));
+        Ok(status)
+    }
+
+    /// A status computed from the board but not written (no stored status yet).
+    fn unpersisted_status(&self, team: &str, member: &str, now: EpochMs) -> MemberStatus {
+        let snapshot = self.teams.load(team);
+        let agenda = TeamIndex::build(&snapshot).agenda_for(member, &format_iso(now));
+        let mut status = self.build_status(
+            &snapshot,
+            agenda,
+            StoredStatus::Missing,
+            now,
+            ReconciledBy::Request,
+            &[],
+        );
+        status
+            .diagnostics
+            .push("status_snapshot_not_persisted".into());
+        status.shadow = Some(Shadow {
+            reconciled_by: ReconciledBy::Request,
+            would_nudge: false,
+            fingerprint_changed: false,
+            previous_fingerprint: None,
+            trigger_reasons: None,
+        });
+        status
+    }
+
+    fn reconcile_with(
+        &self,
+        snapshot: &TeamSnapshot,
+        index: &TeamIndex<'_>,
+        member: &str,
+        by: ReconciledBy,
+        triggers: &[&str],
+    ) -> Result<MemberStatus, WorkSyncError> {
+        let team = snapshot.team_name.as_str();
+        let now = self.clock.now_ms();
+        self.audit(
+            "reconcile_started",
+            team,
+            member,
+            now,
+            vec![],
+            json!({ "triggerReasons": triggers }),
+        );
+        let agenda = index.agenda_for(member, &format_iso(now));
+        self.audit(
+            "agenda_loaded",
+            team,
+            member,
+            now,
+            agenda.diagnostics.clone(),
+            json!({ "agendaFingerprint": agenda.fingerprint, "actionableCount": agenda.items.len() }),
+        );
+        let mut agenda = Some(agenda);
+        let status = self.store.update(team, member, &mut |previous| {
+            let agenda = agenda
+                .take()
+                .unwrap_or_else(|| index.agenda_for(member, &format_iso(now)));
+            self.build_status(snapshot, agenda, previous, now, by, triggers)
+        })?;
+        let decision_kind = if status.state == StatusState::Inactive {
+            "team_inactive"
+        } else {
+            "decision_made"
+        };
+        let summary = json!({
+            "state": status.state,
+            "agendaFingerprint": status.agenda.fingerprint,
+            "actionableCount": status.agenda.items.len(),
+        });
+        self.audit(
+            decision_kind,
+            team,
+            member,
+            now,
+            status.diagnostics.clone(),
+            summary.clone(),
+        );
+        self.audit("status_written", team, member, now, vec![], summary);
+        Ok(status)
+    }
+
+    /// Builds the new status from the agenda and what was stored before.
+    fn build_status(
+        &self,
+        snapshot: &TeamSnapshot,
+        agenda: Agenda,
+        previous: StoredStatus,
+        now: EpochMs,
+        by: ReconciledBy,
+        triggers: &[&str],
+    ) -> MemberStatus {
+        let member = normalize_member_name(&agenda.member_name);
+        let mut store_diagnostics = Vec::new();
+        match &previous {
+            StoredStatus::Legacy(_) => {
+                store_diagnostics.push("legacy_fallback_used:status_v1".to_string());
+                self.audit(
+                    "legacy_fallback_used",
+                    &snapshot.team_name,
+                    &member,
+                    now,
+                    vec![],
+                    json!({ "store": "status_v1" }),
+                );
+            }
+            StoredStatus::Quarantined { reason } => {
+                store_diagnostics.push(format!("status_store_quarantined:{reason}"))
+            }
+            StoredStatus::Missing | StoredStatus::Current(_) => {}
+        }
+        let previous = previous.into_status();
+        let previous_report = previous.as_ref().and_then(|p| p.report.clone());
+        let on_active_roster =
+            snapshot.is_active() && snapshot.active_member_names().contains(&member);
+        let decision = decide(&DecisionInput {
+            on_active_roster,
+            runtime: self.runtime.activity(&snapshot.team_name, &member),
+            item_count: agenda.items.len(),
+            fingerprint: &agenda.fingerprint,
+            accepted_report: previous_report.as_ref(),
+            now_ms: now,
+        });
+        let report = match decision.state {
+            StatusState::CaughtUp => {
+                previous_report.filter(|r| keeps_caught_up_report(r, &agenda.fingerprint))
+            }
+            _ => previous_report,
+        };
+        let previous_fingerprint = previous.map(|p| p.agenda.fingerprint);
+        let mut trigger_reasons: Vec<String> = triggers.iter().map(|t| t.to_string()).collect();
+        trigger_reasons.sort();
+        trigger_reasons.dedup();
+        let shadow = Shadow {
+            reconciled_by: by,
+            would_nudge: decision.state == StatusState::NeedsSync && !agenda.items.is_empty(),
+            fingerprint_changed: previous_fingerprint
+                .as_ref()
+                .is_some_and(|p| *p != agenda.fingerprint),
+            previous_fingerprint,
+            trigger_reasons: (!trigger_reasons.is_empty()).then_some(trigger_reasons),
+        };
+        let mut diagnostics = agenda.diagnostics.clone();
+        diagnostics.extend(decision.diagnostics.iter().map(|d| d.to_string()));
+        diagnostics.extend(store_diagnostics);
+        MemberStatus {
+            team_name: snapshot.team_name.clone(),
+            member_name: agenda.member_name.clone(),
+            state: decision.state,
+            provider_id: snapshot.member(&member).and_then(|m| m.derived_provider()),
+            agenda,
+            report,
+            report_token: None,
+            report_token_expires_at: None,
+            shadow: Some(shadow),
+            evaluated_at: format_iso(now),
+            diagnostics,
+        }
+    }
+
+    fn audit(
+        &self,
+        kind: &'static str,
+        team: &str,
+        member: &str,
+        at_ms: EpochMs,
+        diagnostics: Vec<String>,
+        metadata: serde_json::Value,
+    ) {
+        let serde_json::Value::Object(metadata) = metadata else {
+            return;
+        };
+        self.journal.record(AuditEvent {
+            kind,
+            source: SOURCE,
+            team_name: team.to_string(),
+            member_name: member.to_string(),
+            at_ms,
+            diagnostics,
+            metadata,
+        });
+    }
+}

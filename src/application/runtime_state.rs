@@ -1,0 +1,67 @@
+//! Which teams and members the app's process supervisor reports as running.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::RwLock;
+
+use crate::domain::decision::RuntimeActivity;
+use crate::domain::names::normalize_member_name;
+
+#[derive(Debug, Clone)]
+struct TeamRuntime {
+    active: bool,
+    /// `None`: every roster member counts as running.
+    active_members: Option<BTreeSet<String>>,
+}
+
+/// In-memory runtime state per team; a team never reported counts as active.
+#[derive(Debug, Default)]
+pub struct RuntimeStates {
+    teams: RwLock<HashMap<String, TeamRuntime>>,
+}
+
+impl RuntimeStates {
+    /// Records the supervisor's view of a team.
+    pub fn set(&self, team_name: &str, active: bool, active_members: Option<Vec<String>>) {
+        let state = TeamRuntime {
+            active,
+            active_members: active_members
+                .map(|m| m.iter().map(|n| normalize_member_name(n)).collect()),
+        };
+        let mut teams = self.teams.write().unwrap_or_else(|p| p.into_inner());
+        teams.insert(normalize_member_name(team_name), state);
+    }
+
+    /// Runtime activity of one member.
+    pub fn activity(&self, team_name: &str, member_name: &str) -> RuntimeActivity {
+        let teams = self.teams.read().unwrap_or_else(|p| p.into_inner());
+        match teams.get(&normalize_member_name(team_name)) {
+            None => RuntimeActivity {
+                team_active: true,
+                member_active: true,
+            },
+            Some(team) => RuntimeActivity {
+                team_active: team.active,
+                member_active: team
+                    .active_members
+                    .as_ref()
+                    .is_none_or(|m| m.contains(&normalize_member_name(member_name))),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_teams_are_active_and_member_lists_narrow() {
+        let states = RuntimeStates::default();
+        assert!(states.activity("forge", "jack").team_active);
+        states.set("Forge", true, Some(vec!["Jack".into()]));
+        assert!(states.activity("forge", "jack").member_active);
+        assert!(!states.activity("forge", "jill").member_active);
+        states.set("forge", false, None);
+        assert!(!states.activity("forge", "jack").team_active);
+    }
+}

@@ -1,0 +1,603 @@
+//! The actionable agenda of a member (DATA.md §5 "Agenda"; seed 003 §8).
+//!
+//! [`TeamIndex`] derives everything per task once per team snapshot (effective
+//! review state, workflow column, dependency resolution, review cycle) and
+//! buckets tasks by the members they can concern, so building the agendas of
+//! every member is linear in tasks, not members × tasks.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use super::fingerprint::agenda_fingerprint;
+use super::names::{is_reserved_member_name, normalize_member_name};
+use super::review_cycle::{current_review_cycle, ReviewCycle};
+use super::team::{Clarification, KanbanColumn, ReviewState, Task, TaskStatus, TeamSnapshot};
+
+/// What a member has to do about a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemKind {
+    /// Owned work: pending, in progress or changes requested.
+    Work,
+    /// A review the member owes in the current cycle.
+    Review,
+    /// A question only the lead can answer.
+    Clarification,
+    /// A dependency that cannot resolve (lead oversight).
+    BlockedDependency,
+}
+
+impl ItemKind {
+    /// Wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Work => "work",
+            Self::Review => "review",
+            Self::Clarification => "clarification",
+            Self::BlockedDependency => "blocked_dependency",
+        }
+    }
+}
+
+/// How urgent an item is; fixed per kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Priority {
+    /// Ordinary owned work.
+    Normal,
+    /// A review is waiting.
+    ReviewRequested,
+    /// Work is blocked.
+    Blocked,
+    /// A clarification is waiting.
+    NeedsClarification,
+}
+
+/// Board facts that justify an item; part of the fingerprint.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct Evidence {
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reviewer: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_state: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needs_clarification: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocker_task_ids: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked_by_task_ids: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_event_ids: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_cycle_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_obligation: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub can_bypass_phase2: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_request_event_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_requested_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_started_event_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_started_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_started_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_diagnostics: Option<Vec<String>>,
+}
+
+/// One thing a member should act on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionableWorkItem {
+    /// Canonical task id.
+    pub task_id: String,
+    /// Human task id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_id: Option<String>,
+    /// Task subject (`Untitled task` when empty).
+    pub subject: String,
+    /// What to do.
+    pub kind: ItemKind,
+    /// The member the item is for.
+    pub assignee: String,
+    /// Urgency.
+    pub priority: Priority,
+    /// Why (not part of the fingerprint).
+    pub reason: String,
+    /// Board facts.
+    pub evidence: Evidence,
+}
+
+impl ActionableWorkItem {
+    /// Sort key of the fingerprint: `kind:taskId:displayId`, compared as bytes.
+    pub fn sort_key(&self) -> String {
+        format!(
+            "{}:{}:{}",
+            self.kind.as_str(),
+            self.task_id,
+            self.display_id.as_deref().unwrap_or_default()
+        )
+    }
+}
+
+/// A member's agenda with its fingerprint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Agenda {
+    /// Team.
+    pub team_name: String,
+    /// Member (roster spelling when known).
+    pub member_name: String,
+    /// When it was built.
+    pub generated_at: String,
+    /// `agenda:v1:<sha256 hex>`.
+    pub fingerprint: String,
+    /// Items in fingerprint order.
+    pub items: Vec<ActionableWorkItem>,
+    /// Why the agenda looks the way it does (not part of the fingerprint).
+    pub diagnostics: Vec<String>,
+}
+
+/// Everything derived from one task, computed once per snapshot.
+#[derive(Debug)]
+struct TaskFacts<'a> {
+    task: &'a Task,
+    review_state: ReviewState,
+    column: Option<KanbanColumn>,
+    needs_fix_actionable: bool,
+    terminal: bool,
+    owner: Option<String>,
+    blocks: Vec<String>,
+    broken: Vec<String>,
+    waiting: Vec<String>,
+    cycle: Option<ReviewCycle>,
+    cycle_reviewer: Option<String>,
+}
+
+impl TaskFacts<'_> {
+    fn is_self_review(&self) -> bool {
+        self.column == Some(KanbanColumn::Review)
+            && self.owner.is_some()
+            && self.owner == self.cycle_reviewer
+    }
+}
+
+/// Per-snapshot index of tasks; builds agendas for any member of the team.
+#[derive(Debug)]
+pub struct TeamIndex<'a> {
+    snapshot: &'a TeamSnapshot,
+    facts: Vec<TaskFacts<'a>>,
+    lead: Option<String>,
+    active: BTreeSet<String>,
+    by_member: HashMap<String, Vec<usize>>,
+    lead_oversight: Vec<usize>,
+}
+
+impl<'a> TeamIndex<'a> {
+    /// Derives the facts of every task of `snapshot`.
+    pub fn build(snapshot: &'a TeamSnapshot) -> Self {
+        let tasks = &snapshot.tasks;
+        let mut by_id: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut by_display: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, task) in tasks.iter().enumerate() {
+            by_id.entry(task.id.as_str()).or_default().push(i);
+            by_display
+                .entry(task.display_id.trim_start_matches('#'))
+                .or_default()
+                .push(i);
+        }
+        let base: Vec<(ReviewState, Option<KanbanColumn>)> = tasks
+            .iter()
+            .map(|task| {
+                let review_state = effective_review_state(task);
+                let column = workflow_column(task, review_state, snapshot.kanban.get(&task.id));
+                (review_state, column)
+            })
+            .collect();
+        let finished_for_dependency = |i: usize| {
+            let (review_state, column) = base[i];
+            match column {
+                Some(KanbanColumn::Approved) => true,
+                Some(KanbanColumn::Review) => false,
+                None => {
+                    review_state != ReviewState::NeedsFix
+                        && tasks[i].status == TaskStatus::Completed
+                }
+            }
+        };
+        let resolve = |reference: &str| -> Option<usize> {
+            let reference = reference.trim_start_matches('#');
+            match by_id.get(reference).map(Vec::as_slice) {
+                Some([only]) => Some(*only),
+                Some(_) => None,
+                None => match by_display.get(reference).map(Vec::as_slice) {
+                    Some([only]) => Some(*only),
+                    _ => None,
+                },
+            }
+        };
+
+        let mut facts = Vec::with_capacity(tasks.len());
+        for (i, task) in tasks.iter().enumerate() {
+            let (review_state, column) = base[i];
+            let deleted = task.status == TaskStatus::Deleted || task.deleted_at;
+            let needs_fix_actionable =
+                review_state == ReviewState::NeedsFix && !deleted && column.is_none();
+            let terminal = deleted
+                || column == Some(KanbanColumn::Approved)
+                || (column != Some(KanbanColumn::Review)
+                    && review_state != ReviewState::NeedsFix
+                    && task.status == TaskStatus::Completed);
+            let mut broken = Vec::new();
+            let mut waiting = Vec::new();
+            for dep in &tidy_ids(&task.blocked_by) {
+                match resolve(dep) {
+                    Some(j) if !(tasks[j].status == TaskStatus::Deleted || tasks[j].deleted_at) => {
+                        if !finished_for_dependency(j) {
+                            waiting.push(dep.clone());
+                        }
+                    }
+                    _ => broken.push(dep.clone()),
+                }
+            }
+            let cycle = (column == Some(KanbanColumn::Review)).then(|| {
+                let kanban_reviewer = snapshot
+                    .kanban
+                    .get(&task.id)
+                    .and_then(|k| k.reviewer.as_deref());
+                current_review_cycle(&task.history, kanban_reviewer)
+            });
+            let cycle = cycle.flatten();
+            let cycle_reviewer = cycle
+                .as_ref()
+                .and_then(|c| c.reviewer.as_deref())
+                .map(normalize_member_name);
+            facts.push(TaskFacts {
+                task,
+                review_state,
+                column,
+                needs_fix_actionable,
+                terminal,
+                owner: task
+                    .owner
+                    .as_deref()
+                    .map(normalize_member_name)
+                    .filter(|o| !o.is_empty()),
+                blocks: tidy_ids(&task.blocks),
+                broken,
+                waiting,
+                cycle,
+                cycle_reviewer,
+            });
+        }
+
+        let mut by_member: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut lead_oversight = Vec::new();
+        for (i, f) in facts.iter().enumerate() {
+            if f.task.id.is_empty() || (f.terminal && f.column != Some(KanbanColumn::Review)) {
+                continue;
+            }
+            if let Some(owner) = &f.owner {
+                by_member.entry(owner.clone()).or_default().push(i);
+            }
+            if let Some(reviewer) = &f.cycle_reviewer {
+                if f.owner.as_ref() != Some(reviewer) {
+                    by_member.entry(reviewer.clone()).or_default().push(i);
+                }
+            }
+            if f.task.needs_clarification == Some(Clarification::Lead)
+                || !f.broken.is_empty()
+                || f.is_self_review()
+            {
+                lead_oversight.push(i);
+            }
+        }
+        Self {
+            snapshot,
+            facts,
+            lead: snapshot.lead().map(|m| normalize_member_name(&m.name)),
+            active: snapshot.active_member_names().into_iter().collect(),
+            by_member,
+            lead_oversight,
+        }
+    }
+
+    /// The agenda of `member_name`, stamped with `generated_at`.
+    pub fn agenda_for(&self, member_name: &str, generated_at: &str) -> Agenda {
+        let normalized = normalize_member_name(member_name);
+        let display_name = self
+            .snapshot
+            .member(&normalized)
+            .map_or_else(|| member_name.trim().to_string(), |m| m.name.clone());
+        let mut diagnostics = self.snapshot.diagnostics.clone();
+        let mut items = Vec::new();
+        if !self.snapshot.config_found {
+            diagnostics.push("team_config_missing".into());
+        } else if self.snapshot.deleted {
+            diagnostics.push("team_deleted".into());
+        } else if is_reserved_member_name(&normalized) {
+            diagnostics.push("member_invalid_or_reserved".into());
+        } else if !self.active.contains(&normalized) {
+            diagnostics.push("member_not_active".into());
+        } else {
+            let is_lead = self.lead.as_deref() == Some(normalized.as_str());
+            let mut relevant: Vec<usize> =
+                self.by_member.get(&normalized).cloned().unwrap_or_default();
+            if is_lead {
+                relevant.extend_from_slice(&self.lead_oversight);
+            }
+            relevant.sort_unstable();
+            relevant.dedup();
+            items = relevant
+                .into_iter()
+                .filter_map(|i| item_for(&self.facts[i], &normalized, &display_name, is_lead))
+                .collect();
+            items.sort_by_cached_key(ActionableWorkItem::sort_key);
+        }
+        let fingerprint = agenda_fingerprint(&self.snapshot.team_name, &display_name, &items);
+        Agenda {
+            team_name: self.snapshot.team_name.clone(),
+            member_name: display_name,
+            generated_at: generated_at.to_string(),
+            fingerprint,
+            items,
+            diagnostics,
+        }
+    }
+}
+
+/// Applies the first matching agenda rule (DATA.md §5 "Agenda" 1–6) to one task.
+fn item_for(
+    f: &TaskFacts<'_>,
+    member: &str,
+    display_name: &str,
+    is_lead: bool,
+) -> Option<ActionableWorkItem> {
+    let task = f.task;
+    let review_state =
+        (f.review_state != ReviewState::None).then(|| f.review_state.as_str().to_string());
+    let base = |kind, priority, reason: &str, evidence| ActionableWorkItem {
+        task_id: task.id.clone(),
+        display_id: Some(task.display_id.clone()),
+        subject: if task.subject.is_empty() {
+            "Untitled task".to_string()
+        } else {
+            task.subject.clone()
+        },
+        kind,
+        assignee: display_name.to_string(),
+        priority,
+        reason: reason.to_string(),
+        evidence,
+    };
+    let status = task.status.as_str().to_string();
+
+    if is_lead && task.needs_clarification == Some(Clarification::Lead) {
+        let evidence = Evidence {
+            status,
+            owner: task.owner.clone(),
+            review_state,
+            needs_clarification: Some("lead".into()),
+            ..Evidence::default()
+        };
+        return Some(base(
+            ItemKind::Clarification,
+            Priority::NeedsClarification,
+            "task_needs_lead_clarification",
+            evidence,
+        ));
+    }
+    if is_lead && !f.broken.is_empty() {
+        let evidence = Evidence {
+            status,
+            owner: task.owner.clone(),
+            review_state,
+            blocked_by_task_ids: Some(f.broken.clone()),
+            blocker_task_ids: (!f.blocks.is_empty()).then(|| f.blocks.clone()),
+            ..Evidence::default()
+        };
+        return Some(base(
+            ItemKind::BlockedDependency,
+            Priority::Blocked,
+            "task_has_broken_dependency",
+            evidence,
+        ));
+    }
+    if f.column == Some(KanbanColumn::Review) {
+        let cycle = f.cycle.as_ref()?;
+        let history_event_ids = history_event_ids(cycle);
+        if is_lead && f.is_self_review() {
+            let mut diagnostics: Vec<String> =
+                cycle.diagnostics.iter().map(|d| d.to_string()).collect();
+            diagnostics.push("self_review_invalid".into());
+            diagnostics.sort();
+            diagnostics.dedup();
+            let evidence = Evidence {
+                status,
+                owner: task.owner.clone(),
+                reviewer: cycle.reviewer.clone(),
+                review_state: Some("review".into()),
+                review_request_event_id: cycle
+                    .request
+                    .as_ref()
+                    .map(|r| r.id.clone())
+                    .filter(|id| !id.is_empty()),
+                history_event_ids,
+                review_diagnostics: Some(diagnostics),
+                ..Evidence::default()
+            };
+            return Some(base(
+                ItemKind::Clarification,
+                Priority::NeedsClarification,
+                "self_review_invalid",
+                evidence,
+            ));
+        }
+        if f.cycle_reviewer.as_deref() == Some(member) && f.owner.as_deref() != Some(member) {
+            let request = cycle.request.as_ref().filter(|r| !r.id.is_empty());
+            let started = cycle.started.as_ref();
+            let evidence = Evidence {
+                status,
+                owner: task.owner.clone(),
+                reviewer: cycle.reviewer.clone(),
+                review_state: Some("review".into()),
+                review_cycle_id: Some(cycle.id.clone()),
+                review_obligation: Some(cycle.obligation.as_str().into()),
+                can_bypass_phase2: Some(cycle.can_bypass_phase2),
+                review_request_event_id: request.map(|r| r.id.clone()),
+                review_requested_at: request.map(|r| r.timestamp.clone()),
+                review_started_event_id: started.map(|s| s.id.clone()).filter(|id| !id.is_empty()),
+                review_started_at: started.map(|s| s.timestamp.clone()),
+                review_started_by: started.and_then(|s| s.who.clone()),
+                history_event_ids,
+                review_diagnostics: (!cycle.diagnostics.is_empty())
+                    .then(|| cycle.diagnostics.iter().map(|d| d.to_string()).collect()),
+                ..Evidence::default()
+            };
+            return Some(base(
+                ItemKind::Review,
+                Priority::ReviewRequested,
+                "current_cycle_review_assigned",
+                evidence,
+            ));
+        }
+        return None;
+    }
+    if f.owner.as_deref() != Some(member)
+        || task.needs_clarification.is_some()
+        || !f.waiting.is_empty()
+        || !f.broken.is_empty()
+    {
+        return None;
+    }
+    let reason = if f.needs_fix_actionable {
+        "review_changes_requested"
+    } else {
+        match task.status {
+            TaskStatus::Pending => "owned_pending_task",
+            TaskStatus::InProgress => "owned_in_progress_task",
+            TaskStatus::Completed | TaskStatus::Deleted => return None,
+        }
+    };
+    let evidence = Evidence {
+        status,
+        owner: Some(display_name.to_string()),
+        review_state,
+        ..Evidence::default()
+    };
+    Some(base(ItemKind::Work, Priority::Normal, reason, evidence))
+}
+
+fn history_event_ids(cycle: &ReviewCycle) -> Option<Vec<String>> {
+    let mut ids: Vec<String> = [cycle.request.as_ref(), cycle.started.as_ref()]
+        .into_iter()
+        .flatten()
+        .map(|e| e.id.clone())
+        .filter(|id| !id.is_empty())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    (!ids.is_empty()).then_some(ids)
+}
+
+/// Trims, drops empties, dedupes and sorts task id lists.
+fn tidy_ids(ids: &[String]) -> Vec<String> {
+    let set: BTreeSet<String> = ids
+        .iter()
+        .map(|id| id.trim())
+        .filter(|id| !id.is_empty())
+        .map(str::to_string)
+        .collect();
+    set.into_iter().collect()
+}
+
+/// The review state after history (DATA.md §3 "Effective reviewState"), clamped by status.
+pub fn effective_review_state(task: &Task) -> ReviewState {
+    let mut derived: Option<ReviewState> = None;
+    let mut last_review_to = ReviewState::None;
+    for event in &task.history {
+        match event.kind.as_str() {
+            "review_requested"
+            | "review_changes_requested"
+            | "review_approved"
+            | "review_started" => {
+                let to = match event.to.as_deref() {
+                    Some(to) => ReviewState::parse(to),
+                    None => match event.kind.as_str() {
+                        "review_changes_requested" => ReviewState::NeedsFix,
+                        "review_approved" => ReviewState::Approved,
+                        _ => ReviewState::Review,
+                    },
+                };
+                last_review_to = to;
+                derived = Some(to);
+            }
+            "status_changed" => match event.to.as_deref() {
+                Some("in_progress" | "deleted") => derived = Some(ReviewState::None),
+                Some("pending") => {
+                    derived = Some(if last_review_to == ReviewState::NeedsFix {
+                        ReviewState::NeedsFix
+                    } else {
+                        ReviewState::None
+                    })
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    let state = derived.unwrap_or(task.review_state);
+    match task.status {
+        TaskStatus::InProgress | TaskStatus::Deleted => ReviewState::None,
+        TaskStatus::Pending if state != ReviewState::NeedsFix => ReviewState::None,
+        _ => state,
+    }
+}
+
+/// The workflow column: none for deleted/pending tasks; a fresh kanban column; else from review state.
+///
+/// A kanban card older than the task's last reopening (`status_changed` to
+/// in_progress/pending) is stale and ignored, so an old "approved" card never
+/// hides reopened work.
+fn workflow_column(
+    task: &Task,
+    review_state: ReviewState,
+    kanban: Option<&super::team::KanbanEntry>,
+) -> Option<KanbanColumn> {
+    if task.status == TaskStatus::Deleted || task.deleted_at || task.status == TaskStatus::Pending {
+        return None;
+    }
+    let reopened_at = task
+        .history
+        .iter()
+        .filter(|e| {
+            e.kind == "status_changed" && matches!(e.to.as_deref(), Some("in_progress" | "pending"))
+        })
+        .filter_map(|e| e.at_ms)
+        .max();
+    let fresh_kanban = kanban.filter(|k| match (k.moved_at_ms, reopened_at) {
+        (Some(moved), Some(reopened)) => moved >= reopened,
+        _ => true,
+    });
+    if let Some(entry) = fresh_kanban {
+        return Some(entry.column);
+    }
+    match review_state {
+        ReviewState::Approved => Some(KanbanColumn::Approved),
+        ReviewState::Review => Some(KanbanColumn::Review),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+#[path = "agenda_tests.rs"]
+mod tests;

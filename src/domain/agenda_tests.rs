@@ -1,0 +1,581 @@
+//! One test per agenda rule and per review-cycle outcome the agenda exposes.
+
+use super::*;
+use crate::domain::team::{HistoryEvent, KanbanEntry, TeamMember};
+use crate::domain::time::parse_iso;
+
+const NOW: &str = "2026-11-22T10:00:00.000Z";
+
+fn member(name: &str) -> TeamMember {
+    TeamMember {
+        name: name.into(),
+        ..TeamMember::default()
+    }
+}
+
+fn task(id: &str, owner: &str, status: TaskStatus) -> Task {
+    Task {
+        id: id.into(),
+        display_id: format!("#{id}"),
+        subject: format!("Task {id}"),
+        status,
+        deleted_at: false,
+        owner: (!owner.is_empty()).then(|| owner.into()),
+        blocked_by: vec![],
+        blocks: vec![],
+        needs_clarification: None,
+        review_state: ReviewState::None,
+        history: vec![],
+    }
+}
+
+fn event(id: &str, ts: &str, kind: &str, to: &str) -> HistoryEvent {
+    HistoryEvent {
+        id: id.into(),
+        timestamp: ts.into(),
+        at_ms: parse_iso(ts),
+        kind: kind.into(),
+        to: (!to.is_empty()).then(|| to.into()),
+        ..HistoryEvent::default()
+    }
+}
+
+fn review_requested(id: &str, ts: &str, reviewer: &str) -> HistoryEvent {
+    HistoryEvent {
+        reviewer: Some(reviewer.into()),
+        ..event(id, ts, "review_requested", "review")
+    }
+}
+
+fn review_started(id: &str, ts: &str, actor: &str) -> HistoryEvent {
+    HistoryEvent {
+        actor: Some(actor.into()),
+        ..event(id, ts, "review_started", "review")
+    }
+}
+
+fn team(tasks: Vec<Task>) -> TeamSnapshot {
+    let mut lead = member("team-lead");
+    lead.agent_type = Some("team-lead".into());
+    TeamSnapshot {
+        team_name: "forge".into(),
+        config_found: true,
+        members: vec![lead, member("jack"), member("jill"), member("bob")],
+        tasks,
+        ..TeamSnapshot::default()
+    }
+}
+
+fn agenda(snapshot: &TeamSnapshot, who: &str) -> Agenda {
+    TeamIndex::build(snapshot).agenda_for(who, NOW)
+}
+
+/// `(taskId, reason)` of every item, in agenda order.
+fn reasons(agenda: &Agenda) -> Vec<(&str, &str)> {
+    agenda
+        .items
+        .iter()
+        .map(|i| (i.task_id.as_str(), i.reason.as_str()))
+        .collect()
+}
+
+#[test]
+fn owned_pending_and_in_progress_work_is_listed() {
+    let snapshot = team(vec![
+        task("1", "jack", TaskStatus::Pending),
+        task("2", "jack", TaskStatus::InProgress),
+        task("3", "jack", TaskStatus::Completed),
+        task("4", "jill", TaskStatus::Pending),
+    ]);
+    let a = agenda(&snapshot, "jack");
+    assert_eq!(
+        reasons(&a),
+        vec![("1", "owned_pending_task"), ("2", "owned_in_progress_task")]
+    );
+    let item = &a.items[0];
+    assert_eq!(item.kind, ItemKind::Work);
+    assert_eq!(item.priority, Priority::Normal);
+    assert_eq!(item.assignee, "jack");
+    assert_eq!(item.display_id.as_deref(), Some("#1"));
+    assert_eq!(item.evidence.owner.as_deref(), Some("jack"));
+    assert_eq!(item.evidence.status, "pending");
+}
+
+#[test]
+fn completed_and_deleted_work_is_excluded() {
+    let mut deleted = task("2", "jack", TaskStatus::InProgress);
+    deleted.deleted_at = true;
+    let snapshot = team(vec![
+        task("1", "jack", TaskStatus::Completed),
+        deleted,
+        task("3", "jack", TaskStatus::Deleted),
+    ]);
+    assert!(agenda(&snapshot, "jack").items.is_empty());
+}
+
+#[test]
+fn owner_is_matched_case_insensitively_and_subject_defaults() {
+    let mut t = task("1", " JACK ", TaskStatus::Pending);
+    t.subject = String::new();
+    let a = agenda(&team(vec![t]), "Jack");
+    assert_eq!(a.member_name, "jack");
+    assert_eq!(a.items[0].subject, "Untitled task");
+}
+
+#[test]
+fn reopened_work_is_listed_again() {
+    let mut t = task("1", "jack", TaskStatus::InProgress);
+    t.history = vec![
+        event("e1", "2026-05-06T10:00:00Z", "status_changed", "completed"),
+        review_requested("e2", "2026-05-06T10:01:00Z", "jill"),
+        event("e3", "2026-05-06T10:02:00Z", "review_approved", "approved"),
+        event(
+            "e4",
+            "2026-05-06T11:00:00Z",
+            "status_changed",
+            "in_progress",
+        ),
+    ];
+    assert_eq!(
+        reasons(&agenda(&team(vec![t]), "jack")),
+        vec![("1", "owned_in_progress_task")]
+    );
+}
+
+#[test]
+fn stale_kanban_approved_does_not_hide_reopened_work() {
+    let mut t = task("1", "jack", TaskStatus::InProgress);
+    t.history = vec![event(
+        "e4",
+        "2026-05-06T11:00:00Z",
+        "status_changed",
+        "in_progress",
+    )];
+    let mut snapshot = team(vec![t]);
+    snapshot.kanban.insert(
+        "1".into(),
+        KanbanEntry {
+            column: KanbanColumn::Approved,
+            moved_at_ms: parse_iso("2026-05-06T10:30:00Z"),
+            reviewer: None,
+        },
+    );
+    assert_eq!(
+        reasons(&agenda(&snapshot, "jack")),
+        vec![("1", "owned_in_progress_task")]
+    );
+    // A card moved after the reopening is current and does hide the task.
+    snapshot.kanban.get_mut("1").unwrap().moved_at_ms = parse_iso("2026-05-06T12:00:00Z");
+    assert!(agenda(&snapshot, "jack").items.is_empty());
+}
+
+#[test]
+fn needs_fix_is_owner_work() {
+    let mut t = task("1", "jack", TaskStatus::Completed);
+    t.history = vec![
+        review_requested("e1", "2026-05-06T10:00:00Z", "jill"),
+        event(
+            "e2",
+            "2026-05-06T10:30:00Z",
+            "review_changes_requested",
+            "needsFix",
+        ),
+    ];
+    let a = agenda(&team(vec![t]), "jack");
+    assert_eq!(reasons(&a), vec![("1", "review_changes_requested")]);
+    assert_eq!(
+        a.items[0].evidence.review_state.as_deref(),
+        Some("needsFix")
+    );
+    // Moved back to pending after changes were requested: still needsFix.
+    let mut t = task("2", "jack", TaskStatus::Pending);
+    t.history = vec![
+        event(
+            "e2",
+            "2026-05-06T10:30:00Z",
+            "review_changes_requested",
+            "needsFix",
+        ),
+        event("e3", "2026-05-06T10:31:00Z", "status_changed", "pending"),
+    ];
+    assert_eq!(
+        reasons(&agenda(&team(vec![t]), "jack")),
+        vec![("2", "review_changes_requested")]
+    );
+}
+
+#[test]
+fn approved_dependencies_do_not_block() {
+    let mut dep = task("1", "jill", TaskStatus::Completed);
+    dep.review_state = ReviewState::Approved;
+    let mut t = task("2", "jack", TaskStatus::Pending);
+    t.blocked_by = vec!["1".into()];
+    assert_eq!(
+        reasons(&agenda(&team(vec![dep, t]), "jack")),
+        vec![("2", "owned_pending_task")]
+    );
+}
+
+#[test]
+fn completed_dependency_without_review_does_not_block() {
+    let dep = task("1", "jill", TaskStatus::Completed);
+    let mut t = task("2", "jack", TaskStatus::Pending);
+    t.blocked_by = vec!["1".into()];
+    assert_eq!(agenda(&team(vec![dep, t]), "jack").items.len(), 1);
+}
+
+#[test]
+fn completed_but_unapproved_dependency_still_blocks() {
+    let mut dep = task("1", "jill", TaskStatus::Completed);
+    dep.history = vec![review_requested("e1", "2026-05-06T10:00:00Z", "bob")];
+    let mut t = task("2", "jack", TaskStatus::Pending);
+    t.blocked_by = vec!["1".into()];
+    let snapshot = team(vec![dep, t]);
+    assert!(agenda(&snapshot, "jack").items.is_empty());
+    // A waiting (not broken) dependency is no lead business either.
+    assert!(agenda(&snapshot, "team-lead").items.is_empty());
+}
+
+#[test]
+fn display_id_dependencies_resolve_and_canonical_ids_win() {
+    // Task "a" has display id "#7"; task "7" exists too: "#7" means canonical "7".
+    let mut by_display = task("a", "jill", TaskStatus::Pending);
+    by_display.display_id = "#9".into();
+    let canonical = task("7", "bob", TaskStatus::Completed);
+    let mut colliding = task("x", "bob", TaskStatus::Pending);
+    colliding.display_id = "7".into();
+    let mut waits_on_display = task("2", "jack", TaskStatus::Pending);
+    waits_on_display.blocked_by = vec!["#9".into()];
+    let mut waits_on_canonical = task("3", "jack", TaskStatus::Pending);
+    waits_on_canonical.blocked_by = vec!["#7".into()];
+    let snapshot = team(vec![
+        by_display,
+        canonical,
+        colliding,
+        waits_on_display,
+        waits_on_canonical,
+    ]);
+    // "#9" resolves by display id to an unfinished task: waiting. "#7" resolves
+    // to the completed canonical task 7, not the pending "x": free to work.
+    assert_eq!(
+        reasons(&agenda(&snapshot, "jack")),
+        vec![("3", "owned_pending_task")]
+    );
+    assert!(agenda(&snapshot, "team-lead").items.is_empty());
+}
+
+#[test]
+fn lead_gets_broken_dependency_oversight_and_owner_is_held() {
+    let mut t = task("2", "jack", TaskStatus::Pending);
+    t.blocked_by = vec![" 99 ".into(), "99".into()];
+    t.blocks = vec!["5".into()];
+    let snapshot = team(vec![t]);
+    assert!(agenda(&snapshot, "jack").items.is_empty());
+    let a = agenda(&snapshot, "team-lead");
+    assert_eq!(reasons(&a), vec![("2", "task_has_broken_dependency")]);
+    assert_eq!(a.items[0].kind, ItemKind::BlockedDependency);
+    assert_eq!(a.items[0].priority, Priority::Blocked);
+    assert_eq!(
+        a.items[0].evidence.blocked_by_task_ids,
+        Some(vec!["99".to_string()])
+    );
+    assert_eq!(
+        a.items[0].evidence.blocker_task_ids,
+        Some(vec!["5".to_string()])
+    );
+}
+
+#[test]
+fn dependency_on_a_deleted_task_is_broken() {
+    let mut dep = task("1", "jill", TaskStatus::InProgress);
+    dep.deleted_at = true;
+    let mut t = task("2", "jack", TaskStatus::Pending);
+    t.blocked_by = vec!["1".into()];
+    assert_eq!(
+        reasons(&agenda(&team(vec![dep, t]), "team-lead")),
+        vec![("2", "task_has_broken_dependency")]
+    );
+}
+
+#[test]
+fn lead_gets_clarification_and_owner_waits() {
+    let mut t = task("1", "jack", TaskStatus::InProgress);
+    t.needs_clarification = Some(Clarification::Lead);
+    let mut for_user = task("2", "jack", TaskStatus::InProgress);
+    for_user.needs_clarification = Some(Clarification::User);
+    let snapshot = team(vec![t, for_user]);
+    assert!(agenda(&snapshot, "jack").items.is_empty());
+    let a = agenda(&snapshot, "team-lead");
+    assert_eq!(reasons(&a), vec![("1", "task_needs_lead_clarification")]);
+    assert_eq!(
+        a.items[0].evidence.needs_clarification.as_deref(),
+        Some("lead")
+    );
+    assert_eq!(a.items[0].priority, Priority::NeedsClarification);
+}
+
+fn in_review(history: Vec<HistoryEvent>) -> Task {
+    let mut t = task("1", "jack", TaskStatus::Completed);
+    t.history = history;
+    t
+}
+
+#[test]
+fn current_cycle_reviewer_gets_the_review() {
+    let snapshot = team(vec![in_review(vec![review_requested(
+        "r1",
+        "2026-05-06T10:00:00Z",
+        "jill",
+    )])]);
+    let a = agenda(&snapshot, "jill");
+    assert_eq!(reasons(&a), vec![("1", "current_cycle_review_assigned")]);
+    let e = &a.items[0].evidence;
+    assert_eq!(a.items[0].priority, Priority::ReviewRequested);
+    assert_eq!(e.reviewer.as_deref(), Some("jill"));
+    assert_eq!(
+        e.review_obligation.as_deref(),
+        Some("review_pickup_required")
+    );
+    assert_eq!(e.can_bypass_phase2, Some(true));
+    assert_eq!(e.review_request_event_id.as_deref(), Some("r1"));
+    assert_eq!(e.history_event_ids, Some(vec!["r1".to_string()]));
+    assert!(
+        agenda(&snapshot, "jack").items.is_empty(),
+        "owner waits for the review"
+    );
+    assert!(agenda(&snapshot, "bob").items.is_empty());
+}
+
+#[test]
+fn older_review_started_events_do_not_count() {
+    let snapshot = team(vec![in_review(vec![
+        review_requested("r1", "2026-05-06T09:00:00Z", "bob"),
+        review_started("s1", "2026-05-06T09:05:00Z", "bob"),
+        event(
+            "c1",
+            "2026-05-06T09:30:00Z",
+            "review_changes_requested",
+            "needsFix",
+        ),
+        review_requested("r2", "2026-05-06T10:00:00Z", "jill"),
+    ])]);
+    assert!(agenda(&snapshot, "bob").items.is_empty());
+    let a = agenda(&snapshot, "jill");
+    assert_eq!(
+        a.items[0].evidence.review_obligation.as_deref(),
+        Some("review_pickup_required")
+    );
+    assert_eq!(a.items[0].evidence.review_started_event_id, None);
+}
+
+#[test]
+fn a_newer_request_moves_the_review_to_the_new_reviewer() {
+    let snapshot = team(vec![in_review(vec![
+        review_requested("r1", "2026-05-06T09:00:00Z", "bob"),
+        review_requested("r2", "2026-05-06T10:00:00Z", "jill"),
+    ])]);
+    assert!(agenda(&snapshot, "bob").items.is_empty());
+    assert_eq!(
+        agenda(&snapshot, "jill").items[0]
+            .evidence
+            .review_cycle_id
+            .as_deref(),
+        Some("r2")
+    );
+}
+
+#[test]
+fn started_review_carries_started_evidence_and_diagnostics() {
+    let snapshot = team(vec![in_review(vec![
+        review_requested("r1", "2026-05-06T09:00:00Z", "jill"),
+        review_started("s1", "2026-05-06T09:05:00Z", "bob"),
+    ])]);
+    let a = agenda(&snapshot, "jill");
+    let e = &a.items[0].evidence;
+    assert_eq!(e.review_obligation.as_deref(), Some("review_in_progress"));
+    assert_eq!(e.review_started_by.as_deref(), Some("bob"));
+    assert_eq!(e.can_bypass_phase2, Some(false));
+    assert_eq!(
+        e.review_diagnostics,
+        Some(vec![
+            "review_started_actor_differs_from_requested_reviewer".to_string()
+        ])
+    );
+    assert_eq!(
+        e.history_event_ids,
+        Some(vec!["r1".to_string(), "s1".to_string()])
+    );
+}
+
+#[test]
+fn legacy_kanban_reviewer_gets_the_review() {
+    let t = task("1", "jack", TaskStatus::Completed);
+    let mut snapshot = team(vec![t]);
+    snapshot.kanban.insert(
+        "1".into(),
+        KanbanEntry {
+            column: KanbanColumn::Review,
+            moved_at_ms: parse_iso("2026-05-06T10:30:00Z"),
+            reviewer: Some("bob".into()),
+        },
+    );
+    let a = agenda(&snapshot, "bob");
+    assert_eq!(
+        a.items[0].evidence.review_cycle_id.as_deref(),
+        Some("kanban:bob")
+    );
+    assert_eq!(
+        a.items[0].evidence.review_diagnostics,
+        Some(vec![
+            "legacy_kanban_reviewer_without_current_review_cycle".to_string()
+        ])
+    );
+}
+
+#[test]
+fn self_review_goes_to_the_lead_as_clarification() {
+    let snapshot = team(vec![in_review(vec![review_requested(
+        "r1",
+        "2026-05-06T10:00:00Z",
+        "jack",
+    )])]);
+    assert!(agenda(&snapshot, "jack").items.is_empty());
+    let a = agenda(&snapshot, "team-lead");
+    assert_eq!(reasons(&a), vec![("1", "self_review_invalid")]);
+    assert_eq!(a.items[0].kind, ItemKind::Clarification);
+    assert_eq!(
+        a.items[0].evidence.review_diagnostics,
+        Some(vec!["self_review_invalid".to_string()])
+    );
+}
+
+#[test]
+fn approved_review_leaves_every_agenda() {
+    let snapshot = team(vec![in_review(vec![
+        review_requested("r1", "2026-05-06T10:00:00Z", "jill"),
+        event("a1", "2026-05-06T11:00:00Z", "review_approved", "approved"),
+    ])]);
+    for who in ["jack", "jill", "team-lead"] {
+        assert!(agenda(&snapshot, who).items.is_empty(), "{who}");
+    }
+}
+
+#[test]
+fn reserved_removed_and_unknown_members_get_no_items() {
+    let mut snapshot = team(vec![
+        task("1", "user", TaskStatus::Pending),
+        task("2", "bob", TaskStatus::Pending),
+    ]);
+    snapshot.members[3].removed_at = Some(1.0);
+    assert_eq!(
+        agenda(&snapshot, "user").diagnostics,
+        ["member_invalid_or_reserved"]
+    );
+    assert_eq!(agenda(&snapshot, "bob").diagnostics, ["member_not_active"]);
+    assert!(agenda(&snapshot, "bob").items.is_empty());
+    assert_eq!(
+        agenda(&snapshot, "ghost").diagnostics,
+        ["member_not_active"]
+    );
+}
+
+#[test]
+fn missing_or_deleted_team_gets_no_items() {
+    let mut snapshot = team(vec![task("1", "jack", TaskStatus::Pending)]);
+    snapshot.deleted = true;
+    assert_eq!(agenda(&snapshot, "jack").diagnostics, ["team_deleted"]);
+    snapshot.config_found = false;
+    assert_eq!(
+        agenda(&snapshot, "jack").diagnostics,
+        ["team_config_missing"]
+    );
+}
+
+#[test]
+fn items_are_in_byte_order_of_kind_task_and_display_id() {
+    let mut clarify = task("B", "jack", TaskStatus::Pending);
+    clarify.needs_clarification = Some(Clarification::Lead);
+    let snapshot = team(vec![
+        task("b", "team-lead", TaskStatus::Pending),
+        task("a", "team-lead", TaskStatus::Pending),
+        task("C", "team-lead", TaskStatus::Pending),
+        clarify,
+    ]);
+    let keys: Vec<String> = agenda(&snapshot, "team-lead")
+        .items
+        .iter()
+        .map(|i| i.sort_key())
+        .collect();
+    assert_eq!(
+        keys,
+        ["clarification:B:#B", "work:C:#C", "work:a:#a", "work:b:#b"]
+    );
+}
+
+#[test]
+fn fingerprint_ignores_generated_at_and_reason() {
+    let snapshot = team(vec![task("1", "jack", TaskStatus::Pending)]);
+    let index = TeamIndex::build(&snapshot);
+    let a = index.agenda_for("jack", NOW);
+    let b = index.agenda_for("jack", "2030-01-01T00:00:00.000Z");
+    assert_eq!(a.fingerprint, b.fingerprint);
+    let mut reworded = a.items.clone();
+    reworded[0].reason = "something else".into();
+    assert_eq!(
+        agenda_fingerprint("forge", "jack", &reworded),
+        a.fingerprint
+    );
+}
+
+#[test]
+fn fingerprint_changes_with_any_evidence() {
+    let base = agenda(&team(vec![task("1", "jack", TaskStatus::Pending)]), "jack").fingerprint;
+    let started = agenda(
+        &team(vec![task("1", "jack", TaskStatus::InProgress)]),
+        "jack",
+    )
+    .fingerprint;
+    let mut renamed = task("1", "jack", TaskStatus::Pending);
+    renamed.subject = "Renamed".into();
+    let renamed = agenda(&team(vec![renamed]), "jack").fingerprint;
+    let more = agenda(
+        &team(vec![
+            task("1", "jack", TaskStatus::Pending),
+            task("2", "jack", TaskStatus::Pending),
+        ]),
+        "jack",
+    )
+    .fingerprint;
+    let all = [&base, &started, &renamed, &more];
+    for (i, a) in all.iter().enumerate() {
+        for b in &all[i + 1..] {
+            assert_ne!(a, b);
+        }
+    }
+    // Unrelated board changes leave the fingerprint alone.
+    let unrelated = agenda(
+        &team(vec![
+            task("1", "jack", TaskStatus::Pending),
+            task("9", "jill", TaskStatus::Pending),
+        ]),
+        "jack",
+    )
+    .fingerprint;
+    assert_eq!(base, unrelated);
+}
+
+#[test]
+fn effective_review_state_is_clamped_by_status() {
+    let mut t = task("1", "jack", TaskStatus::Pending);
+    t.review_state = ReviewState::Review;
+    assert_eq!(effective_review_state(&t), ReviewState::None);
+    t.review_state = ReviewState::NeedsFix;
+    assert_eq!(effective_review_state(&t), ReviewState::NeedsFix);
+    t.status = TaskStatus::InProgress;
+    assert_eq!(effective_review_state(&t), ReviewState::None);
+    t.status = TaskStatus::Completed;
+    t.review_state = ReviewState::Approved;
+    assert_eq!(effective_review_state(&t), ReviewState::Approved);
+    t.history = vec![review_requested("r", "2026-05-06T10:00:00Z", "jill")];
+    assert_eq!(effective_review_state(&t), ReviewState::Review);
+}

@@ -1,0 +1,339 @@
+//! The decision policy: caught up, valid lease, or needs sync (DATA.md §5 "Decision").
+
+use super::status::{Report, ReportState, StatusState};
+use super::time::{parse_iso, EpochMs};
+
+/// Whether the app's process supervisor has the team and member running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RuntimeActivity {
+    /// The team's runtime is up (teams never reported count as up).
+    pub team_active: bool,
+    /// The member's runtime is up.
+    pub member_active: bool,
+}
+
+/// Everything the policy looks at.
+#[derive(Debug, Clone, Copy)]
+pub struct DecisionInput<'a> {
+    /// The team exists and the member is on its active roster.
+    pub on_active_roster: bool,
+    /// Lifecycle from the supervisor.
+    pub runtime: RuntimeActivity,
+    /// Number of agenda items.
+    pub item_count: usize,
+    /// Current agenda fingerprint.
+    pub fingerprint: &'a str,
+    /// Latest accepted report, if any.
+    pub accepted_report: Option<&'a Report>,
+    /// Now.
+    pub now_ms: EpochMs,
+}
+
+/// The outcome: a state and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// Resulting state.
+    pub state: StatusState,
+    /// Reasons, in order.
+    pub diagnostics: Vec<&'static str>,
+}
+
+impl Decision {
+    fn new(state: StatusState, diagnostics: Vec<&'static str>) -> Self {
+        Self { state, diagnostics }
+    }
+}
+
+/// Decides the member's state; first matching rule wins.
+pub fn decide(input: &DecisionInput<'_>) -> Decision {
+    if !input.on_active_roster || !input.runtime.team_active || !input.runtime.member_active {
+        let mut diagnostics = vec!["member_or_team_inactive"];
+        if !input.runtime.team_active {
+            diagnostics.push("team_runtime_inactive");
+        } else if !input.runtime.member_active {
+            diagnostics.push("member_runtime_inactive");
+        }
+        return Decision::new(StatusState::Inactive, diagnostics);
+    }
+    if input.item_count == 0 {
+        return Decision::new(StatusState::CaughtUp, vec!["agenda_empty"]);
+    }
+    let Some(report) = input.accepted_report.filter(|r| r.accepted) else {
+        return Decision::new(StatusState::NeedsSync, vec!["no_current_report"]);
+    };
+    if report.agenda_fingerprint != input.fingerprint {
+        return Decision::new(StatusState::NeedsSync, vec!["report_fingerprint_stale"]);
+    }
+    let (leased_state, lease_diag) = match report.state {
+        ReportState::StillWorking => (StatusState::StillWorking, "lease_still_working"),
+        ReportState::Blocked => (StatusState::Blocked, "lease_blocked"),
+        ReportState::CaughtUp => {
+            return Decision::new(
+                StatusState::NeedsSync,
+                vec!["caught_up_report_not_valid_for_non_empty_agenda"],
+            )
+        }
+    };
+    match report.expires_at.as_deref().and_then(parse_iso) {
+        None => Decision::new(StatusState::NeedsSync, vec!["report_lease_missing"]),
+        Some(expires) if expires <= input.now_ms => {
+            Decision::new(StatusState::NeedsSync, vec!["report_lease_expired"])
+        }
+        Some(_) => Decision::new(leased_state, vec![lease_diag]),
+    }
+}
+
+/// True when an accepted `caught_up` report for `fingerprint` should stay on a caught-up status.
+pub fn keeps_caught_up_report(report: &Report, fingerprint: &str) -> bool {
+    report.accepted
+        && report.state == ReportState::CaughtUp
+        && report.agenda_fingerprint == fingerprint
+}
+
+/// Age after which a caught-up status is refreshed in the background.
+pub const CAUGHT_UP_STALE_MS: EpochMs = 5 * 60 * 1000;
+/// Age after which a status with work is refreshed.
+pub const ACTIONABLE_STALE_MS: EpochMs = 2 * 60 * 1000;
+/// The one staleness reason that does not force a synchronous refresh.
+pub const CAUGHT_UP_STALE: &str = "caught_up_stale_refresh_enqueued";
+
+/// Why a stored status should be refreshed (DATA.md §1 `getStatus`).
+///
+/// Token staleness joins this list when report tokens exist (issue 4).
+pub fn staleness_diagnostics(
+    status: &super::status::MemberStatus,
+    now_ms: EpochMs,
+) -> Vec<&'static str> {
+    let mut diags = Vec::new();
+    let items = status.agenda.items.len();
+    let actionable_state = matches!(
+        status.state,
+        StatusState::NeedsSync | StatusState::StillWorking | StatusState::Blocked
+    );
+    let Some(evaluated) = parse_iso(&status.evaluated_at) else {
+        return vec!["status_evaluated_at_invalid"];
+    };
+    let age = now_ms - evaluated;
+    if items == 0 && (actionable_state || status.state == StatusState::Unknown) {
+        diags.push("empty_agenda_state_refresh_enqueued");
+    }
+    if status.state == StatusState::CaughtUp && age > CAUGHT_UP_STALE_MS {
+        diags.push(CAUGHT_UP_STALE);
+    }
+    if items > 0 && actionable_state && age > ACTIONABLE_STALE_MS {
+        diags.push("status_stale_refresh_enqueued");
+    }
+    if matches!(
+        status.state,
+        StatusState::StillWorking | StatusState::Blocked
+    ) {
+        let lease = status
+            .report
+            .as_ref()
+            .filter(|r| r.accepted)
+            .and_then(|r| r.expires_at.as_deref())
+            .and_then(parse_iso);
+        match lease {
+            None => diags.push("accepted_report_lease_missing_refresh_enqueued"),
+            Some(expires) if expires <= now_ms => {
+                diags.push("accepted_report_lease_expired_refresh_enqueued")
+            }
+            Some(_) => {}
+        }
+    }
+    diags
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::time::format_iso;
+
+    const NOW: EpochMs = 1_800_000_000_000;
+    const UP: RuntimeActivity = RuntimeActivity {
+        team_active: true,
+        member_active: true,
+    };
+
+    fn report(state: ReportState, fp: &str, expires_at: Option<EpochMs>) -> Report {
+        Report {
+            state,
+            agenda_fingerprint: fp.into(),
+            member_name: "jack".into(),
+            team_name: "forge".into(),
+            reported_at: format_iso(NOW - 1000),
+            expires_at: expires_at.map(format_iso),
+            task_ids: None,
+            note: None,
+            source: None,
+            accepted: true,
+            rejection_code: None,
+        }
+    }
+
+    fn input<'a>(items: usize, report: Option<&'a Report>) -> DecisionInput<'a> {
+        DecisionInput {
+            on_active_roster: true,
+            runtime: UP,
+            item_count: items,
+            fingerprint: "fp",
+            accepted_report: report,
+            now_ms: NOW,
+        }
+    }
+
+    #[test]
+    fn inactive_wins_over_everything() {
+        let mut i = input(3, None);
+        i.on_active_roster = false;
+        assert_eq!(
+            decide(&i),
+            Decision::new(StatusState::Inactive, vec!["member_or_team_inactive"])
+        );
+        let mut i = input(3, None);
+        i.runtime.team_active = false;
+        assert_eq!(
+            decide(&i).diagnostics,
+            ["member_or_team_inactive", "team_runtime_inactive"]
+        );
+        let mut i = input(0, None);
+        i.runtime.member_active = false;
+        assert_eq!(
+            decide(&i).diagnostics,
+            ["member_or_team_inactive", "member_runtime_inactive"]
+        );
+    }
+
+    #[test]
+    fn empty_agenda_is_caught_up() {
+        assert_eq!(
+            decide(&input(0, None)),
+            Decision::new(StatusState::CaughtUp, vec!["agenda_empty"])
+        );
+    }
+
+    #[test]
+    fn no_report_needs_sync() {
+        assert_eq!(decide(&input(2, None)).diagnostics, ["no_current_report"]);
+        let mut rejected = report(ReportState::StillWorking, "fp", Some(NOW + 1));
+        rejected.accepted = false;
+        assert_eq!(
+            decide(&input(2, Some(&rejected))).diagnostics,
+            ["no_current_report"]
+        );
+    }
+
+    #[test]
+    fn leases() {
+        let live = report(ReportState::StillWorking, "fp", Some(NOW + 60_000));
+        assert_eq!(
+            decide(&input(2, Some(&live))),
+            Decision::new(StatusState::StillWorking, vec!["lease_still_working"])
+        );
+        let blocked = report(ReportState::Blocked, "fp", Some(NOW + 60_000));
+        assert_eq!(
+            decide(&input(2, Some(&blocked))).state,
+            StatusState::Blocked
+        );
+        let expired = report(ReportState::StillWorking, "fp", Some(NOW));
+        assert_eq!(
+            decide(&input(2, Some(&expired))).diagnostics,
+            ["report_lease_expired"]
+        );
+        let missing = report(ReportState::StillWorking, "fp", None);
+        assert_eq!(
+            decide(&input(2, Some(&missing))).diagnostics,
+            ["report_lease_missing"]
+        );
+        let stale = report(ReportState::StillWorking, "old", Some(NOW + 60_000));
+        assert_eq!(
+            decide(&input(2, Some(&stale))).diagnostics,
+            ["report_fingerprint_stale"]
+        );
+        let caught_up = report(ReportState::CaughtUp, "fp", None);
+        assert_eq!(
+            decide(&input(2, Some(&caught_up))).diagnostics,
+            ["caught_up_report_not_valid_for_non_empty_agenda"]
+        );
+        assert!(keeps_caught_up_report(&caught_up, "fp"));
+        assert!(!keeps_caught_up_report(&caught_up, "other"));
+    }
+
+    fn stored(
+        state: StatusState,
+        items: usize,
+        age_ms: EpochMs,
+    ) -> crate::domain::status::MemberStatus {
+        use crate::domain::agenda::{ActionableWorkItem, Agenda, Evidence, ItemKind, Priority};
+        let item = ActionableWorkItem {
+            task_id: "1".into(),
+            display_id: None,
+            subject: "s".into(),
+            kind: ItemKind::Work,
+            assignee: "jack".into(),
+            priority: Priority::Normal,
+            reason: "owned_pending_task".into(),
+            evidence: Evidence::default(),
+        };
+        crate::domain::status::MemberStatus {
+            team_name: "forge".into(),
+            member_name: "jack".into(),
+            state,
+            agenda: Agenda {
+                team_name: "forge".into(),
+                member_name: "jack".into(),
+                generated_at: format_iso(NOW - age_ms),
+                fingerprint: "fp".into(),
+                items: vec![item; items],
+                diagnostics: vec![],
+            },
+            report: None,
+            report_token: None,
+            report_token_expires_at: None,
+            shadow: None,
+            evaluated_at: format_iso(NOW - age_ms),
+            diagnostics: vec![],
+            provider_id: None,
+        }
+    }
+
+    #[test]
+    fn staleness_rules() {
+        assert!(
+            staleness_diagnostics(&stored(StatusState::CaughtUp, 0, 5 * 60_000), NOW).is_empty()
+        );
+        assert_eq!(
+            staleness_diagnostics(&stored(StatusState::CaughtUp, 0, 5 * 60_000 + 1), NOW),
+            [CAUGHT_UP_STALE]
+        );
+        assert!(
+            staleness_diagnostics(&stored(StatusState::NeedsSync, 2, 2 * 60_000), NOW).is_empty()
+        );
+        assert_eq!(
+            staleness_diagnostics(&stored(StatusState::NeedsSync, 2, 2 * 60_000 + 1), NOW),
+            ["status_stale_refresh_enqueued"]
+        );
+        assert_eq!(
+            staleness_diagnostics(&stored(StatusState::NeedsSync, 0, 0), NOW),
+            ["empty_agenda_state_refresh_enqueued"]
+        );
+        let mut leased = stored(StatusState::StillWorking, 1, 0);
+        assert_eq!(
+            staleness_diagnostics(&leased, NOW),
+            ["accepted_report_lease_missing_refresh_enqueued"]
+        );
+        leased.report = Some(report(ReportState::StillWorking, "fp", Some(NOW)));
+        assert_eq!(
+            staleness_diagnostics(&leased, NOW),
+            ["accepted_report_lease_expired_refresh_enqueued"]
+        );
+        leased.report = Some(report(ReportState::StillWorking, "fp", Some(NOW + 1)));
+        assert!(staleness_diagnostics(&leased, NOW).is_empty());
+        let mut broken = stored(StatusState::CaughtUp, 0, 0);
+        broken.evaluated_at = "garbage".into();
+        assert_eq!(
+            staleness_diagnostics(&broken, NOW),
+            ["status_evaluated_at_invalid"]
+        );
+    }
+}

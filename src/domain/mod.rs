@@ -1,0 +1,13 @@
+//! Pure domain: team model, agenda, review cycle, fingerprint and decision policy.
+//!
+//! Nothing in here does IO, reads a clock or knows about napi; every function is
+//! deterministic in its inputs, which is what lets `cargo test` pin the rules.
+
+pub mod agenda;
+pub mod decision;
+pub mod fingerprint;
+pub mod names;
+pub mod review_cycle;
+pub mod status;
+pub mod team;
+pub mod time;

@@ -1,0 +1,108 @@
+//! The persisted status of a member and the reports it carries (API.md control-plane types).
+
+use serde::{Deserialize, Serialize};
+
+use super::agenda::Agenda;
+use super::team::ProviderId;
+
+/// What the reconciler concluded about a member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StatusState {
+    /// Nothing actionable.
+    CaughtUp,
+    /// Work exists and no valid report covers it.
+    NeedsSync,
+    /// A valid `still_working` lease covers the agenda.
+    StillWorking,
+    /// A valid `blocked` lease covers the agenda.
+    Blocked,
+    /// Team or member is not running / not on the roster.
+    Inactive,
+    /// Not evaluated.
+    Unknown,
+}
+
+/// What a member said about its agenda.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportState {
+    /// Working on the agenda.
+    StillWorking,
+    /// Blocked by board evidence.
+    Blocked,
+    /// Nothing left to do.
+    CaughtUp,
+}
+
+/// A report as recorded on the status.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct Report {
+    pub state: ReportState,
+    pub agenda_fingerprint: String,
+    pub member_name: String,
+    pub team_name: String,
+    pub reported_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_ids: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    pub accepted: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejection_code: Option<String>,
+}
+
+/// Who triggered the evaluation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReconciledBy {
+    /// A direct API call.
+    Request,
+    /// The event queue.
+    Queue,
+    /// A member report.
+    Report,
+}
+
+/// Shadow-mode observations: what phase 2 would do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct Shadow {
+    pub reconciled_by: ReconciledBy,
+    pub would_nudge: bool,
+    pub fingerprint_changed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_fingerprint: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger_reasons: Option<Vec<String>>,
+}
+
+/// The status of one member.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct MemberStatus {
+    pub team_name: String,
+    pub member_name: String,
+    pub state: StatusState,
+    pub agenda: Agenda,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<Report>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report_token: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report_token_expires_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shadow: Option<Shadow>,
+    pub evaluated_at: String,
+    pub diagnostics: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_id: Option<ProviderId>,
+}

@@ -1,0 +1,473 @@
+//! Reads a team from the Claude agent-teams layout (DATA.md §3): `config.json`,
+//! `members.meta.json`, `kanban-state.json` and the task files.
+//!
+//! Every input is size-capped; a missing or broken file degrades to its
+//! documented default plus a diagnostic, and one bad task file never hides the
+//! others.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::json_store::{read_capped, Capped};
+use crate::application::ports::TeamSource;
+use crate::domain::team::{
+    merge_team_members, tidy_meta_members, Clarification, HistoryEvent, KanbanColumn, KanbanEntry,
+    MemberOverlay, Overlay, ProviderId, ReviewState, Task, TaskStatus, TeamMember, TeamSnapshot,
+};
+use crate::domain::time::parse_iso;
+
+/// Cap of `config.json`.
+pub const MAX_CONFIG_BYTES: u64 = 10 * 1024 * 1024;
+/// Cap of `members.meta.json`.
+pub const MAX_MEMBERS_META_BYTES: u64 = 256 * 1024;
+/// Cap of `kanban-state.json`.
+pub const MAX_KANBAN_BYTES: u64 = 512 * 1024;
+/// Cap of one task file.
+pub const MAX_TASK_BYTES: u64 = 2 * 1024 * 1024;
+
+/// Team data on disk under `<teams>/<team>` and `<tasks>/<team>`.
+#[derive(Debug, Clone)]
+pub struct FsTeamSource {
+    teams_base: PathBuf,
+    tasks_base: PathBuf,
+}
+
+impl FsTeamSource {
+    /// A reader over the given base dirs.
+    pub fn new(teams_base: PathBuf, tasks_base: PathBuf) -> Self {
+        Self {
+            teams_base,
+            tasks_base,
+        }
+    }
+}
+
+impl TeamSource for FsTeamSource {
+    fn load(&self, team_name: &str) -> TeamSnapshot {
+        let team_dir = self.teams_base.join(team_name);
+        let mut snapshot = TeamSnapshot {
+            team_name: team_name.to_string(),
+            ..TeamSnapshot::default()
+        };
+        let diags = &mut snapshot.diagnostics;
+        let config = read_json(
+            &team_dir.join("config.json"),
+            MAX_CONFIG_BYTES,
+            "team_config",
+            diags,
+        );
+        let config = config.as_ref().filter(|c| {
+            c.get("name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| !n.trim().is_empty())
+        });
+        let Some(config) = config else {
+            return snapshot;
+        };
+        snapshot.config_found = true;
+        snapshot.deleted = config
+            .get("deletedAt")
+            .is_some_and(|d| !d.is_null() && d != &Value::Bool(false));
+        let config_members: Vec<TeamMember> = array(config, "members")
+            .filter_map(parse_config_member)
+            .collect();
+        let meta = read_json(
+            &team_dir.join("members.meta.json"),
+            MAX_MEMBERS_META_BYTES,
+            "members_meta",
+            diags,
+        )
+        .map(|meta| {
+            tidy_meta_members(
+                array(&meta, "members")
+                    .filter_map(parse_meta_member)
+                    .collect(),
+            )
+        })
+        .unwrap_or_default();
+        snapshot.members = merge_team_members(&config_members, &meta);
+        snapshot.kanban = read_json(
+            &team_dir.join("kanban-state.json"),
+            MAX_KANBAN_BYTES,
+            "kanban_state",
+            diags,
+        )
+        .map(|k| parse_kanban(&k))
+        .unwrap_or_default();
+        snapshot.tasks = read_tasks(&self.tasks_base.join(team_name), &mut snapshot.diagnostics);
+        snapshot
+    }
+}
+
+/// Reads and parses a capped JSON file; problems become `<what>_too_large` /
+/// `<what>_invalid` / `<what>_unreadable` diagnostics. A missing file is silent.
+fn read_json(path: &Path, max: u64, what: &str, diags: &mut Vec<String>) -> Option<Value> {
+    match read_capped(path, max) {
+        Ok(None) => None,
+        Ok(Some(Capped::TooLarge)) => {
+            diags.push(format!("{what}_too_large"));
+            None
+        }
+        Ok(Some(Capped::Bytes(bytes))) => match serde_json::from_slice(&bytes) {
+            Ok(value) => Some(value),
+            Err(_) => {
+                diags.push(format!("{what}_invalid"));
+                None
+            }
+        },
+        Err(_) => {
+            diags.push(format!("{what}_unreadable"));
+            None
+        }
+    }
+}
+
+fn array<'a>(value: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> {
+    value
+        .get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+fn string(value: &Value, key: &str) -> Option<String> {
+    value.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+fn trimmed_name(value: &Value) -> Option<String> {
+    let name = value.get("name")?.as_str()?.trim();
+    (!name.is_empty()).then(|| name.to_string())
+}
+
+fn effort(value: &Value) -> Option<String> {
+    match value.get("effort")? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn parse_config_member(value: &Value) -> Option<TeamMember> {
+    Some(TeamMember {
+        name: trimmed_name(value)?,
+        agent_type: string(value, "agentType"),
+        provider_id: value
+            .get("providerId")
+            .and_then(Value::as_str)
+            .and_then(ProviderId::parse),
+        provider_backend_id: string(value, "providerBackendId"),
+        model: string(value, "model"),
+        effort: effort(value),
+        fast_mode: value.get("fastMode").and_then(Value::as_bool),
+        removed_at: match value.get("removedAt") {
+            Some(Value::Number(n)) => n.as_f64(),
+            Some(Value::Bool(true)) => Some(1.0),
+            Some(Value::String(s)) if !s.is_empty() => Some(1.0),
+            _ => None,
+        },
+    })
+}
+
+fn parse_meta_member(value: &Value) -> Option<MemberOverlay> {
+    Some(MemberOverlay {
+        name: trimmed_name(value)?,
+        agent_type: string(value, "agentType"),
+        provider_id: value
+            .get("providerId")
+            .and_then(Value::as_str)
+            .and_then(ProviderId::parse),
+        provider_backend_id: string(value, "providerBackendId"),
+        model: string(value, "model"),
+        effort: effort(value),
+        fast_mode: value.get("fastMode").and_then(Value::as_bool),
+        removed_at: match value.get("removedAt") {
+            None => Overlay::Absent,
+            Some(Value::Number(n)) => n.as_f64().map_or(Overlay::Cleared, Overlay::Set),
+            Some(_) => Overlay::Cleared,
+        },
+    })
+}
+
+fn parse_kanban(value: &Value) -> BTreeMap<String, KanbanEntry> {
+    let Some(tasks) = value.get("tasks").and_then(Value::as_object) else {
+        return BTreeMap::new();
+    };
+    tasks
+        .iter()
+        .filter_map(|(id, entry)| {
+            let column = match entry.get("column")?.as_str()? {
+                "review" => KanbanColumn::Review,
+                "approved" => KanbanColumn::Approved,
+                _ => return None,
+            };
+            let moved_at = entry.get("movedAt")?.as_str()?;
+            Some((
+                id.clone(),
+                KanbanEntry {
+                    column,
+                    moved_at_ms: parse_iso(moved_at),
+                    reviewer: string(entry, "reviewer"),
+                },
+            ))
+        })
+        .collect()
+}
+
+/// Reads every task file of a team, in file-name order.
+fn read_tasks(dir: &Path, diags: &mut Vec<String>) -> Vec<Task> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+        Err(_) => {
+            diags.push("tasks_dir_unreadable".into());
+            return Vec::new();
+        }
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| name.ends_with(".json") && !name.starts_with('.'))
+        .collect();
+    names.sort();
+    let mut tasks = Vec::with_capacity(names.len());
+    for name in names {
+        match read_capped(&dir.join(&name), MAX_TASK_BYTES) {
+            Ok(Some(Capped::Bytes(bytes))) => match serde_json::from_slice::<Value>(&bytes) {
+                Ok(value) => match parse_task(&value) {
+                    TaskParse::Task(task) => tasks.push(task),
+                    TaskParse::Skipped => {}
+                    TaskParse::Invalid => diags.push(format!("task_file_invalid:{name}")),
+                },
+                Err(_) => diags.push(format!("task_file_invalid:{name}")),
+            },
+            Ok(Some(Capped::TooLarge)) => diags.push(format!("task_file_too_large:{name}")),
+            Ok(None) => {}
+            Err(_) => diags.push(format!("task_file_unreadable:{name}")),
+        }
+    }
+    tasks
+}
+
+/// Outcome of parsing one task file.
+#[derive(Debug)]
+enum TaskParse {
+    Task(Task),
+    /// Internal or deleted: never on an agenda, not an error.
+    Skipped,
+    /// Not a task object.
+    Invalid,
+}
+
+fn parse_task(value: &Value) -> TaskParse {
+    let Some(obj) = value.as_object() else {
+        return TaskParse::Invalid;
+    };
+    if value.pointer("/metadata/_internal") == Some(&Value::Bool(true)) {
+        return TaskParse::Skipped;
+    }
+    let status = TaskStatus::parse(obj.get("status").and_then(Value::as_str));
+    if status == TaskStatus::Deleted {
+        return TaskParse::Skipped;
+    }
+    let id = match obj.get("id") {
+        Some(Value::String(s)) => s.trim().to_string(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => return TaskParse::Invalid,
+    };
+    if id.is_empty() {
+        return TaskParse::Invalid;
+    }
+    let display_id = match obj.get("displayId").and_then(Value::as_str).map(str::trim) {
+        Some(d) if !d.is_empty() => d.to_string(),
+        _ if is_uuid(&id) => id[..8].to_lowercase(),
+        _ => id.clone(),
+    };
+    let ids = |key: &str| -> Vec<String> {
+        array(value, key)
+            .filter_map(|v| match v {
+                Value::String(s) => Some(s.clone()),
+                Value::Number(n) => Some(n.to_string()),
+                _ => None,
+            })
+            .collect()
+    };
+    TaskParse::Task(Task {
+        display_id,
+        subject: obj
+            .get("subject")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+        status,
+        deleted_at: obj
+            .get("deletedAt")
+            .is_some_and(|d| !d.is_null() && d != &Value::Bool(false)),
+        owner: obj.get("owner").and_then(Value::as_str).map(str::to_string),
+        blocked_by: ids("blockedBy"),
+        blocks: ids("blocks"),
+        needs_clarification: match obj.get("needsClarification").and_then(Value::as_str) {
+            Some("lead") => Some(Clarification::Lead),
+            Some("user") => Some(Clarification::User),
+            _ => None,
+        },
+        review_state: obj
+            .get("reviewState")
+            .and_then(Value::as_str)
+            .map_or(ReviewState::None, ReviewState::parse),
+        history: array(value, "historyEvents")
+            .filter_map(parse_history_event)
+            .collect(),
+        id,
+    })
+}
+
+fn parse_history_event(value: &Value) -> Option<HistoryEvent> {
+    let id = value.get("id")?.as_str()?.to_string();
+    let timestamp = value.get("timestamp")?.as_str()?.to_string();
+    let kind = value.get("type")?.as_str()?.to_string();
+    Some(HistoryEvent {
+        at_ms: parse_iso(&timestamp),
+        id,
+        timestamp,
+        kind,
+        to: string(value, "to"),
+        reviewer: string(value, "reviewer"),
+        actor: string(value, "actor"),
+    })
+}
+
+fn is_uuid(id: &str) -> bool {
+    let bytes = id.as_bytes();
+    bytes.len() == 36
+        && bytes.iter().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => *b == b'-',
+            _ => b.is_ascii_hexdigit(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(path: &Path, text: &str) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+
+    fn fixture() -> (tempfile::TempDir, FsTeamSource) {
+        let root = tempfile::tempdir().unwrap();
+        let source = FsTeamSource::new(root.path().join("teams"), root.path().join("tasks"));
+        (root, source)
+    }
+
+    #[test]
+    fn reads_the_documented_layout() {
+        let (root, source) = fixture();
+        let team = root.path().join("teams/forge");
+        write(
+            &team.join("config.json"),
+            r#"{"name":"forge","members":[{"name":"team-lead","agentType":"team-lead"},{"name":"jack","model":"gpt-5"},{"name":"bob"}]}"#,
+        );
+        write(
+            &team.join("members.meta.json"),
+            r#"{"version":1,"members":[{"name":"jill","providerBackendId":"opencode-cli"},{"name":"bob","removedAt":1746500000000},{"name":"jill-2"}]}"#,
+        );
+        write(
+            &team.join("kanban-state.json"),
+            r#"{"teamName":"forge","reviewers":[],"tasks":{"7":{"column":"review","movedAt":"2026-05-06T11:00:00Z","reviewer":"jill"},"8":{"column":"nope","movedAt":"x"}}}"#,
+        );
+        let tasks = root.path().join("tasks/forge");
+        write(
+            &tasks.join("7.json"),
+            r#"{"id":7,"subject":" Ship ","status":"completed","owner":"jack","blockedBy":["6"],"historyEvents":[{"id":"e2","type":"review_requested","timestamp":"2026-05-06T11:00:00Z","from":"none","to":"review","reviewer":"jill","actor":"jack"},{"type":"broken"}]}"#,
+        );
+        write(
+            &tasks.join("8.json"),
+            r#"{"id":"123e4567-E89B-12d3-a456-426614174000","status":"weird"}"#,
+        );
+        write(&tasks.join("9.json"), r#"{"id":"9","status":"deleted"}"#);
+        write(
+            &tasks.join("10.json"),
+            r#"{"id":"10","metadata":{"_internal":true}}"#,
+        );
+        write(&tasks.join("11.json"), "{broken");
+        write(&tasks.join(".hidden.json"), "{broken");
+        write(&tasks.join("12.json.lock"), "");
+        write(&tasks.join("13.json"), r#"[1,2]"#);
+
+        let snapshot = source.load("forge");
+        assert!(snapshot.is_active());
+        assert_eq!(snapshot.lead().unwrap().name, "team-lead");
+        assert_eq!(
+            snapshot.active_member_names(),
+            ["jack", "jill", "team-lead"]
+        );
+        assert_eq!(
+            snapshot.member("jill").unwrap().derived_provider(),
+            Some(ProviderId::Opencode)
+        );
+        assert_eq!(
+            snapshot.member("jack").unwrap().derived_provider(),
+            Some(ProviderId::Codex)
+        );
+        assert_eq!(snapshot.kanban.len(), 1);
+        assert_eq!(snapshot.kanban["7"].reviewer.as_deref(), Some("jill"));
+        let ids: Vec<_> = snapshot.tasks.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, ["7", "123e4567-E89B-12d3-a456-426614174000"]);
+        let ship = &snapshot.tasks[0];
+        assert_eq!(ship.subject, "Ship");
+        assert_eq!(ship.display_id, "7");
+        assert_eq!(ship.history.len(), 1);
+        assert_eq!(snapshot.tasks[1].display_id, "123e4567");
+        assert_eq!(snapshot.tasks[1].status, TaskStatus::Pending);
+        assert_eq!(
+            snapshot.diagnostics,
+            ["task_file_invalid:11.json", "task_file_invalid:13.json"]
+        );
+    }
+
+    #[test]
+    fn missing_and_deleted_teams() {
+        let (root, source) = fixture();
+        let missing = source.load("ghost");
+        assert!(!missing.config_found && !missing.is_active());
+        write(
+            &root.path().join("teams/gone/config.json"),
+            r#"{"name":"gone","deletedAt":"2026-05-06T11:00:00Z","members":[]}"#,
+        );
+        let gone = source.load("gone");
+        assert!(gone.config_found && gone.deleted && !gone.is_active());
+        write(
+            &root.path().join("teams/noname/config.json"),
+            r#"{"name":"  "}"#,
+        );
+        assert!(!source.load("noname").config_found);
+    }
+
+    #[test]
+    fn broken_side_files_degrade_with_diagnostics() {
+        let (root, source) = fixture();
+        let team = root.path().join("teams/forge");
+        write(
+            &team.join("config.json"),
+            r#"{"name":"forge","members":[{"name":"jack"}]}"#,
+        );
+        write(&team.join("members.meta.json"), "not json");
+        write(
+            &team.join("kanban-state.json"),
+            &"x".repeat(MAX_KANBAN_BYTES as usize + 1),
+        );
+        let snapshot = source.load("forge");
+        assert_eq!(snapshot.active_member_names(), ["jack"]);
+        assert!(snapshot.kanban.is_empty());
+        assert_eq!(
+            snapshot.diagnostics,
+            ["members_meta_invalid", "kanban_state_too_large"]
+        );
+    }
+}
