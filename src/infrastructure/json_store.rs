@@ -33,12 +33,21 @@ pub enum Loaded<T> {
 }
 
 /// Reads `path` as `{schemaVersion: version, <field>: T}`.
+///
+/// A symlink in place of a store file is moved aside unread (reason `symlink`):
+/// store files are the addon's own and never point elsewhere.
 pub fn read_envelope<T: DeserializeOwned>(
     path: &Path,
     version: u64,
     field: &str,
     now_ms: i64,
 ) -> io::Result<Loaded<T>> {
+    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Ok(Loaded::Quarantined {
+            moved_to: quarantine(path, now_ms)?,
+            reason: "symlink".into(),
+        });
+    }
     let Some(bytes) = read_capped(path, MAX_STORE_FILE_BYTES)? else {
         return Ok(Loaded::Missing);
     };

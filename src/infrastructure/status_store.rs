@@ -160,3 +160,171 @@ impl AuditJournal for FsAuditJournal {
         let _ = journal::append(&path, &event);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::agenda::Agenda;
+    use crate::domain::status::StatusState;
+    use crate::infrastructure::clock::ManualClock;
+    use std::process::Command;
+
+    fn status(team: &str, member: &str, diagnostics: Vec<String>) -> MemberStatus {
+        MemberStatus {
+            team_name: team.into(),
+            member_name: member.into(),
+            state: StatusState::Unknown,
+            agenda: Agenda {
+                team_name: team.into(),
+                member_name: member.into(),
+                generated_at: "2026-11-22T10:00:00.000Z".into(),
+                fingerprint: "agenda:v1:x".into(),
+                items: vec![],
+                diagnostics: vec![],
+            },
+            report: None,
+            report_token: None,
+            report_token_expires_at: None,
+            shadow: None,
+            evaluated_at: "2026-11-22T10:00:00.000Z".into(),
+            diagnostics,
+            provider_id: None,
+        }
+    }
+
+    fn store(teams: &std::path::Path) -> FsStatusStore {
+        FsStatusStore::new(
+            StorePaths::new(teams.to_path_buf()),
+            Arc::new(ManualClock::new(7)),
+        )
+    }
+
+    /// Appends one diagnostic per round to the member's stored status.
+    fn bump(store: &FsStatusStore, member: &str, rounds: usize) {
+        for round in 0..rounds {
+            store
+                .update("forge", member, &mut |previous| {
+                    let mut diagnostics = previous
+                        .into_status()
+                        .map(|s| s.diagnostics)
+                        .unwrap_or_default();
+                    diagnostics.push(format!("{}:{round}", std::process::id()));
+                    status("forge", member, diagnostics)
+                })
+                .unwrap();
+        }
+    }
+
+    /// Child-process half of `two_processes_lose_no_update`; a no-op in a normal run.
+    #[test]
+    fn child_process_writer() {
+        let (Ok(dir), Ok(member)) = (
+            std::env::var("MWS_TEST_TEAMS_DIR"),
+            std::env::var("MWS_TEST_MEMBER"),
+        ) else {
+            return;
+        };
+        bump(&store(std::path::Path::new(&dir)), &member, 40);
+    }
+
+    #[test]
+    fn two_processes_lose_no_update() {
+        let dir = tempfile::tempdir().unwrap();
+        let spawn = |member: &str| {
+            Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "infrastructure::status_store::tests::child_process_writer",
+                    "--quiet",
+                ])
+                .env("MWS_TEST_TEAMS_DIR", dir.path())
+                .env("MWS_TEST_MEMBER", member)
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        };
+        // Two processes on different members and two on the same member, at once.
+        let children = [spawn("jack"), spawn("jill"), spawn("bob"), spawn("bob")];
+        for mut child in children {
+            assert!(child.wait().unwrap().success());
+        }
+        let store = store(dir.path());
+        for (member, writes) in [("jack", 40), ("jill", 40), ("bob", 80)] {
+            let stored = store.read("forge", member).unwrap().into_status().unwrap();
+            assert_eq!(stored.diagnostics.len(), writes, "{member}");
+        }
+    }
+
+    #[test]
+    fn member_keys_keep_hostile_looking_names_inside_the_team() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path());
+        bump(&store, "..", 1);
+        bump(&store, "A b", 1);
+        assert!(dir
+            .path()
+            .join("forge/members/%2E%2E/.member-work-sync/status.json")
+            .exists());
+        assert!(dir
+            .path()
+            .join("forge/members/a%20b/member.meta.json")
+            .exists());
+    }
+
+    #[test]
+    fn legacy_v1_team_file_is_a_read_fallback() {
+        let dir = tempfile::tempdir().unwrap();
+        let legacy = serde_json::json!({
+            "schemaVersion": 1,
+            "members": { "jack": status("forge", "jack", vec!["old".into()]) },
+        });
+        crate::infrastructure::json_store::write_json(
+            &dir.path().join("forge/.member-work-sync/status.json"),
+            &legacy,
+        )
+        .unwrap();
+        let store = store(dir.path());
+        match store.read("forge", "Jack").unwrap() {
+            StoredStatus::Legacy(s) => assert_eq!(s.diagnostics, ["old"]),
+            other => panic!("expected legacy fallback, got {other:?}"),
+        }
+        assert_eq!(store.read("forge", "jill").unwrap(), StoredStatus::Missing);
+        // Once the member file exists it wins.
+        bump(&store, "jack", 1);
+        assert!(matches!(
+            store.read("forge", "jack").unwrap(),
+            StoredStatus::Current(_)
+        ));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinked_status_file_is_moved_aside_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.json");
+        std::fs::write(&outside, "{}").unwrap();
+        let path =
+            StorePaths::new(dir.path().to_path_buf()).member_file("forge", "jack", "status.json");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&outside, &path).unwrap();
+        let store = store(dir.path());
+        let mut seen = None;
+        store
+            .update("forge", "jack", &mut |previous| {
+                seen = Some(previous);
+                status("forge", "jack", vec![])
+            })
+            .unwrap();
+        assert_eq!(
+            seen,
+            Some(StoredStatus::Quarantined {
+                reason: "symlink".into()
+            })
+        );
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "{}");
+        assert!(std::fs::symlink_metadata(&path)
+            .unwrap()
+            .file_type()
+            .is_file());
+    }
+}

@@ -1,0 +1,156 @@
+//! Full-team agenda + fingerprint passes, in memory and from disk.
+//!
+//! Run with `npm run bench` (or `cargo bench --bench agenda`).
+
+use std::path::Path;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use member_work_sync::domain::agenda::TeamIndex;
+use member_work_sync::domain::team::{
+    Clarification, HistoryEvent, ReviewState, Task, TaskStatus, TeamMember, TeamSnapshot,
+};
+use member_work_sync::domain::time::parse_iso;
+use member_work_sync::infrastructure::composition::{RootPaths, Services};
+
+const NOW: &str = "2026-11-22T10:00:00.000Z";
+
+fn member_name(i: usize) -> String {
+    if i == 0 {
+        "team-lead".to_string()
+    } else {
+        format!("member-{i}")
+    }
+}
+
+/// A board with every agenda rule represented: pending, in-progress, reviews,
+/// needsFix, lead clarifications, waiting and broken dependencies, done work.
+fn synthetic_team(members: usize, tasks: usize) -> TeamSnapshot {
+    let roster = (0..members)
+        .map(|i| TeamMember {
+            name: member_name(i),
+            agent_type: (i == 0).then(|| "team-lead".to_string()),
+            model: Some("claude-sonnet-4-5".into()),
+            ..TeamMember::default()
+        })
+        .collect();
+    let tasks = (0..tasks)
+        .map(|i| {
+            let owner = member_name(1 + i % (members - 1).max(1));
+            let reviewer = member_name(1 + (i + 1) % (members - 1).max(1));
+            let status = match i % 5 {
+                0 => TaskStatus::Pending,
+                1 => TaskStatus::InProgress,
+                _ => TaskStatus::Completed,
+            };
+            let history = match i % 5 {
+                2 => vec![HistoryEvent {
+                    id: format!("r{i}"),
+                    timestamp: "2026-11-20T09:00:00Z".into(),
+                    at_ms: parse_iso("2026-11-20T09:00:00Z"),
+                    kind: "review_requested".into(),
+                    to: Some("review".into()),
+                    reviewer: Some(reviewer),
+                    actor: Some(owner.clone()),
+                }],
+                _ => vec![],
+            };
+            Task {
+                id: i.to_string(),
+                display_id: format!("#{i}"),
+                subject: format!("Task number {i}"),
+                status,
+                deleted_at: false,
+                owner: Some(owner),
+                blocked_by: match i % 7 {
+                    3 => vec![(i - 1).to_string()],
+                    5 => vec!["missing".to_string()],
+                    _ => vec![],
+                },
+                blocks: vec![],
+                needs_clarification: (i % 11 == 4).then_some(Clarification::Lead),
+                review_state: if i % 5 == 3 {
+                    ReviewState::NeedsFix
+                } else {
+                    ReviewState::None
+                },
+                history,
+            }
+        })
+        .collect();
+    TeamSnapshot {
+        team_name: "bench".into(),
+        config_found: true,
+        members: roster,
+        tasks,
+        ..TeamSnapshot::default()
+    }
+}
+
+fn full_pass(snapshot: &TeamSnapshot) -> usize {
+    let index = TeamIndex::build(snapshot);
+    snapshot
+        .members
+        .iter()
+        .map(|m| index.agenda_for(&m.name, NOW).items.len())
+        .sum()
+}
+
+fn in_memory(c: &mut Criterion) {
+    let mut group = c.benchmark_group("agenda_full_team_in_memory");
+    for (members, tasks) in [(5, 100), (20, 1_000), (50, 10_000)] {
+        let snapshot = synthetic_team(members, tasks);
+        assert!(full_pass(&snapshot) > 0);
+        group.bench_with_input(
+            BenchmarkId::from_parameter(format!("{members}x{tasks}")),
+            &snapshot,
+            |b, s| b.iter(|| full_pass(s)),
+        );
+    }
+    group.finish();
+}
+
+fn write_team_to_disk(root: &Path, snapshot: &TeamSnapshot) {
+    let team_dir = root.join("teams").join(&snapshot.team_name);
+    let task_dir = root.join("tasks").join(&snapshot.team_name);
+    std::fs::create_dir_all(&team_dir).unwrap();
+    std::fs::create_dir_all(&task_dir).unwrap();
+    let members: Vec<_> = snapshot
+        .members
+        .iter()
+        .map(|m| serde_json::json!({"name": m.name, "agentType": m.agent_type, "model": m.model}))
+        .collect();
+    let config = serde_json::json!({"name": snapshot.team_name, "members": members});
+    std::fs::write(team_dir.join("config.json"), config.to_string()).unwrap();
+    for task in &snapshot.tasks {
+        let history: Vec<_> = task
+            .history
+            .iter()
+            .map(|e| serde_json::json!({"id": e.id, "timestamp": e.timestamp, "type": e.kind, "to": e.to, "reviewer": e.reviewer, "actor": e.actor}))
+            .collect();
+        let json = serde_json::json!({
+            "id": task.id, "displayId": task.display_id, "subject": task.subject,
+            "status": task.status.as_str(), "owner": task.owner, "blockedBy": task.blocked_by,
+            "needsClarification": task.needs_clarification.map(|c| c.as_str()),
+            "reviewState": task.review_state.as_str(), "historyEvents": history,
+        });
+        std::fs::write(task_dir.join(format!("{}.json", task.id)), json.to_string()).unwrap();
+    }
+}
+
+fn from_disk(c: &mut Criterion) {
+    let root = tempfile::tempdir().unwrap();
+    write_team_to_disk(root.path(), &synthetic_team(20, 1_000));
+    let services = Services::new(
+        RootPaths::resolve(Some(root.path().to_path_buf()), None, None),
+        None,
+    );
+    let mut group = c.benchmark_group("refresh_team_from_disk");
+    group.sample_size(20);
+    group.bench_function("20x1000", |b| {
+        b.iter(|| services.reconciler.refresh_team("bench").unwrap().len())
+    });
+    group.finish();
+}
+
+criterion_group!(benches, in_memory, from_disk);
+criterion_main!(benches);
