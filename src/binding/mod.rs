@@ -1,7 +1,7 @@
 //! The napi layer: converts JS values to use-case inputs and results back, maps
 //! errors to stable codes. No rules live here.
 
-mod job;
+pub(crate) mod job;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -39,7 +39,7 @@ pub struct MemberWorkSyncOptions {
 /// One addon instance over one Claude home.
 #[napi]
 pub struct MemberWorkSync {
-    services: Arc<Services>,
+    pub(crate) services: Arc<Services>,
 }
 
 #[napi]
@@ -160,14 +160,14 @@ impl MemberWorkSync {
     }
 }
 
-fn string_field(request: &Value, field: &str) -> Result<String, JsFailure> {
+pub(crate) fn string_field(request: &Value, field: &str) -> Result<String, JsFailure> {
     match request.get(field) {
         Some(Value::String(value)) => Ok(value.clone()),
         _ => Err(JsFailure::invalid(format!("{field} must be a string"))),
     }
 }
 
-fn member_request(request: &Value) -> Result<(String, String), JsFailure> {
+pub(crate) fn member_request(request: &Value) -> Result<(String, String), JsFailure> {
     if !request.is_object() {
         return Err(JsFailure::invalid("request must be an object"));
     }
@@ -177,7 +177,7 @@ fn member_request(request: &Value) -> Result<(String, String), JsFailure> {
     ))
 }
 
-fn to_json(value: impl serde::Serialize) -> Result<Value, JsFailure> {
+pub(crate) fn to_json(value: impl serde::Serialize) -> Result<Value, JsFailure> {
     serde_json::to_value(value).map_err(|e| JsFailure {
         code: ErrorCode::Io,
         message: format!("could not encode result: {e}"),
