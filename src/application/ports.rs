@@ -4,6 +4,7 @@
 use crate::domain::status::MemberStatus;
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::EpochMs;
+use crate::domain::token::TokenCheck;
 
 /// Failures of a port.
 #[derive(Debug, thiserror::Error)]
@@ -88,4 +89,25 @@ pub struct AuditEvent {
 pub trait AuditJournal: Send + Sync {
     /// Records `event`.
     fn record(&self, event: AuditEvent);
+}
+
+/// Issues and verifies report tokens bound to team, member and fingerprint.
+pub trait ReportTokens: Send + Sync {
+    /// A token for `member` of `team` and `fingerprint`, expiring at `expires_ms`.
+    fn issue(
+        &self,
+        team: &str,
+        member: &str,
+        fingerprint: &str,
+        expires_ms: EpochMs,
+    ) -> Result<String, PortError>;
+    /// Checks `token` (signature in constant time, then exact claims and expiry).
+    fn verify(
+        &self,
+        token: Option<&str>,
+        team: &str,
+        member: &str,
+        fingerprint: &str,
+        now_ms: EpochMs,
+    ) -> TokenCheck;
 }

@@ -22,6 +22,11 @@ impl StagedFile {
         sync_dir(target)
     }
 
+    /// Sets the permissions the file will have once committed.
+    pub fn set_permissions(&self, permissions: fs::Permissions) -> io::Result<()> {
+        self.temp.as_file().set_permissions(permissions)
+    }
+
     /// Leaves the temp file on disk as a crash would (tests only).
     #[cfg(test)]
     pub fn abandon(self) -> std::path::PathBuf {

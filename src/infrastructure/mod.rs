@@ -7,5 +7,6 @@ pub mod composition;
 pub mod journal;
 pub mod json_store;
 pub mod lock;
+pub mod report_token;
 pub mod status_store;
 pub mod team_reader;

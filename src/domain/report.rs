@@ -1,0 +1,413 @@
+//! Member reports: request shape, the validator and lease rules (DATA.md §5 "Report").
+//!
+//! `validate` is pure: it decides, the reporter use case persists.
+
+use serde_json::Value;
+
+use super::agenda::{Agenda, ItemKind, Priority};
+use super::fingerprint::{canonical_json, sha256_hex};
+use super::names::normalize_member_name;
+use super::review_cycle::ReviewObligation;
+use super::status::ReportState;
+use super::time::EpochMs;
+use super::token::TokenCheck;
+
+/// Longest note accepted, in characters.
+pub const MAX_NOTE_CHARS: usize = 1000;
+/// Most task ids in one report.
+pub const MAX_TASK_IDS: usize = 20;
+/// Longest task id accepted.
+pub const MAX_TASK_ID_CHARS: usize = 128;
+
+const MINUTE_MS: EpochMs = 60 * 1000;
+/// Default `blocked` lease.
+pub const BLOCKED_LEASE_MS: EpochMs = 30 * MINUTE_MS;
+/// Default `still_working` lease.
+pub const STILL_WORKING_LEASE_MS: EpochMs = 15 * MINUTE_MS;
+/// Default lease while only review pickups are pending.
+pub const PICKUP_LEASE_MS: EpochMs = 3 * MINUTE_MS;
+/// Longest lease while only review pickups are pending.
+pub const PICKUP_MAX_LEASE_MS: EpochMs = 10 * MINUTE_MS;
+/// Shortest requested lease.
+pub const MIN_LEASE_MS: EpochMs = MINUTE_MS;
+/// Longest requested lease.
+pub const MAX_LEASE_MS: EpochMs = 60 * MINUTE_MS;
+
+/// Provider ids and app identities that can never report as a member.
+const RESERVED_REPORTERS: [&str; 6] =
+    ["user", "system", "anthropic", "codex", "gemini", "opencode"];
+/// Names that mean "the lead" in prompts; only the real lead member may use one.
+const LEAD_ALIASES: [&str; 4] = ["lead", "team-lead", "teamlead", "team-leader"];
+
+/// Who sent the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReportSource {
+    /// The member's MCP tool.
+    Mcp,
+    /// The app.
+    App,
+    /// A test.
+    Test,
+}
+
+impl ReportSource {
+    /// Wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Mcp => "mcp",
+            Self::App => "app",
+            Self::Test => "test",
+        }
+    }
+}
+
+/// A well-formed report request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportRequest {
+    /// Team.
+    pub team_name: String,
+    /// Reporting member.
+    pub member_name: String,
+    /// Reported state.
+    pub state: ReportState,
+    /// Fingerprint the member saw.
+    pub agenda_fingerprint: String,
+    /// Token from the status the member saw.
+    pub report_token: Option<String>,
+    /// Task refs the report covers (as given).
+    pub task_ids: Option<Vec<String>>,
+    /// Advisory note.
+    pub note: Option<String>,
+    /// Ignored for leases; kept for the record.
+    pub reported_at: Option<String>,
+    /// Requested lease length.
+    pub lease_ttl_ms: Option<f64>,
+    /// Origin.
+    pub source: Option<ReportSource>,
+}
+
+/// Why a request is malformed (code `invalid_payload`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidPayload(pub String);
+
+fn optional_string(request: &Value, field: &str) -> Result<Option<String>, InvalidPayload> {
+    match request.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(InvalidPayload(format!("{field} must be a string"))),
+    }
+}
+
+fn required_string(request: &Value, field: &str) -> Result<String, InvalidPayload> {
+    optional_string(request, field)?.ok_or_else(|| InvalidPayload(format!("{field} is required")))
+}
+
+impl ReportRequest {
+    /// Parses a JS request object, rejecting malformed ones.
+    pub fn parse(request: &Value) -> Result<Self, InvalidPayload> {
+        if !request.is_object() {
+            return Err(InvalidPayload("request must be an object".into()));
+        }
+        let state = match required_string(request, "state")?.as_str() {
+            "still_working" => ReportState::StillWorking,
+            "blocked" => ReportState::Blocked,
+            "caught_up" => ReportState::CaughtUp,
+            other => return Err(InvalidPayload(format!("unknown state {other:?}"))),
+        };
+        let note = optional_string(request, "note")?;
+        if note
+            .as_ref()
+            .is_some_and(|n| n.chars().count() > MAX_NOTE_CHARS)
+        {
+            return Err(InvalidPayload(format!(
+                "note is longer than {MAX_NOTE_CHARS} characters"
+            )));
+        }
+        let task_ids = match request.get("taskIds") {
+            None | Some(Value::Null) => None,
+            Some(Value::Array(items)) => {
+                if items.len() > MAX_TASK_IDS {
+                    return Err(InvalidPayload(format!("more than {MAX_TASK_IDS} taskIds")));
+                }
+                let ids = items
+                    .iter()
+                    .map(|v| match v {
+                        Value::String(s) if s.chars().count() <= MAX_TASK_ID_CHARS => Ok(s.clone()),
+                        Value::String(_) => Err(InvalidPayload(format!(
+                            "taskId longer than {MAX_TASK_ID_CHARS}"
+                        ))),
+                        _ => Err(InvalidPayload("taskIds must be strings".into())),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                Some(ids)
+            }
+            Some(_) => return Err(InvalidPayload("taskIds must be an array".into())),
+        };
+        let lease_ttl_ms = match request.get("leaseTtlMs") {
+            None | Some(Value::Null) => None,
+            Some(Value::Number(n)) => Some(
+                n.as_f64()
+                    .filter(|v| v.is_finite())
+                    .ok_or_else(|| InvalidPayload("leaseTtlMs must be finite".into()))?,
+            ),
+            Some(_) => return Err(InvalidPayload("leaseTtlMs must be a number".into())),
+        };
+        let source = match optional_string(request, "source")?.as_deref() {
+            None => None,
+            Some("mcp") => Some(ReportSource::Mcp),
+            Some("app") => Some(ReportSource::App),
+            Some("test") => Some(ReportSource::Test),
+            Some(other) => return Err(InvalidPayload(format!("unknown source {other:?}"))),
+        };
+        Ok(Self {
+            team_name: required_string(request, "teamName")?,
+            member_name: required_string(request, "memberName")?,
+            state,
+            agenda_fingerprint: required_string(request, "agendaFingerprint")?,
+            report_token: optional_string(request, "reportToken")?,
+            task_ids,
+            note,
+            reported_at: optional_string(request, "reportedAt")?,
+            lease_ttl_ms,
+            source,
+        })
+    }
+
+    /// `member-work-sync-intent:<sha256(canonical request)>`: the same report always gets the same id.
+    pub fn intent_id(&self) -> String {
+        let mut map = serde_json::Map::new();
+        map.insert("teamName".into(), self.team_name.clone().into());
+        map.insert(
+            "memberName".into(),
+            normalize_member_name(&self.member_name).into(),
+        );
+        map.insert(
+            "state".into(),
+            serde_json::to_value(self.state).unwrap_or(Value::Null),
+        );
+        map.insert(
+            "agendaFingerprint".into(),
+            self.agenda_fingerprint.clone().into(),
+        );
+        map.insert(
+            "reportToken".into(),
+            self.report_token.clone().unwrap_or_default().into(),
+        );
+        if let Some(ids) = &self.task_ids {
+            let mut ids = ids.clone();
+            ids.sort();
+            ids.dedup();
+            map.insert("taskIds".into(), ids.into());
+        }
+        if let Some(note) = &self.note {
+            map.insert("note".into(), note.clone().into());
+        }
+        if let Some(ttl) = self.lease_ttl_ms {
+            map.insert("leaseTtlMs".into(), ttl.into());
+        }
+        if let Some(source) = self.source {
+            map.insert("source".into(), source.as_str().into());
+        }
+        format!(
+            "member-work-sync-intent:{}",
+            sha256_hex(canonical_json(&Value::Object(map)).as_bytes())
+        )
+    }
+}
+
+/// Why a report was refused, in check order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum Rejection {
+    InvalidPayload,
+    TeamRuntimeInactive,
+    MemberRuntimeInactive,
+    ReservedOrInvalidMember,
+    IdentityMismatch,
+    MemberInactive,
+    StaleFingerprint,
+    IdentityUntrusted,
+    InvalidReportToken,
+    ForeignTaskId,
+    CaughtUpRejectedActionableItemsExist,
+    StillWorkingRejectedAgendaEmpty,
+    BlockedWithoutEvidence,
+}
+
+impl Rejection {
+    /// The stable code.
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::InvalidPayload => "invalid_payload",
+            Self::TeamRuntimeInactive => "team_runtime_inactive",
+            Self::MemberRuntimeInactive => "member_runtime_inactive",
+            Self::ReservedOrInvalidMember => "reserved_or_invalid_member",
+            Self::IdentityMismatch => "identity_mismatch",
+            Self::MemberInactive => "member_inactive",
+            Self::StaleFingerprint => "stale_fingerprint",
+            Self::IdentityUntrusted => "identity_untrusted",
+            Self::InvalidReportToken => "invalid_report_token",
+            Self::ForeignTaskId => "foreign_task_id",
+            Self::CaughtUpRejectedActionableItemsExist => {
+                "caught_up_rejected_actionable_items_exist"
+            }
+            Self::StillWorkingRejectedAgendaEmpty => "still_working_rejected_agenda_empty",
+            Self::BlockedWithoutEvidence => "blocked_without_evidence",
+        }
+    }
+
+    /// A corrective message for the member.
+    pub fn message(self) -> &'static str {
+        match self {
+            Self::InvalidPayload => "The report request is malformed.",
+            Self::TeamRuntimeInactive => "The team is not running; reports are not accepted.",
+            Self::MemberRuntimeInactive => "The member is not running; reports are not accepted.",
+            Self::ReservedOrInvalidMember => "This name cannot report work.",
+            Self::IdentityMismatch => "The report does not match the member's own agenda.",
+            Self::MemberInactive => "The member is not on the team's active roster.",
+            Self::StaleFingerprint => {
+                "The agenda changed; read the current agenda and report again."
+            }
+            Self::IdentityUntrusted => "A report token from the current status is required.",
+            Self::InvalidReportToken => {
+                "The report token is invalid or expired; read the current status and report again."
+            }
+            Self::ForeignTaskId => "A task id is not on the member's current agenda.",
+            Self::CaughtUpRejectedActionableItemsExist => {
+                "The agenda still has actionable items; caught_up is not valid."
+            }
+            Self::StillWorkingRejectedAgendaEmpty => {
+                "The agenda is empty; report caught_up instead."
+            }
+            Self::BlockedWithoutEvidence => "blocked needs a blocked item on the board.",
+        }
+    }
+
+    /// True for rejections that only say "not now" (replay marks them superseded).
+    pub fn is_lifecycle(self) -> bool {
+        matches!(
+            self,
+            Self::MemberInactive | Self::TeamRuntimeInactive | Self::MemberRuntimeInactive
+        )
+    }
+}
+
+/// What the validator looks at besides the request.
+#[derive(Debug, Clone, Copy)]
+pub struct ValidationContext<'a> {
+    /// The member's current agenda.
+    pub agenda: &'a Agenda,
+    /// Team runtime up.
+    pub team_runtime_active: bool,
+    /// Member runtime up.
+    pub member_runtime_active: bool,
+    /// Team exists and member is on the active roster.
+    pub on_active_roster: bool,
+    /// Normalized name of the team lead, if any.
+    pub lead: Option<&'a str>,
+    /// Outcome of verifying the request's token.
+    pub token: TokenCheck,
+}
+
+/// Runs the checks in the documented order; `Ok` means accepted.
+pub fn validate(request: &ReportRequest, ctx: &ValidationContext<'_>) -> Result<(), Rejection> {
+    if !ctx.team_runtime_active {
+        return Err(Rejection::TeamRuntimeInactive);
+    }
+    if !ctx.member_runtime_active {
+        return Err(Rejection::MemberRuntimeInactive);
+    }
+    let member = normalize_member_name(&request.member_name);
+    let is_real_lead = ctx.lead == Some(member.as_str());
+    if member.is_empty()
+        || RESERVED_REPORTERS.contains(&member.as_str())
+        || (LEAD_ALIASES.contains(&member.as_str()) && !is_real_lead)
+    {
+        return Err(Rejection::ReservedOrInvalidMember);
+    }
+    if ctx.token == TokenCheck::ForeignIdentity {
+        return Err(Rejection::IdentityMismatch);
+    }
+    if !ctx.on_active_roster {
+        return Err(Rejection::MemberInactive);
+    }
+    if request.agenda_fingerprint != ctx.agenda.fingerprint {
+        return Err(Rejection::StaleFingerprint);
+    }
+    match ctx.token {
+        TokenCheck::Valid => {}
+        TokenCheck::Missing => return Err(Rejection::IdentityUntrusted),
+        TokenCheck::Invalid | TokenCheck::Expired | TokenCheck::ForeignIdentity => {
+            return Err(Rejection::InvalidReportToken)
+        }
+    }
+    let items = &ctx.agenda.items;
+    let covered: Vec<usize> = match &request.task_ids {
+        None => (0..items.len()).collect(),
+        Some(ids) => {
+            let mut covered = Vec::new();
+            for id in ids {
+                let id = id.trim().trim_start_matches('#');
+                let matches: Vec<usize> = (0..items.len())
+                    .filter(|&i| {
+                        items[i].task_id == id
+                            || items[i]
+                                .display_id
+                                .as_deref()
+                                .map(|d| d.trim_start_matches('#'))
+                                == Some(id)
+                    })
+                    .collect();
+                if matches.is_empty() {
+                    return Err(Rejection::ForeignTaskId);
+                }
+                covered.extend(matches);
+            }
+            covered
+        }
+    };
+    match request.state {
+        ReportState::CaughtUp if !items.is_empty() => {
+            Err(Rejection::CaughtUpRejectedActionableItemsExist)
+        }
+        ReportState::StillWorking if items.is_empty() => {
+            Err(Rejection::StillWorkingRejectedAgendaEmpty)
+        }
+        ReportState::Blocked
+            if !covered.iter().any(|&i| {
+                items[i].kind == ItemKind::BlockedDependency
+                    || items[i].priority == Priority::Blocked
+            }) =>
+        {
+            Err(Rejection::BlockedWithoutEvidence)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Lease length for an accepted report; `None` for `caught_up`.
+pub fn lease_ms(state: ReportState, agenda: &Agenda, requested_ms: Option<f64>) -> Option<EpochMs> {
+    let only_pickups = !agenda.items.is_empty()
+        && agenda.items.iter().all(|item| {
+            item.kind == ItemKind::Review
+                && item.evidence.review_obligation.as_deref()
+                    == Some(ReviewObligation::PickupRequired.as_str())
+                && item.evidence.can_bypass_phase2 == Some(true)
+        });
+    let (default, max) = match state {
+        ReportState::CaughtUp => return None,
+        ReportState::Blocked => (BLOCKED_LEASE_MS, MAX_LEASE_MS),
+        ReportState::StillWorking if only_pickups => (PICKUP_LEASE_MS, PICKUP_MAX_LEASE_MS),
+        ReportState::StillWorking => (STILL_WORKING_LEASE_MS, MAX_LEASE_MS),
+    };
+    Some(match requested_ms {
+        None => default,
+        Some(ms) => (ms.floor() as EpochMs).clamp(MIN_LEASE_MS, max),
+    })
+}
+
+#[cfg(test)]
+#[path = "report_tests.rs"]
+mod tests;
