@@ -77,6 +77,88 @@ export interface MemberWorkSyncStatus {
   providerId?: 'anthropic' | 'codex' | 'gemini' | 'opencode'
 }
 
+export interface MemberWorkSyncReportRequest {
+  teamName: string
+  memberName: string
+  state: MemberWorkSyncReportState
+  agendaFingerprint: string
+  reportToken?: string
+  taskIds?: string[]
+  note?: string
+  reportedAt?: string
+  leaseTtlMs?: number
+  source?: 'mcp' | 'app' | 'test'
+}
+
+/**
+ * accepted: code 'accepted'. Rejected: team_runtime_inactive, member_runtime_inactive, reserved_or_invalid_member,
+ * identity_mismatch, member_inactive, stale_fingerprint, identity_untrusted, invalid_report_token, foreign_task_id,
+ * caught_up_rejected_actionable_items_exist, still_working_rejected_agenda_empty, blocked_without_evidence, invalid_payload.
+ */
+export interface MemberWorkSyncReportResult {
+  accepted: boolean
+  code: string
+  message: string
+  status: MemberWorkSyncStatus
+}
+
+export interface MemberWorkSyncTeamMetrics {
+  teamName: string
+  generatedAt: string
+  memberCount: number
+  stateCounts: Record<MemberWorkSyncStatusState, number>
+  actionableItemCount: number
+  wouldNudgeCount: number
+  fingerprintChangeCount: number
+  reportAcceptedCount: number
+  reportRejectedCount: number
+  recentEvents: {
+    id: string
+    teamName: string
+    memberName: string
+    kind: 'status_evaluated' | 'would_nudge' | 'fingerprint_changed' | 'report_accepted' | 'report_rejected'
+    state: MemberWorkSyncStatusState
+    agendaFingerprint: string
+    recordedAt: string
+    actionableCount: number
+    rejectionCode?: string
+  }[]
+  phase2Readiness: {
+    state: 'collecting_shadow_data' | 'shadow_ready' | 'blocked'
+    reasons: string[]
+    thresholds: {
+      minObservedMembers: number
+      minStatusEvents: number
+      minObservationHours: number
+      maxWouldNudgesPerMemberHour: number
+      maxFingerprintChangesPerMemberHour: number
+      maxReportRejectionRate: number
+    }
+    rates: {
+      observationHours: number
+      statusEventCount: number
+      wouldNudgesPerMemberHour: number
+      fingerprintChangesPerMemberHour: number
+      reportRejectionRate: number
+    }
+    diagnostics: string[]
+  }
+}
+
+/** Compact agenda block for an agent's task briefing; the same agenda and fingerprint as the status. */
+export interface MemberWorkSyncAgentBrief {
+  schemaVersion: 1
+  teamName: string
+  memberName: string
+  state: MemberWorkSyncStatusState
+  agendaFingerprint: string
+  reportToken: string | null
+  reportTokenExpiresAt: string | null
+  actionableCount: number
+  /** First 10 items. */
+  items: { taskRef: { taskId: string; displayId: string | null }; kind: MemberWorkSyncActionableWorkItem['kind']; reason: string; subject: string }[]
+}
+
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
@@ -95,6 +177,17 @@ export declare class MemberWorkSync {
   refreshStatus(request: { teamName: string; memberName: string }): Promise<MemberWorkSyncStatus>
   /** Reconciles every active roster member of a team from one snapshot. */
   refreshTeam(request: { teamName: string }): Promise<MemberWorkSyncStatus[]>
+  /**
+   * Validates a member's report against its current agenda and records the outcome.
+   * Rejections resolve with `accepted: false` and a code; they are not errors.
+   */
+  report(request: MemberWorkSyncReportRequest): Promise<MemberWorkSyncReportResult>
+  /** Counts, state counts and phase-2 readiness of a team. */
+  getMetrics(request: { teamName: string }): Promise<MemberWorkSyncTeamMetrics>
+  /** Validates pending report intents (member files and the controller's legacy file). */
+  replayPendingReports(teamNames: string[]): Promise<{ processed: number; accepted: number; rejected: number; superseded: number }>
+  /** The compact agenda block for a member's task briefing (see README "Agent brief"). */
+  getAgentBrief(request: { teamName: string; memberName: string }): Promise<MemberWorkSyncAgentBrief>
   /** Records the supervisor's view of a team; a team never reported counts as active. */
   setTeamRuntimeState(teamName: string, state: { active: boolean; activeMembers?: string[] }): void
   /** Moves the fixed test clock; only when the instance was built with `options.clock`. */

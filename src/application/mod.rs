@@ -2,4 +2,5 @@
 
 pub mod ports;
 pub mod reconcile;
+pub mod report;
 pub mod runtime_state;

@@ -111,3 +111,62 @@ pub trait ReportTokens: Send + Sync {
         now_ms: EpochMs,
     ) -> TokenCheck;
 }
+
+/// The team's metrics index (`indexes/metrics.json`).
+pub trait MetricsStore: Send + Sync {
+    /// Adds the events of one status write under the index lock.
+    fn record(
+        &self,
+        status: &MemberStatus,
+        events: Vec<crate::domain::metrics::MetricEvent>,
+    ) -> Result<(), PortError>;
+    /// Reads the index (missing or corrupt: empty).
+    fn read(&self, team_name: &str) -> Result<crate::domain::metrics::MetricsIndex, PortError>;
+}
+
+/// Lifecycle of a recorded report intent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IntentStatus {
+    /// Waiting for validation.
+    Pending,
+    /// Validated and accepted.
+    Accepted,
+    /// Validated and rejected.
+    Rejected,
+    /// Overtaken by lifecycle (member or team not running).
+    Superseded,
+}
+
+/// A report recorded for later validation (`reports.json`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct ReportIntent {
+    pub id: String,
+    pub team_name: String,
+    pub member_name: String,
+    /// The report request as received.
+    pub request: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub status: IntentStatus,
+    pub recorded_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processed_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejection_code: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retried_with_fresh_token: bool,
+}
+
+/// Per-member report intents plus the team index.
+pub trait ReportIntentStore: Send + Sync {
+    /// Records an intent; an existing id is left as it is (idempotent).
+    fn record(&self, intent: &ReportIntent) -> Result<(), PortError>;
+    /// Pending intents of a team, oldest first, after migrating the
+    /// controller's legacy `pending-reports.json`.
+    fn pending(&self, team_name: &str) -> Result<Vec<ReportIntent>, PortError>;
+    /// Stores the outcome of an intent.
+    fn finish(&self, intent: &ReportIntent) -> Result<(), PortError>;
+}

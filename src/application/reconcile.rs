@@ -6,17 +6,21 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::ports::{
-    AuditEvent, AuditJournal, Clock, PortError, StatusStore, StoredStatus, TeamSource,
+    AuditEvent, AuditJournal, Clock, MetricsStore, PortError, ReportIntentStore, ReportTokens,
+    StatusStore, StoredStatus, TeamSource,
 };
 use super::runtime_state::RuntimeStates;
 use crate::domain::agenda::{Agenda, TeamIndex};
 use crate::domain::decision::{
     decide, keeps_caught_up_report, staleness_diagnostics, DecisionInput, CAUGHT_UP_STALE,
 };
+use crate::domain::metrics::{events_for_write, ReportOutcome};
 use crate::domain::names::{normalize_member_name, validate_name, NameError};
+use crate::domain::status::Report;
 use crate::domain::status::{MemberStatus, ReconciledBy, Shadow, StatusState};
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs};
+use crate::domain::token::TOKEN_TTL_MS;
 
 /// Why a use case failed.
 #[derive(Debug, thiserror::Error)]
@@ -45,31 +49,35 @@ pub fn check_name(what: &'static str, name: &str) -> Result<(), WorkSyncError> {
 /// Source tag of reconciler audit events.
 const SOURCE: &str = "reconciler";
 
-/// Reconciles members and answers status queries.
+/// The ports a [`Reconciler`] runs over.
+pub struct Ports {
+    /// App clock.
+    pub clock: Arc<dyn Clock>,
+    /// Team data.
+    pub teams: Arc<dyn TeamSource>,
+    /// Member statuses.
+    pub store: Arc<dyn StatusStore>,
+    /// Audit trail.
+    pub journal: Arc<dyn AuditJournal>,
+    /// Report tokens.
+    pub tokens: Arc<dyn ReportTokens>,
+    /// Team metrics index.
+    pub metrics: Arc<dyn MetricsStore>,
+    /// Report intents.
+    pub intents: Arc<dyn ReportIntentStore>,
+    /// Supervisor-reported runtime state.
+    pub runtime: Arc<RuntimeStates>,
+}
+
+/// Reconciles members, takes their reports and answers status queries.
 pub struct Reconciler {
-    clock: Arc<dyn Clock>,
-    teams: Arc<dyn TeamSource>,
-    store: Arc<dyn StatusStore>,
-    journal: Arc<dyn AuditJournal>,
-    runtime: Arc<RuntimeStates>,
+    pub(super) ports: Ports,
 }
 
 impl Reconciler {
-    /// Wires the use case to its ports.
-    pub fn new(
-        clock: Arc<dyn Clock>,
-        teams: Arc<dyn TeamSource>,
-        store: Arc<dyn StatusStore>,
-        journal: Arc<dyn AuditJournal>,
-        runtime: Arc<RuntimeStates>,
-    ) -> Self {
-        Self {
-            clock,
-            teams,
-            store,
-            journal,
-            runtime,
-        }
+    /// Wires the use cases to their ports.
+    pub fn new(ports: Ports) -> Self {
+        Self { ports }
     }
 
     /// Reconciles one member now and persists the result.
@@ -82,7 +90,7 @@ impl Reconciler {
     ) -> Result<MemberStatus, WorkSyncError> {
         check_name("teamName", team)?;
         check_name("memberName", member)?;
-        let snapshot = self.teams.load(team);
+        let snapshot = self.ports.teams.load(team);
         let index = TeamIndex::build(&snapshot);
         self.reconcile_with(&snapshot, &index, member, by, triggers)
     }
@@ -90,7 +98,7 @@ impl Reconciler {
     /// Reconciles every roster member of a team from one snapshot (one index build).
     pub fn refresh_team(&self, team: &str) -> Result<Vec<MemberStatus>, WorkSyncError> {
         check_name("teamName", team)?;
-        let snapshot = self.teams.load(team);
+        let snapshot = self.ports.teams.load(team);
         let index = TeamIndex::build(&snapshot);
         let mut members: Vec<&str> = snapshot
             .members
@@ -118,8 +126,8 @@ impl Reconciler {
     pub fn get_status(&self, team: &str, member: &str) -> Result<MemberStatus, WorkSyncError> {
         check_name("teamName", team)?;
         check_name("memberName", member)?;
-        let now = self.clock.now_ms();
-        let stored = self.store.read(team, member)?;
+        let now = self.ports.clock.now_ms();
+        let stored = self.ports.store.read(team, member)?;
         let Some(mut status) = stored.into_status() else {
             return Ok(self.unpersisted_status(team, member, now));
         };
@@ -135,8 +143,13 @@ impl Reconciler {
     }
 
     /// A status computed from the board but not written (no stored status yet).
-    fn unpersisted_status(&self, team: &str, member: &str, now: EpochMs) -> MemberStatus {
-        let snapshot = self.teams.load(team);
+    pub(super) fn unpersisted_status(
+        &self,
+        team: &str,
+        member: &str,
+        now: EpochMs,
+    ) -> MemberStatus {
+        let snapshot = self.ports.teams.load(team);
         let agenda = TeamIndex::build(&snapshot).agenda_for(member, &format_iso(now));
         let mut status = self.build_status(
             &snapshot,
@@ -145,6 +158,7 @@ impl Reconciler {
             now,
             ReconciledBy::Request,
             &[],
+            None,
         );
         status
             .diagnostics
@@ -159,7 +173,7 @@ impl Reconciler {
         status
     }
 
-    fn reconcile_with(
+    pub(super) fn reconcile_with(
         &self,
         snapshot: &TeamSnapshot,
         index: &TeamIndex<'_>,
@@ -168,8 +182,9 @@ impl Reconciler {
         triggers: &[&str],
     ) -> Result<MemberStatus, WorkSyncError> {
         let team = snapshot.team_name.as_str();
-        let now = self.clock.now_ms();
+        let now = self.ports.clock.now_ms();
         self.audit(
+            SOURCE,
             "reconcile_started",
             team,
             member,
@@ -178,8 +193,7 @@ impl Reconciler {
             json!({ "triggerReasons": triggers }),
         );
         let agenda = index.agenda_for(member, &format_iso(now));
-        self.audit(
-            "agenda_loaded",
+        self.audit(SOURCE, "agenda_loaded",
             team,
             member,
             now,
@@ -187,12 +201,13 @@ impl Reconciler {
             json!({ "agendaFingerprint": agenda.fingerprint, "actionableCount": agenda.items.len() }),
         );
         let mut agenda = Some(agenda);
-        let status = self.store.update(team, member, &mut |previous| {
+        let status = self.ports.store.update(team, member, &mut |previous| {
             let agenda = agenda
                 .take()
                 .unwrap_or_else(|| index.agenda_for(member, &format_iso(now)));
-            self.build_status(snapshot, agenda, previous, now, by, triggers)
+            self.build_status(snapshot, agenda, previous, now, by, triggers, None)
         })?;
+        self.record_metrics(&status, None);
         let decision_kind = if status.state == StatusState::Inactive {
             "team_inactive"
         } else {
@@ -204,6 +219,7 @@ impl Reconciler {
             "actionableCount": status.agenda.items.len(),
         });
         self.audit(
+            SOURCE,
             decision_kind,
             team,
             member,
@@ -211,12 +227,16 @@ impl Reconciler {
             status.diagnostics.clone(),
             summary.clone(),
         );
-        self.audit("status_written", team, member, now, vec![], summary);
+        self.audit(SOURCE, "status_written", team, member, now, vec![], summary);
         Ok(status)
     }
 
     /// Builds the new status from the agenda and what was stored before.
-    fn build_status(
+    ///
+    /// `accepted_report` replaces the stored report as the decision's input
+    /// (the reporter passes the report it just accepted).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn build_status(
         &self,
         snapshot: &TeamSnapshot,
         agenda: Agenda,
@@ -224,6 +244,7 @@ impl Reconciler {
         now: EpochMs,
         by: ReconciledBy,
         triggers: &[&str],
+        accepted_report: Option<Report>,
     ) -> MemberStatus {
         let member = normalize_member_name(&agenda.member_name);
         let mut store_diagnostics = Vec::new();
@@ -231,6 +252,7 @@ impl Reconciler {
             StoredStatus::Legacy(_) => {
                 store_diagnostics.push("legacy_fallback_used:status_v1".to_string());
                 self.audit(
+                    SOURCE,
                     "legacy_fallback_used",
                     &snapshot.team_name,
                     &member,
@@ -245,12 +267,13 @@ impl Reconciler {
             StoredStatus::Missing | StoredStatus::Current(_) => {}
         }
         let previous = previous.into_status();
-        let previous_report = previous.as_ref().and_then(|p| p.report.clone());
+        let previous_report =
+            accepted_report.or_else(|| previous.as_ref().and_then(|p| p.report.clone()));
         let on_active_roster =
             snapshot.is_active() && snapshot.active_member_names().contains(&member);
         let decision = decide(&DecisionInput {
             on_active_roster,
-            runtime: self.runtime.activity(&snapshot.team_name, &member),
+            runtime: self.ports.runtime.activity(&snapshot.team_name, &member),
             item_count: agenda.items.len(),
             fingerprint: &agenda.fingerprint,
             accepted_report: previous_report.as_ref(),
@@ -278,6 +301,26 @@ impl Reconciler {
         let mut diagnostics = agenda.diagnostics.clone();
         diagnostics.extend(decision.diagnostics.iter().map(|d| d.to_string()));
         diagnostics.extend(store_diagnostics);
+        let (report_token, report_token_expires_at) = if decision.state == StatusState::Inactive {
+            (None, None)
+        } else {
+            let expires = now + TOKEN_TTL_MS;
+            match self.ports.tokens.issue(
+                &snapshot.team_name,
+                &agenda.member_name,
+                &agenda.fingerprint,
+                expires,
+            ) {
+                Ok(token) => {
+                    diagnostics.push("report_token_issued".into());
+                    (Some(token), Some(format_iso(expires)))
+                }
+                Err(_) => {
+                    diagnostics.push("report_token_unavailable".into());
+                    (None, None)
+                }
+            }
+        };
         MemberStatus {
             team_name: snapshot.team_name.clone(),
             member_name: agenda.member_name.clone(),
@@ -285,16 +328,27 @@ impl Reconciler {
             provider_id: snapshot.member(&member).and_then(|m| m.derived_provider()),
             agenda,
             report,
-            report_token: None,
-            report_token_expires_at: None,
+            report_token,
+            report_token_expires_at,
             shadow: Some(shadow),
             evaluated_at: format_iso(now),
             diagnostics,
         }
     }
 
-    fn audit(
+    /// Adds the metric events of a status write to the team index; metrics are
+    /// observations, so a failure here never fails the write.
+    pub(super) fn record_metrics(&self, status: &MemberStatus, report: Option<&ReportOutcome>) {
+        let _ = self
+            .ports
+            .metrics
+            .record(status, events_for_write(status, report));
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn audit(
         &self,
+        source: &'static str,
         kind: &'static str,
         team: &str,
         member: &str,
@@ -305,9 +359,9 @@ impl Reconciler {
         let serde_json::Value::Object(metadata) = metadata else {
             return;
         };
-        self.journal.record(AuditEvent {
+        self.ports.journal.record(AuditEvent {
             kind,
-            source: SOURCE,
+            source,
             team_name: team.to_string(),
             member_name: member.to_string(),
             at_ms,

@@ -110,6 +110,64 @@ impl MemberWorkSync {
         }))
     }
 
+    /// Validates a member's report against its current agenda and records the outcome.
+    /// Rejections resolve with `accepted: false` and a code; they are not errors.
+    #[napi(
+        ts_args_type = "request: MemberWorkSyncReportRequest",
+        ts_return_type = "Promise<MemberWorkSyncReportResult>"
+    )]
+    pub fn report(&self, request: Value) -> AsyncTask<Job> {
+        let services = self.services.clone();
+        AsyncTask::new(Job::new(move || {
+            let result = services.reconciler.report(&request)?;
+            Ok(serde_json::json!({
+                "accepted": result.accepted,
+                "code": result.code,
+                "message": result.message,
+                "status": to_json(result.status)?,
+            }))
+        }))
+    }
+
+    /// Counts, state counts and phase-2 readiness of a team.
+    #[napi(
+        ts_args_type = "request: { teamName: string }",
+        ts_return_type = "Promise<MemberWorkSyncTeamMetrics>"
+    )]
+    pub fn get_metrics(&self, request: Value) -> AsyncTask<Job> {
+        let services = self.services.clone();
+        AsyncTask::new(Job::new(move || {
+            let team = string_field(&request, "teamName")?;
+            to_json(services.reconciler.get_metrics(&team)?)
+        }))
+    }
+
+    /// Validates pending report intents (member files and the controller's legacy file).
+    #[napi(
+        ts_args_type = "teamNames: string[]",
+        ts_return_type = "Promise<{ processed: number; accepted: number; rejected: number; superseded: number }>"
+    )]
+    pub fn replay_pending_reports(&self, team_names: Value) -> AsyncTask<Job> {
+        let services = self.services.clone();
+        AsyncTask::new(Job::new(move || {
+            let teams = string_list(&team_names, "teamNames")?;
+            to_json(services.reconciler.replay_pending_reports(&teams)?)
+        }))
+    }
+
+    /// The compact agenda block for a member's task briefing (see README "Agent brief").
+    #[napi(
+        ts_args_type = "request: { teamName: string; memberName: string }",
+        ts_return_type = "Promise<MemberWorkSyncAgentBrief>"
+    )]
+    pub fn get_agent_brief(&self, request: Value) -> AsyncTask<Job> {
+        let services = self.services.clone();
+        AsyncTask::new(Job::new(move || {
+            let (team, member) = member_request(&request)?;
+            Ok(services.reconciler.agent_brief(&team, &member)?)
+        }))
+    }
+
     /// Records the supervisor's view of a team; a team never reported counts as active.
     #[napi(ts_args_type = "teamName: string, state: { active: boolean; activeMembers?: string[] }")]
     pub fn set_team_runtime_state(
@@ -165,6 +223,19 @@ pub(crate) fn string_field(request: &Value, field: &str) -> Result<String, JsFai
         Some(Value::String(value)) => Ok(value.clone()),
         _ => Err(JsFailure::invalid(format!("{field} must be a string"))),
     }
+}
+
+/// A JS array of strings.
+pub(crate) fn string_list(value: &Value, what: &str) -> Result<Vec<String>, JsFailure> {
+    value
+        .as_array()
+        .and_then(|items| {
+            items
+                .iter()
+                .map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .ok_or_else(|| JsFailure::invalid(format!("{what} must be an array of strings")))
 }
 
 pub(crate) fn member_request(request: &Value) -> Result<(String, String), JsFailure> {

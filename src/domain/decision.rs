@@ -99,7 +99,6 @@ pub const CAUGHT_UP_STALE: &str = "caught_up_stale_refresh_enqueued";
 
 /// Why a stored status should be refreshed (DATA.md §1 `getStatus`).
 ///
-/// Token staleness joins this list when report tokens exist (issue 4).
 pub fn staleness_diagnostics(
     status: &super::status::MemberStatus,
     now_ms: EpochMs,
@@ -110,8 +109,22 @@ pub fn staleness_diagnostics(
         status.state,
         StatusState::NeedsSync | StatusState::StillWorking | StatusState::Blocked
     );
+    if status.state != StatusState::Inactive {
+        match status
+            .report_token_expires_at
+            .as_deref()
+            .and_then(parse_iso)
+        {
+            _ if status.report_token.is_none() => {
+                diags.push("report_token_missing_refresh_enqueued")
+            }
+            Some(expires) if expires > now_ms => {}
+            _ => diags.push("report_token_expired_refresh_enqueued"),
+        }
+    }
     let Some(evaluated) = parse_iso(&status.evaluated_at) else {
-        return vec!["status_evaluated_at_invalid"];
+        diags.push("status_evaluated_at_invalid");
+        return diags;
     };
     let age = now_ms - evaluated;
     if items == 0 && (actionable_state || status.state == StatusState::Unknown) {
@@ -288,8 +301,8 @@ mod tests {
                 diagnostics: vec![],
             },
             report: None,
-            report_token: None,
-            report_token_expires_at: None,
+            report_token: Some("wrs:v1.x.y".into()),
+            report_token_expires_at: Some(format_iso(NOW - age_ms + 15 * 60_000)),
             shadow: None,
             evaluated_at: format_iso(NOW - age_ms),
             diagnostics: vec![],

@@ -135,11 +135,14 @@ pub fn check_claims(
     else {
         return TokenCheck::Invalid;
     };
-    if claims.version != 1 || claims.agenda_fingerprint != agenda_fingerprint {
+    if claims.version != 1 {
         return TokenCheck::Invalid;
     }
     if claims.team_name != team_name || claims.member_name != member_name {
         return TokenCheck::ForeignIdentity;
+    }
+    if claims.agenda_fingerprint != agenda_fingerprint {
+        return TokenCheck::Invalid;
     }
     match parse_iso(&claims.expires_at) {
         Some(expires) if expires > now_ms => TokenCheck::Valid,

@@ -5,10 +5,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::application::ports::Clock;
-use crate::application::reconcile::Reconciler;
+use crate::application::reconcile::{Ports, Reconciler};
 use crate::application::runtime_state::RuntimeStates;
 
 use super::clock::{ManualClock, SystemClock};
+use super::intent_store::FsReportIntentStore;
+use super::metrics_store::FsMetricsStore;
+use super::report_token::HmacReportTokens;
 use super::status_store::{FsAuditJournal, FsStatusStore, StorePaths};
 use super::team_reader::FsTeamSource;
 
@@ -69,13 +72,19 @@ impl Services {
         };
         let store_paths = StorePaths::new(paths.teams_base.clone());
         let runtime = Arc::new(RuntimeStates::default());
-        let reconciler = Reconciler::new(
-            clock.clone(),
-            Arc::new(FsTeamSource::new(paths.teams_base, paths.tasks_base)),
-            Arc::new(FsStatusStore::new(store_paths.clone(), clock)),
-            Arc::new(FsAuditJournal::new(store_paths)),
-            runtime.clone(),
-        );
+        let reconciler = Reconciler::new(Ports {
+            clock: clock.clone(),
+            teams: Arc::new(FsTeamSource::new(
+                paths.teams_base.clone(),
+                paths.tasks_base,
+            )),
+            store: Arc::new(FsStatusStore::new(store_paths.clone(), clock.clone())),
+            journal: Arc::new(FsAuditJournal::new(store_paths.clone())),
+            tokens: Arc::new(HmacReportTokens::new(paths.teams_base.clone())),
+            metrics: Arc::new(FsMetricsStore::new(paths.teams_base, clock.clone())),
+            intents: Arc::new(FsReportIntentStore::new(store_paths, clock)),
+            runtime: runtime.clone(),
+        });
         Self {
             reconciler,
             runtime,

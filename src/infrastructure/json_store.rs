@@ -33,14 +33,39 @@ pub enum Loaded<T> {
 }
 
 /// Reads `path` as `{schemaVersion: version, <field>: T}`.
-///
-/// A symlink in place of a store file is moved aside unread (reason `symlink`):
-/// store files are the addon's own and never point elsewhere.
 pub fn read_envelope<T: DeserializeOwned>(
     path: &Path,
     version: u64,
     field: &str,
     now_ms: i64,
+) -> io::Result<Loaded<T>> {
+    read_versioned(path, version, now_ms, |value| {
+        let inner = value.get(field).cloned().unwrap_or(Value::Null);
+        serde_json::from_value(inner).map_err(|_| "invalid_shape".to_string())
+    })
+}
+
+/// Reads a flat envelope `{schemaVersion: version, ...fields}` as `T` (the
+/// version key is ignored by `T`).
+pub fn read_flat_envelope<T: DeserializeOwned>(
+    path: &Path,
+    version: u64,
+    now_ms: i64,
+) -> io::Result<Loaded<T>> {
+    read_versioned(path, version, now_ms, |value| {
+        serde_json::from_value(value).map_err(|_| "invalid_shape".to_string())
+    })
+}
+
+/// Reads, checks `schemaVersion` and converts; anything bad is quarantined.
+///
+/// A symlink in place of a store file is moved aside unread (reason `symlink`):
+/// store files are the addon's own and never point elsewhere.
+fn read_versioned<T>(
+    path: &Path,
+    version: u64,
+    now_ms: i64,
+    convert: impl FnOnce(Value) -> Result<T, String>,
 ) -> io::Result<Loaded<T>> {
     if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
         return Ok(Loaded::Quarantined {
@@ -53,7 +78,7 @@ pub fn read_envelope<T: DeserializeOwned>(
     };
     let parsed = match bytes {
         Capped::TooLarge => Err("file_too_large".to_string()),
-        Capped::Bytes(bytes) => parse_envelope(&bytes, version, field),
+        Capped::Bytes(bytes) => check_version(&bytes, version).and_then(convert),
     };
     match parsed {
         Ok(value) => Ok(Loaded::Found(value)),
@@ -64,19 +89,23 @@ pub fn read_envelope<T: DeserializeOwned>(
     }
 }
 
-fn parse_envelope<T: DeserializeOwned>(
-    bytes: &[u8],
-    version: u64,
-    field: &str,
-) -> Result<T, String> {
+fn check_version(bytes: &[u8], version: u64) -> Result<Value, String> {
     let value: Value = serde_json::from_slice(bytes).map_err(|_| "invalid_json".to_string())?;
     match value.get("schemaVersion").and_then(Value::as_u64) {
-        Some(v) if v == version => {}
-        Some(v) if v > version => return Err(format!("future_schema_version:{v}")),
-        _ => return Err("unsupported_schema_version".to_string()),
+        Some(v) if v == version => Ok(value),
+        Some(v) if v > version => Err(format!("future_schema_version:{v}")),
+        _ => Err("unsupported_schema_version".to_string()),
     }
-    let inner = value.get(field).cloned().unwrap_or(Value::Null);
-    serde_json::from_value(inner).map_err(|_| "invalid_shape".to_string())
+}
+
+/// Writes a flat envelope: `value`'s fields beside `schemaVersion`.
+pub fn write_flat_envelope<T: Serialize>(path: &Path, version: u64, value: &T) -> io::Result<()> {
+    let mut envelope = serde_json::Map::new();
+    envelope.insert("schemaVersion".into(), Value::from(version));
+    if let Value::Object(fields) = serde_json::to_value(value).map_err(io::Error::other)? {
+        envelope.extend(fields);
+    }
+    write_json(path, &Value::Object(envelope))
 }
 
 /// Writes `{schemaVersion: version, <field>: value}` atomically, pretty-printed like the app.

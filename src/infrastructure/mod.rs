@@ -1,12 +1,14 @@
 //! File-system adapters: atomic writes, locks, versioned stores, the audit
-//! journal, the team-data reader and clocks.
+//! journal, the team-data reader, report tokens and clocks.
 
 pub mod atomic_file;
 pub mod clock;
 pub mod composition;
+pub mod intent_store;
 pub mod journal;
 pub mod json_store;
 pub mod lock;
+pub mod metrics_store;
 pub mod report_token;
 pub mod status_store;
 pub mod team_reader;

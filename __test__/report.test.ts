@@ -1,0 +1,141 @@
+import fs from 'node:fs'
+import path from 'node:path'
+import { describe, expect, it } from 'vitest'
+
+import { MemberWorkSync } from '../index.js'
+import { copyExampleRoot, readJson, writeJson } from './helpers'
+
+const NOW = Date.parse('2026-11-22T10:00:00.000Z')
+
+function instance(root: string) {
+  return new MemberWorkSync({ claudeRoot: root, clock: { nowMs: NOW }, autoStart: false })
+}
+
+describe('report()', () => {
+  it('refresh → report with the token → lease → clock past the lease → needs_sync', async () => {
+    const sync = instance(copyExampleRoot())
+    const status = await sync.refreshStatus({ teamName: 'forge', memberName: 'jack' })
+    expect(status.reportToken).toMatch(/^wrs:v1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/)
+    expect(status.reportTokenExpiresAt).toBe('2026-11-22T10:15:00.000Z')
+
+    const result = await sync.report({
+      teamName: 'forge',
+      memberName: 'jack',
+      state: 'still_working',
+      agendaFingerprint: status.agenda.fingerprint,
+      reportToken: status.reportToken,
+      taskIds: ['#2'],
+      source: 'test',
+    })
+    expect(result).toMatchObject({ accepted: true, code: 'accepted', message: 'Member work sync report accepted.' })
+    expect(result.status.state).toBe('still_working')
+    expect(result.status.report).toMatchObject({ accepted: true, source: 'test', expiresAt: '2026-11-22T10:15:00.000Z' })
+
+    sync.setClockForTesting(NOW + 10 * 60_000)
+    expect((await sync.getStatus({ teamName: 'forge', memberName: 'jack' })).state).toBe('still_working')
+
+    sync.setClockForTesting(NOW + 16 * 60_000)
+    const after = await sync.getStatus({ teamName: 'forge', memberName: 'jack' })
+    expect(after.state).toBe('needs_sync')
+    expect(after.diagnostics).toContain('report_lease_expired')
+  })
+
+  it('a report against an old fingerprint is rejected with stale_fingerprint', async () => {
+    const root = copyExampleRoot()
+    const sync = instance(root)
+    const old = await sync.refreshStatus({ teamName: 'forge', memberName: 'jill' })
+    const task = path.join(root, 'tasks/forge/14.json')
+    writeJson(task, { ...readJson(task), status: 'in_progress' })
+    const result = await sync.report({
+      teamName: 'forge',
+      memberName: 'jill',
+      state: 'still_working',
+      agendaFingerprint: old.agenda.fingerprint,
+      reportToken: old.reportToken,
+    })
+    expect(result.accepted).toBe(false)
+    expect(result.code).toBe('stale_fingerprint')
+    expect(result.status.report).toMatchObject({ accepted: false, rejectionCode: 'stale_fingerprint' })
+    expect(result.status.agenda.fingerprint).not.toBe(old.agenda.fingerprint)
+  })
+
+  it('malformed requests resolve as invalid_payload; hostile names reject with MWS_INVALID_ARGUMENT', async () => {
+    const sync = instance(copyExampleRoot())
+    const status = await sync.refreshStatus({ teamName: 'forge', memberName: 'jack' })
+    const base = { teamName: 'forge', memberName: 'jack', agendaFingerprint: status.agenda.fingerprint }
+    for (const bad of [
+      { ...base, state: 'done' },
+      { ...base, state: 'blocked', taskIds: Array.from({ length: 21 }, (_, i) => String(i)) },
+      { ...base, state: 'blocked', note: 'x'.repeat(1001) },
+      { ...base, state: 'blocked', taskIds: [42] },
+    ]) {
+      const result = await sync.report(bad as any)
+      expect(result).toMatchObject({ accepted: false, code: 'invalid_payload' })
+      expect(result.status.agenda.fingerprint).toBe(status.agenda.fingerprint)
+    }
+    await expect(sync.report({ ...base, memberName: '../x', state: 'caught_up' } as any)).rejects.toMatchObject({
+      code: 'MWS_INVALID_ARGUMENT',
+    })
+  })
+})
+
+describe('metrics, replay and the agent brief', () => {
+  it('getMetrics reports counts and readiness', async () => {
+    const sync = instance(copyExampleRoot())
+    for (const memberName of ['jack', 'jill', 'bob']) await sync.refreshStatus({ teamName: 'forge', memberName })
+    const metrics = await sync.getMetrics({ teamName: 'forge' })
+    expect(metrics.memberCount).toBe(3)
+    expect(metrics.stateCounts).toEqual({ caught_up: 0, needs_sync: 3, still_working: 0, blocked: 0, inactive: 0, unknown: 0 })
+    expect(metrics.wouldNudgeCount).toBe(3)
+    expect(metrics.recentEvents.filter((e) => e.kind === 'status_evaluated')).toHaveLength(3)
+    expect(metrics.phase2Readiness.state).toBe('collecting_shadow_data')
+    expect(metrics.phase2Readiness.thresholds.minStatusEvents).toBe(20)
+  })
+
+  it('replayPendingReports validates the controller fallback file', async () => {
+    const root = copyExampleRoot()
+    const sync = instance(root)
+    const jack = await sync.refreshStatus({ teamName: 'forge', memberName: 'jack' })
+    writeJson(path.join(root, 'teams/forge/.member-work-sync/pending-reports.json'), {
+      schemaVersion: 1,
+      intents: {
+        a: {
+          id: 'a',
+          teamName: 'forge',
+          memberName: 'jack',
+          reason: 'control_api_unavailable',
+          status: 'pending',
+          recordedAt: '2026-11-22T09:59:00.000Z',
+          request: {
+            teamName: 'forge',
+            memberName: 'jack',
+            state: 'still_working',
+            agendaFingerprint: jack.agenda.fingerprint,
+            reportToken: jack.reportToken,
+            source: 'mcp',
+          },
+        },
+      },
+    })
+    expect(await sync.replayPendingReports(['forge'])).toEqual({ processed: 1, accepted: 1, rejected: 0, superseded: 0 })
+    expect(await sync.replayPendingReports(['forge'])).toEqual({ processed: 0, accepted: 0, rejected: 0, superseded: 0 })
+    expect((await sync.getStatus({ teamName: 'forge', memberName: 'jack' })).state).toBe('still_working')
+    await expect(sync.replayPendingReports(['..'])).rejects.toMatchObject({ code: 'MWS_INVALID_ARGUMENT' })
+  })
+
+  it('getAgentBrief carries the same fingerprint and token as the status', async () => {
+    const sync = instance(copyExampleRoot())
+    const status = await sync.refreshStatus({ teamName: 'forge', memberName: 'jill' })
+    const brief = await sync.getAgentBrief({ teamName: 'forge', memberName: 'jill' })
+    expect(brief.agendaFingerprint).toBe(status.agenda.fingerprint)
+    expect(brief.reportToken).toBe(status.reportToken)
+    expect(brief.actionableCount).toBe(4)
+    expect(brief.items[0]).toEqual({
+      taskRef: { taskId: '6', displayId: '#6' },
+      kind: 'review',
+      reason: 'current_cycle_review_assigned',
+      subject: 'Password reset flow',
+    })
+    expect(fs.readFileSync(path.join(__dirname, '..', 'index.d.ts'), 'utf8')).toContain('getAgentBrief')
+  })
+})

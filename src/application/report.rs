@@ -1,0 +1,378 @@
+//! The reporter: validates a member's report against its current agenda and
+//! persists the outcome; replays recorded intents; serves metrics and the
+//! agent read surface (DATA.md §5 "Report", "Readiness"; seed 003 §10–§12).
+
+use serde_json::{json, Value};
+
+use super::ports::{IntentStatus, ReportIntent, StoredStatus};
+use super::reconcile::{check_name, Reconciler, WorkSyncError};
+use crate::domain::agenda::TeamIndex;
+use crate::domain::metrics::{team_metrics, ReportOutcome, TeamMetrics};
+use crate::domain::names::normalize_member_name;
+use crate::domain::report::{
+    lease_ms, validate, InvalidPayload, Rejection, ReportRequest, ReportSource, ValidationContext,
+};
+use crate::domain::status::{MemberStatus, ReconciledBy, Report, Shadow};
+use crate::domain::time::{format_iso, EpochMs};
+use crate::domain::token::TokenCheck;
+
+const SOURCE: &str = "reporter";
+/// Replay reason under which an expired token may be retried once with a fresh one.
+const CONTROL_API_UNAVAILABLE: &str = "control_api_unavailable";
+/// Message of an accepted report.
+pub const ACCEPTED_MESSAGE: &str = "Member work sync report accepted.";
+
+/// What `report()` answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportResult {
+    /// True when the report was accepted.
+    pub accepted: bool,
+    /// `accepted` or the rejection code.
+    pub code: &'static str,
+    /// Human message.
+    pub message: String,
+    /// The member's status after the report.
+    pub status: MemberStatus,
+    /// How the request's token verified (for replay's fresh-token retry).
+    pub token_check: TokenCheck,
+}
+
+/// Counts returned by `replayPendingReports`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ReplaySummary {
+    /// Intents looked at.
+    pub processed: usize,
+    /// Accepted.
+    pub accepted: usize,
+    /// Rejected.
+    pub rejected: usize,
+    /// Superseded by lifecycle.
+    pub superseded: usize,
+}
+
+impl Reconciler {
+    /// Validates and records a report (the JS request object as received).
+    pub fn report(&self, request: &Value) -> Result<ReportResult, WorkSyncError> {
+        let parsed = ReportRequest::parse(request);
+        match parsed {
+            Ok(request) => self.report_parsed(&request, ReportSource::App),
+            Err(invalid) => self.invalid_payload(request, invalid),
+        }
+    }
+
+    /// A malformed request: nothing changes; the current status comes back.
+    fn invalid_payload(
+        &self,
+        request: &Value,
+        invalid: InvalidPayload,
+    ) -> Result<ReportResult, WorkSyncError> {
+        let name = |field: &'static str| match request.get(field) {
+            Some(Value::String(name)) => Ok(name.clone()),
+            _ => Err(WorkSyncError::InvalidArgument {
+                what: field,
+                reason: "must be a string".into(),
+            }),
+        };
+        let (team, member) = (name("teamName")?, name("memberName")?);
+        check_name("teamName", &team)?;
+        check_name("memberName", &member)?;
+        let status = match self.ports.store.read(&team, &member)?.into_status() {
+            Some(status) => status,
+            None => self.unpersisted_status(&team, &member, self.ports.clock.now_ms()),
+        };
+        Ok(ReportResult {
+            accepted: false,
+            code: Rejection::InvalidPayload.code(),
+            message: format!("{} {invalid}", Rejection::InvalidPayload.message()),
+            status,
+            token_check: TokenCheck::Missing,
+        })
+    }
+
+    /// Validates a well-formed report and writes the outcome.
+    pub(super) fn report_parsed(
+        &self,
+        request: &ReportRequest,
+        default_source: ReportSource,
+    ) -> Result<ReportResult, WorkSyncError> {
+        let (team, member) = (request.team_name.as_str(), request.member_name.as_str());
+        check_name("teamName", team)?;
+        check_name("memberName", member)?;
+        let now = self.ports.clock.now_ms();
+        let source = request.source.unwrap_or(default_source);
+        self.audit(SOURCE, "report_received",
+            team,
+            member,
+            now,
+            vec![],
+            json!({ "state": request.state, "agendaFingerprint": request.agenda_fingerprint, "source": source.as_str() }),
+        );
+        let snapshot = self.ports.teams.load(team);
+        let index = TeamIndex::build(&snapshot);
+        let agenda = index.agenda_for(member, &format_iso(now));
+        let normalized = normalize_member_name(member);
+        let runtime = self.ports.runtime.activity(team, &normalized);
+        let token_check = self.ports.tokens.verify(
+            request.report_token.as_deref(),
+            team,
+            &agenda.member_name,
+            &request.agenda_fingerprint,
+            now,
+        );
+        let lead = snapshot.lead().map(|m| normalize_member_name(&m.name));
+        let verdict = validate(
+            request,
+            &ValidationContext {
+                agenda: &agenda,
+                team_runtime_active: runtime.team_active,
+                member_runtime_active: runtime.member_active,
+                on_active_roster: snapshot.is_active()
+                    && snapshot.active_member_names().contains(&normalized),
+                lead: lead.as_deref(),
+                token: token_check,
+            },
+        );
+        let lease = lease_ms(request.state, &agenda, request.lease_ttl_ms);
+        let record = |accepted: bool, rejection: Option<Rejection>| Report {
+            state: request.state,
+            agenda_fingerprint: request.agenda_fingerprint.clone(),
+            member_name: agenda.member_name.clone(),
+            team_name: team.to_string(),
+            reported_at: format_iso(now),
+            expires_at: if accepted {
+                lease.map(|ms| format_iso(now + ms))
+            } else {
+                None
+            },
+            task_ids: request.task_ids.clone(),
+            note: request.note.clone(),
+            source: Some(source.as_str().to_string()),
+            accepted,
+            rejection_code: rejection.map(|r| r.code().to_string()),
+        };
+        let report = record(verdict.is_ok(), verdict.err());
+        let mut agenda = Some(agenda);
+        let status = self.ports.store.update(team, member, &mut |previous| {
+            let agenda = agenda
+                .take()
+                .unwrap_or_else(|| index.agenda_for(member, &format_iso(now)));
+            self.status_after_report(&snapshot, agenda, previous, now, report.clone())
+        })?;
+        let (outcome, kind) = match verdict {
+            Ok(()) => (ReportOutcome::Accepted, "report_accepted"),
+            Err(rejection) => (
+                ReportOutcome::Rejected(rejection.code().into()),
+                "report_rejected",
+            ),
+        };
+        self.record_metrics(&status, Some(&outcome));
+        let code = verdict.err().map_or("accepted", Rejection::code);
+        self.audit(
+            SOURCE,
+            kind,
+            team,
+            member,
+            now,
+            status.diagnostics.clone(),
+            json!({ "code": code }),
+        );
+        Ok(ReportResult {
+            accepted: verdict.is_ok(),
+            code,
+            message: verdict
+                .err()
+                .map_or(ACCEPTED_MESSAGE, Rejection::message)
+                .to_string(),
+            status,
+            token_check,
+        })
+    }
+
+    /// The status written for a report: an accepted report is the decision's
+    /// lease; a rejected one is recorded on a plain reconcile.
+    fn status_after_report(
+        &self,
+        snapshot: &crate::domain::team::TeamSnapshot,
+        agenda: crate::domain::agenda::Agenda,
+        previous: StoredStatus,
+        now: EpochMs,
+        report: Report,
+    ) -> MemberStatus {
+        if report.accepted {
+            let agenda_diagnostics = agenda.diagnostics.clone();
+            let mut status = self.build_status(
+                snapshot,
+                agenda,
+                previous,
+                now,
+                ReconciledBy::Report,
+                &[],
+                Some(report),
+            );
+            status.shadow = Some(Shadow {
+                reconciled_by: ReconciledBy::Report,
+                would_nudge: false,
+                fingerprint_changed: false,
+                previous_fingerprint: None,
+                trigger_reasons: None,
+            });
+            let token_diag = status
+                .diagnostics
+                .iter()
+                .find(|d| d.starts_with("report_token_"))
+                .cloned();
+            status.diagnostics = agenda_diagnostics;
+            status.diagnostics.push("report_accepted".into());
+            status.diagnostics.extend(token_diag);
+            status
+        } else {
+            let code = report.rejection_code.clone().unwrap_or_default();
+            let mut status = self.build_status(
+                snapshot,
+                agenda,
+                previous,
+                now,
+                ReconciledBy::Report,
+                &[],
+                None,
+            );
+            status.report = Some(report);
+            status.diagnostics.push(format!("report_rejected:{code}"));
+            status
+        }
+    }
+
+    /// Validates every pending intent of `teams` through the same validator.
+    pub fn replay_pending_reports(&self, teams: &[String]) -> Result<ReplaySummary, WorkSyncError> {
+        let mut summary = ReplaySummary::default();
+        for team in teams {
+            check_name("teamName", team)?;
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for team in teams
+            .iter()
+            .filter(|t| seen.insert(t.trim().to_lowercase()))
+        {
+            for mut intent in self.ports.intents.pending(team)? {
+                let status = match self.replay_one(&intent) {
+                    Ok(outcome) => outcome,
+                    // Transient failures leave the intent pending for the next replay.
+                    Err(WorkSyncError::Io(_)) => continue,
+                    Err(WorkSyncError::InvalidArgument { .. }) => {
+                        (IntentStatus::Rejected, Some("invalid_payload"), false)
+                    }
+                };
+                intent.status = status.0;
+                intent.rejection_code = status.1.map(str::to_string);
+                intent.retried_with_fresh_token = status.2;
+                intent.processed_at = Some(format_iso(self.ports.clock.now_ms()));
+                self.ports.intents.finish(&intent)?;
+                summary.processed += 1;
+                match intent.status {
+                    IntentStatus::Accepted => summary.accepted += 1,
+                    IntentStatus::Superseded => summary.superseded += 1,
+                    IntentStatus::Rejected | IntentStatus::Pending => summary.rejected += 1,
+                }
+            }
+        }
+        Ok(summary)
+    }
+
+    /// Outcome of one intent: status, rejection code, whether a fresh token was used.
+    fn replay_one(
+        &self,
+        intent: &ReportIntent,
+    ) -> Result<(IntentStatus, Option<&'static str>, bool), WorkSyncError> {
+        let Ok(mut request) = ReportRequest::parse(&intent.request) else {
+            return Ok((
+                IntentStatus::Rejected,
+                Some(Rejection::InvalidPayload.code()),
+                false,
+            ));
+        };
+        let mut result = self.report_parsed(&request, ReportSource::Mcp)?;
+        let mut retried = false;
+        // The controller could not reach the app while the token was fresh: one
+        // retry with the current token, only if the agenda has not moved.
+        if result.code == Rejection::InvalidReportToken.code()
+            && intent.reason.as_deref() == Some(CONTROL_API_UNAVAILABLE)
+            && result.token_check == TokenCheck::Expired
+            && result.status.agenda.fingerprint == request.agenda_fingerprint
+        {
+            if let Some(token) = result.status.report_token.clone() {
+                request.report_token = Some(token);
+                result = self.report_parsed(&request, ReportSource::Mcp)?;
+                retried = true;
+            }
+        }
+        let status = if result.accepted {
+            IntentStatus::Accepted
+        } else if lifecycle_code(result.code) {
+            IntentStatus::Superseded
+        } else {
+            IntentStatus::Rejected
+        };
+        let code = (!result.accepted).then_some(result.code);
+        Ok((status, code, retried))
+    }
+
+    /// `getMetrics`: counts, state counts and phase-2 readiness from the team index.
+    pub fn get_metrics(&self, team: &str) -> Result<TeamMetrics, WorkSyncError> {
+        check_name("teamName", team)?;
+        let index = self.ports.metrics.read(team)?;
+        Ok(team_metrics(
+            team,
+            &format_iso(self.ports.clock.now_ms()),
+            &index,
+        ))
+    }
+
+    /// The compact agenda block an agent gets in its briefing (same agenda and
+    /// fingerprint as the reconciler's status).
+    pub fn agent_brief(&self, team: &str, member: &str) -> Result<Value, WorkSyncError> {
+        Ok(agent_brief(&self.get_status(team, member)?))
+    }
+}
+
+fn lifecycle_code(code: &str) -> bool {
+    [
+        Rejection::MemberInactive,
+        Rejection::TeamRuntimeInactive,
+        Rejection::MemberRuntimeInactive,
+    ]
+    .iter()
+    .any(|r| r.code() == code)
+}
+
+/// Items shown in the agent brief.
+pub const BRIEF_ITEMS: usize = 10;
+
+/// `{schemaVersion, teamName, memberName, state, agendaFingerprint, reportToken?,
+/// reportTokenExpiresAt?, actionableCount, items: [{taskRef, kind, reason}] (first 10)}`.
+pub fn agent_brief(status: &MemberStatus) -> Value {
+    let items: Vec<Value> = status
+        .agenda
+        .items
+        .iter()
+        .take(BRIEF_ITEMS)
+        .map(|item| {
+            json!({
+                "taskRef": { "taskId": item.task_id, "displayId": item.display_id },
+                "kind": item.kind,
+                "reason": item.reason,
+                "subject": item.subject,
+            })
+        })
+        .collect();
+    json!({
+        "schemaVersion": 1,
+        "teamName": status.team_name,
+        "memberName": status.member_name,
+        "state": status.state,
+        "agendaFingerprint": status.agenda.fingerprint,
+        "reportToken": status.report_token,
+        "reportTokenExpiresAt": status.report_token_expires_at,
+        "actionableCount": status.agenda.items.len(),
+        "items": items,
+    })
+}

@@ -1,0 +1,532 @@
+//! Shadow metrics and phase-2 readiness (DATA.md §5 "Readiness").
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::fingerprint::{canonical_json, sha256_hex};
+use super::names::{member_key, normalize_member_name};
+use super::status::{MemberStatus, StatusState};
+use super::team::ProviderId;
+use super::time::{parse_iso, EpochMs};
+
+/// Events kept in the team index.
+pub const MAX_RECENT_EVENTS: usize = 200;
+
+/// What a metric event counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[allow(missing_docs)]
+pub enum MetricKind {
+    StatusEvaluated,
+    WouldNudge,
+    FingerprintChanged,
+    ReportAccepted,
+    ReportRejected,
+}
+
+/// One metric event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct MetricEvent {
+    pub id: String,
+    pub team_name: String,
+    pub member_name: String,
+    pub kind: MetricKind,
+    pub state: StatusState,
+    pub agenda_fingerprint: String,
+    pub recorded_at: String,
+    pub actionable_count: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejection_code: Option<String>,
+}
+
+/// The latest status summary of a member in the team index.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct MemberSummary {
+    pub member_name: String,
+    pub state: StatusState,
+    pub agenda_fingerprint: String,
+    pub actionable_count: usize,
+    pub evaluated_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_id: Option<ProviderId>,
+}
+
+/// The team index `indexes/metrics.json` (without its envelope).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MetricsIndex {
+    /// Latest summary per member key.
+    #[serde(default)]
+    pub members: BTreeMap<String, MemberSummary>,
+    /// Last [`MAX_RECENT_EVENTS`] events, oldest first.
+    #[serde(default)]
+    pub recent_events: Vec<MetricEvent>,
+}
+
+/// How a report took part in a status write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReportOutcome {
+    /// Accepted.
+    Accepted,
+    /// Rejected with this code.
+    Rejected(String),
+}
+
+/// The metric events of one status write.
+pub fn events_for_write(status: &MemberStatus, report: Option<&ReportOutcome>) -> Vec<MetricEvent> {
+    let shadow = status.shadow.as_ref();
+    let mut kinds = vec![MetricKind::StatusEvaluated];
+    if shadow.is_some_and(|s| s.would_nudge) {
+        kinds.push(MetricKind::WouldNudge);
+    }
+    if shadow.is_some_and(|s| s.fingerprint_changed) {
+        kinds.push(MetricKind::FingerprintChanged);
+    }
+    match report {
+        Some(ReportOutcome::Accepted) => kinds.push(MetricKind::ReportAccepted),
+        Some(ReportOutcome::Rejected(_)) => kinds.push(MetricKind::ReportRejected),
+        None => {}
+    }
+    let rejection_code = match report {
+        Some(ReportOutcome::Rejected(code)) => Some(code.clone()),
+        _ => None,
+    };
+    let report_state = status
+        .report
+        .as_ref()
+        .and_then(|r| serde_json::to_value(r.state).ok())
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    kinds
+        .into_iter()
+        .map(|kind| {
+            let identity = json!({
+                "teamName": status.team_name,
+                "memberName": normalize_member_name(&status.member_name),
+                "kind": kind,
+                "state": status.state,
+                "agendaFingerprint": status.agenda.fingerprint,
+                "evaluatedAt": status.evaluated_at,
+                "reportState": report_state,
+                "rejectionCode": rejection_code.clone().unwrap_or_default(),
+            });
+            MetricEvent {
+                id: format!(
+                    "member-work-sync-metric:{}",
+                    sha256_hex(canonical_json(&identity).as_bytes())
+                ),
+                team_name: status.team_name.clone(),
+                member_name: status.member_name.clone(),
+                kind,
+                state: status.state,
+                agenda_fingerprint: status.agenda.fingerprint.clone(),
+                recorded_at: status.evaluated_at.clone(),
+                actionable_count: status.agenda.items.len(),
+                rejection_code: rejection_code.clone(),
+            }
+        })
+        .collect()
+}
+
+impl MetricsIndex {
+    /// Adds a status write: member summary replaced, events merged (dedupe by id,
+    /// sorted by `recordedAt`, last [`MAX_RECENT_EVENTS`] kept).
+    pub fn record(&mut self, status: &MemberStatus, events: Vec<MetricEvent>) {
+        self.members.insert(
+            member_key(&status.member_name),
+            MemberSummary {
+                member_name: status.member_name.clone(),
+                state: status.state,
+                agenda_fingerprint: status.agenda.fingerprint.clone(),
+                actionable_count: status.agenda.items.len(),
+                evaluated_at: status.evaluated_at.clone(),
+                provider_id: status.provider_id,
+            },
+        );
+        for event in events {
+            if !self.recent_events.iter().any(|e| e.id == event.id) {
+                self.recent_events.push(event);
+            }
+        }
+        self.recent_events
+            .sort_by_key(|e| parse_iso(&e.recorded_at).unwrap_or(i64::MIN));
+        let excess = self.recent_events.len().saturating_sub(MAX_RECENT_EVENTS);
+        self.recent_events.drain(..excess);
+    }
+
+    fn count(&self, kind: MetricKind) -> usize {
+        self.recent_events.iter().filter(|e| e.kind == kind).count()
+    }
+}
+
+/// Readiness thresholds (defaults tuned in production).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct Thresholds {
+    pub min_observed_members: usize,
+    pub min_status_events: usize,
+    pub min_observation_hours: f64,
+    pub max_would_nudges_per_member_hour: f64,
+    pub max_fingerprint_changes_per_member_hour: f64,
+    pub max_report_rejection_rate: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Self {
+            min_observed_members: 1,
+            min_status_events: 20,
+            min_observation_hours: 1.0,
+            max_would_nudges_per_member_hour: 2.0,
+            max_fingerprint_changes_per_member_hour: 1.0,
+            max_report_rejection_rate: 0.2,
+        }
+    }
+}
+
+/// Readiness state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadinessState {
+    /// Not enough shadow data yet.
+    CollectingShadowData,
+    /// Enough data and every rate within bounds.
+    ShadowReady,
+    /// A rate exceeds its bound.
+    Blocked,
+}
+
+/// Measured rates.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct Rates {
+    pub observation_hours: f64,
+    pub status_event_count: usize,
+    pub would_nudges_per_member_hour: f64,
+    pub fingerprint_changes_per_member_hour: f64,
+    pub report_rejection_rate: f64,
+}
+
+/// Phase-2 readiness assessment.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct Readiness {
+    pub state: ReadinessState,
+    pub reasons: Vec<&'static str>,
+    pub thresholds: Thresholds,
+    pub rates: Rates,
+    pub diagnostics: Vec<String>,
+}
+
+fn round3(value: f64) -> f64 {
+    (value * 1000.0).round() / 1000.0
+}
+
+/// Assesses readiness: collecting reasons first, then blocking reasons.
+pub fn readiness(index: &MetricsIndex, thresholds: Thresholds) -> Readiness {
+    let times: Vec<EpochMs> = index
+        .recent_events
+        .iter()
+        .filter_map(|e| parse_iso(&e.recorded_at))
+        .collect();
+    let hours = match (times.iter().min(), times.iter().max()) {
+        (Some(min), Some(max)) if times.len() >= 2 => (max - min) as f64 / 3.6e6,
+        _ => 0.0,
+    };
+    let members = index.members.len();
+    let denominator = members.max(1) as f64 * hours.max(1.0 / 60.0);
+    let accepted = index.count(MetricKind::ReportAccepted);
+    let rejected = index.count(MetricKind::ReportRejected);
+    let rates = Rates {
+        observation_hours: round3(hours),
+        status_event_count: index.count(MetricKind::StatusEvaluated),
+        would_nudges_per_member_hour: round3(
+            index.count(MetricKind::WouldNudge) as f64 / denominator,
+        ),
+        fingerprint_changes_per_member_hour: round3(
+            index.count(MetricKind::FingerprintChanged) as f64 / denominator,
+        ),
+        report_rejection_rate: if accepted + rejected == 0 {
+            0.0
+        } else {
+            round3(rejected as f64 / (accepted + rejected) as f64)
+        },
+    };
+    let mut collecting = Vec::new();
+    if members < thresholds.min_observed_members {
+        collecting.push("observed_members_below_minimum");
+    }
+    if rates.status_event_count < thresholds.min_status_events {
+        collecting.push("status_events_below_minimum");
+    }
+    if hours < thresholds.min_observation_hours {
+        collecting.push("observation_hours_below_minimum");
+    }
+    let mut blocking = Vec::new();
+    if rates.would_nudges_per_member_hour > thresholds.max_would_nudges_per_member_hour {
+        blocking.push("would_nudge_rate_high");
+    }
+    if rates.fingerprint_changes_per_member_hour
+        > thresholds.max_fingerprint_changes_per_member_hour
+    {
+        blocking.push("fingerprint_change_rate_high");
+    }
+    if rates.report_rejection_rate > thresholds.max_report_rejection_rate {
+        blocking.push("report_rejection_rate_high");
+    }
+    let state = if !collecting.is_empty() {
+        ReadinessState::CollectingShadowData
+    } else if !blocking.is_empty() {
+        ReadinessState::Blocked
+    } else {
+        ReadinessState::ShadowReady
+    };
+    let diagnostics = [&collecting, &blocking]
+        .into_iter()
+        .flatten()
+        .map(|r| format!("phase2_readiness:{r}"))
+        .collect();
+    let mut reasons = collecting;
+    reasons.extend(blocking);
+    Readiness {
+        state,
+        reasons,
+        thresholds,
+        rates,
+        diagnostics,
+    }
+}
+
+/// `getMetrics` result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct TeamMetrics {
+    pub team_name: String,
+    pub generated_at: String,
+    pub member_count: usize,
+    pub state_counts: BTreeMap<&'static str, usize>,
+    pub actionable_item_count: usize,
+    pub would_nudge_count: usize,
+    pub fingerprint_change_count: usize,
+    pub report_accepted_count: usize,
+    pub report_rejected_count: usize,
+    pub recent_events: Vec<MetricEvent>,
+    pub phase2_readiness: Readiness,
+}
+
+/// Summarizes the index for `getMetrics`.
+pub fn team_metrics(team_name: &str, generated_at: &str, index: &MetricsIndex) -> TeamMetrics {
+    let mut state_counts: BTreeMap<&'static str, usize> = [
+        "caught_up",
+        "needs_sync",
+        "still_working",
+        "blocked",
+        "inactive",
+        "unknown",
+    ]
+    .into_iter()
+    .map(|s| (s, 0))
+    .collect();
+    for summary in index.members.values() {
+        let name = match summary.state {
+            StatusState::CaughtUp => "caught_up",
+            StatusState::NeedsSync => "needs_sync",
+            StatusState::StillWorking => "still_working",
+            StatusState::Blocked => "blocked",
+            StatusState::Inactive => "inactive",
+            StatusState::Unknown => "unknown",
+        };
+        *state_counts.entry(name).or_default() += 1;
+    }
+    TeamMetrics {
+        team_name: team_name.to_string(),
+        generated_at: generated_at.to_string(),
+        member_count: index.members.len(),
+        state_counts,
+        actionable_item_count: index.members.values().map(|m| m.actionable_count).sum(),
+        would_nudge_count: index.count(MetricKind::WouldNudge),
+        fingerprint_change_count: index.count(MetricKind::FingerprintChanged),
+        report_accepted_count: index.count(MetricKind::ReportAccepted),
+        report_rejected_count: index.count(MetricKind::ReportRejected),
+        recent_events: index.recent_events.clone(),
+        phase2_readiness: readiness(index, Thresholds::default()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::time::format_iso;
+
+    const HOUR: EpochMs = 3_600_000;
+
+    fn event(member: &str, kind: MetricKind, at: EpochMs, n: usize) -> MetricEvent {
+        MetricEvent {
+            id: format!("{member}:{kind:?}:{at}:{n}"),
+            team_name: "forge".into(),
+            member_name: member.into(),
+            kind,
+            state: StatusState::NeedsSync,
+            agenda_fingerprint: "fp".into(),
+            recorded_at: format_iso(at),
+            actionable_count: 1,
+            rejection_code: None,
+        }
+    }
+
+    fn summary(member: &str) -> MemberSummary {
+        MemberSummary {
+            member_name: member.into(),
+            state: StatusState::NeedsSync,
+            agenda_fingerprint: "fp".into(),
+            actionable_count: 1,
+            evaluated_at: format_iso(0),
+            provider_id: None,
+        }
+    }
+
+    /// `statuses` status events spread over `hours`, plus extra events.
+    fn index(statuses: usize, hours: f64, extra: Vec<MetricEvent>) -> MetricsIndex {
+        let span = (hours * HOUR as f64) as EpochMs;
+        let mut events: Vec<MetricEvent> = (0..statuses)
+            .map(|i| {
+                let at = if statuses > 1 {
+                    span * i as EpochMs / (statuses as EpochMs - 1)
+                } else {
+                    0
+                };
+                event("jack", MetricKind::StatusEvaluated, at, i)
+            })
+            .collect();
+        events.extend(extra);
+        MetricsIndex {
+            members: [("jack".to_string(), summary("jack"))].into(),
+            recent_events: events,
+        }
+    }
+
+    #[test]
+    fn collecting_until_enough_events_and_hours() {
+        let empty = readiness(&MetricsIndex::default(), Thresholds::default());
+        assert_eq!(empty.state, ReadinessState::CollectingShadowData);
+        assert_eq!(
+            empty.reasons,
+            [
+                "observed_members_below_minimum",
+                "status_events_below_minimum",
+                "observation_hours_below_minimum"
+            ]
+        );
+        let r = readiness(&index(19, 1.0, vec![]), Thresholds::default());
+        assert_eq!(r.reasons, ["status_events_below_minimum"]);
+        let r = readiness(&index(20, 0.999, vec![]), Thresholds::default());
+        assert_eq!(r.reasons, ["observation_hours_below_minimum"]);
+        let r = readiness(&index(20, 1.0, vec![]), Thresholds::default());
+        assert_eq!(r.state, ReadinessState::ShadowReady);
+        assert!(r.reasons.is_empty());
+        assert_eq!(r.rates.observation_hours, 1.0);
+    }
+
+    #[test]
+    fn blocking_at_the_rate_edges() {
+        // 1 member over 1 hour: exactly 2 would-nudges is allowed, 3 blocks.
+        let nudges = |n: usize| {
+            (0..n)
+                .map(|i| event("jack", MetricKind::WouldNudge, HOUR / 2, i))
+                .collect()
+        };
+        assert_eq!(
+            readiness(&index(20, 1.0, nudges(2)), Thresholds::default()).state,
+            ReadinessState::ShadowReady
+        );
+        let blocked = readiness(&index(20, 1.0, nudges(3)), Thresholds::default());
+        assert_eq!(blocked.state, ReadinessState::Blocked);
+        assert_eq!(blocked.reasons, ["would_nudge_rate_high"]);
+        assert_eq!(blocked.rates.would_nudges_per_member_hour, 3.0);
+        let changes: Vec<_> = (0..2)
+            .map(|i| event("jack", MetricKind::FingerprintChanged, HOUR / 2, i))
+            .collect();
+        assert_eq!(
+            readiness(&index(20, 1.0, changes), Thresholds::default()).reasons,
+            ["fingerprint_change_rate_high"]
+        );
+        // Rejection rate: 1 of 5 is 0.2 (allowed), 2 of 6 is 0.333 (blocked).
+        let reports = |accepted: usize, rejected: usize| {
+            let mut v: Vec<_> = (0..accepted)
+                .map(|i| event("jack", MetricKind::ReportAccepted, HOUR / 2, i))
+                .collect();
+            v.extend((0..rejected).map(|i| event("jack", MetricKind::ReportRejected, HOUR / 2, i)));
+            v
+        };
+        assert_eq!(
+            readiness(&index(20, 1.0, reports(4, 1)), Thresholds::default()).state,
+            ReadinessState::ShadowReady
+        );
+        let r = readiness(&index(20, 1.0, reports(4, 2)), Thresholds::default());
+        assert_eq!(r.reasons, ["report_rejection_rate_high"]);
+        assert_eq!(r.rates.report_rejection_rate, 0.333);
+        // Collecting reasons come before blocking ones.
+        let r = readiness(&index(5, 1.0, reports(0, 1)), Thresholds::default());
+        assert_eq!(r.state, ReadinessState::CollectingShadowData);
+        assert_eq!(
+            r.reasons,
+            ["status_events_below_minimum", "report_rejection_rate_high"]
+        );
+    }
+
+    #[test]
+    fn index_dedupes_sorts_and_keeps_the_last_200() {
+        let mut index = MetricsIndex::default();
+        let status = crate::domain::status::MemberStatus {
+            team_name: "forge".into(),
+            member_name: "Jack".into(),
+            state: StatusState::NeedsSync,
+            agenda: crate::domain::agenda::Agenda {
+                team_name: "forge".into(),
+                member_name: "Jack".into(),
+                generated_at: format_iso(0),
+                fingerprint: "fp".into(),
+                items: vec![],
+                diagnostics: vec![],
+            },
+            report: None,
+            report_token: None,
+            report_token_expires_at: None,
+            shadow: None,
+            evaluated_at: format_iso(0),
+            diagnostics: vec![],
+            provider_id: None,
+        };
+        let events = events_for_write(&status, None);
+        assert_eq!(events.len(), 1);
+        index.record(&status, events.clone());
+        index.record(&status, events);
+        assert_eq!(
+            index.recent_events.len(),
+            1,
+            "same write twice is one event"
+        );
+        assert!(index.members.contains_key("jack"));
+        for i in (0..250).rev() {
+            index.record(
+                &status,
+                vec![event("jack", MetricKind::StatusEvaluated, i * 1000, 0)],
+            );
+        }
+        assert_eq!(index.recent_events.len(), MAX_RECENT_EVENTS);
+        assert_eq!(
+            index.recent_events.last().unwrap().recorded_at,
+            format_iso(249_000)
+        );
+    }
+}

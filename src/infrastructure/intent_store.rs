@@ -1,0 +1,198 @@
+//! Report intents: per-member `reports.json` (`{schemaVersion: 2, intents}`),
+//! the team index `indexes/pending-reports-index.json`, and migration of the
+//! controller's legacy team-level `pending-reports.json` (v1).
+//!
+//! Lock order is index first, then member file, everywhere.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::json_store::{
+    read_envelope, read_flat_envelope, write_envelope, write_flat_envelope, Loaded,
+};
+use super::lock::StoreLock;
+use super::status_store::StorePaths;
+use crate::application::ports::{Clock, IntentStatus, PortError, ReportIntent, ReportIntentStore};
+use crate::domain::names::member_key;
+use crate::domain::time::{format_iso, parse_iso};
+
+const SCHEMA_VERSION: u64 = 2;
+
+/// One row of the team index.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct IndexEntry {
+    member_key: String,
+    member_name: String,
+    status: IntentStatus,
+    recorded_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    processed_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct PendingIndex {
+    #[serde(default)]
+    items: BTreeMap<String, IndexEntry>,
+}
+
+/// [`ReportIntentStore`] on the file system.
+pub struct FsReportIntentStore {
+    paths: StorePaths,
+    clock: Arc<dyn Clock>,
+}
+
+impl FsReportIntentStore {
+    /// Intents under `paths`.
+    pub fn new(paths: StorePaths, clock: Arc<dyn Clock>) -> Self {
+        Self { paths, clock }
+    }
+
+    fn team_store_dir(&self, team: &str) -> PathBuf {
+        self.paths.team_dir(team).join(".member-work-sync")
+    }
+
+    fn index_path(&self, team: &str) -> PathBuf {
+        self.team_store_dir(team)
+            .join("indexes")
+            .join("pending-reports-index.json")
+    }
+
+    fn member_path(&self, team: &str, member: &str) -> PathBuf {
+        self.paths.member_file(team, member, "reports.json")
+    }
+
+    fn read_member(
+        &self,
+        path: &std::path::Path,
+    ) -> Result<BTreeMap<String, ReportIntent>, PortError> {
+        Ok(
+            match read_envelope(path, SCHEMA_VERSION, "intents", self.clock.now_ms())? {
+                Loaded::Found(intents) => intents,
+                Loaded::Missing | Loaded::Quarantined { .. } => BTreeMap::new(),
+            },
+        )
+    }
+
+    fn read_index(&self, team: &str) -> Result<PendingIndex, PortError> {
+        Ok(
+            match read_flat_envelope(&self.index_path(team), SCHEMA_VERSION, self.clock.now_ms())? {
+                Loaded::Found(index) => index,
+                Loaded::Missing | Loaded::Quarantined { .. } => PendingIndex::default(),
+            },
+        )
+    }
+
+    /// Writes `intent` into its member file (`insert_only`: keep an existing id) and the index.
+    fn write(&self, intent: &ReportIntent, insert_only: bool) -> Result<(), PortError> {
+        let index_path = self.index_path(&intent.team_name);
+        let member_path = self.member_path(&intent.team_name, &intent.member_name);
+        let _index_lock = StoreLock::acquire(&index_path)?;
+        let _member_lock = StoreLock::acquire(&member_path)?;
+        let mut intents = self.read_member(&member_path)?;
+        if insert_only && intents.contains_key(&intent.id) {
+            return Ok(());
+        }
+        intents.insert(intent.id.clone(), intent.clone());
+        write_envelope(&member_path, SCHEMA_VERSION, "intents", &intents)?;
+        let mut index = self.read_index(&intent.team_name)?;
+        index.items.insert(intent.id.clone(), entry(intent));
+        write_flat_envelope(&index_path, SCHEMA_VERSION, &index)?;
+        Ok(())
+    }
+
+    /// Moves pending intents of the legacy controller file into member files
+    /// (ids kept, so running this again changes nothing). The legacy file is
+    /// left as it is: the controller owns it.
+    fn migrate_legacy(&self, team: &str) -> Result<(), PortError> {
+        let path = self.team_store_dir(team).join("pending-reports.json");
+        let legacy: BTreeMap<String, Value> =
+            match read_envelope(&path, 1, "intents", self.clock.now_ms())? {
+                Loaded::Found(intents) => intents,
+                Loaded::Missing | Loaded::Quarantined { .. } => return Ok(()),
+            };
+        for (id, raw) in legacy {
+            if raw.get("status").and_then(Value::as_str) != Some("pending") {
+                continue;
+            }
+            let text = |key: &str| raw.get(key).and_then(Value::as_str).map(str::to_string);
+            let request = raw.get("request").cloned().unwrap_or(Value::Null);
+            let Some(member) = text("memberName")
+                .or_else(|| request.get("memberName")?.as_str().map(str::to_string))
+            else {
+                continue;
+            };
+            if super::super::domain::names::validate_name(&member).is_err() {
+                continue;
+            }
+            self.write(
+                &ReportIntent {
+                    id,
+                    team_name: team.to_string(),
+                    member_name: member,
+                    request,
+                    reason: text("reason"),
+                    status: IntentStatus::Pending,
+                    recorded_at: text("recordedAt")
+                        .unwrap_or_else(|| format_iso(self.clock.now_ms())),
+                    processed_at: None,
+                    rejection_code: None,
+                    retried_with_fresh_token: false,
+                },
+                true,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn entry(intent: &ReportIntent) -> IndexEntry {
+    IndexEntry {
+        member_key: member_key(&intent.member_name),
+        member_name: intent.member_name.clone(),
+        status: intent.status,
+        recorded_at: intent.recorded_at.clone(),
+        processed_at: intent.processed_at.clone(),
+    }
+}
+
+impl ReportIntentStore for FsReportIntentStore {
+    fn record(&self, intent: &ReportIntent) -> Result<(), PortError> {
+        self.write(intent, true)
+    }
+
+    fn pending(&self, team: &str) -> Result<Vec<ReportIntent>, PortError> {
+        self.migrate_legacy(team)?;
+        // Member files are the truth; the index is rebuilt from them here.
+        let members_dir = self.paths.team_dir(team).join("members");
+        let mut all = Vec::new();
+        if let Ok(entries) = std::fs::read_dir(&members_dir) {
+            for entry in entries.filter_map(Result::ok) {
+                let path = entry.path().join(".member-work-sync").join("reports.json");
+                all.extend(self.read_member(&path)?.into_values());
+            }
+        }
+        let index_path = self.index_path(team);
+        {
+            let _lock = StoreLock::acquire(&index_path)?;
+            let index = PendingIndex {
+                items: all.iter().map(|i| (i.id.clone(), entry(i))).collect(),
+            };
+            write_flat_envelope(&index_path, SCHEMA_VERSION, &index)?;
+        }
+        let mut pending: Vec<ReportIntent> = all
+            .into_iter()
+            .filter(|i| i.status == IntentStatus::Pending)
+            .collect();
+        pending.sort_by_key(|i| (parse_iso(&i.recorded_at).unwrap_or(i64::MIN), i.id.clone()));
+        Ok(pending)
+    }
+
+    fn finish(&self, intent: &ReportIntent) -> Result<(), PortError> {
+        self.write(intent, false)
+    }
+}

@@ -1,0 +1,58 @@
+//! The team metrics index `teams/<team>/.member-work-sync/indexes/metrics.json`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::json_store::{read_flat_envelope, write_flat_envelope, Loaded};
+use super::lock::StoreLock;
+use crate::application::ports::{Clock, MetricsStore, PortError};
+use crate::domain::metrics::{MetricEvent, MetricsIndex};
+use crate::domain::status::MemberStatus;
+
+/// Envelope version of the index.
+const SCHEMA_VERSION: u64 = 2;
+
+/// [`MetricsStore`] on the file system.
+pub struct FsMetricsStore {
+    teams_base: PathBuf,
+    clock: Arc<dyn Clock>,
+}
+
+impl FsMetricsStore {
+    /// Indexes under `teams_base`.
+    pub fn new(teams_base: PathBuf, clock: Arc<dyn Clock>) -> Self {
+        Self { teams_base, clock }
+    }
+
+    fn path(&self, team: &str) -> PathBuf {
+        self.teams_base
+            .join(team)
+            .join(".member-work-sync")
+            .join("indexes")
+            .join("metrics.json")
+    }
+
+    fn load(&self, path: &std::path::Path) -> Result<MetricsIndex, PortError> {
+        Ok(
+            match read_flat_envelope(path, SCHEMA_VERSION, self.clock.now_ms())? {
+                Loaded::Found(index) => index,
+                Loaded::Missing | Loaded::Quarantined { .. } => MetricsIndex::default(),
+            },
+        )
+    }
+}
+
+impl MetricsStore for FsMetricsStore {
+    fn record(&self, status: &MemberStatus, events: Vec<MetricEvent>) -> Result<(), PortError> {
+        let path = self.path(&status.team_name);
+        let _lock = StoreLock::acquire(&path)?;
+        let mut index = self.load(&path)?;
+        index.record(status, events);
+        write_flat_envelope(&path, SCHEMA_VERSION, &index)?;
+        Ok(())
+    }
+
+    fn read(&self, team: &str) -> Result<MetricsIndex, PortError> {
+        self.load(&self.path(team))
+    }
+}

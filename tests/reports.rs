@@ -1,0 +1,391 @@
+//! Reports end to end over the real file stores: leases, rejections, replay,
+//! metrics. Uses the bundled example team and a manual clock.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use member_work_sync::domain::status::{MemberStatus, ReconciledBy, StatusState};
+use member_work_sync::infrastructure::composition::{RootPaths, Services};
+use serde_json::{json, Value};
+
+const NOW: i64 = 1_795_000_000_000; // 2026-11-18T11:06:40Z
+const MINUTE: i64 = 60_000;
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    services: Services,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        copy_dir(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/claude-root"),
+            &root,
+        );
+        let services = Services::new(
+            RootPaths::resolve(Some(root.clone()), None, None),
+            Some(NOW),
+        );
+        Self {
+            _dir: dir,
+            root,
+            services,
+        }
+    }
+
+    fn set_now(&self, now: i64) {
+        self.services.manual_clock.as_ref().unwrap().set(now);
+    }
+
+    fn refresh(&self, member: &str) -> MemberStatus {
+        self.services
+            .reconciler
+            .refresh_status("forge", member, ReconciledBy::Request, &["manual_refresh"])
+            .unwrap()
+    }
+
+    fn report(&self, request: Value) -> member_work_sync::application::report::ReportResult {
+        self.services.reconciler.report(&request).unwrap()
+    }
+
+    fn journal_types(&self, member: &str) -> Vec<String> {
+        let text = fs::read_to_string(self.root.join(format!(
+            "teams/forge/members/{member}/.member-work-sync/journal.jsonl"
+        )))
+        .unwrap_or_default();
+        text.lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["type"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    }
+}
+
+fn still_working(status: &MemberStatus) -> Value {
+    json!({
+        "teamName": "forge", "memberName": status.member_name, "state": "still_working",
+        "agendaFingerprint": status.agenda.fingerprint, "reportToken": status.report_token,
+    })
+}
+
+#[test]
+fn accepted_report_gives_a_lease_that_expires() {
+    let f = Fixture::new();
+    let status = f.refresh("jack");
+    assert_eq!(status.state, StatusState::NeedsSync);
+    assert!(status
+        .report_token
+        .as_deref()
+        .unwrap()
+        .starts_with("wrs:v1."));
+    assert_eq!(
+        status.report_token_expires_at.as_deref(),
+        Some("2026-11-18T11:21:40.000Z")
+    );
+    assert!(status
+        .diagnostics
+        .contains(&"report_token_issued".to_string()));
+
+    let result = f.report(still_working(&status));
+    assert!(result.accepted, "{}", result.code);
+    assert_eq!(result.code, "accepted");
+    assert_eq!(result.message, "Member work sync report accepted.");
+    assert_eq!(result.status.state, StatusState::StillWorking);
+    let report = result.status.report.as_ref().unwrap();
+    assert_eq!(
+        report.expires_at.as_deref(),
+        Some("2026-11-18T11:21:40.000Z"),
+        "15 min from the app clock"
+    );
+    assert_eq!(report.source.as_deref(), Some("app"));
+    assert_eq!(
+        result.status.shadow.as_ref().unwrap().reconciled_by,
+        ReconciledBy::Report
+    );
+    assert!(result
+        .status
+        .diagnostics
+        .ends_with(&["report_accepted".into(), "report_token_issued".into()]));
+
+    f.set_now(NOW + 14 * MINUTE);
+    assert_eq!(f.refresh("jack").state, StatusState::StillWorking);
+    f.set_now(NOW + 15 * MINUTE);
+    let expired = f.refresh("jack");
+    assert_eq!(expired.state, StatusState::NeedsSync);
+    assert!(expired
+        .diagnostics
+        .contains(&"report_lease_expired".to_string()));
+    let journal = f.journal_types("jack");
+    assert!(
+        journal.contains(&"report_received".to_string())
+            && journal.contains(&"report_accepted".to_string())
+    );
+}
+
+#[test]
+fn reported_at_in_the_request_is_ignored_and_lease_ttl_is_clamped() {
+    let f = Fixture::new();
+    let status = f.refresh("jack");
+    let mut request = still_working(&status);
+    request["reportedAt"] = json!("2030-01-01T00:00:00.000Z");
+    request["leaseTtlMs"] = json!(10);
+    let result = f.report(request);
+    let report = result.status.report.unwrap();
+    assert_eq!(report.reported_at, "2026-11-18T11:06:40.000Z");
+    assert_eq!(
+        report.expires_at.as_deref(),
+        Some("2026-11-18T11:07:40.000Z"),
+        "clamped to 60 s"
+    );
+}
+
+#[test]
+fn report_against_an_old_fingerprint_is_stale() {
+    let f = Fixture::new();
+    let old = f.refresh("jack");
+    let task = f.root.join("tasks/forge/1.json");
+    let mut value: Value = serde_json::from_str(&fs::read_to_string(&task).unwrap()).unwrap();
+    value["status"] = json!("completed");
+    fs::write(&task, value.to_string()).unwrap();
+    let result = f.report(still_working(&old));
+    assert!(!result.accepted);
+    assert_eq!(result.code, "stale_fingerprint");
+    let report = result.status.report.as_ref().unwrap();
+    assert_eq!(report.rejection_code.as_deref(), Some("stale_fingerprint"));
+    assert!(!report.accepted);
+    assert!(result
+        .status
+        .diagnostics
+        .contains(&"report_rejected:stale_fingerprint".to_string()));
+    assert_eq!(result.status.state, StatusState::NeedsSync);
+    assert!(f
+        .journal_types("jack")
+        .contains(&"report_rejected".to_string()));
+}
+
+#[test]
+fn tokens_of_other_members_and_teams_are_refused() {
+    let f = Fixture::new();
+    let jack = f.refresh("jack");
+    let jill = f.refresh("jill");
+    let mut borrowed = still_working(&jack);
+    borrowed["reportToken"] = json!(jill.report_token);
+    assert_eq!(f.report(borrowed).code, "identity_mismatch");
+    let mut missing = still_working(&jack);
+    missing.as_object_mut().unwrap().remove("reportToken");
+    assert_eq!(f.report(missing).code, "identity_untrusted");
+    let mut garbage = still_working(&jack);
+    garbage["reportToken"] = json!("wrs:v1.e30.AAAA");
+    assert_eq!(f.report(garbage).code, "invalid_report_token");
+    let mut reserved = still_working(&jack);
+    reserved["memberName"] = json!("system");
+    assert_eq!(f.report(reserved).code, "reserved_or_invalid_member");
+}
+
+#[test]
+fn caught_up_and_blocked_rules() {
+    let f = Fixture::new();
+    let jack = f.refresh("jack");
+    let mut caught_up = still_working(&jack);
+    caught_up["state"] = json!("caught_up");
+    assert_eq!(
+        f.report(caught_up).code,
+        "caught_up_rejected_actionable_items_exist"
+    );
+    let lead = f.refresh("team-lead");
+    let mut blocked = still_working(&lead);
+    blocked["state"] = json!("blocked");
+    blocked["taskIds"] = json!(["#5"]);
+    let result = f.report(blocked);
+    assert!(result.accepted, "{}", result.code);
+    assert_eq!(result.status.state, StatusState::Blocked);
+    let lead = f.refresh("team-lead");
+    let mut foreign = still_working(&lead);
+    foreign["taskIds"] = json!(["1"]);
+    assert_eq!(f.report(foreign).code, "foreign_task_id");
+}
+
+#[test]
+fn malformed_report_changes_nothing() {
+    let f = Fixture::new();
+    let status = f.refresh("jack");
+    let file = f
+        .root
+        .join("teams/forge/members/jack/.member-work-sync/status.json");
+    let before = fs::read(&file).unwrap();
+    let mut request = still_working(&status);
+    request["note"] = json!("x".repeat(1001));
+    let result = f.report(request);
+    assert_eq!((result.accepted, result.code), (false, "invalid_payload"));
+    assert_eq!(result.status.agenda.fingerprint, status.agenda.fingerprint);
+    assert_eq!(fs::read(&file).unwrap(), before);
+}
+
+fn write_legacy_intents(root: &Path, intents: Value) {
+    let path = root.join("teams/forge/.member-work-sync/pending-reports.json");
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(
+        path,
+        json!({"schemaVersion": 1, "intents": intents}).to_string(),
+    )
+    .unwrap();
+}
+
+fn intent(id: &str, request: Value) -> Value {
+    json!({"id": id, "teamName": "forge", "memberName": request["memberName"], "request": request,
+           "reason": "control_api_unavailable", "status": "pending", "recordedAt": "2026-11-18T11:00:00.000Z"})
+}
+
+#[test]
+fn replay_processes_legacy_intents_once() {
+    let f = Fixture::new();
+    let jack = f.refresh("jack");
+    let jill = f.refresh("jill");
+    let mut stale = still_working(&jill);
+    stale["agendaFingerprint"] = json!("agenda:v1:old");
+    let mut gone = still_working(&jack);
+    gone["memberName"] = json!("old-timer");
+    gone["reportToken"] = Value::Null;
+    write_legacy_intents(
+        &f.root,
+        json!({
+            "i-accept": intent("i-accept", still_working(&jack)),
+            "i-stale": intent("i-stale", stale),
+            "i-gone": intent("i-gone", gone),
+            "i-done": {"id": "i-done", "memberName": "jack", "status": "accepted", "request": {}},
+        }),
+    );
+    let summary = f
+        .services
+        .reconciler
+        .replay_pending_reports(&["forge".into()])
+        .unwrap();
+    assert_eq!(
+        (
+            summary.processed,
+            summary.accepted,
+            summary.rejected,
+            summary.superseded
+        ),
+        (3, 1, 1, 1)
+    );
+    assert_eq!(f.refresh("jack").state, StatusState::StillWorking);
+    let reports: Value = serde_json::from_str(
+        &fs::read_to_string(
+            f.root
+                .join("teams/forge/members/jill/.member-work-sync/reports.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(reports["schemaVersion"], 2);
+    assert_eq!(reports["intents"]["i-stale"]["status"], "rejected");
+    assert_eq!(
+        reports["intents"]["i-stale"]["rejectionCode"],
+        "stale_fingerprint"
+    );
+    let index: Value = serde_json::from_str(
+        &fs::read_to_string(
+            f.root
+                .join("teams/forge/.member-work-sync/indexes/pending-reports-index.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(index["items"]["i-gone"]["status"], "superseded");
+    // Idempotent: the legacy file still lists them, but every id is already done.
+    let again = f
+        .services
+        .reconciler
+        .replay_pending_reports(&["forge".into()])
+        .unwrap();
+    assert_eq!(again.processed, 0);
+}
+
+#[test]
+fn replay_retries_an_expired_token_once_when_the_agenda_did_not_move() {
+    let f = Fixture::new();
+    let jack = f.refresh("jack");
+    f.set_now(NOW + 20 * MINUTE);
+    write_legacy_intents(
+        &f.root,
+        json!({"late": intent("late", still_working(&jack))}),
+    );
+    let summary = f
+        .services
+        .reconciler
+        .replay_pending_reports(&["forge".into()])
+        .unwrap();
+    assert_eq!(summary.accepted, 1);
+    let status = f.refresh("jack");
+    assert_eq!(status.state, StatusState::StillWorking);
+    assert_eq!(
+        status.report.unwrap().expires_at.as_deref(),
+        Some("2026-11-18T11:41:40.000Z"),
+        "lease from replay time"
+    );
+    // The same expired token for a moved agenda is never turned into a lease.
+    let f = Fixture::new();
+    let jack = f.refresh("jack");
+    f.set_now(NOW + 20 * MINUTE);
+    let task = f.root.join("tasks/forge/2.json");
+    let mut value: Value = serde_json::from_str(&fs::read_to_string(&task).unwrap()).unwrap();
+    value["status"] = json!("completed");
+    fs::write(&task, value.to_string()).unwrap();
+    write_legacy_intents(
+        &f.root,
+        json!({"late": intent("late", still_working(&jack))}),
+    );
+    let summary = f
+        .services
+        .reconciler
+        .replay_pending_reports(&["forge".into()])
+        .unwrap();
+    assert_eq!((summary.accepted, summary.rejected), (0, 1));
+}
+
+#[test]
+fn metrics_count_status_writes_and_reports() {
+    let f = Fixture::new();
+    let jack = f.refresh("jack");
+    f.refresh("jill");
+    f.report(still_working(&jack));
+    let mut bad = still_working(&jack);
+    bad["agendaFingerprint"] = json!("agenda:v1:old");
+    f.report(bad);
+    let metrics = f.services.reconciler.get_metrics("forge").unwrap();
+    assert_eq!(metrics.member_count, 2);
+    assert_eq!(metrics.report_accepted_count, 1);
+    assert_eq!(metrics.report_rejected_count, 1);
+    assert_eq!(
+        metrics.state_counts["needs_sync"] + metrics.state_counts["still_working"],
+        2
+    );
+    assert!(metrics.would_nudge_count >= 2);
+    let readiness = &metrics.phase2_readiness;
+    assert_eq!(
+        readiness.state,
+        member_work_sync::domain::metrics::ReadinessState::CollectingShadowData
+    );
+    assert_eq!(readiness.reasons[0], "status_events_below_minimum");
+    assert_eq!(readiness.rates.report_rejection_rate, 0.5);
+}
