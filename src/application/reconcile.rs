@@ -301,6 +301,10 @@ impl Reconciler {
         let mut diagnostics = agenda.diagnostics.clone();
         diagnostics.extend(decision.diagnostics.iter().map(|d| d.to_string()));
         diagnostics.extend(store_diagnostics);
+        // A changed agenda is an observation, never progress.
+        if shadow.fingerprint_changed {
+            diagnostics.push("agenda_fingerprint_changed".into());
+        }
         let (report_token, report_token_expires_at) = if decision.state == StatusState::Inactive {
             (None, None)
         } else {

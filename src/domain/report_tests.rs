@@ -241,3 +241,50 @@ fn intent_ids_are_stable_and_normalized() {
     b.note = Some("n".into());
     assert_ne!(a.intent_id(), b.intent_id());
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn token_check() -> impl Strategy<Value = TokenCheck> {
+        prop_oneof![
+            Just(TokenCheck::Valid),
+            Just(TokenCheck::Missing),
+            Just(TokenCheck::Invalid),
+            Just(TokenCheck::Expired),
+            Just(TokenCheck::ForeignIdentity),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn accepted_only_with_a_valid_token_for_the_current_fingerprint(
+            member in prop_oneof![Just("jack".to_string()), Just("user".to_string()), Just("codex".to_string()), "[a-z]{1,6}"],
+            fp in prop_oneof![Just("fp".to_string()), "[a-z]{1,4}"],
+            state in prop_oneof![Just("still_working"), Just("blocked"), Just("caught_up")],
+            task_ids in proptest::option::of(proptest::collection::vec("#?[0-9]{1,2}", 0..4)),
+            token in token_check(),
+            team_up in any::<bool>(), member_up in any::<bool>(), roster in any::<bool>(),
+            items in 0usize..4,
+        ) {
+            let a = agenda((0..items).map(|i| item(&i.to_string(), ItemKind::Work, Priority::Normal)).collect());
+            let mut r = request(state);
+            r.member_name = member.clone();
+            r.agenda_fingerprint = fp.clone();
+            r.task_ids = task_ids;
+            let c = ValidationContext {
+                team_runtime_active: team_up,
+                member_runtime_active: member_up,
+                on_active_roster: roster,
+                token,
+                ..ctx(&a)
+            };
+            if validate(&r, &c).is_ok() {
+                prop_assert_eq!(token, TokenCheck::Valid);
+                prop_assert_eq!(fp, a.fingerprint.clone());
+                prop_assert!(team_up && member_up && roster);
+                prop_assert!(!["user", "system", "codex"].contains(&member.as_str()));
+            }
+        }
+    }
+}
