@@ -159,6 +159,32 @@ export interface MemberWorkSyncAgentBrief {
   items: { taskRef: { taskId: string; displayId: string | null }; kind: MemberWorkSyncActionableWorkItem['kind']; reason: string; subject: string }[]
 }
 
+export interface TeamChangeEvent {
+  type: 'config' | 'inbox' | 'task' | 'tool-activity' | 'member-turn-settled' | 'process' | 'member-spawn' | string
+  teamName: string
+  runId?: string
+  /**
+   * 'member-turn-settled' / 'member-spawn': JSON {"memberName", ...} (or the plain name for member-spawn);
+   * 'inbox' / 'lead-message': the inbox path ('.../inboxes/<member>.json');
+   * 'tool-activity': JSON {"memberName", "action": "start" | "finish", "toolUseId"?, "at"?};
+   * 'lead-activity': 'offline' drops the team's queue and re-checks every member.
+   */
+  detail?: string
+  taskId?: string
+}
+
+export interface MemberWorkSyncQueueDiagnostics {
+  queued: number
+  running: number
+  enqueued: number
+  coalesced: number
+  reconciled: number
+  dropped: number
+  failed: number
+  nextRunAt?: string
+  queuedItems: { teamName: string; memberName: string; runAt: string; triggerReasons: string[] }[]
+}
+
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
@@ -169,7 +195,7 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 
 /** One addon instance over one Claude home. */
 export declare class MemberWorkSync {
-  /** Creates an instance; does no IO. */
+  /** Creates an instance and starts its background worker; reads no files. */
   constructor(options?: MemberWorkSyncOptions | undefined | null)
   /** The stored status of a member; stale ones are refreshed. */
   getStatus(request: { teamName: string; memberName: string; forceNudge?: boolean }): Promise<MemberWorkSyncStatus>
@@ -188,8 +214,31 @@ export declare class MemberWorkSync {
   replayPendingReports(teamNames: string[]): Promise<{ processed: number; accepted: number; rejected: number; superseded: number }>
   /** The compact agenda block for a member's task briefing (see README "Agent brief"). */
   getAgentBrief(request: { teamName: string; memberName: string }): Promise<MemberWorkSyncAgentBrief>
-  /** Records the supervisor's view of a team; a team never reported counts as active. */
+  /**
+   * Notes a team change; returns at once and never throws, whatever the input
+   * (a no-op after dispose). Routing and reconciles happen in the background.
+   */
+  noteTeamChange(event: TeamChangeEvent): void
+  /**
+   * Records the supervisor's view of a team; a team never reported counts as
+   * active. Going inactive drops the team's queued work.
+   */
   setTeamRuntimeState(teamName: string, state: { active: boolean; activeMembers?: string[] }): void
+  /** Queues every active member of the teams (`startup_scan`, 30 s delay). */
+  enqueueStartupScan(teamNames: string[]): Promise<void>
+  /** Counters and waiting items of the reconcile queue. */
+  getQueueDiagnostics(): MemberWorkSyncQueueDiagnostics
+  /** Drops the team's queued work, fences new work and waits for running reconciles. */
+  prepareTeamDeletion(teamName: string): Promise<void>
+  /** Forgets the in-memory state of a deleted team. */
+  completeTeamDeletion(teamName: string): void
+  /** Undoes `prepareTeamDeletion` and re-scans the team. */
+  resumeTeam(teamName: string): void
+  /**
+   * Stops timers, watchers and workers and waits for in-flight work.
+   * Idempotent; later calls reject with `MWS_DISPOSED`.
+   */
+  dispose(): Promise<void>
   /** Moves the fixed test clock; only when the instance was built with `options.clock`. */
   setClockForTesting(nowMs: number): void
 }

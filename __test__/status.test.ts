@@ -84,6 +84,8 @@ describe('refreshStatus / getStatus on the example team', () => {
     const ghost = await sync.refreshStatus({ teamName: 'nope', memberName: 'jack' })
     expect(ghost.state).toBe('inactive')
     expect(ghost.agenda.diagnostics).toContain('team_config_missing')
+    expect(ghost.diagnostics).toContain('status_snapshot_not_persisted')
+    expect(fs.existsSync(path.join(root, 'teams/nope'))).toBe(false)
     const removed = await sync.refreshStatus({ teamName: 'forge', memberName: 'old-timer' })
     expect(removed.state).toBe('inactive')
     expect(removed.agenda.diagnostics).toContain('member_not_active')

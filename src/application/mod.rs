@@ -1,6 +1,10 @@
 //! Use cases over small ports: reconcile a member, read its status.
 
+pub mod busy;
+pub mod engine;
 pub mod ports;
+pub mod queue;
 pub mod reconcile;
 pub mod report;
+pub mod router;
 pub mod runtime_state;

@@ -24,6 +24,9 @@ pub trait Clock: Send + Sync {
 pub trait TeamSource: Send + Sync {
     /// Loads the team; missing or broken inputs degrade to defaults plus diagnostics.
     fn load(&self, team_name: &str) -> TeamSnapshot;
+    /// Names of the active roster members (roster only, no tasks); empty for
+    /// a missing or deleted team.
+    fn active_members(&self, team_name: &str) -> Vec<String>;
 }
 
 /// A stored status and how it was found.
@@ -169,4 +172,11 @@ pub trait ReportIntentStore: Send + Sync {
     fn pending(&self, team_name: &str) -> Result<Vec<ReportIntent>, PortError>;
     /// Stores the outcome of an intent.
     fn finish(&self, intent: &ReportIntent) -> Result<(), PortError>;
+}
+
+/// Which members a task change touches (read from the board on demand).
+pub trait TaskImpactSource: Send + Sync {
+    /// Owner, reviewers, the lead where it oversees the task, and owners of
+    /// tasks the task blocks; `None` when the task cannot be read (route team-wide).
+    fn impacted_members(&self, team_name: &str, task_id: &str) -> Option<Vec<String>>;
 }

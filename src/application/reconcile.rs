@@ -67,6 +67,8 @@ pub struct Ports {
     pub intents: Arc<dyn ReportIntentStore>,
     /// Supervisor-reported runtime state.
     pub runtime: Arc<RuntimeStates>,
+    /// Tool activity per member.
+    pub busy: Arc<super::busy::BusySignals>,
 }
 
 /// Reconciles members, takes their reports and answers status queries.
@@ -183,6 +185,11 @@ impl Reconciler {
     ) -> Result<MemberStatus, WorkSyncError> {
         let team = snapshot.team_name.as_str();
         let now = self.ports.clock.now_ms();
+        if !snapshot.config_found {
+            // No team dir to write into: answer without creating one (and
+            // without resurrecting a deleted team's directory).
+            return Ok(self.unpersisted_status(team, member, now));
+        }
         self.audit(
             SOURCE,
             "reconcile_started",
@@ -301,6 +308,9 @@ impl Reconciler {
         let mut diagnostics = agenda.diagnostics.clone();
         diagnostics.extend(decision.diagnostics.iter().map(|d| d.to_string()));
         diagnostics.extend(store_diagnostics);
+        if let Some(reason) = self.ports.busy.busy(&snapshot.team_name, &member, now) {
+            diagnostics.push(format!("member_busy:{}", reason.as_str()));
+        }
         // A changed agenda is an observation, never progress.
         if shadow.fingerprint_changed {
             diagnostics.push("agenda_fingerprint_changed".into());

@@ -31,6 +31,12 @@ impl RuntimeStates {
         teams.insert(normalize_member_name(team_name), state);
     }
 
+    /// Forgets a team (it counts as active again).
+    pub fn forget(&self, team_name: &str) {
+        let mut teams = self.teams.write().unwrap_or_else(|p| p.into_inner());
+        teams.remove(&normalize_member_name(team_name));
+    }
+
     /// Runtime activity of one member.
     pub fn activity(&self, team_name: &str, member_name: &str) -> RuntimeActivity {
         let teams = self.teams.read().unwrap_or_else(|p| p.into_inner());

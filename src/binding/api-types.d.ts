@@ -158,3 +158,29 @@ export interface MemberWorkSyncAgentBrief {
   /** First 10 items. */
   items: { taskRef: { taskId: string; displayId: string | null }; kind: MemberWorkSyncActionableWorkItem['kind']; reason: string; subject: string }[]
 }
+
+export interface TeamChangeEvent {
+  type: 'config' | 'inbox' | 'task' | 'tool-activity' | 'member-turn-settled' | 'process' | 'member-spawn' | string
+  teamName: string
+  runId?: string
+  /**
+   * 'member-turn-settled' / 'member-spawn': JSON {"memberName", ...} (or the plain name for member-spawn);
+   * 'inbox' / 'lead-message': the inbox path ('.../inboxes/<member>.json');
+   * 'tool-activity': JSON {"memberName", "action": "start" | "finish", "toolUseId"?, "at"?};
+   * 'lead-activity': 'offline' drops the team's queue and re-checks every member.
+   */
+  detail?: string
+  taskId?: string
+}
+
+export interface MemberWorkSyncQueueDiagnostics {
+  queued: number
+  running: number
+  enqueued: number
+  coalesced: number
+  reconciled: number
+  dropped: number
+  failed: number
+  nextRunAt?: string
+  queuedItems: { teamName: string; memberName: string; runAt: string; triggerReasons: string[] }[]
+}

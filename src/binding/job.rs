@@ -56,6 +56,15 @@ impl JsFailure {
     }
 }
 
+impl From<crate::infrastructure::composition::Disposed> for JsFailure {
+    fn from(error: crate::infrastructure::composition::Disposed) -> Self {
+        Self {
+            code: ErrorCode::Disposed,
+            message: error.to_string(),
+        }
+    }
+}
+
 impl From<WorkSyncError> for JsFailure {
     fn from(error: WorkSyncError) -> Self {
         let code = match error {
@@ -115,7 +124,7 @@ impl Task for Job {
 }
 
 /// A JSON result handed to JS as a plain object.
-pub struct JsonValue(serde_json::Value);
+pub struct JsonValue(pub serde_json::Value);
 
 impl TypeName for JsonValue {
     fn type_name() -> &'static str {

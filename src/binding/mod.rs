@@ -6,13 +6,16 @@ pub(crate) mod job;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use napi::bindgen_prelude::AsyncTask;
+use napi::bindgen_prelude::{AsyncTask, Object, Unknown, ValueType};
+use napi::Env;
 use napi_derive::napi;
 use serde_json::Value;
 
-use self::job::{ErrorCode, Job, JsFailure};
+use self::job::{ErrorCode, Job, JsFailure, JsonValue};
+use crate::application::reconcile::check_name;
+use crate::application::router::TeamChangeEvent;
 use crate::domain::status::ReconciledBy;
-use crate::infrastructure::composition::{RootPaths, Services};
+use crate::infrastructure::composition::{Instance, RootPaths};
 
 /// The fixed test clock option.
 #[napi(object)]
@@ -39,14 +42,14 @@ pub struct MemberWorkSyncOptions {
 /// One addon instance over one Claude home.
 #[napi]
 pub struct MemberWorkSync {
-    pub(crate) services: Arc<Services>,
+    pub(crate) instance: Arc<Instance>,
 }
 
 #[napi]
 impl MemberWorkSync {
-    /// Creates an instance; does no IO.
+    /// Creates an instance and starts its background worker; reads no files.
     #[napi(constructor)]
-    pub fn new(options: Option<MemberWorkSyncOptions>) -> Self {
+    pub fn new(options: Option<MemberWorkSyncOptions>) -> Result<Self, napi::Error<ErrorCode>> {
         let options = options.unwrap_or(MemberWorkSyncOptions {
             claude_root: None,
             teams_base_path: None,
@@ -60,9 +63,35 @@ impl MemberWorkSync {
             options.tasks_base_path.map(PathBuf::from),
         );
         let fixed_now = options.clock.map(|c| c.now_ms as i64);
-        Self {
-            services: Arc::new(Services::new(paths, fixed_now)),
-        }
+        let instance = Instance::start(paths, fixed_now, options.auto_start.unwrap_or(true))
+            .map_err(|e| {
+                JsFailure {
+                    code: ErrorCode::Io,
+                    message: format!("could not start the worker: {e}"),
+                }
+                .into_napi()
+            })?;
+        Ok(Self {
+            instance: Arc::new(instance),
+        })
+    }
+
+    /// Runs `work` off the JS thread unless the instance was disposed.
+    fn job(
+        &self,
+        work: impl FnOnce(&Instance) -> Result<Value, JsFailure> + Send + 'static,
+    ) -> AsyncTask<Job> {
+        let instance = self.instance.clone();
+        AsyncTask::new(Job::new(move || {
+            instance.live()?;
+            work(&instance)
+        }))
+    }
+
+    fn live(&self) -> Result<(), napi::Error<ErrorCode>> {
+        self.instance
+            .live()
+            .map_err(|e| JsFailure::from(e).into_napi())
     }
 
     /// The stored status of a member; stale ones are refreshed.
@@ -71,11 +100,10 @@ impl MemberWorkSync {
         ts_return_type = "Promise<MemberWorkSyncStatus>"
     )]
     pub fn get_status(&self, request: Value) -> AsyncTask<Job> {
-        let services = self.services.clone();
-        AsyncTask::new(Job::new(move || {
+        self.job(move |i| {
             let (team, member) = member_request(&request)?;
-            to_json(services.reconciler.get_status(&team, &member)?)
-        }))
+            to_json(i.services.engine.get_status(&team, &member)?)
+        })
     }
 
     /// Reconciles a member now and persists the result.
@@ -84,17 +112,16 @@ impl MemberWorkSync {
         ts_return_type = "Promise<MemberWorkSyncStatus>"
     )]
     pub fn refresh_status(&self, request: Value) -> AsyncTask<Job> {
-        let services = self.services.clone();
-        AsyncTask::new(Job::new(move || {
+        self.job(move |i| {
             let (team, member) = member_request(&request)?;
-            let status = services.reconciler.refresh_status(
+            let status = i.services.reconciler.refresh_status(
                 &team,
                 &member,
                 ReconciledBy::Request,
                 &["manual_refresh"],
             )?;
             to_json(status)
-        }))
+        })
     }
 
     /// Reconciles every active roster member of a team from one snapshot.
@@ -103,11 +130,10 @@ impl MemberWorkSync {
         ts_return_type = "Promise<MemberWorkSyncStatus[]>"
     )]
     pub fn refresh_team(&self, request: Value) -> AsyncTask<Job> {
-        let services = self.services.clone();
-        AsyncTask::new(Job::new(move || {
+        self.job(move |i| {
             let team = string_field(&request, "teamName")?;
-            to_json(services.reconciler.refresh_team(&team)?)
-        }))
+            to_json(i.services.reconciler.refresh_team(&team)?)
+        })
     }
 
     /// Validates a member's report against its current agenda and records the outcome.
@@ -117,16 +143,15 @@ impl MemberWorkSync {
         ts_return_type = "Promise<MemberWorkSyncReportResult>"
     )]
     pub fn report(&self, request: Value) -> AsyncTask<Job> {
-        let services = self.services.clone();
-        AsyncTask::new(Job::new(move || {
-            let result = services.reconciler.report(&request)?;
+        self.job(move |i| {
+            let result = i.services.reconciler.report(&request)?;
             Ok(serde_json::json!({
                 "accepted": result.accepted,
                 "code": result.code,
                 "message": result.message,
                 "status": to_json(result.status)?,
             }))
-        }))
+        })
     }
 
     /// Counts, state counts and phase-2 readiness of a team.
@@ -135,11 +160,10 @@ impl MemberWorkSync {
         ts_return_type = "Promise<MemberWorkSyncTeamMetrics>"
     )]
     pub fn get_metrics(&self, request: Value) -> AsyncTask<Job> {
-        let services = self.services.clone();
-        AsyncTask::new(Job::new(move || {
+        self.job(move |i| {
             let team = string_field(&request, "teamName")?;
-            to_json(services.reconciler.get_metrics(&team)?)
-        }))
+            to_json(i.services.reconciler.get_metrics(&team)?)
+        })
     }
 
     /// Validates pending report intents (member files and the controller's legacy file).
@@ -148,11 +172,10 @@ impl MemberWorkSync {
         ts_return_type = "Promise<{ processed: number; accepted: number; rejected: number; superseded: number }>"
     )]
     pub fn replay_pending_reports(&self, team_names: Value) -> AsyncTask<Job> {
-        let services = self.services.clone();
-        AsyncTask::new(Job::new(move || {
+        self.job(move |i| {
             let teams = string_list(&team_names, "teamNames")?;
-            to_json(services.reconciler.replay_pending_reports(&teams)?)
-        }))
+            to_json(i.services.reconciler.replay_pending_reports(&teams)?)
+        })
     }
 
     /// The compact agenda block for a member's task briefing (see README "Agent brief").
@@ -161,63 +184,178 @@ impl MemberWorkSync {
         ts_return_type = "Promise<MemberWorkSyncAgentBrief>"
     )]
     pub fn get_agent_brief(&self, request: Value) -> AsyncTask<Job> {
-        let services = self.services.clone();
-        AsyncTask::new(Job::new(move || {
+        self.job(move |i| {
             let (team, member) = member_request(&request)?;
-            Ok(services.reconciler.agent_brief(&team, &member)?)
-        }))
+            Ok(i.services.reconciler.agent_brief(&team, &member)?)
+        })
     }
 
-    /// Records the supervisor's view of a team; a team never reported counts as active.
+    /// Notes a team change; returns at once and never throws, whatever the input
+    /// (a no-op after dispose). Routing and reconciles happen in the background.
+    #[napi(ts_args_type = "event: TeamChangeEvent")]
+    pub fn note_team_change(&self, env: Env, event: Unknown<'_>) {
+        if self.instance.live().is_err() || !matches!(event.get_type(), Ok(ValueType::Object)) {
+            return;
+        }
+        // SAFETY: the value was just checked to be an object.
+        let Ok(object) = (unsafe { event.cast::<Object>() }) else {
+            return;
+        };
+        // Read only the named string fields: never walk the object (it may be
+        // cyclic, huge or a throwing proxy).
+        let text = |key: &str| -> Option<String> {
+            match object.get::<Unknown>(key) {
+                Ok(Some(value)) if matches!(value.get_type(), Ok(ValueType::String)) => {
+                    // SAFETY: checked to be a string.
+                    unsafe { value.cast::<String>() }.ok()
+                }
+                Ok(_) => None,
+                Err(_) => {
+                    clear_pending_exception(&env);
+                    None
+                }
+            }
+        };
+        let (Some(kind), Some(team_name)) = (text("type"), text("teamName")) else {
+            return;
+        };
+        self.instance.worker().note(TeamChangeEvent {
+            kind,
+            team_name,
+            run_id: text("runId"),
+            detail: text("detail"),
+            task_id: text("taskId"),
+        });
+    }
+
+    /// Records the supervisor's view of a team; a team never reported counts as
+    /// active. Going inactive drops the team's queued work.
     #[napi(ts_args_type = "teamName: string, state: { active: boolean; activeMembers?: string[] }")]
     pub fn set_team_runtime_state(
         &self,
         team_name: Value,
         state: Value,
     ) -> Result<(), napi::Error<ErrorCode>> {
+        self.live()?;
         let team = match &team_name {
             Value::String(team) => team.clone(),
             _ => return Err(JsFailure::invalid("teamName must be a string").into_napi()),
         };
-        crate::application::reconcile::check_name("teamName", &team)
-            .map_err(|e| JsFailure::from(e).into_napi())?;
+        check_name("teamName", &team).map_err(|e| JsFailure::from(e).into_napi())?;
         let active = state
             .get("active")
             .and_then(Value::as_bool)
             .ok_or_else(|| JsFailure::invalid("state.active must be a boolean").into_napi())?;
         let members = match state.get("activeMembers") {
             None | Some(Value::Null) => None,
-            Some(Value::Array(items)) => Some(
-                items
-                    .iter()
-                    .map(|m| m.as_str().map(str::to_string))
-                    .collect::<Option<Vec<_>>>()
-                    .ok_or_else(|| {
-                        JsFailure::invalid("state.activeMembers must be strings").into_napi()
-                    })?,
-            ),
-            Some(_) => {
-                return Err(JsFailure::invalid("state.activeMembers must be an array").into_napi())
+            Some(list) => {
+                Some(string_list(list, "state.activeMembers").map_err(JsFailure::into_napi)?)
             }
         };
-        self.services.runtime.set(&team, active, members);
+        self.instance
+            .services
+            .engine
+            .set_team_runtime_state(&team, active, members);
         Ok(())
+    }
+
+    /// Queues every active member of the teams (`startup_scan`, 30 s delay).
+    #[napi(ts_args_type = "teamNames: string[]", ts_return_type = "Promise<void>")]
+    pub fn enqueue_startup_scan(&self, team_names: Value) -> AsyncTask<Job> {
+        self.job(move |i| {
+            let teams = string_list(&team_names, "teamNames")?;
+            i.services.engine.enqueue_startup_scan(&teams)?;
+            Ok(Value::Null)
+        })
+    }
+
+    /// Counters and waiting items of the reconcile queue.
+    #[napi(ts_return_type = "MemberWorkSyncQueueDiagnostics")]
+    pub fn get_queue_diagnostics(&self) -> Result<JsonValue, napi::Error<ErrorCode>> {
+        self.live()?;
+        to_json(self.instance.services.engine.diagnostics())
+            .map(JsonValue)
+            .map_err(JsFailure::into_napi)
+    }
+
+    /// Drops the team's queued work, fences new work and waits for running reconciles.
+    #[napi(ts_args_type = "teamName: string", ts_return_type = "Promise<void>")]
+    pub fn prepare_team_deletion(&self, team_name: Value) -> AsyncTask<Job> {
+        self.job(move |i| {
+            let team = plain_string(&team_name, "teamName")?;
+            i.services.engine.prepare_team_deletion(&team)?;
+            Ok(Value::Null)
+        })
+    }
+
+    /// Forgets the in-memory state of a deleted team.
+    #[napi(ts_args_type = "teamName: string")]
+    pub fn complete_team_deletion(&self, team_name: Value) -> Result<(), napi::Error<ErrorCode>> {
+        self.live()?;
+        let team = plain_string(&team_name, "teamName").map_err(JsFailure::into_napi)?;
+        self.instance
+            .services
+            .engine
+            .complete_team_deletion(&team)
+            .map_err(|e| JsFailure::from(e).into_napi())
+    }
+
+    /// Undoes `prepareTeamDeletion` and re-scans the team.
+    #[napi(ts_args_type = "teamName: string")]
+    pub fn resume_team(&self, team_name: Value) -> Result<(), napi::Error<ErrorCode>> {
+        self.live()?;
+        let team = plain_string(&team_name, "teamName").map_err(JsFailure::into_napi)?;
+        self.instance
+            .services
+            .engine
+            .resume_team(&team)
+            .map_err(|e| JsFailure::from(e).into_napi())
+    }
+
+    /// Stops timers, watchers and workers and waits for in-flight work.
+    /// Idempotent; later calls reject with `MWS_DISPOSED`.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn dispose(&self) -> AsyncTask<Job> {
+        let instance = self.instance.clone();
+        AsyncTask::new(Job::new(move || {
+            instance.dispose();
+            Ok(Value::Null)
+        }))
     }
 
     /// Moves the fixed test clock; only when the instance was built with `options.clock`.
     #[napi]
     pub fn set_clock_for_testing(&self, now_ms: f64) -> Result<(), napi::Error<ErrorCode>> {
-        match &self.services.manual_clock {
-            Some(clock) if now_ms.is_finite() => {
-                clock.set(now_ms as i64);
-                Ok(())
-            }
-            Some(_) => Err(JsFailure::invalid("nowMs must be a finite number").into_napi()),
-            None => Err(JsFailure::invalid("setClockForTesting needs options.clock").into_napi()),
+        self.live()?;
+        if !now_ms.is_finite() {
+            return Err(JsFailure::invalid("nowMs must be a finite number").into_napi());
+        }
+        if self.instance.set_test_clock(now_ms as i64) {
+            Ok(())
+        } else {
+            Err(JsFailure::invalid("setClockForTesting needs options.clock").into_napi())
         }
     }
 }
 
+/// A throwing getter leaves a JS exception pending; swallow it so
+/// `noteTeamChange` never throws.
+fn clear_pending_exception(env: &Env) {
+    let mut exception = std::ptr::null_mut();
+    // SAFETY: plain N-API call on the current env; a null result is fine.
+    unsafe {
+        napi::sys::napi_get_and_clear_last_exception(env.raw(), &mut exception);
+    }
+}
+
+fn plain_string(value: &Value, what: &str) -> Result<String, JsFailure> {
+    value
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| JsFailure::invalid(format!("{what} must be a string")))
+}
+
+/// A string field of a request object.
 pub(crate) fn string_field(request: &Value, field: &str) -> Result<String, JsFailure> {
     match request.get(field) {
         Some(Value::String(value)) => Ok(value.clone()),

@@ -2,8 +2,11 @@
 //! benches share.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use crate::application::busy::BusySignals;
+use crate::application::engine::{Engine, EngineDeps};
 use crate::application::ports::Clock;
 use crate::application::reconcile::{Ports, Reconciler};
 use crate::application::runtime_state::RuntimeStates;
@@ -14,6 +17,7 @@ use super::metrics_store::FsMetricsStore;
 use super::report_token::HmacReportTokens;
 use super::status_store::{FsAuditJournal, FsStatusStore, StorePaths};
 use super::team_reader::FsTeamSource;
+use super::worker::Worker;
 
 /// Where the Claude home and its team and task dirs are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,8 +58,10 @@ impl RootPaths {
 
 /// The wired use cases of one addon instance.
 pub struct Services {
-    /// Reconcile and status queries.
-    pub reconciler: Reconciler,
+    /// Reconcile, reports and status queries.
+    pub reconciler: Arc<Reconciler>,
+    /// Events, queue and lifecycle.
+    pub engine: Arc<Engine>,
     /// Supervisor-reported runtime state.
     pub runtime: Arc<RuntimeStates>,
     /// The test clock, when the instance was built with one.
@@ -72,23 +78,99 @@ impl Services {
         };
         let store_paths = StorePaths::new(paths.teams_base.clone());
         let runtime = Arc::new(RuntimeStates::default());
-        let reconciler = Reconciler::new(Ports {
+        let busy = Arc::new(BusySignals::default());
+        let team_source = Arc::new(FsTeamSource::new(
+            paths.teams_base.clone(),
+            paths.tasks_base,
+        ));
+        let journal = Arc::new(FsAuditJournal::new(store_paths.clone()));
+        let reconciler = Arc::new(Reconciler::new(Ports {
             clock: clock.clone(),
-            teams: Arc::new(FsTeamSource::new(
-                paths.teams_base.clone(),
-                paths.tasks_base,
-            )),
+            teams: team_source.clone(),
             store: Arc::new(FsStatusStore::new(store_paths.clone(), clock.clone())),
-            journal: Arc::new(FsAuditJournal::new(store_paths.clone())),
+            journal: journal.clone(),
             tokens: Arc::new(HmacReportTokens::new(paths.teams_base.clone())),
             metrics: Arc::new(FsMetricsStore::new(paths.teams_base, clock.clone())),
-            intents: Arc::new(FsReportIntentStore::new(store_paths, clock)),
+            intents: Arc::new(FsReportIntentStore::new(store_paths, clock.clone())),
             runtime: runtime.clone(),
-        });
+            busy: busy.clone(),
+        }));
+        let engine = Arc::new(Engine::new(
+            reconciler.clone(),
+            EngineDeps {
+                clock,
+                teams: team_source.clone(),
+                impacts: team_source,
+                journal,
+                runtime: runtime.clone(),
+                busy,
+            },
+        ));
         Self {
             reconciler,
+            engine,
             runtime,
             manual_clock,
         }
+    }
+}
+
+/// The instance was disposed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("member-work-sync instance was disposed")]
+pub struct Disposed;
+
+/// A running addon instance: services plus its background worker.
+pub struct Instance {
+    /// The use cases.
+    pub services: Services,
+    worker: Worker,
+    disposed: AtomicBool,
+}
+
+impl Instance {
+    /// Wires the services and starts the worker (the queue driver only with `auto_start`).
+    pub fn start(
+        paths: RootPaths,
+        fixed_now_ms: Option<i64>,
+        auto_start: bool,
+    ) -> std::io::Result<Self> {
+        let services = Services::new(paths, fixed_now_ms);
+        let worker = Worker::start(services.engine.clone(), auto_start)?;
+        Ok(Self {
+            services,
+            worker,
+            disposed: AtomicBool::new(false),
+        })
+    }
+
+    /// `Err` after [`Instance::dispose`].
+    pub fn live(&self) -> Result<(), Disposed> {
+        if self.disposed.load(Ordering::SeqCst) {
+            Err(Disposed)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The background worker.
+    pub fn worker(&self) -> &Worker {
+        &self.worker
+    }
+
+    /// Moves the test clock and wakes the queue; `false` without a test clock.
+    pub fn set_test_clock(&self, now_ms: i64) -> bool {
+        let Some(clock) = &self.services.manual_clock else {
+            return false;
+        };
+        clock.set(now_ms);
+        self.worker.wake();
+        true
+    }
+
+    /// Stops everything and waits for in-flight work. Blocking; idempotent.
+    pub fn dispose(&self) {
+        self.disposed.store(true, Ordering::SeqCst);
+        self.worker.shutdown(&self.services.engine);
     }
 }

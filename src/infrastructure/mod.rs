@@ -12,3 +12,4 @@ pub mod metrics_store;
 pub mod report_token;
 pub mod status_store;
 pub mod team_reader;
+pub mod worker;

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::json_store::{read_capped, Capped};
-use crate::application::ports::TeamSource;
+use crate::application::ports::{TaskImpactSource, TeamSource};
 use crate::domain::team::{
     merge_team_members, tidy_meta_members, Clarification, HistoryEvent, KanbanColumn, KanbanEntry,
     MemberOverlay, Overlay, ProviderId, ReviewState, Task, TaskStatus, TeamMember, TeamSnapshot,
@@ -45,8 +45,9 @@ impl FsTeamSource {
     }
 }
 
-impl TeamSource for FsTeamSource {
-    fn load(&self, team_name: &str) -> TeamSnapshot {
+impl FsTeamSource {
+    /// Config and roster only (no tasks, no kanban): what routing needs.
+    fn load_roster(&self, team_name: &str) -> TeamSnapshot {
         let team_dir = self.teams_base.join(team_name);
         let mut snapshot = TeamSnapshot {
             team_name: team_name.to_string(),
@@ -89,16 +90,100 @@ impl TeamSource for FsTeamSource {
         })
         .unwrap_or_default();
         snapshot.members = merge_team_members(&config_members, &meta);
+        snapshot
+    }
+
+    /// One task file by id (`<tasks>/<team>/<id>.json`), if it parses.
+    fn read_task(&self, team_name: &str, task_id: &str) -> Option<Task> {
+        let path = self
+            .tasks_base
+            .join(team_name)
+            .join(format!("{task_id}.json"));
+        match read_capped(&path, MAX_TASK_BYTES).ok()?? {
+            Capped::Bytes(bytes) => match parse_task(&serde_json::from_slice(&bytes).ok()?) {
+                TaskParse::Task(task) => Some(task),
+                TaskParse::Skipped | TaskParse::Invalid => None,
+            },
+            Capped::TooLarge => None,
+        }
+    }
+}
+
+impl TeamSource for FsTeamSource {
+    fn load(&self, team_name: &str) -> TeamSnapshot {
+        let mut snapshot = self.load_roster(team_name);
+        if !snapshot.config_found {
+            return snapshot;
+        }
+        let team_dir = self.teams_base.join(team_name);
         snapshot.kanban = read_json(
             &team_dir.join("kanban-state.json"),
             MAX_KANBAN_BYTES,
             "kanban_state",
-            diags,
+            &mut snapshot.diagnostics,
         )
         .map(|k| parse_kanban(&k))
         .unwrap_or_default();
         snapshot.tasks = read_tasks(&self.tasks_base.join(team_name), &mut snapshot.diagnostics);
         snapshot
+    }
+
+    fn active_members(&self, team_name: &str) -> Vec<String> {
+        let roster = self.load_roster(team_name);
+        if !roster.is_active() {
+            return Vec::new();
+        }
+        let active = roster.active_member_names();
+        roster
+            .members
+            .iter()
+            .filter(|m| active.contains(&crate::domain::names::normalize_member_name(&m.name)))
+            .map(|m| m.name.clone())
+            .collect()
+    }
+}
+
+impl TaskImpactSource for FsTeamSource {
+    fn impacted_members(&self, team_name: &str, task_id: &str) -> Option<Vec<String>> {
+        let task = self.read_task(team_name, task_id)?;
+        let roster = self.load_roster(team_name);
+        let lead = roster.lead().map(|m| m.name.clone());
+        let mut members: Vec<String> = task.owner.iter().cloned().collect();
+        let reviewers: Vec<String> = task
+            .history
+            .iter()
+            .filter_map(|e| match e.kind.as_str() {
+                "review_requested" => e.reviewer.clone(),
+                "review_started" => e.actor.clone(),
+                _ => None,
+            })
+            .collect();
+        let owner = task
+            .owner
+            .as_deref()
+            .map(crate::domain::names::normalize_member_name);
+        let self_review = reviewers
+            .iter()
+            .any(|r| Some(crate::domain::names::normalize_member_name(r)) == owner);
+        let lead_oversees = task.owner.is_none()
+            || task.needs_clarification == Some(Clarification::Lead)
+            || !task.blocked_by.is_empty()
+            || self_review
+            || (task.review_state == ReviewState::Review && reviewers.is_empty());
+        members.extend(reviewers);
+        if lead_oversees {
+            members.extend(lead);
+        }
+        for dependent in &task.blocks {
+            let dependent = dependent.trim().trim_start_matches('#');
+            if crate::domain::names::validate_name(dependent).is_ok() {
+                members.extend(self.read_task(team_name, dependent).and_then(|t| t.owner));
+            }
+        }
+        members.retain(|m| crate::domain::names::validate_name(m).is_ok());
+        members.sort_by_key(|m| crate::domain::names::normalize_member_name(m));
+        members.dedup_by_key(|m| crate::domain::names::normalize_member_name(m));
+        Some(members)
     }
 }
 

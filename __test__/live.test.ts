@@ -1,0 +1,108 @@
+import { spawnSync } from 'node:child_process'
+import path from 'node:path'
+import { describe, expect, it } from 'vitest'
+
+import { MemberWorkSync } from '../index.js'
+import { copyExampleRoot, readJson, writeJson } from './helpers'
+
+const NOW = Date.parse('2026-11-22T10:00:00.000Z')
+const ADDON = path.join(__dirname, '..', 'index.js')
+
+async function until<T>(probe: () => T | undefined, timeoutMs = 5000): Promise<T> {
+  const started = Date.now()
+  for (;;) {
+    const value = probe()
+    if (value !== undefined) return value
+    if (Date.now() - started > timeoutMs) throw new Error('timed out waiting')
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+describe('live wiring (autoStart)', () => {
+  it('a task change reaches the owner through the queue after the task_changed delay', async () => {
+    const root = copyExampleRoot()
+    const sync = new MemberWorkSync({ claudeRoot: root, clock: { nowMs: NOW } })
+    try {
+      const before = await sync.refreshStatus({ teamName: 'forge', memberName: 'jack' })
+      const task = path.join(root, 'tasks/forge/1.json')
+      writeJson(task, { ...readJson(task), status: 'completed' })
+      sync.noteTeamChange({ type: 'task', teamName: 'forge', taskId: '1' })
+
+      const queued = await until(() => {
+        const d = sync.getQueueDiagnostics()
+        return d.queued > 0 ? d : undefined
+      })
+      expect(queued.queuedItems[0]).toMatchObject({ teamName: 'forge', memberName: 'jack', triggerReasons: ['task_changed'] })
+      expect(queued.nextRunAt).toBe('2026-11-22T10:00:15.000Z')
+
+      // Move the test clock past the documented 15 s delay; the worker wakes and reconciles.
+      sync.setClockForTesting(NOW + 15_000)
+      const statusFile = path.join(root, 'teams/forge/members/jack/.member-work-sync/status.json')
+      const stored = await until(() => {
+        const s = readJson(statusFile).status
+        return s.shadow.reconciledBy === 'queue' ? s : undefined
+      })
+      expect(stored.evaluatedAt).toBe('2026-11-22T10:00:15.000Z')
+      expect(stored.shadow.triggerReasons).toEqual(['task_changed'])
+      expect(stored.agenda.fingerprint).not.toBe(before.agenda.fingerprint)
+      expect(stored.agenda.items.map((i: any) => i.taskId)).toEqual(['2'])
+      expect(sync.getQueueDiagnostics()).toMatchObject({ queued: 0, reconciled: 1 })
+    } finally {
+      await sync.dispose()
+    }
+  })
+
+  it('noteTeamChange never throws, whatever the input', () => {
+    const sync = new MemberWorkSync({ claudeRoot: copyExampleRoot(), autoStart: false })
+    const cyclic: any = { type: 'task', teamName: 'forge' }
+    cyclic.self = cyclic
+    const throwing = new Proxy({}, { get() { throw new Error('boom') } })
+    for (const input of [undefined, null, 1, 'x', [], {}, { type: 5 }, { type: 'task' }, cyclic, throwing, { type: 'inbox', teamName: '../x', detail: 'inboxes/../../a.json' }, () => 1, Symbol('s'), 10n]) {
+      expect(() => sync.noteTeamChange(input as any)).not.toThrow()
+    }
+  })
+
+  it('dispose resolves, is idempotent, and later calls reject with MWS_DISPOSED', async () => {
+    const sync = new MemberWorkSync({ claudeRoot: copyExampleRoot() })
+    sync.noteTeamChange({ type: 'config', teamName: 'forge' })
+    await sync.dispose()
+    await sync.dispose()
+    await expect(sync.getStatus({ teamName: 'forge', memberName: 'jack' })).rejects.toMatchObject({ code: 'MWS_DISPOSED' })
+    expect(() => sync.getQueueDiagnostics()).toThrow(expect.objectContaining({ code: 'MWS_DISPOSED' }))
+    expect(() => sync.noteTeamChange({ type: 'config', teamName: 'forge' })).not.toThrow()
+  })
+
+  it('prepareTeamDeletion fences the team until resumeTeam', async () => {
+    const sync = new MemberWorkSync({ claudeRoot: copyExampleRoot(), autoStart: false })
+    try {
+      sync.noteTeamChange({ type: 'config', teamName: 'forge' })
+      await until(() => (sync.getQueueDiagnostics().queued === 5 ? true : undefined))
+      await sync.prepareTeamDeletion('forge')
+      expect(sync.getQueueDiagnostics().queued).toBe(0)
+      await sync.enqueueStartupScan(['forge'])
+      expect(sync.getQueueDiagnostics().queued).toBe(0)
+      sync.resumeTeam('forge')
+      expect(sync.getQueueDiagnostics().queued).toBe(5)
+      expect(sync.getQueueDiagnostics().queuedItems[0].triggerReasons).toEqual(['startup_scan'])
+      sync.completeTeamDeletion('forge')
+      expect(sync.getQueueDiagnostics().queued).toBe(0)
+      await expect(sync.prepareTeamDeletion('..')).rejects.toMatchObject({ code: 'MWS_INVALID_ARGUMENT' })
+    } finally {
+      await sync.dispose()
+    }
+  })
+
+  it('a script that creates an instance and does nothing exits by itself', () => {
+    const root = copyExampleRoot()
+    const script = `
+      const { MemberWorkSync } = require(${JSON.stringify(ADDON)})
+      const sync = new MemberWorkSync({ claudeRoot: ${JSON.stringify(root)} })
+      sync.noteTeamChange({ type: 'config', teamName: 'forge' })
+      sync.enqueueStartupScan(['forge']).then(() => console.log('scanned'))
+    `
+    const result = spawnSync(process.execPath, ['-e', script], { timeout: 15000, encoding: 'utf8' })
+    expect(result.error).toBeUndefined()
+    expect(result.status).toBe(0)
+    expect(result.stdout.trim()).toBe('scanned')
+  })
+})

@@ -1,0 +1,413 @@
+//! Live wiring: team change events → routes → the coalescing queue →
+//! reconciles, plus team lifecycle fences (DATA.md §1 facade, §5 "Queue",
+//! "Router"; seed 003 §11.2.1, §16.4).
+//!
+//! Everything here is synchronous and clock-driven; the infrastructure worker
+//! decides *when* to call [`Engine::take_due`] / [`Engine::run`] /
+//! [`Engine::finish`] and is woken through the `wake` hook.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use serde_json::json;
+
+use super::busy::BusySignals;
+use super::ports::{AuditEvent, AuditJournal, Clock, TaskImpactSource, TeamSource};
+use super::queue::{queue_key, FinishOutcome, QueueCore, QueueItem, QueueKey, Trigger};
+use super::reconcile::{check_name, Reconciler, WorkSyncError};
+use super::router::{route, Route, TeamChangeEvent};
+use super::runtime_state::RuntimeStates;
+use crate::domain::decision::CAUGHT_UP_STALE;
+use crate::domain::names::normalize_member_name;
+use crate::domain::status::{MemberStatus, ReconciledBy};
+use crate::domain::time::{format_iso, EpochMs};
+
+const SOURCE: &str = "event_queue";
+
+/// What the engine needs besides the reconciler.
+pub struct EngineDeps {
+    /// App clock.
+    pub clock: Arc<dyn Clock>,
+    /// Rosters.
+    pub teams: Arc<dyn TeamSource>,
+    /// Task → members.
+    pub impacts: Arc<dyn TaskImpactSource>,
+    /// Audit trail.
+    pub journal: Arc<dyn AuditJournal>,
+    /// Runtime state (shared with the reconciler).
+    pub runtime: Arc<RuntimeStates>,
+    /// Tool activity (shared with the reconciler).
+    pub busy: Arc<BusySignals>,
+}
+
+#[derive(Debug, Default)]
+struct EngineState {
+    queue: QueueCore,
+    /// Normalized names of teams being deleted: no new work, no dispatch.
+    deleting: HashSet<String>,
+}
+
+/// `getQueueDiagnostics` result.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct QueueDiagnostics {
+    pub queued: usize,
+    pub running: usize,
+    pub enqueued: u64,
+    pub coalesced: u64,
+    pub reconciled: u64,
+    pub dropped: u64,
+    pub failed: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_run_at: Option<String>,
+    pub queued_items: Vec<QueuedItemView>,
+}
+
+/// One waiting item in the diagnostics.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct QueuedItemView {
+    pub team_name: String,
+    pub member_name: String,
+    pub run_at: String,
+    pub trigger_reasons: Vec<&'static str>,
+}
+
+/// The live engine of one addon instance.
+pub struct Engine {
+    reconciler: Arc<Reconciler>,
+    deps: EngineDeps,
+    state: Mutex<EngineState>,
+    /// Signalled whenever a reconcile finishes (deletion waits on it).
+    finished: Condvar,
+    wake: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
+}
+
+impl Engine {
+    /// A stopped engine; the worker installs its wake hook when it starts.
+    pub fn new(reconciler: Arc<Reconciler>, deps: EngineDeps) -> Self {
+        Self {
+            reconciler,
+            deps,
+            state: Mutex::new(EngineState::default()),
+            finished: Condvar::new(),
+            wake: Mutex::new(None),
+        }
+    }
+
+    /// The reconciler behind the queue.
+    pub fn reconciler(&self) -> &Reconciler {
+        &self.reconciler
+    }
+
+    /// Installs the hook that wakes the worker when the queue changed.
+    pub fn set_wake(&self, wake: Box<dyn Fn() + Send + Sync>) {
+        *self.wake.lock().unwrap_or_else(|p| p.into_inner()) = Some(wake);
+    }
+
+    fn wake(&self) {
+        if let Some(wake) = self.wake.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            wake();
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, EngineState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn now(&self) -> EpochMs {
+        self.deps.clock.now_ms()
+    }
+
+    /// The app clock's now (the worker schedules by it).
+    pub fn now_ms(&self) -> EpochMs {
+        self.now()
+    }
+
+    fn is_deleting(&self, team: &str) -> bool {
+        self.state().deleting.contains(&normalize_member_name(team))
+    }
+
+    fn audit(&self, kind: &'static str, team: &str, member: &str, metadata: serde_json::Value) {
+        let serde_json::Value::Object(metadata) = metadata else {
+            return;
+        };
+        self.deps.journal.record(AuditEvent {
+            kind,
+            source: SOURCE,
+            team_name: team.to_string(),
+            member_name: member.to_string(),
+            at_ms: self.now(),
+            diagnostics: vec![],
+            metadata,
+        });
+    }
+
+    /// Handles one team change event (may read the board to resolve targets).
+    pub fn note_team_change(&self, event: &TeamChangeEvent) {
+        if self.is_deleting(&event.team_name) {
+            return;
+        }
+        let team = event.team_name.as_str();
+        match route(event) {
+            Route::Ignore => {}
+            Route::Member { member, trigger } => self.enqueue(team, &member, trigger),
+            Route::Team { trigger, offline } => {
+                if offline {
+                    self.state().queue.drop_team(team);
+                }
+                for member in self.deps.teams.active_members(team) {
+                    self.enqueue_with_delay(team, &member, trigger, offline.then_some(0));
+                }
+            }
+            Route::Task { task_id, trigger } => {
+                let members = self
+                    .deps
+                    .impacts
+                    .impacted_members(team, &task_id)
+                    .unwrap_or_else(|| self.deps.teams.active_members(team));
+                for member in members {
+                    self.enqueue(team, &member, trigger);
+                }
+            }
+            Route::Tool {
+                member,
+                tool_id,
+                started,
+                at,
+            } => {
+                let now = self.now();
+                let at = at.unwrap_or(now);
+                if started {
+                    self.deps
+                        .busy
+                        .tool_started(team, &member, &tool_id, at, now);
+                } else {
+                    self.deps
+                        .busy
+                        .tool_finished(team, &member, &tool_id, at, now);
+                    self.enqueue(team, &member, Trigger::ToolFinished);
+                }
+            }
+        }
+    }
+
+    /// Queues a reconcile of one member.
+    pub fn enqueue(&self, team: &str, member: &str, trigger: Trigger) {
+        self.enqueue_with_delay(team, member, trigger, None);
+    }
+
+    fn enqueue_with_delay(
+        &self,
+        team: &str,
+        member: &str,
+        trigger: Trigger,
+        delay: Option<EpochMs>,
+    ) {
+        if check_name("teamName", team).is_err() || check_name("memberName", member).is_err() {
+            return;
+        }
+        let now = self.now();
+        let fresh = {
+            let mut state = self.state();
+            if state.deleting.contains(&normalize_member_name(team)) {
+                return;
+            }
+            let fresh = state.queue.enqueue(team, member, trigger, now);
+            if let Some(delay) = delay {
+                state.queue.expedite(&queue_key(team, member), now + delay);
+            }
+            fresh
+        };
+        let kind = if fresh {
+            "queue_enqueued"
+        } else {
+            "queue_coalesced"
+        };
+        self.audit(kind, team, member, json!({ "trigger": trigger.as_str() }));
+        self.wake();
+    }
+
+    /// Queues every active member of each team (`startup_scan`).
+    pub fn enqueue_startup_scan(&self, teams: &[String]) -> Result<(), WorkSyncError> {
+        for team in teams {
+            check_name("teamName", team)?;
+        }
+        for team in teams {
+            for member in self.deps.teams.active_members(team) {
+                self.enqueue(team, &member, Trigger::StartupScan);
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes due work; items of inactive or deleting teams are dropped unreconciled.
+    pub fn take_due(&self) -> Vec<(QueueKey, QueueItem)> {
+        let now = self.now();
+        let mut runnable = Vec::new();
+        let mut dropped = Vec::new();
+        {
+            let mut state = self.state();
+            for (key, item) in state.queue.take_due(now) {
+                let team_down = !self
+                    .deps
+                    .runtime
+                    .activity(&item.team_name, &item.member_name)
+                    .team_active;
+                if team_down
+                    || state
+                        .deleting
+                        .contains(&normalize_member_name(&item.team_name))
+                {
+                    state.queue.drop_taken(&key);
+                    dropped.push(item);
+                } else {
+                    runnable.push((key, item));
+                }
+            }
+        }
+        for item in &dropped {
+            self.audit(
+                "queue_dropped",
+                &item.team_name,
+                &item.member_name,
+                json!({ "reason": "team_inactive" }),
+            );
+        }
+        runnable
+    }
+
+    /// Runs one reconcile (blocking IO; the worker calls it off the JS thread).
+    pub fn run(&self, item: &QueueItem) -> Result<MemberStatus, WorkSyncError> {
+        let triggers: Vec<&str> = item.triggers.iter().map(|t| t.as_str()).collect();
+        self.reconciler.refresh_status(
+            &item.team_name,
+            &item.member_name,
+            ReconciledBy::Queue,
+            &triggers,
+        )
+    }
+
+    /// Records the end of a run and wakes whoever waits for it.
+    pub fn finish(&self, key: &QueueKey, item: &QueueItem, succeeded: bool) {
+        let outcome = self.state().queue.finish(key, succeeded, self.now());
+        self.finished.notify_all();
+        let (team, member) = (item.team_name.as_str(), item.member_name.as_str());
+        match outcome {
+            FinishOutcome::Done | FinishOutcome::FollowUp => self.audit(
+                "queue_reconciled",
+                team,
+                member,
+                json!({ "followUp": outcome == FinishOutcome::FollowUp }),
+            ),
+            FinishOutcome::RetryScheduled(at) => self.audit(
+                "queue_retry_scheduled",
+                team,
+                member,
+                json!({ "runAt": format_iso(at) }),
+            ),
+            FinishOutcome::DroppedAfterRetries => self.audit(
+                "queue_dropped",
+                team,
+                member,
+                json!({ "reason": "reconcile_failed_max_retries" }),
+            ),
+        }
+        self.wake();
+    }
+
+    /// Earliest time queued work is due.
+    pub fn next_run_at(&self) -> Option<EpochMs> {
+        self.state().queue.next_run_at()
+    }
+
+    /// Reconciles running now.
+    pub fn running(&self) -> usize {
+        self.state().queue.running()
+    }
+
+    /// `getQueueDiagnostics`.
+    pub fn diagnostics(&self) -> QueueDiagnostics {
+        let state = self.state();
+        let q = &state.queue;
+        let queued_items: Vec<QueuedItemView> = q
+            .queued_items()
+            .into_iter()
+            .map(|i| QueuedItemView {
+                team_name: i.team_name.clone(),
+                member_name: i.member_name.clone(),
+                run_at: format_iso(i.run_at),
+                trigger_reasons: i.triggers.iter().map(|t| t.as_str()).collect(),
+            })
+            .collect();
+        QueueDiagnostics {
+            queued: queued_items.len(),
+            running: q.running(),
+            enqueued: q.counters.enqueued,
+            coalesced: q.counters.coalesced,
+            reconciled: q.counters.reconciled,
+            dropped: q.counters.dropped,
+            failed: q.counters.failed,
+            next_run_at: q.next_run_at().map(format_iso),
+            queued_items,
+        }
+    }
+
+    /// Records the supervisor's view; a team going offline loses its queued work.
+    pub fn set_team_runtime_state(&self, team: &str, active: bool, members: Option<Vec<String>>) {
+        self.deps.runtime.set(team, active, members);
+        if !active {
+            self.state().queue.drop_team(team);
+        }
+    }
+
+    /// The stored status; a stale caught-up one is refreshed through the queue.
+    pub fn get_status(&self, team: &str, member: &str) -> Result<MemberStatus, WorkSyncError> {
+        let status = self.reconciler.get_status(team, member)?;
+        if status.diagnostics.iter().any(|d| d == CAUGHT_UP_STALE) {
+            self.enqueue(team, member, Trigger::ManualRefresh);
+        }
+        Ok(status)
+    }
+
+    /// Fences the team, drops its queue and waits for its running reconciles.
+    pub fn prepare_team_deletion(&self, team: &str) -> Result<(), WorkSyncError> {
+        check_name("teamName", team)?;
+        let mut state = self.state();
+        state.deleting.insert(normalize_member_name(team));
+        state.queue.drop_team(team);
+        while state.queue.running_in_team(team) > 0 {
+            state = self.finished.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+        Ok(())
+    }
+
+    /// Forgets the team's in-memory state.
+    pub fn complete_team_deletion(&self, team: &str) -> Result<(), WorkSyncError> {
+        check_name("teamName", team)?;
+        let mut state = self.state();
+        state.deleting.remove(&normalize_member_name(team));
+        state.queue.drop_team(team);
+        drop(state);
+        self.deps.runtime.forget(team);
+        self.deps.busy.forget_team(team);
+        Ok(())
+    }
+
+    /// Undoes [`Engine::prepare_team_deletion`] and re-scans the team.
+    pub fn resume_team(&self, team: &str) -> Result<(), WorkSyncError> {
+        check_name("teamName", team)?;
+        self.state().deleting.remove(&normalize_member_name(team));
+        self.enqueue_startup_scan(&[team.to_string()])
+    }
+
+    /// Blocks until no reconcile is running (used by dispose).
+    pub fn wait_idle(&self) {
+        let mut state = self.state();
+        while state.queue.running() > 0 {
+            state = self.finished.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}

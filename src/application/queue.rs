@@ -1,0 +1,492 @@
+//! The per-member coalescing reconcile queue (DATA.md §5 "Queue"; seed 003 §11.2.1).
+//!
+//! [`QueueCore`] is the pure state machine: every rule (delays, coalescing,
+//! max-wait bound, follow-up pass, retries, concurrency) is decided here with
+//! an explicit `now`, so tests drive it with a fake clock. The worker that
+//! sleeps, runs reconciles and calls back lives in infrastructure.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::domain::names::normalize_member_name;
+use crate::domain::time::EpochMs;
+
+/// Reconciles running at once, across all teams.
+pub const CONCURRENCY: usize = 2;
+/// Delay before a failed reconcile is retried.
+pub const RETRY_DELAY_MS: EpochMs = 30_000;
+/// Retries after the first failure before the item is dropped.
+pub const MAX_RETRIES: u32 = 3;
+/// Longest a single reconcile may run before it counts as failed.
+pub const RECONCILE_TIMEOUT_MS: EpochMs = 120_000;
+/// Cap of the follow-up pass delay.
+const FOLLOW_UP_MAX_DELAY_MS: EpochMs = 5_000;
+
+/// Why a member is queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[allow(missing_docs)]
+pub enum Trigger {
+    ManualRefresh,
+    ProofMissingRecovery,
+    TurnSettled,
+    ToolFinished,
+    TaskChanged,
+    InboxChanged,
+    RuntimeActivity,
+    StartupScan,
+    ConfigChanged,
+    MemberSpawned,
+}
+
+impl Trigger {
+    /// Wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ManualRefresh => "manual_refresh",
+            Self::ProofMissingRecovery => "proof_missing_recovery",
+            Self::TurnSettled => "turn_settled",
+            Self::ToolFinished => "tool_finished",
+            Self::TaskChanged => "task_changed",
+            Self::InboxChanged => "inbox_changed",
+            Self::RuntimeActivity => "runtime_activity",
+            Self::StartupScan => "startup_scan",
+            Self::ConfigChanged => "config_changed",
+            Self::MemberSpawned => "member_spawned",
+        }
+    }
+
+    /// `(runAfter, maxWait)` in ms.
+    pub fn policy(self) -> (EpochMs, EpochMs) {
+        match self {
+            Self::ManualRefresh => (0, 0),
+            Self::ProofMissingRecovery | Self::TurnSettled | Self::ToolFinished => (5_000, 30_000),
+            Self::TaskChanged | Self::InboxChanged | Self::RuntimeActivity => (15_000, 60_000),
+            Self::StartupScan | Self::ConfigChanged | Self::MemberSpawned => (30_000, 90_000),
+        }
+    }
+}
+
+/// Queue key: team + lowercased member.
+pub type QueueKey = (String, String);
+
+/// Builds the key of a member.
+pub fn queue_key(team: &str, member: &str) -> QueueKey {
+    (team.to_string(), normalize_member_name(member))
+}
+
+/// One queued member.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueItem {
+    /// Team.
+    pub team_name: String,
+    /// Member as first enqueued.
+    pub member_name: String,
+    /// When it was first queued (this round).
+    pub first_queued_at: EpochMs,
+    /// When it should run.
+    pub run_at: EpochMs,
+    /// Never later than this.
+    pub max_run_at: EpochMs,
+    /// Reasons collected while queued.
+    pub triggers: BTreeSet<Trigger>,
+    /// A reconcile is running now.
+    pub running: bool,
+    /// A trigger arrived while running: one follow-up pass is owed.
+    pub rerun: Option<BTreeSet<Trigger>>,
+    /// Failed attempts so far.
+    pub retries: u32,
+    /// Waiting to run (false while only running).
+    pub queued: bool,
+}
+
+/// Counters for diagnostics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub struct QueueCounters {
+    pub enqueued: u64,
+    pub coalesced: u64,
+    pub reconciled: u64,
+    pub dropped: u64,
+    pub failed: u64,
+}
+
+/// What the caller should record after a finished reconcile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FinishOutcome {
+    /// Done; nothing more owed.
+    Done,
+    /// Done; a follow-up pass was queued.
+    FollowUp,
+    /// Failed; retry scheduled at the given time.
+    RetryScheduled(EpochMs),
+    /// Failed too often; dropped.
+    DroppedAfterRetries,
+}
+
+/// The queue state machine.
+#[derive(Debug, Default)]
+pub struct QueueCore {
+    items: HashMap<QueueKey, QueueItem>,
+    /// Counters since start.
+    pub counters: QueueCounters,
+}
+
+impl QueueCore {
+    /// Queues or coalesces a trigger for a member. Returns false when it coalesced.
+    pub fn enqueue(&mut self, team: &str, member: &str, trigger: Trigger, now: EpochMs) -> bool {
+        let (delay, max_wait) = trigger.policy();
+        let key = queue_key(team, member);
+        let new_run = now + delay;
+        match self.items.get_mut(&key) {
+            Some(item) if item.running && !item.queued => {
+                item.rerun.get_or_insert_with(BTreeSet::new).insert(trigger);
+                self.counters.coalesced += 1;
+                false
+            }
+            Some(item) => {
+                item.triggers.insert(trigger);
+                item.max_run_at = item.max_run_at.max(item.first_queued_at + max_wait);
+                let old = item.run_at;
+                item.run_at = if old <= now || trigger == Trigger::ManualRefresh || new_run < old {
+                    old.min(new_run)
+                } else {
+                    old.max(new_run).min(item.max_run_at)
+                };
+                self.counters.coalesced += 1;
+                false
+            }
+            None => {
+                self.items.insert(
+                    key,
+                    QueueItem {
+                        team_name: team.to_string(),
+                        member_name: member.to_string(),
+                        first_queued_at: now,
+                        run_at: new_run,
+                        max_run_at: now + max_wait,
+                        triggers: BTreeSet::from([trigger]),
+                        running: false,
+                        rerun: None,
+                        retries: 0,
+                        queued: true,
+                    },
+                );
+                self.counters.enqueued += 1;
+                true
+            }
+        }
+    }
+
+    fn running_count(&self) -> usize {
+        self.items.values().filter(|i| i.running).count()
+    }
+
+    /// Takes the due items that may start now (concurrency and one-per-member
+    /// respected), marking them running. Earliest first.
+    pub fn take_due(&mut self, now: EpochMs) -> Vec<(QueueKey, QueueItem)> {
+        let free = CONCURRENCY.saturating_sub(self.running_count());
+        let mut due: Vec<(&QueueKey, &QueueItem)> = self
+            .items
+            .iter()
+            .filter(|(_, i)| i.queued && !i.running && i.run_at <= now)
+            .collect();
+        due.sort_by(|a, b| (a.1.run_at, a.0).cmp(&(b.1.run_at, b.0)));
+        let keys: Vec<QueueKey> = due.into_iter().take(free).map(|(k, _)| k.clone()).collect();
+        keys.into_iter()
+            .filter_map(|key| {
+                let item = self.items.get_mut(&key)?;
+                item.running = true;
+                item.queued = false;
+                Some((key, item.clone()))
+            })
+            .collect()
+    }
+
+    /// Records the end of a reconcile started by [`QueueCore::take_due`].
+    pub fn finish(&mut self, key: &QueueKey, succeeded: bool, now: EpochMs) -> FinishOutcome {
+        let Some(item) = self.items.get_mut(key) else {
+            return FinishOutcome::Done;
+        };
+        item.running = false;
+        if succeeded {
+            self.counters.reconciled += 1;
+            item.retries = 0;
+        } else {
+            self.counters.failed += 1;
+            item.retries += 1;
+        }
+        if let Some(rerun) = item.rerun.take() {
+            // One follow-up pass, led by the most urgent reason.
+            let lead = [
+                Trigger::ManualRefresh,
+                Trigger::TurnSettled,
+                Trigger::ToolFinished,
+            ]
+            .into_iter()
+            .find(|t| rerun.contains(t))
+            .or_else(|| rerun.iter().next().copied())
+            .unwrap_or(Trigger::ManualRefresh);
+            let (delay, max_wait) = lead.policy();
+            let delay = delay.min(FOLLOW_UP_MAX_DELAY_MS);
+            item.triggers = rerun;
+            item.first_queued_at = now;
+            item.run_at = now + delay;
+            item.max_run_at = now + max_wait.max(delay);
+            item.queued = true;
+            return FinishOutcome::FollowUp;
+        }
+        if succeeded {
+            self.items.remove(key);
+            return FinishOutcome::Done;
+        }
+        if item.retries > MAX_RETRIES {
+            self.items.remove(key);
+            self.counters.dropped += 1;
+            return FinishOutcome::DroppedAfterRetries;
+        }
+        item.run_at = now + RETRY_DELAY_MS;
+        item.max_run_at = item.run_at;
+        item.queued = true;
+        FinishOutcome::RetryScheduled(item.run_at)
+    }
+
+    /// Drops every queued (not running) item of a team; running ones lose their follow-up.
+    pub fn drop_team(&mut self, team: &str) -> usize {
+        let team_key = team.to_string();
+        let mut dropped = 0;
+        self.items.retain(|(t, _), item| {
+            if *t != team_key {
+                return true;
+            }
+            item.rerun = None;
+            if item.running {
+                item.queued = false;
+                return true;
+            }
+            dropped += 1;
+            false
+        });
+        self.counters.dropped += dropped as u64;
+        dropped
+    }
+
+    /// Drops an item handed out by [`QueueCore::take_due`] without running it.
+    pub fn drop_taken(&mut self, key: &QueueKey) {
+        if self.items.remove(key).is_some() {
+            self.counters.dropped += 1;
+        }
+    }
+
+    /// Pulls a waiting item's run forward to `at` (never later).
+    pub fn expedite(&mut self, key: &QueueKey, at: EpochMs) {
+        if let Some(item) = self.items.get_mut(key).filter(|i| i.queued) {
+            item.run_at = item.run_at.min(at);
+        }
+    }
+
+    /// Items of a team that are running now.
+    pub fn running_in_team(&self, team: &str) -> usize {
+        self.items
+            .values()
+            .filter(|i| i.running && i.team_name == team)
+            .count()
+    }
+
+    /// Earliest `run_at` among waiting items.
+    pub fn next_run_at(&self) -> Option<EpochMs> {
+        self.items
+            .values()
+            .filter(|i| i.queued && !i.running)
+            .map(|i| i.run_at)
+            .min()
+    }
+
+    /// Waiting items, earliest first.
+    pub fn queued_items(&self) -> Vec<&QueueItem> {
+        let mut items: Vec<&QueueItem> = self.items.values().filter(|i| i.queued).collect();
+        items.sort_by_key(|i| {
+            (
+                i.run_at,
+                i.team_name.clone(),
+                normalize_member_name(&i.member_name),
+            )
+        });
+        items
+    }
+
+    /// Number of running reconciles.
+    pub fn running(&self) -> usize {
+        self.running_count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T0: EpochMs = 1_000_000;
+
+    fn key(member: &str) -> QueueKey {
+        queue_key("forge", member)
+    }
+
+    #[test]
+    fn each_trigger_waits_its_delay() {
+        let mut q = QueueCore::default();
+        assert!(q.enqueue("forge", "jack", Trigger::TaskChanged, T0));
+        assert!(q.take_due(T0 + 14_999).is_empty());
+        let due = q.take_due(T0 + 15_000);
+        assert_eq!(due.len(), 1);
+        assert_eq!(due[0].1.triggers, BTreeSet::from([Trigger::TaskChanged]));
+    }
+
+    #[test]
+    fn coalescing_adds_reasons_and_debounces_but_never_past_max_wait() {
+        let mut q = QueueCore::default();
+        q.enqueue("forge", "Jack", Trigger::TaskChanged, T0);
+        // Each new task event pushes the run later (debounce) ...
+        for t in (10_000..=50_000).step_by(10_000) {
+            assert!(!q.enqueue("forge", "jack", Trigger::TaskChanged, T0 + t));
+        }
+        // ... but never past first + maxWait (60 s).
+        assert_eq!(q.next_run_at(), Some(T0 + 60_000));
+        q.enqueue("forge", "jack", Trigger::InboxChanged, T0 + 55_000);
+        assert_eq!(q.next_run_at(), Some(T0 + 60_000));
+        assert_eq!(q.counters.enqueued, 1);
+        assert_eq!(q.counters.coalesced, 6);
+        let due = q.take_due(T0 + 60_000);
+        assert_eq!(
+            due[0].1.triggers,
+            BTreeSet::from([Trigger::TaskChanged, Trigger::InboxChanged])
+        );
+    }
+
+    #[test]
+    fn an_earlier_trigger_pulls_the_run_forward() {
+        let mut q = QueueCore::default();
+        q.enqueue("forge", "jack", Trigger::StartupScan, T0);
+        q.enqueue("forge", "jack", Trigger::TurnSettled, T0 + 1_000);
+        assert_eq!(q.next_run_at(), Some(T0 + 6_000));
+    }
+
+    #[test]
+    fn manual_refresh_runs_now() {
+        let mut q = QueueCore::default();
+        q.enqueue("forge", "jack", Trigger::StartupScan, T0);
+        q.enqueue("forge", "jack", Trigger::ManualRefresh, T0 + 10);
+        assert_eq!(q.take_due(T0 + 10).len(), 1);
+    }
+
+    #[test]
+    fn a_trigger_during_a_run_owes_exactly_one_follow_up() {
+        let mut q = QueueCore::default();
+        q.enqueue("forge", "jack", Trigger::ManualRefresh, T0);
+        assert_eq!(q.take_due(T0).len(), 1);
+        // Never two reconciles for one member at once.
+        q.enqueue("forge", "jack", Trigger::TaskChanged, T0 + 1);
+        q.enqueue("forge", "jack", Trigger::TurnSettled, T0 + 2);
+        assert!(q.take_due(T0 + 100_000).is_empty());
+        assert_eq!(
+            q.finish(&key("jack"), true, T0 + 10),
+            FinishOutcome::FollowUp
+        );
+        // Follow-up led by turn_settled: min(5 s, 5 s).
+        assert_eq!(q.next_run_at(), Some(T0 + 5_010));
+        let due = q.take_due(T0 + 5_010);
+        assert_eq!(
+            due[0].1.triggers,
+            BTreeSet::from([Trigger::TaskChanged, Trigger::TurnSettled])
+        );
+        assert_eq!(
+            q.finish(&key("jack"), true, T0 + 6_000),
+            FinishOutcome::Done
+        );
+        assert_eq!(q.next_run_at(), None);
+        assert_eq!(q.counters.reconciled, 2);
+    }
+
+    #[test]
+    fn follow_up_delay_is_capped_at_five_seconds() {
+        let mut q = QueueCore::default();
+        q.enqueue("forge", "jack", Trigger::ManualRefresh, T0);
+        q.take_due(T0);
+        q.enqueue("forge", "jack", Trigger::ConfigChanged, T0 + 1);
+        q.finish(&key("jack"), true, T0 + 2);
+        assert_eq!(q.next_run_at(), Some(T0 + 5_002));
+    }
+
+    #[test]
+    fn concurrency_is_two_and_saturation_does_not_spin() {
+        let mut q = QueueCore::default();
+        for m in ["a", "b", "c", "d"] {
+            q.enqueue("forge", m, Trigger::ManualRefresh, T0);
+        }
+        assert_eq!(q.take_due(T0).len(), 2);
+        // Saturated: nothing more is handed out however often we ask.
+        for _ in 0..100 {
+            assert!(q.take_due(T0).is_empty());
+        }
+        assert_eq!(q.running(), 2);
+        q.finish(&key("a"), true, T0 + 1);
+        assert_eq!(q.take_due(T0 + 1).len(), 1);
+    }
+
+    #[test]
+    fn failures_retry_every_30s_three_times_then_drop() {
+        let mut q = QueueCore::default();
+        q.enqueue("forge", "jack", Trigger::ManualRefresh, T0);
+        let mut now = T0;
+        for attempt in 1..=3 {
+            assert_eq!(q.take_due(now).len(), 1);
+            assert_eq!(
+                q.finish(&key("jack"), false, now),
+                FinishOutcome::RetryScheduled(now + 30_000),
+                "{attempt}"
+            );
+            assert!(q.take_due(now + 29_999).is_empty());
+            now += 30_000;
+        }
+        q.take_due(now);
+        assert_eq!(
+            q.finish(&key("jack"), false, now),
+            FinishOutcome::DroppedAfterRetries
+        );
+        assert_eq!(q.counters.failed, 4);
+        assert_eq!(q.counters.dropped, 1);
+        assert_eq!(q.next_run_at(), None);
+    }
+
+    #[test]
+    fn success_resets_the_retry_budget() {
+        let mut q = QueueCore::default();
+        q.enqueue("forge", "jack", Trigger::ManualRefresh, T0);
+        q.take_due(T0);
+        q.finish(&key("jack"), false, T0);
+        q.take_due(T0 + 30_000);
+        q.enqueue("forge", "jack", Trigger::TaskChanged, T0 + 30_001);
+        assert_eq!(
+            q.finish(&key("jack"), true, T0 + 30_002),
+            FinishOutcome::FollowUp
+        );
+        let due = q.take_due(T0 + 40_000);
+        assert_eq!(due[0].1.retries, 0);
+    }
+
+    #[test]
+    fn dropping_a_team_removes_queued_work_and_follow_ups() {
+        let mut q = QueueCore::default();
+        q.enqueue("forge", "jack", Trigger::ManualRefresh, T0);
+        q.enqueue("forge", "jill", Trigger::TaskChanged, T0);
+        q.enqueue("other", "bob", Trigger::TaskChanged, T0);
+        q.take_due(T0);
+        q.enqueue("forge", "jack", Trigger::TaskChanged, T0 + 1);
+        assert_eq!(q.drop_team("forge"), 1);
+        assert_eq!(q.running_in_team("forge"), 1);
+        assert_eq!(
+            q.finish(&key("jack"), true, T0 + 2),
+            FinishOutcome::Done,
+            "follow-up dropped too"
+        );
+        assert_eq!(q.queued_items().len(), 1);
+        assert_eq!(q.queued_items()[0].team_name, "other");
+    }
+}

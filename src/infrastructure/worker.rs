@@ -1,0 +1,137 @@
+//! The instance's own tokio runtime: takes team change events off the JS
+//! thread and drives the reconcile queue (sleeping until the next item is due,
+//! woken early by new work). Nothing here keeps Node alive: these are plain
+//! threads, not libuv handles.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::runtime::Runtime;
+use tokio::sync::{mpsc, Notify};
+
+use crate::application::engine::Engine;
+use crate::application::queue::RECONCILE_TIMEOUT_MS;
+use crate::application::router::TeamChangeEvent;
+
+/// Longest the driver sleeps before looking again (it is woken earlier by new
+/// work or a moved test clock).
+const MAX_IDLE: Duration = Duration::from_secs(1);
+
+/// Background work of one addon instance.
+pub struct Worker {
+    runtime: Mutex<Option<Runtime>>,
+    events: mpsc::UnboundedSender<TeamChangeEvent>,
+    notify: Arc<Notify>,
+    stopping: Arc<AtomicBool>,
+}
+
+impl Worker {
+    /// Starts the runtime, the event intake and, with `run_queue`, the queue driver.
+    pub fn start(engine: Arc<Engine>, run_queue: bool) -> std::io::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .max_blocking_threads(8)
+            .thread_name("member-work-sync")
+            .enable_time()
+            .build()?;
+        let notify = Arc::new(Notify::new());
+        let stopping = Arc::new(AtomicBool::new(false));
+        let wake = notify.clone();
+        engine.set_wake(Box::new(move || wake.notify_one()));
+
+        let (events, mut intake) = mpsc::unbounded_channel::<TeamChangeEvent>();
+        let intake_engine = engine.clone();
+        runtime.spawn(async move {
+            while let Some(event) = intake.recv().await {
+                let engine = intake_engine.clone();
+                // Routing may read the board: keep it off the async worker.
+                let _ = tokio::task::spawn_blocking(move || engine.note_team_change(&event)).await;
+            }
+        });
+        if run_queue {
+            runtime.spawn(drive(engine, notify.clone(), stopping.clone()));
+        }
+        Ok(Self {
+            runtime: Mutex::new(Some(runtime)),
+            events,
+            notify,
+            stopping,
+        })
+    }
+
+    /// Hands an event to the intake; never blocks, never fails.
+    pub fn note(&self, event: TeamChangeEvent) {
+        if !self.stopping.load(Ordering::SeqCst) {
+            let _ = self.events.send(event);
+        }
+    }
+
+    /// Wakes the driver (new work, or the test clock moved).
+    pub fn wake(&self) {
+        self.notify.notify_one();
+    }
+
+    /// Stops the driver, waits for running reconciles, shuts the runtime down.
+    /// Blocking; idempotent.
+    pub fn shutdown(&self, engine: &Engine) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.notify.notify_one();
+        engine.wait_idle();
+        let runtime = self
+            .runtime
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(runtime) = runtime {
+            runtime.shutdown_timeout(Duration::from_secs(5));
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        // Garbage-collected without dispose(): never block the JS thread.
+        let runtime = self
+            .runtime
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(runtime) = runtime {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+async fn drive(engine: Arc<Engine>, notify: Arc<Notify>, stopping: Arc<AtomicBool>) {
+    while !stopping.load(Ordering::SeqCst) {
+        for (key, item) in engine.take_due() {
+            let engine = engine.clone();
+            tokio::spawn(async move {
+                let runner = engine.clone();
+                let job = item.clone();
+                let mut handle = tokio::task::spawn_blocking(move || runner.run(&job).is_ok());
+                let timeout = Duration::from_millis(RECONCILE_TIMEOUT_MS as u64);
+                let succeeded = match tokio::time::timeout(timeout, &mut handle).await {
+                    Ok(result) => result.unwrap_or(false),
+                    // Too slow counts as failed, but the slot stays taken until
+                    // the blocking reconcile really ends: never two at once.
+                    Err(_) => {
+                        let _ = handle.await;
+                        false
+                    }
+                };
+                engine.finish(&key, &item, succeeded);
+            });
+        }
+        let now = engine.now_ms();
+        let idle = engine
+            .next_run_at()
+            .map(|at| Duration::from_millis(at.saturating_sub(now).max(0) as u64))
+            .map_or(MAX_IDLE, |d| d.min(MAX_IDLE));
+        tokio::select! {
+            _ = notify.notified() => {}
+            _ = tokio::time::sleep(idle) => {}
+        }
+    }
+}

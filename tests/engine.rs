@@ -1,0 +1,203 @@
+//! Router → queue → reconcile with the manual clock, on the example team.
+
+use std::fs;
+use std::path::Path;
+
+use member_work_sync::application::router::TeamChangeEvent;
+use member_work_sync::infrastructure::composition::{RootPaths, Services};
+
+const NOW: i64 = 1_795_000_000_000;
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn fixture() -> (tempfile::TempDir, Services) {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/claude-root"),
+        dir.path(),
+    );
+    let services = Services::new(
+        RootPaths::resolve(Some(dir.path().to_path_buf()), None, None),
+        Some(NOW),
+    );
+    (dir, services)
+}
+
+fn event(kind: &str, detail: Option<&str>, task_id: Option<&str>) -> TeamChangeEvent {
+    TeamChangeEvent {
+        kind: kind.into(),
+        team_name: "forge".into(),
+        run_id: None,
+        detail: detail.map(str::to_string),
+        task_id: task_id.map(str::to_string),
+    }
+}
+
+fn queued(services: &Services) -> Vec<(String, Vec<&'static str>)> {
+    services
+        .engine
+        .diagnostics()
+        .queued_items
+        .into_iter()
+        .map(|i| (i.member_name, i.trigger_reasons))
+        .collect()
+}
+
+fn advance(services: &Services, ms: i64) {
+    let clock = services.manual_clock.as_ref().unwrap();
+    clock.set(services.engine.now_ms() + ms);
+}
+
+/// Runs everything due now, like the worker does.
+fn run_due(services: &Services) -> Vec<String> {
+    let mut ran = Vec::new();
+    for (key, item) in services.engine.take_due() {
+        let ok = services.engine.run(&item).is_ok();
+        services.engine.finish(&key, &item, ok);
+        ran.push(item.member_name.clone());
+    }
+    ran.sort();
+    ran
+}
+
+#[test]
+fn task_events_reach_the_impacted_members() {
+    let (_dir, services) = fixture();
+    // Task 6: owner jack, review requested from jill.
+    services
+        .engine
+        .note_team_change(&event("task", None, Some("6")));
+    assert_eq!(
+        queued(&services),
+        [
+            ("jack".into(), vec!["task_changed"]),
+            ("jill".into(), vec!["task_changed"])
+        ]
+    );
+    assert!(run_due(&services).is_empty(), "task_changed waits 15 s");
+    advance(&services, 15_000);
+    assert_eq!(run_due(&services), ["jack", "jill"]);
+    let status = services.engine.get_status("forge", "jill").unwrap();
+    assert_eq!(
+        status.shadow.unwrap().trigger_reasons.unwrap(),
+        ["task_changed"]
+    );
+
+    // Task 5 has a broken dependency: the lead oversees it. Task 3 blocks 4 (bob).
+    services
+        .engine
+        .note_team_change(&event("task", None, Some("5")));
+    let names: Vec<String> = queued(&services).into_iter().map(|(m, _)| m).collect();
+    assert_eq!(names, ["bob", "team-lead"]);
+    // An unreadable task routes team-wide.
+    services
+        .engine
+        .note_team_change(&event("task", None, Some("404")));
+    assert_eq!(queued(&services).len(), 5);
+}
+
+#[test]
+fn tool_activity_marks_busy_and_finish_queues_a_reconcile() {
+    let (_dir, services) = fixture();
+    services.engine.note_team_change(&event(
+        "tool-activity",
+        Some(r#"{"memberName":"jack","action":"start","toolUseId":"t1"}"#),
+        None,
+    ));
+    assert!(queued(&services).is_empty());
+    let status = services
+        .reconciler
+        .refresh_status(
+            "forge",
+            "jack",
+            member_work_sync::domain::status::ReconciledBy::Request,
+            &[],
+        )
+        .unwrap();
+    assert!(status
+        .diagnostics
+        .contains(&"member_busy:active_tool_activity".to_string()));
+    services.engine.note_team_change(&event(
+        "tool-activity",
+        Some(r#"{"memberName":"jack","action":"finish","toolUseId":"t1"}"#),
+        None,
+    ));
+    assert_eq!(queued(&services), [("jack".into(), vec!["tool_finished"])]);
+    advance(&services, 5_000);
+    assert_eq!(run_due(&services), ["jack"]);
+    let status = services.engine.get_status("forge", "jack").unwrap();
+    assert!(status
+        .diagnostics
+        .contains(&"member_busy:recent_tool_activity".to_string()));
+}
+
+#[test]
+fn inactive_and_deleting_teams_never_reconcile() {
+    let (dir, services) = fixture();
+    services
+        .engine
+        .note_team_change(&event("config", None, None));
+    assert_eq!(queued(&services).len(), 5);
+    services.engine.set_team_runtime_state("forge", false, None);
+    assert!(
+        queued(&services).is_empty(),
+        "going offline drops queued work"
+    );
+
+    services.engine.set_team_runtime_state("forge", true, None);
+    services
+        .engine
+        .note_team_change(&event("member-spawn", Some("kim"), None));
+    services.runtime.set("forge", false, None); // offline without the engine noticing
+    advance(&services, 30_000);
+    assert!(run_due(&services).is_empty(), "dropped at take time");
+    assert!(!dir
+        .path()
+        .join("teams/forge/members/kim/.member-work-sync/status.json")
+        .exists());
+
+    services.runtime.set("forge", true, None);
+    services.engine.prepare_team_deletion("forge").unwrap();
+    services
+        .engine
+        .note_team_change(&event("config", None, None));
+    services.engine.enqueue(
+        &"forge".to_string(),
+        "jack",
+        member_work_sync::application::queue::Trigger::ManualRefresh,
+    );
+    assert!(queued(&services).is_empty(), "fenced while deleting");
+    services.engine.resume_team("forge").unwrap();
+    assert_eq!(queued(&services).len(), 5, "resume re-scans");
+    let diagnostics = services.engine.diagnostics();
+    assert!(diagnostics.dropped >= 6);
+}
+
+#[test]
+fn offline_lead_drops_the_queue_and_rechecks_everyone_now() {
+    let (_dir, services) = fixture();
+    services
+        .engine
+        .note_team_change(&event("config", None, None));
+    services
+        .engine
+        .note_team_change(&event("lead-activity", Some("offline"), None));
+    let diagnostics = services.engine.diagnostics();
+    assert_eq!(diagnostics.queued, 5);
+    assert!(diagnostics
+        .queued_items
+        .iter()
+        .all(|i| i.run_at == "2026-11-18T11:06:40.000Z"));
+    assert_eq!(run_due(&services).len(), 2, "concurrency 2 per take");
+}
