@@ -173,7 +173,7 @@ fn inactive_and_deleting_teams_never_reconcile() {
         .engine
         .note_team_change(&event("config", None, None));
     services.engine.enqueue(
-        &"forge".to_string(),
+        "forge",
         "jack",
         member_work_sync::application::queue::Trigger::ManualRefresh,
     );
