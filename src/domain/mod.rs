@@ -8,6 +8,7 @@ pub mod decision;
 pub mod fingerprint;
 pub mod metrics;
 pub mod names;
+pub mod nudge;
 pub mod report;
 pub mod review_cycle;
 pub mod status;

@@ -1,0 +1,564 @@
+//! Phase 2 nudges: what to send, when it may go, and the outbox item
+//! lifecycle (DATA.md §5 "Suppression", "Nudge", "Activation", "Planner
+//! codes", "Dispatcher"; seed 003 §15).
+//!
+//! Pure: every function takes `now` and the facts it needs.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::agenda::{Agenda, ItemKind};
+use super::fingerprint::{canonical_json, sha256_hex};
+use super::metrics::{Readiness, ReadinessState};
+use super::names::normalize_member_name;
+use super::review_cycle::ReviewObligation;
+use super::status::{MemberStatus, StatusState};
+use super::team::ProviderId;
+use super::time::{format_iso, parse_iso, EpochMs};
+
+const MINUTE: EpochMs = 60_000;
+/// Delivered nudges for one fingerprint before suppression (without an accepted report).
+pub const SUPPRESS_AFTER_DELIVERIES: usize = 4;
+/// Deliveries per member per hour.
+pub const MAX_DELIVERIES_PER_HOUR: usize = 2;
+/// Needs-sync age before stale native work may be nudged while collecting.
+pub const NATIVE_STALE_MS: EpochMs = 6 * MINUTE;
+/// A claim older than this may be taken over (its dispatcher died).
+pub const STALE_CLAIM_MS: EpochMs = 5 * MINUTE;
+/// Watchdog alerts silence nudges for this long.
+pub const WATCHDOG_COOLDOWN_MS: EpochMs = 10 * MINUTE;
+
+/// Fixed nudge text; the task list follows it.
+pub const NUDGE_TEXT: &str = "Work sync check: you have current actionable work assigned. Review your agenda, continue the concrete task work, or report a real blocker with the task tools. Do not reply only with acknowledgement.";
+
+/// Why a nudge is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NudgeIntent {
+    /// General "your agenda needs attention".
+    AgendaSync,
+    /// A clean review pickup.
+    ReviewPickup,
+}
+
+/// A task reference in a nudge.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct TaskRef {
+    pub team_name: String,
+    pub task_id: String,
+    pub display_id: String,
+}
+
+/// The immutable content of a nudge (hashed into `payloadHash`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct NudgePayload {
+    pub to: String,
+    pub text: String,
+    pub task_refs: Vec<TaskRef>,
+    pub work_sync_intent: NudgeIntent,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_sync_intent_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub work_sync_review_request_event_ids: Vec<String>,
+    pub agenda_fingerprint: String,
+}
+
+impl NudgePayload {
+    /// sha256 hex of the canonical JSON payload.
+    pub fn hash(&self) -> String {
+        sha256_hex(canonical_json(&serde_json::to_value(self).unwrap_or(Value::Null)).as_bytes())
+    }
+}
+
+/// A nudge the planner wants in the outbox.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedNudge {
+    /// `member-work-sync:<team>:<member lc>:<intentKey ?? fp>`.
+    pub id: String,
+    /// Content.
+    pub payload: NudgePayload,
+    /// `payload.hash()`.
+    pub payload_hash: String,
+    /// First three `"<displayId> <subject>"`, joined with `; `.
+    pub preview: String,
+}
+
+/// True when every item is a clean review pickup (DATA.md "Strict pickup").
+pub fn is_strict_pickup(agenda: &Agenda) -> bool {
+    !agenda.items.is_empty()
+        && agenda.items.iter().all(|item| {
+            let e = &item.evidence;
+            item.kind == ItemKind::Review
+                && e.review_obligation.as_deref() == Some(ReviewObligation::PickupRequired.as_str())
+                && e.can_bypass_phase2 == Some(true)
+                && e.review_request_event_id.is_some()
+                && e.review_diagnostics.as_ref().is_none_or(|d| d.is_empty())
+        })
+}
+
+/// The nudge for a status, if the status is nudgeable at all.
+pub fn plan_nudge(status: &MemberStatus) -> Option<PlannedNudge> {
+    let would_nudge = status.shadow.as_ref().is_some_and(|s| s.would_nudge);
+    if status.state != StatusState::NeedsSync || !would_nudge || status.agenda.items.is_empty() {
+        return None;
+    }
+    let agenda = &status.agenda;
+    let task_refs: Vec<TaskRef> = agenda
+        .items
+        .iter()
+        .map(|item| TaskRef {
+            team_name: status.team_name.clone(),
+            task_id: item.task_id.clone(),
+            display_id: item
+                .display_id
+                .clone()
+                .unwrap_or_else(|| item.task_id.chars().take(8).collect()),
+        })
+        .collect();
+    let (intent, intent_key, review_ids) = if is_strict_pickup(agenda) {
+        let mut ids: Vec<String> = agenda
+            .items
+            .iter()
+            .filter_map(|i| i.evidence.review_request_event_id.clone())
+            .collect();
+        ids.sort();
+        ids.dedup();
+        (
+            NudgeIntent::ReviewPickup,
+            Some(format!("review-pickup:{}", ids.join("+"))),
+            ids,
+        )
+    } else {
+        (NudgeIntent::AgendaSync, None, Vec::new())
+    };
+    let preview = agenda
+        .items
+        .iter()
+        .zip(&task_refs)
+        .take(3)
+        .map(|(item, r)| format!("{} {}", r.display_id, item.subject))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let list: String = agenda
+        .items
+        .iter()
+        .zip(&task_refs)
+        .map(|(item, r)| format!("\n- {} {} ({})", r.display_id, item.subject, item.reason))
+        .collect();
+    let payload = NudgePayload {
+        to: status.member_name.clone(),
+        text: format!(
+            "{NUDGE_TEXT}\n\nCurrent agenda ({}):{list}",
+            agenda.fingerprint
+        ),
+        task_refs,
+        work_sync_intent: intent,
+        work_sync_intent_key: intent_key.clone(),
+        work_sync_review_request_event_ids: review_ids,
+        agenda_fingerprint: agenda.fingerprint.clone(),
+    };
+    Some(PlannedNudge {
+        id: format!(
+            "member-work-sync:{}:{}:{}",
+            status.team_name,
+            normalize_member_name(&status.member_name),
+            intent_key.as_deref().unwrap_or(&agenda.fingerprint)
+        ),
+        payload_hash: payload.hash(),
+        payload,
+        preview,
+    })
+}
+
+/// True for names that read as "the lead" (nudge policy: name only).
+pub fn is_lead_like(member: &str) -> bool {
+    let name: String = member.trim().to_lowercase();
+    let mut collapsed = String::with_capacity(name.len());
+    let mut last_dash = false;
+    for c in name.chars() {
+        if c.is_whitespace() || c == '_' {
+            if !last_dash {
+                collapsed.push('-');
+            }
+            last_dash = true;
+        } else {
+            collapsed.push(c);
+            last_dash = c == '-';
+        }
+    }
+    matches!(
+        collapsed.as_str(),
+        "lead" | "team-lead" | "teamlead" | "team-leader"
+    )
+}
+
+/// Why a nudge may go (`Ok(reason)`) or the planner code that holds it back.
+pub fn activation(
+    status: &MemberStatus,
+    readiness: &Readiness,
+    needs_sync_since_ms: Option<EpochMs>,
+    now: EpochMs,
+) -> Result<&'static str, &'static str> {
+    let nudgeable = status.state == StatusState::NeedsSync && !status.agenda.items.is_empty();
+    if !nudgeable {
+        return Err("status_not_nudgeable");
+    }
+    let pickup = is_strict_pickup(&status.agenda);
+    if readiness.state == ReadinessState::CollectingShadowData && pickup {
+        return Ok("review_pickup_required");
+    }
+    let native = matches!(
+        status.provider_id,
+        Some(ProviderId::Anthropic | ProviderId::Codex | ProviderId::Gemini)
+    );
+    let no_proof = status.diagnostics.iter().any(|d| {
+        matches!(
+            d.as_str(),
+            "no_current_report"
+                | "report_lease_missing"
+                | "report_lease_expired"
+                | "report_fingerprint_stale"
+        )
+    });
+    let only_owned_work = status.agenda.items.iter().all(|i| i.kind == ItemKind::Work);
+    let stale_for = needs_sync_since_ms.map(|since| now - since);
+    if native
+        && !is_lead_like(&status.member_name)
+        && no_proof
+        && only_owned_work
+        && stale_for.is_some_and(|age| age >= NATIVE_STALE_MS)
+        && readiness.state != ReadinessState::Blocked
+    {
+        let in_progress = status
+            .agenda
+            .items
+            .iter()
+            .any(|i| i.reason == "owned_in_progress_task");
+        return Ok(if in_progress {
+            "native_stale_in_progress"
+        } else {
+            "native_stale_assigned_work"
+        });
+    }
+    if readiness.reasons.contains(&"report_rejection_rate_high") {
+        return Err("blocking_metrics");
+    }
+    if pickup {
+        return Ok("review_pickup_required");
+    }
+    match readiness.state {
+        ReadinessState::ShadowReady => Ok("shadow_ready"),
+        ReadinessState::Blocked => Err("blocking_metrics"),
+        ReadinessState::CollectingShadowData => Err("phase2_not_ready"),
+    }
+}
+
+/// Lifecycle of an outbox item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[allow(missing_docs)]
+pub enum OutboxStatus {
+    Pending,
+    Claimed,
+    Delivered,
+    Superseded,
+    FailedRetryable,
+    FailedTerminal,
+}
+
+/// One durable nudge (per-member `outbox.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct OutboxItem {
+    pub id: String,
+    pub team_name: String,
+    pub member_name: String,
+    pub agenda_fingerprint: String,
+    pub payload_hash: String,
+    pub payload: NudgePayload,
+    pub status: OutboxStatus,
+    pub attempt_generation: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivered_message_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivered_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_attempt_at: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// Result of putting a planned nudge into the outbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EnsureOutcome {
+    /// New pending item.
+    Created,
+    /// Already there (possibly revived to pending).
+    Existing,
+    /// Same id, other payload, and the old one was delivered or terminal.
+    PayloadConflict,
+}
+
+impl EnsureOutcome {
+    /// Planner code.
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::Created => "created",
+            Self::Existing => "existing",
+            Self::PayloadConflict => "payload_conflict",
+        }
+    }
+}
+
+/// `ensurePending`: create, revive or refresh the item for `planned`.
+pub fn ensure_pending(
+    existing: Option<OutboxItem>,
+    planned: &PlannedNudge,
+    team: &str,
+    member: &str,
+    now: EpochMs,
+) -> (OutboxItem, EnsureOutcome) {
+    let stamp = format_iso(now);
+    let Some(mut item) = existing else {
+        return (
+            OutboxItem {
+                id: planned.id.clone(),
+                team_name: team.to_string(),
+                member_name: member.to_string(),
+                agenda_fingerprint: planned.payload.agenda_fingerprint.clone(),
+                payload_hash: planned.payload_hash.clone(),
+                payload: planned.payload.clone(),
+                status: OutboxStatus::Pending,
+                attempt_generation: 0,
+                claimed_by: None,
+                claimed_at: None,
+                delivered_message_id: None,
+                delivered_at: None,
+                last_error: None,
+                next_attempt_at: None,
+                created_at: stamp.clone(),
+                updated_at: stamp,
+            },
+            EnsureOutcome::Created,
+        );
+    };
+    let terminal = matches!(
+        item.status,
+        OutboxStatus::Delivered | OutboxStatus::FailedTerminal
+    );
+    if item.payload_hash != planned.payload_hash {
+        if terminal {
+            return (item, EnsureOutcome::PayloadConflict);
+        }
+        if item.status == OutboxStatus::Claimed {
+            // Fence the old claim: its late marks must change nothing.
+            item.attempt_generation += 1;
+        }
+        item.payload = planned.payload.clone();
+        item.payload_hash = planned.payload_hash.clone();
+        item.agenda_fingerprint = planned.payload.agenda_fingerprint.clone();
+        item.status = OutboxStatus::Pending;
+        item.next_attempt_at = None;
+        item.updated_at = stamp;
+        return (item, EnsureOutcome::Existing);
+    }
+    if matches!(
+        item.status,
+        OutboxStatus::Superseded | OutboxStatus::FailedRetryable
+    ) {
+        item.status = OutboxStatus::Pending;
+        item.next_attempt_at = None;
+        item.updated_at = stamp;
+    }
+    (item, EnsureOutcome::Existing)
+}
+
+/// True when a dispatcher may claim the item now.
+pub fn is_claimable(item: &OutboxItem, now: EpochMs) -> bool {
+    match item.status {
+        OutboxStatus::Pending | OutboxStatus::FailedRetryable => item
+            .next_attempt_at
+            .as_deref()
+            .and_then(parse_iso)
+            .is_none_or(|at| at <= now),
+        OutboxStatus::Claimed => item
+            .claimed_at
+            .as_deref()
+            .and_then(parse_iso)
+            .is_none_or(|at| now - at >= STALE_CLAIM_MS || at > now),
+        _ => false,
+    }
+}
+
+/// Claims the item: `claimed`, generation + 1.
+pub fn claim(item: &mut OutboxItem, claimed_by: &str, now: EpochMs) {
+    item.status = OutboxStatus::Claimed;
+    item.attempt_generation += 1;
+    item.claimed_by = Some(claimed_by.to_string());
+    item.claimed_at = Some(format_iso(now));
+    item.updated_at = format_iso(now);
+}
+
+/// How a claimed attempt ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttemptEnd {
+    /// Written to the inbox.
+    Delivered,
+    /// Try again at the given time.
+    Retryable {
+        /// Why.
+        reason: String,
+        /// When.
+        retry_at: EpochMs,
+    },
+    /// Never going out (no longer true, or rate-limited for good).
+    Superseded {
+        /// Why.
+        reason: String,
+    },
+    /// A conflicting inbox row exists.
+    Terminal {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Applies the end of an attempt; `false` (nothing changed) unless the item is
+/// still claimed by generation `generation`.
+pub fn finish_attempt(
+    item: &mut OutboxItem,
+    generation: u32,
+    end: &AttemptEnd,
+    now: EpochMs,
+) -> bool {
+    if item.status != OutboxStatus::Claimed || item.attempt_generation != generation {
+        return false;
+    }
+    item.updated_at = format_iso(now);
+    item.claimed_by = None;
+    item.claimed_at = None;
+    match end {
+        AttemptEnd::Delivered => {
+            item.status = OutboxStatus::Delivered;
+            item.delivered_message_id = Some(item.id.clone());
+            item.delivered_at = Some(format_iso(now));
+            item.last_error = None;
+        }
+        AttemptEnd::Retryable { reason, retry_at } => {
+            item.status = OutboxStatus::FailedRetryable;
+            item.last_error = Some(reason.clone());
+            item.next_attempt_at = Some(format_iso(*retry_at));
+        }
+        AttemptEnd::Superseded { reason } => {
+            item.status = OutboxStatus::Superseded;
+            item.last_error = Some(reason.clone());
+        }
+        AttemptEnd::Terminal { reason } => {
+            item.status = OutboxStatus::FailedTerminal;
+            item.last_error = Some(reason.clone());
+        }
+    }
+    true
+}
+
+/// Deterministic jitter in minutes: fold over `"<id>:<gen>"`, `v = (v*31 + c) % 997`, then `% 5`.
+pub fn jitter_minutes(id: &str, generation: u32) -> EpochMs {
+    let mut v: u64 = 0;
+    for c in format!("{id}:{generation}").encode_utf16() {
+        v = (v * 31 + u64::from(c)) % 997;
+    }
+    (v % 5) as EpochMs
+}
+
+/// Retry time: `now + min(60, 10·2^max(0, gen−1)) + jitter` minutes.
+pub fn retry_at(id: &str, generation: u32, now: EpochMs) -> EpochMs {
+    let exponent = generation.saturating_sub(1).min(16);
+    let backoff = (10 * (1i64 << exponent)).min(60);
+    now + (backoff + jitter_minutes(id, generation)) * MINUTE
+}
+
+/// An entry of `stall-monitor-journal.json`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct WatchdogAlert {
+    #[serde(default)]
+    pub task_id: Option<String>,
+    #[serde(default)]
+    pub member_name: Option<String>,
+    #[serde(default)]
+    pub state: Option<String>,
+    #[serde(default)]
+    pub alerted_at: Option<String>,
+}
+
+/// When the watchdog recently alerted about one of the nudge's tasks (for
+/// this member or anyone), the time the cooldown ends.
+pub fn watchdog_cooldown(
+    alerts: &[WatchdogAlert],
+    task_ids: &[&str],
+    member: &str,
+    now: EpochMs,
+) -> Option<EpochMs> {
+    alerts
+        .iter()
+        .filter(|a| a.state.as_deref() == Some("alerted"))
+        .filter(|a| a.task_id.as_deref().is_some_and(|t| task_ids.contains(&t)))
+        .filter(|a| {
+            a.member_name
+                .as_deref()
+                .is_none_or(|m| normalize_member_name(m) == normalize_member_name(member))
+        })
+        .filter_map(|a| a.alerted_at.as_deref().and_then(parse_iso))
+        .filter(|&at| now - at >= 0 && now - at < WATCHDOG_COOLDOWN_MS)
+        .map(|at| at + WATCHDOG_COOLDOWN_MS)
+        .max()
+}
+
+/// Deliveries of a member within the last hour, and when the oldest of them leaves the window.
+pub fn rate_limit(delivered_at: &[EpochMs], now: EpochMs) -> Option<EpochMs> {
+    let recent: Vec<EpochMs> = delivered_at
+        .iter()
+        .copied()
+        .filter(|&at| now - at < 60 * MINUTE && at <= now)
+        .collect();
+    (recent.len() >= MAX_DELIVERIES_PER_HOUR)
+        .then(|| recent.iter().min().copied().unwrap_or(now) + 60 * MINUTE)
+}
+
+/// Suppression: after [`SUPPRESS_AFTER_DELIVERIES`] deliveries for one
+/// fingerprint since `reset_at` without an accepted report, stop nudging.
+pub fn is_suppressed(deliveries_for_fp_since_reset: usize) -> bool {
+    deliveries_for_fp_since_reset >= SUPPRESS_AFTER_DELIVERIES
+}
+
+/// The audit metadata block of a phase-2 readiness gate.
+pub fn readiness_metadata(readiness: &Readiness) -> Value {
+    json!({
+        "phase2ReadinessState": readiness.state,
+        "phase2ReadinessReasons": readiness.reasons.join(","),
+        "observationHours": readiness.rates.observation_hours,
+        "statusEventCount": readiness.rates.status_event_count,
+        "wouldNudgesPerMemberHour": readiness.rates.would_nudges_per_member_hour,
+        "maxWouldNudgesPerMemberHour": readiness.thresholds.max_would_nudges_per_member_hour,
+        "fingerprintChangesPerMemberHour": readiness.rates.fingerprint_changes_per_member_hour,
+        "maxFingerprintChangesPerMemberHour": readiness.thresholds.max_fingerprint_changes_per_member_hour,
+        "reportRejectionRate": readiness.rates.report_rejection_rate,
+        "maxReportRejectionRate": readiness.thresholds.max_report_rejection_rate,
+    })
+}
+
+#[cfg(test)]
+#[path = "nudge_tests.rs"]
+mod tests;

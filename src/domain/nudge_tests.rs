@@ -1,0 +1,367 @@
+//! Nudge planning, activation, outbox transitions, backoff, cooldown, rate limit.
+
+use super::*;
+use crate::domain::agenda::{ActionableWorkItem, Evidence, Priority};
+use crate::domain::metrics::{readiness, MetricsIndex, Thresholds};
+use crate::domain::status::{ReconciledBy, Shadow};
+
+const NOW: EpochMs = 1_800_000_000_000;
+
+fn work(id: &str, reason: &str) -> ActionableWorkItem {
+    ActionableWorkItem {
+        task_id: id.into(),
+        display_id: Some(format!("#{id}")),
+        subject: format!("Task {id}"),
+        kind: ItemKind::Work,
+        assignee: "jack".into(),
+        priority: Priority::Normal,
+        reason: reason.into(),
+        evidence: Evidence::default(),
+    }
+}
+
+fn pickup(id: &str, request: &str) -> ActionableWorkItem {
+    let mut item = work(id, "current_cycle_review_assigned");
+    item.kind = ItemKind::Review;
+    item.evidence.review_obligation = Some("review_pickup_required".into());
+    item.evidence.can_bypass_phase2 = Some(true);
+    item.evidence.review_request_event_id = Some(request.into());
+    item
+}
+
+fn status(items: Vec<ActionableWorkItem>) -> MemberStatus {
+    MemberStatus {
+        team_name: "forge".into(),
+        member_name: "Jack".into(),
+        state: StatusState::NeedsSync,
+        agenda: Agenda {
+            team_name: "forge".into(),
+            member_name: "Jack".into(),
+            generated_at: format_iso(NOW),
+            fingerprint: "agenda:v1:abc".into(),
+            items,
+            diagnostics: vec![],
+        },
+        report: None,
+        report_token: None,
+        report_token_expires_at: None,
+        shadow: Some(Shadow {
+            reconciled_by: ReconciledBy::Queue,
+            would_nudge: true,
+            fingerprint_changed: false,
+            previous_fingerprint: None,
+            trigger_reasons: None,
+        }),
+        evaluated_at: format_iso(NOW),
+        diagnostics: vec!["no_current_report".into()],
+        provider_id: Some(ProviderId::Anthropic),
+    }
+}
+
+fn collecting() -> Readiness {
+    readiness(&MetricsIndex::default(), Thresholds::default())
+}
+
+fn with_state(state: ReadinessState, reasons: Vec<&'static str>) -> Readiness {
+    let mut r = collecting();
+    r.state = state;
+    r.reasons = reasons;
+    r
+}
+
+#[test]
+fn agenda_sync_nudge_is_keyed_by_fingerprint() {
+    let planned = plan_nudge(&status(vec![
+        work("1", "owned_pending_task"),
+        work("2", "owned_in_progress_task"),
+    ]))
+    .unwrap();
+    assert_eq!(planned.id, "member-work-sync:forge:jack:agenda:v1:abc");
+    assert_eq!(planned.payload.work_sync_intent, NudgeIntent::AgendaSync);
+    assert_eq!(planned.preview, "#1 Task 1; #2 Task 2");
+    assert!(planned.payload.text.starts_with(NUDGE_TEXT));
+    assert_eq!(planned.payload_hash, planned.payload.hash());
+    assert_eq!(planned.payload.task_refs[0].display_id, "#1");
+}
+
+#[test]
+fn strict_pickup_nudge_is_keyed_by_review_requests() {
+    let planned = plan_nudge(&status(vec![pickup("7", "r2"), pickup("6", "r1")])).unwrap();
+    assert_eq!(planned.payload.work_sync_intent, NudgeIntent::ReviewPickup);
+    assert_eq!(
+        planned.id,
+        "member-work-sync:forge:jack:review-pickup:r1+r2"
+    );
+    assert_eq!(
+        planned.payload.work_sync_review_request_event_ids,
+        ["r1", "r2"]
+    );
+    let mut diag = pickup("6", "r1");
+    diag.evidence.review_diagnostics = Some(vec!["x".into()]);
+    assert!(!is_strict_pickup(&status(vec![diag]).agenda));
+}
+
+#[test]
+fn only_needs_sync_with_would_nudge_is_planned() {
+    let mut s = status(vec![work("1", "owned_pending_task")]);
+    s.shadow.as_mut().unwrap().would_nudge = false;
+    assert!(plan_nudge(&s).is_none());
+    let mut s = status(vec![work("1", "owned_pending_task")]);
+    s.state = StatusState::StillWorking;
+    assert!(plan_nudge(&s).is_none());
+    assert!(plan_nudge(&status(vec![])).is_none());
+}
+
+#[test]
+fn activation_order() {
+    let s = status(vec![work("1", "owned_pending_task")]);
+    assert_eq!(
+        activation(&s, &collecting(), None, NOW),
+        Err("phase2_not_ready")
+    );
+    assert_eq!(
+        activation(
+            &s,
+            &with_state(ReadinessState::ShadowReady, vec![]),
+            None,
+            NOW
+        ),
+        Ok("shadow_ready")
+    );
+    assert_eq!(
+        activation(
+            &s,
+            &with_state(ReadinessState::Blocked, vec!["report_rejection_rate_high"]),
+            None,
+            NOW
+        ),
+        Err("blocking_metrics")
+    );
+    // Native stale work: needs_sync for ≥ 6 min goes out even while collecting.
+    assert_eq!(
+        activation(&s, &collecting(), Some(NOW - NATIVE_STALE_MS + 1), NOW),
+        Err("phase2_not_ready")
+    );
+    assert_eq!(
+        activation(&s, &collecting(), Some(NOW - NATIVE_STALE_MS), NOW),
+        Ok("native_stale_assigned_work")
+    );
+    let busy = status(vec![work("2", "owned_in_progress_task")]);
+    assert_eq!(
+        activation(&busy, &collecting(), Some(0), NOW),
+        Ok("native_stale_in_progress")
+    );
+    let mut opencode = status(vec![work("1", "owned_pending_task")]);
+    opencode.provider_id = Some(ProviderId::Opencode);
+    assert_eq!(
+        activation(&opencode, &collecting(), Some(0), NOW),
+        Err("phase2_not_ready")
+    );
+    let mut lead = status(vec![work("1", "owned_pending_task")]);
+    lead.member_name = "Team_Lead".into();
+    assert_eq!(
+        activation(&lead, &collecting(), Some(0), NOW),
+        Err("phase2_not_ready")
+    );
+    // Pickups go out while collecting.
+    let p = status(vec![pickup("6", "r1")]);
+    assert_eq!(
+        activation(&p, &collecting(), None, NOW),
+        Ok("review_pickup_required")
+    );
+    let mut caught_up = status(vec![]);
+    caught_up.state = StatusState::CaughtUp;
+    assert_eq!(
+        activation(&caught_up, &collecting(), None, NOW),
+        Err("status_not_nudgeable")
+    );
+}
+
+fn planned() -> PlannedNudge {
+    plan_nudge(&status(vec![work("1", "owned_pending_task")])).unwrap()
+}
+
+#[test]
+fn outbox_transitions_with_generation_fencing() {
+    let (mut item, outcome) = ensure_pending(None, &planned(), "forge", "jack", NOW);
+    assert_eq!(
+        (outcome, item.status, item.attempt_generation),
+        (EnsureOutcome::Created, OutboxStatus::Pending, 0)
+    );
+    assert!(is_claimable(&item, NOW));
+    claim(&mut item, "a", NOW);
+    assert_eq!(
+        (item.status, item.attempt_generation),
+        (OutboxStatus::Claimed, 1)
+    );
+    assert!(!is_claimable(&item, NOW + STALE_CLAIM_MS - 1));
+    // Dispatcher a died; b takes over after 5 minutes.
+    assert!(is_claimable(&item, NOW + STALE_CLAIM_MS));
+    claim(&mut item, "b", NOW + STALE_CLAIM_MS);
+    assert_eq!(item.attempt_generation, 2);
+    // a's late mark changes nothing.
+    assert!(!finish_attempt(
+        &mut item,
+        1,
+        &AttemptEnd::Delivered,
+        NOW + STALE_CLAIM_MS + 1
+    ));
+    assert_eq!(item.status, OutboxStatus::Claimed);
+    assert!(finish_attempt(
+        &mut item,
+        2,
+        &AttemptEnd::Delivered,
+        NOW + STALE_CLAIM_MS + 2
+    ));
+    assert_eq!(item.status, OutboxStatus::Delivered);
+    assert_eq!(item.delivered_message_id.as_deref(), Some(item.id.as_str()));
+    assert!(!is_claimable(&item, NOW + 10 * STALE_CLAIM_MS));
+    // Delivered is terminal: same hash stays, another hash is a conflict.
+    let (same, outcome) = ensure_pending(Some(item.clone()), &planned(), "forge", "jack", NOW);
+    assert_eq!(
+        (outcome, same.status),
+        (EnsureOutcome::Existing, OutboxStatus::Delivered)
+    );
+    let mut other = planned();
+    other.payload.text.push('!');
+    other.payload_hash = other.payload.hash();
+    assert_eq!(
+        ensure_pending(Some(item), &other, "forge", "jack", NOW).1,
+        EnsureOutcome::PayloadConflict
+    );
+}
+
+#[test]
+fn ensure_pending_revives_and_refreshes() {
+    let (mut item, _) = ensure_pending(None, &planned(), "forge", "jack", NOW);
+    claim(&mut item, "a", NOW);
+    finish_attempt(
+        &mut item,
+        1,
+        &AttemptEnd::Superseded { reason: "x".into() },
+        NOW,
+    );
+    let (revived, outcome) = ensure_pending(Some(item.clone()), &planned(), "forge", "jack", NOW);
+    assert_eq!(
+        (outcome, revived.status),
+        (EnsureOutcome::Existing, OutboxStatus::Pending)
+    );
+    // A new payload for a claimed item fences the claim.
+    let mut claimed = revived;
+    claim(&mut claimed, "a", NOW);
+    let mut other = planned();
+    other.payload.text.push('!');
+    other.payload_hash = other.payload.hash();
+    let (refreshed, _) = ensure_pending(Some(claimed), &other, "forge", "jack", NOW);
+    assert_eq!(
+        (refreshed.status, refreshed.attempt_generation),
+        (OutboxStatus::Pending, 3)
+    );
+    assert_eq!(refreshed.payload_hash, other.payload_hash);
+}
+
+#[test]
+fn backoff_and_jitter_values() {
+    let id = "member-work-sync:forge:jack:agenda:v1:abc";
+    assert_eq!(jitter_minutes(id, 1), 4);
+    assert_eq!(jitter_minutes(id, 2), 0);
+    assert_eq!(jitter_minutes("x", 0), 2);
+    assert_eq!(retry_at(id, 1, NOW), NOW + (10 + 4) * MINUTE);
+    assert_eq!(retry_at(id, 2, NOW), NOW + 20 * MINUTE);
+    for generation in 0..40 {
+        let at = retry_at(id, generation, NOW);
+        assert!(
+            at >= NOW + 10 * MINUTE && at <= NOW + 64 * MINUTE,
+            "{generation}"
+        );
+    }
+    assert_eq!(retry_at("x", 0, NOW), NOW + 12 * MINUTE);
+}
+
+#[test]
+fn watchdog_cooldown_edges() {
+    let alert = |task: &str, member: Option<&str>, at: EpochMs| WatchdogAlert {
+        task_id: Some(task.into()),
+        member_name: member.map(str::to_string),
+        state: Some("alerted".into()),
+        alerted_at: Some(format_iso(at)),
+    };
+    let tasks = ["1", "2"];
+    assert_eq!(
+        watchdog_cooldown(&[alert("1", None, NOW)], &tasks, "jack", NOW),
+        Some(NOW + WATCHDOG_COOLDOWN_MS)
+    );
+    let just_inside = NOW - WATCHDOG_COOLDOWN_MS + 1;
+    assert!(watchdog_cooldown(
+        &[alert("1", Some("Jack"), just_inside)],
+        &tasks,
+        "jack",
+        NOW
+    )
+    .is_some());
+    let exactly = NOW - WATCHDOG_COOLDOWN_MS;
+    assert_eq!(
+        watchdog_cooldown(&[alert("1", None, exactly)], &tasks, "jack", NOW),
+        None,
+        "10 min boundary"
+    );
+    assert_eq!(
+        watchdog_cooldown(&[alert("1", None, NOW + 1)], &tasks, "jack", NOW),
+        None,
+        "future ignored"
+    );
+    assert_eq!(
+        watchdog_cooldown(&[alert("9", None, NOW)], &tasks, "jack", NOW),
+        None,
+        "other task"
+    );
+    assert_eq!(
+        watchdog_cooldown(&[alert("1", Some("jill"), NOW)], &tasks, "jack", NOW),
+        None,
+        "other member"
+    );
+    let mut resolved = alert("1", None, NOW);
+    resolved.state = Some("resolved".into());
+    assert_eq!(watchdog_cooldown(&[resolved], &tasks, "jack", NOW), None);
+}
+
+#[test]
+fn rate_limit_second_vs_third_delivery() {
+    assert_eq!(
+        rate_limit(&[NOW - 10 * MINUTE], NOW),
+        None,
+        "1 delivered: a 2nd may go"
+    );
+    assert_eq!(
+        rate_limit(&[NOW - 10 * MINUTE, NOW - 5 * MINUTE], NOW),
+        Some(NOW + 50 * MINUTE),
+        "2 delivered: the 3rd waits until the oldest leaves the hour"
+    );
+    assert_eq!(
+        rate_limit(&[NOW - 60 * MINUTE, NOW - 5 * MINUTE], NOW),
+        None,
+        "oldest is out of the window"
+    );
+}
+
+#[test]
+fn suppression_threshold() {
+    assert!(!is_suppressed(3));
+    assert!(is_suppressed(4));
+}
+
+#[test]
+fn lead_like_names() {
+    for name in [
+        "lead",
+        "Team Lead",
+        "team_lead",
+        "TEAMLEAD",
+        "team-leader",
+        " team  lead ",
+    ] {
+        assert!(is_lead_like(name), "{name}");
+    }
+    assert!(!is_lead_like("leader"));
+    assert!(!is_lead_like("jack"));
+}
