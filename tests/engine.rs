@@ -88,7 +88,7 @@ fn task_events_reach_the_impacted_members() {
     assert!(run_due(&services).is_empty(), "task_changed waits 15 s");
     advance(&services, 15_000);
     assert_eq!(run_due(&services), ["jack", "jill"]);
-    let status = services.engine.get_status("forge", "jill").unwrap();
+    let status = services.engine.get_status("forge", "jill", false).unwrap();
     assert_eq!(
         status.shadow.unwrap().trigger_reasons.unwrap(),
         ["task_changed"]
@@ -136,7 +136,7 @@ fn tool_activity_marks_busy_and_finish_queues_a_reconcile() {
     assert_eq!(queued(&services), [("jack".into(), vec!["tool_finished"])]);
     advance(&services, 5_000);
     assert_eq!(run_due(&services), ["jack"]);
-    let status = services.engine.get_status("forge", "jack").unwrap();
+    let status = services.engine.get_status("forge", "jack", false).unwrap();
     assert!(status
         .diagnostics
         .contains(&"member_busy:recent_tool_activity".to_string()));

@@ -364,8 +364,13 @@ impl Engine {
     }
 
     /// The stored status; a stale caught-up one is refreshed through the queue.
-    pub fn get_status(&self, team: &str, member: &str) -> Result<MemberStatus, WorkSyncError> {
-        let status = self.reconciler.get_status(team, member)?;
+    pub fn get_status(
+        &self,
+        team: &str,
+        member: &str,
+        force_nudge: bool,
+    ) -> Result<MemberStatus, WorkSyncError> {
+        let status = self.reconciler.get_status(team, member, force_nudge)?;
         if status.diagnostics.iter().any(|d| d == CAUGHT_UP_STALE) {
             self.enqueue(team, member, Trigger::ManualRefresh);
         }

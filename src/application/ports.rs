@@ -180,3 +180,72 @@ pub trait TaskImpactSource: Send + Sync {
     /// tasks the task blocks; `None` when the task cannot be read (route team-wide).
     fn impacted_members(&self, team_name: &str, task_id: &str) -> Option<Vec<String>>;
 }
+
+/// Per-member durable nudges (`outbox.json`) plus the team index.
+pub trait OutboxStore: Send + Sync {
+    /// Puts a planned nudge into the member's outbox (`ensurePending`).
+    fn ensure(
+        &self,
+        team: &str,
+        member: &str,
+        planned: &crate::domain::nudge::PlannedNudge,
+        now: EpochMs,
+    ) -> Result<
+        (
+            crate::domain::nudge::OutboxItem,
+            crate::domain::nudge::EnsureOutcome,
+        ),
+        PortError,
+    >;
+    /// Every item of a member.
+    fn member_items(
+        &self,
+        team: &str,
+        member: &str,
+    ) -> Result<Vec<crate::domain::nudge::OutboxItem>, PortError>;
+    /// Claims up to `limit` claimable items of a team (oldest due first),
+    /// each under its member file lock, so two dispatchers never hold one claim.
+    fn claim_due(
+        &self,
+        team: &str,
+        claimed_by: &str,
+        limit: usize,
+        now: EpochMs,
+    ) -> Result<Vec<crate::domain::nudge::OutboxItem>, PortError>;
+    /// Ends a claimed attempt; `Ok(false)` when the claim was lost (generation moved on).
+    fn finish(
+        &self,
+        item: &crate::domain::nudge::OutboxItem,
+        end: &crate::domain::nudge::AttemptEnd,
+        now: EpochMs,
+    ) -> Result<bool, PortError>;
+    /// Teams that have an outbox (for the dispatch scheduler).
+    fn teams_with_outbox(&self) -> Vec<String>;
+}
+
+/// Outcome of writing a nudge into an inbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InboxOutcome {
+    /// A new row was written.
+    Inserted,
+    /// The row was already there (an earlier attempt wrote it).
+    AlreadyPresent,
+    /// A row with this id but another payload exists; never overwritten.
+    PayloadConflict,
+}
+
+/// Writes nudges into member inboxes.
+pub trait InboxSink: Send + Sync {
+    /// Delivers `item` (idempotent by its id); `Err` is retryable and says why.
+    fn deliver(
+        &self,
+        item: &crate::domain::nudge::OutboxItem,
+        now: EpochMs,
+    ) -> Result<InboxOutcome, String>;
+}
+
+/// The app watchdog's recent alerts (`stall-monitor-journal.json`).
+pub trait WatchdogJournal: Send + Sync {
+    /// Alerts of a team (missing or corrupt file: none).
+    fn alerts(&self, team: &str) -> Vec<crate::domain::nudge::WatchdogAlert>;
+}

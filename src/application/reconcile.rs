@@ -16,10 +16,11 @@ use crate::domain::decision::{
 };
 use crate::domain::metrics::{events_for_write, ReportOutcome};
 use crate::domain::names::{normalize_member_name, validate_name, NameError};
+use crate::domain::nudge::{is_suppressed, OutboxStatus};
 use crate::domain::status::Report;
 use crate::domain::status::{MemberStatus, ReconciledBy, Shadow, StatusState};
 use crate::domain::team::TeamSnapshot;
-use crate::domain::time::{format_iso, EpochMs};
+use crate::domain::time::{format_iso, parse_iso, EpochMs};
 use crate::domain::token::TOKEN_TTL_MS;
 
 /// Why a use case failed.
@@ -67,6 +68,8 @@ pub struct Ports {
     pub intents: Arc<dyn ReportIntentStore>,
     /// Supervisor-reported runtime state.
     pub runtime: Arc<RuntimeStates>,
+    /// Durable nudges.
+    pub outbox: Arc<dyn super::ports::OutboxStore>,
     /// Tool activity per member.
     pub busy: Arc<super::busy::BusySignals>,
 }
@@ -90,11 +93,23 @@ impl Reconciler {
         by: ReconciledBy,
         triggers: &[&str],
     ) -> Result<MemberStatus, WorkSyncError> {
+        self.refresh_status_with(team, member, by, triggers, false)
+    }
+
+    /// [`Reconciler::refresh_status`]; `force_nudge` resets nudge suppression.
+    pub fn refresh_status_with(
+        &self,
+        team: &str,
+        member: &str,
+        by: ReconciledBy,
+        triggers: &[&str],
+        force_nudge: bool,
+    ) -> Result<MemberStatus, WorkSyncError> {
         check_name("teamName", team)?;
         check_name("memberName", member)?;
         let snapshot = self.ports.teams.load(team);
         let index = TeamIndex::build(&snapshot);
-        self.reconcile_with(&snapshot, &index, member, by, triggers)
+        self.reconcile_with(&snapshot, &index, member, by, triggers, force_nudge)
     }
 
     /// Reconciles every roster member of a team from one snapshot (one index build).
@@ -119,15 +134,31 @@ impl Reconciler {
                     member,
                     ReconciledBy::Request,
                     &["manual_refresh"],
+                    false,
                 )
             })
             .collect()
     }
 
     /// The stored status; stale ones are refreshed (DATA.md §1 `getStatus`).
-    pub fn get_status(&self, team: &str, member: &str) -> Result<MemberStatus, WorkSyncError> {
+    /// `force_nudge` reconciles now and resets nudge suppression.
+    pub fn get_status(
+        &self,
+        team: &str,
+        member: &str,
+        force_nudge: bool,
+    ) -> Result<MemberStatus, WorkSyncError> {
         check_name("teamName", team)?;
         check_name("memberName", member)?;
+        if force_nudge {
+            return self.refresh_status_with(
+                team,
+                member,
+                ReconciledBy::Request,
+                &["manual_refresh"],
+                true,
+            );
+        }
         let now = self.ports.clock.now_ms();
         let stored = self.ports.store.read(team, member)?;
         let Some(mut status) = stored.into_status() else {
@@ -137,7 +168,7 @@ impl Reconciler {
         if stale.iter().any(|d| *d != CAUGHT_UP_STALE) {
             return self.refresh_status(team, member, ReconciledBy::Request, &["manual_refresh"]);
         }
-        // TODO(queue, issue 6): enqueue a `manual_refresh` for a stale caught-up status.
+        // A stale caught-up status is refreshed through the queue (Engine::get_status).
         status
             .diagnostics
             .extend(stale.iter().map(|d| d.to_string()));
@@ -182,6 +213,7 @@ impl Reconciler {
         member: &str,
         by: ReconciledBy,
         triggers: &[&str],
+        force_nudge: bool,
     ) -> Result<MemberStatus, WorkSyncError> {
         let team = snapshot.team_name.as_str();
         let now = self.ports.clock.now_ms();
@@ -212,7 +244,9 @@ impl Reconciler {
             let agenda = agenda
                 .take()
                 .unwrap_or_else(|| index.agenda_for(member, &format_iso(now)));
-            self.build_status(snapshot, agenda, previous, now, by, triggers, None)
+            let mut status = self.build_status(snapshot, agenda, previous, now, by, triggers, None);
+            self.apply_suppression(&mut status, force_nudge, now);
+            status
         })?;
         self.record_metrics(&status, None);
         let decision_kind = if status.state == StatusState::Inactive {
@@ -292,6 +326,9 @@ impl Reconciler {
             }
             _ => previous_report,
         };
+        let previous_reset = previous
+            .as_ref()
+            .and_then(|p| p.nudge_suppression_reset_at.clone());
         let previous_fingerprint = previous.map(|p| p.agenda.fingerprint);
         let mut trigger_reasons: Vec<String> = triggers.iter().map(|t| t.to_string()).collect();
         trigger_reasons.sort();
@@ -340,6 +377,7 @@ impl Reconciler {
             member_name: agenda.member_name.clone(),
             state: decision.state,
             provider_id: snapshot.member(&member).and_then(|m| m.derived_provider()),
+            nudge_suppression_reset_at: previous_reset,
             agenda,
             report,
             report_token,
@@ -347,6 +385,75 @@ impl Reconciler {
             shadow: Some(shadow),
             evaluated_at: format_iso(now),
             diagnostics,
+        }
+    }
+
+    /// Nudge suppression (DATA.md §5 "Suppression"): after 4 delivered nudges
+    /// for one fingerprint without an accepted report, stop would-nudging.
+    /// Reset by a fingerprint change, an accepted report, or `force_nudge`.
+    fn apply_suppression(&self, status: &mut MemberStatus, force_nudge: bool, now: EpochMs) {
+        let fingerprint = status.agenda.fingerprint.clone();
+        let reset_at = if force_nudge {
+            status
+                .diagnostics
+                .push("work_sync_suppression_manual_retry_reset".into());
+            Some(now)
+        } else if status
+            .shadow
+            .as_ref()
+            .is_some_and(|s| s.fingerprint_changed)
+        {
+            Some(now)
+        } else {
+            let accepted_same_fp = status
+                .report
+                .as_ref()
+                .filter(|r| r.accepted && r.agenda_fingerprint == fingerprint)
+                .and_then(|r| parse_iso(&r.reported_at));
+            let previous = status
+                .nudge_suppression_reset_at
+                .as_deref()
+                .and_then(parse_iso);
+            accepted_same_fp.max(previous)
+        };
+        status.nudge_suppression_reset_at = reset_at.map(format_iso);
+        let candidate = status.state == StatusState::NeedsSync
+            && !status.agenda.items.is_empty()
+            && status.shadow.as_ref().is_some_and(|s| s.would_nudge);
+        if !candidate {
+            return;
+        }
+        let Ok(items) = self
+            .ports
+            .outbox
+            .member_items(&status.team_name, &status.member_name)
+        else {
+            return;
+        };
+        let delivered = items
+            .iter()
+            .filter(|i| i.agenda_fingerprint == fingerprint && i.status == OutboxStatus::Delivered)
+            .filter(|i| {
+                let at = i.delivered_at.as_deref().and_then(parse_iso);
+                reset_at.is_none_or(|reset| at.is_some_and(|at| at >= reset))
+            })
+            .count();
+        if is_suppressed(delivered) {
+            if let Some(shadow) = status.shadow.as_mut() {
+                shadow.would_nudge = false;
+            }
+            status
+                .diagnostics
+                .push("work_sync_suppressed_no_accepted_report".into());
+            self.audit(
+                "nudge_planner",
+                "nudge_suppressed",
+                &status.team_name,
+                &status.member_name,
+                now,
+                vec![],
+                json!({ "agendaFingerprint": fingerprint, "deliveredCount": delivered }),
+            );
         }
     }
 

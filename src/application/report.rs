@@ -330,7 +330,7 @@ impl Reconciler {
     /// The compact agenda block an agent gets in its briefing (same agenda and
     /// fingerprint as the reconciler's status).
     pub fn agent_brief(&self, team: &str, member: &str) -> Result<Value, WorkSyncError> {
-        Ok(agent_brief(&self.get_status(team, member)?))
+        Ok(agent_brief(&self.get_status(team, member, false)?))
     }
 }
 

@@ -102,7 +102,11 @@ impl MemberWorkSync {
     pub fn get_status(&self, request: Value) -> AsyncTask<Job> {
         self.job(move |i| {
             let (team, member) = member_request(&request)?;
-            to_json(i.services.engine.get_status(&team, &member)?)
+            let force_nudge = request
+                .get("forceNudge")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            to_json(i.services.engine.get_status(&team, &member, force_nudge)?)
         })
     }
 

@@ -307,6 +307,7 @@ mod tests {
             evaluated_at: format_iso(NOW - age_ms),
             diagnostics: vec![],
             provider_id: None,
+            nudge_suppression_reset_at: None,
         }
     }
 

@@ -506,6 +506,7 @@ mod tests {
             evaluated_at: format_iso(0),
             diagnostics: vec![],
             provider_id: None,
+            nudge_suppression_reset_at: None,
         };
         let events = events_for_write(&status, None);
         assert_eq!(events.len(), 1);

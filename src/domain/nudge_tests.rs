@@ -55,6 +55,7 @@ fn status(items: Vec<ActionableWorkItem>) -> MemberStatus {
         evaluated_at: format_iso(NOW),
         diagnostics: vec!["no_current_report".into()],
         provider_id: Some(ProviderId::Anthropic),
+        nudge_suppression_reset_at: None,
     }
 }
 

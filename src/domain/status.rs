@@ -105,4 +105,7 @@ pub struct MemberStatus {
     pub diagnostics: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_id: Option<ProviderId>,
+    /// Deliveries before this time no longer count towards nudge suppression.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nudge_suppression_reset_at: Option<String>,
 }

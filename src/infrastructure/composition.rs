@@ -14,6 +14,7 @@ use crate::application::runtime_state::RuntimeStates;
 use super::clock::{ManualClock, SystemClock};
 use super::intent_store::FsReportIntentStore;
 use super::metrics_store::FsMetricsStore;
+use super::outbox_store::FsOutboxStore;
 use super::report_token::HmacReportTokens;
 use super::status_store::{FsAuditJournal, FsStatusStore, StorePaths};
 use super::team_reader::FsTeamSource;
@@ -90,9 +91,14 @@ impl Services {
             store: Arc::new(FsStatusStore::new(store_paths.clone(), clock.clone())),
             journal: journal.clone(),
             tokens: Arc::new(HmacReportTokens::new(paths.teams_base.clone())),
-            metrics: Arc::new(FsMetricsStore::new(paths.teams_base, clock.clone())),
-            intents: Arc::new(FsReportIntentStore::new(store_paths, clock.clone())),
+            metrics: Arc::new(FsMetricsStore::new(paths.teams_base.clone(), clock.clone())),
+            intents: Arc::new(FsReportIntentStore::new(store_paths.clone(), clock.clone())),
             runtime: runtime.clone(),
+            outbox: Arc::new(FsOutboxStore::new(
+                store_paths.clone(),
+                paths.teams_base.clone(),
+                clock.clone(),
+            )),
             busy: busy.clone(),
         }));
         let engine = Arc::new(Engine::new(

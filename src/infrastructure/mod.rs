@@ -9,6 +9,7 @@ pub mod journal;
 pub mod json_store;
 pub mod lock;
 pub mod metrics_store;
+pub mod outbox_store;
 pub mod report_token;
 pub mod status_store;
 pub mod team_reader;

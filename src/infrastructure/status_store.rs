@@ -189,6 +189,7 @@ mod tests {
             evaluated_at: "2026-11-22T10:00:00.000Z".into(),
             diagnostics,
             provider_id: None,
+            nudge_suppression_reset_at: None,
         }
     }
 

@@ -1,0 +1,273 @@
+//! Per-member `outbox.json` (`{schemaVersion: 2, items}`) and the team index
+//! `indexes/outbox-index.json`. Lock order: index, then member file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::json_store::{
+    read_envelope, read_flat_envelope, write_envelope, write_flat_envelope, Loaded,
+};
+use super::lock::StoreLock;
+use super::status_store::StorePaths;
+use crate::application::ports::{Clock, OutboxStore, PortError, WatchdogJournal};
+use crate::domain::names::member_key;
+use crate::domain::nudge::{
+    claim, ensure_pending, finish_attempt, is_claimable, AttemptEnd, EnsureOutcome, OutboxItem,
+    OutboxStatus, PlannedNudge, WatchdogAlert,
+};
+use crate::domain::time::{parse_iso, EpochMs};
+
+const SCHEMA_VERSION: u64 = 2;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct IndexEntry {
+    member_key: String,
+    member_name: String,
+    status: OutboxStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    next_attempt_at: Option<String>,
+    updated_at: String,
+    created_at: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct OutboxIndex {
+    #[serde(default)]
+    items: BTreeMap<String, IndexEntry>,
+}
+
+/// [`OutboxStore`] on the file system.
+pub struct FsOutboxStore {
+    paths: StorePaths,
+    teams_base: PathBuf,
+    clock: Arc<dyn Clock>,
+}
+
+impl FsOutboxStore {
+    /// Outboxes under `paths`.
+    pub fn new(paths: StorePaths, teams_base: PathBuf, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            paths,
+            teams_base,
+            clock,
+        }
+    }
+
+    fn index_path(&self, team: &str) -> PathBuf {
+        self.paths
+            .team_dir(team)
+            .join(".member-work-sync")
+            .join("indexes")
+            .join("outbox-index.json")
+    }
+
+    fn member_path(&self, team: &str, member: &str) -> PathBuf {
+        self.paths.member_file(team, member, "outbox.json")
+    }
+
+    fn read_items(&self, path: &Path) -> Result<BTreeMap<String, OutboxItem>, PortError> {
+        Ok(
+            match read_envelope(path, SCHEMA_VERSION, "items", self.clock.now_ms())? {
+                Loaded::Found(items) => items,
+                Loaded::Missing | Loaded::Quarantined { .. } => BTreeMap::new(),
+            },
+        )
+    }
+
+    /// Read-modify-write of one member's outbox under both locks; the index
+    /// entries of the changed items are refreshed too.
+    fn update<R>(
+        &self,
+        team: &str,
+        member: &str,
+        change: impl FnOnce(&mut BTreeMap<String, OutboxItem>) -> (R, Vec<String>),
+    ) -> Result<R, PortError> {
+        let index_path = self.index_path(team);
+        let member_path = self.member_path(team, member);
+        let _index_lock = StoreLock::acquire(&index_path)?;
+        let _member_lock = StoreLock::acquire(&member_path)?;
+        let mut items = self.read_items(&member_path)?;
+        let (result, changed) = change(&mut items);
+        if changed.is_empty() {
+            return Ok(result);
+        }
+        write_envelope(&member_path, SCHEMA_VERSION, "items", &items)?;
+        let mut index = match read_flat_envelope::<OutboxIndex>(
+            &index_path,
+            SCHEMA_VERSION,
+            self.clock.now_ms(),
+        )? {
+            Loaded::Found(index) => index,
+            Loaded::Missing | Loaded::Quarantined { .. } => OutboxIndex::default(),
+        };
+        for id in changed {
+            if let Some(item) = items.get(&id) {
+                index.items.insert(id, entry(item));
+            }
+        }
+        write_flat_envelope(&index_path, SCHEMA_VERSION, &index)?;
+        Ok(result)
+    }
+
+    /// Every member outbox of a team, read without locks (claims re-check under lock).
+    fn team_items(&self, team: &str) -> Result<Vec<OutboxItem>, PortError> {
+        let mut all = Vec::new();
+        let Ok(entries) = std::fs::read_dir(self.paths.team_dir(team).join("members")) else {
+            return Ok(all);
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path().join(".member-work-sync").join("outbox.json");
+            all.extend(self.read_items(&path)?.into_values());
+        }
+        Ok(all)
+    }
+}
+
+fn entry(item: &OutboxItem) -> IndexEntry {
+    IndexEntry {
+        member_key: member_key(&item.member_name),
+        member_name: item.member_name.clone(),
+        status: item.status,
+        next_attempt_at: item.next_attempt_at.clone(),
+        updated_at: item.updated_at.clone(),
+        created_at: item.created_at.clone(),
+    }
+}
+
+impl OutboxStore for FsOutboxStore {
+    fn ensure(
+        &self,
+        team: &str,
+        member: &str,
+        planned: &PlannedNudge,
+        now: EpochMs,
+    ) -> Result<(OutboxItem, EnsureOutcome), PortError> {
+        self.update(team, member, |items| {
+            let (item, outcome) =
+                ensure_pending(items.get(&planned.id).cloned(), planned, team, member, now);
+            let changed = items.get(&item.id) != Some(&item);
+            items.insert(item.id.clone(), item.clone());
+            let changed = if changed {
+                vec![item.id.clone()]
+            } else {
+                vec![]
+            };
+            ((item, outcome), changed)
+        })
+    }
+
+    fn member_items(&self, team: &str, member: &str) -> Result<Vec<OutboxItem>, PortError> {
+        Ok(self
+            .read_items(&self.member_path(team, member))?
+            .into_values()
+            .collect())
+    }
+
+    fn claim_due(
+        &self,
+        team: &str,
+        claimed_by: &str,
+        limit: usize,
+        now: EpochMs,
+    ) -> Result<Vec<OutboxItem>, PortError> {
+        let mut candidates: Vec<OutboxItem> = self
+            .team_items(team)?
+            .into_iter()
+            .filter(|i| is_claimable(i, now))
+            .collect();
+        let order = |i: &OutboxItem| {
+            i.next_attempt_at
+                .as_deref()
+                .or(Some(i.updated_at.as_str()))
+                .and_then(parse_iso)
+                .unwrap_or(i64::MIN)
+        };
+        candidates.sort_by_key(|i| (order(i), i.id.clone()));
+        let mut claimed = Vec::new();
+        for candidate in candidates {
+            if claimed.len() >= limit {
+                break;
+            }
+            let taken = self.update(team, &candidate.member_name, |items| {
+                match items.get_mut(&candidate.id) {
+                    // Re-checked under the lock: another dispatcher may have won.
+                    Some(item) if is_claimable(item, now) => {
+                        claim(item, claimed_by, now);
+                        (Some(item.clone()), vec![candidate.id.clone()])
+                    }
+                    _ => (None, vec![]),
+                }
+            })?;
+            claimed.extend(taken);
+        }
+        Ok(claimed)
+    }
+
+    fn finish(&self, item: &OutboxItem, end: &AttemptEnd, now: EpochMs) -> Result<bool, PortError> {
+        self.update(&item.team_name, &item.member_name, |items| {
+            let finished = items
+                .get_mut(&item.id)
+                .is_some_and(|stored| finish_attempt(stored, item.attempt_generation, end, now));
+            (
+                finished,
+                if finished {
+                    vec![item.id.clone()]
+                } else {
+                    vec![]
+                },
+            )
+        })
+    }
+
+    fn teams_with_outbox(&self) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(&self.teams_base) else {
+            return Vec::new();
+        };
+        let mut teams: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter(|e| {
+                e.path()
+                    .join(".member-work-sync/indexes/outbox-index.json")
+                    .is_file()
+            })
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect();
+        teams.sort();
+        teams
+    }
+}
+
+/// [`WatchdogJournal`] reading `teams/<team>/stall-monitor-journal.json`.
+pub struct FsWatchdogJournal {
+    teams_base: PathBuf,
+}
+
+impl FsWatchdogJournal {
+    /// Journals under `teams_base`.
+    pub fn new(teams_base: PathBuf) -> Self {
+        Self { teams_base }
+    }
+}
+
+impl WatchdogJournal for FsWatchdogJournal {
+    fn alerts(&self, team: &str) -> Vec<WatchdogAlert> {
+        let path = self
+            .teams_base
+            .join(team)
+            .join("stall-monitor-journal.json");
+        match super::json_store::read_capped(&path, 2 * 1024 * 1024) {
+            Ok(Some(super::json_store::Capped::Bytes(bytes))) => {
+                let rows: Vec<serde_json::Value> =
+                    serde_json::from_slice(&bytes).unwrap_or_default();
+                rows.into_iter()
+                    .filter_map(|row| serde_json::from_value(row).ok())
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+}
