@@ -11,3 +11,4 @@ pub mod review_cycle;
 pub mod status;
 pub mod team;
 pub mod time;
+pub mod turn_settled;
