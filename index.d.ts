@@ -77,6 +77,24 @@ export interface MemberWorkSyncStatus {
   providerId?: 'anthropic' | 'codex' | 'gemini' | 'opencode'
 }
 
+export interface TeamChangeEvent {
+  type: 'config' | 'inbox' | 'task' | 'tool-activity' | 'member-turn-settled' | 'process' | 'member-spawn' | string
+  teamName: string
+  runId?: string
+  /** for 'member-turn-settled': JSON {"memberName","provider","sourceId"} */
+  detail?: string
+  taskId?: string
+}
+
+export interface RuntimeTurnSettledDrainSummary {
+  claimed: number
+  enqueued: number
+  unresolved: number
+  ignored: number
+  invalid: number
+  failed: number
+}
+
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
@@ -87,6 +105,18 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 
 /** One addon instance over one Claude home. */
 export declare class MemberWorkSync {
+  /**
+   * The managed Stop hook settings fragment (claude only; `null` for other
+   * providers or when the hook cannot be installed).
+   */
+  buildRuntimeTurnSettledHookSettings(input: { provider: 'claude' | 'codex' | 'opencode' }): Promise<Record<string, unknown> | null>
+  /**
+   * `{AGENT_TEAMS_RUNTIME_TURN_SETTLED_SPOOL_ROOT}` for codex / opencode
+   * (`null` for claude, or when the spool cannot be installed).
+   */
+  buildRuntimeTurnSettledEnvironment(input: { provider: 'claude' | 'codex' | 'opencode' }): Promise<Record<string, string> | null>
+  /** Drains up to 50 spooled hook payloads. */
+  drainRuntimeTurnSettledEvents(): Promise<RuntimeTurnSettledDrainSummary>
   /** Creates an instance; does no IO. */
   constructor(options?: MemberWorkSyncOptions | undefined | null)
   /** The stored status of a member; stale ones are refreshed. */
@@ -119,4 +149,12 @@ export interface MemberWorkSyncOptions {
   clock?: MemberWorkSyncClockOption
   /** Start schedulers and watchers (default true; nothing to start yet). */
   autoStart?: boolean
+  /** Receives the addon's team change events (e.g. `member-turn-settled`). */
+  onTeamChange?: (event: TeamChangeEvent) => void
 }
+
+/** Hook-aware merge of a settings patch into a settings object (seed 000 §5). */
+export declare function mergeRuntimeHookSettings(base: Record<string, unknown>, patch: Record<string, unknown>): Record<string, unknown>
+
+/** Marker at the end of the managed Stop hook command. */
+export declare const TURN_SETTLED_HOOK_MARKER: string

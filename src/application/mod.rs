@@ -3,3 +3,4 @@
 pub mod ports;
 pub mod reconcile;
 pub mod runtime_state;
+pub mod turn_settled;

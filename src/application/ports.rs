@@ -23,6 +23,12 @@ pub trait Clock: Send + Sync {
 pub trait TeamSource: Send + Sync {
     /// Loads the team; missing or broken inputs degrade to defaults plus diagnostics.
     fn load(&self, team_name: &str) -> TeamSnapshot;
+
+    /// Loads only what identifies the roster (config and members meta), no
+    /// tasks or board: enough to check who is an active member.
+    fn load_roster(&self, team_name: &str) -> TeamSnapshot {
+        self.load(team_name)
+    }
 }
 
 /// A stored status and how it was found.

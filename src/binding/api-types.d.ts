@@ -76,3 +76,21 @@ export interface MemberWorkSyncStatus {
   diagnostics: string[]
   providerId?: 'anthropic' | 'codex' | 'gemini' | 'opencode'
 }
+
+export interface TeamChangeEvent {
+  type: 'config' | 'inbox' | 'task' | 'tool-activity' | 'member-turn-settled' | 'process' | 'member-spawn' | string
+  teamName: string
+  runId?: string
+  /** for 'member-turn-settled': JSON {"memberName","provider","sourceId"} */
+  detail?: string
+  taskId?: string
+}
+
+export interface RuntimeTurnSettledDrainSummary {
+  claimed: number
+  enqueued: number
+  unresolved: number
+  ignored: number
+  invalid: number
+  failed: number
+}

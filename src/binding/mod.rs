@@ -2,6 +2,7 @@
 //! errors to stable codes. No rules live here.
 
 pub(crate) mod job;
+pub mod turn_settled;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,7 +23,7 @@ pub struct MemberWorkSyncClockOption {
 }
 
 /// Constructor options (API.md `MemberWorkSyncOptions`).
-#[napi(object)]
+#[napi(object, object_to_js = false)]
 pub struct MemberWorkSyncOptions {
     /// Claude home; default `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
     pub claude_root: Option<String>,
@@ -34,6 +35,9 @@ pub struct MemberWorkSyncOptions {
     pub clock: Option<MemberWorkSyncClockOption>,
     /// Start schedulers and watchers (default true; nothing to start yet).
     pub auto_start: Option<bool>,
+    /// Receives the addon's team change events (e.g. `member-turn-settled`).
+    #[napi(ts_type = "(event: TeamChangeEvent) => void")]
+    pub on_team_change: Option<turn_settled::TeamChangeCallback>,
 }
 
 /// One addon instance over one Claude home.
@@ -53,6 +57,7 @@ impl MemberWorkSync {
             tasks_base_path: None,
             clock: None,
             auto_start: None,
+            on_team_change: None,
         });
         let paths = RootPaths::resolve(
             options.claude_root.map(PathBuf::from),
@@ -60,9 +65,13 @@ impl MemberWorkSync {
             options.tasks_base_path.map(PathBuf::from),
         );
         let fixed_now = options.clock.map(|c| c.now_ms as i64);
-        Self {
-            services: Arc::new(Services::new(paths, fixed_now)),
+        let services = Arc::new(Services::new(paths, fixed_now));
+        if let Some(callback) = options.on_team_change {
+            services
+                .team_changes
+                .connect(Box::new(turn_settled::JsTeamChangeSink(callback)));
         }
+        Self { services }
     }
 
     /// The stored status of a member; stale ones are refreshed.

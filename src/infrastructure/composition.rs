@@ -7,10 +7,13 @@ use std::sync::Arc;
 use crate::application::ports::Clock;
 use crate::application::reconcile::Reconciler;
 use crate::application::runtime_state::RuntimeStates;
+use crate::application::turn_settled::{TeamChangeRelay, TurnSettledIngestor};
 
 use super::clock::{ManualClock, SystemClock};
+use super::spool::{FsSpool, SpoolPaths};
 use super::status_store::{FsAuditJournal, FsStatusStore, StorePaths};
 use super::team_reader::FsTeamSource;
+use super::transcripts::FsClaudeSessionLocator;
 
 /// Where the Claude home and its team and task dirs are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +60,12 @@ pub struct Services {
     pub runtime: Arc<RuntimeStates>,
     /// The test clock, when the instance was built with one.
     pub manual_clock: Option<Arc<ManualClock>>,
+    /// The runtime turn-settled spool layout.
+    pub spool_paths: SpoolPaths,
+    /// Drains the turn-settled spool.
+    pub turn_settled: TurnSettledIngestor,
+    /// Where the addon's team change events go (the `onTeamChange` callback).
+    pub team_changes: Arc<TeamChangeRelay>,
 }
 
 impl Services {
@@ -69,17 +78,40 @@ impl Services {
         };
         let store_paths = StorePaths::new(paths.teams_base.clone());
         let runtime = Arc::new(RuntimeStates::default());
+        let teams = Arc::new(FsTeamSource::new(
+            paths.teams_base.clone(),
+            paths.tasks_base,
+        ));
+        let journal = Arc::new(FsAuditJournal::new(store_paths.clone()));
         let reconciler = Reconciler::new(
             clock.clone(),
-            Arc::new(FsTeamSource::new(paths.teams_base, paths.tasks_base)),
-            Arc::new(FsStatusStore::new(store_paths.clone(), clock)),
-            Arc::new(FsAuditJournal::new(store_paths)),
+            teams.clone(),
+            Arc::new(FsStatusStore::new(store_paths, clock.clone())),
+            journal.clone(),
             runtime.clone(),
+        );
+        let spool_paths = SpoolPaths::for_teams_base(&paths.teams_base);
+        // The teams dir is `<claudeRoot>/teams`; transcripts live in `<claudeRoot>/projects`.
+        let projects_dir = paths
+            .teams_base
+            .parent()
+            .map(|root| root.join("projects"))
+            .unwrap_or_else(|| paths.teams_base.join("..").join("projects"));
+        let turn_settled = TurnSettledIngestor::new(
+            clock.clone(),
+            Arc::new(FsSpool::new(spool_paths.clone(), clock)),
+            teams,
+            Arc::new(FsClaudeSessionLocator::new(paths.teams_base, projects_dir)),
+            runtime.clone(),
+            journal,
         );
         Self {
             reconciler,
             runtime,
             manual_clock,
+            spool_paths,
+            turn_settled,
+            team_changes: Arc::new(TeamChangeRelay::default()),
         }
     }
 }

@@ -7,5 +7,7 @@ pub mod composition;
 pub mod journal;
 pub mod json_store;
 pub mod lock;
+pub mod spool;
 pub mod status_store;
 pub mod team_reader;
+pub mod transcripts;

@@ -47,6 +47,24 @@ impl FsTeamSource {
 
 impl TeamSource for FsTeamSource {
     fn load(&self, team_name: &str) -> TeamSnapshot {
+        let mut snapshot = self.load_roster(team_name);
+        if !snapshot.config_found {
+            return snapshot;
+        }
+        let team_dir = self.teams_base.join(team_name);
+        snapshot.kanban = read_json(
+            &team_dir.join("kanban-state.json"),
+            MAX_KANBAN_BYTES,
+            "kanban_state",
+            &mut snapshot.diagnostics,
+        )
+        .map(|k| parse_kanban(&k))
+        .unwrap_or_default();
+        snapshot.tasks = read_tasks(&self.tasks_base.join(team_name), &mut snapshot.diagnostics);
+        snapshot
+    }
+
+    fn load_roster(&self, team_name: &str) -> TeamSnapshot {
         let team_dir = self.teams_base.join(team_name);
         let mut snapshot = TeamSnapshot {
             team_name: team_name.to_string(),
@@ -89,15 +107,6 @@ impl TeamSource for FsTeamSource {
         })
         .unwrap_or_default();
         snapshot.members = merge_team_members(&config_members, &meta);
-        snapshot.kanban = read_json(
-            &team_dir.join("kanban-state.json"),
-            MAX_KANBAN_BYTES,
-            "kanban_state",
-            diags,
-        )
-        .map(|k| parse_kanban(&k))
-        .unwrap_or_default();
-        snapshot.tasks = read_tasks(&self.tasks_base.join(team_name), &mut snapshot.diagnostics);
         snapshot
     }
 }

@@ -7,6 +7,7 @@
 pub mod normalize;
 pub mod settings;
 pub mod target;
+pub mod transcript;
 
 /// Marker at the end of the managed hook command; finds our hook among the user's.
 pub const TURN_SETTLED_HOOK_MARKER: &str = "agent-teams:member-work-sync-turn-settled:v1";
