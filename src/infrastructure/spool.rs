@@ -391,6 +391,132 @@ fn read_payload(path: &Path) -> ClaimContent {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::infrastructure::clock::ManualClock;
+
+    const T0: EpochMs = 1_795_341_600_000; // 2026-11-22T10:00:00Z
+
+    fn spool(now: EpochMs) -> (tempfile::TempDir, FsSpool, Arc<ManualClock>) {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = SpoolPaths::for_teams_base(dir.path());
+        paths.install().unwrap();
+        let clock = Arc::new(ManualClock::new(now));
+        (dir, FsSpool::new(paths, clock.clone()), clock)
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn claims_in_name_order_skip_hidden_files_and_classify_bad_ones() {
+        let (_dir, spool, _) = spool(T0);
+        let incoming = spool.paths().incoming();
+        fs::write(incoming.join("20261122T100002Z-1-0.codex.json"), b"{}").unwrap();
+        fs::write(incoming.join("20261122T100001Z-1-0.claude.json"), b"{}").unwrap();
+        fs::write(incoming.join(".turn-settled.9.0"), b"half").unwrap();
+        fs::write(incoming.join("20261122T100003Z-1-0.gemini.json"), b"{}").unwrap();
+        fs::write(incoming.join("notes.txt"), b"x").unwrap();
+        fs::write(incoming.join("20261122T100004Z-1-0.claude.json"), b"").unwrap();
+        fs::write(
+            incoming.join("20261122T100005Z-1-0.claude.json"),
+            vec![b'a'; 262_145],
+        )
+        .unwrap();
+        let claims = spool.claim(50).unwrap();
+        let got: Vec<(&str, Option<&str>)> = claims
+            .iter()
+            .map(|c| {
+                let what = match &c.content {
+                    ClaimContent::Payload(_) => None,
+                    ClaimContent::Invalid(reason) => Some(*reason),
+                    ClaimContent::Transient(_) => Some("transient"),
+                };
+                (c.id.as_str(), what)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("20261122T100001Z-1-0.claude.json", None),
+                ("20261122T100002Z-1-0.codex.json", None),
+                (
+                    "20261122T100003Z-1-0.gemini.json",
+                    Some("unsupported_provider")
+                ),
+                ("20261122T100004Z-1-0.claude.json", Some("payload_missing")),
+                (
+                    "20261122T100005Z-1-0.claude.json",
+                    Some("payload_too_large")
+                ),
+                ("notes.txt", Some("invalid_file_name")),
+            ]
+        );
+        assert_eq!(names(&incoming), vec![".turn-settled.9.0"]);
+        assert_eq!(claims[0].spooled_at_ms, T0 + 1000);
+        // Release puts it back; complete files it with its meta.
+        spool.release(&claims[0]).unwrap();
+        assert!(incoming.join(&claims[0].id).exists());
+        assert!(spool
+            .complete(&claims[1], &serde_json::json!({"outcome": "enqueued"}))
+            .unwrap());
+        assert_eq!(
+            names(&spool.paths().processed()),
+            vec![
+                "20261122T100002Z-1-0.codex.json",
+                "20261122T100002Z-1-0.codex.json.meta.json"
+            ]
+        );
+        // A claim already taken back (by another drainer's recovery) is reported lost.
+        assert!(!spool.complete(&claims[1], &serde_json::json!({})).unwrap());
+    }
+
+    #[test]
+    fn stale_claims_go_back_to_incoming_before_a_drain_and_fresh_ones_stay() {
+        let (_dir, spool, clock) = spool(T0);
+        let incoming = spool.paths().incoming();
+        fs::write(incoming.join("20261122T100000Z-1-0.claude.json"), b"{}").unwrap();
+        fs::write(incoming.join("20261122T100000Z-2-0.claude.json"), b"{}").unwrap();
+        let first = spool.claim(1).unwrap();
+        assert_eq!(first.len(), 1);
+        clock.set(T0 + STALE_CLAIM_MS - 1);
+        let second = spool.claim(1).unwrap();
+        assert_eq!(second[0].id, "20261122T100000Z-2-0.claude.json");
+        assert!(
+            spool.claim(1).unwrap().is_empty(),
+            "a fresh claim is not recovered"
+        );
+        clock.set(T0 + STALE_CLAIM_MS + 1);
+        let recovered = spool.claim(5).unwrap();
+        assert_eq!(recovered.len(), 1);
+        assert_eq!(recovered[0].id, first[0].id);
+    }
+
+    #[test]
+    fn retention_keeps_the_newest_and_drops_the_old() {
+        let now = T0 + 80 * 3600 * 1000;
+        let (_dir, spool, _) = spool(now);
+        let invalid = spool.paths().invalid();
+        let processed = spool.paths().processed();
+        for i in 0..105 {
+            let name = format!("20261125T{:02}{:02}00Z-1-0.claude.json", i / 60, i % 60);
+            fs::write(invalid.join(&name), b"x").unwrap();
+            fs::write(invalid.join(format!("{name}.meta.json")), b"{}").unwrap();
+        }
+        // 73 h old: past the 72 h of invalid results.
+        fs::write(invalid.join("20261122T090000Z-1-0.claude.json"), b"x").unwrap();
+        fs::write(processed.join("20261122T100000Z-1-0.claude.json"), b"x").unwrap();
+        fs::write(processed.join("20261125T170000Z-1-0.claude.json"), b"x").unwrap();
+        spool.apply_retention();
+        let kept = names(&invalid);
+        assert_eq!(kept.len(), 200);
+        assert_eq!(kept[0], "20261125T000500Z-1-0.claude.json");
+        assert_eq!(names(&processed), vec!["20261125T170000Z-1-0.claude.json"]);
+    }
 
     #[test]
     fn names_follow_the_documented_pattern() {
