@@ -22,6 +22,7 @@ use member_work_sync::infrastructure::transcripts::FsClaudeSessionLocator;
 
 const CODEX_SOURCE: &str = "agent-teams-orchestrator-codex-native";
 const CHILD_ENV: &str = "MWS_TEST_DRAINER_ROOT";
+const UNTIL_EMPTY_ENV: &str = "MWS_TEST_DRAINER_UNTIL_EMPTY";
 
 /// A Claude home with team `forge` and codex member `jack`.
 fn claude_home() -> tempfile::TempDir {
@@ -115,6 +116,11 @@ fn drainer_child() {
     };
     let ingestor = ingestor(&home, Arc::new(SystemClock));
     let sink = LogSink::open(&home.join("acted.log"));
+    if std::env::var_os(UNTIL_EMPTY_ENV).is_some() {
+        let s = drain_all(&ingestor, &sink);
+        println!("SUMMARY {} {}", s.claimed, s.enqueued);
+        return;
+    }
     let _ = fs::write(home.join(format!("ready-{}", std::process::id())), b"");
     loop {
         let _ = ingestor.drain(&NoQueue, &sink);
@@ -289,40 +295,68 @@ fn kill_nine_of_hook_and_drainer_loses_nothing_and_never_processes_twice() {
     assert!(acted.len() <= processed.len());
 }
 
-/// Four drainers (four app windows) over 2,000 pending events: each event is
-/// processed exactly once.
+/// Four drainer processes (four app windows) over 2,000 pending events: each
+/// event is processed exactly once.
 #[test]
-fn four_drainers_process_each_of_two_thousand_events_once() {
+fn four_drainer_processes_process_each_of_two_thousand_events_once() {
     let home = claude_home();
     let paths = SpoolPaths::for_teams_base(&home.path().join("teams"));
     paths.install().unwrap();
+    // Today's stamp: results older than 24 h would be pruned at once.
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
     for id in 0..2000 {
-        let name = format!("20261122T100000Z-{}-{:04}.codex.json", 1000 + id % 7, id);
+        let name = format!("{stamp}-{}-{id:04}.codex.json", 1000 + id % 7);
         fs::write(paths.incoming().join(name), codex_payload(id)).unwrap();
     }
-    let log = home.path().join("acted.log");
-    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(
-        member_work_sync::domain::time::parse_iso("2026-11-22T10:01:00Z").unwrap(),
-    ));
-    let summaries: Vec<DrainSummary> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..4)
-            .map(|_| {
-                let clock = clock.clone();
-                let home = home.path().to_path_buf();
-                let log = log.clone();
-                scope.spawn(move || drain_all(&ingestor(&home, clock), &LogSink::open(&log)))
-            })
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            Command::new(&exe)
+                .args([
+                    "--exact",
+                    "drainer_child",
+                    "--ignored",
+                    "--test-threads=1",
+                    "--nocapture",
+                ])
+                .env(CHILD_ENV, home.path())
+                .env(UNTIL_EMPTY_ENV, "1")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut claimed = Vec::new();
+    let mut enqueued = 0;
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        // (libtest may print "test drainer_child ... " on the same line first)
+        let line = text
+            .lines()
+            .find_map(|l| l.split_once("SUMMARY ").map(|(_, rest)| rest))
+            .expect("summary line");
+        let numbers: Vec<u32> = line
+            .split_whitespace()
+            .take(2)
+            .map(|n| n.parse().unwrap())
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
-    let enqueued: u32 = summaries.iter().map(|s| s.enqueued).sum();
-    let claimed: u32 = summaries.iter().map(|s| s.claimed).sum();
-    assert_eq!((claimed, enqueued), (2000, 2000), "{summaries:?}");
+        claimed.push(numbers[0]);
+        enqueued += numbers[1];
+    }
+    eprintln!("claims per drainer process: {claimed:?}");
     assert!(
-        summaries.iter().filter(|s| s.claimed > 0).count() > 1,
+        claimed.iter().filter(|c| **c > 0).count() > 1,
         "the drainers did share the work"
     );
-    let text = fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        (claimed.iter().sum::<u32>(), enqueued),
+        (2000, 2000),
+        "{claimed:?}"
+    );
+    let text = fs::read_to_string(home.path().join("acted.log")).unwrap();
     let mut seen: HashMap<&str, usize> = HashMap::new();
     for line in text.lines() {
         *seen.entry(line).or_default() += 1;
