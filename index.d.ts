@@ -159,6 +159,15 @@ export interface MemberWorkSyncAgentBrief {
   items: { taskRef: { taskId: string; displayId: string | null }; kind: MemberWorkSyncActionableWorkItem['kind']; reason: string; subject: string }[]
 }
 
+
+export interface RuntimeTurnSettledDrainSummary {
+  claimed: number
+  enqueued: number
+  unresolved: number
+  ignored: number
+  invalid: number
+  failed: number
+}
 export interface TeamChangeEvent {
   type: 'config' | 'inbox' | 'task' | 'tool-activity' | 'member-turn-settled' | 'process' | 'member-spawn' | string
   teamName: string
@@ -169,6 +178,15 @@ export interface TeamChangeEvent {
    * 'tool-activity': JSON {"memberName", "action": "start" | "finish", "toolUseId"?, "at"?};
    * 'lead-activity': 'offline' drops the team's queue and re-checks every member.
    */
+
+export interface RuntimeTurnSettledDrainSummary {
+  claimed: number
+  enqueued: number
+  unresolved: number
+  ignored: number
+  invalid: number
+  failed: number
+}
   detail?: string
   taskId?: string
 }
@@ -183,6 +201,15 @@ export interface MemberWorkSyncQueueDiagnostics {
   failed: number
   nextRunAt?: string
   queuedItems: { teamName: string; memberName: string; runAt: string; triggerReasons: string[] }[]
+
+export interface RuntimeTurnSettledDrainSummary {
+  claimed: number
+  enqueued: number
+  unresolved: number
+  ignored: number
+  invalid: number
+  failed: number
+}
 }
 
 /**
@@ -195,6 +222,18 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 
 /** One addon instance over one Claude home. */
 export declare class MemberWorkSync {
+  /**
+   * The managed Stop hook settings fragment (claude only; `null` for other
+   * providers or when the hook cannot be installed).
+   */
+  buildRuntimeTurnSettledHookSettings(input: { provider: 'claude' | 'codex' | 'opencode' }): Promise<Record<string, unknown> | null>
+  /**
+   * `{AGENT_TEAMS_RUNTIME_TURN_SETTLED_SPOOL_ROOT}` for codex / opencode
+   * (`null` for claude, or when the spool cannot be installed).
+   */
+  buildRuntimeTurnSettledEnvironment(input: { provider: 'claude' | 'codex' | 'opencode' }): Promise<Record<string, string> | null>
+  /** Drains up to 50 spooled hook payloads. */
+  drainRuntimeTurnSettledEvents(): Promise<RuntimeTurnSettledDrainSummary>
   /** Creates an instance and starts its background worker; reads no files. */
   constructor(options?: MemberWorkSyncOptions | undefined | null)
   /** The stored status of a member; stale ones are refreshed. */
@@ -261,4 +300,12 @@ export interface MemberWorkSyncOptions {
   clock?: MemberWorkSyncClockOption
   /** Start schedulers and watchers (default true; nothing to start yet). */
   autoStart?: boolean
+  /** Receives the addon's team change events (e.g. `member-turn-settled`). */
+  onTeamChange?: (event: TeamChangeEvent) => void
 }
+
+/** Hook-aware merge of a settings patch into a settings object (seed 000 §5). */
+export declare function mergeRuntimeHookSettings(base: Record<string, unknown>, patch: Record<string, unknown>): Record<string, unknown>
+
+/** Marker at the end of the managed Stop hook command. */
+export declare const TURN_SETTLED_HOOK_MARKER: string

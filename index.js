@@ -836,3 +836,5 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.MemberWorkSync = nativeBinding.MemberWorkSync
+module.exports.mergeRuntimeHookSettings = nativeBinding.mergeRuntimeHookSettings
+module.exports.TURN_SETTLED_HOOK_MARKER = nativeBinding.TURN_SETTLED_HOOK_MARKER

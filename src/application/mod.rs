@@ -8,3 +8,4 @@ pub mod reconcile;
 pub mod report;
 pub mod router;
 pub mod runtime_state;
+pub mod turn_settled;

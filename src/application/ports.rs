@@ -27,6 +27,12 @@ pub trait TeamSource: Send + Sync {
     /// Names of the active roster members (roster only, no tasks); empty for
     /// a missing or deleted team.
     fn active_members(&self, team_name: &str) -> Vec<String>;
+
+    /// Loads only what identifies the roster (config and members meta), no
+    /// tasks or board: enough to check who is an active member.
+    fn load_roster(&self, team_name: &str) -> TeamSnapshot {
+        self.load(team_name)
+    }
 }
 
 /// A stored status and how it was found.

@@ -2,6 +2,7 @@
 //! errors to stable codes. No rules live here.
 
 pub(crate) mod job;
+pub mod turn_settled;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,7 +26,7 @@ pub struct MemberWorkSyncClockOption {
 }
 
 /// Constructor options (API.md `MemberWorkSyncOptions`).
-#[napi(object)]
+#[napi(object, object_to_js = false)]
 pub struct MemberWorkSyncOptions {
     /// Claude home; default `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
     pub claude_root: Option<String>,
@@ -37,6 +38,9 @@ pub struct MemberWorkSyncOptions {
     pub clock: Option<MemberWorkSyncClockOption>,
     /// Start schedulers and watchers (default true; nothing to start yet).
     pub auto_start: Option<bool>,
+    /// Receives the addon's team change events (e.g. `member-turn-settled`).
+    #[napi(ts_type = "(event: TeamChangeEvent) => void")]
+    pub on_team_change: Option<turn_settled::TeamChangeCallback>,
 }
 
 /// One addon instance over one Claude home.
@@ -56,6 +60,7 @@ impl MemberWorkSync {
             tasks_base_path: None,
             clock: None,
             auto_start: None,
+            on_team_change: None,
         });
         let paths = RootPaths::resolve(
             options.claude_root.map(PathBuf::from),
@@ -71,6 +76,12 @@ impl MemberWorkSync {
                 }
                 .into_napi()
             })?;
+        if let Some(callback) = options.on_team_change {
+            instance
+                .services
+                .team_changes
+                .connect(Box::new(turn_settled::JsTeamChangeSink(callback)));
+        }
         Ok(Self {
             instance: Arc::new(instance),
         })

@@ -15,3 +15,4 @@ pub mod status;
 pub mod team;
 pub mod time;
 pub mod token;
+pub mod turn_settled;

@@ -8,16 +8,24 @@ use std::sync::Arc;
 use crate::application::busy::BusySignals;
 use crate::application::engine::{Engine, EngineDeps};
 use crate::application::ports::Clock;
+use crate::application::ports::PortError;
+use crate::application::queue::Trigger;
 use crate::application::reconcile::{Ports, Reconciler};
 use crate::application::runtime_state::RuntimeStates;
+use crate::application::turn_settled::{
+    DrainSummary, TeamChangeRelay, TurnSettledIngestor, TurnSettledQueue,
+};
+use crate::domain::status::ReconciledBy;
 
 use super::clock::{ManualClock, SystemClock};
 use super::intent_store::FsReportIntentStore;
 use super::metrics_store::FsMetricsStore;
 use super::outbox_store::FsOutboxStore;
 use super::report_token::HmacReportTokens;
+use super::spool::{FsSpool, SpoolPaths};
 use super::status_store::{FsAuditJournal, FsStatusStore, StorePaths};
 use super::team_reader::FsTeamSource;
+use super::transcripts::FsClaudeSessionLocator;
 use super::worker::Worker;
 
 /// Where the Claude home and its team and task dirs are.
@@ -67,6 +75,12 @@ pub struct Services {
     pub runtime: Arc<RuntimeStates>,
     /// The test clock, when the instance was built with one.
     pub manual_clock: Option<Arc<ManualClock>>,
+    /// The runtime turn-settled spool layout.
+    pub spool_paths: SpoolPaths,
+    /// Drains the turn-settled spool.
+    pub turn_settled: TurnSettledIngestor,
+    /// Where the addon's team change events go (the `onTeamChange` callback).
+    pub team_changes: Arc<TeamChangeRelay>,
 }
 
 impl Services {
@@ -104,19 +118,40 @@ impl Services {
         let engine = Arc::new(Engine::new(
             reconciler.clone(),
             EngineDeps {
-                clock,
+                clock: clock.clone(),
                 teams: team_source.clone(),
-                impacts: team_source,
-                journal,
+                impacts: team_source.clone(),
+                journal: journal.clone(),
                 runtime: runtime.clone(),
                 busy,
             },
         ));
+        let spool_paths = SpoolPaths::for_teams_base(&paths.teams_base);
+        // The teams dir is `<claudeRoot>/teams`; transcripts live in `<claudeRoot>/projects`.
+        let projects_dir = paths
+            .teams_base
+            .parent()
+            .map(|root| root.join("projects"))
+            .unwrap_or_else(|| paths.teams_base.join("..").join("projects"));
+        let turn_settled = TurnSettledIngestor::new(
+            clock.clone(),
+            Arc::new(FsSpool::new(spool_paths.clone(), clock.clone())),
+            team_source.clone(),
+            Arc::new(FsClaudeSessionLocator::new(
+                paths.teams_base.clone(),
+                projects_dir,
+            )),
+            runtime.clone(),
+            journal.clone(),
+        );
         Self {
             reconciler,
             engine,
             runtime,
             manual_clock,
+            spool_paths,
+            turn_settled,
+            team_changes: Arc::new(TeamChangeRelay::default()),
         }
     }
 }
@@ -131,7 +166,37 @@ pub struct Instance {
     /// The use cases.
     pub services: Services,
     worker: Worker,
+    /// The queue driver runs (`autoStart`).
+    queue_running: bool,
     disposed: AtomicBool,
+}
+
+/// Resolved turn-settled members go to the event queue.
+struct QueueTurnSettled<'a>(&'a Engine);
+
+impl TurnSettledQueue for QueueTurnSettled<'_> {
+    fn enqueue(&self, team_name: &str, member_name: &str) -> Result<(), String> {
+        self.0.enqueue(team_name, member_name, Trigger::TurnSettled);
+        Ok(())
+    }
+}
+
+/// Without a queue driver (`autoStart: false`) nothing would ever run queued
+/// work, so a drain reconciles the member at once instead.
+struct ReconcileTurnSettledNow<'a>(&'a Reconciler);
+
+impl TurnSettledQueue for ReconcileTurnSettledNow<'_> {
+    fn enqueue(&self, team_name: &str, member_name: &str) -> Result<(), String> {
+        self.0
+            .refresh_status(
+                team_name,
+                member_name,
+                ReconciledBy::Queue,
+                &["turn_settled"],
+            )
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
 }
 
 impl Instance {
@@ -146,8 +211,24 @@ impl Instance {
         Ok(Self {
             services,
             worker,
+            queue_running: auto_start,
             disposed: AtomicBool::new(false),
         })
+    }
+
+    /// One drain of the turn-settled spool; resolved members are queued for a
+    /// `turn_settled` reconcile and announced through `onTeamChange`.
+    pub fn drain_turn_settled(&self) -> Result<DrainSummary, PortError> {
+        let changes = self.services.team_changes.as_ref();
+        if self.queue_running {
+            self.services
+                .turn_settled
+                .drain(&QueueTurnSettled(&self.services.engine), changes)
+        } else {
+            self.services
+                .turn_settled
+                .drain(&ReconcileTurnSettledNow(&self.services.reconciler), changes)
+        }
     }
 
     /// `Err` after [`Instance::dispose`].
@@ -178,5 +259,7 @@ impl Instance {
     pub fn dispose(&self) {
         self.disposed.store(true, Ordering::SeqCst);
         self.worker.shutdown(&self.services.engine);
+        // Release the onTeamChange callback so nothing of ours holds Node.
+        self.services.team_changes.disconnect();
     }
 }

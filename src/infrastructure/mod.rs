@@ -11,6 +11,8 @@ pub mod lock;
 pub mod metrics_store;
 pub mod outbox_store;
 pub mod report_token;
+pub mod spool;
 pub mod status_store;
 pub mod team_reader;
+pub mod transcripts;
 pub mod worker;

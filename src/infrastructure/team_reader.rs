@@ -47,7 +47,7 @@ impl FsTeamSource {
 
 impl FsTeamSource {
     /// Config and roster only (no tasks, no kanban): what routing needs.
-    fn load_roster(&self, team_name: &str) -> TeamSnapshot {
+    fn read_roster(&self, team_name: &str) -> TeamSnapshot {
         let team_dir = self.teams_base.join(team_name);
         let mut snapshot = TeamSnapshot {
             team_name: team_name.to_string(),
@@ -110,8 +110,12 @@ impl FsTeamSource {
 }
 
 impl TeamSource for FsTeamSource {
+    fn load_roster(&self, team_name: &str) -> TeamSnapshot {
+        self.read_roster(team_name)
+    }
+
     fn load(&self, team_name: &str) -> TeamSnapshot {
-        let mut snapshot = self.load_roster(team_name);
+        let mut snapshot = self.read_roster(team_name);
         if !snapshot.config_found {
             return snapshot;
         }
@@ -129,7 +133,7 @@ impl TeamSource for FsTeamSource {
     }
 
     fn active_members(&self, team_name: &str) -> Vec<String> {
-        let roster = self.load_roster(team_name);
+        let roster = self.read_roster(team_name);
         if !roster.is_active() {
             return Vec::new();
         }
@@ -146,7 +150,7 @@ impl TeamSource for FsTeamSource {
 impl TaskImpactSource for FsTeamSource {
     fn impacted_members(&self, team_name: &str, task_id: &str) -> Option<Vec<String>> {
         let task = self.read_task(team_name, task_id)?;
-        let roster = self.load_roster(team_name);
+        let roster = self.read_roster(team_name);
         let lead = roster.lead().map(|m| m.name.clone());
         let mut members: Vec<String> = task.owner.iter().cloned().collect();
         let reviewers: Vec<String> = task

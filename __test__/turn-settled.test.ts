@@ -1,0 +1,245 @@
+import { spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { describe, expect, it } from 'vitest'
+
+import { MemberWorkSync, mergeRuntimeHookSettings, TURN_SETTLED_HOOK_MARKER } from '../index.js'
+import type { TeamChangeEvent } from '../index.js'
+import { copyExampleRoot, readJson, writeJson } from './helpers'
+
+const NOW = Date.parse('2026-11-22T10:00:00.000Z')
+const PROJECT = '/home/u/proj'
+
+/** The example team plus a Claude project with a transcript attributed to bob. */
+function claudeRoot(): string {
+  const root = copyExampleRoot()
+  const configFile = path.join(root, 'teams/forge/config.json')
+  writeJson(configFile, { ...readJson(configFile), projectPath: PROJECT, leadSessionId: 'L1' })
+  const projectDir = path.join(root, 'projects/-home-u-proj')
+  fs.mkdirSync(projectDir, { recursive: true })
+  fs.writeFileSync(path.join(projectDir, 'L1.jsonl'), '{"teamName":"forge","agentName":"team-lead"}\n')
+  const line = {
+    type: 'user',
+    sessionId: 'B1',
+    teamName: 'forge',
+    agentName: 'bob',
+    cwd: PROJECT,
+    message: { role: 'user', content: 'Start task 3' },
+  }
+  fs.writeFileSync(path.join(projectDir, 'B1.jsonl'), JSON.stringify(line) + '\n')
+  return root
+}
+
+function instance(root: string, onTeamChange?: (event: TeamChangeEvent) => void) {
+  return new MemberWorkSync({ claudeRoot: root, clock: { nowMs: NOW }, autoStart: false, onTeamChange })
+}
+
+function spool(root: string): string {
+  return path.join(root, 'teams/.member-work-sync/runtime-hooks')
+}
+
+/** Runs a hook command exactly as Claude Code does: `sh -c "<command>"`, payload on stdin. */
+function runHookCommand(command: string, payload: string | Buffer) {
+  const out = spawnSync('sh', ['-c', command], { input: payload })
+  expect(out.status).toBe(0)
+  expect(out.stdout.length + out.stderr.length).toBe(0)
+}
+
+async function until(check: () => boolean) {
+  for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 5))
+}
+
+function mode(file: string): number {
+  return fs.statSync(file).mode & 0o777
+}
+
+describe('runtime turn-settled pipeline', () => {
+  it('settings -> the Stop hook as Claude runs it -> drain -> member reconciled and event emitted', async () => {
+    const root = claudeRoot()
+    const events: TeamChangeEvent[] = []
+    const sync = instance(root, (e) => events.push(e))
+
+    const settings: any = await sync.buildRuntimeTurnSettledHookSettings({ provider: 'claude' })
+    const stop = settings.hooks.Stop
+    expect(stop).toHaveLength(1)
+    expect(stop[0].matcher).toBe('')
+    const command: string = stop[0].hooks[0].command
+    expect(stop[0].hooks[0].type).toBe('command')
+    expect(command.endsWith(`# ${TURN_SETTLED_HOOK_MARKER}`)).toBe(true)
+    expect(command).toContain(`'${spool(root)}' 'claude' '262144'`)
+    expect(command).not.toMatch(/forge|bob/)
+    const script = path.join(spool(root), 'bin/turn-settled-hook-v1.sh')
+    expect(fs.readFileSync(script, 'utf8')).toBe(
+      fs.readFileSync(path.join(__dirname, '..', 'hooks/turn-settled-hook-v1.sh'), 'utf8'),
+    )
+    expect(mode(script)).toBe(0o755)
+    for (const dir of ['incoming', 'processing', 'processed', 'invalid']) {
+      expect(mode(path.join(spool(root), dir))).toBe(0o700)
+    }
+
+    const payload = {
+      hook_event_name: 'Stop',
+      session_id: 'B1',
+      transcript_path: path.join(root, 'projects/-home-u-proj/B1.jsonl'),
+      cwd: PROJECT,
+      last_assistant_message: 'PRIVATE ASSISTANT TEXT',
+    }
+    runHookCommand(command, JSON.stringify(payload))
+    expect(fs.readdirSync(path.join(spool(root), 'incoming'))).toHaveLength(1)
+
+    const summary = await sync.drainRuntimeTurnSettledEvents()
+    expect(summary).toEqual({ claimed: 1, enqueued: 1, unresolved: 0, ignored: 0, invalid: 0, failed: 0 })
+
+    const status = readJson(path.join(root, 'teams/forge/members/bob/.member-work-sync/status.json')).status
+    expect(status.shadow.reconciledBy).toBe('queue')
+    expect(status.shadow.triggerReasons).toEqual(['turn_settled'])
+
+    await until(() => events.length > 0)
+    expect(events).toHaveLength(1)
+    expect(events[0].type).toBe('member-turn-settled')
+    expect(events[0].teamName).toBe('forge')
+    const detail = JSON.parse(events[0].detail!)
+    expect(detail.memberName).toBe('bob')
+    expect(detail.provider).toBe('claude')
+    expect(detail.sourceId).toMatch(/^runtime-turn-settled:claude:B1:no-turn:.*B1\.jsonl:[0-9a-f]{64}$/)
+
+    const processed = fs.readdirSync(path.join(spool(root), 'processed')).sort()
+    expect(processed).toHaveLength(2)
+    const meta = readJson(path.join(spool(root), 'processed', processed[1]))
+    expect(meta).toMatchObject({ outcome: 'enqueued', teamName: 'forge', memberName: 'bob' })
+    expect(meta.event.sourceId).toBe(detail.sourceId)
+    expect(JSON.stringify(meta)).not.toContain('PRIVATE')
+
+    // Relaunch: the same settings again; nothing left to drain.
+    expect(await sync.buildRuntimeTurnSettledHookSettings({ provider: 'claude' })).toEqual(settings)
+    expect((await sync.drainRuntimeTurnSettledEvents()).claimed).toBe(0)
+  })
+
+  it('codex and opencode identities are checked against the roster; bad payloads go to invalid/', async () => {
+    const root = claudeRoot()
+    const events: TeamChangeEvent[] = []
+    const sync = instance(root, (e) => events.push(e))
+    const env: any = await sync.buildRuntimeTurnSettledEnvironment({ provider: 'codex' })
+    expect(env).toEqual({ AGENT_TEAMS_RUNTIME_TURN_SETTLED_SPOOL_ROOT: spool(root) })
+    expect(await sync.buildRuntimeTurnSettledEnvironment({ provider: 'claude' })).toBeNull()
+    expect(await sync.buildRuntimeTurnSettledHookSettings({ provider: 'codex' })).toBeNull()
+
+    const script = path.join(env.AGENT_TEAMS_RUNTIME_TURN_SETTLED_SPOOL_ROOT, 'bin/turn-settled-hook-v1.sh')
+    const hook = (provider: string, payload: string | Buffer) => {
+      const out = spawnSync('sh', [script, spool(root), provider, '262144'], { input: payload })
+      expect(out.status).toBe(0)
+    }
+    const codex = { provider: 'codex', source: 'agent-teams-orchestrator-codex-native', eventName: 'runtime_turn_settled' }
+    hook('codex', JSON.stringify({ ...codex, sessionId: 'c1', teamName: 'forge', memberName: 'jack', threadId: 'th' }))
+    const opencode = { provider: 'opencode', source: 'agent-teams-orchestrator-opencode', eventName: 'runtime_turn_settled' }
+    hook('opencode', JSON.stringify({ ...opencode, sessionId: 'o1', teamName: 'forge', memberName: 'team-lead', promptMessageId: 'm1' }))
+    hook('opencode', JSON.stringify({ ...opencode, sessionId: 'o2', teamName: 'forge', memberName: 'old-timer', promptMessageId: 'm2' }))
+    hook('codex', JSON.stringify({ ...codex, sessionId: 'c2', teamName: 'forge', memberName: 'bob' }))
+    hook('claude', JSON.stringify({ hook_event_name: 'Stop', session_id: 'L1' }))
+    hook('claude', Buffer.alloc(300 * 1024, 0x61))
+    hook('codex', '{"provider": "codex"')
+
+    const summary = await sync.drainRuntimeTurnSettledEvents()
+    expect(summary).toEqual({ claimed: 7, enqueued: 1, unresolved: 2, ignored: 2, invalid: 2, failed: 0 })
+    const reasons = (dir: string) =>
+      fs
+        .readdirSync(path.join(spool(root), dir))
+        .filter((n) => n.endsWith('.meta.json'))
+        .map((n) => readJson(path.join(spool(root), dir, n)))
+        .map((m) => m.reason ?? m.outcome)
+        .sort()
+    expect(reasons('invalid')).toEqual(['invalid_json', 'payload_too_large'])
+    expect(reasons('processed')).toEqual([
+      'enqueued',
+      'ignored_inactive_member',
+      'ignored_lead_turn_settled',
+      'no_matching_member_session',
+      'provider_mismatch',
+    ])
+    expect(fs.existsSync(path.join(root, 'teams/forge/members/jack/.member-work-sync/status.json'))).toBe(true)
+    await until(() => events.length > 0)
+    expect(events.map((e) => JSON.parse(e.detail!).memberName)).toEqual(['jack'])
+  })
+
+  it('a throwing onTeamChange listener breaks neither the drain nor the process', async () => {
+    const root = claudeRoot()
+    let calls = 0
+    const uncaught: unknown[] = []
+    const onUncaught = (e: unknown) => uncaught.push(e)
+    process.on('uncaughtException', onUncaught)
+    try {
+      const sync = instance(root, () => {
+        calls++
+        throw new Error('listener bug')
+      })
+      const settings: any = await sync.buildRuntimeTurnSettledHookSettings({ provider: 'claude' })
+      const payload = JSON.stringify({ hook_event_name: 'Stop', session_id: 'B1' })
+      runHookCommand(settings.hooks.Stop[0].hooks[0].command, payload)
+      expect((await sync.drainRuntimeTurnSettledEvents()).enqueued).toBe(1)
+      await until(() => calls === 1)
+      runHookCommand(settings.hooks.Stop[0].hooks[0].command, payload.replace('}', ',"turn_id":"t2"}'))
+      expect((await sync.drainRuntimeTurnSettledEvents()).enqueued).toBe(1)
+      await until(() => calls === 2)
+      expect(calls).toBe(2)
+      expect(uncaught).toEqual([])
+    } finally {
+      process.off('uncaughtException', onUncaught)
+    }
+  })
+
+  it('launch goes on without the hook when the spool cannot be installed', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-ts-'))
+    const notADir = path.join(dir, 'file')
+    fs.writeFileSync(notADir, '')
+    const sync = new MemberWorkSync({ claudeRoot: dir, teamsBasePath: notADir, autoStart: false })
+    expect(await sync.buildRuntimeTurnSettledHookSettings({ provider: 'claude' })).toBeNull()
+    expect(await sync.buildRuntimeTurnSettledEnvironment({ provider: 'opencode' })).toBeNull()
+    await expect(sync.buildRuntimeTurnSettledHookSettings({ provider: 'gemini' } as any)).rejects.toMatchObject({
+      code: 'MWS_INVALID_ARGUMENT',
+    })
+  })
+})
+
+describe('mergeRuntimeHookSettings', () => {
+  const ours = (script: string) => ({
+    hooks: {
+      Stop: [
+        {
+          matcher: '',
+          hooks: [{ type: 'command', command: `/bin/sh '${script}' '/s' 'claude' '262144' # ${TURN_SETTLED_HOOK_MARKER}` }],
+        },
+      ],
+    },
+  })
+  const user = { matcher: '', hooks: [{ type: 'command', command: 'echo mine' }] }
+
+  it('keeps user hooks and fast mode, holds exactly one managed hook, and is idempotent', () => {
+    const base = { fastMode: true, hooks: { Stop: [user], PreToolUse: [user] } }
+    const once = mergeRuntimeHookSettings(base, ours('/v1.sh')) as any
+    const again = mergeRuntimeHookSettings(once, ours('/v2.sh')) as any
+    expect(mergeRuntimeHookSettings(again, ours('/v2.sh'))).toEqual(again)
+    expect(again.fastMode).toBe(true)
+    expect(again.hooks.PreToolUse).toEqual([user])
+    expect(again.hooks.Stop).toHaveLength(2)
+    expect(again.hooks.Stop[0]).toEqual(user)
+    expect(again.hooks.Stop[1].hooks[0].command).toContain('/v2.sh')
+    expect(base.hooks.Stop).toEqual([user])
+  })
+
+  it('rejects non-objects with MWS_INVALID_ARGUMENT and never throws on odd objects', () => {
+    for (const bad of [null, [], 'x', 1]) {
+      expect(() => mergeRuntimeHookSettings(bad as any, {})).toThrow(expect.objectContaining({ code: 'MWS_INVALID_ARGUMENT' }))
+    }
+    const odd = [{ hooks: 'x' }, { hooks: { Stop: 5 } }, { hooks: { Stop: [null, 1, { hooks: 'no' }] } }, { a: { b: [1, { c: null }] } }]
+    for (const base of odd) {
+      for (const patch of odd) {
+        const once = mergeRuntimeHookSettings(base, patch)
+        expect(mergeRuntimeHookSettings(once, patch)).toEqual(once)
+      }
+      const merged = mergeRuntimeHookSettings(base, ours('/x.sh')) as any
+      if (Array.isArray(base.hooks?.Stop)) expect(merged.hooks.Stop.slice(0, 3)).toEqual(base.hooks.Stop)
+      else if (base.hooks !== undefined) expect(merged.hooks).toEqual(base.hooks)
+    }
+  })
+})

@@ -1,0 +1,224 @@
+//! Turn-settled benchmark (`npm run bench:turn-settled`):
+//!
+//! 1. hook latency: the shipped Stop hook against the floor `/bin/sh -c :`
+//!    (target ≤ 3×), plus the old single-`dd` script of the seed for scale;
+//! 2. drain throughput of 1,000 and 10,000 pending Claude Stop files, with
+//!    Claude transcript resolution, (a) handing members to a queue (what the
+//!    event queue issue wires) and (b) reconciling directly (today's wiring).
+//!
+//! Prints figures only; no thresholds (timings belong to machines, not tests).
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use member_work_sync::application::turn_settled::{
+    TeamChangeEvent, TeamChangeSink, TurnSettledQueue,
+};
+use member_work_sync::domain::status::ReconciledBy;
+use member_work_sync::infrastructure::composition::{RootPaths, Services};
+use member_work_sync::infrastructure::spool::SpoolPaths;
+
+/// The seed's script (mkdir, date, mktemp, basename, sed, dd, mv), for scale.
+const SEED_SCRIPT: &str = r#"#!/bin/sh
+set +e
+spool_root="$1"; provider="$2"; max_bytes="${3:-262144}"
+if [ -z "$spool_root" ] || [ -z "$provider" ]; then exit 0; fi
+case "$provider" in claude|codex) ;; *) exit 0 ;; esac
+incoming="$spool_root/incoming"
+mkdir -p "$incoming" 2>/dev/null || exit 0
+stamp="$(date -u +%Y%m%dT%H%M%SZ 2>/dev/null || echo unknown-time)"
+tmp="$(mktemp "$incoming/.turn-settled.XXXXXX" 2>/dev/null)" || exit 0
+suffix="$(basename "$tmp" | sed 's/^\\.turn-settled\\.//')"
+final="$incoming/$stamp-$$-$suffix.$provider.json"
+dd bs="$max_bytes" count=1 of="$tmp" 2>/dev/null || { rm -f "$tmp" 2>/dev/null; exit 0; }
+if [ ! -s "$tmp" ]; then rm -f "$tmp" 2>/dev/null; exit 0; fi
+mv "$tmp" "$final" 2>/dev/null || { rm -f "$tmp" 2>/dev/null; exit 0; }
+exit 0
+"#;
+
+const MEMBERS: [&str; 4] = ["ann", "ben", "cal", "dee"];
+
+fn time_command(args: &[&str], payload: &[u8], runs: usize) -> Duration {
+    let mut samples = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let start = Instant::now();
+        let mut child = Command::new(args[0])
+            .args(&args[1..])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let _ = stdin.write_all(payload);
+        drop(stdin);
+        let _ = child.wait();
+        samples.push(start.elapsed());
+    }
+    samples.sort();
+    samples[runs / 2]
+}
+
+fn hook_latency() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let paths = SpoolPaths::for_teams_base(&dir.path().join("teams"));
+    let script = paths.install().expect("install");
+    let seed_script = dir.path().join("seed-hook.sh");
+    fs::write(&seed_script, SEED_SCRIPT).expect("seed script");
+    let root = paths.root.to_string_lossy().into_owned();
+    let payload = stop_payload("S", 0, 2048);
+    let runs = 400;
+    let floor = time_command(&["/bin/sh", "-c", ":"], &payload, runs);
+    let script_s = script.to_string_lossy().into_owned();
+    let hook = time_command(
+        &["/bin/sh", &script_s, &root, "claude", "262144"],
+        &payload,
+        runs,
+    );
+    let seed_s = seed_script.to_string_lossy().into_owned();
+    let seed = time_command(
+        &["/bin/sh", &seed_s, &root, "claude", "262144"],
+        &payload,
+        runs,
+    );
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    println!("hook latency (median of {runs}, 2 KiB payload on stdin):");
+    println!("  /bin/sh -c :              {:8.0} µs", us(floor));
+    println!(
+        "  turn-settled-hook-v1.sh   {:8.0} µs  = {:.1}× the floor",
+        us(hook),
+        us(hook) / us(floor)
+    );
+    println!(
+        "  seed script (dd count=1)  {:8.0} µs  = {:.1}× the floor",
+        us(seed),
+        us(seed) / us(floor)
+    );
+}
+
+/// A Stop payload; `turn` makes it unique (identical payloads are duplicates).
+fn stop_payload(session: &str, turn: usize, message_len: usize) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "turn_id": format!("turn-{turn}"),
+        "hook_event_name": "Stop",
+        "session_id": session,
+        "cwd": "/bench/project",
+        "stop_hook_active": false,
+        "last_assistant_message": "x".repeat(message_len),
+    }))
+    .expect("payload")
+}
+
+/// A Claude home: team `bench` with four Claude members, each with an attributed transcript.
+fn claude_home(root: &Path) {
+    let team = root.join("teams/bench");
+    fs::create_dir_all(&team).expect("team dir");
+    let mut members = vec![serde_json::json!({"name": "team-lead", "agentType": "team-lead"})];
+    members.extend(
+        MEMBERS
+            .iter()
+            .map(|m| serde_json::json!({"name": m, "model": "claude-sonnet-4-5"})),
+    );
+    let config = serde_json::json!({"name": "bench", "projectPath": "/bench/project", "leadSessionId": "LEAD", "members": members});
+    fs::write(team.join("config.json"), config.to_string()).expect("config");
+    let project = root.join("projects/-bench-project");
+    fs::create_dir_all(&project).expect("project dir");
+    for member in MEMBERS {
+        let line = serde_json::json!({"type": "user", "sessionId": member, "teamName": "bench", "agentName": member,
+                                      "message": {"role": "user", "content": "Start"}});
+        fs::write(
+            project.join(format!("S-{member}.jsonl")),
+            format!("{line}\n"),
+        )
+        .expect("transcript");
+    }
+}
+
+fn fill_spool(paths: &SpoolPaths, count: usize) {
+    paths.install().expect("install");
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
+    for i in 0..count {
+        let member = MEMBERS[i % MEMBERS.len()];
+        let name = format!("{stamp}-{}-{i:06}.claude.json", 10_000 + i);
+        fs::write(
+            paths.incoming().join(name),
+            stop_payload(&format!("S-{member}"), i, 1500),
+        )
+        .expect("payload");
+    }
+}
+
+struct Counting(std::cell::Cell<usize>);
+
+impl TurnSettledQueue for Counting {
+    fn enqueue(&self, _: &str, _: &str) -> Result<(), String> {
+        self.0.set(self.0.get() + 1);
+        Ok(())
+    }
+}
+
+struct Reconcile<'a>(&'a Services);
+
+impl TurnSettledQueue for Reconcile<'_> {
+    fn enqueue(&self, team: &str, member: &str) -> Result<(), String> {
+        self.0
+            .reconciler
+            .refresh_status(team, member, ReconciledBy::Queue, &["turn_settled"])
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+}
+
+struct Discard;
+
+impl TeamChangeSink for Discard {
+    fn emit(&self, _: TeamChangeEvent) {}
+}
+
+fn drain_throughput(count: usize, reconcile: bool) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    claude_home(dir.path());
+    let services = Services::new(
+        RootPaths::resolve(Some(dir.path().to_path_buf()), None, None),
+        None,
+    );
+    fill_spool(&services.spool_paths, count);
+    let counting = Counting(std::cell::Cell::new(0));
+    let direct = Reconcile(&services);
+    let queue: &dyn TurnSettledQueue = if reconcile { &direct } else { &counting };
+    let start = Instant::now();
+    let (mut enqueued, mut drains) = (0, 0);
+    loop {
+        let summary = services.turn_settled.drain(queue, &Discard).expect("drain");
+        if summary.claimed == 0 {
+            break;
+        }
+        enqueued += summary.enqueued;
+        drains += 1;
+    }
+    let elapsed = start.elapsed();
+    assert_eq!(enqueued as usize, count, "every event resolves");
+    println!(
+        "  {count:>6} files, {:<22} {:7.0} ms  {:8.0} events/s  ({drains} drains)",
+        if reconcile {
+            "reconciling directly:"
+        } else {
+            "to the queue port:"
+        },
+        elapsed.as_secs_f64() * 1e3,
+        count as f64 / elapsed.as_secs_f64()
+    );
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter argument is not supported.
+    hook_latency();
+    println!("drain throughput (Claude Stop files, transcript resolution included):");
+    for count in [1_000, 10_000] {
+        drain_throughput(count, false);
+        drain_throughput(count, true);
+    }
+}

@@ -1,0 +1,82 @@
+#!/bin/sh
+# agent-teams member-work-sync turn-settled hook, v1.
+# Usage: turn-settled-hook-v1.sh <spoolRoot> <claude|codex|opencode> [maxBytes]
+#
+# Records that a runtime turn ended: stdin (the provider's hook payload) goes to
+# a hidden temp file in <spoolRoot>/incoming/, which is then renamed to
+# <YYYYMMDDTHHMMSSZ>-<pid>-<suffix>.<provider>.json for the app to drain.
+# It runs on every turn of every agent, so it starts as few programs as it can
+# (head, date, mv), never prints, never waits on a lock, never touches the
+# network and always exits 0: a broken spool must never break the agent.
+
+exec >/dev/null 2>&1
+umask 077
+
+spool_root=$1
+provider=$2
+max_bytes=${3:-262144}
+
+drain_and_exit() {
+  # The writer may still be sending; reading to the end spares it a broken pipe.
+  cat >/dev/null
+  exit 0
+}
+
+case $provider in
+  claude | codex | opencode) ;;
+  *) drain_and_exit ;;
+esac
+# At most 9 digits, so the arithmetic below can never overflow.
+case $max_bytes in
+  '' | *[!0-9]* | ??????????*) max_bytes=262144 ;;
+esac
+[ -n "$spool_root" ] || drain_and_exit
+incoming=$spool_root/incoming
+
+# Create the temp file exclusively (noclobber) instead of running mktemp: the
+# pid makes the name unique among live hooks, the counter skips leftovers of a
+# crashed hook that had the same pid. A missing or read-only dir fails here.
+set -C
+n=0
+while :; do
+  tmp=$incoming/.turn-settled.$$.$n
+  { true >"$tmp"; } 2>/dev/null && break
+  n=$((n + 1))
+  [ "$n" -lt 8 ] || drain_and_exit
+done
+set +C
+
+# Keep one byte more than the bound so the drainer can tell an oversized
+# payload from one that fits exactly. head reads until it has that many bytes
+# or the input ends; unlike `dd count=1` it does not stop at the first short
+# read of a pipe.
+if ! head -c "$((max_bytes + 1))" >"$tmp"; then
+  rm -f "$tmp"
+  drain_and_exit
+fi
+# Input that fit ended already, so this read sees end of input at once; only
+# an oversized payload has bytes left, which are then read and thrown away.
+if IFS= read -r _rest || [ -n "$_rest" ]; then
+  cat >/dev/null
+fi
+
+if [ ! -s "$tmp" ]; then
+  rm -f "$tmp"
+  exit 0
+fi
+
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+case $stamp in
+  [0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]T[0-9][0-9][0-9][0-9][0-9][0-9]Z) ;;
+  *)
+    rm -f "$tmp"
+    exit 0
+    ;;
+esac
+final=$incoming/$stamp-$$-$n.$provider.json
+while [ -e "$final" ]; do
+  n=$((n + 1))
+  final=$incoming/$stamp-$$-$n.$provider.json
+done
+mv -f "$tmp" "$final" || rm -f "$tmp"
+exit 0

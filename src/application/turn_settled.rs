@@ -1,0 +1,430 @@
+//! Drains the runtime turn-settled spool (seed 000 §4.2, §7, §9): claim a
+//! bounded batch, normalize, resolve the member, record the outcome, and hand
+//! every resolved member to the queue once.
+//!
+//! A Stop event is only a wake-up: it never counts as progress or as a report,
+//! it only asks for a `turn_settled` reconcile, which recomputes everything.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::ports::{AuditEvent, AuditJournal, Clock, PortError, TeamSource};
+use super::runtime_state::RuntimeStates;
+use crate::domain::names::validate_name;
+use crate::domain::team::TeamSnapshot;
+use crate::domain::time::{format_iso, EpochMs};
+use crate::domain::turn_settled::normalize::{normalize, TurnSettledEvent};
+use crate::domain::turn_settled::target::{verify_target, TargetOutcome};
+use crate::domain::turn_settled::RuntimeProvider;
+
+/// Most files claimed per drain.
+pub const DRAIN_BATCH: usize = 50;
+/// Audit source of the ingestor's journal events.
+const SOURCE: &str = "runtime_turn_settled_ingestor";
+/// Source ids remembered to mark repeated deliveries of one payload as duplicates.
+const RECENT_SOURCE_IDS: usize = 4096;
+
+/// What a claimed spool file holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimContent {
+    /// The raw payload (≤ 256 KiB, non-empty).
+    Payload(Vec<u8>),
+    /// Unusable before parsing: `payload_too_large`, `unsupported_provider`, ...
+    Invalid(&'static str),
+    /// Could not be read this time; the claim is released for a later drain.
+    Transient(String),
+}
+
+/// One claimed spool file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpoolClaim {
+    /// The file name in `incoming/`.
+    pub id: String,
+    /// When it was claimed.
+    pub claimed_at_ms: EpochMs,
+    /// The stamp in its name (the hook's clock), else the claim time.
+    pub spooled_at_ms: EpochMs,
+    /// The provider its name declares.
+    pub provider: Option<RuntimeProvider>,
+    /// Its content.
+    pub content: ClaimContent,
+}
+
+/// The spool of hook payloads.
+pub trait TurnSettledSpool: Send + Sync {
+    /// Recovers stale claims, then claims up to `limit` pending files in name order.
+    fn claim(&self, limit: usize) -> Result<Vec<SpoolClaim>, PortError>;
+    /// Files the claim under `processed/` with `meta`; false when the claim was lost.
+    fn complete(&self, claim: &SpoolClaim, meta: &Value) -> Result<bool, PortError>;
+    /// Files the claim under `invalid/` with `meta`; false when the claim was lost.
+    fn reject(&self, claim: &SpoolClaim, meta: &Value) -> Result<bool, PortError>;
+    /// Gives the claim back for a later drain.
+    fn release(&self, claim: &SpoolClaim) -> Result<(), PortError>;
+    /// Prunes old results; once per drain.
+    fn apply_retention(&self);
+}
+
+/// What the Claude transcripts say about a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaudeMatch {
+    /// No attributed transcript or launch state matches.
+    NoMatch,
+    /// Exactly one member.
+    Member {
+        /// Team dir name.
+        team_name: String,
+        /// Member name as attributed.
+        member_name: String,
+    },
+    /// Different members match equally well.
+    Ambiguous,
+}
+
+/// Finds the team member a Claude session belongs to (TRANSCRIPTS.md).
+pub trait ClaudeSessionLocator: Send + Sync {
+    /// Looks up by exact transcript path and by session id.
+    fn locate(&self, session_id: Option<&str>, transcript_path: Option<&str>) -> ClaudeMatch;
+}
+
+/// Where resolved members go: the event queue (a later issue), or for now a
+/// direct reconcile.
+pub trait TurnSettledQueue {
+    /// Asks for a `turn_settled` reconcile of one member.
+    fn enqueue(&self, team_name: &str, member_name: &str) -> Result<(), String>;
+}
+
+/// An event the addon reports to the app (API.md `TeamChangeEvent`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TeamChangeEvent {
+    /// e.g. `member-turn-settled`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Team dir name.
+    pub team_name: String,
+    /// JSON string detail.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// Receives the addon's team change events. Must not block and must not fail.
+pub trait TeamChangeSink: Send + Sync {
+    /// Delivers one event.
+    fn emit(&self, event: TeamChangeEvent);
+}
+
+/// `RuntimeTurnSettledDrainSummary`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct DrainSummary {
+    /// Files claimed.
+    pub claimed: u32,
+    /// Events that asked for a reconcile.
+    pub enqueued: u32,
+    /// Valid events without a provable active target.
+    pub unresolved: u32,
+    /// Events deliberately dropped (lead, inactive team or member, duplicate, ...).
+    pub ignored: u32,
+    /// Payloads filed under `invalid/`.
+    pub invalid: u32,
+    /// Claims released after a transient error, or lost to another drainer.
+    pub failed: u32,
+}
+
+/// The drain use case.
+pub struct TurnSettledIngestor {
+    clock: Arc<dyn Clock>,
+    spool: Arc<dyn TurnSettledSpool>,
+    teams: Arc<dyn TeamSource>,
+    claude: Arc<dyn ClaudeSessionLocator>,
+    runtime: Arc<RuntimeStates>,
+    journal: Arc<dyn AuditJournal>,
+    recent: Mutex<RecentIds>,
+}
+
+#[derive(Default)]
+struct RecentIds {
+    set: HashSet<String>,
+    order: std::collections::VecDeque<String>,
+}
+
+impl RecentIds {
+    /// True when `id` was seen before; remembers it either way.
+    fn seen(&mut self, id: &str) -> bool {
+        if self.set.contains(id) {
+            return true;
+        }
+        if self.order.len() >= RECENT_SOURCE_IDS {
+            if let Some(old) = self.order.pop_front() {
+                self.set.remove(&old);
+            }
+        }
+        self.set.insert(id.to_string());
+        self.order.push_back(id.to_string());
+        false
+    }
+}
+
+enum Decision {
+    Resolved { team: String, member: String },
+    Duplicate,
+    Ignored(String),
+    Unresolved(String),
+}
+
+impl TurnSettledIngestor {
+    /// Wires the use case.
+    pub fn new(
+        clock: Arc<dyn Clock>,
+        spool: Arc<dyn TurnSettledSpool>,
+        teams: Arc<dyn TeamSource>,
+        claude: Arc<dyn ClaudeSessionLocator>,
+        runtime: Arc<RuntimeStates>,
+        journal: Arc<dyn AuditJournal>,
+    ) -> Self {
+        Self {
+            clock,
+            spool,
+            teams,
+            claude,
+            runtime,
+            journal,
+            recent: Mutex::new(RecentIds::default()),
+        }
+    }
+
+    /// One drain: at most [`DRAIN_BATCH`] files. Each resolved event is reported
+    /// to `changes`; each resolved member is handed to `queue` once per drain.
+    pub fn drain(
+        &self,
+        queue: &dyn TurnSettledQueue,
+        changes: &dyn TeamChangeSink,
+    ) -> Result<DrainSummary, PortError> {
+        let claims = self.spool.claim(DRAIN_BATCH)?;
+        let mut summary = DrainSummary {
+            claimed: claims.len() as u32,
+            ..DrainSummary::default()
+        };
+        let mut rosters: HashMap<String, TeamSnapshot> = HashMap::new();
+        let mut targets: BTreeSet<(String, String)> = BTreeSet::new();
+        for claim in &claims {
+            let now = self.clock.now_ms();
+            let payload = match &claim.content {
+                ClaimContent::Transient(_) => {
+                    summary.failed += 1;
+                    let _ = self.spool.release(claim);
+                    continue;
+                }
+                ClaimContent::Invalid(reason) => {
+                    self.file_invalid(claim, reason, now, &mut summary);
+                    continue;
+                }
+                ClaimContent::Payload(bytes) => bytes,
+            };
+            let Some(provider) = claim.provider else {
+                self.file_invalid(claim, "unsupported_provider", now, &mut summary);
+                continue;
+            };
+            let event = match normalize(provider, payload, &format_iso(claim.spooled_at_ms)) {
+                Ok(event) => event,
+                Err(failure) => {
+                    self.file_invalid(claim, failure.as_str(), now, &mut summary);
+                    continue;
+                }
+            };
+            let decision = self.decide(&event, &mut rosters);
+            let meta = processed_meta(&event, &decision, now);
+            match self.spool.complete(claim, &meta) {
+                Ok(true) => {}
+                Ok(false) => {
+                    // Another drainer recovered and owns it now.
+                    summary.failed += 1;
+                    continue;
+                }
+                Err(_) => {
+                    summary.failed += 1;
+                    let _ = self.spool.release(claim);
+                    continue;
+                }
+            }
+            match decision {
+                Decision::Resolved { team, member } => {
+                    summary.enqueued += 1;
+                    self.audit("turn_settled_resolved", &team, &member, &event, now);
+                    changes.emit(TeamChangeEvent {
+                        kind: "member-turn-settled".into(),
+                        team_name: team.clone(),
+                        detail: Some(
+                            json!({
+                                "memberName": member,
+                                "provider": event.provider,
+                                "sourceId": event.source_id,
+                            })
+                            .to_string(),
+                        ),
+                    });
+                    targets.insert((team, member));
+                }
+                Decision::Duplicate | Decision::Ignored(_) => summary.ignored += 1,
+                Decision::Unresolved(_) => summary.unresolved += 1,
+            }
+        }
+        if !claims.is_empty() {
+            self.spool.apply_retention();
+        }
+        // Committed first, acted on after: a file is never acted on twice. A
+        // failed reconcile is not retried here; the next trigger catches up.
+        for (team, member) in targets {
+            let _ = queue.enqueue(&team, &member);
+        }
+        Ok(summary)
+    }
+
+    fn file_invalid(
+        &self,
+        claim: &SpoolClaim,
+        reason: &str,
+        now: EpochMs,
+        summary: &mut DrainSummary,
+    ) {
+        let meta = json!({ "reason": reason, "processedAt": format_iso(now) });
+        match self.spool.reject(claim, &meta) {
+            Ok(true) => summary.invalid += 1,
+            Ok(false) => summary.failed += 1,
+            Err(_) => {
+                summary.failed += 1;
+                let _ = self.spool.release(claim);
+            }
+        }
+    }
+
+    fn decide(
+        &self,
+        event: &TurnSettledEvent,
+        rosters: &mut HashMap<String, TeamSnapshot>,
+    ) -> Decision {
+        if let Some(reason) = event.ignore_reason() {
+            return Decision::Ignored(reason);
+        }
+        let (team, member) = match event.provider {
+            RuntimeProvider::Claude => match self.claude.locate(
+                event.session_id.as_deref(),
+                event.transcript_path.as_deref(),
+            ) {
+                ClaudeMatch::Member {
+                    team_name,
+                    member_name,
+                } => (team_name, member_name),
+                ClaudeMatch::Ambiguous => {
+                    return Decision::Unresolved("unresolved_ambiguous_target".into())
+                }
+                ClaudeMatch::NoMatch => {
+                    return Decision::Unresolved("no_matching_member_session".into())
+                }
+            },
+            RuntimeProvider::Codex | RuntimeProvider::Opencode => {
+                match (&event.team_name, &event.member_name) {
+                    (Some(team), Some(member)) => (team.clone(), member.clone()),
+                    _ => return Decision::Unresolved("no_matching_member_session".into()),
+                }
+            }
+        };
+        // A name that could leave the teams dir never names a team.
+        if validate_name(&team).is_err() {
+            return Decision::Ignored("ignored_inactive_team".into());
+        }
+        let roster = rosters
+            .entry(team.clone())
+            .or_insert_with(|| self.teams.load_roster(&team));
+        let runtime = self.runtime.activity(&team, &member);
+        match verify_target(roster, &member, event.provider, runtime) {
+            TargetOutcome::Resolved {
+                team_name,
+                member_name,
+            } => {
+                let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+                if recent.seen(&event.source_id) {
+                    Decision::Duplicate
+                } else {
+                    Decision::Resolved {
+                        team: team_name,
+                        member: member_name,
+                    }
+                }
+            }
+            TargetOutcome::Ignored { reason } => Decision::Ignored(reason),
+            TargetOutcome::Unresolved { reason } => Decision::Unresolved(reason),
+        }
+    }
+
+    fn audit(
+        &self,
+        kind: &'static str,
+        team: &str,
+        member: &str,
+        event: &TurnSettledEvent,
+        now: EpochMs,
+    ) {
+        let mut metadata = serde_json::Map::new();
+        metadata.insert("provider".into(), json!(event.provider));
+        metadata.insert("sourceId".into(), json!(event.source_id));
+        metadata.insert("recordedAt".into(), json!(event.recorded_at));
+        self.journal.record(AuditEvent {
+            kind,
+            source: SOURCE,
+            team_name: team.to_string(),
+            member_name: member.to_string(),
+            at_ms: now,
+            diagnostics: vec![],
+            metadata,
+        });
+    }
+}
+
+fn processed_meta(event: &TurnSettledEvent, decision: &Decision, now: EpochMs) -> Value {
+    let mut meta = json!({ "event": event, "processedAt": format_iso(now) });
+    let (outcome, reason, target) = match decision {
+        Decision::Resolved { team, member } => ("enqueued", None, Some((team, member))),
+        Decision::Duplicate => ("duplicate", None, None),
+        Decision::Ignored(reason) => ("ignored", Some(reason), None),
+        Decision::Unresolved(reason) => ("unresolved", Some(reason), None),
+    };
+    meta["outcome"] = json!(outcome);
+    if let Some(reason) = reason {
+        meta["reason"] = json!(reason);
+    }
+    if let Some((team, member)) = target {
+        meta["teamName"] = json!(team);
+        meta["memberName"] = json!(member);
+    }
+    meta
+}
+
+/// Forwards team change events to a sink connected later (the JS callback is
+/// only known after the instance is built); drops them while none is connected.
+#[derive(Default)]
+pub struct TeamChangeRelay {
+    sink: std::sync::RwLock<Option<Box<dyn TeamChangeSink>>>,
+}
+
+impl TeamChangeRelay {
+    /// Connects (or replaces) the sink.
+    pub fn connect(&self, sink: Box<dyn TeamChangeSink>) {
+        *self.sink.write().unwrap_or_else(|p| p.into_inner()) = Some(sink);
+    }
+
+    /// Disconnects the sink, releasing it.
+    pub fn disconnect(&self) {
+        *self.sink.write().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+}
+
+impl TeamChangeSink for TeamChangeRelay {
+    fn emit(&self, event: TeamChangeEvent) {
+        if let Some(sink) = self.sink.read().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            sink.emit(event);
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! napi surface of the runtime turn-settled pipeline (seed 000, API.md):
+//! hook settings and environment, the drain, the pure settings merge and the
+//! `onTeamChange` delivery.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use napi::bindgen_prelude::AsyncTask;
+use napi::threadsafe_function::{
+    ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue,
+};
+use napi::Status;
+use napi_derive::napi;
+use serde_json::{json, Value};
+
+use super::job::{ErrorCode, Job, JsFailure};
+use super::{string_field, to_json, MemberWorkSync};
+use crate::application::turn_settled::{TeamChangeEvent, TeamChangeSink};
+use crate::domain::turn_settled::settings::{
+    hook_command, hook_settings_fragment, merge_runtime_hook_settings as merge_settings,
+};
+use crate::domain::turn_settled::{
+    RuntimeProvider, MAX_PAYLOAD_BYTES, TURN_SETTLED_HOOK_MARKER as MARKER,
+};
+
+/// Marker at the end of the managed Stop hook command.
+#[napi(js_name = "TURN_SETTLED_HOOK_MARKER")]
+pub const TURN_SETTLED_HOOK_MARKER: &str = MARKER;
+
+/// Environment variable naming the spool root for orchestrator runtimes.
+const SPOOL_ROOT_ENV: &str = "AGENT_TEAMS_RUNTIME_TURN_SETTLED_SPOOL_ROOT";
+
+/// The `onTeamChange` callback: called with one event object, its result and
+/// any exception it throws are ignored; weak, so it never keeps Node alive.
+pub type TeamChangeCallback =
+    ThreadsafeFunction<Value, UnknownReturnValue, Value, Status, false, true>;
+
+/// Delivers team change events to the JS callback on the JS thread.
+pub(crate) struct JsTeamChangeSink(pub(crate) TeamChangeCallback);
+
+impl TeamChangeSink for JsTeamChangeSink {
+    fn emit(&self, event: TeamChangeEvent) {
+        let Ok(value) = serde_json::to_value(event) else {
+            return;
+        };
+        // The completion callback receives the callback's result or its
+        // exception; swallowing both keeps a throwing listener from reaching
+        // Node's fatal-exception path or the addon.
+        let _ = self.0.call_with_return_value(
+            value,
+            ThreadsafeFunctionCallMode::NonBlocking,
+            |_, _| Ok(()),
+        );
+    }
+}
+
+/// Hook installation failures are logged once per process: launch goes on
+/// without the hook, and a broken spool must not flood the app log.
+static INSTALL_FAILURE_LOGGED: AtomicBool = AtomicBool::new(false);
+
+fn log_install_failure(error: &std::io::Error) {
+    if !INSTALL_FAILURE_LOGGED.swap(true, Ordering::Relaxed) {
+        eprintln!("member-work-sync: turn-settled hook unavailable, launching without it: {error}");
+    }
+}
+
+fn provider_arg(input: &Value) -> Result<RuntimeProvider, JsFailure> {
+    let name = string_field(input, "provider")?;
+    RuntimeProvider::parse(&name).ok_or_else(|| {
+        JsFailure::invalid(format!(
+            "unknown provider {name:?}: expected claude, codex or opencode"
+        ))
+    })
+}
+
+#[napi]
+impl MemberWorkSync {
+    /// The managed Stop hook settings fragment (claude only; `null` for other
+    /// providers or when the hook cannot be installed).
+    #[napi(
+        ts_args_type = "input: { provider: 'claude' | 'codex' | 'opencode' }",
+        ts_return_type = "Promise<Record<string, unknown> | null>"
+    )]
+    pub fn build_runtime_turn_settled_hook_settings(&self, input: Value) -> AsyncTask<Job> {
+        self.job(move |instance| {
+            if provider_arg(&input)? != RuntimeProvider::Claude {
+                return Ok(Value::Null);
+            }
+            let paths = &instance.services.spool_paths;
+            match paths.install() {
+                Ok(script) => Ok(hook_settings_fragment(&hook_command(
+                    &script.to_string_lossy(),
+                    &paths.root.to_string_lossy(),
+                    RuntimeProvider::Claude,
+                    MAX_PAYLOAD_BYTES,
+                ))),
+                Err(error) => {
+                    log_install_failure(&error);
+                    Ok(Value::Null)
+                }
+            }
+        })
+    }
+
+    /// `{AGENT_TEAMS_RUNTIME_TURN_SETTLED_SPOOL_ROOT}` for codex / opencode
+    /// (`null` for claude, or when the spool cannot be installed).
+    #[napi(
+        ts_args_type = "input: { provider: 'claude' | 'codex' | 'opencode' }",
+        ts_return_type = "Promise<Record<string, string> | null>"
+    )]
+    pub fn build_runtime_turn_settled_environment(&self, input: Value) -> AsyncTask<Job> {
+        self.job(move |instance| {
+            if provider_arg(&input)? == RuntimeProvider::Claude {
+                return Ok(Value::Null);
+            }
+            let paths = &instance.services.spool_paths;
+            match paths.install() {
+                Ok(_) => Ok(json!({ SPOOL_ROOT_ENV: paths.root.to_string_lossy() })),
+                Err(error) => {
+                    log_install_failure(&error);
+                    Ok(Value::Null)
+                }
+            }
+        })
+    }
+
+    /// Drains up to 50 spooled hook payloads.
+    #[napi(ts_return_type = "Promise<RuntimeTurnSettledDrainSummary>")]
+    pub fn drain_runtime_turn_settled_events(&self) -> AsyncTask<Job> {
+        self.job(move |instance| {
+            let summary = instance.drain_turn_settled().map_err(|e| JsFailure {
+                code: ErrorCode::Io,
+                message: format!("turn-settled drain failed: {e}"),
+            })?;
+            to_json(summary)
+        })
+    }
+}
+
+/// Hook-aware merge of a settings patch into a settings object (seed 000 §5).
+#[napi(
+    ts_args_type = "base: Record<string, unknown>, patch: Record<string, unknown>",
+    ts_return_type = "Record<string, unknown>"
+)]
+pub fn merge_runtime_hook_settings(
+    base: Value,
+    patch: Value,
+) -> Result<Value, napi::Error<ErrorCode>> {
+    let (Value::Object(base), Value::Object(patch)) = (&base, &patch) else {
+        return Err(JsFailure::invalid("base and patch must be plain objects").into_napi());
+    };
+    catch_unwind(AssertUnwindSafe(|| {
+        Value::Object(merge_settings(base, patch))
+    }))
+    .map_err(|_| {
+        JsFailure {
+            code: ErrorCode::Io,
+            message: "internal error (panic) in mergeRuntimeHookSettings".into(),
+        }
+        .into_napi()
+    })
+}

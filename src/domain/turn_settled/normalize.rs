@@ -1,0 +1,491 @@
+//! Provider payload → normalized turn-settled event (DATA.md §3 "Turn-settled
+//! payloads", §5 "Schedulers/spool").
+//!
+//! Only identity fields survive normalization: the assistant's message text
+//! (`last_assistant_message` and the like) is never copied, so it can never be
+//! logged or persisted by the app.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::RuntimeProvider;
+
+/// Source tag the orchestrator's Codex runtime puts in its payloads.
+pub const CODEX_SOURCE: &str = "agent-teams-orchestrator-codex-native";
+/// Source tag the orchestrator's OpenCode runtime puts in its payloads.
+pub const OPENCODE_SOURCE: &str = "agent-teams-orchestrator-opencode";
+/// OpenCode outcomes that mean the turn did not really settle.
+const OPENCODE_NON_TERMINAL_OUTCOMES: [&str; 5] = [
+    "timeout",
+    "stream_unavailable",
+    "prompt_rejected",
+    "idle_without_assistant_activity",
+    "unknown",
+];
+
+/// Why a payload is not a turn-settled event (DATA.md §3 failure reasons).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NormalizeFailure {
+    /// Not JSON.
+    InvalidJson,
+    /// JSON, but not an object.
+    PayloadNotObject,
+    /// Claude payload whose hook event is not `Stop`.
+    NotStopHook,
+    /// The payload's `provider` is not the one its file name claims.
+    ProviderMismatch,
+    /// The payload's `source` is not the orchestrator runtime of that provider.
+    SourceMismatch,
+    /// Orchestrator payload that is not a turn-settled (or Stop) event.
+    NotTurnSettledEvent,
+    /// No session id (nor, for Claude, transcript path).
+    MissingSessionIdentity,
+    /// Orchestrator payload without team or member name.
+    MissingTeamMemberIdentity,
+}
+
+impl NormalizeFailure {
+    /// The documented reason string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidJson => "invalid_json",
+            Self::PayloadNotObject => "payload_not_object",
+            Self::NotStopHook => "not_stop_hook",
+            Self::ProviderMismatch => "provider_mismatch",
+            Self::SourceMismatch => "source_mismatch",
+            Self::NotTurnSettledEvent => "not_turn_settled_event",
+            Self::MissingSessionIdentity => "missing_session_identity",
+            Self::MissingTeamMemberIdentity => "missing_team_member_identity",
+        }
+    }
+}
+
+/// A normalized turn-settled event: identity hints only, never message text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnSettledEvent {
+    /// Always 1.
+    pub schema_version: u8,
+    /// The runtime that emitted it.
+    pub provider: RuntimeProvider,
+    /// Always `Stop`: the provider-neutral name of "the turn ended".
+    pub hook_event_name: &'static str,
+    /// `runtime-turn-settled:<provider>:<session>:<turn>:<transcript>:<payloadHash>`.
+    pub source_id: String,
+    /// sha256 hex of the raw payload bytes.
+    pub payload_hash: String,
+    /// When the turn settled: the payload's own time, else the spool file's stamp.
+    pub recorded_at: String,
+    /// Runtime session id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Turn id (for orchestrator runtimes: falls back to the thread id).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+    /// Orchestrator thread / prompt message id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
+    /// Claude transcript path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transcript_path: Option<String>,
+    /// Working dir; parsed for diagnostics, never used to resolve a target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Team the orchestrator says ran the turn (verified against the roster later).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub team_name: Option<String>,
+    /// Member the orchestrator says ran the turn (verified against the roster later).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub member_name: Option<String>,
+    /// Orchestrator agent / lane id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Orchestrator turn outcome.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+}
+
+impl TurnSettledEvent {
+    /// Why this event is deliberately ignored before resolution, if it is:
+    /// an OpenCode turn without prompt identity did not settle a real prompt.
+    pub fn ignore_reason(&self) -> Option<String> {
+        if self.provider != RuntimeProvider::Opencode || self.thread_id.is_some() {
+            return None;
+        }
+        match self.outcome.as_deref() {
+            Some(o) if OPENCODE_NON_TERMINAL_OUTCOMES.contains(&o) => {
+                Some(format!("opencode_non_terminal_outcome:{o}"))
+            }
+            _ => Some("opencode_missing_prompt_identity".to_string()),
+        }
+    }
+}
+
+/// sha256 hex of `raw`.
+pub fn payload_hash(raw: &[u8]) -> String {
+    let digest = Sha256::digest(raw);
+    let mut hex = String::with_capacity(64);
+    for byte in digest {
+        hex.push_str(&format!("{byte:02x}"));
+    }
+    hex
+}
+
+/// Normalizes the raw bytes of a spool file written for `provider`.
+/// `spooled_at` (ISO) is the recorded time when the payload carries none.
+pub fn normalize(
+    provider: RuntimeProvider,
+    raw: &[u8],
+    spooled_at: &str,
+) -> Result<TurnSettledEvent, NormalizeFailure> {
+    let value: Value = serde_json::from_slice(raw).map_err(|_| NormalizeFailure::InvalidJson)?;
+    let Value::Object(payload) = value else {
+        return Err(NormalizeFailure::PayloadNotObject);
+    };
+    let hash = payload_hash(raw);
+    let mut event = match provider {
+        RuntimeProvider::Claude => claude(&payload, spooled_at)?,
+        RuntimeProvider::Codex | RuntimeProvider::Opencode => {
+            orchestrator(provider, &payload, spooled_at)?
+        }
+    };
+    event.source_id = format!(
+        "runtime-turn-settled:{}:{}:{}:{}:{}",
+        provider.as_str(),
+        event.session_id.as_deref().unwrap_or("no-session"),
+        event.turn_id.as_deref().unwrap_or("no-turn"),
+        event.transcript_path.as_deref().unwrap_or("no-transcript"),
+        hash
+    );
+    event.payload_hash = hash;
+    Ok(event)
+}
+
+fn empty_event(provider: RuntimeProvider, recorded_at: String) -> TurnSettledEvent {
+    TurnSettledEvent {
+        schema_version: 1,
+        provider,
+        hook_event_name: "Stop",
+        source_id: String::new(),
+        payload_hash: String::new(),
+        recorded_at,
+        session_id: None,
+        turn_id: None,
+        thread_id: None,
+        transcript_path: None,
+        cwd: None,
+        team_name: None,
+        member_name: None,
+        agent_id: None,
+        outcome: None,
+    }
+}
+
+fn claude(
+    payload: &Map<String, Value>,
+    spooled_at: &str,
+) -> Result<TurnSettledEvent, NormalizeFailure> {
+    if text(payload, &["hook_event_name", "hookEventName"]).as_deref() != Some("Stop") {
+        return Err(NormalizeFailure::NotStopHook);
+    }
+    let mut event = empty_event(RuntimeProvider::Claude, spooled_at.to_string());
+    event.session_id = text(payload, &["session_id", "sessionId"]);
+    event.turn_id = text(payload, &["turn_id", "turnId"]);
+    event.transcript_path = text(payload, &["transcript_path", "transcriptPath"]);
+    event.cwd = text(payload, &["cwd"]);
+    if event.session_id.is_none() && event.transcript_path.is_none() {
+        return Err(NormalizeFailure::MissingSessionIdentity);
+    }
+    Ok(event)
+}
+
+fn orchestrator(
+    provider: RuntimeProvider,
+    payload: &Map<String, Value>,
+    spooled_at: &str,
+) -> Result<TurnSettledEvent, NormalizeFailure> {
+    let opencode = provider == RuntimeProvider::Opencode;
+    if text(payload, &["provider"]).as_deref() != Some(provider.as_str()) {
+        return Err(NormalizeFailure::ProviderMismatch);
+    }
+    let source = if opencode {
+        OPENCODE_SOURCE
+    } else {
+        CODEX_SOURCE
+    };
+    if text(payload, &["source"]).as_deref() != Some(source) {
+        return Err(NormalizeFailure::SourceMismatch);
+    }
+    let settled = text(payload, &["eventName", "event_name"]).as_deref()
+        == Some("runtime_turn_settled")
+        || text(payload, &["hookEventName", "hook_event_name"]).as_deref() == Some("Stop");
+    if !settled {
+        return Err(NormalizeFailure::NotTurnSettledEvent);
+    }
+    let pick = |plain: &[&str], extra: &[&str]| {
+        text(payload, plain).or_else(|| if opencode { text(payload, extra) } else { None })
+    };
+    let session_id = pick(&["sessionId", "session_id"], &["opencodeSessionId"])
+        .ok_or(NormalizeFailure::MissingSessionIdentity)?;
+    let team_name = pick(&["teamName", "team_name"], &["teamId", "team_id"]);
+    let member_name = text(
+        payload,
+        &["memberName", "member_name", "agentName", "agent_name"],
+    );
+    let (Some(team_name), Some(member_name)) = (team_name, member_name) else {
+        return Err(NormalizeFailure::MissingTeamMemberIdentity);
+    };
+    let prompt_message_id = &[
+        "runtimePromptMessageId",
+        "runtime_prompt_message_id",
+        "promptMessageId",
+        "prompt_message_id",
+    ];
+    let thread_id = pick(&["threadId", "thread_id"], prompt_message_id);
+    let recorded_at = pick(
+        &["recordedAt", "recorded_at"],
+        &["observedAt", "observed_at"],
+    )
+    .unwrap_or_else(|| spooled_at.to_string());
+    let mut event = empty_event(provider, recorded_at);
+    event.turn_id = text(payload, &["turnId", "turn_id"]).or_else(|| thread_id.clone());
+    event.thread_id = thread_id;
+    event.session_id = Some(session_id);
+    event.team_name = Some(team_name);
+    event.member_name = Some(member_name);
+    event.cwd = pick(&["cwd"], &["projectPath", "project_path"]);
+    event.agent_id = pick(&["agentId", "agent_id"], &["laneId", "lane_id"]);
+    event.outcome = text(payload, &["outcome"]);
+    Ok(event)
+}
+
+/// The first of `keys` holding a non-blank string, trimmed. Other types count as absent.
+fn text(payload: &Map<String, Value>, keys: &[&str]) -> Option<String> {
+    keys.iter().find_map(|key| match payload.get(*key) {
+        Some(Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_string()),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    const AT: &str = "2026-11-22T10:00:00.000Z";
+
+    fn bytes(value: &Value) -> Vec<u8> {
+        serde_json::to_vec(value).unwrap()
+    }
+
+    #[test]
+    fn claude_stop_keeps_identity_and_drops_the_message() {
+        let raw = bytes(&json!({
+            "hook_event_name": "Stop", "session_id": " J7 ",
+            "transcript_path": "/h/.claude/projects/-p/J7.jsonl", "cwd": "/p",
+            "last_assistant_message": "SECRET TEXT", "stop_hook_active": false
+        }));
+        let event = normalize(RuntimeProvider::Claude, &raw, AT).unwrap();
+        assert_eq!(event.session_id.as_deref(), Some("J7"));
+        assert_eq!(event.recorded_at, AT);
+        assert_eq!(event.payload_hash, payload_hash(&raw));
+        assert_eq!(
+            event.source_id,
+            format!(
+                "runtime-turn-settled:claude:J7:no-turn:/h/.claude/projects/-p/J7.jsonl:{}",
+                payload_hash(&raw)
+            )
+        );
+        let stored = serde_json::to_string(&event).unwrap();
+        assert!(!stored.contains("SECRET"));
+    }
+
+    #[test]
+    fn claude_failures_have_documented_reasons() {
+        let fail = |raw: &[u8]| {
+            normalize(RuntimeProvider::Claude, raw, AT)
+                .unwrap_err()
+                .as_str()
+        };
+        assert_eq!(fail(b"{not json"), "invalid_json");
+        assert_eq!(fail(b"[1,2]"), "payload_not_object");
+        assert_eq!(
+            fail(&bytes(
+                &json!({"hook_event_name": "SubagentStop", "session_id": "s"})
+            )),
+            "not_stop_hook"
+        );
+        assert_eq!(
+            fail(&bytes(&json!({"hookEventName": "Stop", "cwd": "/p"}))),
+            "missing_session_identity"
+        );
+        // camelCase aliases are accepted.
+        let ok = normalize(
+            RuntimeProvider::Claude,
+            &bytes(&json!({"hookEventName": "Stop", "transcriptPath": "/t.jsonl", "turnId": "t1"})),
+            AT,
+        )
+        .unwrap();
+        assert_eq!(ok.turn_id.as_deref(), Some("t1"));
+        assert_eq!(ok.session_id, None);
+    }
+
+    #[test]
+    fn codex_payload_maps_aliases_and_falls_back_to_the_thread_id() {
+        let raw = bytes(&json!({
+            "provider": "codex", "source": CODEX_SOURCE, "event_name": "runtime_turn_settled",
+            "session_id": "s1", "team_name": "forge", "agent_name": "jack",
+            "thread_id": "th1", "recorded_at": "2026-11-22T09:59:00.000Z", "agentId": "a1"
+        }));
+        let event = normalize(RuntimeProvider::Codex, &raw, AT).unwrap();
+        assert_eq!(event.team_name.as_deref(), Some("forge"));
+        assert_eq!(event.member_name.as_deref(), Some("jack"));
+        assert_eq!(event.turn_id.as_deref(), Some("th1"));
+        assert_eq!(event.recorded_at, "2026-11-22T09:59:00.000Z");
+        assert_eq!(event.agent_id.as_deref(), Some("a1"));
+        assert!(event
+            .source_id
+            .starts_with("runtime-turn-settled:codex:s1:th1:no-transcript:"));
+        assert_eq!(event.ignore_reason(), None);
+    }
+
+    #[test]
+    fn codex_failures_in_documented_order() {
+        let fail = |v: Value| {
+            normalize(RuntimeProvider::Codex, &bytes(&v), AT)
+                .unwrap_err()
+                .as_str()
+        };
+        assert_eq!(fail(json!({"provider": "opencode"})), "provider_mismatch");
+        assert_eq!(
+            fail(json!({"provider": "codex", "source": "x"})),
+            "source_mismatch"
+        );
+        assert_eq!(
+            fail(json!({"provider": "codex", "source": CODEX_SOURCE, "eventName": "other"})),
+            "not_turn_settled_event"
+        );
+        assert_eq!(
+            fail(
+                json!({"provider": "codex", "source": CODEX_SOURCE, "hookEventName": "Stop",
+                        "teamName": "t", "memberName": "m"})
+            ),
+            "missing_session_identity"
+        );
+        assert_eq!(
+            fail(
+                json!({"provider": "codex", "source": CODEX_SOURCE, "hookEventName": "Stop",
+                        "sessionId": "s", "teamName": "t"})
+            ),
+            "missing_team_member_identity"
+        );
+    }
+
+    #[test]
+    fn opencode_aliases_and_ignore_reasons() {
+        let base = json!({
+            "provider": "opencode", "source": OPENCODE_SOURCE, "eventName": "runtime_turn_settled",
+            "opencodeSessionId": "oc1", "team_id": "forge", "member_name": "jill",
+            "project_path": "/p", "lane_id": "l1", "observed_at": "2026-11-22T09:00:00.000Z"
+        });
+        let event = normalize(RuntimeProvider::Opencode, &bytes(&base), AT).unwrap();
+        assert_eq!(event.session_id.as_deref(), Some("oc1"));
+        assert_eq!(event.team_name.as_deref(), Some("forge"));
+        assert_eq!(event.cwd.as_deref(), Some("/p"));
+        assert_eq!(event.agent_id.as_deref(), Some("l1"));
+        assert_eq!(event.recorded_at, "2026-11-22T09:00:00.000Z");
+        assert_eq!(
+            event.ignore_reason().as_deref(),
+            Some("opencode_missing_prompt_identity")
+        );
+        let mut timed_out = base.clone();
+        timed_out["outcome"] = json!("timeout");
+        let event = normalize(RuntimeProvider::Opencode, &bytes(&timed_out), AT).unwrap();
+        assert_eq!(
+            event.ignore_reason().as_deref(),
+            Some("opencode_non_terminal_outcome:timeout")
+        );
+        let mut prompted = base;
+        prompted["promptMessageId"] = json!("msg-9");
+        let event = normalize(RuntimeProvider::Opencode, &bytes(&prompted), AT).unwrap();
+        assert_eq!(event.thread_id.as_deref(), Some("msg-9"));
+        assert_eq!(event.turn_id.as_deref(), Some("msg-9"));
+        assert_eq!(event.ignore_reason(), None);
+    }
+
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            prop::sample::select(vec![
+                "Stop",
+                "claude",
+                "codex",
+                "opencode",
+                CODEX_SOURCE,
+                OPENCODE_SOURCE,
+                "runtime_turn_settled",
+                "timeout",
+                "",
+                " "
+            ])
+            .prop_map(|s| Value::String(s.to_string())),
+            ".{0,12}".prop_map(Value::String),
+        ];
+        let keys = prop::sample::select(vec![
+            "hook_event_name",
+            "hookEventName",
+            "session_id",
+            "sessionId",
+            "transcript_path",
+            "provider",
+            "source",
+            "eventName",
+            "teamName",
+            "team_id",
+            "memberName",
+            "agentName",
+            "threadId",
+            "promptMessageId",
+            "outcome",
+            "last_assistant_message",
+            "cwd",
+            "x",
+        ]);
+        leaf.prop_recursive(3, 24, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(keys.clone(), inner, 0..10).prop_map(
+                    |m| Value::Object(m.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+                ),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics_and_keeps_invariants(value in arb_json(), noise in prop::collection::vec(any::<u8>(), 0..40)) {
+            for provider in [RuntimeProvider::Claude, RuntimeProvider::Codex, RuntimeProvider::Opencode] {
+                for raw in [bytes(&value), noise.clone()] {
+                    if let Ok(event) = normalize(provider, &raw, AT) {
+                        prop_assert_eq!(event.provider, provider);
+                        prop_assert_eq!(&event.payload_hash, &payload_hash(&raw));
+                        prop_assert!(event.source_id.ends_with(&event.payload_hash));
+                        let prefix = format!("runtime-turn-settled:{}:", provider.as_str());
+                        prop_assert!(event.source_id.starts_with(&prefix));
+                        prop_assert!(event.session_id.is_some() || event.transcript_path.is_some());
+                        if provider != RuntimeProvider::Claude {
+                            prop_assert!(event.team_name.is_some() && event.member_name.is_some());
+                        }
+                        // The message text never survives normalization.
+                        let stored = serde_json::to_value(&event).unwrap();
+                        prop_assert!(stored.get("lastAssistantMessage").is_none());
+                    }
+                }
+            }
+        }
+    }
+}

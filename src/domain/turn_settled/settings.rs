@@ -1,0 +1,341 @@
+//! The managed Stop hook command, its settings fragment, and the hook-aware
+//! settings merge (seed 000 §5, DATA.md §5 "Hook settings").
+
+use serde_json::{json, Map, Value};
+
+use super::{RuntimeProvider, TURN_SETTLED_HOOK_MARKER};
+
+/// Deepest nesting the generic (non-hook) merge descends into; below it the
+/// patch value replaces the base value whole, so hostile input cannot exhaust the stack.
+const MAX_MERGE_DEPTH: usize = 64;
+
+/// POSIX single-quote escaping: the result is one shell word whatever `value` holds.
+pub fn shell_quote(value: &str) -> String {
+    format!("'{}'", value.replace('\'', r"'\''"))
+}
+
+/// `/bin/sh '<script>' '<spoolRoot>' '<provider>' '<maxBytes>' # <marker>`.
+///
+/// It carries no team or member identity: Claude teammates inherit `--settings`
+/// from their parent, so identity is resolved from the payload after the fact.
+pub fn hook_command(
+    script: &str,
+    spool_root: &str,
+    provider: RuntimeProvider,
+    max_bytes: u64,
+) -> String {
+    format!(
+        "/bin/sh {} {} {} {} # {}",
+        shell_quote(script),
+        shell_quote(spool_root),
+        shell_quote(provider.as_str()),
+        shell_quote(&max_bytes.to_string()),
+        TURN_SETTLED_HOOK_MARKER
+    )
+}
+
+/// `{"hooks":{"Stop":[{"matcher":"","hooks":[{"type":"command","command":…}]}]}}`.
+pub fn hook_settings_fragment(command: &str) -> Value {
+    json!({
+        "hooks": {
+            "Stop": [{
+                "matcher": "",
+                "hooks": [{ "type": "command", "command": command }]
+            }]
+        }
+    })
+}
+
+/// Merges a settings `patch` into `base` (seed 000 §5.3).
+///
+/// * `hooks`: per event, the base entries stay in order and patch entries not
+///   already present are appended; when the patch carries a managed hook (one
+///   whose command has [`TURN_SETTLED_HOOK_MARKER`]), old managed hooks are
+///   removed from the base first and exactly one is appended, so relaunches
+///   never stack copies. Merging the same patch twice equals merging it once.
+/// * Malformed user values (a `hooks` or event value of the wrong type, entries
+///   that are not objects) are kept as they are, never dropped or "fixed":
+///   Claude's own validation reports them.
+/// * Every other key: objects merge recursively, otherwise the patch wins.
+pub fn merge_runtime_hook_settings(
+    base: &Map<String, Value>,
+    patch: &Map<String, Value>,
+) -> Map<String, Value> {
+    merge_objects(base, patch, 0)
+}
+
+fn merge_objects(
+    base: &Map<String, Value>,
+    patch: &Map<String, Value>,
+    depth: usize,
+) -> Map<String, Value> {
+    let mut out = base.clone();
+    for (key, value) in patch {
+        let merged = match (out.get(key), value) {
+            (current, _) if depth == 0 && key == "hooks" => {
+                merge_hooks(current.unwrap_or(&Value::Object(Map::new())), value)
+            }
+            (Some(Value::Object(current)), Value::Object(incoming)) if depth < MAX_MERGE_DEPTH => {
+                Value::Object(merge_objects(current, incoming, depth + 1))
+            }
+            _ => value.clone(),
+        };
+        out.insert(key.clone(), merged);
+    }
+    out
+}
+
+fn merge_hooks(base: &Value, patch: &Value) -> Value {
+    let (Value::Object(base_events), Value::Object(patch_events)) = (base, patch) else {
+        // A malformed user `hooks` is preserved; a malformed patch cannot override
+        // it, and only lands where there was nothing.
+        return match base {
+            Value::Object(events) if events.is_empty() => patch.clone(),
+            _ => base.clone(),
+        };
+    };
+    let mut out = base_events.clone();
+    for (event, patch_entries) in patch_events {
+        let merged = match (base_events.get(event), patch_entries) {
+            (None, _) => merge_entries(&[], patch_entries),
+            (Some(Value::Array(current)), Value::Array(_)) => merge_entries(current, patch_entries),
+            // Either side malformed: keep the user's value untouched.
+            (Some(current), _) => current.clone(),
+        };
+        out.insert(event.clone(), merged);
+    }
+    Value::Object(out)
+}
+
+/// One event's entry list: `base` with managed hooks stripped (only when the
+/// patch brings one), then the patch's new entries, then the single managed entry.
+fn merge_entries(base: &[Value], patch: &Value) -> Value {
+    let Value::Array(patch) = patch else {
+        return patch.clone();
+    };
+    let managed = patch.iter().find_map(managed_entry);
+    let mut out: Vec<Value> = if managed.is_some() {
+        base.iter().filter_map(strip_managed).collect()
+    } else {
+        base.to_vec()
+    };
+    for entry in patch.iter().filter_map(strip_managed) {
+        if !out.contains(&entry) {
+            out.push(entry);
+        }
+    }
+    out.extend(managed);
+    Value::Array(out)
+}
+
+fn is_managed_hook(hook: &Value) -> bool {
+    hook.get("command")
+        .and_then(Value::as_str)
+        .is_some_and(|command| command.contains(TURN_SETTLED_HOOK_MARKER))
+}
+
+/// The entry reduced to its first managed hook, if it has one.
+fn managed_entry(entry: &Value) -> Option<Value> {
+    let hooks = entry.get("hooks")?.as_array()?;
+    let hook = hooks.iter().find(|h| is_managed_hook(h))?;
+    let mut reduced = entry.as_object()?.clone();
+    reduced.insert("hooks".into(), Value::Array(vec![hook.clone()]));
+    Some(Value::Object(reduced))
+}
+
+/// The entry without its managed hooks; `None` when nothing of the user's is left.
+/// Entries of an unexpected shape are returned unchanged.
+fn strip_managed(entry: &Value) -> Option<Value> {
+    let Some(hooks) = entry.get("hooks").and_then(Value::as_array) else {
+        return Some(entry.clone());
+    };
+    if !hooks.iter().any(is_managed_hook) {
+        return Some(entry.clone());
+    }
+    let kept: Vec<Value> = hooks
+        .iter()
+        .filter(|h| !is_managed_hook(h))
+        .cloned()
+        .collect();
+    if kept.is_empty() {
+        return None;
+    }
+    let mut reduced = entry.as_object()?.clone();
+    reduced.insert("hooks".into(), Value::Array(kept));
+    Some(Value::Object(reduced))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn obj(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            _ => panic!("not an object"),
+        }
+    }
+
+    fn ours(script: &str) -> Value {
+        hook_settings_fragment(&hook_command(
+            script,
+            "/spool",
+            RuntimeProvider::Claude,
+            262_144,
+        ))
+    }
+
+    fn user_hook(command: &str) -> Value {
+        json!({"matcher": "", "hooks": [{"type": "command", "command": command}]})
+    }
+
+    fn managed_count(settings: &Map<String, Value>) -> usize {
+        settings["hooks"]["Stop"]
+            .as_array()
+            .map(|entries| {
+                entries
+                    .iter()
+                    .flat_map(|e| e["hooks"].as_array().cloned().unwrap_or_default())
+                    .filter(is_managed_hook)
+                    .count()
+            })
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn command_matches_the_documented_shape() {
+        assert_eq!(
+            hook_command("/a/turn-settled-hook-v1.sh", "/a b/it's", RuntimeProvider::Claude, 262_144),
+            "/bin/sh '/a/turn-settled-hook-v1.sh' '/a b/it'\\''s' 'claude' '262144' # agent-teams:member-work-sync-turn-settled:v1"
+        );
+    }
+
+    #[test]
+    fn keeps_user_hooks_and_fast_mode_and_one_managed_hook() {
+        let base = obj(json!({
+            "fastMode": true,
+            "env": {"A": "1"},
+            "hooks": {"Stop": [user_hook("echo user")], "PreToolUse": [user_hook("lint")]}
+        }));
+        let once = merge_runtime_hook_settings(&base, &obj(ours("/old.sh")));
+        let relaunched = merge_runtime_hook_settings(&once, &obj(ours("/new.sh")));
+        assert_eq!(relaunched["fastMode"], json!(true));
+        assert_eq!(
+            relaunched["hooks"]["PreToolUse"],
+            base["hooks"]["PreToolUse"]
+        );
+        let stop = relaunched["hooks"]["Stop"].as_array().unwrap();
+        assert_eq!(stop[0], user_hook("echo user"));
+        assert_eq!(managed_count(&relaunched), 1);
+        assert!(stop[1]["hooks"][0]["command"]
+            .as_str()
+            .unwrap()
+            .contains("/new.sh"));
+    }
+
+    #[test]
+    fn a_mixed_entry_keeps_the_users_hook() {
+        let mixed = json!({"matcher": "", "hooks": [
+            {"type": "command", "command": "echo mine"},
+            {"type": "command", "command": format!("/bin/sh '/old.sh' # {TURN_SETTLED_HOOK_MARKER}")}
+        ]});
+        let base = obj(json!({"hooks": {"Stop": [mixed]}}));
+        let merged = merge_runtime_hook_settings(&base, &obj(ours("/new.sh")));
+        assert_eq!(merged["hooks"]["Stop"][0], user_hook("echo mine"));
+        assert_eq!(managed_count(&merged), 1);
+    }
+
+    #[test]
+    fn malformed_user_values_are_preserved() {
+        for hooks in [
+            json!("oops"),
+            json!({"Stop": {"not": "an array"}}),
+            json!({"Stop": [1, "x"]}),
+        ] {
+            let base = obj(json!({ "hooks": hooks.clone() }));
+            let merged = merge_runtime_hook_settings(&base, &obj(ours("/s.sh")));
+            match &hooks["Stop"] {
+                Value::Array(items) => {
+                    assert_eq!(
+                        &merged["hooks"]["Stop"].as_array().unwrap()[..2],
+                        &items[..]
+                    );
+                    assert_eq!(managed_count(&merged), 1);
+                }
+                _ => assert_eq!(merged["hooks"], hooks),
+            }
+        }
+    }
+
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let command = prop_oneof![
+            ".{0,8}".prop_map(Value::String),
+            Just(Value::String(format!("x # {TURN_SETTLED_HOOK_MARKER}"))),
+        ];
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i32>().prop_map(|n| json!(n)),
+            command,
+        ];
+        let keys = prop::sample::select(vec![
+            "hooks", "Stop", "command", "matcher", "type", "fastMode", "env",
+        ]);
+        leaf.prop_recursive(5, 48, 5, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(keys.clone(), inner, 0..5).prop_map(|m| Value::Object(
+                    m.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+                )),
+            ]
+        })
+    }
+
+    fn arb_object() -> impl Strategy<Value = Map<String, Value>> {
+        arb_json().prop_map(|v| match v {
+            Value::Object(m) => m,
+            other => obj(json!({ "hooks": { "Stop": [other] } })),
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn merge_is_idempotent_and_keeps_user_hooks(base in arb_object(), extra in arb_object(), script in ".{0,10}") {
+            let patch = obj(ours(&script));
+            let once = merge_runtime_hook_settings(&base, &patch);
+            prop_assert_eq!(&merge_runtime_hook_settings(&once, &patch), &once);
+            // Arbitrary patches never panic and are idempotent too.
+            let any_once = merge_runtime_hook_settings(&base, &extra);
+            prop_assert_eq!(&merge_runtime_hook_settings(&any_once, &extra), &any_once);
+            // Non-hook keys of the patch win.
+            for (key, value) in &extra {
+                if key != "hooks" && !matches!(value, Value::Object(_)) {
+                    prop_assert_eq!(&any_once[key], value);
+                }
+            }
+            if let Some(Value::Object(events)) = base.get("hooks") {
+                match events.get("Stop") {
+                    None => prop_assert_eq!(managed_count(&once), 1),
+                    Some(Value::Array(entries)) => {
+                        prop_assert_eq!(managed_count(&once), 1);
+                        // Every user hook command survives, in order.
+                        let user = |entries: &[Value]| -> Vec<Value> {
+                            entries.iter().flat_map(|e| match e.get("hooks").and_then(Value::as_array) {
+                                Some(h) => h.iter().filter(|h| !is_managed_hook(h)).cloned().collect(),
+                                None => vec![e.clone()],
+                            }).collect()
+                        };
+                        let merged = once["hooks"]["Stop"].as_array().cloned().unwrap_or_default();
+                        prop_assert_eq!(user(entries), user(&merged));
+                    }
+                    Some(other) => prop_assert_eq!(&once["hooks"]["Stop"], other),
+                }
+            } else if let Some(hooks) = base.get("hooks") {
+                prop_assert_eq!(&once["hooks"], hooks);
+            } else {
+                prop_assert_eq!(managed_count(&once), 1);
+            }
+        }
+    }
+}

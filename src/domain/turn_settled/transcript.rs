@@ -1,0 +1,320 @@
+//! Attribution of Claude transcripts to team members (TRANSCRIPTS.md §1–§3):
+//! project dir names, and which member a transcript head belongs to.
+//! Pure functions over already-parsed JSON lines.
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+
+/// Lines of a transcript head that attribution looks at.
+pub const HEAD_LINES: usize = 50;
+
+/// Claude's project dir names for a project path: every `/`, `\` and `:`
+/// becomes `-`, with a leading `-` for POSIX paths; a variant with `_` → `-`
+/// when the name has `_`.
+pub fn encode_project_dir(project_path: &str) -> Vec<String> {
+    let trimmed = project_path.trim().trim_end_matches(['/', '\\']);
+    if trimmed.is_empty() {
+        return vec![];
+    }
+    let mut encoded: String = trimmed
+        .chars()
+        .map(|c| {
+            if matches!(c, '/' | '\\' | ':') {
+                '-'
+            } else {
+                c
+            }
+        })
+        .collect();
+    let windows_drive = trimmed.as_bytes().get(1) == Some(&b':');
+    if !windows_drive && !encoded.starts_with('-') {
+        encoded.insert(0, '-');
+    }
+    let mut names = vec![encoded.clone()];
+    if encoded.contains('_') {
+        names.push(encoded.replace('_', "-"));
+    }
+    names
+}
+
+/// Project paths of a team config, in lookup order: `projectPath`,
+/// `projectPathHistory` newest first, the lead's `cwd`, the one distinct member `cwd`.
+pub fn project_path_candidates(config: &Value) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut push = |value: Option<&str>| {
+        if let Some(path) = value
+            .map(|p| p.trim().trim_end_matches(['/', '\\']))
+            .filter(|p| !p.is_empty())
+        {
+            if !out.iter().any(|known| known == path) {
+                out.push(path.to_string());
+            }
+        }
+    };
+    push(config.get("projectPath").and_then(Value::as_str));
+    if let Some(history) = config.get("projectPathHistory").and_then(Value::as_array) {
+        for path in history.iter().rev() {
+            push(path.as_str());
+        }
+    }
+    let members = config
+        .get("members")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let lead_cwd = members.iter().find_map(|m| {
+        let name = m.get("name").and_then(Value::as_str).unwrap_or("");
+        let agent_type = m.get("agentType").and_then(Value::as_str).unwrap_or("");
+        let lead = name.trim().eq_ignore_ascii_case("team-lead")
+            || matches!(agent_type.trim(), "team-lead" | "lead" | "orchestrator");
+        lead.then(|| m.get("cwd").and_then(Value::as_str)).flatten()
+    });
+    push(lead_cwd);
+    let cwds: HashSet<&str> = members
+        .iter()
+        .filter_map(|m| m.get("cwd").and_then(Value::as_str))
+        .map(|c| c.trim().trim_end_matches(['/', '\\']))
+        .filter(|c| !c.is_empty())
+        .collect();
+    if cwds.len() == 1 {
+        push(cwds.into_iter().next());
+    }
+    out
+}
+
+fn lower_eq(value: Option<&Value>, team: &str) -> bool {
+    value
+        .and_then(Value::as_str)
+        .is_some_and(|v| v.trim().to_lowercase() == team)
+}
+
+fn path<'a>(value: &'a Value, keys: &[&str]) -> Option<&'a Value> {
+    keys.iter().try_fold(value, |v, k| v.get(*k))
+}
+
+/// The text of an authored user turn, if `line` is one (TRANSCRIPTS.md §3).
+fn authored_user_text(line: &Value) -> Option<String> {
+    let message = line.get("message")?;
+    let role = message
+        .get("role")
+        .and_then(Value::as_str)
+        .or_else(|| line.get("type").and_then(Value::as_str));
+    if role != Some("user")
+        || line.get("toolUseResult").is_some()
+        || line.get("sourceToolUseID").is_some()
+        || line.get("isMeta").and_then(Value::as_bool) == Some(true)
+        || line.get("isSynthetic").and_then(Value::as_bool) == Some(true)
+    {
+        return None;
+    }
+    let text = match message.get("content")? {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => {
+            if blocks
+                .iter()
+                .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+            {
+                return None;
+            }
+            blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n")
+        }
+        _ => return None,
+    };
+    let head = text.trim_start();
+    if head.starts_with("<local-command-") || head.starts_with("<bash-") {
+        return None;
+    }
+    Some(text)
+}
+
+/// The member a root (member-session) transcript belongs to: it must name the
+/// team and a known member within its head (TRANSCRIPTS.md §2). `team` and
+/// `known` are lowercase; the member comes back trimmed, in its original case.
+pub fn attribute_root(lines: &[Value], team: &str, known: &HashSet<String>) -> Option<String> {
+    let mut team_matched = false;
+    let mut member: Option<String> = None;
+    let mentions = [
+        format!("on team \"{team}\""),
+        format!("on team '{team}'"),
+        format!("({team})"),
+    ];
+    for line in lines.iter().take(HEAD_LINES) {
+        if !team_matched {
+            team_matched = lower_eq(line.get("teamName"), team)
+                || lower_eq(path(line, &["process", "team", "teamName"]), team)
+                || authored_user_text(line).is_some_and(|t| {
+                    let t = t.to_lowercase();
+                    mentions.iter().any(|m| t.contains(m.as_str()))
+                });
+        }
+        if member.is_none() {
+            member = [
+                line.get("agentName"),
+                path(line, &["process", "team", "memberName"]),
+            ]
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::trim)
+            .find(|name| known.contains(&name.to_lowercase()))
+            .map(str::to_string);
+        }
+        if team_matched && member.is_some() {
+            break;
+        }
+    }
+    if team_matched {
+        member
+    } else {
+        None
+    }
+}
+
+/// The member a subagent transcript belongs to (TRANSCRIPTS.md §3): the
+/// strongest signal wins, the earliest within a level.
+pub fn attribute_subagent(lines: &[Value], known: &HashSet<String>) -> Option<String> {
+    let is_known = |name: &str| known.contains(&name.trim().to_lowercase());
+    let mut best: [Option<String>; 4] = [None, None, None, None];
+    for line in lines.iter().take(HEAD_LINES) {
+        let authored = authored_user_text(line);
+        if authored.as_deref().map(str::trim) == Some("Warmup") {
+            return None;
+        }
+        let level1 = [
+            path(line, &["process", "team", "memberName"]),
+            path(line, &["init", "process", "team", "memberName"]),
+        ]
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .find(|n| is_known(n));
+        let level2 = path(line, &["toolUseResult", "routing", "sender"])
+            .and_then(Value::as_str)
+            .filter(|n| is_known(n));
+        let (level3, level4) = match &authored {
+            Some(text) => (
+                teammate_sender(text).filter(|n| is_known(n)),
+                single_mention(text, known),
+            ),
+            None => (None, None),
+        };
+        for (slot, found) in best.iter_mut().zip([
+            level1.map(str::to_string),
+            level2.map(str::to_string),
+            level3,
+            level4,
+        ]) {
+            if slot.is_none() {
+                *slot = found.map(|n| n.trim().to_string());
+            }
+        }
+    }
+    best.into_iter().flatten().next()
+}
+
+/// `teammate_id="…"` of a leading `<teammate-message …>` tag (the sender).
+fn teammate_sender(text: &str) -> Option<String> {
+    let rest = text.trim_start().strip_prefix("<teammate-message")?;
+    let tag = &rest[..rest.find('>')?];
+    let start = tag.find("teammate_id=\"")? + "teammate_id=\"".len();
+    let end = tag[start..].find('"')? + start;
+    Some(tag[start..end].to_string())
+}
+
+/// The one known member name the text mentions as a whole word, if exactly one.
+fn single_mention(text: &str, known: &HashSet<String>) -> Option<String> {
+    let lower = text.to_lowercase();
+    let mut found = known.iter().filter(|name| {
+        !name.is_empty()
+            && lower.match_indices(name.as_str()).any(|(at, m)| {
+                let before = lower[..at].chars().next_back();
+                let after = lower[at + m.len()..].chars().next();
+                !before.is_some_and(is_word_char) && !after.is_some_and(is_word_char)
+            })
+    });
+    let first = found.next()?;
+    found.next().is_none().then(|| first.clone())
+}
+
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn known(names: &[&str]) -> HashSet<String> {
+        names.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn encodes_project_dirs_like_claude() {
+        assert_eq!(encode_project_dir("/home/u/proj/"), vec!["-home-u-proj"]);
+        assert_eq!(encode_project_dir("C:\\x"), vec!["C--x"]);
+        assert_eq!(
+            encode_project_dir("/a/my_app"),
+            vec!["-a-my_app", "-a-my-app"]
+        );
+        assert!(encode_project_dir("  ").is_empty());
+    }
+
+    #[test]
+    fn candidates_in_documented_order() {
+        let config = json!({
+            "projectPath": "/p/", "projectPathHistory": ["/old", "/older-but-newer"],
+            "members": [{"name": "team-lead", "cwd": "/lead"}, {"name": "jack", "cwd": "/lead"}]
+        });
+        assert_eq!(
+            project_path_candidates(&config),
+            vec!["/p", "/older-but-newer", "/old", "/lead"]
+        );
+    }
+
+    #[test]
+    fn root_attribution_needs_team_and_member() {
+        let line = json!({"type": "user", "sessionId": "J7", "teamName": "Forge", "agentName": "Jack",
+                          "message": {"role": "user", "content": "Start task 3"}});
+        assert_eq!(
+            attribute_root(std::slice::from_ref(&line), "forge", &known(&["jack"])),
+            Some("Jack".into())
+        );
+        assert_eq!(attribute_root(&[line], "atlas", &known(&["jack"])), None);
+        let by_text = [
+            json!({"message": {"role": "user", "content": "You are jack on team \"forge\""}}),
+            json!({"process": {"team": {"memberName": "jack"}}}),
+        ];
+        assert_eq!(
+            attribute_root(&by_text, "forge", &known(&["jack"])),
+            Some("jack".into())
+        );
+        let unknown = json!({"teamName": "forge", "agentName": "ghost"});
+        assert_eq!(attribute_root(&[unknown], "forge", &known(&["jack"])), None);
+    }
+
+    #[test]
+    fn subagent_signals_by_precedence() {
+        let names = known(&["jack", "jill"]);
+        let lines = [
+            json!({"message": {"role": "user", "content": "<teammate-message teammate_id=\"jill\">hi</teammate-message>"}}),
+            json!({"process": {"team": {"teamName": "forge", "memberName": "jack"}}}),
+        ];
+        assert_eq!(attribute_subagent(&lines, &names), Some("jack".into()));
+        let mention =
+            [json!({"message": {"role": "user", "content": "Please help Jill with task 4"}})];
+        assert_eq!(attribute_subagent(&mention, &names), Some("jill".into()));
+        let both = [json!({"message": {"role": "user", "content": "jack and jill"}})];
+        assert_eq!(attribute_subagent(&both, &names), None);
+        let warmup = [
+            json!({"message": {"role": "user", "content": "Warmup"}}),
+            lines[1].clone(),
+        ];
+        assert_eq!(attribute_subagent(&warmup, &names), None);
+    }
+}

@@ -1,0 +1,554 @@
+//! The runtime turn-settled spool (DATA.md §4 "Runtime spool", §5
+//! "Schedulers/spool"): `<teamsBase>/.member-work-sync/runtime-hooks/` with
+//! `bin/ incoming/ processing/ processed/ invalid/`.
+//!
+//! Every state change is one `rename(2)` inside the spool, so a file is always
+//! in exactly one dir and two drainers (two app windows) cannot both own it:
+//!
+//! * claim: `incoming/<name>` → `processing/<name>.claimed-<ms>`; the claim time
+//!   travels in the name, atomically with the claim, so recovery can tell a
+//!   stale claim from a fresh one without trusting file times;
+//! * commit: the meta file is written first, then the payload is renamed into
+//!   `processed/` or `invalid/`. That rename is the commit point: a drainer
+//!   whose claim was recovered by another one (it stalled > 5 min) finds its
+//!   source gone and reports the claim lost, so the event is acted on once;
+//! * release and recovery: back to `incoming/<name>`.
+//!
+//! No fsync: the spool is a best-effort signal that must survive a killed
+//! process (the page cache does), not a power cut; syncing every event would
+//! cost more than the whole drain.
+
+use std::fs;
+use std::io::{self, ErrorKind, Read};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::application::ports::{Clock, PortError};
+use crate::application::turn_settled::{ClaimContent, SpoolClaim, TurnSettledSpool};
+use crate::domain::time::EpochMs;
+use crate::domain::turn_settled::{RuntimeProvider, MAX_PAYLOAD_BYTES};
+
+/// The hook script, embedded at build time from `hooks/`.
+pub const HOOK_SCRIPT: &str = include_str!("../../hooks/turn-settled-hook-v1.sh");
+/// Its installed file name.
+pub const HOOK_SCRIPT_NAME: &str = "turn-settled-hook-v1.sh";
+/// A claim older than this is taken back to `incoming/` (its drainer died).
+pub const STALE_CLAIM_MS: EpochMs = 5 * 60 * 1000;
+/// Processed results kept: newest this many...
+pub const KEEP_PROCESSED: usize = 1000;
+/// ...and none older than this.
+pub const PROCESSED_MAX_AGE_MS: EpochMs = 24 * 3600 * 1000;
+/// Invalid results kept: newest this many...
+pub const KEEP_INVALID: usize = 100;
+/// ...and none older than this.
+pub const INVALID_MAX_AGE_MS: EpochMs = 72 * 3600 * 1000;
+
+const CLAIM_TAG: &str = ".claimed-";
+const META_SUFFIX: &str = ".meta.json";
+
+/// Where the spool lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpoolPaths {
+    /// `<teamsBase>/.member-work-sync/runtime-hooks`.
+    pub root: PathBuf,
+}
+
+impl SpoolPaths {
+    /// The spool of a teams dir.
+    pub fn for_teams_base(teams_base: &Path) -> Self {
+        Self {
+            root: teams_base.join(".member-work-sync").join("runtime-hooks"),
+        }
+    }
+
+    /// `incoming/`: complete payloads written by the hook.
+    pub fn incoming(&self) -> PathBuf {
+        self.root.join("incoming")
+    }
+
+    /// `processing/`: claimed by a drainer.
+    pub fn processing(&self) -> PathBuf {
+        self.root.join("processing")
+    }
+
+    /// `processed/`: done, with `<file>.meta.json`.
+    pub fn processed(&self) -> PathBuf {
+        self.root.join("processed")
+    }
+
+    /// `invalid/`: unusable payloads, with `<file>.meta.json`.
+    pub fn invalid(&self) -> PathBuf {
+        self.root.join("invalid")
+    }
+
+    /// `bin/turn-settled-hook-v1.sh`.
+    pub fn script(&self) -> PathBuf {
+        self.root.join("bin").join(HOOK_SCRIPT_NAME)
+    }
+
+    /// Creates the layout (dirs 0700) and installs the hook script (0755),
+    /// rewriting it only when its content differs. Returns the script path.
+    pub fn install(&self) -> io::Result<PathBuf> {
+        for dir in [
+            self.root.clone(),
+            self.root.join("bin"),
+            self.incoming(),
+            self.processing(),
+            self.processed(),
+            self.invalid(),
+        ] {
+            fs::create_dir_all(&dir)?;
+            fs::set_permissions(&dir, fs::Permissions::from_mode(0o700))?;
+        }
+        let script = self.script();
+        let current = fs::read(&script).ok();
+        if current.as_deref() != Some(HOOK_SCRIPT.as_bytes()) {
+            let dir = self.root.join("bin");
+            let mut temp = tempfile::Builder::new()
+                .prefix(&format!(".{HOOK_SCRIPT_NAME}.tmp."))
+                .permissions(fs::Permissions::from_mode(0o755))
+                .tempfile_in(&dir)?;
+            io::Write::write_all(&mut temp, HOOK_SCRIPT.as_bytes())?;
+            temp.as_file().sync_all()?;
+            temp.persist(&script).map_err(|e| e.error)?;
+        } else if fs::metadata(&script)?.permissions().mode() & 0o777 != 0o755 {
+            fs::set_permissions(&script, fs::Permissions::from_mode(0o755))?;
+        }
+        Ok(script)
+    }
+}
+
+/// What a spool file name says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SpoolName {
+    /// `<YYYYMMDDTHHMMSSZ>-<pid>-<suffix>.<provider>.json` with a known provider.
+    Event {
+        /// The provider of the suffix.
+        provider: RuntimeProvider,
+        /// The stamp, epoch ms.
+        stamp_ms: EpochMs,
+    },
+    /// The documented shape, but a provider we do not know.
+    UnsupportedProvider,
+    /// Anything else.
+    Malformed,
+}
+
+/// Parses a spool file name (DATA.md §4).
+pub fn parse_spool_name(name: &str) -> SpoolName {
+    let Some(rest) = name.strip_suffix(".json") else {
+        return SpoolName::Malformed;
+    };
+    let Some((head, provider)) = rest.rsplit_once('.') else {
+        return SpoolName::Malformed;
+    };
+    let Some(stamp_ms) = parse_stamp(head) else {
+        return SpoolName::Malformed;
+    };
+    let Some((pid, suffix)) = head[17..].split_once('-') else {
+        return SpoolName::Malformed;
+    };
+    let suffix_ok = !suffix.is_empty()
+        && suffix
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) || !suffix_ok {
+        return SpoolName::Malformed;
+    }
+    match RuntimeProvider::parse(provider) {
+        Some(provider) => SpoolName::Event { provider, stamp_ms },
+        None if !provider.is_empty() && provider.bytes().all(|b| b.is_ascii_alphanumeric()) => {
+            SpoolName::UnsupportedProvider
+        }
+        None => SpoolName::Malformed,
+    }
+}
+
+/// `YYYYMMDDTHHMMSSZ-` at the start of `head`, as epoch ms.
+fn parse_stamp(head: &str) -> Option<EpochMs> {
+    let stamp = head.get(..16)?;
+    if head.as_bytes().get(16) != Some(&b'-') {
+        return None;
+    }
+    chrono::NaiveDateTime::parse_from_str(stamp, "%Y%m%dT%H%M%SZ")
+        .ok()
+        .map(|t| t.and_utc().timestamp_millis())
+}
+
+/// The file-backed spool.
+pub struct FsSpool {
+    paths: SpoolPaths,
+    clock: Arc<dyn Clock>,
+}
+
+impl FsSpool {
+    /// A spool at `paths`, timed by `clock`.
+    pub fn new(paths: SpoolPaths, clock: Arc<dyn Clock>) -> Self {
+        Self { paths, clock }
+    }
+
+    /// The paths.
+    pub fn paths(&self) -> &SpoolPaths {
+        &self.paths
+    }
+
+    /// Takes claims older than [`STALE_CLAIM_MS`] back to `incoming/`.
+    fn recover_stale(&self, now: EpochMs) {
+        let Ok(entries) = fs::read_dir(self.paths.processing()) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            let (original, claimed_at) = match name.rsplit_once(CLAIM_TAG) {
+                Some((original, ms)) => (original.to_string(), ms.parse::<EpochMs>().ok()),
+                // Left by another implementation: its file time is all we have.
+                None => (name.clone(), None),
+            };
+            let claimed_at = claimed_at.or_else(|| {
+                let modified = entry.metadata().ok()?.modified().ok()?;
+                let since = modified.duration_since(std::time::UNIX_EPOCH).ok()?;
+                Some(since.as_millis() as EpochMs)
+            });
+            if claimed_at.is_some_and(|at| now - at > STALE_CLAIM_MS) {
+                // Losing this race to another drainer's recovery is fine.
+                let _ = fs::rename(entry.path(), self.paths.incoming().join(original));
+            }
+        }
+    }
+
+    fn finish(&self, claim: &SpoolClaim, dir: &Path, meta: &Value) -> Result<bool, PortError> {
+        fs::create_dir_all(dir)?;
+        let target = dir.join(&claim.id);
+        write_meta(&dir.join(format!("{}{META_SUFFIX}", claim.id)), meta)?;
+        match fs::rename(self.claimed_path(claim), &target) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn claimed_path(&self, claim: &SpoolClaim) -> PathBuf {
+        self.paths
+            .processing()
+            .join(format!("{}{CLAIM_TAG}{}", claim.id, claim.claimed_at_ms))
+    }
+
+    /// Keeps the newest `keep` results of `dir` and none older than `max_age_ms`.
+    fn prune(&self, dir: &Path, keep: usize, max_age_ms: EpochMs, now: EpochMs) {
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        let mut payloads: Vec<String> = entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .filter(|n| !n.starts_with('.') && !n.ends_with(META_SUFFIX))
+            .collect();
+        // Names start with the hook's UTC stamp, so name order is time order.
+        payloads.sort_unstable_by(|a, b| b.cmp(a));
+        for (rank, name) in payloads.iter().enumerate() {
+            let path = dir.join(name);
+            let at = match parse_spool_name(name) {
+                SpoolName::Event { stamp_ms, .. } => Some(stamp_ms),
+                _ => parse_stamp(name).or_else(|| modified_ms(&path)),
+            };
+            let too_old = at.is_some_and(|at| now - at > max_age_ms);
+            if rank >= keep || too_old {
+                let _ = fs::remove_file(&path);
+                let _ = fs::remove_file(dir.join(format!("{name}{META_SUFFIX}")));
+            }
+        }
+    }
+}
+
+fn modified_ms(path: &Path) -> Option<EpochMs> {
+    let modified = fs::metadata(path).ok()?.modified().ok()?;
+    Some(
+        modified
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_millis() as EpochMs,
+    )
+}
+
+/// Meta files are diagnostics: written whole (temp + rename) but not synced.
+fn write_meta(path: &Path, meta: &Value) -> io::Result<()> {
+    let dir = path
+        .parent()
+        .ok_or_else(|| io::Error::new(ErrorKind::InvalidInput, "meta path has no dir"))?;
+    let mut bytes = serde_json::to_vec_pretty(meta).map_err(io::Error::other)?;
+    bytes.push(b'\n');
+    let mut temp = tempfile::Builder::new()
+        .prefix(".meta.tmp.")
+        .tempfile_in(dir)?;
+    io::Write::write_all(&mut temp, &bytes)?;
+    temp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+impl TurnSettledSpool for FsSpool {
+    fn claim(&self, limit: usize) -> Result<Vec<SpoolClaim>, PortError> {
+        let now = self.clock.now_ms();
+        self.recover_stale(now);
+        let mut names: Vec<String> = match fs::read_dir(self.paths.incoming()) {
+            Ok(entries) => entries
+                .flatten()
+                .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                // Hidden names are the hook's temp files, still being written.
+                .filter(|n| !n.starts_with('.'))
+                .collect(),
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        names.sort_unstable();
+        fs::create_dir_all(self.paths.processing())?;
+        let mut claims = Vec::new();
+        for name in names {
+            if claims.len() >= limit {
+                break;
+            }
+            let claim = SpoolClaim {
+                id: name,
+                claimed_at_ms: now,
+                spooled_at_ms: now,
+                provider: None,
+                content: ClaimContent::Invalid("invalid_file_name"),
+            };
+            let claimed = self.claimed_path(&claim);
+            if fs::rename(self.paths.incoming().join(&claim.id), &claimed).is_err() {
+                // Another drainer was first.
+                continue;
+            }
+            let (provider, content, spooled_at_ms) = match parse_spool_name(&claim.id) {
+                SpoolName::Event { provider, stamp_ms } => {
+                    (Some(provider), read_payload(&claimed), stamp_ms)
+                }
+                SpoolName::UnsupportedProvider => {
+                    (None, ClaimContent::Invalid("unsupported_provider"), now)
+                }
+                SpoolName::Malformed => (None, ClaimContent::Invalid("invalid_file_name"), now),
+            };
+            claims.push(SpoolClaim {
+                provider,
+                content,
+                spooled_at_ms,
+                ..claim
+            });
+        }
+        Ok(claims)
+    }
+
+    fn complete(&self, claim: &SpoolClaim, meta: &Value) -> Result<bool, PortError> {
+        self.finish(claim, &self.paths.processed(), meta)
+    }
+
+    fn reject(&self, claim: &SpoolClaim, meta: &Value) -> Result<bool, PortError> {
+        self.finish(claim, &self.paths.invalid(), meta)
+    }
+
+    fn release(&self, claim: &SpoolClaim) -> Result<(), PortError> {
+        match fs::rename(
+            self.claimed_path(claim),
+            self.paths.incoming().join(&claim.id),
+        ) {
+            Err(e) if e.kind() != ErrorKind::NotFound => Err(e.into()),
+            _ => Ok(()),
+        }
+    }
+
+    fn apply_retention(&self) {
+        let now = self.clock.now_ms();
+        self.prune(
+            &self.paths.processed(),
+            KEEP_PROCESSED,
+            PROCESSED_MAX_AGE_MS,
+            now,
+        );
+        self.prune(&self.paths.invalid(), KEEP_INVALID, INVALID_MAX_AGE_MS, now);
+    }
+}
+
+fn read_payload(path: &Path) -> ClaimContent {
+    let file = match fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) => return ClaimContent::Transient(e.to_string()),
+    };
+    let mut bytes = Vec::new();
+    match file.take(MAX_PAYLOAD_BYTES + 1).read_to_end(&mut bytes) {
+        Err(e) => ClaimContent::Transient(e.to_string()),
+        Ok(_) if bytes.len() as u64 > MAX_PAYLOAD_BYTES => {
+            ClaimContent::Invalid("payload_too_large")
+        }
+        Ok(0) => ClaimContent::Invalid("payload_missing"),
+        Ok(_) => ClaimContent::Payload(bytes),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::infrastructure::clock::ManualClock;
+
+    const T0: EpochMs = 1_795_341_600_000; // 2026-11-22T10:00:00Z
+
+    fn spool(now: EpochMs) -> (tempfile::TempDir, FsSpool, Arc<ManualClock>) {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = SpoolPaths::for_teams_base(dir.path());
+        paths.install().unwrap();
+        let clock = Arc::new(ManualClock::new(now));
+        (dir, FsSpool::new(paths, clock.clone()), clock)
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn claims_in_name_order_skip_hidden_files_and_classify_bad_ones() {
+        let (_dir, spool, _) = spool(T0);
+        let incoming = spool.paths().incoming();
+        fs::write(incoming.join("20261122T100002Z-1-0.codex.json"), b"{}").unwrap();
+        fs::write(incoming.join("20261122T100001Z-1-0.claude.json"), b"{}").unwrap();
+        fs::write(incoming.join(".turn-settled.9.0"), b"half").unwrap();
+        fs::write(incoming.join("20261122T100003Z-1-0.gemini.json"), b"{}").unwrap();
+        fs::write(incoming.join("notes.txt"), b"x").unwrap();
+        fs::write(incoming.join("20261122T100004Z-1-0.claude.json"), b"").unwrap();
+        fs::write(
+            incoming.join("20261122T100005Z-1-0.claude.json"),
+            vec![b'a'; 262_145],
+        )
+        .unwrap();
+        let claims = spool.claim(50).unwrap();
+        let got: Vec<(&str, Option<&str>)> = claims
+            .iter()
+            .map(|c| {
+                let what = match &c.content {
+                    ClaimContent::Payload(_) => None,
+                    ClaimContent::Invalid(reason) => Some(*reason),
+                    ClaimContent::Transient(_) => Some("transient"),
+                };
+                (c.id.as_str(), what)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("20261122T100001Z-1-0.claude.json", None),
+                ("20261122T100002Z-1-0.codex.json", None),
+                (
+                    "20261122T100003Z-1-0.gemini.json",
+                    Some("unsupported_provider")
+                ),
+                ("20261122T100004Z-1-0.claude.json", Some("payload_missing")),
+                (
+                    "20261122T100005Z-1-0.claude.json",
+                    Some("payload_too_large")
+                ),
+                ("notes.txt", Some("invalid_file_name")),
+            ]
+        );
+        assert_eq!(names(&incoming), vec![".turn-settled.9.0"]);
+        assert_eq!(claims[0].spooled_at_ms, T0 + 1000);
+        // Release puts it back; complete files it with its meta.
+        spool.release(&claims[0]).unwrap();
+        assert!(incoming.join(&claims[0].id).exists());
+        assert!(spool
+            .complete(&claims[1], &serde_json::json!({"outcome": "enqueued"}))
+            .unwrap());
+        assert_eq!(
+            names(&spool.paths().processed()),
+            vec![
+                "20261122T100002Z-1-0.codex.json",
+                "20261122T100002Z-1-0.codex.json.meta.json"
+            ]
+        );
+        // A claim already taken back (by another drainer's recovery) is reported lost.
+        assert!(!spool.complete(&claims[1], &serde_json::json!({})).unwrap());
+    }
+
+    #[test]
+    fn stale_claims_go_back_to_incoming_before_a_drain_and_fresh_ones_stay() {
+        let (_dir, spool, clock) = spool(T0);
+        let incoming = spool.paths().incoming();
+        fs::write(incoming.join("20261122T100000Z-1-0.claude.json"), b"{}").unwrap();
+        fs::write(incoming.join("20261122T100000Z-2-0.claude.json"), b"{}").unwrap();
+        let first = spool.claim(1).unwrap();
+        assert_eq!(first.len(), 1);
+        clock.set(T0 + STALE_CLAIM_MS - 1);
+        let second = spool.claim(1).unwrap();
+        assert_eq!(second[0].id, "20261122T100000Z-2-0.claude.json");
+        assert!(
+            spool.claim(1).unwrap().is_empty(),
+            "a fresh claim is not recovered"
+        );
+        clock.set(T0 + STALE_CLAIM_MS + 1);
+        let recovered = spool.claim(5).unwrap();
+        assert_eq!(recovered.len(), 1);
+        assert_eq!(recovered[0].id, first[0].id);
+    }
+
+    #[test]
+    fn retention_keeps_the_newest_and_drops_the_old() {
+        let now = T0 + 80 * 3600 * 1000;
+        let (_dir, spool, _) = spool(now);
+        let invalid = spool.paths().invalid();
+        let processed = spool.paths().processed();
+        for i in 0..105 {
+            let name = format!("20261125T{:02}{:02}00Z-1-0.claude.json", i / 60, i % 60);
+            fs::write(invalid.join(&name), b"x").unwrap();
+            fs::write(invalid.join(format!("{name}.meta.json")), b"{}").unwrap();
+        }
+        // 73 h old: past the 72 h of invalid results.
+        fs::write(invalid.join("20261122T090000Z-1-0.claude.json"), b"x").unwrap();
+        fs::write(processed.join("20261122T100000Z-1-0.claude.json"), b"x").unwrap();
+        fs::write(processed.join("20261125T170000Z-1-0.claude.json"), b"x").unwrap();
+        spool.apply_retention();
+        let kept = names(&invalid);
+        assert_eq!(kept.len(), 200);
+        assert_eq!(kept[0], "20261125T000500Z-1-0.claude.json");
+        assert_eq!(names(&processed), vec!["20261125T170000Z-1-0.claude.json"]);
+    }
+
+    #[test]
+    fn names_follow_the_documented_pattern() {
+        assert_eq!(
+            parse_spool_name("20261122T100000Z-123-ab.C_1.claude.json"),
+            SpoolName::Event {
+                provider: RuntimeProvider::Claude,
+                stamp_ms: crate::domain::time::parse_iso("2026-11-22T10:00:00Z").unwrap()
+            }
+        );
+        assert!(matches!(
+            parse_spool_name("20261122T100000Z-1-0.opencode.json"),
+            SpoolName::Event {
+                provider: RuntimeProvider::Opencode,
+                ..
+            }
+        ));
+        assert_eq!(
+            parse_spool_name("20261122T100000Z-1-0.gemini.json"),
+            SpoolName::UnsupportedProvider
+        );
+        for bad in [
+            "x.claude.json",
+            "20261122T100000Z-1-0.claude.txt",
+            "20261122T100000Z--0.claude.json",
+            "20261122T100000Z-1-.claude.json",
+            "20261322T100000Z-1-0.claude.json",
+            "20261122T100000Z-1-a b.claude.json",
+            "20261122T100000Z-1-0.json",
+            "é",
+        ] {
+            assert_eq!(parse_spool_name(bad), SpoolName::Malformed, "{bad}");
+        }
+    }
+}

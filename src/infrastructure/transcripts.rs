@@ -1,0 +1,510 @@
+//! Finds the team member behind a Claude session (TRANSCRIPTS.md): first the
+//! exact evidence of `launch-state.json` (`runtimeSessionId`), then the
+//! attributed transcripts under `<claudeRoot>/projects/`. `cwd` is never used.
+//!
+//! The index of attributed files is rebuilt at most every few seconds (a drain
+//! resolves up to 50 events against one index), and a transcript is only
+//! re-read when its size or mtime changed.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::Value;
+
+use super::json_store::{read_capped, Capped};
+use crate::application::turn_settled::{ClaudeMatch, ClaudeSessionLocator};
+use crate::domain::turn_settled::transcript::{
+    attribute_root, attribute_subagent, encode_project_dir, project_path_candidates, HEAD_LINES,
+};
+
+/// Most teams scanned.
+pub const MAX_TEAMS: usize = 200;
+/// How long an index is reused.
+const INDEX_TTL: Duration = Duration::from_secs(5);
+/// A miss rebuilds an index older than this once, so a brand-new session is found.
+const MISS_REBUILD_AFTER: Duration = Duration::from_millis(500);
+/// Most bytes read from one transcript head (its lines can be long).
+const MAX_HEAD_BYTES: u64 = 4 * 1024 * 1024;
+/// Most cached attributions.
+const MAX_CACHED: usize = 5000;
+/// Largest `config.json` / `launch-state.json` / `members.meta.json` read.
+const MAX_CONFIG_BYTES: u64 = 10 * 1024 * 1024;
+const MAX_SMALL_JSON_BYTES: u64 = 256 * 1024;
+
+#[derive(Debug, Clone)]
+struct AttributedFile {
+    team: String,
+    member: String,
+    path: PathBuf,
+    session_id: String,
+    modified: SystemTime,
+}
+
+#[derive(Debug, Default)]
+struct Index {
+    /// (team, member, runtime session id) from launch state.
+    launched: Vec<(String, String, String)>,
+    files: Vec<AttributedFile>,
+}
+
+type CacheKey = (String, PathBuf);
+type CacheEntry = (SystemTime, u64, Option<String>);
+
+/// File-backed [`ClaudeSessionLocator`].
+pub struct FsClaudeSessionLocator {
+    teams_base: PathBuf,
+    projects_dir: PathBuf,
+    index: Mutex<Option<(Instant, Arc<Index>)>>,
+    attributions: Mutex<HashMap<CacheKey, CacheEntry>>,
+}
+
+impl FsClaudeSessionLocator {
+    /// A locator over `<teamsBase>` and `<claudeRoot>/projects`.
+    pub fn new(teams_base: PathBuf, projects_dir: PathBuf) -> Self {
+        Self {
+            teams_base,
+            projects_dir,
+            index: Mutex::new(None),
+            attributions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn index(&self, rebuild_older_than: Duration) -> (Arc<Index>, Duration) {
+        let mut slot = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((built, index)) = slot.as_ref() {
+            if built.elapsed() < rebuild_older_than {
+                return (index.clone(), built.elapsed());
+            }
+        }
+        let index = Arc::new(self.build_index());
+        *slot = Some((Instant::now(), index.clone()));
+        (index, Duration::ZERO)
+    }
+
+    fn build_index(&self) -> Index {
+        let mut index = Index::default();
+        for (team, config) in self.teams() {
+            let team_dir = self.teams_base.join(&team);
+            index.launched.extend(launched_sessions(&team_dir, &team));
+            let known = known_members(&team_dir, &config);
+            self.attribute_team(&team, &config, &known, &mut index.files);
+        }
+        index
+    }
+
+    /// Active team dirs with a named, undeleted config, by name, at most [`MAX_TEAMS`].
+    fn teams(&self) -> Vec<(String, Value)> {
+        let Ok(entries) = fs::read_dir(&self.teams_base) else {
+            return vec![];
+        };
+        let mut names: Vec<String> = entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .filter(|n| !n.starts_with('.'))
+            .collect();
+        names.sort();
+        names
+            .into_iter()
+            .filter_map(|name| {
+                let config = read_json(
+                    &self.teams_base.join(&name).join("config.json"),
+                    MAX_CONFIG_BYTES,
+                )?;
+                let named = config
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .is_some_and(|n| !n.trim().is_empty());
+                let deleted = config.get("deletedAt").is_some_and(|d| !d.is_null());
+                (named && !deleted).then_some((name, config))
+            })
+            .take(MAX_TEAMS)
+            .collect()
+    }
+
+    fn attribute_team(
+        &self,
+        team: &str,
+        config: &Value,
+        known: &HashSet<String>,
+        out: &mut Vec<AttributedFile>,
+    ) {
+        let team_lc = team.trim().to_lowercase();
+        let lead_session = config
+            .get("leadSessionId")
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty());
+        let mut team_sessions: HashSet<String> =
+            lead_session.map(str::to_string).into_iter().collect();
+        if let Some(history) = config.get("sessionHistory").and_then(Value::as_array) {
+            team_sessions.extend(
+                history
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(|s| s.trim().to_string()),
+            );
+        }
+        let mut roots: BTreeMap<String, AttributedFile> = BTreeMap::new();
+        let mut seen_dirs = HashSet::new();
+        for project in project_path_candidates(config) {
+            for dir_name in encode_project_dir(&project) {
+                let dir = self.projects_dir.join(&dir_name);
+                if !seen_dirs.insert(dir.clone()) || !dir.is_dir() {
+                    continue;
+                }
+                let Ok(entries) = fs::read_dir(&dir) else {
+                    continue;
+                };
+                let mut subagent_dirs = Vec::new();
+                for entry in entries.flatten() {
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    if let Some(session) = name.strip_suffix(".jsonl") {
+                        if team_sessions.contains(session) {
+                            continue;
+                        }
+                        let path = entry.path();
+                        let Some((modified, member)) = self.attribution(team, &path, |lines| {
+                            attribute_root(lines, &team_lc, known)
+                        }) else {
+                            continue;
+                        };
+                        // Only a member's newest root session can match.
+                        let key = member.to_lowercase();
+                        if roots.get(&key).is_none_or(|f| modified > f.modified) {
+                            roots.insert(
+                                key,
+                                AttributedFile {
+                                    team: team.to_string(),
+                                    member: member.to_lowercase(),
+                                    path,
+                                    session_id: session.to_string(),
+                                    modified,
+                                },
+                            );
+                        }
+                    } else if !name.starts_with('.') && name != "memory" {
+                        let keep = lead_session.is_none_or(|lead| lead == name);
+                        if keep {
+                            subagent_dirs.push((name, entry.path().join("subagents")));
+                        }
+                    }
+                }
+                for (session, sub_dir) in subagent_dirs {
+                    let Ok(files) = fs::read_dir(&sub_dir) else {
+                        continue;
+                    };
+                    for file in files.flatten() {
+                        let name = file.file_name().to_string_lossy().into_owned();
+                        if !name.starts_with("agent-")
+                            || !name.ends_with(".jsonl")
+                            || name.starts_with("agent-acompact")
+                        {
+                            continue;
+                        }
+                        let path = file.path();
+                        if let Some((modified, member)) =
+                            self.attribution(team, &path, |lines| attribute_subagent(lines, known))
+                        {
+                            out.push(AttributedFile {
+                                team: team.to_string(),
+                                member: member.to_lowercase(),
+                                path,
+                                session_id: session.clone(),
+                                modified,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        out.extend(roots.into_values());
+    }
+
+    /// The cached or fresh attribution of one file: (mtime, member).
+    fn attribution(
+        &self,
+        team: &str,
+        path: &Path,
+        attribute: impl Fn(&[Value]) -> Option<String>,
+    ) -> Option<(SystemTime, String)> {
+        let meta = fs::metadata(path).ok()?;
+        let modified = meta.modified().ok()?;
+        let key = (team.to_string(), path.to_path_buf());
+        {
+            let cache = self.attributions.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((at, len, member)) = cache.get(&key) {
+                if *at == modified && *len == meta.len() {
+                    return member.clone().map(|m| (modified, m));
+                }
+            }
+        }
+        let member = attribute(&read_head(path));
+        let mut cache = self.attributions.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() >= MAX_CACHED {
+            cache.clear();
+        }
+        cache.insert(key, (modified, meta.len(), member.clone()));
+        member.map(|m| (modified, m))
+    }
+
+    fn find(index: &Index, session_id: Option<&str>, transcript: Option<&Path>) -> ClaudeMatch {
+        if let Some(session) = session_id {
+            let launched: HashSet<(&str, &str)> = index
+                .launched
+                .iter()
+                .filter(|(_, _, s)| s == session)
+                .map(|(t, m, _)| (t.as_str(), m.as_str()))
+                .collect();
+            if let Some(result) = single(launched.into_iter()) {
+                return result;
+            }
+        }
+        // Per team: the exact path first, then the newest file.
+        let mut best: BTreeMap<&str, (bool, SystemTime, &str)> = BTreeMap::new();
+        for file in &index.files {
+            let exact = transcript.is_some_and(|t| t == file.path);
+            if !exact && session_id != Some(file.session_id.as_str()) {
+                continue;
+            }
+            let candidate = (exact, file.modified, file.member.as_str());
+            match best.get(file.team.as_str()) {
+                Some(current) if (current.0, current.1) >= (exact, file.modified) => {}
+                _ => {
+                    best.insert(file.team.as_str(), candidate);
+                }
+            }
+        }
+        let any_exact = best.values().any(|(exact, _, _)| *exact);
+        let targets = best
+            .iter()
+            .filter(|(_, (exact, _, _))| *exact || !any_exact)
+            .map(|(team, (_, _, member))| (*team, *member));
+        single(targets).unwrap_or(ClaudeMatch::NoMatch)
+    }
+}
+
+/// One distinct target → a match; several → ambiguous; none → `None`.
+fn single<'a>(targets: impl Iterator<Item = (&'a str, &'a str)>) -> Option<ClaudeMatch> {
+    let distinct: HashSet<(&str, &str)> = targets.collect();
+    match distinct.len() {
+        0 => None,
+        1 => distinct
+            .into_iter()
+            .next()
+            .map(|(team, member)| ClaudeMatch::Member {
+                team_name: team.to_string(),
+                member_name: member.to_string(),
+            }),
+        _ => Some(ClaudeMatch::Ambiguous),
+    }
+}
+
+impl ClaudeSessionLocator for FsClaudeSessionLocator {
+    fn locate(&self, session_id: Option<&str>, transcript_path: Option<&str>) -> ClaudeMatch {
+        let transcript = transcript_path.map(|p| lexical_normalize(Path::new(p)));
+        let (index, age) = self.index(INDEX_TTL);
+        let found = Self::find(&index, session_id, transcript.as_deref());
+        if found != ClaudeMatch::NoMatch || age < MISS_REBUILD_AFTER {
+            return found;
+        }
+        let (fresh, _) = self.index(MISS_REBUILD_AFTER);
+        Self::find(&fresh, session_id, transcript.as_deref())
+    }
+}
+
+/// `path.resolve` without touching the disk: drops `.`, folds `..`.
+fn lexical_normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+fn read_json(path: &Path, max: u64) -> Option<Value> {
+    match read_capped(path, max) {
+        Ok(Some(Capped::Bytes(bytes))) => serde_json::from_slice(&bytes).ok(),
+        _ => None,
+    }
+}
+
+/// `launch-state.json` members with a usable `runtimeSessionId`.
+fn launched_sessions(team_dir: &Path, team: &str) -> Vec<(String, String, String)> {
+    let Some(state) = read_json(&team_dir.join("launch-state.json"), MAX_SMALL_JSON_BYTES) else {
+        return vec![];
+    };
+    if state.get("teamName").and_then(Value::as_str) != Some(team) {
+        return vec![];
+    }
+    let Some(members) = state.get("members").and_then(Value::as_object) else {
+        return vec![];
+    };
+    members
+        .iter()
+        .filter_map(|(name, m)| {
+            let failed = m
+                .get("hardFailure")
+                .is_some_and(|f| !f.is_null() && f != &Value::Bool(false))
+                || matches!(
+                    m.get("launchState").and_then(Value::as_str),
+                    Some("skipped_for_launch" | "failed_to_start")
+                );
+            let session = m.get("runtimeSessionId").and_then(Value::as_str)?.trim();
+            (!failed && !session.is_empty()).then(|| {
+                (
+                    team.to_string(),
+                    name.trim().to_lowercase(),
+                    session.to_string(),
+                )
+            })
+        })
+        .collect()
+}
+
+/// Config members, members-meta members and inbox names, lowercased.
+fn known_members(team_dir: &Path, config: &Value) -> HashSet<String> {
+    let names = |value: &Value| -> Vec<String> {
+        value
+            .get("members")
+            .and_then(Value::as_array)
+            .map(|members| {
+                members
+                    .iter()
+                    .filter_map(|m| m.get("name").and_then(Value::as_str))
+                    .map(|n| n.trim().to_lowercase())
+                    .filter(|n| !n.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut known: HashSet<String> = names(config).into_iter().collect();
+    if let Some(meta) = read_json(&team_dir.join("members.meta.json"), MAX_SMALL_JSON_BYTES) {
+        known.extend(names(&meta));
+    }
+    if let Ok(entries) = fs::read_dir(team_dir.join("inboxes")) {
+        known.extend(entries.flatten().filter_map(|e| {
+            let name = e.file_name().to_str()?.to_string();
+            let stem = name.strip_suffix(".json")?;
+            (!stem.starts_with('.') && !stem.contains('*')).then(|| stem.trim().to_lowercase())
+        }));
+    }
+    known
+}
+
+/// The first [`HEAD_LINES`] non-empty lines that parse as JSON.
+fn read_head(path: &Path) -> Vec<Value> {
+    let Ok(file) = fs::File::open(path) else {
+        return vec![];
+    };
+    let reader = BufReader::with_capacity(64 * 1024, file.take(MAX_HEAD_BYTES));
+    reader
+        .split(b'\n')
+        .map_while(Result::ok)
+        .filter(|line| line.iter().any(|b| !b.is_ascii_whitespace()))
+        .take(HEAD_LINES)
+        .filter_map(|line| serde_json::from_slice(&line).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn write(path: &Path, text: &str) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+
+    /// The TRANSCRIPTS.md §6 example.
+    fn example() -> (tempfile::TempDir, FsClaudeSessionLocator) {
+        let root = tempfile::tempdir().unwrap();
+        let home = root.path();
+        write(
+            &home.join("teams/forge/config.json"),
+            &json!({"name": "forge", "projectPath": "/home/u/proj", "leadSessionId": "L1",
+                    "members": [{"name": "team-lead", "agentType": "team-lead"},
+                                {"name": "jack", "model": "claude-sonnet-4-5"},
+                                {"name": "jill"}]})
+            .to_string(),
+        );
+        write(
+            &home.join("projects/-home-u-proj/L1.jsonl"),
+            "{\"teamName\":\"forge\",\"agentName\":\"team-lead\"}\n",
+        );
+        write(
+            &home.join("projects/-home-u-proj/J7.jsonl"),
+            &format!(
+                "{}\n",
+                json!({"type": "user", "sessionId": "J7", "teamName": "forge", "agentName": "jack",
+                       "cwd": "/home/u/proj", "message": {"role": "user", "content": "Start task 3"}})
+            ),
+        );
+        write(
+            &home.join("projects/-home-u-proj/L1/subagents/agent-a1.jsonl"),
+            "{\"process\":{\"team\":{\"teamName\":\"forge\",\"memberName\":\"jill\"}}}\n",
+        );
+        let locator = FsClaudeSessionLocator::new(home.join("teams"), home.join("projects"));
+        (root, locator)
+    }
+
+    fn member(team: &str, member: &str) -> ClaudeMatch {
+        ClaudeMatch::Member {
+            team_name: team.into(),
+            member_name: member.into(),
+        }
+    }
+
+    #[test]
+    fn resolves_the_documented_example() {
+        let (root, locator) = example();
+        let path = root.path().join("projects/-home-u-proj/J7.jsonl");
+        assert_eq!(locator.locate(Some("J7"), None), member("forge", "jack"));
+        assert_eq!(locator.locate(None, path.to_str()), member("forge", "jack"));
+        // The lead's own session is no member session; its subagent is jill's.
+        assert_eq!(locator.locate(Some("L1"), None), member("forge", "jill"));
+        assert_eq!(locator.locate(Some("nope"), None), ClaudeMatch::NoMatch);
+    }
+
+    #[test]
+    fn launch_state_wins_and_two_members_are_ambiguous() {
+        let (root, locator) = example();
+        write(
+            &root.path().join("teams/forge/launch-state.json"),
+            &json!({"version": 2, "teamName": "forge", "members": {
+                "jill": {"runtimeSessionId": "S9"}, "jack": {"runtimeSessionId": "S9", "hardFailure": true}}})
+            .to_string(),
+        );
+        assert_eq!(locator.locate(Some("S9"), None), member("forge", "jill"));
+        write(
+            &root.path().join("teams/atlas/config.json"),
+            &json!({"name": "atlas", "projectPath": "/home/u/proj",
+                    "members": [{"name": "jack"}]})
+            .to_string(),
+        );
+        let (_, other) = (
+            0,
+            FsClaudeSessionLocator::new(root.path().join("teams"), root.path().join("projects")),
+        );
+        // J7 names team forge, so atlas does not claim it.
+        assert_eq!(other.locate(Some("J7"), None), member("forge", "jack"));
+        write(
+            &root.path().join("teams/atlas/launch-state.json"),
+            &json!({"teamName": "atlas", "members": {"jack": {"runtimeSessionId": "S9"}}})
+                .to_string(),
+        );
+        let fresh =
+            FsClaudeSessionLocator::new(root.path().join("teams"), root.path().join("projects"));
+        assert_eq!(fresh.locate(Some("S9"), None), ClaudeMatch::Ambiguous);
+    }
+}

@@ -1,0 +1,302 @@
+//! The shipped Stop hook script, run for real under every POSIX shell on the
+//! machine (`sh`, `dash` when installed, `bash --posix` when installed), and the
+//! settings command as Claude Code runs it (`sh -c "<command>"`).
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use member_work_sync::domain::turn_settled::settings::hook_command;
+use member_work_sync::domain::turn_settled::{RuntimeProvider, MAX_PAYLOAD_BYTES};
+use member_work_sync::infrastructure::spool::{parse_spool_name, SpoolName, SpoolPaths};
+use proptest::prelude::*;
+
+/// The shells to run the script under: `sh` always; the others when present.
+fn shells() -> Vec<Vec<&'static str>> {
+    let mut shells = vec![vec!["sh"]];
+    let present = |name: &str| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {name}")])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if present("dash") {
+        shells.push(vec!["dash"]);
+    } else {
+        eprintln!("dash not installed: skipping the dash runs");
+    }
+    if present("bash") {
+        shells.push(vec!["bash", "--posix"]);
+    }
+    shells
+}
+
+struct Run {
+    status: i32,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+/// Runs `shell script args…` with `stdin` piped in.
+fn run(shell: &[&str], script: &Path, args: &[&str], stdin: &[u8]) -> Run {
+    let mut child = Command::new(shell[0])
+        .args(&shell[1..])
+        .arg(script)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn shell");
+    let mut pipe = child.stdin.take().expect("stdin");
+    let payload = stdin.to_vec();
+    // Write from another thread: a hook that stopped reading must not hang the test.
+    let writer = std::thread::spawn(move || {
+        let result = pipe.write_all(&payload);
+        drop(pipe);
+        result
+    });
+    let out = child.wait_with_output().expect("wait");
+    let write_result = writer.join().expect("writer thread");
+    assert!(
+        write_result.is_ok(),
+        "hook stopped reading stdin: {write_result:?}"
+    );
+    Run {
+        status: out.status.code().unwrap_or(-1),
+        stdout: out.stdout,
+        stderr: out.stderr,
+    }
+}
+
+fn installed_spool() -> (tempfile::TempDir, SpoolPaths, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = SpoolPaths::for_teams_base(&dir.path().join("teams"));
+    let script = paths.install().unwrap();
+    (dir, paths, script)
+}
+
+fn incoming(paths: &SpoolPaths) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(paths.incoming())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+fn payload(len: usize) -> Vec<u8> {
+    (0..len).map(|i| b"abcdefghij{}\"\n "[i % 15]).collect()
+}
+
+#[test]
+fn captures_payloads_completely_up_to_the_bound() {
+    let max = MAX_PAYLOAD_BYTES as usize;
+    for shell in shells() {
+        let (_dir, paths, script) = installed_spool();
+        let root = paths.root.to_string_lossy().into_owned();
+        for (len, kept) in [(1, 1), (2048, 2048), (max, max), (300 * 1024, max + 1)] {
+            let body = payload(len);
+            let out = run(&shell, &script, &[&root, "claude", "262144"], &body);
+            assert_eq!(
+                (out.status, out.stdout.len(), out.stderr.len()),
+                (0, 0, 0),
+                "{shell:?} {len}"
+            );
+            let names = incoming(&paths);
+            assert_eq!(names.len(), 1, "{shell:?} {len}: {names:?}");
+            assert!(matches!(
+                parse_spool_name(&names[0]),
+                SpoolName::Event {
+                    provider: RuntimeProvider::Claude,
+                    ..
+                }
+            ));
+            let path = paths.incoming().join(&names[0]);
+            let stored = fs::read(&path).unwrap();
+            assert_eq!(stored.len(), kept, "{shell:?} {len}");
+            assert_eq!(&stored[..], &body[..kept], "{shell:?} {len}");
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(
+                fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
+            fs::remove_file(path).unwrap();
+        }
+    }
+}
+
+#[test]
+fn every_provider_is_kept_and_anything_else_is_dropped() {
+    for shell in shells() {
+        let (_dir, paths, script) = installed_spool();
+        let root = paths.root.to_string_lossy().into_owned();
+        for provider in ["claude", "codex", "opencode", "gemini", "", "../x"] {
+            let out = run(&shell, &script, &[&root, provider, "262144"], b"{}");
+            assert_eq!((out.status, out.stdout.len(), out.stderr.len()), (0, 0, 0));
+        }
+        let names = incoming(&paths);
+        let providers: Vec<&str> = names.iter().map(|n| n.split('.').nth(1).unwrap()).collect();
+        assert_eq!(names.len(), 3, "{names:?}");
+        for p in ["claude", "codex", "opencode"] {
+            assert!(providers.contains(&p), "{shell:?} {names:?}");
+        }
+    }
+}
+
+#[test]
+fn empty_input_missing_and_read_only_spools_exit_zero_silently() {
+    let root_user = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    for shell in shells() {
+        let (dir, paths, script) = installed_spool();
+        let root = paths.root.to_string_lossy().into_owned();
+        let out = run(&shell, &script, &[&root, "claude", "262144"], b"");
+        assert_eq!((out.status, out.stdout.len(), out.stderr.len()), (0, 0, 0));
+        assert!(incoming(&paths).is_empty(), "empty payload must be dropped");
+
+        let missing = dir.path().join("nope").to_string_lossy().into_owned();
+        let out = run(
+            &shell,
+            &script,
+            &[&missing, "claude", "262144"],
+            &payload(5000),
+        );
+        assert_eq!((out.status, out.stdout.len(), out.stderr.len()), (0, 0, 0));
+        assert!(
+            !dir.path().join("nope").exists(),
+            "the hook never creates the spool"
+        );
+
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(paths.incoming(), fs::Permissions::from_mode(0o500)).unwrap();
+        let out = run(
+            &shell,
+            &script,
+            &[&root, "claude", "262144"],
+            &payload(300 * 1024),
+        );
+        assert_eq!((out.status, out.stdout.len(), out.stderr.len()), (0, 0, 0));
+        if !root_user {
+            // (root writes through the mode bits, so only an ordinary user sees a read-only dir)
+            assert!(incoming(&paths).is_empty());
+        }
+        fs::set_permissions(paths.incoming(), fs::Permissions::from_mode(0o700)).unwrap();
+
+        // A bad maxBytes falls back to the default rather than failing.
+        let out = run(&shell, &script, &[&root, "codex", "12x"], b"{\"a\":1}");
+        assert_eq!(out.status, 0);
+    }
+}
+
+#[test]
+fn leftover_temp_files_of_a_crashed_hook_do_not_block_the_next_one() {
+    let (_dir, paths, script) = installed_spool();
+    let root = paths.root.to_string_lossy().into_owned();
+    // Any pid the next hook may get: leave temp files for the first few suffixes of every pid is
+    // impossible, so take the one the shell will report.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "for n in 0 1 2; do : > '{}/.turn-settled.'$$.$n; done; exec sh '{}' '{}' claude 262144",
+            paths.incoming().display(),
+            script.display(),
+            root
+        ))
+        .stdin(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            child.stdin.take().unwrap().write_all(b"{\"x\":1}")?;
+            child.wait()
+        })
+        .unwrap();
+    assert!(out.success());
+    let names = incoming(&paths);
+    let complete: Vec<&String> = names.iter().filter(|n| !n.starts_with('.')).collect();
+    assert_eq!(complete.len(), 1, "{names:?}");
+    assert_eq!(
+        fs::read(paths.incoming().join(complete[0])).unwrap(),
+        b"{\"x\":1}"
+    );
+}
+
+/// A path component made of characters that break naive quoting.
+fn nasty() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop_oneof![
+            Just(" ".to_string()),
+            Just("'".to_string()),
+            Just("\"".to_string()),
+            Just("$".to_string()),
+            Just("`".to_string()),
+            Just("\n".to_string()),
+            Just("\\".to_string()),
+            Just("$(x)".to_string()),
+            Just("#".to_string()),
+            Just(";".to_string()),
+            "[a-z]{1,3}",
+        ],
+        1..6,
+    )
+    .prop_map(|parts| parts.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// The settings command, run by `sh -c` as Claude Code runs hook commands,
+    /// hands the script exactly the spool root, provider and bound.
+    #[test]
+    fn settings_command_passes_exact_arguments(script_dir in nasty(), spool in nasty()) {
+        let dir = tempfile::tempdir().unwrap();
+        let script_dir = dir.path().join(script_dir);
+        fs::create_dir_all(&script_dir).unwrap();
+        let script = script_dir.join("dump-args.sh");
+        let out_file = dir.path().join("args");
+        fs::write(&script, format!("printf '%s\\001' \"$0\" \"$@\" > '{}'\n", out_file.display())).unwrap();
+        let spool_root = dir.path().join(&spool).to_string_lossy().into_owned();
+        let command = hook_command(&script.to_string_lossy(), &spool_root, RuntimeProvider::Claude, 262_144);
+        let status = Command::new("sh").arg("-c").arg(&command).stdin(Stdio::null()).status().unwrap();
+        prop_assert!(status.success());
+        let dumped = fs::read(&out_file).unwrap();
+        let args: Vec<String> = dumped
+            .split(|b| *b == 1)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let expected = vec![script.to_string_lossy().into_owned(), spool_root, "claude".into(), "262144".into()];
+        prop_assert_eq!(args, expected);
+    }
+}
+
+#[test]
+fn the_real_hook_works_from_a_nasty_spool_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let teams = dir.path().join("it's a $HOME `x` \"dir\"\nnext");
+    let paths = SpoolPaths::for_teams_base(&teams);
+    let script = paths.install().unwrap();
+    let command = hook_command(
+        &script.to_string_lossy(),
+        &paths.root.to_string_lossy(),
+        RuntimeProvider::Claude,
+        262_144,
+    );
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(&command)
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"hook_event_name\":\"Stop\"}")
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(incoming(&paths).len(), 1);
+}

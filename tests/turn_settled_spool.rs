@@ -1,0 +1,380 @@
+//! The spool under crashes and concurrent drainers, with real files, the real
+//! hook script and real processes.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use member_work_sync::application::ports::Clock;
+use member_work_sync::application::runtime_state::RuntimeStates;
+use member_work_sync::application::turn_settled::{
+    DrainSummary, TeamChangeEvent, TeamChangeSink, TurnSettledIngestor, TurnSettledQueue,
+};
+use member_work_sync::infrastructure::clock::{ManualClock, SystemClock};
+use member_work_sync::infrastructure::spool::{FsSpool, SpoolPaths};
+use member_work_sync::infrastructure::status_store::{FsAuditJournal, StorePaths};
+use member_work_sync::infrastructure::team_reader::FsTeamSource;
+use member_work_sync::infrastructure::transcripts::FsClaudeSessionLocator;
+
+const CODEX_SOURCE: &str = "agent-teams-orchestrator-codex-native";
+const CHILD_ENV: &str = "MWS_TEST_DRAINER_ROOT";
+const UNTIL_EMPTY_ENV: &str = "MWS_TEST_DRAINER_UNTIL_EMPTY";
+
+/// A Claude home with team `forge` and codex member `jack`.
+fn claude_home() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let team = dir.path().join("teams/forge");
+    fs::create_dir_all(&team).unwrap();
+    fs::write(
+        team.join("config.json"),
+        r#"{"name":"forge","members":[{"name":"team-lead","agentType":"team-lead"},{"name":"jack","model":"gpt-5"}]}"#,
+    )
+    .unwrap();
+    dir
+}
+
+fn codex_payload(id: usize) -> Vec<u8> {
+    format!(
+        r#"{{"provider":"codex","source":"{CODEX_SOURCE}","eventName":"runtime_turn_settled","sessionId":"s-{id}","teamName":"forge","memberName":"jack","turnId":"t-{id}"}}"#
+    )
+    .into_bytes()
+}
+
+/// Appends the source id of every resolved event to a log: what "acting on an
+/// event" means here. One `write` per line with O_APPEND, so lines never interleave.
+struct LogSink(Mutex<fs::File>);
+
+impl LogSink {
+    fn open(path: &Path) -> Self {
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
+        Self(Mutex::new(file))
+    }
+}
+
+impl TeamChangeSink for LogSink {
+    fn emit(&self, event: TeamChangeEvent) {
+        let detail: serde_json::Value =
+            serde_json::from_str(event.detail.as_deref().unwrap_or("{}")).unwrap();
+        let line = format!("{}\n", detail["sourceId"].as_str().unwrap_or("?"));
+        let _ = self.0.lock().unwrap().write_all(line.as_bytes());
+    }
+}
+
+struct NoQueue;
+
+impl TurnSettledQueue for NoQueue {
+    fn enqueue(&self, _: &str, _: &str) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+fn ingestor(home: &Path, clock: Arc<dyn Clock>) -> TurnSettledIngestor {
+    let teams = home.join("teams");
+    TurnSettledIngestor::new(
+        clock.clone(),
+        Arc::new(FsSpool::new(SpoolPaths::for_teams_base(&teams), clock)),
+        Arc::new(FsTeamSource::new(teams.clone(), home.join("tasks"))),
+        Arc::new(FsClaudeSessionLocator::new(
+            teams.clone(),
+            home.join("projects"),
+        )),
+        Arc::new(RuntimeStates::default()),
+        Arc::new(FsAuditJournal::new(StorePaths::new(teams))),
+    )
+}
+
+fn drain_all(ingestor: &TurnSettledIngestor, sink: &dyn TeamChangeSink) -> DrainSummary {
+    let mut total = DrainSummary::default();
+    loop {
+        let s = ingestor.drain(&NoQueue, sink).unwrap();
+        total.claimed += s.claimed;
+        total.enqueued += s.enqueued;
+        total.unresolved += s.unresolved;
+        total.ignored += s.ignored;
+        total.invalid += s.invalid;
+        total.failed += s.failed;
+        if s.claimed == 0 {
+            return total;
+        }
+    }
+}
+
+/// Not a test on its own: the drainer process the crash test starts and kills.
+#[test]
+#[ignore = "child process of the crash-safety test"]
+fn drainer_child() {
+    let Some(home) = std::env::var_os(CHILD_ENV).map(PathBuf::from) else {
+        return;
+    };
+    let ingestor = ingestor(&home, Arc::new(SystemClock));
+    let sink = LogSink::open(&home.join("acted.log"));
+    if std::env::var_os(UNTIL_EMPTY_ENV).is_some() {
+        let s = drain_all(&ingestor, &sink);
+        println!("SUMMARY {} {}", s.claimed, s.enqueued);
+        return;
+    }
+    let _ = fs::write(home.join(format!("ready-{}", std::process::id())), b"");
+    loop {
+        let _ = ingestor.drain(&NoQueue, &sink);
+    }
+}
+
+/// Tiny deterministic PRNG so failures replay.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self, bound: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % bound
+    }
+}
+
+fn kill9(child: &mut std::process::Child) {
+    let _ = child.kill(); // SIGKILL on unix
+    let _ = child.wait();
+}
+
+/// kill -9 the hook and the drainer at random points, 200 times; afterwards
+/// every payload whose hook finished is processed exactly once and no payload
+/// is acted on twice.
+#[test]
+fn kill_nine_of_hook_and_drainer_loses_nothing_and_never_processes_twice() {
+    let home = claude_home();
+    let teams = home.path().join("teams");
+    let paths = SpoolPaths::for_teams_base(&teams);
+    let script = paths.install().unwrap();
+    let root = paths.root.to_string_lossy().into_owned();
+    let exe = std::env::current_exe().unwrap();
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    // Results older than 24 h are pruned, so direct files carry today's stamp.
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
+    let mut completed: Vec<usize> = Vec::new();
+    let trials = 200;
+    let mut drainer: Option<std::process::Child> = None;
+    let mut stranded = 0;
+    for trial in 0..trials {
+        if drainer.is_none() {
+            drainer = Some(
+                Command::new(&exe)
+                    .args(["--exact", "drainer_child", "--ignored", "--test-threads=1"])
+                    .env(CHILD_ENV, home.path())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap(),
+            );
+        }
+        // Complete files written directly keep the drainer busy, so the kills
+        // land inside drains, not only between them.
+        // (Three per trial: with the hooks' payloads that stays under the 1,000
+        // results retention keeps, so every result can be checked.)
+        for k in 0..3 {
+            let id = 10_000 + trial * 10 + k;
+            // Like the hook: a hidden temp file, then a rename.
+            let temp = paths.incoming().join(format!(".direct.{id}"));
+            fs::write(&temp, codex_payload(id)).unwrap();
+            fs::rename(
+                &temp,
+                paths.incoming().join(format!("{stamp}-{id}-0.codex.json")),
+            )
+            .unwrap();
+            completed.push(id);
+        }
+        let mut hook = Command::new("sh")
+            .arg(&script)
+            .args([&root, "codex", "262144"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = hook.stdin.take().unwrap();
+        let _ = stdin.write_all(&codex_payload(trial));
+        drop(stdin);
+        let kill_hook = rng.next(3) == 0;
+        if kill_hook {
+            std::thread::sleep(Duration::from_micros(rng.next(3000)));
+            kill9(&mut hook);
+        } else if hook.wait().unwrap().success() {
+            completed.push(trial);
+        }
+        if rng.next(2) == 0 {
+            if let Some(child) = &drainer {
+                // Kill while it drains, not while the process is still starting.
+                let ready = home.path().join(format!("ready-{}", child.id()));
+                for _ in 0..2000 {
+                    if ready.exists() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_micros(500));
+                }
+            }
+            std::thread::sleep(Duration::from_micros(rng.next(4_000)));
+            if let Some(mut child) = drainer.take() {
+                kill9(&mut child);
+                stranded += fs::read_dir(paths.processing()).unwrap().count();
+            }
+        }
+    }
+    if let Some(mut child) = drainer.take() {
+        std::thread::sleep(Duration::from_millis(50));
+        kill9(&mut child);
+    }
+    let pending = fs::read_dir(paths.incoming()).unwrap().count();
+    eprintln!("{} payloads complete, {stranded} processing/ entries seen right after kills, {pending} pending at the end", completed.len());
+    assert!(
+        stranded > 0,
+        "no kill landed inside a drain; the test exercised nothing"
+    );
+    // A later app start, 10 minutes on: stale claims come back and are drained.
+    let later = Arc::new(ManualClock::new(SystemClock.now_ms() + 10 * 60 * 1000));
+    let sink = LogSink::open(&home.path().join("acted.log"));
+    drain_all(&ingestor(home.path(), later), &sink);
+
+    for dir in [paths.incoming(), paths.processing()] {
+        let left: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| !n.to_string_lossy().starts_with('.'))
+            .collect();
+        assert!(left.is_empty(), "{} still holds {left:?}", dir.display());
+    }
+    // Which payloads reached processed/ (by content), and how often.
+    let mut processed: HashMap<String, usize> = HashMap::new();
+    for entry in fs::read_dir(paths.processed()).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if name.ends_with(".meta.json") || name.starts_with('.') {
+            continue;
+        }
+        let body = fs::read_to_string(paths.processed().join(&name)).unwrap();
+        let session = body
+            .split("\"sessionId\":\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .to_string();
+        *processed.entry(session).or_default() += 1;
+    }
+    let invalid = fs::read_dir(paths.invalid()).unwrap().count();
+    assert_eq!(
+        invalid, 0,
+        "a killed hook never leaves a torn complete file"
+    );
+    for trial in &completed {
+        assert_eq!(
+            processed.get(&format!("s-{trial}")),
+            Some(&1),
+            "payload of hook {trial}"
+        );
+    }
+    assert!(processed.values().all(|n| *n == 1), "{processed:?}");
+    let log = fs::read_to_string(home.path().join("acted.log")).unwrap_or_default();
+    let mut acted: HashMap<&str, usize> = HashMap::new();
+    for line in log.lines() {
+        *acted.entry(line).or_default() += 1;
+    }
+    let twice: Vec<_> = acted.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "acted on twice: {twice:?}");
+    assert!(
+        completed.len() >= trials * 3,
+        "too few payloads: {}",
+        completed.len()
+    );
+    assert!(acted.len() <= processed.len());
+}
+
+/// Four drainer processes (four app windows) over 2,000 pending events: each
+/// event is processed exactly once.
+#[test]
+fn four_drainer_processes_process_each_of_two_thousand_events_once() {
+    let home = claude_home();
+    let paths = SpoolPaths::for_teams_base(&home.path().join("teams"));
+    paths.install().unwrap();
+    // Today's stamp: results older than 24 h would be pruned at once.
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
+    for id in 0..2000 {
+        let name = format!("{stamp}-{}-{id:04}.codex.json", 1000 + id % 7);
+        fs::write(paths.incoming().join(name), codex_payload(id)).unwrap();
+    }
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            Command::new(&exe)
+                .args([
+                    "--exact",
+                    "drainer_child",
+                    "--ignored",
+                    "--test-threads=1",
+                    "--nocapture",
+                ])
+                .env(CHILD_ENV, home.path())
+                .env(UNTIL_EMPTY_ENV, "1")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut claimed = Vec::new();
+    let mut enqueued = 0;
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        // (libtest may print "test drainer_child ... " on the same line first)
+        let line = text
+            .lines()
+            .find_map(|l| l.split_once("SUMMARY ").map(|(_, rest)| rest))
+            .expect("summary line");
+        let numbers: Vec<u32> = line
+            .split_whitespace()
+            .take(2)
+            .map(|n| n.parse().unwrap())
+            .collect();
+        claimed.push(numbers[0]);
+        enqueued += numbers[1];
+    }
+    eprintln!("claims per drainer process: {claimed:?}");
+    assert!(
+        claimed.iter().filter(|c| **c > 0).count() > 1,
+        "the drainers did share the work"
+    );
+    assert_eq!(
+        (claimed.iter().sum::<u32>(), enqueued),
+        (2000, 2000),
+        "{claimed:?}"
+    );
+    let text = fs::read_to_string(home.path().join("acted.log")).unwrap();
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for line in text.lines() {
+        *seen.entry(line).or_default() += 1;
+    }
+    assert_eq!(seen.len(), 2000);
+    assert!(seen.values().all(|n| *n == 1));
+    assert_eq!(fs::read_dir(paths.incoming()).unwrap().count(), 0);
+    assert_eq!(fs::read_dir(paths.processing()).unwrap().count(), 0);
+    // Retention keeps the newest 1,000 results.
+    let kept = fs::read_dir(paths.processed())
+        .unwrap()
+        .filter(|e| {
+            !e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".meta.json")
+        })
+        .count();
+    assert_eq!(kept, 1000);
+}
