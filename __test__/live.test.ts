@@ -1,8 +1,10 @@
 import { spawnSync } from 'node:child_process'
+import fs from 'node:fs'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 
 import { MemberWorkSync } from '../index.js'
+import type { TeamChangeEvent } from '../index.js'
 import { copyExampleRoot, readJson, writeJson } from './helpers'
 
 const NOW = Date.parse('2026-11-22T10:00:00.000Z')
@@ -104,5 +106,51 @@ describe('live wiring (autoStart)', () => {
     expect(result.error).toBeUndefined()
     expect(result.status).toBe(0)
     expect(result.stdout.trim()).toBe('scanned')
+  })
+})
+
+describe('turn-settled with autoStart: watcher → drain → queue → reconcile', () => {
+  it('a Stop payload dropped by the real hook reaches the member without a manual drain', async () => {
+    const root = copyExampleRoot()
+    const project = '/home/u/proj'
+    const configFile = path.join(root, 'teams/forge/config.json')
+    writeJson(configFile, { ...readJson(configFile), projectPath: project })
+    const projectDir = path.join(root, 'projects/-home-u-proj')
+    fs.mkdirSync(projectDir, { recursive: true })
+    fs.writeFileSync(
+      path.join(projectDir, 'B1.jsonl'),
+      JSON.stringify({ type: 'user', sessionId: 'B1', teamName: 'forge', agentName: 'bob', cwd: project }) + '\n',
+    )
+    const events: TeamChangeEvent[] = []
+    const sync = new MemberWorkSync({ claudeRoot: root, clock: { nowMs: NOW }, onTeamChange: (e) => events.push(e) })
+    try {
+      const settings: any = await sync.buildRuntimeTurnSettledHookSettings({ provider: 'claude' })
+      const command: string = settings.hooks.Stop[0].hooks[0].command
+      const payload = JSON.stringify({ hook_event_name: 'Stop', session_id: 'B1', cwd: project })
+      const out = spawnSync('sh', ['-c', command], { input: payload })
+      expect(out.status).toBe(0)
+
+      // No drain call: the watcher (or the 100 ms start-up drain) picks the file up.
+      const event = await until(() => events.find((e) => e.type === 'member-turn-settled'))
+      expect(event.teamName).toBe('forge')
+      expect(JSON.parse(event.detail!)).toMatchObject({ memberName: 'bob', provider: 'claude' })
+      const queued = await until(() => {
+        const d = sync.getQueueDiagnostics()
+        return d.queuedItems.find((i) => i.memberName === 'bob')
+      })
+      expect(queued.triggerReasons).toEqual(['turn_settled'])
+      expect(queued.runAt).toBe('2026-11-22T10:00:05.000Z')
+
+      sync.setClockForTesting(NOW + 5_000)
+      const statusFile = path.join(root, 'teams/forge/members/bob/.member-work-sync/status.json')
+      const stored = await until(() => {
+        if (!fs.existsSync(statusFile)) return undefined
+        const s = readJson(statusFile).status
+        return s.shadow.reconciledBy === 'queue' ? s : undefined
+      })
+      expect(stored.shadow.triggerReasons).toEqual(['turn_settled'])
+    } finally {
+      await sync.dispose()
+    }
   })
 })

@@ -13,7 +13,7 @@ use crate::application::queue::Trigger;
 use crate::application::reconcile::{Ports, Reconciler};
 use crate::application::runtime_state::RuntimeStates;
 use crate::application::turn_settled::{
-    DrainSummary, TeamChangeRelay, TurnSettledIngestor, TurnSettledQueue,
+    DrainSummary, TeamChangeRelay, TurnSettledIngestor, TurnSettledQueue, DRAIN_BATCH,
 };
 use crate::domain::status::ReconciledBy;
 
@@ -26,7 +26,7 @@ use super::spool::{FsSpool, SpoolPaths};
 use super::status_store::{FsAuditJournal, FsStatusStore, StorePaths};
 use super::team_reader::FsTeamSource;
 use super::transcripts::FsClaudeSessionLocator;
-use super::worker::Worker;
+use super::worker::{DrainSchedule, Worker};
 
 /// Where the Claude home and its team and task dirs are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,7 +78,7 @@ pub struct Services {
     /// The runtime turn-settled spool layout.
     pub spool_paths: SpoolPaths,
     /// Drains the turn-settled spool.
-    pub turn_settled: TurnSettledIngestor,
+    pub turn_settled: Arc<TurnSettledIngestor>,
     /// Where the addon's team change events go (the `onTeamChange` callback).
     pub team_changes: Arc<TeamChangeRelay>,
 }
@@ -133,7 +133,7 @@ impl Services {
             .parent()
             .map(|root| root.join("projects"))
             .unwrap_or_else(|| paths.teams_base.join("..").join("projects"));
-        let turn_settled = TurnSettledIngestor::new(
+        let turn_settled = Arc::new(TurnSettledIngestor::new(
             clock.clone(),
             Arc::new(FsSpool::new(spool_paths.clone(), clock.clone())),
             team_source.clone(),
@@ -143,7 +143,7 @@ impl Services {
             )),
             runtime.clone(),
             journal.clone(),
-        );
+        ));
         Self {
             reconciler,
             engine,
@@ -207,7 +207,22 @@ impl Instance {
         auto_start: bool,
     ) -> std::io::Result<Self> {
         let services = Services::new(paths, fixed_now_ms);
-        let worker = Worker::start(services.engine.clone(), auto_start)?;
+        let schedule = {
+            let (ingestor, engine, changes) = (
+                services.turn_settled.clone(),
+                services.engine.clone(),
+                services.team_changes.clone(),
+            );
+            DrainSchedule {
+                drain: Box::new(move || {
+                    ingestor
+                        .drain(&QueueTurnSettled(&engine), changes.as_ref())
+                        .is_ok_and(|summary| summary.claimed as usize >= DRAIN_BATCH)
+                }),
+                incoming: services.spool_paths.incoming(),
+            }
+        };
+        let worker = Worker::start(services.engine.clone(), auto_start, Some(schedule))?;
         Ok(Self {
             services,
             worker,

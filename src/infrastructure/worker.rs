@@ -3,6 +3,7 @@
 //! woken early by new work). Nothing here keeps Node alive: these are plain
 //! threads, not libuv handles.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -26,9 +27,22 @@ pub struct Worker {
     stopping: Arc<AtomicBool>,
 }
 
+/// The periodic turn-settled drain: what to call and where new files land.
+pub struct DrainSchedule {
+    /// One drain; returns true when the batch was full (drain again at once).
+    pub drain: Box<dyn Fn() -> bool + Send + Sync>,
+    /// The spool's `incoming/` dir, watched for new payloads.
+    pub incoming: PathBuf,
+}
+
 impl Worker {
-    /// Starts the runtime, the event intake and, with `run_queue`, the queue driver.
-    pub fn start(engine: Arc<Engine>, run_queue: bool) -> std::io::Result<Self> {
+    /// Starts the runtime and the event intake; with `run_queue`, also the queue
+    /// driver and, given a schedule, the turn-settled drain scheduler.
+    pub fn start(
+        engine: Arc<Engine>,
+        run_queue: bool,
+        drains: Option<DrainSchedule>,
+    ) -> std::io::Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .max_blocking_threads(8)
@@ -51,6 +65,9 @@ impl Worker {
         });
         if run_queue {
             runtime.spawn(drive(engine, notify.clone(), stopping.clone()));
+            if let Some(schedule) = drains {
+                runtime.spawn(drain_loop(schedule, stopping.clone()));
+            }
         }
         Ok(Self {
             runtime: Mutex::new(Some(runtime)),
@@ -134,4 +151,58 @@ async fn drive(engine: Arc<Engine>, notify: Arc<Notify>, stopping: Arc<AtomicBoo
             _ = tokio::time::sleep(idle) => {}
         }
     }
+}
+
+/// First drain after start.
+const FIRST_DRAIN: Duration = Duration::from_millis(100);
+/// Drain interval without watcher news.
+const DRAIN_EVERY: Duration = Duration::from_secs(15);
+
+/// Drains the spool 100 ms after start, then every 15 s, and soon after the
+/// watcher sees a new file in `incoming/`; one drain at a time, an immediate
+/// follow-up when a batch was full. Without a watcher the interval alone runs.
+async fn drain_loop(schedule: DrainSchedule, stopping: Arc<AtomicBool>) {
+    let news = Arc::new(Notify::new());
+    let mut watcher = None;
+    tokio::time::sleep(FIRST_DRAIN).await;
+    let drain = Arc::new(schedule.drain);
+    while !stopping.load(Ordering::SeqCst) {
+        if watcher.is_none() {
+            // The spool may be installed later (first hook settings call): retry each round.
+            watcher = watch_incoming(&schedule.incoming, news.clone());
+        }
+        let run = drain.clone();
+        let full = tokio::task::spawn_blocking(move || run())
+            .await
+            .unwrap_or(false);
+        if full {
+            continue;
+        }
+        tokio::select! {
+            _ = news.notified() => {}
+            _ = tokio::time::sleep(DRAIN_EVERY) => {}
+        }
+    }
+    drop(watcher);
+}
+
+/// A watcher on `incoming/` that pokes `news` on every change.
+fn watch_incoming(
+    incoming: &std::path::Path,
+    news: Arc<Notify>,
+) -> Option<notify::RecommendedWatcher> {
+    use notify::Watcher;
+    if !incoming.is_dir() {
+        return None;
+    }
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if event.is_ok() {
+            news.notify_one();
+        }
+    })
+    .ok()?;
+    watcher
+        .watch(incoming, notify::RecursiveMode::NonRecursive)
+        .ok()?;
+    Some(watcher)
 }
