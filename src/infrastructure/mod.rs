@@ -4,6 +4,7 @@
 pub mod atomic_file;
 pub mod clock;
 pub mod composition;
+pub mod inbox;
 pub mod intent_store;
 pub mod journal;
 pub mod json_store;
