@@ -12,6 +12,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use serde_json::json;
 
 use super::busy::BusySignals;
+use super::nudges::{DispatchSummary, Nudges};
 use super::ports::{AuditEvent, AuditJournal, Clock, TaskImpactSource, TeamSource};
 use super::queue::{queue_key, FinishOutcome, QueueCore, QueueItem, QueueKey, Trigger};
 use super::reconcile::{check_name, Reconciler, WorkSyncError};
@@ -38,6 +39,8 @@ pub struct EngineDeps {
     pub runtime: Arc<RuntimeStates>,
     /// Tool activity (shared with the reconciler).
     pub busy: Arc<BusySignals>,
+    /// Phase 2 planner and dispatcher.
+    pub nudges: Arc<Nudges>,
 }
 
 #[derive(Debug, Default)]
@@ -282,12 +285,32 @@ impl Engine {
     /// Runs one reconcile (blocking IO; the worker calls it off the JS thread).
     pub fn run(&self, item: &QueueItem) -> Result<MemberStatus, WorkSyncError> {
         let triggers: Vec<&str> = item.triggers.iter().map(|t| t.as_str()).collect();
-        self.reconciler.refresh_status(
+        let status = self.reconciler.refresh_status(
             &item.team_name,
             &item.member_name,
             ReconciledBy::Queue,
             &triggers,
-        )
+        )?;
+        // Queued reconciles (never read-only getStatus) plan phase-2 nudges.
+        if !self.is_deleting(&item.team_name) {
+            self.deps.nudges.plan(&status);
+        }
+        Ok(status)
+    }
+
+    /// `dispatchDueNudges`: deleting and inactive teams claim nothing.
+    pub fn dispatch_due_nudges(
+        &self,
+        teams: &[String],
+        claimed_by: &str,
+    ) -> Result<DispatchSummary, WorkSyncError> {
+        for team in teams {
+            check_name("teamName", team)?;
+        }
+        Ok(self
+            .deps
+            .nudges
+            .dispatch(teams, claimed_by, &|team| self.is_deleting(team)))
     }
 
     /// Records the end of a run and wakes whoever waits for it.

@@ -2,6 +2,7 @@
 
 pub mod busy;
 pub mod engine;
+pub mod nudges;
 pub mod ports;
 pub mod queue;
 pub mod reconcile;

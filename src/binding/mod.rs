@@ -327,6 +327,19 @@ impl MemberWorkSync {
             .map_err(|e| JsFailure::from(e).into_napi())
     }
 
+    /// Claims, revalidates and delivers due nudges of the teams (phase 2).
+    #[napi(
+        ts_args_type = "teamNames: string[]",
+        ts_return_type = "Promise<{ claimed: number; delivered: number; superseded: number; retryable: number; terminal: number }>"
+    )]
+    pub fn dispatch_due_nudges(&self, team_names: Value) -> AsyncTask<Job> {
+        self.job(move |i| {
+            let teams = string_list(&team_names, "teamNames")?;
+            let claimed_by = format!("member-work-sync:{}", std::process::id());
+            to_json(i.services.engine.dispatch_due_nudges(&teams, &claimed_by)?)
+        })
+    }
+
     /// Stops timers, watchers and workers and waits for in-flight work.
     /// Idempotent; later calls reject with `MWS_DISPOSED`.
     #[napi(ts_return_type = "Promise<void>")]

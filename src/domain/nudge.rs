@@ -207,6 +207,16 @@ pub fn activation(
     if !nudgeable {
         return Err("status_not_nudgeable");
     }
+    // Lead oversight (clarifications, broken dependencies) alone is never nudged.
+    let lead_only = status.agenda.items.iter().all(|i| {
+        matches!(
+            i.kind,
+            ItemKind::Clarification | ItemKind::BlockedDependency
+        )
+    });
+    if lead_only {
+        return Err("status_not_nudgeable");
+    }
     let pickup = is_strict_pickup(&status.agenda);
     if readiness.state == ReadinessState::CollectingShadowData && pickup {
         return Ok("review_pickup_required");

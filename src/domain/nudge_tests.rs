@@ -170,6 +170,18 @@ fn activation_order() {
         activation(&p, &collecting(), None, NOW),
         Ok("review_pickup_required")
     );
+    let mut oversight = work("5", "task_has_broken_dependency");
+    oversight.kind = ItemKind::BlockedDependency;
+    let lead_only = status(vec![oversight]);
+    assert_eq!(
+        activation(
+            &lead_only,
+            &with_state(ReadinessState::ShadowReady, vec![]),
+            Some(0),
+            NOW
+        ),
+        Err("status_not_nudgeable")
+    );
     let mut caught_up = status(vec![]);
     caught_up.state = StatusState::CaughtUp;
     assert_eq!(

@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use crate::application::busy::BusySignals;
 use crate::application::engine::{Engine, EngineDeps};
+use crate::application::nudges::{NudgePorts, Nudges};
 use crate::application::ports::Clock;
-use crate::application::ports::PortError;
+use crate::application::ports::{OutboxStore, PortError};
 use crate::application::queue::Trigger;
 use crate::application::reconcile::{Ports, Reconciler};
 use crate::application::runtime_state::RuntimeStates;
@@ -18,9 +19,10 @@ use crate::application::turn_settled::{
 use crate::domain::status::ReconciledBy;
 
 use super::clock::{ManualClock, SystemClock};
+use super::inbox::InboxWriter;
 use super::intent_store::FsReportIntentStore;
 use super::metrics_store::FsMetricsStore;
-use super::outbox_store::FsOutboxStore;
+use super::outbox_store::{FsOutboxStore, FsWatchdogJournal};
 use super::report_token::HmacReportTokens;
 use super::spool::{FsSpool, SpoolPaths};
 use super::status_store::{FsAuditJournal, FsStatusStore, StorePaths};
@@ -81,6 +83,8 @@ pub struct Services {
     pub turn_settled: Arc<TurnSettledIngestor>,
     /// Where the addon's team change events go (the `onTeamChange` callback).
     pub team_changes: Arc<TeamChangeRelay>,
+    /// Durable nudges.
+    pub outbox: Arc<dyn OutboxStore>,
 }
 
 impl Services {
@@ -99,6 +103,11 @@ impl Services {
             paths.tasks_base,
         ));
         let journal = Arc::new(FsAuditJournal::new(store_paths.clone()));
+        let outbox = Arc::new(FsOutboxStore::new(
+            store_paths.clone(),
+            paths.teams_base.clone(),
+            clock.clone(),
+        ));
         let reconciler = Arc::new(Reconciler::new(Ports {
             clock: clock.clone(),
             teams: team_source.clone(),
@@ -108,12 +117,20 @@ impl Services {
             metrics: Arc::new(FsMetricsStore::new(paths.teams_base.clone(), clock.clone())),
             intents: Arc::new(FsReportIntentStore::new(store_paths.clone(), clock.clone())),
             runtime: runtime.clone(),
-            outbox: Arc::new(FsOutboxStore::new(
-                store_paths.clone(),
-                paths.teams_base.clone(),
-                clock.clone(),
-            )),
+            outbox: outbox.clone(),
             busy: busy.clone(),
+        }));
+        let nudges = Arc::new(Nudges::new(NudgePorts {
+            clock: clock.clone(),
+            teams: team_source.clone(),
+            store: Arc::new(FsStatusStore::new(store_paths.clone(), clock.clone())),
+            metrics: Arc::new(FsMetricsStore::new(paths.teams_base.clone(), clock.clone())),
+            outbox: outbox.clone(),
+            inbox: Arc::new(InboxWriter::new(paths.teams_base.clone())),
+            watchdog: Arc::new(FsWatchdogJournal::new(paths.teams_base.clone())),
+            runtime: runtime.clone(),
+            busy: busy.clone(),
+            journal: journal.clone(),
         }));
         let engine = Arc::new(Engine::new(
             reconciler.clone(),
@@ -124,6 +141,7 @@ impl Services {
                 journal: journal.clone(),
                 runtime: runtime.clone(),
                 busy,
+                nudges,
             },
         ));
         let spool_paths = SpoolPaths::for_teams_base(&paths.teams_base);
@@ -152,6 +170,7 @@ impl Services {
             spool_paths,
             turn_settled,
             team_changes: Arc::new(TeamChangeRelay::default()),
+            outbox,
         }
     }
 }
@@ -222,7 +241,20 @@ impl Instance {
                 incoming: services.spool_paths.incoming(),
             }
         };
-        let worker = Worker::start(services.engine.clone(), auto_start, Some(schedule))?;
+        let dispatch: Box<dyn Fn() + Send + Sync> = {
+            let (engine, outbox_teams) = (services.engine.clone(), services.outbox.clone());
+            Box::new(move || {
+                let teams = outbox_teams.teams_with_outbox();
+                let claimed_by = format!("member-work-sync:{}:scheduled", std::process::id());
+                let _ = engine.dispatch_due_nudges(&teams, &claimed_by);
+            })
+        };
+        let worker = Worker::start(
+            services.engine.clone(),
+            auto_start,
+            Some(schedule),
+            Some(dispatch),
+        )?;
         Ok(Self {
             services,
             worker,

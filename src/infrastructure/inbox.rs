@@ -628,6 +628,47 @@ fn process_alive(_pid: u32) -> bool {
     true
 }
 
+/// [`crate::application::ports::InboxSink`] over [`InboxWriter`]: the outbox
+/// id is the inbox `messageId`, so a retried write finds its own row.
+impl crate::application::ports::InboxSink for InboxWriter {
+    fn deliver(
+        &self,
+        item: &crate::domain::nudge::OutboxItem,
+        now: i64,
+    ) -> Result<crate::application::ports::InboxOutcome, String> {
+        use crate::application::ports::InboxOutcome;
+        let payload = &item.payload;
+        let row = NudgeRow {
+            to: payload.to.clone(),
+            text: payload.text.clone(),
+            timestamp: crate::domain::time::format_iso(now),
+            task_refs: payload
+                .task_refs
+                .iter()
+                .map(|r| NudgeTaskRef {
+                    team_name: r.team_name.clone(),
+                    task_id: r.task_id.clone(),
+                    display_id: r.display_id.clone(),
+                })
+                .collect(),
+            message_id: item.id.clone(),
+            work_sync_intent: match payload.work_sync_intent {
+                crate::domain::nudge::NudgeIntent::AgendaSync => "agenda_sync".into(),
+                crate::domain::nudge::NudgeIntent::ReviewPickup => "review_pickup".into(),
+            },
+            work_sync_intent_key: payload.work_sync_intent_key.clone(),
+            work_sync_review_request_event_ids: payload.work_sync_review_request_event_ids.clone(),
+            work_sync_payload_hash: item.payload_hash.clone(),
+        };
+        match InboxWriter::deliver(self, &item.team_name, &item.member_name, &row, now) {
+            Ok(DeliveryOutcome::Inserted) => Ok(InboxOutcome::Inserted),
+            Ok(DeliveryOutcome::AlreadyPresent) => Ok(InboxOutcome::AlreadyPresent),
+            Ok(DeliveryOutcome::PayloadConflict { .. }) => Ok(InboxOutcome::PayloadConflict),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -37,11 +37,12 @@ pub struct DrainSchedule {
 
 impl Worker {
     /// Starts the runtime and the event intake; with `run_queue`, also the queue
-    /// driver and, given a schedule, the turn-settled drain scheduler.
+    /// driver, the turn-settled drain scheduler and the nudge dispatch scheduler.
     pub fn start(
         engine: Arc<Engine>,
         run_queue: bool,
         drains: Option<DrainSchedule>,
+        dispatch: Option<Box<dyn Fn() + Send + Sync>>,
     ) -> std::io::Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -67,6 +68,9 @@ impl Worker {
             runtime.spawn(drive(engine, notify.clone(), stopping.clone()));
             if let Some(schedule) = drains {
                 runtime.spawn(drain_loop(schedule, stopping.clone()));
+            }
+            if let Some(dispatch) = dispatch {
+                runtime.spawn(dispatch_loop(dispatch, stopping.clone()));
             }
         }
         Ok(Self {
@@ -205,4 +209,20 @@ fn watch_incoming(
         .watch(incoming, notify::RecursiveMode::NonRecursive)
         .ok()?;
     Some(watcher)
+}
+
+/// Nudge dispatch interval.
+const DISPATCH_EVERY: Duration = Duration::from_secs(60);
+
+/// Dispatches due nudges every 60 s (the first pass after one interval).
+async fn dispatch_loop(dispatch: Box<dyn Fn() + Send + Sync>, stopping: Arc<AtomicBool>) {
+    let dispatch = Arc::new(dispatch);
+    loop {
+        tokio::time::sleep(DISPATCH_EVERY).await;
+        if stopping.load(Ordering::SeqCst) {
+            break;
+        }
+        let run = dispatch.clone();
+        let _ = tokio::task::spawn_blocking(move || run()).await;
+    }
 }

@@ -1,0 +1,371 @@
+//! Phase 2 use cases: plan a nudge after a queued reconcile, and dispatch due
+//! nudges with revalidation right before the inbox write (DATA.md §5
+//! "Nudge", "Activation", "Planner codes", "Dispatcher"; seed 003 §15).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::busy::BusySignals;
+use super::ports::{
+    AuditEvent, AuditJournal, Clock, InboxOutcome, InboxSink, MetricsStore, OutboxStore,
+    StatusStore, TeamSource, WatchdogJournal,
+};
+use super::runtime_state::RuntimeStates;
+use crate::domain::agenda::TeamIndex;
+use crate::domain::metrics::{readiness, MetricKind, MetricsIndex, Readiness, Thresholds};
+use crate::domain::names::normalize_member_name;
+use crate::domain::nudge::{
+    activation, plan_nudge, rate_limit, readiness_metadata, retry_at, watchdog_cooldown,
+    AttemptEnd, OutboxItem, OutboxStatus,
+};
+use crate::domain::status::{MemberStatus, StatusState};
+use crate::domain::time::{format_iso, parse_iso, EpochMs};
+
+/// Items one dispatch claims per team.
+pub const CLAIM_LIMIT: usize = 10;
+/// Retry delay while the member is busy.
+const BUSY_RETRY_MS: EpochMs = 90_000;
+
+/// What the nudge use cases run over.
+pub struct NudgePorts {
+    /// App clock.
+    pub clock: Arc<dyn Clock>,
+    /// Board.
+    pub teams: Arc<dyn TeamSource>,
+    /// Statuses.
+    pub store: Arc<dyn StatusStore>,
+    /// Metrics index (readiness).
+    pub metrics: Arc<dyn MetricsStore>,
+    /// Outbox.
+    pub outbox: Arc<dyn OutboxStore>,
+    /// Inbox delivery.
+    pub inbox: Arc<dyn InboxSink>,
+    /// Watchdog alerts.
+    pub watchdog: Arc<dyn WatchdogJournal>,
+    /// Runtime state.
+    pub runtime: Arc<RuntimeStates>,
+    /// Tool activity.
+    pub busy: Arc<BusySignals>,
+    /// Audit trail.
+    pub journal: Arc<dyn AuditJournal>,
+}
+
+/// `dispatchDueNudges` counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[allow(missing_docs)]
+pub struct DispatchSummary {
+    pub claimed: usize,
+    pub delivered: usize,
+    pub superseded: usize,
+    pub retryable: usize,
+    pub terminal: usize,
+}
+
+/// Planner and dispatcher.
+pub struct Nudges {
+    ports: NudgePorts,
+}
+
+impl Nudges {
+    /// Wires the use cases.
+    pub fn new(ports: NudgePorts) -> Self {
+        Self { ports }
+    }
+
+    fn audit(
+        &self,
+        source: &'static str,
+        kind: &'static str,
+        team: &str,
+        member: &str,
+        diagnostics: Vec<String>,
+        metadata: Value,
+    ) {
+        let Value::Object(metadata) = metadata else {
+            return;
+        };
+        self.ports.journal.record(AuditEvent {
+            kind,
+            source,
+            team_name: team.to_string(),
+            member_name: member.to_string(),
+            at_ms: self.ports.clock.now_ms(),
+            diagnostics,
+            metadata,
+        });
+    }
+
+    fn readiness(&self, index: &MetricsIndex) -> Readiness {
+        readiness(index, Thresholds::default())
+    }
+
+    /// Plans the nudge of a freshly reconciled status (queued reconciles only;
+    /// read-only `getStatus` never plans). Returns the planner code, if a nudge
+    /// was considered at all.
+    pub fn plan(&self, status: &MemberStatus) -> Option<&'static str> {
+        let planned = plan_nudge(status)?;
+        let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
+        let now = self.ports.clock.now_ms();
+        let skip = |code: &'static str, diagnostics: Vec<String>, extra: Value| {
+            let mut metadata = json!({ "code": code, "outboxId": planned.id, "taskRefs": planned.payload.task_refs });
+            merge(&mut metadata, extra);
+            self.audit(
+                "nudge_planner",
+                "nudge_skipped",
+                team,
+                member,
+                diagnostics,
+                metadata,
+            );
+            Some(code)
+        };
+        let Ok(index) = self.ports.metrics.read(team) else {
+            return skip("metrics_unavailable", vec![], json!({}));
+        };
+        let readiness = self.readiness(&index);
+        let since = needs_sync_since(&index, status);
+        if let Err(code) = activation(status, &readiness, since, now) {
+            return skip(
+                code,
+                readiness.diagnostics.clone(),
+                readiness_metadata(&readiness),
+            );
+        }
+        if let Some(reason) = self.ports.busy.busy(team, member, now) {
+            self.audit(
+                "nudge_planner",
+                "member_busy",
+                team,
+                member,
+                vec![],
+                json!({ "reason": reason.as_str() }),
+            );
+            return skip("member_busy", vec![], json!({ "reason": reason.as_str() }));
+        }
+        let Ok((item, outcome)) = self.ports.outbox.ensure(team, member, &planned, now) else {
+            return skip("outbox_unavailable", vec![], json!({}));
+        };
+        self.audit(
+            "nudge_planner",
+            "nudge_planned",
+            team,
+            member,
+            vec![],
+            json!({ "code": outcome.code(), "outboxId": item.id, "status": item.status, "taskRefs": planned.payload.task_refs }),
+        );
+        Some(outcome.code())
+    }
+
+    /// Claims and delivers due nudges of `teams` (skipping `skip` teams).
+    pub fn dispatch(
+        &self,
+        teams: &[String],
+        claimed_by: &str,
+        skip: &dyn Fn(&str) -> bool,
+    ) -> DispatchSummary {
+        let mut summary = DispatchSummary::default();
+        let mut seen = BTreeSet::new();
+        for team in teams.iter().filter(|t| seen.insert(t.to_string())) {
+            // Stopped or deleting teams never claim or supersede anything.
+            if skip(team) || !self.ports.runtime.activity(team, "").team_active {
+                continue;
+            }
+            let now = self.ports.clock.now_ms();
+            let Ok(claimed) = self
+                .ports
+                .outbox
+                .claim_due(team, claimed_by, CLAIM_LIMIT, now)
+            else {
+                continue;
+            };
+            if claimed.is_empty() {
+                continue;
+            }
+            summary.claimed += claimed.len();
+            let snapshot = self.ports.teams.load(team);
+            let index = TeamIndex::build(&snapshot);
+            let metrics = self.ports.metrics.read(team).ok();
+            let alerts = self.ports.watchdog.alerts(team);
+            for item in claimed {
+                let now = self.ports.clock.now_ms();
+                let end = self.attempt(&item, &index, metrics.as_ref(), &alerts, now);
+                let (counter, kind) = match &end {
+                    AttemptEnd::Delivered => (&mut summary.delivered, "nudge_delivered"),
+                    AttemptEnd::Retryable { .. } => (&mut summary.retryable, "nudge_retryable"),
+                    AttemptEnd::Superseded { .. } => (&mut summary.superseded, "nudge_superseded"),
+                    AttemptEnd::Terminal { .. } => (&mut summary.terminal, "nudge_skipped"),
+                };
+                match self.ports.outbox.finish(&item, &end, now) {
+                    Ok(true) => *counter += 1,
+                    // The claim was taken over (or the store failed): the item stays with its owner.
+                    Ok(false) | Err(_) => continue,
+                }
+                let preview: Vec<String> = item
+                    .payload
+                    .task_refs
+                    .iter()
+                    .take(3)
+                    .map(|r| r.display_id.clone())
+                    .collect();
+                let mut metadata = json!({
+                    "outboxId": item.id,
+                    "attemptGeneration": item.attempt_generation,
+                    "taskRefs": item.payload.task_refs,
+                    "messagePreview": preview.join("; "),
+                });
+                let reason = match &end {
+                    AttemptEnd::Delivered => "inbox_inserted".to_string(),
+                    AttemptEnd::Retryable { reason, retry_at } => {
+                        metadata["nextAttemptAt"] = format_iso(*retry_at).into();
+                        reason.clone()
+                    }
+                    AttemptEnd::Superseded { reason } | AttemptEnd::Terminal { reason } => {
+                        reason.clone()
+                    }
+                };
+                metadata["reason"] = reason.clone().into();
+                let kind = if reason == "watchdog_cooldown_active" {
+                    "watchdog_cooldown_active"
+                } else {
+                    kind
+                };
+                self.audit(
+                    "nudge_dispatcher",
+                    kind,
+                    team,
+                    &item.member_name,
+                    vec![],
+                    metadata,
+                );
+            }
+        }
+        summary
+    }
+
+    /// Revalidates one claimed item right before the inbox write, then writes.
+    fn attempt(
+        &self,
+        item: &OutboxItem,
+        index: &TeamIndex<'_>,
+        metrics: Option<&MetricsIndex>,
+        alerts: &[crate::domain::nudge::WatchdogAlert],
+        now: EpochMs,
+    ) -> AttemptEnd {
+        let (team, member) = (item.team_name.as_str(), item.member_name.as_str());
+        let supersede = |reason: &str| AttemptEnd::Superseded {
+            reason: reason.into(),
+        };
+        let retry = |reason: String, at: EpochMs| AttemptEnd::Retryable {
+            reason,
+            retry_at: at,
+        };
+        let backoff = retry_at(&item.id, item.attempt_generation, now);
+        if !self.ports.runtime.activity(team, member).member_active {
+            return supersede("member_runtime_inactive");
+        }
+        let status = match self.ports.store.read(team, member) {
+            Ok(stored) => match stored.into_status() {
+                Some(status) => status,
+                None => return supersede("status_missing"),
+            },
+            Err(e) => return retry(format!("agenda_revalidation_failed:{e}"), backoff),
+        };
+        // The board right now, not the stored status: an agenda that moved since
+        // planning (or a member that left the roster) never gets this nudge.
+        let agenda = index.agenda_for(member, &format_iso(now));
+        let current = plan_nudge(&status);
+        if agenda.fingerprint != item.agenda_fingerprint
+            || status.agenda.fingerprint != item.agenda_fingerprint
+            || status.state != StatusState::NeedsSync
+        {
+            return supersede("status_no_longer_matches_outbox");
+        }
+        if status
+            .diagnostics
+            .iter()
+            .any(|d| d == "work_sync_suppressed_no_accepted_report")
+        {
+            return supersede("work_sync_suppressed_no_accepted_report");
+        }
+        if current
+            .as_ref()
+            .is_none_or(|p| p.id != item.id || p.payload_hash != item.payload_hash)
+        {
+            return supersede("status_no_longer_matches_outbox");
+        }
+        let Some(metrics) = metrics else {
+            return retry("metrics_unavailable".into(), backoff);
+        };
+        let readiness = self.readiness(metrics);
+        if let Err(code) = activation(&status, &readiness, needs_sync_since(metrics, &status), now)
+        {
+            return retry(code.into(), backoff);
+        }
+        let delivered: Vec<EpochMs> = self
+            .ports
+            .outbox
+            .member_items(team, member)
+            .unwrap_or_default()
+            .iter()
+            .filter(|i| i.status == OutboxStatus::Delivered)
+            .filter_map(|i| i.delivered_at.as_deref().and_then(parse_iso))
+            .collect();
+        if let Some(at) = rate_limit(&delivered, now) {
+            return retry("member_nudge_rate_limited".into(), at);
+        }
+        if let Some(reason) = self.ports.busy.busy(team, member, now) {
+            return retry(
+                format!("member_busy:{}", reason.as_str()),
+                now + BUSY_RETRY_MS,
+            );
+        }
+        let task_ids: Vec<&str> = item
+            .payload
+            .task_refs
+            .iter()
+            .map(|r| r.task_id.as_str())
+            .collect();
+        if let Some(until) = watchdog_cooldown(alerts, &task_ids, member, now) {
+            return retry("watchdog_cooldown_active".into(), until);
+        }
+        match self.ports.inbox.deliver(item, now) {
+            Ok(InboxOutcome::Inserted | InboxOutcome::AlreadyPresent) => AttemptEnd::Delivered,
+            Ok(InboxOutcome::PayloadConflict) => AttemptEnd::Terminal {
+                reason: "inbox_payload_conflict".into(),
+            },
+            Err(reason) => retry(format!("inbox_write_failed:{reason}"), backoff),
+        }
+    }
+}
+
+/// Since when the member has needed sync for the current fingerprint, per the
+/// metric events (the oldest of the latest unbroken run of needs_sync events).
+fn needs_sync_since(index: &MetricsIndex, status: &MemberStatus) -> Option<EpochMs> {
+    let member = normalize_member_name(&status.member_name);
+    let mut events: Vec<_> = index
+        .recent_events
+        .iter()
+        .filter(|e| {
+            e.kind == MetricKind::StatusEvaluated && normalize_member_name(&e.member_name) == member
+        })
+        .collect();
+    events.sort_by_key(|e| parse_iso(&e.recorded_at).unwrap_or(i64::MIN));
+    let mut since = None;
+    for event in events.iter().rev() {
+        if event.state != StatusState::NeedsSync
+            || event.agenda_fingerprint != status.agenda.fingerprint
+        {
+            break;
+        }
+        since = parse_iso(&event.recorded_at);
+    }
+    since
+}
+
+fn merge(target: &mut Value, extra: Value) {
+    if let (Value::Object(target), Value::Object(extra)) = (target, extra) {
+        target.extend(extra);
+    }
+}
