@@ -273,6 +273,8 @@ export declare class MemberWorkSync {
   completeTeamDeletion(teamName: string): void
   /** Undoes `prepareTeamDeletion` and re-scans the team. */
   resumeTeam(teamName: string): void
+  /** Claims, revalidates and delivers due nudges of the teams (phase 2). */
+  dispatchDueNudges(teamNames: string[]): Promise<{ claimed: number; delivered: number; superseded: number; retryable: number; terminal: number }>
   /**
    * Stops timers, watchers and workers and waits for in-flight work.
    * Idempotent; later calls reject with `MWS_DISPOSED`.

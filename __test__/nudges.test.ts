@@ -1,0 +1,85 @@
+import fs from 'node:fs'
+import path from 'node:path'
+import { describe, expect, it } from 'vitest'
+
+import { MemberWorkSync } from '../index.js'
+import { copyExampleRoot, readJson, writeJson } from './helpers'
+
+const NOW = Date.parse('2026-11-22T10:00:00.000Z')
+
+/** Two hours of calm shadow history for five members: readiness becomes shadow_ready. */
+function writeShadowHistory(root: string) {
+  const members: Record<string, unknown> = {}
+  for (let i = 0; i < 5; i++) {
+    members[`m${i}`] = { memberName: `m${i}`, state: 'caught_up', agendaFingerprint: 'agenda:v1:x', actionableCount: 0, evaluatedAt: '2026-11-22T09:00:00.000Z' }
+  }
+  const recentEvents = Array.from({ length: 30 }, (_, i) => ({
+    id: `h${i}`,
+    teamName: 'forge',
+    memberName: `m${i % 5}`,
+    kind: 'status_evaluated',
+    state: 'caught_up',
+    agendaFingerprint: 'agenda:v1:x',
+    recordedAt: new Date(NOW - 2 * 3_600_000 + i * 240_000).toISOString(),
+    actionableCount: 0,
+  }))
+  writeJson(path.join(root, 'teams/forge/.member-work-sync/indexes/metrics.json'), { schemaVersion: 2, members, recentEvents })
+}
+
+async function until<T>(probe: () => T | undefined, timeoutMs = 5000): Promise<T> {
+  const started = Date.now()
+  for (;;) {
+    const value = probe()
+    if (value !== undefined) return value
+    if (Date.now() - started > timeoutMs) throw new Error('timed out waiting')
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+describe('phase 2 nudges', () => {
+  it('queued reconcile plans one nudge, dispatch delivers it once, a report stops further nudges', async () => {
+    const root = copyExampleRoot()
+    writeShadowHistory(root)
+    const sync = new MemberWorkSync({ claudeRoot: root, clock: { nowMs: NOW } })
+    const inbox = path.join(root, 'teams/forge/inboxes/jack.json')
+    const outbox = path.join(root, 'teams/forge/members/jack/.member-work-sync/outbox.json')
+    try {
+      expect((await sync.getMetrics({ teamName: 'forge' })).phase2Readiness.state).toBe('shadow_ready')
+      sync.noteTeamChange({ type: 'member-spawn', teamName: 'forge', detail: 'jack' })
+      await until(() => (sync.getQueueDiagnostics().queued === 1 ? true : undefined))
+      sync.setClockForTesting(NOW + 30_000)
+      const planned = await until(() => (fs.existsSync(outbox) ? readJson(outbox) : undefined))
+      const items = Object.values(planned.items) as any[]
+      expect(items).toHaveLength(1)
+      expect(items[0].status).toBe('pending')
+
+      expect(await sync.dispatchDueNudges(['forge'])).toEqual({ claimed: 1, delivered: 1, superseded: 0, retryable: 0, terminal: 0 })
+      const rows = readJson(inbox)
+      expect(rows).toHaveLength(1)
+      expect(rows[0]).toMatchObject({ from: 'system', to: 'jack', messageKind: 'member_work_sync_nudge', messageId: items[0].id, read: false })
+      expect(rows[0].taskRefs.map((r: any) => r.taskId)).toEqual(['1', '2'])
+
+      expect(await sync.dispatchDueNudges(['forge'])).toMatchObject({ claimed: 0, delivered: 0 })
+      expect(readJson(inbox)).toHaveLength(1)
+
+      const status = await sync.getStatus({ teamName: 'forge', memberName: 'jack' })
+      const result = await sync.report({
+        teamName: 'forge',
+        memberName: 'jack',
+        state: 'still_working',
+        agendaFingerprint: status.agenda.fingerprint,
+        reportToken: status.reportToken,
+      })
+      expect(result.accepted).toBe(true)
+      sync.noteTeamChange({ type: 'member-spawn', teamName: 'forge', detail: 'jack' })
+      await until(() => (sync.getQueueDiagnostics().queued === 1 ? true : undefined))
+      sync.setClockForTesting(NOW + 90_000)
+      await until(() => (sync.getQueueDiagnostics().queued === 0 && sync.getQueueDiagnostics().running === 0 ? true : undefined))
+      expect(await sync.dispatchDueNudges(['forge'])).toMatchObject({ claimed: 0, delivered: 0 })
+      expect(readJson(inbox)).toHaveLength(1)
+      await expect(sync.dispatchDueNudges(['../x'])).rejects.toMatchObject({ code: 'MWS_INVALID_ARGUMENT' })
+    } finally {
+      await sync.dispose()
+    }
+  })
+})

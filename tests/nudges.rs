@@ -1,0 +1,426 @@
+//! Phase 2 end to end over the real stores: plan, dispatch, idempotent inbox
+//! delivery, crash recovery, concurrency, revalidation and rate limits.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use member_work_sync::application::ports::OutboxStore;
+use member_work_sync::application::queue::Trigger;
+use member_work_sync::domain::nudge::OutboxStatus;
+use member_work_sync::infrastructure::composition::{RootPaths, Services};
+use member_work_sync::infrastructure::outbox_store::FsOutboxStore;
+use member_work_sync::infrastructure::status_store::StorePaths;
+use serde_json::{json, Value};
+
+const NOW: i64 = 1_795_000_000_000; // 2026-11-18T11:06:40Z
+const MINUTE: i64 = 60_000;
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Shadow history that makes readiness `shadow_ready`: 5 members, 30 calm
+/// status events over two hours.
+fn write_shadow_history(root: &Path) {
+    let events: Vec<Value> = (0..30)
+        .map(|i| {
+            let at = member_work_sync::domain::time::format_iso(NOW - 2 * 60 * MINUTE + i * 4 * MINUTE);
+            json!({"id": format!("h{i}"), "teamName": "forge", "memberName": format!("m{}", i % 5), "kind": "status_evaluated",
+                   "state": "caught_up", "agendaFingerprint": "agenda:v1:x", "recordedAt": at, "actionableCount": 0})
+        })
+        .collect();
+    let members: serde_json::Map<String, Value> = (0..5)
+        .map(|i| {
+            (format!("m{i}"), json!({"memberName": format!("m{i}"), "state": "caught_up", "agendaFingerprint": "agenda:v1:x",
+                                     "actionableCount": 0, "evaluatedAt": "2026-11-18T11:00:00.000Z"}))
+        })
+        .collect();
+    let path = root.join("teams/forge/.member-work-sync/indexes/metrics.json");
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(
+        path,
+        json!({"schemaVersion": 2, "members": members, "recentEvents": events}).to_string(),
+    )
+    .unwrap();
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    services: Services,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        copy_dir(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/claude-root"),
+            &root,
+        );
+        write_shadow_history(&root);
+        let services = Services::new(
+            RootPaths::resolve(Some(root.clone()), None, None),
+            Some(NOW),
+        );
+        Self {
+            _dir: dir,
+            root,
+            services,
+        }
+    }
+
+    fn advance(&self, ms: i64) {
+        let clock = self.services.manual_clock.as_ref().unwrap();
+        clock.set(self.services.engine.now_ms() + ms);
+    }
+
+    /// A queued reconcile of `member`, run like the worker does.
+    fn queued_reconcile(&self, member: &str) {
+        self.services
+            .engine
+            .enqueue("forge", member, Trigger::ManualRefresh);
+        for (key, item) in self.services.engine.take_due() {
+            let ok = self.services.engine.run(&item).is_ok();
+            self.services.engine.finish(&key, &item, ok);
+        }
+    }
+
+    fn dispatch(&self) -> member_work_sync::application::nudges::DispatchSummary {
+        self.services
+            .engine
+            .dispatch_due_nudges(&["forge".into()], "test")
+            .unwrap()
+    }
+
+    fn inbox(&self, member: &str) -> Vec<Value> {
+        let path = self.root.join(format!("teams/forge/inboxes/{member}.json"));
+        fs::read_to_string(path).map_or_else(|_| vec![], |t| serde_json::from_str(&t).unwrap())
+    }
+
+    fn outbox(&self, member: &str) -> Vec<member_work_sync::domain::nudge::OutboxItem> {
+        self.services.outbox.member_items("forge", member).unwrap()
+    }
+}
+
+#[test]
+fn one_nudge_once_then_quiet_after_a_report() {
+    let f = Fixture::new();
+    f.queued_reconcile("jack");
+    let items = f.outbox("jack");
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].status, OutboxStatus::Pending);
+    assert!(items[0]
+        .id
+        .starts_with("member-work-sync:forge:jack:agenda:v1:"));
+
+    let first = f.dispatch();
+    assert_eq!((first.claimed, first.delivered), (1, 1));
+    let inbox = f.inbox("jack");
+    assert_eq!(inbox.len(), 1);
+    let row = &inbox[0];
+    assert_eq!(row["from"], "system");
+    assert_eq!(row["messageKind"], "member_work_sync_nudge");
+    assert_eq!(row["messageId"], items[0].id.as_str());
+    assert_eq!(row["workSyncPayloadHash"], items[0].payload_hash.as_str());
+    assert_eq!(row["taskRefs"].as_array().unwrap().len(), 2);
+
+    let second = f.dispatch();
+    assert_eq!((second.claimed, second.delivered), (0, 0));
+    assert_eq!(f.inbox("jack").len(), 1);
+
+    // The member reports; later queued reconciles plan nothing new.
+    let status = f
+        .services
+        .engine
+        .get_status("forge", "jack", false)
+        .unwrap();
+    let result = f
+        .services
+        .reconciler
+        .report(&json!({"teamName": "forge", "memberName": "jack", "state": "still_working",
+                        "agendaFingerprint": status.agenda.fingerprint, "reportToken": status.report_token}))
+        .unwrap();
+    assert!(result.accepted);
+    f.advance(MINUTE);
+    f.queued_reconcile("jack");
+    assert_eq!(f.dispatch().claimed, 0);
+    assert_eq!(f.inbox("jack").len(), 1);
+    assert_eq!(f.outbox("jack").len(), 1);
+}
+
+#[test]
+fn collecting_readiness_holds_non_pickup_nudges_back() {
+    let f = Fixture::new();
+    fs::remove_file(
+        f.root
+            .join("teams/forge/.member-work-sync/indexes/metrics.json"),
+    )
+    .unwrap();
+    f.queued_reconcile("jill");
+    // jill has work besides her review: not a strict pickup, readiness collecting.
+    assert!(f.outbox("jill").is_empty());
+    let journal = fs::read_to_string(
+        f.root
+            .join("teams/forge/members/jill/.member-work-sync/journal.jsonl"),
+    )
+    .unwrap();
+    assert!(
+        journal.contains("\"code\":\"phase2_not_ready\""),
+        "{journal}"
+    );
+}
+
+#[test]
+fn an_agenda_that_changed_since_planning_is_superseded() {
+    let f = Fixture::new();
+    f.queued_reconcile("jack");
+    let task = f.root.join("tasks/forge/1.json");
+    let mut value: Value = serde_json::from_str(&fs::read_to_string(&task).unwrap()).unwrap();
+    value["status"] = json!("completed");
+    fs::write(&task, value.to_string()).unwrap();
+    let summary = f.dispatch();
+    assert_eq!(
+        (summary.claimed, summary.superseded, summary.delivered),
+        (1, 1, 0)
+    );
+    assert!(f.inbox("jack").is_empty());
+    assert_eq!(
+        f.outbox("jack")[0].last_error.as_deref(),
+        Some("status_no_longer_matches_outbox")
+    );
+}
+
+#[test]
+fn inactive_and_deleting_teams_claim_nothing() {
+    let f = Fixture::new();
+    f.queued_reconcile("jack");
+    f.services
+        .engine
+        .set_team_runtime_state("forge", false, None);
+    assert_eq!(f.dispatch().claimed, 0);
+    f.services
+        .engine
+        .set_team_runtime_state("forge", true, None);
+    f.services.engine.prepare_team_deletion("forge").unwrap();
+    assert_eq!(f.dispatch().claimed, 0);
+    assert_eq!(
+        f.outbox("jack")[0].status,
+        OutboxStatus::Pending,
+        "nothing superseded"
+    );
+    f.services.engine.resume_team("forge").unwrap();
+    // A member whose runtime is down gets its item superseded.
+    f.services
+        .engine
+        .set_team_runtime_state("forge", true, Some(vec!["jill".into()]));
+    let summary = f.dispatch();
+    assert_eq!((summary.claimed, summary.superseded), (1, 1));
+}
+
+#[test]
+fn crash_between_inbox_write_and_outbox_mark_leaves_exactly_one_row() {
+    let f = Fixture::new();
+    f.queued_reconcile("jack");
+    // Dispatcher A claims and writes the inbox row, then dies before marking.
+    let store = FsOutboxStore::new(
+        StorePaths::new(f.root.join("teams")),
+        f.root.join("teams"),
+        std::sync::Arc::new(member_work_sync::infrastructure::clock::ManualClock::new(
+            NOW,
+        )),
+    );
+    let claimed = store.claim_due("forge", "dispatcher-a", 10, NOW).unwrap();
+    assert_eq!(claimed.len(), 1);
+    let writer = member_work_sync::infrastructure::inbox::InboxWriter::new(f.root.join("teams"));
+    use member_work_sync::application::ports::InboxSink;
+    InboxSink::deliver(&writer, &claimed[0], NOW).unwrap();
+    assert_eq!(f.inbox("jack").len(), 1);
+    // Restart: the claim is fresh, so nobody takes it for 5 minutes ...
+    assert_eq!(f.dispatch().claimed, 0);
+    // ... then it is reclaimed, the inbox write finds its row, and it is marked delivered.
+    f.advance(5 * MINUTE);
+    let summary = f.dispatch();
+    assert_eq!((summary.claimed, summary.delivered), (1, 1));
+    assert_eq!(f.inbox("jack").len(), 1);
+    assert_eq!(f.outbox("jack")[0].status, OutboxStatus::Delivered);
+}
+
+#[test]
+fn watchdog_cooldown_and_busy_members_are_retried_later() {
+    let f = Fixture::new();
+    f.queued_reconcile("jack");
+    fs::write(
+        f.root.join("teams/forge/stall-monitor-journal.json"),
+        json!([{"taskId": "2", "memberName": "jack", "state": "alerted", "alertedAt": "2026-11-18T11:00:00.000Z"}]).to_string(),
+    )
+    .unwrap();
+    let summary = f.dispatch();
+    assert_eq!((summary.claimed, summary.retryable), (1, 1));
+    let item = &f.outbox("jack")[0];
+    assert_eq!(item.status, OutboxStatus::FailedRetryable);
+    assert_eq!(item.last_error.as_deref(), Some("watchdog_cooldown_active"));
+    assert_eq!(
+        item.next_attempt_at.as_deref(),
+        Some("2026-11-18T11:10:00.000Z")
+    );
+    f.advance(4 * MINUTE);
+    let summary = f.dispatch();
+    assert_eq!(summary.delivered, 1);
+}
+
+#[test]
+fn at_most_two_deliveries_per_member_hour() {
+    let f = Fixture::new();
+    let mut delivered = 0;
+    for round in 0..3 {
+        // Each round the board moves, so the agenda (and the nudge) is new.
+        let task = f.root.join(format!("tasks/forge/{}.json", 20 + round));
+        fs::write(&task, json!({"id": (20 + round).to_string(), "subject": "More", "status": "pending", "owner": "jack"}).to_string())
+            .unwrap();
+        f.advance(MINUTE);
+        f.queued_reconcile("jack");
+        let summary = f.dispatch();
+        delivered += summary.delivered;
+        if round == 2 {
+            assert_eq!(
+                (summary.claimed, summary.retryable),
+                (1, 1),
+                "the 3rd within the hour waits"
+            );
+        }
+    }
+    assert_eq!(delivered, 2);
+    let waiting = f
+        .outbox("jack")
+        .into_iter()
+        .find(|i| i.status == OutboxStatus::FailedRetryable)
+        .unwrap();
+    assert_eq!(
+        waiting.last_error.as_deref(),
+        Some("member_nudge_rate_limited")
+    );
+}
+
+#[test]
+fn four_deliveries_without_a_report_suppress_the_fingerprint() {
+    let f = Fixture::new();
+    f.queued_reconcile("jack");
+    // Four earlier nudges (e.g. recovery intents) were delivered for this fingerprint.
+    let path = f
+        .root
+        .join("teams/forge/members/jack/.member-work-sync/outbox.json");
+    let mut outbox: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    let id = f.outbox("jack")[0].id.clone();
+    for n in 0..4 {
+        let mut copy = outbox["items"][&id].clone();
+        let new_id = format!("{id}:recovery-{n}");
+        copy["id"] = json!(new_id);
+        copy["status"] = json!("delivered");
+        copy["deliveredAt"] = json!("2026-11-18T11:00:00.000Z");
+        outbox["items"][&new_id] = copy;
+    }
+    fs::write(&path, outbox.to_string()).unwrap();
+
+    f.advance(MINUTE);
+    f.queued_reconcile("jack");
+    let status = f
+        .services
+        .engine
+        .get_status("forge", "jack", false)
+        .unwrap();
+    assert!(status
+        .diagnostics
+        .contains(&"work_sync_suppressed_no_accepted_report".to_string()));
+    assert!(!status.shadow.as_ref().unwrap().would_nudge);
+    // The pending nudge is superseded at dispatch.
+    let summary = f.dispatch();
+    assert_eq!((summary.claimed, summary.superseded), (1, 1));
+    // forceNudge resets the suppression.
+    let forced = f.services.engine.get_status("forge", "jack", true).unwrap();
+    assert!(forced
+        .diagnostics
+        .contains(&"work_sync_suppression_manual_retry_reset".to_string()));
+    assert!(forced.shadow.unwrap().would_nudge);
+}
+
+/// A team of `members` members, each with one pending task, with calm shadow history.
+fn big_team(root: &Path, members: usize) {
+    let team = root.join("teams/forge");
+    let tasks = root.join("tasks/forge");
+    fs::create_dir_all(&team).unwrap();
+    fs::create_dir_all(&tasks).unwrap();
+    let roster: Vec<Value> = (0..members)
+        .map(|i| json!({"name": format!("w{i}"), "model": "claude-sonnet-4-5"}))
+        .collect();
+    fs::write(
+        team.join("config.json"),
+        json!({"name": "forge", "members": roster}).to_string(),
+    )
+    .unwrap();
+    for i in 0..members {
+        let task = json!({"id": i.to_string(), "subject": format!("Task {i}"), "status": "pending", "owner": format!("w{i}")});
+        fs::write(tasks.join(format!("{i}.json")), task.to_string()).unwrap();
+    }
+    write_shadow_history(root);
+}
+
+#[test]
+fn two_dispatchers_never_deliver_one_item_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    big_team(&root, 50);
+    let paths = || RootPaths::resolve(Some(root.clone()), None, None);
+    let a = Services::new(paths(), Some(NOW));
+    for i in 0..50 {
+        a.engine
+            .enqueue("forge", &format!("w{i}"), Trigger::ManualRefresh);
+    }
+    while a.engine.diagnostics().queued > 0 {
+        for (key, item) in a.engine.take_due() {
+            let ok = a.engine.run(&item).is_ok();
+            a.engine.finish(&key, &item, ok);
+        }
+    }
+    let b = Services::new(paths(), Some(NOW));
+    let results: Vec<(usize, usize)> = std::thread::scope(|scope| {
+        [&a, &b]
+            .map(|services| {
+                scope.spawn(move || {
+                    let (mut claimed, mut delivered) = (0, 0);
+                    loop {
+                        let summary = services
+                            .engine
+                            .dispatch_due_nudges(&["forge".into()], "racer")
+                            .unwrap();
+                        if summary.claimed == 0 {
+                            return (claimed, delivered);
+                        }
+                        claimed += summary.claimed;
+                        delivered += summary.delivered;
+                    }
+                })
+            })
+            .map(|handle| handle.join().unwrap())
+            .to_vec()
+    });
+    let delivered: usize = results.iter().map(|r| r.1).sum();
+    let claimed: usize = results.iter().map(|r| r.0).sum();
+    assert_eq!((claimed, delivered), (50, 50), "{results:?}");
+    for i in 0..50 {
+        let inbox: Vec<Value> = serde_json::from_str(
+            &fs::read_to_string(root.join(format!("teams/forge/inboxes/w{i}.json"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(inbox.len(), 1, "w{i}");
+    }
+}
