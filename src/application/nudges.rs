@@ -240,6 +240,7 @@ impl Nudges {
                     metadata,
                 );
             }
+            let _ = self.ports.outbox.refresh_index(team);
         }
         summary
     }

@@ -225,6 +225,9 @@ pub trait OutboxStore: Send + Sync {
         end: &crate::domain::nudge::AttemptEnd,
         now: EpochMs,
     ) -> Result<bool, PortError>;
+    /// Rewrites the team index from the member files (once per dispatch pass,
+    /// not per transition: the member files are the truth).
+    fn refresh_index(&self, team: &str) -> Result<(), PortError>;
     /// Teams that have an outbox (for the dispatch scheduler).
     fn teams_with_outbox(&self) -> Vec<String>;
 }

@@ -7,9 +7,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::json_store::{
-    read_envelope, read_flat_envelope, write_envelope, write_flat_envelope, Loaded,
-};
+use super::json_store::{read_envelope, write_envelope, write_flat_envelope, Loaded};
 use super::lock::StoreLock;
 use super::status_store::StorePaths;
 use crate::application::ports::{Clock, OutboxStore, PortError, WatchdogJournal};
@@ -78,39 +76,37 @@ impl FsOutboxStore {
         )
     }
 
-    /// Read-modify-write of one member's outbox under both locks; the index
-    /// entries of the changed items are refreshed too.
+    /// Read-modify-write of one member's outbox under its lock. Returns the
+    /// result and whether anything was written.
     fn update<R>(
         &self,
         team: &str,
         member: &str,
-        change: impl FnOnce(&mut BTreeMap<String, OutboxItem>) -> (R, Vec<String>),
+        change: impl FnOnce(&mut BTreeMap<String, OutboxItem>) -> (R, bool),
     ) -> Result<R, PortError> {
-        let index_path = self.index_path(team);
         let member_path = self.member_path(team, member);
-        let _index_lock = StoreLock::acquire(&index_path)?;
         let _member_lock = StoreLock::acquire(&member_path)?;
         let mut items = self.read_items(&member_path)?;
         let (result, changed) = change(&mut items);
-        if changed.is_empty() {
-            return Ok(result);
+        if changed {
+            write_envelope(&member_path, SCHEMA_VERSION, "items", &items)?;
         }
-        write_envelope(&member_path, SCHEMA_VERSION, "items", &items)?;
-        let mut index = match read_flat_envelope::<OutboxIndex>(
-            &index_path,
-            SCHEMA_VERSION,
-            self.clock.now_ms(),
-        )? {
-            Loaded::Found(index) => index,
-            Loaded::Missing | Loaded::Quarantined { .. } => OutboxIndex::default(),
-        };
-        for id in changed {
-            if let Some(item) = items.get(&id) {
-                index.items.insert(id, entry(item));
-            }
-        }
-        write_flat_envelope(&index_path, SCHEMA_VERSION, &index)?;
         Ok(result)
+    }
+
+    /// Rewrites the team index from the member files (index lock first).
+    fn write_index(&self, team: &str) -> Result<(), PortError> {
+        let index_path = self.index_path(team);
+        let _index_lock = StoreLock::acquire(&index_path)?;
+        let index = OutboxIndex {
+            items: self
+                .team_items(team)?
+                .iter()
+                .map(|item| (item.id.clone(), entry(item)))
+                .collect(),
+        };
+        write_flat_envelope(&index_path, SCHEMA_VERSION, &index)?;
+        Ok(())
     }
 
     /// Every member outbox of a team, read without locks (claims re-check under lock).
@@ -146,18 +142,15 @@ impl OutboxStore for FsOutboxStore {
         planned: &PlannedNudge,
         now: EpochMs,
     ) -> Result<(OutboxItem, EnsureOutcome), PortError> {
-        self.update(team, member, |items| {
+        let result = self.update(team, member, |items| {
             let (item, outcome) =
                 ensure_pending(items.get(&planned.id).cloned(), planned, team, member, now);
             let changed = items.get(&item.id) != Some(&item);
             items.insert(item.id.clone(), item.clone());
-            let changed = if changed {
-                vec![item.id.clone()]
-            } else {
-                vec![]
-            };
             ((item, outcome), changed)
-        })
+        })?;
+        self.write_index(team)?;
+        Ok(result)
     }
 
     fn member_items(&self, team: &str, member: &str) -> Result<Vec<OutboxItem>, PortError> {
@@ -197,9 +190,9 @@ impl OutboxStore for FsOutboxStore {
                     // Re-checked under the lock: another dispatcher may have won.
                     Some(item) if is_claimable(item, now) => {
                         claim(item, claimed_by, now);
-                        (Some(item.clone()), vec![candidate.id.clone()])
+                        (Some(item.clone()), true)
                     }
-                    _ => (None, vec![]),
+                    _ => (None, false),
                 }
             })?;
             claimed.extend(taken);
@@ -212,15 +205,12 @@ impl OutboxStore for FsOutboxStore {
             let finished = items
                 .get_mut(&item.id)
                 .is_some_and(|stored| finish_attempt(stored, item.attempt_generation, end, now));
-            (
-                finished,
-                if finished {
-                    vec![item.id.clone()]
-                } else {
-                    vec![]
-                },
-            )
+            (finished, finished)
         })
+    }
+
+    fn refresh_index(&self, team: &str) -> Result<(), PortError> {
+        self.write_index(team)
     }
 
     fn teams_with_outbox(&self) -> Vec<String> {
