@@ -123,6 +123,21 @@ describe('bad input', () => {
     expect(listFiles(root)).toEqual(before)
   })
 
+  it('rejects unconvertible arguments (undefined, BigInt, cycles, deep nesting) without crashing', async () => {
+    const sync = instance(copyExampleRoot())
+    const cyclic: any = { teamName: 'forge', memberName: 'jack' }
+    cyclic.self = cyclic
+    let deep: any = {}
+    for (let i = 0; i < 10_000; i++) deep = { deep }
+    for (const request of [undefined, { teamName: 'forge', memberName: 'jack', x: 1n }, cyclic, { teamName: 'forge', memberName: 'jack', deep }]) {
+      await expect(sync.getStatus(request as any)).rejects.toMatchObject({ code: 'MWS_INVALID_ARGUMENT' })
+      await expect(sync.report(request as any)).rejects.toMatchObject({ code: 'MWS_INVALID_ARGUMENT' })
+    }
+    expect(() => sync.setTeamRuntimeState('forge', { active: true, x: 1n } as any)).toThrow(
+      expect.objectContaining({ code: 'MWS_INVALID_ARGUMENT' }),
+    )
+  })
+
   it('rejects malformed requests with MWS_INVALID_ARGUMENT', async () => {
     const sync = instance(copyExampleRoot())
     for (const request of [null, 42, 'forge', {}, { teamName: 'forge' }, { teamName: 1, memberName: 'jack' }]) {

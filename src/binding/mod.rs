@@ -1,6 +1,7 @@
 //! The napi layer: converts JS values to use-case inputs and results back, maps
 //! errors to stable codes. No rules live here.
 
+mod convert;
 pub(crate) mod job;
 pub mod turn_settled;
 
@@ -110,8 +111,10 @@ impl MemberWorkSync {
         ts_args_type = "request: { teamName: string; memberName: string; forceNudge?: boolean }",
         ts_return_type = "Promise<MemberWorkSyncStatus>"
     )]
-    pub fn get_status(&self, request: Value) -> AsyncTask<Job> {
+    pub fn get_status(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
+        let request = convert::json_argument(&env, request, "request");
         self.job(move |i| {
+            let request = request?;
             let (team, member) = member_request(&request)?;
             let force_nudge = request
                 .get("forceNudge")
@@ -126,8 +129,10 @@ impl MemberWorkSync {
         ts_args_type = "request: { teamName: string; memberName: string }",
         ts_return_type = "Promise<MemberWorkSyncStatus>"
     )]
-    pub fn refresh_status(&self, request: Value) -> AsyncTask<Job> {
+    pub fn refresh_status(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
+        let request = convert::json_argument(&env, request, "request");
         self.job(move |i| {
+            let request = request?;
             let (team, member) = member_request(&request)?;
             let status = i.services.reconciler.refresh_status(
                 &team,
@@ -144,8 +149,10 @@ impl MemberWorkSync {
         ts_args_type = "request: { teamName: string }",
         ts_return_type = "Promise<MemberWorkSyncStatus[]>"
     )]
-    pub fn refresh_team(&self, request: Value) -> AsyncTask<Job> {
+    pub fn refresh_team(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
+        let request = convert::json_argument(&env, request, "request");
         self.job(move |i| {
+            let request = request?;
             let team = string_field(&request, "teamName")?;
             to_json(i.services.reconciler.refresh_team(&team)?)
         })
@@ -157,8 +164,10 @@ impl MemberWorkSync {
         ts_args_type = "request: MemberWorkSyncReportRequest",
         ts_return_type = "Promise<MemberWorkSyncReportResult>"
     )]
-    pub fn report(&self, request: Value) -> AsyncTask<Job> {
+    pub fn report(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
+        let request = convert::json_argument(&env, request, "request");
         self.job(move |i| {
+            let request = request?;
             let result = i.services.reconciler.report(&request)?;
             Ok(serde_json::json!({
                 "accepted": result.accepted,
@@ -174,8 +183,10 @@ impl MemberWorkSync {
         ts_args_type = "request: { teamName: string }",
         ts_return_type = "Promise<MemberWorkSyncTeamMetrics>"
     )]
-    pub fn get_metrics(&self, request: Value) -> AsyncTask<Job> {
+    pub fn get_metrics(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
+        let request = convert::json_argument(&env, request, "request");
         self.job(move |i| {
+            let request = request?;
             let team = string_field(&request, "teamName")?;
             to_json(i.services.reconciler.get_metrics(&team)?)
         })
@@ -186,8 +197,10 @@ impl MemberWorkSync {
         ts_args_type = "teamNames: string[]",
         ts_return_type = "Promise<{ processed: number; accepted: number; rejected: number; superseded: number }>"
     )]
-    pub fn replay_pending_reports(&self, team_names: Value) -> AsyncTask<Job> {
+    pub fn replay_pending_reports(&self, env: Env, team_names: Unknown<'_>) -> AsyncTask<Job> {
+        let team_names = convert::json_argument(&env, team_names, "team_names");
         self.job(move |i| {
+            let team_names = team_names?;
             let teams = string_list(&team_names, "teamNames")?;
             to_json(i.services.reconciler.replay_pending_reports(&teams)?)
         })
@@ -198,8 +211,10 @@ impl MemberWorkSync {
         ts_args_type = "request: { teamName: string; memberName: string }",
         ts_return_type = "Promise<MemberWorkSyncAgentBrief>"
     )]
-    pub fn get_agent_brief(&self, request: Value) -> AsyncTask<Job> {
+    pub fn get_agent_brief(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
+        let request = convert::json_argument(&env, request, "request");
         self.job(move |i| {
+            let request = request?;
             let (team, member) = member_request(&request)?;
             Ok(i.services.reconciler.agent_brief(&team, &member)?)
         })
@@ -248,10 +263,14 @@ impl MemberWorkSync {
     #[napi(ts_args_type = "teamName: string, state: { active: boolean; activeMembers?: string[] }")]
     pub fn set_team_runtime_state(
         &self,
-        team_name: Value,
-        state: Value,
+        env: Env,
+        team_name: Unknown<'_>,
+        state: Unknown<'_>,
     ) -> Result<(), napi::Error<ErrorCode>> {
         self.live()?;
+        let team_name =
+            convert::json_argument(&env, team_name, "teamName").map_err(JsFailure::into_napi)?;
+        let state = convert::json_argument(&env, state, "state").map_err(JsFailure::into_napi)?;
         let team = match &team_name {
             Value::String(team) => team.clone(),
             _ => return Err(JsFailure::invalid("teamName must be a string").into_napi()),
@@ -276,8 +295,10 @@ impl MemberWorkSync {
 
     /// Queues every active member of the teams (`startup_scan`, 30 s delay).
     #[napi(ts_args_type = "teamNames: string[]", ts_return_type = "Promise<void>")]
-    pub fn enqueue_startup_scan(&self, team_names: Value) -> AsyncTask<Job> {
+    pub fn enqueue_startup_scan(&self, env: Env, team_names: Unknown<'_>) -> AsyncTask<Job> {
+        let team_names = convert::json_argument(&env, team_names, "team_names");
         self.job(move |i| {
+            let team_names = team_names?;
             let teams = string_list(&team_names, "teamNames")?;
             i.services.engine.enqueue_startup_scan(&teams)?;
             Ok(Value::Null)
@@ -295,8 +316,10 @@ impl MemberWorkSync {
 
     /// Drops the team's queued work, fences new work and waits for running reconciles.
     #[napi(ts_args_type = "teamName: string", ts_return_type = "Promise<void>")]
-    pub fn prepare_team_deletion(&self, team_name: Value) -> AsyncTask<Job> {
+    pub fn prepare_team_deletion(&self, env: Env, team_name: Unknown<'_>) -> AsyncTask<Job> {
+        let team_name = convert::json_argument(&env, team_name, "team_name");
         self.job(move |i| {
+            let team_name = team_name?;
             let team = plain_string(&team_name, "teamName")?;
             i.services.engine.prepare_team_deletion(&team)?;
             Ok(Value::Null)
@@ -305,8 +328,14 @@ impl MemberWorkSync {
 
     /// Forgets the in-memory state of a deleted team.
     #[napi(ts_args_type = "teamName: string")]
-    pub fn complete_team_deletion(&self, team_name: Value) -> Result<(), napi::Error<ErrorCode>> {
+    pub fn complete_team_deletion(
+        &self,
+        env: Env,
+        team_name: Unknown<'_>,
+    ) -> Result<(), napi::Error<ErrorCode>> {
         self.live()?;
+        let team_name =
+            convert::json_argument(&env, team_name, "team_name").map_err(JsFailure::into_napi)?;
         let team = plain_string(&team_name, "teamName").map_err(JsFailure::into_napi)?;
         self.instance
             .services
@@ -317,8 +346,14 @@ impl MemberWorkSync {
 
     /// Undoes `prepareTeamDeletion` and re-scans the team.
     #[napi(ts_args_type = "teamName: string")]
-    pub fn resume_team(&self, team_name: Value) -> Result<(), napi::Error<ErrorCode>> {
+    pub fn resume_team(
+        &self,
+        env: Env,
+        team_name: Unknown<'_>,
+    ) -> Result<(), napi::Error<ErrorCode>> {
         self.live()?;
+        let team_name =
+            convert::json_argument(&env, team_name, "team_name").map_err(JsFailure::into_napi)?;
         let team = plain_string(&team_name, "teamName").map_err(JsFailure::into_napi)?;
         self.instance
             .services
@@ -332,8 +367,10 @@ impl MemberWorkSync {
         ts_args_type = "teamNames: string[]",
         ts_return_type = "Promise<{ claimed: number; delivered: number; superseded: number; retryable: number; terminal: number }>"
     )]
-    pub fn dispatch_due_nudges(&self, team_names: Value) -> AsyncTask<Job> {
+    pub fn dispatch_due_nudges(&self, env: Env, team_names: Unknown<'_>) -> AsyncTask<Job> {
+        let team_names = convert::json_argument(&env, team_names, "team_names");
         self.job(move |i| {
+            let team_names = team_names?;
             let teams = string_list(&team_names, "teamNames")?;
             let claimed_by = format!("member-work-sync:{}", std::process::id());
             to_json(i.services.engine.dispatch_due_nudges(&teams, &claimed_by)?)

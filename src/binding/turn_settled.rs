@@ -5,10 +5,11 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use napi::bindgen_prelude::AsyncTask;
+use napi::bindgen_prelude::{AsyncTask, Unknown};
 use napi::threadsafe_function::{
     ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue,
 };
+use napi::Env;
 use napi::Status;
 use napi_derive::napi;
 use serde_json::{json, Value};
@@ -81,8 +82,14 @@ impl MemberWorkSync {
         ts_args_type = "input: { provider: 'claude' | 'codex' | 'opencode' }",
         ts_return_type = "Promise<Record<string, unknown> | null>"
     )]
-    pub fn build_runtime_turn_settled_hook_settings(&self, input: Value) -> AsyncTask<Job> {
+    pub fn build_runtime_turn_settled_hook_settings(
+        &self,
+        env: Env,
+        input: Unknown<'_>,
+    ) -> AsyncTask<Job> {
+        let input = super::convert::json_argument(&env, input, "input");
         self.job(move |instance| {
+            let input = input?;
             if provider_arg(&input)? != RuntimeProvider::Claude {
                 return Ok(Value::Null);
             }
@@ -108,8 +115,14 @@ impl MemberWorkSync {
         ts_args_type = "input: { provider: 'claude' | 'codex' | 'opencode' }",
         ts_return_type = "Promise<Record<string, string> | null>"
     )]
-    pub fn build_runtime_turn_settled_environment(&self, input: Value) -> AsyncTask<Job> {
+    pub fn build_runtime_turn_settled_environment(
+        &self,
+        env: Env,
+        input: Unknown<'_>,
+    ) -> AsyncTask<Job> {
+        let input = super::convert::json_argument(&env, input, "input");
         self.job(move |instance| {
+            let input = input?;
             if provider_arg(&input)? == RuntimeProvider::Claude {
                 return Ok(Value::Null);
             }
@@ -143,9 +156,13 @@ impl MemberWorkSync {
     ts_return_type = "Record<string, unknown>"
 )]
 pub fn merge_runtime_hook_settings(
-    base: Value,
-    patch: Value,
+    env: Env,
+    base: Unknown<'_>,
+    patch: Unknown<'_>,
 ) -> Result<Value, napi::Error<ErrorCode>> {
+    let base = super::convert::json_argument(&env, base, "base").map_err(JsFailure::into_napi)?;
+    let patch =
+        super::convert::json_argument(&env, patch, "patch").map_err(JsFailure::into_napi)?;
     let (Value::Object(base), Value::Object(patch)) = (&base, &patch) else {
         return Err(JsFailure::invalid("base and patch must be plain objects").into_napi());
     };
