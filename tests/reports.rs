@@ -389,3 +389,36 @@ fn metrics_count_status_writes_and_reports() {
     assert_eq!(readiness.reasons[0], "status_events_below_minimum");
     assert_eq!(readiness.rates.report_rejection_rate, 0.5);
 }
+
+#[test]
+fn a_report_for_a_team_without_config_creates_nothing() {
+    let f = Fixture::new();
+    let result = f.report(json!({"teamName": "ghost", "memberName": "jack", "state": "caught_up", "agendaFingerprint": "x"}));
+    assert_eq!((result.accepted, result.code), (false, "member_inactive"));
+    assert!(!f.root.join("teams/ghost").exists());
+}
+
+#[test]
+fn a_rejected_report_does_not_cancel_a_live_lease() {
+    let f = Fixture::new();
+    let status = f.refresh("jack");
+    assert!(f.report(still_working(&status)).accepted);
+    let mut forged = still_working(&status);
+    forged["reportToken"] = json!("wrs:v1.e30.AAAA");
+    let rejected = f.report(forged);
+    assert_eq!(rejected.code, "invalid_report_token");
+    assert_eq!(rejected.status.state, StatusState::StillWorking);
+    f.set_now(NOW + 5 * MINUTE);
+    let later = f.refresh("jack");
+    assert_eq!(
+        later.state,
+        StatusState::StillWorking,
+        "lease survives the rejected report"
+    );
+    assert_eq!(
+        later.report.unwrap().rejection_code.as_deref(),
+        Some("invalid_report_token")
+    );
+    f.set_now(NOW + 15 * MINUTE);
+    assert_eq!(f.refresh("jack").state, StatusState::NeedsSync);
+}

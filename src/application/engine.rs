@@ -18,7 +18,7 @@ use super::queue::{queue_key, FinishOutcome, QueueCore, QueueItem, QueueKey, Tri
 use super::reconcile::{check_name, Reconciler, WorkSyncError};
 use super::router::{route, Route, TeamChangeEvent};
 use super::runtime_state::RuntimeStates;
-use crate::domain::decision::CAUGHT_UP_STALE;
+use crate::domain::decision::REFRESH_ENQUEUED_SUFFIX;
 use crate::domain::names::normalize_member_name;
 use crate::domain::status::{MemberStatus, ReconciledBy};
 use crate::domain::time::{format_iso, EpochMs};
@@ -394,7 +394,11 @@ impl Engine {
         force_nudge: bool,
     ) -> Result<MemberStatus, WorkSyncError> {
         let status = self.reconciler.get_status(team, member, force_nudge)?;
-        if status.diagnostics.iter().any(|d| d == CAUGHT_UP_STALE) {
+        if status
+            .diagnostics
+            .iter()
+            .any(|d| d.ends_with(REFRESH_ENQUEUED_SUFFIX))
+        {
             self.enqueue(team, member, Trigger::ManualRefresh);
         }
         Ok(status)

@@ -166,7 +166,13 @@ impl Reconciler {
         };
         let stale = staleness_diagnostics(&status, now);
         if stale.iter().any(|d| *d != CAUGHT_UP_STALE) {
-            return self.refresh_status(team, member, ReconciledBy::Request, &["manual_refresh"]);
+            match self.refresh_status(team, member, ReconciledBy::Request, &["manual_refresh"]) {
+                Ok(fresh) => return Ok(fresh),
+                // The stored status plus why it is stale; the queue retries
+                // (Engine::get_status enqueues on any `*_refresh_enqueued`).
+                Err(WorkSyncError::Io(_)) => {}
+                Err(other) => return Err(other),
+            }
         }
         // A stale caught-up status is refreshed through the queue (Engine::get_status).
         status
@@ -308,8 +314,15 @@ impl Reconciler {
             StoredStatus::Missing | StoredStatus::Current(_) => {}
         }
         let previous = previous.into_status();
-        let previous_report =
-            accepted_report.or_else(|| previous.as_ref().and_then(|p| p.report.clone()));
+        let stored_report = previous.as_ref().and_then(|p| p.report.clone());
+        let prior_accepted = accepted_report.clone().or_else(|| {
+            stored_report.clone().filter(|r| r.accepted).or_else(|| {
+                previous
+                    .as_ref()
+                    .and_then(|p| p.last_accepted_report.clone())
+            })
+        });
+        let previous_report = accepted_report.or(stored_report);
         let on_active_roster =
             snapshot.is_active() && snapshot.active_member_names().contains(&member);
         let decision = decide(&DecisionInput {
@@ -317,7 +330,7 @@ impl Reconciler {
             runtime: self.ports.runtime.activity(&snapshot.team_name, &member),
             item_count: agenda.items.len(),
             fingerprint: &agenda.fingerprint,
-            accepted_report: previous_report.as_ref(),
+            accepted_report: prior_accepted.as_ref(),
             now_ms: now,
         });
         let report = match decision.state {
@@ -325,6 +338,13 @@ impl Reconciler {
                 previous_report.filter(|r| keeps_caught_up_report(r, &agenda.fingerprint))
             }
             _ => previous_report,
+        };
+        // Keep the lease behind a later rejected report.
+        let last_accepted_report = match &report {
+            Some(r) if !r.accepted => {
+                prior_accepted.filter(|_| decision.state != StatusState::CaughtUp)
+            }
+            _ => None,
         };
         let previous_reset = previous
             .as_ref()
@@ -378,6 +398,7 @@ impl Reconciler {
             state: decision.state,
             provider_id: snapshot.member(&member).and_then(|m| m.derived_provider()),
             nudge_suppression_reset_at: previous_reset,
+            last_accepted_report,
             agenda,
             report,
             report_token,

@@ -100,6 +100,18 @@ impl Reconciler {
         check_name("memberName", member)?;
         let now = self.ports.clock.now_ms();
         let source = request.source.unwrap_or(default_source);
+        let snapshot = self.ports.teams.load(team);
+        if !snapshot.config_found {
+            // No team to write into: refuse without creating its directory
+            // (no journal, no secret, no status file).
+            return Ok(ReportResult {
+                accepted: false,
+                code: Rejection::MemberInactive.code(),
+                message: Rejection::MemberInactive.message().to_string(),
+                status: self.unpersisted_status(team, member, now),
+                token_check: TokenCheck::Missing,
+            });
+        }
         self.audit(SOURCE, "report_received",
             team,
             member,
@@ -107,7 +119,6 @@ impl Reconciler {
             vec![],
             json!({ "state": request.state, "agendaFingerprint": request.agenda_fingerprint, "source": source.as_str() }),
         );
-        let snapshot = self.ports.teams.load(team);
         let index = TeamIndex::build(&snapshot);
         let agenda = index.agenda_for(member, &format_iso(now));
         let normalized = normalize_member_name(member);
@@ -236,6 +247,8 @@ impl Reconciler {
                 &[],
                 None,
             );
+            let accepted_before = status.report.take().filter(|r| r.accepted);
+            status.last_accepted_report = accepted_before.or(status.last_accepted_report.take());
             status.report = Some(report);
             status.diagnostics.push(format!("report_rejected:{code}"));
             status

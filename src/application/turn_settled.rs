@@ -152,9 +152,15 @@ struct RecentIds {
 
 impl RecentIds {
     /// True when `id` was seen before; remembers it either way.
-    fn seen(&mut self, id: &str) -> bool {
+    fn contains(&self, id: &str) -> bool {
+        self.set.contains(id)
+    }
+
+    /// Remembers an id once its event is committed (never before: a claim
+    /// released after a failed commit must not look like a duplicate later).
+    fn remember(&mut self, id: &str) {
         if self.set.contains(id) {
-            return true;
+            return;
         }
         if self.order.len() >= RECENT_SOURCE_IDS {
             if let Some(old) = self.order.pop_front() {
@@ -163,7 +169,6 @@ impl RecentIds {
         }
         self.set.insert(id.to_string());
         self.order.push_back(id.to_string());
-        false
     }
 }
 
@@ -251,6 +256,10 @@ impl TurnSettledIngestor {
             }
             match decision {
                 Decision::Resolved { team, member } => {
+                    self.recent
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .remember(&event.source_id);
                     summary.enqueued += 1;
                     self.audit("turn_settled_resolved", &team, &member, &event, now);
                     changes.emit(TeamChangeEvent {
@@ -344,8 +353,8 @@ impl TurnSettledIngestor {
                 team_name,
                 member_name,
             } => {
-                let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
-                if recent.seen(&event.source_id) {
+                let recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+                if recent.contains(&event.source_id) {
                     Decision::Duplicate
                 } else {
                     Decision::Resolved {

@@ -94,6 +94,8 @@ pub fn keeps_caught_up_report(report: &Report, fingerprint: &str) -> bool {
 pub const CAUGHT_UP_STALE_MS: EpochMs = 5 * 60 * 1000;
 /// Age after which a status with work is refreshed.
 pub const ACTIONABLE_STALE_MS: EpochMs = 2 * 60 * 1000;
+/// Every staleness diagnostic ends so: the status is refreshed through the queue.
+pub const REFRESH_ENQUEUED_SUFFIX: &str = "_refresh_enqueued";
 /// The one staleness reason that does not force a synchronous refresh.
 pub const CAUGHT_UP_STALE: &str = "caught_up_stale_refresh_enqueued";
 
@@ -308,6 +310,7 @@ mod tests {
             diagnostics: vec![],
             provider_id: None,
             nudge_suppression_reset_at: None,
+            last_accepted_report: None,
         }
     }
 

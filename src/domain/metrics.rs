@@ -507,6 +507,7 @@ mod tests {
             diagnostics: vec![],
             provider_id: None,
             nudge_suppression_reset_at: None,
+            last_accepted_report: None,
         };
         let events = events_for_write(&status, None);
         assert_eq!(events.len(), 1);

@@ -56,6 +56,7 @@ fn status(items: Vec<ActionableWorkItem>) -> MemberStatus {
         diagnostics: vec!["no_current_report".into()],
         provider_id: Some(ProviderId::Anthropic),
         nudge_suppression_reset_at: None,
+        last_accepted_report: None,
     }
 }
 

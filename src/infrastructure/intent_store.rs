@@ -110,10 +110,17 @@ impl FsReportIntentStore {
     /// left as it is: the controller owns it.
     fn migrate_legacy(&self, team: &str) -> Result<(), PortError> {
         let path = self.team_store_dir(team).join("pending-reports.json");
+        // The controller owns this file: read it, never quarantine or rewrite it.
         let legacy: BTreeMap<String, Value> =
-            match read_envelope(&path, 1, "intents", self.clock.now_ms())? {
-                Loaded::Found(intents) => intents,
-                Loaded::Missing | Loaded::Quarantined { .. } => return Ok(()),
+            match super::json_store::read_capped(&path, 10 * 1024 * 1024)? {
+                Some(super::json_store::Capped::Bytes(bytes)) => {
+                    serde_json::from_slice::<Value>(&bytes)
+                        .ok()
+                        .filter(|v| v.get("schemaVersion") == Some(&Value::from(1)))
+                        .and_then(|v| serde_json::from_value(v.get("intents")?.clone()).ok())
+                        .unwrap_or_default()
+                }
+                _ => return Ok(()),
             };
         for (id, raw) in legacy {
             if raw.get("status").and_then(Value::as_str) != Some("pending") {
@@ -166,6 +173,9 @@ impl ReportIntentStore for FsReportIntentStore {
     }
 
     fn pending(&self, team: &str) -> Result<Vec<ReportIntent>, PortError> {
+        if !self.paths.team_dir(team).is_dir() {
+            return Ok(Vec::new());
+        }
         self.migrate_legacy(team)?;
         // Member files are the truth; the index is rebuilt from them here.
         let members_dir = self.paths.team_dir(team).join("members");

@@ -190,6 +190,7 @@ mod tests {
             diagnostics,
             provider_id: None,
             nudge_suppression_reset_at: None,
+            last_accepted_report: None,
         }
     }
 
