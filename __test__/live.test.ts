@@ -81,10 +81,16 @@ describe('live wiring (autoStart)', () => {
       await until(() => (sync.getQueueDiagnostics().queued === 5 ? true : undefined))
       await sync.prepareTeamDeletion('forge')
       expect(sync.getQueueDiagnostics().queued).toBe(0)
+      await expect(sync.refreshStatus({ teamName: 'forge', memberName: 'jack' })).rejects.toMatchObject({ code: 'MWS_TEAM_QUIESCED' })
+      await expect(sync.report({ teamName: 'forge', memberName: 'jack', state: 'caught_up', agendaFingerprint: 'x' })).rejects.toMatchObject({
+        code: 'MWS_TEAM_QUIESCED',
+      })
+      expect(await sync.dispatchDueNudges(['forge'])).toMatchObject({ claimed: 0 })
       await sync.enqueueStartupScan(['forge'])
       expect(sync.getQueueDiagnostics().queued).toBe(0)
       sync.resumeTeam('forge')
       expect(sync.getQueueDiagnostics().queued).toBe(5)
+      expect((await sync.refreshStatus({ teamName: 'forge', memberName: 'jack' })).state).toBe('needs_sync')
       expect(sync.getQueueDiagnostics().queuedItems[0].triggerReasons).toEqual(['startup_scan'])
       sync.completeTeamDeletion('forge')
       expect(sync.getQueueDiagnostics().queued).toBe(0)

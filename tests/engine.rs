@@ -201,3 +201,34 @@ fn offline_lead_drops_the_queue_and_rechecks_everyone_now() {
         .all(|i| i.run_at == "2026-11-18T11:06:40.000Z"));
     assert_eq!(run_due(&services).len(), 2, "concurrency 2 per take");
 }
+
+#[test]
+fn deletion_waits_for_admitted_operations_and_refuses_new_ones() {
+    let (_dir, services) = fixture();
+    let engine = &services.engine;
+    let (entered_tx, entered_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|scope| {
+        let op = scope.spawn(move || {
+            engine.with_team("forge", || {
+                entered_tx.send(()).unwrap();
+                release_rx.recv().unwrap();
+                Ok(())
+            })
+        });
+        entered_rx.recv().unwrap();
+        let deleting = scope.spawn(|| engine.prepare_team_deletion("forge"));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!deleting.is_finished(), "waits for the admitted operation");
+        release_tx.send(()).unwrap();
+        op.join().unwrap().unwrap();
+        deleting.join().unwrap().unwrap();
+    });
+    let refused = engine.refresh_status("forge", "jack");
+    assert!(matches!(
+        refused,
+        Err(member_work_sync::application::reconcile::WorkSyncError::TeamQuiesced(_))
+    ));
+    engine.resume_team("forge").unwrap();
+    assert!(engine.refresh_status("forge", "jack").is_ok());
+}

@@ -6,7 +6,7 @@
 //! decides *when* to call [`Engine::take_due`] / [`Engine::run`] /
 //! [`Engine::finish`] and is woken through the `wake` hook.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use serde_json::json;
@@ -16,9 +16,11 @@ use super::nudges::{DispatchSummary, Nudges};
 use super::ports::{AuditEvent, AuditJournal, Clock, TaskImpactSource, TeamSource};
 use super::queue::{queue_key, FinishOutcome, QueueCore, QueueItem, QueueKey, Trigger};
 use super::reconcile::{check_name, Reconciler, WorkSyncError};
+use super::report::{ReplaySummary, ReportResult};
 use super::router::{route, Route, TeamChangeEvent};
 use super::runtime_state::RuntimeStates;
 use crate::domain::decision::REFRESH_ENQUEUED_SUFFIX;
+use crate::domain::metrics::TeamMetrics;
 use crate::domain::names::normalize_member_name;
 use crate::domain::status::{MemberStatus, ReconciledBy};
 use crate::domain::time::{format_iso, EpochMs};
@@ -48,6 +50,8 @@ struct EngineState {
     queue: QueueCore,
     /// Normalized names of teams being deleted: no new work, no dispatch.
     deleting: HashSet<String>,
+    /// Per-team operations admitted through [`Engine::with_team`] and not yet done.
+    in_flight: HashMap<String, usize>,
 }
 
 /// `getQueueDiagnostics` result.
@@ -307,10 +311,21 @@ impl Engine {
         for team in teams {
             check_name("teamName", team)?;
         }
-        Ok(self
-            .deps
-            .nudges
-            .dispatch(teams, claimed_by, &|team| self.is_deleting(team)))
+        let mut total = DispatchSummary::default();
+        let mut seen = HashSet::new();
+        for team in teams
+            .iter()
+            .filter(|t| seen.insert(normalize_member_name(t)))
+        {
+            // A deleting team is skipped, not an error for the other teams.
+            let Ok(summary) = self.with_team(team, || {
+                Ok(self.deps.nudges.dispatch_team(team, claimed_by))
+            }) else {
+                continue;
+            };
+            total.add(&summary);
+        }
+        Ok(total)
     }
 
     /// Records the end of a run and wakes whoever waits for it.
@@ -386,14 +401,18 @@ impl Engine {
         }
     }
 
-    /// The stored status; a stale caught-up one is refreshed through the queue.
+    /// The stored status; a stale one the synchronous refresh could not fix
+    /// is refreshed through the queue.
     pub fn get_status(
         &self,
         team: &str,
         member: &str,
         force_nudge: bool,
     ) -> Result<MemberStatus, WorkSyncError> {
-        let status = self.reconciler.get_status(team, member, force_nudge)?;
+        check_name("teamName", team)?;
+        let status = self.with_team(team, || {
+            self.reconciler.get_status(team, member, force_nudge)
+        })?;
         if status
             .diagnostics
             .iter()
@@ -404,13 +423,101 @@ impl Engine {
         Ok(status)
     }
 
-    /// Fences the team, drops its queue and waits for its running reconciles.
+    /// Runs one per-team operation through the team's gate: refused while the
+    /// team is being deleted, and counted so deletion can wait for it.
+    pub fn with_team<R>(
+        &self,
+        team: &str,
+        operation: impl FnOnce() -> Result<R, WorkSyncError>,
+    ) -> Result<R, WorkSyncError> {
+        let key = normalize_member_name(team);
+        {
+            let mut state = self.state();
+            if state.deleting.contains(&key) {
+                return Err(WorkSyncError::TeamQuiesced(team.to_string()));
+            }
+            *state.in_flight.entry(key.clone()).or_default() += 1;
+        }
+        let _admitted = Admitted { engine: self, key };
+        operation()
+    }
+
+    /// `refreshStatus` through the team gate.
+    pub fn refresh_status(&self, team: &str, member: &str) -> Result<MemberStatus, WorkSyncError> {
+        check_name("teamName", team)?;
+        self.with_team(team, || {
+            self.reconciler
+                .refresh_status(team, member, ReconciledBy::Request, &["manual_refresh"])
+        })
+    }
+
+    /// `refreshTeam` through the team gate.
+    pub fn refresh_team(&self, team: &str) -> Result<Vec<MemberStatus>, WorkSyncError> {
+        check_name("teamName", team)?;
+        self.with_team(team, || self.reconciler.refresh_team(team))
+    }
+
+    /// `report` through the team gate (a request without a usable team name is
+    /// answered by the reporter itself).
+    pub fn report(&self, request: &serde_json::Value) -> Result<ReportResult, WorkSyncError> {
+        match request.get("teamName").and_then(serde_json::Value::as_str) {
+            Some(team) if check_name("teamName", team).is_ok() => {
+                self.with_team(team, || self.reconciler.report(request))
+            }
+            _ => self.reconciler.report(request),
+        }
+    }
+
+    /// `getMetrics` through the team gate.
+    pub fn get_metrics(&self, team: &str) -> Result<TeamMetrics, WorkSyncError> {
+        check_name("teamName", team)?;
+        self.with_team(team, || self.reconciler.get_metrics(team))
+    }
+
+    /// `getAgentBrief` through the team gate.
+    pub fn agent_brief(
+        &self,
+        team: &str,
+        member: &str,
+    ) -> Result<serde_json::Value, WorkSyncError> {
+        check_name("teamName", team)?;
+        self.with_team(team, || self.reconciler.agent_brief(team, member))
+    }
+
+    /// `replayPendingReports`: deleting teams are skipped.
+    pub fn replay_pending_reports(&self, teams: &[String]) -> Result<ReplaySummary, WorkSyncError> {
+        for team in teams {
+            check_name("teamName", team)?;
+        }
+        let mut total = ReplaySummary::default();
+        let mut seen = HashSet::new();
+        for team in teams
+            .iter()
+            .filter(|t| seen.insert(normalize_member_name(t)))
+        {
+            match self.with_team(team, || {
+                self.reconciler
+                    .replay_pending_reports(std::slice::from_ref(team))
+            }) {
+                Ok(summary) => total.add(&summary),
+                Err(WorkSyncError::TeamQuiesced(_)) => {}
+                Err(other) => return Err(other),
+            }
+        }
+        Ok(total)
+    }
+
+    /// Fences the team, drops its queue and waits for its running reconciles
+    /// and every admitted per-team operation.
     pub fn prepare_team_deletion(&self, team: &str) -> Result<(), WorkSyncError> {
         check_name("teamName", team)?;
+        let key = normalize_member_name(team);
         let mut state = self.state();
-        state.deleting.insert(normalize_member_name(team));
+        state.deleting.insert(key.clone());
         state.queue.drop_team(team);
-        while state.queue.running_in_team(team) > 0 {
+        while state.queue.running_in_team(team) > 0
+            || state.in_flight.get(&key).is_some_and(|n| *n > 0)
+        {
             state = self.finished.wait(state).unwrap_or_else(|p| p.into_inner());
         }
         Ok(())
@@ -441,5 +548,25 @@ impl Engine {
         while state.queue.running() > 0 {
             state = self.finished.wait(state).unwrap_or_else(|p| p.into_inner());
         }
+    }
+}
+
+/// Counts one admitted operation until dropped (also on panic).
+struct Admitted<'a> {
+    engine: &'a Engine,
+    key: String,
+}
+
+impl Drop for Admitted<'_> {
+    fn drop(&mut self) {
+        let mut state = self.engine.state();
+        if let Some(count) = state.in_flight.get_mut(&self.key) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                state.in_flight.remove(&self.key);
+            }
+        }
+        drop(state);
+        self.engine.finished.notify_all();
     }
 }

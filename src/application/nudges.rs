@@ -63,6 +63,17 @@ pub struct DispatchSummary {
     pub terminal: usize,
 }
 
+impl DispatchSummary {
+    /// Adds another pass's counts.
+    pub fn add(&mut self, other: &DispatchSummary) {
+        self.claimed += other.claimed;
+        self.delivered += other.delivered;
+        self.superseded += other.superseded;
+        self.retryable += other.retryable;
+        self.terminal += other.terminal;
+    }
+}
+
 /// Planner and dispatcher.
 pub struct Nudges {
     ports: NudgePorts,
@@ -159,7 +170,12 @@ impl Nudges {
     }
 
     /// Claims and delivers due nudges of `teams` (skipping `skip` teams).
-    pub fn dispatch(
+    pub fn dispatch_team(&self, team: &str, claimed_by: &str) -> DispatchSummary {
+        self.dispatch(&[team.to_string()], claimed_by, &|_| false)
+    }
+
+    /// Claims and delivers due nudges of `teams` (skipping `skip` teams).
+    fn dispatch(
         &self,
         teams: &[String],
         claimed_by: &str,

@@ -37,6 +37,9 @@ pub enum WorkSyncError {
     /// Reading or writing a store failed.
     #[error("store IO failed: {0}")]
     Io(#[from] PortError),
+    /// The team is being deleted (`prepareTeamDeletion`); no new work for it.
+    #[error("team {0} is being deleted")]
+    TeamQuiesced(String),
 }
 
 /// Checks a team or member name at the boundary.

@@ -37,6 +37,16 @@ pub struct ReportResult {
     pub token_check: TokenCheck,
 }
 
+impl ReplaySummary {
+    /// Adds another replay's counts.
+    pub fn add(&mut self, other: &ReplaySummary) {
+        self.processed += other.processed;
+        self.accepted += other.accepted;
+        self.rejected += other.rejected;
+        self.superseded += other.superseded;
+    }
+}
+
 /// Counts returned by `replayPendingReports`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ReplaySummary {
@@ -270,7 +280,7 @@ impl Reconciler {
                 let status = match self.replay_one(&intent) {
                     Ok(outcome) => outcome,
                     // Transient failures leave the intent pending for the next replay.
-                    Err(WorkSyncError::Io(_)) => continue,
+                    Err(WorkSyncError::Io(_) | WorkSyncError::TeamQuiesced(_)) => continue,
                     Err(WorkSyncError::InvalidArgument { .. }) => {
                         (IntentStatus::Rejected, Some("invalid_payload"), false)
                     }

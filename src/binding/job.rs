@@ -19,6 +19,8 @@ pub enum ErrorCode {
     CorruptStore,
     /// Used after `dispose()`.
     Disposed,
+    /// The team is being deleted (`prepareTeamDeletion` until `resumeTeam`).
+    TeamQuiesced,
 }
 
 impl AsRef<str> for ErrorCode {
@@ -28,6 +30,7 @@ impl AsRef<str> for ErrorCode {
             Self::Io => "MWS_IO",
             Self::CorruptStore => "MWS_CORRUPT_STORE",
             Self::Disposed => "MWS_DISPOSED",
+            Self::TeamQuiesced => "MWS_TEAM_QUIESCED",
         }
     }
 }
@@ -70,6 +73,7 @@ impl From<WorkSyncError> for JsFailure {
         let code = match error {
             WorkSyncError::InvalidArgument { .. } => ErrorCode::InvalidArgument,
             WorkSyncError::Io(_) => ErrorCode::Io,
+            WorkSyncError::TeamQuiesced(_) => ErrorCode::TeamQuiesced,
         };
         Self {
             code,

@@ -16,7 +16,6 @@ use serde_json::Value;
 use self::job::{ErrorCode, Job, JsFailure, JsonValue};
 use crate::application::reconcile::check_name;
 use crate::application::router::TeamChangeEvent;
-use crate::domain::status::ReconciledBy;
 use crate::infrastructure::composition::{Instance, RootPaths};
 
 /// The fixed test clock option.
@@ -134,13 +133,7 @@ impl MemberWorkSync {
         self.job(move |i| {
             let request = request?;
             let (team, member) = member_request(&request)?;
-            let status = i.services.reconciler.refresh_status(
-                &team,
-                &member,
-                ReconciledBy::Request,
-                &["manual_refresh"],
-            )?;
-            to_json(status)
+            to_json(i.services.engine.refresh_status(&team, &member)?)
         })
     }
 
@@ -154,7 +147,7 @@ impl MemberWorkSync {
         self.job(move |i| {
             let request = request?;
             let team = string_field(&request, "teamName")?;
-            to_json(i.services.reconciler.refresh_team(&team)?)
+            to_json(i.services.engine.refresh_team(&team)?)
         })
     }
 
@@ -168,7 +161,7 @@ impl MemberWorkSync {
         let request = convert::json_argument(&env, request, "request");
         self.job(move |i| {
             let request = request?;
-            let result = i.services.reconciler.report(&request)?;
+            let result = i.services.engine.report(&request)?;
             Ok(serde_json::json!({
                 "accepted": result.accepted,
                 "code": result.code,
@@ -188,7 +181,7 @@ impl MemberWorkSync {
         self.job(move |i| {
             let request = request?;
             let team = string_field(&request, "teamName")?;
-            to_json(i.services.reconciler.get_metrics(&team)?)
+            to_json(i.services.engine.get_metrics(&team)?)
         })
     }
 
@@ -202,7 +195,7 @@ impl MemberWorkSync {
         self.job(move |i| {
             let team_names = team_names?;
             let teams = string_list(&team_names, "teamNames")?;
-            to_json(i.services.reconciler.replay_pending_reports(&teams)?)
+            to_json(i.services.engine.replay_pending_reports(&teams)?)
         })
     }
 
@@ -216,7 +209,7 @@ impl MemberWorkSync {
         self.job(move |i| {
             let request = request?;
             let (team, member) = member_request(&request)?;
-            Ok(i.services.reconciler.agent_brief(&team, &member)?)
+            Ok(i.services.engine.agent_brief(&team, &member)?)
         })
     }
 

@@ -201,18 +201,22 @@ impl TurnSettledQueue for QueueTurnSettled<'_> {
 }
 
 /// Without a queue driver (`autoStart: false`) nothing would ever run queued
-/// work, so a drain reconciles the member at once instead.
-struct ReconcileTurnSettledNow<'a>(&'a Reconciler);
+/// work, so a drain reconciles the member at once instead (through the team
+/// gate, like every per-team operation).
+struct ReconcileTurnSettledNow<'a>(&'a Engine);
 
 impl TurnSettledQueue for ReconcileTurnSettledNow<'_> {
     fn enqueue(&self, team_name: &str, member_name: &str) -> Result<(), String> {
-        self.0
-            .refresh_status(
-                team_name,
-                member_name,
-                ReconciledBy::Queue,
-                &["turn_settled"],
-            )
+        let engine = self.0;
+        engine
+            .with_team(team_name, || {
+                engine.reconciler().refresh_status(
+                    team_name,
+                    member_name,
+                    ReconciledBy::Queue,
+                    &["turn_settled"],
+                )
+            })
             .map(|_| ())
             .map_err(|e| e.to_string())
     }
@@ -274,7 +278,7 @@ impl Instance {
         } else {
             self.services
                 .turn_settled
-                .drain(&ReconcileTurnSettledNow(&self.services.reconciler), changes)
+                .drain(&ReconcileTurnSettledNow(&self.services.engine), changes)
         }
     }
 
