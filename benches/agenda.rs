@@ -48,6 +48,7 @@ fn synthetic_team(members: usize, tasks: usize) -> TeamSnapshot {
                     timestamp: "2026-11-20T09:00:00Z".into(),
                     at_ms: parse_iso("2026-11-20T09:00:00Z"),
                     kind: "review_requested".into(),
+                    from: None,
                     to: Some("review".into()),
                     reviewer: Some(reviewer),
                     actor: Some(owner.clone()),

@@ -65,12 +65,12 @@ impl Trigger {
     }
 }
 
-/// Queue key: team + lowercased member.
+/// Queue key: normalized team + normalized member (`team\0member-lc`).
 pub type QueueKey = (String, String);
 
 /// Builds the key of a member.
 pub fn queue_key(team: &str, member: &str) -> QueueKey {
-    (team.to_string(), normalize_member_name(member))
+    (normalize_member_name(team), normalize_member_name(member))
 }
 
 /// One queued member.
@@ -251,7 +251,7 @@ impl QueueCore {
 
     /// Drops every queued (not running) item of a team; running ones lose their follow-up.
     pub fn drop_team(&mut self, team: &str) -> usize {
-        let team_key = team.to_string();
+        let team_key = normalize_member_name(team);
         let mut dropped = 0;
         self.items.retain(|(t, _), item| {
             if *t != team_key {
@@ -285,9 +285,10 @@ impl QueueCore {
 
     /// Items of a team that are running now.
     pub fn running_in_team(&self, team: &str) -> usize {
+        let team = normalize_member_name(team);
         self.items
             .values()
-            .filter(|i| i.running && i.team_name == team)
+            .filter(|i| i.running && normalize_member_name(&i.team_name) == team)
             .count()
     }
 
@@ -469,6 +470,20 @@ mod tests {
         );
         let due = q.take_due(T0 + 40_000);
         assert_eq!(due[0].1.retries, 0);
+    }
+
+    #[test]
+    fn team_names_are_compared_normalized() {
+        let mut q = QueueCore::default();
+        q.enqueue("Forge", "jack", Trigger::ManualRefresh, T0);
+        assert!(
+            !q.enqueue("forge", "JACK", Trigger::TaskChanged, T0),
+            "one member, one item"
+        );
+        q.take_due(T0);
+        assert_eq!(q.running_in_team("FORGE"), 1);
+        q.enqueue("forge", "jill", Trigger::TaskChanged, T0);
+        assert_eq!(q.drop_team("FORGE"), 1);
     }
 
     #[test]

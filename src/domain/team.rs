@@ -341,6 +341,8 @@ pub struct HistoryEvent {
     pub at_ms: Option<i64>,
     /// `task_created`, `status_changed`, `review_requested`, ...
     pub kind: String,
+    /// `from` field (previous status, review state or owner).
+    pub from: Option<String>,
     /// `to` field (status or review state).
     pub to: Option<String>,
     /// `reviewer` of a review request.

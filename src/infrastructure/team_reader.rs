@@ -152,7 +152,23 @@ impl TaskImpactSource for FsTeamSource {
         let task = self.read_task(team_name, task_id)?;
         let roster = self.read_roster(team_name);
         let lead = roster.lead().map(|m| m.name.clone());
+        let kanban_reviewer = read_json(
+            &self.teams_base.join(team_name).join("kanban-state.json"),
+            MAX_KANBAN_BYTES,
+            "kanban_state",
+            &mut Vec::new(),
+        )
+        .and_then(|k| parse_kanban(&k).remove(&task.id))
+        .and_then(|entry| entry.reviewer);
         let mut members: Vec<String> = task.owner.iter().cloned().collect();
+        // A previous owner still has the task on its stored agenda.
+        members.extend(
+            task.history
+                .iter()
+                .filter(|e| e.kind == "owner_changed")
+                .flat_map(|e| [e.from.clone(), e.to.clone()])
+                .flatten(),
+        );
         let reviewers: Vec<String> = task
             .history
             .iter()
@@ -161,6 +177,7 @@ impl TaskImpactSource for FsTeamSource {
                 "review_started" => e.actor.clone(),
                 _ => None,
             })
+            .chain(kanban_reviewer)
             .collect();
         let owner = task
             .owner
@@ -173,7 +190,8 @@ impl TaskImpactSource for FsTeamSource {
             || task.needs_clarification == Some(Clarification::Lead)
             || !task.blocked_by.is_empty()
             || self_review
-            || (task.review_state == ReviewState::Review && reviewers.is_empty());
+            || (crate::domain::agenda::effective_review_state(&task) == ReviewState::Review
+                && reviewers.is_empty());
         members.extend(reviewers);
         if lead_oversees {
             members.extend(lead);
@@ -424,6 +442,7 @@ fn parse_history_event(value: &Value) -> Option<HistoryEvent> {
         id,
         timestamp,
         kind,
+        from: string(value, "from"),
         to: string(value, "to"),
         reviewer: string(value, "reviewer"),
         actor: string(value, "actor"),
