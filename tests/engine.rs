@@ -237,11 +237,14 @@ fn deletion_waits_for_admitted_operations_and_refuses_new_ones() {
 fn a_reassigned_task_reaches_the_previous_owner_too() {
     let (dir, services) = fixture();
     let task = dir.path().join("tasks/forge/1.json");
-    let mut value: serde_json::Value = serde_json::from_str(&fs::read_to_string(&task).unwrap()).unwrap();
+    let mut value: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&task).unwrap()).unwrap();
     value["owner"] = serde_json::json!("kim");
     value["historyEvents"] = serde_json::json!([{"id": "o1", "type": "owner_changed", "timestamp": "2026-11-18T10:00:00Z", "from": "jack", "to": "kim"}]);
     fs::write(&task, value.to_string()).unwrap();
-    services.engine.note_team_change(&event("task", None, Some("1")));
+    services
+        .engine
+        .note_team_change(&event("task", None, Some("1")));
     let names: Vec<String> = queued(&services).into_iter().map(|(m, _)| m).collect();
     assert_eq!(names, ["jack", "kim"]);
 }

@@ -312,27 +312,48 @@ fn at_most_two_deliveries_per_member_hour() {
 }
 
 #[test]
-fn four_deliveries_without_a_report_suppress_the_fingerprint() {
+fn recovery_nudges_lead_to_suppression_after_four_deliveries() {
     let f = Fixture::new();
-    f.queued_reconcile("jack");
-    // Four earlier nudges (e.g. recovery intents) were delivered for this fingerprint.
-    let path = f
-        .root
-        .join("teams/forge/members/jack/.member-work-sync/outbox.json");
-    let mut outbox: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
-    let id = f.outbox("jack")[0].id.clone();
-    for n in 0..4 {
-        let mut copy = outbox["items"][&id].clone();
-        let new_id = format!("{id}:recovery-{n}");
-        copy["id"] = json!(new_id);
-        copy["status"] = json!("delivered");
-        copy["deliveredAt"] = json!("2026-11-18T11:00:00.000Z");
-        outbox["items"][&new_id] = copy;
-    }
-    fs::write(&path, outbox.to_string()).unwrap();
-
-    f.advance(MINUTE);
-    f.queued_reconcile("jack");
+    let run = |trigger: Trigger| {
+        f.services.engine.enqueue("forge", "jack", trigger);
+        f.advance(5_000);
+        for (key, item) in f.services.engine.take_due() {
+            let ok = f.services.engine.run(&item).is_ok();
+            f.services.engine.finish(&key, &item, ok);
+        }
+    };
+    let keys = |f: &Fixture| -> Vec<String> {
+        let mut keys: Vec<String> = f
+            .outbox("jack")
+            .into_iter()
+            .map(|i| {
+                i.payload
+                    .work_sync_intent_key
+                    .unwrap_or_else(|| "base".into())
+            })
+            .map(|k| k.split(':').next().unwrap().to_string())
+            .collect();
+        keys.sort();
+        keys
+    };
+    run(Trigger::ManualRefresh);
+    assert_eq!(f.dispatch().delivered, 1, "base nudge");
+    // The member's turn ends without touching the board: a status-only check.
+    f.advance(61 * MINUTE);
+    run(Trigger::TurnSettled);
+    assert_eq!(f.dispatch().delivered, 1, "status-only");
+    assert_eq!(keys(&f), ["base", "status-only"]);
+    // Still stuck, an hour later each time: still-stuck follow-ups.
+    f.advance(61 * MINUTE);
+    run(Trigger::ManualRefresh);
+    assert_eq!(f.dispatch().delivered, 1, "still-stuck 1");
+    f.advance(61 * MINUTE);
+    run(Trigger::ManualRefresh);
+    assert_eq!(f.dispatch().delivered, 1, "still-stuck 2");
+    assert_eq!(f.inbox("jack").len(), 4);
+    // Four deliveries for one fingerprint without an accepted report: suppressed.
+    f.advance(61 * MINUTE);
+    run(Trigger::ManualRefresh);
     let status = f
         .services
         .engine
@@ -342,9 +363,8 @@ fn four_deliveries_without_a_report_suppress_the_fingerprint() {
         .diagnostics
         .contains(&"work_sync_suppressed_no_accepted_report".to_string()));
     assert!(!status.shadow.as_ref().unwrap().would_nudge);
-    // The pending nudge is superseded at dispatch.
-    let summary = f.dispatch();
-    assert_eq!((summary.claimed, summary.superseded), (1, 1));
+    assert_eq!(f.dispatch().delivered, 0);
+    assert_eq!(f.inbox("jack").len(), 4);
     // forceNudge resets the suppression.
     let forced = f.services.engine.get_status("forge", "jack", true).unwrap();
     assert!(forced

@@ -17,8 +17,8 @@ use crate::domain::agenda::TeamIndex;
 use crate::domain::metrics::{readiness, MetricKind, MetricsIndex, Readiness, Thresholds};
 use crate::domain::names::normalize_member_name;
 use crate::domain::nudge::{
-    activation, plan_nudge, rate_limit, readiness_metadata, retry_at, watchdog_cooldown,
-    AttemptEnd, OutboxItem, OutboxStatus,
+    activation, allows_still_stuck, half_hour_bucket, plan_nudge, rate_limit, readiness_metadata,
+    retry_at, watchdog_cooldown, AttemptEnd, NudgeIntent, OutboxItem, OutboxStatus, PlannedNudge,
 };
 use crate::domain::status::{MemberStatus, StatusState};
 use crate::domain::time::{format_iso, parse_iso, EpochMs};
@@ -27,6 +27,15 @@ use crate::domain::time::{format_iso, parse_iso, EpochMs};
 pub const CLAIM_LIMIT: usize = 10;
 /// Retry delay while the member is busy.
 const BUSY_RETRY_MS: EpochMs = 90_000;
+const HOUR_MS: EpochMs = 3_600_000;
+/// Still-stuck follow-ups wait this long after the base nudge.
+const STILL_STUCK_AFTER_MS: EpochMs = 6 * 60_000;
+/// Recovery nudges of one kind per member per hour.
+const MAX_RECOVERIES_PER_HOUR: usize = 2;
+const STATUS_ONLY_LEAD: &str = "Your turn ended while this agenda still needs a work sync status. Report still_working, blocked or caught_up with member_work_sync_report.";
+const STILL_STUCK_LEAD: &str =
+    "Still stuck: this agenda has not changed since the last work sync check.";
+const TASK_PROTOCOL_LEAD: &str = "Task protocol: your in-progress task has no progress on the board. Update the task or report a real blocker.";
 
 /// What the nudge use cases run over.
 pub struct NudgePorts {
@@ -137,24 +146,36 @@ impl Nudges {
         };
         let readiness = self.readiness(&index);
         let since = needs_sync_since(&index, status);
-        if let Err(code) = activation(status, &readiness, since, now) {
-            return skip(
-                code,
-                readiness.diagnostics.clone(),
-                readiness_metadata(&readiness),
-            );
-        }
-        if let Some(reason) = self.ports.busy.busy(team, member, now) {
+        let reason = match activation(status, &readiness, since, now) {
+            Ok(reason) => reason,
+            Err(code) => {
+                return skip(
+                    code,
+                    readiness.diagnostics.clone(),
+                    readiness_metadata(&readiness),
+                )
+            }
+        };
+        if let Some(busy) = self.ports.busy.busy(team, member, now) {
             self.audit(
                 "nudge_planner",
                 "member_busy",
                 team,
                 member,
                 vec![],
-                json!({ "reason": reason.as_str() }),
+                json!({ "reason": busy.as_str() }),
             );
-            return skip("member_busy", vec![], json!({ "reason": reason.as_str() }));
+            return skip("member_busy", vec![], json!({ "reason": busy.as_str() }));
         }
+        let existing = match self.ports.outbox.member_items(team, member) {
+            Ok(items) => items,
+            Err(_) => return skip("outbox_unavailable", vec![], json!({})),
+        };
+        let planned = match self.recovery_intent(status, &planned, &existing, reason, now) {
+            Ok(Some(keyed)) => keyed,
+            Ok(None) => planned.clone(),
+            Err(code) => return skip(code, vec![], json!({ "reason": reason })),
+        };
         let Ok((item, outcome)) = self.ports.outbox.ensure(team, member, &planned, now) else {
             return skip("outbox_unavailable", vec![], json!({}));
         };
@@ -169,7 +190,96 @@ impl Nudges {
         Some(outcome.code())
     }
 
-    /// Claims and delivers due nudges of `teams` (skipping `skip` teams).
+    /// Which intent to plan when the base nudge for this agenda already went
+    /// out: a status-only check after a settled turn, a still-stuck follow-up
+    /// (at most 2 an hour, not before 6 minutes), or a task-protocol repair.
+    /// `Ok(None)`: the base nudge itself; `Err(code)`: nothing to plan.
+    fn recovery_intent(
+        &self,
+        status: &MemberStatus,
+        base: &PlannedNudge,
+        existing: &[OutboxItem],
+        reason: &str,
+        now: EpochMs,
+    ) -> Result<Option<PlannedNudge>, &'static str> {
+        let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
+        let fp = &status.agenda.fingerprint;
+        let within_hour = |prefix: &str| {
+            existing
+                .iter()
+                .filter(|i| {
+                    i.payload
+                        .work_sync_intent_key
+                        .as_deref()
+                        .is_some_and(|k| k.starts_with(prefix))
+                })
+                .filter_map(|i| i.delivered_at.as_deref().and_then(parse_iso))
+                .filter(|&at| now - at < HOUR_MS)
+                .count()
+        };
+        if reason == "native_task_protocol_repair" {
+            if within_hour("task-protocol-repair:") >= MAX_RECOVERIES_PER_HOUR {
+                return Err("task_protocol_repair_rate_limited");
+            }
+            let mut ids: Vec<&str> = status
+                .agenda
+                .items
+                .iter()
+                .map(|i| i.task_id.as_str())
+                .collect();
+            ids.sort_unstable();
+            let key = format!("task-protocol-repair:{fp}:{}", ids.join("+"));
+            return Ok(Some(base.keyed(team, member, &key, TASK_PROTOCOL_LEAD)));
+        }
+        let delivered_base = existing.iter().find(|i| {
+            i.id == base.id
+                && (i.status == OutboxStatus::Delivered
+                    || (i.status == OutboxStatus::FailedTerminal
+                        && i.last_error.as_deref() == Some("inbox_payload_conflict")))
+        });
+        let Some(delivered_base) = delivered_base else {
+            return Ok(None);
+        };
+        if base.payload.work_sync_intent == NudgeIntent::ReviewPickup {
+            return Err("review_pickup_already_delivered_still_stuck");
+        }
+        let turn_settled = status
+            .shadow
+            .as_ref()
+            .and_then(|s| s.trigger_reasons.as_ref())
+            .is_some_and(|t| t.iter().any(|t| t == "turn_settled"));
+        let status_only_key = format!("status-only:{fp}");
+        let status_only_planned = existing
+            .iter()
+            .any(|i| i.payload.work_sync_intent_key.as_deref() == Some(status_only_key.as_str()));
+        if turn_settled && !status_only_planned {
+            return Ok(Some(base.keyed(
+                team,
+                member,
+                &status_only_key,
+                STATUS_ONLY_LEAD,
+            )));
+        }
+        let delivered_at = delivered_base
+            .delivered_at
+            .as_deref()
+            .and_then(parse_iso)
+            .unwrap_or(now);
+        if allows_still_stuck(reason)
+            && now - delivered_at >= STILL_STUCK_AFTER_MS
+            && within_hour("agenda-sync-still-stuck:") < MAX_RECOVERIES_PER_HOUR
+        {
+            let key = format!(
+                "agenda-sync-still-stuck:{fp}:{}:{}",
+                &base.payload_hash[..12.min(base.payload_hash.len())],
+                half_hour_bucket(now)
+            );
+            return Ok(Some(base.keyed(team, member, &key, STILL_STUCK_LEAD)));
+        }
+        Err("existing")
+    }
+
+    /// Claims and delivers due nudges of one team.
     pub fn dispatch_team(&self, team: &str, claimed_by: &str) -> DispatchSummary {
         self.dispatch(&[team.to_string()], claimed_by, &|_| false)
     }
@@ -306,10 +416,17 @@ impl Nudges {
         {
             return supersede("work_sync_suppressed_no_accepted_report");
         }
-        if current
+        // A recovery intent (status-only, still-stuck, task-protocol repair)
+        // wraps the base nudge of the same fingerprint; the base must match exactly.
+        let recovery = item
+            .payload
+            .work_sync_intent_key
+            .as_deref()
+            .is_some_and(|key| !key.starts_with("review-pickup:"));
+        let matches = current
             .as_ref()
-            .is_none_or(|p| p.id != item.id || p.payload_hash != item.payload_hash)
-        {
+            .is_some_and(|p| recovery || (p.id == item.id && p.payload_hash == item.payload_hash));
+        if !matches {
             return supersede("status_no_longer_matches_outbox");
         }
         let Some(metrics) = metrics else {

@@ -352,6 +352,9 @@ impl Reconciler {
         let previous_reset = previous
             .as_ref()
             .and_then(|p| p.nudge_suppression_reset_at.clone());
+        let previous_needs_sync = previous
+            .as_ref()
+            .is_some_and(|p| p.state == StatusState::NeedsSync);
         let previous_fingerprint = previous.map(|p| p.agenda.fingerprint);
         let mut trigger_reasons: Vec<String> = triggers.iter().map(|t| t.to_string()).collect();
         trigger_reasons.sort();
@@ -368,6 +371,33 @@ impl Reconciler {
         let mut diagnostics = agenda.diagnostics.clone();
         diagnostics.extend(decision.diagnostics.iter().map(|d| d.to_string()));
         diagnostics.extend(store_diagnostics);
+        // Runtime stall: a runtime signal arrived, yet the same agenda still needs sync.
+        let stall_trigger = ["turn_settled", "tool_finished", "runtime_activity"]
+            .into_iter()
+            .find(|t| triggers.contains(t));
+        if let Some(trigger) = stall_trigger.filter(|_| {
+            previous_needs_sync
+                && decision.state == StatusState::NeedsSync
+                && !agenda.items.is_empty()
+                && shadow.previous_fingerprint.as_deref() == Some(agenda.fingerprint.as_str())
+        }) {
+            diagnostics.push("runtime_stall:same_agenda_still_needs_sync".into());
+            diagnostics.push(format!("runtime_stall:trigger={trigger}"));
+            let kind = match trigger {
+                "turn_settled" => "same_agenda_still_needs_sync_after_turn_settled",
+                "tool_finished" => "same_agenda_still_needs_sync_after_tool_finished",
+                _ => "same_agenda_still_needs_sync_after_runtime_activity",
+            };
+            self.audit(
+                SOURCE,
+                kind,
+                &snapshot.team_name,
+                &member,
+                now,
+                vec![],
+                json!({ "agendaFingerprint": agenda.fingerprint }),
+            );
+        }
         if let Some(reason) = self.ports.busy.busy(&snapshot.team_name, &member, now) {
             diagnostics.push(format!("member_busy:{}", reason.as_str()));
         }

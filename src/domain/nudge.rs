@@ -196,7 +196,11 @@ pub fn is_lead_like(member: &str) -> bool {
     )
 }
 
-/// Why a nudge may go (`Ok(reason)`) or the planner code that holds it back.
+/// Diagnostic of a runtime stall (same agenda still needs sync after a runtime signal).
+pub const RUNTIME_STALL: &str = "runtime_stall:same_agenda_still_needs_sync";
+
+/// Why a nudge may go (`Ok(reason)`) or the planner code that holds it back
+/// (DATA.md §5 "Activation", rules in order).
 pub fn activation(
     status: &MemberStatus,
     readiness: &Readiness,
@@ -207,63 +211,118 @@ pub fn activation(
     if !nudgeable {
         return Err("status_not_nudgeable");
     }
-    // Lead oversight (clarifications, broken dependencies) alone is never nudged.
-    let lead_only = status.agenda.items.iter().all(|i| {
+    let has = |diag: &str| status.diagnostics.iter().any(|d| d == diag);
+    let stalled = has(RUNTIME_STALL);
+    let lead_like = is_lead_like(&status.member_name);
+    let items = &status.agenda.items;
+    // Lead oversight (clarifications, broken dependencies) alone is only
+    // nudged in the targeted (runtime stall) case.
+    let lead_only = items.iter().all(|i| {
         matches!(
             i.kind,
             ItemKind::Clarification | ItemKind::BlockedDependency
         )
     });
-    if lead_only {
+    if lead_only && !stalled {
         return Err("status_not_nudgeable");
     }
     let pickup = is_strict_pickup(&status.agenda);
-    if readiness.state == ReadinessState::CollectingShadowData && pickup {
+    let collecting = readiness.state == ReadinessState::CollectingShadowData;
+    // 1. A clean review pickup goes out while shadow data is collected.
+    if collecting && pickup {
         return Ok("review_pickup_required");
     }
+    let provider = status.provider_id;
     let native = matches!(
-        status.provider_id,
+        provider,
         Some(ProviderId::Anthropic | ProviderId::Codex | ProviderId::Gemini)
     );
-    let no_proof = status.diagnostics.iter().any(|d| {
-        matches!(
-            d.as_str(),
-            "no_current_report"
-                | "report_lease_missing"
-                | "report_lease_expired"
-                | "report_fingerprint_stale"
-        )
-    });
-    let only_owned_work = status.agenda.items.iter().all(|i| i.kind == ItemKind::Work);
-    let stale_for = needs_sync_since_ms.map(|since| now - since);
-    if native
-        && !is_lead_like(&status.member_name)
+    let no_proof = [
+        "no_current_report",
+        "report_lease_missing",
+        "report_lease_expired",
+        "report_fingerprint_stale",
+    ]
+    .iter()
+    .any(|d| has(d));
+    // 2. A Codex member that ended a turn without touching its one in-progress task.
+    if provider == Some(ProviderId::Codex)
+        && !lead_like
         && no_proof
-        && only_owned_work
-        && stale_for.is_some_and(|age| age >= NATIVE_STALE_MS)
-        && readiness.state != ReadinessState::Blocked
+        && items.len() == 1
+        && items[0].reason == "owned_in_progress_task"
+        && stalled
+        && has("runtime_stall:trigger=turn_settled")
     {
-        let in_progress = status
-            .agenda
-            .items
-            .iter()
-            .any(|i| i.reason == "owned_in_progress_task");
+        return Ok("native_task_protocol_repair");
+    }
+    // 3. Stale owned work of a native member (needs sync for ≥ 6 min).
+    let owned_work_or_pickup = items.iter().all(|i| i.kind == ItemKind::Work) || pickup;
+    let any_work = items.iter().any(|i| i.kind == ItemKind::Work);
+    let stale = needs_sync_since_ms.is_some_and(|since| now - since >= NATIVE_STALE_MS);
+    if native && !lead_like && no_proof && owned_work_or_pickup && any_work && stale {
+        let in_progress = items.iter().any(|i| i.reason == "owned_in_progress_task");
         return Ok(if in_progress {
             "native_stale_in_progress"
         } else {
             "native_stale_assigned_work"
         });
     }
-    if readiness.reasons.contains(&"report_rejection_rate_high") {
+    let rejection_rate_high = readiness.reasons.contains(&"report_rejection_rate_high");
+    // 4. Targeted (a runtime stall), not a pickup, while collecting.
+    if collecting && stalled && !pickup {
+        if provider == Some(ProviderId::Opencode) {
+            return Ok("opencode_targeted_shadow_collecting");
+        }
+        if lead_like {
+            return Ok("lead_targeted_shadow_collecting");
+        }
+        if native && !rejection_rate_high {
+            return Ok("native_targeted_shadow_collecting");
+        }
+    }
+    // 5.
+    if rejection_rate_high {
         return Err("blocking_metrics");
     }
+    // 6.
     if pickup {
         return Ok("review_pickup_required");
     }
-    match readiness.state {
-        ReadinessState::ShadowReady => Ok("shadow_ready"),
-        ReadinessState::Blocked => Err("blocking_metrics"),
-        ReadinessState::CollectingShadowData => Err("phase2_not_ready"),
+    // 7.
+    if readiness.state == ReadinessState::ShadowReady {
+        return Ok("shadow_ready");
+    }
+    Err("phase2_not_ready")
+}
+
+/// True for activation reasons that may send a still-stuck follow-up.
+pub fn allows_still_stuck(reason: &str) -> bool {
+    reason == "shadow_ready" || reason.starts_with("native_stale_") || reason.contains("_targeted_")
+}
+
+/// The 30-minute bucket of `now`, as ISO (still-stuck keys).
+pub fn half_hour_bucket(now: EpochMs) -> String {
+    format_iso(now - now.rem_euclid(30 * MINUTE))
+}
+
+impl PlannedNudge {
+    /// The same nudge under a recovery intent key (`status-only:<fp>`,
+    /// `agenda-sync-still-stuck:...`, `task-protocol-repair:...`): a new id, a
+    /// lead line that says why, a new payload hash.
+    pub fn keyed(&self, team: &str, member: &str, intent_key: &str, lead: &str) -> PlannedNudge {
+        let mut payload = self.payload.clone();
+        payload.work_sync_intent_key = Some(intent_key.to_string());
+        payload.text = format!("{lead}\n\n{}", payload.text);
+        PlannedNudge {
+            id: format!(
+                "member-work-sync:{team}:{}:{intent_key}",
+                normalize_member_name(member)
+            ),
+            payload_hash: payload.hash(),
+            payload,
+            preview: self.preview.clone(),
+        }
     }
 }
 

@@ -379,3 +379,26 @@ fn lead_like_names() {
     assert!(!is_lead_like("leader"));
     assert!(!is_lead_like("jack"));
 }
+
+#[test]
+fn keyed_nudges_get_their_own_id_and_hash() {
+    let base = planned();
+    let keyed = base.keyed(
+        "forge",
+        "Jack",
+        "status-only:agenda:v1:abc",
+        "Status check.",
+    );
+    assert_eq!(
+        keyed.id,
+        "member-work-sync:forge:jack:status-only:agenda:v1:abc"
+    );
+    assert_ne!(keyed.payload_hash, base.payload_hash);
+    assert!(keyed.payload.text.starts_with("Status check.\n\n"));
+    assert_eq!(half_hour_bucket(NOW), "2027-01-15T08:00:00.000Z");
+    assert!(allows_still_stuck("shadow_ready") && allows_still_stuck("native_stale_in_progress"));
+    assert!(
+        allows_still_stuck("lead_targeted_shadow_collecting")
+            && !allows_still_stuck("review_pickup_required")
+    );
+}
