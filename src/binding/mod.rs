@@ -93,10 +93,7 @@ impl MemberWorkSync {
         work: impl FnOnce(&Instance) -> Result<Value, JsFailure> + Send + 'static,
     ) -> AsyncTask<Job> {
         let instance = self.instance.clone();
-        AsyncTask::new(Job::new(move || {
-            instance.live()?;
-            work(&instance)
-        }))
+        AsyncTask::new(Job::new(move || instance.admit(|| work(&instance))?))
     }
 
     fn live(&self) -> Result<(), napi::Error<ErrorCode>> {

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 
 use crate::application::busy::BusySignals;
 use crate::application::engine::{Engine, EngineDeps};
@@ -188,6 +188,9 @@ pub struct Instance {
     /// The queue driver runs (`autoStart`).
     queue_running: bool,
     disposed: AtomicBool,
+    /// Calls admitted by [`Instance::admit`] and still running.
+    calls: Mutex<usize>,
+    calls_done: Condvar,
 }
 
 /// Resolved turn-settled members go to the event queue.
@@ -264,6 +267,8 @@ impl Instance {
             worker,
             queue_running: auto_start,
             disposed: AtomicBool::new(false),
+            calls: Mutex::new(0),
+            calls_done: Condvar::new(),
         })
     }
 
@@ -306,9 +311,38 @@ impl Instance {
         true
     }
 
+    /// Runs one API call unless the instance was disposed; dispose waits for it.
+    pub fn admit<R>(&self, call: impl FnOnce() -> R) -> Result<R, Disposed> {
+        {
+            let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
+            // Checked under the lock dispose takes, so no call slips in after it.
+            self.live()?;
+            *calls += 1;
+        }
+        struct Done<'a>(&'a Instance);
+        impl Drop for Done<'_> {
+            fn drop(&mut self) {
+                let mut calls = self.0.calls.lock().unwrap_or_else(|p| p.into_inner());
+                *calls -= 1;
+                self.0.calls_done.notify_all();
+            }
+        }
+        let _done = Done(self);
+        Ok(call())
+    }
+
     /// Stops everything and waits for in-flight work. Blocking; idempotent.
     pub fn dispose(&self) {
-        self.disposed.store(true, Ordering::SeqCst);
+        {
+            let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
+            self.disposed.store(true, Ordering::SeqCst);
+            while *calls > 0 {
+                calls = self
+                    .calls_done
+                    .wait(calls)
+                    .unwrap_or_else(|p| p.into_inner());
+            }
+        }
         self.worker.shutdown(&self.services.engine);
         // Release the onTeamChange callback so nothing of ours holds Node.
         self.services.team_changes.disconnect();

@@ -660,7 +660,12 @@ impl crate::application::ports::InboxSink for InboxWriter {
             work_sync_review_request_event_ids: payload.work_sync_review_request_event_ids.clone(),
             work_sync_payload_hash: item.payload_hash.clone(),
         };
-        match InboxWriter::deliver(self, &item.team_name, &item.member_name, &row, now) {
+        // The lock file carries wall-clock time (other processes judge its age),
+        // even when the app runs on a test clock; the row keeps the app time.
+        let wall_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(now, |d| d.as_millis() as i64);
+        match InboxWriter::deliver(self, &item.team_name, &item.member_name, &row, wall_ms) {
             Ok(DeliveryOutcome::Inserted) => Ok(InboxOutcome::Inserted),
             Ok(DeliveryOutcome::AlreadyPresent) => Ok(InboxOutcome::AlreadyPresent),
             Ok(DeliveryOutcome::PayloadConflict { .. }) => Ok(InboxOutcome::PayloadConflict),
