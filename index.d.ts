@@ -168,6 +168,7 @@ export interface RuntimeTurnSettledDrainSummary {
   invalid: number
   failed: number
 }
+
 export interface TeamChangeEvent {
   type: 'config' | 'inbox' | 'task' | 'tool-activity' | 'member-turn-settled' | 'process' | 'member-spawn' | string
   teamName: string
@@ -178,15 +179,6 @@ export interface TeamChangeEvent {
    * 'tool-activity': JSON {"memberName", "action": "start" | "finish", "toolUseId"?, "at"?};
    * 'lead-activity': 'offline' drops the team's queue and re-checks every member.
    */
-
-export interface RuntimeTurnSettledDrainSummary {
-  claimed: number
-  enqueued: number
-  unresolved: number
-  ignored: number
-  invalid: number
-  failed: number
-}
   detail?: string
   taskId?: string
 }
@@ -201,15 +193,6 @@ export interface MemberWorkSyncQueueDiagnostics {
   failed: number
   nextRunAt?: string
   queuedItems: { teamName: string; memberName: string; runAt: string; triggerReasons: string[] }[]
-
-export interface RuntimeTurnSettledDrainSummary {
-  claimed: number
-  enqueued: number
-  unresolved: number
-  ignored: number
-  invalid: number
-  failed: number
-}
 }
 
 /**
