@@ -1,37 +1,15 @@
 //! Router → queue → reconcile with the manual clock, on the example team.
 
+mod common;
+
 use std::fs;
-use std::path::Path;
 
 use member_work_sync::application::router::TeamChangeEvent;
-use member_work_sync::infrastructure::composition::{RootPaths, Services};
-
-const NOW: i64 = 1_795_000_000_000;
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
+use member_work_sync::infrastructure::composition::Services;
 
 fn fixture() -> (tempfile::TempDir, Services) {
-    let dir = tempfile::tempdir().unwrap();
-    copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/claude-root"),
-        dir.path(),
-    );
-    let services = Services::new(
-        RootPaths::resolve(Some(dir.path().to_path_buf()), None, None),
-        Some(NOW),
-    );
-    (dir, services)
+    let (dir, root) = common::example_root();
+    (dir, common::services(&root))
 }
 
 fn event(kind: &str, detail: Option<&str>, task_id: Option<&str>) -> TeamChangeEvent {

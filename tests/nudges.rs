@@ -1,6 +1,9 @@
 //! Phase 2 end to end over the real stores: plan, dispatch, idempotent inbox
 //! delivery, crash recovery, concurrency, revalidation and rate limits.
 
+mod common;
+
+use common::{MINUTE, NOW};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -11,22 +14,6 @@ use member_work_sync::infrastructure::composition::{RootPaths, Services};
 use member_work_sync::infrastructure::outbox_store::FsOutboxStore;
 use member_work_sync::infrastructure::status_store::StorePaths;
 use serde_json::{json, Value};
-
-const NOW: i64 = 1_795_000_000_000; // 2026-11-18T11:06:40Z
-const MINUTE: i64 = 60_000;
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
 
 /// Shadow history that makes readiness `shadow_ready`: 5 members, 30 calm
 /// status events over two hours.
@@ -61,17 +48,9 @@ struct Fixture {
 
 impl Fixture {
     fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().to_path_buf();
-        copy_dir(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/claude-root"),
-            &root,
-        );
+        let (dir, root) = common::example_root();
         write_shadow_history(&root);
-        let services = Services::new(
-            RootPaths::resolve(Some(root.clone()), None, None),
-            Some(NOW),
-        );
+        let services = common::services(&root);
         Self {
             _dir: dir,
             root,

@@ -1,28 +1,15 @@
 //! Reports end to end over the real file stores: leases, rejections, replay,
 //! metrics. Uses the bundled example team and a manual clock.
 
+mod common;
+
+use common::{MINUTE, NOW};
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use member_work_sync::domain::status::{MemberStatus, ReconciledBy, StatusState};
-use member_work_sync::infrastructure::composition::{RootPaths, Services};
+use member_work_sync::infrastructure::composition::Services;
 use serde_json::{json, Value};
-
-const NOW: i64 = 1_795_000_000_000; // 2026-11-18T11:06:40Z
-const MINUTE: i64 = 60_000;
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -32,16 +19,8 @@ struct Fixture {
 
 impl Fixture {
     fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().to_path_buf();
-        copy_dir(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/claude-root"),
-            &root,
-        );
-        let services = Services::new(
-            RootPaths::resolve(Some(root.clone()), None, None),
-            Some(NOW),
-        );
+        let (dir, root) = common::example_root();
+        let services = common::services(&root);
         Self {
             _dir: dir,
             root,
