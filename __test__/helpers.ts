@@ -31,3 +31,14 @@ export function listFiles(dir: string): string[] {
   walk(dir)
   return out.sort()
 }
+
+/** Polls `probe` until it returns a value (not undefined); throws after `timeoutMs`. */
+export async function until<T>(probe: () => T | undefined, timeoutMs = 5000): Promise<T> {
+  const started = Date.now()
+  for (;;) {
+    const value = probe()
+    if (value !== undefined) return value
+    if (Date.now() - started > timeoutMs) throw new Error('timed out waiting')
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}

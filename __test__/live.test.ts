@@ -5,20 +5,11 @@ import { describe, expect, it } from 'vitest'
 
 import { MemberWorkSync } from '../index.js'
 import type { TeamChangeEvent } from '../index.js'
-import { copyExampleRoot, readJson, writeJson } from './helpers'
+import { copyExampleRoot, readJson, until, writeJson } from './helpers'
 
 const NOW = Date.parse('2026-11-22T10:00:00.000Z')
 const ADDON = path.join(__dirname, '..', 'index.js')
 
-async function until<T>(probe: () => T | undefined, timeoutMs = 5000): Promise<T> {
-  const started = Date.now()
-  for (;;) {
-    const value = probe()
-    if (value !== undefined) return value
-    if (Date.now() - started > timeoutMs) throw new Error('timed out waiting')
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
 
 describe('live wiring (autoStart)', () => {
   it('a task change reaches the owner through the queue after the task_changed delay', async () => {

@@ -3,7 +3,7 @@ import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 
 import { MemberWorkSync } from '../index.js'
-import { copyExampleRoot, readJson, writeJson } from './helpers'
+import { copyExampleRoot, readJson, until, writeJson } from './helpers'
 
 const NOW = Date.parse('2026-11-22T10:00:00.000Z')
 
@@ -26,15 +26,6 @@ function writeShadowHistory(root: string) {
   writeJson(path.join(root, 'teams/forge/.member-work-sync/indexes/metrics.json'), { schemaVersion: 2, members, recentEvents })
 }
 
-async function until<T>(probe: () => T | undefined, timeoutMs = 5000): Promise<T> {
-  const started = Date.now()
-  for (;;) {
-    const value = probe()
-    if (value !== undefined) return value
-    if (Date.now() - started > timeoutMs) throw new Error('timed out waiting')
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
 
 describe('phase 2 nudges', () => {
   it('queued reconcile plans one nudge, dispatch delivers it once, a report stops further nudges', async () => {
