@@ -423,3 +423,23 @@ fn two_dispatchers_never_deliver_one_item_twice() {
         assert_eq!(inbox.len(), 1, "w{i}");
     }
 }
+
+#[test]
+fn a_member_removed_after_planning_gets_no_nudge() {
+    let f = Fixture::new();
+    f.queued_reconcile("bob");
+    assert_eq!(f.outbox("bob").len(), 1);
+    let meta = f.root.join("teams/forge/members.meta.json");
+    let mut value: Value = serde_json::from_str(&fs::read_to_string(&meta).unwrap()).unwrap();
+    value["members"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "bob", "removedAt": 1_790_000_000_000i64}));
+    fs::write(&meta, value.to_string()).unwrap();
+    let summary = f.dispatch();
+    assert_eq!(
+        (summary.claimed, summary.superseded, summary.delivered),
+        (1, 1, 0)
+    );
+    assert!(f.inbox("bob").is_empty());
+}
