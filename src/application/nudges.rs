@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -21,10 +22,15 @@ use crate::domain::nudge::{
     retry_at, watchdog_cooldown, AttemptEnd, NudgeIntent, OutboxItem, OutboxStatus, PlannedNudge,
 };
 use crate::domain::status::{MemberStatus, StatusState};
+use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, parse_iso, EpochMs};
 
-/// Items one dispatch claims per team.
+/// Items one claim takes.
 pub const CLAIM_LIMIT: usize = 10;
+/// Longest one dispatch pass spends on a team.
+const TEAM_BUDGET: Duration = Duration::from_secs(120);
+/// A board read is reused for the next batch while younger than this.
+const BOARD_MAX_AGE: Duration = Duration::from_secs(1);
 /// Retry delay while the member is busy.
 const BUSY_RETRY_MS: EpochMs = 90_000;
 const HOUR_MS: EpochMs = 3_600_000;
@@ -298,77 +304,107 @@ impl Nudges {
             if skip(team) || !self.ports.runtime.activity(team, "").team_active {
                 continue;
             }
+            self.dispatch_batches(team, claimed_by, &mut summary);
+            let _ = self.ports.outbox.refresh_index(team);
+        }
+        summary
+    }
+
+    /// Claims and processes batches of [`CLAIM_LIMIT`] until nothing is due or
+    /// the team's time budget is spent. The board is re-read for a batch once
+    /// the last read is older than [`BOARD_MAX_AGE`].
+    fn dispatch_batches(&self, team: &str, claimed_by: &str, summary: &mut DispatchSummary) {
+        let started = Instant::now();
+        let mut board: Option<(Instant, TeamSnapshot)> = None;
+        while started.elapsed() < TEAM_BUDGET {
             let now = self.ports.clock.now_ms();
             let Ok(claimed) = self
                 .ports
                 .outbox
                 .claim_due(team, claimed_by, CLAIM_LIMIT, now)
             else {
-                continue;
+                return;
             };
             if claimed.is_empty() {
-                continue;
+                return;
             }
             summary.claimed += claimed.len();
-            let snapshot = self.ports.teams.load(team);
-            let index = TeamIndex::build(&snapshot);
+            if board
+                .as_ref()
+                .is_none_or(|(read_at, _)| read_at.elapsed() > BOARD_MAX_AGE)
+            {
+                board = Some((Instant::now(), self.ports.teams.load(team)));
+            }
+            let Some((_, snapshot)) = board.as_ref() else {
+                return;
+            };
+            let index = TeamIndex::build(snapshot);
             let metrics = self.ports.metrics.read(team).ok();
             let alerts = self.ports.watchdog.alerts(team);
             for item in claimed {
-                let now = self.ports.clock.now_ms();
-                let end = self.attempt(&item, &index, metrics.as_ref(), &alerts, now);
-                let (counter, kind) = match &end {
-                    AttemptEnd::Delivered => (&mut summary.delivered, "nudge_delivered"),
-                    AttemptEnd::Retryable { .. } => (&mut summary.retryable, "nudge_retryable"),
-                    AttemptEnd::Superseded { .. } => (&mut summary.superseded, "nudge_superseded"),
-                    AttemptEnd::Terminal { .. } => (&mut summary.terminal, "nudge_skipped"),
-                };
-                match self.ports.outbox.finish(&item, &end, now) {
-                    Ok(true) => *counter += 1,
-                    // The claim was taken over (or the store failed): the item stays with its owner.
-                    Ok(false) | Err(_) => continue,
-                }
-                let preview: Vec<String> = item
-                    .payload
-                    .task_refs
-                    .iter()
-                    .take(3)
-                    .map(|r| r.display_id.clone())
-                    .collect();
-                let mut metadata = json!({
-                    "outboxId": item.id,
-                    "attemptGeneration": item.attempt_generation,
-                    "taskRefs": item.payload.task_refs,
-                    "messagePreview": preview.join("; "),
-                });
-                let reason = match &end {
-                    AttemptEnd::Delivered => "inbox_inserted".to_string(),
-                    AttemptEnd::Retryable { reason, retry_at } => {
-                        metadata["nextAttemptAt"] = format_iso(*retry_at).into();
-                        reason.clone()
-                    }
-                    AttemptEnd::Superseded { reason } | AttemptEnd::Terminal { reason } => {
-                        reason.clone()
-                    }
-                };
-                metadata["reason"] = reason.clone().into();
-                let kind = if reason == "watchdog_cooldown_active" {
-                    "watchdog_cooldown_active"
-                } else {
-                    kind
-                };
-                self.audit(
-                    "nudge_dispatcher",
-                    kind,
-                    team,
-                    &item.member_name,
-                    vec![],
-                    metadata,
-                );
+                self.process(team, &item, &index, metrics.as_ref(), &alerts, summary);
             }
-            let _ = self.ports.outbox.refresh_index(team);
         }
-        summary
+    }
+
+    /// Revalidates, delivers and records one claimed item.
+    fn process(
+        &self,
+        team: &str,
+        item: &OutboxItem,
+        index: &TeamIndex<'_>,
+        metrics: Option<&MetricsIndex>,
+        alerts: &[crate::domain::nudge::WatchdogAlert],
+        summary: &mut DispatchSummary,
+    ) {
+        let now = self.ports.clock.now_ms();
+        let end = self.attempt(item, index, metrics, alerts, now);
+        let (counter, kind) = match &end {
+            AttemptEnd::Delivered => (&mut summary.delivered, "nudge_delivered"),
+            AttemptEnd::Retryable { .. } => (&mut summary.retryable, "nudge_retryable"),
+            AttemptEnd::Superseded { .. } => (&mut summary.superseded, "nudge_superseded"),
+            AttemptEnd::Terminal { .. } => (&mut summary.terminal, "nudge_skipped"),
+        };
+        match self.ports.outbox.finish(item, &end, now) {
+            Ok(true) => *counter += 1,
+            // The claim was taken over (or the store failed): the item stays with its owner.
+            Ok(false) | Err(_) => return,
+        }
+        let preview: Vec<&str> = item
+            .payload
+            .task_refs
+            .iter()
+            .take(3)
+            .map(|r| r.display_id.as_str())
+            .collect();
+        let mut metadata = json!({
+            "outboxId": item.id,
+            "attemptGeneration": item.attempt_generation,
+            "taskRefs": item.payload.task_refs,
+            "messagePreview": preview.join("; "),
+        });
+        let reason = match &end {
+            AttemptEnd::Delivered => "inbox_inserted".to_string(),
+            AttemptEnd::Retryable { reason, retry_at } => {
+                metadata["nextAttemptAt"] = format_iso(*retry_at).into();
+                reason.clone()
+            }
+            AttemptEnd::Superseded { reason } | AttemptEnd::Terminal { reason } => reason.clone(),
+        };
+        metadata["reason"] = reason.clone().into();
+        let kind = if reason == "watchdog_cooldown_active" {
+            "watchdog_cooldown_active"
+        } else {
+            kind
+        };
+        self.audit(
+            "nudge_dispatcher",
+            kind,
+            team,
+            &item.member_name,
+            vec![],
+            metadata,
+        );
     }
 
     /// Revalidates one claimed item right before the inbox write, then writes.
