@@ -263,13 +263,15 @@ impl Engine {
                     .runtime
                     .activity(&item.team_name, &item.member_name)
                     .team_active;
-                if team_down
-                    || state
-                        .deleting
-                        .contains(&normalize_member_name(&item.team_name))
-                {
+                let deleting = state
+                    .deleting
+                    .contains(&normalize_member_name(&item.team_name));
+                if team_down || deleting {
                     state.queue.drop_taken(&key);
-                    dropped.push(item);
+                    // A deleting team's directory must not be recreated by a journal line.
+                    if !deleting {
+                        dropped.push(item);
+                    }
                 } else {
                     runnable.push((key, item));
                 }
@@ -330,10 +332,21 @@ impl Engine {
 
     /// Records the end of a run and wakes whoever waits for it.
     pub fn finish(&self, key: &QueueKey, item: &QueueItem, succeeded: bool) {
-        let outcome = self.state().queue.finish(key, succeeded, self.now());
-        self.finished.notify_all();
+        let (outcome, deleting) = {
+            let mut state = self.state();
+            let outcome = state.queue.finish(key, succeeded, self.now());
+            (
+                outcome,
+                state
+                    .deleting
+                    .contains(&normalize_member_name(&item.team_name)),
+            )
+        };
         let (team, member) = (item.team_name.as_str(), item.member_name.as_str());
+        // Audit before waking a waiting deletion, and never for a team being
+        // deleted: the journal write would recreate its directory.
         match outcome {
+            _ if deleting => {}
             FinishOutcome::Done | FinishOutcome::FollowUp => self.audit(
                 "queue_reconciled",
                 team,
@@ -353,6 +366,7 @@ impl Engine {
                 json!({ "reason": "reconcile_failed_max_retries" }),
             ),
         }
+        self.finished.notify_all();
         self.wake();
     }
 
@@ -442,12 +456,24 @@ impl Engine {
         operation()
     }
 
-    /// `refreshStatus` through the team gate.
+    /// `refreshStatus` through the team gate: persist, then plan (DATA.md §1).
     pub fn refresh_status(&self, team: &str, member: &str) -> Result<MemberStatus, WorkSyncError> {
+        self.reconcile_and_plan(team, member, ReconciledBy::Request, &["manual_refresh"])
+    }
+
+    /// Reconciles one member through the team gate and plans its nudge.
+    pub fn reconcile_and_plan(
+        &self,
+        team: &str,
+        member: &str,
+        by: ReconciledBy,
+        triggers: &[&str],
+    ) -> Result<MemberStatus, WorkSyncError> {
         check_name("teamName", team)?;
         self.with_team(team, || {
-            self.reconciler
-                .refresh_status(team, member, ReconciledBy::Request, &["manual_refresh"])
+            let status = self.reconciler.refresh_status(team, member, by, triggers)?;
+            self.deps.nudges.plan(&status);
+            Ok(status)
         })
     }
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::busy::BusySignals;
+use super::busy::{BusyReason, BusySignals};
 use super::ports::{
     AuditEvent, AuditJournal, Clock, InboxOutcome, InboxSink, MetricsStore, OutboxStore,
     StatusStore, TeamSource, WatchdogJournal,
@@ -162,7 +162,21 @@ impl Nudges {
                 )
             }
         };
-        if let Some(busy) = self.ports.busy.busy(team, member, now) {
+        let existing = match self.ports.outbox.member_items(team, member) {
+            Ok(items) => items,
+            Err(_) => return skip("outbox_unavailable", vec![], json!({})),
+        };
+        let planned = match self.recovery_intent(status, &planned, &existing, reason, now) {
+            Ok(Some(keyed)) => keyed,
+            Ok(None) => planned.clone(),
+            Err(code) => return skip(code, vec![], json!({ "reason": reason })),
+        };
+        if let Some(busy) = self
+            .ports
+            .busy
+            .busy(team, member, now)
+            .filter(|busy| !ignores_busy(&planned.payload, *busy))
+        {
             self.audit(
                 "nudge_planner",
                 "member_busy",
@@ -173,15 +187,6 @@ impl Nudges {
             );
             return skip("member_busy", vec![], json!({ "reason": busy.as_str() }));
         }
-        let existing = match self.ports.outbox.member_items(team, member) {
-            Ok(items) => items,
-            Err(_) => return skip("outbox_unavailable", vec![], json!({})),
-        };
-        let planned = match self.recovery_intent(status, &planned, &existing, reason, now) {
-            Ok(Some(keyed)) => keyed,
-            Ok(None) => planned.clone(),
-            Err(code) => return skip(code, vec![], json!({ "reason": reason })),
-        };
         let Ok((item, outcome)) = self.ports.outbox.ensure(team, member, &planned, now) else {
             return skip("outbox_unavailable", vec![], json!({}));
         };
@@ -316,7 +321,7 @@ impl Nudges {
     fn dispatch_batches(&self, team: &str, claimed_by: &str, summary: &mut DispatchSummary) {
         let started = Instant::now();
         let mut board: Option<(Instant, TeamSnapshot)> = None;
-        while started.elapsed() < TEAM_BUDGET {
+        while started.elapsed() < TEAM_BUDGET && self.ports.runtime.activity(team, "").team_active {
             let now = self.ports.clock.now_ms();
             let Ok(claimed) = self
                 .ports
@@ -425,7 +430,12 @@ impl Nudges {
             retry_at: at,
         };
         let backoff = retry_at(&item.id, item.attempt_generation, now);
-        if !self.ports.runtime.activity(team, member).member_active {
+        let runtime = self.ports.runtime.activity(team, member);
+        if !runtime.team_active {
+            // Stopped mid-pass: hand the item back untouched for a later pass.
+            return retry("team_inactive".into(), now);
+        }
+        if !runtime.member_active {
             return supersede("member_runtime_inactive");
         }
         let status = match self.ports.store.read(team, member) {
@@ -485,7 +495,12 @@ impl Nudges {
         if let Some(at) = rate_limit(&delivered, now) {
             return retry("member_nudge_rate_limited".into(), at);
         }
-        if let Some(reason) = self.ports.busy.busy(team, member, now) {
+        if let Some(reason) = self
+            .ports
+            .busy
+            .busy(team, member, now)
+            .filter(|busy| !ignores_busy(&item.payload, *busy))
+        {
             return retry(
                 format!("member_busy:{}", reason.as_str()),
                 now + BUSY_RETRY_MS,
@@ -505,7 +520,10 @@ impl Nudges {
             Ok(InboxOutcome::PayloadConflict) => AttemptEnd::Terminal {
                 reason: "inbox_payload_conflict".into(),
             },
-            Err(reason) => retry(format!("inbox_write_failed:{reason}"), backoff),
+            Err(failure) if failure.retryable => {
+                retry(format!("inbox_write_failed:{}", failure.reason), backoff)
+            }
+            Err(failure) => supersede(&format!("inbox_unavailable:{}", failure.reason)),
         }
     }
 }
@@ -532,6 +550,16 @@ fn needs_sync_since(index: &MetricsIndex, status: &MemberStatus) -> Option<Epoch
         since = parse_iso(&event.recorded_at);
     }
     since
+}
+
+/// A status-only check is exactly what a member that just finished a tool call
+/// should get; only an active tool call holds it back.
+fn ignores_busy(payload: &crate::domain::nudge::NudgePayload, busy: BusyReason) -> bool {
+    busy == BusyReason::RecentToolActivity
+        && payload
+            .work_sync_intent_key
+            .as_deref()
+            .is_some_and(|key| key.starts_with("status-only:"))
 }
 
 fn merge(target: &mut Value, extra: Value) {

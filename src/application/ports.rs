@@ -243,14 +243,24 @@ pub enum InboxOutcome {
     PayloadConflict,
 }
 
+/// Why an inbox write failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InboxFailure {
+    /// Worth trying again later (lock timeout, corrupt inbox, IO); false for
+    /// a missing team dir, a symlinked inbox or an invalid name.
+    pub retryable: bool,
+    /// What happened.
+    pub reason: String,
+}
+
 /// Writes nudges into member inboxes.
 pub trait InboxSink: Send + Sync {
-    /// Delivers `item` (idempotent by its id); `Err` is retryable and says why.
+    /// Delivers `item` (idempotent by its id).
     fn deliver(
         &self,
         item: &crate::domain::nudge::OutboxItem,
         now: EpochMs,
-    ) -> Result<InboxOutcome, String>;
+    ) -> Result<InboxOutcome, InboxFailure>;
 }
 
 /// The app watchdog's recent alerts (`stall-monitor-journal.json`).

@@ -96,6 +96,8 @@ pub struct QueueItem {
     pub retries: u32,
     /// Waiting to run (false while only running).
     pub queued: bool,
+    /// Its team's queue was dropped while it ran: forget it when it ends.
+    pub dropped: bool,
 }
 
 /// Counters for diagnostics.
@@ -168,6 +170,7 @@ impl QueueCore {
                         rerun: None,
                         retries: 0,
                         queued: true,
+                        dropped: false,
                     },
                 );
                 self.counters.enqueued += 1;
@@ -207,6 +210,10 @@ impl QueueCore {
             return FinishOutcome::Done;
         };
         item.running = false;
+        if item.dropped {
+            self.items.remove(key);
+            return FinishOutcome::Done;
+        }
         if succeeded {
             self.counters.reconciled += 1;
             item.retries = 0;
@@ -260,6 +267,7 @@ impl QueueCore {
             item.rerun = None;
             if item.running {
                 item.queued = false;
+                item.dropped = true;
                 return true;
             }
             dropped += 1;
@@ -292,8 +300,12 @@ impl QueueCore {
             .count()
     }
 
-    /// Earliest `run_at` among waiting items.
+    /// Earliest `run_at` among waiting items; `None` while saturated (nothing
+    /// can start before a run finishes, and finishing wakes the driver).
     pub fn next_run_at(&self) -> Option<EpochMs> {
+        if self.running_count() >= CONCURRENCY {
+            return None;
+        }
         self.items
             .values()
             .filter(|i| i.queued && !i.running)
@@ -427,7 +439,13 @@ mod tests {
             assert!(q.take_due(T0).is_empty());
         }
         assert_eq!(q.running(), 2);
+        assert_eq!(
+            q.next_run_at(),
+            None,
+            "saturated: the driver sleeps until a run finishes"
+        );
         q.finish(&key("a"), true, T0 + 1);
+        assert_eq!(q.next_run_at(), Some(T0));
         assert_eq!(q.take_due(T0 + 1).len(), 1);
     }
 

@@ -210,16 +210,13 @@ struct ReconcileTurnSettledNow<'a>(&'a Engine);
 
 impl TurnSettledQueue for ReconcileTurnSettledNow<'_> {
     fn enqueue(&self, team_name: &str, member_name: &str) -> Result<(), String> {
-        let engine = self.0;
-        engine
-            .with_team(team_name, || {
-                engine.reconciler().refresh_status(
-                    team_name,
-                    member_name,
-                    ReconciledBy::Queue,
-                    &["turn_settled"],
-                )
-            })
+        self.0
+            .reconcile_and_plan(
+                team_name,
+                member_name,
+                ReconciledBy::Queue,
+                &["turn_settled"],
+            )
             .map(|_| ())
             .map_err(|e| e.to_string())
     }
@@ -243,7 +240,11 @@ impl Instance {
                 drain: Box::new(move || {
                     ingestor
                         .drain(&QueueTurnSettled(&engine), changes.as_ref())
-                        .is_ok_and(|summary| summary.claimed as usize >= DRAIN_BATCH)
+                        // Full only when the whole batch made progress: a batch
+                        // released after failures must not be retried in a spin.
+                        .is_ok_and(|summary| {
+                            summary.claimed as usize >= DRAIN_BATCH && summary.failed == 0
+                        })
                 }),
                 incoming: services.spool_paths.incoming(),
             }

@@ -635,7 +635,8 @@ impl crate::application::ports::InboxSink for InboxWriter {
         &self,
         item: &crate::domain::nudge::OutboxItem,
         now: i64,
-    ) -> Result<crate::application::ports::InboxOutcome, String> {
+    ) -> Result<crate::application::ports::InboxOutcome, crate::application::ports::InboxFailure>
+    {
         use crate::application::ports::InboxOutcome;
         let payload = &item.payload;
         let row = NudgeRow {
@@ -669,7 +670,10 @@ impl crate::application::ports::InboxSink for InboxWriter {
             Ok(DeliveryOutcome::Inserted) => Ok(InboxOutcome::Inserted),
             Ok(DeliveryOutcome::AlreadyPresent) => Ok(InboxOutcome::AlreadyPresent),
             Ok(DeliveryOutcome::PayloadConflict { .. }) => Ok(InboxOutcome::PayloadConflict),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(crate::application::ports::InboxFailure {
+                retryable: e.is_retryable(),
+                reason: e.to_string(),
+            }),
         }
     }
 }

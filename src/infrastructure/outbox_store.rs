@@ -117,7 +117,10 @@ impl FsOutboxStore {
         };
         for entry in entries.filter_map(Result::ok) {
             let path = entry.path().join(".member-work-sync").join("outbox.json");
-            all.extend(self.read_items(&path)?.into_values());
+            // One unreadable member outbox must not block the whole team.
+            if let Ok(items) = self.read_items(&path) {
+                all.extend(items.into_values());
+            }
         }
         Ok(all)
     }
@@ -194,8 +197,12 @@ impl OutboxStore for FsOutboxStore {
                     }
                     _ => (None, false),
                 }
-            })?;
-            claimed.extend(taken);
+            });
+            match taken {
+                Ok(taken) => claimed.extend(taken),
+                // Keep what was claimed: returning an error would strand it.
+                Err(_) => break,
+            }
         }
         Ok(claimed)
     }
