@@ -79,8 +79,8 @@ describe('live wiring (autoStart)', () => {
       expect(await sync.dispatchDueNudges(['forge'])).toMatchObject({ claimed: 0 })
       await sync.enqueueStartupScan(['forge'])
       expect(sync.getQueueDiagnostics().queued).toBe(0)
-      sync.resumeTeam('forge')
-      expect(sync.getQueueDiagnostics().queued).toBe(5)
+      sync.resumeTeam('forge') // lifts the fence now; the re-scan reads the roster off the JS thread
+      await until(() => (sync.getQueueDiagnostics().queued === 5 ? true : undefined))
       expect((await sync.refreshStatus({ teamName: 'forge', memberName: 'jack' })).state).toBe('needs_sync')
       expect(sync.getQueueDiagnostics().queuedItems[0].triggerReasons).toEqual(['startup_scan'])
       sync.completeTeamDeletion('forge')

@@ -7,6 +7,7 @@
 //! [`Engine::finish`] and is woken through the `wake` hook.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use serde_json::json;
@@ -90,6 +91,8 @@ pub struct Engine {
     /// Signalled whenever a reconcile finishes (deletion waits on it).
     finished: Condvar,
     wake: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
+    /// Set by [`Engine::stop`]: long passes end between batches.
+    stopping: AtomicBool,
 }
 
 impl Engine {
@@ -101,6 +104,7 @@ impl Engine {
             state: Mutex::new(EngineState::default()),
             finished: Condvar::new(),
             wake: Mutex::new(None),
+            stopping: AtomicBool::new(false),
         }
     }
 
@@ -321,7 +325,10 @@ impl Engine {
         {
             // A deleting team is skipped, not an error for the other teams.
             let Ok(summary) = self.with_team(team, || {
-                Ok(self.deps.nudges.dispatch_team(team, claimed_by))
+                Ok(self
+                    .deps
+                    .nudges
+                    .dispatch_team(team, claimed_by, &|| !self.is_stopping()))
             }) else {
                 continue;
             };
@@ -563,9 +570,24 @@ impl Engine {
 
     /// Undoes [`Engine::prepare_team_deletion`] and re-scans the team.
     pub fn resume_team(&self, team: &str) -> Result<(), WorkSyncError> {
+        self.lift_deletion_fence(team)?;
+        self.enqueue_startup_scan(&[team.to_string()])
+    }
+
+    /// Asks long passes (nudge dispatch) to end at the next batch boundary.
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+    }
+
+    fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
+
+    /// Lifts the deletion fence without touching the disk (the re-scan is separate).
+    pub fn lift_deletion_fence(&self, team: &str) -> Result<(), WorkSyncError> {
         check_name("teamName", team)?;
         self.state().deleting.remove(&normalize_member_name(team));
-        self.enqueue_startup_scan(&[team.to_string()])
+        Ok(())
     }
 
     /// Blocks until no reconcile is running (used by dispose).

@@ -2,7 +2,6 @@
 //! nudges with revalidation right before the inbox write (DATA.md §5
 //! "Nudge", "Activation", "Planner codes", "Dispatcher"; seed 003 §15).
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -291,25 +290,17 @@ impl Nudges {
     }
 
     /// Claims and delivers due nudges of one team.
-    pub fn dispatch_team(&self, team: &str, claimed_by: &str) -> DispatchSummary {
-        self.dispatch(&[team.to_string()], claimed_by, &|_| false)
-    }
-
-    /// Claims and delivers due nudges of `teams` (skipping `skip` teams).
-    fn dispatch(
+    /// `keep_going` is asked between batches (false: the instance is stopping).
+    pub fn dispatch_team(
         &self,
-        teams: &[String],
+        team: &str,
         claimed_by: &str,
-        skip: &dyn Fn(&str) -> bool,
+        keep_going: &dyn Fn() -> bool,
     ) -> DispatchSummary {
         let mut summary = DispatchSummary::default();
-        let mut seen = BTreeSet::new();
-        for team in teams.iter().filter(|t| seen.insert(t.to_string())) {
-            // Stopped or deleting teams never claim or supersede anything.
-            if skip(team) || !self.ports.runtime.activity(team, "").team_active {
-                continue;
-            }
-            self.dispatch_batches(team, claimed_by, &mut summary);
+        // Stopped teams never claim or supersede anything.
+        if self.ports.runtime.activity(team, "").team_active {
+            self.dispatch_batches(team, claimed_by, keep_going, &mut summary);
             let _ = self.ports.outbox.refresh_index(team);
         }
         summary
@@ -318,10 +309,19 @@ impl Nudges {
     /// Claims and processes batches of [`CLAIM_LIMIT`] until nothing is due or
     /// the team's time budget is spent. The board is re-read for a batch once
     /// the last read is older than [`BOARD_MAX_AGE`].
-    fn dispatch_batches(&self, team: &str, claimed_by: &str, summary: &mut DispatchSummary) {
+    fn dispatch_batches(
+        &self,
+        team: &str,
+        claimed_by: &str,
+        keep_going: &dyn Fn() -> bool,
+        summary: &mut DispatchSummary,
+    ) {
         let started = Instant::now();
         let mut board: Option<(Instant, TeamSnapshot)> = None;
-        while started.elapsed() < TEAM_BUDGET && self.ports.runtime.activity(team, "").team_active {
+        while started.elapsed() < TEAM_BUDGET
+            && keep_going()
+            && self.ports.runtime.activity(team, "").team_active
+        {
             let now = self.ports.clock.now_ms();
             let Ok(claimed) = self
                 .ports

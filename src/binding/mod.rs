@@ -346,8 +346,6 @@ impl MemberWorkSync {
             convert::json_argument(&env, team_name, "team_name").map_err(JsFailure::into_napi)?;
         let team = plain_string(&team_name, "teamName").map_err(JsFailure::into_napi)?;
         self.instance
-            .services
-            .engine
             .resume_team(&team)
             .map_err(|e| JsFailure::from(e).into_napi())
     }

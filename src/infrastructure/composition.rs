@@ -11,6 +11,7 @@ use crate::application::nudges::{NudgePorts, Nudges};
 use crate::application::ports::Clock;
 use crate::application::ports::{OutboxStore, PortError};
 use crate::application::queue::Trigger;
+use crate::application::reconcile::WorkSyncError;
 use crate::application::reconcile::{Ports, Reconciler};
 use crate::application::runtime_state::RuntimeStates;
 use crate::application::turn_settled::{
@@ -286,6 +287,17 @@ impl Instance {
                 .turn_settled
                 .drain(&ReconcileTurnSettledNow(&self.services.engine), changes)
         }
+    }
+
+    /// `resumeTeam`: lifts the deletion fence now, re-scans in the background
+    /// (reading the roster is IO; the JS thread never waits for it).
+    pub fn resume_team(&self, team: &str) -> Result<(), WorkSyncError> {
+        self.services.engine.lift_deletion_fence(team)?;
+        let (engine, team) = (self.services.engine.clone(), team.to_string());
+        self.worker.run_blocking(move || {
+            let _ = engine.enqueue_startup_scan(&[team]);
+        });
+        Ok(())
     }
 
     /// `Err` after [`Instance::dispose`].

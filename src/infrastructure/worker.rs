@@ -22,6 +22,8 @@ const MAX_IDLE: Duration = Duration::from_secs(1);
 /// Background work of one addon instance.
 pub struct Worker {
     runtime: Mutex<Option<Runtime>>,
+    /// Scheduled drain / dispatch passes running now (shutdown waits for them).
+    passes: Arc<Passes>,
     events: mpsc::UnboundedSender<TeamChangeEvent>,
     notify: Arc<Notify>,
     stopping: Arc<AtomicBool>,
@@ -55,6 +57,7 @@ impl Worker {
         let wake = notify.clone();
         engine.set_wake(Box::new(move || wake.notify_one()));
 
+        let passes = Arc::new(Passes::default());
         let (events, mut intake) = mpsc::unbounded_channel::<TeamChangeEvent>();
         let intake_engine = engine.clone();
         runtime.spawn(async move {
@@ -67,13 +70,14 @@ impl Worker {
         if run_queue {
             runtime.spawn(drive(engine, notify.clone(), stopping.clone()));
             if let Some(schedule) = drains {
-                runtime.spawn(drain_loop(schedule, stopping.clone()));
+                runtime.spawn(drain_loop(schedule, stopping.clone(), passes.clone()));
             }
             if let Some(dispatch) = dispatch {
-                runtime.spawn(dispatch_loop(dispatch, stopping.clone()));
+                runtime.spawn(dispatch_loop(dispatch, stopping.clone(), passes.clone()));
             }
         }
         Ok(Self {
+            passes,
             runtime: Mutex::new(Some(runtime)),
             events,
             notify,
@@ -88,6 +92,18 @@ impl Worker {
         }
     }
 
+    /// Runs blocking work on the runtime's blocking pool (no-op once shut down).
+    pub fn run_blocking(&self, work: impl FnOnce() + Send + 'static) {
+        if let Some(runtime) = self
+            .runtime
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
+            runtime.spawn_blocking(work);
+        }
+    }
+
     /// Wakes the driver (new work, or the test clock moved).
     pub fn wake(&self) {
         self.notify.notify_one();
@@ -97,8 +113,10 @@ impl Worker {
     /// Blocking; idempotent.
     pub fn shutdown(&self, engine: &Engine) {
         self.stopping.store(true, Ordering::SeqCst);
+        engine.stop();
         self.notify.notify_one();
         engine.wait_idle();
+        self.passes.wait_idle();
         let runtime = self
             .runtime
             .lock()
@@ -126,7 +144,13 @@ impl Drop for Worker {
 
 async fn drive(engine: Arc<Engine>, notify: Arc<Notify>, stopping: Arc<AtomicBool>) {
     while !stopping.load(Ordering::SeqCst) {
-        for (key, item) in engine.take_due() {
+        // take_due and finish may write journal lines (file locks): never on
+        // the async thread, which also carries intake and the schedulers.
+        let taker = engine.clone();
+        let due = tokio::task::spawn_blocking(move || taker.take_due())
+            .await
+            .unwrap_or_default();
+        for (key, item) in due {
             let engine = engine.clone();
             tokio::spawn(async move {
                 let runner = engine.clone();
@@ -142,7 +166,8 @@ async fn drive(engine: Arc<Engine>, notify: Arc<Notify>, stopping: Arc<AtomicBoo
                         false
                     }
                 };
-                engine.finish(&key, &item, succeeded);
+                let _ = tokio::task::spawn_blocking(move || engine.finish(&key, &item, succeeded))
+                    .await;
             });
         }
         let now = engine.now_ms();
@@ -165,7 +190,7 @@ const DRAIN_EVERY: Duration = Duration::from_secs(15);
 /// Drains the spool 100 ms after start, then every 15 s, and soon after the
 /// watcher sees a new file in `incoming/`; one drain at a time, an immediate
 /// follow-up when a batch was full. Without a watcher the interval alone runs.
-async fn drain_loop(schedule: DrainSchedule, stopping: Arc<AtomicBool>) {
+async fn drain_loop(schedule: DrainSchedule, stopping: Arc<AtomicBool>, passes: Arc<Passes>) {
     let news = Arc::new(Notify::new());
     let mut watcher = None;
     tokio::time::sleep(FIRST_DRAIN).await;
@@ -176,9 +201,13 @@ async fn drain_loop(schedule: DrainSchedule, stopping: Arc<AtomicBool>) {
             watcher = watch_incoming(&schedule.incoming, news.clone());
         }
         let run = drain.clone();
-        let full = tokio::task::spawn_blocking(move || run())
-            .await
-            .unwrap_or(false);
+        let pass = passes.enter();
+        let full = tokio::task::spawn_blocking(move || {
+            let _pass = pass;
+            run()
+        })
+        .await
+        .unwrap_or(false);
         if full {
             continue;
         }
@@ -215,7 +244,11 @@ fn watch_incoming(
 const DISPATCH_EVERY: Duration = Duration::from_secs(60);
 
 /// Dispatches due nudges every 60 s (the first pass after one interval).
-async fn dispatch_loop(dispatch: Box<dyn Fn() + Send + Sync>, stopping: Arc<AtomicBool>) {
+async fn dispatch_loop(
+    dispatch: Box<dyn Fn() + Send + Sync>,
+    stopping: Arc<AtomicBool>,
+    passes: Arc<Passes>,
+) {
     let dispatch = Arc::new(dispatch);
     loop {
         tokio::time::sleep(DISPATCH_EVERY).await;
@@ -223,6 +256,42 @@ async fn dispatch_loop(dispatch: Box<dyn Fn() + Send + Sync>, stopping: Arc<Atom
             break;
         }
         let run = dispatch.clone();
-        let _ = tokio::task::spawn_blocking(move || run()).await;
+        let pass = passes.enter();
+        let _ = tokio::task::spawn_blocking(move || {
+            let _pass = pass;
+            run()
+        })
+        .await;
+    }
+}
+
+/// Counts running scheduled passes so shutdown can wait for them.
+#[derive(Default)]
+struct Passes {
+    running: Mutex<usize>,
+    done: std::sync::Condvar,
+}
+
+/// One running pass; dropping it (also on panic) ends it.
+struct Pass(Arc<Passes>);
+
+impl Passes {
+    fn enter(self: &Arc<Self>) -> Pass {
+        *self.running.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        Pass(self.clone())
+    }
+
+    fn wait_idle(&self) {
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        while *running > 0 {
+            running = self.done.wait(running).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+impl Drop for Pass {
+    fn drop(&mut self) {
+        *self.0.running.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
+        self.0.done.notify_all();
     }
 }
