@@ -6,8 +6,9 @@
 # a hidden temp file in <spoolRoot>/incoming/, which is then renamed to
 # <YYYYMMDDTHHMMSSZ>-<pid>-<suffix>.<provider>.json for the app to drain.
 # It runs on every turn of every agent, so it starts as few programs as it can
-# (head, date, mv), never prints, never waits on a lock, never touches the
-# network and always exits 0: a broken spool must never break the agent.
+# (date and mv; head and cat only for an oversized payload), never prints,
+# never waits on a lock, never touches the network and always exits 0: a
+# broken spool must never break the agent.
 
 exec >/dev/null 2>&1
 umask 077
@@ -47,18 +48,36 @@ done
 set +C
 
 # Keep one byte more than the bound so the drainer can tell an oversized
-# payload from one that fits exactly. head reads until it has that many bytes
-# or the input ends; unlike `dd count=1` it does not stop at the first short
-# read of a pipe.
-if ! head -c "$((max_bytes + 1))" >"$tmp"; then
+# payload from one that fits exactly, and read to the end of input (a single
+# `dd count=1` stops at the first short read of a pipe and cuts payloads).
+# Lines are copied with the `read`/`printf` builtins: a typical Stop payload is
+# one short line, so no program starts here; only an oversized payload runs
+# `head` (for the exact cut) and `cat` (to read the rest away).
+LC_ALL=C # ${#line} counts bytes
+limit=$((max_bytes + 1))
+total=0
+{
+  while :; do
+    line=
+    if IFS= read -r line; then nl=1; else nl=0; fi
+    size=$((${#line} + nl))
+    if [ $((total + size)) -gt "$limit" ]; then
+      printf '%s\n' "$line" | head -c "$((limit - total))"
+      cat >/dev/null
+      break
+    fi
+    total=$((total + size))
+    if [ "$nl" = 1 ]; then
+      printf '%s\n' "$line"
+    else
+      printf '%s' "$line"
+      break
+    fi
+  done
+} >"$tmp" || {
   rm -f "$tmp"
   drain_and_exit
-fi
-# Input that fit ended already, so this read sees end of input at once; only
-# an oversized payload has bytes left, which are then read and thrown away.
-if IFS= read -r _rest || [ -n "$_rest" ]; then
-  cat >/dev/null
-fi
+}
 
 if [ ! -s "$tmp" ]; then
   rm -f "$tmp"
