@@ -6,9 +6,9 @@
 # a hidden temp file in <spoolRoot>/incoming/, which is then renamed to
 # <YYYYMMDDTHHMMSSZ>-<pid>-<suffix>.<provider>.json for the app to drain.
 # It runs on every turn of every agent, so it starts as few programs as it can
-# (date and mv; head and cat only for an oversized payload), never prints,
-# never waits on a lock, never touches the network and always exits 0: a
-# broken spool must never break the agent.
+# (mv; date only without /proc; head and cat only for an oversized payload),
+# never prints, never waits on a lock, never touches the network and always
+# exits 0: a broken spool must never break the agent.
 
 exec >/dev/null 2>&1
 umask 077
@@ -84,7 +84,55 @@ if [ ! -s "$tmp" ]; then
   exit 0
 fi
 
-stamp=$(date -u +%Y%m%dT%H%M%SZ)
+# The UTC timestamp of the name. On Linux it comes from /proc with builtins
+# only (boot time + this process's start time, to the second), which spares
+# starting `date` on every turn; elsewhere, or if /proc does not parse, `date`.
+stamp=
+btime=
+if { read -r self_stat </proc/self/stat; } 2>/dev/null; then
+  while IFS=' ' read -r key value; do
+    if [ "$key" = btime ]; then
+      btime=$value
+      break
+    fi
+  done </proc/stat
+  set -f
+  # Fields after "pid (comm) ": starttime (field 22) is the 20th. USER_HZ is 100.
+  set -- ${self_stat##*) }
+  set +f
+  if [ "$#" -ge 20 ]; then
+    shift 19
+    case $btime$1 in
+      '' | *[!0-9]*) ;;
+      *)
+        s=$((btime + $1 / 100))
+        days=$((s / 86400))
+        rem=$((s % 86400))
+        hh=$((rem / 3600))
+        mi=$((rem % 3600 / 60))
+        ss=$((rem % 60))
+        # Civil date from days since 1970-01-01 (H. Hinnant's days_from_civil inverse).
+        z=$((days + 719468))
+        era=$((z / 146097))
+        doe=$((z - era * 146097))
+        yoe=$(((doe - doe / 1460 + doe / 36524 - doe / 146096) / 365))
+        y=$((yoe + era * 400))
+        doy=$((doe - (365 * yoe + yoe / 4 - yoe / 100)))
+        mp=$(((5 * doy + 2) / 153))
+        d=$((doy - (153 * mp + 2) / 5 + 1))
+        if [ "$mp" -lt 10 ]; then m=$((mp + 3)); else m=$((mp - 9)); fi
+        if [ "$m" -le 2 ]; then y=$((y + 1)); fi
+        [ "$m" -lt 10 ] && m=0$m
+        [ "$d" -lt 10 ] && d=0$d
+        [ "$hh" -lt 10 ] && hh=0$hh
+        [ "$mi" -lt 10 ] && mi=0$mi
+        [ "$ss" -lt 10 ] && ss=0$ss
+        stamp=$y$m${d}T$hh$mi${ss}Z
+        ;;
+    esac
+  fi
+fi
+[ -n "$stamp" ] || stamp=$(date -u +%Y%m%dT%H%M%SZ)
 case $stamp in
   [0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]T[0-9][0-9][0-9][0-9][0-9][0-9]Z) ;;
   *)

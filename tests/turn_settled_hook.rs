@@ -114,6 +114,17 @@ fn captures_payloads_completely_up_to_the_bound() {
                     ..
                 }
             ));
+            // The name's UTC timestamp (from /proc on Linux, else date) is now.
+            let stamp = chrono::NaiveDateTime::parse_from_str(&names[0][..16], "%Y%m%dT%H%M%SZ")
+                .unwrap()
+                .and_utc()
+                .timestamp();
+            let now = chrono::Utc::now().timestamp();
+            assert!(
+                (now - 5..=now + 1).contains(&stamp),
+                "{shell:?}: {} vs now {now}",
+                names[0]
+            );
             let path = paths.incoming().join(&names[0]);
             let stored = fs::read(&path).unwrap();
             assert_eq!(stored.len(), kept, "{shell:?} {len}");
