@@ -140,6 +140,15 @@ describe('bad input', () => {
     )
   })
 
+  it('rejects malformed constructor options with MWS_INVALID_ARGUMENT', () => {
+    for (const options of [42, 'x', { clock: 'x' }, { clock: { nowMs: Number.NaN } }, { claudeRoot: 5 }, { autoStart: 'yes' }, { onTeamChange: 1 }]) {
+      expect(() => new MemberWorkSync(options as any)).toThrow(expect.objectContaining({ code: 'MWS_INVALID_ARGUMENT' }))
+    }
+    const sync = new MemberWorkSync({ autoStart: false, onTeamChange: () => {}, clock: { nowMs: 1 } })
+    expect(() => sync.setClockForTesting(2)).not.toThrow()
+    return sync.dispose()
+  })
+
   it('rejects malformed requests with MWS_INVALID_ARGUMENT', async () => {
     const sync = instance(copyExampleRoot())
     for (const request of [null, 42, 'forge', {}, { teamName: 'forge' }, { teamName: 1, memberName: 'jack' }]) {

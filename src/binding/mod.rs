@@ -8,7 +8,7 @@ pub mod turn_settled;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{AsyncTask, Object, Unknown, ValueType};
+use napi::bindgen_prelude::{AsyncTask, FromNapiValue, JsValue, Object, Unknown, ValueType};
 use napi::Env;
 use napi_derive::napi;
 use serde_json::Value;
@@ -52,8 +52,12 @@ pub struct MemberWorkSync {
 #[napi]
 impl MemberWorkSync {
     /// Creates an instance and starts its background worker; reads no files.
-    #[napi(constructor)]
-    pub fn new(options: Option<MemberWorkSyncOptions>) -> Result<Self, napi::Error<ErrorCode>> {
+    #[napi(
+        constructor,
+        ts_args_type = "options?: MemberWorkSyncOptions | undefined | null"
+    )]
+    pub fn new(env: Env, options: Option<Unknown<'_>>) -> Result<Self, napi::Error<ErrorCode>> {
+        let options = parse_options(&env, options).map_err(JsFailure::into_napi)?;
         let options = options.unwrap_or(MemberWorkSyncOptions {
             claude_root: None,
             teams_base_path: None,
@@ -389,6 +393,77 @@ impl MemberWorkSync {
             Err(JsFailure::invalid("setClockForTesting needs options.clock").into_napi())
         }
     }
+}
+
+/// Checks the constructor options (types, finite clock) with the bounded
+/// converter, then lets napi build the struct (the callback becomes a
+/// threadsafe function). Bad options throw `MWS_INVALID_ARGUMENT`.
+fn parse_options(
+    env: &Env,
+    options: Option<Unknown<'_>>,
+) -> Result<Option<MemberWorkSyncOptions>, JsFailure> {
+    let Some(options) = options else {
+        return Ok(None);
+    };
+    match options.get_type() {
+        Ok(ValueType::Undefined | ValueType::Null) => return Ok(None),
+        Ok(ValueType::Object) => {}
+        _ => return Err(JsFailure::invalid("options must be an object")),
+    }
+    let json = convert::json_argument(env, options, "options")?;
+    for key in ["claudeRoot", "teamsBasePath", "tasksBasePath"] {
+        if !matches!(
+            json.get(key),
+            None | Some(Value::Null) | Some(Value::String(_))
+        ) {
+            return Err(JsFailure::invalid(format!(
+                "options.{key} must be a string"
+            )));
+        }
+    }
+    if !matches!(
+        json.get("autoStart"),
+        None | Some(Value::Null) | Some(Value::Bool(_))
+    ) {
+        return Err(JsFailure::invalid("options.autoStart must be a boolean"));
+    }
+    match json.get("clock") {
+        None | Some(Value::Null) => {}
+        Some(clock)
+            if clock
+                .get("nowMs")
+                .and_then(Value::as_f64)
+                .is_some_and(f64::is_finite) => {}
+        Some(_) => {
+            return Err(JsFailure::invalid(
+                "options.clock must be { nowMs: <finite number> }",
+            ))
+        }
+    }
+    // SAFETY: `options` is a live object of this env (checked above).
+    let object =
+        unsafe { options.cast::<Object>() }.map_err(|e| JsFailure::invalid(e.reason.clone()))?;
+    match object.get::<Unknown>("onTeamChange") {
+        Ok(None) => {}
+        Ok(Some(callback))
+            if matches!(
+                callback.get_type(),
+                Ok(ValueType::Function | ValueType::Undefined | ValueType::Null)
+            ) => {}
+        _ => {
+            clear_pending_exception(env);
+            return Err(JsFailure::invalid(
+                "options.onTeamChange must be a function",
+            ));
+        }
+    }
+    // SAFETY: plain conversion of a checked object on the JS thread.
+    unsafe { <MemberWorkSyncOptions as FromNapiValue>::from_napi_value(env.raw(), options.raw()) }
+        .map(Some)
+        .map_err(|e| {
+            clear_pending_exception(env);
+            JsFailure::invalid(format!("options: {}", e.reason))
+        })
 }
 
 /// A throwing getter leaves a JS exception pending; swallow it so
