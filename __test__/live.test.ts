@@ -39,7 +39,12 @@ describe('live wiring (autoStart)', () => {
       expect(stored.shadow.triggerReasons).toEqual(['task_changed'])
       expect(stored.agenda.fingerprint).not.toBe(before.agenda.fingerprint)
       expect(stored.agenda.items.map((i: any) => i.taskId)).toEqual(['2'])
-      expect(sync.getQueueDiagnostics()).toMatchObject({ queued: 0, reconciled: 1 })
+      // The run is counted once it has finished (after the status write and planning).
+      const done = await until(() => {
+        const d = sync.getQueueDiagnostics()
+        return d.reconciled === 1 ? d : undefined
+      })
+      expect(done).toMatchObject({ queued: 0, running: 0, reconciled: 1 })
     } finally {
       await sync.dispose()
     }
