@@ -100,7 +100,7 @@ describe('live wiring (autoStart)', () => {
     const root = copyExampleRoot()
     const script = `
       const { MemberWorkSync } = require(${JSON.stringify(ADDON)})
-      const sync = new MemberWorkSync({ claudeRoot: ${JSON.stringify(root)} })
+      const sync = new MemberWorkSync({ claudeRoot: ${JSON.stringify(root)}, onTeamChange: () => {} })
       sync.noteTeamChange({ type: 'config', teamName: 'forge' })
       sync.enqueueStartupScan(['forge']).then(() => console.log('scanned'))
     `
