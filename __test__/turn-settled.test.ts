@@ -158,6 +158,16 @@ describe('runtime turn-settled pipeline', () => {
       'provider_mismatch',
     ])
     expect(fs.existsSync(path.join(root, 'teams/forge/members/jack/.member-work-sync/status.json'))).toBe(true)
+    // Outcomes that queue nothing are journaled for the named member of an existing team.
+    const journal = (member: string) =>
+      fs
+        .readFileSync(path.join(root, `teams/forge/members/${member}/.member-work-sync/journal.jsonl`), 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line))
+    expect(journal('bob').map((e) => [e.type, e.metadata.reason])).toEqual([['turn_settled_unresolved', 'provider_mismatch']])
+    expect(journal('team-lead').map((e) => [e.type, e.metadata.reason])).toEqual([['turn_settled_ignored', 'ignored_lead_turn_settled']])
+    expect(journal('old-timer').map((e) => [e.type, e.metadata.reason])).toEqual([['turn_settled_ignored', 'ignored_inactive_member']])
     await until(() => events.length > 0)
     expect(events.map((e) => JSON.parse(e.detail!).memberName)).toEqual(['jack'])
   })

@@ -276,8 +276,15 @@ impl TurnSettledIngestor {
                     });
                     targets.insert((team, member));
                 }
-                Decision::Duplicate | Decision::Ignored(_) => summary.ignored += 1,
-                Decision::Unresolved(_) => summary.unresolved += 1,
+                Decision::Duplicate => summary.ignored += 1,
+                Decision::Ignored(reason) => {
+                    summary.ignored += 1;
+                    self.audit_unqueued("turn_settled_ignored", &reason, &event, &rosters, now);
+                }
+                Decision::Unresolved(reason) => {
+                    summary.unresolved += 1;
+                    self.audit_unqueued("turn_settled_unresolved", &reason, &event, &rosters, now);
+                }
             }
         }
         if !claims.is_empty() {
@@ -366,6 +373,40 @@ impl TurnSettledIngestor {
             TargetOutcome::Ignored { reason } => Decision::Ignored(reason),
             TargetOutcome::Unresolved { reason } => Decision::Unresolved(reason),
         }
+    }
+
+    /// Journals an event that was not queued in the named member's journal,
+    /// when the payload names a member of an existing team (Codex / OpenCode
+    /// identities); otherwise the spool's `.meta.json` is the only record (a
+    /// journal line must never create a team directory).
+    fn audit_unqueued(
+        &self,
+        kind: &'static str,
+        reason: &str,
+        event: &TurnSettledEvent,
+        rosters: &HashMap<String, TeamSnapshot>,
+        now: EpochMs,
+    ) {
+        let (Some(team), Some(member)) = (&event.team_name, &event.member_name) else {
+            return;
+        };
+        let team_exists = rosters.get(team).is_some_and(|roster| roster.config_found);
+        if !team_exists || validate_name(member).is_err() {
+            return;
+        }
+        let mut metadata = serde_json::Map::new();
+        metadata.insert("provider".into(), json!(event.provider));
+        metadata.insert("sourceId".into(), json!(event.source_id));
+        metadata.insert("reason".into(), json!(reason));
+        self.journal.record(AuditEvent {
+            kind,
+            source: SOURCE,
+            team_name: team.clone(),
+            member_name: member.clone(),
+            at_ms: now,
+            diagnostics: vec![],
+            metadata,
+        });
     }
 
     fn audit(
