@@ -186,6 +186,8 @@ async fn drive(engine: Arc<Engine>, notify: Arc<Notify>, stopping: Arc<AtomicBoo
 const FIRST_DRAIN: Duration = Duration::from_millis(100);
 /// Drain interval without watcher news.
 const DRAIN_EVERY: Duration = Duration::from_secs(15);
+/// Retry interval while the spool's `incoming/` does not exist yet.
+const WATCHER_RETRY: Duration = Duration::from_secs(1);
 
 /// Drains the spool 100 ms after start, then every 15 s, and soon after the
 /// watcher sees a new file in `incoming/`; one drain at a time, an immediate
@@ -213,7 +215,9 @@ async fn drain_loop(schedule: DrainSchedule, stopping: Arc<AtomicBool>, passes: 
         }
         tokio::select! {
             _ = news.notified() => {}
-            _ = tokio::time::sleep(DRAIN_EVERY) => {}
+            // Until the spool exists (the first hook settings call creates it)
+            // there is no watcher: look again soon so it attaches right away.
+            _ = tokio::time::sleep(if watcher.is_some() { DRAIN_EVERY } else { WATCHER_RETRY }) => {}
         }
     }
     drop(watcher);
