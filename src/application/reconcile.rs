@@ -191,10 +191,19 @@ impl Reconciler {
         member: &str,
         now: EpochMs,
     ) -> MemberStatus {
-        let snapshot = self.ports.teams.load(team);
-        let agenda = TeamIndex::build(&snapshot).agenda_for(member, &format_iso(now));
+        self.unpersisted_from(&self.ports.teams.load(team), member, now)
+    }
+
+    /// [`Reconciler::unpersisted_status`] from a snapshot the caller already read.
+    pub(super) fn unpersisted_from(
+        &self,
+        snapshot: &TeamSnapshot,
+        member: &str,
+        now: EpochMs,
+    ) -> MemberStatus {
+        let agenda = TeamIndex::build(snapshot).agenda_for(member, &format_iso(now));
         let mut status = self.build_status(
-            &snapshot,
+            snapshot,
             agenda,
             StoredStatus::Missing,
             now,
@@ -229,7 +238,7 @@ impl Reconciler {
         if !snapshot.config_found {
             // No team dir to write into: answer without creating one (and
             // without resurrecting a deleted team's directory).
-            return Ok(self.unpersisted_status(team, member, now));
+            return Ok(self.unpersisted_from(snapshot, member, now));
         }
         self.audit(
             SOURCE,

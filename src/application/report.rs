@@ -118,7 +118,7 @@ impl Reconciler {
                 accepted: false,
                 code: Rejection::MemberInactive.code(),
                 message: Rejection::MemberInactive.message().to_string(),
-                status: self.unpersisted_status(team, member, now),
+                status: self.unpersisted_from(&snapshot, member, now),
                 token_check: TokenCheck::Missing,
             });
         }

@@ -98,10 +98,16 @@ fn is_array(env: &Env, value: &Unknown<'_>) -> Result<bool, String> {
 
 /// Turns an error into a message and clears any exception a getter left pending.
 fn guarded(env: &Env, error: napi::Error) -> String {
+    clear_pending_exception(env);
+    error.reason.clone()
+}
+
+/// A throwing getter or proxy trap leaves a JS exception pending; swallow it
+/// so the call reports its own error (or, for `noteTeamChange`, nothing).
+pub(super) fn clear_pending_exception(env: &Env) {
     let mut exception = std::ptr::null_mut();
     // SAFETY: plain N-API call on the current env; a null result is fine.
     unsafe {
         napi::sys::napi_get_and_clear_last_exception(env.raw(), &mut exception);
     }
-    error.reason.clone()
 }

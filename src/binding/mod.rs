@@ -235,7 +235,7 @@ impl MemberWorkSync {
                 }
                 Ok(_) => None,
                 Err(_) => {
-                    clear_pending_exception(&env);
+                    convert::clear_pending_exception(&env);
                     None
                 }
             }
@@ -451,7 +451,7 @@ fn parse_options(
                 Ok(ValueType::Function | ValueType::Undefined | ValueType::Null)
             ) => {}
         _ => {
-            clear_pending_exception(env);
+            convert::clear_pending_exception(env);
             return Err(JsFailure::invalid(
                 "options.onTeamChange must be a function",
             ));
@@ -461,19 +461,9 @@ fn parse_options(
     unsafe { <MemberWorkSyncOptions as FromNapiValue>::from_napi_value(env.raw(), options.raw()) }
         .map(Some)
         .map_err(|e| {
-            clear_pending_exception(env);
+            convert::clear_pending_exception(env);
             JsFailure::invalid(format!("options: {}", e.reason))
         })
-}
-
-/// A throwing getter leaves a JS exception pending; swallow it so
-/// `noteTeamChange` never throws.
-fn clear_pending_exception(env: &Env) {
-    let mut exception = std::ptr::null_mut();
-    // SAFETY: plain N-API call on the current env; a null result is fine.
-    unsafe {
-        napi::sys::napi_get_and_clear_last_exception(env.raw(), &mut exception);
-    }
 }
 
 fn plain_string(value: &Value, what: &str) -> Result<String, JsFailure> {
