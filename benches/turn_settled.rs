@@ -41,25 +41,40 @@ exit 0
 
 const MEMBERS: [&str; 4] = ["ann", "ben", "cal", "dee"];
 
-fn time_command(args: &[&str], payload: &[u8], runs: usize) -> Duration {
-    let mut samples = Vec::with_capacity(runs);
+/// One run of `args` with `payload` on stdin, to its exit.
+fn time_once(args: &[&str], payload: &[u8]) -> Duration {
+    let start = Instant::now();
+    let mut child = Command::new(args[0])
+        .args(&args[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let _ = stdin.write_all(payload);
+    drop(stdin);
+    let _ = child.wait();
+    start.elapsed()
+}
+
+/// Median run time of each command. Runs are interleaved (floor, hook, seed,
+/// floor, …) so that drift in the machine's load or clock speed hits every
+/// command alike instead of skewing the ratio.
+fn time_commands(commands: &[&[&str]], payload: &[u8], runs: usize) -> Vec<Duration> {
+    let mut samples = vec![Vec::with_capacity(runs); commands.len()];
     for _ in 0..runs {
-        let start = Instant::now();
-        let mut child = Command::new(args[0])
-            .args(&args[1..])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn");
-        let mut stdin = child.stdin.take().expect("stdin");
-        let _ = stdin.write_all(payload);
-        drop(stdin);
-        let _ = child.wait();
-        samples.push(start.elapsed());
+        for (command, samples) in commands.iter().zip(&mut samples) {
+            samples.push(time_once(command, payload));
+        }
     }
-    samples.sort();
-    samples[runs / 2]
+    samples
+        .into_iter()
+        .map(|mut s| {
+            s.sort();
+            s[runs / 2]
+        })
+        .collect()
 }
 
 fn hook_latency() {
@@ -73,22 +88,21 @@ fn hook_latency() {
     let seed_s = seed_script.to_string_lossy().into_owned();
     let runs = 400;
     let us = |d: Duration| d.as_secs_f64() * 1e6;
-    // A real Claude Code Stop payload (session, transcript path, cwd, mode,
-    // event, stop_hook_active) is about 400 bytes; 2 KiB is a generous one.
-    for size in [400, 2048] {
-        let payload = stop_payload("S", 0, size);
-        let floor = time_command(&["/bin/sh", "-c", ":"], &payload, runs);
-        let hook = time_command(
-            &["/bin/sh", &script_s, &root, "claude", "262144"],
-            &payload,
-            runs,
+    // A Claude Code Stop payload is ~150 bytes of fields (session, transcript
+    // path, cwd, mode, event, stop_hook_active) plus `last_assistant_message`,
+    // the final answer's text: none, short, a long answer, a very long one.
+    for message_len in [0, 400, 2048, 8192] {
+        let payload = stop_payload("S", 0, message_len);
+        let floor: &[&str] = &["/bin/sh", "-c", ":"];
+        let hook: &[&str] = &["/bin/sh", &script_s, &root, "claude", "262144"];
+        let seed: &[&str] = &["/bin/sh", &seed_s, &root, "claude", "262144"];
+        let [floor, hook, seed] = time_commands(&[floor, hook, seed], &payload, runs)[..] else {
+            unreachable!("three commands, three medians")
+        };
+        println!(
+            "hook latency (median of {runs}, {} B payload on stdin, {message_len} B message):",
+            payload.len()
         );
-        let seed = time_command(
-            &["/bin/sh", &seed_s, &root, "claude", "262144"],
-            &payload,
-            runs,
-        );
-        println!("hook latency (median of {runs}, {size} B payload on stdin):");
         println!("  /bin/sh -c :              {:8.0} µs", us(floor));
         println!(
             "  turn-settled-hook-v1.sh   {:8.0} µs  = {:.1}× the floor",
@@ -100,6 +114,10 @@ fn hook_latency() {
             us(seed),
             us(seed) / us(floor)
         );
+        // Keep the spool small: the next size starts from an empty incoming/.
+        for entry in fs::read_dir(paths.incoming()).expect("incoming").flatten() {
+            let _ = fs::remove_file(entry.path());
+        }
     }
 }
 

@@ -10,12 +10,24 @@
 # never prints, never waits on a lock, never touches the network and always
 # exits 0: a broken spool must never break the agent.
 
+# Nothing below prints: every error message goes to /dev/null from here on.
 exec >/dev/null 2>&1
 umask 077
+# ${#line} counts bytes, and the programs it starts load no locale.
+LC_ALL=C
+export LC_ALL
 
 spool_root=$1
 provider=$2
 max_bytes=${3:-262144}
+
+# Digits only, without a leading zero (shell arithmetic would read it as octal
+# and stop the script), below 10^10 (no arithmetic here can overflow).
+plain_number() {
+  case $1 in
+    '' | 0?* | *[!0-9]* | ???????????*) return 1 ;;
+  esac
+}
 
 drain_and_exit() {
   # The writer may still be sending; reading to the end spares it a broken pipe.
@@ -27,10 +39,7 @@ case $provider in
   claude | codex | opencode) ;;
   *) drain_and_exit ;;
 esac
-# At most 9 digits, so the arithmetic below can never overflow.
-case $max_bytes in
-  '' | *[!0-9]* | ??????????*) max_bytes=262144 ;;
-esac
+plain_number "$max_bytes" || max_bytes=262144
 [ -n "$spool_root" ] || drain_and_exit
 incoming=$spool_root/incoming
 
@@ -41,7 +50,7 @@ set -C
 n=0
 while :; do
   tmp=$incoming/.turn-settled.$$.$n
-  { true >"$tmp"; } 2>/dev/null && break
+  true >"$tmp" && break
   n=$((n + 1))
   [ "$n" -lt 8 ] || drain_and_exit
 done
@@ -53,7 +62,6 @@ set +C
 # Lines are copied with the `read`/`printf` builtins: a typical Stop payload is
 # one short line, so no program starts here; only an oversized payload runs
 # `head` (for the exact cut) and `cat` (to read the rest away).
-LC_ALL=C # ${#line} counts bytes
 limit=$((max_bytes + 1))
 total=0
 {
@@ -84,52 +92,52 @@ if [ ! -s "$tmp" ]; then
   exit 0
 fi
 
-# The UTC timestamp of the name. On Linux it comes from /proc with builtins
-# only (boot time + this process's start time, to the second), which spares
-# starting `date` on every turn; elsewhere, or if /proc does not parse, `date`.
+# The UTC timestamp of the name. On Linux it is the boot time plus
+# /proc/uptime, with builtins only, which spares starting `date` on every turn.
+# The boot time comes from bin/boot-time, which the app writes as
+# "<boot id> <btime>": a few dozen bytes, where /proc/stat is kilobytes read a
+# byte at a time. If that file is missing or from another boot, /proc/stat.
+# Elsewhere, or if /proc does not parse, `date`.
 stamp=
-btime=
-if { read -r self_stat </proc/self/stat; } 2>/dev/null; then
-  while IFS=' ' read -r key value; do
-    if [ "$key" = btime ]; then
-      btime=$value
-      break
-    fi
-  done </proc/stat
-  set -f
-  # Fields after "pid (comm) ": starttime (field 22) is the 20th. USER_HZ is 100.
-  set -- ${self_stat##*) }
-  set +f
-  if [ "$#" -ge 20 ]; then
-    shift 19
-    case $btime$1 in
-      '' | *[!0-9]*) ;;
-      *)
-        s=$((btime + $1 / 100))
-        days=$((s / 86400))
-        rem=$((s % 86400))
-        hh=$((rem / 3600))
-        mi=$((rem % 3600 / 60))
-        ss=$((rem % 60))
-        # Civil date from days since 1970-01-01 (H. Hinnant's days_from_civil inverse).
-        z=$((days + 719468))
-        era=$((z / 146097))
-        doe=$((z - era * 146097))
-        yoe=$(((doe - doe / 1460 + doe / 36524 - doe / 146096) / 365))
-        y=$((yoe + era * 400))
-        doy=$((doe - (365 * yoe + yoe / 4 - yoe / 100)))
-        mp=$(((5 * doy + 2) / 153))
-        d=$((doy - (153 * mp + 2) / 5 + 1))
-        if [ "$mp" -lt 10 ]; then m=$((mp + 3)); else m=$((mp - 9)); fi
-        if [ "$m" -le 2 ]; then y=$((y + 1)); fi
-        [ "$m" -lt 10 ] && m=0$m
-        [ "$d" -lt 10 ] && d=0$d
-        [ "$hh" -lt 10 ] && hh=0$hh
-        [ "$mi" -lt 10 ] && mi=0$mi
-        [ "$ss" -lt 10 ] && ss=0$ss
-        stamp=$y$m${d}T$hh$mi${ss}Z
-        ;;
-    esac
+if read -r up rest </proc/uptime; then
+  btime=
+  if read -r boot_id </proc/sys/kernel/random/boot_id &&
+    read -r cached_id cached_btime <"$spool_root/bin/boot-time" &&
+    [ "$cached_id" = "$boot_id" ]; then
+    btime=$cached_btime
+  else
+    while IFS=' ' read -r key value; do
+      if [ "$key" = btime ]; then
+        btime=$value
+        break
+      fi
+    done </proc/stat
+  fi
+  up=${up%%.*}
+  if plain_number "$btime" && plain_number "$up"; then
+    s=$((btime + up))
+    days=$((s / 86400))
+    rem=$((s % 86400))
+    hh=$((rem / 3600))
+    mi=$((rem % 3600 / 60))
+    ss=$((rem % 60))
+    # Civil date from days since 1970-01-01 (H. Hinnant's days_from_civil inverse).
+    z=$((days + 719468))
+    era=$((z / 146097))
+    doe=$((z - era * 146097))
+    yoe=$(((doe - doe / 1460 + doe / 36524 - doe / 146096) / 365))
+    y=$((yoe + era * 400))
+    doy=$((doe - (365 * yoe + yoe / 4 - yoe / 100)))
+    mp=$(((5 * doy + 2) / 153))
+    d=$((doy - (153 * mp + 2) / 5 + 1))
+    if [ "$mp" -lt 10 ]; then m=$((mp + 3)); else m=$((mp - 9)); fi
+    if [ "$m" -le 2 ]; then y=$((y + 1)); fi
+    [ "$m" -lt 10 ] && m=0$m
+    [ "$d" -lt 10 ] && d=0$d
+    [ "$hh" -lt 10 ] && hh=0$hh
+    [ "$mi" -lt 10 ] && mi=0$mi
+    [ "$ss" -lt 10 ] && ss=0$ss
+    stamp=$y$m${d}T$hh$mi${ss}Z
   fi
 fi
 [ -n "$stamp" ] || stamp=$(date -u +%Y%m%dT%H%M%SZ)

@@ -114,7 +114,7 @@ fn captures_payloads_completely_up_to_the_bound() {
                     ..
                 }
             ));
-            // The name's UTC timestamp (from /proc on Linux, else date) is now.
+            // The name's UTC timestamp (boot time + uptime on Linux, else date) is now.
             let stamp = chrono::NaiveDateTime::parse_from_str(&names[0][..16], "%Y%m%dT%H%M%SZ")
                 .unwrap()
                 .and_utc()
@@ -198,9 +198,14 @@ fn empty_input_missing_and_read_only_spools_exit_zero_silently() {
         }
         fs::set_permissions(paths.incoming(), fs::Permissions::from_mode(0o700)).unwrap();
 
-        // A bad maxBytes falls back to the default rather than failing.
-        let out = run(&shell, &script, &[&root, "codex", "12x"], b"{\"a\":1}");
-        assert_eq!(out.status, 0);
+        // A bad maxBytes falls back to the default rather than failing; a
+        // leading zero, which shell arithmetic would read as octal, too.
+        for max_bytes in ["12x", "08", "-1", "99999999999"] {
+            let before = incoming(&paths).len();
+            let out = run(&shell, &script, &[&root, "codex", max_bytes], b"{\"a\":1}");
+            assert_eq!(out.status, 0, "{shell:?} {max_bytes}");
+            assert_eq!(incoming(&paths).len(), before + 1, "{shell:?} {max_bytes}");
+        }
     }
 }
 
@@ -233,6 +238,138 @@ fn leftover_temp_files_of_a_crashed_hook_do_not_block_the_next_one() {
         fs::read(paths.incoming().join(complete[0])).unwrap(),
         b"{\"x\":1}"
     );
+}
+
+/// This boot's id, or `None` off Linux.
+fn boot_id() -> Option<String> {
+    fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|id| id.trim().to_string())
+}
+
+/// Whole seconds since boot, as the hook reads them.
+fn uptime_secs() -> i64 {
+    let uptime = fs::read_to_string("/proc/uptime").unwrap();
+    uptime.split('.').next().unwrap().parse().unwrap()
+}
+
+/// Runs the hook once and returns its file's stamp as epoch seconds.
+fn stamp_of_one_run(shell: &[&str], paths: &SpoolPaths, script: &Path) -> i64 {
+    let root = paths.root.to_string_lossy().into_owned();
+    let out = run(shell, script, &[&root, "claude", "262144"], b"{\"a\":1}");
+    assert_eq!((out.status, out.stderr.len()), (0, 0), "{shell:?}");
+    let names = incoming(paths);
+    assert_eq!(names.len(), 1, "{shell:?}: {names:?}");
+    fs::remove_file(paths.incoming().join(&names[0])).unwrap();
+    chrono::NaiveDateTime::parse_from_str(&names[0][..16], "%Y%m%dT%H%M%SZ")
+        .unwrap()
+        .and_utc()
+        .timestamp()
+}
+
+#[test]
+fn install_writes_the_boot_time_of_this_boot_for_the_hook() {
+    let Some(boot_id) = boot_id() else {
+        eprintln!("no /proc: the hook uses date, there is no boot-time file");
+        return;
+    };
+    let (_dir, paths, _script) = installed_spool();
+    let stat = fs::read_to_string("/proc/stat").unwrap();
+    let btime = stat
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))
+        .unwrap()
+        .trim();
+    assert_eq!(
+        fs::read_to_string(paths.boot_time_file()).unwrap(),
+        format!("{boot_id} {btime}\n")
+    );
+    // A stale file (another boot) is replaced by the next refresh.
+    fs::write(
+        paths.boot_time_file(),
+        "00000000-0000-0000-0000-000000000000 1\n",
+    )
+    .unwrap();
+    paths.refresh_boot_time().unwrap();
+    assert_eq!(
+        fs::read_to_string(paths.boot_time_file()).unwrap(),
+        format!("{boot_id} {btime}\n")
+    );
+}
+
+/// The hook's civil-date arithmetic, fed through a forged boot time so that
+/// boot time + uptime lands on dates that catch calendar mistakes: leap days,
+/// century years, year ends, 2038 and the largest stamp it accepts.
+#[test]
+fn the_hooks_clock_names_files_by_utc_calendar_date() {
+    let Some(boot_id) = boot_id() else {
+        eprintln!("no /proc: the hook uses date");
+        return;
+    };
+    let targets = [
+        "2000-02-29T12:00:00Z",
+        "2000-03-01T00:00:00Z",
+        "2000-12-31T23:59:58Z",
+        "2024-02-29T23:59:58Z",
+        "2026-11-23T07:00:00Z",
+        "2038-01-19T03:14:07Z",
+        "2099-12-31T23:59:58Z",
+        "2100-02-28T23:59:58Z",
+        "2100-03-01T00:00:00Z",
+        "2286-11-20T17:46:30Z",
+    ];
+    for shell in shells() {
+        let (_dir, paths, script) = installed_spool();
+        for target in targets {
+            let want = chrono::DateTime::parse_from_rfc3339(target)
+                .unwrap()
+                .timestamp();
+            fs::write(
+                paths.boot_time_file(),
+                format!("{boot_id} {}\n", want - uptime_secs()),
+            )
+            .unwrap();
+            let got = stamp_of_one_run(&shell, &paths, &script);
+            assert!(
+                (want..=want + 2).contains(&got),
+                "{shell:?} {target}: stamp {got}, want {want}"
+            );
+        }
+    }
+}
+
+/// A boot-time file from another boot or with a damaged number (a leading
+/// zero would be read as octal by shell arithmetic) is never trusted: the
+/// stamp is still now, and the hook still exits 0.
+#[test]
+fn a_stale_or_damaged_boot_time_file_still_gives_the_right_stamp() {
+    let Some(boot_id) = boot_id() else {
+        eprintln!("no /proc: the hook uses date");
+        return;
+    };
+    for shell in shells() {
+        let (_dir, paths, script) = installed_spool();
+        for content in [
+            "00000000-0000-0000-0000-000000000000 1000000000\n".to_string(),
+            format!("{boot_id} 0800000000\n"),
+            format!("{boot_id} 17x\n"),
+            format!("{boot_id} 99999999999\n"),
+            format!("{boot_id}\n"),
+            String::new(),
+        ] {
+            fs::write(paths.boot_time_file(), &content).unwrap();
+            let now = chrono::Utc::now().timestamp();
+            let got = stamp_of_one_run(&shell, &paths, &script);
+            assert!(
+                (now - 2..=now + 2).contains(&got),
+                "{shell:?} {content:?}: stamp {got}, now {now}"
+            );
+        }
+        fs::remove_file(paths.boot_time_file()).unwrap();
+        let now = chrono::Utc::now().timestamp();
+        let got = stamp_of_one_run(&shell, &paths, &script);
+        assert!((now - 2..=now + 2).contains(&got), "{shell:?} no file");
+    }
 }
 
 /// A path component made of characters that break naive quoting.

@@ -63,8 +63,9 @@ pub trait TurnSettledSpool: Send + Sync {
     fn reject(&self, claim: &SpoolClaim, meta: &Value) -> Result<bool, PortError>;
     /// Gives the claim back for a later drain.
     fn release(&self, claim: &SpoolClaim) -> Result<(), PortError>;
-    /// Prunes old results; once per drain.
-    fn apply_retention(&self);
+    /// Once per drain that claimed something: prunes old results and keeps
+    /// the spool's helper files current.
+    fn after_drain(&self);
 }
 
 /// What the Claude transcripts say about a session.
@@ -288,7 +289,7 @@ impl TurnSettledIngestor {
             }
         }
         if !claims.is_empty() {
-            self.spool.apply_retention();
+            self.spool.after_drain();
         }
         // Committed first, acted on after: a file is never acted on twice. A
         // failed reconcile is not retried here; the next trigger catches up.

@@ -35,6 +35,8 @@ use crate::domain::turn_settled::{RuntimeProvider, MAX_PAYLOAD_BYTES};
 pub const HOOK_SCRIPT: &str = include_str!("../../hooks/turn-settled-hook-v1.sh");
 /// Its installed file name.
 pub const HOOK_SCRIPT_NAME: &str = "turn-settled-hook-v1.sh";
+/// `bin/` file with `<boot id> <btime>\n`: the hook's cheap clock on Linux.
+pub const BOOT_TIME_FILE_NAME: &str = "boot-time";
 /// A claim older than this is taken back to `incoming/` (its drainer died).
 pub const STALE_CLAIM_MS: EpochMs = 5 * 60 * 1000;
 /// Processed results kept: newest this many...
@@ -89,8 +91,14 @@ impl SpoolPaths {
         self.root.join("bin").join(HOOK_SCRIPT_NAME)
     }
 
+    /// `bin/boot-time`, read by the hook (see [`SpoolPaths::refresh_boot_time`]).
+    pub fn boot_time_file(&self) -> PathBuf {
+        self.root.join("bin").join(BOOT_TIME_FILE_NAME)
+    }
+
     /// Creates the layout (dirs 0700) and installs the hook script (0755),
-    /// rewriting it only when its content differs. Returns the script path.
+    /// rewriting it only when its content differs, and writes the boot-time
+    /// file. Returns the script path.
     pub fn install(&self) -> io::Result<PathBuf> {
         for dir in [
             self.root.clone(),
@@ -117,8 +125,48 @@ impl SpoolPaths {
         } else if fs::metadata(&script)?.permissions().mode() & 0o777 != 0o755 {
             fs::set_permissions(&script, fs::Permissions::from_mode(0o755))?;
         }
+        // Without it the hook reads /proc/stat instead: slower, still right.
+        let _ = self.refresh_boot_time();
         Ok(script)
     }
+
+    /// Writes `bin/boot-time` as `<boot id> <btime>\n` when it is missing or
+    /// differs (a reboot, a wall-clock step). The hook names files by boot time
+    /// plus uptime; reading this short file instead of `/proc/stat` (kilobytes,
+    /// which `sh`'s `read` takes a byte at a time) is most of what keeps its
+    /// clock cheap. The hook ignores the file unless the boot id matches, so a
+    /// stale file costs time, never a wrong stamp. No-op off Linux (the hook
+    /// runs `date` there).
+    pub fn refresh_boot_time(&self) -> io::Result<()> {
+        let Some(line) = boot_time_line() else {
+            return Ok(());
+        };
+        let path = self.boot_time_file();
+        if fs::read(&path).ok().as_deref() == Some(line.as_bytes()) {
+            return Ok(());
+        }
+        let mut temp = tempfile::Builder::new()
+            .prefix(&format!(".{BOOT_TIME_FILE_NAME}.tmp."))
+            .tempfile_in(self.root.join("bin"))?;
+        io::Write::write_all(&mut temp, line.as_bytes())?;
+        temp.persist(&path).map_err(|e| e.error)?;
+        Ok(())
+    }
+}
+
+/// `<boot id> <btime>\n` from `/proc`, or `None` where `/proc` lacks them.
+fn boot_time_line() -> Option<String> {
+    let boot_id = fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let boot_id = boot_id.trim();
+    let stat = fs::read_to_string("/proc/stat").ok()?;
+    let btime = stat
+        .lines()
+        .find_map(|line| line.strip_prefix("btime "))?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    let id_ok = !boot_id.is_empty() && boot_id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
+    id_ok.then(|| format!("{boot_id} {btime}\n"))
 }
 
 /// What a spool file name says.
@@ -360,7 +408,9 @@ impl TurnSettledSpool for FsSpool {
         }
     }
 
-    fn apply_retention(&self) {
+    fn after_drain(&self) {
+        // A wall-clock step moves the boot time; keep the hook's copy current.
+        let _ = self.paths.refresh_boot_time();
         let now = self.clock.now_ms();
         self.prune(
             &self.paths.processed(),
@@ -511,7 +561,7 @@ mod tests {
         fs::write(invalid.join("20261122T090000Z-1-0.claude.json"), b"x").unwrap();
         fs::write(processed.join("20261122T100000Z-1-0.claude.json"), b"x").unwrap();
         fs::write(processed.join("20261125T170000Z-1-0.claude.json"), b"x").unwrap();
-        spool.apply_retention();
+        spool.after_drain();
         let kept = names(&invalid);
         assert_eq!(kept.len(), 200);
         assert_eq!(kept[0], "20261125T000500Z-1-0.claude.json");
