@@ -158,18 +158,57 @@ describe('runtime turn-settled pipeline', () => {
       'provider_mismatch',
     ])
     expect(fs.existsSync(path.join(root, 'teams/forge/members/jack/.member-work-sync/status.json'))).toBe(true)
-    // Outcomes that queue nothing are journaled for the named member of an existing team.
+    // The member's journal shows the claim, then the outcome; outcomes that
+    // queue nothing are journaled too, for the named member of an existing team.
     const journal = (member: string) =>
       fs
         .readFileSync(path.join(root, `teams/forge/members/${member}/.member-work-sync/journal.jsonl`), 'utf8')
         .trim()
         .split('\n')
         .map((line) => JSON.parse(line))
-    expect(journal('bob').map((e) => [e.type, e.metadata.reason])).toEqual([['turn_settled_unresolved', 'provider_mismatch']])
-    expect(journal('team-lead').map((e) => [e.type, e.metadata.reason])).toEqual([['turn_settled_ignored', 'ignored_lead_turn_settled']])
-    expect(journal('old-timer').map((e) => [e.type, e.metadata.reason])).toEqual([['turn_settled_ignored', 'ignored_inactive_member']])
+        .filter((e) => e.type.startsWith('turn_settled_'))
+    const outcomes = (member: string) => journal(member).map((e) => [e.type, e.metadata.reason])
+    expect(outcomes('jack')).toEqual([
+      ['turn_settled_claimed', undefined],
+      ['turn_settled_resolved', undefined],
+    ])
+    expect(journal('jack')[0].metadata.spoolFile).toMatch(/^\d{8}T\d{6}Z-\d+-\d+\.codex\.json$/)
+    expect(outcomes('bob')).toEqual([
+      ['turn_settled_claimed', undefined],
+      ['turn_settled_unresolved', 'provider_mismatch'],
+    ])
+    expect(outcomes('team-lead')).toEqual([
+      ['turn_settled_claimed', undefined],
+      ['turn_settled_ignored', 'ignored_lead_turn_settled'],
+    ])
+    expect(outcomes('old-timer')).toEqual([
+      ['turn_settled_claimed', undefined],
+      ['turn_settled_ignored', 'ignored_inactive_member'],
+    ])
     await until(() => events.length > 0)
     expect(events.map((e) => JSON.parse(e.detail!).memberName)).toEqual(['jack'])
+  })
+
+  it('a Claude turn attributed to a member it cannot be queued for is journaled for that member', async () => {
+    const root = claudeRoot()
+    // jack runs Codex (gpt-5-codex), yet a Claude transcript names him.
+    const line = { type: 'user', sessionId: 'J1', teamName: 'forge', agentName: 'jack', cwd: PROJECT }
+    fs.writeFileSync(path.join(root, 'projects/-home-u-proj/J1.jsonl'), JSON.stringify(line) + '\n')
+    const sync = instance(root)
+    const settings: any = await sync.buildRuntimeTurnSettledHookSettings({ provider: 'claude' })
+    runHookCommand(settings.hooks.Stop[0].hooks[0].command, JSON.stringify({ hook_event_name: 'Stop', session_id: 'J1', cwd: PROJECT }))
+
+    expect(await sync.drainRuntimeTurnSettledEvents()).toEqual({ claimed: 1, enqueued: 0, unresolved: 1, ignored: 0, invalid: 0, failed: 0 })
+    const journal = fs
+      .readFileSync(path.join(root, 'teams/forge/members/jack/.member-work-sync/journal.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+    expect(journal.map((e) => [e.type, e.metadata.reason])).toEqual([
+      ['turn_settled_claimed', undefined],
+      ['turn_settled_unresolved', 'provider_mismatch'],
+    ])
+    expect(fs.existsSync(path.join(root, 'teams/forge/members/jack/.member-work-sync/status.json'))).toBe(false)
   })
 
   it('a throwing onTeamChange listener breaks neither the drain nor the process', async () => {

@@ -180,6 +180,14 @@ enum Decision {
     Unresolved(String),
 }
 
+/// A decision and the member the event was attributed to before it was
+/// verified, when one was (a Claude session match, or a Codex / OpenCode
+/// payload's team and member): whose journal records the outcome.
+struct Attributed {
+    decision: Decision,
+    target: Option<(String, String)>,
+}
+
 impl TurnSettledIngestor {
     /// Wires the use case.
     pub fn new(
@@ -240,7 +248,7 @@ impl TurnSettledIngestor {
                     continue;
                 }
             };
-            let decision = self.decide(&event, &mut rosters);
+            let Attributed { decision, target } = self.decide(&event, &mut rosters);
             let meta = processed_meta(&event, &decision, now);
             match self.spool.complete(claim, &meta) {
                 Ok(true) => {}
@@ -262,7 +270,8 @@ impl TurnSettledIngestor {
                         .unwrap_or_else(|p| p.into_inner())
                         .remember(&event.source_id);
                     summary.enqueued += 1;
-                    self.audit("turn_settled_resolved", &team, &member, &event, now);
+                    self.journal_claimed(claim, &team, &member, &event);
+                    self.audit("turn_settled_resolved", &team, &member, &event, None, now);
                     changes.emit(TeamChangeEvent {
                         kind: "member-turn-settled".into(),
                         team_name: team.clone(),
@@ -280,11 +289,13 @@ impl TurnSettledIngestor {
                 Decision::Duplicate => summary.ignored += 1,
                 Decision::Ignored(reason) => {
                     summary.ignored += 1;
-                    self.audit_unqueued("turn_settled_ignored", &reason, &event, &rosters, now);
+                    let outcome = ("turn_settled_ignored", reason.as_str());
+                    self.audit_unqueued(outcome, claim, &event, target, &rosters, now);
                 }
                 Decision::Unresolved(reason) => {
                     summary.unresolved += 1;
-                    self.audit_unqueued("turn_settled_unresolved", &reason, &event, &rosters, now);
+                    let outcome = ("turn_settled_unresolved", reason.as_str());
+                    self.audit_unqueued(outcome, claim, &event, target, &rosters, now);
                 }
             }
         }
@@ -321,9 +332,13 @@ impl TurnSettledIngestor {
         &self,
         event: &TurnSettledEvent,
         rosters: &mut HashMap<String, TeamSnapshot>,
-    ) -> Decision {
+    ) -> Attributed {
+        let unattributed = |decision| Attributed {
+            decision,
+            target: None,
+        };
         if let Some(reason) = event.ignore_reason() {
-            return Decision::Ignored(reason);
+            return unattributed(Decision::Ignored(reason));
         }
         let (team, member) = match event.provider {
             RuntimeProvider::Claude => match self.claude.locate(
@@ -335,28 +350,32 @@ impl TurnSettledIngestor {
                     member_name,
                 } => (team_name, member_name),
                 ClaudeMatch::Ambiguous => {
-                    return Decision::Unresolved("unresolved_ambiguous_target".into())
+                    return unattributed(Decision::Unresolved("unresolved_ambiguous_target".into()))
                 }
                 ClaudeMatch::NoMatch => {
-                    return Decision::Unresolved("no_matching_member_session".into())
+                    return unattributed(Decision::Unresolved("no_matching_member_session".into()))
                 }
             },
             RuntimeProvider::Codex | RuntimeProvider::Opencode => {
                 match (&event.team_name, &event.member_name) {
                     (Some(team), Some(member)) => (team.clone(), member.clone()),
-                    _ => return Decision::Unresolved("no_matching_member_session".into()),
+                    _ => {
+                        return unattributed(Decision::Unresolved(
+                            "no_matching_member_session".into(),
+                        ))
+                    }
                 }
             }
         };
         // A name that could leave the teams dir never names a team.
         if validate_name(&team).is_err() {
-            return Decision::Ignored("ignored_inactive_team".into());
+            return unattributed(Decision::Ignored("ignored_inactive_team".into()));
         }
         let roster = rosters
             .entry(team.clone())
             .or_insert_with(|| self.teams.load_roster(&team));
         let runtime = self.runtime.activity(&team, &member);
-        match verify_target(roster, &member, event.provider, runtime) {
+        let decision = match verify_target(roster, &member, event.provider, runtime) {
             TargetOutcome::Resolved {
                 team_name,
                 member_name,
@@ -373,38 +392,58 @@ impl TurnSettledIngestor {
             }
             TargetOutcome::Ignored { reason } => Decision::Ignored(reason),
             TargetOutcome::Unresolved { reason } => Decision::Unresolved(reason),
+        };
+        Attributed {
+            decision,
+            target: Some((team, member)),
         }
     }
 
-    /// Journals an event that was not queued in the named member's journal,
-    /// when the payload names a member of an existing team (Codex / OpenCode
-    /// identities); otherwise the spool's `.meta.json` is the only record (a
-    /// journal line must never create a team directory).
+    /// Journals an event that was not queued (`outcome` = kind and reason) in
+    /// the journal of the member it was attributed to, or else the member its
+    /// payload names, when that member's team exists. Otherwise the spool's
+    /// `.meta.json` is the only record: a journal line must never create a
+    /// team directory.
     fn audit_unqueued(
         &self,
-        kind: &'static str,
-        reason: &str,
+        (kind, reason): (&'static str, &str),
+        claim: &SpoolClaim,
         event: &TurnSettledEvent,
+        target: Option<(String, String)>,
         rosters: &HashMap<String, TeamSnapshot>,
         now: EpochMs,
     ) {
-        let (Some(team), Some(member)) = (&event.team_name, &event.member_name) else {
+        let named = || Some((event.team_name.clone()?, event.member_name.clone()?));
+        let Some((team, member)) = target.or_else(named) else {
             return;
         };
-        let team_exists = rosters.get(team).is_some_and(|roster| roster.config_found);
-        if !team_exists || validate_name(member).is_err() {
+        let team_exists = rosters.get(&team).is_some_and(|roster| roster.config_found);
+        if !team_exists || validate_name(&member).is_err() {
             return;
         }
+        self.journal_claimed(claim, &team, &member, event);
+        self.audit(kind, &team, &member, event, Some(reason), now);
+    }
+
+    /// `turn_settled_claimed`, at the time of the claim: the member's journal
+    /// shows when the drain took the file, then what became of it.
+    fn journal_claimed(
+        &self,
+        claim: &SpoolClaim,
+        team: &str,
+        member: &str,
+        event: &TurnSettledEvent,
+    ) {
         let mut metadata = serde_json::Map::new();
         metadata.insert("provider".into(), json!(event.provider));
         metadata.insert("sourceId".into(), json!(event.source_id));
-        metadata.insert("reason".into(), json!(reason));
+        metadata.insert("spoolFile".into(), json!(claim.id));
         self.journal.record(AuditEvent {
-            kind,
+            kind: "turn_settled_claimed",
             source: SOURCE,
-            team_name: team.clone(),
-            member_name: member.clone(),
-            at_ms: now,
+            team_name: team.to_string(),
+            member_name: member.to_string(),
+            at_ms: claim.claimed_at_ms,
             diagnostics: vec![],
             metadata,
         });
@@ -416,12 +455,16 @@ impl TurnSettledIngestor {
         team: &str,
         member: &str,
         event: &TurnSettledEvent,
+        reason: Option<&str>,
         now: EpochMs,
     ) {
         let mut metadata = serde_json::Map::new();
         metadata.insert("provider".into(), json!(event.provider));
         metadata.insert("sourceId".into(), json!(event.source_id));
         metadata.insert("recordedAt".into(), json!(event.recorded_at));
+        if let Some(reason) = reason {
+            metadata.insert("reason".into(), json!(reason));
+        }
         self.journal.record(AuditEvent {
             kind,
             source: SOURCE,
