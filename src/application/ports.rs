@@ -98,6 +98,14 @@ pub struct AuditEvent {
 pub trait AuditJournal: Send + Sync {
     /// Records `event`.
     fn record(&self, event: AuditEvent);
+
+    /// Records events of one member and moment, in order; one write where the
+    /// store can (a drain journals two lines per event).
+    fn record_all(&self, events: Vec<AuditEvent>) {
+        for event in events {
+            self.record(event);
+        }
+    }
 }
 
 /// Issues and verifies report tokens bound to team, member and fingerprint.

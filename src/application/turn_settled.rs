@@ -270,8 +270,8 @@ impl TurnSettledIngestor {
                         .unwrap_or_else(|p| p.into_inner())
                         .remember(&event.source_id);
                     summary.enqueued += 1;
-                    self.journal_claimed(claim, &team, &member, &event);
-                    self.audit("turn_settled_resolved", &team, &member, &event, None, now);
+                    let outcome = ("turn_settled_resolved", None);
+                    self.journal_outcome(outcome, claim, &team, &member, &event, now);
                     changes.emit(TeamChangeEvent {
                         kind: "member-turn-settled".into(),
                         team_name: team.clone(),
@@ -289,12 +289,12 @@ impl TurnSettledIngestor {
                 Decision::Duplicate => summary.ignored += 1,
                 Decision::Ignored(reason) => {
                     summary.ignored += 1;
-                    let outcome = ("turn_settled_ignored", reason.as_str());
+                    let outcome = ("turn_settled_ignored", Some(reason.as_str()));
                     self.audit_unqueued(outcome, claim, &event, target, &rosters, now);
                 }
                 Decision::Unresolved(reason) => {
                     summary.unresolved += 1;
-                    let outcome = ("turn_settled_unresolved", reason.as_str());
+                    let outcome = ("turn_settled_unresolved", Some(reason.as_str()));
                     self.audit_unqueued(outcome, claim, &event, target, &rosters, now);
                 }
             }
@@ -406,7 +406,7 @@ impl TurnSettledIngestor {
     /// team directory.
     fn audit_unqueued(
         &self,
-        (kind, reason): (&'static str, &str),
+        outcome: (&'static str, Option<&str>),
         claim: &SpoolClaim,
         event: &TurnSettledEvent,
         target: Option<(String, String)>,
@@ -418,62 +418,51 @@ impl TurnSettledIngestor {
             return;
         };
         let team_exists = rosters.get(&team).is_some_and(|roster| roster.config_found);
-        if !team_exists || validate_name(&member).is_err() {
-            return;
+        if team_exists && validate_name(&member).is_ok() {
+            self.journal_outcome(outcome, claim, &team, &member, event, now);
         }
-        self.journal_claimed(claim, &team, &member, event);
-        self.audit(kind, &team, &member, event, Some(reason), now);
     }
 
-    /// `turn_settled_claimed`, at the time of the claim: the member's journal
-    /// shows when the drain took the file, then what became of it.
-    fn journal_claimed(
+    /// `turn_settled_claimed` at the time of the claim (with the spool file),
+    /// then the outcome (`turn_settled_resolved|ignored|unresolved`, with the
+    /// reason): the member's journal shows when the drain took the file and
+    /// what became of it.
+    fn journal_outcome(
         &self,
+        (kind, reason): (&'static str, Option<&str>),
         claim: &SpoolClaim,
         team: &str,
         member: &str,
         event: &TurnSettledEvent,
-    ) {
-        let mut metadata = serde_json::Map::new();
-        metadata.insert("provider".into(), json!(event.provider));
-        metadata.insert("sourceId".into(), json!(event.source_id));
-        metadata.insert("spoolFile".into(), json!(claim.id));
-        self.journal.record(AuditEvent {
-            kind: "turn_settled_claimed",
-            source: SOURCE,
-            team_name: team.to_string(),
-            member_name: member.to_string(),
-            at_ms: claim.claimed_at_ms,
-            diagnostics: vec![],
-            metadata,
-        });
-    }
-
-    fn audit(
-        &self,
-        kind: &'static str,
-        team: &str,
-        member: &str,
-        event: &TurnSettledEvent,
-        reason: Option<&str>,
         now: EpochMs,
     ) {
-        let mut metadata = serde_json::Map::new();
-        metadata.insert("provider".into(), json!(event.provider));
-        metadata.insert("sourceId".into(), json!(event.source_id));
-        metadata.insert("recordedAt".into(), json!(event.recorded_at));
-        if let Some(reason) = reason {
-            metadata.insert("reason".into(), json!(reason));
-        }
-        self.journal.record(AuditEvent {
-            kind,
-            source: SOURCE,
-            team_name: team.to_string(),
-            member_name: member.to_string(),
-            at_ms: now,
-            diagnostics: vec![],
-            metadata,
-        });
+        let entry = |kind, at_ms, extra: (&str, Option<&str>)| {
+            let mut metadata = serde_json::Map::new();
+            metadata.insert("provider".into(), json!(event.provider));
+            metadata.insert("sourceId".into(), json!(event.source_id));
+            if let (key, Some(value)) = extra {
+                metadata.insert(key.into(), json!(value));
+            }
+            AuditEvent {
+                kind,
+                source: SOURCE,
+                team_name: team.to_string(),
+                member_name: member.to_string(),
+                at_ms,
+                diagnostics: vec![],
+                metadata,
+            }
+        };
+        let claimed = entry(
+            "turn_settled_claimed",
+            claim.claimed_at_ms,
+            ("spoolFile", Some(&claim.id)),
+        );
+        let mut outcome = entry(kind, now, ("reason", reason));
+        outcome
+            .metadata
+            .insert("recordedAt".into(), json!(event.recorded_at));
+        self.journal.record_all(vec![claimed, outcome]);
     }
 }
 

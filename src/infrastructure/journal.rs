@@ -22,8 +22,17 @@ pub const MAX_LIST_ITEMS: usize = 20;
 
 /// Appends `event` to the journal at `path`, rotating first when it is full.
 pub fn append(path: &Path, event: &AuditEvent) -> io::Result<()> {
-    let mut line = serde_json::to_string(&event_json(event)).map_err(io::Error::other)?;
-    line.push('\n');
+    append_all(path, std::slice::from_ref(event))
+}
+
+/// Appends `events` in order with one lock and one write, rotating first when
+/// the journal is full (events of one moment stay together in one file).
+pub fn append_all(path: &Path, events: &[AuditEvent]) -> io::Result<()> {
+    let mut lines = String::new();
+    for event in events {
+        lines.push_str(&serde_json::to_string(&event_json(event)).map_err(io::Error::other)?);
+        lines.push('\n');
+    }
     let _lock = StoreLock::acquire(path)?;
     if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
         return Err(io::Error::new(
@@ -35,7 +44,7 @@ pub fn append(path: &Path, event: &AuditEvent) -> io::Result<()> {
         rotate(path)?;
     }
     let mut file = OpenOptions::new().create(true).append(true).open(path)?;
-    file.write_all(line.as_bytes())
+    file.write_all(lines.as_bytes())
 }
 
 fn rotated(path: &Path, n: u32) -> PathBuf {
@@ -134,5 +143,37 @@ mod tests {
             assert!(rotated(&path, n).exists(), "rotation {n}");
         }
         assert!(!rotated(&path, KEEP_ROTATIONS + 1).exists());
+    }
+
+    #[test]
+    fn append_all_writes_the_events_in_order_after_rotating_a_full_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.jsonl");
+        fs::write(&path, vec![b'x'; ROTATE_AT_BYTES as usize]).unwrap();
+        let mut second = event(vec!["second".into()]);
+        second.kind = "decision_made";
+        append_all(&path, &[event(vec!["first".into()]), second]).unwrap();
+        let lines: Vec<Value> = fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let got: Vec<(&str, &str)> = lines
+            .iter()
+            .map(|l| {
+                (
+                    l["type"].as_str().unwrap(),
+                    l["diagnostics"][0].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [("reconcile_started", "first"), ("decision_made", "second")]
+        );
+        assert_eq!(
+            fs::metadata(rotated(&path, 1)).unwrap().len(),
+            ROTATE_AT_BYTES
+        );
     }
 }

@@ -159,6 +159,21 @@ impl AuditJournal for FsAuditJournal {
         // The audit trail is best effort: a full disk must not fail a reconcile.
         let _ = journal::append(&path, &event);
     }
+
+    fn record_all(&self, events: Vec<AuditEvent>) {
+        let Some(first) = events.first() else {
+            return;
+        };
+        let path = self.path(&first.team_name, &first.member_name);
+        if events
+            .iter()
+            .all(|e| self.path(&e.team_name, &e.member_name) == path)
+        {
+            let _ = journal::append_all(&path, &events);
+        } else {
+            events.into_iter().for_each(|event| self.record(event));
+        }
+    }
 }
 
 #[cfg(test)]
