@@ -236,11 +236,17 @@ fn drain_throughput(count: usize, reconcile: bool) {
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; a filter argument is not supported.
-    hook_latency();
-    println!("drain throughput (Claude Stop files, transcript resolution included):");
-    for count in [1_000, 10_000] {
-        drain_throughput(count, false);
-        drain_throughput(count, true);
+    // `cargo bench --bench turn_settled [-- hook|drain]`: cargo adds `--bench`.
+    let only = std::env::args().skip(1).find(|a| !a.starts_with("--"));
+    let wanted = |part: &str| only.as_deref().is_none_or(|o| o == part);
+    if wanted("hook") {
+        hook_latency();
+    }
+    if wanted("drain") {
+        println!("drain throughput (Claude Stop files, transcript resolution included):");
+        for count in [1_000, 10_000] {
+            drain_throughput(count, false);
+            drain_throughput(count, true);
+        }
     }
 }

@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use crate::application::ports::{Clock, PortError};
 use crate::application::turn_settled::{ClaimContent, SpoolClaim, TurnSettledSpool};
-use crate::domain::time::EpochMs;
+use crate::domain::time::{format_iso, EpochMs};
 use crate::domain::turn_settled::{RuntimeProvider, MAX_PAYLOAD_BYTES};
 
 /// The hook script, embedded at build time from `hooks/`.
@@ -48,6 +48,17 @@ pub const KEEP_INVALID: usize = 100;
 /// ...and none older than this.
 pub const INVALID_MAX_AGE_MS: EpochMs = 72 * 3600 * 1000;
 
+/// A hook temp file untouched this long belongs to a hook that was killed
+/// before its rename (a hook takes milliseconds; runtimes stop a hook after a
+/// timeout of a minute or so).
+pub const ABANDONED_TEMP_MS: EpochMs = 60 * 60 * 1000;
+
+/// How often `incoming/` is swept for abandoned temp files: a full listing
+/// per drain would cost more than the drain itself when thousands are pending.
+pub const SWEEP_EVERY_MS: EpochMs = 10 * 60 * 1000;
+
+/// Prefix of the hook's hidden temp files in `incoming/`.
+const HOOK_TEMP_PREFIX: &str = ".turn-settled.";
 const CLAIM_TAG: &str = ".claimed-";
 const META_SUFFIX: &str = ".meta.json";
 
@@ -230,12 +241,18 @@ fn parse_stamp(head: &str) -> Option<EpochMs> {
 pub struct FsSpool {
     paths: SpoolPaths,
     clock: Arc<dyn Clock>,
+    /// When `incoming/` was last swept for abandoned temp files (0: never).
+    last_sweep_ms: std::sync::atomic::AtomicI64,
 }
 
 impl FsSpool {
     /// A spool at `paths`, timed by `clock`.
     pub fn new(paths: SpoolPaths, clock: Arc<dyn Clock>) -> Self {
-        Self { paths, clock }
+        Self {
+            paths,
+            clock,
+            last_sweep_ms: std::sync::atomic::AtomicI64::new(0),
+        }
     }
 
     /// The paths.
@@ -284,6 +301,56 @@ impl FsSpool {
         self.paths
             .processing()
             .join(format!("{}{CLAIM_TAG}{}", claim.id, claim.claimed_at_ms))
+    }
+
+    /// Moves hook temp files abandoned for [`ABANDONED_TEMP_MS`] to `invalid/`
+    /// as `<mtime stamp>-abandoned-turn-settled.<pid>.<n>` with reason
+    /// `abandoned_temp_file`. They are never claimed (the hook may have died
+    /// mid-write), so without this they would stay in `incoming/` for good;
+    /// in `invalid/` they are kept for inspection, then pruned like any result.
+    fn sweep_abandoned_temps(&self, now: EpochMs) {
+        use std::sync::atomic::Ordering;
+        let last = self.last_sweep_ms.load(Ordering::Relaxed);
+        if last != 0 && now - last < SWEEP_EVERY_MS {
+            return;
+        }
+        self.last_sweep_ms.store(now, Ordering::Relaxed);
+        let Ok(entries) = fs::read_dir(self.paths.incoming()) else {
+            return;
+        };
+        let invalid = self.paths.invalid();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(HOOK_TEMP_PREFIX)) else {
+                continue;
+            };
+            let path = entry.path();
+            let Some(modified) = modified_ms(&path) else {
+                continue;
+            };
+            if now - modified <= ABANDONED_TEMP_MS {
+                continue;
+            }
+            let Some(stamp) = chrono::DateTime::from_timestamp_millis(modified) else {
+                continue;
+            };
+            let target = format!(
+                "{}-abandoned-turn-settled.{rest}",
+                stamp.format("%Y%m%dT%H%M%SZ")
+            );
+            let meta_path = invalid.join(format!("{target}{META_SUFFIX}"));
+            let meta = serde_json::json!({
+                "reason": "abandoned_temp_file",
+                "processedAt": format_iso(now),
+            });
+            if write_meta(&meta_path, &meta).is_err() {
+                continue;
+            }
+            // Another drainer may have moved it first; then its meta stands.
+            if fs::rename(&path, invalid.join(&target)).is_err() && path.exists() {
+                let _ = fs::remove_file(&meta_path);
+            }
+        }
     }
 
     /// Keeps the newest `keep` results of `dir` and none older than `max_age_ms`.
@@ -412,6 +479,7 @@ impl TurnSettledSpool for FsSpool {
         // A wall-clock step moves the boot time; keep the hook's copy current.
         let _ = self.paths.refresh_boot_time();
         let now = self.clock.now_ms();
+        self.sweep_abandoned_temps(now);
         self.prune(
             &self.paths.processed(),
             KEEP_PROCESSED,
@@ -441,7 +509,7 @@ fn read_payload(path: &Path) -> ClaimContent {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::infrastructure::clock::ManualClock;
+    use crate::infrastructure::clock::{ManualClock, SystemClock};
 
     const T0: EpochMs = 1_795_341_600_000; // 2026-11-22T10:00:00Z
 
@@ -544,6 +612,40 @@ mod tests {
         let recovered = spool.claim(5).unwrap();
         assert_eq!(recovered.len(), 1);
         assert_eq!(recovered[0].id, first[0].id);
+    }
+
+    #[test]
+    fn hook_temp_files_abandoned_for_an_hour_move_to_invalid_and_fresh_ones_stay() {
+        let real_now = SystemClock.now_ms();
+        let (_dir, spool, clock) = spool(real_now);
+        let incoming = spool.paths().incoming();
+        fs::write(incoming.join(".turn-settled.77.0"), b"{\"half").unwrap();
+        fs::write(incoming.join(".direct.1"), b"not the hook's").unwrap();
+        let first_sweep = real_now + ABANDONED_TEMP_MS - SWEEP_EVERY_MS / 2;
+        clock.set(first_sweep);
+        spool.after_drain();
+        assert_eq!(names(&incoming), vec![".direct.1", ".turn-settled.77.0"]);
+        assert!(names(&spool.paths().invalid()).is_empty());
+
+        // Swept at most every SWEEP_EVERY_MS: not yet, then once it is due.
+        clock.set(real_now + ABANDONED_TEMP_MS + 1);
+        spool.after_drain();
+        assert_eq!(names(&incoming).len(), 2);
+        clock.set(first_sweep + SWEEP_EVERY_MS);
+        spool.after_drain();
+        assert_eq!(names(&incoming), vec![".direct.1"]);
+        let invalid = names(&spool.paths().invalid());
+        assert_eq!(invalid.len(), 2, "{invalid:?}");
+        assert!(
+            invalid[0].ends_with("-abandoned-turn-settled.77.0"),
+            "{invalid:?}"
+        );
+        assert!(matches!(parse_stamp(&invalid[0]), Some(at) if (at - real_now).abs() < 5_000));
+        let invalid_dir = spool.paths().invalid();
+        assert_eq!(fs::read(invalid_dir.join(&invalid[0])).unwrap(), b"{\"half");
+        let meta: Value =
+            serde_json::from_slice(&fs::read(invalid_dir.join(&invalid[1])).unwrap()).unwrap();
+        assert_eq!(meta["reason"], "abandoned_temp_file");
     }
 
     #[test]
