@@ -22,10 +22,10 @@ provider=$2
 max_bytes=${3:-262144}
 
 # Digits only, without a leading zero (shell arithmetic would read it as octal
-# and stop the script), below 10^10 (no arithmetic here can overflow).
+# and stop the script), below 10^13 (no arithmetic here can overflow).
 plain_number() {
   case $1 in
-    '' | 0?* | *[!0-9]* | ???????????*) return 1 ;;
+    '' | 0?* | *[!0-9]* | ??????????????*) return 1 ;;
   esac
 }
 
@@ -83,75 +83,104 @@ total=0
     fi
   done
 } >"$tmp" || {
-  rm -f "$tmp"
+  rm -f -- "$tmp"
   drain_and_exit
 }
 
 if [ ! -s "$tmp" ]; then
-  rm -f "$tmp"
+  rm -f -- "$tmp"
   exit 0
 fi
 
-# The UTC timestamp of the name. On Linux it is the boot time plus
-# /proc/uptime, with builtins only, which spares starting `date` on every turn.
-# The boot time comes from bin/boot-time, which the app writes as
-# "<boot id> <btime>": a few dozen bytes, where /proc/stat is kilobytes read a
-# byte at a time. If that file is missing or from another boot, /proc/stat.
+# The UTC timestamp of the name, on Linux from builtins only, which spares
+# starting `date` on every turn. Fast path: bin/boot-time, which the app writes
+# as "<boot id> <wall-clock time, in centiseconds, when /proc/uptime was 0>",
+# plus /proc/uptime: a few dozen bytes to read. Taken from the app's own view
+# of /proc/uptime, it stays right where that file is per-container (lxcfs).
+# Otherwise boot time from /proc/stat plus this process's start time from
+# /proc/self/stat (kilobytes, read a byte at a time, but right everywhere).
 # Elsewhere, or if /proc does not parse, `date`.
-stamp=
+s=
 if read -r up rest </proc/uptime; then
-  btime=
-  if read -r boot_id </proc/sys/kernel/random/boot_id &&
-    read -r cached_id cached_btime <"$spool_root/bin/boot-time" &&
+  # Not a FIFO or device: the hook must never wait.
+  if [ -f "$spool_root/bin/boot-time" ] &&
+    read -r boot_id </proc/sys/kernel/random/boot_id &&
+    read -r cached_id boot_cs <"$spool_root/bin/boot-time" &&
     [ "$cached_id" = "$boot_id" ]; then
-    btime=$cached_btime
-  else
+    up_s=${up%%.*}
+    up_cs=${up#"$up_s"}
+    case $up_cs in
+      .[0-9][0-9])
+        up_cs=${up_cs#.}
+        up_cs=${up_cs#0}
+        ;;
+      *) up_cs=0 ;;
+    esac
+    if plain_number "$boot_cs" && plain_number "$up_s"; then
+      s=$(((boot_cs + up_s * 100 + up_cs) / 100))
+    fi
+  fi
+  if [ -z "$s" ] && read -r self_stat </proc/self/stat; then
+    btime=
     while IFS=' ' read -r key value; do
       if [ "$key" = btime ]; then
         btime=$value
         break
       fi
     done </proc/stat
-  fi
-  up=${up%%.*}
-  if plain_number "$btime" && plain_number "$up"; then
-    s=$((btime + up))
-    days=$((s / 86400))
-    rem=$((s % 86400))
-    hh=$((rem / 3600))
-    mi=$((rem % 3600 / 60))
-    ss=$((rem % 60))
-    # Civil date from days since 1970-01-01 (H. Hinnant's days_from_civil inverse).
-    z=$((days + 719468))
-    era=$((z / 146097))
-    doe=$((z - era * 146097))
-    yoe=$(((doe - doe / 1460 + doe / 36524 - doe / 146096) / 365))
-    y=$((yoe + era * 400))
-    doy=$((doe - (365 * yoe + yoe / 4 - yoe / 100)))
-    mp=$(((5 * doy + 2) / 153))
-    d=$((doy - (153 * mp + 2) / 5 + 1))
-    if [ "$mp" -lt 10 ]; then m=$((mp + 3)); else m=$((mp - 9)); fi
-    if [ "$m" -le 2 ]; then y=$((y + 1)); fi
-    [ "$m" -lt 10 ] && m=0$m
-    [ "$d" -lt 10 ] && d=0$d
-    [ "$hh" -lt 10 ] && hh=0$hh
-    [ "$mi" -lt 10 ] && mi=0$mi
-    [ "$ss" -lt 10 ] && ss=0$ss
-    stamp=$y$m${d}T$hh$mi${ss}Z
+    set -f
+    # Fields after "pid (comm) ": starttime (field 22) is the 20th. USER_HZ is 100.
+    set -- ${self_stat##*) }
+    set +f
+    if [ "$#" -ge 20 ]; then
+      shift 19
+      if plain_number "$btime" && plain_number "$1"; then
+        s=$((btime + $1 / 100))
+      fi
+    fi
   fi
 fi
-[ -n "$stamp" ] || stamp=$(date -u +%Y%m%dT%H%M%SZ)
-case $stamp in
-  [0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]T[0-9][0-9][0-9][0-9][0-9][0-9]Z) ;;
-  *)
-    rm -f "$tmp"
-    exit 0
-    ;;
-esac
+stamp=
+if [ -n "$s" ]; then
+  days=$((s / 86400))
+  rem=$((s % 86400))
+  hh=$((rem / 3600))
+  mi=$((rem % 3600 / 60))
+  ss=$((rem % 60))
+  # Civil date from days since 1970-01-01 (H. Hinnant's days_from_civil inverse).
+  z=$((days + 719468))
+  era=$((z / 146097))
+  doe=$((z - era * 146097))
+  yoe=$(((doe - doe / 1460 + doe / 36524 - doe / 146096) / 365))
+  y=$((yoe + era * 400))
+  doy=$((doe - (365 * yoe + yoe / 4 - yoe / 100)))
+  mp=$(((5 * doy + 2) / 153))
+  d=$((doy - (153 * mp + 2) / 5 + 1))
+  if [ "$mp" -lt 10 ]; then m=$((mp + 3)); else m=$((mp - 9)); fi
+  if [ "$m" -le 2 ]; then y=$((y + 1)); fi
+  [ "$m" -lt 10 ] && m=0$m
+  [ "$d" -lt 10 ] && d=0$d
+  [ "$hh" -lt 10 ] && hh=0$hh
+  [ "$mi" -lt 10 ] && mi=0$mi
+  [ "$ss" -lt 10 ] && ss=0$ss
+  stamp=$y$m${d}T$hh$mi${ss}Z
+fi
+valid_stamp() {
+  case $1 in
+    [0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]T[0-9][0-9][0-9][0-9][0-9][0-9]Z) ;;
+    *) return 1 ;;
+  esac
+}
+# A damaged boot-time file can give a year past 9999: then ask `date`.
+valid_stamp "$stamp" || stamp=$(date -u +%Y%m%dT%H%M%SZ)
+if ! valid_stamp "$stamp"; then
+  rm -f -- "$tmp"
+  exit 0
+fi
 final=$incoming/$stamp-$$-$n.$provider.json
 while [ -e "$final" ]; do
   n=$((n + 1))
   final=$incoming/$stamp-$$-$n.$provider.json
 done
-mv -f "$tmp" "$final" || rm -f "$tmp"
+mv -f -- "$tmp" "$final" || rm -f -- "$tmp"
 exit 0

@@ -247,10 +247,20 @@ fn boot_id() -> Option<String> {
         .map(|id| id.trim().to_string())
 }
 
-/// Whole seconds since boot, as the hook reads them.
-fn uptime_secs() -> i64 {
+/// `/proc/uptime` in centiseconds, as the hook reads it.
+fn uptime_cs() -> i64 {
     let uptime = fs::read_to_string("/proc/uptime").unwrap();
-    uptime.split('.').next().unwrap().parse().unwrap()
+    let (secs, cs) = uptime
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .split_once('.')
+        .unwrap();
+    secs.parse::<i64>().unwrap() * 100 + cs.parse::<i64>().unwrap()
+}
+
+fn now_cs() -> i64 {
+    chrono::Utc::now().timestamp_millis() / 10
 }
 
 /// Runs the hook once and returns its file's stamp as epoch seconds.
@@ -267,6 +277,14 @@ fn stamp_of_one_run(shell: &[&str], paths: &SpoolPaths, script: &Path) -> i64 {
         .timestamp()
 }
 
+/// The boot time a boot-time file holds, in centiseconds.
+fn boot_cs_in(paths: &SpoolPaths, boot_id: &str) -> i64 {
+    let content = fs::read_to_string(paths.boot_time_file()).unwrap();
+    let (id, cs) = content.strip_suffix('\n').unwrap().split_once(' ').unwrap();
+    assert_eq!(id, boot_id);
+    cs.parse().unwrap()
+}
+
 #[test]
 fn install_writes_the_boot_time_of_this_boot_for_the_hook() {
     let Some(boot_id) = boot_id() else {
@@ -274,32 +292,57 @@ fn install_writes_the_boot_time_of_this_boot_for_the_hook() {
         return;
     };
     let (_dir, paths, _script) = installed_spool();
-    let stat = fs::read_to_string("/proc/stat").unwrap();
-    let btime = stat
-        .lines()
-        .find_map(|l| l.strip_prefix("btime "))
-        .unwrap()
-        .trim();
-    assert_eq!(
-        fs::read_to_string(paths.boot_time_file()).unwrap(),
-        format!("{boot_id} {btime}\n")
-    );
-    // A stale file (another boot) is replaced by the next refresh.
+    // The wall-clock time at which /proc/uptime read 0, to the centisecond.
+    let expected = now_cs() - uptime_cs();
+    let written = boot_cs_in(&paths, &boot_id);
+    assert!((written - expected).abs() <= 5, "{written} vs {expected}");
+    // Jitter within half a second leaves the file alone...
     fs::write(
         paths.boot_time_file(),
-        "00000000-0000-0000-0000-000000000000 1\n",
+        format!("{boot_id} {}\n", written + 30),
     )
     .unwrap();
     paths.refresh_boot_time().unwrap();
-    assert_eq!(
-        fs::read_to_string(paths.boot_time_file()).unwrap(),
-        format!("{boot_id} {btime}\n")
-    );
+    assert_eq!(boot_cs_in(&paths, &boot_id), written + 30);
+    // ...a wall-clock step or another boot's file is replaced.
+    for stale in [
+        format!("{boot_id} {}\n", written - 360_000),
+        format!("00000000-0000-0000-0000-000000000000 {written}\n"),
+        "garbage".to_string(),
+    ] {
+        fs::write(paths.boot_time_file(), &stale).unwrap();
+        paths.refresh_boot_time().unwrap();
+        assert!(
+            (boot_cs_in(&paths, &boot_id) - expected).abs() <= 5,
+            "{stale:?}"
+        );
+    }
+}
+
+/// The hook's clock is right to the second with the file the addon writes.
+#[test]
+fn the_hooks_clock_agrees_with_the_wall_clock() {
+    if boot_id().is_none() {
+        eprintln!("no /proc: the hook uses date");
+        return;
+    }
+    for shell in shells() {
+        let (_dir, paths, script) = installed_spool();
+        for _ in 0..20 {
+            let before = chrono::Utc::now().timestamp();
+            let got = stamp_of_one_run(&shell, &paths, &script);
+            let after = chrono::Utc::now().timestamp();
+            assert!(
+                (before..=after).contains(&got),
+                "{shell:?}: {got} not in {before}..={after}"
+            );
+        }
+    }
 }
 
 /// The hook's civil-date arithmetic, fed through a forged boot time so that
 /// boot time + uptime lands on dates that catch calendar mistakes: leap days,
-/// century years, year ends, 2038 and the largest stamp it accepts.
+/// century years, year ends, 2038 and a far one.
 #[test]
 fn the_hooks_clock_names_files_by_utc_calendar_date() {
     let Some(boot_id) = boot_id() else {
@@ -317,6 +360,7 @@ fn the_hooks_clock_names_files_by_utc_calendar_date() {
         "2100-02-28T23:59:58Z",
         "2100-03-01T00:00:00Z",
         "2286-11-20T17:46:30Z",
+        "4000-02-29T12:00:00Z",
     ];
     for shell in shells() {
         let (_dir, paths, script) = installed_spool();
@@ -326,7 +370,7 @@ fn the_hooks_clock_names_files_by_utc_calendar_date() {
                 .timestamp();
             fs::write(
                 paths.boot_time_file(),
-                format!("{boot_id} {}\n", want - uptime_secs()),
+                format!("{boot_id} {}\n", want * 100 - uptime_cs()),
             )
             .unwrap();
             let got = stamp_of_one_run(&shell, &paths, &script);
@@ -338,9 +382,10 @@ fn the_hooks_clock_names_files_by_utc_calendar_date() {
     }
 }
 
-/// A boot-time file from another boot or with a damaged number (a leading
-/// zero would be read as octal by shell arithmetic) is never trusted: the
-/// stamp is still now, and the hook still exits 0.
+/// A boot-time file from another boot, with a damaged number (a leading zero
+/// would be read as octal by shell arithmetic) or that is not a regular file
+/// (a FIFO would block a `read`) is never trusted: the stamp is still now,
+/// and the hook still exits 0 at once.
 #[test]
 fn a_stale_or_damaged_boot_time_file_still_gives_the_right_stamp() {
     let Some(boot_id) = boot_id() else {
@@ -350,10 +395,11 @@ fn a_stale_or_damaged_boot_time_file_still_gives_the_right_stamp() {
     for shell in shells() {
         let (_dir, paths, script) = installed_spool();
         for content in [
-            "00000000-0000-0000-0000-000000000000 1000000000\n".to_string(),
-            format!("{boot_id} 0800000000\n"),
+            "00000000-0000-0000-0000-000000000000 100000000000\n".to_string(),
+            format!("{boot_id} 080000000000\n"),
             format!("{boot_id} 17x\n"),
-            format!("{boot_id} 99999999999\n"),
+            format!("{boot_id} -5\n"),
+            format!("{boot_id} 99999999999999\n"),
             format!("{boot_id}\n"),
             String::new(),
         ] {
@@ -369,6 +415,39 @@ fn a_stale_or_damaged_boot_time_file_still_gives_the_right_stamp() {
         let now = chrono::Utc::now().timestamp();
         let got = stamp_of_one_run(&shell, &paths, &script);
         assert!((now - 2..=now + 2).contains(&got), "{shell:?} no file");
+
+        let fifo = paths.boot_time_file();
+        let made = Command::new("mkfifo").arg(&fifo).status();
+        if !made.is_ok_and(|s| s.success()) {
+            eprintln!("no mkfifo: skipping the FIFO case");
+            continue;
+        }
+        let mut hook = Command::new(shell[0])
+            .args(&shell[1..])
+            .arg(&script)
+            .args([paths.root.to_str().unwrap(), "claude", "262144"])
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A payload, so the hook gets as far as its clock.
+        hook.stdin.take().unwrap().write_all(b"{}").unwrap();
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = hook.try_wait().unwrap() {
+                break Some(status);
+            }
+            if started.elapsed() > std::time::Duration::from_secs(10) {
+                let _ = hook.kill();
+                break None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        assert_eq!(
+            status.and_then(|s| s.code()),
+            Some(0),
+            "{shell:?}: blocked on a FIFO"
+        );
+        fs::remove_file(fifo).unwrap();
     }
 }
 

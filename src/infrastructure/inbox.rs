@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 
 use super::atomic_file::write_atomic;
 use super::json_store::{read_capped, Capped};
+use super::process::process_alive;
 use crate::domain::names::{normalize_member_name, validate_name, NameError};
 
 /// `messageKind` of every nudge row.
@@ -602,30 +603,6 @@ fn modified_ms(path: &Path) -> Option<i64> {
     let modified = fs::metadata(path).ok()?.modified().ok()?;
     let since_epoch = modified.duration_since(UNIX_EPOCH).ok()?;
     i64::try_from(since_epoch.as_millis()).ok()
-}
-
-/// Whether `pid` names a running process, by `kill(pid, 0)` as Node's
-/// `process.kill(pid, 0)` does: only "no such process" counts as dead.
-#[cfg(unix)]
-fn process_alive(pid: u32) -> bool {
-    // A pid beyond pid_t is not ours to judge; never pass 0 or -1 to kill.
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return true;
-    };
-    if pid <= 0 {
-        return true;
-    }
-    // SAFETY: signal 0 delivers nothing; kill only checks existence and permission.
-    if unsafe { libc::kill(pid, 0) } == 0 {
-        return true;
-    }
-    io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
-}
-
-/// Without a portable liveness check the age rule alone breaks stale locks.
-#[cfg(not(unix))]
-fn process_alive(_pid: u32) -> bool {
-    true
 }
 
 /// [`crate::application::ports::InboxSink`] over [`InboxWriter`]: the outbox

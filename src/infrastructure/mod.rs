@@ -11,6 +11,7 @@ pub mod json_store;
 pub mod lock;
 pub mod metrics_store;
 pub mod outbox_store;
+pub mod process;
 pub mod report_token;
 pub mod spool;
 pub mod status_store;

@@ -30,13 +30,18 @@ use crate::application::ports::{Clock, PortError};
 use crate::application::turn_settled::{ClaimContent, SpoolClaim, TurnSettledSpool};
 use crate::domain::time::{format_iso, EpochMs};
 use crate::domain::turn_settled::{RuntimeProvider, MAX_PAYLOAD_BYTES};
+use crate::infrastructure::process::process_alive;
 
 /// The hook script, embedded at build time from `hooks/`.
 pub const HOOK_SCRIPT: &str = include_str!("../../hooks/turn-settled-hook-v1.sh");
 /// Its installed file name.
 pub const HOOK_SCRIPT_NAME: &str = "turn-settled-hook-v1.sh";
-/// `bin/` file with `<boot id> <btime>\n`: the hook's cheap clock on Linux.
+/// `bin/` file with `<boot id> <boot time in centiseconds>\n`: the hook's
+/// cheap clock on Linux (see [`SpoolPaths::refresh_boot_time`]).
 pub const BOOT_TIME_FILE_NAME: &str = "boot-time";
+/// The boot time is rewritten when it moved by more than this (a wall-clock
+/// step), not for the centisecond jitter of computing it.
+const BOOT_TIME_TOLERANCE_CS: i64 = 50;
 /// A claim older than this is taken back to `incoming/` (its drainer died).
 pub const STALE_CLAIM_MS: EpochMs = 5 * 60 * 1000;
 /// Processed results kept: newest this many...
@@ -52,6 +57,11 @@ pub const INVALID_MAX_AGE_MS: EpochMs = 72 * 3600 * 1000;
 /// before its rename (a hook takes milliseconds; runtimes stop a hook after a
 /// timeout of a minute or so).
 pub const ABANDONED_TEMP_MS: EpochMs = 60 * 60 * 1000;
+
+/// A name stamp further than this from the file's modification time is not
+/// trusted as the spool time (the hook's clock was off, e.g. after a
+/// wall-clock step it had not seen yet); the modification time is used.
+pub const STAMP_TOLERANCE_MS: EpochMs = 5_000;
 
 /// How often `incoming/` is swept for abandoned temp files: a full listing
 /// per drain would cost more than the drain itself when thousands are pending.
@@ -141,43 +151,54 @@ impl SpoolPaths {
         Ok(script)
     }
 
-    /// Writes `bin/boot-time` as `<boot id> <btime>\n` when it is missing or
-    /// differs (a reboot, a wall-clock step). The hook names files by boot time
-    /// plus uptime; reading this short file instead of `/proc/stat` (kilobytes,
-    /// which `sh`'s `read` takes a byte at a time) is most of what keeps its
-    /// clock cheap. The hook ignores the file unless the boot id matches, so a
-    /// stale file costs time, never a wrong stamp. No-op off Linux (the hook
-    /// runs `date` there).
+    /// Writes `bin/boot-time` as `<boot id> <centiseconds>\n` when it is
+    /// missing, from another boot, or off by more than half a second (a
+    /// wall-clock step). The number is the wall-clock time at which
+    /// `/proc/uptime` read 0, as this process sees that file: the hook adds
+    /// its own `/proc/uptime` to it, which costs it a few dozen bytes of
+    /// reading instead of `/proc/stat` (kilobytes, which `sh`'s `read` takes
+    /// a byte at a time). Using `/proc/uptime` on both sides keeps the sum
+    /// right where that file is per-container (lxcfs) and `btime` is not.
+    /// The hook ignores the file unless the boot id matches. No-op off Linux
+    /// (the hook runs `date` there).
     pub fn refresh_boot_time(&self) -> io::Result<()> {
-        let Some(line) = boot_time_line() else {
+        let Some((boot_id, boot_cs)) = boot_time_now() else {
             return Ok(());
         };
         let path = self.boot_time_file();
-        if fs::read(&path).ok().as_deref() == Some(line.as_bytes()) {
+        let current = fs::read_to_string(&path).unwrap_or_default();
+        let fresh = current
+            .trim_end()
+            .split_once(' ')
+            .filter(|(id, _)| *id == boot_id)
+            .and_then(|(_, cs)| cs.parse::<i64>().ok())
+            .is_some_and(|cs| (cs - boot_cs).abs() <= BOOT_TIME_TOLERANCE_CS);
+        if fresh {
             return Ok(());
         }
         let mut temp = tempfile::Builder::new()
             .prefix(&format!(".{BOOT_TIME_FILE_NAME}.tmp."))
             .tempfile_in(self.root.join("bin"))?;
-        io::Write::write_all(&mut temp, line.as_bytes())?;
+        io::Write::write_all(&mut temp, format!("{boot_id} {boot_cs}\n").as_bytes())?;
         temp.persist(&path).map_err(|e| e.error)?;
         Ok(())
     }
 }
 
-/// `<boot id> <btime>\n` from `/proc`, or `None` where `/proc` lacks them.
-fn boot_time_line() -> Option<String> {
+/// This boot's id and the wall-clock time, in centiseconds, at which
+/// `/proc/uptime` read 0; `None` where `/proc` lacks them.
+fn boot_time_now() -> Option<(String, i64)> {
     let boot_id = fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
-    let boot_id = boot_id.trim();
-    let stat = fs::read_to_string("/proc/stat").ok()?;
-    let btime = stat
-        .lines()
-        .find_map(|line| line.strip_prefix("btime "))?
-        .trim()
-        .parse::<u64>()
-        .ok()?;
+    let boot_id = boot_id.trim().to_string();
     let id_ok = !boot_id.is_empty() && boot_id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
-    id_ok.then(|| format!("{boot_id} {btime}\n"))
+    let uptime = fs::read_to_string("/proc/uptime").ok()?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?;
+    let (secs, cs) = uptime.split_whitespace().next()?.split_once('.')?;
+    let uptime_cs = secs.parse::<i64>().ok()? * 100 + cs.get(..2)?.parse::<i64>().ok()?;
+    let boot_cs = now.as_millis() as i64 / 10 - uptime_cs;
+    (id_ok && boot_cs > 0).then_some((boot_id, boot_cs))
 }
 
 /// What a spool file name says.
@@ -308,10 +329,13 @@ impl FsSpool {
     /// `abandoned_temp_file`. They are never claimed (the hook may have died
     /// mid-write), so without this they would stay in `incoming/` for good;
     /// in `invalid/` they are kept for inspection, then pruned like any result.
+    /// A file whose hook (the pid in its name) still runs is left alone: a
+    /// hook stopped for an hour (a suspended runtime) may yet finish it.
     fn sweep_abandoned_temps(&self, now: EpochMs) {
         use std::sync::atomic::Ordering;
         let last = self.last_sweep_ms.load(Ordering::Relaxed);
-        if last != 0 && now - last < SWEEP_EVERY_MS {
+        // (A clock stepped back past the last sweep does not stop sweeping.)
+        if last != 0 && (0..SWEEP_EVERY_MS).contains(&(now - last)) {
             return;
         }
         self.last_sweep_ms.store(now, Ordering::Relaxed);
@@ -328,7 +352,8 @@ impl FsSpool {
             let Some(modified) = modified_ms(&path) else {
                 continue;
             };
-            if now - modified <= ABANDONED_TEMP_MS {
+            let hook_pid = rest.split('.').next().and_then(|p| p.parse::<u32>().ok());
+            if now - modified <= ABANDONED_TEMP_MS || hook_pid.is_some_and(process_alive) {
                 continue;
             }
             let Some(stamp) = chrono::DateTime::from_timestamp_millis(modified) else {
@@ -338,18 +363,17 @@ impl FsSpool {
                 "{}-abandoned-turn-settled.{rest}",
                 stamp.format("%Y%m%dT%H%M%SZ")
             );
-            let meta_path = invalid.join(format!("{target}{META_SUFFIX}"));
+            // Moved first, so a file another drainer (or its hook) took
+            // meanwhile leaves no meta behind; a crash before the meta leaves
+            // a result without one, which retention prunes all the same.
+            if fs::rename(&path, invalid.join(&target)).is_err() {
+                continue;
+            }
             let meta = serde_json::json!({
                 "reason": "abandoned_temp_file",
                 "processedAt": format_iso(now),
             });
-            if write_meta(&meta_path, &meta).is_err() {
-                continue;
-            }
-            // Another drainer may have moved it first; then its meta stands.
-            if fs::rename(&path, invalid.join(&target)).is_err() && path.exists() {
-                let _ = fs::remove_file(&meta_path);
-            }
+            let _ = write_meta(&invalid.join(format!("{target}{META_SUFFIX}")), &meta);
         }
     }
 
@@ -407,6 +431,9 @@ fn write_meta(path: &Path, meta: &Value) -> io::Result<()> {
 
 impl TurnSettledSpool for FsSpool {
     fn claim(&self, limit: usize) -> Result<Vec<SpoolClaim>, PortError> {
+        // Before every drain (every 15 s with the scheduler): a wall-clock
+        // step moves the boot time, and the hook must not keep an old one.
+        let _ = self.paths.refresh_boot_time();
         let now = self.clock.now_ms();
         self.recover_stale(now);
         let mut names: Vec<String> = match fs::read_dir(self.paths.incoming()) {
@@ -440,7 +467,12 @@ impl TurnSettledSpool for FsSpool {
             }
             let (provider, content, spooled_at_ms) = match parse_spool_name(&claim.id) {
                 SpoolName::Event { provider, stamp_ms } => {
-                    (Some(provider), read_payload(&claimed), stamp_ms)
+                    let (content, modified_ms) = read_payload(&claimed);
+                    let spooled_at_ms = match modified_ms {
+                        Some(at) if (at - stamp_ms).abs() > STAMP_TOLERANCE_MS => at,
+                        _ => stamp_ms,
+                    };
+                    (Some(provider), content, spooled_at_ms)
                 }
                 SpoolName::UnsupportedProvider => {
                     (None, ClaimContent::Invalid("unsupported_provider"), now)
@@ -476,8 +508,6 @@ impl TurnSettledSpool for FsSpool {
     }
 
     fn after_drain(&self) {
-        // A wall-clock step moves the boot time; keep the hook's copy current.
-        let _ = self.paths.refresh_boot_time();
         let now = self.clock.now_ms();
         self.sweep_abandoned_temps(now);
         self.prune(
@@ -490,11 +520,22 @@ impl TurnSettledSpool for FsSpool {
     }
 }
 
-fn read_payload(path: &Path) -> ClaimContent {
+/// The payload of a claimed file and the file's modification time.
+fn read_payload(path: &Path) -> (ClaimContent, Option<EpochMs>) {
     let file = match fs::File::open(path) {
         Ok(file) => file,
-        Err(e) => return ClaimContent::Transient(e.to_string()),
+        Err(e) => return (ClaimContent::Transient(e.to_string()), None),
     };
+    let modified_ms = file
+        .metadata()
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_millis() as EpochMs);
+    (read_bounded(file), modified_ms)
+}
+
+fn read_bounded(file: fs::File) -> ClaimContent {
     let mut bytes = Vec::new();
     match file.take(MAX_PAYLOAD_BYTES + 1).read_to_end(&mut bytes) {
         Err(e) => ClaimContent::Transient(e.to_string()),
@@ -536,6 +577,14 @@ mod tests {
         let incoming = spool.paths().incoming();
         fs::write(incoming.join("20261122T100002Z-1-0.codex.json"), b"{}").unwrap();
         fs::write(incoming.join("20261122T100001Z-1-0.claude.json"), b"{}").unwrap();
+        fs::File::options()
+            .write(true)
+            .open(incoming.join("20261122T100001Z-1-0.claude.json"))
+            .unwrap()
+            .set_modified(
+                std::time::UNIX_EPOCH + std::time::Duration::from_millis(T0 as u64 + 3000),
+            )
+            .unwrap();
         fs::write(incoming.join(".turn-settled.9.0"), b"half").unwrap();
         fs::write(incoming.join("20261122T100003Z-1-0.gemini.json"), b"{}").unwrap();
         fs::write(incoming.join("notes.txt"), b"x").unwrap();
@@ -575,7 +624,12 @@ mod tests {
             ]
         );
         assert_eq!(names(&incoming), vec![".turn-settled.9.0"]);
+        // The name's stamp is the spool time when the file's modification
+        // time agrees with it; when it does not (the hook's clock was off),
+        // the modification time is.
         assert_eq!(claims[0].spooled_at_ms, T0 + 1000);
+        let written_now = SystemClock.now_ms();
+        assert!((claims[1].spooled_at_ms - written_now).abs() < 60_000);
         // Release puts it back; complete files it with its meta.
         spool.release(&claims[0]).unwrap();
         assert!(incoming.join(&claims[0].id).exists());
@@ -619,33 +673,51 @@ mod tests {
         let real_now = SystemClock.now_ms();
         let (_dir, spool, clock) = spool(real_now);
         let incoming = spool.paths().incoming();
-        fs::write(incoming.join(".turn-settled.77.0"), b"{\"half").unwrap();
+        // A hook that has exited, and one that still runs (this process).
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let dead_temp = format!(".turn-settled.{dead}.0");
+        let live_temp = format!(".turn-settled.{}.0", std::process::id());
+        fs::write(incoming.join(&dead_temp), b"{\"half").unwrap();
+        fs::write(incoming.join(&live_temp), b"{\"still writing").unwrap();
         fs::write(incoming.join(".direct.1"), b"not the hook's").unwrap();
         let first_sweep = real_now + ABANDONED_TEMP_MS - SWEEP_EVERY_MS / 2;
         clock.set(first_sweep);
         spool.after_drain();
-        assert_eq!(names(&incoming), vec![".direct.1", ".turn-settled.77.0"]);
+        assert_eq!(names(&incoming).len(), 3);
         assert!(names(&spool.paths().invalid()).is_empty());
 
         // Swept at most every SWEEP_EVERY_MS: not yet, then once it is due.
         clock.set(real_now + ABANDONED_TEMP_MS + 1);
         spool.after_drain();
-        assert_eq!(names(&incoming).len(), 2);
+        assert_eq!(names(&incoming).len(), 3);
         clock.set(first_sweep + SWEEP_EVERY_MS);
         spool.after_drain();
-        assert_eq!(names(&incoming), vec![".direct.1"]);
+        let mut left = vec![".direct.1".to_string(), live_temp];
+        left.sort();
+        assert_eq!(names(&incoming), left);
         let invalid = names(&spool.paths().invalid());
         assert_eq!(invalid.len(), 2, "{invalid:?}");
-        assert!(
-            invalid[0].ends_with("-abandoned-turn-settled.77.0"),
-            "{invalid:?}"
-        );
+        let moved = format!("-abandoned-turn-settled.{dead}.0");
+        assert!(invalid[0].ends_with(&moved), "{invalid:?}");
         assert!(matches!(parse_stamp(&invalid[0]), Some(at) if (at - real_now).abs() < 5_000));
         let invalid_dir = spool.paths().invalid();
         assert_eq!(fs::read(invalid_dir.join(&invalid[0])).unwrap(), b"{\"half");
         let meta: Value =
             serde_json::from_slice(&fs::read(invalid_dir.join(&invalid[1])).unwrap()).unwrap();
         assert_eq!(meta["reason"], "abandoned_temp_file");
+
+        // A clock stepped back before the last sweep does not stop sweeping.
+        clock.set(real_now - SWEEP_EVERY_MS);
+        let before = spool
+            .last_sweep_ms
+            .load(std::sync::atomic::Ordering::Relaxed);
+        spool.after_drain();
+        let after = spool
+            .last_sweep_ms
+            .load(std::sync::atomic::Ordering::Relaxed);
+        assert!(after < before, "swept again after the step back");
     }
 
     #[test]
