@@ -319,7 +319,9 @@ fn install_writes_the_boot_time_of_this_boot_for_the_hook() {
     }
 }
 
-/// The hook's clock is right to the second with the file the addon writes.
+/// The hook's clock agrees with the wall clock with the file the addon
+/// writes (to the centisecond, so a run next to a second boundary may name
+/// the neighbouring second).
 #[test]
 fn the_hooks_clock_agrees_with_the_wall_clock() {
     if boot_id().is_none() {
@@ -333,8 +335,8 @@ fn the_hooks_clock_agrees_with_the_wall_clock() {
             let got = stamp_of_one_run(&shell, &paths, &script);
             let after = chrono::Utc::now().timestamp();
             assert!(
-                (before..=after).contains(&got),
-                "{shell:?}: {got} not in {before}..={after}"
+                (before - 1..=after + 1).contains(&got),
+                "{shell:?}: {got} not in {before}..={after} ± 1"
             );
         }
     }
