@@ -188,10 +188,15 @@ const FIRST_DRAIN: Duration = Duration::from_millis(100);
 const DRAIN_EVERY: Duration = Duration::from_secs(15);
 /// Retry interval while the spool's `incoming/` does not exist yet.
 const WATCHER_RETRY: Duration = Duration::from_secs(1);
+/// Least time from one drain's start to the next one a watcher event starts
+/// (DATA.md §5: ≥ 1 s): a file that keeps failing and is released back to
+/// `incoming/` must not turn the watcher into a busy loop.
+const MIN_DRAIN_GAP: Duration = Duration::from_secs(1);
 
 /// Drains the spool 100 ms after start, then every 15 s, and soon after the
-/// watcher sees a new file in `incoming/`; one drain at a time, an immediate
-/// follow-up when a batch was full. Without a watcher the interval alone runs.
+/// watcher sees a new file in `incoming/` (at most one drain a second that
+/// way); one drain at a time, an immediate follow-up when a batch was full.
+/// Without a watcher the interval alone runs.
 async fn drain_loop(schedule: DrainSchedule, stopping: Arc<AtomicBool>, passes: Arc<Passes>) {
     let news = Arc::new(Notify::new());
     let mut watcher = None;
@@ -204,6 +209,7 @@ async fn drain_loop(schedule: DrainSchedule, stopping: Arc<AtomicBool>, passes: 
         }
         let run = drain.clone();
         let pass = passes.enter();
+        let started = tokio::time::Instant::now();
         let full = tokio::task::spawn_blocking(move || {
             let _pass = pass;
             run()
@@ -214,7 +220,9 @@ async fn drain_loop(schedule: DrainSchedule, stopping: Arc<AtomicBool>, passes: 
             continue;
         }
         tokio::select! {
-            _ = news.notified() => {}
+            _ = news.notified() => {
+                tokio::time::sleep_until(started + MIN_DRAIN_GAP).await;
+            }
             // Until the spool exists (the first hook settings call creates it)
             // there is no watcher: look again soon so it attaches right away.
             _ = tokio::time::sleep(if watcher.is_some() { DRAIN_EVERY } else { WATCHER_RETRY }) => {}
@@ -223,7 +231,33 @@ async fn drain_loop(schedule: DrainSchedule, stopping: Arc<AtomicBool>, passes: 
     drop(watcher);
 }
 
-/// A watcher on `incoming/` that pokes `news` on every change.
+/// Whether a watcher event may bring a file to drain: a file created in or
+/// renamed into `incoming/` under a visible name (the hook's `mv`), or an
+/// event the backend could not classify. Opens, reads, writes to hidden temp
+/// files and the drain's own claims (renames out) are not news: reacting to
+/// them made every drain's own listing of `incoming/` start the next drain.
+fn brings_a_file(event: &notify::Event) -> bool {
+    use notify::event::{ModifyKind, RenameMode};
+    use notify::EventKind;
+    let arrival = match event.kind {
+        EventKind::Create(_) | EventKind::Any | EventKind::Other => true,
+        EventKind::Modify(ModifyKind::Name(mode)) => {
+            matches!(
+                mode,
+                RenameMode::To | RenameMode::Both | RenameMode::Any | RenameMode::Other
+            )
+        }
+        _ => false,
+    };
+    let visible = |path: &std::path::PathBuf| {
+        path.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| !n.starts_with('.'))
+    };
+    arrival && (event.paths.is_empty() || event.paths.iter().any(visible))
+}
+
+/// A watcher on `incoming/` that pokes `news` when a file may have arrived.
 fn watch_incoming(
     incoming: &std::path::Path,
     news: Arc<Notify>,
@@ -233,7 +267,8 @@ fn watch_incoming(
         return None;
     }
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        if event.is_ok() {
+        // An error (e.g. a queue overflow) may hide a new file: drain.
+        if event.as_ref().map_or(true, brings_a_file) {
             news.notify_one();
         }
     })
@@ -297,5 +332,111 @@ impl Drop for Pass {
     fn drop(&mut self) {
         *self.0.running.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
         self.0.done.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use notify::event::{AccessKind, CreateKind, EventKind, ModifyKind, RemoveKind, RenameMode};
+    use std::path::PathBuf;
+
+    fn event(kind: EventKind, paths: &[&str]) -> notify::Event {
+        let mut event = notify::Event::new(kind);
+        event.paths = paths
+            .iter()
+            .map(|p| PathBuf::from(format!("/spool/incoming/{p}")))
+            .collect();
+        event
+    }
+
+    #[test]
+    fn only_files_arriving_under_visible_names_wake_the_drain() {
+        let name = "20261122T100000Z-1-0.claude.json";
+        let hidden = ".turn-settled.1.0";
+        let wakes = [
+            event(
+                EventKind::Modify(ModifyKind::Name(RenameMode::Both)),
+                &[hidden, name],
+            ),
+            event(EventKind::Modify(ModifyKind::Name(RenameMode::To)), &[name]),
+            event(
+                EventKind::Modify(ModifyKind::Name(RenameMode::Any)),
+                &[name],
+            ),
+            event(EventKind::Create(CreateKind::File), &[name]),
+            event(EventKind::Any, &[]),
+        ];
+        for e in &wakes {
+            assert!(brings_a_file(e), "{e:?}");
+        }
+        let quiet = [
+            // The drain's own listing and reads.
+            event(
+                EventKind::Access(AccessKind::Open(notify::event::AccessMode::Any)),
+                &[],
+            ),
+            event(
+                EventKind::Access(AccessKind::Close(notify::event::AccessMode::Read)),
+                &[name],
+            ),
+            // Its claims move files out.
+            event(
+                EventKind::Modify(ModifyKind::Name(RenameMode::From)),
+                &[name],
+            ),
+            event(EventKind::Remove(RemoveKind::File), &[name]),
+            // The hook writing its hidden temp file.
+            event(EventKind::Create(CreateKind::File), &[hidden]),
+            event(
+                EventKind::Modify(ModifyKind::Data(notify::event::DataChange::Any)),
+                &[hidden],
+            ),
+        ];
+        for e in &quiet {
+            assert!(!brings_a_file(e), "{e:?}");
+        }
+    }
+
+    /// The drain lists `incoming/`, which the watcher sees (inotify reports
+    /// the open); that must not start the next drain. With a file that keeps
+    /// failing (released back into `incoming/`) drains still come at most
+    /// once a second. (Before the fix: about a thousand drains a second.)
+    #[test]
+    fn the_drains_own_work_does_not_wake_the_drain() {
+        let dir = tempfile::tempdir().unwrap();
+        let incoming = dir.path().join("incoming");
+        let processing = dir.path().join("processing");
+        std::fs::create_dir_all(&incoming).unwrap();
+        std::fs::create_dir_all(&processing).unwrap();
+        std::fs::write(incoming.join("20261122T100000Z-1-0.claude.json"), b"{}").unwrap();
+        let drains = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = drains.clone();
+        let (from, to) = (incoming.clone(), processing.clone());
+        let schedule = DrainSchedule {
+            drain: Box::new(move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+                // Like a drain whose read keeps failing: claim, then release.
+                for entry in std::fs::read_dir(&from).unwrap().flatten() {
+                    let claimed = to.join(entry.file_name());
+                    std::fs::rename(entry.path(), &claimed).unwrap();
+                    std::fs::rename(&claimed, entry.path()).unwrap();
+                }
+                false
+            }),
+            incoming,
+        };
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let stopping = Arc::new(AtomicBool::new(false));
+        runtime.spawn(drain_loop(schedule, stopping.clone(), Arc::default()));
+        std::thread::sleep(Duration::from_millis(2500));
+        stopping.store(true, Ordering::SeqCst);
+        let count = drains.load(Ordering::SeqCst);
+        // 100 ms, then at most one a second: 3 in 2.5 s (one spare for a slow start).
+        assert!((1..=4).contains(&count), "{count} drains in 2.5 s");
     }
 }
