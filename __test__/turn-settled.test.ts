@@ -136,12 +136,14 @@ describe('runtime turn-settled pipeline', () => {
     hook('opencode', JSON.stringify({ ...opencode, sessionId: 'o1', teamName: 'forge', memberName: 'team-lead', promptMessageId: 'm1' }))
     hook('opencode', JSON.stringify({ ...opencode, sessionId: 'o2', teamName: 'forge', memberName: 'old-timer', promptMessageId: 'm2' }))
     hook('codex', JSON.stringify({ ...codex, sessionId: 'c2', teamName: 'forge', memberName: 'bob' }))
+    // The lead's own Claude turn, and a session no member has.
     hook('claude', JSON.stringify({ hook_event_name: 'Stop', session_id: 'L1' }))
+    hook('claude', JSON.stringify({ hook_event_name: 'Stop', session_id: 'Z9' }))
     hook('claude', Buffer.alloc(300 * 1024, 0x61))
     hook('codex', '{"provider": "codex"')
 
     const summary = await sync.drainRuntimeTurnSettledEvents()
-    expect(summary).toEqual({ claimed: 7, enqueued: 1, unresolved: 2, ignored: 2, invalid: 2, failed: 0 })
+    expect(summary).toEqual({ claimed: 8, enqueued: 1, unresolved: 2, ignored: 3, invalid: 2, failed: 0 })
     const reasons = (dir: string) =>
       fs
         .readdirSync(path.join(spool(root), dir))
@@ -153,6 +155,7 @@ describe('runtime turn-settled pipeline', () => {
     expect(reasons('processed')).toEqual([
       'enqueued',
       'ignored_inactive_member',
+      'ignored_lead_turn_settled',
       'ignored_lead_turn_settled',
       'no_matching_member_session',
       'provider_mismatch',
@@ -180,7 +183,11 @@ describe('runtime turn-settled pipeline', () => {
     expect(outcomes('team-lead')).toEqual([
       ['turn_settled_claimed', undefined],
       ['turn_settled_ignored', 'ignored_lead_turn_settled'],
+      ['turn_settled_claimed', undefined],
+      ['turn_settled_ignored', 'ignored_lead_turn_settled'],
     ])
+    // (in spool name order; the providers, whatever the order of the pids)
+    expect(journal('team-lead').map((e) => e.metadata.provider).sort()).toEqual(['claude', 'claude', 'opencode', 'opencode'])
     expect(outcomes('old-timer')).toEqual([
       ['turn_settled_claimed', undefined],
       ['turn_settled_ignored', 'ignored_inactive_member'],

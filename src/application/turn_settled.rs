@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use super::ports::{AuditEvent, AuditJournal, Clock, PortError, TeamSource};
 use super::runtime_state::RuntimeStates;
-use crate::domain::names::validate_name;
+use crate::domain::names::{normalize_member_name, validate_name};
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs};
 use crate::domain::turn_settled::normalize::{normalize, TurnSettledEvent};
@@ -82,6 +82,11 @@ pub enum ClaudeMatch {
     },
     /// Different members match equally well.
     Ambiguous,
+    /// The session is a team's lead session: the lead's own turn.
+    Lead {
+        /// Team dir name.
+        team_name: String,
+    },
 }
 
 /// Finds the team member a Claude session belongs to (TRANSCRIPTS.md).
@@ -355,6 +360,7 @@ impl TurnSettledIngestor {
                 ClaudeMatch::NoMatch => {
                     return unattributed(Decision::Unresolved("no_matching_member_session".into()))
                 }
+                ClaudeMatch::Lead { team_name } => return self.lead_turn(team_name, rosters),
             },
             RuntimeProvider::Codex | RuntimeProvider::Opencode => {
                 match (&event.team_name, &event.member_name) {
@@ -396,6 +402,25 @@ impl TurnSettledIngestor {
         Attributed {
             decision,
             target: Some((team, member)),
+        }
+    }
+
+    /// A lead's own turn (seed 000 §9.2): ignored, journaled for the lead.
+    fn lead_turn(&self, team: String, rosters: &mut HashMap<String, TeamSnapshot>) -> Attributed {
+        let decision = Decision::Ignored("ignored_lead_turn_settled".into());
+        if validate_name(&team).is_err() {
+            return Attributed {
+                decision,
+                target: None,
+            };
+        }
+        let roster = rosters
+            .entry(team.clone())
+            .or_insert_with(|| self.teams.load_roster(&team));
+        let lead = roster.lead().map(|m| normalize_member_name(&m.name));
+        Attributed {
+            decision,
+            target: lead.map(|lead| (team, lead)),
         }
     }
 

@@ -2,6 +2,12 @@
 //! exact evidence of `launch-state.json` (`runtimeSessionId`), then the
 //! attributed transcripts under `<claudeRoot>/projects/`. `cwd` is never used.
 //!
+//! One departure from the TypeScript resolver: a Stop from a team's lead
+//! session (`leadSessionId`, `sessionHistory`) is the lead's own turn, not a
+//! match for the newest teammate transcript under `<lead session>/subagents/`
+//! (whose files carry the parent's session id). Seed 000 §9.2 ignores lead
+//! turns; attributing them to a teammate would reconcile the wrong member.
+//!
 //! The index of attributed files is rebuilt at most every few seconds (a drain
 //! resolves up to 50 events against one index), and a transcript is only
 //! re-read when its size or mtime changed.
@@ -48,6 +54,8 @@ struct AttributedFile {
 struct Index {
     /// (team, member, runtime session id) from launch state.
     launched: Vec<(String, String, String)>,
+    /// (team, session id) of each team's lead sessions.
+    lead_sessions: Vec<(String, String)>,
     files: Vec<AttributedFile>,
 }
 
@@ -90,6 +98,11 @@ impl FsClaudeSessionLocator {
         for (team, config) in self.teams() {
             let team_dir = self.teams_base.join(&team);
             index.launched.extend(launched_sessions(&team_dir, &team));
+            index.lead_sessions.extend(
+                team_sessions(&config)
+                    .into_iter()
+                    .map(|session| (team.clone(), session)),
+            );
             let known = known_members(&team_dir, &config);
             self.attribute_team(&team, &config, &known, &mut index.files);
         }
@@ -133,21 +146,8 @@ impl FsClaudeSessionLocator {
         out: &mut Vec<AttributedFile>,
     ) {
         let team_lc = team.trim().to_lowercase();
-        let lead_session = config
-            .get("leadSessionId")
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|s| !s.is_empty());
-        let mut team_sessions: HashSet<String> =
-            lead_session.map(str::to_string).into_iter().collect();
-        if let Some(history) = config.get("sessionHistory").and_then(Value::as_array) {
-            team_sessions.extend(
-                history
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(|s| s.trim().to_string()),
-            );
-        }
+        let lead_session = lead_session_id(config);
+        let team_sessions = team_sessions(config);
         let mut roots: BTreeMap<String, AttributedFile> = BTreeMap::new();
         let mut seen_dirs = HashSet::new();
         for project in project_path_candidates(config) {
@@ -263,28 +263,80 @@ impl FsClaudeSessionLocator {
                 return result;
             }
         }
-        // Per team: the exact path first, then the newest file.
-        let mut best: BTreeMap<&str, (bool, SystemTime, &str)> = BTreeMap::new();
-        for file in &index.files {
-            let exact = transcript.is_some_and(|t| t == file.path);
-            if !exact && session_id != Some(file.session_id.as_str()) {
-                continue;
-            }
-            let candidate = (exact, file.modified, file.member.as_str());
-            match best.get(file.team.as_str()) {
-                Some(current) if (current.0, current.1) >= (exact, file.modified) => {}
-                _ => {
-                    best.insert(file.team.as_str(), candidate);
-                }
+        // The exact transcript, wherever it is attributed.
+        if let Some(path) = transcript {
+            let exact = index
+                .files
+                .iter()
+                .filter(|f| f.path == path)
+                .map(|f| (f.team.as_str(), f.member.as_str()));
+            if let Some(result) = single(exact) {
+                return result;
             }
         }
-        let any_exact = best.values().any(|(exact, _, _)| *exact);
-        let targets = best
+        // The lead's own turn: its session id, or its root transcript.
+        let root_session = transcript
+            .filter(|t| !t.components().any(|c| c.as_os_str() == "subagents"))
+            .and_then(|t| t.file_name()?.to_str()?.strip_suffix(".jsonl"));
+        let leads: HashSet<&str> = index
+            .lead_sessions
             .iter()
-            .filter(|(_, (exact, _, _))| *exact || !any_exact)
-            .map(|(team, (_, _, member))| (*team, *member));
+            .filter(|(_, s)| session_id == Some(s.as_str()) || root_session == Some(s.as_str()))
+            .map(|(team, _)| team.as_str())
+            .collect();
+        match leads.len() {
+            0 => {}
+            1 => {
+                let team = leads.into_iter().next().unwrap_or_default();
+                return ClaudeMatch::Lead {
+                    team_name: team.to_string(),
+                };
+            }
+            _ => return ClaudeMatch::Ambiguous,
+        }
+        // A member's session: per team, its newest attributed file.
+        let mut best: BTreeMap<&str, (SystemTime, &str)> = BTreeMap::new();
+        for file in &index.files {
+            if session_id != Some(file.session_id.as_str()) {
+                continue;
+            }
+            if best
+                .get(file.team.as_str())
+                .is_none_or(|(modified, _)| file.modified > *modified)
+            {
+                best.insert(file.team.as_str(), (file.modified, file.member.as_str()));
+            }
+        }
+        let targets = best.iter().map(|(team, (_, member))| (*team, *member));
         single(targets).unwrap_or(ClaudeMatch::NoMatch)
     }
+}
+
+/// A team's `leadSessionId`, trimmed, when set.
+fn lead_session_id(config: &Value) -> Option<&str> {
+    config
+        .get("leadSessionId")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+}
+
+/// A team's lead sessions: `leadSessionId` and `sessionHistory`.
+fn team_sessions(config: &Value) -> HashSet<String> {
+    let mut sessions: HashSet<String> = lead_session_id(config)
+        .map(str::to_string)
+        .into_iter()
+        .collect();
+    if let Some(history) = config.get("sessionHistory").and_then(Value::as_array) {
+        sessions.extend(
+            history
+                .iter()
+                .filter_map(Value::as_str)
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty()),
+        );
+    }
+    sessions
 }
 
 /// One distinct target → a match; several → ambiguous; none → `None`.
@@ -471,8 +523,23 @@ mod tests {
         let path = root.path().join("projects/-home-u-proj/J7.jsonl");
         assert_eq!(locator.locate(Some("J7"), None), member("forge", "jack"));
         assert_eq!(locator.locate(None, path.to_str()), member("forge", "jack"));
-        // The lead's own session is no member session; its subagent is jill's.
-        assert_eq!(locator.locate(Some("L1"), None), member("forge", "jill"));
+        // The lead's own turn (its session, its root transcript) is the lead's,
+        // not that of the teammate whose subagent file carries its session id;
+        // that file, named exactly, is jill's.
+        let lead = ClaudeMatch::Lead {
+            team_name: "forge".into(),
+        };
+        let lead_root = root.path().join("projects/-home-u-proj/L1.jsonl");
+        assert_eq!(locator.locate(Some("L1"), None), lead);
+        assert_eq!(locator.locate(Some("L1"), lead_root.to_str()), lead);
+        assert_eq!(locator.locate(None, lead_root.to_str()), lead);
+        let subagent = root
+            .path()
+            .join("projects/-home-u-proj/L1/subagents/agent-a1.jsonl");
+        assert_eq!(
+            locator.locate(Some("L1"), subagent.to_str()),
+            member("forge", "jill")
+        );
         assert_eq!(locator.locate(Some("nope"), None), ClaudeMatch::NoMatch);
     }
 
