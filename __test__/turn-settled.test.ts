@@ -244,6 +244,20 @@ describe('runtime turn-settled pipeline', () => {
     }
   })
 
+  it('installs the script 0755 and the spool dirs 0700 under a strict umask', async () => {
+    const root = claudeRoot()
+    const previous = process.umask(0o077)
+    try {
+      await instance(root).buildRuntimeTurnSettledHookSettings({ provider: 'claude' })
+    } finally {
+      process.umask(previous)
+    }
+    expect(mode(path.join(spool(root), 'bin/turn-settled-hook-v1.sh'))).toBe(0o755)
+    for (const dir of ['incoming', 'processing', 'processed', 'invalid']) {
+      expect(mode(path.join(spool(root), dir))).toBe(0o700)
+    }
+  })
+
   it('launch goes on without the hook when the spool cannot be installed', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-ts-'))
     const notADir = path.join(dir, 'file')

@@ -143,7 +143,9 @@ impl SpoolPaths {
             io::Write::write_all(&mut temp, HOOK_SCRIPT.as_bytes())?;
             temp.as_file().sync_all()?;
             temp.persist(&script).map_err(|e| e.error)?;
-        } else if fs::metadata(&script)?.permissions().mode() & 0o777 != 0o755 {
+        }
+        // (Also after a fresh write: the mode asked at creation is masked by the umask.)
+        if fs::metadata(&script)?.permissions().mode() & 0o777 != 0o755 {
             fs::set_permissions(&script, fs::Permissions::from_mode(0o755))?;
         }
         // Without it the hook reads /proc/stat instead: slower, still right.
@@ -377,16 +379,34 @@ impl FsSpool {
         }
     }
 
-    /// Keeps the newest `keep` results of `dir` and none older than `max_age_ms`.
+    /// Keeps the newest `keep` results of `dir` and none older than `max_age_ms`,
+    /// and removes what a crash can leave: meta temp files, and meta files
+    /// whose payload never arrived (a meta is written just before its payload
+    /// is renamed in), once they are older than a claim may live.
     fn prune(&self, dir: &Path, keep: usize, max_age_ms: EpochMs, now: EpochMs) {
         let Ok(entries) = fs::read_dir(dir) else {
             return;
         };
-        let mut payloads: Vec<String> = entries
+        let names: Vec<String> = entries
             .flatten()
             .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .collect();
+        let mut payloads: Vec<&String> = names
+            .iter()
             .filter(|n| !n.starts_with('.') && !n.ends_with(META_SUFFIX))
             .collect();
+        let present: std::collections::HashSet<&str> =
+            payloads.iter().map(|n| n.as_str()).collect();
+        for name in &names {
+            let leftover = name.starts_with(".meta.tmp.")
+                || name
+                    .strip_suffix(META_SUFFIX)
+                    .is_some_and(|payload| !present.contains(payload));
+            let path = dir.join(name);
+            if leftover && modified_ms(&path).is_some_and(|at| now - at > STALE_CLAIM_MS) {
+                let _ = fs::remove_file(&path);
+            }
+        }
         // Names start with the hook's UTC stamp, so name order is time order.
         payloads.sort_unstable_by(|a, b| b.cmp(a));
         for (rank, name) in payloads.iter().enumerate() {
@@ -397,7 +417,10 @@ impl FsSpool {
             };
             let too_old = at.is_some_and(|at| now - at > max_age_ms);
             if rank >= keep || too_old {
-                let _ = fs::remove_file(&path);
+                // (`payload_not_a_file` results may be directories.)
+                if fs::remove_file(&path).is_err() && path.is_dir() {
+                    let _ = fs::remove_dir_all(&path);
+                }
                 let _ = fs::remove_file(dir.join(format!("{name}{META_SUFFIX}")));
             }
         }
@@ -521,14 +544,37 @@ impl TurnSettledSpool for FsSpool {
 }
 
 /// The payload of a claimed file and the file's modification time.
+///
+/// Only a regular file is read: a FIFO would block the drain and a symlink
+/// could point anywhere, so both (and a directory) go to `invalid/` as
+/// `payload_not_a_file`; a file this user may not read goes there as
+/// `payload_unreadable` instead of failing every drain for good. Other errors
+/// are transient: the claim is released for a later drain.
 fn read_payload(path: &Path) -> (ClaimContent, Option<EpochMs>) {
-    let file = match fs::File::open(path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path);
+    let file = match opened {
         Ok(file) => file,
+        Err(e) if e.kind() == ErrorKind::PermissionDenied => {
+            return (ClaimContent::Invalid("payload_unreadable"), None)
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return (ClaimContent::Invalid("payload_not_a_file"), None)
+        }
         Err(e) => return (ClaimContent::Transient(e.to_string()), None),
     };
-    let modified_ms = file
-        .metadata()
-        .and_then(|m| m.modified())
+    let metadata = match file.metadata() {
+        Ok(metadata) => metadata,
+        Err(e) => return (ClaimContent::Transient(e.to_string()), None),
+    };
+    if !metadata.is_file() {
+        return (ClaimContent::Invalid("payload_not_a_file"), None);
+    }
+    let modified_ms = metadata
+        .modified()
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|d| d.as_millis() as EpochMs);
@@ -718,6 +764,78 @@ mod tests {
             .last_sweep_ms
             .load(std::sync::atomic::Ordering::Relaxed);
         assert!(after < before, "swept again after the step back");
+    }
+
+    fn set_mtime(path: &Path, at: EpochMs) {
+        fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_millis(at as u64))
+            .unwrap();
+    }
+
+    #[test]
+    fn only_regular_files_are_read_and_the_rest_goes_to_invalid_without_blocking() {
+        let (_dir, spool, _) = spool(T0);
+        let incoming = spool.paths().incoming();
+        let fifo = incoming.join("20261122T100001Z-1-0.claude.json");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+        fs::create_dir(incoming.join("20261122T100002Z-1-0.claude.json")).unwrap();
+        fs::write(incoming.parent().unwrap().join("outside"), b"{}").unwrap();
+        std::os::unix::fs::symlink(
+            incoming.parent().unwrap().join("outside"),
+            incoming.join("20261122T100003Z-1-0.claude.json"),
+        )
+        .unwrap();
+        let claims = spool.claim(50).unwrap();
+        let reasons: Vec<Option<&str>> = claims
+            .iter()
+            .map(|c| match &c.content {
+                ClaimContent::Invalid(reason) => Some(*reason),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(reasons, vec![Some("payload_not_a_file"); 3]);
+        // Filed under invalid/ and pruned from there like any result, directory too.
+        for claim in &claims {
+            assert!(spool.reject(claim, &serde_json::json!({})).unwrap());
+        }
+        spool.prune(&spool.paths().invalid(), 0, INVALID_MAX_AGE_MS, T0);
+        assert!(names(&spool.paths().invalid()).is_empty());
+    }
+
+    #[test]
+    fn crash_leftovers_in_results_are_removed_once_older_than_a_claim() {
+        let now = SystemClock.now_ms();
+        let (_dir, spool, _) = spool(now);
+        let processed = spool.paths().processed();
+        let old = now - STALE_CLAIM_MS - 60_000;
+        for (name, at) in [
+            (".meta.tmp.old", old),
+            (".meta.tmp.new", now),
+            ("20261122T100000Z-1-0.claude.json.meta.json", old),
+            ("20261122T100001Z-1-0.claude.json.meta.json", now),
+        ] {
+            fs::write(processed.join(name), b"{}").unwrap();
+            set_mtime(&processed.join(name), at);
+        }
+        // A result with its meta stays.
+        let kept = "20261122T100002Z-1-0.claude.json";
+        fs::write(processed.join(kept), b"{}").unwrap();
+        fs::write(processed.join(format!("{kept}.meta.json")), b"{}").unwrap();
+        set_mtime(&processed.join(format!("{kept}.meta.json")), old);
+        spool.prune(&processed, KEEP_PROCESSED, i64::MAX / 2, now);
+        assert_eq!(
+            names(&processed),
+            vec![
+                ".meta.tmp.new",
+                "20261122T100001Z-1-0.claude.json.meta.json",
+                "20261122T100002Z-1-0.claude.json",
+                "20261122T100002Z-1-0.claude.json.meta.json",
+            ]
+        );
     }
 
     #[test]
