@@ -183,20 +183,48 @@ fn empty_input_missing_and_read_only_spools_exit_zero_silently() {
             "the hook never creates the spool"
         );
 
+        // Root writes through mode bits, so as root the hook runs as `nobody`
+        // (setpriv), with the spool readable but `incoming/` not writable.
         use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(paths.incoming(), fs::Permissions::from_mode(0o500)).unwrap();
-        let out = run(
-            &shell,
-            &script,
-            &[&root, "claude", "262144"],
-            &payload(300 * 1024),
-        );
-        assert_eq!((out.status, out.stdout.len(), out.stderr.len()), (0, 0, 0));
-        if !root_user {
-            // (root writes through the mode bits, so only an ordinary user sees a read-only dir)
-            assert!(incoming(&paths).is_empty());
+        let mode = |path: &Path, mode: u32| {
+            fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap()
+        };
+        let setpriv = || Command::new("setpriv").arg("--help").output().is_ok();
+        let as_user: Option<Vec<&str>> = if !root_user {
+            Some(vec![])
+        } else if setpriv() {
+            let mut reach = paths.root.join("bin");
+            while reach.starts_with(dir.path()) {
+                mode(&reach, 0o755);
+                reach.pop();
+            }
+            Some(vec![
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--",
+            ])
+        } else {
+            eprintln!("root without setpriv: skipping the read-only spool case");
+            None
+        };
+        if let Some(as_user) = as_user {
+            mode(&paths.incoming(), 0o555);
+            let shell_as_user: Vec<&str> = as_user.iter().chain(&shell).copied().collect();
+            let out = run(
+                &shell_as_user,
+                &script,
+                &[&root, "claude", "262144"],
+                &payload(300 * 1024),
+            );
+            assert_eq!((out.status, out.stdout.len(), out.stderr.len()), (0, 0, 0));
+            assert!(
+                incoming(&paths).is_empty(),
+                "{shell:?}: wrote into a read-only spool"
+            );
+            mode(&paths.incoming(), 0o700);
         }
-        fs::set_permissions(paths.incoming(), fs::Permissions::from_mode(0o700)).unwrap();
 
         // A bad maxBytes falls back to the default rather than failing; a
         // leading zero, which shell arithmetic would read as octal, too.
