@@ -308,7 +308,10 @@ impl TurnSettledIngestor {
             self.spool.after_drain();
         }
         // Committed first, acted on after: a file is never acted on twice. A
-        // failed reconcile is not retried here; the next trigger catches up.
+        // crash in between loses only the wake-up, as a crash just after it
+        // would (the queue lives in memory); the app's startup scan
+        // (`enqueueStartupScan`) reconciles every member again. A failed
+        // reconcile is not retried here; the next trigger catches up.
         for (team, member) in targets {
             let _ = queue.enqueue(&team, &member);
         }
