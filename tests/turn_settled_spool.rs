@@ -183,9 +183,11 @@ fn kill_nine_of_hook_and_drainer_loses_nothing_and_never_processes_twice() {
             // Like the hook: a hidden temp file, then a rename.
             let temp = paths.incoming().join(format!(".direct.{id}"));
             fs::write(&temp, codex_payload(id)).unwrap();
+            // (Pid field 0, which no hook has: a real hook's name never
+            // collides with these.)
             fs::rename(
                 &temp,
-                paths.incoming().join(format!("{stamp}-{id}-0.codex.json")),
+                paths.incoming().join(format!("{stamp}-0-{id}.codex.json")),
             )
             .unwrap();
             completed.push(id);

@@ -29,7 +29,7 @@ use super::spool::{FsSpool, SpoolPaths};
 use super::status_store::{FsAuditJournal, FsStatusStore, StorePaths};
 use super::team_reader::FsTeamSource;
 use super::transcripts::FsClaudeSessionLocator;
-use super::worker::{DrainSchedule, Worker};
+use super::worker::{DrainPass, DrainSchedule, Worker};
 
 /// Where the Claude home and its team and task dirs are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -239,13 +239,12 @@ impl Instance {
             );
             DrainSchedule {
                 drain: Box::new(move || {
-                    ingestor
-                        .drain(&QueueTurnSettled(&engine), changes.as_ref())
-                        // Full only when the whole batch made progress: a batch
-                        // released after failures must not be retried in a spin.
-                        .is_ok_and(|summary| {
-                            summary.claimed as usize >= DRAIN_BATCH && summary.failed == 0
-                        })
+                    match ingestor.drain(&QueueTurnSettled(&engine), changes.as_ref()) {
+                        Ok(summary) if summary.failed > 0 => DrainPass::Failed,
+                        Ok(summary) if summary.claimed as usize >= DRAIN_BATCH => DrainPass::Full,
+                        Ok(_) => DrainPass::CaughtUp,
+                        Err(_) => DrainPass::Failed,
+                    }
                 }),
                 incoming: services.spool_paths.incoming(),
             }

@@ -552,6 +552,15 @@ impl TurnSettledSpool for FsSpool {
 /// are transient: the claim is released for a later drain.
 fn read_payload(path: &Path) -> (ClaimContent, Option<EpochMs>) {
     use std::os::unix::fs::OpenOptionsExt;
+    // (A socket cannot even be opened; the open flags and the check after it
+    // cover a file swapped in between.)
+    match fs::symlink_metadata(path) {
+        Ok(metadata) if !metadata.is_file() => {
+            return (ClaimContent::Invalid("payload_not_a_file"), None)
+        }
+        Ok(_) => {}
+        Err(e) => return (ClaimContent::Transient(e.to_string()), None),
+    }
     let opened = fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
@@ -561,7 +570,12 @@ fn read_payload(path: &Path) -> (ClaimContent, Option<EpochMs>) {
         Err(e) if e.kind() == ErrorKind::PermissionDenied => {
             return (ClaimContent::Invalid("payload_unreadable"), None)
         }
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::ELOOP | libc::ENXIO | libc::EOPNOTSUPP)
+            ) =>
+        {
             return (ClaimContent::Invalid("payload_not_a_file"), None)
         }
         Err(e) => return (ClaimContent::Transient(e.to_string()), None),
@@ -789,6 +803,10 @@ mod tests {
             incoming.join("20261122T100003Z-1-0.claude.json"),
         )
         .unwrap();
+        let _socket = std::os::unix::net::UnixListener::bind(
+            incoming.join("20261122T100004Z-1-0.claude.json"),
+        )
+        .unwrap();
         let claims = spool.claim(50).unwrap();
         let reasons: Vec<Option<&str>> = claims
             .iter()
@@ -797,7 +815,7 @@ mod tests {
                 _ => None,
             })
             .collect();
-        assert_eq!(reasons, vec![Some("payload_not_a_file"); 3]);
+        assert_eq!(reasons, vec![Some("payload_not_a_file"); 4]);
         // Filed under invalid/ and pruned from there like any result, directory too.
         for claim in &claims {
             assert!(spool.reject(claim, &serde_json::json!({})).unwrap());

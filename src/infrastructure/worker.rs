@@ -29,10 +29,22 @@ pub struct Worker {
     stopping: Arc<AtomicBool>,
 }
 
+/// How a drain went, which decides when the next one runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DrainPass {
+    /// A full batch went through: more may be waiting, drain again at once.
+    Full,
+    /// Caught up: drain again when a file arrives or the interval ends.
+    CaughtUp,
+    /// Something failed and was put back for later: wait the whole interval,
+    /// so a file that keeps failing is not retried every second.
+    Failed,
+}
+
 /// The periodic turn-settled drain: what to call and where new files land.
 pub struct DrainSchedule {
-    /// One drain; returns true when the batch was full (drain again at once).
-    pub drain: Box<dyn Fn() -> bool + Send + Sync>,
+    /// One drain.
+    pub drain: Box<dyn Fn() -> DrainPass + Send + Sync>,
     /// The spool's `incoming/` dir, watched for new payloads.
     pub incoming: PathBuf,
 }
@@ -195,8 +207,9 @@ const MIN_DRAIN_GAP: Duration = Duration::from_secs(1);
 
 /// Drains the spool 100 ms after start, then every 15 s, and soon after the
 /// watcher sees a new file in `incoming/` (at most one drain a second that
-/// way); one drain at a time, an immediate follow-up when a batch was full.
-/// Without a watcher the interval alone runs.
+/// way); one drain at a time, an immediate follow-up when a batch was full,
+/// only the interval after a drain that failed. Without a watcher the
+/// interval alone runs.
 async fn drain_loop(schedule: DrainSchedule, stopping: Arc<AtomicBool>, passes: Arc<Passes>) {
     let news = Arc::new(Notify::new());
     let mut watcher = None;
@@ -210,14 +223,24 @@ async fn drain_loop(schedule: DrainSchedule, stopping: Arc<AtomicBool>, passes: 
         let run = drain.clone();
         let pass = passes.enter();
         let started = tokio::time::Instant::now();
-        let full = tokio::task::spawn_blocking(move || {
+        let outcome = tokio::task::spawn_blocking(move || {
             let _pass = pass;
             run()
         })
         .await
-        .unwrap_or(false);
-        if full {
-            continue;
+        .unwrap_or(DrainPass::Failed);
+        let interval = if watcher.is_some() {
+            DRAIN_EVERY
+        } else {
+            WATCHER_RETRY
+        };
+        match outcome {
+            DrainPass::Full => continue,
+            DrainPass::Failed => {
+                tokio::time::sleep(interval).await;
+                continue;
+            }
+            DrainPass::CaughtUp => {}
         }
         tokio::select! {
             _ = news.notified() => {
@@ -225,7 +248,7 @@ async fn drain_loop(schedule: DrainSchedule, stopping: Arc<AtomicBool>, passes: 
             }
             // Until the spool exists (the first hook settings call creates it)
             // there is no watcher: look again soon so it attaches right away.
-            _ = tokio::time::sleep(if watcher.is_some() { DRAIN_EVERY } else { WATCHER_RETRY }) => {}
+            _ = tokio::time::sleep(interval) => {}
         }
     }
     drop(watcher);
@@ -398,12 +421,10 @@ mod tests {
         }
     }
 
-    /// The drain lists `incoming/`, which the watcher sees (inotify reports
-    /// the open); that must not start the next drain. With a file that keeps
-    /// failing (released back into `incoming/`) drains still come at most
-    /// once a second. (Before the fix: about a thousand drains a second.)
-    #[test]
-    fn the_drains_own_work_does_not_wake_the_drain() {
+    /// Drains in 2.5 s of a scheduler whose every drain lists `incoming/`,
+    /// which the watcher sees (inotify reports the open), claims the file
+    /// there and puts it back, and reports `pass`.
+    fn drains_in_two_and_a_half_seconds(pass: DrainPass) -> usize {
         let dir = tempfile::tempdir().unwrap();
         let incoming = dir.path().join("incoming");
         let processing = dir.path().join("processing");
@@ -422,7 +443,7 @@ mod tests {
                     std::fs::rename(entry.path(), &claimed).unwrap();
                     std::fs::rename(&claimed, entry.path()).unwrap();
                 }
-                false
+                pass
             }),
             incoming,
         };
@@ -435,8 +456,18 @@ mod tests {
         runtime.spawn(drain_loop(schedule, stopping.clone(), Arc::default()));
         std::thread::sleep(Duration::from_millis(2500));
         stopping.store(true, Ordering::SeqCst);
-        let count = drains.load(Ordering::SeqCst);
+        drains.load(Ordering::SeqCst)
+    }
+
+    /// The drain's own listing must not start the next drain, nor a file
+    /// put back in a loop. (Before the fix: about a thousand drains a second.)
+    #[test]
+    fn the_drains_own_work_does_not_wake_the_drain() {
         // 100 ms, then at most one a second: 3 in 2.5 s (one spare for a slow start).
+        let count = drains_in_two_and_a_half_seconds(DrainPass::CaughtUp);
         assert!((1..=4).contains(&count), "{count} drains in 2.5 s");
+        // After a failed drain only the 15 s interval starts the next one.
+        let count = drains_in_two_and_a_half_seconds(DrainPass::Failed);
+        assert_eq!(count, 1, "{count} drains in 2.5 s");
     }
 }
