@@ -2,11 +2,13 @@
 //! exact evidence of `launch-state.json` (`runtimeSessionId`), then the
 //! attributed transcripts under `<claudeRoot>/projects/`. `cwd` is never used.
 //!
-//! One departure from the TypeScript resolver: a Stop from a team's lead
-//! session (`leadSessionId`, `sessionHistory`) is the lead's own turn, not a
-//! match for the newest teammate transcript under `<lead session>/subagents/`
-//! (whose files carry the parent's session id). Seed 000 §9.2 ignores lead
-//! turns; attributing them to a teammate would reconcile the wrong member.
+//! One departure from the TypeScript resolver: a subagent transcript under
+//! `<session>/subagents/` carries its parent's session id, so a Stop with that
+//! id is the parent's turn (usually the lead's), never a match for the newest
+//! teammate file there; those files match by exact path only. A Stop from a
+//! team's lead session (`leadSessionId`, `sessionHistory`) is the lead's own
+//! turn, which seed 000 §9.2 ignores; attributing it to a teammate would
+//! reconcile the wrong member.
 //!
 //! The index of attributed files is rebuilt at most every few seconds (a drain
 //! resolves up to 50 events against one index), and a transcript is only
@@ -46,7 +48,10 @@ struct AttributedFile {
     team: String,
     member: String,
     path: PathBuf,
+    /// The session of a root transcript; for a subagent file, its parent's.
     session_id: String,
+    /// Under `<session>/subagents/`: matched by exact path only.
+    subagent: bool,
     modified: SystemTime,
 }
 
@@ -182,6 +187,7 @@ impl FsClaudeSessionLocator {
                                     member: member.to_lowercase(),
                                     path,
                                     session_id: session.to_string(),
+                                    subagent: false,
                                     modified,
                                 },
                             );
@@ -214,6 +220,7 @@ impl FsClaudeSessionLocator {
                                 member: member.to_lowercase(),
                                 path,
                                 session_id: session.clone(),
+                                subagent: true,
                                 modified,
                             });
                         }
@@ -294,10 +301,12 @@ impl FsClaudeSessionLocator {
             }
             _ => return ClaudeMatch::Ambiguous,
         }
-        // A member's session: per team, its newest attributed file.
+        // A member's own session: per team, its newest root transcript. (A
+        // subagent file carries its parent's session id: a Stop with that id
+        // is the parent's turn, never the subagent's.)
         let mut best: BTreeMap<&str, (SystemTime, &str)> = BTreeMap::new();
         for file in &index.files {
-            if session_id != Some(file.session_id.as_str()) {
+            if file.subagent || session_id != Some(file.session_id.as_str()) {
                 continue;
             }
             if best
@@ -541,6 +550,33 @@ mod tests {
             member("forge", "jill")
         );
         assert_eq!(locator.locate(Some("nope"), None), ClaudeMatch::NoMatch);
+    }
+
+    #[test]
+    fn a_session_id_never_matches_a_subagent_file_of_that_session() {
+        let (root, _) = example();
+        // A team without a known lead session: the parent session P has a
+        // teammate's subagent file; P's own Stop is not that teammate's turn.
+        write(
+            &root.path().join("teams/atlas/config.json"),
+            &json!({"name": "atlas", "projectPath": "/home/u/other",
+                    "members": [{"name": "lead", "agentType": "team-lead"}, {"name": "kim"}]})
+            .to_string(),
+        );
+        let subagent = root
+            .path()
+            .join("projects/-home-u-other/P/subagents/agent-k1.jsonl");
+        write(
+            &subagent,
+            "{\"process\":{\"team\":{\"teamName\":\"atlas\",\"memberName\":\"kim\"}}}\n",
+        );
+        let fresh =
+            FsClaudeSessionLocator::new(root.path().join("teams"), root.path().join("projects"));
+        assert_eq!(fresh.locate(Some("P"), None), ClaudeMatch::NoMatch);
+        assert_eq!(
+            fresh.locate(Some("P"), subagent.to_str()),
+            member("atlas", "kim")
+        );
     }
 
     #[test]
