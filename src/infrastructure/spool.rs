@@ -304,7 +304,7 @@ impl FsSpool {
             });
             if claimed_at.is_some_and(|at| now - at > STALE_CLAIM_MS) {
                 // Losing this race to another drainer's recovery is fine.
-                let _ = fs::rename(entry.path(), self.paths.incoming().join(original));
+                let _ = rename_no_replace(&entry.path(), &self.paths.incoming().join(original));
             }
         }
     }
@@ -427,6 +427,43 @@ impl FsSpool {
     }
 }
 
+/// `rename` that never replaces an existing target: a file going back to
+/// `incoming/` must not overwrite a new event that took the same name (same
+/// second, pid and counter). `renameat2(RENAME_NOREPLACE)` on Linux; where
+/// the file system or the OS lacks it, a check before a plain rename (a
+/// narrow window, no worse than before).
+fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
+        let c_path = |p: &Path| CString::new(p.as_os_str().as_bytes()).map_err(io::Error::other);
+        let (from_c, to_c) = (c_path(from)?, c_path(to)?);
+        // SAFETY: both are valid NUL-terminated paths; AT_FDCWD resolves them
+        // like rename(2) does.
+        let rc = unsafe {
+            libc::renameat2(
+                libc::AT_FDCWD,
+                from_c.as_ptr(),
+                libc::AT_FDCWD,
+                to_c.as_ptr(),
+                libc::RENAME_NOREPLACE,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let error = io::Error::last_os_error();
+        if !matches!(error.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) {
+            return Err(error);
+        }
+    }
+    if fs::symlink_metadata(to).is_ok() {
+        return Err(io::Error::from(ErrorKind::AlreadyExists));
+    }
+    fs::rename(from, to)
+}
+
 fn modified_ms(path: &Path) -> Option<EpochMs> {
     let modified = fs::metadata(path).ok()?.modified().ok()?;
     Some(
@@ -521,11 +558,15 @@ impl TurnSettledSpool for FsSpool {
     }
 
     fn release(&self, claim: &SpoolClaim) -> Result<(), PortError> {
-        match fs::rename(
-            self.claimed_path(claim),
-            self.paths.incoming().join(&claim.id),
+        match rename_no_replace(
+            &self.claimed_path(claim),
+            &self.paths.incoming().join(&claim.id),
         ) {
-            Err(e) if e.kind() != ErrorKind::NotFound => Err(e.into()),
+            // Lost to another drainer's recovery; or a new file took the name
+            // meanwhile: then the claim waits in processing/ for recovery.
+            Err(e) if !matches!(e.kind(), ErrorKind::NotFound | ErrorKind::AlreadyExists) => {
+                Err(e.into())
+            }
             _ => Ok(()),
         }
     }
@@ -854,6 +895,31 @@ mod tests {
                 "20261122T100002Z-1-0.claude.json.meta.json",
             ]
         );
+    }
+
+    #[test]
+    fn a_claim_going_back_never_replaces_a_new_file_of_the_same_name() {
+        let (_dir, spool, clock) = spool(T0);
+        let incoming = spool.paths().incoming();
+        let name = "20261122T100000Z-7-0.claude.json";
+        fs::write(incoming.join(name), b"{\"first\":1}").unwrap();
+        let claims = spool.claim(1).unwrap();
+        // A new hook run (same second, pid and counter) takes the name.
+        fs::write(incoming.join(name), b"{\"second\":2}").unwrap();
+        spool.release(&claims[0]).unwrap();
+        clock.set(T0 + STALE_CLAIM_MS + 1);
+        spool.recover_stale(T0 + STALE_CLAIM_MS + 1);
+        assert_eq!(fs::read(incoming.join(name)).unwrap(), b"{\"second\":2}");
+        assert_eq!(
+            names(&spool.paths().processing()).len(),
+            1,
+            "the first waits"
+        );
+        // Once the new one is claimed, the first comes back.
+        let second = spool.claim(1).unwrap();
+        assert!(matches!(&second[0].content, ClaimContent::Payload(p) if p == b"{\"second\":2}"));
+        spool.recover_stale(T0 + STALE_CLAIM_MS + 1);
+        assert_eq!(fs::read(incoming.join(name)).unwrap(), b"{\"first\":1}");
     }
 
     #[test]
