@@ -1,6 +1,9 @@
-//! Clocks: the system clock, and a settable one for tests.
+//! Clocks: the system clock, a settable one for tests, and file times in
+//! the same epoch milliseconds.
 
+use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::SystemTime;
 
 use crate::application::ports::Clock;
 use crate::domain::time::EpochMs;
@@ -11,10 +14,19 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now_ms(&self) -> EpochMs {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as EpochMs)
+        epoch_ms(SystemTime::now()).unwrap_or(0)
     }
+}
+
+/// `time` as epoch milliseconds; `None` before 1970.
+pub fn epoch_ms(time: SystemTime) -> Option<EpochMs> {
+    let since = time.duration_since(SystemTime::UNIX_EPOCH).ok()?;
+    EpochMs::try_from(since.as_millis()).ok()
+}
+
+/// When the file at `path` (followed if a link) was last modified.
+pub fn modified_ms(path: &Path) -> Option<EpochMs> {
+    epoch_ms(std::fs::metadata(path).ok()?.modified().ok()?)
 }
 
 /// A clock that only moves when told to.

@@ -15,11 +15,12 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::thread;
-use std::time::{Duration, Instant, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
 use super::atomic_file::write_atomic;
+use super::clock::{epoch_ms, modified_ms};
 use super::json_store::{read_capped, Capped};
 use super::process::process_alive;
 use crate::domain::names::{normalize_member_name, validate_name, NameError};
@@ -599,12 +600,6 @@ fn parse_lock(content: &[u8]) -> (Option<u32>, Option<i64>) {
     (pid, at)
 }
 
-fn modified_ms(path: &Path) -> Option<i64> {
-    let modified = fs::metadata(path).ok()?.modified().ok()?;
-    let since_epoch = modified.duration_since(UNIX_EPOCH).ok()?;
-    i64::try_from(since_epoch.as_millis()).ok()
-}
-
 /// [`crate::application::ports::InboxSink`] over [`InboxWriter`]: the outbox
 /// id is the inbox `messageId`, so a retried write finds its own row.
 impl crate::application::ports::InboxSink for InboxWriter {
@@ -640,9 +635,7 @@ impl crate::application::ports::InboxSink for InboxWriter {
         };
         // The lock file carries wall-clock time (other processes judge its age),
         // even when the app runs on a test clock; the row keeps the app time.
-        let wall_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(now, |d| d.as_millis() as i64);
+        let wall_ms = epoch_ms(std::time::SystemTime::now()).unwrap_or(now);
         match InboxWriter::deliver(self, &item.team_name, &item.member_name, &row, wall_ms) {
             Ok(DeliveryOutcome::Inserted) => Ok(InboxOutcome::Inserted),
             Ok(DeliveryOutcome::AlreadyPresent) => Ok(InboxOutcome::AlreadyPresent),
@@ -934,13 +927,7 @@ mod tests {
     fn lock_without_a_time_ages_by_its_mtime() {
         let (_dir, writer, inbox) = setup();
         let writer = writer.with_timings(short_timeout());
-        let real_now = i64::try_from(
-            SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap()
-                .as_millis(),
-        )
-        .unwrap();
+        let real_now = epoch_ms(SystemTime::now()).unwrap();
         // An empty lock file: its creator may be writing the content right now.
         write_lock(&inbox, "");
         assert!(matches!(

@@ -30,6 +30,7 @@ use crate::application::ports::{Clock, PortError};
 use crate::application::turn_settled::{ClaimContent, SpoolClaim, TurnSettledSpool};
 use crate::domain::time::{format_iso, EpochMs};
 use crate::domain::turn_settled::{RuntimeProvider, MAX_PAYLOAD_BYTES};
+use crate::infrastructure::clock::{epoch_ms, modified_ms};
 use crate::infrastructure::process::process_alive;
 
 /// The hook script, embedded at build time from `hooks/`.
@@ -194,12 +195,10 @@ fn boot_time_now() -> Option<(String, i64)> {
     let boot_id = boot_id.trim().to_string();
     let id_ok = !boot_id.is_empty() && boot_id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
     let uptime = fs::read_to_string("/proc/uptime").ok()?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()?;
+    let now_ms = epoch_ms(std::time::SystemTime::now())?;
     let (secs, cs) = uptime.split_whitespace().next()?.split_once('.')?;
     let uptime_cs = secs.parse::<i64>().ok()? * 100 + cs.get(..2)?.parse::<i64>().ok()?;
-    let boot_cs = now.as_millis() as i64 / 10 - uptime_cs;
+    let boot_cs = now_ms / 10 - uptime_cs;
     (id_ok && boot_cs > 0).then_some((boot_id, boot_cs))
 }
 
@@ -297,11 +296,8 @@ impl FsSpool {
                 // Left by another implementation: its file time is all we have.
                 None => (name.clone(), None),
             };
-            let claimed_at = claimed_at.or_else(|| {
-                let modified = entry.metadata().ok()?.modified().ok()?;
-                let since = modified.duration_since(std::time::UNIX_EPOCH).ok()?;
-                Some(since.as_millis() as EpochMs)
-            });
+            let claimed_at =
+                claimed_at.or_else(|| epoch_ms(entry.metadata().ok()?.modified().ok()?));
             if claimed_at.is_some_and(|at| now - at > STALE_CLAIM_MS) {
                 // Losing this race to another drainer's recovery is fine.
                 let _ = rename_no_replace(&entry.path(), &self.paths.incoming().join(original));
@@ -464,16 +460,6 @@ fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
     fs::rename(from, to)
 }
 
-fn modified_ms(path: &Path) -> Option<EpochMs> {
-    let modified = fs::metadata(path).ok()?.modified().ok()?;
-    Some(
-        modified
-            .duration_since(std::time::UNIX_EPOCH)
-            .ok()?
-            .as_millis() as EpochMs,
-    )
-}
-
 /// Meta files are diagnostics: written whole (temp + rename) but not synced.
 fn write_meta(path: &Path, meta: &Value) -> io::Result<()> {
     let dir = path
@@ -628,12 +614,10 @@ fn read_payload(path: &Path) -> (ClaimContent, Option<EpochMs>) {
     if !metadata.is_file() {
         return (ClaimContent::Invalid("payload_not_a_file"), None);
     }
-    let modified_ms = metadata
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|d| d.as_millis() as EpochMs);
-    (read_bounded(file), modified_ms)
+    (
+        read_bounded(file),
+        metadata.modified().ok().and_then(epoch_ms),
+    )
 }
 
 fn read_bounded(file: fs::File) -> ClaimContent {
@@ -678,14 +662,10 @@ mod tests {
         let incoming = spool.paths().incoming();
         fs::write(incoming.join("20261122T100002Z-1-0.codex.json"), b"{}").unwrap();
         fs::write(incoming.join("20261122T100001Z-1-0.claude.json"), b"{}").unwrap();
-        fs::File::options()
-            .write(true)
-            .open(incoming.join("20261122T100001Z-1-0.claude.json"))
-            .unwrap()
-            .set_modified(
-                std::time::UNIX_EPOCH + std::time::Duration::from_millis(T0 as u64 + 3000),
-            )
-            .unwrap();
+        set_mtime(
+            &incoming.join("20261122T100001Z-1-0.claude.json"),
+            T0 + 3000,
+        );
         fs::write(incoming.join(".turn-settled.9.0"), b"half").unwrap();
         fs::write(incoming.join("20261122T100003Z-1-0.gemini.json"), b"{}").unwrap();
         fs::write(incoming.join("notes.txt"), b"x").unwrap();
