@@ -103,13 +103,14 @@ impl FsClaudeSessionLocator {
         for (team, config) in self.teams() {
             let team_dir = self.teams_base.join(&team);
             index.launched.extend(launched_sessions(&team_dir, &team));
+            let lead_sessions = team_sessions(&config);
+            let known = known_members(&team_dir, &config);
+            self.attribute_team(&team, &config, &lead_sessions, &known, &mut index.files);
             index.lead_sessions.extend(
-                team_sessions(&config)
+                lead_sessions
                     .into_iter()
                     .map(|session| (team.clone(), session)),
             );
-            let known = known_members(&team_dir, &config);
-            self.attribute_team(&team, &config, &known, &mut index.files);
         }
         index
     }
@@ -143,16 +144,18 @@ impl FsClaudeSessionLocator {
             .collect()
     }
 
+    /// Appends the attributed transcripts of `team` to `out`; the root
+    /// transcripts of `lead_sessions` are the lead's and never attributed.
     fn attribute_team(
         &self,
         team: &str,
         config: &Value,
+        lead_sessions: &HashSet<String>,
         known: &HashSet<String>,
         out: &mut Vec<AttributedFile>,
     ) {
         let team_lc = team.trim().to_lowercase();
         let lead_session = lead_session_id(config);
-        let team_sessions = team_sessions(config);
         let mut roots: BTreeMap<String, AttributedFile> = BTreeMap::new();
         let mut seen_dirs = HashSet::new();
         for project in project_path_candidates(config) {
@@ -168,7 +171,7 @@ impl FsClaudeSessionLocator {
                 for entry in entries.flatten() {
                     let name = entry.file_name().to_string_lossy().into_owned();
                     if let Some(session) = name.strip_suffix(".jsonl") {
-                        if team_sessions.contains(session) {
+                        if lead_sessions.contains(session) {
                             continue;
                         }
                         let path = entry.path();
