@@ -376,13 +376,9 @@ impl TurnSettledIngestor {
                 }
             }
         };
-        // A name that could leave the teams dir never names a team.
-        if validate_name(&team).is_err() {
+        let Some(roster) = self.roster(&team, rosters) else {
             return unattributed(Decision::Ignored("ignored_inactive_team".into()));
-        }
-        let roster = rosters
-            .entry(team.clone())
-            .or_insert_with(|| self.teams.load_roster(&team));
+        };
         let runtime = self.runtime.activity(&team, &member);
         let decision = match verify_target(roster, &member, event.provider, runtime) {
             TargetOutcome::Resolved {
@@ -410,21 +406,29 @@ impl TurnSettledIngestor {
 
     /// A lead's own turn (seed 000 §9.2): ignored, journaled for the lead.
     fn lead_turn(&self, team: String, rosters: &mut HashMap<String, TeamSnapshot>) -> Attributed {
-        let decision = Decision::Ignored("ignored_lead_turn_settled".into());
-        if validate_name(&team).is_err() {
-            return Attributed {
-                decision,
-                target: None,
-            };
-        }
-        let roster = rosters
-            .entry(team.clone())
-            .or_insert_with(|| self.teams.load_roster(&team));
-        let lead = roster.lead().map(|m| normalize_member_name(&m.name));
+        let lead = self
+            .roster(&team, rosters)
+            .and_then(TeamSnapshot::lead)
+            .map(|m| normalize_member_name(&m.name));
         Attributed {
-            decision,
+            decision: Decision::Ignored("ignored_lead_turn_settled".into()),
             target: lead.map(|lead| (team, lead)),
         }
+    }
+
+    /// The roster of `team`, read once per drain; `None` for a name that
+    /// could leave the teams dir (it never names a team).
+    fn roster<'r>(
+        &self,
+        team: &str,
+        rosters: &'r mut HashMap<String, TeamSnapshot>,
+    ) -> Option<&'r TeamSnapshot> {
+        validate_name(team).ok()?;
+        Some(
+            rosters
+                .entry(team.to_string())
+                .or_insert_with(|| self.teams.load_roster(team)),
+        )
     }
 
     /// Journals an event that was not queued (`outcome` = kind and reason) in
@@ -464,13 +468,10 @@ impl TurnSettledIngestor {
         event: &TurnSettledEvent,
         now: EpochMs,
     ) {
-        let entry = |kind, at_ms, extra: (&str, Option<&str>)| {
+        let entry = |kind, at_ms| {
             let mut metadata = serde_json::Map::new();
             metadata.insert("provider".into(), json!(event.provider));
             metadata.insert("sourceId".into(), json!(event.source_id));
-            if let (key, Some(value)) = extra {
-                metadata.insert(key.into(), json!(value));
-            }
             AuditEvent {
                 kind,
                 source: SOURCE,
@@ -481,15 +482,15 @@ impl TurnSettledIngestor {
                 metadata,
             }
         };
-        let claimed = entry(
-            "turn_settled_claimed",
-            claim.claimed_at_ms,
-            ("spoolFile", Some(&claim.id)),
-        );
-        let mut outcome = entry(kind, now, ("reason", reason));
+        let mut claimed = entry("turn_settled_claimed", claim.claimed_at_ms);
+        claimed.metadata.insert("spoolFile".into(), json!(claim.id));
+        let mut outcome = entry(kind, now);
         outcome
             .metadata
             .insert("recordedAt".into(), json!(event.recorded_at));
+        if let Some(reason) = reason {
+            outcome.metadata.insert("reason".into(), json!(reason));
+        }
         self.journal.record_all(vec![claimed, outcome]);
     }
 }
