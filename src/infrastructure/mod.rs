@@ -13,6 +13,7 @@ pub mod metrics_store;
 pub mod outbox_store;
 pub mod process;
 pub mod report_token;
+pub mod safe_fs;
 pub mod spool;
 pub mod status_store;
 pub mod team_reader;

@@ -1,0 +1,618 @@
+//! An open folder below a trusted root and the operations inside it.
+//!
+//! Every name passed here is one path component, resolved relative to the
+//! folder's handle with `O_NOFOLLOW`, so a rename or unlink acts on the entry
+//! itself and never on what a link points to.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, RenameFlags, Stat};
+use rustix::io::Errno;
+
+use super::temp::{self, TempName};
+use super::{not_a_file, not_a_folder, with_path};
+use crate::domain::time::EpochMs;
+
+/// Flags of every file open: never a link, never block on a FIFO, never leak
+/// the descriptor into a child process.
+const FILE_FLAGS: OFlags = OFlags::NOFOLLOW
+    .union(OFlags::NONBLOCK)
+    .union(OFlags::CLOEXEC)
+    .union(OFlags::NOCTTY);
+const DIR_FLAGS: OFlags = OFlags::NOFOLLOW
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::CLOEXEC)
+    .union(OFlags::RDONLY);
+
+/// Deepest folder tree [`Dir::remove_tree`] descends into.
+const MAX_REMOVE_DEPTH: usize = 8;
+
+/// What a name in a folder is (never followed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// A regular file.
+    File,
+    /// A folder.
+    Dir,
+    /// A symbolic link.
+    Symlink,
+    /// A FIFO, socket or device.
+    Other,
+}
+
+impl FileKind {
+    fn of(file_type: FileType) -> Self {
+        match file_type {
+            FileType::RegularFile => Self::File,
+            FileType::Directory => Self::Dir,
+            FileType::Symlink => Self::Symlink,
+            _ => Self::Other,
+        }
+    }
+}
+
+/// A name in a folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The name (entries whose name is not UTF-8 are skipped by [`Dir::entries`]).
+    pub name: String,
+    /// What it is, from the folder listing (`None` where the file system does not say).
+    pub kind: Option<FileKind>,
+}
+
+/// What `lstat` says of a name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meta {
+    /// What it is.
+    pub kind: FileKind,
+    /// Size in bytes.
+    pub len: u64,
+    /// Last modification, epoch milliseconds.
+    pub modified_ms: EpochMs,
+    /// Owner.
+    pub uid: u32,
+    /// Permission bits (`0o7777`).
+    pub mode: u32,
+}
+
+impl Meta {
+    fn of(stat: &Stat) -> Self {
+        Self {
+            kind: FileKind::of(FileType::from_raw_mode(stat.st_mode as _)),
+            len: u64::try_from(stat.st_size).unwrap_or(0),
+            modified_ms: (stat.st_mtime as EpochMs)
+                .saturating_mul(1000)
+                .saturating_add(stat.st_mtime_nsec as EpochMs / 1_000_000),
+            uid: stat.st_uid,
+            mode: permission_bits(stat),
+        }
+    }
+}
+
+/// The permission bits of `stat` (`st_mode` is a `u16` on macOS, a `u32` on Linux).
+#[allow(clippy::useless_conversion)]
+fn permission_bits(stat: &Stat) -> u32 {
+    u32::from(stat.st_mode) & 0o7777
+}
+
+/// A file read through the boundary.
+#[derive(Debug, PartialEq, Eq)]
+pub enum FileRead {
+    /// Nothing by that name.
+    Missing,
+    /// A link, FIFO, folder, socket or device: not opened.
+    NotAFile,
+    /// A regular file bigger than the cap: not read past it.
+    TooLarge,
+    /// The whole content.
+    Bytes(Vec<u8>),
+}
+
+/// An open folder; its path is kept for messages only.
+#[derive(Debug)]
+pub struct Dir {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+impl Dir {
+    /// Opens a configured root, following links: the user set it up.
+    pub(super) fn open_trusted(path: &Path) -> io::Result<Option<Self>> {
+        match rfs::open(path, OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()) {
+            Ok(fd) => Ok(Some(Self {
+                fd,
+                path: path.to_path_buf(),
+            })),
+            Err(Errno::NOENT) => Ok(None),
+            Err(Errno::NOTDIR) => Err(not_a_folder(path)),
+            Err(e) => Err(with_path(path, e)),
+        }
+    }
+
+    /// The folder's path (for messages and for callers building child paths).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn child(&self, name: &OsStr) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// The subfolder `name`; `None` when missing; a link or file is an error.
+    pub fn open_dir(&self, name: impl AsRef<OsStr>) -> io::Result<Option<Dir>> {
+        let name = name.as_ref();
+        match rfs::openat(&self.fd, name, DIR_FLAGS, Mode::empty()) {
+            Ok(fd) => Ok(Some(Dir {
+                fd,
+                path: self.child(name),
+            })),
+            Err(Errno::NOENT) => Ok(None),
+            Err(Errno::NOTDIR | Errno::LOOP) => Err(not_a_folder(&self.child(name))),
+            Err(e) => Err(with_path(&self.child(name), e)),
+        }
+    }
+
+    /// The subfolder `name`, created 0700 when missing.
+    pub fn create_dir(&self, name: impl AsRef<OsStr>) -> io::Result<Dir> {
+        let name = name.as_ref();
+        match rfs::mkdirat(&self.fd, name, Mode::from_raw_mode(0o700)) {
+            Ok(()) | Err(Errno::EXIST) => {}
+            Err(e) => return Err(with_path(&self.child(name), e)),
+        }
+        self.open_dir(name)?
+            .ok_or_else(|| with_path(&self.child(name), Errno::NOENT))
+    }
+
+    /// What is at `name`, without following a link.
+    pub fn meta(&self, name: impl AsRef<OsStr>) -> io::Result<Option<Meta>> {
+        let name = name.as_ref();
+        match rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => Ok(Some(Meta::of(&stat))),
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(with_path(&self.child(name), e)),
+        }
+    }
+
+    /// Opens `name` for reading if it is a regular file.
+    pub fn open_file(&self, name: impl AsRef<OsStr>) -> io::Result<Option<File>> {
+        let name = name.as_ref();
+        let fd = match rfs::openat(&self.fd, name, FILE_FLAGS | OFlags::RDONLY, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(None),
+            // ELOOP: a link; ENXIO: a socket or a FIFO without a writer.
+            Err(Errno::LOOP | Errno::NXIO | Errno::OPNOTSUPP) => {
+                return Err(not_a_file(&self.child(name)))
+            }
+            Err(e) => return Err(with_path(&self.child(name), e)),
+        };
+        let stat = rfs::fstat(&fd).map_err(|e| with_path(&self.child(name), e))?;
+        if FileType::from_raw_mode(stat.st_mode as _) != FileType::RegularFile {
+            return Err(not_a_file(&self.child(name)));
+        }
+        Ok(Some(File::from(fd)))
+    }
+
+    /// Reads `name` whole if it is a regular file of at most `max` bytes.
+    pub fn read(&self, name: impl AsRef<OsStr>, max: u64) -> io::Result<FileRead> {
+        let name = name.as_ref();
+        let file = match self.open_file(name) {
+            Ok(Some(file)) => file,
+            Ok(None) => return Ok(FileRead::Missing),
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => return Ok(FileRead::NotAFile),
+            Err(e) => return Err(e),
+        };
+        let mut bytes = Vec::new();
+        file.take(max.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|e| with_path(&self.child(name), e))?;
+        if bytes.len() as u64 > max {
+            return Ok(FileRead::TooLarge);
+        }
+        Ok(FileRead::Bytes(bytes))
+    }
+
+    /// Atomically replaces `name` with `bytes`, created with permission bits
+    /// `mode`: a temp file beside it, fsync, rename, fsync of the folder. A
+    /// link at `name` is replaced, never followed.
+    pub fn write_atomic(&self, name: impl AsRef<OsStr>, bytes: &[u8], mode: u32) -> io::Result<()> {
+        self.write_replacing(name.as_ref(), bytes, mode, true)
+    }
+
+    /// Like [`Dir::write_atomic`] without the fsyncs: for diagnostics that
+    /// must never be torn but need not survive a power cut.
+    pub fn write_replacing(
+        &self,
+        name: impl AsRef<OsStr>,
+        bytes: &[u8],
+        mode: u32,
+        durable: bool,
+    ) -> io::Result<()> {
+        let name = name.as_ref();
+        let target = self.child(name);
+        let (temp_name, mut file) = self.create_temp(name, mode)?;
+        let written = file
+            .write_all(bytes)
+            .and_then(|()| if durable { file.sync_all() } else { Ok(()) })
+            // The mode is set on the handle so the umask cannot narrow or widen it.
+            .and_then(|()| rfs::fchmod(&file, Mode::from_raw_mode(mode)).map_err(Into::into))
+            .and_then(|()| rfs::renameat(&self.fd, &temp_name, &self.fd, name).map_err(Into::into));
+        if let Err(e) = written {
+            let _ = rfs::unlinkat(&self.fd, &temp_name, AtFlags::empty());
+            return Err(with_path(&target, e));
+        }
+        if durable {
+            self.sync()?;
+        }
+        temp::note_write(self);
+        Ok(())
+    }
+
+    /// Creates `name` only if nothing is there (`O_EXCL`, never through a
+    /// link); `false` when something is.
+    pub fn create_new(&self, name: impl AsRef<OsStr>, bytes: &[u8], mode: u32) -> io::Result<bool> {
+        let name = name.as_ref();
+        let flags = FILE_FLAGS | OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL;
+        let fd = match rfs::openat(&self.fd, name, flags, Mode::from_raw_mode(mode)) {
+            Ok(fd) => fd,
+            Err(Errno::EXIST) => return Ok(false),
+            Err(e) => return Err(with_path(&self.child(name), e)),
+        };
+        let mut file = File::from(fd);
+        if let Err(e) = file.write_all(bytes) {
+            drop(file);
+            let _ = rfs::unlinkat(&self.fd, name, AtFlags::empty());
+            return Err(with_path(&self.child(name), e));
+        }
+        Ok(true)
+    }
+
+    /// Appends `lines` (each ending in `\n`) to `name`, creating it. A tail
+    /// left without its newline by an earlier torn write is terminated first,
+    /// and a write that fails part-way is cut back, so the file only ever
+    /// grows by whole lines.
+    pub fn append_lines(&self, name: impl AsRef<OsStr>, lines: &[u8]) -> io::Result<()> {
+        let name = name.as_ref();
+        let path = self.child(name);
+        let flags = FILE_FLAGS | OFlags::RDWR | OFlags::APPEND | OFlags::CREATE;
+        let fd = rfs::openat(&self.fd, name, flags, Mode::from_raw_mode(0o644)).map_err(
+            |e| match e {
+                Errno::LOOP | Errno::NXIO => not_a_file(&path),
+                e => with_path(&path, e),
+            },
+        )?;
+        let stat = rfs::fstat(&fd).map_err(|e| with_path(&path, e))?;
+        if FileType::from_raw_mode(stat.st_mode as _) != FileType::RegularFile {
+            return Err(not_a_file(&path));
+        }
+        let len = u64::try_from(stat.st_size).unwrap_or(0);
+        let mut last = [0u8; 1];
+        let torn = len > 0
+            && rustix::io::pread(&fd, &mut last, len - 1).map_err(|e| with_path(&path, e))? == 1
+            && last[0] != b'\n';
+        let mut bytes = Vec::with_capacity(lines.len() + 1);
+        if torn {
+            bytes.push(b'\n');
+        }
+        bytes.extend_from_slice(lines);
+        let mut file = File::from(fd);
+        if let Err(e) = file.write_all(&bytes) {
+            // Best effort: a full disk still allows shrinking the file.
+            let _ = file.set_len(len);
+            return Err(with_path(&path, e));
+        }
+        Ok(())
+    }
+
+    /// The names in the folder, `.` and `..` left out.
+    pub fn entries(&self) -> io::Result<Vec<Entry>> {
+        let mut listing = rfs::Dir::read_from(&self.fd).map_err(|e| with_path(&self.path, e))?;
+        let mut entries = Vec::new();
+        while let Some(entry) = listing.read() {
+            let entry = entry.map_err(|e| with_path(&self.path, e))?;
+            let Ok(name) = entry.file_name().to_str() else {
+                continue;
+            };
+            if name == "." || name == ".." {
+                continue;
+            }
+            let kind = match entry.file_type() {
+                FileType::Unknown => None,
+                known => Some(FileKind::of(known)),
+            };
+            entries.push(Entry {
+                name: name.to_owned(),
+                kind,
+            });
+        }
+        Ok(entries)
+    }
+
+    /// Renames `from` here to `to` in `dest` (the same folder or another
+    /// below the same root), replacing a file there unless `replace` is false.
+    /// `Ok(false)`: `from` is gone, or `to` exists and was not replaced.
+    pub fn rename(
+        &self,
+        from: impl AsRef<OsStr>,
+        dest: &Dir,
+        to: impl AsRef<OsStr>,
+        replace: bool,
+    ) -> io::Result<bool> {
+        let (from, to) = (from.as_ref(), to.as_ref());
+        let result = if replace {
+            rfs::renameat(&self.fd, from, &dest.fd, to)
+        } else {
+            rename_noreplace(self, from, dest, to)
+        };
+        match result {
+            Ok(()) => Ok(true),
+            Err(Errno::NOENT | Errno::EXIST) => Ok(false),
+            Err(e) => Err(with_path(&self.child(from), e)),
+        }
+    }
+
+    /// Removes the entry `name` (a link itself, never its target); `false`
+    /// when it was not there. A folder is refused: see [`Dir::remove_tree`].
+    pub fn remove_file(&self, name: impl AsRef<OsStr>) -> io::Result<bool> {
+        let name = name.as_ref();
+        match rfs::unlinkat(&self.fd, name, AtFlags::empty()) {
+            Ok(()) => Ok(true),
+            Err(Errno::NOENT) => Ok(false),
+            Err(e) => Err(with_path(&self.child(name), e)),
+        }
+    }
+
+    /// Removes `name` and, if it is a folder, everything in it, descending
+    /// through handles (links inside are removed, not followed) at most a
+    /// few levels deep.
+    pub fn remove_tree(&self, name: impl AsRef<OsStr>) -> io::Result<()> {
+        self.remove_tree_at(name.as_ref(), MAX_REMOVE_DEPTH)
+    }
+
+    fn remove_tree_at(&self, name: &OsStr, depth: usize) -> io::Result<()> {
+        match self.meta(name)? {
+            None => return Ok(()),
+            Some(meta) if meta.kind != FileKind::Dir => {
+                self.remove_file(name)?;
+                return Ok(());
+            }
+            Some(_) => {}
+        }
+        if depth == 0 {
+            return Err(with_path(&self.child(name), Errno::TOOMANYREFS));
+        }
+        if let Some(sub) = self.open_dir(name)? {
+            for entry in sub.entries()? {
+                sub.remove_tree_at(OsStr::new(&entry.name), depth - 1)?;
+            }
+        }
+        match rfs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR) {
+            Ok(()) | Err(Errno::NOENT) => Ok(()),
+            Err(e) => Err(with_path(&self.child(name), e)),
+        }
+    }
+
+    /// Sets the permission bits of the regular file or folder `name` through
+    /// its own handle, so a link there is never chmod'ed through.
+    pub fn set_mode(&self, name: impl AsRef<OsStr>, mode: u32) -> io::Result<()> {
+        let name = name.as_ref();
+        let fd = rfs::openat(&self.fd, name, FILE_FLAGS | OFlags::RDONLY, Mode::empty()).map_err(
+            |e| match e {
+                Errno::LOOP | Errno::NXIO => not_a_file(&self.child(name)),
+                e => with_path(&self.child(name), e),
+            },
+        )?;
+        let stat = rfs::fstat(&fd).map_err(|e| with_path(&self.child(name), e))?;
+        match FileType::from_raw_mode(stat.st_mode as _) {
+            FileType::RegularFile | FileType::Directory => {}
+            _ => return Err(not_a_file(&self.child(name))),
+        }
+        if permission_bits(&stat) != mode {
+            rfs::fchmod(&fd, Mode::from_raw_mode(mode))
+                .map_err(|e| with_path(&self.child(name), e))?;
+        }
+        Ok(())
+    }
+
+    /// Sets this folder's own permission bits.
+    pub fn set_own_mode(&self, mode: u32) -> io::Result<()> {
+        let stat = rfs::fstat(&self.fd).map_err(|e| with_path(&self.path, e))?;
+        if permission_bits(&stat) != mode {
+            rfs::fchmod(&self.fd, Mode::from_raw_mode(mode))
+                .map_err(|e| with_path(&self.path, e))?;
+        }
+        Ok(())
+    }
+
+    /// Opens (creating) `name` for writing, as a lock file: a regular file
+    /// only, never through a link.
+    pub fn open_lock_file(&self, name: impl AsRef<OsStr>) -> io::Result<File> {
+        let name = name.as_ref();
+        let flags = FILE_FLAGS | OFlags::WRONLY | OFlags::CREATE;
+        let fd = rfs::openat(&self.fd, name, flags, Mode::from_raw_mode(0o644)).map_err(
+            |e| match e {
+                Errno::LOOP | Errno::NXIO => not_a_file(&self.child(name)),
+                e => with_path(&self.child(name), e),
+            },
+        )?;
+        let stat = rfs::fstat(&fd).map_err(|e| with_path(&self.child(name), e))?;
+        if FileType::from_raw_mode(stat.st_mode as _) != FileType::RegularFile {
+            return Err(not_a_file(&self.child(name)));
+        }
+        Ok(File::from(fd))
+    }
+
+    /// Flushes the folder's entries (a rename) to disk.
+    pub fn sync(&self) -> io::Result<()> {
+        rfs::fsync(&self.fd).map_err(|e| with_path(&self.path, e))
+    }
+
+    /// Creates a fresh temp file for `target` (see [`TempName`]).
+    fn create_temp(&self, target: &OsStr, mode: u32) -> io::Result<(String, File)> {
+        let flags = FILE_FLAGS | OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL;
+        loop {
+            let name = TempName::next(target).to_string();
+            match rfs::openat(
+                &self.fd,
+                name.as_str(),
+                flags,
+                Mode::from_raw_mode(mode & 0o600),
+            ) {
+                Ok(fd) => return Ok((name, File::from(fd))),
+                Err(Errno::EXIST) => continue,
+                Err(e) => return Err(with_path(&self.child(target), e)),
+            }
+        }
+    }
+
+    #[cfg(test)]
+    pub(super) fn fd(&self) -> impl std::os::fd::AsFd + '_ {
+        std::os::fd::AsFd::as_fd(&self.fd)
+    }
+}
+
+/// `renameat2(RENAME_NOREPLACE)`; where the file system lacks it, a check
+/// before a plain rename (racy, but only against another drainer of the
+/// same file, which the claim protocol already excludes).
+fn rename_noreplace(from_dir: &Dir, from: &OsStr, dest: &Dir, to: &OsStr) -> Result<(), Errno> {
+    match rfs::renameat_with(&from_dir.fd, from, &dest.fd, to, RenameFlags::NOREPLACE) {
+        Err(Errno::INVAL | Errno::NOSYS) => {}
+        other => return other,
+    }
+    match rfs::statat(&dest.fd, to, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(_) => Err(Errno::EXIST),
+        Err(Errno::NOENT) => rfs::renameat(&from_dir.fd, from, &dest.fd, to),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::infrastructure::safe_fs::TrustedRoot;
+    use std::os::unix::fs::symlink;
+
+    fn root() -> (tempfile::TempDir, TrustedRoot, Dir) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = TrustedRoot::new(dir.path().join("teams"));
+        let team = root.create_dir_all(&root.join("forge")).unwrap();
+        (dir, root, team)
+    }
+
+    #[test]
+    fn fifo_link_and_folder_are_not_files_and_never_block() {
+        let (dir, _root, team) = root();
+        rustix::fs::mkfifoat(team.fd(), "config.json", Mode::from_raw_mode(0o600)).unwrap();
+        std::fs::write(dir.path().join("outside.json"), b"{}").unwrap();
+        symlink(
+            dir.path().join("outside.json"),
+            team.path().join("link.json"),
+        )
+        .unwrap();
+        team.create_dir("folder.json").unwrap();
+        for name in ["config.json", "link.json", "folder.json"] {
+            assert_eq!(team.read(name, 100).unwrap(), FileRead::NotAFile, "{name}");
+        }
+        assert_eq!(team.read("none.json", 100).unwrap(), FileRead::Missing);
+    }
+
+    #[test]
+    fn reads_are_capped() {
+        let (_dir, _root, team) = root();
+        team.write_atomic("a.json", b"12345", 0o644).unwrap();
+        assert_eq!(team.read("a.json", 4).unwrap(), FileRead::TooLarge);
+        assert_eq!(
+            team.read("a.json", 5).unwrap(),
+            FileRead::Bytes(b"12345".to_vec())
+        );
+    }
+
+    #[test]
+    fn a_write_replaces_a_link_and_never_writes_through_it() {
+        let (dir, _root, team) = root();
+        let outside = dir.path().join("outside.json");
+        std::fs::write(&outside, b"precious").unwrap();
+        symlink(&outside, team.path().join("status.json")).unwrap();
+        team.write_atomic("status.json", b"mine", 0o600).unwrap();
+        assert_eq!(std::fs::read(&outside).unwrap(), b"precious");
+        let meta = team.meta("status.json").unwrap().unwrap();
+        assert_eq!((meta.kind, meta.mode), (FileKind::File, 0o600));
+        assert_eq!(
+            std::fs::read(team.path().join("status.json")).unwrap(),
+            b"mine"
+        );
+    }
+
+    #[test]
+    fn lock_files_and_appends_refuse_links() {
+        let (dir, _root, team) = root();
+        let target = dir.path().join("created-by-link");
+        symlink(&target, team.path().join("status.json.lock")).unwrap();
+        symlink(&target, team.path().join("journal.jsonl")).unwrap();
+        assert!(team.open_lock_file("status.json.lock").is_err());
+        assert!(team.append_lines("journal.jsonl", b"{}\n").is_err());
+        assert!(!target.exists());
+    }
+
+    #[test]
+    fn append_terminates_a_torn_tail_first() {
+        let (_dir, _root, team) = root();
+        team.append_lines("j.jsonl", b"{\"a\":1}\n").unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(team.path().join("j.jsonl"))
+            .unwrap()
+            .write_all(b"{\"torn\":")
+            .unwrap();
+        team.append_lines("j.jsonl", b"{\"b\":2}\n").unwrap();
+        let text = std::fs::read_to_string(team.path().join("j.jsonl")).unwrap();
+        assert_eq!(text, "{\"a\":1}\n{\"torn\":\n{\"b\":2}\n");
+    }
+
+    #[test]
+    fn remove_tree_removes_links_not_their_targets() {
+        let (dir, _root, team) = root();
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("keep"), b"x").unwrap();
+        let sub = team.create_dir("old").unwrap();
+        sub.write_atomic("f", b"x", 0o644).unwrap();
+        symlink(&outside, sub.path().join("link")).unwrap();
+        team.remove_tree("old").unwrap();
+        assert!(team.meta("old").unwrap().is_none());
+        assert!(outside.join("keep").exists());
+    }
+
+    #[test]
+    fn set_mode_refuses_a_link() {
+        let (dir, _root, team) = root();
+        let outside = dir.path().join("outside");
+        std::fs::write(&outside, b"x").unwrap();
+        std::fs::set_permissions(
+            &outside,
+            std::os::unix::fs::PermissionsExt::from_mode(0o644),
+        )
+        .unwrap();
+        symlink(&outside, team.path().join("script.sh")).unwrap();
+        assert!(team.set_mode("script.sh", 0o755).is_err());
+        let mode = std::fs::metadata(&outside).unwrap().permissions();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+            0o644
+        );
+    }
+
+    #[test]
+    fn rename_without_replace_keeps_the_existing_file() {
+        let (_dir, _root, team) = root();
+        team.write_atomic("a", b"a", 0o644).unwrap();
+        team.write_atomic("b", b"b", 0o644).unwrap();
+        assert!(!team.rename("a", &team, "b", false).unwrap());
+        assert_eq!(team.read("b", 10).unwrap(), FileRead::Bytes(b"b".to_vec()));
+        assert!(team.rename("a", &team, "b", true).unwrap());
+        assert_eq!(team.read("b", 10).unwrap(), FileRead::Bytes(b"a".to_vec()));
+    }
+}

@@ -1,0 +1,65 @@
+//! The file boundary: the only way the addon touches the Claude root.
+//!
+//! Agents run as the same OS user and write freely under the Claude root, so
+//! everything below the configured roots is untrusted input. The rules hold
+//! here, by construction, instead of at each call site:
+//!
+//! * A [`TrustedRoot`] (`teamsBasePath`, `tasksBasePath`, `<claudeRoot>/projects`)
+//!   is trusted as the user set it up, symlinks included. Below it every
+//!   component is opened relative to its parent's handle with
+//!   `O_NOFOLLOW | O_DIRECTORY` (`openat`, through `rustix`): a link where a
+//!   folder should be is never followed, so nothing reached through a link is
+//!   read, written, renamed, chmod'ed or deleted.
+//! * Reads open `O_NONBLOCK | O_NOFOLLOW`, check the handle is a regular file
+//!   (a FIFO would block a libuv thread forever) and read at most a cap.
+//! * Writes go to a temp file named `.<name>.mws-tmp.<pid>.<n>` beside the
+//!   target (created `O_EXCL`), are fsync'd and renamed over the target; a
+//!   crash leaves at most that temp file, which [`Dir::sweep_temp_files`]
+//!   removes once it is old and its writer is gone.
+//! * Appends write whole lines only and first terminate a torn tail, so a
+//!   write cut short by a full disk loses at most its own line.
+//!
+//! `rustix` rather than `cap-std`: cap-std follows links that stay inside its
+//! sandbox, and here no link below a root may be followed at all; rustix gives
+//! the exact `openat`/`renameat2`/`unlinkat` calls with no hand-written FFI.
+//! Every error names the path it concerns.
+
+mod dir;
+mod root;
+mod temp;
+
+pub use dir::{Dir, Entry, FileKind, FileRead, Meta};
+pub use root::TrustedRoot;
+pub use temp::{is_temp_name, TEMP_MARK};
+
+use std::io;
+use std::path::Path;
+
+/// `error` with `path` in its message, keeping its kind (and so its `MWS_IO`
+/// mapping) intact.
+pub fn with_path(path: &Path, error: impl Into<io::Error>) -> io::Error {
+    let error = error.into();
+    io::Error::new(error.kind(), format!("{}: {error}", path.display()))
+}
+
+/// The error for a link or another non-folder where a folder should be.
+pub fn not_a_folder(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotADirectory,
+        format!(
+            "{}: not a folder (a link below the Claude root is never followed)",
+            path.display()
+        ),
+    )
+}
+
+/// The error for a link, FIFO, folder or socket where a regular file should be.
+pub fn not_a_file(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "{}: not a regular file (links, FIFOs and sockets are never opened)",
+            path.display()
+        ),
+    )
+}

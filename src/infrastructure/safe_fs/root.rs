@@ -1,0 +1,190 @@
+//! A configured root and the paths below it.
+
+use std::ffi::OsStr;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use super::dir::{Dir, FileRead, Meta};
+use super::{not_a_folder, with_path};
+
+/// A root the user configured (`teamsBasePath`, `tasksBasePath`, the
+/// transcripts folder): trusted as set up, links included. Paths below it are
+/// walked one component at a time without following any link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustedRoot {
+    path: Arc<Path>,
+}
+
+impl TrustedRoot {
+    /// The root at `path`; nothing is opened yet (it may not exist).
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: Arc::from(path.into()),
+        }
+    }
+
+    /// The root as configured.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `path` joined below the root.
+    pub fn join(&self, rel: impl AsRef<Path>) -> PathBuf {
+        self.path.join(rel)
+    }
+
+    /// Whether `path` lies below (or is) the root, lexically.
+    pub fn contains(&self, path: &Path) -> bool {
+        self.below(path).is_ok()
+    }
+
+    /// The folder at `dir` (the root or below it); `None` when it, or a
+    /// folder on the way, does not exist. A link or file on the way is an error.
+    pub fn open_dir(&self, dir: &Path) -> io::Result<Option<Dir>> {
+        let parts = self.below(dir)?;
+        let Some(mut current) = self.open_root(false)? else {
+            return Ok(None);
+        };
+        for part in parts {
+            match current.open_dir(part)? {
+                Some(next) => current = next,
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(current))
+    }
+
+    /// The folder at `dir`, created (0700) with every missing folder on the way.
+    pub fn create_dir_all(&self, dir: &Path) -> io::Result<Dir> {
+        let parts = self.below(dir)?;
+        let mut current = self
+            .open_root(true)?
+            .ok_or_else(|| not_a_folder(&self.path))?;
+        for part in parts {
+            current = current.create_dir(part)?;
+        }
+        Ok(current)
+    }
+
+    /// Reads the file at `file`, at most `max` bytes (see [`Dir::read`]).
+    pub fn read(&self, file: &Path, max: u64) -> io::Result<FileRead> {
+        let (dir, name) = split(file)?;
+        match self.open_dir(dir)? {
+            Some(dir) => dir.read(name, max),
+            None => Ok(FileRead::Missing),
+        }
+    }
+
+    /// Atomically replaces `file` with `bytes` (see [`Dir::write_atomic`]),
+    /// creating its folders.
+    pub fn write_atomic(&self, file: &Path, bytes: &[u8]) -> io::Result<()> {
+        let (dir, name) = split(file)?;
+        self.create_dir_all(dir)?.write_atomic(name, bytes, 0o644)
+    }
+
+    /// What is at `path`, without following a link; `None` when nothing is.
+    pub fn meta(&self, path: &Path) -> io::Result<Option<Meta>> {
+        let (dir, name) = split(path)?;
+        match self.open_dir(dir)? {
+            Some(dir) => dir.meta(name),
+            None => Ok(None),
+        }
+    }
+
+    /// Opens the root itself, following links: the user set it up.
+    fn open_root(&self, create: bool) -> io::Result<Option<Dir>> {
+        if create {
+            std::fs::create_dir_all(&self.path).map_err(|e| with_path(&self.path, e))?;
+        }
+        Dir::open_trusted(&self.path)
+    }
+
+    /// The plain components of `path` below the root. `..` and `.` are refused:
+    /// every path here is built by the addon from checked names.
+    fn below<'a>(&self, path: &'a Path) -> io::Result<Vec<&'a OsStr>> {
+        let rest = path.strip_prefix(&*self.path).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{}: outside the configured root {}",
+                    path.display(),
+                    self.path.display()
+                ),
+            )
+        })?;
+        rest.components()
+            .map(|component| match component {
+                Component::Normal(part) => Ok(part),
+                _ => Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{}: not a plain path below its root", path.display()),
+                )),
+            })
+            .collect()
+    }
+}
+
+/// `file`'s folder and name.
+pub(super) fn split(file: &Path) -> io::Result<(&Path, &OsStr)> {
+    match (file.parent(), file.file_name()) {
+        (Some(dir), Some(name)) => Ok((dir, name)),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{}: not a file path", file.display()),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn paths_outside_the_root_or_with_dot_dot_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = TrustedRoot::new(dir.path().join("teams"));
+        for path in [
+            dir.path().join("other/x.json"),
+            dir.path().join("teams/../x.json"),
+        ] {
+            let error = root.read(&path, 10).unwrap_err();
+            assert_eq!(error.kind(), io::ErrorKind::InvalidInput, "{path:?}");
+        }
+    }
+
+    #[test]
+    fn a_linked_root_is_trusted_but_a_link_below_it_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real-teams");
+        std::fs::create_dir_all(real.join("forge")).unwrap();
+        std::fs::write(real.join("forge/config.json"), b"{}").unwrap();
+        symlink(&real, dir.path().join("teams")).unwrap();
+        let root = TrustedRoot::new(dir.path().join("teams"));
+        assert!(matches!(
+            root.read(&root.join("forge/config.json"), 10).unwrap(),
+            FileRead::Bytes(b) if b == b"{}"
+        ));
+
+        symlink(real.join("forge"), real.join("linked")).unwrap();
+        let error = root.read(&root.join("linked/config.json"), 10).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::NotADirectory);
+        assert!(error.to_string().contains("linked"), "{error}");
+        let error = root
+            .write_atomic(&root.join("linked/new.json"), b"x")
+            .unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::NotADirectory);
+        assert!(!real.join("forge/new.json").exists());
+    }
+
+    #[test]
+    fn create_dir_all_never_creates_through_a_dangling_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = TrustedRoot::new(dir.path().join("teams"));
+        std::fs::create_dir_all(root.path()).unwrap();
+        symlink(dir.path().join("elsewhere"), root.join("forge")).unwrap();
+        assert!(root.create_dir_all(&root.join("forge/members")).is_err());
+        assert!(!dir.path().join("elsewhere").exists());
+    }
+}

@@ -1,0 +1,183 @@
+//! Temp files of atomic writes: a name that says whose they are, and the
+//! sweep that removes the ones a crash left behind.
+//!
+//! A writer killed between creating its temp file and renaming it leaves
+//! `.<name>.mws-tmp.<pid>.<n>`. The first write into a folder in this process
+//! sweeps it, and later writes again at most every [`SWEEP_EVERY`], so
+//! leftovers never pile up and a folder that is never written to again keeps
+//! only what it had.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use super::dir::{Dir, FileKind};
+use crate::domain::time::EpochMs;
+use crate::infrastructure::clock::epoch_ms;
+use crate::infrastructure::process::process_alive;
+
+/// Marks the addon's temp files: `.<name>.mws-tmp.<pid>.<n>`.
+pub const TEMP_MARK: &str = ".mws-tmp.";
+/// Temp files of the `tempfile` crate written by earlier versions
+/// (`.<name>.tmp.<random>`): they carry no pid, so only age decides.
+const LEGACY_TEMP_MARK: &str = ".tmp.";
+/// A temp file younger than this may still be in use: a write takes milliseconds.
+pub const TEMP_IN_USE_MS: EpochMs = 5 * 60 * 1000;
+/// A temp file older than this is abandoned even if its pid is alive again
+/// (pids are reused).
+pub const TEMP_ABANDONED_MS: EpochMs = 60 * 60 * 1000;
+/// How often one folder is swept.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(10 * 60);
+/// Folders remembered as swept; past this the memory starts over.
+const MAX_REMEMBERED_DIRS: usize = 10_000;
+
+/// The next temp file name for a target.
+pub(super) struct TempName<'a> {
+    target: &'a OsStr,
+    n: u64,
+}
+
+impl<'a> TempName<'a> {
+    pub(super) fn next(target: &'a OsStr) -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        Self {
+            target,
+            n: NEXT.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+}
+
+impl fmt::Display for TempName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let target = self.target.to_string_lossy();
+        write!(f, ".{target}{TEMP_MARK}{}.{}", std::process::id(), self.n)
+    }
+}
+
+/// Whether `name` is a temp file of an atomic write (this version's or an
+/// earlier one's).
+pub fn is_temp_name(name: &str) -> bool {
+    name.starts_with('.') && (name.contains(TEMP_MARK) || name.contains(LEGACY_TEMP_MARK))
+}
+
+/// The pid in a temp name of this version.
+fn writer_pid(name: &str) -> Option<u32> {
+    let (_, rest) = name.rsplit_once(TEMP_MARK)?;
+    rest.split('.').next()?.parse().ok()
+}
+
+/// Whether the temp file `name`, last modified `age_ms` ago, is abandoned.
+fn abandoned(name: &str, age_ms: EpochMs) -> bool {
+    if age_ms >= TEMP_ABANDONED_MS {
+        return true;
+    }
+    match writer_pid(name) {
+        Some(pid) => age_ms >= TEMP_IN_USE_MS && pid != std::process::id() && !process_alive(pid),
+        None => false,
+    }
+}
+
+impl Dir {
+    /// Removes abandoned temp files in this folder; returns how many.
+    pub fn sweep_temp_files(&self, now_ms: EpochMs) -> io::Result<usize> {
+        let mut removed = 0;
+        for entry in self.entries()? {
+            if !is_temp_name(&entry.name) {
+                continue;
+            }
+            let Some(meta) = self.meta(&entry.name)? else {
+                continue;
+            };
+            if meta.kind == FileKind::File
+                && abandoned(&entry.name, now_ms.saturating_sub(meta.modified_ms))
+                && self.remove_file(&entry.name)?
+            {
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+}
+
+/// After a write into `dir`: sweeps it if this process has not in a while.
+/// A failed sweep is not the write's failure; the next one tries again.
+pub(super) fn note_write(dir: &Dir) {
+    static SWEPT: OnceLock<Mutex<HashMap<PathBuf, Instant>>> = OnceLock::new();
+    let now = Instant::now();
+    {
+        let mut swept = SWEPT
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if swept
+            .get(dir.path())
+            .is_some_and(|at| now.duration_since(*at) < SWEEP_EVERY)
+        {
+            return;
+        }
+        if swept.len() >= MAX_REMEMBERED_DIRS {
+            swept.clear();
+        }
+        swept.insert(dir.path().to_path_buf(), now);
+    }
+    if let Some(now_ms) = epoch_ms(SystemTime::now()) {
+        let _ = dir.sweep_temp_files(now_ms);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::infrastructure::safe_fs::TrustedRoot;
+
+    #[test]
+    fn names_carry_the_writer_pid() {
+        let name = TempName::next(OsStr::new("status.json")).to_string();
+        assert!(name.starts_with(".status.json.mws-tmp."), "{name}");
+        assert!(is_temp_name(&name));
+        assert_eq!(writer_pid(&name), Some(std::process::id()));
+        assert!(!is_temp_name("status.json"));
+    }
+
+    #[test]
+    fn only_old_files_of_gone_writers_are_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = TrustedRoot::new(dir.path());
+        let team = root.create_dir_all(dir.path()).unwrap();
+        // pid 0x7fff_fff0 does not run; our own pid does.
+        let dead = ".status.json.mws-tmp.2147483632.0";
+        let mine = format!(".status.json.mws-tmp.{}.0", std::process::id());
+        let legacy = ".status.json.tmp.AbC123";
+        for name in [dead, mine.as_str(), legacy, "status.json"] {
+            std::fs::write(dir.path().join(name), b"x").unwrap();
+        }
+        let written = team.meta("status.json").unwrap().unwrap().modified_ms;
+        assert_eq!(
+            team.sweep_temp_files(written + 1000).unwrap(),
+            0,
+            "all fresh"
+        );
+        assert_eq!(
+            team.sweep_temp_files(written + TEMP_IN_USE_MS).unwrap(),
+            1,
+            "the dead writer's file once it is not in use"
+        );
+        assert_eq!(
+            team.sweep_temp_files(written + TEMP_ABANDONED_MS).unwrap(),
+            2,
+            "everything once abandoned"
+        );
+        let left: Vec<_> = team
+            .entries()
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(left, ["status.json"]);
+    }
+}
