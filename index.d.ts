@@ -263,7 +263,10 @@ export declare class MemberWorkSync {
    * Idempotent; later calls reject with `MWS_DISPOSED`.
    */
   dispose(): Promise<void>
-  /** Moves the fixed test clock; only when the instance was built with `options.clock`. */
+  /**
+   * Moves the fixed test clock; only when the instance was built with `options.clock`.
+   * A `nowMs` that is not a finite number throws `MWS_INVALID_ARGUMENT`.
+   */
   setClockForTesting(nowMs: number): void
 }
 

@@ -3,7 +3,7 @@ import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 
 import { MemberWorkSync } from '../index.js'
-import { copyExampleRoot, readJson, writeJson } from './helpers'
+import { copyExampleRoot, listFiles, readJson, writeJson } from './helpers'
 
 const NOW = Date.parse('2026-11-22T10:00:00.000Z')
 
@@ -137,5 +137,36 @@ describe('metrics, replay and the agent brief', () => {
       subject: 'Password reset flow',
     })
     expect(fs.readFileSync(path.join(__dirname, '..', 'index.d.ts'), 'utf8')).toContain('getAgentBrief')
+  })
+})
+
+describe('bounded input', () => {
+  it('an oversized fingerprint is invalid_payload and writes nothing', async () => {
+    const root = copyExampleRoot()
+    const sync = instance(root)
+    const status = await sync.refreshStatus({ teamName: 'forge', memberName: 'jack' })
+    const store = path.join(root, 'teams/forge/members/jack/.member-work-sync')
+    const before = Object.fromEntries(listFiles(store).map((f) => [f, fs.readFileSync(path.join(store, f))]))
+    const result = await sync.report({
+      teamName: 'forge',
+      memberName: 'jack',
+      state: 'still_working',
+      agendaFingerprint: 'f'.repeat(10 << 20),
+      reportToken: status.reportToken,
+    })
+    expect(result).toMatchObject({ accepted: false, code: 'invalid_payload' })
+    const after = Object.fromEntries(listFiles(store).map((f) => [f, fs.readFileSync(path.join(store, f))]))
+    expect(after).toEqual(before)
+    expect(listFiles(store).filter((f) => f.includes('.invalid.'))).toEqual([])
+  })
+
+  it('setClockForTesting with a non-number throws MWS_INVALID_ARGUMENT', () => {
+    const sync = instance(copyExampleRoot())
+    for (const bad of ['x', NaN, Infinity, {}, null]) {
+      expect(() => sync.setClockForTesting(bad as unknown as number)).toThrow(
+        expect.objectContaining({ code: 'MWS_INVALID_ARGUMENT' }),
+      )
+    }
+    expect(() => sync.setClockForTesting(NOW + 1)).not.toThrow()
   })
 })

@@ -213,7 +213,6 @@ fn crash_between_inbox_write_and_outbox_mark_leaves_exactly_one_row() {
     // Dispatcher A claims and writes the inbox row, then dies before marking.
     let store = FsOutboxStore::new(
         StorePaths::new(f.root.join("teams")),
-        f.root.join("teams"),
         std::sync::Arc::new(member_work_sync::infrastructure::clock::ManualClock::new(
             NOW,
         )),

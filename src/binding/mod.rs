@@ -381,12 +381,19 @@ impl MemberWorkSync {
     }
 
     /// Moves the fixed test clock; only when the instance was built with `options.clock`.
-    #[napi]
-    pub fn set_clock_for_testing(&self, now_ms: f64) -> Result<(), napi::Error<ErrorCode>> {
+    /// A `nowMs` that is not a finite number throws `MWS_INVALID_ARGUMENT`.
+    #[napi(ts_args_type = "nowMs: number")]
+    pub fn set_clock_for_testing(
+        &self,
+        env: Env,
+        now_ms: Unknown<'_>,
+    ) -> Result<(), napi::Error<ErrorCode>> {
         self.live()?;
-        if !now_ms.is_finite() {
-            return Err(JsFailure::invalid("nowMs must be a finite number").into_napi());
-        }
+        let now_ms = convert::json_argument(&env, now_ms, "nowMs")
+            .map_err(JsFailure::into_napi)?
+            .as_f64()
+            .filter(|n| n.is_finite())
+            .ok_or_else(|| JsFailure::invalid("nowMs must be a finite number").into_napi())?;
         if self.instance.set_test_clock(now_ms as i64) {
             Ok(())
         } else {

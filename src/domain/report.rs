@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::agenda::{Agenda, ItemKind, Priority};
-use super::fingerprint::{canonical_json, sha256_hex};
+use super::fingerprint::{canonical_json, sha256_hex, FINGERPRINT_PREFIX};
 use super::names::normalize_member_name;
 use super::review_cycle::ReviewObligation;
 use super::status::ReportState;
@@ -18,6 +18,15 @@ pub const MAX_NOTE_CHARS: usize = 1000;
 pub const MAX_TASK_IDS: usize = 20;
 /// Longest task id accepted.
 pub const MAX_TASK_ID_CHARS: usize = 128;
+/// Longest `agendaFingerprint` accepted: the real format's length
+/// (`agenda:v1:` and 64 hex digits). A longer one can match no agenda and
+/// would only grow the stored status.
+pub const MAX_FINGERPRINT_CHARS: usize = FINGERPRINT_PREFIX.len() + 64;
+/// Longest `reportToken` accepted: a real token (claims for two 128-byte
+/// names and a fingerprint, base64url) stays far below it.
+pub const MAX_REPORT_TOKEN_CHARS: usize = 2048;
+/// Longest `reportedAt` accepted (an ISO timestamp is 24 characters).
+pub const MAX_REPORTED_AT_CHARS: usize = 64;
 
 const MINUTE_MS: EpochMs = 60 * 1000;
 /// Default `blocked` lease.
@@ -100,6 +109,21 @@ fn optional_string(request: &Value, field: &str) -> Result<Option<String>, Inval
     }
 }
 
+/// `optional_string` of at most `max` characters.
+fn bounded_string(
+    request: &Value,
+    field: &str,
+    max: usize,
+) -> Result<Option<String>, InvalidPayload> {
+    let value = optional_string(request, field)?;
+    if value.as_ref().is_some_and(|v| v.chars().count() > max) {
+        return Err(InvalidPayload(format!(
+            "{field} is longer than {max} characters"
+        )));
+    }
+    Ok(value)
+}
+
 fn required_string(request: &Value, field: &str) -> Result<String, InvalidPayload> {
     optional_string(request, field)?.ok_or_else(|| InvalidPayload(format!("{field} is required")))
 }
@@ -116,15 +140,7 @@ impl ReportRequest {
             "caught_up" => ReportState::CaughtUp,
             other => return Err(InvalidPayload(format!("unknown state {other:?}"))),
         };
-        let note = optional_string(request, "note")?;
-        if note
-            .as_ref()
-            .is_some_and(|n| n.chars().count() > MAX_NOTE_CHARS)
-        {
-            return Err(InvalidPayload(format!(
-                "note is longer than {MAX_NOTE_CHARS} characters"
-            )));
-        }
+        let note = bounded_string(request, "note", MAX_NOTE_CHARS)?;
         let task_ids = match request.get("taskIds") {
             None | Some(Value::Null) => None,
             Some(Value::Array(items)) => {
@@ -165,11 +181,16 @@ impl ReportRequest {
             team_name: required_string(request, "teamName")?,
             member_name: required_string(request, "memberName")?,
             state,
-            agenda_fingerprint: required_string(request, "agendaFingerprint")?,
-            report_token: optional_string(request, "reportToken")?,
+            agenda_fingerprint: bounded_string(
+                request,
+                "agendaFingerprint",
+                MAX_FINGERPRINT_CHARS,
+            )?
+            .ok_or_else(|| InvalidPayload("agendaFingerprint is required".into()))?,
+            report_token: bounded_string(request, "reportToken", MAX_REPORT_TOKEN_CHARS)?,
             task_ids,
             note,
-            reported_at: optional_string(request, "reportedAt")?,
+            reported_at: bounded_string(request, "reportedAt", MAX_REPORTED_AT_CHARS)?,
             lease_ttl_ms,
             source,
         })

@@ -225,6 +225,14 @@ fn malformed_requests_are_invalid_payload() {
     assert!(with("reportToken", json!({})).is_err());
     assert!(with("leaseTtlMs", json!("10")).is_err());
     assert!(with("source", json!("robot")).is_err());
+    // Every string field is bounded: nothing unbounded reaches the stores.
+    let real_fingerprint = format!("agenda:v1:{}", "a".repeat(64));
+    assert!(with("agendaFingerprint", json!(real_fingerprint)).is_ok());
+    assert!(with("agendaFingerprint", json!(format!("{real_fingerprint}0"))).is_err());
+    assert!(with("agendaFingerprint", json!("f".repeat(10 << 20))).is_err());
+    assert!(with("reportToken", json!("t".repeat(2048))).is_ok());
+    assert!(with("reportToken", json!("t".repeat(2049))).is_err());
+    assert!(with("reportedAt", json!("2".repeat(65))).is_err());
     assert!(ReportRequest::parse(&json!([])).is_err());
     assert!(ReportRequest::parse(&json!({"state": "blocked"})).is_err());
 }

@@ -104,11 +104,7 @@ impl Services {
             paths.tasks_base,
         ));
         let journal = Arc::new(FsAuditJournal::new(store_paths.clone()));
-        let outbox = Arc::new(FsOutboxStore::new(
-            store_paths.clone(),
-            paths.teams_base.clone(),
-            clock.clone(),
-        ));
+        let outbox = Arc::new(FsOutboxStore::new(store_paths.clone(), clock.clone()));
         let reconciler = Arc::new(Reconciler::new(Ports {
             clock: clock.clone(),
             teams: team_source.clone(),

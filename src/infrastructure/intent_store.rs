@@ -13,8 +13,10 @@ use serde_json::Value;
 
 use super::json_store::{
     read_envelope, read_flat_envelope, write_envelope, write_flat_envelope, Loaded,
+    MAX_STORE_FILE_BYTES,
 };
 use super::lock::StoreLock;
+use super::safe_fs::FileRead;
 use super::status_store::StorePaths;
 use crate::application::ports::{Clock, IntentStatus, PortError, ReportIntent, ReportIntentStore};
 use crate::domain::names::member_key;
@@ -71,7 +73,13 @@ impl FsReportIntentStore {
         path: &std::path::Path,
     ) -> Result<BTreeMap<String, ReportIntent>, PortError> {
         Ok(
-            match read_envelope(path, SCHEMA_VERSION, "intents", self.clock.now_ms())? {
+            match read_envelope(
+                self.paths.root(),
+                path,
+                SCHEMA_VERSION,
+                "intents",
+                self.clock.now_ms(),
+            )? {
                 Loaded::Found(intents) => intents,
                 Loaded::Missing | Loaded::Quarantined { .. } => BTreeMap::new(),
             },
@@ -80,7 +88,12 @@ impl FsReportIntentStore {
 
     fn read_index(&self, team: &str) -> Result<PendingIndex, PortError> {
         Ok(
-            match read_flat_envelope(&self.index_path(team), SCHEMA_VERSION, self.clock.now_ms())? {
+            match read_flat_envelope(
+                self.paths.root(),
+                &self.index_path(team),
+                SCHEMA_VERSION,
+                self.clock.now_ms(),
+            )? {
                 Loaded::Found(index) => index,
                 Loaded::Missing | Loaded::Quarantined { .. } => PendingIndex::default(),
             },
@@ -91,17 +104,18 @@ impl FsReportIntentStore {
     fn write(&self, intent: &ReportIntent, insert_only: bool) -> Result<(), PortError> {
         let index_path = self.index_path(&intent.team_name);
         let member_path = self.member_path(&intent.team_name, &intent.member_name);
-        let _index_lock = StoreLock::acquire(&index_path)?;
-        let _member_lock = StoreLock::acquire(&member_path)?;
+        let root = self.paths.root();
+        let _index_lock = StoreLock::acquire(root, &index_path)?;
+        let _member_lock = StoreLock::acquire(root, &member_path)?;
         let mut intents = self.read_member(&member_path)?;
         if insert_only && intents.contains_key(&intent.id) {
             return Ok(());
         }
         intents.insert(intent.id.clone(), intent.clone());
-        write_envelope(&member_path, SCHEMA_VERSION, "intents", &intents)?;
+        write_envelope(root, &member_path, SCHEMA_VERSION, "intents", &intents)?;
         let mut index = self.read_index(&intent.team_name)?;
         index.items.insert(intent.id.clone(), entry(intent));
-        write_flat_envelope(&index_path, SCHEMA_VERSION, &index)?;
+        write_flat_envelope(root, &index_path, SCHEMA_VERSION, &index)?;
         Ok(())
     }
 
@@ -112,14 +126,12 @@ impl FsReportIntentStore {
         let path = self.team_store_dir(team).join("pending-reports.json");
         // The controller owns this file: read it, never quarantine or rewrite it.
         let legacy: BTreeMap<String, Value> =
-            match super::json_store::read_capped(&path, 10 * 1024 * 1024)? {
-                Some(super::json_store::Capped::Bytes(bytes)) => {
-                    serde_json::from_slice::<Value>(&bytes)
-                        .ok()
-                        .filter(|v| v.get("schemaVersion") == Some(&Value::from(1)))
-                        .and_then(|v| serde_json::from_value(v.get("intents")?.clone()).ok())
-                        .unwrap_or_default()
-                }
+            match self.paths.root().read(&path, MAX_STORE_FILE_BYTES)? {
+                FileRead::Bytes(bytes) => serde_json::from_slice::<Value>(&bytes)
+                    .ok()
+                    .filter(|v| v.get("schemaVersion") == Some(&Value::from(1)))
+                    .and_then(|v| serde_json::from_value(v.get("intents")?.clone()).ok())
+                    .unwrap_or_default(),
                 _ => return Ok(()),
             };
         for (id, raw) in legacy {
@@ -173,26 +185,24 @@ impl ReportIntentStore for FsReportIntentStore {
     }
 
     fn pending(&self, team: &str) -> Result<Vec<ReportIntent>, PortError> {
-        if !self.paths.team_dir(team).is_dir() {
+        let root = self.paths.root();
+        if root.open_dir(&self.paths.team_dir(team))?.is_none() {
             return Ok(Vec::new());
         }
         self.migrate_legacy(team)?;
         // Member files are the truth; the index is rebuilt from them here.
-        let members_dir = self.paths.team_dir(team).join("members");
         let mut all = Vec::new();
-        if let Ok(entries) = std::fs::read_dir(&members_dir) {
-            for entry in entries.filter_map(Result::ok) {
-                let path = entry.path().join(".member-work-sync").join("reports.json");
-                all.extend(self.read_member(&path)?.into_values());
-            }
+        for member_dir in self.paths.member_dirs(team)? {
+            let path = member_dir.join(".member-work-sync").join("reports.json");
+            all.extend(self.read_member(&path)?.into_values());
         }
         let index_path = self.index_path(team);
         {
-            let _lock = StoreLock::acquire(&index_path)?;
+            let _lock = StoreLock::acquire(root, &index_path)?;
             let index = PendingIndex {
                 items: all.iter().map(|i| (i.id.clone(), entry(i))).collect(),
             };
-            write_flat_envelope(&index_path, SCHEMA_VERSION, &index)?;
+            write_flat_envelope(root, &index_path, SCHEMA_VERSION, &index)?;
         }
         let mut pending: Vec<ReportIntent> = all
             .into_iter()

@@ -1,13 +1,17 @@
 //! Per-member audit journal `journal.jsonl`: one JSON event per line, bounded
 //! strings and lists, rotated at 5 MiB to `.1` … `.5`.
+//!
+//! The journal only ever grows by whole lines: an append that a full disk
+//! cuts short is cut back, and a tail torn by a crash is terminated before the
+//! next append, so one torn write loses at most its own line.
 
-use std::fs::{self, OpenOptions};
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::io;
+use std::path::Path;
 
 use serde_json::Value;
 
 use super::lock::StoreLock;
+use super::safe_fs::{Dir, FileKind, TrustedRoot};
 use crate::application::ports::AuditEvent;
 use crate::domain::time::format_iso;
 
@@ -21,46 +25,48 @@ pub const MAX_STRING_CHARS: usize = 240;
 pub const MAX_LIST_ITEMS: usize = 20;
 
 /// Appends `event` to the journal at `path`, rotating first when it is full.
-pub fn append(path: &Path, event: &AuditEvent) -> io::Result<()> {
-    append_all(path, std::slice::from_ref(event))
+pub fn append(root: &TrustedRoot, path: &Path, event: &AuditEvent) -> io::Result<()> {
+    append_all(root, path, std::slice::from_ref(event))
 }
 
 /// Appends `events` in order with one lock and one write, rotating first when
 /// the journal is full (events of one moment stay together in one file).
-pub fn append_all(path: &Path, events: &[AuditEvent]) -> io::Result<()> {
+pub fn append_all(root: &TrustedRoot, path: &Path, events: &[AuditEvent]) -> io::Result<()> {
     let mut lines = String::new();
     for event in events {
         lines.push_str(&serde_json::to_string(&event_json(event)).map_err(io::Error::other)?);
         lines.push('\n');
     }
-    let _lock = StoreLock::acquire(path)?;
-    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            "journal is a symlink",
+            format!("{}: not a journal path", path.display()),
         ));
-    }
-    if fs::metadata(path).is_ok_and(|m| m.len() >= ROTATE_AT_BYTES) {
-        rotate(path)?;
-    }
-    let mut file = OpenOptions::new().create(true).append(true).open(path)?;
-    file.write_all(lines.as_bytes())
-}
-
-fn rotated(path: &Path, n: u32) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(format!(".{n}"));
-    PathBuf::from(name)
-}
-
-fn rotate(path: &Path) -> io::Result<()> {
-    for n in (1..KEEP_ROTATIONS).rev() {
-        let from = rotated(path, n);
-        if from.exists() {
-            fs::rename(&from, rotated(path, n + 1))?;
+    };
+    let _lock = StoreLock::acquire(root, path)?;
+    let dir = root.create_dir_all(dir)?;
+    if let Some(meta) = dir.meta(name)? {
+        if meta.kind != FileKind::File {
+            return Err(super::safe_fs::not_a_file(path));
+        }
+        if meta.len >= ROTATE_AT_BYTES {
+            rotate(&dir, name)?;
         }
     }
-    fs::rename(path, rotated(path, 1))
+    dir.append_lines(name, lines.as_bytes())
+}
+
+/// `journal.jsonl.<n>`.
+fn rotated(name: &str, n: u32) -> String {
+    format!("{name}.{n}")
+}
+
+fn rotate(dir: &Dir, name: &str) -> io::Result<()> {
+    for n in (1..KEEP_ROTATIONS).rev() {
+        dir.rename(rotated(name, n), dir, rotated(name, n + 1), true)?;
+    }
+    dir.rename(name, dir, rotated(name, 1), true)?;
+    Ok(())
 }
 
 fn event_json(event: &AuditEvent) -> Value {
@@ -99,6 +105,8 @@ fn bound(value: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
+    use std::io::Write;
 
     fn event(diags: Vec<String>) -> AuditEvent {
         AuditEvent {
@@ -112,11 +120,22 @@ mod tests {
         }
     }
 
+    fn journal() -> (tempfile::TempDir, TrustedRoot, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = TrustedRoot::new(dir.path());
+        let path = dir.path().join("journal.jsonl");
+        (dir, root, path)
+    }
+
+    fn rotated_path(path: &Path, n: u32) -> std::path::PathBuf {
+        path.with_file_name(rotated("journal.jsonl", n))
+    }
+
     #[test]
     fn lines_are_bounded() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("journal.jsonl");
+        let (_dir, root, path) = journal();
         append(
+            &root,
             &path,
             &event((0..30).map(|i| format!("{i}{}", "x".repeat(300))).collect()),
         )
@@ -132,27 +151,25 @@ mod tests {
 
     #[test]
     fn rotates_when_full_and_keeps_five() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("journal.jsonl");
+        let (_dir, root, path) = journal();
         for round in 0..7 {
             fs::write(&path, vec![b'x'; ROTATE_AT_BYTES as usize]).unwrap();
-            append(&path, &event(vec![format!("round{round}")])).unwrap();
+            append(&root, &path, &event(vec![format!("round{round}")])).unwrap();
         }
         assert!(fs::metadata(&path).unwrap().len() < 1000);
         for n in 1..=KEEP_ROTATIONS {
-            assert!(rotated(&path, n).exists(), "rotation {n}");
+            assert!(rotated_path(&path, n).exists(), "rotation {n}");
         }
-        assert!(!rotated(&path, KEEP_ROTATIONS + 1).exists());
+        assert!(!rotated_path(&path, KEEP_ROTATIONS + 1).exists());
     }
 
     #[test]
     fn append_all_writes_the_events_in_order_after_rotating_a_full_journal() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("journal.jsonl");
+        let (_dir, root, path) = journal();
         fs::write(&path, vec![b'x'; ROTATE_AT_BYTES as usize]).unwrap();
         let mut second = event(vec!["second".into()]);
         second.kind = "decision_made";
-        append_all(&path, &[event(vec!["first".into()]), second]).unwrap();
+        append_all(&root, &path, &[event(vec!["first".into()]), second]).unwrap();
         let lines: Vec<Value> = fs::read_to_string(&path)
             .unwrap()
             .lines()
@@ -172,8 +189,45 @@ mod tests {
             [("reconcile_started", "first"), ("decision_made", "second")]
         );
         assert_eq!(
-            fs::metadata(rotated(&path, 1)).unwrap().len(),
+            fs::metadata(rotated_path(&path, 1)).unwrap().len(),
             ROTATE_AT_BYTES
         );
+    }
+
+    #[test]
+    fn a_torn_tail_costs_only_its_own_line() {
+        let (_dir, root, path) = journal();
+        append(&root, &path, &event(vec!["before".into()])).unwrap();
+        // A crash or a full disk cut the next append short.
+        fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(br#"{"schemaVersion":1,"type":"torn"#)
+            .unwrap();
+        append(&root, &path, &event(vec!["after".into()])).unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        let parsed: Vec<Option<Value>> =
+            text.lines().map(|l| serde_json::from_str(l).ok()).collect();
+        assert_eq!(parsed.len(), 3, "{text}");
+        assert!(parsed[1].is_none(), "only the torn line is lost");
+        assert_eq!(parsed[2].as_ref().unwrap()["diagnostics"][0], "after");
+    }
+
+    #[test]
+    fn a_fifo_or_link_journal_is_refused_without_blocking() {
+        let (dir, root, path) = journal();
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &path,
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+        assert!(append(&root, &path, &event(vec![])).is_err());
+        fs::remove_file(&path).unwrap();
+        let outside = dir.path().join("outside.jsonl");
+        std::os::unix::fs::symlink(&outside, &path).unwrap();
+        assert!(append(&root, &path, &event(vec![])).is_err());
+        assert!(!outside.exists());
     }
 }

@@ -1,8 +1,13 @@
 //! Versioned JSON envelopes on disk (`{"schemaVersion": N, <field>: ...}`), with
-//! quarantine: a file that does not parse, or carries an unknown future
-//! version, is renamed to `<path>.invalid.<ms>` (never deleted) and the caller
-//! rebuilds from the default.
+//! quarantine: a file that does not parse, carries an unknown future version,
+//! is too large or is not a regular file (a link, a FIFO) is renamed to
+//! `<path>.invalid.<ms>` and the caller rebuilds from the default. Only the
+//! newest [`KEEP_QUARANTINED`] copies of one file are kept, so a file that
+//! keeps going bad cannot fill the disk.
+//!
+//! Every access goes through [`TrustedRoot`]: no link is followed below it.
 
+use std::ffi::OsStr;
 use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -11,10 +16,14 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::atomic_file::write_atomic;
+use super::safe_fs::{Dir, FileRead, TrustedRoot};
 
 /// Largest store file the addon reads; anything bigger is quarantined.
 pub const MAX_STORE_FILE_BYTES: u64 = 10 * 1024 * 1024;
+/// Quarantined copies kept per store file, newest first.
+pub const KEEP_QUARANTINED: usize = 3;
+/// The tag between a quarantined file's name and its time.
+const QUARANTINE_TAG: &str = ".invalid.";
 
 /// Result of reading a store file.
 #[derive(Debug)]
@@ -34,12 +43,13 @@ pub enum Loaded<T> {
 
 /// Reads `path` as `{schemaVersion: version, <field>: T}`.
 pub fn read_envelope<T: DeserializeOwned>(
+    root: &TrustedRoot,
     path: &Path,
     version: u64,
     field: &str,
     now_ms: i64,
 ) -> io::Result<Loaded<T>> {
-    read_versioned(path, version, now_ms, |value| {
+    read_versioned(root, path, version, now_ms, |value| {
         let inner = value.get(field).cloned().unwrap_or(Value::Null);
         serde_json::from_value(inner).map_err(|_| "invalid_shape".to_string())
     })
@@ -48,42 +58,37 @@ pub fn read_envelope<T: DeserializeOwned>(
 /// Reads a flat envelope `{schemaVersion: version, ...fields}` as `T` (the
 /// version key is ignored by `T`).
 pub fn read_flat_envelope<T: DeserializeOwned>(
+    root: &TrustedRoot,
     path: &Path,
     version: u64,
     now_ms: i64,
 ) -> io::Result<Loaded<T>> {
-    read_versioned(path, version, now_ms, |value| {
+    read_versioned(root, path, version, now_ms, |value| {
         serde_json::from_value(value).map_err(|_| "invalid_shape".to_string())
     })
 }
 
 /// Reads, checks `schemaVersion` and converts; anything bad is quarantined.
 ///
-/// A symlink in place of a store file is moved aside unread (reason `symlink`):
-/// store files are the addon's own and never point elsewhere.
+/// A link or FIFO in place of a store file is moved aside unopened (reason
+/// `not_a_file`): store files are the addon's own and never point elsewhere.
 fn read_versioned<T>(
+    root: &TrustedRoot,
     path: &Path,
     version: u64,
     now_ms: i64,
     convert: impl FnOnce(Value) -> Result<T, String>,
 ) -> io::Result<Loaded<T>> {
-    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
-        return Ok(Loaded::Quarantined {
-            moved_to: quarantine(path, now_ms)?,
-            reason: "symlink".into(),
-        });
-    }
-    let Some(bytes) = read_capped(path, MAX_STORE_FILE_BYTES)? else {
-        return Ok(Loaded::Missing);
-    };
-    let parsed = match bytes {
-        Capped::TooLarge => Err("file_too_large".to_string()),
-        Capped::Bytes(bytes) => check_version(&bytes, version).and_then(convert),
+    let parsed = match root.read(path, MAX_STORE_FILE_BYTES)? {
+        FileRead::Missing => return Ok(Loaded::Missing),
+        FileRead::NotAFile => Err("not_a_file".to_string()),
+        FileRead::TooLarge => Err("file_too_large".to_string()),
+        FileRead::Bytes(bytes) => check_version(&bytes, version).and_then(convert),
     };
     match parsed {
         Ok(value) => Ok(Loaded::Found(value)),
         Err(reason) => Ok(Loaded::Quarantined {
-            moved_to: quarantine(path, now_ms)?,
+            moved_to: quarantine(root, path, now_ms)?,
             reason,
         }),
     }
@@ -99,17 +104,23 @@ fn check_version(bytes: &[u8], version: u64) -> Result<Value, String> {
 }
 
 /// Writes a flat envelope: `value`'s fields beside `schemaVersion`.
-pub fn write_flat_envelope<T: Serialize>(path: &Path, version: u64, value: &T) -> io::Result<()> {
+pub fn write_flat_envelope<T: Serialize>(
+    root: &TrustedRoot,
+    path: &Path,
+    version: u64,
+    value: &T,
+) -> io::Result<()> {
     let mut envelope = serde_json::Map::new();
     envelope.insert("schemaVersion".into(), Value::from(version));
     if let Value::Object(fields) = serde_json::to_value(value).map_err(io::Error::other)? {
         envelope.extend(fields);
     }
-    write_json(path, &Value::Object(envelope))
+    write_json(root, path, &Value::Object(envelope))
 }
 
 /// Writes `{schemaVersion: version, <field>: value}` atomically, pretty-printed like the app.
 pub fn write_envelope<T: Serialize>(
+    root: &TrustedRoot,
     path: &Path,
     version: u64,
     field: &str,
@@ -121,30 +132,66 @@ pub fn write_envelope<T: Serialize>(
         field.into(),
         serde_json::to_value(value).map_err(io::Error::other)?,
     );
-    write_json(path, &Value::Object(envelope))
+    write_json(root, path, &Value::Object(envelope))
 }
 
 /// Writes any JSON value atomically as `JSON.stringify(v, null, 2) + "\n"`.
-pub fn write_json(path: &Path, value: &Value) -> io::Result<()> {
+pub fn write_json(root: &TrustedRoot, path: &Path, value: &Value) -> io::Result<()> {
     let mut text = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
     text.push('\n');
-    write_atomic(path, text.as_bytes())
+    root.write_atomic(path, text.as_bytes())
 }
 
-/// Renames a bad file to `<path>.invalid.<ms>`; nothing is deleted.
-pub fn quarantine(path: &Path, now_ms: i64) -> io::Result<PathBuf> {
-    let mut name = path.as_os_str().to_owned();
-    name.push(format!(".invalid.{now_ms}"));
-    let mut target = PathBuf::from(name);
-    let mut n = 1;
-    while target.exists() {
-        let mut name = path.as_os_str().to_owned();
-        name.push(format!(".invalid.{now_ms}-{n}"));
-        target = PathBuf::from(name);
+/// Renames a bad file to `<path>.invalid.<ms>` (never through a link: the
+/// entry itself moves) and drops all but the newest [`KEEP_QUARANTINED`]
+/// copies of that file.
+pub fn quarantine(root: &TrustedRoot, path: &Path, now_ms: i64) -> io::Result<PathBuf> {
+    let (Some(dir_path), Some(name)) = (path.parent(), path.file_name().and_then(OsStr::to_str))
+    else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{}: not a store file path", path.display()),
+        ));
+    };
+    let dir = root.create_dir_all(dir_path)?;
+    let mut n = 0;
+    let target = loop {
+        let target = match n {
+            0 => format!("{name}{QUARANTINE_TAG}{now_ms}"),
+            n => format!("{name}{QUARANTINE_TAG}{now_ms}-{n}"),
+        };
+        if dir.rename(name, &dir, &target, false)? {
+            break target;
+        }
+        if dir.meta(name)?.is_none() {
+            // Someone else moved it first: nothing left to quarantine.
+            break target;
+        }
         n += 1;
+    };
+    prune_quarantined(&dir, name);
+    Ok(dir_path.join(target))
+}
+
+/// Keeps the newest [`KEEP_QUARANTINED`] quarantined copies of `name`. Best
+/// effort: a copy that cannot be removed now is removed by a later quarantine.
+fn prune_quarantined(dir: &Dir, name: &str) {
+    let Ok(entries) = dir.entries() else {
+        return;
+    };
+    let prefix = format!("{name}{QUARANTINE_TAG}");
+    let mut copies: Vec<((i64, u32), String)> = entries
+        .into_iter()
+        .filter_map(|entry| {
+            let stamp = entry.name.strip_prefix(&prefix)?;
+            let (ms, n) = stamp.split_once('-').unwrap_or((stamp, "0"));
+            Some(((ms.parse().ok()?, n.parse().ok()?), entry.name))
+        })
+        .collect();
+    copies.sort_unstable_by(|a, b| b.cmp(a));
+    for (_, old) in copies.into_iter().skip(KEEP_QUARANTINED) {
+        let _ = dir.remove_tree(&old);
     }
-    fs::rename(path, &target)?;
-    Ok(target)
 }
 
 /// File content, or a note that it exceeded the cap.
@@ -175,24 +222,29 @@ pub fn read_capped(path: &Path, max: u64) -> io::Result<Option<Capped>> {
 mod tests {
     use super::*;
 
+    fn store() -> (tempfile::TempDir, TrustedRoot, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = TrustedRoot::new(dir.path());
+        let path = dir.path().join("s.json");
+        (dir, root, path)
+    }
+
     #[test]
     fn round_trip() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.json");
-        write_envelope(&path, 2, "status", &serde_json::json!({"a": 1})).unwrap();
+        let (_dir, root, path) = store();
+        write_envelope(&root, &path, 2, "status", &serde_json::json!({"a": 1})).unwrap();
         let text = fs::read_to_string(&path).unwrap();
         assert!(
             text.starts_with("{\n  \"schemaVersion\": 2,") && text.ends_with("}\n"),
             "{text}"
         );
-        let loaded: Loaded<Value> = read_envelope(&path, 2, "status", 5).unwrap();
+        let loaded: Loaded<Value> = read_envelope(&root, &path, 2, "status", 5).unwrap();
         assert!(matches!(loaded, Loaded::Found(v) if v["a"] == 1));
     }
 
     #[test]
     fn corrupt_and_future_files_are_quarantined_not_deleted() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.json");
+        let (dir, root, path) = store();
         for (content, reason) in [
             (&b"{not json"[..], "invalid_json"),
             (
@@ -203,7 +255,7 @@ mod tests {
         ] {
             fs::write(&path, content).unwrap();
             let loaded: Loaded<std::collections::BTreeMap<String, u8>> =
-                read_envelope(&path, 2, "status", 42).unwrap();
+                read_envelope(&root, &path, 2, "status", 42).unwrap();
             let Loaded::Quarantined {
                 moved_to,
                 reason: got,
@@ -224,10 +276,59 @@ mod tests {
     }
 
     #[test]
+    fn only_the_newest_quarantined_copies_are_kept() {
+        let (dir, root, path) = store();
+        for ms in 1..=10 {
+            fs::write(&path, vec![b'x'; 64]).unwrap();
+            let loaded: Loaded<Value> = read_envelope(&root, &path, 2, "status", ms).unwrap();
+            assert!(matches!(loaded, Loaded::Quarantined { .. }));
+        }
+        let mut left: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            ["s.json.invalid.10", "s.json.invalid.8", "s.json.invalid.9"]
+        );
+    }
+
+    #[test]
+    fn a_fifo_store_file_is_moved_aside_unopened() {
+        let (dir, root, path) = store();
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &path,
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+        let loaded: Loaded<Value> = read_envelope(&root, &path, 2, "status", 7).unwrap();
+        assert!(
+            matches!(&loaded, Loaded::Quarantined { reason, .. } if reason == "not_a_file"),
+            "{loaded:?}"
+        );
+        assert!(dir.path().join("s.json.invalid.7").exists());
+    }
+
+    #[test]
+    fn a_linked_store_folder_is_never_written_through() {
+        let (dir, root, _) = store();
+        let outside = dir.path().join("outside");
+        fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.path().join("members")).unwrap();
+        let path = dir.path().join("members/jack/status.json");
+        let error = write_envelope(&root, &path, 2, "status", &1).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::NotADirectory);
+        assert!(error.to_string().contains("members"), "{error}");
+        assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
+    }
+
+    #[test]
     fn missing_file() {
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, root, _) = store();
         let loaded: Loaded<Value> =
-            read_envelope(&dir.path().join("none.json"), 2, "status", 1).unwrap();
+            read_envelope(&root, &dir.path().join("none.json"), 2, "status", 1).unwrap();
         assert!(matches!(loaded, Loaded::Missing));
     }
 }

@@ -1,14 +1,18 @@
 //! Exclusive locks on a store file: an in-process claim per path plus an
 //! advisory `flock` on `<file>.lock`, so two threads and two processes (two app
-//! windows) serialize their read-modify-write cycles.
+//! windows) serialize their read-modify-write cycles. The lock file is opened
+//! through the file boundary: a link or FIFO planted there is an error, never
+//! a file created at the link's target.
 
 use std::collections::HashSet;
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use super::safe_fs::TrustedRoot;
 
 /// How long a writer waits for the lock before giving up.
 pub const LOCK_TIMEOUT: Duration = Duration::from_secs(5);
@@ -36,15 +40,16 @@ pub struct StoreLock {
 }
 
 impl StoreLock {
-    /// Locks `target` (via `<target>.lock`), waiting at most [`LOCK_TIMEOUT`] in all.
-    pub fn acquire(target: &Path) -> io::Result<Self> {
+    /// Locks `target` below `root` (via `<target>.lock`, its folders created),
+    /// waiting at most [`LOCK_TIMEOUT`] in all.
+    pub fn acquire(root: &TrustedRoot, target: &Path) -> io::Result<Self> {
         let started = Instant::now();
         claim_in_process(target, started)?;
         let mut lock = Self {
             path: target.to_path_buf(),
             file: None,
         };
-        lock.file = Some(lock_file(target, started)?);
+        lock.file = Some(lock_file(root, target, started)?);
         Ok(lock)
     }
 }
@@ -85,17 +90,16 @@ fn claim_in_process(target: &Path, started: Instant) -> io::Result<()> {
     Ok(())
 }
 
-fn lock_file(target: &Path, started: Instant) -> io::Result<File> {
-    if let Some(dir) = target.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut name = target.as_os_str().to_owned();
-    name.push(".lock");
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(PathBuf::from(name))?;
+fn lock_file(root: &TrustedRoot, target: &Path, started: Instant) -> io::Result<File> {
+    let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{}: not a store file path", target.display()),
+        ));
+    };
+    let mut lock_name = name.to_owned();
+    lock_name.push(".lock");
+    let file = root.create_dir_all(dir)?.open_lock_file(&lock_name)?;
     loop {
         match file.try_lock() {
             Ok(()) => return Ok(file),
@@ -115,16 +119,31 @@ mod tests {
     use std::sync::Arc;
 
     #[test]
+    fn a_dangling_lock_link_creates_nothing_at_its_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = TrustedRoot::new(dir.path());
+        let target = dir.path().join("created-through-link");
+        std::os::unix::fs::symlink(&target, dir.path().join("status.json.lock")).unwrap();
+        let error = StoreLock::acquire(&root, &dir.path().join("status.json")).unwrap_err();
+        assert!(error.to_string().contains("status.json.lock"), "{error}");
+        assert!(!target.exists());
+        // The in-process claim was released with the failed attempt.
+        std::fs::remove_file(dir.path().join("status.json.lock")).unwrap();
+        StoreLock::acquire(&root, &dir.path().join("status.json")).unwrap();
+    }
+
+    #[test]
     fn threads_take_turns() {
         let dir = tempfile::tempdir().unwrap();
+        let root = TrustedRoot::new(dir.path());
         let path = dir.path().join("status.json");
         let inside = Arc::new(AtomicUsize::new(0));
         let handles: Vec<_> = (0..4)
             .map(|_| {
-                let (path, inside) = (path.clone(), inside.clone());
+                let (root, path, inside) = (root.clone(), path.clone(), inside.clone());
                 thread::spawn(move || {
                     for _ in 0..20 {
-                        let _lock = StoreLock::acquire(&path).unwrap();
+                        let _lock = StoreLock::acquire(&root, &path).unwrap();
                         assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0);
                         thread::sleep(Duration::from_micros(200));
                         inside.fetch_sub(1, Ordering::SeqCst);

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::json_store::{read_flat_envelope, write_flat_envelope, Loaded};
 use super::lock::StoreLock;
+use super::safe_fs::TrustedRoot;
 use crate::application::ports::{Clock, MetricsStore, PortError};
 use crate::domain::metrics::{MetricEvent, MetricsIndex};
 use crate::domain::status::MemberStatus;
@@ -14,18 +15,21 @@ const SCHEMA_VERSION: u64 = 2;
 
 /// [`MetricsStore`] on the file system.
 pub struct FsMetricsStore {
-    teams_base: PathBuf,
+    root: TrustedRoot,
     clock: Arc<dyn Clock>,
 }
 
 impl FsMetricsStore {
     /// Indexes under `teams_base`.
     pub fn new(teams_base: PathBuf, clock: Arc<dyn Clock>) -> Self {
-        Self { teams_base, clock }
+        Self {
+            root: TrustedRoot::new(teams_base),
+            clock,
+        }
     }
 
     fn path(&self, team: &str) -> PathBuf {
-        self.teams_base
+        self.root
             .join(team)
             .join(".member-work-sync")
             .join("indexes")
@@ -34,7 +38,7 @@ impl FsMetricsStore {
 
     fn load(&self, path: &std::path::Path) -> Result<MetricsIndex, PortError> {
         Ok(
-            match read_flat_envelope(path, SCHEMA_VERSION, self.clock.now_ms())? {
+            match read_flat_envelope(&self.root, path, SCHEMA_VERSION, self.clock.now_ms())? {
                 Loaded::Found(index) => index,
                 Loaded::Missing | Loaded::Quarantined { .. } => MetricsIndex::default(),
             },
@@ -45,10 +49,10 @@ impl FsMetricsStore {
 impl MetricsStore for FsMetricsStore {
     fn record(&self, status: &MemberStatus, events: Vec<MetricEvent>) -> Result<(), PortError> {
         let path = self.path(&status.team_name);
-        let _lock = StoreLock::acquire(&path)?;
+        let _lock = StoreLock::acquire(&self.root, &path)?;
         let mut index = self.load(&path)?;
         index.record(status, events);
-        write_flat_envelope(&path, SCHEMA_VERSION, &index)?;
+        write_flat_envelope(&self.root, &path, SCHEMA_VERSION, &index)?;
         Ok(())
     }
 

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::json_store::{read_envelope, write_envelope, write_flat_envelope, Loaded};
 use super::lock::StoreLock;
+use super::safe_fs::{FileKind, FileRead, TrustedRoot};
 use super::status_store::StorePaths;
 use crate::application::ports::{Clock, OutboxStore, PortError, WatchdogJournal};
 use crate::domain::names::member_key;
@@ -41,18 +42,13 @@ struct OutboxIndex {
 /// [`OutboxStore`] on the file system.
 pub struct FsOutboxStore {
     paths: StorePaths,
-    teams_base: PathBuf,
     clock: Arc<dyn Clock>,
 }
 
 impl FsOutboxStore {
     /// Outboxes under `paths`.
-    pub fn new(paths: StorePaths, teams_base: PathBuf, clock: Arc<dyn Clock>) -> Self {
-        Self {
-            paths,
-            teams_base,
-            clock,
-        }
+    pub fn new(paths: StorePaths, clock: Arc<dyn Clock>) -> Self {
+        Self { paths, clock }
     }
 
     fn index_path(&self, team: &str) -> PathBuf {
@@ -69,7 +65,13 @@ impl FsOutboxStore {
 
     fn read_items(&self, path: &Path) -> Result<BTreeMap<String, OutboxItem>, PortError> {
         Ok(
-            match read_envelope(path, SCHEMA_VERSION, "items", self.clock.now_ms())? {
+            match read_envelope(
+                self.paths.root(),
+                path,
+                SCHEMA_VERSION,
+                "items",
+                self.clock.now_ms(),
+            )? {
                 Loaded::Found(items) => items,
                 Loaded::Missing | Loaded::Quarantined { .. } => BTreeMap::new(),
             },
@@ -85,11 +87,17 @@ impl FsOutboxStore {
         change: impl FnOnce(&mut BTreeMap<String, OutboxItem>) -> (R, bool),
     ) -> Result<R, PortError> {
         let member_path = self.member_path(team, member);
-        let _member_lock = StoreLock::acquire(&member_path)?;
+        let _member_lock = StoreLock::acquire(self.paths.root(), &member_path)?;
         let mut items = self.read_items(&member_path)?;
         let (result, changed) = change(&mut items);
         if changed {
-            write_envelope(&member_path, SCHEMA_VERSION, "items", &items)?;
+            write_envelope(
+                self.paths.root(),
+                &member_path,
+                SCHEMA_VERSION,
+                "items",
+                &items,
+            )?;
         }
         Ok(result)
     }
@@ -97,7 +105,7 @@ impl FsOutboxStore {
     /// Rewrites the team index from the member files (index lock first).
     fn write_index(&self, team: &str) -> Result<(), PortError> {
         let index_path = self.index_path(team);
-        let _index_lock = StoreLock::acquire(&index_path)?;
+        let _index_lock = StoreLock::acquire(self.paths.root(), &index_path)?;
         let index = OutboxIndex {
             items: self
                 .team_items(team)?
@@ -105,18 +113,15 @@ impl FsOutboxStore {
                 .map(|item| (item.id.clone(), entry(item)))
                 .collect(),
         };
-        write_flat_envelope(&index_path, SCHEMA_VERSION, &index)?;
+        write_flat_envelope(self.paths.root(), &index_path, SCHEMA_VERSION, &index)?;
         Ok(())
     }
 
     /// Every member outbox of a team, read without locks (claims re-check under lock).
     fn team_items(&self, team: &str) -> Result<Vec<OutboxItem>, PortError> {
         let mut all = Vec::new();
-        let Ok(entries) = std::fs::read_dir(self.paths.team_dir(team).join("members")) else {
-            return Ok(all);
-        };
-        for entry in entries.filter_map(Result::ok) {
-            let path = entry.path().join(".member-work-sync").join("outbox.json");
+        for member_dir in self.paths.member_dirs(team)? {
+            let path = member_dir.join(".member-work-sync").join("outbox.json");
             // One unreadable member outbox must not block the whole team.
             if let Ok(items) = self.read_items(&path) {
                 all.extend(items.into_values());
@@ -221,17 +226,23 @@ impl OutboxStore for FsOutboxStore {
     }
 
     fn teams_with_outbox(&self) -> Vec<String> {
-        let Ok(entries) = std::fs::read_dir(&self.teams_base) else {
+        let root = self.paths.root();
+        let Ok(Some(teams_dir)) = root.open_dir(root.path()) else {
+            return Vec::new();
+        };
+        let Ok(entries) = teams_dir.entries() else {
             return Vec::new();
         };
         let mut teams: Vec<String> = entries
-            .filter_map(Result::ok)
+            .into_iter()
+            .filter(|e| e.kind == Some(FileKind::Dir))
             .filter(|e| {
-                e.path()
-                    .join(".member-work-sync/indexes/outbox-index.json")
-                    .is_file()
+                let index = root
+                    .join(&e.name)
+                    .join(".member-work-sync/indexes/outbox-index.json");
+                matches!(root.meta(&index), Ok(Some(meta)) if meta.kind == FileKind::File)
             })
-            .filter_map(|e| e.file_name().into_string().ok())
+            .map(|e| e.name)
             .collect();
         teams.sort();
         teams
@@ -240,24 +251,23 @@ impl OutboxStore for FsOutboxStore {
 
 /// [`WatchdogJournal`] reading `teams/<team>/stall-monitor-journal.json`.
 pub struct FsWatchdogJournal {
-    teams_base: PathBuf,
+    root: TrustedRoot,
 }
 
 impl FsWatchdogJournal {
     /// Journals under `teams_base`.
     pub fn new(teams_base: PathBuf) -> Self {
-        Self { teams_base }
+        Self {
+            root: TrustedRoot::new(teams_base),
+        }
     }
 }
 
 impl WatchdogJournal for FsWatchdogJournal {
     fn alerts(&self, team: &str) -> Vec<WatchdogAlert> {
-        let path = self
-            .teams_base
-            .join(team)
-            .join("stall-monitor-journal.json");
-        match super::json_store::read_capped(&path, 2 * 1024 * 1024) {
-            Ok(Some(super::json_store::Capped::Bytes(bytes))) => {
+        let path = self.root.join(team).join("stall-monitor-journal.json");
+        match self.root.read(&path, 2 * 1024 * 1024) {
+            Ok(FileRead::Bytes(bytes)) => {
                 let rows: Vec<serde_json::Value> =
                     serde_json::from_slice(&bytes).unwrap_or_default();
                 rows.into_iter()

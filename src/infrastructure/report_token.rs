@@ -1,13 +1,20 @@
 //! HMAC-SHA256 report tokens with a per-team secret in
 //! `teams/<team>/.member-work-sync/report-token-secret.json` (0600).
 //!
-//! The secret is created on first use, regenerated when corrupt, cached after
-//! a successful load only (a failed load is retried next time), and never
-//! logged or returned.
+//! The secret is created on first use, cached after a successful load only
+//! (a failed load is retried next time), and never logged or returned. It is
+//! trusted only as a regular file owned by this user with mode 0600, read
+//! through the handle that was checked: a link to another file, a file others
+//! may read (its secret may be known), a corrupt or a FIFO secret is
+//! quarantined (kept as `.invalid.<ms>`, see [`quarantine`]) and replaced.
+//! The cache is keyed by the exact team folder name.
 
 use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::io::{self, Read};
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::time::SystemTime;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -15,10 +22,11 @@ use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::Sha256;
 
-use super::json_store::{read_capped, Capped};
+use super::clock::epoch_ms;
+use super::json_store::quarantine;
 use super::lock::StoreLock;
+use super::safe_fs::{Dir, TrustedRoot};
 use crate::application::ports::{PortError, ReportTokens};
-use crate::domain::names::normalize_member_name;
 use crate::domain::time::EpochMs;
 use crate::domain::token::{assemble, check_claims, split, TokenCheck, TokenClaims};
 
@@ -26,10 +34,17 @@ type HmacSha256 = Hmac<Sha256>;
 
 /// Shortest secret string accepted from disk.
 const MIN_SECRET_CHARS: usize = 32;
+/// Largest secret file read.
+const MAX_SECRET_FILE_BYTES: u64 = 4096;
+/// The secret file's name.
+const SECRET_FILE: &str = "report-token-secret.json";
+/// The only permission bits a trusted secret file has.
+const SECRET_MODE: u32 = 0o600;
 
 /// Issues and verifies tokens with team secrets under `teams_base`.
 pub struct HmacReportTokens {
-    teams_base: PathBuf,
+    root: TrustedRoot,
+    /// Secrets by exact team folder name.
     secrets: Mutex<HashMap<String, String>>,
 }
 
@@ -37,26 +52,25 @@ impl HmacReportTokens {
     /// Tokens for the teams under `teams_base`.
     pub fn new(teams_base: PathBuf) -> Self {
         Self {
-            teams_base,
+            root: TrustedRoot::new(teams_base),
             secrets: Mutex::new(HashMap::new()),
         }
     }
 
     fn secret_path(&self, team: &str) -> PathBuf {
-        self.teams_base
+        self.root
             .join(team)
             .join(".member-work-sync")
-            .join("report-token-secret.json")
+            .join(SECRET_FILE)
     }
 
     /// The team secret, loading or creating it on first use.
     fn secret(&self, team: &str) -> Result<String, PortError> {
-        let key = normalize_member_name(team);
         if let Some(secret) = self
             .secrets
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .get(&key)
+            .get(team)
         {
             return Ok(secret.clone());
         }
@@ -64,36 +78,31 @@ impl HmacReportTokens {
         self.secrets
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(key, secret.clone());
+            .insert(team.to_string(), secret.clone());
         Ok(secret)
     }
 
     fn load_or_create(&self, team: &str) -> Result<String, PortError> {
         let path = self.secret_path(team);
-        let _lock = StoreLock::acquire(&path)?;
-        if let Some(Capped::Bytes(bytes)) = read_capped(&path, 4096)? {
-            let stored = serde_json::from_slice::<Value>(&bytes).ok().and_then(|v| {
-                let secret = v.get("secret")?.as_str()?.to_string();
-                (v.get("schemaVersion") == Some(&Value::from(1))
-                    && secret.len() >= MIN_SECRET_CHARS)
-                    .then_some(secret)
-            });
-            if let Some(secret) = stored {
-                return Ok(secret);
+        let _lock = StoreLock::acquire(&self.root, &path)?;
+        let dir = self.root.create_dir_all(path.parent().unwrap_or(&path))?;
+        match read_trusted_secret(&dir) {
+            Ok(Some(secret)) => return Ok(secret),
+            Ok(None) => {}
+            Err(Untrusted) => {
+                let now = epoch_ms(SystemTime::now()).unwrap_or(0);
+                quarantine(&self.root, &path, now)?;
             }
         }
         let mut bytes = [0u8; 32];
-        getrandom::fill(&mut bytes)
-            .map_err(|e| PortError::Io(std::io::Error::other(e.to_string())))?;
+        getrandom::fill(&mut bytes).map_err(|e| PortError::Io(io::Error::other(e.to_string())))?;
         let secret = URL_SAFE_NO_PAD.encode(bytes);
         let mut text = serde_json::to_string_pretty(
             &serde_json::json!({ "schemaVersion": 1, "secret": secret }),
         )
-        .map_err(std::io::Error::other)?;
+        .map_err(io::Error::other)?;
         text.push('\n');
-        let staged = super::atomic_file::stage(&path, text.as_bytes())?;
-        restrict_permissions(&staged)?;
-        staged.commit(&path)?;
+        dir.write_atomic(SECRET_FILE, text.as_bytes(), SECRET_MODE)?;
         Ok(secret)
     }
 
@@ -105,15 +114,42 @@ impl HmacReportTokens {
     }
 }
 
-#[cfg(unix)]
-fn restrict_permissions(staged: &super::atomic_file::StagedFile) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    staged.set_permissions(std::fs::Permissions::from_mode(0o600))
+/// A secret file that must not be used: moved aside and replaced.
+struct Untrusted;
+
+/// The stored secret if the file is one to trust; `Ok(None)` when there is none.
+fn read_trusted_secret(dir: &Dir) -> Result<Option<String>, Untrusted> {
+    let file = match dir.open_file(OsStr::new(SECRET_FILE)) {
+        Ok(Some(file)) => file,
+        Ok(None) => return Ok(None),
+        Err(_) => return Err(Untrusted),
+    };
+    if !private_to_this_user(&file) {
+        return Err(Untrusted);
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_SECRET_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|_| Untrusted)?;
+    serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .and_then(|v| {
+            let secret = v.get("secret")?.as_str()?.to_string();
+            (v.get("schemaVersion") == Some(&Value::from(1)) && secret.len() >= MIN_SECRET_CHARS)
+                .then_some(secret)
+        })
+        .map(Some)
+        .ok_or(Untrusted)
 }
 
-#[cfg(not(unix))]
-fn restrict_permissions(_staged: &super::atomic_file::StagedFile) -> std::io::Result<()> {
-    Ok(())
+/// Owned by the current user and readable by nobody else (checked on the
+/// open handle, so the file read is the file checked).
+#[cfg(unix)]
+fn private_to_this_user(file: &std::fs::File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    file.metadata().is_ok_and(|meta| {
+        meta.uid() == rustix::process::getuid().as_raw() && meta.mode() & 0o7777 == SECRET_MODE
+    })
 }
 
 impl ReportTokens for HmacReportTokens {
@@ -248,7 +284,7 @@ mod tests {
             again.verify(Some(&token), "forge", "jack", "fp", 0),
             TokenCheck::Valid
         );
-        // A corrupt secret is replaced; old tokens stop verifying.
+        // A corrupt secret is kept aside and replaced; old tokens stop verifying.
         std::fs::write(&path, r#"{"schemaVersion":1,"secret":"short"}"#).unwrap();
         let fresh = HmacReportTokens::new(dir.path().to_path_buf());
         assert_eq!(
@@ -259,6 +295,115 @@ mod tests {
             std::fs::read_to_string(&path).unwrap(),
             r#"{"schemaVersion":1,"secret":"short"}"#
         );
+        assert_eq!(
+            quarantined(&path),
+            [r#"{"schemaVersion":1,"secret":"short"}"#]
+        );
+    }
+
+    /// Contents of the quarantined copies beside `path`.
+    fn quarantined(path: &std::path::Path) -> Vec<String> {
+        let prefix = format!("{SECRET_FILE}.invalid.");
+        std::fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            .map(|e| match std::fs::symlink_metadata(e.path()) {
+                Ok(meta) if meta.is_file() => std::fs::read_to_string(e.path()).unwrap(),
+                _ => "<not a file>".into(),
+            })
+            .collect()
+    }
+
+    /// A forged secret that an agent knows, planted as `how` describes.
+    fn plant(dir: &std::path::Path, how: &str) -> String {
+        use std::os::unix::fs::PermissionsExt;
+        let known = "k".repeat(43);
+        let text = format!(r#"{{"schemaVersion":1,"secret":"{known}"}}"#);
+        let store = dir.join("forge/.member-work-sync");
+        std::fs::create_dir_all(&store).unwrap();
+        let path = store.join(SECRET_FILE);
+        match how {
+            "world_readable" => {
+                std::fs::write(&path, &text).unwrap();
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+            }
+            "symlink" => {
+                let elsewhere = dir.join("elsewhere.json");
+                std::fs::write(&elsewhere, &text).unwrap();
+                std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o600))
+                    .unwrap();
+                std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+            }
+            "fifo" => {
+                rustix::fs::mkfifoat(
+                    rustix::fs::CWD,
+                    &path,
+                    rustix::fs::Mode::from_raw_mode(0o600),
+                )
+                .unwrap();
+            }
+            other => panic!("{other}"),
+        }
+        known
+    }
+
+    #[test]
+    fn a_planted_secret_is_never_trusted() {
+        for how in ["world_readable", "symlink", "fifo"] {
+            let (dir, tokens) = tokens();
+            let known = plant(dir.path(), how);
+            let payload = TokenClaims::new("forge", "jack", "fp", 1_000).encode();
+            let forged = assemble(
+                &payload,
+                &HmacReportTokens::mac(&known, &payload)
+                    .unwrap()
+                    .finalize()
+                    .into_bytes(),
+            );
+            assert_eq!(
+                tokens.verify(Some(&forged), "forge", "jack", "fp", 0),
+                TokenCheck::Invalid,
+                "{how}"
+            );
+            let path = dir.path().join("forge/.member-work-sync").join(SECRET_FILE);
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            assert!(
+                meta.file_type().is_file(),
+                "{how}: replaced by a regular file"
+            );
+            assert_eq!(
+                quarantined(&path).len(),
+                1,
+                "{how}: the planted file kept aside"
+            );
+            if how == "symlink" {
+                let elsewhere = std::fs::read_to_string(dir.path().join("elsewhere.json"));
+                assert!(
+                    elsewhere.unwrap().contains(&known),
+                    "the link target is untouched"
+                );
+            }
+        }
+    }
+
+    // Case-sensitive file systems only: elsewhere the two names are one folder.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn teams_differing_only_in_case_have_their_own_secrets() {
+        let (dir, tokens) = tokens();
+        let upper = tokens.issue("Forge", "jack", "fp", 1_000).unwrap();
+        let lower = tokens.issue("forge", "jack", "fp", 1_000).unwrap();
+        assert_ne!(
+            upper.rsplit('.').next(),
+            lower.rsplit('.').next(),
+            "one cached secret signed both"
+        );
+        assert!(dir
+            .path()
+            .join("Forge/.member-work-sync")
+            .join(SECRET_FILE)
+            .exists());
     }
 
     proptest! {

@@ -2,6 +2,7 @@
 //! (DATA.md §4), with the legacy v1 team-level `status.json` as read fallback.
 
 use std::collections::BTreeMap;
+use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -10,6 +11,7 @@ use serde_json::Value;
 use super::journal;
 use super::json_store::{read_envelope, write_envelope, Loaded};
 use super::lock::StoreLock;
+use super::safe_fs::{FileKind, TrustedRoot};
 use crate::application::ports::{
     AuditEvent, AuditJournal, Clock, PortError, StatusStore, StoredStatus,
 };
@@ -23,18 +25,25 @@ pub const STATUS_SCHEMA_VERSION: u64 = 2;
 /// Where a team's store files live.
 #[derive(Debug, Clone)]
 pub struct StorePaths {
-    teams_base: PathBuf,
+    root: TrustedRoot,
 }
 
 impl StorePaths {
     /// Paths under `teams_base`.
     pub fn new(teams_base: PathBuf) -> Self {
-        Self { teams_base }
+        Self {
+            root: TrustedRoot::new(teams_base),
+        }
+    }
+
+    /// The teams root every store file lies below.
+    pub fn root(&self) -> &TrustedRoot {
+        &self.root
     }
 
     /// `teams/<team>`.
     pub fn team_dir(&self, team: &str) -> PathBuf {
-        self.teams_base.join(team)
+        self.root.join(team)
     }
 
     /// `teams/<team>/members/<key>`.
@@ -47,6 +56,21 @@ impl StorePaths {
         self.member_dir(team, member)
             .join(".member-work-sync")
             .join(file)
+    }
+
+    /// The member folders under `teams/<team>/members/` (real folders only: a
+    /// link there is skipped, never followed); empty when there are none.
+    pub fn member_dirs(&self, team: &str) -> io::Result<Vec<PathBuf>> {
+        let members = self.team_dir(team).join("members");
+        let Some(dir) = self.root.open_dir(&members)? else {
+            return Ok(Vec::new());
+        };
+        Ok(dir
+            .entries()?
+            .into_iter()
+            .filter(|entry| entry.kind == Some(FileKind::Dir))
+            .map(|entry| members.join(entry.name))
+            .collect())
     }
 
     /// Legacy `teams/<team>/.member-work-sync/status.json`.
@@ -72,7 +96,7 @@ impl FsStatusStore {
     fn read_legacy(&self, team: &str, member: &str) -> Result<Option<MemberStatus>, PortError> {
         let path = self.paths.legacy_status(team);
         let members: Loaded<BTreeMap<String, Value>> =
-            read_envelope(&path, 1, "members", self.clock.now_ms())?;
+            read_envelope(self.paths.root(), &path, 1, "members", self.clock.now_ms())?;
         let Loaded::Found(members) = members else {
             return Ok(None);
         };
@@ -88,7 +112,7 @@ impl FsStatusStore {
             .paths
             .member_dir(&status.team_name, &status.member_name)
             .join("member.meta.json");
-        if path.exists() {
+        if self.paths.root().meta(&path)?.is_some() {
             return Ok(());
         }
         let meta = serde_json::json!({
@@ -97,7 +121,7 @@ impl FsStatusStore {
             "memberKey": member_key(&status.member_name),
             "updatedAt": format_iso(self.clock.now_ms()),
         });
-        super::json_store::write_json(&path, &meta)?;
+        super::json_store::write_json(self.paths.root(), &path, &meta)?;
         Ok(())
     }
 }
@@ -106,6 +130,7 @@ impl StatusStore for FsStatusStore {
     fn read(&self, team: &str, member: &str) -> Result<StoredStatus, PortError> {
         let path = self.paths.member_file(team, member, "status.json");
         match read_envelope::<MemberStatus>(
+            self.paths.root(),
             &path,
             STATUS_SCHEMA_VERSION,
             "status",
@@ -127,10 +152,16 @@ impl StatusStore for FsStatusStore {
         build: &mut dyn FnMut(StoredStatus) -> MemberStatus,
     ) -> Result<MemberStatus, PortError> {
         let path = self.paths.member_file(team, member, "status.json");
-        let _lock = StoreLock::acquire(&path)?;
+        let _lock = StoreLock::acquire(self.paths.root(), &path)?;
         let previous = self.read(team, member)?;
         let status = build(previous);
-        write_envelope(&path, STATUS_SCHEMA_VERSION, "status", &status)?;
+        write_envelope(
+            self.paths.root(),
+            &path,
+            STATUS_SCHEMA_VERSION,
+            "status",
+            &status,
+        )?;
         self.write_member_meta(&status)?;
         Ok(status)
     }
@@ -157,7 +188,7 @@ impl AuditJournal for FsAuditJournal {
     fn record(&self, event: AuditEvent) {
         let path = self.path(&event.team_name, &event.member_name);
         // The audit trail is best effort: a full disk must not fail a reconcile.
-        let _ = journal::append(&path, &event);
+        let _ = journal::append(self.paths.root(), &path, &event);
     }
 
     fn record_all(&self, events: Vec<AuditEvent>) {
@@ -169,7 +200,7 @@ impl AuditJournal for FsAuditJournal {
             .iter()
             .all(|e| self.path(&e.team_name, &e.member_name) == path)
         {
-            let _ = journal::append_all(&path, &events);
+            let _ = journal::append_all(self.paths.root(), &path, &events);
         } else {
             events.into_iter().for_each(|event| self.record(event));
         }
@@ -296,6 +327,7 @@ mod tests {
             "members": { "jack": status("forge", "jack", vec!["old".into()]) },
         });
         crate::infrastructure::json_store::write_json(
+            &TrustedRoot::new(dir.path()),
             &dir.path().join("forge/.member-work-sync/status.json"),
             &legacy,
         )
@@ -335,7 +367,7 @@ mod tests {
         assert_eq!(
             seen,
             Some(StoredStatus::Quarantined {
-                reason: "symlink".into()
+                reason: "not_a_file".into()
             })
         );
         assert_eq!(std::fs::read_to_string(&outside).unwrap(), "{}");
