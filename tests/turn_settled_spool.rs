@@ -382,12 +382,15 @@ fn four_drainer_processes_process_each_of_two_thousand_events_once() {
     assert_eq!(kept, 1000);
 }
 
+/// A name and its content (`None` for anything but a regular file).
+type Entry = (String, Option<Vec<u8>>);
+
 /// The names in `dir` with their content (`None` for a folder), and the
 /// folder's own mode: what a drain must leave alone.
-fn snapshot(dir: &Path) -> (u32, Vec<(String, Option<Vec<u8>>)>) {
+fn snapshot(dir: &Path) -> (u32, Vec<Entry>) {
     use std::os::unix::fs::PermissionsExt;
     let mode = fs::metadata(dir).unwrap().permissions().mode() & 0o777;
-    let mut entries: Vec<(String, Option<Vec<u8>>)> = fs::read_dir(dir)
+    let mut entries: Vec<Entry> = fs::read_dir(dir)
         .unwrap()
         .map(|e| {
             let e = e.unwrap();
