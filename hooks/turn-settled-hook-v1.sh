@@ -8,7 +8,8 @@
 # It runs on every turn of every agent, so it starts as few programs as it can
 # (mv; date only without /proc; head and cat only for an oversized payload),
 # never prints, never waits on a lock, never touches the network and always
-# exits 0: a broken spool must never break the agent.
+# exits 0: a broken spool must never break the agent. A write that fails (a
+# full disk) publishes nothing: a truncated payload must never look complete.
 
 # Nothing below prints: every error message goes to /dev/null from here on.
 exec >/dev/null 2>&1
@@ -62,26 +63,34 @@ set +C
 # Lines are copied with the `read`/`printf` builtins: a typical Stop payload is
 # one short line, so no program starts here; only an oversized payload runs
 # `head` (for the exact cut) and `cat` (to read the rest away).
+# Every write's status is checked (the builtins' and head's own, no extra
+# program): the first failure stops the copy, and the group's status, the
+# last test in it, says whether all of them succeeded.
 limit=$((max_bytes + 1))
 total=0
+written=1
 {
   while :; do
     line=
     if IFS= read -r line; then nl=1; else nl=0; fi
     size=$((${#line} + nl))
     if [ $((total + size)) -gt "$limit" ]; then
-      printf '%s\n' "$line" | head -c "$((limit - total))"
+      printf '%s\n' "$line" | head -c "$((limit - total))" || written=0
       cat >/dev/null
       break
     fi
     total=$((total + size))
     if [ "$nl" = 1 ]; then
-      printf '%s\n' "$line"
+      printf '%s\n' "$line" || {
+        written=0
+        break
+      }
     else
-      printf '%s' "$line"
+      printf '%s' "$line" || written=0
       break
     fi
   done
+  [ "$written" = 1 ]
 } >"$tmp" || {
   rm -f -- "$tmp"
   drain_and_exit

@@ -41,15 +41,46 @@ struct Run {
 
 /// Runs `shell script args…` with `stdin` piped in.
 fn run(shell: &[&str], script: &Path, args: &[&str], stdin: &[u8]) -> Run {
-    let mut child = Command::new(shell[0])
+    run_limited(shell, script, args, stdin, None)
+}
+
+/// [`run`], with writes past `max_file_bytes` failing (`RLIMIT_FSIZE`, with
+/// `SIGXFSZ` ignored so a write past it returns `EFBIG`): a full disk.
+fn run_limited(
+    shell: &[&str],
+    script: &Path,
+    args: &[&str],
+    stdin: &[u8],
+    max_file_bytes: Option<u64>,
+) -> Run {
+    let mut command = Command::new(shell[0]);
+    command
         .args(&shell[1..])
         .arg(script)
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn shell");
+        .stderr(Stdio::piped());
+    if let Some(max) = max_file_bytes {
+        use std::os::unix::process::CommandExt;
+        let limit = libc::rlimit {
+            rlim_cur: max as libc::rlim_t,
+            rlim_max: max as libc::rlim_t,
+        };
+        // SAFETY: between fork and exec only async-signal-safe calls
+        // (setrlimit, signal) on values prepared before the fork.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::signal(libc::SIGXFSZ, libc::SIG_IGN) == libc::SIG_ERR
+                    || libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let mut child = command.spawn().expect("spawn shell");
     let mut pipe = child.stdin.take().expect("stdin");
     let payload = stdin.to_vec();
     // Write from another thread: a hook that stopped reading must not hang the test.
@@ -135,6 +166,53 @@ fn captures_payloads_completely_up_to_the_bound() {
                 0o600
             );
             fs::remove_file(path).unwrap();
+        }
+    }
+}
+
+/// Names in `incoming/`, hidden ones (temp files) included.
+fn incoming_all(paths: &SpoolPaths) -> Vec<String> {
+    fs::read_dir(paths.incoming())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// A write that fails part-way (a full disk: here a 24 KiB file size
+/// limit) publishes nothing and leaves no temp file; the hook still exits 0
+/// silently. It used to rename the first 24,576 bytes into `incoming/` as if
+/// they were the whole payload.
+#[test]
+fn a_failed_write_publishes_nothing() {
+    let one_line = payload(64 * 1024)
+        .into_iter()
+        .map(|b| if b == b'\n' { b' ' } else { b })
+        .collect::<Vec<u8>>();
+    let cases: [(&str, Vec<u8>); 3] = [
+        ("one 64 KiB line", one_line),
+        ("64 KiB in many lines", payload(64 * 1024)),
+        ("oversized, cut by head", payload(300 * 1024)),
+    ];
+    for shell in shells() {
+        for (what, body) in &cases {
+            let (_dir, paths, script) = installed_spool();
+            let root = paths.root.to_string_lossy().into_owned();
+            let args = [root.as_str(), "claude", "262144"];
+            let out = run_limited(&shell, &script, &args, body, Some(24 * 1024));
+            assert_eq!(
+                (out.status, out.stdout.len(), out.stderr.len()),
+                (0, 0, 0),
+                "{shell:?} {what}"
+            );
+            assert!(
+                incoming_all(&paths).is_empty(),
+                "{shell:?} {what}: {:?}",
+                incoming_all(&paths)
+            );
+            // Under the same limit a payload that fits is still published.
+            let out = run_limited(&shell, &script, &args, &payload(2048), Some(24 * 1024));
+            assert_eq!(out.status, 0);
+            assert_eq!(incoming(&paths).len(), 1, "{shell:?} {what}");
         }
     }
 }

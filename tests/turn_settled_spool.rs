@@ -381,3 +381,174 @@ fn four_drainer_processes_process_each_of_two_thousand_events_once() {
         .count();
     assert_eq!(kept, 1000);
 }
+
+/// A name and its content (`None` for anything but a regular file).
+type Entry = (String, Option<Vec<u8>>);
+
+/// The names in `dir` with their content (`None` for a folder), and the
+/// folder's own mode: what a drain must leave alone.
+fn snapshot(dir: &Path) -> (u32, Vec<Entry>) {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = fs::metadata(dir).unwrap().permissions().mode() & 0o777;
+    let mut entries: Vec<Entry> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let content = e
+                .file_type()
+                .unwrap()
+                .is_file()
+                .then(|| fs::read(e.path()).unwrap());
+            (e.file_name().to_string_lossy().into_owned(), content)
+        })
+        .collect();
+    entries.sort();
+    (mode, entries)
+}
+
+/// Each spool folder in turn is a link to a folder outside the spool (with
+/// an old event, a stray file and an old subfolder in it): the drain fails
+/// with an error naming the link, and nothing behind it is claimed, written,
+/// pruned or chmod'ed. (It used to move that folder's files into the spool
+/// and delete them in retention.)
+#[test]
+fn a_linked_spool_folder_fails_the_drain_and_nothing_behind_it_is_touched() {
+    use std::os::unix::fs::{symlink, PermissionsExt};
+    let mut folders = vec!["incoming", "processing", "processed", "invalid"];
+    // `bin/` matters to the drain only where it refreshes the boot time.
+    if Path::new("/proc/sys/kernel/random/boot_id").exists() {
+        folders.push("bin");
+    }
+    for folder in folders {
+        let home = claude_home();
+        let paths = SpoolPaths::for_teams_base(&home.path().join("teams"));
+        paths.install().unwrap();
+        // One valid and one invalid payload pending: both result folders are used.
+        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
+        let incoming = paths.incoming();
+        fs::write(
+            incoming.join(format!("{stamp}-0-1.codex.json")),
+            codex_payload(1),
+        )
+        .unwrap();
+        fs::write(
+            incoming.join(format!("{stamp}-0-2.codex.json")),
+            b"not json",
+        )
+        .unwrap();
+        let outside = home.path().join("outside");
+        fs::create_dir_all(outside.join("old-sub")).unwrap();
+        fs::write(
+            outside.join("20200101T000000Z-0-9.codex.json"),
+            codex_payload(9),
+        )
+        .unwrap();
+        fs::write(outside.join("notes.txt"), b"mine").unwrap();
+        fs::set_permissions(&outside, fs::Permissions::from_mode(0o755)).unwrap();
+        let before = snapshot(&outside);
+
+        let at = paths.root.join(folder);
+        fs::remove_dir_all(&at).unwrap();
+        symlink(&outside, &at).unwrap();
+        let sink = LogSink::open(&home.path().join("acted.log"));
+        let drained = ingestor(home.path(), Arc::new(SystemClock)).drain(&NoQueue, &sink);
+        let error = drained.expect_err(folder).to_string();
+        assert!(
+            error.contains(&format!("{}:", at.display())),
+            "{folder}: {error}"
+        );
+        assert_eq!(snapshot(&outside), before, "{folder}");
+    }
+}
+
+const DRAIN_ONCE_ENV: &str = "MWS_TEST_DRAIN_ONCE_ROOT";
+
+/// Not a test on its own: one drain in a child process (run as another user
+/// by the read-only spool test), reported on stdout.
+#[test]
+#[ignore = "child process of the read-only spool test"]
+fn drain_once_child() {
+    let Some(home) = std::env::var_os(DRAIN_ONCE_ENV).map(PathBuf::from) else {
+        return;
+    };
+    let sink = LogSink::open(&home.join("acted.log"));
+    match ingestor(&home, Arc::new(SystemClock)).drain(&NoQueue, &sink) {
+        Ok(summary) => println!("DRAIN OK claimed={}", summary.claimed),
+        Err(error) => println!("DRAIN ERR {error}"),
+    }
+}
+
+/// With `incoming/` read-only, events are pending but none can be claimed:
+/// the drain fails naming the file instead of reporting `claimed: 0`. Root
+/// renames through mode bits, so as root the drain runs as `nobody`
+/// (setpriv) over a spool `nobody` owns.
+#[test]
+fn a_read_only_spool_fails_the_drain_instead_of_claiming_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = claude_home();
+    let paths = SpoolPaths::for_teams_base(&home.path().join("teams"));
+    paths.install().unwrap();
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
+    let event = paths.incoming().join(format!("{stamp}-0-1.codex.json"));
+    fs::write(&event, codex_payload(1)).unwrap();
+    let root_user = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    let nobody = [
+        "setpriv",
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--",
+    ];
+    let as_user: Vec<&str> = if root_user {
+        let owned = Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(home.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        let switches = Command::new(nobody[0])
+            .args(&nobody[1..])
+            .arg("true")
+            .status()
+            .is_ok_and(|s| s.success());
+        if !(owned && switches) {
+            eprintln!("cannot drain as nobody: skipping the read-only spool case");
+            return;
+        }
+        nobody.to_vec()
+    } else {
+        vec![]
+    };
+    fs::set_permissions(paths.incoming(), fs::Permissions::from_mode(0o555)).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let mut command = match as_user.split_first() {
+        Some((program, args)) => {
+            let mut command = Command::new(program);
+            command.args(args).arg(&exe);
+            command
+        }
+        None => Command::new(&exe),
+    };
+    let out = command
+        .args([
+            "--exact",
+            "drain_once_child",
+            "--ignored",
+            "--test-threads=1",
+            "--nocapture",
+        ])
+        .env(DRAIN_ONCE_ENV, home.path())
+        .output()
+        .unwrap();
+    fs::set_permissions(paths.incoming(), fs::Permissions::from_mode(0o700)).unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find_map(|l| l.split_once("DRAIN ").map(|(_, rest)| rest))
+        .unwrap_or_else(|| panic!("no drain result: {text}"));
+    assert!(line.starts_with("ERR "), "{line}");
+    assert!(line.contains(&event.display().to_string()), "{line}");
+    assert!(event.exists(), "the event stays pending");
+}

@@ -64,8 +64,9 @@ pub trait TurnSettledSpool: Send + Sync {
     /// Gives the claim back for a later drain.
     fn release(&self, claim: &SpoolClaim) -> Result<(), PortError>;
     /// Once per drain that claimed something: prunes old results and keeps
-    /// the spool's helper files current.
-    fn after_drain(&self);
+    /// the spool's helper files current. A failure (a spool folder that is a
+    /// link, say) is reported after the drain's events were handed on.
+    fn after_drain(&self) -> Result<(), PortError>;
 }
 
 /// What the Claude transcripts say about a session.
@@ -304,9 +305,11 @@ impl TurnSettledIngestor {
                 }
             }
         }
-        if !claims.is_empty() {
-            self.spool.after_drain();
-        }
+        let tidied = if claims.is_empty() {
+            Ok(())
+        } else {
+            self.spool.after_drain()
+        };
         // Committed first, acted on after: a file is never acted on twice. A
         // crash in between loses only the wake-up, as a crash just after it
         // would (the queue lives in memory); the app's startup scan
@@ -315,6 +318,7 @@ impl TurnSettledIngestor {
         for (team, member) in targets {
             let _ = queue.enqueue(&team, &member);
         }
+        tidied?;
         Ok(summary)
     }
 

@@ -38,24 +38,41 @@ pub fn encode_project_dir(project_path: &str) -> Vec<String> {
     names
 }
 
+/// Most distinct `projectPathHistory` entries looked up (newest first): each
+/// is a folder lookup per transcript index build, and a project rarely moves
+/// more than a few times.
+pub const MAX_PROJECT_PATH_HISTORY: usize = 32;
+
 /// Project paths of a team config, in lookup order: `projectPath`,
-/// `projectPathHistory` newest first, the lead's `cwd`, the one distinct member `cwd`.
+/// `projectPathHistory` newest first (at most [`MAX_PROJECT_PATH_HISTORY`]
+/// distinct ones), the lead's `cwd`, the one distinct member `cwd`. Linear in
+/// the config's size, whatever an agent wrote into it.
 pub fn project_path_candidates(config: &Value) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    let mut push = |value: Option<&str>| {
-        if let Some(path) = value
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut push = |value: Option<&str>| -> bool {
+        let Some(path) = value
             .map(|p| p.trim().trim_end_matches(['/', '\\']))
             .filter(|p| !p.is_empty())
-        {
-            if !out.iter().any(|known| known == path) {
-                out.push(path.to_string());
-            }
+        else {
+            return false;
+        };
+        let new = seen.insert(path.to_string());
+        if new {
+            out.push(path.to_string());
         }
+        new
     };
     push(config.get("projectPath").and_then(Value::as_str));
     if let Some(history) = config.get("projectPathHistory").and_then(Value::as_array) {
+        let mut taken = 0;
         for path in history.iter().rev() {
-            push(path.as_str());
+            if taken == MAX_PROJECT_PATH_HISTORY {
+                break;
+            }
+            if push(path.as_str()) {
+                taken += 1;
+            }
         }
     }
     let members = config
@@ -275,6 +292,28 @@ mod tests {
             project_path_candidates(&config),
             vec!["/p", "/older-but-newer", "/old", "/lead"]
         );
+    }
+
+    /// 120,000 history entries (1.2 MiB of config, most of them repeats):
+    /// the first-seen order is kept and only the newest distinct ones are.
+    /// (Duplicates were removed by a scan of the list so far: quadratic, a
+    /// drain stalled for over 30 s.)
+    #[test]
+    fn a_huge_history_keeps_the_newest_distinct_paths_only() {
+        let history: Vec<String> = (0..120_000).map(|i| format!("/p{}", i % 60_000)).collect();
+        let config = json!({
+            "projectPath": "/p59999", "projectPathHistory": history,
+            "members": [{"name": "team-lead", "cwd": "/lead"}]
+        });
+        let mut expected = vec!["/p59999".to_string()];
+        // Newest first; /p59999 is already the project path.
+        expected.extend(
+            (59_999 - MAX_PROJECT_PATH_HISTORY..59_999)
+                .rev()
+                .map(|i| format!("/p{i}")),
+        );
+        expected.push("/lead".into());
+        assert_eq!(project_path_candidates(&config), expected);
     }
 
     #[test]

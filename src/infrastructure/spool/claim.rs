@@ -1,0 +1,365 @@
+//! Claiming: recovery of stale claims, the claim itself, and giving a claim
+//! back. Each is one rename between `incoming/` and `processing/` that never
+//! replaces what is at the target.
+
+use std::io;
+
+use super::name::{claim_id, claimed_name, parse_claimed, parse_spool_name, SpoolName};
+use super::paths::Folder;
+use super::payload::read_payload;
+use super::FsSpool;
+use crate::application::ports::PortError;
+use crate::application::turn_settled::{ClaimContent, SpoolClaim};
+use crate::domain::time::EpochMs;
+use crate::infrastructure::safe_fs::Dir;
+
+/// A claim older than this is taken back to `incoming/` (its drainer died).
+pub const STALE_CLAIM_MS: EpochMs = 5 * 60 * 1000;
+
+/// A name stamp further than this from the file's modification time is not
+/// trusted as the spool time (the hook's clock was off, e.g. after a
+/// wall-clock step it had not seen yet); the modification time is used.
+pub const STAMP_TOLERANCE_MS: EpochMs = 5_000;
+
+impl FsSpool {
+    /// Recovers stale claims, then claims up to `limit` files of `incoming/`
+    /// in name order. A rename that fails for another reason than losing the
+    /// file to another drainer (a read-only spool, say) fails the claim: the
+    /// claims already made are given back and the error names the path.
+    pub(super) fn claim_batch(&self, limit: usize) -> Result<Vec<SpoolClaim>, PortError> {
+        // Before every drain (every 15 s with the scheduler): a wall-clock
+        // step moves the boot time, and the hook must not keep an old one.
+        self.paths.refresh_boot_time()?;
+        let now = self.clock.now_ms();
+        let Some(incoming) = self.paths.open(Folder::Incoming)? else {
+            return Ok(Vec::new());
+        };
+        let processing = self.paths.create(Folder::Processing)?;
+        recover_stale(&processing, &incoming, now)?;
+        let mut names: Vec<String> = incoming
+            .entries()?
+            .into_iter()
+            .map(|entry| entry.name)
+            // Hidden names are the hook's temp files, still being written.
+            .filter(|name| !name.starts_with('.'))
+            .collect();
+        names.sort_unstable();
+        let mut claims = Vec::new();
+        for name in names {
+            if claims.len() >= limit {
+                break;
+            }
+            let id = claim_id(&name);
+            let claimed = claimed_name(&id, now);
+            match incoming.rename(&name, &processing, &claimed, false) {
+                Ok(true) => {}
+                // Another drainer was first.
+                Ok(false) => continue,
+                Err(error) => {
+                    for claim in &claims {
+                        let _ = give_back(&processing, &incoming, claim);
+                    }
+                    return Err(error.into());
+                }
+            }
+            let (provider, content, spooled_at_ms) = match parse_spool_name(&id) {
+                SpoolName::Event { provider, stamp_ms } => {
+                    let (content, modified_ms) = read_payload(&processing, &claimed);
+                    let spooled_at_ms = match modified_ms {
+                        Some(at) if (at - stamp_ms).abs() > STAMP_TOLERANCE_MS => at,
+                        _ => stamp_ms,
+                    };
+                    (Some(provider), content, spooled_at_ms)
+                }
+                SpoolName::UnsupportedProvider => {
+                    (None, ClaimContent::Invalid("unsupported_provider"), now)
+                }
+                SpoolName::Malformed => (None, ClaimContent::Invalid("invalid_file_name"), now),
+            };
+            claims.push(SpoolClaim {
+                id,
+                claimed_at_ms: now,
+                spooled_at_ms,
+                provider,
+                content,
+            });
+        }
+        Ok(claims)
+    }
+
+    /// Gives `claim` back to `incoming/`. Lost to another drainer's recovery,
+    /// or a new file took the name meanwhile: then the claim waits in
+    /// `processing/` for recovery.
+    pub(super) fn give_back(&self, claim: &SpoolClaim) -> Result<(), PortError> {
+        let Some(processing) = self.paths.open(Folder::Processing)? else {
+            return Ok(());
+        };
+        let incoming = self.paths.create(Folder::Incoming)?;
+        give_back(&processing, &incoming, claim)?;
+        Ok(())
+    }
+}
+
+fn give_back(processing: &Dir, incoming: &Dir, claim: &SpoolClaim) -> io::Result<bool> {
+    let claimed = claimed_name(&claim.id, claim.claimed_at_ms);
+    // Never over a new file of the same name (same second, pid and counter).
+    processing.rename(&claimed, incoming, &claim.id, false)
+}
+
+/// Takes claims older than [`STALE_CLAIM_MS`] back to `incoming/`; losing
+/// one to another drainer's recovery is fine.
+fn recover_stale(processing: &Dir, incoming: &Dir, now: EpochMs) -> io::Result<()> {
+    for entry in processing.entries()? {
+        let (original, claimed_at) = parse_claimed(&entry.name);
+        let claimed_at = match claimed_at {
+            Some(at) => at,
+            // Left by another implementation: its file time is all we have.
+            None => match processing.meta(&entry.name)? {
+                Some(meta) => meta.modified_ms,
+                None => continue,
+            },
+        };
+        if now - claimed_at > STALE_CLAIM_MS {
+            processing.rename(&entry.name, incoming, original, false)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::application::ports::Clock;
+    use crate::application::turn_settled::TurnSettledSpool;
+    use crate::infrastructure::clock::SystemClock;
+    use crate::infrastructure::spool::testing::{names, set_mtime, spool, T0};
+    use std::fs;
+
+    #[test]
+    fn claims_in_name_order_skip_hidden_files_and_classify_bad_ones() {
+        let (_dir, spool, _) = spool(T0);
+        let incoming = spool.paths().incoming();
+        fs::write(incoming.join("20261122T100002Z-1-0.codex.json"), b"{}").unwrap();
+        fs::write(incoming.join("20261122T100001Z-1-0.claude.json"), b"{}").unwrap();
+        set_mtime(
+            &incoming.join("20261122T100001Z-1-0.claude.json"),
+            T0 + 3000,
+        );
+        fs::write(incoming.join(".turn-settled.9.0"), b"half").unwrap();
+        fs::write(incoming.join("20261122T100003Z-1-0.gemini.json"), b"{}").unwrap();
+        fs::write(incoming.join("notes.txt"), b"x").unwrap();
+        fs::write(incoming.join("20261122T100004Z-1-0.claude.json"), b"").unwrap();
+        fs::write(
+            incoming.join("20261122T100005Z-1-0.claude.json"),
+            vec![b'a'; 262_145],
+        )
+        .unwrap();
+        let claims = spool.claim(50).unwrap();
+        let got: Vec<(&str, Option<&str>)> = claims
+            .iter()
+            .map(|c| {
+                let what = match &c.content {
+                    ClaimContent::Payload(_) => None,
+                    ClaimContent::Invalid(reason) => Some(*reason),
+                    ClaimContent::Transient(_) => Some("transient"),
+                };
+                (c.id.as_str(), what)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("20261122T100001Z-1-0.claude.json", None),
+                ("20261122T100002Z-1-0.codex.json", None),
+                (
+                    "20261122T100003Z-1-0.gemini.json",
+                    Some("unsupported_provider")
+                ),
+                ("20261122T100004Z-1-0.claude.json", Some("payload_missing")),
+                (
+                    "20261122T100005Z-1-0.claude.json",
+                    Some("payload_too_large")
+                ),
+                ("notes.txt", Some("invalid_file_name")),
+            ]
+        );
+        assert_eq!(names(&incoming), vec![".turn-settled.9.0"]);
+        // The name's stamp is the spool time when the file's modification
+        // time agrees with it; when it does not (the hook's clock was off),
+        // the modification time is.
+        assert_eq!(claims[0].spooled_at_ms, T0 + 1000);
+        let written_now = SystemClock.now_ms();
+        assert!((claims[1].spooled_at_ms - written_now).abs() < 60_000);
+        // Release puts it back; complete files it with its meta.
+        spool.release(&claims[0]).unwrap();
+        assert!(incoming.join(&claims[0].id).exists());
+        assert!(spool
+            .complete(&claims[1], &serde_json::json!({"outcome": "enqueued"}))
+            .unwrap());
+        assert_eq!(
+            names(&spool.paths().processed()),
+            vec![
+                "20261122T100002Z-1-0.codex.json",
+                "20261122T100002Z-1-0.codex.json.meta.json"
+            ]
+        );
+        // A claim already taken back (by another drainer's recovery) is reported lost.
+        assert!(!spool.complete(&claims[1], &serde_json::json!({})).unwrap());
+    }
+
+    #[test]
+    fn stale_claims_go_back_to_incoming_before_a_drain_and_fresh_ones_stay() {
+        let (_dir, spool, clock) = spool(T0);
+        let incoming = spool.paths().incoming();
+        fs::write(incoming.join("20261122T100000Z-1-0.claude.json"), b"{}").unwrap();
+        fs::write(incoming.join("20261122T100000Z-2-0.claude.json"), b"{}").unwrap();
+        let first = spool.claim(1).unwrap();
+        assert_eq!(first.len(), 1);
+        clock.set(T0 + STALE_CLAIM_MS - 1);
+        let second = spool.claim(1).unwrap();
+        assert_eq!(second[0].id, "20261122T100000Z-2-0.claude.json");
+        assert!(
+            spool.claim(1).unwrap().is_empty(),
+            "a fresh claim is not recovered"
+        );
+        clock.set(T0 + STALE_CLAIM_MS + 1);
+        let recovered = spool.claim(5).unwrap();
+        assert_eq!(recovered.len(), 1);
+        assert_eq!(recovered[0].id, first[0].id);
+    }
+
+    #[test]
+    fn a_claim_going_back_never_replaces_a_new_file_of_the_same_name() {
+        let (_dir, spool, clock) = spool(T0);
+        let incoming = spool.paths().incoming();
+        let name = "20261122T100000Z-7-0.claude.json";
+        fs::write(incoming.join(name), b"{\"first\":1}").unwrap();
+        let claims = spool.claim(1).unwrap();
+        // A new hook run (same second, pid and counter) takes the name.
+        fs::write(incoming.join(name), b"{\"second\":2}").unwrap();
+        spool.release(&claims[0]).unwrap();
+        let later = T0 + STALE_CLAIM_MS + 1;
+        clock.set(later);
+        let (processing, incoming_dir) = (
+            spool.paths.open(Folder::Processing).unwrap().unwrap(),
+            spool.paths.open(Folder::Incoming).unwrap().unwrap(),
+        );
+        recover_stale(&processing, &incoming_dir, later).unwrap();
+        assert_eq!(fs::read(incoming.join(name)).unwrap(), b"{\"second\":2}");
+        assert_eq!(
+            names(&spool.paths().processing()).len(),
+            1,
+            "the first waits"
+        );
+        // Once the new one is claimed, the first comes back.
+        let second = spool.claim(1).unwrap();
+        assert!(matches!(&second[0].content, ClaimContent::Payload(p) if p == b"{\"second\":2}"));
+        recover_stale(&processing, &incoming_dir, later).unwrap();
+        assert_eq!(fs::read(incoming.join(name)).unwrap(), b"{\"first\":1}");
+    }
+
+    #[test]
+    fn only_regular_files_are_read_and_links_are_moved_not_followed() {
+        let (dir, spool, _) = spool(T0);
+        let incoming = spool.paths().incoming();
+        let fifo = incoming.join("20261122T100001Z-1-0.claude.json");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+        fs::create_dir(incoming.join("20261122T100002Z-1-0.claude.json")).unwrap();
+        let outside = dir.path().join("outside.json");
+        fs::write(&outside, b"{}").unwrap();
+        std::os::unix::fs::symlink(&outside, incoming.join("20261122T100003Z-1-0.claude.json"))
+            .unwrap();
+        let _socket = std::os::unix::net::UnixListener::bind(
+            incoming.join("20261122T100004Z-1-0.claude.json"),
+        )
+        .unwrap();
+        let claims = spool.claim(50).unwrap();
+        let reasons: Vec<Option<&str>> = claims
+            .iter()
+            .map(|c| match &c.content {
+                ClaimContent::Invalid(reason) => Some(*reason),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(reasons, vec![Some("payload_not_a_file"); 4]);
+        for claim in &claims {
+            assert!(spool.reject(claim, &serde_json::json!({})).unwrap());
+        }
+        let link = spool
+            .paths()
+            .invalid()
+            .join("20261122T100003Z-1-0.claude.json");
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(fs::read(&outside).unwrap(), b"{}");
+    }
+
+    /// `incoming/` or `processing/` is a link to a folder outside the spool:
+    /// the drain fails naming it, and nothing there is moved into the spool.
+    #[test]
+    fn a_linked_incoming_or_processing_folder_fails_the_claim_and_is_never_followed() {
+        for folder in [Folder::Incoming, Folder::Processing] {
+            let (dir, spool, _) = spool(T0);
+            let outside = dir.path().join("outside");
+            fs::create_dir(&outside).unwrap();
+            let event = "20261122T100000Z-1-0.claude.json";
+            fs::write(outside.join(event), b"{}").unwrap();
+            fs::write(
+                spool
+                    .paths()
+                    .incoming()
+                    .join("20261122T100000Z-2-0.claude.json"),
+                b"{}",
+            )
+            .unwrap();
+            let at = spool.paths.path(folder);
+            fs::remove_dir_all(&at).unwrap();
+            std::os::unix::fs::symlink(&outside, &at).unwrap();
+            let error = spool.claim(50).unwrap_err().to_string();
+            assert!(
+                error.contains(&format!("{}:", at.display())),
+                "{folder:?}: {error}"
+            );
+            assert_eq!(names(&outside), vec![event], "{folder:?}");
+        }
+    }
+
+    /// `processing/` replaced by a file: an error, not an empty drain.
+    #[test]
+    fn a_file_in_place_of_processing_fails_the_claim() {
+        let (_dir, spool, _) = spool(T0);
+        fs::write(
+            spool
+                .paths()
+                .incoming()
+                .join("20261122T100000Z-1-0.claude.json"),
+            b"{}",
+        )
+        .unwrap();
+        fs::remove_dir(spool.paths().processing()).unwrap();
+        fs::write(spool.paths().processing(), b"").unwrap();
+        let error = spool.claim(50).unwrap_err().to_string();
+        assert!(error.contains("processing"), "{error}");
+        assert_eq!(names(&spool.paths().incoming()).len(), 1);
+    }
+
+    /// A name too long to carry the claim tag is claimed under a short id
+    /// and filed as invalid, instead of failing every drain.
+    #[test]
+    fn an_overlong_name_is_claimed_under_a_short_id() {
+        let (_dir, spool, _) = spool(T0);
+        let long = format!("20261122T100000Z-1-{}.claude.json", "x".repeat(220));
+        fs::write(spool.paths().incoming().join(&long), b"{}").unwrap();
+        let claims = spool.claim(50).unwrap();
+        assert_eq!(claims.len(), 1);
+        assert_eq!(
+            claims[0].content,
+            ClaimContent::Invalid("invalid_file_name")
+        );
+        assert!(spool.reject(&claims[0], &serde_json::json!({})).unwrap());
+        assert_eq!(names(&spool.paths().invalid()).len(), 2);
+    }
+}

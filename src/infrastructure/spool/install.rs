@@ -1,0 +1,259 @@
+//! The spool's layout, the installed hook script and the `bin/boot-time`
+//! file the hook takes its clock from.
+
+use std::fs;
+use std::io;
+use std::path::PathBuf;
+
+use super::paths::{Folder, SpoolPaths};
+use crate::infrastructure::clock::epoch_ms;
+use crate::infrastructure::safe_fs::{Dir, FileRead};
+
+/// The hook script, embedded at build time from `hooks/`.
+pub const HOOK_SCRIPT: &str = include_str!("../../../hooks/turn-settled-hook-v1.sh");
+/// Its installed file name.
+pub const HOOK_SCRIPT_NAME: &str = "turn-settled-hook-v1.sh";
+/// `bin/` file with `<boot id> <boot time in centiseconds>\n`: the hook's
+/// cheap clock on Linux (see [`SpoolPaths::refresh_boot_time`]).
+pub const BOOT_TIME_FILE_NAME: &str = "boot-time";
+/// The boot time is rewritten when it moved by more than this (a wall-clock
+/// step), not for the centisecond jitter of computing it.
+const BOOT_TIME_TOLERANCE_CS: i64 = 50;
+/// Most bytes of `bin/boot-time` read: a boot id and a number.
+const MAX_BOOT_TIME_BYTES: u64 = 256;
+/// Spool folders are the user's own.
+const FOLDER_MODE: u32 = 0o700;
+/// The script is run by `/bin/sh <script>`, and executable for direct use.
+const SCRIPT_MODE: u32 = 0o755;
+
+impl SpoolPaths {
+    /// `bin/turn-settled-hook-v1.sh`.
+    pub fn script(&self) -> PathBuf {
+        self.path(Folder::Bin).join(HOOK_SCRIPT_NAME)
+    }
+
+    /// `bin/boot-time`, read by the hook (see [`SpoolPaths::refresh_boot_time`]).
+    pub fn boot_time_file(&self) -> PathBuf {
+        self.path(Folder::Bin).join(BOOT_TIME_FILE_NAME)
+    }
+
+    /// Creates the layout (folders 0700) and installs the hook script (0755),
+    /// rewriting it only when its content differs, and writes the boot-time
+    /// file. Returns the script path. A link or file where a spool folder
+    /// should be is an error naming it: nothing is created, written or
+    /// chmod'ed through it.
+    pub fn install(&self) -> io::Result<PathBuf> {
+        let root = self.create_root()?;
+        root.set_own_mode(FOLDER_MODE)?;
+        let mut bin = None;
+        for folder in Folder::ALL {
+            let dir = root.create_dir(folder.name())?;
+            dir.set_own_mode(FOLDER_MODE)?;
+            if folder == Folder::Bin {
+                bin = Some(dir);
+            }
+        }
+        let bin = bin.expect("Folder::ALL holds Bin");
+        let script = HOOK_SCRIPT.as_bytes();
+        // (A link, FIFO or folder there reads as not a file: it is replaced.)
+        let installed = bin.read(HOOK_SCRIPT_NAME, script.len() as u64)?;
+        if !matches!(&installed, FileRead::Bytes(bytes) if bytes == script) {
+            bin.write_atomic(HOOK_SCRIPT_NAME, script, SCRIPT_MODE)?;
+        }
+        bin.set_mode(HOOK_SCRIPT_NAME, SCRIPT_MODE)?;
+        // Without it the hook reads /proc/stat instead: slower, still right.
+        if let Some(now) = boot_time_now() {
+            let _ = refresh_boot_time_in(&bin, &now);
+        }
+        Ok(self.script())
+    }
+
+    /// Writes `bin/boot-time` as `<boot id> <centiseconds>\n` when it is
+    /// missing, from another boot, or off by more than half a second (a
+    /// wall-clock step). The number is the wall-clock time at which
+    /// `/proc/uptime` read 0, as this process sees that file: the hook adds
+    /// its own `/proc/uptime` to it, which costs it a few dozen bytes of
+    /// reading instead of `/proc/stat` (kilobytes, which `sh`'s `read` takes
+    /// a byte at a time). Using `/proc/uptime` on both sides keeps the sum
+    /// right where that file is per-container (lxcfs) and `btime` is not.
+    /// The hook ignores the file unless the boot id matches. No-op off Linux
+    /// (the hook runs `date` there) and before install (no `bin/`). Only a
+    /// regular file is read: anything else there (a FIFO would block) is
+    /// replaced. A link or file in place of `bin/` is an error.
+    pub fn refresh_boot_time(&self) -> io::Result<()> {
+        let Some(now) = boot_time_now() else {
+            return Ok(());
+        };
+        match self.open(Folder::Bin)? {
+            Some(bin) => refresh_boot_time_in(&bin, &now),
+            None => Ok(()),
+        }
+    }
+}
+
+/// This boot's id and the wall-clock time, in centiseconds, at which
+/// `/proc/uptime` read 0.
+struct BootTime {
+    id: String,
+    cs: i64,
+}
+
+fn refresh_boot_time_in(bin: &Dir, now: &BootTime) -> io::Result<()> {
+    if let FileRead::Bytes(bytes) = bin.read(BOOT_TIME_FILE_NAME, MAX_BOOT_TIME_BYTES)? {
+        let current = String::from_utf8_lossy(&bytes);
+        let fresh = current
+            .trim_end()
+            .split_once(' ')
+            .filter(|(id, _)| *id == now.id)
+            .and_then(|(_, cs)| cs.parse::<i64>().ok())
+            .is_some_and(|cs| (cs - now.cs).abs() <= BOOT_TIME_TOLERANCE_CS);
+        if fresh {
+            return Ok(());
+        }
+    }
+    let line = format!("{} {}\n", now.id, now.cs);
+    // A hint, rewritten before every drain: whole, but not worth an fsync.
+    bin.write_replacing(BOOT_TIME_FILE_NAME, line.as_bytes(), 0o600, false)
+}
+
+/// This boot's [`BootTime`]; `None` where `/proc` lacks it. (`/proc` is the
+/// kernel's, not below the Claude root.)
+fn boot_time_now() -> Option<BootTime> {
+    let boot_id = fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let boot_id = boot_id.trim().to_string();
+    let id_ok = !boot_id.is_empty() && boot_id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
+    let uptime = fs::read_to_string("/proc/uptime").ok()?;
+    let now_ms = epoch_ms(std::time::SystemTime::now())?;
+    let (secs, cs) = uptime.split_whitespace().next()?.split_once('.')?;
+    let uptime_cs = secs.parse::<i64>().ok()? * 100 + cs.get(..2)?.parse::<i64>().ok()?;
+    let boot_cs = now_ms / 10 - uptime_cs;
+    (id_ok && boot_cs > 0).then_some(BootTime {
+        id: boot_id,
+        cs: boot_cs,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{symlink, PermissionsExt};
+
+    fn spool() -> (tempfile::TempDir, SpoolPaths) {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = SpoolPaths::for_teams_base(&dir.path().join("teams"));
+        (dir, paths)
+    }
+
+    fn mode(path: &std::path::Path) -> u32 {
+        fs::symlink_metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn install_creates_private_folders_and_an_executable_script() {
+        let (_dir, paths) = spool();
+        let script = paths.install().unwrap();
+        assert_eq!(fs::read(&script).unwrap(), HOOK_SCRIPT.as_bytes());
+        assert_eq!(mode(&script), 0o755);
+        for folder in Folder::ALL {
+            assert_eq!(mode(&paths.path(folder)), 0o700, "{folder:?}");
+        }
+        // A changed script is put back, and its mode too.
+        fs::write(&script, b"#!/bin/sh\necho hacked\n").unwrap();
+        fs::set_permissions(&script, fs::Permissions::from_mode(0o777)).unwrap();
+        paths.install().unwrap();
+        assert_eq!(fs::read(&script).unwrap(), HOOK_SCRIPT.as_bytes());
+        assert_eq!(mode(&script), 0o755);
+    }
+
+    /// Each spool folder (and the spool root) in turn is a link to a folder
+    /// outside: install fails naming it and touches nothing there.
+    #[test]
+    fn install_never_creates_writes_or_chmods_through_a_linked_folder() {
+        let linked = [
+            "runtime-hooks",
+            "bin",
+            "incoming",
+            "processing",
+            "processed",
+            "invalid",
+        ];
+        for name in linked {
+            let (dir, paths) = spool();
+            let outside = dir.path().join("outside");
+            fs::create_dir(&outside).unwrap();
+            fs::set_permissions(&outside, fs::Permissions::from_mode(0o755)).unwrap();
+            let at = if name == "runtime-hooks" {
+                fs::create_dir_all(paths.root.parent().unwrap()).unwrap();
+                paths.root.clone()
+            } else {
+                fs::create_dir_all(&paths.root).unwrap();
+                paths.root.join(name)
+            };
+            symlink(&outside, &at).unwrap();
+            let error = paths.install().unwrap_err();
+            assert_eq!(
+                error.kind(),
+                io::ErrorKind::NotADirectory,
+                "{name}: {error}"
+            );
+            let names_it = format!("{}:", at.display());
+            assert!(error.to_string().contains(&names_it), "{name}: {error}");
+            assert_eq!(mode(&outside), 0o755, "{name}: chmod'ed through the link");
+            assert_eq!(fs::read_dir(&outside).unwrap().count(), 0, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_script_link_is_replaced_and_its_target_untouched() {
+        let (dir, paths) = spool();
+        paths.install().unwrap();
+        let outside = dir.path().join("outside.sh");
+        fs::write(&outside, HOOK_SCRIPT).unwrap();
+        fs::set_permissions(&outside, fs::Permissions::from_mode(0o600)).unwrap();
+        fs::remove_file(paths.script()).unwrap();
+        symlink(&outside, paths.script()).unwrap();
+        paths.install().unwrap();
+        assert!(fs::symlink_metadata(paths.script()).unwrap().is_file());
+        assert_eq!(mode(&outside), 0o600);
+    }
+
+    /// A FIFO at `bin/boot-time` is never opened (reading it would block the
+    /// drain forever): it is replaced by the file the hook expects.
+    #[test]
+    fn a_boot_time_fifo_never_blocks_and_is_replaced() {
+        if boot_time_now().is_none() {
+            eprintln!("no /proc boot id here: nothing to refresh");
+            return;
+        }
+        let (_dir, paths) = spool();
+        paths.install().unwrap();
+        let file = paths.boot_time_file();
+        fs::remove_file(&file).unwrap();
+        let made = std::process::Command::new("mkfifo").arg(&file).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+        paths.refresh_boot_time().unwrap();
+        let meta = fs::symlink_metadata(&file).unwrap();
+        assert!(meta.is_file());
+        let text = fs::read_to_string(&file).unwrap();
+        let (id, cs) = text.trim_end().split_once(' ').unwrap();
+        assert_eq!(id, boot_time_now().unwrap().id);
+        assert!(cs.parse::<i64>().is_ok(), "{text}");
+    }
+
+    #[test]
+    fn refresh_boot_time_refuses_a_linked_bin_folder() {
+        if boot_time_now().is_none() {
+            return;
+        }
+        let (dir, paths) = spool();
+        paths.install().unwrap();
+        let outside = dir.path().join("outside");
+        fs::create_dir(&outside).unwrap();
+        fs::remove_dir_all(paths.path(Folder::Bin)).unwrap();
+        symlink(&outside, paths.path(Folder::Bin)).unwrap();
+        let error = paths.refresh_boot_time().unwrap_err();
+        let names_it = format!("{}:", paths.path(Folder::Bin).display());
+        assert!(error.to_string().contains(&names_it), "{error}");
+        assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
+    }
+}

@@ -1,0 +1,120 @@
+//! The runtime turn-settled spool (DATA.md §4 "Runtime spool", §5
+//! "Schedulers/spool"): `<teamsBase>/.member-work-sync/runtime-hooks/` with
+//! `bin/ incoming/ processing/ processed/ invalid/`.
+//!
+//! Every state change is one `rename(2)` inside the spool, so a file is always
+//! in exactly one dir and two drainers (two app windows) cannot both own it:
+//!
+//! * claim: `incoming/<name>` → `processing/<name>.claimed-<ms>`; the claim time
+//!   travels in the name, atomically with the claim, so recovery can tell a
+//!   stale claim from a fresh one without trusting file times;
+//! * commit: the meta file is written first, then the payload is renamed into
+//!   `processed/` or `invalid/`. That rename is the commit point: a drainer
+//!   whose claim was recovered by another one (it stalled > 5 min) finds its
+//!   source gone and reports the claim lost, so the event is acted on once;
+//! * release and recovery: back to `incoming/<name>`, never over a new file
+//!   that took the name meanwhile (`RENAME_NOREPLACE`).
+//!
+//! Agents write freely below the teams folder, so the spool is reached
+//! through the file boundary ([`crate::infrastructure::safe_fs`]): the teams
+//! folder is trusted as configured, and every component below it is opened
+//! without following a link. A link or file where a spool folder should be
+//! fails the drain (or install) with an error naming it; nothing reached
+//! through a link is read, written, renamed, chmod'ed or deleted. A link,
+//! FIFO or folder in `incoming/` is moved as the entry it is and filed as
+//! `payload_not_a_file`. Any other failure to rename, list or remove (a
+//! read-only spool) is an error too, never an empty drain.
+//!
+//! No fsync: the spool is a best-effort signal that must survive a killed
+//! process (the page cache does), not a power cut; syncing every event would
+//! cost more than the whole drain. Meta and boot-time files are still
+//! written whole (temp file + rename).
+//!
+//! One job per file: [`paths`](SpoolPaths) (where the folders are),
+//! `install` (layout, script, boot time), `name` (spool file names), `claim`
+//! (claim, recovery, release), `payload` (reading a claim), `results`
+//! (commit and retention), `sweep` (abandoned hook temp files).
+
+mod claim;
+mod install;
+mod name;
+mod paths;
+mod payload;
+mod results;
+mod sweep;
+#[cfg(test)]
+mod testing;
+
+use std::sync::atomic::AtomicI64;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::application::ports::{Clock, PortError};
+use crate::application::turn_settled::{SpoolClaim, TurnSettledSpool};
+
+pub use claim::{STALE_CLAIM_MS, STAMP_TOLERANCE_MS};
+pub use install::{BOOT_TIME_FILE_NAME, HOOK_SCRIPT, HOOK_SCRIPT_NAME};
+pub use name::{parse_spool_name, SpoolName};
+pub use paths::SpoolPaths;
+pub use results::{INVALID_MAX_AGE_MS, KEEP_INVALID, KEEP_PROCESSED, PROCESSED_MAX_AGE_MS};
+pub use sweep::{ABANDONED_TEMP_MS, SWEEP_EVERY_MS};
+
+use paths::Folder;
+
+/// The file-backed spool.
+pub struct FsSpool {
+    paths: SpoolPaths,
+    clock: Arc<dyn Clock>,
+    /// When `incoming/` was last swept for abandoned temp files (0: never).
+    last_sweep_ms: AtomicI64,
+}
+
+impl FsSpool {
+    /// A spool at `paths`, timed by `clock`.
+    pub fn new(paths: SpoolPaths, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            paths,
+            clock,
+            last_sweep_ms: AtomicI64::new(0),
+        }
+    }
+
+    /// The paths.
+    pub fn paths(&self) -> &SpoolPaths {
+        &self.paths
+    }
+}
+
+impl TurnSettledSpool for FsSpool {
+    fn claim(&self, limit: usize) -> Result<Vec<SpoolClaim>, PortError> {
+        self.claim_batch(limit)
+    }
+
+    fn complete(&self, claim: &SpoolClaim, meta: &Value) -> Result<bool, PortError> {
+        self.commit(claim, Folder::Processed, meta)
+    }
+
+    fn reject(&self, claim: &SpoolClaim, meta: &Value) -> Result<bool, PortError> {
+        self.commit(claim, Folder::Invalid, meta)
+    }
+
+    fn release(&self, claim: &SpoolClaim) -> Result<(), PortError> {
+        self.give_back(claim)
+    }
+
+    /// Sweeps abandoned hook temp files and applies retention to both result
+    /// folders; every step runs, and the first failure is returned.
+    fn after_drain(&self) -> Result<(), PortError> {
+        let now = self.clock.now_ms();
+        let steps = [
+            self.sweep_abandoned_temps(now),
+            self.prune_folder(Folder::Processed, KEEP_PROCESSED, PROCESSED_MAX_AGE_MS, now),
+            self.prune_folder(Folder::Invalid, KEEP_INVALID, INVALID_MAX_AGE_MS, now),
+        ];
+        steps
+            .into_iter()
+            .find_map(Result::err)
+            .map_or(Ok(()), |error| Err(error.into()))
+    }
+}

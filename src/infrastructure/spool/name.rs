@@ -1,0 +1,174 @@
+//! Spool file names: what the hook names a payload (DATA.md §4), and the
+//! names the drain gives a claim, a result's meta file and an abandoned hook
+//! temp file.
+
+use crate::domain::time::EpochMs;
+use crate::domain::turn_settled::RuntimeProvider;
+
+/// Prefix of the hook's hidden temp files in `incoming/`.
+pub(super) const HOOK_TEMP_PREFIX: &str = ".turn-settled.";
+/// `processing/<id>.claimed-<ms>`.
+const CLAIM_TAG: &str = ".claimed-";
+/// `<result>.meta.json` beside each result.
+pub(super) const META_SUFFIX: &str = ".meta.json";
+/// Longest name kept as a claim id. The hook's names are about 50 bytes; a
+/// longer one (anyone may write into `incoming/`) would leave no room under
+/// the 255-byte name limit for the claim tag or the `.meta.json` suffix, so
+/// it is claimed under a shortened id (see [`claim_id`]).
+pub(super) const MAX_ID_BYTES: usize = 160;
+/// Marks a shortened id: no name the hook writes ends like this.
+const SHORTENED_MARK: &str = ".long-name";
+
+/// What a spool file name says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SpoolName {
+    /// `<YYYYMMDDTHHMMSSZ>-<pid>-<suffix>.<provider>.json` with a known provider.
+    Event {
+        /// The provider of the suffix.
+        provider: RuntimeProvider,
+        /// The stamp, epoch ms.
+        stamp_ms: EpochMs,
+    },
+    /// The documented shape, but a provider we do not know.
+    UnsupportedProvider,
+    /// Anything else.
+    Malformed,
+}
+
+/// Parses a spool file name (DATA.md §4).
+pub fn parse_spool_name(name: &str) -> SpoolName {
+    let Some(rest) = name.strip_suffix(".json") else {
+        return SpoolName::Malformed;
+    };
+    let Some((head, provider)) = rest.rsplit_once('.') else {
+        return SpoolName::Malformed;
+    };
+    let Some(stamp_ms) = parse_stamp(head) else {
+        return SpoolName::Malformed;
+    };
+    let Some((pid, suffix)) = head[17..].split_once('-') else {
+        return SpoolName::Malformed;
+    };
+    let suffix_ok = !suffix.is_empty()
+        && suffix
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) || !suffix_ok {
+        return SpoolName::Malformed;
+    }
+    match RuntimeProvider::parse(provider) {
+        Some(provider) => SpoolName::Event { provider, stamp_ms },
+        None if !provider.is_empty() && provider.bytes().all(|b| b.is_ascii_alphanumeric()) => {
+            SpoolName::UnsupportedProvider
+        }
+        None => SpoolName::Malformed,
+    }
+}
+
+/// `YYYYMMDDTHHMMSSZ-` at the start of `head`, as epoch ms.
+pub(super) fn parse_stamp(head: &str) -> Option<EpochMs> {
+    let stamp = head.get(..16)?;
+    if head.as_bytes().get(16) != Some(&b'-') {
+        return None;
+    }
+    chrono::NaiveDateTime::parse_from_str(stamp, "%Y%m%dT%H%M%SZ")
+        .ok()
+        .map(|t| t.and_utc().timestamp_millis())
+}
+
+/// The id a file in `incoming/` is claimed, filed and given back under: its
+/// name, or for a name longer than [`MAX_ID_BYTES`] its start and a mark
+/// (never a valid event name, so it is filed under `invalid/`).
+pub(super) fn claim_id(name: &str) -> String {
+    if name.len() <= MAX_ID_BYTES {
+        return name.to_string();
+    }
+    format!("{}{SHORTENED_MARK}", shorten(name))
+}
+
+/// At most [`MAX_ID_BYTES`] minus room for a mark, cut at a character boundary.
+pub(super) fn shorten(text: &str) -> &str {
+    let mut end = MAX_ID_BYTES - SHORTENED_MARK.len();
+    while !text.is_char_boundary(end.min(text.len())) {
+        end -= 1;
+    }
+    &text[..end.min(text.len())]
+}
+
+/// `<id>.claimed-<ms>`: the claim time travels in the name, atomically with
+/// the claim.
+pub(super) fn claimed_name(id: &str, claimed_at_ms: EpochMs) -> String {
+    format!("{id}{CLAIM_TAG}{claimed_at_ms}")
+}
+
+/// A name in `processing/`: the id it goes back to `incoming/` under, and its
+/// claim time (`None` for a name without one, left by another implementation).
+pub(super) fn parse_claimed(name: &str) -> (&str, Option<EpochMs>) {
+    match name.rsplit_once(CLAIM_TAG) {
+        Some((original, ms)) if !original.is_empty() => (original, ms.parse().ok()),
+        _ => (name, None),
+    }
+}
+
+/// `<result>.meta.json`.
+pub(super) fn meta_name(result: &str) -> String {
+    format!("{result}{META_SUFFIX}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_the_documented_pattern() {
+        assert_eq!(
+            parse_spool_name("20261122T100000Z-123-ab.C_1.claude.json"),
+            SpoolName::Event {
+                provider: RuntimeProvider::Claude,
+                stamp_ms: crate::domain::time::parse_iso("2026-11-22T10:00:00Z").unwrap()
+            }
+        );
+        assert!(matches!(
+            parse_spool_name("20261122T100000Z-1-0.opencode.json"),
+            SpoolName::Event {
+                provider: RuntimeProvider::Opencode,
+                ..
+            }
+        ));
+        assert_eq!(
+            parse_spool_name("20261122T100000Z-1-0.gemini.json"),
+            SpoolName::UnsupportedProvider
+        );
+        for bad in [
+            "x.claude.json",
+            "20261122T100000Z-1-0.claude.txt",
+            "20261122T100000Z--0.claude.json",
+            "20261122T100000Z-1-.claude.json",
+            "20261322T100000Z-1-0.claude.json",
+            "20261122T100000Z-1-a b.claude.json",
+            "20261122T100000Z-1-0.json",
+            "é",
+        ] {
+            assert_eq!(parse_spool_name(bad), SpoolName::Malformed, "{bad}");
+        }
+    }
+
+    #[test]
+    fn long_names_get_short_ids_that_never_parse_as_events() {
+        let long = format!("20261122T100000Z-1-{}.claude.json", "é".repeat(120));
+        let id = claim_id(&long);
+        assert!(id.len() <= MAX_ID_BYTES, "{}", id.len());
+        assert!(long.starts_with(id.trim_end_matches(SHORTENED_MARK)));
+        assert_eq!(parse_spool_name(&id), SpoolName::Malformed);
+        let short = "20261122T100000Z-1-0.claude.json";
+        assert_eq!(claim_id(short), short);
+    }
+
+    #[test]
+    fn claimed_names_round_trip() {
+        let name = claimed_name("a.claude.json", 42);
+        assert_eq!(parse_claimed(&name), ("a.claude.json", Some(42)));
+        assert_eq!(parse_claimed("plain.json"), ("plain.json", None));
+        assert_eq!(parse_claimed(".claimed-7"), (".claimed-7", None));
+    }
+}

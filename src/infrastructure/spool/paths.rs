@@ -1,0 +1,104 @@
+//! Where the spool lives, and its folders opened through the file boundary.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::infrastructure::safe_fs::{Dir, TrustedRoot};
+
+/// One folder of the spool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Folder {
+    /// `bin/`: the hook script and `boot-time`.
+    Bin,
+    /// `incoming/`: complete payloads written by the hook.
+    Incoming,
+    /// `processing/`: claimed by a drainer.
+    Processing,
+    /// `processed/`: done, with `<file>.meta.json`.
+    Processed,
+    /// `invalid/`: unusable payloads, with `<file>.meta.json`.
+    Invalid,
+}
+
+impl Folder {
+    /// Every folder, in the order install creates them.
+    pub(super) const ALL: [Folder; 5] = [
+        Folder::Bin,
+        Folder::Incoming,
+        Folder::Processing,
+        Folder::Processed,
+        Folder::Invalid,
+    ];
+
+    /// The folder's name in the spool root.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Folder::Bin => "bin",
+            Folder::Incoming => "incoming",
+            Folder::Processing => "processing",
+            Folder::Processed => "processed",
+            Folder::Invalid => "invalid",
+        }
+    }
+}
+
+/// Where the spool lives: `<teamsBase>/.member-work-sync/runtime-hooks`. The
+/// teams folder is trusted as configured; nothing below it is followed if it
+/// is a link (agents may write there).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpoolPaths {
+    /// `<teamsBase>/.member-work-sync/runtime-hooks`.
+    pub root: PathBuf,
+    teams: TrustedRoot,
+}
+
+impl SpoolPaths {
+    /// The spool of a teams dir.
+    pub fn for_teams_base(teams_base: &Path) -> Self {
+        Self {
+            root: teams_base.join(".member-work-sync").join("runtime-hooks"),
+            teams: TrustedRoot::new(teams_base),
+        }
+    }
+
+    /// `incoming/`: complete payloads written by the hook.
+    pub fn incoming(&self) -> PathBuf {
+        self.path(Folder::Incoming)
+    }
+
+    /// `processing/`: claimed by a drainer.
+    pub fn processing(&self) -> PathBuf {
+        self.path(Folder::Processing)
+    }
+
+    /// `processed/`: done, with `<file>.meta.json`.
+    pub fn processed(&self) -> PathBuf {
+        self.path(Folder::Processed)
+    }
+
+    /// `invalid/`: unusable payloads, with `<file>.meta.json`.
+    pub fn invalid(&self) -> PathBuf {
+        self.path(Folder::Invalid)
+    }
+
+    pub(super) fn path(&self, folder: Folder) -> PathBuf {
+        self.root.join(folder.name())
+    }
+
+    /// The spool root, created (0700 for new folders) with the folders above it.
+    pub(super) fn create_root(&self) -> io::Result<Dir> {
+        self.teams.create_dir_all(&self.root)
+    }
+
+    /// `folder`; `None` when it or the spool does not exist. A link or file
+    /// where a folder should be, anywhere below the teams folder, is an error
+    /// naming it.
+    pub(super) fn open(&self, folder: Folder) -> io::Result<Option<Dir>> {
+        self.teams.open_dir(&self.path(folder))
+    }
+
+    /// `folder`, created when missing (with the same refusal of links).
+    pub(super) fn create(&self, folder: Folder) -> io::Result<Dir> {
+        self.teams.create_dir_all(&self.path(folder))
+    }
+}

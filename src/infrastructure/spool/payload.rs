@@ -1,0 +1,58 @@
+//! Reading a claimed payload.
+
+use std::fs::File;
+use std::io::{ErrorKind, Read};
+
+use crate::application::turn_settled::ClaimContent;
+use crate::domain::time::EpochMs;
+use crate::domain::turn_settled::MAX_PAYLOAD_BYTES;
+use crate::infrastructure::clock::epoch_ms;
+use crate::infrastructure::safe_fs::Dir;
+
+/// The payload of the claimed file `name` in `processing` and the file's
+/// modification time.
+///
+/// Only a regular file is read (opened without following a link and without
+/// blocking): a FIFO would block the drain and a link could point anywhere,
+/// so both (and a folder or socket) go to `invalid/` as `payload_not_a_file`;
+/// a file this user may not read goes there as `payload_unreadable` instead
+/// of failing every drain for good. Other errors are transient: the claim is
+/// released for a later drain.
+pub(super) fn read_payload(processing: &Dir, name: &str) -> (ClaimContent, Option<EpochMs>) {
+    let file = match processing.open_file(name) {
+        Ok(Some(file)) => file,
+        Ok(None) => {
+            let gone = format!(
+                "{}: claimed file vanished",
+                processing.path().join(name).display()
+            );
+            return (ClaimContent::Transient(gone), None);
+        }
+        // The boundary's error for a link, FIFO, folder or socket.
+        Err(e) if e.kind() == ErrorKind::InvalidData => {
+            return (ClaimContent::Invalid("payload_not_a_file"), None)
+        }
+        Err(e) if e.kind() == ErrorKind::PermissionDenied => {
+            return (ClaimContent::Invalid("payload_unreadable"), None)
+        }
+        Err(e) => return (ClaimContent::Transient(e.to_string()), None),
+    };
+    let modified = file
+        .metadata()
+        .ok()
+        .and_then(|m| m.modified().ok())
+        .and_then(epoch_ms);
+    (read_bounded(file), modified)
+}
+
+fn read_bounded(file: File) -> ClaimContent {
+    let mut bytes = Vec::new();
+    match file.take(MAX_PAYLOAD_BYTES + 1).read_to_end(&mut bytes) {
+        Err(e) => ClaimContent::Transient(e.to_string()),
+        Ok(_) if bytes.len() as u64 > MAX_PAYLOAD_BYTES => {
+            ClaimContent::Invalid("payload_too_large")
+        }
+        Ok(0) => ClaimContent::Invalid("payload_missing"),
+        Ok(_) => ClaimContent::Payload(bytes),
+    }
+}

@@ -1,0 +1,41 @@
+//! Helpers shared by the spool's unit tests.
+
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::{FsSpool, SpoolPaths};
+use crate::domain::time::EpochMs;
+use crate::infrastructure::clock::ManualClock;
+
+/// 2026-11-22T10:00:00Z.
+pub(super) const T0: EpochMs = 1_795_341_600_000;
+
+/// An installed spool in a fresh temp dir, timed by a manual clock at `now`.
+pub(super) fn spool(now: EpochMs) -> (tempfile::TempDir, FsSpool, Arc<ManualClock>) {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = SpoolPaths::for_teams_base(&dir.path().join("teams"));
+    paths.install().unwrap();
+    let clock = Arc::new(ManualClock::new(now));
+    (dir, FsSpool::new(paths, clock.clone()), clock)
+}
+
+/// The names in `dir`, sorted.
+pub(super) fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Sets the modification time of the file at `path`.
+pub(super) fn set_mtime(path: &Path, at: EpochMs) {
+    fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_millis(at as u64))
+        .unwrap();
+}
