@@ -9,8 +9,11 @@ use serde::{Deserialize, Serialize};
 
 use super::json_store::{read_envelope, write_envelope, write_flat_envelope, Loaded};
 use super::lock::StoreLock;
+use super::safe_fs::{not_a_file, FileRead, TrustedRoot};
 use super::status_store::StorePaths;
-use crate::application::ports::{Clock, OutboxStore, PortError, WatchdogJournal};
+use crate::application::ports::{
+    Claimed, Clock, MemberFailure, OutboxStore, PortError, WatchdogJournal,
+};
 use crate::domain::names::member_key;
 use crate::domain::nudge::{
     claim, ensure_pending, finish_attempt, is_claimable, AttemptEnd, EnsureOutcome, OutboxItem,
@@ -101,6 +104,7 @@ impl FsOutboxStore {
         let index = OutboxIndex {
             items: self
                 .team_items(team)?
+                .0
                 .iter()
                 .map(|item| (item.id.clone(), entry(item)))
                 .collect(),
@@ -109,20 +113,32 @@ impl FsOutboxStore {
         Ok(())
     }
 
-    /// Every member outbox of a team, read without locks (claims re-check under lock).
-    fn team_items(&self, team: &str) -> Result<Vec<OutboxItem>, PortError> {
-        let mut all = Vec::new();
-        let Ok(entries) = std::fs::read_dir(self.paths.team_dir(team).join("members")) else {
-            return Ok(all);
+    /// Every member outbox of a team, read without locks (claims re-check
+    /// under lock), and the member outboxes that could not be read.
+    fn team_items(&self, team: &str) -> Result<(Vec<OutboxItem>, Vec<MemberFailure>), PortError> {
+        let (mut all, mut failures) = (Vec::new(), Vec::new());
+        let members = self.paths.team_dir(team).join("members");
+        let entries = match std::fs::read_dir(&members) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((all, failures)),
+            Err(e) => return Err(super::safe_fs::with_path(&members, e).into()),
         };
         for entry in entries.filter_map(Result::ok) {
+            // A stray file is no member folder.
+            if entry.file_type().is_ok_and(|kind| kind.is_file()) {
+                continue;
+            }
             let path = entry.path().join(".member-work-sync").join("outbox.json");
             // One unreadable member outbox must not block the whole team.
-            if let Ok(items) = self.read_items(&path) {
-                all.extend(items.into_values());
+            match self.read_items(&path) {
+                Ok(items) => all.extend(items.into_values()),
+                Err(error) => failures.push(MemberFailure {
+                    member_key: entry.file_name().to_string_lossy().into_owned(),
+                    error,
+                }),
             }
         }
-        Ok(all)
+        Ok((all, failures))
     }
 }
 
@@ -169,12 +185,10 @@ impl OutboxStore for FsOutboxStore {
         claimed_by: &str,
         limit: usize,
         now: EpochMs,
-    ) -> Result<Vec<OutboxItem>, PortError> {
-        let mut candidates: Vec<OutboxItem> = self
-            .team_items(team)?
-            .into_iter()
-            .filter(|i| is_claimable(i, now))
-            .collect();
+    ) -> Result<Claimed, PortError> {
+        let (items, mut failures) = self.team_items(team)?;
+        let mut candidates: Vec<OutboxItem> =
+            items.into_iter().filter(|i| is_claimable(i, now)).collect();
         let order = |i: &OutboxItem| {
             i.next_attempt_at
                 .as_deref()
@@ -188,6 +202,10 @@ impl OutboxStore for FsOutboxStore {
             if claimed.len() >= limit {
                 break;
             }
+            let key = member_key(&candidate.member_name);
+            if failures.iter().any(|failure| failure.member_key == key) {
+                continue;
+            }
             let taken = self.update(team, &candidate.member_name, |items| {
                 match items.get_mut(&candidate.id) {
                     // Re-checked under the lock: another dispatcher may have won.
@@ -200,11 +218,18 @@ impl OutboxStore for FsOutboxStore {
             });
             match taken {
                 Ok(taken) => claimed.extend(taken),
-                // Keep what was claimed: returning an error would strand it.
-                Err(_) => break,
+                // Keep what was claimed (an error would strand it) and go on
+                // with the other members.
+                Err(error) => failures.push(MemberFailure {
+                    member_key: key,
+                    error,
+                }),
             }
         }
-        Ok(claimed)
+        Ok(Claimed {
+            items: claimed,
+            failures,
+        })
     }
 
     fn finish(&self, item: &OutboxItem, end: &AttemptEnd, now: EpochMs) -> Result<bool, PortError> {
@@ -238,33 +263,49 @@ impl OutboxStore for FsOutboxStore {
     }
 }
 
-/// [`WatchdogJournal`] reading `teams/<team>/stall-monitor-journal.json`.
+/// The app watchdog's journal in a team folder.
+const WATCHDOG_JOURNAL: &str = "stall-monitor-journal.json";
+/// Largest watchdog journal read.
+const MAX_WATCHDOG_JOURNAL_BYTES: u64 = 2 * 1024 * 1024;
+
+/// [`WatchdogJournal`] reading `teams/<team>/stall-monitor-journal.json`
+/// through the file boundary (a FIFO there must not block a dispatch).
 pub struct FsWatchdogJournal {
-    teams_base: PathBuf,
+    teams: TrustedRoot,
 }
 
 impl FsWatchdogJournal {
     /// Journals under `teams_base`.
     pub fn new(teams_base: PathBuf) -> Self {
-        Self { teams_base }
+        Self {
+            teams: TrustedRoot::new(teams_base),
+        }
     }
 }
 
 impl WatchdogJournal for FsWatchdogJournal {
-    fn alerts(&self, team: &str) -> Vec<WatchdogAlert> {
-        let path = self
-            .teams_base
-            .join(team)
-            .join("stall-monitor-journal.json");
-        match super::json_store::read_capped(&path, 2 * 1024 * 1024) {
-            Ok(Some(super::json_store::Capped::Bytes(bytes))) => {
-                let rows: Vec<serde_json::Value> =
-                    serde_json::from_slice(&bytes).unwrap_or_default();
-                rows.into_iter()
-                    .filter_map(|row| serde_json::from_value(row).ok())
-                    .collect()
+    fn alerts(&self, team: &str) -> Result<Vec<WatchdogAlert>, PortError> {
+        let path = self.teams.join(team).join(WATCHDOG_JOURNAL);
+        let bytes = match self.teams.read(&path, MAX_WATCHDOG_JOURNAL_BYTES)? {
+            FileRead::Missing => return Ok(Vec::new()),
+            FileRead::NotAFile => return Err(not_a_file(&path).into()),
+            FileRead::TooLarge => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!(
+                        "{}: larger than {MAX_WATCHDOG_JOURNAL_BYTES} bytes",
+                        path.display()
+                    ),
+                )
+                .into())
             }
-            _ => Vec::new(),
-        }
+            FileRead::Bytes(bytes) => bytes,
+        };
+        // The app owns the journal: rows it cannot parse hold no alert to honor.
+        let rows: Vec<serde_json::Value> = serde_json::from_slice(&bytes).unwrap_or_default();
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| serde_json::from_value(row).ok())
+            .collect())
     }
 }
