@@ -83,8 +83,9 @@ pub struct DispatchSummary {
     pub terminal: usize,
     /// File failures that left work undone: member outboxes that could not
     /// be read or claimed from (each counted once per call) plus claimed
-    /// items whose outcome could not be written back. Each is journaled with
-    /// the path; the items stay in their outbox for a later pass.
+    /// items whose outcome could not be written back. Each is journaled as
+    /// `outbox_unavailable` with the error; the items stay in their outbox
+    /// for a later pass.
     pub failed: usize,
 }
 
