@@ -256,8 +256,13 @@ export declare class MemberWorkSync {
   completeTeamDeletion(teamName: string): void
   /** Undoes `prepareTeamDeletion` and re-scans the team. */
   resumeTeam(teamName: string): void
-  /** Claims, revalidates and delivers due nudges of the teams (phase 2). */
-  dispatchDueNudges(teamNames: string[]): Promise<{ claimed: number; delivered: number; superseded: number; retryable: number; terminal: number }>
+  /**
+   * Claims, revalidates and delivers due nudges of the teams (phase 2).
+   * `failed` counts member outboxes that could not be read or claimed from
+   * and claimed items whose outcome could not be written; rejects with
+   * `MWS_IO` (naming the path) when a team cannot be dispatched at all.
+   */
+  dispatchDueNudges(teamNames: string[]): Promise<{ claimed: number; delivered: number; superseded: number; retryable: number; terminal: number; failed: number }>
   /**
    * Stops timers, watchers and workers and waits for in-flight work.
    * Idempotent; later calls reject with `MWS_DISPOSED`.

@@ -44,7 +44,7 @@ describe('phase 2 nudges', () => {
       expect(items).toHaveLength(1)
       expect(items[0].status).toBe('pending')
 
-      expect(await sync.dispatchDueNudges(['forge'])).toEqual({ claimed: 1, delivered: 1, superseded: 0, retryable: 0, terminal: 0 })
+      expect(await sync.dispatchDueNudges(['forge'])).toEqual({ claimed: 1, delivered: 1, superseded: 0, retryable: 0, terminal: 0, failed: 0 })
       const rows = readJson(inbox)
       expect(rows).toHaveLength(1)
       expect(rows[0]).toMatchObject({ from: 'system', to: 'jack', messageKind: 'member_work_sync_nudge', messageId: items[0].id, read: false })
@@ -69,6 +69,26 @@ describe('phase 2 nudges', () => {
       expect(await sync.dispatchDueNudges(['forge'])).toMatchObject({ claimed: 0, delivered: 0 })
       expect(readJson(inbox)).toHaveLength(1)
       await expect(sync.dispatchDueNudges(['../x'])).rejects.toMatchObject({ code: 'MWS_INVALID_ARGUMENT' })
+    } finally {
+      await sync.dispose()
+    }
+  })
+
+  it('a team whose members folder cannot be listed rejects with MWS_IO naming the path, never an idle summary', async () => {
+    const root = copyExampleRoot()
+    writeShadowHistory(root)
+    const sync = new MemberWorkSync({ claudeRoot: root, clock: { nowMs: NOW } })
+    const members = path.join(root, 'teams/forge/members')
+    try {
+      fs.mkdirSync(members, { recursive: true })
+      fs.renameSync(members, `${members}.moved`)
+      fs.writeFileSync(members, 'not a folder')
+      const error = await sync.dispatchDueNudges(['forge']).then(
+        () => undefined,
+        (e: any) => e,
+      )
+      expect(error).toMatchObject({ code: 'MWS_IO' })
+      expect(error.message).toContain(members)
     } finally {
       await sync.dispose()
     }

@@ -5,9 +5,10 @@ mod common;
 
 use common::{MINUTE, NOW};
 use std::fs;
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
-use member_work_sync::application::ports::OutboxStore;
+use member_work_sync::application::ports::{Claimed, OutboxStore, PortError};
 use member_work_sync::application::queue::Trigger;
 use member_work_sync::domain::nudge::OutboxStatus;
 use member_work_sync::infrastructure::composition::{RootPaths, Services};
@@ -217,7 +218,10 @@ fn crash_between_inbox_write_and_outbox_mark_leaves_exactly_one_row() {
             NOW,
         )),
     );
-    let claimed = store.claim_due("forge", "dispatcher-a", 10, NOW).unwrap();
+    let claimed = store
+        .claim_due("forge", "dispatcher-a", 10, NOW)
+        .unwrap()
+        .items;
     assert_eq!(claimed.len(), 1);
     let writer = member_work_sync::infrastructure::inbox::InboxWriter::new(f.root.join("teams"));
     use member_work_sync::application::ports::InboxSink;
@@ -441,4 +445,236 @@ fn a_member_removed_after_planning_gets_no_nudge() {
         (1, 1, 0)
     );
     assert!(f.inbox("bob").is_empty());
+}
+
+/// `Nudges` over the fixture's stores, with `outbox` in place of the real one.
+fn dispatcher(
+    root: &Path,
+    outbox: std::sync::Arc<dyn OutboxStore>,
+) -> member_work_sync::application::nudges::Nudges {
+    use member_work_sync::application::nudges::{NudgePorts, Nudges};
+    use member_work_sync::infrastructure::{
+        clock::ManualClock, inbox::InboxWriter, metrics_store::FsMetricsStore,
+        outbox_store::FsWatchdogJournal, status_store::FsAuditJournal, status_store::FsStatusStore,
+        team_reader::FsTeamSource,
+    };
+    use std::sync::Arc;
+    let teams = root.join("teams");
+    let clock = Arc::new(ManualClock::new(NOW));
+    Nudges::new(NudgePorts {
+        clock: clock.clone(),
+        teams: Arc::new(FsTeamSource::new(teams.clone(), root.join("tasks"))),
+        store: Arc::new(FsStatusStore::new(
+            StorePaths::new(teams.clone()),
+            clock.clone(),
+        )),
+        metrics: Arc::new(FsMetricsStore::new(teams.clone(), clock)),
+        outbox,
+        inbox: Arc::new(InboxWriter::new(teams.clone())),
+        watchdog: Arc::new(FsWatchdogJournal::new(teams.clone())),
+        runtime: Default::default(),
+        busy: Default::default(),
+        journal: Arc::new(FsAuditJournal::new(StorePaths::new(teams))),
+    })
+}
+
+/// The real outbox store, except that recording an attempt's end fails as on a full disk.
+struct FinishFails(FsOutboxStore);
+
+impl OutboxStore for FinishFails {
+    fn ensure(
+        &self,
+        team: &str,
+        member: &str,
+        planned: &member_work_sync::domain::nudge::PlannedNudge,
+        now: i64,
+    ) -> Result<
+        (
+            member_work_sync::domain::nudge::OutboxItem,
+            member_work_sync::domain::nudge::EnsureOutcome,
+        ),
+        PortError,
+    > {
+        self.0.ensure(team, member, planned, now)
+    }
+    fn member_items(
+        &self,
+        team: &str,
+        member: &str,
+    ) -> Result<Vec<member_work_sync::domain::nudge::OutboxItem>, PortError> {
+        self.0.member_items(team, member)
+    }
+    fn claim_due(
+        &self,
+        team: &str,
+        claimed_by: &str,
+        limit: usize,
+        now: i64,
+    ) -> Result<Claimed, PortError> {
+        self.0.claim_due(team, claimed_by, limit, now)
+    }
+    fn finish(
+        &self,
+        item: &member_work_sync::domain::nudge::OutboxItem,
+        _end: &member_work_sync::domain::nudge::AttemptEnd,
+        _now: i64,
+    ) -> Result<bool, PortError> {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::StorageFull,
+            format!(
+                "members/{}/.member-work-sync/outbox.json: disk full",
+                item.member_name
+            ),
+        )
+        .into())
+    }
+    fn refresh_index(&self, team: &str) -> Result<(), PortError> {
+        self.0.refresh_index(team)
+    }
+    fn teams_with_outbox(&self) -> Vec<String> {
+        self.0.teams_with_outbox()
+    }
+}
+
+fn journal_of(root: &Path, member: &str) -> String {
+    fs::read_to_string(root.join(format!(
+        "teams/forge/members/{member}/.member-work-sync/journal.jsonl"
+    )))
+    .unwrap_or_default()
+}
+
+#[test]
+fn an_outcome_that_cannot_be_recorded_is_counted_and_retried_without_a_second_row() {
+    let f = Fixture::new();
+    f.queued_reconcile("jack");
+    let store = |clock_ms| {
+        FsOutboxStore::new(
+            StorePaths::new(f.root.join("teams")),
+            std::sync::Arc::new(member_work_sync::infrastructure::clock::ManualClock::new(
+                clock_ms,
+            )),
+        )
+    };
+    let failing = dispatcher(&f.root, std::sync::Arc::new(FinishFails(store(NOW))));
+    let summary = failing.dispatch_team("forge", "test", &|| true).unwrap();
+    assert_eq!(
+        (summary.claimed, summary.delivered, summary.failed),
+        (1, 0, 1),
+        "{summary:?}"
+    );
+    assert!(
+        journal_of(&f.root, "jack").contains("\"type\":\"outbox_unavailable\""),
+        "{}",
+        journal_of(&f.root, "jack")
+    );
+    assert_eq!(f.inbox("jack").len(), 1, "the row was written");
+    assert_eq!(f.outbox("jack")[0].status, OutboxStatus::Claimed);
+    // Once the claim expires a healthy pass finds the row and records it.
+    f.advance(5 * MINUTE);
+    let summary = f.dispatch();
+    assert_eq!(
+        (summary.claimed, summary.delivered, summary.failed),
+        (1, 1, 0)
+    );
+    assert_eq!(f.inbox("jack").len(), 1);
+}
+
+#[test]
+fn a_member_outbox_that_cannot_be_claimed_from_is_counted_and_the_others_are_served() {
+    let f = Fixture::new();
+    f.queued_reconcile("jack");
+    f.queued_reconcile("bob");
+    assert_eq!((f.outbox("jack").len(), f.outbox("bob").len()), (1, 1));
+    // A folder where jack's outbox lock file goes: no lock, so no claim.
+    let lock = f
+        .root
+        .join("teams/forge/members/jack/.member-work-sync/outbox.json.lock");
+    let _ = fs::remove_file(&lock);
+    fs::create_dir(&lock).unwrap();
+    let summary = f.dispatch();
+    assert_eq!(
+        (summary.claimed, summary.delivered, summary.failed),
+        (1, 1, 1),
+        "{summary:?}"
+    );
+    assert_eq!((f.inbox("jack").len(), f.inbox("bob").len()), (0, 1));
+    assert_eq!(f.outbox("jack")[0].status, OutboxStatus::Pending);
+    assert!(journal_of(&f.root, "jack").contains("\"type\":\"outbox_unavailable\""));
+}
+
+#[test]
+fn a_team_whose_members_cannot_be_listed_fails_the_call_naming_the_path() {
+    let f = Fixture::new();
+    f.queued_reconcile("jack");
+    let members = f.root.join("teams/forge/members");
+    fs::rename(&members, f.root.join("teams/forge/members.moved")).unwrap();
+    fs::write(&members, "not a folder").unwrap();
+    let error = f
+        .services
+        .engine
+        .dispatch_due_nudges(&["forge".into()], "test")
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            member_work_sync::application::reconcile::WorkSyncError::Io(_)
+        ),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains(&members.display().to_string()),
+        "{error}"
+    );
+}
+
+#[test]
+fn an_unreadable_watchdog_journal_holds_nudges_back_without_blocking() {
+    let f = Fixture::new();
+    f.queued_reconcile("jack");
+    let journal = f.root.join("teams/forge/stall-monitor-journal.json");
+    // Read without O_NONBLOCK, a FIFO would block this dispatch forever.
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        &journal,
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+    let summary = f.dispatch();
+    assert_eq!(
+        (summary.claimed, summary.retryable, summary.delivered),
+        (1, 1, 0)
+    );
+    assert!(f.inbox("jack").is_empty());
+    let reason = f.outbox("jack")[0].last_error.clone().unwrap();
+    assert!(
+        reason.starts_with("watchdog_journal_unavailable:")
+            && reason.contains(&journal.display().to_string()),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_fifo_in_place_of_the_inbox_ends_the_nudge_naming_the_path() {
+    let f = Fixture::new();
+    f.queued_reconcile("jack");
+    let inbox = f.root.join("teams/forge/inboxes/jack.json");
+    fs::create_dir_all(inbox.parent().unwrap()).unwrap();
+    // Opened without O_NONBLOCK, the FIFO would pin this thread forever.
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        &inbox,
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+    let summary = f.dispatch();
+    assert_eq!(
+        (summary.claimed, summary.superseded, summary.delivered),
+        (1, 1, 0)
+    );
+    let reason = f.outbox("jack")[0].last_error.clone().unwrap();
+    assert!(
+        reason.starts_with("inbox_unavailable:") && reason.contains(&inbox.display().to_string()),
+        "{reason}"
+    );
+    assert!(fs::symlink_metadata(&inbox).unwrap().file_type().is_fifo());
 }

@@ -309,6 +309,10 @@ impl Engine {
     }
 
     /// `dispatchDueNudges`: deleting and inactive teams claim nothing.
+    ///
+    /// Every team is dispatched; if one could not be (its members cannot be
+    /// listed, its outbox index cannot be written) the call then fails with
+    /// the first such error, so a broken team is never reported as idle.
     pub fn dispatch_due_nudges(
         &self,
         teams: &[String],
@@ -318,23 +322,31 @@ impl Engine {
             check_name("teamName", team)?;
         }
         let mut total = DispatchSummary::default();
+        let mut first_error = None;
         let mut seen = HashSet::new();
         for team in teams
             .iter()
             .filter(|t| seen.insert(normalize_member_name(t)))
         {
-            // A deleting team is skipped, not an error for the other teams.
-            let Ok(summary) = self.with_team(team, || {
+            let dispatched = self.with_team(team, || {
                 Ok(self
                     .deps
                     .nudges
-                    .dispatch_team(team, claimed_by, &|| !self.is_stopping()))
-            }) else {
-                continue;
-            };
-            total.add(&summary);
+                    .dispatch_team(team, claimed_by, &|| !self.is_stopping())?)
+            });
+            match dispatched {
+                Ok(summary) => total.add(&summary),
+                // A deleting team is skipped, not an error for the other teams.
+                Err(WorkSyncError::TeamQuiesced(_)) => {}
+                Err(error) => {
+                    first_error.get_or_insert(error);
+                }
+            }
         }
-        Ok(total)
+        match first_error {
+            Some(error) => Err(error),
+            None => Ok(total),
+        }
     }
 
     /// Records the end of a run and wakes whoever waits for it.

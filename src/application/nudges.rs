@@ -2,6 +2,7 @@
 //! nudges with revalidation right before the inbox write (DATA.md §5
 //! "Nudge", "Activation", "Planner codes", "Dispatcher"; seed 003 §15).
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -9,8 +10,8 @@ use serde_json::{json, Value};
 
 use super::busy::{BusyReason, BusySignals};
 use super::ports::{
-    AuditEvent, AuditJournal, Clock, InboxOutcome, InboxSink, MetricsStore, OutboxStore,
-    StatusStore, TeamSource, WatchdogJournal,
+    AuditEvent, AuditJournal, Clock, InboxOutcome, InboxSink, MemberFailure, MetricsStore,
+    OutboxStore, PortError, StatusStore, TeamSource, WatchdogJournal,
 };
 use super::runtime_state::RuntimeStates;
 use crate::domain::agenda::TeamIndex;
@@ -19,6 +20,7 @@ use crate::domain::names::normalize_member_name;
 use crate::domain::nudge::{
     activation, allows_still_stuck, half_hour_bucket, plan_nudge, rate_limit, readiness_metadata,
     retry_at, watchdog_cooldown, AttemptEnd, NudgeIntent, OutboxItem, OutboxStatus, PlannedNudge,
+    WatchdogAlert,
 };
 use crate::domain::status::{MemberStatus, StatusState};
 use crate::domain::team::TeamSnapshot;
@@ -68,13 +70,23 @@ pub struct NudgePorts {
 
 /// `dispatchDueNudges` counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-#[allow(missing_docs)]
 pub struct DispatchSummary {
+    /// Items claimed for an attempt.
     pub claimed: usize,
+    /// Written to the inbox (or found there) and marked delivered.
     pub delivered: usize,
+    /// Overtaken by the board, the runtime or an unusable inbox.
     pub superseded: usize,
+    /// Put back for a later attempt (busy, cooldown, inbox IO, ...).
     pub retryable: usize,
+    /// Ended for good (payload conflict).
     pub terminal: usize,
+    /// File failures that left work undone: member outboxes that could not
+    /// be read or claimed from (each counted once per call) plus claimed
+    /// items whose outcome could not be written back. Each is journaled as
+    /// `outbox_unavailable` with the error; the items stay in their outbox
+    /// for a later pass.
+    pub failed: usize,
 }
 
 impl DispatchSummary {
@@ -85,6 +97,7 @@ impl DispatchSummary {
         self.superseded += other.superseded;
         self.retryable += other.retryable;
         self.terminal += other.terminal;
+        self.failed += other.failed;
     }
 }
 
@@ -291,19 +304,25 @@ impl Nudges {
 
     /// Claims and delivers due nudges of one team.
     /// `keep_going` is asked between batches (false: the instance is stopping).
+    ///
+    /// A failure of one member outbox or item is counted in
+    /// [`DispatchSummary::failed`] and the other members are still served;
+    /// `Err` when the team itself cannot be dispatched (its members cannot be
+    /// listed, its outbox index cannot be written).
     pub fn dispatch_team(
         &self,
         team: &str,
         claimed_by: &str,
         keep_going: &dyn Fn() -> bool,
-    ) -> DispatchSummary {
+    ) -> Result<DispatchSummary, PortError> {
         let mut summary = DispatchSummary::default();
         // Stopped teams never claim or supersede anything.
-        if self.ports.runtime.activity(team, "").team_active {
-            self.dispatch_batches(team, claimed_by, keep_going, &mut summary);
-            let _ = self.ports.outbox.refresh_index(team);
+        if !self.ports.runtime.activity(team, "").team_active {
+            return Ok(summary);
         }
-        summary
+        let dispatched = self.dispatch_batches(team, claimed_by, keep_going, &mut summary);
+        let indexed = self.ports.outbox.refresh_index(team);
+        dispatched.and(indexed).map(|()| summary)
     }
 
     /// Claims and processes batches of [`CLAIM_LIMIT`] until nothing is due or
@@ -315,23 +334,28 @@ impl Nudges {
         claimed_by: &str,
         keep_going: &dyn Fn() -> bool,
         summary: &mut DispatchSummary,
-    ) {
+    ) -> Result<(), PortError> {
         let started = Instant::now();
         let mut board: Option<(Instant, TeamSnapshot)> = None;
+        let mut failed_members = BTreeSet::new();
         while started.elapsed() < TEAM_BUDGET
             && keep_going()
             && self.ports.runtime.activity(team, "").team_active
         {
             let now = self.ports.clock.now_ms();
-            let Ok(claimed) = self
+            let batch = self
                 .ports
                 .outbox
-                .claim_due(team, claimed_by, CLAIM_LIMIT, now)
-            else {
-                return;
-            };
+                .claim_due(team, claimed_by, CLAIM_LIMIT, now)?;
+            for failure in batch.failures {
+                // A member that fails every batch is one failure of the call.
+                if failed_members.insert(failure.member_key.clone()) {
+                    self.member_failed(team, &failure, summary);
+                }
+            }
+            let claimed = batch.items;
             if claimed.is_empty() {
-                return;
+                return Ok(());
             }
             summary.claimed += claimed.len();
             if board
@@ -341,15 +365,29 @@ impl Nudges {
                 board = Some((Instant::now(), self.ports.teams.load(team)));
             }
             let Some((_, snapshot)) = board.as_ref() else {
-                return;
+                return Ok(());
             };
             let index = TeamIndex::build(snapshot);
             let metrics = self.ports.metrics.read(team).ok();
-            let alerts = self.ports.watchdog.alerts(team);
+            let alerts = self.ports.watchdog.alerts(team).map_err(|e| e.to_string());
             for item in claimed {
                 self.process(team, &item, &index, metrics.as_ref(), &alerts, summary);
             }
         }
+        Ok(())
+    }
+
+    /// Counts and journals a member outbox that could not be read or claimed from.
+    fn member_failed(&self, team: &str, failure: &MemberFailure, summary: &mut DispatchSummary) {
+        summary.failed += 1;
+        self.audit(
+            "nudge_dispatcher",
+            "outbox_unavailable",
+            team,
+            &failure.member_key,
+            vec![],
+            json!({ "reason": failure.error.to_string() }),
+        );
     }
 
     /// Revalidates, delivers and records one claimed item.
@@ -359,7 +397,7 @@ impl Nudges {
         item: &OutboxItem,
         index: &TeamIndex<'_>,
         metrics: Option<&MetricsIndex>,
-        alerts: &[crate::domain::nudge::WatchdogAlert],
+        alerts: &Result<Vec<WatchdogAlert>, String>,
         summary: &mut DispatchSummary,
     ) {
         let now = self.ports.clock.now_ms();
@@ -372,8 +410,22 @@ impl Nudges {
         };
         match self.ports.outbox.finish(item, &end, now) {
             Ok(true) => *counter += 1,
-            // The claim was taken over (or the store failed): the item stays with its owner.
-            Ok(false) | Err(_) => return,
+            // The claim was taken over: the item stays with its new owner.
+            Ok(false) => return,
+            // The outcome is lost; the claim expires and a later pass retries
+            // (a delivered row is then found in the inbox, not written twice).
+            Err(error) => {
+                summary.failed += 1;
+                self.audit(
+                    "nudge_dispatcher",
+                    "outbox_unavailable",
+                    team,
+                    &item.member_name,
+                    vec![],
+                    json!({ "outboxId": item.id, "reason": error.to_string() }),
+                );
+                return;
+            }
         }
         let preview: Vec<&str> = item
             .payload
@@ -418,7 +470,7 @@ impl Nudges {
         item: &OutboxItem,
         index: &TeamIndex<'_>,
         metrics: Option<&MetricsIndex>,
-        alerts: &[crate::domain::nudge::WatchdogAlert],
+        alerts: &Result<Vec<WatchdogAlert>, String>,
         now: EpochMs,
     ) -> AttemptEnd {
         let (team, member) = (item.team_name.as_str(), item.member_name.as_str());
@@ -483,11 +535,12 @@ impl Nudges {
         {
             return retry(code.into(), backoff);
         }
-        let delivered: Vec<EpochMs> = self
-            .ports
-            .outbox
-            .member_items(team, member)
-            .unwrap_or_default()
+        let items = match self.ports.outbox.member_items(team, member) {
+            Ok(items) => items,
+            // Without the member's deliveries the rate limit cannot be checked.
+            Err(e) => return retry(format!("outbox_unavailable:{e}"), backoff),
+        };
+        let delivered: Vec<EpochMs> = items
             .iter()
             .filter(|i| i.status == OutboxStatus::Delivered)
             .filter_map(|i| i.delivered_at.as_deref().and_then(parse_iso))
@@ -512,6 +565,11 @@ impl Nudges {
             .iter()
             .map(|r| r.task_id.as_str())
             .collect();
+        let alerts = match alerts {
+            Ok(alerts) => alerts,
+            // A cooldown that cannot be checked holds the nudge back.
+            Err(e) => return retry(format!("watchdog_journal_unavailable:{e}"), backoff),
+        };
         if let Some(until) = watchdog_cooldown(alerts, &task_ids, member, now) {
             return retry("watchdog_cooldown_active".into(), until);
         }

@@ -195,6 +195,25 @@ pub trait TaskImpactSource: Send + Sync {
     fn impacted_members(&self, team_name: &str, task_id: &str) -> Option<Vec<String>>;
 }
 
+/// What one [`OutboxStore::claim_due`] took.
+#[derive(Debug, Default)]
+pub struct Claimed {
+    /// The claimed items, each now held by the claimer.
+    pub items: Vec<crate::domain::nudge::OutboxItem>,
+    /// Member outboxes skipped because reading or claiming from them failed;
+    /// the other members were still claimed from.
+    pub failures: Vec<MemberFailure>,
+}
+
+/// A member outbox that could not be read or written.
+#[derive(Debug)]
+pub struct MemberFailure {
+    /// The member's folder name (`teams/<team>/members/<key>`).
+    pub member_key: String,
+    /// What failed; the message names the path.
+    pub error: PortError,
+}
+
 /// Per-member durable nudges (`outbox.json`) plus the team index.
 pub trait OutboxStore: Send + Sync {
     /// Puts a planned nudge into the member's outbox (`ensurePending`).
@@ -219,13 +238,16 @@ pub trait OutboxStore: Send + Sync {
     ) -> Result<Vec<crate::domain::nudge::OutboxItem>, PortError>;
     /// Claims up to `limit` claimable items of a team (oldest due first),
     /// each under its member file lock, so two dispatchers never hold one claim.
+    /// A member outbox that cannot be read or claimed from is skipped and
+    /// reported in [`Claimed::failures`]; `Err` when the team's members
+    /// cannot be listed at all.
     fn claim_due(
         &self,
         team: &str,
         claimed_by: &str,
         limit: usize,
         now: EpochMs,
-    ) -> Result<Vec<crate::domain::nudge::OutboxItem>, PortError>;
+    ) -> Result<Claimed, PortError>;
     /// Ends a claimed attempt; `Ok(false)` when the claim was lost (generation moved on).
     fn finish(
         &self,
@@ -273,6 +295,7 @@ pub trait InboxSink: Send + Sync {
 
 /// The app watchdog's recent alerts (`stall-monitor-journal.json`).
 pub trait WatchdogJournal: Send + Sync {
-    /// Alerts of a team (missing or corrupt file: none).
-    fn alerts(&self, team: &str) -> Vec<crate::domain::nudge::WatchdogAlert>;
+    /// Alerts of a team (missing or corrupt file: none); `Err` when the
+    /// journal cannot be read (a FIFO or link in its place, too large, IO).
+    fn alerts(&self, team: &str) -> Result<Vec<crate::domain::nudge::WatchdogAlert>, PortError>;
 }

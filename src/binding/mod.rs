@@ -355,9 +355,12 @@ impl MemberWorkSync {
     }
 
     /// Claims, revalidates and delivers due nudges of the teams (phase 2).
+    /// `failed` counts member outboxes that could not be read or claimed from
+    /// and claimed items whose outcome could not be written; rejects with
+    /// `MWS_IO` (naming the path) when a team cannot be dispatched at all.
     #[napi(
         ts_args_type = "teamNames: string[]",
-        ts_return_type = "Promise<{ claimed: number; delivered: number; superseded: number; retryable: number; terminal: number }>"
+        ts_return_type = "Promise<{ claimed: number; delivered: number; superseded: number; retryable: number; terminal: number; failed: number }>"
     )]
     pub fn dispatch_due_nudges(&self, env: Env, team_names: Unknown<'_>) -> AsyncTask<Job> {
         let team_names = convert::json_argument(&env, team_names, "team_names");

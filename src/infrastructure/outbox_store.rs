@@ -9,9 +9,11 @@ use serde::{Deserialize, Serialize};
 
 use super::json_store::{read_envelope, write_envelope, write_flat_envelope, Loaded};
 use super::lock::StoreLock;
-use super::safe_fs::{FileKind, FileRead, TrustedRoot};
+use super::safe_fs::{not_a_file, FileKind, FileRead, TrustedRoot};
 use super::status_store::StorePaths;
-use crate::application::ports::{Clock, OutboxStore, PortError, WatchdogJournal};
+use crate::application::ports::{
+    Claimed, Clock, MemberFailure, OutboxStore, PortError, WatchdogJournal,
+};
 use crate::domain::names::member_key;
 use crate::domain::nudge::{
     claim, ensure_pending, finish_attempt, is_claimable, AttemptEnd, EnsureOutcome, OutboxItem,
@@ -109,6 +111,7 @@ impl FsOutboxStore {
         let index = OutboxIndex {
             items: self
                 .team_items(team)?
+                .0
                 .iter()
                 .map(|item| (item.id.clone(), entry(item)))
                 .collect(),
@@ -117,17 +120,26 @@ impl FsOutboxStore {
         Ok(())
     }
 
-    /// Every member outbox of a team, read without locks (claims re-check under lock).
-    fn team_items(&self, team: &str) -> Result<Vec<OutboxItem>, PortError> {
-        let mut all = Vec::new();
+    /// Every member outbox of a team, read without locks (claims re-check
+    /// under lock), and the member outboxes that could not be read.
+    fn team_items(&self, team: &str) -> Result<(Vec<OutboxItem>, Vec<MemberFailure>), PortError> {
+        let (mut all, mut failures) = (Vec::new(), Vec::new());
         for member_dir in self.paths.member_dirs(team)? {
             let path = member_dir.join(".member-work-sync").join("outbox.json");
             // One unreadable member outbox must not block the whole team.
-            if let Ok(items) = self.read_items(&path) {
-                all.extend(items.into_values());
+            match self.read_items(&path) {
+                Ok(items) => all.extend(items.into_values()),
+                Err(error) => failures.push(MemberFailure {
+                    member_key: member_dir
+                        .file_name()
+                        .unwrap_or_default()
+                        .to_string_lossy()
+                        .into_owned(),
+                    error,
+                }),
             }
         }
-        Ok(all)
+        Ok((all, failures))
     }
 }
 
@@ -174,12 +186,10 @@ impl OutboxStore for FsOutboxStore {
         claimed_by: &str,
         limit: usize,
         now: EpochMs,
-    ) -> Result<Vec<OutboxItem>, PortError> {
-        let mut candidates: Vec<OutboxItem> = self
-            .team_items(team)?
-            .into_iter()
-            .filter(|i| is_claimable(i, now))
-            .collect();
+    ) -> Result<Claimed, PortError> {
+        let (items, mut failures) = self.team_items(team)?;
+        let mut candidates: Vec<OutboxItem> =
+            items.into_iter().filter(|i| is_claimable(i, now)).collect();
         let order = |i: &OutboxItem| {
             i.next_attempt_at
                 .as_deref()
@@ -193,6 +203,10 @@ impl OutboxStore for FsOutboxStore {
             if claimed.len() >= limit {
                 break;
             }
+            let key = member_key(&candidate.member_name);
+            if failures.iter().any(|failure| failure.member_key == key) {
+                continue;
+            }
             let taken = self.update(team, &candidate.member_name, |items| {
                 match items.get_mut(&candidate.id) {
                     // Re-checked under the lock: another dispatcher may have won.
@@ -205,11 +219,18 @@ impl OutboxStore for FsOutboxStore {
             });
             match taken {
                 Ok(taken) => claimed.extend(taken),
-                // Keep what was claimed: returning an error would strand it.
-                Err(_) => break,
+                // Keep what was claimed (an error would strand it) and go on
+                // with the other members.
+                Err(error) => failures.push(MemberFailure {
+                    member_key: key,
+                    error,
+                }),
             }
         }
-        Ok(claimed)
+        Ok(Claimed {
+            items: claimed,
+            failures,
+        })
     }
 
     fn finish(&self, item: &OutboxItem, end: &AttemptEnd, now: EpochMs) -> Result<bool, PortError> {
@@ -249,32 +270,49 @@ impl OutboxStore for FsOutboxStore {
     }
 }
 
-/// [`WatchdogJournal`] reading `teams/<team>/stall-monitor-journal.json`.
+/// The app watchdog's journal in a team folder.
+const WATCHDOG_JOURNAL: &str = "stall-monitor-journal.json";
+/// Largest watchdog journal read.
+const MAX_WATCHDOG_JOURNAL_BYTES: u64 = 2 * 1024 * 1024;
+
+/// [`WatchdogJournal`] reading `teams/<team>/stall-monitor-journal.json`
+/// through the file boundary (a FIFO there must not block a dispatch).
 pub struct FsWatchdogJournal {
-    root: TrustedRoot,
+    teams: TrustedRoot,
 }
 
 impl FsWatchdogJournal {
     /// Journals under `teams_base`.
     pub fn new(teams_base: PathBuf) -> Self {
         Self {
-            root: TrustedRoot::new(teams_base),
+            teams: TrustedRoot::new(teams_base),
         }
     }
 }
 
 impl WatchdogJournal for FsWatchdogJournal {
-    fn alerts(&self, team: &str) -> Vec<WatchdogAlert> {
-        let path = self.root.join(team).join("stall-monitor-journal.json");
-        match self.root.read(&path, 2 * 1024 * 1024) {
-            Ok(FileRead::Bytes(bytes)) => {
-                let rows: Vec<serde_json::Value> =
-                    serde_json::from_slice(&bytes).unwrap_or_default();
-                rows.into_iter()
-                    .filter_map(|row| serde_json::from_value(row).ok())
-                    .collect()
+    fn alerts(&self, team: &str) -> Result<Vec<WatchdogAlert>, PortError> {
+        let path = self.teams.join(team).join(WATCHDOG_JOURNAL);
+        let bytes = match self.teams.read(&path, MAX_WATCHDOG_JOURNAL_BYTES)? {
+            FileRead::Missing => return Ok(Vec::new()),
+            FileRead::NotAFile => return Err(not_a_file(&path).into()),
+            FileRead::TooLarge => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!(
+                        "{}: larger than {MAX_WATCHDOG_JOURNAL_BYTES} bytes",
+                        path.display()
+                    ),
+                )
+                .into())
             }
-            _ => Vec::new(),
-        }
+            FileRead::Bytes(bytes) => bytes,
+        };
+        // The app owns the journal: rows it cannot parse hold no alert to honor.
+        let rows: Vec<serde_json::Value> = serde_json::from_slice(&bytes).unwrap_or_default();
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| serde_json::from_value(row).ok())
+            .collect())
     }
 }

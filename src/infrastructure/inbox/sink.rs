@@ -1,0 +1,55 @@
+//! [`InboxSink`] over [`InboxWriter`]: the outbox id is the inbox
+//! `messageId`, so a retried write finds its own row.
+
+use std::time::SystemTime;
+
+use super::{DeliveryOutcome, InboxWriter, NudgeRow, NudgeTaskRef};
+use crate::application::ports::{InboxFailure, InboxOutcome, InboxSink};
+use crate::domain::nudge::{NudgeIntent, OutboxItem};
+use crate::domain::time::{format_iso, EpochMs};
+use crate::infrastructure::clock::epoch_ms;
+
+impl InboxSink for InboxWriter {
+    fn deliver(&self, item: &OutboxItem, now: EpochMs) -> Result<InboxOutcome, InboxFailure> {
+        let row = row_of(item, now);
+        // The lock file carries wall-clock time (other processes judge its age),
+        // even when the app runs on a test clock; the row keeps the app time.
+        let wall_ms = epoch_ms(SystemTime::now()).unwrap_or(now);
+        match InboxWriter::deliver(self, &item.team_name, &item.member_name, &row, wall_ms) {
+            Ok(DeliveryOutcome::Inserted) => Ok(InboxOutcome::Inserted),
+            Ok(DeliveryOutcome::AlreadyPresent) => Ok(InboxOutcome::AlreadyPresent),
+            Ok(DeliveryOutcome::PayloadConflict { .. }) => Ok(InboxOutcome::PayloadConflict),
+            Err(e) => Err(InboxFailure {
+                retryable: e.is_retryable(),
+                reason: e.to_string(),
+            }),
+        }
+    }
+}
+
+/// The inbox row of an outbox item dispatched at `now`.
+fn row_of(item: &OutboxItem, now: EpochMs) -> NudgeRow {
+    let payload = &item.payload;
+    NudgeRow {
+        to: payload.to.clone(),
+        text: payload.text.clone(),
+        timestamp: format_iso(now),
+        task_refs: payload
+            .task_refs
+            .iter()
+            .map(|r| NudgeTaskRef {
+                team_name: r.team_name.clone(),
+                task_id: r.task_id.clone(),
+                display_id: r.display_id.clone(),
+            })
+            .collect(),
+        message_id: item.id.clone(),
+        work_sync_intent: match payload.work_sync_intent {
+            NudgeIntent::AgendaSync => "agenda_sync".into(),
+            NudgeIntent::ReviewPickup => "review_pickup".into(),
+        },
+        work_sync_intent_key: payload.work_sync_intent_key.clone(),
+        work_sync_review_request_event_ids: payload.work_sync_review_request_event_ids.clone(),
+        work_sync_payload_hash: item.payload_hash.clone(),
+    }
+}
