@@ -161,11 +161,21 @@ export interface MemberWorkSyncAgentBrief {
 
 
 export interface RuntimeTurnSettledDrainSummary {
+  /** Spool files claimed by this drain. */
   claimed: number
+  /** Events resolved to a member and handed to the reconcile queue. */
   enqueued: number
+  /** Valid events without a provable active target. */
   unresolved: number
+  /** Events deliberately dropped (lead turn, inactive team or member, duplicate). */
   ignored: number
+  /** Payloads filed under `invalid/`. */
   invalid: number
+  /**
+   * Claims released after a transient error or lost to another drainer, plus
+   * members whose `turn_settled` reconcile failed (`autoStart: false`
+   * reconciles during the drain).
+   */
   failed: number
 }
 

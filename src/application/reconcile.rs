@@ -520,13 +520,25 @@ impl Reconciler {
         }
     }
 
-    /// Adds the metric events of a status write to the team index; metrics are
-    /// observations, so a failure here never fails the write.
+    /// Adds the metric events of a status write to the team index. Metrics
+    /// are observations, so a failure here never fails the write; it is
+    /// journaled for the member as `metrics_unavailable` with the error.
     pub(super) fn record_metrics(&self, status: &MemberStatus, report: Option<&ReportOutcome>) {
-        let _ = self
+        let recorded = self
             .ports
             .metrics
             .record(status, events_for_write(status, report));
+        if let Err(error) = recorded {
+            self.audit(
+                "reconciler",
+                "metrics_unavailable",
+                &status.team_name,
+                &status.member_name,
+                self.ports.clock.now_ms(),
+                vec![error.to_string()],
+                json!({}),
+            );
+        }
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -136,7 +136,9 @@ pub struct DrainSummary {
     pub ignored: u32,
     /// Payloads filed under `invalid/`.
     pub invalid: u32,
-    /// Claims released after a transient error, or lost to another drainer.
+    /// Claims released after a transient error, or lost to another drainer,
+    /// plus members whose `turn_settled` reconcile could not run (without a
+    /// queue driver the drain reconciles at once, and that can fail).
     pub failed: u32,
 }
 
@@ -314,9 +316,12 @@ impl TurnSettledIngestor {
         // crash in between loses only the wake-up, as a crash just after it
         // would (the queue lives in memory); the app's startup scan
         // (`enqueueStartupScan`) reconciles every member again. A failed
-        // reconcile is not retried here; the next trigger catches up.
+        // reconcile is not retried here; the next trigger catches up, and
+        // the failure is counted so the app sees it.
         for (team, member) in targets {
-            let _ = queue.enqueue(&team, &member);
+            if queue.enqueue(&team, &member).is_err() {
+                summary.failed += 1;
+            }
         }
         tidied?;
         Ok(summary)
