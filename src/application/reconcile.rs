@@ -335,8 +335,7 @@ impl Reconciler {
             })
         });
         let previous_report = accepted_report.or(stored_report);
-        let on_active_roster =
-            snapshot.is_active() && snapshot.active_member_names().contains(&member);
+        let on_active_roster = snapshot.is_active() && snapshot.is_active_member(&member);
         let decision = decide(&DecisionInput {
             on_active_roster,
             runtime: self.ports.runtime.activity(&snapshot.team_name, &member),
