@@ -6,6 +6,9 @@ use std::fs;
 use std::path::Path;
 
 use member_work_sync::application::engine::Engine;
+use member_work_sync::application::turn_settled::{
+    TeamChangeEvent, TeamChangeSink, TurnSettledQueue,
+};
 use member_work_sync::domain::status::{MemberStatus, StatusState};
 use member_work_sync::infrastructure::team_reader::MAX_ROSTER_MEMBERS;
 
@@ -110,4 +113,54 @@ fn refresh_team_covers_at_most_the_capped_roster() {
     assert_eq!(status.state, StatusState::Inactive);
     assert!(!member_dir(&root, &dropped).exists());
     assert_eq!(stored_members(&root).len(), MAX_ROSTER_MEMBERS);
+}
+
+struct NoQueue;
+
+impl TurnSettledQueue for NoQueue {
+    fn enqueue(&self, _: &str, _: &str) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+struct NoChanges;
+
+impl TeamChangeSink for NoChanges {
+    fn emit(&self, _: TeamChangeEvent) {}
+}
+
+#[test]
+fn a_turn_settled_payload_journals_only_for_roster_members() {
+    let (_dir, root) = common::example_root();
+    let services = common::services(&root);
+    let incoming = services.spool_paths.incoming();
+    fs::create_dir_all(&incoming).unwrap();
+    // (member the payload names, journaled) — jack runs Codex; bob does not
+    // (provider_mismatch); old-timer was removed; the others were never members.
+    let cases = [
+        ("jack", true),
+        ("bob", true),
+        ("old-timer", true),
+        ("made-up", false),
+        ("Nobody 2", false),
+    ];
+    for (n, (member, _)) in cases.iter().enumerate() {
+        let payload = serde_json::json!({
+            "provider": "codex", "source": "agent-teams-orchestrator-codex-native",
+            "eventName": "runtime_turn_settled", "sessionId": format!("s{n}"),
+            "teamName": "forge", "memberName": member, "turnId": format!("t{n}"),
+        });
+        fs::write(
+            incoming.join(format!("20261118T110640Z-0-{n}.codex.json")),
+            payload.to_string(),
+        )
+        .unwrap();
+    }
+    let summary = services.turn_settled.drain(&NoQueue, &NoChanges).unwrap();
+    assert_eq!(summary.claimed as usize, cases.len());
+    let stored = stored_members(&root);
+    for (member, journaled) in cases {
+        let key = member.to_lowercase().replace(' ', "%20");
+        assert_eq!(stored.contains(&key), journaled, "{member}: {stored:?}");
+    }
 }
