@@ -184,6 +184,33 @@ impl Reconciler {
         Ok(status)
     }
 
+    /// Whether a status of `member` may be written (with its journal and
+    /// metrics): only into an existing team folder, and only for a roster
+    /// member or a name whose store already exists (a member that has since
+    /// left the roster gets its `inactive` status). Any other name, which an
+    /// agent can make up at will, is answered with an unpersisted status, so
+    /// store folders stay bounded by the (capped) roster.
+    pub(super) fn may_persist(
+        &self,
+        snapshot: &TeamSnapshot,
+        member: &str,
+    ) -> Result<bool, WorkSyncError> {
+        if !snapshot.config_found {
+            // No team dir to write into: answer without creating one (and
+            // without resurrecting a deleted team's directory).
+            return Ok(false);
+        }
+        if snapshot.member(&normalize_member_name(member)).is_some() {
+            return Ok(true);
+        }
+        // A legacy status lives in the team's shared file: the member's own
+        // folder does not exist yet.
+        Ok(matches!(
+            self.ports.store.read(&snapshot.team_name, member)?,
+            StoredStatus::Current(_) | StoredStatus::Quarantined { .. }
+        ))
+    }
+
     /// A status computed from the board but not written (no stored status yet).
     pub(super) fn unpersisted_status(
         &self,
@@ -235,9 +262,7 @@ impl Reconciler {
     ) -> Result<MemberStatus, WorkSyncError> {
         let team = snapshot.team_name.as_str();
         let now = self.ports.clock.now_ms();
-        if !snapshot.config_found {
-            // No team dir to write into: answer without creating one (and
-            // without resurrecting a deleted team's directory).
+        if !self.may_persist(snapshot, member)? {
             return Ok(self.unpersisted_from(snapshot, member, now));
         }
         self.audit(
@@ -335,8 +360,7 @@ impl Reconciler {
             })
         });
         let previous_report = accepted_report.or(stored_report);
-        let on_active_roster =
-            snapshot.is_active() && snapshot.active_member_names().contains(&member);
+        let on_active_roster = snapshot.is_active() && snapshot.is_active_member(&member);
         let decision = decide(&DecisionInput {
             on_active_roster,
             runtime: self.ports.runtime.activity(&snapshot.team_name, &member),

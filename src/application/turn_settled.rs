@@ -442,9 +442,9 @@ impl TurnSettledIngestor {
 
     /// Journals an event that was not queued (`outcome` = kind and reason) in
     /// the journal of the member it was attributed to, or else the member its
-    /// payload names, when that member's team exists. Otherwise the spool's
-    /// `.meta.json` is the only record: a journal line must never create a
-    /// team directory.
+    /// payload names, when that member is on its team's roster. Otherwise the
+    /// spool's `.meta.json` is the only record: a journal line must never
+    /// create a team directory, nor a store folder for a made-up name.
     fn audit_unqueued(
         &self,
         outcome: (&'static str, Option<&str>),
@@ -458,8 +458,10 @@ impl TurnSettledIngestor {
         let Some((team, member)) = target.or_else(named) else {
             return;
         };
-        let team_exists = rosters.get(&team).is_some_and(|roster| roster.config_found);
-        if team_exists && validate_name(&member).is_ok() {
+        let on_roster = rosters.get(&team).is_some_and(|roster| {
+            roster.config_found && roster.member(&normalize_member_name(&member)).is_some()
+        });
+        if on_roster && validate_name(&member).is_ok() {
             self.journal_outcome(outcome, claim, &team, &member, event, now);
         }
     }

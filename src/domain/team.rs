@@ -232,6 +232,21 @@ pub fn tidy_meta_members(mut members: Vec<MemberOverlay>) -> Vec<MemberOverlay> 
     members
 }
 
+/// `normalize_member_name(name) == normalized`, without allocating for the
+/// usual ASCII name (roster lookups run once per member of a refresh).
+fn normalizes_to(name: &str, normalized: &str) -> bool {
+    let trimmed = name.trim();
+    if trimmed.is_ascii() {
+        trimmed.len() == normalized.len()
+            && trimmed
+                .bytes()
+                .zip(normalized.bytes())
+                .all(|(a, b)| a.to_ascii_lowercase() == b)
+    } else {
+        normalize_member_name(name) == normalized
+    }
+}
+
 /// True when the member's name or agent type marks it as the team lead.
 fn is_lead_candidate(member: &TeamMember) -> bool {
     normalize_member_name(&member.name) == "team-lead"
@@ -442,7 +457,17 @@ impl TeamSnapshot {
     pub fn member(&self, normalized: &str) -> Option<&TeamMember> {
         self.members
             .iter()
-            .find(|m| normalize_member_name(&m.name) == normalized)
+            .find(|m| normalizes_to(&m.name, normalized))
+    }
+
+    /// Whether the (normalized) name is in [`TeamSnapshot::active_member_names`],
+    /// without building that list: the reconciler asks once per member.
+    pub fn is_active_member(&self, normalized: &str) -> bool {
+        !is_reserved_member_name(normalized)
+            && self
+                .members
+                .iter()
+                .any(|m| !m.is_removed() && normalizes_to(&m.name, normalized))
     }
 
     /// Active when the config exists and the team is not deleted.
@@ -554,5 +579,38 @@ mod tests {
         };
         assert_eq!(snapshot.lead().map(|m| m.name.as_str()), Some("boss"));
         assert_eq!(snapshot.active_member_names(), ["a", "boss"]);
+    }
+
+    #[test]
+    fn roster_lookups_agree_with_normalized_names() {
+        let mut gone = member("Gone");
+        gone.removed_at = Some(1.0);
+        let snapshot = TeamSnapshot {
+            members: vec![
+                member(" Jack "),
+                gone,
+                member("User"),
+                member("ΟΔΟΣ"),
+                member("Émile"),
+            ],
+            ..TeamSnapshot::default()
+        };
+        let active = snapshot.active_member_names();
+        // (normalized name, on the roster, active)
+        let cases = [
+            ("jack", true, true),
+            ("gone", true, false),
+            ("user", true, false),
+            ("οδος", true, true),
+            ("émile", true, true),
+            ("jac", false, false),
+            ("jack ", false, false),
+            ("nobody", false, false),
+        ];
+        for (name, on_roster, is_active) in cases {
+            assert_eq!(snapshot.member(name).is_some(), on_roster, "{name}");
+            assert_eq!(snapshot.is_active_member(name), is_active, "{name}");
+            assert_eq!(active.contains(&name.to_string()), is_active, "{name}");
+        }
     }
 }

@@ -1,18 +1,24 @@
 //! Reads a team from the Claude agent-teams layout (DATA.md §3): `config.json`,
 //! `members.meta.json`, `kanban-state.json` and the task files.
 //!
-//! Every input is size-capped; a missing or broken file degrades to its
-//! documented default plus a diagnostic, and one bad task file never hides the
-//! others.
+//! Every read goes through [`safe_fs`](super::safe_fs) below the teams and
+//! tasks roots: no link is followed at any component, only regular files are
+//! opened (a FIFO never blocks a thread) and every input is size-capped. A
+//! missing or broken file degrades to its documented default plus a
+//! diagnostic (`<what>_not_a_file`, `<what>_too_large`, `<what>_invalid`,
+//! `<what>_unreadable`; a linked team or tasks folder is `<what>_not_a_folder`),
+//! and one bad task file never hides the others. The roster is capped at
+//! [`MAX_ROSTER_MEMBERS`].
 
 use std::collections::BTreeMap;
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::io;
+use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::json_store::{read_capped, Capped};
+use super::safe_fs::{Dir, FileKind, FileRead, TrustedRoot};
 use crate::application::ports::{TaskImpactSource, TeamSource};
+use crate::domain::names::{normalize_member_name, validate_name};
 use crate::domain::team::{
     merge_team_members, tidy_meta_members, Clarification, HistoryEvent, KanbanColumn, KanbanEntry,
     MemberOverlay, Overlay, ProviderId, ReviewState, Task, TaskStatus, TeamMember, TeamSnapshot,
@@ -27,35 +33,49 @@ pub const MAX_MEMBERS_META_BYTES: u64 = 256 * 1024;
 pub const MAX_KANBAN_BYTES: u64 = 512 * 1024;
 /// Cap of one task file.
 pub const MAX_TASK_BYTES: u64 = 2 * 1024 * 1024;
+/// Most members of a roster (config and `members.meta.json` merged, in that
+/// order); the rest are dropped with a `roster_truncated` diagnostic. Real
+/// teams have a handful of members; the cap keeps a team's work (one status,
+/// journal and metrics entry per member on each refresh) bounded when a
+/// config lists thousands.
+pub const MAX_ROSTER_MEMBERS: usize = 256;
 
 /// Team data on disk under `<teams>/<team>` and `<tasks>/<team>`.
 #[derive(Debug, Clone)]
 pub struct FsTeamSource {
-    teams_base: PathBuf,
-    tasks_base: PathBuf,
+    teams: TrustedRoot,
+    tasks: TrustedRoot,
 }
 
 impl FsTeamSource {
     /// A reader over the given base dirs.
     pub fn new(teams_base: PathBuf, tasks_base: PathBuf) -> Self {
         Self {
-            teams_base,
-            tasks_base,
+            teams: TrustedRoot::new(teams_base),
+            tasks: TrustedRoot::new(tasks_base),
         }
     }
 }
 
 impl FsTeamSource {
+    /// `<teams>/<team>`, or `None` (with a diagnostic when it is not a plain folder).
+    fn team_dir(&self, team_name: &str, diags: &mut Vec<String>) -> Option<Dir> {
+        open_below(&self.teams, team_name, "team_dir", diags)
+    }
+
     /// Config and roster only (no tasks, no kanban): what routing needs.
     fn read_roster(&self, team_name: &str) -> TeamSnapshot {
-        let team_dir = self.teams_base.join(team_name);
         let mut snapshot = TeamSnapshot {
             team_name: team_name.to_string(),
             ..TeamSnapshot::default()
         };
         let diags = &mut snapshot.diagnostics;
+        let Some(team_dir) = self.team_dir(team_name, diags) else {
+            return snapshot;
+        };
         let config = read_json(
-            &team_dir.join("config.json"),
+            &team_dir,
+            "config.json",
             MAX_CONFIG_BYTES,
             "team_config",
             diags,
@@ -76,7 +96,8 @@ impl FsTeamSource {
             .filter_map(parse_config_member)
             .collect();
         let meta = read_json(
-            &team_dir.join("members.meta.json"),
+            &team_dir,
+            "members.meta.json",
             MAX_MEMBERS_META_BYTES,
             "members_meta",
             diags,
@@ -90,21 +111,44 @@ impl FsTeamSource {
         })
         .unwrap_or_default();
         snapshot.members = merge_team_members(&config_members, &meta);
+        if snapshot.members.len() > MAX_ROSTER_MEMBERS {
+            snapshot.members.truncate(MAX_ROSTER_MEMBERS);
+            snapshot.diagnostics.push("roster_truncated".into());
+        }
         snapshot
     }
 
     /// One task file by id (`<tasks>/<team>/<id>.json`), if it parses.
     fn read_task(&self, team_name: &str, task_id: &str) -> Option<Task> {
-        let path = self
-            .tasks_base
-            .join(team_name)
-            .join(format!("{task_id}.json"));
-        match read_capped(&path, MAX_TASK_BYTES).ok()?? {
-            Capped::Bytes(bytes) => match parse_task(&serde_json::from_slice(&bytes).ok()?) {
+        // The id becomes one file name: nothing that could leave the folder.
+        validate_name(task_id).ok()?;
+        let dir = open_below(&self.tasks, team_name, "tasks_dir", &mut Vec::new())?;
+        match dir.read(format!("{task_id}.json"), MAX_TASK_BYTES).ok()? {
+            FileRead::Bytes(bytes) => match parse_task(&serde_json::from_slice(&bytes).ok()?) {
                 TaskParse::Task(task) => Some(task),
                 TaskParse::Skipped | TaskParse::Invalid => None,
             },
-            Capped::TooLarge => None,
+            FileRead::Missing | FileRead::NotAFile | FileRead::TooLarge => None,
+        }
+    }
+}
+
+/// The folder `name` right below `root`. Missing: `None`, silently; a link or
+/// file there: `<what>_not_a_folder`; any other failure: `<what>_unreadable`.
+fn open_below(root: &TrustedRoot, name: &str, what: &str, diags: &mut Vec<String>) -> Option<Dir> {
+    if validate_name(name).is_err() {
+        diags.push(format!("{what}_unreadable"));
+        return None;
+    }
+    match root.open_dir(&root.join(name)) {
+        Ok(dir) => dir,
+        Err(e) if e.kind() == io::ErrorKind::NotADirectory => {
+            diags.push(format!("{what}_not_a_folder"));
+            None
+        }
+        Err(_) => {
+            diags.push(format!("{what}_unreadable"));
+            None
         }
     }
 }
@@ -119,16 +163,23 @@ impl TeamSource for FsTeamSource {
         if !snapshot.config_found {
             return snapshot;
         }
-        let team_dir = self.teams_base.join(team_name);
-        snapshot.kanban = read_json(
-            &team_dir.join("kanban-state.json"),
-            MAX_KANBAN_BYTES,
-            "kanban_state",
-            &mut snapshot.diagnostics,
-        )
-        .map(|k| parse_kanban(&k))
-        .unwrap_or_default();
-        snapshot.tasks = read_tasks(&self.tasks_base.join(team_name), &mut snapshot.diagnostics);
+        let diags = &mut snapshot.diagnostics;
+        snapshot.kanban = self
+            .team_dir(team_name, diags)
+            .and_then(|dir| {
+                read_json(
+                    &dir,
+                    "kanban-state.json",
+                    MAX_KANBAN_BYTES,
+                    "kanban_state",
+                    diags,
+                )
+            })
+            .map(|k| parse_kanban(&k))
+            .unwrap_or_default();
+        snapshot.tasks = open_below(&self.tasks, team_name, "tasks_dir", diags)
+            .map(|dir| read_tasks(&dir, diags))
+            .unwrap_or_default();
         snapshot
     }
 
@@ -137,11 +188,10 @@ impl TeamSource for FsTeamSource {
         if !roster.is_active() {
             return Vec::new();
         }
-        let active = roster.active_member_names();
         roster
             .members
             .iter()
-            .filter(|m| active.contains(&crate::domain::names::normalize_member_name(&m.name)))
+            .filter(|m| roster.is_active_member(&normalize_member_name(&m.name)))
             .map(|m| m.name.clone())
             .collect()
     }
@@ -152,14 +202,20 @@ impl TaskImpactSource for FsTeamSource {
         let task = self.read_task(team_name, task_id)?;
         let roster = self.read_roster(team_name);
         let lead = roster.lead().map(|m| m.name.clone());
-        let kanban_reviewer = read_json(
-            &self.teams_base.join(team_name).join("kanban-state.json"),
-            MAX_KANBAN_BYTES,
-            "kanban_state",
-            &mut Vec::new(),
-        )
-        .and_then(|k| parse_kanban(&k).remove(&task.id))
-        .and_then(|entry| entry.reviewer);
+        let mut ignored = Vec::new();
+        let kanban_reviewer = self
+            .team_dir(team_name, &mut ignored)
+            .and_then(|dir| {
+                read_json(
+                    &dir,
+                    "kanban-state.json",
+                    MAX_KANBAN_BYTES,
+                    "kanban_state",
+                    &mut ignored,
+                )
+            })
+            .and_then(|k| parse_kanban(&k).remove(&task.id))
+            .and_then(|entry| entry.reviewer);
         let mut members: Vec<String> = task.owner.iter().cloned().collect();
         // A previous owner still has the task on its stored agenda.
         members.extend(
@@ -185,7 +241,7 @@ impl TaskImpactSource for FsTeamSource {
             .map(crate::domain::names::normalize_member_name);
         let self_review = reviewers
             .iter()
-            .any(|r| Some(crate::domain::names::normalize_member_name(r)) == owner);
+            .any(|r| Some(normalize_member_name(r)) == owner);
         let lead_oversees = task.owner.is_none()
             || task.needs_clarification == Some(Clarification::Lead)
             || !task.blocked_by.is_empty()
@@ -198,27 +254,38 @@ impl TaskImpactSource for FsTeamSource {
         }
         for dependent in &task.blocks {
             let dependent = dependent.trim().trim_start_matches('#');
-            if crate::domain::names::validate_name(dependent).is_ok() {
+            if validate_name(dependent).is_ok() {
                 members.extend(self.read_task(team_name, dependent).and_then(|t| t.owner));
             }
         }
-        members.retain(|m| crate::domain::names::validate_name(m).is_ok());
-        members.sort_by_key(|m| crate::domain::names::normalize_member_name(m));
-        members.dedup_by_key(|m| crate::domain::names::normalize_member_name(m));
+        members.retain(|m| validate_name(m).is_ok());
+        members.sort_by_key(|m| normalize_member_name(m));
+        members.dedup_by_key(|m| normalize_member_name(m));
         Some(members)
     }
 }
 
-/// Reads and parses a capped JSON file; problems become `<what>_too_large` /
-/// `<what>_invalid` / `<what>_unreadable` diagnostics. A missing file is silent.
-fn read_json(path: &Path, max: u64, what: &str, diags: &mut Vec<String>) -> Option<Value> {
-    match read_capped(path, max) {
-        Ok(None) => None,
-        Ok(Some(Capped::TooLarge)) => {
+/// Reads and parses the capped JSON file `name` in `dir`; problems become
+/// `<what>_not_a_file` / `<what>_too_large` / `<what>_invalid` /
+/// `<what>_unreadable` diagnostics. A missing file is silent.
+fn read_json(
+    dir: &Dir,
+    name: &str,
+    max: u64,
+    what: &str,
+    diags: &mut Vec<String>,
+) -> Option<Value> {
+    match dir.read(name, max) {
+        Ok(FileRead::Missing) => None,
+        Ok(FileRead::NotAFile) => {
+            diags.push(format!("{what}_not_a_file"));
+            None
+        }
+        Ok(FileRead::TooLarge) => {
             diags.push(format!("{what}_too_large"));
             None
         }
-        Ok(Some(Capped::Bytes(bytes))) => match serde_json::from_slice(&bytes) {
+        Ok(FileRead::Bytes(bytes)) => match serde_json::from_slice(&bytes) {
             Ok(value) => Some(value),
             Err(_) => {
                 diags.push(format!("{what}_invalid"));
@@ -323,27 +390,31 @@ fn parse_kanban(value: &Value) -> BTreeMap<String, KanbanEntry> {
         .collect()
 }
 
-/// Reads every task file of a team, in file-name order.
-fn read_tasks(dir: &Path, diags: &mut Vec<String>) -> Vec<Task> {
-    let entries = match fs::read_dir(dir) {
+/// Reads every task file of a team, in file-name order. A `*.json` name that
+/// is not a regular file (a link, FIFO or folder) is `task_file_not_a_file:<name>`.
+fn read_tasks(dir: &Dir, diags: &mut Vec<String>) -> Vec<Task> {
+    let entries = match dir.entries() {
         Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
         Err(_) => {
             diags.push("tasks_dir_unreadable".into());
             return Vec::new();
         }
     };
-    let mut names: Vec<String> = entries
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|name| name.ends_with(".json") && !name.starts_with('.'))
+    let mut names: Vec<(String, Option<FileKind>)> = entries
+        .into_iter()
+        .filter(|e| e.name.ends_with(".json") && !e.name.starts_with('.'))
+        .map(|e| (e.name, e.kind))
         .collect();
-    names.sort();
+    names.sort_by(|a, b| a.0.cmp(&b.0));
     let mut tasks = Vec::with_capacity(names.len());
-    for name in names {
-        match read_capped(&dir.join(&name), MAX_TASK_BYTES) {
-            Ok(Some(Capped::Bytes(bytes))) => match serde_json::from_slice::<Value>(&bytes) {
+    for (name, kind) in names {
+        // The listing's kind spares an open; `read` checks the handle anyway.
+        let read = match kind {
+            Some(FileKind::File) | None => dir.read(&name, MAX_TASK_BYTES),
+            Some(FileKind::Dir | FileKind::Symlink | FileKind::Other) => Ok(FileRead::NotAFile),
+        };
+        match read {
+            Ok(FileRead::Bytes(bytes)) => match serde_json::from_slice::<Value>(&bytes) {
                 Ok(value) => match parse_task(&value) {
                     TaskParse::Task(task) => tasks.push(task),
                     TaskParse::Skipped => {}
@@ -351,8 +422,9 @@ fn read_tasks(dir: &Path, diags: &mut Vec<String>) -> Vec<Task> {
                 },
                 Err(_) => diags.push(format!("task_file_invalid:{name}")),
             },
-            Ok(Some(Capped::TooLarge)) => diags.push(format!("task_file_too_large:{name}")),
-            Ok(None) => {}
+            Ok(FileRead::NotAFile) => diags.push(format!("task_file_not_a_file:{name}")),
+            Ok(FileRead::TooLarge) => diags.push(format!("task_file_too_large:{name}")),
+            Ok(FileRead::Missing) => {}
             Err(_) => diags.push(format!("task_file_unreadable:{name}")),
         }
     }
@@ -461,6 +533,8 @@ fn is_uuid(id: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
+    use std::path::Path;
 
     fn write(path: &Path, text: &str) {
         fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -577,5 +651,145 @@ mod tests {
             snapshot.diagnostics,
             ["members_meta_invalid", "kanban_state_too_large"]
         );
+    }
+
+    fn mkfifo(path: &Path) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            path,
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+    }
+
+    /// A team whose every input is readable, and one task.
+    fn healthy_team(root: &Path) {
+        write(
+            &root.join("teams/forge/config.json"),
+            r#"{"name":"forge","members":[{"name":"jack"}]}"#,
+        );
+        write(
+            &root.join("teams/forge/members.meta.json"),
+            r#"{"members":[]}"#,
+        );
+        write(
+            &root.join("teams/forge/kanban-state.json"),
+            r#"{"tasks":{}}"#,
+        );
+        write(
+            &root.join("tasks/forge/7.json"),
+            r#"{"id":"7","owner":"jack"}"#,
+        );
+    }
+
+    #[test]
+    fn non_regular_files_are_never_opened_and_say_so() {
+        // (file replaced by a FIFO, by a link to a file outside, config still found, diagnostic)
+        let cases = [
+            ("teams/forge/config.json", false, "team_config_not_a_file"),
+            (
+                "teams/forge/members.meta.json",
+                true,
+                "members_meta_not_a_file",
+            ),
+            (
+                "teams/forge/kanban-state.json",
+                true,
+                "kanban_state_not_a_file",
+            ),
+            ("tasks/forge/7.json", true, "task_file_not_a_file:7.json"),
+        ];
+        for (file, config_found, diagnostic) in cases {
+            for replacement in ["fifo", "link"] {
+                let (root, source) = fixture();
+                healthy_team(root.path());
+                let path = root.path().join(file);
+                let outside = root.path().join("outside.json");
+                fs::rename(&path, &outside).unwrap();
+                if replacement == "fifo" {
+                    mkfifo(&path);
+                } else {
+                    std::os::unix::fs::symlink(&outside, &path).unwrap();
+                }
+                let snapshot = source.load("forge");
+                assert_eq!(snapshot.config_found, config_found, "{file} {replacement}");
+                assert_eq!(snapshot.diagnostics, [diagnostic], "{file} {replacement}");
+                if file.starts_with("tasks/") {
+                    assert!(snapshot.tasks.is_empty(), "{file} {replacement}");
+                    assert_eq!(source.impacted_members("forge", "7"), None);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn linked_team_and_tasks_folders_are_not_followed() {
+        // (folder replaced by a link to a healthy copy elsewhere, diagnostic,
+        // members a change of task 7 impacts: its owner, read from the task file)
+        let cases = [
+            (
+                "teams/forge",
+                "team_dir_not_a_folder",
+                Some(vec!["jack".to_string()]),
+            ),
+            ("tasks/forge", "tasks_dir_not_a_folder", None),
+        ];
+        for (folder, diagnostic, impacted) in cases {
+            let (root, source) = fixture();
+            healthy_team(root.path());
+            let elsewhere = root.path().join("elsewhere");
+            fs::rename(root.path().join(folder), &elsewhere).unwrap();
+            std::os::unix::fs::symlink(&elsewhere, root.path().join(folder)).unwrap();
+            let snapshot = source.load("forge");
+            assert_eq!(snapshot.diagnostics, [diagnostic], "{folder}");
+            assert!(snapshot.tasks.is_empty(), "{folder}");
+            assert_eq!(
+                snapshot.config_found,
+                folder.starts_with("tasks/"),
+                "{folder}"
+            );
+            assert_eq!(source.impacted_members("forge", "7"), impacted, "{folder}");
+        }
+    }
+
+    #[test]
+    fn the_roster_is_capped() {
+        // (config members, meta-only members, kept, truncated)
+        let cases = [
+            (MAX_ROSTER_MEMBERS, 0, MAX_ROSTER_MEMBERS, false),
+            (MAX_ROSTER_MEMBERS + 1, 0, MAX_ROSTER_MEMBERS, true),
+            (MAX_ROSTER_MEMBERS - 1, 5, MAX_ROSTER_MEMBERS, true),
+            (5_000, 0, MAX_ROSTER_MEMBERS, true),
+        ];
+        for (config_count, meta_count, kept, truncated) in cases {
+            let (root, source) = fixture();
+            let names = |prefix: &str, count: usize| -> Vec<Value> {
+                (0..count)
+                    .map(|i| serde_json::json!({ "name": format!("{prefix}{i:05}") }))
+                    .collect()
+            };
+            write(
+                &root.path().join("teams/forge/config.json"),
+                &serde_json::json!({"name": "forge", "members": names("m", config_count)})
+                    .to_string(),
+            );
+            write(
+                &root.path().join("teams/forge/members.meta.json"),
+                &serde_json::json!({ "members": names("x", meta_count) }).to_string(),
+            );
+            let snapshot = source.load("forge");
+            assert_eq!(snapshot.members.len(), kept, "{config_count}+{meta_count}");
+            // Config order first: its members are the ones kept.
+            assert_eq!(snapshot.members[0].name, "m00000");
+            assert_eq!(
+                snapshot
+                    .diagnostics
+                    .contains(&"roster_truncated".to_string()),
+                truncated,
+                "{config_count}+{meta_count}"
+            );
+            assert_eq!(source.active_members("forge").len(), kept);
+        }
     }
 }

@@ -13,18 +13,26 @@
 //! The index of attributed files is rebuilt at most every few seconds (a drain
 //! resolves up to 50 events against one index), and a transcript is only
 //! re-read when its size or mtime changed.
+//!
+//! Every read goes through [`safe_fs`](super::safe_fs) below the teams root and
+//! the projects root: no link is followed at any component and only regular
+//! files are opened (a FIFO in place of a transcript or config never blocks).
+//! The `transcript_path` of a Stop payload is never opened: it only selects an
+//! indexed file, and only when it lies lexically below `<claudeRoot>/projects/`
+//! without `.` or `..` components.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fs;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::json_store::{read_capped, Capped};
+use super::safe_fs::{Dir, FileKind, FileRead, TrustedRoot};
 use crate::application::turn_settled::{ClaudeMatch, ClaudeSessionLocator};
+use crate::domain::names::validate_name;
+use crate::domain::time::EpochMs;
 use crate::domain::turn_settled::transcript::{
     attribute_root, attribute_subagent, encode_project_dir, project_path_candidates, HEAD_LINES,
 };
@@ -52,7 +60,7 @@ struct AttributedFile {
     session_id: String,
     /// Under `<session>/subagents/`: matched by exact path only.
     subagent: bool,
-    modified: SystemTime,
+    modified: EpochMs,
 }
 
 #[derive(Debug, Default)]
@@ -65,12 +73,12 @@ struct Index {
 }
 
 type CacheKey = (String, PathBuf);
-type CacheEntry = (SystemTime, u64, Option<String>);
+type CacheEntry = (EpochMs, u64, Option<String>);
 
 /// File-backed [`ClaudeSessionLocator`].
 pub struct FsClaudeSessionLocator {
-    teams_base: PathBuf,
-    projects_dir: PathBuf,
+    teams: TrustedRoot,
+    projects: TrustedRoot,
     index: Mutex<Option<(Instant, Arc<Index>)>>,
     attributions: Mutex<HashMap<CacheKey, CacheEntry>>,
 }
@@ -79,8 +87,8 @@ impl FsClaudeSessionLocator {
     /// A locator over `<teamsBase>` and `<claudeRoot>/projects`.
     pub fn new(teams_base: PathBuf, projects_dir: PathBuf) -> Self {
         Self {
-            teams_base,
-            projects_dir,
+            teams: TrustedRoot::new(teams_base),
+            projects: TrustedRoot::new(projects_dir),
             index: Mutex::new(None),
             attributions: Mutex::new(HashMap::new()),
         }
@@ -100,12 +108,22 @@ impl FsClaudeSessionLocator {
 
     fn build_index(&self) -> Index {
         let mut index = Index::default();
-        for (team, config) in self.teams() {
-            let team_dir = self.teams_base.join(&team);
+        // One handle on the projects root for every team (`None`: no transcripts).
+        let projects = self.projects.open_dir(self.projects.path()).ok().flatten();
+        for (team, team_dir, config) in self.teams() {
             index.launched.extend(launched_sessions(&team_dir, &team));
             let lead_sessions = team_sessions(&config);
             let known = known_members(&team_dir, &config);
-            self.attribute_team(&team, &config, &lead_sessions, &known, &mut index.files);
+            if let Some(projects) = &projects {
+                self.attribute_team(
+                    projects,
+                    &team,
+                    &config,
+                    &lead_sessions,
+                    &known,
+                    &mut index.files,
+                );
+            }
             index.lead_sessions.extend(
                 lead_sessions
                     .into_iter()
@@ -115,30 +133,33 @@ impl FsClaudeSessionLocator {
         index
     }
 
-    /// Active team dirs with a named, undeleted config, by name, at most [`MAX_TEAMS`].
-    fn teams(&self) -> Vec<(String, Value)> {
-        let Ok(entries) = fs::read_dir(&self.teams_base) else {
+    /// Active team folders (never links) with a named, undeleted config, by
+    /// name, at most [`MAX_TEAMS`].
+    fn teams(&self) -> Vec<(String, Dir, Value)> {
+        let Some(root) = self.teams.open_dir(self.teams.path()).ok().flatten() else {
+            return vec![];
+        };
+        let Ok(entries) = root.entries() else {
             return vec![];
         };
         let mut names: Vec<String> = entries
-            .flatten()
-            .filter_map(|e| e.file_name().to_str().map(str::to_string))
-            .filter(|n| !n.starts_with('.'))
+            .into_iter()
+            .filter(|e| matches!(e.kind, Some(FileKind::Dir) | None))
+            .map(|e| e.name)
+            .filter(|n| !n.starts_with('.') && validate_name(n).is_ok())
             .collect();
         names.sort();
         names
             .into_iter()
             .filter_map(|name| {
-                let config = read_json(
-                    &self.teams_base.join(&name).join("config.json"),
-                    MAX_CONFIG_BYTES,
-                )?;
+                let team_dir = subfolder(&root, &name)?;
+                let config = read_json(&team_dir, "config.json", MAX_CONFIG_BYTES)?;
                 let named = config
                     .get("name")
                     .and_then(Value::as_str)
                     .is_some_and(|n| !n.trim().is_empty());
                 let deleted = config.get("deletedAt").is_some_and(|d| !d.is_null());
-                (named && !deleted).then_some((name, config))
+                (named && !deleted).then_some((name, team_dir, config))
             })
             .take(MAX_TEAMS)
             .collect()
@@ -146,8 +167,10 @@ impl FsClaudeSessionLocator {
 
     /// Appends the attributed transcripts of `team` to `out`; the root
     /// transcripts of `lead_sessions` are the lead's and never attributed.
+    #[allow(clippy::too_many_arguments)]
     fn attribute_team(
         &self,
+        projects: &Dir,
         team: &str,
         config: &Value,
         lead_sessions: &HashSet<String>,
@@ -160,24 +183,28 @@ impl FsClaudeSessionLocator {
         let mut seen_dirs = HashSet::new();
         for project in project_path_candidates(config) {
             for dir_name in encode_project_dir(&project) {
-                let dir = self.projects_dir.join(&dir_name);
-                if !seen_dirs.insert(dir.clone()) || !dir.is_dir() {
+                // One plain name below the root (a `..` would climb out of it).
+                if !is_plain_name(&dir_name) || !seen_dirs.insert(dir_name.clone()) {
                     continue;
                 }
-                let Ok(entries) = fs::read_dir(&dir) else {
+                let Some(dir) = subfolder(projects, &dir_name) else {
+                    continue;
+                };
+                let Ok(entries) = dir.entries() else {
                     continue;
                 };
                 let mut subagent_dirs = Vec::new();
-                for entry in entries.flatten() {
-                    let name = entry.file_name().to_string_lossy().into_owned();
+                for entry in entries {
+                    let name = entry.name;
                     if let Some(session) = name.strip_suffix(".jsonl") {
                         if lead_sessions.contains(session) {
                             continue;
                         }
-                        let path = entry.path();
-                        let Some((modified, member)) = self.attribution(team, &path, |lines| {
-                            attribute_root(lines, &team_lc, known)
-                        }) else {
+                        let Some((modified, member)) =
+                            self.attribution(team, &dir, &name, |lines| {
+                                attribute_root(lines, &team_lc, known)
+                            })
+                        else {
                             continue;
                         };
                         // Only a member's newest root session can match.
@@ -188,40 +215,49 @@ impl FsClaudeSessionLocator {
                                 AttributedFile {
                                     team: team.to_string(),
                                     member: member.to_lowercase(),
-                                    path,
+                                    path: dir.path().join(&name),
                                     session_id: session.to_string(),
                                     subagent: false,
                                     modified,
                                 },
                             );
                         }
-                    } else if !name.starts_with('.') && name != "memory" {
+                    } else if !name.starts_with('.')
+                        && name != "memory"
+                        && matches!(entry.kind, Some(FileKind::Dir) | None)
+                    {
                         let keep = lead_session.is_none_or(|lead| lead == name);
                         if keep {
-                            subagent_dirs.push((name, entry.path().join("subagents")));
+                            subagent_dirs.push(name);
                         }
                     }
                 }
-                for (session, sub_dir) in subagent_dirs {
-                    let Ok(files) = fs::read_dir(&sub_dir) else {
+                for session in subagent_dirs {
+                    let Some(sub_dir) =
+                        subfolder(&dir, &session).and_then(|d| subfolder(&d, "subagents"))
+                    else {
                         continue;
                     };
-                    for file in files.flatten() {
-                        let name = file.file_name().to_string_lossy().into_owned();
+                    let Ok(files) = sub_dir.entries() else {
+                        continue;
+                    };
+                    for file in files {
+                        let name = file.name;
                         if !name.starts_with("agent-")
                             || !name.ends_with(".jsonl")
                             || name.starts_with("agent-acompact")
                         {
                             continue;
                         }
-                        let path = file.path();
                         if let Some((modified, member)) =
-                            self.attribution(team, &path, |lines| attribute_subagent(lines, known))
+                            self.attribution(team, &sub_dir, &name, |lines| {
+                                attribute_subagent(lines, known)
+                            })
                         {
                             out.push(AttributedFile {
                                 team: team.to_string(),
                                 member: member.to_lowercase(),
-                                path,
+                                path: sub_dir.path().join(&name),
                                 session_id: session.clone(),
                                 subagent: true,
                                 modified,
@@ -234,30 +270,35 @@ impl FsClaudeSessionLocator {
         out.extend(roots.into_values());
     }
 
-    /// The cached or fresh attribution of one file: (mtime, member).
+    /// The cached or fresh attribution of the regular file `name` in `dir`:
+    /// (mtime, member). Links, FIFOs and folders are never attributed.
     fn attribution(
         &self,
         team: &str,
-        path: &Path,
+        dir: &Dir,
+        name: &str,
         attribute: impl Fn(&[Value]) -> Option<String>,
-    ) -> Option<(SystemTime, String)> {
-        let meta = fs::metadata(path).ok()?;
-        let modified = meta.modified().ok()?;
-        let key = (team.to_string(), path.to_path_buf());
+    ) -> Option<(EpochMs, String)> {
+        let meta = dir.meta(name).ok()??;
+        if meta.kind != FileKind::File {
+            return None;
+        }
+        let modified = meta.modified_ms;
+        let key = (team.to_string(), dir.path().join(name));
         {
             let cache = self.attributions.lock().unwrap_or_else(|p| p.into_inner());
             if let Some((at, len, member)) = cache.get(&key) {
-                if *at == modified && *len == meta.len() {
+                if *at == modified && *len == meta.len {
                     return member.clone().map(|m| (modified, m));
                 }
             }
         }
-        let member = attribute(&read_head(path));
+        let member = attribute(&read_head(dir, name));
         let mut cache = self.attributions.lock().unwrap_or_else(|p| p.into_inner());
         if cache.len() >= MAX_CACHED {
             cache.clear();
         }
-        cache.insert(key, (modified, meta.len(), member.clone()));
+        cache.insert(key, (modified, meta.len, member.clone()));
         member.map(|m| (modified, m))
     }
 
@@ -307,7 +348,7 @@ impl FsClaudeSessionLocator {
         // A member's own session: per team, its newest root transcript. (A
         // subagent file carries its parent's session id: a Stop with that id
         // is the parent's turn, never the subagent's.)
-        let mut best: BTreeMap<&str, (SystemTime, &str)> = BTreeMap::new();
+        let mut best: BTreeMap<&str, (EpochMs, &str)> = BTreeMap::new();
         for file in &index.files {
             if file.subagent || session_id != Some(file.session_id.as_str()) {
                 continue;
@@ -369,7 +410,7 @@ fn single<'a>(targets: impl Iterator<Item = (&'a str, &'a str)>) -> Option<Claud
 
 impl ClaudeSessionLocator for FsClaudeSessionLocator {
     fn locate(&self, session_id: Option<&str>, transcript_path: Option<&str>) -> ClaudeMatch {
-        let transcript = transcript_path.map(|p| lexical_normalize(Path::new(p)));
+        let transcript = transcript_path.and_then(|p| self.transcript_below_projects(p));
         let (index, age) = self.index(INDEX_TTL);
         let found = Self::find(&index, session_id, transcript.as_deref());
         if found != ClaudeMatch::NoMatch || age < MISS_REBUILD_AFTER {
@@ -380,31 +421,48 @@ impl ClaudeSessionLocator for FsClaudeSessionLocator {
     }
 }
 
-/// `path.resolve` without touching the disk: drops `.`, folds `..`.
-fn lexical_normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
+impl FsClaudeSessionLocator {
+    /// A Stop payload's `transcript_path`, as indexed paths are spelled, when
+    /// it lies below `<claudeRoot>/projects/` with plain components only; any
+    /// other path (outside, or through `.`/`..`) names no transcript.
+    fn transcript_below_projects(&self, transcript_path: &str) -> Option<PathBuf> {
+        let below = Path::new(transcript_path)
+            .strip_prefix(self.projects.path())
+            .ok()?;
+        // `Path::components` already drops a `.`; a `..` stays and is refused.
+        let plain = below.components().next().is_some()
+            && below
+                .components()
+                .all(|part| matches!(part, Component::Normal(_)));
+        plain.then(|| self.projects.join(below))
     }
-    out
 }
 
-fn read_json(path: &Path, max: u64) -> Option<Value> {
-    match read_capped(path, max) {
-        Ok(Some(Capped::Bytes(bytes))) => serde_json::from_slice(&bytes).ok(),
+/// The folder `name` in `dir`; `None` when missing, a link, a file or unreadable.
+fn subfolder(dir: &Dir, name: &str) -> Option<Dir> {
+    dir.open_dir(name).ok().flatten()
+}
+
+/// `name` is one plain path component (no separator, not `.`/`..`).
+fn is_plain_name(name: &str) -> bool {
+    let mut parts = Path::new(name).components();
+    matches!(
+        (parts.next(), parts.next()),
+        (Some(Component::Normal(part)), None) if part == name
+    )
+}
+
+/// The capped JSON file `name` in `dir`, if it is a regular file that parses.
+fn read_json(dir: &Dir, name: &str, max: u64) -> Option<Value> {
+    match dir.read(name, max) {
+        Ok(FileRead::Bytes(bytes)) => serde_json::from_slice(&bytes).ok(),
         _ => None,
     }
 }
 
 /// `launch-state.json` members with a usable `runtimeSessionId`.
-fn launched_sessions(team_dir: &Path, team: &str) -> Vec<(String, String, String)> {
-    let Some(state) = read_json(&team_dir.join("launch-state.json"), MAX_SMALL_JSON_BYTES) else {
+fn launched_sessions(team_dir: &Dir, team: &str) -> Vec<(String, String, String)> {
+    let Some(state) = read_json(team_dir, "launch-state.json", MAX_SMALL_JSON_BYTES) else {
         return vec![];
     };
     if state.get("teamName").and_then(Value::as_str) != Some(team) {
@@ -436,7 +494,7 @@ fn launched_sessions(team_dir: &Path, team: &str) -> Vec<(String, String, String
 }
 
 /// Config members, members-meta members and inbox names, lowercased.
-fn known_members(team_dir: &Path, config: &Value) -> HashSet<String> {
+fn known_members(team_dir: &Dir, config: &Value) -> HashSet<String> {
     let names = |value: &Value| -> Vec<String> {
         value
             .get("members")
@@ -452,22 +510,28 @@ fn known_members(team_dir: &Path, config: &Value) -> HashSet<String> {
             .unwrap_or_default()
     };
     let mut known: HashSet<String> = names(config).into_iter().collect();
-    if let Some(meta) = read_json(&team_dir.join("members.meta.json"), MAX_SMALL_JSON_BYTES) {
+    if let Some(meta) = read_json(team_dir, "members.meta.json", MAX_SMALL_JSON_BYTES) {
         known.extend(names(&meta));
     }
-    if let Ok(entries) = fs::read_dir(team_dir.join("inboxes")) {
-        known.extend(entries.flatten().filter_map(|e| {
-            let name = e.file_name().to_str()?.to_string();
-            let stem = name.strip_suffix(".json")?;
+    // Names only: the inbox files themselves are not opened.
+    if let Some(entries) = team_dir
+        .open_dir("inboxes")
+        .ok()
+        .flatten()
+        .and_then(|inboxes| inboxes.entries().ok())
+    {
+        known.extend(entries.into_iter().filter_map(|e| {
+            let stem = e.name.strip_suffix(".json")?;
             (!stem.starts_with('.') && !stem.contains('*')).then(|| stem.trim().to_lowercase())
         }));
     }
     known
 }
 
-/// The first [`HEAD_LINES`] non-empty lines that parse as JSON.
-fn read_head(path: &Path) -> Vec<Value> {
-    let Ok(file) = fs::File::open(path) else {
+/// The first [`HEAD_LINES`] non-empty lines of the regular file `name` in
+/// `dir` that parse as JSON, from at most [`MAX_HEAD_BYTES`].
+fn read_head(dir: &Dir, name: &str) -> Vec<Value> {
+    let Ok(Some(file)) = dir.open_file(name) else {
         return vec![];
     };
     let reader = BufReader::with_capacity(64 * 1024, file.take(MAX_HEAD_BYTES));
@@ -484,6 +548,7 @@ fn read_head(path: &Path) -> Vec<Value> {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::fs;
 
     fn write(path: &Path, text: &str) {
         fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -612,5 +677,173 @@ mod tests {
         let fresh =
             FsClaudeSessionLocator::new(root.path().join("teams"), root.path().join("projects"));
         assert_eq!(fresh.locate(Some("S9"), None), ClaudeMatch::Ambiguous);
+    }
+
+    fn mkfifo(path: &Path) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            path,
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+    }
+
+    /// Moves `path` to `<root>/outside/<n>` and leaves a link to it in its place.
+    fn link_from_outside(root: &Path, path: &str) {
+        let outside = root.join("outside");
+        fs::create_dir_all(&outside).unwrap();
+        let moved = outside.join(fs::read_dir(&outside).unwrap().count().to_string());
+        fs::rename(root.join(path), &moved).unwrap();
+        std::os::unix::fs::symlink(&moved, root.join(path)).unwrap();
+    }
+
+    fn jsonl(path: &Path, line: Value) {
+        write(path, &format!("{line}\n"));
+    }
+
+    #[test]
+    fn links_and_fifos_below_the_roots_are_never_read() {
+        let lead = || ClaudeMatch::Lead {
+            team_name: "forge".into(),
+        };
+        /// (what replaces a readable input, how, session id, transcript path, expected)
+        type Case = (
+            &'static str,
+            fn(&Path),
+            Option<&'static str>,
+            Option<&'static str>,
+            ClaudeMatch,
+        );
+        let cases: [Case; 8] = [
+            (
+                "a linked transcript",
+                |root| {
+                    jsonl(
+                        &root.join("projects/-home-u-proj/K1.jsonl"),
+                        json!({"teamName": "forge", "agentName": "jill"}),
+                    );
+                    link_from_outside(root, "projects/-home-u-proj/K1.jsonl");
+                },
+                Some("K1"),
+                None,
+                ClaudeMatch::NoMatch,
+            ),
+            (
+                "a FIFO transcript",
+                |root| mkfifo(&root.join("projects/-home-u-proj/K1.jsonl")),
+                Some("K1"),
+                None,
+                ClaudeMatch::NoMatch,
+            ),
+            (
+                "a linked project folder",
+                |root| link_from_outside(root, "projects/-home-u-proj"),
+                Some("J7"),
+                None,
+                ClaudeMatch::NoMatch,
+            ),
+            (
+                "a linked subagents folder",
+                |root| link_from_outside(root, "projects/-home-u-proj/L1/subagents"),
+                Some("L1"),
+                Some("projects/-home-u-proj/L1/subagents/agent-a1.jsonl"),
+                lead(),
+            ),
+            (
+                "a linked team folder",
+                |root| {
+                    write(
+                        &root.join("teams/forge/launch-state.json"),
+                        &json!({"teamName": "forge", "members": {"jill": {"runtimeSessionId": "S9"}}})
+                            .to_string(),
+                    );
+                    link_from_outside(root, "teams/forge");
+                },
+                Some("S9"),
+                None,
+                ClaudeMatch::NoMatch,
+            ),
+            (
+                "a linked launch state",
+                |root| {
+                    write(
+                        &root.join("teams/forge/launch-state.json"),
+                        &json!({"teamName": "forge", "members": {"jill": {"runtimeSessionId": "S9"}}})
+                            .to_string(),
+                    );
+                    link_from_outside(root, "teams/forge/launch-state.json");
+                },
+                Some("S9"),
+                None,
+                ClaudeMatch::NoMatch,
+            ),
+            (
+                "a FIFO launch state and members meta",
+                |root| {
+                    mkfifo(&root.join("teams/forge/launch-state.json"));
+                    mkfifo(&root.join("teams/forge/members.meta.json"));
+                },
+                Some("J7"),
+                None,
+                member("forge", "jack"),
+            ),
+            (
+                "a FIFO config of another team",
+                |root| mkfifo(&root.join("teams/atlas/config.json")),
+                Some("J7"),
+                None,
+                member("forge", "jack"),
+            ),
+        ];
+        for (what, setup, session, transcript, expected) in cases {
+            let (root, _) = example();
+            setup(root.path());
+            let transcript = transcript.map(|t| root.path().join(t));
+            let locator = FsClaudeSessionLocator::new(
+                root.path().join("teams"),
+                root.path().join("projects"),
+            );
+            assert_eq!(
+                locator.locate(session, transcript.as_deref().and_then(Path::to_str)),
+                expected,
+                "{what}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_stop_payload_names_a_transcript_only_below_projects() {
+        let (root, locator) = example();
+        // The same transcript outside the projects folder.
+        let outside = root.path().join("elsewhere/-home-u-proj/J7.jsonl");
+        fs::create_dir_all(outside.parent().unwrap()).unwrap();
+        fs::copy(root.path().join("projects/-home-u-proj/J7.jsonl"), &outside).unwrap();
+        let home = root.path().display();
+        // (transcript path, expected)
+        let cases = [
+            (
+                format!("{home}/projects/-home-u-proj/J7.jsonl"),
+                member("forge", "jack"),
+            ),
+            (
+                format!("{home}/projects/./-home-u-proj/J7.jsonl"),
+                member("forge", "jack"),
+            ),
+            (
+                format!("{home}/projects/x/../-home-u-proj/J7.jsonl"),
+                ClaudeMatch::NoMatch,
+            ),
+            (
+                format!("{home}/elsewhere/../projects/-home-u-proj/J7.jsonl"),
+                ClaudeMatch::NoMatch,
+            ),
+            (outside.display().to_string(), ClaudeMatch::NoMatch),
+            (format!("{home}/projects"), ClaudeMatch::NoMatch),
+            ("-home-u-proj/J7.jsonl".to_string(), ClaudeMatch::NoMatch),
+        ];
+        for (path, expected) in cases {
+            assert_eq!(locator.locate(None, Some(&path)), expected, "{path}");
+        }
     }
 }

@@ -1,0 +1,166 @@
+//! Store folders exist only for roster members; huge rosters are capped.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use member_work_sync::application::engine::Engine;
+use member_work_sync::application::turn_settled::{
+    TeamChangeEvent, TeamChangeSink, TurnSettledQueue,
+};
+use member_work_sync::domain::status::{MemberStatus, StatusState};
+use member_work_sync::infrastructure::team_reader::MAX_ROSTER_MEMBERS;
+
+fn member_dir(root: &Path, key: &str) -> std::path::PathBuf {
+    root.join("teams/forge/members").join(key)
+}
+
+/// The member store folders of team forge, sorted.
+fn stored_members(root: &Path) -> Vec<String> {
+    let Ok(entries) = fs::read_dir(root.join("teams/forge/members")) else {
+        return vec![];
+    };
+    let mut keys: Vec<String> = entries
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    keys.sort();
+    keys
+}
+
+#[test]
+fn names_off_the_roster_get_an_answer_but_no_store_folder() {
+    let (_dir, root) = common::example_root();
+    let services = common::services(&root);
+    let engine = &services.engine;
+    engine.refresh_status("forge", "jack").unwrap();
+    // Every use case that answers with a member's status.
+    type Call = fn(&Engine, &str) -> MemberStatus;
+    let calls: [(&str, Call); 3] = [
+        ("refreshStatus", |e, m| {
+            e.refresh_status("forge", m).unwrap()
+        }),
+        ("getStatus", |e, m| e.get_status("forge", m, false).unwrap()),
+        ("getStatus(forceNudge)", |e, m| {
+            e.get_status("forge", m, true).unwrap()
+        }),
+    ];
+    for (what, call) in calls {
+        for name in ["ghost", "Ghost-2", "made up"] {
+            let status = call(engine, name);
+            assert_eq!(status.state, StatusState::Inactive, "{what} {name}");
+            assert!(
+                status
+                    .diagnostics
+                    .contains(&"status_snapshot_not_persisted".to_string()),
+                "{what} {name}: {:?}",
+                status.diagnostics
+            );
+        }
+        assert_eq!(stored_members(&root), ["jack"], "{what}");
+    }
+    engine.refresh_team("forge").unwrap();
+    assert_eq!(
+        stored_members(&root),
+        ["bob", "jack", "jill", "kim", "team-lead"]
+    );
+}
+
+#[test]
+fn a_member_that_left_the_roster_keeps_its_store_updated() {
+    let (_dir, root) = common::example_root();
+    let services = common::services(&root);
+    let engine = &services.engine;
+    assert_ne!(
+        engine.refresh_status("forge", "kim").unwrap().state,
+        StatusState::Inactive
+    );
+    let config = root.join("teams/forge/config.json");
+    let text = fs::read_to_string(&config)
+        .unwrap()
+        .replace("\"name\": \"kim\"", "\"name\": \"kimberly\"");
+    fs::write(&config, text).unwrap();
+    let status = engine.refresh_status("forge", "kim").unwrap();
+    assert_eq!(status.state, StatusState::Inactive);
+    assert!(!status
+        .diagnostics
+        .contains(&"status_snapshot_not_persisted".to_string()));
+    let stored =
+        fs::read_to_string(member_dir(&root, "kim").join(".member-work-sync/status.json")).unwrap();
+    assert!(stored.contains("\"state\": \"inactive\""), "{stored}");
+}
+
+#[test]
+fn refresh_team_covers_at_most_the_capped_roster() {
+    let (_dir, root) = common::example_root();
+    let members: Vec<serde_json::Value> = (0..MAX_ROSTER_MEMBERS + 40)
+        .map(|i| serde_json::json!({ "name": format!("m{i:04}") }))
+        .collect();
+    fs::write(
+        root.join("teams/forge/config.json"),
+        serde_json::json!({ "name": "forge", "members": members }).to_string(),
+    )
+    .unwrap();
+    let services = common::services(&root);
+    let statuses = services.engine.refresh_team("forge").unwrap();
+    assert_eq!(statuses.len(), MAX_ROSTER_MEMBERS);
+    assert!(statuses
+        .iter()
+        .all(|s| s.diagnostics.contains(&"roster_truncated".to_string())));
+    // The dropped members are off the roster: answered, never stored.
+    let dropped = format!("m{:04}", MAX_ROSTER_MEMBERS + 1);
+    let status = services.engine.refresh_status("forge", &dropped).unwrap();
+    assert_eq!(status.state, StatusState::Inactive);
+    assert!(!member_dir(&root, &dropped).exists());
+    assert_eq!(stored_members(&root).len(), MAX_ROSTER_MEMBERS);
+}
+
+struct NoQueue;
+
+impl TurnSettledQueue for NoQueue {
+    fn enqueue(&self, _: &str, _: &str) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+struct NoChanges;
+
+impl TeamChangeSink for NoChanges {
+    fn emit(&self, _: TeamChangeEvent) {}
+}
+
+#[test]
+fn a_turn_settled_payload_journals_only_for_roster_members() {
+    let (_dir, root) = common::example_root();
+    let services = common::services(&root);
+    let incoming = services.spool_paths.incoming();
+    fs::create_dir_all(&incoming).unwrap();
+    // (member the payload names, journaled) — jack runs Codex; bob does not
+    // (provider_mismatch); old-timer was removed; the others were never members.
+    let cases = [
+        ("jack", true),
+        ("bob", true),
+        ("old-timer", true),
+        ("made-up", false),
+        ("Nobody 2", false),
+    ];
+    for (n, (member, _)) in cases.iter().enumerate() {
+        let payload = serde_json::json!({
+            "provider": "codex", "source": "agent-teams-orchestrator-codex-native",
+            "eventName": "runtime_turn_settled", "sessionId": format!("s{n}"),
+            "teamName": "forge", "memberName": member, "turnId": format!("t{n}"),
+        });
+        fs::write(
+            incoming.join(format!("20261118T110640Z-0-{n}.codex.json")),
+            payload.to_string(),
+        )
+        .unwrap();
+    }
+    let summary = services.turn_settled.drain(&NoQueue, &NoChanges).unwrap();
+    assert_eq!(summary.claimed as usize, cases.len());
+    let stored = stored_members(&root);
+    for (member, journaled) in cases {
+        let key = member.to_lowercase().replace(' ', "%20");
+        assert_eq!(stored.contains(&key), journaled, "{member}: {stored:?}");
+    }
+}
