@@ -59,6 +59,16 @@ fn names_off_the_roster_get_an_answer_but_no_store_folder() {
         }
         assert_eq!(stored_members(&root), ["jack"], "{what}");
     }
+    for name in ["ghost", "made up"] {
+        let result = engine
+            .report(&serde_json::json!({
+                "teamName": "forge", "memberName": name, "state": "still_working",
+                "agendaFingerprint": format!("agenda:v1:{}", "0".repeat(64)),
+            }))
+            .unwrap();
+        assert!(!result.accepted, "report {name}");
+    }
+    assert_eq!(stored_members(&root), ["jack"], "report");
     engine.refresh_team("forge").unwrap();
     assert_eq!(
         stored_members(&root),

@@ -13,6 +13,7 @@ use crate::domain::report::{
     lease_ms, validate, InvalidPayload, Rejection, ReportRequest, ReportSource, ValidationContext,
 };
 use crate::domain::status::{MemberStatus, ReconciledBy, Report, Shadow};
+use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs};
 use crate::domain::token::TokenCheck;
 
@@ -99,6 +100,23 @@ impl Reconciler {
         })
     }
 
+    /// A rejection answered from the board alone, with nothing written.
+    fn unpersisted_rejection(
+        &self,
+        snapshot: &TeamSnapshot,
+        member: &str,
+        now: EpochMs,
+        rejection: Rejection,
+    ) -> ReportResult {
+        ReportResult {
+            accepted: false,
+            code: rejection.code(),
+            message: rejection.message().to_string(),
+            status: self.unpersisted_from(snapshot, member, now),
+            token_check: TokenCheck::Missing,
+        }
+    }
+
     /// Validates a well-formed report and writes the outcome.
     pub(super) fn report_parsed(
         &self,
@@ -114,21 +132,14 @@ impl Reconciler {
         if !snapshot.config_found {
             // No team to write into: refuse without creating its directory
             // (no journal, no secret, no status file).
-            return Ok(ReportResult {
-                accepted: false,
-                code: Rejection::MemberInactive.code(),
-                message: Rejection::MemberInactive.message().to_string(),
-                status: self.unpersisted_from(&snapshot, member, now),
-                token_check: TokenCheck::Missing,
-            });
+            return Ok(self.unpersisted_rejection(
+                &snapshot,
+                member,
+                now,
+                Rejection::MemberInactive,
+            ));
         }
-        self.audit(SOURCE, "report_received",
-            team,
-            member,
-            now,
-            vec![],
-            json!({ "state": request.state, "agendaFingerprint": request.agenda_fingerprint, "source": source.as_str() }),
-        );
+        let persist = self.may_persist(&snapshot, member)?;
         let index = TeamIndex::build(&snapshot);
         let agenda = index.agenda_for(member, &format_iso(now));
         let normalized = normalize_member_name(member);
@@ -152,6 +163,19 @@ impl Reconciler {
                 lead: lead.as_deref(),
                 token: token_check,
             },
+        );
+        if !persist {
+            // A name off the roster: the validator's code, but no store
+            // folder for it (no journal, no status file).
+            let rejection = verdict.err().unwrap_or(Rejection::MemberInactive);
+            return Ok(self.unpersisted_rejection(&snapshot, member, now, rejection));
+        }
+        self.audit(SOURCE, "report_received",
+            team,
+            member,
+            now,
+            vec![],
+            json!({ "state": request.state, "agendaFingerprint": request.agenda_fingerprint, "source": source.as_str() }),
         );
         let lease = lease_ms(request.state, &agenda, request.lease_ttl_ms);
         let record = |accepted: bool, rejection: Option<Rejection>| Report {

@@ -142,9 +142,28 @@ impl Dir {
         self.path.join(name)
     }
 
+    /// `name` as exactly one entry of this folder: a `/` in it, `.`, `..` or
+    /// an empty name would make `openat` walk (and follow links in) other
+    /// folders.
+    fn component<'a>(&self, name: &'a OsStr) -> io::Result<&'a OsStr> {
+        let bytes = name.as_encoded_bytes();
+        if bytes.is_empty()
+            || bytes == b"."
+            || bytes == b".."
+            || bytes.contains(&b'/')
+            || bytes.contains(&0)
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{}: {name:?} is not one plain name", self.path.display()),
+            ));
+        }
+        Ok(name)
+    }
+
     /// The subfolder `name`; `None` when missing; a link or file is an error.
     pub fn open_dir(&self, name: impl AsRef<OsStr>) -> io::Result<Option<Dir>> {
-        let name = name.as_ref();
+        let name = self.component(name.as_ref())?;
         match rfs::openat(&self.fd, name, DIR_FLAGS, Mode::empty()) {
             Ok(fd) => Ok(Some(Dir {
                 fd,
@@ -158,7 +177,7 @@ impl Dir {
 
     /// The subfolder `name`, created 0700 when missing.
     pub fn create_dir(&self, name: impl AsRef<OsStr>) -> io::Result<Dir> {
-        let name = name.as_ref();
+        let name = self.component(name.as_ref())?;
         match rfs::mkdirat(&self.fd, name, Mode::from_raw_mode(0o700)) {
             Ok(()) | Err(Errno::EXIST) => {}
             Err(e) => return Err(with_path(&self.child(name), e)),
@@ -169,7 +188,7 @@ impl Dir {
 
     /// What is at `name`, without following a link.
     pub fn meta(&self, name: impl AsRef<OsStr>) -> io::Result<Option<Meta>> {
-        let name = name.as_ref();
+        let name = self.component(name.as_ref())?;
         match rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(stat) => Ok(Some(Meta::of(&stat))),
             Err(Errno::NOENT) => Ok(None),
@@ -179,7 +198,7 @@ impl Dir {
 
     /// Opens `name` for reading if it is a regular file.
     pub fn open_file(&self, name: impl AsRef<OsStr>) -> io::Result<Option<File>> {
-        let name = name.as_ref();
+        let name = self.component(name.as_ref())?;
         let fd = match rfs::openat(&self.fd, name, FILE_FLAGS | OFlags::RDONLY, Mode::empty()) {
             Ok(fd) => fd,
             Err(Errno::NOENT) => return Ok(None),
@@ -198,7 +217,7 @@ impl Dir {
 
     /// Reads `name` whole if it is a regular file of at most `max` bytes.
     pub fn read(&self, name: impl AsRef<OsStr>, max: u64) -> io::Result<FileRead> {
-        let name = name.as_ref();
+        let name = self.component(name.as_ref())?;
         let file = match self.open_file(name) {
             Ok(Some(file)) => file,
             Ok(None) => return Ok(FileRead::Missing),
@@ -231,7 +250,7 @@ impl Dir {
         mode: u32,
         durable: bool,
     ) -> io::Result<()> {
-        let name = name.as_ref();
+        let name = self.component(name.as_ref())?;
         let target = self.child(name);
         let (temp_name, mut file) = self.create_temp(name, mode)?;
         let written = file
@@ -254,7 +273,7 @@ impl Dir {
     /// Creates `name` only if nothing is there (`O_EXCL`, never through a
     /// link); `false` when something is.
     pub fn create_new(&self, name: impl AsRef<OsStr>, bytes: &[u8], mode: u32) -> io::Result<bool> {
-        let name = name.as_ref();
+        let name = self.component(name.as_ref())?;
         let flags = FILE_FLAGS | OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL;
         let fd = match rfs::openat(&self.fd, name, flags, Mode::from_raw_mode(mode)) {
             Ok(fd) => fd,
@@ -275,7 +294,7 @@ impl Dir {
     /// and a write that fails part-way is cut back, so the file only ever
     /// grows by whole lines.
     pub fn append_lines(&self, name: impl AsRef<OsStr>, lines: &[u8]) -> io::Result<()> {
-        let name = name.as_ref();
+        let name = self.component(name.as_ref())?;
         let path = self.child(name);
         let flags = FILE_FLAGS | OFlags::RDWR | OFlags::APPEND | OFlags::CREATE;
         let fd = rfs::openat(&self.fd, name, flags, Mode::from_raw_mode(0o644)).map_err(
@@ -341,7 +360,7 @@ impl Dir {
         to: impl AsRef<OsStr>,
         replace: bool,
     ) -> io::Result<bool> {
-        let (from, to) = (from.as_ref(), to.as_ref());
+        let (from, to) = (self.component(from.as_ref())?, dest.component(to.as_ref())?);
         let result = if replace {
             rfs::renameat(&self.fd, from, &dest.fd, to)
         } else {
@@ -357,7 +376,7 @@ impl Dir {
     /// Removes the entry `name` (a link itself, never its target); `false`
     /// when it was not there. A folder is refused: see [`Dir::remove_tree`].
     pub fn remove_file(&self, name: impl AsRef<OsStr>) -> io::Result<bool> {
-        let name = name.as_ref();
+        let name = self.component(name.as_ref())?;
         match rfs::unlinkat(&self.fd, name, AtFlags::empty()) {
             Ok(()) => Ok(true),
             Err(Errno::NOENT) => Ok(false),
@@ -369,7 +388,7 @@ impl Dir {
     /// through handles (links inside are removed, not followed) at most a
     /// few levels deep.
     pub fn remove_tree(&self, name: impl AsRef<OsStr>) -> io::Result<()> {
-        self.remove_tree_at(name.as_ref(), MAX_REMOVE_DEPTH)
+        self.remove_tree_at(self.component(name.as_ref())?, MAX_REMOVE_DEPTH)
     }
 
     fn remove_tree_at(&self, name: &OsStr, depth: usize) -> io::Result<()> {
@@ -398,7 +417,7 @@ impl Dir {
     /// Sets the permission bits of the regular file or folder `name` through
     /// its own handle, so a link there is never chmod'ed through.
     pub fn set_mode(&self, name: impl AsRef<OsStr>, mode: u32) -> io::Result<()> {
-        let name = name.as_ref();
+        let name = self.component(name.as_ref())?;
         let fd = rfs::openat(&self.fd, name, FILE_FLAGS | OFlags::RDONLY, Mode::empty()).map_err(
             |e| match e {
                 Errno::LOOP | Errno::NXIO => not_a_file(&self.child(name)),
@@ -430,7 +449,7 @@ impl Dir {
     /// Opens (creating) `name` for writing, as a lock file: a regular file
     /// only, never through a link.
     pub fn open_lock_file(&self, name: impl AsRef<OsStr>) -> io::Result<File> {
-        let name = name.as_ref();
+        let name = self.component(name.as_ref())?;
         let flags = FILE_FLAGS | OFlags::WRONLY | OFlags::CREATE;
         let fd = rfs::openat(&self.fd, name, flags, Mode::from_raw_mode(0o644)).map_err(
             |e| match e {
@@ -602,6 +621,24 @@ mod tests {
         assert_eq!(
             std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
             0o644
+        );
+    }
+
+    #[test]
+    fn names_are_single_components() {
+        let (dir, _root, team) = root();
+        std::fs::create_dir_all(dir.path().join("outside")).unwrap();
+        symlink(dir.path().join("outside"), team.path().join("link")).unwrap();
+        for name in ["link/x.json", "..", ".", "", "a\0b"] {
+            let error = team.write_atomic(name, b"x", 0o644).unwrap_err();
+            assert_eq!(error.kind(), io::ErrorKind::InvalidInput, "{name:?}");
+            assert!(team.read(name, 10).is_err(), "{name:?}");
+        }
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("outside"))
+                .unwrap()
+                .count(),
+            0
         );
     }
 
