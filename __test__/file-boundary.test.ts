@@ -130,3 +130,21 @@ describe('the turn-settled drain reports a reconcile it could not do', () => {
     expect(summary).toMatchObject({ claimed: 1, enqueued: 1, failed: 1 })
   })
 })
+
+describe('crash leftovers are swept', () => {
+  it('a killed hook’s temp file goes to invalid/ even when a drain claims nothing', async () => {
+    const root = copyExampleRoot()
+    const sync = instance(root)
+    await sync.buildRuntimeTurnSettledHookSettings({ provider: 'claude' })
+    const incoming = path.join(root, 'teams/.member-work-sync/runtime-hooks/incoming')
+    // pid 2147483632 runs nowhere; the file is two hours old on the addon's clock.
+    const temp = path.join(incoming, '.turn-settled.2147483632.0')
+    fs.writeFileSync(temp, '{"half')
+    const twoHoursBefore = new Date(NOW - 2 * 3600_000)
+    fs.utimesSync(temp, twoHoursBefore, twoHoursBefore)
+    expect(await sync.drainRuntimeTurnSettledEvents()).toMatchObject({ claimed: 0, failed: 0 })
+    expect(fs.existsSync(temp)).toBe(false)
+    const invalid = fs.readdirSync(path.join(root, 'teams/.member-work-sync/runtime-hooks/invalid'))
+    expect(invalid.some((name) => name.includes('turn-settled.2147483632.0'))).toBe(true)
+  })
+})

@@ -63,9 +63,10 @@ pub trait TurnSettledSpool: Send + Sync {
     fn reject(&self, claim: &SpoolClaim, meta: &Value) -> Result<bool, PortError>;
     /// Gives the claim back for a later drain.
     fn release(&self, claim: &SpoolClaim) -> Result<(), PortError>;
-    /// Once per drain that claimed something: prunes old results and keeps
-    /// the spool's helper files current. A failure (a spool folder that is a
-    /// link, say) is reported after the drain's events were handed on.
+    /// Once per drain, also one that claimed nothing: prunes old results,
+    /// sweeps abandoned hook temp files and keeps the spool's helper files
+    /// current. A failure (a spool folder that is a link, say) is reported
+    /// after the drain's events were handed on.
     fn after_drain(&self) -> Result<(), PortError>;
 }
 
@@ -307,11 +308,9 @@ impl TurnSettledIngestor {
                 }
             }
         }
-        let tidied = if claims.is_empty() {
-            Ok(())
-        } else {
-            self.spool.after_drain()
-        };
+        // Every drain tidies, also one that claimed nothing: a killed hook's
+        // temp file must not wait for the next event to be swept.
+        let tidied = self.spool.after_drain();
         // Committed first, acted on after: a file is never acted on twice. A
         // crash in between loses only the wake-up, as a crash just after it
         // would (the queue lives in memory); the app's startup scan

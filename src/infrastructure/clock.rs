@@ -1,7 +1,6 @@
-//! Clocks: the system clock, a settable one for tests, and file times in
-//! the same epoch milliseconds.
+//! Clocks: the system clock, a settable one for tests, and conversion of
+//! file times to the same epoch milliseconds.
 
-use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::SystemTime;
 
@@ -22,11 +21,6 @@ impl Clock for SystemClock {
 pub fn epoch_ms(time: SystemTime) -> Option<EpochMs> {
     let since = time.duration_since(SystemTime::UNIX_EPOCH).ok()?;
     EpochMs::try_from(since.as_millis()).ok()
-}
-
-/// When the file at `path` (followed if a link) was last modified.
-pub fn modified_ms(path: &Path) -> Option<EpochMs> {
-    epoch_ms(std::fs::metadata(path).ok()?.modified().ok()?)
 }
 
 /// A clock that only moves when told to.

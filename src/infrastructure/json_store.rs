@@ -8,8 +8,7 @@
 //! Every access goes through [`TrustedRoot`]: no link is followed below it.
 
 use std::ffi::OsStr;
-use std::fs;
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
@@ -194,33 +193,10 @@ fn prune_quarantined(dir: &Dir, name: &str) {
     }
 }
 
-/// File content, or a note that it exceeded the cap.
-#[derive(Debug)]
-pub enum Capped {
-    /// The whole file.
-    Bytes(Vec<u8>),
-    /// Bigger than the cap; not read.
-    TooLarge,
-}
-
-/// Reads a file of at most `max` bytes; `None` when it does not exist.
-pub fn read_capped(path: &Path, max: u64) -> io::Result<Option<Capped>> {
-    let file = match fs::File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let mut bytes = Vec::new();
-    file.take(max + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > max {
-        return Ok(Some(Capped::TooLarge));
-    }
-    Ok(Some(Capped::Bytes(bytes)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     fn store() -> (tempfile::TempDir, TrustedRoot, PathBuf) {
         let dir = tempfile::tempdir().unwrap();

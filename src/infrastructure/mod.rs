@@ -1,7 +1,6 @@
-//! File-system adapters: atomic writes, locks, versioned stores, the audit
+//! File-system adapters over one file boundary (`safe_fs`): locks, versioned stores, the audit
 //! journal, the team-data reader, report tokens and clocks.
 
-pub mod atomic_file;
 pub mod clock;
 pub mod composition;
 pub mod inbox;

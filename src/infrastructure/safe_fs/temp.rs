@@ -3,9 +3,10 @@
 //!
 //! A writer killed between creating its temp file and renaming it leaves
 //! `.<name>.mws-tmp.<pid>.<n>`. The first write into a folder in this process
-//! sweeps it, and later writes again at most every [`SWEEP_EVERY`], so
-//! leftovers never pile up and a folder that is never written to again keeps
-//! only what it had.
+//! sweeps it (so a restart cleans up after the crash), and later writes again
+//! at most every [`SWEEP_EVERY`]; while a sweep leaves temp files that are too
+//! young to judge, the next write sweeps again. Leftovers never pile up, and a
+//! folder that is never written to again keeps only what it had.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -26,8 +27,9 @@ pub const TEMP_MARK: &str = ".mws-tmp.";
 /// Temp files of the `tempfile` crate written by earlier versions
 /// (`.<name>.tmp.<random>`): they carry no pid, so only age decides.
 const LEGACY_TEMP_MARK: &str = ".tmp.";
-/// A temp file younger than this may still be in use: a write takes milliseconds.
-pub const TEMP_IN_USE_MS: EpochMs = 5 * 60 * 1000;
+/// A temp file younger than this may still be in use even if its pid looks
+/// gone (a writer in another pid namespace): a write takes milliseconds.
+pub const TEMP_IN_USE_MS: EpochMs = 60 * 1000;
 /// A temp file older than this is abandoned even if its pid is alive again
 /// (pids are reused).
 pub const TEMP_ABANDONED_MS: EpochMs = 60 * 60 * 1000;
@@ -82,10 +84,19 @@ fn abandoned(name: &str, age_ms: EpochMs) -> bool {
     }
 }
 
+/// What one sweep of a folder did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Swept {
+    /// Abandoned temp files removed.
+    pub removed: usize,
+    /// Temp files left because they may still be in use.
+    pub kept: usize,
+}
+
 impl Dir {
-    /// Removes abandoned temp files in this folder; returns how many.
-    pub fn sweep_temp_files(&self, now_ms: EpochMs) -> io::Result<usize> {
-        let mut removed = 0;
+    /// Removes abandoned temp files in this folder.
+    pub fn sweep_temp_files(&self, now_ms: EpochMs) -> io::Result<Swept> {
+        let mut swept = Swept::default();
         for entry in self.entries()? {
             if !is_temp_name(&entry.name) {
                 continue;
@@ -93,40 +104,48 @@ impl Dir {
             let Some(meta) = self.meta(&entry.name)? else {
                 continue;
             };
-            if meta.kind == FileKind::File
-                && abandoned(&entry.name, now_ms.saturating_sub(meta.modified_ms))
-                && self.remove_file(&entry.name)?
-            {
-                removed += 1;
+            if meta.kind != FileKind::File {
+                continue;
+            }
+            if !abandoned(&entry.name, now_ms.saturating_sub(meta.modified_ms)) {
+                swept.kept += 1;
+            } else if self.remove_file(&entry.name)? {
+                swept.removed += 1;
             }
         }
-        Ok(removed)
+        Ok(swept)
     }
 }
 
-/// After a write into `dir`: sweeps it if this process has not in a while.
-/// A failed sweep is not the write's failure; the next one tries again.
-pub(super) fn note_write(dir: &Dir) {
+/// Folders swept by this process, and when.
+fn swept_dirs() -> std::sync::MutexGuard<'static, HashMap<PathBuf, Instant>> {
     static SWEPT: OnceLock<Mutex<HashMap<PathBuf, Instant>>> = OnceLock::new();
+    SWEPT
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// After a write into `dir`: sweeps it unless this process did so recently
+/// and left nothing behind. A failed sweep is not the write's failure; the
+/// next write tries again.
+pub(super) fn note_write(dir: &Dir) {
     let now = Instant::now();
-    {
-        let mut swept = SWEPT
-            .get_or_init(Default::default)
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if swept
-            .get(dir.path())
-            .is_some_and(|at| now.duration_since(*at) < SWEEP_EVERY)
-        {
-            return;
-        }
+    let recently = swept_dirs()
+        .get(dir.path())
+        .is_some_and(|at| now.duration_since(*at) < SWEEP_EVERY);
+    if recently {
+        return;
+    }
+    let Some(now_ms) = epoch_ms(SystemTime::now()) else {
+        return;
+    };
+    if let Ok(Swept { kept: 0, .. }) = dir.sweep_temp_files(now_ms) {
+        let mut swept = swept_dirs();
         if swept.len() >= MAX_REMEMBERED_DIRS {
             swept.clear();
         }
         swept.insert(dir.path().to_path_buf(), now);
-    }
-    if let Some(now_ms) = epoch_ms(SystemTime::now()) {
-        let _ = dir.sweep_temp_files(now_ms);
     }
 }
 
@@ -157,19 +176,20 @@ mod tests {
             std::fs::write(dir.path().join(name), b"x").unwrap();
         }
         let written = team.meta("status.json").unwrap().unwrap().modified_ms;
+        let swept = |removed, kept| Swept { removed, kept };
         assert_eq!(
             team.sweep_temp_files(written + 1000).unwrap(),
-            0,
+            swept(0, 3),
             "all fresh"
         );
         assert_eq!(
             team.sweep_temp_files(written + TEMP_IN_USE_MS).unwrap(),
-            1,
+            swept(1, 2),
             "the dead writer's file once it is not in use"
         );
         assert_eq!(
             team.sweep_temp_files(written + TEMP_ABANDONED_MS).unwrap(),
-            2,
+            swept(2, 0),
             "everything once abandoned"
         );
         let left: Vec<_> = team
@@ -179,5 +199,37 @@ mod tests {
             .map(|e| e.name)
             .collect();
         assert_eq!(left, ["status.json"]);
+    }
+
+    #[test]
+    fn the_first_write_after_a_crash_sweeps_and_young_leftovers_are_swept_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = TrustedRoot::new(dir.path());
+        let team = root.create_dir_all(&dir.path().join("forge")).unwrap();
+        let old = ".status.json.mws-tmp.2147483632.1";
+        let young = ".status.json.mws-tmp.2147483632.2";
+        let an_hour_ago = SystemTime::now() - Duration::from_secs(3600);
+        let age = |name: &str| {
+            std::fs::File::options()
+                .write(true)
+                .open(team.path().join(name))
+                .unwrap()
+                .set_modified(an_hour_ago)
+                .unwrap()
+        };
+        std::fs::write(team.path().join(old), b"x").unwrap();
+        std::fs::write(team.path().join(young), b"x").unwrap();
+        age(old);
+        let names = |d: &Dir| -> Vec<String> {
+            let mut n: Vec<_> = d.entries().unwrap().into_iter().map(|e| e.name).collect();
+            n.sort();
+            n
+        };
+        team.write_atomic("status.json", b"{}", 0o644).unwrap();
+        assert_eq!(names(&team), [young, "status.json"]);
+        // The young one kept the folder unswept: the next write looks again.
+        age(young);
+        team.write_atomic("status.json", b"{}", 0o644).unwrap();
+        assert_eq!(names(&team), ["status.json"]);
     }
 }
