@@ -1,0 +1,1116 @@
+'use strict'
+// Crash campaign: SIGKILL at random points of the four writers of the addon
+// and check, after each kill and again after a "restart", that nothing valid
+// is lost, nothing is acted on twice, every store file parses and no temp file
+// survives a restart's own write into its folder.
+//
+// Phases (each runs `--trials` trials, 200 by default):
+//   hook   the Stop hook as the settings install it: the argv of the command from
+//          buildRuntimeTurnSettledHookSettings (`/bin/sh <script> <spoolRoot>
+//          claude 262144`, checked once against `sh -c <command>`), payload
+//          piped on stdin; one hook per trial or a loop of six. Not `sh -c`
+//          per trial: dash forks the script, so a kill of the group leaves it
+//          an orphaned zombie until init reaps it, and until then its pid
+//          counts as alive (the drain then rightly keeps its temp file);
+//   drain  `drainRuntimeTurnSettledEvents` over 60 spooled payloads;
+//   store  `refreshTeam` / `refreshStatus` / `report` / `replayPendingReports`
+//          in a busy loop (status.json, reports.json, journal.jsonl, metrics.json);
+//   nudge  `dispatchDueNudges` over several roots with planned nudges
+//          (inboxes/<member>.json, outbox.json).
+// Kill delays are uniform over the duration of an uninterrupted run of the same
+// child, measured first (calibration) and kept current by the children that
+// finish before their kill plus one uninterrupted child in ten (fsync latency
+// moves a lot on a shared machine). The addon is loaded only in child
+// processes (this file re-runs itself with `--child <json>`), which SIGKILL
+// themselves from a timer armed when they are ready: their JS thread idles
+// while the addon works on its threads, so the kill lands on time. Hooks are
+// killed by the parent (their process group), one trial at a time.
+// "Kills landed mid-operation": the process died before its operation ended.
+//
+// Before each restart, temp files left by the killed writer are aged by two
+// hours (fs.utimesSync) so the sweeps for dead writers' leftovers (store temp
+// files after 5 min, hook temp files after an hour) apply; the restart's clock
+// also runs 6 min ahead so stale spool claims and nudge claims are taken over.
+//
+// Run (after `npm run build`):
+//   node scripts/crash-campaign.js [--trials 200] [--only hook,drain,store,nudge]
+//                                  [--seed N] [--jobs N] [--keep-failed] [--verbose]
+// Env: CRASH_TRIALS, CRASH_ONLY, CRASH_SEED, CRASH_JOBS. Trials at a time:
+// 1 for hooks, 2 otherwise, unless --jobs. --keep-failed keeps the folders of
+// failed trials; --verbose prints every failed trial.
+// Exit code 1 when any trial found a violation, 2 when the script itself failed.
+
+const { spawn } = require('node:child_process')
+const crypto = require('node:crypto')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const readline = require('node:readline')
+
+const REPO = path.join(__dirname, '..')
+const PHASES = ['hook', 'drain', 'store', 'nudge']
+const PROJECT = '/home/u/proj'
+const TEAM = 'forge'
+const SPOOL_REL = 'teams/.member-work-sync/runtime-hooks'
+const SPOOL_DIRS = ['incoming', 'processing', 'processed', 'invalid']
+/** Store temp files: the safe_fs naming and the old `tempfile` crate naming. */
+const STORE_TEMP = /^\..+\.(mws-tmp|tmp)\./
+/** The hook's own temp files in incoming/. */
+const HOOK_TEMP = /^\.turn-settled\./
+const AGE_LEFTOVERS_MS = 2 * 3600 * 1000
+const RESTART_AHEAD_MS = 6 * 60 * 1000
+const DRAIN_PAYLOADS = 60
+const NUDGE_ROOTS_PER_CHILD = 3
+const STORE_ITERATIONS = 2
+const HOOK_LOOP_KINDS = ['small', 'medium', 'large', 'small', 'medium', 'large']
+const CALIBRATION_RUNS = 6
+const REMEASURE_EVERY = 10
+
+// ---------------------------------------------------------------------------
+// Small helpers
+
+function parseArgs(argv) {
+  const opts = {
+    trials: Number(process.env.CRASH_TRIALS || 200),
+    only: (process.env.CRASH_ONLY || PHASES.join(',')).split(','),
+    seed: Number(process.env.CRASH_SEED || Date.now() % 1e9),
+    jobs: process.env.CRASH_JOBS ? Number(process.env.CRASH_JOBS) : null,
+    keepFailed: false,
+    verbose: false,
+  }
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]
+    const value = () => {
+      if (i + 1 >= argv.length) throw new Error(`${arg} needs a value`)
+      return argv[++i]
+    }
+    if (arg === '--trials') opts.trials = Number(value())
+    else if (arg === '--only') opts.only = value().split(',')
+    else if (arg === '--seed') opts.seed = Number(value())
+    else if (arg === '--jobs') opts.jobs = Number(value())
+    else if (arg === '--keep-failed') opts.keepFailed = true
+    else if (arg === '--verbose') opts.verbose = true
+    else throw new Error(`unknown argument ${arg}`)
+  }
+  opts.only = opts.only.map((s) => s.trim()).filter(Boolean)
+  for (const phase of opts.only) if (!PHASES.includes(phase)) throw new Error(`unknown phase ${phase} (${PHASES.join(', ')})`)
+  if (!(opts.trials > 0) || !Number.isInteger(opts.trials)) throw new Error('--trials must be a positive integer')
+  if (opts.jobs !== null && (!(opts.jobs > 0) || !Number.isInteger(opts.jobs))) throw new Error('--jobs must be a positive integer')
+  return opts
+}
+
+/** mulberry32: reproducible kill delays for a given --seed. */
+function prng(seed) {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+const sha = (bytes) => crypto.createHash('sha256').update(bytes).digest('hex')
+const readJson = (file) => JSON.parse(fs.readFileSync(file, 'utf8'))
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+/** Runs `fn(0..n-1)`, `jobs` at a time. */
+async function inParallel(n, jobs, fn) {
+  let next = 0
+  const worker = async () => {
+    for (let i = next++; i < n; i = next++) await fn(i)
+  }
+  await Promise.all(Array.from({ length: jobs }, worker))
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+
+/**
+ * Duration of an uninterrupted run: the calibration runs, then every trial
+ * whose child finished before its kill adds its own duration, so the kill
+ * window follows the machine's load (fsync latency varies a lot when the
+ * cores are shared). The window is the median of the latest samples.
+ */
+class Durations {
+  constructor(samples) {
+    this.samples = [...samples]
+  }
+  add(ms) {
+    if (ms !== null && ms !== undefined) this.samples.push(ms)
+  }
+  current() {
+    return median(this.samples.slice(-15))
+  }
+}
+
+function writeJson(file, value) {
+  fs.mkdirSync(path.dirname(file), { recursive: true })
+  fs.writeFileSync(file, JSON.stringify(value, null, 2))
+}
+
+function listDir(dir) {
+  try {
+    return fs.readdirSync(dir, { withFileTypes: true })
+  } catch (e) {
+    if (e.code === 'ENOENT') return []
+    throw e
+  }
+}
+
+/** Every folder under `dir` (itself included). */
+function walkDirs(dir, out = []) {
+  out.push(dir)
+  for (const entry of listDir(dir)) if (entry.isDirectory()) walkDirs(path.join(dir, entry.name), out)
+  return out
+}
+
+function copyTree(from, to) {
+  fs.cpSync(from, to, { recursive: true, preserveTimestamps: true })
+}
+
+/** Splits a POSIX sh command line of plain and single-quoted words; stops at a `#` comment. */
+function shellWords(command) {
+  const words = []
+  let word = null
+  for (let i = 0; i < command.length; i++) {
+    const c = command[i]
+    if (c === "'") {
+      const end = command.indexOf("'", i + 1)
+      if (end < 0) throw new Error(`unterminated quote in ${command}`)
+      word = (word || '') + command.slice(i + 1, end)
+      i = end
+    } else if (c === '\\') {
+      word = (word || '') + command[++i]
+    } else if (c === ' ' || c === '\t') {
+      if (word !== null) words.push(word)
+      word = null
+    } else if (c === '#' && word === null) {
+      break
+    } else if (/["$`;&|<>()*?[\]{}~]/.test(c)) {
+      throw new Error(`hook command uses shell syntax this parser does not handle: ${command}`)
+    } else {
+      word = (word || '') + c
+    }
+  }
+  if (word !== null) words.push(word)
+  return words
+}
+
+// ---------------------------------------------------------------------------
+// Child processes: the addon is only ever loaded here.
+
+async function runChild(spec) {
+  const { MemberWorkSync } = require(path.join(REPO, 'index.js'))
+  const say = (msg) => process.stdout.write(JSON.stringify(msg) + '\n')
+  let readyAt = null
+  // The kill is armed here, in the child: its JS thread idles while the addon
+  // works on its own threads, so the timer fires on time however busy the
+  // parent is. It is a SIGKILL all the same (no handler, no unwinding).
+  const ready = () => {
+    readyAt = process.hrtime.bigint()
+    say({ ready: true })
+    if (spec.killAfterMs !== undefined) {
+      setTimeout(() => {
+        say({ killing: Number(process.hrtime.bigint() - readyAt) / 1e6 })
+        process.kill(process.pid, 'SIGKILL')
+      }, spec.killAfterMs)
+    }
+  }
+  const done = (extra = {}) => say({ done: true, ms: readyAt === null ? null : Number(process.hrtime.bigint() - readyAt) / 1e6, ...extra })
+  const open = (root, nowMs, autoStart = false) =>
+    new MemberWorkSync({ claudeRoot: root, autoStart, clock: { nowMs } })
+  const drainAll = async (sync) => {
+    const total = { claimed: 0, enqueued: 0, unresolved: 0, ignored: 0, invalid: 0, failed: 0 }
+    for (;;) {
+      const s = await sync.drainRuntimeTurnSettledEvents()
+      for (const k of Object.keys(total)) total[k] += s[k]
+      if (s.claimed === 0) return total
+    }
+  }
+  const members = () => readJson(path.join(spec.root || spec.roots[0], 'teams', TEAM, 'config.json')).members.map((m) => m.name)
+
+  switch (spec.kind) {
+    case 'install-hook': {
+      const sync = open(spec.root, spec.nowMs)
+      const settings = await sync.buildRuntimeTurnSettledHookSettings({ provider: 'claude' })
+      await sync.dispose()
+      say({ command: settings.hooks.Stop[0].hooks[0].command })
+      return
+    }
+    case 'plan-nudges': {
+      // As the nudge test does: queued reconciles (autoStart) plan the nudges.
+      const sync = open(spec.root, spec.nowMs, true)
+      const names = members()
+      for (const name of names) sync.noteTeamChange({ type: 'member-spawn', teamName: TEAM, detail: name })
+      for (let i = 0; i < 500 && sync.getQueueDiagnostics().queued < names.length; i++) await sleep(10)
+      sync.setClockForTesting(spec.nowMs + 30_000)
+      for (let i = 0; i < 1000; i++) {
+        const d = sync.getQueueDiagnostics()
+        if (d.queued === 0 && d.running === 0) break
+        await sleep(10)
+      }
+      await sync.dispose()
+      say({ done: true })
+      return
+    }
+    case 'drain': {
+      const sync = open(spec.root, spec.nowMs)
+      ready()
+      done({ summary: await drainAll(sync) })
+      await sync.dispose()
+      return
+    }
+    case 'store': {
+      const sync = open(spec.root, spec.nowMs)
+      const names = members()
+      ready()
+      for (let i = 0; i < spec.iterations; i++) {
+        // Several writers in flight at once, so a kill lands mid-write more often.
+        const statuses = await sync.refreshTeam({ teamName: TEAM })
+        const legacy = path.join(spec.root, 'teams', TEAM, '.member-work-sync', 'pending-reports.json')
+        const jack = statuses.find((s) => s.memberName === 'jack')
+        const intents = {}
+        intents[`intent-${i}`] = {
+          id: `intent-${i}`,
+          teamName: TEAM,
+          memberName: 'jack',
+          reason: 'control_api_unavailable',
+          status: 'pending',
+          recordedAt: new Date(spec.nowMs - 1000).toISOString(),
+          request: { teamName: TEAM, memberName: 'jack', state: 'still_working', agendaFingerprint: jack.agenda.fingerprint, reportToken: jack.reportToken, source: 'mcp' },
+        }
+        // The controller's file: written whole (temp + rename) by this stand-in controller.
+        fs.writeFileSync(legacy + '.ctl', JSON.stringify({ schemaVersion: 1, intents }))
+        fs.renameSync(legacy + '.ctl', legacy)
+        await Promise.all([
+          ...statuses
+            .filter((s) => s.memberName !== 'jack')
+            .map((s) =>
+              sync.report({ teamName: TEAM, memberName: s.memberName, state: i % 2 ? 'blocked' : 'still_working', agendaFingerprint: s.agenda.fingerprint, reportToken: s.reportToken, taskIds: [], note: `iteration ${i}` }),
+            ),
+          sync.replayPendingReports([TEAM]),
+          sync.refreshStatus({ teamName: TEAM, memberName: names[i % names.length] }),
+          sync.getMetrics({ teamName: TEAM }),
+        ])
+        say({ op: i })
+      }
+      done()
+      await sync.dispose()
+      return
+    }
+    case 'nudge': {
+      ready()
+      const results = []
+      for (const root of spec.roots) {
+        const sync = open(root, spec.nowMs)
+        results.push(await sync.dispatchDueNudges([TEAM]))
+        await sync.dispose()
+        say({ op: results.length - 1 })
+      }
+      done({ results })
+      return
+    }
+    case 'restart': {
+      // A normal operation of the phase on the same root(s), clock ahead.
+      const out = []
+      for (const root of spec.roots) {
+        const sync = open(root, spec.nowMs)
+        if (spec.phase === 'hook' || spec.phase === 'drain') out.push(await drainAll(sync))
+        else if (spec.phase === 'store') {
+          const statuses = await sync.refreshTeam({ teamName: TEAM })
+          await Promise.all(
+            statuses.map((s) => sync.report({ teamName: TEAM, memberName: s.memberName, state: 'still_working', agendaFingerprint: s.agenda.fingerprint, reportToken: s.reportToken })),
+          )
+          out.push(await sync.replayPendingReports([TEAM]))
+        } else if (spec.phase === 'nudge') out.push(await sync.dispatchDueNudges([TEAM]))
+        await sync.dispose()
+      }
+      done({ results: out })
+      return
+    }
+    default:
+      throw new Error(`unknown child kind ${spec.kind}`)
+  }
+}
+
+/**
+ * Starts a child (its own process group, so the kill reaches everything it
+ * started) and collects its JSON lines. `onMessage(msg, child)` sees each one.
+ */
+function startProcess(command, args, { input, onMessage } = {}) {
+  const child = spawn(command, args, { detached: true, stdio: ['pipe', 'pipe', 'pipe'] })
+  const messages = []
+  let stderr = ''
+  child.stderr.on('data', (d) => (stderr += d))
+  child.stdin.on('error', () => {}) // EPIPE after a kill
+  readline.createInterface({ input: child.stdout }).on('line', (line) => {
+    let msg
+    try {
+      msg = JSON.parse(line)
+    } catch {
+      msg = { line }
+    }
+    messages.push(msg)
+    if (onMessage) onMessage(msg, child)
+  })
+  if (input !== undefined) child.stdin.end(input)
+  else child.stdin.end()
+  const exited = new Promise((resolve) => {
+    child.on('close', (code, signal) => resolve({ code, signal, messages, stderr }))
+  })
+  return { child, exited }
+}
+
+function killGroup(child) {
+  try {
+    process.kill(-child.pid, 'SIGKILL')
+  } catch {
+    // Already gone.
+  }
+}
+
+function childArgs(spec) {
+  return [__filename, '--child', JSON.stringify(spec)]
+}
+
+/** Planned kill delay and when the kill was actually sent (the event loop may fire late). */
+function killNote(delayMs, r) {
+  if (delayMs === undefined) return 'no kill (re-measure run)'
+  const sent = r.killedAfterMs === null ? 'not sent: exited first' : `sent at ${r.killedAfterMs.toFixed(2)} ms`
+  return `kill planned at ${delayMs.toFixed(2)} ms (${sent})`
+}
+
+/** Runs a child to its end; throws when it fails. */
+async function runToEnd(spec) {
+  const { exited } = startProcess(process.execPath, childArgs(spec))
+  const result = await exited
+  if (result.code !== 0) throw new Error(`child ${spec.kind} failed (${result.code}/${result.signal}): ${result.stderr}`)
+  return result
+}
+
+/**
+ * Runs a child and kills it `delayMs` after its `ready` line (or after spawn
+ * when it prints none). Returns whether it finished before the kill.
+ */
+async function runAndKill(command, args, { delayMs, input }) {
+  let timer
+  let armedAt = null
+  let killedAfterMs = null
+  const arm = (child) => {
+    armedAt = process.hrtime.bigint()
+    timer = setTimeout(() => {
+      killedAfterMs = Number(process.hrtime.bigint() - armedAt) / 1e6
+      killGroup(child)
+    }, delayMs)
+  }
+  const started = Date.now()
+  const { child, exited } = startProcess(command, args, { input })
+  arm(child)
+  const result = await exited
+  clearTimeout(timer)
+  const finished = result.code === 0 && result.signal === null
+  if (!finished && result.signal !== 'SIGKILL') throw new Error(`child failed (${result.code}/${result.signal}): ${result.stderr}`)
+  return { ...result, finished, killedAfterMs, elapsedMs: Date.now() - started }
+}
+
+// ---------------------------------------------------------------------------
+// Board templates (a copy of examples/claude-root per trial)
+
+function exampleRoot(base, name) {
+  const root = path.join(base, name)
+  copyTree(path.join(REPO, 'examples', 'claude-root'), root)
+  // A Claude project with transcripts, so Stop payloads resolve to members.
+  const configFile = path.join(root, 'teams', TEAM, 'config.json')
+  writeJson(configFile, { ...readJson(configFile), projectPath: PROJECT, leadSessionId: 'L1' })
+  const projectDir = path.join(root, 'projects', '-home-u-proj')
+  fs.mkdirSync(projectDir, { recursive: true })
+  fs.writeFileSync(path.join(projectDir, 'L1.jsonl'), '{"teamName":"forge","agentName":"team-lead"}\n')
+  for (const [session, member] of [['B1', 'bob'], ['J1', 'jill'], ['K1', 'kim']]) {
+    const line = { type: 'user', sessionId: session, teamName: TEAM, agentName: member, cwd: PROJECT, message: { role: 'user', content: 'Start' } }
+    fs.writeFileSync(path.join(projectDir, `${session}.jsonl`), JSON.stringify(line) + '\n')
+  }
+  return root
+}
+
+/** Two hours of calm shadow history: phase-2 readiness becomes shadow_ready (as in the nudge test). */
+function writeShadowHistory(root, nowMs) {
+  const members = {}
+  for (let i = 0; i < 5; i++) {
+    members[`m${i}`] = { memberName: `m${i}`, state: 'caught_up', agendaFingerprint: 'agenda:v1:x', actionableCount: 0, evaluatedAt: new Date(nowMs - 3_600_000).toISOString() }
+  }
+  const recentEvents = Array.from({ length: 30 }, (_, i) => ({
+    id: `h${i}`,
+    teamName: TEAM,
+    memberName: `m${i % 5}`,
+    kind: 'status_evaluated',
+    state: 'caught_up',
+    agendaFingerprint: 'agenda:v1:x',
+    recordedAt: new Date(nowMs - 2 * 3_600_000 + i * 240_000).toISOString(),
+    actionableCount: 0,
+  }))
+  writeJson(path.join(root, 'teams', TEAM, '.member-work-sync', 'indexes', 'metrics.json'), { schemaVersion: 2, members, recentEvents })
+}
+
+let payloadCounter = 0
+/** A Stop payload with a unique nonce; `medium`/`large` span many lines (longer hook runs). */
+function stopPayload(kind, session = 'B1') {
+  const nonce = `${process.pid}-${++payloadCounter}-${crypto.randomBytes(6).toString('hex')}`
+  const base = { hook_event_name: 'Stop', session_id: session, transcript_path: `/x/${session}.jsonl`, cwd: PROJECT, nonce }
+  if (kind === 'small') return Buffer.from(JSON.stringify({ ...base, last_assistant_message: 'done' }))
+  const lines = kind === 'medium' ? 300 : 2500
+  const pad = Array.from({ length: lines }, (_, i) => `line ${i} ${'x'.repeat(40)}`)
+  // One array element per line: the hook copies it line by line.
+  return Buffer.from(JSON.stringify({ ...base, last_assistant_message: pad }, null, 1) + (kind === 'large' ? '' : '\n'))
+}
+
+// ---------------------------------------------------------------------------
+// Invariant checks
+
+class Findings {
+  constructor() {
+    this.violations = [] // {type, detail}
+    this.notes = {} // counters that are not violations
+    this.noteExamples = {}
+  }
+  /** `key` groups a type's violations in the summary (e.g. by file name). */
+  fail(type, detail, key) {
+    this.violations.push({ type, detail, key })
+  }
+  note(type, n = 1, detail) {
+    this.notes[type] = (this.notes[type] || 0) + n
+    if (detail && !this.noteExamples[type]) this.noteExamples[type] = detail
+  }
+}
+
+/** Visible payload files of the spool by content hash: hash -> [dir/name]. */
+function spoolContents(root) {
+  const spool = path.join(root, SPOOL_REL)
+  const byHash = new Map()
+  for (const dir of SPOOL_DIRS) {
+    for (const entry of listDir(path.join(spool, dir))) {
+      if (entry.name.startsWith('.') || entry.name.endsWith('.meta.json')) continue
+      const file = path.join(spool, dir, entry.name)
+      if (!entry.isFile()) continue
+      const h = sha(fs.readFileSync(file))
+      if (!byHash.has(h)) byHash.set(h, [])
+      byHash.get(h).push(`${dir}/${entry.name}`)
+    }
+  }
+  return byHash
+}
+
+/**
+ * Spool payload checks. `completed`: payloads that must be present whole,
+ * exactly once; `maybe`: payloads of killed hooks, whole or absent.
+ * After a restart + drain they must all be in processed/ or invalid/.
+ */
+function checkSpool(root, completed, maybe, f, { afterRestart, restartClaimed }) {
+  const spool = path.join(root, SPOOL_REL)
+  const contents = spoolContents(root)
+  const known = new Set([...completed, ...maybe].map(sha))
+  for (const payload of completed) {
+    const where = contents.get(sha(payload)) || []
+    if (where.length === 0) f.fail('payload_lost', `a completed payload (${payload.length} B) is in none of ${SPOOL_DIRS.join('/')}`)
+    else if (where.length > 1) f.fail('payload_duplicated', where.join(', '))
+    else if (afterRestart && !/^(processed|invalid)\//.test(where[0])) f.fail('payload_not_drained_after_restart', where[0])
+  }
+  for (const payload of maybe) {
+    const where = contents.get(sha(payload)) || []
+    if (where.length > 1) f.fail('payload_duplicated', where.join(', '))
+    if (where.length === 1) f.note(where[0].includes('abandoned-turn-settled') ? 'abandoned_temp_moved_to_invalid' : 'killed_hook_published_whole')
+  }
+  for (const [h, where] of contents) {
+    if (known.has(h)) continue
+    // invalid/ holds the abandoned hook temp files the drain moved there (any prefix of a payload).
+    for (const place of where) {
+      if (place.startsWith('invalid/') && place.includes('abandoned-turn-settled')) f.note('abandoned_temp_moved_to_invalid')
+      else f.fail('unknown_or_truncated_payload_visible', place)
+    }
+  }
+  for (const dir of ['processed', 'invalid']) {
+    for (const entry of listDir(path.join(spool, dir))) {
+      const file = path.join(spool, dir, entry.name)
+      if (entry.name.endsWith('.meta.json') && !entry.name.startsWith('.')) {
+        try {
+          readJson(file)
+        } catch (e) {
+          f.fail('spool_meta_unparseable', `${dir}/${entry.name}: ${e.message}`)
+        }
+      } else if (!entry.name.startsWith('.') && afterRestart && !fs.existsSync(`${file}.meta.json`)) {
+        f.fail('spool_result_without_meta', `${dir}/${entry.name}`)
+      }
+    }
+  }
+  if (afterRestart) {
+    for (const entry of listDir(path.join(spool, 'incoming'))) {
+      if (HOOK_TEMP.test(entry.name)) {
+        // The drain sweeps only after claiming something (reported apart: a known cause).
+        const type = restartClaimed === 0 ? 'hook_temp_survived_restart_drain_that_claimed_nothing' : 'hook_temp_survived_restart_drain'
+        f.fail(type, `incoming/${entry.name}`)
+      }
+      else if (!entry.name.startsWith('.')) f.fail('incoming_not_drained_after_restart', `incoming/${entry.name}`)
+    }
+    for (const entry of listDir(path.join(spool, 'processing'))) f.fail('claim_stranded_after_restart', `processing/${entry.name}`)
+  }
+}
+
+/** Parses every store file under teams/ (JSON files, journal lines). */
+function checkStoreFiles(root, f, { afterRestart, journalSizesBefore }) {
+  const teams = path.join(root, 'teams')
+  for (const dir of walkDirs(teams)) {
+    if (dir.startsWith(path.join(root, SPOOL_REL))) continue
+    const rel = path.relative(root, dir)
+    const parts = rel.split(path.sep)
+    // Store folders, inboxes, and members/<key>/ (member.meta.json is written there too).
+    const isStoreDir = parts.includes('.member-work-sync') || parts.at(-1) === 'inboxes' || parts.at(-2) === 'members'
+    if (!isStoreDir) continue
+    for (const entry of listDir(dir)) {
+      if (!entry.isFile()) continue
+      const name = entry.name
+      const file = path.join(dir, name)
+      const relFile = path.join(rel, name)
+      if (name.startsWith('.')) continue // temp files: checked separately
+      if (/\.invalid\.\d+$/.test(name)) {
+        f.fail('store_file_quarantined', relFile)
+        continue
+      }
+      if (name.endsWith('.json')) {
+        try {
+          JSON.parse(fs.readFileSync(file, 'utf8'))
+        } catch (e) {
+          f.fail('store_file_unparseable', `${relFile}: ${e.message}`)
+        }
+      } else if (/^journal\.jsonl(\.\d)?$/.test(name)) {
+        const text = fs.readFileSync(file, 'utf8')
+        const lines = text.split('\n')
+        const tail = lines.pop() // '' when the file ends with a newline
+        lines.forEach((line, i) => {
+          try {
+            JSON.parse(line)
+          } catch {
+            f.fail(afterRestart ? 'journal_glued_or_torn_line_after_restart' : 'journal_torn_line_mid_file', `${relFile}:${i + 1}: ${line.slice(0, 80)}…`)
+          }
+        })
+        if (tail !== '') {
+          const grew = journalSizesBefore && (journalSizesBefore.get(file) || 0) !== text.length
+          if (afterRestart && grew) f.fail('journal_unterminated_tail_after_restart_append', relFile)
+          else f.note('journal_torn_tail')
+        }
+      }
+    }
+  }
+}
+
+function journalSizes(root) {
+  const sizes = new Map()
+  for (const dir of walkDirs(path.join(root, 'teams'))) {
+    for (const entry of listDir(dir)) {
+      if (/^journal\.jsonl(\.\d)?$/.test(entry.name)) sizes.set(path.join(dir, entry.name), fs.statSync(path.join(dir, entry.name)).size)
+    }
+  }
+  return sizes
+}
+
+/** Temp files (store and hook) anywhere under teams/: [absolute path]. */
+function tempFiles(root) {
+  const out = []
+  for (const dir of walkDirs(path.join(root, 'teams'))) {
+    for (const entry of listDir(dir)) if (STORE_TEMP.test(entry.name) || HOOK_TEMP.test(entry.name)) out.push(path.join(dir, entry.name))
+  }
+  return out
+}
+
+/** Per folder, the non-temp entries with identity, to tell which folders a restart wrote into. */
+function folderSnapshot(root) {
+  const snap = new Map()
+  for (const dir of walkDirs(path.join(root, 'teams'))) {
+    const entries = {}
+    for (const entry of listDir(dir)) {
+      // Lock files are opened (created when missing) by every operation: not a store write.
+      if (STORE_TEMP.test(entry.name) || HOOK_TEMP.test(entry.name) || entry.isDirectory() || /\.(lock|ctl)$/.test(entry.name)) continue
+      try {
+        const st = fs.lstatSync(path.join(dir, entry.name))
+        entries[entry.name] = `${st.ino}:${st.size}:${st.mtimeMs}`
+      } catch {
+        // Vanished meanwhile.
+      }
+    }
+    snap.set(dir, entries)
+  }
+  return snap
+}
+
+function foldersWritten(before, after) {
+  const written = new Set()
+  for (const [dir, entries] of after) {
+    const old = before.get(dir) || {}
+    for (const [name, id] of Object.entries(entries)) if (old[name] !== id) written.add(dir)
+  }
+  return written
+}
+
+/** Ages leftovers as if their writers died two hours ago. Returns how many. */
+function ageLeftovers(root) {
+  const files = tempFiles(root)
+  const past = new Date(Date.now() - AGE_LEFTOVERS_MS)
+  for (const file of files) fs.utimesSync(file, past, past)
+  return files.length
+}
+
+function checkTempsAfterRestart(root, before, f) {
+  const written = foldersWritten(before, folderSnapshot(root))
+  for (const file of tempFiles(root)) {
+    const rel = path.relative(root, file)
+    const target = path.basename(file).replace(/^\./, '').replace(/\.(mws-tmp|tmp)\..*$/, '')
+    if (written.has(path.dirname(file))) f.fail(HOOK_TEMP.test(path.basename(file)) ? 'hook_temp_survived_restart' : 'temp_file_survived_restart_write', rel, target)
+    else f.note('temp_left_in_folder_restart_did_not_write')
+  }
+}
+
+/** Nudge rows by messageId in every inbox; outbox items by id. */
+function checkNudges(root, f, { afterRestart }) {
+  const inboxDir = path.join(root, 'teams', TEAM, 'inboxes')
+  const rowsById = new Map()
+  for (const entry of listDir(inboxDir)) {
+    if (!entry.name.endsWith('.json') || entry.name.startsWith('.')) continue
+    let rows
+    try {
+      rows = readJson(path.join(inboxDir, entry.name))
+    } catch {
+      continue // reported by checkStoreFiles
+    }
+    const seen = new Map()
+    for (const row of Array.isArray(rows) ? rows : []) {
+      if (!row || !row.messageId) continue
+      seen.set(row.messageId, (seen.get(row.messageId) || 0) + 1)
+      rowsById.set(row.messageId, (rowsById.get(row.messageId) || 0) + 1)
+    }
+    for (const [id, n] of seen) if (n > 1) f.fail('nudge_row_delivered_twice', `${entry.name}: ${id} ×${n}`)
+  }
+  for (const entry of listDir(inboxDir)) {
+    if (!entry.name.endsWith('.lock')) continue
+    const content = JSON.stringify(fs.readFileSync(path.join(inboxDir, entry.name), 'utf8'))
+    f.note(afterRestart ? 'inbox_lock_left_after_restart' : 'inbox_lock_left_by_kill', 1, `${entry.name} ${content}`)
+  }
+  const membersDir = path.join(root, 'teams', TEAM, 'members')
+  for (const member of listDir(membersDir)) {
+    const file = path.join(membersDir, member.name, '.member-work-sync', 'outbox.json')
+    if (!fs.existsSync(file)) continue
+    let items
+    try {
+      items = Object.values(readJson(file).items || {})
+    } catch {
+      continue
+    }
+    for (const item of items) {
+      const rows = rowsById.get(item.id) || 0
+      if (item.status === 'delivered' && rows !== 1) f.fail('outbox_delivered_without_inbox_row', item.id)
+      if (!afterRestart) continue
+      if (item.status !== 'delivered' && rows > 0) f.fail('inbox_row_but_outbox_not_delivered_after_restart', `${item.id}: ${item.status}`)
+      if (item.status === 'claimed') f.fail('nudge_claim_stranded_after_restart', item.id)
+      else if (item.status !== 'delivered') f.note(`nudge_${item.status}_after_restart`, 1, `${item.id}: ${item.lastError || ''}`)
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Phases
+
+/** Common shape of a trial: run and kill, check, age, restart, check again. */
+async function restartAndCheck(phase, roots, f, nowMs) {
+  const before = new Map()
+  const sizes = new Map()
+  let aged = 0
+  for (const root of roots) {
+    aged += ageLeftovers(root)
+    before.set(root, folderSnapshot(root))
+    for (const [k, v] of journalSizes(root)) sizes.set(k, v)
+  }
+  if (aged) f.note('leftovers_aged_before_restart', aged)
+  const { messages } = await runToEnd({ kind: 'restart', phase, roots, nowMs: nowMs + RESTART_AHEAD_MS })
+  for (const root of roots) {
+    checkStoreFiles(root, f, { afterRestart: true, journalSizesBefore: sizes })
+    checkTempsAfterRestart(root, before.get(root), f)
+  }
+  return messages.find((m) => m.done)
+}
+
+const phases = {
+  hook: {
+    jobs: 1,
+    describe: 'Stop hook (the argv of the command from buildRuntimeTurnSettledHookSettings: /bin/sh <script> <spoolRoot> claude 262144, payload piped on stdin)',
+    async prepare(base) {
+      const template = exampleRoot(base, 'hook-template')
+      const { messages } = await runToEnd({ kind: 'install-hook', root: template, nowMs: Date.now() })
+      const command = messages.find((m) => m.command).command
+      const argv = shellWords(command)
+      if (argv[0] !== '/bin/sh' || argv[2] !== path.join(template, SPOOL_REL) || argv[3] !== 'claude' || argv[4] !== '262144') {
+        throw new Error(`unexpected hook command: ${command}`)
+      }
+      // The parsed argv must do what `sh -c <command>` (Claude Code's way) does.
+      const probe = exampleRoot(base, 'hook-probe')
+      copyTree(template, probe)
+      const payload = stopPayload('small')
+      const viaShell = await runAndKill('sh', ['-c', command.split(template).join(probe)], { delayMs: 60_000, input: payload })
+      const landed = [...spoolContents(probe).values()].flat()
+      if (!viaShell.finished || landed.length !== 1 || !spoolContents(probe).has(sha(payload))) throw new Error('hook via sh -c did not spool the payload')
+      fs.rmSync(probe, { recursive: true, force: true })
+      return { template, argv }
+    },
+    /** Runs the hooks one after another (each its own process, payload piped); kills the running one at `delayMs`. */
+    async runHooks(ctx, root, payloads, delayMs) {
+      const argv = ctx.argv.map((a) => a.split(ctx.template).join(root))
+      const started = process.hrtime.bigint()
+      const elapsed = () => Number(process.hrtime.bigint() - started) / 1e6
+      let completed = 0
+      let killedAfterMs = null
+      for (const payload of payloads) {
+        const left = delayMs - elapsed()
+        if (left <= 0) break
+        const r = await runAndKill(argv[0], argv.slice(1), { delayMs: left, input: payload })
+        if (!r.finished) {
+          killedAfterMs = elapsed()
+          return { completed, killed: true, killedAfterMs, ms: elapsed() }
+        }
+        completed++
+      }
+      // The kill time fell after the last hook (or between two hooks): nothing was running.
+      return { completed, killed: completed < payloads.length, killedAfterMs, ms: elapsed() }
+    },
+    async calibrate(ctx, base, jobs) {
+      const durations = {}
+      for (const key of ['small', 'medium', 'large', 'loop']) {
+        const times = []
+        for (let i = 0; i < CALIBRATION_RUNS; i++) {
+          const root = path.join(base, `hook-cal-${key}-${i}`)
+          copyTree(ctx.template, root)
+          const payloads = key === 'loop' ? HOOK_LOOP_KINDS.map((k) => stopPayload(k)) : [stopPayload(key)]
+          const r = await this.runHooks(ctx, root, payloads, 60_000)
+          if (r.completed !== payloads.length) throw new Error('calibration hook did not finish')
+          times.push(r.ms)
+          fs.rmSync(root, { recursive: true, force: true })
+        }
+        durations[key] = new Durations(times)
+      }
+      ctx.durations = durations
+      return Object.entries(durations).map(([k, v]) => `${k === 'loop' ? `loop of ${HOOK_LOOP_KINDS.length}` : k} ${v.current().toFixed(1)} ms`).join(', ')
+    },
+    async trial(ctx, base, i, rand, f) {
+      const root = path.join(base, `hook-${i}`)
+      copyTree(ctx.template, root)
+      const loop = rand() < 0.4
+      const kinds = loop ? HOOK_LOOP_KINDS : [['small', 'medium', 'large'][Math.floor(rand() * 3)]]
+      const payloads = kinds.map((k) => stopPayload(k))
+      const window = ctx.durations[loop ? 'loop' : kinds[0]]
+      const delayMs = rand() * window.current()
+      const r = await this.runHooks(ctx, root, payloads, delayMs)
+      if (r.completed === payloads.length) window.add(r.ms)
+      const completed = payloads.slice(0, r.completed)
+      const maybe = payloads.slice(r.completed)
+      checkSpool(root, completed, maybe, f, { afterRestart: false })
+      for (const file of tempFiles(root)) if (HOOK_TEMP.test(path.basename(file))) f.note('hook_temp_left_by_kill')
+      const restart = await restartAndCheck('hook', [root], f, Date.now())
+      checkSpool(root, completed, maybe, f, { afterRestart: true, restartClaimed: restart.results[0].claimed })
+      const sent = r.killedAfterMs === null ? 'no hook running at the kill time' : `killed at ${r.killedAfterMs.toFixed(2)} ms`
+      return { roots: [root], landed: r.killedAfterMs !== null, repro: `${loop ? 'loop' : 'single'} ${kinds.join('+')}, kill planned at ${delayMs.toFixed(2)} ms (${sent}), ${r.completed}/${payloads.length} hooks completed` }
+    },
+  },
+
+  drain: {
+    jobs: 2,
+    describe: `drainRuntimeTurnSettledEvents over ${DRAIN_PAYLOADS} spooled payloads (resolved, unresolved, invalid)`,
+    async prepare(base) {
+      const template = exampleRoot(base, 'drain-template')
+      await runToEnd({ kind: 'install-hook', root: template, nowMs: Date.now() })
+      return { template }
+    },
+    fill(ctx, root) {
+      // Named as the hook names them; a mix that resolves (bob, jill, kim),
+      // stays unresolved (unknown session) or is invalid (not JSON).
+      const incoming = path.join(root, SPOOL_REL, 'incoming')
+      const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')
+      const payloads = []
+      for (let i = 0; i < DRAIN_PAYLOADS; i++) {
+        const sessions = ['B1', 'J1', 'K1', 'Z9']
+        const payload = i % 10 === 9 ? Buffer.from(`not json ${crypto.randomBytes(8).toString('hex')}`) : stopPayload(i % 3 === 0 ? 'medium' : 'small', sessions[i % 4])
+        fs.writeFileSync(path.join(incoming, `${stamp}-${10000 + i}-0.claude.json`), payload)
+        payloads.push(payload)
+      }
+      return payloads
+    },
+    async calibrate(ctx, base, jobs) {
+      const times = []
+      await inParallel(CALIBRATION_RUNS, jobs, async (i) => {
+        const root = path.join(base, `drain-cal-${i}`)
+        copyTree(ctx.template, root)
+        this.fill(ctx, root)
+        times.push(await timeReadyToDone({ kind: 'drain', root, nowMs: Date.now() }))
+        fs.rmSync(root, { recursive: true, force: true })
+      })
+      ctx.duration = new Durations(times)
+      return `ready→done ${ctx.duration.current().toFixed(1)} ms`
+    },
+    async trial(ctx, base, i, rand, f) {
+      const root = path.join(base, `drain-${i}`)
+      copyTree(ctx.template, root)
+      const payloads = this.fill(ctx, root)
+      // Every tenth child runs uninterrupted: its duration keeps the kill window current.
+      const delayMs = i % REMEASURE_EVERY === REMEASURE_EVERY - 1 ? undefined : rand() * ctx.duration.current()
+      const nowMs = Date.now()
+      const r = await runChildKilled({ kind: 'drain', root, nowMs }, delayMs)
+      if (r.finished) ctx.duration.add(r.readyToDoneMs)
+      checkSpool(root, payloads, [], f, { afterRestart: false })
+      checkStoreFiles(root, f, { afterRestart: false })
+      await restartAndCheck('drain', [root], f, nowMs)
+      checkSpool(root, payloads, [], f, { afterRestart: true })
+      checkTurnSettledJournal(root, f)
+      return { roots: [root], landed: !r.finished && r.readyToDoneMs === null, repro: `${killNote(delayMs, r)} after ready` }
+    },
+  },
+
+  store: {
+    jobs: 2,
+    describe: `refreshTeam/report/replayPendingReports/refreshStatus busy loop (${STORE_ITERATIONS} iterations per child)`,
+    async prepare(base) {
+      return { template: exampleRoot(base, 'store-template') }
+    },
+    async calibrate(ctx, base, jobs) {
+      const times = []
+      await inParallel(CALIBRATION_RUNS, jobs, async (i) => {
+        const root = path.join(base, `store-cal-${i}`)
+        copyTree(ctx.template, root)
+        times.push(await timeReadyToDone({ kind: 'store', root, nowMs: Date.now(), iterations: STORE_ITERATIONS }))
+        fs.rmSync(root, { recursive: true, force: true })
+      })
+      ctx.duration = new Durations(times)
+      return `ready→done ${ctx.duration.current().toFixed(1)} ms`
+    },
+    async trial(ctx, base, i, rand, f) {
+      const root = path.join(base, `store-${i}`)
+      copyTree(ctx.template, root)
+      // Every tenth child runs uninterrupted: its duration keeps the kill window current.
+      const delayMs = i % REMEASURE_EVERY === REMEASURE_EVERY - 1 ? undefined : rand() * ctx.duration.current()
+      const nowMs = Date.now()
+      const r = await runChildKilled({ kind: 'store', root, nowMs, iterations: STORE_ITERATIONS }, delayMs)
+      if (r.finished) ctx.duration.add(r.readyToDoneMs)
+      checkStoreFiles(root, f, { afterRestart: false })
+      const temps = tempFiles(root).length
+      if (temps) f.note('temp_left_by_kill', temps)
+      await restartAndCheck('store', [root], f, nowMs)
+      const ops = r.messages.filter((m) => m.op !== undefined).length
+      return { roots: [root], landed: !r.finished && r.readyToDoneMs === null, repro: `${killNote(delayMs, r)} after ready, ${ops}/${STORE_ITERATIONS} iterations done` }
+    },
+  },
+
+  nudge: {
+    jobs: 2,
+    describe: `dispatchDueNudges over ${NUDGE_ROOTS_PER_CHILD} roots per child, every member with a planned nudge`,
+    async prepare(base) {
+      const template = exampleRoot(base, 'nudge-template')
+      const nowMs = Date.now()
+      writeShadowHistory(template, nowMs)
+      await runToEnd({ kind: 'plan-nudges', root: template, nowMs })
+      const planned = []
+      const membersDir = path.join(template, 'teams', TEAM, 'members')
+      for (const m of listDir(membersDir)) {
+        const file = path.join(membersDir, m.name, '.member-work-sync', 'outbox.json')
+        if (fs.existsSync(file)) planned.push(...Object.values(readJson(file).items).filter((it) => it.status === 'pending').map((it) => it.id))
+      }
+      if (planned.length === 0) throw new Error('nudge template: no nudge was planned')
+      // Dispatch runs on the clock the nudges were planned at (+30 s, as in the test).
+      return { template, planned, nowMs: nowMs + 30_000 }
+    },
+    roots(ctx, base, tag) {
+      return Array.from({ length: NUDGE_ROOTS_PER_CHILD }, (_, j) => {
+        const root = path.join(base, `nudge-${tag}-${j}`)
+        copyTree(ctx.template, root)
+        return root
+      })
+    },
+    async calibrate(ctx, base, jobs) {
+      const times = []
+      let delivered = 0
+      await inParallel(CALIBRATION_RUNS, jobs, async (i) => {
+        const roots = this.roots(ctx, base, `cal${i}`)
+        const spec = { kind: 'nudge', roots, nowMs: ctx.nowMs }
+        const { ms, messages } = await timeReadyToDone(spec, true)
+        times.push(ms)
+        delivered = messages.find((m) => m.done).results.reduce((n, r) => n + r.delivered, 0)
+        for (const root of roots) fs.rmSync(root, { recursive: true, force: true })
+      })
+      ctx.duration = new Durations(times)
+      return `ready→done ${ctx.duration.current().toFixed(1)} ms; ${ctx.planned.length} nudges planned per root, ${delivered} delivered over ${NUDGE_ROOTS_PER_CHILD} roots uninterrupted`
+    },
+    async trial(ctx, base, i, rand, f) {
+      const roots = this.roots(ctx, base, i)
+      // Every tenth child runs uninterrupted: its duration keeps the kill window current.
+      const delayMs = i % REMEASURE_EVERY === REMEASURE_EVERY - 1 ? undefined : rand() * ctx.duration.current()
+      const r = await runChildKilled({ kind: 'nudge', roots, nowMs: ctx.nowMs }, delayMs)
+      if (r.finished) ctx.duration.add(r.readyToDoneMs)
+      for (const root of roots) {
+        checkStoreFiles(root, f, { afterRestart: false })
+        checkNudges(root, f, { afterRestart: false })
+      }
+      await restartAndCheck('nudge', roots, f, ctx.nowMs)
+      for (const root of roots) checkNudges(root, f, { afterRestart: true })
+      const ops = r.messages.filter((m) => m.op !== undefined).length
+      return { roots, landed: !r.finished && r.readyToDoneMs === null, repro: `${killNote(delayMs, r)} after ready, ${ops}/${roots.length} roots dispatched` }
+    },
+  },
+}
+
+/** Each resolved payload is acted on once: one `turn_settled_resolved` journal event per sourceId. */
+function checkTurnSettledJournal(root, f) {
+  const membersDir = path.join(root, 'teams', TEAM, 'members')
+  for (const m of listDir(membersDir)) {
+    const file = path.join(membersDir, m.name, '.member-work-sync', 'journal.jsonl')
+    if (!fs.existsSync(file)) continue
+    const seen = new Map()
+    for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+      let event
+      try {
+        event = JSON.parse(line)
+      } catch {
+        continue
+      }
+      if (event.type !== 'turn_settled_resolved') continue
+      const id = event.metadata && event.metadata.sourceId
+      if (!id) continue
+      seen.set(id, (seen.get(id) || 0) + 1)
+    }
+    // Journaled after the commit rename: twice means the payload was acted on twice.
+    for (const [id, n] of seen) if (n > 1) f.fail('turn_settled_resolved_journaled_twice', `${m.name}: ${id} ×${n}`)
+  }
+}
+
+/**
+ * Runs an addon child that SIGKILLs itself `delayMs` after its `ready` line
+ * (see `ready` in runChild). `finished`: it exited on its own first.
+ */
+async function runChildKilled(spec, delayMs) {
+  const { child, exited } = startProcess(process.execPath, childArgs({ ...spec, killAfterMs: delayMs }))
+  const watchdog = setTimeout(() => killGroup(child), 120_000)
+  const r = await exited
+  clearTimeout(watchdog)
+  const finished = r.code === 0 && r.signal === null
+  if (!finished && r.signal !== 'SIGKILL') throw new Error(`child ${spec.kind} failed (${r.code}/${r.signal}): ${r.stderr}`)
+  const killing = r.messages.find((m) => m.killing !== undefined)
+  const done = r.messages.find((m) => m.done)
+  return { ...r, finished, killedAfterMs: killing ? killing.killing : null, readyToDoneMs: done ? done.ms : null }
+}
+
+/** ms from the child's `ready` line to its `done` line, uninterrupted. */
+async function timeReadyToDone(spec, withMessages = false) {
+  const { exited } = startProcess(process.execPath, childArgs(spec))
+  const r = await exited
+  const done = r.messages.find((m) => m.done)
+  if (r.code !== 0 || !done) throw new Error(`calibration child failed: ${r.stderr}`)
+  const ms = done.ms
+  return withMessages ? { ms, messages: r.messages } : ms
+}
+
+// ---------------------------------------------------------------------------
+// Driver
+
+async function runPhase(name, opts, base, rand) {
+  const phase = phases[name]
+  const phaseStarted = Date.now()
+  const ctx = await phase.prepare(base)
+  const jobs = opts.jobs || phase.jobs
+  const calibration = await phase.calibrate(ctx, base, jobs)
+  console.log(`\n[${name}] ${phase.describe}`)
+  console.log(`  calibration (median of ${CALIBRATION_RUNS} uninterrupted runs, ${jobs} at a time as the trials): ${calibration}`)
+  const stats = { trials: 0, landed: 0, passed: 0, failed: 0, byType: {}, byKey: {}, notes: {}, examples: {}, noteExamples: {} }
+  let next = 0
+  const worker = async () => {
+    for (;;) {
+      const i = next++
+      if (i >= opts.trials) return
+      const f = new Findings()
+      let outcome
+      try {
+        outcome = await phase.trial(ctx, base, i, rand, f)
+      } catch (e) {
+        f.fail('trial_error', e.message)
+        outcome = { roots: [], landed: false, repro: '' }
+      }
+      stats.trials++
+      if (outcome.landed) stats.landed++
+      for (const [k, v] of Object.entries(f.notes)) stats.notes[k] = (stats.notes[k] || 0) + v
+      for (const [k, v] of Object.entries(f.noteExamples)) if (!stats.noteExamples[k]) stats.noteExamples[k] = `trial ${i}: ${v}`
+      if (f.violations.length) {
+        stats.failed++
+        const types = new Set()
+        for (const v of f.violations) {
+          stats.byType[v.type] = (stats.byType[v.type] || 0) + 1
+          if (v.key) {
+            const keys = (stats.byKey[v.type] = stats.byKey[v.type] || {})
+            keys[v.key] = (keys[v.key] || 0) + 1
+          }
+          if (!types.has(v.type) && !stats.examples[v.type]) stats.examples[v.type] = `trial ${i} (${outcome.repro}): ${v.detail}`
+          types.add(v.type)
+        }
+        if (opts.verbose) console.log(`  trial ${i} ${outcome.repro}: ${f.violations.map((v) => `${v.type} ${v.detail}`).join('; ')}`)
+        if (opts.keepFailed) {
+          console.log(`  kept ${outcome.roots.join(', ')}`)
+          continue
+        }
+      } else stats.passed++
+      for (const root of outcome.roots) fs.rmSync(root, { recursive: true, force: true })
+    }
+  }
+  // Hooks take milliseconds: one trial at a time keeps the parent's timers on time.
+  await Promise.all(Array.from({ length: jobs }, worker))
+  console.log(`  trials ${stats.trials}, kills landed mid-operation ${stats.landed}, passed ${stats.passed}, failed ${stats.failed} (${((Date.now() - phaseStarted) / 1000).toFixed(0)} s)`)
+  const types = Object.entries(stats.byType)
+  if (types.length === 0) console.log('  violations: none')
+  for (const [type, n] of types) {
+    console.log(`  violation ${type}: ${n}`)
+    if (stats.byKey[type]) console.log(`    by file: ${Object.entries(stats.byKey[type]).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(', ')}`)
+    console.log(`    e.g. ${stats.examples[type]}`)
+  }
+  const notes = Object.entries(stats.notes)
+  if (notes.length) console.log('  observed (not violations):')
+  for (const [k, v] of notes) console.log(`    ${k}: ${v}${stats.noteExamples[k] ? ` (e.g. ${stats.noteExamples[k]})` : ''}`)
+  return stats
+}
+
+async function main() {
+  const opts = parseArgs(process.argv.slice(2))
+  if (!fs.existsSync(path.join(REPO, 'index.js'))) throw new Error('build the addon first: npm run build')
+  const base = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-crash-'))
+  const rand = prng(opts.seed)
+  console.log(`crash campaign: ${opts.trials} trials per phase, phases ${opts.only.join(',')}, seed ${opts.seed}, temp dir ${base}`)
+  console.log('note: before each restart, leftover temp files (.*.mws-tmp.*, .*.tmp.*, .turn-settled.*) get their mtime set 2 h back')
+  console.log('      (fs.utimesSync) to simulate dead writers of that age; the restart child runs with its clock 6 min ahead.')
+  const started = Date.now()
+  let passed = 0
+  let failed = 0
+  try {
+    for (const name of opts.only) {
+      const stats = await runPhase(name, opts, base, rand)
+      passed += stats.passed
+      failed += stats.failed
+    }
+  } finally {
+    if (!opts.keepFailed || failed === 0) fs.rmSync(base, { recursive: true, force: true })
+  }
+  console.log(`\n${((Date.now() - started) / 1000).toFixed(0)} s`)
+  console.log(`${passed} passed, ${failed} failed`)
+  process.exitCode = failed ? 1 : 0
+}
+
+if (require.main !== module) {
+  // Required for a repro script: the helpers only.
+  module.exports = { exampleRoot, writeShadowHistory, runToEnd, TEAM, Findings, checkStoreFiles, checkSpool, checkNudges, SPOOL_REL }
+} else if (process.argv[2] === '--child') {
+  runChild(JSON.parse(process.argv[3])).catch((e) => {
+    console.error(e && e.stack ? e.stack : e)
+    process.exit(2)
+  })
+} else {
+  main().catch((e) => {
+    console.error(e && e.stack ? e.stack : e)
+    process.exit(2)
+  })
+}
