@@ -270,23 +270,29 @@ impl Dir {
         Ok(())
     }
 
-    /// Creates `name` only if nothing is there (`O_EXCL`, never through a
-    /// link); `false` when something is.
+    /// Creates `name` with `bytes` only if nothing is there; `false` when
+    /// something is. The content is written to a temp file first and
+    /// hard-linked into place (`linkat` fails on an existing name, links
+    /// included), so a reader never sees the file empty or half-written, even
+    /// if the writer dies: a crash leaves at most the temp file, swept later.
     pub fn create_new(&self, name: impl AsRef<OsStr>, bytes: &[u8], mode: u32) -> io::Result<bool> {
         let name = self.component(name.as_ref())?;
-        let flags = FILE_FLAGS | OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL;
-        let fd = match rfs::openat(&self.fd, name, flags, Mode::from_raw_mode(mode)) {
-            Ok(fd) => fd,
-            Err(Errno::EXIST) => return Ok(false),
-            Err(e) => return Err(with_path(&self.child(name), e)),
+        let (temp_name, mut file) = self.create_temp(name, mode)?;
+        let written = file
+            .write_all(bytes)
+            .and_then(|()| rfs::fchmod(&file, Mode::from_raw_mode(mode)).map_err(Into::into));
+        drop(file);
+        let linked = match written {
+            Ok(()) => match rfs::linkat(&self.fd, &temp_name, &self.fd, name, AtFlags::empty()) {
+                Ok(()) => Ok(true),
+                Err(Errno::EXIST) => Ok(false),
+                Err(e) => Err(with_path(&self.child(name), e)),
+            },
+            Err(e) => Err(with_path(&self.child(name), e)),
         };
-        let mut file = File::from(fd);
-        if let Err(e) = file.write_all(bytes) {
-            drop(file);
-            let _ = rfs::unlinkat(&self.fd, name, AtFlags::empty());
-            return Err(with_path(&self.child(name), e));
-        }
-        Ok(true)
+        let _ = rfs::unlinkat(&self.fd, &temp_name, AtFlags::empty());
+        temp::note_write(self);
+        linked
     }
 
     /// Appends `lines` (each ending in `\n`) to `name`, creating it. A tail
@@ -511,7 +517,7 @@ fn rename_noreplace(from_dir: &Dir, from: &OsStr, dest: &Dir, to: &OsStr) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::infrastructure::safe_fs::TrustedRoot;
+    use crate::infrastructure::safe_fs::{TrustedRoot, TEMP_MARK};
     use std::os::unix::fs::symlink;
 
     fn root() -> (tempfile::TempDir, TrustedRoot, Dir) {
@@ -622,6 +628,29 @@ mod tests {
             std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
             0o644
         );
+    }
+
+    #[test]
+    fn create_new_publishes_whole_content_once() {
+        let (dir, _root, team) = root();
+        assert!(team.create_new("a.lock", b"123\n", 0o600).unwrap());
+        assert!(!team.create_new("a.lock", b"456\n", 0o600).unwrap());
+        assert_eq!(
+            team.read("a.lock", 10).unwrap(),
+            FileRead::Bytes(b"123\n".to_vec())
+        );
+        assert_eq!(team.meta("a.lock").unwrap().unwrap().mode, 0o600);
+        // A link there counts as taken and is never written through.
+        symlink(dir.path().join("target"), team.path().join("b.lock")).unwrap();
+        assert!(!team.create_new("b.lock", b"x", 0o600).unwrap());
+        assert!(!dir.path().join("target").exists());
+        let names: Vec<_> = team
+            .entries()
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert!(names.iter().all(|n| !n.contains(TEMP_MARK)), "{names:?}");
     }
 
     #[test]
