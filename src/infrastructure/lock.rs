@@ -107,7 +107,7 @@ fn lock_file(root: &TrustedRoot, target: &Path, started: Instant) -> io::Result<
                 thread::sleep(RETRY_EVERY)
             }
             Err(TryLockError::WouldBlock) => return Err(timeout_error(target)),
-            Err(TryLockError::Error(e)) => return Err(e),
+            Err(TryLockError::Error(e)) => return Err(super::safe_fs::with_path(target, e)),
         }
     }
 }
