@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::agenda::{Agenda, ItemKind};
 use super::fingerprint::{canonical_json, sha256_hex};
-use super::metrics::{Readiness, ReadinessState};
+use super::metrics::{Readiness, ReadinessReason, ReadinessState};
 use super::names::normalize_member_name;
 use super::review_cycle::ReviewObligation;
 use super::status::{MemberStatus, StatusState};
@@ -268,7 +268,9 @@ pub fn activation(
             "native_stale_assigned_work"
         });
     }
-    let rejection_rate_high = readiness.reasons.contains(&"report_rejection_rate_high");
+    let rejection_rate_high = readiness
+        .reasons
+        .contains(&ReadinessReason::ReportRejectionRateHigh);
     // 4. Targeted (a runtime stall), not a pickup, while collecting.
     if collecting && stalled && !pickup {
         if provider == Some(ProviderId::Opencode) {
@@ -616,7 +618,7 @@ pub fn is_suppressed(deliveries_for_fp_since_reset: usize) -> bool {
 pub fn readiness_metadata(readiness: &Readiness) -> Value {
     json!({
         "phase2ReadinessState": readiness.state,
-        "phase2ReadinessReasons": readiness.reasons.join(","),
+        "phase2ReadinessReasons": readiness.reasons.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(","),
         "observationHours": readiness.rates.observation_hours,
         "statusEventCount": readiness.rates.status_event_count,
         "wouldNudgesPerMemberHour": readiness.rates.would_nudges_per_member_hour,

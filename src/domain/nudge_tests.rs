@@ -64,7 +64,7 @@ fn collecting() -> Readiness {
     readiness(&MetricsIndex::default(), Thresholds::default())
 }
 
-fn with_state(state: ReadinessState, reasons: Vec<&'static str>) -> Readiness {
+fn with_state(state: ReadinessState, reasons: Vec<ReadinessReason>) -> Readiness {
     let mut r = collecting();
     r.state = state;
     r.reasons = reasons;
@@ -133,7 +133,7 @@ fn activation_order() {
     assert_eq!(
         activation(
             &s,
-            &with_state(ReadinessState::Blocked, vec!["report_rejection_rate_high"]),
+            &with_state(ReadinessState::Blocked, vec![ReadinessReason::ReportRejectionRateHigh]),
             None,
             NOW
         ),
