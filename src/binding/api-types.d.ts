@@ -57,6 +57,27 @@ export interface MemberWorkSyncReport {
   rejectionCode?: MemberWorkSyncReportRejectionCode
 }
 
+/** `scheduleProofMissingRecovery` request: blank ids or no non-blank task id resolve `invalid`. */
+export interface MemberWorkSyncProofMissingRecoveryScheduleRequest {
+  teamName: string
+  memberName: string
+  /** The message whose delivery proof (a visible reply or task progress) is missing. */
+  originalMessageId: string
+  /** Trimmed, de-duplicated by taskId and sorted; at most 100. */
+  taskRefs?: { taskId: string; displayId?: string; teamName?: string }[]
+  /** Recorded in the audit; default 'protocol_proof_missing'. */
+  reason?: string
+}
+
+export interface MemberWorkSyncProofMissingRecoveryScheduleResult {
+  scheduled: boolean
+  reason: 'scheduled' | 'coalesced_recent' | 'invalid'
+  /** 'proof-missing:<originalMessageId>' */
+  intentKey?: string
+  /** The live outbox item a `coalesced_recent` request joined. */
+  existingOutboxId?: string
+}
+
 export interface MemberWorkSyncStatus {
   teamName: string
   memberName: string
@@ -71,6 +92,8 @@ export interface MemberWorkSyncStatus {
     fingerprintChanged: boolean
     previousFingerprint?: string
     triggerReasons?: string[]
+    /** Set on the status of a `proof_missing_recovery` reconcile. */
+    recovery?: { kind: 'proof_missing'; intentKey: string; originalMessageId: string; taskIds: string[] }
   }
   evaluatedAt: string
   diagnostics: string[]

@@ -512,7 +512,10 @@ mod tests {
         assert_eq!(r.state, ReadinessState::CollectingShadowData);
         assert_eq!(
             r.reasons,
-            [ReadinessReason::InsufficientStatusEvents, ReadinessReason::ReportRejectionRateHigh]
+            [
+                ReadinessReason::InsufficientStatusEvents,
+                ReadinessReason::ReportRejectionRateHigh
+            ]
         );
     }
 
@@ -520,14 +523,23 @@ mod tests {
     fn reasons_and_diagnostics_use_the_reference_spelling() {
         let cases = [
             (ReadinessReason::InsufficientMembers, "insufficient_members"),
-            (ReadinessReason::InsufficientStatusEvents, "insufficient_status_events"),
+            (
+                ReadinessReason::InsufficientStatusEvents,
+                "insufficient_status_events",
+            ),
             (
                 ReadinessReason::InsufficientObservationWindow,
                 "insufficient_observation_window",
             ),
             (ReadinessReason::WouldNudgeRateHigh, "would_nudge_rate_high"),
-            (ReadinessReason::FingerprintChurnHigh, "fingerprint_churn_high"),
-            (ReadinessReason::ReportRejectionRateHigh, "report_rejection_rate_high"),
+            (
+                ReadinessReason::FingerprintChurnHigh,
+                "fingerprint_churn_high",
+            ),
+            (
+                ReadinessReason::ReportRejectionRateHigh,
+                "report_rejection_rate_high",
+            ),
         ];
         for (reason, wire) in cases {
             assert_eq!(reason.as_str(), wire);
@@ -554,7 +566,10 @@ mod tests {
             .map(|i| event("jack", MetricKind::FingerprintChanged, HOUR / 2, i))
             .collect();
         let churn = readiness(&index(20, 1.0, changes), Thresholds::default());
-        assert_eq!(churn.diagnostics, ["phase2_readiness:fingerprint_churn_high"]);
+        assert_eq!(
+            churn.diagnostics,
+            ["phase2_readiness:fingerprint_churn_high"]
+        );
     }
 
     #[test]
