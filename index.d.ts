@@ -54,7 +54,28 @@ export interface MemberWorkSyncReport {
   note?: string
   source?: 'mcp' | 'app' | 'test'
   accepted: boolean
-  rejectionCode?: string
+  rejectionCode?: MemberWorkSyncReportRejectionCode
+}
+
+/** `scheduleProofMissingRecovery` request: blank ids or no non-blank task id resolve `invalid`. */
+export interface MemberWorkSyncProofMissingRecoveryScheduleRequest {
+  teamName: string
+  memberName: string
+  /** The message whose delivery proof (a visible reply or task progress) is missing. */
+  originalMessageId: string
+  /** Trimmed, de-duplicated by taskId and sorted; at most 100. */
+  taskRefs?: { taskId: string; displayId?: string; teamName?: string }[]
+  /** Recorded in the audit; default 'protocol_proof_missing'. */
+  reason?: string
+}
+
+export interface MemberWorkSyncProofMissingRecoveryScheduleResult {
+  scheduled: boolean
+  reason: 'scheduled' | 'coalesced_recent' | 'invalid'
+  /** 'proof-missing:<originalMessageId>' */
+  intentKey?: string
+  /** The live outbox item a `coalesced_recent` request joined. */
+  existingOutboxId?: string
 }
 
 export interface MemberWorkSyncStatus {
@@ -71,6 +92,8 @@ export interface MemberWorkSyncStatus {
     fingerprintChanged: boolean
     previousFingerprint?: string
     triggerReasons?: string[]
+    /** Set on the status of a `proof_missing_recovery` reconcile. */
+    recovery?: { kind: 'proof_missing'; intentKey: string; originalMessageId: string; taskIds: string[] }
   }
   evaluatedAt: string
   diagnostics: string[]
@@ -90,17 +113,38 @@ export interface MemberWorkSyncReportRequest {
   source?: 'mcp' | 'app' | 'test'
 }
 
-/**
- * accepted: code 'accepted'. Rejected: team_runtime_inactive, member_runtime_inactive, reserved_or_invalid_member,
- * identity_mismatch, member_inactive, stale_fingerprint, identity_untrusted, invalid_report_token, foreign_task_id,
- * caught_up_rejected_actionable_items_exist, still_working_rejected_agenda_empty, blocked_without_evidence, invalid_payload.
- */
+/** Rejection codes of `report`, in check order (`invalid_payload`: a malformed request). */
+export type MemberWorkSyncReportRejectionCode =
+  | 'team_runtime_inactive'
+  | 'member_runtime_inactive'
+  | 'reserved_or_invalid_member'
+  | 'identity_mismatch'
+  | 'member_inactive'
+  | 'stale_fingerprint'
+  | 'identity_untrusted'
+  | 'invalid_report_token'
+  | 'foreign_task_id'
+  | 'caught_up_rejected_actionable_items_exist'
+  | 'still_working_rejected_agenda_empty'
+  | 'blocked_without_evidence'
+  | 'invalid_payload'
+
+/** accepted: code 'accepted'; rejected: one of the rejection codes. */
 export interface MemberWorkSyncReportResult {
   accepted: boolean
-  code: string
+  code: 'accepted' | MemberWorkSyncReportRejectionCode
   message: string
   status: MemberWorkSyncStatus
 }
+
+/** Why phase-2 readiness is not `shadow_ready`. */
+export type MemberWorkSyncPhase2ReadinessReason =
+  | 'insufficient_members'
+  | 'insufficient_status_events'
+  | 'insufficient_observation_window'
+  | 'would_nudge_rate_high'
+  | 'fingerprint_churn_high'
+  | 'report_rejection_rate_high'
 
 export interface MemberWorkSyncTeamMetrics {
   teamName: string
@@ -121,11 +165,12 @@ export interface MemberWorkSyncTeamMetrics {
     agendaFingerprint: string
     recordedAt: string
     actionableCount: number
-    rejectionCode?: string
+    rejectionCode?: MemberWorkSyncReportRejectionCode
   }[]
   phase2Readiness: {
     state: 'collecting_shadow_data' | 'shadow_ready' | 'blocked'
-    reasons: string[]
+    /** Collecting reasons first, then blocking ones. */
+    reasons: MemberWorkSyncPhase2ReadinessReason[]
     thresholds: {
       minObservedMembers: number
       minStatusEvents: number
@@ -240,6 +285,15 @@ export declare class MemberWorkSync {
    * Rejections resolve with `accepted: false` and a code; they are not errors.
    */
   report(request: MemberWorkSyncReportRequest): Promise<MemberWorkSyncReportResult>
+  /**
+   * Schedules a targeted recovery nudge for a message whose delivery proof
+   * (a visible reply or task progress) is missing. Blank ids or no usable
+   * task ref resolve `invalid`; a live outbox item of the same intent
+   * (`proof-missing:<originalMessageId>`) updated in the last 10 minutes
+   * resolves `coalesced_recent`; otherwise a `proof_missing_recovery`
+   * reconcile is queued and the result is `scheduled`.
+   */
+  scheduleProofMissingRecovery(request: MemberWorkSyncProofMissingRecoveryScheduleRequest): Promise<MemberWorkSyncProofMissingRecoveryScheduleResult>
   /** Counts, state counts and phase-2 readiness of a team. */
   getMetrics(request: { teamName: string }): Promise<MemberWorkSyncTeamMetrics>
   /** Validates pending report intents (member files and the controller's legacy file). */
@@ -260,8 +314,13 @@ export declare class MemberWorkSync {
   enqueueStartupScan(teamNames: string[]): Promise<void>
   /** Counters and waiting items of the reconcile queue. */
   getQueueDiagnostics(): MemberWorkSyncQueueDiagnostics
-  /** Drops the team's queued work, fences new work and waits for running reconciles. */
-  prepareTeamDeletion(teamName: string): Promise<void>
+  /**
+   * Drops the team's queued work, fences new work and waits for running reconciles.
+   * `deletionIdentityId` (the app's id of this deletion) must be a string
+   * when given; it keys the purge of an SQLite replica, which this addon
+   * does not keep, so it changes nothing here.
+   */
+  prepareTeamDeletion(teamName: string, deletionIdentityId?: string | undefined | null): Promise<void>
   /** Forgets the in-memory state of a deleted team. */
   completeTeamDeletion(teamName: string): void
   /** Undoes `prepareTeamDeletion` and re-scans the team. */
@@ -305,6 +364,12 @@ export interface MemberWorkSyncOptions {
   autoStart?: boolean
   /** Receives the addon's team change events (e.g. `member-turn-settled`). */
   onTeamChange?: (event: TeamChangeEvent) => void
+  /**
+   * The app's control API URL: every delivered nudge ends with a line
+   * asking the member to pass it as `controlUrl` to both work sync tools.
+   * Blank means none; at most 2048 characters, no quotes or control characters.
+   */
+  controlUrl?: string
 }
 
 /** Hook-aware merge of a settings patch into a settings object (seed 000 §5). */

@@ -678,3 +678,194 @@ fn a_fifo_in_place_of_the_inbox_ends_the_nudge_naming_the_path() {
     );
     assert!(fs::symlink_metadata(&inbox).unwrap().file_type().is_fifo());
 }
+
+mod proof_missing_recovery {
+    use super::*;
+    use member_work_sync::application::proof_missing::{
+        ProofMissingRequest, ScheduleOutcome, ScheduleResult,
+    };
+    use member_work_sync::application::reconcile::WorkSyncError;
+    use member_work_sync::domain::recovery::RecoveryTaskRef;
+
+    fn request(member: &str, message_id: &str, task_ids: &[&str]) -> ProofMissingRequest {
+        ProofMissingRequest {
+            team_name: "forge".into(),
+            member_name: member.into(),
+            original_message_id: message_id.into(),
+            task_refs: task_ids
+                .iter()
+                .map(|id| RecoveryTaskRef {
+                    task_id: id.to_string(),
+                    display_id: None,
+                    team_name: None,
+                })
+                .collect(),
+            reason: None,
+        }
+    }
+
+    fn schedule(
+        f: &Fixture,
+        request: ProofMissingRequest,
+    ) -> Result<ScheduleResult, WorkSyncError> {
+        f.services.engine.schedule_proof_missing_recovery(request)
+    }
+
+    /// Runs whatever is due, like the worker.
+    fn run_due(f: &Fixture) {
+        for (key, item) in f.services.engine.take_due() {
+            let ok = f.services.engine.run(&item).is_ok();
+            f.services.engine.finish(&key, &item, ok);
+        }
+    }
+
+    #[test]
+    fn a_recovery_is_queued_nudged_and_coalesced_for_ten_minutes() {
+        let f = Fixture::new();
+        let result = schedule(&f, request(" jack ", " m-1 ", &[" 2 ", "1", "2"])).unwrap();
+        assert_eq!(
+            result,
+            ScheduleResult {
+                scheduled: true,
+                reason: ScheduleOutcome::Scheduled,
+                intent_key: Some("proof-missing:m-1".into()),
+                existing_outbox_id: None,
+            }
+        );
+        let journal = journal_of(&f.root, "jack");
+        let scheduled: Value = journal
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|e| e["type"] == "proof_missing_recovery_scheduled")
+            .expect("scheduled audit");
+        assert_eq!(scheduled["source"], "proof_missing_recovery_scheduler");
+        let scheduled = &scheduled["metadata"];
+        assert_eq!(scheduled["reason"], "protocol_proof_missing");
+        assert_eq!(scheduled["intentKey"], "proof-missing:m-1");
+        assert_eq!(
+            scheduled["taskRefs"],
+            json!([{"taskId": "1"}, {"taskId": "2"}])
+        );
+        let queued = f.services.engine.diagnostics();
+        assert_eq!(
+            queued.queued_items[0].trigger_reasons,
+            ["proof_missing_recovery"]
+        );
+
+        // The reconcile runs after its 5 s delay and plans the targeted nudge.
+        f.advance(5_000);
+        run_due(&f);
+        let id = "member-work-sync:forge:jack:proof-missing:m-1";
+        let items = f.outbox("jack");
+        let item = items.iter().find(|i| i.id == id).expect("recovery item");
+        assert_eq!(item.status, OutboxStatus::Pending);
+        assert!(item.payload.text.contains("message \"m-1\""));
+        let stored = f
+            .services
+            .engine
+            .get_status("forge", "jack", false)
+            .unwrap();
+        assert_eq!(
+            stored.shadow.unwrap().recovery.unwrap().task_ids,
+            ["1", "2"]
+        );
+
+        // Pending or delivered within 10 minutes: the same message coalesces.
+        let again = schedule(&f, request("jack", "m-1", &["1"])).unwrap();
+        assert_eq!(again.reason, ScheduleOutcome::CoalescedRecent);
+        assert_eq!(again.existing_outbox_id.as_deref(), Some(id));
+        assert!(journal_of(&f.root, "jack").contains("proof_missing_recovery_coalesced"));
+        assert_eq!(f.dispatch().delivered, 1);
+        assert_eq!(f.inbox("jack")[0]["messageId"], id);
+        assert_eq!(f.inbox("jack")[0]["workSyncIntentKey"], "proof-missing:m-1");
+        f.advance(10 * MINUTE - 1);
+        assert_eq!(
+            schedule(&f, request("jack", "m-1", &["1"])).unwrap().reason,
+            ScheduleOutcome::CoalescedRecent
+        );
+        f.advance(2);
+        assert_eq!(
+            schedule(&f, request("jack", "m-1", &["1"])).unwrap().reason,
+            ScheduleOutcome::Scheduled
+        );
+    }
+
+    #[test]
+    fn unusable_requests_are_invalid_and_write_nothing_for_made_up_names() {
+        let f = Fixture::new();
+        let blank_cases = [
+            request("  ", "m-1", &["1"]),
+            request("jack", " ", &["1"]),
+            ProofMissingRequest {
+                team_name: " ".into(),
+                ..request("jack", "m-1", &["1"])
+            },
+            // Off the roster: no store folder for a made-up name.
+            request("ghost", "m-1", &["1"]),
+        ];
+        for case in blank_cases {
+            let result = schedule(&f, case.clone()).unwrap();
+            assert_eq!(result.reason, ScheduleOutcome::Invalid, "{case:?}");
+            assert!(!result.scheduled);
+        }
+        assert!(!f.root.join("teams/forge/members/ghost").exists());
+        assert!(!journal_of(&f.root, "jack").contains("proof_missing_recovery"));
+
+        for refs in [&[][..], &["  "][..]] {
+            let result = schedule(&f, request("jack", "m-2", refs)).unwrap();
+            assert_eq!(result.reason, ScheduleOutcome::Invalid);
+        }
+        let suppressed = journal_of(&f.root, "jack")
+            .matches("proof_missing_recovery_suppressed")
+            .count();
+        assert_eq!(suppressed, 2);
+        assert_eq!(f.services.engine.diagnostics().queued, 0);
+
+        assert!(matches!(
+            schedule(&f, request("a/b", "m-1", &["1"])),
+            Err(WorkSyncError::InvalidArgument { .. })
+        ));
+        assert!(matches!(
+            schedule(&f, request("jack", &"x".repeat(257), &["1"])),
+            Err(WorkSyncError::InvalidArgument { .. })
+        ));
+        f.services.engine.prepare_team_deletion("forge").unwrap();
+        assert!(matches!(
+            schedule(&f, request("jack", "m-1", &["1"])),
+            Err(WorkSyncError::TeamQuiesced(_))
+        ));
+    }
+}
+
+#[test]
+fn a_control_url_is_named_at_the_end_of_every_delivered_text() {
+    let (dir, root) = common::example_root();
+    write_shadow_history(&root);
+    let services = Services::with_control_url(
+        RootPaths::resolve(Some(root.clone()), None, None),
+        Some(NOW),
+        Some("http://127.0.0.1:4567/control".into()),
+    );
+    let f = Fixture {
+        _dir: dir,
+        root,
+        services,
+    };
+    f.queued_reconcile("jack");
+    assert_eq!(f.dispatch().delivered, 1);
+    let item = &f.outbox("jack")[0];
+    let row = &f.inbox("jack")[0];
+    let text = row["text"].as_str().unwrap();
+    assert!(
+        text.starts_with(&item.payload.text),
+        "the planned text comes first"
+    );
+    assert!(text.ends_with(
+        "pass controlUrl \"http://127.0.0.1:4567/control\" in both member_work_sync_status and member_work_sync_report."
+    ));
+    assert!(
+        !item.payload.text.contains("controlUrl"),
+        "the payload (and its hash) stay as planned"
+    );
+    assert_eq!(row["workSyncPayloadHash"], item.payload_hash.as_str());
+}

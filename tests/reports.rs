@@ -166,9 +166,13 @@ fn tokens_of_other_members_and_teams_are_refused() {
     let f = Fixture::new();
     let jack = f.refresh("jack");
     let jill = f.refresh("jill");
+    // Another member's correctly signed token is an invalid token, checked
+    // where tokens are checked: after the fingerprint.
     let mut borrowed = still_working(&jack);
     borrowed["reportToken"] = json!(jill.report_token);
-    assert_eq!(f.report(borrowed).code, "identity_mismatch");
+    assert_eq!(f.report(borrowed.clone()).code, "invalid_report_token");
+    borrowed["agendaFingerprint"] = json!("agenda:v1:0000");
+    assert_eq!(f.report(borrowed).code, "stale_fingerprint");
     let mut missing = still_working(&jack);
     missing.as_object_mut().unwrap().remove("reportToken");
     assert_eq!(f.report(missing).code, "identity_untrusted");
@@ -365,7 +369,7 @@ fn metrics_count_status_writes_and_reports() {
         readiness.state,
         member_work_sync::domain::metrics::ReadinessState::CollectingShadowData
     );
-    assert_eq!(readiness.reasons[0], "status_events_below_minimum");
+    assert_eq!(readiness.reasons[0].as_str(), "insufficient_status_events");
     assert_eq!(readiness.rates.report_rejection_rate, 0.5);
 }
 

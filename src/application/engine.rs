@@ -23,6 +23,7 @@ use super::runtime_state::RuntimeStates;
 use crate::domain::decision::REFRESH_ENQUEUED_SUFFIX;
 use crate::domain::metrics::TeamMetrics;
 use crate::domain::names::normalize_member_name;
+use crate::domain::recovery::Recovery;
 use crate::domain::status::{MemberStatus, ReconciledBy};
 use crate::domain::time::{format_iso, EpochMs};
 
@@ -241,6 +242,27 @@ impl Engine {
         self.wake();
     }
 
+    /// Queues a `proof_missing_recovery` reconcile of one member carrying
+    /// `recovery` (nothing while the team is being deleted).
+    pub fn enqueue_recovery(&self, team: &str, member: &str, recovery: Recovery) {
+        let now = self.now();
+        let fresh = {
+            let mut state = self.state();
+            if state.deleting.contains(&normalize_member_name(team)) {
+                return;
+            }
+            state.queue.enqueue_recovery(team, member, recovery, now)
+        };
+        let kind = if fresh {
+            "queue_enqueued"
+        } else {
+            "queue_coalesced"
+        };
+        let trigger = Trigger::ProofMissingRecovery.as_str();
+        self.audit(kind, team, member, json!({ "trigger": trigger }));
+        self.wake();
+    }
+
     /// Queues every active member of each team (`startup_scan`).
     pub fn enqueue_startup_scan(&self, teams: &[String]) -> Result<(), WorkSyncError> {
         for team in teams {
@@ -295,11 +317,13 @@ impl Engine {
     /// Runs one reconcile (blocking IO; the worker calls it off the JS thread).
     pub fn run(&self, item: &QueueItem) -> Result<MemberStatus, WorkSyncError> {
         let triggers: Vec<&str> = item.triggers.iter().map(|t| t.as_str()).collect();
-        let status = self.reconciler.refresh_status(
+        let status = self.reconciler.refresh_status_with(
             &item.team_name,
             &item.member_name,
             ReconciledBy::Queue,
             &triggers,
+            false,
+            item.recovery.as_ref(),
         )?;
         // Queued reconciles (never read-only getStatus) plan phase-2 nudges.
         if !self.is_deleting(&item.team_name) {

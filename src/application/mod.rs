@@ -4,6 +4,7 @@ pub mod busy;
 pub mod engine;
 pub mod nudges;
 pub mod ports;
+pub mod proof_missing;
 pub mod queue;
 pub mod reconcile;
 pub mod report;

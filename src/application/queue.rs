@@ -8,6 +8,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use crate::domain::names::normalize_member_name;
+use crate::domain::recovery::Recovery;
 use crate::domain::time::EpochMs;
 
 /// Reconciles running at once, across all teams.
@@ -98,6 +99,10 @@ pub struct QueueItem {
     pub queued: bool,
     /// Its team's queue was dropped while it ran: forget it when it ends.
     pub dropped: bool,
+    /// The targeted recovery the next run is for (the latest one requested).
+    pub recovery: Option<Recovery>,
+    /// A recovery requested while running: it goes with the follow-up pass.
+    pub rerun_recovery: Option<Recovery>,
 }
 
 /// Counters for diagnostics.
@@ -171,12 +176,35 @@ impl QueueCore {
                         retries: 0,
                         queued: true,
                         dropped: false,
+                        recovery: None,
+                        rerun_recovery: None,
                     },
                 );
                 self.counters.enqueued += 1;
                 true
             }
         }
+    }
+
+    /// Queues a `proof_missing_recovery` reconcile carrying `recovery`
+    /// (coalesced like any trigger; the latest recovery wins). Returns false
+    /// when it coalesced.
+    pub fn enqueue_recovery(
+        &mut self,
+        team: &str,
+        member: &str,
+        recovery: Recovery,
+        now: EpochMs,
+    ) -> bool {
+        let fresh = self.enqueue(team, member, Trigger::ProofMissingRecovery, now);
+        if let Some(item) = self.items.get_mut(&queue_key(team, member)) {
+            if item.running && !item.queued {
+                item.rerun_recovery = Some(recovery);
+            } else {
+                item.recovery = Some(recovery);
+            }
+        }
+        fresh
     }
 
     fn running_count(&self) -> usize {
@@ -235,6 +263,7 @@ impl QueueCore {
             let (delay, max_wait) = lead.policy();
             let delay = delay.min(FOLLOW_UP_MAX_DELAY_MS);
             item.triggers = rerun;
+            item.recovery = item.rerun_recovery.take();
             item.first_queued_at = now;
             item.run_at = now + delay;
             item.max_run_at = now + max_wait.max(delay);
@@ -265,6 +294,7 @@ impl QueueCore {
                 return true;
             }
             item.rerun = None;
+            item.rerun_recovery = None;
             if item.running {
                 item.queued = false;
                 item.dropped = true;
@@ -502,6 +532,35 @@ mod tests {
         assert_eq!(q.running_in_team("FORGE"), 1);
         q.enqueue("forge", "jill", Trigger::TaskChanged, T0);
         assert_eq!(q.drop_team("FORGE"), 1);
+    }
+
+    #[test]
+    fn a_recovery_rides_with_its_run_or_the_follow_up() {
+        let recovery = |id: &str| Recovery::proof_missing(id, &[]);
+        let mut q = QueueCore::default();
+        assert!(q.enqueue_recovery("forge", "jack", recovery("m1"), T0));
+        // 5 s delay, like a settled turn.
+        assert!(q.take_due(T0 + 4_999).is_empty());
+        // A later request before the run replaces the recovery.
+        assert!(!q.enqueue_recovery("forge", "jack", recovery("m2"), T0 + 1));
+        let due = q.take_due(T0 + 5_001);
+        assert_eq!(
+            due[0].1.triggers,
+            BTreeSet::from([Trigger::ProofMissingRecovery])
+        );
+        assert_eq!(due[0].1.recovery, Some(recovery("m2")));
+        // One requested during the run goes with the follow-up only.
+        q.enqueue_recovery("forge", "jack", recovery("m3"), T0 + 5_002);
+        assert_eq!(
+            q.finish(&key("jack"), true, T0 + 5_003),
+            FinishOutcome::FollowUp
+        );
+        let due = q.take_due(T0 + 20_000);
+        assert_eq!(due[0].1.recovery, Some(recovery("m3")));
+        q.finish(&key("jack"), true, T0 + 20_001);
+        // A plain trigger carries none.
+        q.enqueue("forge", "jack", Trigger::ManualRefresh, T0 + 30_000);
+        assert_eq!(q.take_due(T0 + 30_000)[0].1.recovery, None);
     }
 
     #[test]

@@ -17,6 +17,7 @@ use crate::domain::decision::{
 use crate::domain::metrics::{events_for_write, ReportOutcome};
 use crate::domain::names::{normalize_member_name, validate_name, NameError};
 use crate::domain::nudge::{is_suppressed, OutboxStatus};
+use crate::domain::recovery::Recovery;
 use crate::domain::status::Report;
 use crate::domain::status::{MemberStatus, ReconciledBy, Shadow, StatusState};
 use crate::domain::team::TeamSnapshot;
@@ -77,6 +78,15 @@ pub struct Ports {
     pub busy: Arc<super::busy::BusySignals>,
 }
 
+/// How one reconcile differs from a plain one.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct ReconcileOptions<'a> {
+    /// Reset nudge suppression (`getStatus({ forceNudge: true })`).
+    pub force_nudge: bool,
+    /// The targeted recovery the reconcile was queued for.
+    pub recovery: Option<&'a Recovery>,
+}
+
 /// Reconciles members, takes their reports and answers status queries.
 pub struct Reconciler {
     pub(super) ports: Ports,
@@ -96,10 +106,12 @@ impl Reconciler {
         by: ReconciledBy,
         triggers: &[&str],
     ) -> Result<MemberStatus, WorkSyncError> {
-        self.refresh_status_with(team, member, by, triggers, false)
+        self.refresh_status_with(team, member, by, triggers, false, None)
     }
 
-    /// [`Reconciler::refresh_status`]; `force_nudge` resets nudge suppression.
+    /// [`Reconciler::refresh_status`]; `force_nudge` resets nudge suppression,
+    /// `recovery` is the targeted recovery the reconcile was queued for (it
+    /// lands in `shadow.recovery`, where the nudge planner reads it).
     pub fn refresh_status_with(
         &self,
         team: &str,
@@ -107,12 +119,17 @@ impl Reconciler {
         by: ReconciledBy,
         triggers: &[&str],
         force_nudge: bool,
+        recovery: Option<&Recovery>,
     ) -> Result<MemberStatus, WorkSyncError> {
         check_name("teamName", team)?;
         check_name("memberName", member)?;
         let snapshot = self.ports.teams.load(team);
         let index = TeamIndex::build(&snapshot);
-        self.reconcile_with(&snapshot, &index, member, by, triggers, force_nudge)
+        let options = ReconcileOptions {
+            force_nudge,
+            recovery,
+        };
+        self.reconcile_with(&snapshot, &index, member, by, triggers, options)
     }
 
     /// Reconciles every roster member of a team from one snapshot (one index build).
@@ -137,7 +154,7 @@ impl Reconciler {
                     member,
                     ReconciledBy::Request,
                     &["manual_refresh"],
-                    false,
+                    ReconcileOptions::default(),
                 )
             })
             .collect()
@@ -160,6 +177,7 @@ impl Reconciler {
                 ReconciledBy::Request,
                 &["manual_refresh"],
                 true,
+                None,
             );
         }
         let now = self.ports.clock.now_ms();
@@ -247,6 +265,7 @@ impl Reconciler {
             fingerprint_changed: false,
             previous_fingerprint: None,
             trigger_reasons: None,
+            recovery: None,
         });
         status
     }
@@ -258,7 +277,7 @@ impl Reconciler {
         member: &str,
         by: ReconciledBy,
         triggers: &[&str],
-        force_nudge: bool,
+        options: ReconcileOptions<'_>,
     ) -> Result<MemberStatus, WorkSyncError> {
         let team = snapshot.team_name.as_str();
         let now = self.ports.clock.now_ms();
@@ -288,7 +307,10 @@ impl Reconciler {
                 .take()
                 .unwrap_or_else(|| index.agenda_for(member, &format_iso(now)));
             let mut status = self.build_status(snapshot, agenda, previous, now, by, triggers, None);
-            self.apply_suppression(&mut status, force_nudge, now);
+            if let Some(shadow) = status.shadow.as_mut() {
+                shadow.recovery = options.recovery.cloned();
+            }
+            self.apply_suppression(&mut status, options.force_nudge, now);
             status
         })?;
         self.record_metrics(&status, None);
@@ -400,6 +422,7 @@ impl Reconciler {
                 .is_some_and(|p| *p != agenda.fingerprint),
             previous_fingerprint,
             trigger_reasons: (!trigger_reasons.is_empty()).then_some(trigger_reasons),
+            recovery: None,
         };
         let mut diagnostics = agenda.diagnostics.clone();
         diagnostics.extend(decision.diagnostics.iter().map(|d| d.to_string()));

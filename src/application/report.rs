@@ -260,6 +260,7 @@ impl Reconciler {
                 fingerprint_changed: false,
                 previous_fingerprint: None,
                 trigger_reasons: None,
+                recovery: None,
             });
             let token_diag = status
                 .diagnostics

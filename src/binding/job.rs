@@ -82,9 +82,17 @@ impl From<WorkSyncError> for JsFailure {
     }
 }
 
-type Work = Box<dyn FnOnce() -> Result<serde_json::Value, JsFailure> + Send>;
+type Work = Box<dyn FnOnce() -> Result<JobOutput, JsFailure> + Send>;
 
-/// One unit of off-thread work resolving to a JSON value.
+/// What a finished job hands to JS.
+pub enum JobOutput {
+    /// A plain JSON value (`null` included).
+    Json(serde_json::Value),
+    /// Nothing: the Promise resolves `undefined` (`Promise<void>` methods).
+    Undefined,
+}
+
+/// One unit of off-thread work resolving to a JSON value or `undefined`.
 pub struct Job {
     work: Option<Work>,
 }
@@ -95,14 +103,21 @@ impl Job {
         work: impl FnOnce() -> Result<serde_json::Value, JsFailure> + Send + 'static,
     ) -> Self {
         Self {
-            work: Some(Box::new(work)),
+            work: Some(Box::new(move || work().map(JobOutput::Json))),
+        }
+    }
+
+    /// Wraps `work` whose Promise resolves `undefined` (a `Promise<void>`).
+    pub fn unit(work: impl FnOnce() -> Result<(), JsFailure> + Send + 'static) -> Self {
+        Self {
+            work: Some(Box::new(move || work().map(|()| JobOutput::Undefined))),
         }
     }
 }
 
 impl Task for Job {
-    type Output = Result<serde_json::Value, JsFailure>;
-    type JsValue = JsonValue;
+    type Output = Result<JobOutput, JsFailure>;
+    type JsValue = JobOutput;
 
     fn compute(&mut self) -> napi::Result<Self::Output> {
         let Some(work) = self.work.take() else {
@@ -120,7 +135,7 @@ impl Task for Job {
     }
 
     fn resolve(&mut self, env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
-        output.map(JsonValue).map_err(|failure| {
+        output.map_err(|failure| {
             let js_error = JsError::from(failure.into_napi()).into_unknown(env);
             napi::Error::from(js_error)
         })
@@ -144,5 +159,26 @@ impl ToNapiValue for JsonValue {
     unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
         // SAFETY: forwarded unchanged to serde_json's own conversion with the same env.
         unsafe { serde_json::Value::to_napi_value(env, val.0) }
+    }
+}
+
+impl TypeName for JobOutput {
+    fn type_name() -> &'static str {
+        "unknown"
+    }
+
+    fn value_type() -> ValueType {
+        ValueType::Unknown
+    }
+}
+
+impl ToNapiValue for JobOutput {
+    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
+        match val {
+            // SAFETY: forwarded unchanged to the JSON conversion with the same env.
+            JobOutput::Json(value) => unsafe { serde_json::Value::to_napi_value(env, value) },
+            // SAFETY: `()` converts to `undefined` in the same env.
+            JobOutput::Undefined => unsafe { <()>::to_napi_value(env, ()) },
+        }
     }
 }

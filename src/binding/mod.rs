@@ -14,9 +14,14 @@ use napi_derive::napi;
 use serde_json::Value;
 
 use self::job::{ErrorCode, Job, JsFailure, JsonValue};
+use crate::application::proof_missing::ProofMissingRequest;
 use crate::application::reconcile::check_name;
 use crate::application::router::TeamChangeEvent;
+use crate::domain::recovery::RecoveryTaskRef;
 use crate::infrastructure::composition::{Instance, RootPaths};
+
+/// Longest `options.controlUrl` accepted.
+const MAX_CONTROL_URL_CHARS: usize = 2048;
 
 /// The fixed test clock option.
 #[napi(object)]
@@ -41,6 +46,10 @@ pub struct MemberWorkSyncOptions {
     /// Receives the addon's team change events (e.g. `member-turn-settled`).
     #[napi(ts_type = "(event: TeamChangeEvent) => void")]
     pub on_team_change: Option<turn_settled::TeamChangeCallback>,
+    /// The app's control API URL: every delivered nudge ends with a line
+    /// asking the member to pass it as `controlUrl` to both work sync tools.
+    /// Blank means none; at most 2048 characters, no quotes or control characters.
+    pub control_url: Option<String>,
 }
 
 /// One addon instance over one Claude home.
@@ -65,6 +74,7 @@ impl MemberWorkSync {
             clock: None,
             auto_start: None,
             on_team_change: None,
+            control_url: None,
         });
         let paths = RootPaths::resolve(
             options.claude_root.map(PathBuf::from),
@@ -72,14 +82,23 @@ impl MemberWorkSync {
             options.tasks_base_path.map(PathBuf::from),
         );
         let fixed_now = options.clock.map(|c| c.now_ms as i64);
-        let instance = Instance::start(paths, fixed_now, options.auto_start.unwrap_or(true))
-            .map_err(|e| {
-                JsFailure {
-                    code: ErrorCode::Io,
-                    message: format!("could not start the worker: {e}"),
-                }
-                .into_napi()
-            })?;
+        let control_url = options
+            .control_url
+            .map(|url| url.trim().to_string())
+            .filter(|url| !url.is_empty());
+        let instance = Instance::start(
+            paths,
+            fixed_now,
+            options.auto_start.unwrap_or(true),
+            control_url,
+        )
+        .map_err(|e| {
+            JsFailure {
+                code: ErrorCode::Io,
+                message: format!("could not start the worker: {e}"),
+            }
+            .into_napi()
+        })?;
         if let Some(callback) = options.on_team_change {
             instance
                 .services
@@ -98,6 +117,15 @@ impl MemberWorkSync {
     ) -> AsyncTask<Job> {
         let instance = self.instance.clone();
         AsyncTask::new(Job::new(move || instance.admit(|| work(&instance))?))
+    }
+
+    /// [`MemberWorkSync::job`] for a `Promise<void>` method: resolves `undefined`.
+    fn unit_job(
+        &self,
+        work: impl FnOnce(&Instance) -> Result<(), JsFailure> + Send + 'static,
+    ) -> AsyncTask<Job> {
+        let instance = self.instance.clone();
+        AsyncTask::new(Job::unit(move || instance.admit(|| work(&instance))?))
     }
 
     fn live(&self) -> Result<(), napi::Error<ErrorCode>> {
@@ -169,6 +197,28 @@ impl MemberWorkSync {
                 "message": result.message,
                 "status": to_json(result.status)?,
             }))
+        })
+    }
+
+    /// Schedules a targeted recovery nudge for a message whose delivery proof
+    /// (a visible reply or task progress) is missing. Blank ids or no usable
+    /// task ref resolve `invalid`; a live outbox item of the same intent
+    /// (`proof-missing:<originalMessageId>`) updated in the last 10 minutes
+    /// resolves `coalesced_recent`; otherwise a `proof_missing_recovery`
+    /// reconcile is queued and the result is `scheduled`.
+    #[napi(
+        ts_args_type = "request: MemberWorkSyncProofMissingRecoveryScheduleRequest",
+        ts_return_type = "Promise<MemberWorkSyncProofMissingRecoveryScheduleResult>"
+    )]
+    pub fn schedule_proof_missing_recovery(
+        &self,
+        env: Env,
+        request: Unknown<'_>,
+    ) -> AsyncTask<Job> {
+        let request = convert::json_argument(&env, request, "request");
+        self.job(move |i| {
+            let request = proof_missing_request(&request?)?;
+            to_json(i.services.engine.schedule_proof_missing_recovery(request)?)
         })
     }
 
@@ -291,11 +341,10 @@ impl MemberWorkSync {
     #[napi(ts_args_type = "teamNames: string[]", ts_return_type = "Promise<void>")]
     pub fn enqueue_startup_scan(&self, env: Env, team_names: Unknown<'_>) -> AsyncTask<Job> {
         let team_names = convert::json_argument(&env, team_names, "team_names");
-        self.job(move |i| {
+        self.unit_job(move |i| {
             let team_names = team_names?;
             let teams = string_list(&team_names, "teamNames")?;
-            i.services.engine.enqueue_startup_scan(&teams)?;
-            Ok(Value::Null)
+            Ok(i.services.engine.enqueue_startup_scan(&teams)?)
         })
     }
 
@@ -309,14 +358,33 @@ impl MemberWorkSync {
     }
 
     /// Drops the team's queued work, fences new work and waits for running reconciles.
-    #[napi(ts_args_type = "teamName: string", ts_return_type = "Promise<void>")]
-    pub fn prepare_team_deletion(&self, env: Env, team_name: Unknown<'_>) -> AsyncTask<Job> {
+    /// `deletionIdentityId` (the app's id of this deletion) must be a string
+    /// when given; it keys the purge of an SQLite replica, which this addon
+    /// does not keep, so it changes nothing here.
+    #[napi(
+        ts_args_type = "teamName: string, deletionIdentityId?: string | undefined | null",
+        ts_return_type = "Promise<void>"
+    )]
+    pub fn prepare_team_deletion(
+        &self,
+        env: Env,
+        team_name: Unknown<'_>,
+        deletion_identity_id: Option<Unknown<'_>>,
+    ) -> AsyncTask<Job> {
         let team_name = convert::json_argument(&env, team_name, "team_name");
-        self.job(move |i| {
+        let deletion_identity_id = deletion_identity_id
+            .map(|id| convert::json_argument(&env, id, "deletionIdentityId"))
+            .transpose();
+        self.unit_job(move |i| {
             let team_name = team_name?;
             let team = plain_string(&team_name, "teamName")?;
-            i.services.engine.prepare_team_deletion(&team)?;
-            Ok(Value::Null)
+            if !matches!(
+                deletion_identity_id?,
+                None | Some(Value::Null) | Some(Value::String(_))
+            ) {
+                return Err(JsFailure::invalid("deletionIdentityId must be a string"));
+            }
+            Ok(i.services.engine.prepare_team_deletion(&team)?)
         })
     }
 
@@ -377,9 +445,9 @@ impl MemberWorkSync {
     #[napi(ts_return_type = "Promise<void>")]
     pub fn dispose(&self) -> AsyncTask<Job> {
         let instance = self.instance.clone();
-        AsyncTask::new(Job::new(move || {
+        AsyncTask::new(Job::unit(move || {
             instance.dispose();
-            Ok(Value::Null)
+            Ok(())
         }))
     }
 
@@ -421,6 +489,18 @@ fn parse_options(
         _ => return Err(JsFailure::invalid("options must be an object")),
     }
     let json = convert::json_argument(env, options, "options")?;
+    match json.get("controlUrl") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(url))
+            if url.chars().count() <= MAX_CONTROL_URL_CHARS
+                && !url.chars().any(|c| c == '"' || c.is_control()) => {}
+        Some(_) => {
+            return Err(JsFailure::invalid(format!(
+                "options.controlUrl must be a string of at most {MAX_CONTROL_URL_CHARS} \
+                 characters without quotes or control characters"
+            )))
+        }
+    }
     for key in ["claudeRoot", "teamsBasePath", "tasksBasePath"] {
         if !matches!(
             json.get(key),
@@ -474,6 +554,47 @@ fn parse_options(
             convert::clear_pending_exception(env);
             JsFailure::invalid(format!("options: {}", e.reason))
         })
+}
+
+/// The `scheduleProofMissingRecovery` request: the three ids are strings,
+/// `taskRefs` an optional array of `{taskId, displayId?, teamName?}`, `reason`
+/// an optional string.
+fn proof_missing_request(request: &Value) -> Result<ProofMissingRequest, JsFailure> {
+    if !request.is_object() {
+        return Err(JsFailure::invalid("request must be an object"));
+    }
+    let optional = |value: &Value, field: &str| -> Result<Option<String>, JsFailure> {
+        match value.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(JsFailure::invalid(format!("{field} must be a string"))),
+        }
+    };
+    let task_refs = match request.get("taskRefs") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(refs)) => refs
+            .iter()
+            .map(|r| {
+                if !r.is_object() {
+                    return Err(JsFailure::invalid("taskRefs must hold objects"));
+                }
+                Ok(RecoveryTaskRef {
+                    task_id: string_field(r, "taskId")
+                        .map_err(|_| JsFailure::invalid("taskRefs[].taskId must be a string"))?,
+                    display_id: optional(r, "displayId")?,
+                    team_name: optional(r, "teamName")?,
+                })
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(JsFailure::invalid("taskRefs must be an array")),
+    };
+    Ok(ProofMissingRequest {
+        team_name: string_field(request, "teamName")?,
+        member_name: string_field(request, "memberName")?,
+        original_message_id: string_field(request, "originalMessageId")?,
+        task_refs,
+        reason: optional(request, "reason")?,
+    })
 }
 
 fn plain_string(value: &Value, what: &str) -> Result<String, JsFailure> {

@@ -203,6 +203,38 @@ pub enum ReadinessState {
     Blocked,
 }
 
+/// Why readiness is not `shadow_ready`: collecting reasons first, then blocking ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadinessReason {
+    /// Fewer members observed than `minObservedMembers`.
+    InsufficientMembers,
+    /// Fewer status events than `minStatusEvents`.
+    InsufficientStatusEvents,
+    /// The events span less than `minObservationHours`.
+    InsufficientObservationWindow,
+    /// Would-nudges per member-hour above their bound.
+    WouldNudgeRateHigh,
+    /// Fingerprint changes per member-hour above their bound.
+    FingerprintChurnHigh,
+    /// Rejected share of reports above its bound.
+    ReportRejectionRateHigh,
+}
+
+impl ReadinessReason {
+    /// Wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InsufficientMembers => "insufficient_members",
+            Self::InsufficientStatusEvents => "insufficient_status_events",
+            Self::InsufficientObservationWindow => "insufficient_observation_window",
+            Self::WouldNudgeRateHigh => "would_nudge_rate_high",
+            Self::FingerprintChurnHigh => "fingerprint_churn_high",
+            Self::ReportRejectionRateHigh => "report_rejection_rate_high",
+        }
+    }
+}
+
 /// Measured rates.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -221,7 +253,7 @@ pub struct Rates {
 #[allow(missing_docs)]
 pub struct Readiness {
     pub state: ReadinessState,
-    pub reasons: Vec<&'static str>,
+    pub reasons: Vec<ReadinessReason>,
     pub thresholds: Thresholds,
     pub rates: Rates,
     pub diagnostics: Vec<String>,
@@ -263,25 +295,25 @@ pub fn readiness(index: &MetricsIndex, thresholds: Thresholds) -> Readiness {
     };
     let mut collecting = Vec::new();
     if members < thresholds.min_observed_members {
-        collecting.push("observed_members_below_minimum");
+        collecting.push(ReadinessReason::InsufficientMembers);
     }
     if rates.status_event_count < thresholds.min_status_events {
-        collecting.push("status_events_below_minimum");
+        collecting.push(ReadinessReason::InsufficientStatusEvents);
     }
     if hours < thresholds.min_observation_hours {
-        collecting.push("observation_hours_below_minimum");
+        collecting.push(ReadinessReason::InsufficientObservationWindow);
     }
     let mut blocking = Vec::new();
     if rates.would_nudges_per_member_hour > thresholds.max_would_nudges_per_member_hour {
-        blocking.push("would_nudge_rate_high");
+        blocking.push(ReadinessReason::WouldNudgeRateHigh);
     }
     if rates.fingerprint_changes_per_member_hour
         > thresholds.max_fingerprint_changes_per_member_hour
     {
-        blocking.push("fingerprint_change_rate_high");
+        blocking.push(ReadinessReason::FingerprintChurnHigh);
     }
     if rates.report_rejection_rate > thresholds.max_report_rejection_rate {
-        blocking.push("report_rejection_rate_high");
+        blocking.push(ReadinessReason::ReportRejectionRateHigh);
     }
     let state = if !collecting.is_empty() {
         ReadinessState::CollectingShadowData
@@ -293,7 +325,7 @@ pub fn readiness(index: &MetricsIndex, thresholds: Thresholds) -> Readiness {
     let diagnostics = [&collecting, &blocking]
         .into_iter()
         .flatten()
-        .map(|r| format!("phase2_readiness:{r}"))
+        .map(|r| format!("phase2_readiness:{}", r.as_str()))
         .collect();
     let mut reasons = collecting;
     reasons.extend(blocking);
@@ -422,15 +454,15 @@ mod tests {
         assert_eq!(
             empty.reasons,
             [
-                "observed_members_below_minimum",
-                "status_events_below_minimum",
-                "observation_hours_below_minimum"
+                ReadinessReason::InsufficientMembers,
+                ReadinessReason::InsufficientStatusEvents,
+                ReadinessReason::InsufficientObservationWindow
             ]
         );
         let r = readiness(&index(19, 1.0, vec![]), Thresholds::default());
-        assert_eq!(r.reasons, ["status_events_below_minimum"]);
+        assert_eq!(r.reasons, [ReadinessReason::InsufficientStatusEvents]);
         let r = readiness(&index(20, 0.999, vec![]), Thresholds::default());
-        assert_eq!(r.reasons, ["observation_hours_below_minimum"]);
+        assert_eq!(r.reasons, [ReadinessReason::InsufficientObservationWindow]);
         let r = readiness(&index(20, 1.0, vec![]), Thresholds::default());
         assert_eq!(r.state, ReadinessState::ShadowReady);
         assert!(r.reasons.is_empty());
@@ -451,14 +483,14 @@ mod tests {
         );
         let blocked = readiness(&index(20, 1.0, nudges(3)), Thresholds::default());
         assert_eq!(blocked.state, ReadinessState::Blocked);
-        assert_eq!(blocked.reasons, ["would_nudge_rate_high"]);
+        assert_eq!(blocked.reasons, [ReadinessReason::WouldNudgeRateHigh]);
         assert_eq!(blocked.rates.would_nudges_per_member_hour, 3.0);
         let changes: Vec<_> = (0..2)
             .map(|i| event("jack", MetricKind::FingerprintChanged, HOUR / 2, i))
             .collect();
         assert_eq!(
             readiness(&index(20, 1.0, changes), Thresholds::default()).reasons,
-            ["fingerprint_change_rate_high"]
+            [ReadinessReason::FingerprintChurnHigh]
         );
         // Rejection rate: 1 of 5 is 0.2 (allowed), 2 of 6 is 0.333 (blocked).
         let reports = |accepted: usize, rejected: usize| {
@@ -473,14 +505,70 @@ mod tests {
             ReadinessState::ShadowReady
         );
         let r = readiness(&index(20, 1.0, reports(4, 2)), Thresholds::default());
-        assert_eq!(r.reasons, ["report_rejection_rate_high"]);
+        assert_eq!(r.reasons, [ReadinessReason::ReportRejectionRateHigh]);
         assert_eq!(r.rates.report_rejection_rate, 0.333);
         // Collecting reasons come before blocking ones.
         let r = readiness(&index(5, 1.0, reports(0, 1)), Thresholds::default());
         assert_eq!(r.state, ReadinessState::CollectingShadowData);
         assert_eq!(
             r.reasons,
-            ["status_events_below_minimum", "report_rejection_rate_high"]
+            [
+                ReadinessReason::InsufficientStatusEvents,
+                ReadinessReason::ReportRejectionRateHigh
+            ]
+        );
+    }
+
+    #[test]
+    fn reasons_and_diagnostics_use_the_reference_spelling() {
+        let cases = [
+            (ReadinessReason::InsufficientMembers, "insufficient_members"),
+            (
+                ReadinessReason::InsufficientStatusEvents,
+                "insufficient_status_events",
+            ),
+            (
+                ReadinessReason::InsufficientObservationWindow,
+                "insufficient_observation_window",
+            ),
+            (ReadinessReason::WouldNudgeRateHigh, "would_nudge_rate_high"),
+            (
+                ReadinessReason::FingerprintChurnHigh,
+                "fingerprint_churn_high",
+            ),
+            (
+                ReadinessReason::ReportRejectionRateHigh,
+                "report_rejection_rate_high",
+            ),
+        ];
+        for (reason, wire) in cases {
+            assert_eq!(reason.as_str(), wire);
+            assert_eq!(serde_json::to_value(reason).unwrap(), wire);
+        }
+        let empty = readiness(&MetricsIndex::default(), Thresholds::default());
+        assert_eq!(
+            serde_json::to_value(&empty).unwrap()["reasons"],
+            serde_json::json!([
+                "insufficient_members",
+                "insufficient_status_events",
+                "insufficient_observation_window"
+            ])
+        );
+        assert_eq!(
+            empty.diagnostics,
+            [
+                "phase2_readiness:insufficient_members",
+                "phase2_readiness:insufficient_status_events",
+                "phase2_readiness:insufficient_observation_window"
+            ]
+        );
+        let changes: Vec<_> = (0..2)
+            .map(|i| event("jack", MetricKind::FingerprintChanged, HOUR / 2, i))
+            .collect();
+        let churn = readiness(&index(20, 1.0, changes), Thresholds::default());
+        assert_eq!(
+            churn.diagnostics,
+            ["phase2_readiness:fingerprint_churn_high"]
         );
     }
 

@@ -9,6 +9,8 @@ pub mod fingerprint;
 pub mod metrics;
 pub mod names;
 pub mod nudge;
+pub mod nudge_text;
+pub mod recovery;
 pub mod report;
 pub mod review_cycle;
 pub mod status;

@@ -9,8 +9,9 @@ use serde_json::{json, Value};
 
 use super::agenda::{Agenda, ItemKind};
 use super::fingerprint::{canonical_json, sha256_hex};
-use super::metrics::{Readiness, ReadinessState};
+use super::metrics::{Readiness, ReadinessReason, ReadinessState};
 use super::names::normalize_member_name;
+use super::nudge_text::{agenda_preview, agenda_sync_text, display_id, review_pickup_text};
 use super::review_cycle::ReviewObligation;
 use super::status::{MemberStatus, StatusState};
 use super::team::ProviderId;
@@ -27,9 +28,6 @@ pub const NATIVE_STALE_MS: EpochMs = 6 * MINUTE;
 pub const STALE_CLAIM_MS: EpochMs = 5 * MINUTE;
 /// Watchdog alerts silence nudges for this long.
 pub const WATCHDOG_COOLDOWN_MS: EpochMs = 10 * MINUTE;
-
-/// Fixed nudge text; the task list follows it.
-pub const NUDGE_TEXT: &str = "Work sync check: you have current actionable work assigned. Review your agenda, continue the concrete task work, or report a real blocker with the task tools. Do not reply only with acknowledgement.";
 
 /// Why a nudge is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -113,13 +111,11 @@ pub fn plan_nudge(status: &MemberStatus) -> Option<PlannedNudge> {
         .map(|item| TaskRef {
             team_name: status.team_name.clone(),
             task_id: item.task_id.clone(),
-            display_id: item
-                .display_id
-                .clone()
-                .unwrap_or_else(|| item.task_id.chars().take(8).collect()),
+            display_id: display_id(&item.task_id, item.display_id.as_deref()),
         })
         .collect();
-    let (intent, intent_key, review_ids) = if is_strict_pickup(agenda) {
+    let recovery = status.shadow.as_ref().and_then(|s| s.recovery.as_ref());
+    let (intent, intent_key, review_ids, text) = if is_strict_pickup(agenda) {
         let mut ids: Vec<String> = agenda
             .items
             .iter()
@@ -131,30 +127,19 @@ pub fn plan_nudge(status: &MemberStatus) -> Option<PlannedNudge> {
             NudgeIntent::ReviewPickup,
             Some(format!("review-pickup:{}", ids.join("+"))),
             ids,
+            review_pickup_text(status),
         )
     } else {
-        (NudgeIntent::AgendaSync, None, Vec::new())
+        (
+            NudgeIntent::AgendaSync,
+            recovery.map(|r| r.intent_key.clone()),
+            Vec::new(),
+            agenda_sync_text(status, recovery),
+        )
     };
-    let preview = agenda
-        .items
-        .iter()
-        .zip(&task_refs)
-        .take(3)
-        .map(|(item, r)| format!("{} {}", r.display_id, item.subject))
-        .collect::<Vec<_>>()
-        .join("; ");
-    let list: String = agenda
-        .items
-        .iter()
-        .zip(&task_refs)
-        .map(|(item, r)| format!("\n- {} {} ({})", r.display_id, item.subject, item.reason))
-        .collect();
     let payload = NudgePayload {
         to: status.member_name.clone(),
-        text: format!(
-            "{NUDGE_TEXT}\n\nCurrent agenda ({}):{list}",
-            agenda.fingerprint
-        ),
+        text,
         task_refs,
         work_sync_intent: intent,
         work_sync_intent_key: intent_key.clone(),
@@ -170,7 +155,7 @@ pub fn plan_nudge(status: &MemberStatus) -> Option<PlannedNudge> {
         ),
         payload_hash: payload.hash(),
         payload,
-        preview,
+        preview: agenda_preview(status),
     })
 }
 
@@ -215,17 +200,6 @@ pub fn activation(
     let stalled = has(RUNTIME_STALL);
     let lead_like = is_lead_like(&status.member_name);
     let items = &status.agenda.items;
-    // Lead oversight (clarifications, broken dependencies) alone is only
-    // nudged in the targeted (runtime stall) case.
-    let lead_only = items.iter().all(|i| {
-        matches!(
-            i.kind,
-            ItemKind::Clarification | ItemKind::BlockedDependency
-        )
-    });
-    if lead_only && !stalled {
-        return Err("status_not_nudgeable");
-    }
     let pickup = is_strict_pickup(&status.agenda);
     let collecting = readiness.state == ReadinessState::CollectingShadowData;
     // 1. A clean review pickup goes out while shadow data is collected.
@@ -268,7 +242,9 @@ pub fn activation(
             "native_stale_assigned_work"
         });
     }
-    let rejection_rate_high = readiness.reasons.contains(&"report_rejection_rate_high");
+    let rejection_rate_high = readiness
+        .reasons
+        .contains(&ReadinessReason::ReportRejectionRateHigh);
     // 4. Targeted (a runtime stall), not a pickup, while collecting.
     if collecting && stalled && !pickup {
         if provider == Some(ProviderId::Opencode) {
@@ -616,7 +592,7 @@ pub fn is_suppressed(deliveries_for_fp_since_reset: usize) -> bool {
 pub fn readiness_metadata(readiness: &Readiness) -> Value {
     json!({
         "phase2ReadinessState": readiness.state,
-        "phase2ReadinessReasons": readiness.reasons.join(","),
+        "phase2ReadinessReasons": readiness.reasons.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(","),
         "observationHours": readiness.rates.observation_hours,
         "statusEventCount": readiness.rates.status_event_count,
         "wouldNudgesPerMemberHour": readiness.rates.would_nudges_per_member_hour,

@@ -51,6 +51,7 @@ fn status(items: Vec<ActionableWorkItem>) -> MemberStatus {
             fingerprint_changed: false,
             previous_fingerprint: None,
             trigger_reasons: None,
+            recovery: None,
         }),
         evaluated_at: format_iso(NOW),
         diagnostics: vec!["no_current_report".into()],
@@ -64,7 +65,7 @@ fn collecting() -> Readiness {
     readiness(&MetricsIndex::default(), Thresholds::default())
 }
 
-fn with_state(state: ReadinessState, reasons: Vec<&'static str>) -> Readiness {
+fn with_state(state: ReadinessState, reasons: Vec<ReadinessReason>) -> Readiness {
     let mut r = collecting();
     r.state = state;
     r.reasons = reasons;
@@ -81,7 +82,10 @@ fn agenda_sync_nudge_is_keyed_by_fingerprint() {
     assert_eq!(planned.id, "member-work-sync:forge:jack:agenda:v1:abc");
     assert_eq!(planned.payload.work_sync_intent, NudgeIntent::AgendaSync);
     assert_eq!(planned.preview, "#1 Task 1; #2 Task 2");
-    assert!(planned.payload.text.starts_with(NUDGE_TEXT));
+    assert!(planned
+        .payload
+        .text
+        .starts_with(crate::domain::nudge_text::AGENDA_SYNC_OPENING));
     assert_eq!(planned.payload_hash, planned.payload.hash());
     assert_eq!(planned.payload.task_refs[0].display_id, "#1");
 }
@@ -133,7 +137,10 @@ fn activation_order() {
     assert_eq!(
         activation(
             &s,
-            &with_state(ReadinessState::Blocked, vec!["report_rejection_rate_high"]),
+            &with_state(
+                ReadinessState::Blocked,
+                vec![ReadinessReason::ReportRejectionRateHigh]
+            ),
             None,
             NOW
         ),
@@ -173,16 +180,27 @@ fn activation_order() {
     );
     let mut oversight = work("5", "task_has_broken_dependency");
     oversight.kind = ItemKind::BlockedDependency;
-    let lead_only = status(vec![oversight]);
-    assert_eq!(
-        activation(
-            &lead_only,
-            &with_state(ReadinessState::ShadowReady, vec![]),
-            Some(0),
-            NOW
-        ),
-        Err("status_not_nudgeable")
-    );
+    let mut clarification = work("8", "task_needs_lead_clarification");
+    clarification.kind = ItemKind::Clarification;
+    // Oversight items alone (a lead's clarifications, broken dependencies)
+    // are nudged like any agenda once shadow data is ready.
+    for items in [
+        vec![oversight.clone()],
+        vec![clarification],
+        vec![oversight],
+    ] {
+        let mut lead_only = status(items);
+        lead_only.member_name = "team-lead".into();
+        assert_eq!(
+            activation(
+                &lead_only,
+                &with_state(ReadinessState::ShadowReady, vec![]),
+                Some(0),
+                NOW
+            ),
+            Ok("shadow_ready")
+        );
+    }
     let mut caught_up = status(vec![]);
     caught_up.state = StatusState::CaughtUp;
     assert_eq!(
@@ -400,5 +418,91 @@ fn keyed_nudges_get_their_own_id_and_hash() {
     assert!(
         allows_still_stuck("lead_targeted_shadow_collecting")
             && !allows_still_stuck("review_pickup_required")
+    );
+}
+
+#[test]
+fn agenda_sync_text_names_both_tools_the_member_and_the_task_ids() {
+    let text = planned().payload.text;
+    for needle in [
+        "member_work_sync_status tool with teamName \"forge\" and memberName \"Jack\"",
+        "then call member_work_sync_report",
+        "agendaFingerprint and reportToken",
+        "Reading the status alone does not count",
+        "mcp__agent-teams__member_work_sync_report",
+        "Pass taskIds \"1\" in the report.",
+        "memberName is exactly \"Jack\"",
+        "Agenda: #1 Task 1.",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in {text}");
+    }
+    assert!(!text.contains("task_set_clarification"));
+    let two = plan_nudge(&status(vec![
+        work("1", "owned_pending_task"),
+        work("2", "owned_pending_task"),
+    ]))
+    .unwrap();
+    assert!(two
+        .payload
+        .text
+        .contains("Pass taskIds \"1\", \"2\" in the report."));
+}
+
+#[test]
+fn an_escalated_lead_clarification_is_recorded_on_the_board_first() {
+    let mut clarification = work("8", "task_needs_lead_clarification");
+    clarification.kind = ItemKind::Clarification;
+    clarification.evidence.needs_clarification = Some("lead".into());
+    let mut lead = status(vec![clarification]);
+    lead.member_name = "team-lead".into();
+    let text = plan_nudge(&lead).unwrap().payload.text;
+    assert!(
+        text.contains("task_set_clarification and value \"user\""),
+        "{text}"
+    );
+}
+
+#[test]
+fn review_pickups_get_their_own_text() {
+    let text = plan_nudge(&status(vec![pickup("6", "r1")]))
+        .unwrap()
+        .payload
+        .text;
+    assert!(text.starts_with(crate::domain::nudge_text::REVIEW_PICKUP_OPENING));
+    for needle in [
+        "Reviews: #6 Task 6.",
+        "member_work_sync_status with teamName \"forge\" and memberName \"Jack\"",
+        "member_work_sync_report",
+        "Reading the status alone does not count",
+        "Do not mark the review complete",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in {text}");
+    }
+    assert!(!text.contains(crate::domain::nudge_text::AGENDA_SYNC_OPENING));
+}
+
+#[test]
+fn a_proof_missing_recovery_keys_the_nudge_and_names_the_message() {
+    use crate::domain::recovery::Recovery;
+    let mut s = status(vec![work("1", "owned_pending_task")]);
+    s.shadow.as_mut().unwrap().recovery = Some(Recovery::proof_missing("msg-7", &[]));
+    let planned = plan_nudge(&s).unwrap();
+    assert_eq!(
+        planned.id,
+        "member-work-sync:forge:jack:proof-missing:msg-7"
+    );
+    assert_eq!(
+        planned.payload.work_sync_intent_key.as_deref(),
+        Some("proof-missing:msg-7")
+    );
+    assert_eq!(planned.payload.work_sync_intent, NudgeIntent::AgendaSync);
+    assert!(planned.payload.text.contains("message \"msg-7\""));
+    assert!(planned.payload.text.contains("do not do it twice"));
+    // A review pickup keeps its own key even during a recovery.
+    let mut p = status(vec![pickup("6", "r1")]);
+    p.shadow.as_mut().unwrap().recovery = Some(Recovery::proof_missing("msg-7", &[]));
+    assert_eq!(
+        plan_nudge(&p).unwrap().id,
+        "member-work-sync:forge:jack:review-pickup:r1"
     );
 }

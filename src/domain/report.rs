@@ -286,7 +286,7 @@ impl Rejection {
             Self::TeamRuntimeInactive => "The team is not running; reports are not accepted.",
             Self::MemberRuntimeInactive => "The member is not running; reports are not accepted.",
             Self::ReservedOrInvalidMember => "This name cannot report work.",
-            Self::IdentityMismatch => "The report does not match the member's own agenda.",
+            Self::IdentityMismatch => "The reporting member is not the member of this agenda.",
             Self::MemberInactive => "The member is not on the team's active roster.",
             Self::StaleFingerprint => {
                 "The agenda changed; read the current agenda and report again."
@@ -348,7 +348,7 @@ pub fn validate(request: &ReportRequest, ctx: &ValidationContext<'_>) -> Result<
     {
         return Err(Rejection::ReservedOrInvalidMember);
     }
-    if ctx.token == TokenCheck::ForeignIdentity {
+    if member != normalize_member_name(&ctx.agenda.member_name) {
         return Err(Rejection::IdentityMismatch);
     }
     if !ctx.on_active_roster {
@@ -360,9 +360,7 @@ pub fn validate(request: &ReportRequest, ctx: &ValidationContext<'_>) -> Result<
     match ctx.token {
         TokenCheck::Valid => {}
         TokenCheck::Missing => return Err(Rejection::IdentityUntrusted),
-        TokenCheck::Invalid | TokenCheck::Expired | TokenCheck::ForeignIdentity => {
-            return Err(Rejection::InvalidReportToken)
-        }
+        TokenCheck::Invalid | TokenCheck::Expired => return Err(Rejection::InvalidReportToken),
     }
     let items = &ctx.agenda.items;
     let covered: Vec<usize> = match &request.task_ids {

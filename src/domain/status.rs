@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::agenda::Agenda;
+use super::recovery::Recovery;
 use super::team::ProviderId;
 
 /// What the reconciler concluded about a member.
@@ -82,6 +83,10 @@ pub struct Shadow {
     pub previous_fingerprint: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger_reasons: Option<Vec<String>>,
+    /// The targeted recovery this reconcile was queued for
+    /// (`scheduleProofMissingRecovery`); its nudge carries the recovery's intent key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<Recovery>,
 }
 
 /// The status of one member.

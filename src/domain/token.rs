@@ -99,11 +99,10 @@ pub enum TokenCheck {
     Valid,
     /// No token given.
     Missing,
-    /// Malformed, bad signature, bad claims, or issued for another fingerprint.
+    /// Malformed, bad signature, bad claims, or issued for another team,
+    /// member or fingerprint (a member reporting with another member's
+    /// correctly signed token lands here).
     Invalid,
-    /// Correctly signed, but for another member (or team name) than the request's:
-    /// someone is reporting with another member's token.
-    ForeignIdentity,
     /// Well-formed and correctly signed, but past its expiry.
     Expired,
 }
@@ -114,7 +113,7 @@ impl TokenCheck {
         match self {
             Self::Valid => "valid",
             Self::Missing => "missing",
-            Self::Invalid | Self::ForeignIdentity => "invalid",
+            Self::Invalid => "invalid",
             Self::Expired => "expired",
         }
     }
@@ -138,10 +137,10 @@ pub fn check_claims(
     if claims.version != 1 {
         return TokenCheck::Invalid;
     }
-    if claims.team_name != team_name || claims.member_name != member_name {
-        return TokenCheck::ForeignIdentity;
-    }
-    if claims.agenda_fingerprint != agenda_fingerprint {
+    if claims.team_name != team_name
+        || claims.member_name != member_name
+        || claims.agenda_fingerprint != agenda_fingerprint
+    {
         return TokenCheck::Invalid;
     }
     match parse_iso(&claims.expires_at) {
@@ -190,11 +189,11 @@ mod tests {
         );
         assert_eq!(
             check_claims(&payload, "forge", "Jack", "fp", 0),
-            TokenCheck::ForeignIdentity
+            TokenCheck::Invalid
         );
         assert_eq!(
             check_claims(&payload, "other", "jack", "fp", 0),
-            TokenCheck::ForeignIdentity
+            TokenCheck::Invalid
         );
         assert_eq!(
             check_claims(&payload, "forge", "jack", "fp2", 0),

@@ -91,6 +91,15 @@ pub struct Services {
 impl Services {
     /// Wires file-backed ports under `paths`; `fixed_now_ms` selects a manual clock.
     pub fn new(paths: RootPaths, fixed_now_ms: Option<i64>) -> Self {
+        Self::with_control_url(paths, fixed_now_ms, None)
+    }
+
+    /// [`Services::new`] whose nudges name the app's control API URL.
+    pub fn with_control_url(
+        paths: RootPaths,
+        fixed_now_ms: Option<i64>,
+        control_url: Option<String>,
+    ) -> Self {
         let manual_clock = fixed_now_ms.map(|now| Arc::new(ManualClock::new(now)));
         let clock: Arc<dyn Clock> = match &manual_clock {
             Some(manual) => manual.clone(),
@@ -123,7 +132,9 @@ impl Services {
             store: Arc::new(FsStatusStore::new(store_paths.clone(), clock.clone())),
             metrics: Arc::new(FsMetricsStore::new(paths.teams_base.clone(), clock.clone())),
             outbox: outbox.clone(),
-            inbox: Arc::new(InboxWriter::new(paths.teams_base.clone())),
+            inbox: Arc::new(
+                InboxWriter::new(paths.teams_base.clone()).with_control_url(control_url),
+            ),
             watchdog: Arc::new(FsWatchdogJournal::new(paths.teams_base.clone())),
             runtime: runtime.clone(),
             busy: busy.clone(),
@@ -220,13 +231,15 @@ impl TurnSettledQueue for ReconcileTurnSettledNow<'_> {
 }
 
 impl Instance {
-    /// Wires the services and starts the worker (the queue driver only with `auto_start`).
+    /// Wires the services and starts the worker (the queue driver only with
+    /// `auto_start`); delivered nudges name `control_url` when given.
     pub fn start(
         paths: RootPaths,
         fixed_now_ms: Option<i64>,
         auto_start: bool,
+        control_url: Option<String>,
     ) -> std::io::Result<Self> {
-        let services = Services::new(paths, fixed_now_ms);
+        let services = Services::with_control_url(paths, fixed_now_ms, control_url);
         let schedule = {
             let (ingestor, engine, changes) = (
                 services.turn_settled.clone(),

@@ -99,6 +99,9 @@ pub fn payload_conflict_message(message_id: &str) -> String {
 pub struct InboxWriter {
     teams: TrustedRoot,
     timings: InboxTimings,
+    /// The app's control API URL, named in a line at the end of every
+    /// delivered text (the payload and its hash stay as planned).
+    control_url: Option<String>,
 }
 
 impl InboxWriter {
@@ -107,7 +110,14 @@ impl InboxWriter {
         Self {
             teams: TrustedRoot::new(teams_base),
             timings: InboxTimings::default(),
+            control_url: None,
         }
+    }
+
+    /// The same writer naming `control_url` in every text it delivers.
+    pub fn with_control_url(mut self, control_url: Option<String>) -> Self {
+        self.control_url = control_url;
+        self
     }
 
     /// The same writer with other timings.

@@ -3,7 +3,7 @@
 
 use std::time::SystemTime;
 
-use super::{DeliveryOutcome, InboxWriter, NudgeRow, NudgeTaskRef};
+use super::{with_control_url_line, DeliveryOutcome, InboxWriter, NudgeRow, NudgeTaskRef};
 use crate::application::ports::{InboxFailure, InboxOutcome, InboxSink};
 use crate::domain::nudge::{NudgeIntent, OutboxItem};
 use crate::domain::time::{format_iso, EpochMs};
@@ -11,7 +11,10 @@ use crate::infrastructure::clock::epoch_ms;
 
 impl InboxSink for InboxWriter {
     fn deliver(&self, item: &OutboxItem, now: EpochMs) -> Result<InboxOutcome, InboxFailure> {
-        let row = row_of(item, now);
+        let mut row = row_of(item, now);
+        if let Some(url) = &self.control_url {
+            row.text = with_control_url_line(&row.text, url);
+        }
         // The lock file carries wall-clock time (other processes judge its age),
         // even when the app runs on a test clock; the row keeps the app time.
         let wall_ms = epoch_ms(SystemTime::now()).unwrap_or(now);

@@ -1,0 +1,232 @@
+//! `scheduleProofMissingRecovery`: the app saw a message to a member go
+//! without a visible reply or task progress and asks for one targeted nudge
+//! about the tasks concerned.
+//!
+//! Blank ids are `invalid`; no usable task ref is `invalid` with a
+//! `proof_missing_recovery_suppressed` audit; an outbox item of the same
+//! intent (`proof-missing:<originalMessageId>`) updated in the last 10
+//! minutes and still live makes the request `coalesced_recent`; otherwise
+//! the request is audited and a `proof_missing_recovery` reconcile is queued,
+//! whose planner sends the recovery nudge.
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::engine::Engine;
+use super::reconcile::{check_name, WorkSyncError};
+use crate::domain::recovery::{
+    intent_key, normalize_task_refs, recent_recovery, Recovery, RecoveryTaskRef, DEFAULT_REASON,
+    RECENT_WINDOW_MS,
+};
+
+/// Source tag of the scheduler's audit events.
+const SOURCE: &str = "proof_missing_recovery_scheduler";
+/// Longest `originalMessageId` accepted (it becomes part of an outbox id).
+pub const MAX_MESSAGE_ID_CHARS: usize = 256;
+/// Most task refs in one request.
+pub const MAX_TASK_REFS: usize = 100;
+/// Longest task id, display id or team name of a task ref.
+pub const MAX_TASK_REF_FIELD_CHARS: usize = 128;
+/// Longest `reason` accepted.
+pub const MAX_REASON_CHARS: usize = 200;
+
+/// A `scheduleProofMissingRecovery` request, fields as given (not trimmed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProofMissingRequest {
+    /// Team.
+    pub team_name: String,
+    /// Member whose proof is missing.
+    pub member_name: String,
+    /// The message whose proof is missing.
+    pub original_message_id: String,
+    /// Tasks concerned.
+    pub task_refs: Vec<RecoveryTaskRef>,
+    /// Why (default `protocol_proof_missing`).
+    pub reason: Option<String>,
+}
+
+/// What the scheduler did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScheduleOutcome {
+    /// A recovery reconcile was queued.
+    Scheduled,
+    /// A recent live outbox item of the same intent exists.
+    CoalescedRecent,
+    /// Blank ids, no usable task ref, or a member off the roster.
+    Invalid,
+}
+
+/// `scheduleProofMissingRecovery` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScheduleResult {
+    /// True only for [`ScheduleOutcome::Scheduled`].
+    pub scheduled: bool,
+    /// What happened.
+    pub reason: ScheduleOutcome,
+    /// `proof-missing:<originalMessageId>` once the request was usable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub intent_key: Option<String>,
+    /// The outbox item a coalesced request joined.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub existing_outbox_id: Option<String>,
+}
+
+impl ScheduleResult {
+    fn invalid() -> Self {
+        Self {
+            scheduled: false,
+            reason: ScheduleOutcome::Invalid,
+            intent_key: None,
+            existing_outbox_id: None,
+        }
+    }
+}
+
+impl Engine {
+    /// Schedules a targeted proof-missing recovery (see the module docs).
+    ///
+    /// Names that are not blank but unusable (`/`, over 128 bytes, ...), an
+    /// oversized field or a control character in `originalMessageId` are
+    /// `InvalidArgument`; a team being deleted is `TeamQuiesced`. A member off
+    /// the team's roster is `invalid` and nothing is written for it.
+    pub fn schedule_proof_missing_recovery(
+        &self,
+        request: ProofMissingRequest,
+    ) -> Result<ScheduleResult, WorkSyncError> {
+        let team = request.team_name.trim();
+        let member = request.member_name.trim();
+        let message_id = request.original_message_id.trim();
+        if team.is_empty() || member.is_empty() || message_id.is_empty() {
+            return Ok(ScheduleResult::invalid());
+        }
+        check_name("teamName", team)?;
+        check_name("memberName", member)?;
+        check_request_bounds(&request, message_id)?;
+        self.with_team(team, || {
+            self.schedule_admitted(team, member, message_id, request.task_refs, request.reason)
+        })
+    }
+
+    fn schedule_admitted(
+        &self,
+        team: &str,
+        member: &str,
+        message_id: &str,
+        task_refs: Vec<RecoveryTaskRef>,
+        reason: Option<String>,
+    ) -> Result<ScheduleResult, WorkSyncError> {
+        let reconciler = self.reconciler();
+        let ports = &reconciler.ports;
+        let snapshot = ports.teams.load_roster(team);
+        if !reconciler.may_persist(&snapshot, member)? {
+            // A made-up name gets no store folder (not even a journal line).
+            return Ok(ScheduleResult::invalid());
+        }
+        let now = ports.clock.now_ms();
+        let audit = |kind: &'static str, metadata: serde_json::Value| {
+            reconciler.audit(SOURCE, kind, team, member, now, vec![], metadata);
+        };
+        let task_refs = normalize_task_refs(task_refs);
+        if task_refs.is_empty() {
+            audit(
+                "proof_missing_recovery_suppressed",
+                json!({ "reason": "missing_task_refs", "originalMessageId": message_id }),
+            );
+            return Ok(ScheduleResult::invalid());
+        }
+        let key = intent_key(message_id);
+        let items = ports.outbox.member_items(team, member)?;
+        if let Some(existing) = recent_recovery(&items, &key, now - RECENT_WINDOW_MS) {
+            audit(
+                "proof_missing_recovery_coalesced",
+                json!({
+                    "reason": existing.status,
+                    "intentKey": key,
+                    "originalMessageId": message_id,
+                    "existingOutboxId": existing.id,
+                }),
+            );
+            return Ok(ScheduleResult {
+                scheduled: false,
+                reason: ScheduleOutcome::CoalescedRecent,
+                intent_key: Some(key),
+                existing_outbox_id: Some(existing.id.clone()),
+            });
+        }
+        let reason = reason
+            .map(|r| r.trim().to_string())
+            .filter(|r| !r.is_empty())
+            .unwrap_or_else(|| DEFAULT_REASON.to_string());
+        audit(
+            "proof_missing_recovery_scheduled",
+            json!({
+                "reason": reason,
+                "taskRefs": task_refs,
+                "intentKey": key,
+                "originalMessageId": message_id,
+            }),
+        );
+        self.enqueue_recovery(
+            team,
+            member,
+            Recovery::proof_missing(message_id, &task_refs),
+        );
+        Ok(ScheduleResult {
+            scheduled: true,
+            reason: ScheduleOutcome::Scheduled,
+            intent_key: Some(key),
+            existing_outbox_id: None,
+        })
+    }
+}
+
+/// Caps every field of the request (untrusted input from the app's callers).
+fn check_request_bounds(
+    request: &ProofMissingRequest,
+    message_id: &str,
+) -> Result<(), WorkSyncError> {
+    let invalid =
+        |what: &'static str, reason: String| WorkSyncError::InvalidArgument { what, reason };
+    if message_id.chars().count() > MAX_MESSAGE_ID_CHARS {
+        return Err(invalid(
+            "originalMessageId",
+            format!("longer than {MAX_MESSAGE_ID_CHARS} characters"),
+        ));
+    }
+    if message_id.chars().any(char::is_control) {
+        return Err(invalid(
+            "originalMessageId",
+            "contains a control character".into(),
+        ));
+    }
+    if request.task_refs.len() > MAX_TASK_REFS {
+        return Err(invalid(
+            "taskRefs",
+            format!("more than {MAX_TASK_REFS} entries"),
+        ));
+    }
+    let too_long = |value: &str| value.chars().count() > MAX_TASK_REF_FIELD_CHARS;
+    if request.task_refs.iter().any(|r| {
+        too_long(&r.task_id)
+            || r.display_id.as_deref().is_some_and(too_long)
+            || r.team_name.as_deref().is_some_and(too_long)
+    }) {
+        return Err(invalid(
+            "taskRefs",
+            format!("a field is longer than {MAX_TASK_REF_FIELD_CHARS} characters"),
+        ));
+    }
+    if request
+        .reason
+        .as_deref()
+        .is_some_and(|r| r.chars().count() > MAX_REASON_CHARS)
+    {
+        return Err(invalid(
+            "reason",
+            format!("longer than {MAX_REASON_CHARS} characters"),
+        ));
+    }
+    Ok(())
+}
