@@ -148,3 +148,27 @@ describe('crash leftovers are swept', () => {
     expect(invalid.some((name) => name.includes('turn-settled.2147483632.0'))).toBe(true)
   })
 })
+
+describe('a team secret that cannot be read', () => {
+  it('rejects report() with MWS_IO instead of answering invalid_report_token', async () => {
+    const root = copyExampleRoot()
+    const status = await instance(root).refreshStatus({ teamName: 'forge', memberName: 'jack' })
+    // The team store folder becomes a file: the secret cannot be read or made.
+    fs.rmSync(team(root, '.member-work-sync'), { recursive: true, force: true })
+    fs.writeFileSync(team(root, '.member-work-sync'), 'not a folder')
+    const error = await instance(root)
+      .report({
+        teamName: 'forge',
+        memberName: 'jack',
+        state: 'still_working',
+        agendaFingerprint: status.agenda.fingerprint,
+        reportToken: status.reportToken,
+      })
+      .then(
+        () => undefined,
+        (e) => e,
+      )
+    expect(error?.code).toBe('MWS_IO')
+    expect(error.message).toContain('.member-work-sync')
+  })
+})

@@ -18,7 +18,11 @@ fn tokens(c: &mut Criterion) {
         b.iter(|| tokens.issue("forge", "jack", &fp, 1_000).unwrap())
     });
     c.bench_function("token_verify", |b| {
-        b.iter(|| tokens.verify(Some(&token), "forge", "jack", &fp, 0))
+        b.iter(|| {
+            tokens
+                .verify(Some(&token), "forge", "jack", &fp, 0)
+                .unwrap()
+        })
     });
 }
 

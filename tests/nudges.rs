@@ -585,12 +585,14 @@ fn a_member_outbox_that_cannot_be_claimed_from_is_counted_and_the_others_are_ser
     f.queued_reconcile("jack");
     f.queued_reconcile("bob");
     assert_eq!((f.outbox("jack").len(), f.outbox("bob").len()), (1, 1));
-    // A folder where jack's outbox lock file goes: no lock, so no claim.
+    // A folder tree too deep to clear where jack's outbox lock file goes
+    // (a planted lock that is merely not a file is replaced): no lock, so
+    // no claim.
     let lock = f
         .root
         .join("teams/forge/members/jack/.member-work-sync/outbox.json.lock");
     let _ = fs::remove_file(&lock);
-    fs::create_dir(&lock).unwrap();
+    fs::create_dir_all(lock.join("x/x/x/x/x/x/x/x/x/x/x/x")).unwrap();
     let summary = f.dispatch();
     assert_eq!(
         (summary.claimed, summary.delivered, summary.failed),

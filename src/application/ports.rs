@@ -118,7 +118,9 @@ pub trait ReportTokens: Send + Sync {
         fingerprint: &str,
         expires_ms: EpochMs,
     ) -> Result<String, PortError>;
-    /// Checks `token` (signature in constant time, then exact claims and expiry).
+    /// Checks `token` (signature in constant time, then exact claims and
+    /// expiry). An error means the team secret could not be read: that is an
+    /// IO failure to report, not a verdict on the token.
     fn verify(
         &self,
         token: Option<&str>,
@@ -126,7 +128,7 @@ pub trait ReportTokens: Send + Sync {
         member: &str,
         fingerprint: &str,
         now_ms: EpochMs,
-    ) -> TokenCheck;
+    ) -> Result<TokenCheck, PortError>;
 }
 
 /// The team's metrics index (`indexes/metrics.json`).

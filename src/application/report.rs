@@ -150,7 +150,7 @@ impl Reconciler {
             &agenda.member_name,
             &request.agenda_fingerprint,
             now,
-        );
+        )?;
         let lead = snapshot.lead().map(|m| normalize_member_name(&m.name));
         let verdict = validate(
             request,

@@ -38,6 +38,8 @@ pub struct RootPaths {
     pub teams_base: PathBuf,
     /// `tasks/` dir.
     pub tasks_base: PathBuf,
+    /// `<claudeRoot>/projects`: Claude Code's transcripts.
+    pub projects: PathBuf,
 }
 
 impl RootPaths {
@@ -64,6 +66,7 @@ impl RootPaths {
         Self {
             teams_base: teams_base.unwrap_or_else(|| root.join("teams")),
             tasks_base: tasks_base.unwrap_or_else(|| root.join("tasks")),
+            projects: root.join("projects"),
         }
     }
 }
@@ -153,19 +156,13 @@ impl Services {
             },
         ));
         let spool_paths = SpoolPaths::for_teams_base(&paths.teams_base);
-        // The teams dir is `<claudeRoot>/teams`; transcripts live in `<claudeRoot>/projects`.
-        let projects_dir = paths
-            .teams_base
-            .parent()
-            .map(|root| root.join("projects"))
-            .unwrap_or_else(|| paths.teams_base.join("..").join("projects"));
         let turn_settled = Arc::new(TurnSettledIngestor::new(
             clock.clone(),
             Arc::new(FsSpool::new(spool_paths.clone(), clock.clone())),
             team_source.clone(),
             Arc::new(FsClaudeSessionLocator::new(
                 paths.teams_base.clone(),
-                projects_dir,
+                paths.projects.clone(),
             )),
             runtime.clone(),
             journal.clone(),
@@ -367,5 +364,22 @@ impl Instance {
         self.worker.shutdown(&self.services.engine);
         // Release the onTeamChange callback so nothing of ours holds Node.
         self.services.team_changes.disconnect();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transcripts_come_from_the_claude_root_whatever_the_teams_path() {
+        let paths = RootPaths::resolve(
+            Some(PathBuf::from("/home/u/.claude")),
+            Some(PathBuf::from("/data/agent-teams")),
+            None,
+        );
+        assert_eq!(paths.projects, PathBuf::from("/home/u/.claude/projects"));
+        assert_eq!(paths.teams_base, PathBuf::from("/data/agent-teams"));
+        assert_eq!(paths.tasks_base, PathBuf::from("/home/u/.claude/tasks"));
     }
 }

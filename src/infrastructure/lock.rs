@@ -12,7 +12,7 @@ use std::sync::{Condvar, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::safe_fs::TrustedRoot;
+use super::safe_fs::{FileKind, TrustedRoot};
 
 /// How long a writer waits for the lock before giving up.
 pub const LOCK_TIMEOUT: Duration = Duration::from_secs(5);
@@ -99,7 +99,17 @@ fn lock_file(root: &TrustedRoot, target: &Path, started: Instant) -> io::Result<
     };
     let mut lock_name = name.to_owned();
     lock_name.push(".lock");
-    let file = root.create_dir_all(dir)?.open_lock_file(&lock_name)?;
+    let dir = root.create_dir_all(dir)?;
+    // A lock file holds nothing: a link, FIFO or folder planted in its place
+    // is removed (the entry itself, never what a link points to) rather than
+    // blocking the store for good.
+    if dir
+        .meta(&lock_name)?
+        .is_some_and(|meta| meta.kind != FileKind::File)
+    {
+        dir.remove_tree(&lock_name)?;
+    }
+    let file = dir.open_lock_file(&lock_name)?;
     loop {
         match file.try_lock() {
             Ok(()) => return Ok(file),
@@ -119,17 +129,38 @@ mod tests {
     use std::sync::Arc;
 
     #[test]
-    fn a_dangling_lock_link_creates_nothing_at_its_target() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = TrustedRoot::new(dir.path());
-        let target = dir.path().join("created-through-link");
-        std::os::unix::fs::symlink(&target, dir.path().join("status.json.lock")).unwrap();
-        let error = StoreLock::acquire(&root, &dir.path().join("status.json")).unwrap_err();
-        assert!(error.to_string().contains("status.json.lock"), "{error}");
-        assert!(!target.exists());
-        // The in-process claim was released with the failed attempt.
-        std::fs::remove_file(dir.path().join("status.json.lock")).unwrap();
-        StoreLock::acquire(&root, &dir.path().join("status.json")).unwrap();
+    fn a_link_fifo_or_folder_in_place_of_the_lock_file_is_replaced_not_followed() {
+        for planted in ["dangling_link", "link_to_folder", "fifo", "folder"] {
+            let dir = tempfile::tempdir().unwrap();
+            let root = TrustedRoot::new(dir.path());
+            let lock = dir.path().join("status.json.lock");
+            let target = dir.path().join("target");
+            match planted {
+                "dangling_link" => std::os::unix::fs::symlink(&target, &lock).unwrap(),
+                "link_to_folder" => {
+                    std::fs::create_dir(&target).unwrap();
+                    std::os::unix::fs::symlink(&target, &lock).unwrap()
+                }
+                "fifo" => rustix::fs::mkfifoat(
+                    rustix::fs::CWD,
+                    &lock,
+                    rustix::fs::Mode::from_raw_mode(0o600),
+                )
+                .unwrap(),
+                _ => std::fs::create_dir_all(lock.join("sub")).unwrap(),
+            }
+            let held = StoreLock::acquire(&root, &dir.path().join("status.json")).unwrap();
+            assert!(
+                std::fs::symlink_metadata(&lock).unwrap().is_file(),
+                "{planted}"
+            );
+            assert_eq!(
+                target.exists(),
+                planted == "link_to_folder",
+                "{planted}: nothing created at or removed from the link's target"
+            );
+            drop(held);
+        }
     }
 
     #[test]

@@ -89,10 +89,13 @@ impl HmacReportTokens {
         match read_trusted_secret(&dir) {
             Ok(Some(secret)) => return Ok(secret),
             Ok(None) => {}
-            Err(Untrusted) => {
+            Err(SecretProblem::Untrusted) => {
                 let now = epoch_ms(SystemTime::now()).unwrap_or(0);
                 quarantine(&self.root, &path, now)?;
             }
+            // Out of descriptors, an IO error: the secret may be fine, and
+            // replacing it would void every token in use.
+            Err(SecretProblem::Io(error)) => return Err(error.into()),
         }
         let mut bytes = [0u8; 32];
         getrandom::fill(&mut bytes).map_err(|e| PortError::Io(io::Error::other(e.to_string())))?;
@@ -114,15 +117,30 @@ impl HmacReportTokens {
     }
 }
 
-/// A secret file that must not be used: moved aside and replaced.
-struct Untrusted;
+/// Why the stored secret was not used.
+enum SecretProblem {
+    /// Not a file to trust (a link, a FIFO, readable by others, corrupt):
+    /// moved aside and replaced.
+    Untrusted,
+    /// Could not be read this time: reported, the file left alone.
+    Io(io::Error),
+}
 
 /// The stored secret if the file is one to trust; `Ok(None)` when there is none.
-fn read_trusted_secret(dir: &Dir) -> Result<Option<String>, Untrusted> {
+fn read_trusted_secret(dir: &Dir) -> Result<Option<String>, SecretProblem> {
+    use SecretProblem::{Io, Untrusted};
     let file = match dir.open_file(OsStr::new(SECRET_FILE)) {
         Ok(Some(file)) => file,
         Ok(None) => return Ok(None),
-        Err(_) => return Err(Untrusted),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::InvalidData | io::ErrorKind::PermissionDenied
+            ) =>
+        {
+            return Err(Untrusted)
+        }
+        Err(e) => return Err(Io(e)),
     };
     if !private_to_this_user(&file) {
         return Err(Untrusted);
@@ -130,7 +148,7 @@ fn read_trusted_secret(dir: &Dir) -> Result<Option<String>, Untrusted> {
     let mut bytes = Vec::new();
     file.take(MAX_SECRET_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|_| Untrusted)?;
+        .map_err(Io)?;
     serde_json::from_slice::<Value>(&bytes)
         .ok()
         .and_then(|v| {
@@ -174,24 +192,28 @@ impl ReportTokens for HmacReportTokens {
         member: &str,
         fingerprint: &str,
         now_ms: EpochMs,
-    ) -> TokenCheck {
+    ) -> Result<TokenCheck, PortError> {
         let Some(token) = token.filter(|t| !t.is_empty()) else {
-            return TokenCheck::Missing;
+            return Ok(TokenCheck::Missing);
         };
         let Some(split) = split(token) else {
-            return TokenCheck::Invalid;
+            return Ok(TokenCheck::Invalid);
         };
-        let Ok(secret) = self.secret(team) else {
-            return TokenCheck::Invalid;
-        };
+        let secret = self.secret(team)?;
         let Some(mac) = Self::mac(&secret, split.encoded_payload) else {
-            return TokenCheck::Invalid;
+            return Ok(TokenCheck::Invalid);
         };
         // Constant-time comparison of the signature.
         if mac.verify_slice(&split.signature).is_err() {
-            return TokenCheck::Invalid;
+            return Ok(TokenCheck::Invalid);
         }
-        check_claims(split.encoded_payload, team, member, fingerprint, now_ms)
+        Ok(check_claims(
+            split.encoded_payload,
+            team,
+            member,
+            fingerprint,
+            now_ms,
+        ))
     }
 }
 
@@ -212,35 +234,47 @@ mod tests {
         let token = tokens.issue("forge", "jack", "fp", 1_000).unwrap();
         assert!(token.starts_with("wrs:v1."));
         assert_eq!(
-            tokens.verify(Some(&token), "forge", "jack", "fp", 999),
+            tokens
+                .verify(Some(&token), "forge", "jack", "fp", 999)
+                .unwrap(),
             TokenCheck::Valid
         );
         assert_eq!(
-            tokens.verify(Some(&token), "forge", "jack", "fp", 1_000),
+            tokens
+                .verify(Some(&token), "forge", "jack", "fp", 1_000)
+                .unwrap(),
             TokenCheck::Expired
         );
         assert_eq!(
-            tokens.verify(Some(&token), "forge", "jill", "fp", 0),
+            tokens
+                .verify(Some(&token), "forge", "jill", "fp", 0)
+                .unwrap(),
             TokenCheck::Invalid
         );
         assert_eq!(
-            tokens.verify(Some(&token), "forge", "jack", "fp2", 0),
+            tokens
+                .verify(Some(&token), "forge", "jack", "fp2", 0)
+                .unwrap(),
             TokenCheck::Invalid
         );
         assert_eq!(
-            tokens.verify(Some(&token), "other", "jack", "fp", 0),
+            tokens
+                .verify(Some(&token), "other", "jack", "fp", 0)
+                .unwrap(),
             TokenCheck::Invalid
         );
         assert_eq!(
-            tokens.verify(None, "forge", "jack", "fp", 0),
+            tokens.verify(None, "forge", "jack", "fp", 0).unwrap(),
             TokenCheck::Missing
         );
         assert_eq!(
-            tokens.verify(Some(""), "forge", "jack", "fp", 0),
+            tokens.verify(Some(""), "forge", "jack", "fp", 0).unwrap(),
             TokenCheck::Missing
         );
         assert_eq!(
-            tokens.verify(Some(&token[..token.len() - 2]), "forge", "jack", "fp", 0),
+            tokens
+                .verify(Some(&token[..token.len() - 2]), "forge", "jack", "fp", 0)
+                .unwrap(),
             TokenCheck::Invalid
         );
     }
@@ -255,7 +289,9 @@ mod tests {
             TokenClaims::new("forge", "jack", "fp", 1_000).encode()
         );
         assert_eq!(
-            tokens.verify(Some(&forged), "forge", "jack", "fp", 0),
+            tokens
+                .verify(Some(&forged), "forge", "jack", "fp", 0)
+                .unwrap(),
             TokenCheck::Invalid
         );
     }
@@ -281,14 +317,18 @@ mod tests {
         // A second instance (another app window) reads the same secret.
         let again = HmacReportTokens::new(dir.path().to_path_buf());
         assert_eq!(
-            again.verify(Some(&token), "forge", "jack", "fp", 0),
+            again
+                .verify(Some(&token), "forge", "jack", "fp", 0)
+                .unwrap(),
             TokenCheck::Valid
         );
         // A corrupt secret is kept aside and replaced; old tokens stop verifying.
         std::fs::write(&path, r#"{"schemaVersion":1,"secret":"short"}"#).unwrap();
         let fresh = HmacReportTokens::new(dir.path().to_path_buf());
         assert_eq!(
-            fresh.verify(Some(&token), "forge", "jack", "fp", 0),
+            fresh
+                .verify(Some(&token), "forge", "jack", "fp", 0)
+                .unwrap(),
             TokenCheck::Invalid
         );
         assert_ne!(
@@ -362,7 +402,9 @@ mod tests {
                     .into_bytes(),
             );
             assert_eq!(
-                tokens.verify(Some(&forged), "forge", "jack", "fp", 0),
+                tokens
+                    .verify(Some(&forged), "forge", "jack", "fp", 0)
+                    .unwrap(),
                 TokenCheck::Invalid,
                 "{how}"
             );
@@ -412,7 +454,7 @@ mod tests {
         #[test]
         fn random_tokens_are_never_valid(token in ".{0,200}", member in "[a-z]{1,8}") {
             let (_dir, tokens) = tokens();
-            prop_assert_ne!(tokens.verify(Some(&token), "forge", &member, "fp", 0), TokenCheck::Valid);
+            prop_assert_ne!(tokens.verify(Some(&token), "forge", &member, "fp", 0).unwrap(), TokenCheck::Valid);
         }
 
         #[test]
@@ -422,9 +464,9 @@ mod tests {
             let (_dir, tokens) = tokens();
             let token = tokens.issue("forge", &member, &fp, 1_000).unwrap();
             let expected = if now < 1_000 { TokenCheck::Valid } else { TokenCheck::Expired };
-            prop_assert_eq!(tokens.verify(Some(&token), "forge", &member, &fp, now), expected);
+            prop_assert_eq!(tokens.verify(Some(&token), "forge", &member, &fp, now).unwrap(), expected);
             if other != member {
-                prop_assert_eq!(tokens.verify(Some(&token), "forge", &other, &fp, now), TokenCheck::Invalid);
+                prop_assert_eq!(tokens.verify(Some(&token), "forge", &other, &fp, now).unwrap(), TokenCheck::Invalid);
             }
             // Flip one bit anywhere: never valid.
             let mut bytes = token.clone().into_bytes();
@@ -432,7 +474,7 @@ mod tests {
             bytes[i] ^= 1;
             if let Ok(mutated) = String::from_utf8(bytes) {
                 if mutated != token {
-                    prop_assert_ne!(tokens.verify(Some(&mutated), "forge", &member, &fp, now), TokenCheck::Valid);
+                    prop_assert_ne!(tokens.verify(Some(&mutated), "forge", &member, &fp, now).unwrap(), TokenCheck::Valid);
                 }
             }
         }

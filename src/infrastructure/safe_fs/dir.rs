@@ -332,6 +332,21 @@ impl Dir {
         Ok(())
     }
 
+    /// Every name in the folder, UTF-8 or not, `.` and `..` left out.
+    fn raw_names(&self) -> io::Result<Vec<std::ffi::OsString>> {
+        use std::os::unix::ffi::OsStrExt;
+        let mut listing = rfs::Dir::read_from(&self.fd).map_err(|e| with_path(&self.path, e))?;
+        let mut names = Vec::new();
+        while let Some(entry) = listing.read() {
+            let entry = entry.map_err(|e| with_path(&self.path, e))?;
+            let name = entry.file_name().to_bytes();
+            if name != b"." && name != b".." {
+                names.push(OsStr::from_bytes(name).to_owned());
+            }
+        }
+        Ok(names)
+    }
+
     /// The names in the folder, `.` and `..` left out.
     pub fn entries(&self) -> io::Result<Vec<Entry>> {
         let mut listing = rfs::Dir::read_from(&self.fd).map_err(|e| with_path(&self.path, e))?;
@@ -407,11 +422,14 @@ impl Dir {
             Some(_) => {}
         }
         if depth == 0 {
-            return Err(with_path(&self.child(name), Errno::TOOMANYREFS));
+            return Err(io::Error::other(format!(
+                "{}: more than {MAX_REMOVE_DEPTH} folders deep; not removed",
+                self.child(name).display()
+            )));
         }
         if let Some(sub) = self.open_dir(name)? {
-            for entry in sub.entries()? {
-                sub.remove_tree_at(OsStr::new(&entry.name), depth - 1)?;
+            for child in sub.raw_names()? {
+                sub.remove_tree_at(&child, depth - 1)?;
             }
         }
         match rfs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR) {

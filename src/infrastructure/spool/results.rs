@@ -72,9 +72,13 @@ pub(super) fn write_meta(dir: &Dir, name: &str, meta: &Value) -> io::Result<()> 
 /// files whose payload never arrived (a meta is written just before its
 /// payload is renamed in), once they are older than a claim may live.
 /// Entries are removed without following links (a `payload_not_a_file`
-/// result may be a link or a folder: the entry itself goes).
+/// result may be a link or a folder: the entry itself goes). An entry that
+/// cannot be removed (a planted tree too deep to descend) is skipped and
+/// tried again next time: one bad entry must not stop the pruning of the rest
+/// or fail the drain. Only a folder that cannot be listed is an error.
 pub(super) fn prune(dir: &Dir, keep: usize, max_age_ms: EpochMs, now: EpochMs) -> io::Result<()> {
     let names: Vec<String> = dir.entries()?.into_iter().map(|e| e.name).collect();
+    let age_of = |name: &str| dir.meta(name).ok().flatten().map(|meta| meta.modified_ms);
     let mut payloads: Vec<&String> = names
         .iter()
         .filter(|n| !n.starts_with('.') && !n.ends_with(META_SUFFIX))
@@ -85,12 +89,8 @@ pub(super) fn prune(dir: &Dir, keep: usize, max_age_ms: EpochMs, now: EpochMs) -
             || name
                 .strip_suffix(META_SUFFIX)
                 .is_some_and(|payload| !present.contains(payload));
-        if leftover
-            && dir
-                .meta(name)?
-                .is_some_and(|meta| now - meta.modified_ms > STALE_CLAIM_MS)
-        {
-            dir.remove_tree(name)?;
+        if leftover && age_of(name).is_some_and(|at| now - at > STALE_CLAIM_MS) {
+            let _ = dir.remove_tree(name);
         }
     }
     // Names start with the hook's UTC stamp, so name order is time order.
@@ -100,13 +100,13 @@ pub(super) fn prune(dir: &Dir, keep: usize, max_age_ms: EpochMs, now: EpochMs) -
             SpoolName::Event { stamp_ms, .. } => Some(stamp_ms),
             _ => match parse_stamp(name) {
                 Some(at) => Some(at),
-                None => dir.meta(name.as_str())?.map(|meta| meta.modified_ms),
+                None => age_of(name),
             },
         };
         let too_old = at.is_some_and(|at| now - at > max_age_ms);
         if rank >= keep || too_old {
-            dir.remove_tree(name.as_str())?;
-            dir.remove_tree(meta_name(name))?;
+            let _ = dir.remove_tree(name.as_str());
+            let _ = dir.remove_tree(meta_name(name));
         }
     }
     Ok(())
@@ -257,5 +257,30 @@ mod tests {
         assert!(spool.complete(&claims[0], &serde_json::json!({})).is_err());
         assert!(names(&outside).is_empty());
         assert_eq!(names(&spool.paths().processing()).len(), 1);
+    }
+
+    #[test]
+    fn an_entry_too_deep_to_remove_is_skipped_and_the_rest_pruned() {
+        let (_dir, spool, _) = spool(T0);
+        let processed = spool.paths().processed();
+        let mut deep = processed.join("zzzz");
+        for _ in 0..12 {
+            deep = deep.join("x");
+        }
+        fs::create_dir_all(&deep).unwrap();
+        fs::write(processed.join("20201122T100000Z-1-0.claude.json"), b"{}").unwrap();
+        // Keep nothing: both entries are due; the deep tree cannot go.
+        prune(
+            &open(&spool, Folder::Processed),
+            0,
+            PROCESSED_MAX_AGE_MS,
+            T0,
+        )
+        .unwrap();
+        assert_eq!(
+            names(&processed),
+            vec!["zzzz"],
+            "the other result went anyway"
+        );
     }
 }
