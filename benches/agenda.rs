@@ -60,7 +60,6 @@ fn synthetic_team(members: usize, tasks: usize) -> TeamSnapshot {
                 display_id: format!("#{i}"),
                 subject: format!("Task number {i}"),
                 status,
-                deleted_at: false,
                 owner: Some(owner),
                 blocked_by: match i % 7 {
                     3 => vec![(i - 1).to_string()],

@@ -10,9 +10,12 @@ use std::collections::{BTreeSet, HashMap};
 use serde::{Deserialize, Serialize};
 
 use super::fingerprint::agenda_fingerprint;
+use super::js_semantics::{compare_code_units, js_trim, locale_compare};
 use super::names::{is_reserved_member_name, normalize_member_name};
 use super::review_cycle::{current_review_cycle, ReviewCycle};
-use super::team::{Clarification, KanbanColumn, ReviewState, Task, TaskStatus, TeamSnapshot};
+use super::team::{
+    Clarification, HistoryEvent, KanbanColumn, ReviewState, Task, TaskStatus, TeamSnapshot,
+};
 
 /// What a member has to do about a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -118,7 +121,8 @@ pub struct ActionableWorkItem {
 }
 
 impl ActionableWorkItem {
-    /// Sort key of the fingerprint: `kind:taskId:displayId`, compared as bytes.
+    /// Sort key of the fingerprint: `kind:taskId:displayId`, compared with
+    /// [`locale_compare`] (the reference's `localeCompare`), not as bytes.
     pub fn sort_key(&self) -> String {
         format!(
             "{}:{}:{}",
@@ -135,7 +139,7 @@ impl ActionableWorkItem {
 pub struct Agenda {
     /// Team.
     pub team_name: String,
-    /// Member (roster spelling when known).
+    /// Member, normalized (trimmed, lowercased), as the reference reports it.
     pub member_name: String,
     /// When it was built.
     pub generated_at: String,
@@ -186,14 +190,17 @@ impl<'a> TeamIndex<'a> {
     /// Derives the facts of every task of `snapshot`.
     pub fn build(snapshot: &'a TeamSnapshot) -> Self {
         let tasks = &snapshot.tasks;
+        // References are trimmed and lose one leading `#`, on both sides.
         let mut by_id: HashMap<&str, Vec<usize>> = HashMap::new();
         let mut by_display: HashMap<&str, Vec<usize>> = HashMap::new();
         for (i, task) in tasks.iter().enumerate() {
-            by_id.entry(task.id.as_str()).or_default().push(i);
-            by_display
-                .entry(task.display_id.trim_start_matches('#'))
-                .or_default()
-                .push(i);
+            for (index, reference) in [(&mut by_id, &task.id), (&mut by_display, &task.display_id)]
+            {
+                let reference = task_reference(reference);
+                if !reference.is_empty() {
+                    index.entry(reference).or_default().push(i);
+                }
+            }
         }
         let base: Vec<(ReviewState, Option<KanbanColumn>)> = tasks
             .iter()
@@ -215,7 +222,7 @@ impl<'a> TeamIndex<'a> {
             }
         };
         let resolve = |reference: &str| -> Option<usize> {
-            let reference = reference.trim_start_matches('#');
+            let reference = task_reference(reference);
             match by_id.get(reference).map(Vec::as_slice) {
                 Some([only]) => Some(*only),
                 Some(_) => None,
@@ -229,7 +236,7 @@ impl<'a> TeamIndex<'a> {
         let mut facts = Vec::with_capacity(tasks.len());
         for (i, task) in tasks.iter().enumerate() {
             let (review_state, column) = base[i];
-            let deleted = task.status == TaskStatus::Deleted || task.deleted_at;
+            let deleted = task.status == TaskStatus::Deleted;
             let needs_fix_actionable =
                 review_state == ReviewState::NeedsFix && !deleted && column.is_none();
             let terminal = deleted
@@ -241,7 +248,7 @@ impl<'a> TeamIndex<'a> {
             let mut waiting = Vec::new();
             for dep in &tidy_ids(&task.blocked_by) {
                 match resolve(dep) {
-                    Some(j) if !(tasks[j].status == TaskStatus::Deleted || tasks[j].deleted_at) => {
+                    Some(j) if tasks[j].status != TaskStatus::Deleted => {
                         if !finished_for_dependency(j) {
                             waiting.push(dep.clone());
                         }
@@ -257,10 +264,7 @@ impl<'a> TeamIndex<'a> {
                 current_review_cycle(&task.history, kanban_reviewer)
             });
             let cycle = cycle.flatten();
-            let cycle_reviewer = cycle
-                .as_ref()
-                .and_then(|c| c.reviewer.as_deref())
-                .map(normalize_member_name);
+            let cycle_reviewer = cycle.as_ref().map(|c| c.reviewer.clone());
             facts.push(TaskFacts {
                 task,
                 review_state,
@@ -314,10 +318,6 @@ impl<'a> TeamIndex<'a> {
     /// The agenda of `member_name`, stamped with `generated_at`.
     pub fn agenda_for(&self, member_name: &str, generated_at: &str) -> Agenda {
         let normalized = normalize_member_name(member_name);
-        let display_name = self
-            .snapshot
-            .member(&normalized)
-            .map_or_else(|| member_name.trim().to_string(), |m| m.name.clone());
         let mut diagnostics = self.snapshot.diagnostics.clone();
         let mut items = Vec::new();
         if !self.snapshot.config_found {
@@ -339,14 +339,20 @@ impl<'a> TeamIndex<'a> {
             relevant.dedup();
             items = relevant
                 .into_iter()
-                .filter_map(|i| item_for(&self.facts[i], &normalized, &display_name, is_lead))
+                .filter_map(|i| item_for(&self.facts[i], &normalized, is_lead))
                 .collect();
-            items.sort_by_cached_key(ActionableWorkItem::sort_key);
+            // Stable: equal keys (tasks sharing an id) keep task order.
+            let mut keyed: Vec<(String, ActionableWorkItem)> = items
+                .into_iter()
+                .map(|item| (item.sort_key(), item))
+                .collect();
+            keyed.sort_by(|(left, _), (right, _)| locale_compare(left, right));
+            items = keyed.into_iter().map(|(_, item)| item).collect();
         }
-        let fingerprint = agenda_fingerprint(&self.snapshot.team_name, &display_name, &items);
+        let fingerprint = agenda_fingerprint(&self.snapshot.team_name, &normalized, &items);
         Agenda {
             team_name: self.snapshot.team_name.clone(),
-            member_name: display_name,
+            member_name: normalized,
             generated_at: generated_at.to_string(),
             fingerprint,
             items,
@@ -356,25 +362,24 @@ impl<'a> TeamIndex<'a> {
 }
 
 /// Applies the first matching agenda rule (DATA.md §5 "Agenda" 1–6) to one task.
-fn item_for(
-    f: &TaskFacts<'_>,
-    member: &str,
-    display_name: &str,
-    is_lead: bool,
-) -> Option<ActionableWorkItem> {
+///
+/// Names in evidence (`owner`, `reviewer`, `reviewStartedBy`) and the assignee
+/// are normalized; `reviewState` is always there (`none` included), as the
+/// reference's task reader always sets it.
+fn item_for(f: &TaskFacts<'_>, member: &str, is_lead: bool) -> Option<ActionableWorkItem> {
     let task = f.task;
-    let review_state =
-        (f.review_state != ReviewState::None).then(|| f.review_state.as_str().to_string());
+    let review_state = Some(f.review_state.as_str().to_string());
+    let subject = js_trim(&task.subject);
     let base = |kind, priority, reason: &str, evidence| ActionableWorkItem {
         task_id: task.id.clone(),
-        display_id: Some(task.display_id.clone()),
-        subject: if task.subject.is_empty() {
+        display_id: (!task.display_id.is_empty()).then(|| task.display_id.clone()),
+        subject: if subject.is_empty() {
             "Untitled task".to_string()
         } else {
-            task.subject.clone()
+            subject.to_string()
         },
         kind,
-        assignee: display_name.to_string(),
+        assignee: member.to_string(),
         priority,
         reason: reason.to_string(),
         evidence,
@@ -384,7 +389,7 @@ fn item_for(
     if is_lead && task.needs_clarification == Some(Clarification::Lead) {
         let evidence = Evidence {
             status,
-            owner: task.owner.clone(),
+            owner: f.owner.clone(),
             review_state,
             needs_clarification: Some("lead".into()),
             ..Evidence::default()
@@ -399,7 +404,7 @@ fn item_for(
     if is_lead && !f.broken.is_empty() {
         let evidence = Evidence {
             status,
-            owner: task.owner.clone(),
+            owner: f.owner.clone(),
             review_state,
             blocked_by_task_ids: Some(f.broken.clone()),
             blocker_task_ids: (!f.blocks.is_empty()).then(|| f.blocks.clone()),
@@ -414,7 +419,10 @@ fn item_for(
     }
     if f.column == Some(KanbanColumn::Review) {
         let cycle = f.cycle.as_ref()?;
-        let history_event_ids = history_event_ids(cycle);
+        let history_event_ids =
+            (!cycle.history_event_ids.is_empty()).then(|| cycle.history_event_ids.clone());
+        let request = cycle.request.as_ref();
+        let started = cycle.started.as_ref();
         if is_lead && f.is_self_review() {
             let mut diagnostics: Vec<String> =
                 cycle.diagnostics.iter().map(|d| d.to_string()).collect();
@@ -423,14 +431,10 @@ fn item_for(
             diagnostics.dedup();
             let evidence = Evidence {
                 status,
-                owner: task.owner.clone(),
-                reviewer: cycle.reviewer.clone(),
+                owner: f.owner.clone(),
+                reviewer: Some(cycle.reviewer.clone()),
                 review_state: Some("review".into()),
-                review_request_event_id: cycle
-                    .request
-                    .as_ref()
-                    .map(|r| r.id.clone())
-                    .filter(|id| !id.is_empty()),
+                review_request_event_id: request.and_then(|r| r.id.clone()),
                 history_event_ids,
                 review_diagnostics: Some(diagnostics),
                 ..Evidence::default()
@@ -442,21 +446,19 @@ fn item_for(
                 evidence,
             ));
         }
-        if f.cycle_reviewer.as_deref() == Some(member) && f.owner.as_deref() != Some(member) {
-            let request = cycle.request.as_ref().filter(|r| !r.id.is_empty());
-            let started = cycle.started.as_ref();
+        if cycle.reviewer == member && !f.is_self_review() {
             let evidence = Evidence {
                 status,
-                owner: task.owner.clone(),
-                reviewer: cycle.reviewer.clone(),
+                owner: f.owner.clone(),
+                reviewer: Some(member.to_string()),
                 review_state: Some("review".into()),
                 review_cycle_id: Some(cycle.id.clone()),
                 review_obligation: Some(cycle.obligation.as_str().into()),
                 can_bypass_phase2: Some(cycle.can_bypass_phase2),
-                review_request_event_id: request.map(|r| r.id.clone()),
-                review_requested_at: request.map(|r| r.timestamp.clone()),
-                review_started_event_id: started.map(|s| s.id.clone()).filter(|id| !id.is_empty()),
-                review_started_at: started.map(|s| s.timestamp.clone()),
+                review_request_event_id: request.and_then(|r| r.id.clone()),
+                review_requested_at: request.and_then(|r| r.timestamp.clone()),
+                review_started_event_id: started.and_then(|s| s.id.clone()),
+                review_started_at: started.and_then(|s| s.timestamp.clone()),
                 review_started_by: started.and_then(|s| s.who.clone()),
                 history_event_ids,
                 review_diagnostics: (!cycle.diagnostics.is_empty())
@@ -490,72 +492,40 @@ fn item_for(
     };
     let evidence = Evidence {
         status,
-        owner: Some(display_name.to_string()),
+        owner: Some(member.to_string()),
         review_state,
         ..Evidence::default()
     };
     Some(base(ItemKind::Work, Priority::Normal, reason, evidence))
 }
 
-fn history_event_ids(cycle: &ReviewCycle) -> Option<Vec<String>> {
-    let mut ids: Vec<String> = [cycle.request.as_ref(), cycle.started.as_ref()]
-        .into_iter()
-        .flatten()
-        .map(|e| e.id.clone())
-        .filter(|id| !id.is_empty())
-        .collect();
-    ids.sort();
-    ids.dedup();
-    (!ids.is_empty()).then_some(ids)
+/// A task reference as the index keys it: trimmed, one leading `#` removed.
+fn task_reference(reference: &str) -> &str {
+    let reference = js_trim(reference);
+    reference.strip_prefix('#').unwrap_or(reference)
 }
 
-/// Trims, drops empties, dedupes and sorts task id lists.
+/// Trims, drops empties, dedupes and sorts task id lists (UTF-16 code unit
+/// order, JavaScript's default sort).
 fn tidy_ids(ids: &[String]) -> Vec<String> {
-    let set: BTreeSet<String> = ids
+    let set: BTreeSet<&str> = ids
         .iter()
-        .map(|id| id.trim())
+        .map(|id| js_trim(id))
         .filter(|id| !id.is_empty())
-        .map(str::to_string)
         .collect();
-    set.into_iter().collect()
+    let mut ids: Vec<String> = set.into_iter().map(str::to_string).collect();
+    ids.sort_by(|a, b| compare_code_units(a, b));
+    ids
 }
 
-/// The review state after history (DATA.md §3 "Effective reviewState"), clamped by status.
+/// The review state after history (DATA.md §3 "Effective reviewState"),
+/// clamped by status, by the reference task reader's rule: the last review
+/// event decides (its `to`, `none` when that is missing or unknown); a later
+/// reopening to in_progress/deleted means none; one to pending keeps only a
+/// needsFix of the review event right before it (none across a boundary).
+/// Without any of these events the task's own `reviewState` applies.
 pub fn effective_review_state(task: &Task) -> ReviewState {
-    let mut derived: Option<ReviewState> = None;
-    let mut last_review_to = ReviewState::None;
-    for event in &task.history {
-        match event.kind.as_str() {
-            "review_requested"
-            | "review_changes_requested"
-            | "review_approved"
-            | "review_started" => {
-                let to = match event.to.as_deref() {
-                    Some(to) => ReviewState::parse(to),
-                    None => match event.kind.as_str() {
-                        "review_changes_requested" => ReviewState::NeedsFix,
-                        "review_approved" => ReviewState::Approved,
-                        _ => ReviewState::Review,
-                    },
-                };
-                last_review_to = to;
-                derived = Some(to);
-            }
-            "status_changed" => match event.to.as_deref() {
-                Some("in_progress" | "deleted") => derived = Some(ReviewState::None),
-                Some("pending") => {
-                    derived = Some(if last_review_to == ReviewState::NeedsFix {
-                        ReviewState::NeedsFix
-                    } else {
-                        ReviewState::None
-                    })
-                }
-                _ => {}
-            },
-            _ => {}
-        }
-    }
-    let state = derived.unwrap_or(task.review_state);
+    let state = review_state_from_history(&task.history).unwrap_or(task.review_state);
     match task.status {
         TaskStatus::InProgress | TaskStatus::Deleted => ReviewState::None,
         TaskStatus::Pending if state != ReviewState::NeedsFix => ReviewState::None,
@@ -563,32 +533,68 @@ pub fn effective_review_state(task: &Task) -> ReviewState {
     }
 }
 
-/// The workflow column: none for deleted/pending tasks; a fresh kanban column; else from review state.
-///
-/// A kanban card older than the task's last reopening (`status_changed` to
-/// in_progress/pending) is stale and ignored, so an old "approved" card never
-/// hides reopened work.
+fn is_review_event(event: &HistoryEvent) -> bool {
+    matches!(
+        event.kind.as_str(),
+        "review_requested" | "review_changes_requested" | "review_approved" | "review_started"
+    )
+}
+
+fn review_state_to(event: &HistoryEvent) -> ReviewState {
+    event
+        .to
+        .as_deref()
+        .map_or(ReviewState::None, ReviewState::parse)
+}
+
+fn review_state_from_history(history: &[HistoryEvent]) -> Option<ReviewState> {
+    for (i, event) in history.iter().enumerate().rev() {
+        if is_review_event(event) {
+            return Some(review_state_to(event));
+        }
+        if event.kind != "status_changed" {
+            continue;
+        }
+        match event.to.as_deref() {
+            Some("in_progress" | "deleted") => return Some(ReviewState::None),
+            Some("pending") => {
+                for previous in history[..i].iter().rev() {
+                    if is_review_event(previous) {
+                        return Some(if review_state_to(previous) == ReviewState::NeedsFix {
+                            ReviewState::NeedsFix
+                        } else {
+                            ReviewState::None
+                        });
+                    }
+                    let boundary = previous.kind == "task_created"
+                        || (previous.kind == "status_changed"
+                            && matches!(
+                                previous.to.as_deref(),
+                                Some("in_progress" | "pending" | "deleted")
+                            ));
+                    if boundary {
+                        return Some(ReviewState::None);
+                    }
+                }
+                return Some(ReviewState::None);
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The workflow column: none for deleted/pending tasks; else the kanban card's
+/// column; else from the review state. The card counts however old it is.
 fn workflow_column(
     task: &Task,
     review_state: ReviewState,
     kanban: Option<&super::team::KanbanEntry>,
 ) -> Option<KanbanColumn> {
-    if task.status == TaskStatus::Deleted || task.deleted_at || task.status == TaskStatus::Pending {
+    if task.status == TaskStatus::Deleted || task.status == TaskStatus::Pending {
         return None;
     }
-    let reopened_at = task
-        .history
-        .iter()
-        .filter(|e| {
-            e.kind == "status_changed" && matches!(e.to.as_deref(), Some("in_progress" | "pending"))
-        })
-        .filter_map(|e| e.at_ms)
-        .max();
-    let fresh_kanban = kanban.filter(|k| match (k.moved_at_ms, reopened_at) {
-        (Some(moved), Some(reopened)) => moved >= reopened,
-        _ => true,
-    });
-    if let Some(entry) = fresh_kanban {
+    if let Some(entry) = kanban {
         return Some(entry.column);
     }
     match review_state {

@@ -19,7 +19,6 @@ fn task(id: &str, owner: &str, status: TaskStatus) -> Task {
         display_id: format!("#{id}"),
         subject: format!("Task {id}"),
         status,
-        deleted_at: false,
         owner: (!owner.is_empty()).then(|| owner.into()),
         blocked_by: vec![],
         blocks: vec![],
@@ -103,11 +102,8 @@ fn owned_pending_and_in_progress_work_is_listed() {
 
 #[test]
 fn completed_and_deleted_work_is_excluded() {
-    let mut deleted = task("2", "jack", TaskStatus::InProgress);
-    deleted.deleted_at = true;
     let snapshot = team(vec![
         task("1", "jack", TaskStatus::Completed),
-        deleted,
         task("3", "jack", TaskStatus::Deleted),
     ]);
     assert!(agenda(&snapshot, "jack").items.is_empty());
@@ -143,7 +139,9 @@ fn reopened_work_is_listed_again() {
 }
 
 #[test]
-fn stale_kanban_approved_does_not_hide_reopened_work() {
+fn an_approved_kanban_card_counts_however_old_it_is() {
+    // The reference reads the card as it is: a card older than the task's
+    // reopening still makes the task approved (terminal).
     let mut t = task("1", "jack", TaskStatus::InProgress);
     t.history = vec![event(
         "e4",
@@ -160,13 +158,14 @@ fn stale_kanban_approved_does_not_hide_reopened_work() {
             reviewer: None,
         },
     );
+    assert!(agenda(&snapshot, "jack").items.is_empty());
+    snapshot.kanban.get_mut("1").unwrap().moved_at_ms = parse_iso("2026-05-06T12:00:00Z");
+    assert!(agenda(&snapshot, "jack").items.is_empty());
+    snapshot.kanban.clear();
     assert_eq!(
         reasons(&agenda(&snapshot, "jack")),
         vec![("1", "owned_in_progress_task")]
     );
-    // A card moved after the reopening is current and does hide the task.
-    snapshot.kanban.get_mut("1").unwrap().moved_at_ms = parse_iso("2026-05-06T12:00:00Z");
-    assert!(agenda(&snapshot, "jack").items.is_empty());
 }
 
 #[test]
@@ -287,8 +286,7 @@ fn lead_gets_broken_dependency_oversight_and_owner_is_held() {
 
 #[test]
 fn dependency_on_a_deleted_task_is_broken() {
-    let mut dep = task("1", "jill", TaskStatus::InProgress);
-    dep.deleted_at = true;
+    let dep = task("1", "jill", TaskStatus::Deleted);
     let mut t = task("2", "jack", TaskStatus::Pending);
     t.blocked_by = vec!["1".into()];
     assert_eq!(
@@ -492,7 +490,9 @@ fn missing_or_deleted_team_gets_no_items() {
 }
 
 #[test]
-fn items_are_in_byte_order_of_kind_task_and_display_id() {
+fn items_are_in_locale_order_of_kind_task_and_display_id() {
+    // `localeCompare`: letters before case, so `work:C` sorts after `work:b`
+    // (byte order would put it first).
     let mut clarify = task("B", "jack", TaskStatus::Pending);
     clarify.needs_clarification = Some(Clarification::Lead);
     let snapshot = team(vec![
@@ -508,8 +508,216 @@ fn items_are_in_byte_order_of_kind_task_and_display_id() {
         .collect();
     assert_eq!(
         keys,
-        ["clarification:B:#B", "work:C:#C", "work:a:#a", "work:b:#b"]
+        ["clarification:B:#B", "work:a:#a", "work:b:#b", "work:C:#C"]
     );
+    // Punctuation before digits: `work:1:` before `work:10:`.
+    let snapshot = team(vec![
+        task("10", "jack", TaskStatus::Pending),
+        task("1", "jack", TaskStatus::Pending),
+    ]);
+    let keys: Vec<String> = agenda(&snapshot, "jack")
+        .items
+        .iter()
+        .map(|i| i.sort_key())
+        .collect();
+    assert_eq!(keys, ["work:1:#1", "work:10:#10"]);
+}
+
+#[test]
+fn evidence_carries_the_review_state_even_when_none() {
+    // (status, explicit reviewState, evidence reviewState)
+    let cases = [
+        (TaskStatus::Pending, ReviewState::None, "none"),
+        (TaskStatus::InProgress, ReviewState::Review, "none"),
+        (TaskStatus::Pending, ReviewState::NeedsFix, "needsFix"),
+    ];
+    for (status, review_state, want) in cases {
+        let mut t = task("1", "jack", status);
+        t.review_state = review_state;
+        let a = agenda(&team(vec![t]), "jack");
+        assert_eq!(a.items.len(), 1, "{status:?} {review_state:?}");
+        assert_eq!(
+            a.items[0].evidence.review_state.as_deref(),
+            Some(want),
+            "{status:?} {review_state:?}"
+        );
+    }
+}
+
+#[test]
+fn names_in_evidence_are_trimmed_and_lowercased() {
+    let mut clarify = task("1", " Jack ", TaskStatus::InProgress);
+    clarify.needs_clarification = Some(Clarification::Lead);
+    let mut review = task("2", " JACK", TaskStatus::Completed);
+    review.history = vec![
+        review_requested("r1", "2026-05-06T10:00:00Z", " Jill "),
+        review_started("s1", "2026-05-06T10:05:00Z", "JILL "),
+    ];
+    review.review_state = ReviewState::Review;
+    let snapshot = team(vec![clarify, review]);
+    let lead = agenda(&snapshot, "Team-Lead");
+    assert_eq!(lead.member_name, "team-lead");
+    assert_eq!(lead.items[0].assignee, "team-lead");
+    assert_eq!(lead.items[0].evidence.owner.as_deref(), Some("jack"));
+    let jill = agenda(&snapshot, " JILL ");
+    let item = &jill.items[0];
+    assert_eq!(item.assignee, "jill");
+    assert_eq!(item.evidence.owner.as_deref(), Some("jack"));
+    assert_eq!(item.evidence.reviewer.as_deref(), Some("jill"));
+    assert_eq!(item.evidence.review_started_by.as_deref(), Some("jill"));
+    let mut snapshot = team(vec![task("3", " Jack ", TaskStatus::Pending)]);
+    snapshot.members[1].name = "Jack".into();
+    let jack = agenda(&snapshot, "Jack");
+    assert_eq!(jack.member_name, "jack");
+    assert_eq!(jack.items[0].assignee, "jack");
+    assert_eq!(jack.items[0].evidence.owner.as_deref(), Some("jack"));
+}
+
+#[test]
+fn history_event_ids_keep_request_then_start_order_on_the_item() {
+    let mut t = task("1", "jack", TaskStatus::Completed);
+    t.history = vec![
+        review_requested("z-request", "2026-05-06T10:00:00Z", "jill"),
+        review_started("a-start", "2026-05-06T10:05:00Z", "jill"),
+    ];
+    t.review_state = ReviewState::Review;
+    let a = agenda(&team(vec![t]), "jill");
+    assert_eq!(
+        a.items[0].evidence.history_event_ids,
+        Some(vec!["z-request".to_string(), "a-start".to_string()])
+    );
+    // The fingerprint sorts the list: the order on the item does not change it.
+    let mut swapped = a.items.clone();
+    swapped[0].evidence.history_event_ids =
+        Some(vec!["a-start".to_string(), "z-request".to_string()]);
+    assert_eq!(
+        crate::domain::fingerprint::agenda_fingerprint("forge", "jill", &swapped),
+        a.fingerprint
+    );
+}
+
+#[test]
+fn blank_event_ids_and_timestamps_are_left_out() {
+    let mut t = task("1", "jack", TaskStatus::Completed);
+    t.history = vec![review_requested(" ", "  ", "jill")];
+    t.review_state = ReviewState::Review;
+    let a = agenda(&team(vec![t]), "jill");
+    let evidence = &a.items[0].evidence;
+    assert_eq!(evidence.review_request_event_id, None);
+    assert_eq!(evidence.review_requested_at, None);
+    assert_eq!(evidence.history_event_ids, None);
+    assert_eq!(evidence.review_cycle_id.as_deref(), Some("kanban:jill"));
+}
+
+#[test]
+fn dependency_references_lose_one_leading_hash_on_both_sides() {
+    // (blockedBy entry, dependency id, broken for the lead)
+    let cases = [
+        ("#1", "1", false),
+        (" 1 ", "#1", false),
+        ("##1", "1", true),
+        ("1", "##1", true),
+    ];
+    for (reference, dependency_id, broken) in cases {
+        let mut dependency = task(dependency_id, "jill", TaskStatus::InProgress);
+        dependency.display_id = String::new();
+        let mut t = task("2", "jack", TaskStatus::Pending);
+        t.blocked_by = vec![reference.into()];
+        let lead = agenda(&team(vec![dependency, t]), "team-lead");
+        assert_eq!(
+            reasons(&lead).contains(&("2", "task_has_broken_dependency")),
+            broken,
+            "{reference} -> {dependency_id}"
+        );
+    }
+}
+
+#[test]
+fn a_task_without_id_is_a_dependency_by_display_id_but_never_an_item() {
+    let mut anonymous = task("", "jack", TaskStatus::Completed);
+    anonymous.display_id = "#7".into();
+    let mut t = task("2", "jack", TaskStatus::Pending);
+    t.blocked_by = vec!["7".into()];
+    let snapshot = team(vec![anonymous, t]);
+    assert_eq!(
+        reasons(&agenda(&snapshot, "jack")),
+        vec![("2", "owned_pending_task")]
+    );
+    assert!(reasons(&agenda(&snapshot, "team-lead")).is_empty());
+}
+
+#[test]
+fn an_empty_display_id_is_left_out_of_the_item() {
+    let mut t = task("1", "jack", TaskStatus::Pending);
+    t.display_id = String::new();
+    let a = agenda(&team(vec![t]), "jack");
+    assert_eq!(a.items[0].display_id, None);
+    assert_eq!(a.items[0].sort_key(), "work:1:");
+}
+
+#[test]
+fn review_state_from_history_follows_the_reference_reader() {
+    /// `(type, to)` of each history event.
+    type History = &'static [(&'static str, &'static str)];
+    // (status, history, explicit reviewState, effective)
+    let cases: [(TaskStatus, History, ReviewState, ReviewState); 6] = [
+        // A review event without `to` means none, not the event's usual state.
+        (
+            TaskStatus::Completed,
+            &[("review_approved", "")],
+            ReviewState::Approved,
+            ReviewState::None,
+        ),
+        // Reopened to pending across an in_progress boundary: the older needsFix is gone.
+        (
+            TaskStatus::Pending,
+            &[
+                ("review_changes_requested", "needsFix"),
+                ("status_changed", "in_progress"),
+                ("status_changed", "pending"),
+            ],
+            ReviewState::None,
+            ReviewState::None,
+        ),
+        (
+            TaskStatus::Pending,
+            &[
+                ("review_changes_requested", "needsFix"),
+                ("status_changed", "pending"),
+            ],
+            ReviewState::None,
+            ReviewState::NeedsFix,
+        ),
+        // No review or status event: the explicit field.
+        (
+            TaskStatus::Completed,
+            &[("task_created", "")],
+            ReviewState::Review,
+            ReviewState::Review,
+        ),
+        (
+            TaskStatus::Completed,
+            &[("review_requested", "review"), ("comment_added", "")],
+            ReviewState::None,
+            ReviewState::Review,
+        ),
+        (
+            TaskStatus::InProgress,
+            &[("review_requested", "review")],
+            ReviewState::None,
+            ReviewState::None,
+        ),
+    ];
+    for (status, history, explicit, want) in cases {
+        let mut t = task("1", "jack", status);
+        t.review_state = explicit;
+        t.history = history
+            .iter()
+            .enumerate()
+            .map(|(i, (kind, to))| event(&format!("e{i}"), "2026-05-06T10:00:00Z", kind, to))
+            .collect();
+        assert_eq!(effective_review_state(&t), want, "{history:?}");
+    }
 }
 
 #[test]

@@ -7,16 +7,60 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use super::agenda::ActionableWorkItem;
+use super::js_semantics::compare_code_units;
 
 /// Prefix of every fingerprint.
 pub const FINGERPRINT_PREFIX: &str = "agenda:v1:";
 
-/// Canonical JSON: object keys sorted (byte order), no whitespace.
+/// Evidence lists the fingerprint sorts, so their order on the item never matters.
+const SORTED_EVIDENCE_LISTS: [&str; 4] = [
+    "blockerTaskIds",
+    "blockedByTaskIds",
+    "historyEventIds",
+    "reviewDiagnostics",
+];
+
+/// Canonical JSON: object keys sorted at every depth (UTF-16 code unit order,
+/// as JavaScript's default sort), no whitespace, strings escaped as
+/// `JSON.stringify` does.
 ///
-/// `serde_json::Map` is a `BTreeMap` in this crate (no `preserve_order`), so
-/// serializing a `Value` already sorts keys at every depth.
+/// The keys are sorted here, not left to `serde_json::Map`: with serde_json's
+/// `preserve_order` feature (enabled anywhere in the build) the map keeps
+/// insertion order and the fingerprint would silently change.
 pub fn canonical_json(value: &Value) -> String {
-    value.to_string()
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|(left, _), (right, _)| compare_code_units(left, right));
+            out.push('{');
+            for (i, (key, item)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                write_canonical(item, out);
+            }
+            out.push('}');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
 }
 
 /// Lowercase hex SHA-256 of `bytes`.
@@ -30,7 +74,9 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     out
 }
 
-/// Fingerprint of `items`, which must already be in [`ActionableWorkItem::sort_key`] order.
+/// Fingerprint of `items`, which must already be in [`ActionableWorkItem::sort_key`]
+/// order (by `localeCompare`); `member_name` is the normalized name. `reason`
+/// stays out; the evidence lists in [`SORTED_EVIDENCE_LISTS`] go in sorted.
 pub fn agenda_fingerprint(
     team_name: &str,
     member_name: &str,
@@ -42,6 +88,18 @@ pub fn agenda_fingerprint(
             let mut value = serde_json::to_value(item).unwrap_or(Value::Null);
             if let Value::Object(map) = &mut value {
                 map.remove("reason");
+                if let Some(Value::Object(evidence)) = map.get_mut("evidence") {
+                    for list in SORTED_EVIDENCE_LISTS {
+                        if let Some(Value::Array(ids)) = evidence.get_mut(list) {
+                            ids.sort_by(|a, b| {
+                                compare_code_units(
+                                    a.as_str().unwrap_or_default(),
+                                    b.as_str().unwrap_or_default(),
+                                )
+                            });
+                        }
+                    }
+                }
             }
             value
         })
@@ -66,6 +124,24 @@ mod tests {
     fn canonical_json_sorts_keys_without_whitespace() {
         let value = json!({"b": 1, "a": {"d": [2, 1], "c": "x"}});
         assert_eq!(canonical_json(&value), r#"{"a":{"c":"x","d":[2,1]},"b":1}"#);
+    }
+
+    #[test]
+    fn canonical_json_sorts_keys_whatever_the_map_insertion_order() {
+        // With serde_json's `preserve_order` a map keeps insertion order; the
+        // canonical form must not depend on it.
+        let mut inner = serde_json::Map::new();
+        inner.insert("z".into(), json!(1));
+        inner.insert("m".into(), json!([json!({"y": 1, "x": 2})]));
+        inner.insert("a".into(), json!(null));
+        let mut outer = serde_json::Map::new();
+        outer.insert("version".into(), json!(1));
+        outer.insert("items".into(), Value::Object(inner));
+        outer.insert("B".into(), json!("\u{1}\""));
+        assert_eq!(
+            canonical_json(&Value::Object(outer)),
+            r#"{"B":"\u0001\"","items":{"a":null,"m":[{"x":2,"y":1}],"z":1},"version":1}"#
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 pub mod agenda;
 pub mod decision;
 pub mod fingerprint;
+pub mod js_semantics;
 pub mod metrics;
 pub mod names;
 pub mod nudge;

@@ -38,9 +38,10 @@ pub fn validate_name(name: &str) -> Result<(), NameError> {
     Ok(())
 }
 
-/// The comparison form of a member name: trimmed and lowercased.
+/// The comparison form of a member name: trimmed and lowercased, as
+/// JavaScript's `trim()` and `toLowerCase()` do it (the reference's rule).
 pub fn normalize_member_name(name: &str) -> String {
-    name.trim().to_lowercase()
+    super::js_semantics::js_trim(name).to_lowercase()
 }
 
 /// True for the empty name and for `user` / `system` (after normalization).

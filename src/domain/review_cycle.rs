@@ -3,6 +3,7 @@
 //! Only the reviewer of the *current* cycle owes a review: older requests and
 //! `review_started` events from closed cycles do not count.
 
+use super::js_semantics::{js_trim, sort_like_v8};
 use super::names::normalize_member_name;
 use super::team::HistoryEvent;
 
@@ -28,8 +29,8 @@ impl ReviewObligation {
 /// The open review cycle of a task, if any.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReviewCycle {
-    /// Reviewer name as written (request, else kanban, else starter).
-    pub reviewer: Option<String>,
+    /// Reviewer, normalized: the requested one, else the kanban card's, else the starter.
+    pub reviewer: String,
     /// `requestEventId`, else `startedEventId`, else `kanban:<reviewer>`.
     pub id: String,
     /// What the reviewer owes.
@@ -40,6 +41,8 @@ pub struct ReviewCycle {
     pub request: Option<CycleEvent>,
     /// The `review_started` event of the cycle.
     pub started: Option<CycleEvent>,
+    /// Ids of the request and start events, in that order, without repeats.
+    pub history_event_ids: Vec<String>,
     /// Inconsistencies between history and kanban, sorted.
     pub diagnostics: Vec<&'static str>,
 }
@@ -47,11 +50,11 @@ pub struct ReviewCycle {
 /// The parts of a history event the cycle keeps.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CycleEvent {
-    /// Event id (may be empty when the file had an empty string).
-    pub id: String,
-    /// Timestamp as written.
-    pub timestamp: String,
-    /// Requested reviewer or starting actor.
+    /// Event id, trimmed; `None` when blank.
+    pub id: Option<String>,
+    /// Timestamp as written, trimmed; `None` when blank.
+    pub timestamp: Option<String>,
+    /// Requested reviewer or starting actor, normalized; `None` when blank.
     pub who: Option<String>,
 }
 
@@ -64,22 +67,39 @@ const CYCLE_EVENT_KINDS: [&str; 6] = [
     "status_changed",
 ];
 
+/// `Some(trimmed)` unless blank.
+fn non_blank(value: &str) -> Option<String> {
+    let value = js_trim(value);
+    (!value.is_empty()).then(|| value.to_string())
+}
+
 /// Finds the open review cycle from a task's history and its kanban reviewer.
+///
+/// Events are ordered by time where both timestamps parse and differ, else by
+/// file position. That is not a total order once a timestamp does not parse,
+/// so the order is the one V8's sort produces from it (the reference's rule).
+/// Without a reviewer from any source there is no cycle.
 pub fn current_review_cycle(
     history: &[HistoryEvent],
     kanban_reviewer: Option<&str>,
 ) -> Option<ReviewCycle> {
-    let mut events: Vec<&HistoryEvent> = history
+    let mut events: Vec<(usize, &HistoryEvent)> = history
         .iter()
         .filter(|e| CYCLE_EVENT_KINDS.contains(&e.kind.as_str()))
+        .enumerate()
         .collect();
-    // Stable: events with equal (or unparseable) timestamps keep file order.
-    events.sort_by_key(|e| e.at_ms.unwrap_or(i64::MIN));
+    sort_like_v8(
+        &mut events,
+        |(left_index, left), (right_index, right)| match (left.at_ms, right.at_ms) {
+            (Some(l), Some(r)) if l != r => l.cmp(&r),
+            _ => left_index.cmp(right_index),
+        },
+    );
 
     let mut request: Option<&HistoryEvent> = None;
     let mut started: Option<&HistoryEvent> = None;
     let mut open = false;
-    for event in events {
+    for (_, event) in events {
         match event.kind.as_str() {
             "task_created" | "review_approved" | "review_changes_requested" => open = false,
             "status_changed" => {
@@ -105,39 +125,42 @@ pub fn current_review_cycle(
             _ => {}
         }
     }
-    let kanban_reviewer = kanban_reviewer.map(str::trim).filter(|r| !r.is_empty());
+    let kanban_reviewer = kanban_reviewer
+        .map(normalize_member_name)
+        .filter(|r| !r.is_empty());
 
     if !open {
         let reviewer = kanban_reviewer?;
         return Some(ReviewCycle {
-            reviewer: Some(reviewer.to_string()),
             id: format!("kanban:{reviewer}"),
+            reviewer,
             obligation: ReviewObligation::InProgress,
             can_bypass_phase2: false,
             request: None,
             started: None,
+            history_event_ids: Vec::new(),
             diagnostics: vec!["legacy_kanban_reviewer_without_current_review_cycle"],
         });
     }
 
     let cycle_event = |e: &HistoryEvent, who: &Option<String>| CycleEvent {
-        id: e.id.clone(),
-        timestamp: e.timestamp.clone(),
+        id: non_blank(&e.id),
+        timestamp: non_blank(&e.timestamp),
         who: who
             .as_deref()
-            .map(str::trim)
-            .filter(|w| !w.is_empty())
-            .map(str::to_string),
+            .map(normalize_member_name)
+            .filter(|w| !w.is_empty()),
     };
     let request = request.map(|e| cycle_event(e, &e.reviewer));
     let started = started.map(|e| cycle_event(e, &e.actor));
-    let same = |a: &str, b: &str| normalize_member_name(a) == normalize_member_name(b);
+    let requested = request.as_ref().and_then(|r| r.who.as_deref());
+    let starter = started.as_ref().and_then(|s| s.who.as_deref());
 
     let mut diagnostics = Vec::new();
     match &request {
         None => diagnostics.push("review_started_without_review_request"),
         Some(r) => {
-            if r.id.is_empty() {
+            if r.id.is_none() {
                 diagnostics.push("review_request_event_id_missing");
             }
             if r.who.is_none() {
@@ -145,22 +168,20 @@ pub fn current_review_cycle(
             }
         }
     }
-    let requested = request.as_ref().and_then(|r| r.who.as_deref());
-    let starter = started.as_ref().and_then(|s| s.who.as_deref());
     if let Some(s) = &started {
         match (s.who.as_deref(), requested) {
             (None, _) => diagnostics.push("review_started_actor_missing"),
-            (Some(actor), Some(req)) if !same(actor, req) => {
+            (Some(actor), Some(req)) if actor != req => {
                 diagnostics.push("review_started_actor_differs_from_requested_reviewer")
             }
             _ => {}
         }
     }
-    if let Some(kanban) = kanban_reviewer {
-        if requested.is_some_and(|r| !same(r, kanban)) {
+    if let Some(kanban) = kanban_reviewer.as_deref() {
+        if requested.is_some_and(|r| r != kanban) {
             diagnostics.push("kanban_reviewer_differs_from_review_request");
         }
-        if starter.is_some_and(|s| !same(s, kanban)) {
+        if starter.is_some_and(|s| s != kanban) {
             diagnostics.push("kanban_reviewer_differs_from_review_started_actor");
         }
     }
@@ -168,21 +189,21 @@ pub fn current_review_cycle(
     diagnostics.dedup();
 
     let reviewer = requested
-        .or(kanban_reviewer)
-        .or(starter)
-        .map(str::to_string);
-    let request_id = request
-        .as_ref()
-        .map(|r| r.id.as_str())
-        .filter(|id| !id.is_empty());
-    let started_id = started
-        .as_ref()
-        .map(|s| s.id.as_str())
-        .filter(|id| !id.is_empty());
-    let id = match (request_id, started_id) {
-        (Some(id), _) | (None, Some(id)) => id.to_string(),
-        (None, None) => format!("kanban:{}", reviewer.as_deref().unwrap_or_default()),
-    };
+        .or(kanban_reviewer.as_deref())
+        .or(starter)?
+        .to_string();
+    let request_id = request.as_ref().and_then(|r| r.id.clone());
+    let started_id = started.as_ref().and_then(|s| s.id.clone());
+    let id = request_id
+        .clone()
+        .or_else(|| started_id.clone())
+        .unwrap_or_else(|| format!("kanban:{reviewer}"));
+    let mut history_event_ids: Vec<String> = request_id.iter().cloned().collect();
+    if let Some(started_id) = started_id {
+        if !history_event_ids.contains(&started_id) {
+            history_event_ids.push(started_id);
+        }
+    }
     let obligation = if started.is_some() {
         ReviewObligation::InProgress
     } else {
@@ -198,6 +219,7 @@ pub fn current_review_cycle(
         can_bypass_phase2,
         request,
         started,
+        history_event_ids,
         diagnostics,
     })
 }
@@ -237,7 +259,7 @@ mod tests {
     fn clean_request_is_a_pickup_that_can_bypass_phase2() {
         let cycle =
             current_review_cycle(&[requested("r1", "2026-05-06T11:00:00Z", "jill")], None).unwrap();
-        assert_eq!(cycle.reviewer.as_deref(), Some("jill"));
+        assert_eq!(cycle.reviewer, "jill");
         assert_eq!(cycle.id, "r1");
         assert_eq!(cycle.obligation, ReviewObligation::PickupRequired);
         assert!(cycle.can_bypass_phase2);
@@ -268,7 +290,7 @@ mod tests {
             requested("r2", "2026-05-06T11:00:00Z", "bob"),
         ];
         let cycle = current_review_cycle(&history, None).unwrap();
-        assert_eq!(cycle.reviewer.as_deref(), Some("bob"));
+        assert_eq!(cycle.reviewer, "bob");
         assert_eq!(cycle.id, "r2");
         assert_eq!(cycle.obligation, ReviewObligation::PickupRequired);
         assert!(cycle.started.is_none());
@@ -281,11 +303,8 @@ mod tests {
             requested("r2", "2026-05-06T11:00:00Z", "bob"),
         ];
         assert_eq!(
-            current_review_cycle(&history, None)
-                .unwrap()
-                .reviewer
-                .as_deref(),
-            Some("bob")
+            current_review_cycle(&history, None).unwrap().reviewer,
+            "bob"
         );
     }
 
@@ -327,7 +346,7 @@ mod tests {
         let cycle =
             current_review_cycle(&[started("s1", "2026-05-06T10:00:00Z", "jill")], None).unwrap();
         assert_eq!(cycle.id, "s1");
-        assert_eq!(cycle.reviewer.as_deref(), Some("jill"));
+        assert_eq!(cycle.reviewer, "jill");
         assert_eq!(cycle.diagnostics, ["review_started_without_review_request"]);
     }
 
@@ -336,7 +355,7 @@ mod tests {
         let mut request = requested("", "2026-05-06T10:00:00Z", "x");
         request.reviewer = None;
         let cycle = current_review_cycle(&[request], Some("kim")).unwrap();
-        assert_eq!(cycle.reviewer.as_deref(), Some("kim"));
+        assert_eq!(cycle.reviewer, "kim");
         assert_eq!(cycle.id, "kanban:kim");
         assert_eq!(
             cycle.diagnostics,
@@ -361,7 +380,7 @@ mod tests {
             started("s1", "2026-05-06T10:05:00Z", "bob"),
         ];
         let cycle = current_review_cycle(&history, None).unwrap();
-        assert_eq!(cycle.reviewer.as_deref(), Some("jill"));
+        assert_eq!(cycle.reviewer, "jill");
         assert_eq!(
             cycle.diagnostics,
             ["review_started_actor_differs_from_requested_reviewer"]
@@ -382,6 +401,6 @@ mod tests {
                 "kanban_reviewer_differs_from_review_started_actor"
             ]
         );
-        assert_eq!(cycle.reviewer.as_deref(), Some("jill"));
+        assert_eq!(cycle.reviewer, "jill");
     }
 }

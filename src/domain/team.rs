@@ -1,7 +1,8 @@
 //! The team as read from disk: roster, tasks and kanban state (DATA.md §3).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
+use super::js_semantics::locale_compare;
 use super::names::{is_reserved_member_name, normalize_member_name};
 
 /// The runtime a member runs on.
@@ -91,18 +92,6 @@ fn provider_from_model(model: &str) -> Option<ProviderId> {
     }
 }
 
-/// A field of a `members.meta.json` overlay: absent, explicitly cleared, or set.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub enum Overlay<T> {
-    /// The key is not in the JSON object: keep the base value.
-    #[default]
-    Absent,
-    /// The key is present with no usable value: clear the base value.
-    Cleared,
-    /// The key is present with a value.
-    Set(T),
-}
-
 /// One `members.meta.json` entry, as an overlay on the config roster.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MemberOverlay {
@@ -120,8 +109,10 @@ pub struct MemberOverlay {
     pub effort: Option<String>,
     /// `fastMode`.
     pub fast_mode: Option<bool>,
-    /// `removedAt`: only a number sets it; a present non-number clears it.
-    pub removed_at: Overlay<f64>,
+    /// `removedAt` when it is a number. Every entry states it: `None` (no
+    /// number) clears a removal the config recorded, as the reference's
+    /// members-meta reader and merge do.
+    pub removed_at: Option<f64>,
 }
 
 /// Merges the config roster with `members.meta.json` (DATA.md §3 `mergeTeamMembers`).
@@ -198,38 +189,48 @@ fn apply_overlay(base: &mut TeamMember, overlay: &MemberOverlay) {
     {
         base.fast_mode = overlay.fast_mode;
     }
-    match &overlay.removed_at {
-        Overlay::Absent => {}
-        Overlay::Cleared => base.removed_at = None,
-        Overlay::Set(at) => base.removed_at = Some(*at),
-    }
+    base.removed_at = overlay.removed_at;
 }
 
-/// Drops CLI auto-suffix duplicates (`alice-2`) while the base name is active,
-/// dedupes by normalized name and sorts by name (the `members.meta.json` reader rules).
-pub fn tidy_meta_members(mut members: Vec<MemberOverlay>) -> Vec<MemberOverlay> {
-    let mut seen = std::collections::BTreeSet::new();
-    members.retain(|m| !m.name.is_empty() && seen.insert(normalize_member_name(&m.name)));
-    let active: std::collections::BTreeSet<String> = members
-        .iter()
-        .filter(|m| !matches!(m.removed_at, Overlay::Set(at) if at != 0.0))
-        .map(|m| normalize_member_name(&m.name))
-        .collect();
-    members.retain(|m| {
-        let name = normalize_member_name(&m.name);
-        match name.rsplit_once('-') {
-            Some((base, suffix))
-                if !base.is_empty()
-                    && !suffix.is_empty()
-                    && suffix.bytes().all(|b| b.is_ascii_digit()) =>
-            {
-                !active.contains(base)
-            }
-            _ => true,
+/// The `members.meta.json` reader rules of the reference: entries deduped by
+/// exact (trimmed) name, the last one winning in the first one's place; CLI
+/// auto-suffix duplicates (`alice-2`, suffix 2 or more) dropped while their base
+/// name is an active entry (case-insensitively); then sorted by name with
+/// `localeCompare`, which decides the merge order and so the lead.
+pub fn tidy_meta_members(members: Vec<MemberOverlay>) -> Vec<MemberOverlay> {
+    let mut deduped: Vec<MemberOverlay> = Vec::with_capacity(members.len());
+    for member in members {
+        if member.name.is_empty() {
+            continue;
         }
+        match deduped.iter_mut().find(|m| m.name == member.name) {
+            Some(slot) => *slot = member,
+            None => deduped.push(member),
+        }
+    }
+    let active: BTreeSet<String> = deduped
+        .iter()
+        .filter(|m| m.removed_at.is_none_or(|at| at == 0.0))
+        .map(|m| m.name.to_lowercase())
+        .collect();
+    deduped.retain(|m| match cli_auto_suffix_base(&m.name) {
+        Some(base) => !active.contains(&base.to_lowercase()),
+        None => true,
     });
-    members.sort_by(|a, b| a.name.cmp(&b.name));
-    members
+    deduped.sort_by(|a, b| locale_compare(&a.name, &b.name));
+    deduped
+}
+
+/// The base of a CLI auto-suffixed name (`alice-2` → `alice`): the name
+/// ends in `-<ASCII digits>` with a value of 2 or more (`dev-1` is a real name).
+fn cli_auto_suffix_base(name: &str) -> Option<&str> {
+    let (base, suffix) = name.rsplit_once('-')?;
+    if base.is_empty() || suffix.is_empty() || !suffix.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // JavaScript's Number(): a digit string too long for a finite number is kept.
+    let value: f64 = suffix.parse().ok()?;
+    (value.is_finite() && value >= 2.0).then_some(base)
 }
 
 /// `normalize_member_name(name) == normalized`, without allocating for the
@@ -247,11 +248,13 @@ fn normalizes_to(name: &str, normalized: &str) -> bool {
     }
 }
 
-/// True when the member's name or agent type marks it as the team lead.
+/// True when the member's name or agent type marks it as the team lead. The
+/// agent type is compared as read (the reference trims it only in
+/// `members.meta.json`, at read time).
 fn is_lead_candidate(member: &TeamMember) -> bool {
     normalize_member_name(&member.name) == "team-lead"
         || matches!(
-            member.agent_type.as_deref().map(str::trim),
+            member.agent_type.as_deref(),
             Some("team-lead" | "lead" | "orchestrator")
         )
 }
@@ -348,9 +351,9 @@ impl Clarification {
 /// One entry of a task's `historyEvents`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HistoryEvent {
-    /// Event id.
+    /// Event id as written.
     pub id: String,
-    /// ISO timestamp as written.
+    /// Timestamp as written.
     pub timestamp: String,
     /// Parsed timestamp, when it parses.
     pub at_ms: Option<i64>,
@@ -358,7 +361,7 @@ pub struct HistoryEvent {
     pub kind: String,
     /// `from` field (previous status, review state or owner).
     pub from: Option<String>,
-    /// `to` field (status or review state).
+    /// `to` field (status or review state) when it is a string.
     pub to: Option<String>,
     /// `reviewer` of a review request.
     pub reviewer: Option<String>,
@@ -367,18 +370,22 @@ pub struct HistoryEvent {
 }
 
 /// A task file, reduced to what the agenda needs.
+///
+/// There is no `deletedAt`: the reference's task reader drops it, so a task
+/// with `deletedAt` but a live status is live work (only `status: deleted`
+/// removes a task, and the reader skips those).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Task {
-    /// Canonical id.
+    /// Canonical id as written (a number in its JavaScript spelling); empty
+    /// when the file has none: such a task never gets an item but can still be
+    /// a dependency through its display id.
     pub id: String,
-    /// Human id (`#12`, or the first 8 chars of a UUID).
+    /// Human id (`#12`, or the first 8 chars of a UUID); may be empty.
     pub display_id: String,
-    /// Subject, trimmed (empty when missing).
+    /// Subject as written (empty when missing).
     pub subject: String,
     /// Status.
     pub status: TaskStatus,
-    /// True when `deletedAt` is set.
-    pub deleted_at: bool,
     /// Owner name as written.
     pub owner: Option<String>,
     /// Ids this task waits on.
@@ -389,7 +396,7 @@ pub struct Task {
     pub needs_clarification: Option<Clarification>,
     /// Explicit `reviewState` field.
     pub review_state: ReviewState,
-    /// History, in file order.
+    /// History entries with a string `id`, `timestamp` and `type`, in file order.
     pub history: Vec<HistoryEvent>,
 }
 
@@ -541,7 +548,7 @@ mod tests {
     fn meta_overlay_removes_and_restores_members() {
         let removed = MemberOverlay {
             name: "bob".into(),
-            removed_at: Overlay::Set(1_746_500_000_000.0),
+            removed_at: Some(1_746_500_000_000.0),
             ..MemberOverlay::default()
         };
         let merged = merge_team_members(&[member("bob")], &[removed]);
@@ -550,7 +557,7 @@ mod tests {
         gone.removed_at = Some(5.0);
         let restored = MemberOverlay {
             name: "bob".into(),
-            removed_at: Overlay::Cleared,
+            removed_at: None,
             ..MemberOverlay::default()
         };
         assert!(!merge_team_members(&[gone], &[restored])[0].is_removed());
@@ -562,9 +569,53 @@ mod tests {
             name: name.into(),
             ..MemberOverlay::default()
         };
-        let tidy = tidy_meta_members(vec![m("alice-2"), m("alice"), m("bob-2"), m("Alice")]);
-        let names: Vec<_> = tidy.iter().map(|m| m.name.as_str()).collect();
-        assert_eq!(names, ["alice", "bob-2"]);
+        let removed = |name: &str| MemberOverlay {
+            removed_at: Some(1.0),
+            ..m(name)
+        };
+        // (entries, names kept in order): exact-name dedupe, suffix 2+ only,
+        // base must be active, then `localeCompare` order.
+        let cases: [(Vec<MemberOverlay>, &[&str]); 4] = [
+            (
+                vec![m("alice-2"), m("alice"), m("bob-2"), m("Alice")],
+                &["alice", "Alice", "bob-2"],
+            ),
+            (vec![m("dev-1"), m("dev"), m("Dev-3")], &["dev", "dev-1"]),
+            (vec![removed("carl"), m("carl-2")], &["carl", "carl-2"]),
+            (vec![m("Zed"), m("amy"), m("Bea")], &["amy", "Bea", "Zed"]),
+        ];
+        for (entries, want) in cases {
+            let tidy = tidy_meta_members(entries);
+            let names: Vec<_> = tidy.iter().map(|m| m.name.as_str()).collect();
+            assert_eq!(names, want);
+        }
+        // The last entry of a name wins, in the first one's place.
+        let tidy = tidy_meta_members(vec![m("x"), removed("x")]);
+        assert_eq!(tidy.len(), 1);
+        assert_eq!(tidy[0].removed_at, Some(1.0));
+    }
+
+    #[test]
+    fn a_meta_entry_without_numeric_removed_at_restores_a_removed_member() {
+        let mut gone = member("bob");
+        gone.removed_at = Some(1_746_500_000_000.0);
+        let plain = MemberOverlay {
+            name: "Bob".into(),
+            ..MemberOverlay::default()
+        };
+        let merged = merge_team_members(&[gone], &[plain]);
+        assert!(!merged[0].is_removed());
+    }
+
+    #[test]
+    fn agent_type_is_compared_as_read() {
+        let mut padded = member("boss");
+        padded.agent_type = Some(" lead ".into());
+        let snapshot = TeamSnapshot {
+            members: vec![padded],
+            ..TeamSnapshot::default()
+        };
+        assert_eq!(snapshot.lead(), None);
     }
 
     #[test]

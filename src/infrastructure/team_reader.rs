@@ -18,10 +18,11 @@ use serde_json::Value;
 
 use super::safe_fs::{Dir, FileKind, FileRead, TrustedRoot};
 use crate::application::ports::{TaskImpactSource, TeamSource};
+use crate::domain::js_semantics::{js_trim, number_to_string};
 use crate::domain::names::{normalize_member_name, validate_name};
 use crate::domain::team::{
     merge_team_members, tidy_meta_members, Clarification, HistoryEvent, KanbanColumn, KanbanEntry,
-    MemberOverlay, Overlay, ProviderId, ReviewState, Task, TaskStatus, TeamMember, TeamSnapshot,
+    MemberOverlay, ProviderId, ReviewState, Task, TaskStatus, TeamMember, TeamSnapshot,
 };
 use crate::domain::time::parse_iso;
 
@@ -312,7 +313,7 @@ fn string(value: &Value, key: &str) -> Option<String> {
 }
 
 fn trimmed_name(value: &Value) -> Option<String> {
-    let name = value.get("name")?.as_str()?.trim();
+    let name = js_trim(value.get("name")?.as_str()?);
     (!name.is_empty()).then(|| name.to_string())
 }
 
@@ -336,9 +337,10 @@ fn parse_config_member(value: &Value) -> Option<TeamMember> {
         model: string(value, "model"),
         effort: effort(value),
         fast_mode: value.get("fastMode").and_then(Value::as_bool),
+        // Any JavaScript-truthy value marks a config member removed.
         removed_at: match value.get("removedAt") {
             Some(Value::Number(n)) => n.as_f64(),
-            Some(Value::Bool(true)) => Some(1.0),
+            Some(Value::Bool(true) | Value::Array(_) | Value::Object(_)) => Some(1.0),
             Some(Value::String(s)) if !s.is_empty() => Some(1.0),
             _ => None,
         },
@@ -348,7 +350,13 @@ fn parse_config_member(value: &Value) -> Option<TeamMember> {
 fn parse_meta_member(value: &Value) -> Option<MemberOverlay> {
     Some(MemberOverlay {
         name: trimmed_name(value)?,
-        agent_type: string(value, "agentType"),
+        // The members-meta reader trims the agent type (the config reader does not).
+        agent_type: value
+            .get("agentType")
+            .and_then(Value::as_str)
+            .map(js_trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_string),
         provider_id: value
             .get("providerId")
             .and_then(Value::as_str)
@@ -357,11 +365,9 @@ fn parse_meta_member(value: &Value) -> Option<MemberOverlay> {
         model: string(value, "model"),
         effort: effort(value),
         fast_mode: value.get("fastMode").and_then(Value::as_bool),
-        removed_at: match value.get("removedAt") {
-            None => Overlay::Absent,
-            Some(Value::Number(n)) => n.as_f64().map_or(Overlay::Cleared, Overlay::Set),
-            Some(_) => Overlay::Cleared,
-        },
+        // Only a number counts; anything else (or nothing) restores a member
+        // the config marks removed (the reference's members-meta rule).
+        removed_at: value.get("removedAt").and_then(Value::as_f64),
     })
 }
 
@@ -441,6 +447,11 @@ enum TaskParse {
     Invalid,
 }
 
+/// One task file, by the reference task reader's rules: `status: deleted`
+/// and `metadata._internal` files are skipped; `id` is a string as written or
+/// a number in its JavaScript spelling (anything else: empty); `deletedAt` is
+/// ignored; `blockedBy` / `blocks` keep string entries only; history keeps
+/// objects with a string `id`, `timestamp` and `type`.
 fn parse_task(value: &Value) -> TaskParse {
     let Some(obj) = value.as_object() else {
         return TaskParse::Invalid;
@@ -453,40 +464,25 @@ fn parse_task(value: &Value) -> TaskParse {
         return TaskParse::Skipped;
     }
     let id = match obj.get("id") {
-        Some(Value::String(s)) => s.trim().to_string(),
-        Some(Value::Number(n)) => n.to_string(),
-        _ => return TaskParse::Invalid,
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.as_f64().map(number_to_string).unwrap_or_default(),
+        _ => String::new(),
     };
-    if id.is_empty() {
-        return TaskParse::Invalid;
-    }
-    let display_id = match obj.get("displayId").and_then(Value::as_str).map(str::trim) {
+    let display_id = match obj.get("displayId").and_then(Value::as_str).map(js_trim) {
         Some(d) if !d.is_empty() => d.to_string(),
-        _ if is_uuid(&id) => id[..8].to_lowercase(),
-        _ => id.clone(),
+        _ => derive_display_id(&id),
     };
     let ids = |key: &str| -> Vec<String> {
         array(value, key)
-            .filter_map(|v| match v {
-                Value::String(s) => Some(s.clone()),
-                Value::Number(n) => Some(n.to_string()),
-                _ => None,
-            })
+            .filter_map(Value::as_str)
+            .map(str::to_string)
             .collect()
     };
     TaskParse::Task(Task {
         display_id,
-        subject: obj
-            .get("subject")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .trim()
-            .to_string(),
+        subject: string(value, "subject").unwrap_or_default(),
         status,
-        deleted_at: obj
-            .get("deletedAt")
-            .is_some_and(|d| !d.is_null() && d != &Value::Bool(false)),
-        owner: obj.get("owner").and_then(Value::as_str).map(str::to_string),
+        owner: string(value, "owner"),
         blocked_by: ids("blockedBy"),
         blocks: ids("blocks"),
         needs_clarification: match obj.get("needsClarification").and_then(Value::as_str) {
@@ -521,11 +517,25 @@ fn parse_history_event(value: &Value) -> Option<HistoryEvent> {
     })
 }
 
+/// The display id of a task without one: the first 8 characters (lowercased)
+/// of a canonical UUID id, else the trimmed id.
+fn derive_display_id(id: &str) -> String {
+    let id = js_trim(id);
+    if is_uuid(id) {
+        id[..8].to_lowercase()
+    } else {
+        id.to_string()
+    }
+}
+
+/// A canonical task UUID: 8-4-4-4-12 hex digits, version 1–5, variant 8/9/a/b.
 fn is_uuid(id: &str) -> bool {
     let bytes = id.as_bytes();
     bytes.len() == 36
         && bytes.iter().enumerate().all(|(i, b)| match i {
             8 | 13 | 18 | 23 => *b == b'-',
+            14 => (b'1'..=b'5').contains(b),
+            19 => matches!(b.to_ascii_lowercase(), b'8' | b'9' | b'a' | b'b'),
             _ => b.is_ascii_hexdigit(),
         })
 }
@@ -533,6 +543,7 @@ fn is_uuid(id: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::agenda::TeamIndex;
     use std::fs;
     use std::path::Path;
 
@@ -602,7 +613,8 @@ mod tests {
         let ids: Vec<_> = snapshot.tasks.iter().map(|t| t.id.as_str()).collect();
         assert_eq!(ids, ["7", "123e4567-E89B-12d3-a456-426614174000"]);
         let ship = &snapshot.tasks[0];
-        assert_eq!(ship.subject, "Ship");
+        // Kept as written; the agenda trims it.
+        assert_eq!(ship.subject, " Ship ");
         assert_eq!(ship.display_id, "7");
         assert_eq!(ship.history.len(), 1);
         assert_eq!(snapshot.tasks[1].display_id, "123e4567");
@@ -611,6 +623,97 @@ mod tests {
             snapshot.diagnostics,
             ["task_file_invalid:11.json", "task_file_invalid:13.json"]
         );
+    }
+
+    #[test]
+    fn task_files_follow_the_reference_task_reader() {
+        /// `(id, display id, blockedBy)` of the task read.
+        type Read = (&'static str, &'static str, &'static [&'static str]);
+        // (file content, the task read or None when skipped)
+        let cases: [(&str, Option<Read>); 8] = [
+            // `deletedAt` is ignored: only `status: deleted` removes a task.
+            (
+                r#"{"id":"1","status":"in_progress","deletedAt":"2026-01-01T00:00:00Z"}"#,
+                Some(("1", "1", &[])),
+            ),
+            (r#"{"id":"1","status":"deleted"}"#, None),
+            // Numbers are spelled as JavaScript's String() does.
+            (
+                r#"{"id":1.0,"blockedBy":[2,"3"," 4 "]}"#,
+                Some(("1", "1", &["3", " 4 "])),
+            ),
+            (r#"{"id":1e21}"#, Some(("1e+21", "1e+21", &[]))),
+            // The id is as written; the display id is derived from it trimmed.
+            (r#"{"id":" 5 "}"#, Some((" 5 ", "5", &[]))),
+            // No usable id: still a task (a dependency through its display id).
+            (r##"{"id":null,"displayId":" #7 "}"##, Some(("", "#7", &[]))),
+            // Only a canonical UUID (version 1-5, variant 8-b) is shortened.
+            (
+                r#"{"id":"123e4567-e89b-02d3-a456-426614174000"}"#,
+                Some((
+                    "123e4567-e89b-02d3-a456-426614174000",
+                    "123e4567-e89b-02d3-a456-426614174000",
+                    &[],
+                )),
+            ),
+            (
+                r#"{"id":"123E4567-e89b-42d3-B456-426614174000"}"#,
+                Some(("123E4567-e89b-42d3-B456-426614174000", "123e4567", &[])),
+            ),
+        ];
+        for (content, want) in cases {
+            let (root, source) = fixture();
+            write(
+                &root.path().join("teams/forge/config.json"),
+                r#"{"name":"forge","members":[{"name":"jack"}]}"#,
+            );
+            write(&root.path().join("tasks/forge/t.json"), content);
+            let snapshot = source.load("forge");
+            let got = snapshot.tasks.first().map(|t| {
+                (
+                    t.id.as_str(),
+                    t.display_id.as_str(),
+                    t.blocked_by.iter().map(String::as_str).collect::<Vec<_>>(),
+                )
+            });
+            let want = want.map(|(id, display, blocked)| (id, display, blocked.to_vec()));
+            assert_eq!(got, want, "{content}");
+        }
+    }
+
+    #[test]
+    fn a_task_with_deleted_at_but_a_live_status_is_work() {
+        let (root, source) = fixture();
+        write(
+            &root.path().join("teams/forge/config.json"),
+            r#"{"name":"forge","members":[{"name":"jack"}]}"#,
+        );
+        write(
+            &root.path().join("tasks/forge/1.json"),
+            r#"{"id":"1","status":"pending","owner":"jack","deletedAt":"2026-01-01T00:00:00Z"}"#,
+        );
+        let snapshot = source.load("forge");
+        let agenda = TeamIndex::build(&snapshot).agenda_for("jack", "2026-11-22T10:00:00.000Z");
+        let reasons: Vec<_> = agenda.items.iter().map(|i| i.reason.as_str()).collect();
+        assert_eq!(reasons, ["owned_pending_task"]);
+    }
+
+    #[test]
+    fn roster_entries_follow_the_reference_readers() {
+        let (root, source) = fixture();
+        write(
+            &root.path().join("teams/forge/config.json"),
+            r#"{"name":"forge","members":[{"name":"boss","agentType":" lead"},{"name":"Bob","removedAt":1},{"name":"gone","removedAt":{}},{"name":"kim","removedAt":2}]}"#,
+        );
+        // bob: an entry without a numeric removedAt restores him; kim stays removed.
+        write(
+            &root.path().join("teams/forge/members.meta.json"),
+            r#"{"members":[{"name":" bob "},{"name":"kim","removedAt":3},{"name":"olga","agentType":" orchestrator "}]}"#,
+        );
+        let snapshot = source.load("forge");
+        assert_eq!(snapshot.active_member_names(), ["bob", "boss", "olga"]);
+        // A config agent type is compared as written; a meta one is trimmed first.
+        assert_eq!(snapshot.lead().map(|m| m.name.as_str()), Some("olga"));
     }
 
     #[test]

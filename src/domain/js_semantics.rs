@@ -1,0 +1,236 @@
+//! The JavaScript string and array semantics the reference implementation's
+//! agenda rules rely on, so the addon reproduces its agendas byte for byte.
+//!
+//! The reference (the TypeScript app this addon replaces) trims with
+//! `String.prototype.trim`, sorts id lists with the default `Array.prototype.sort`
+//! (UTF-16 code unit order), orders fingerprint items and roster names with
+//! `String.prototype.localeCompare` (ICU collation of the default locale, whose
+//! collation is the CLDR root order), turns numeric ids into text with
+//! `Number.prototype.toString`, and sorts review history with a comparator that is
+//! not a total order (V8's binary insertion sort decides the outcome). Each of
+//! these differs from the obvious Rust call on some input an agent can write.
+
+use std::cmp::Ordering;
+use std::sync::LazyLock;
+
+use icu_collator::options::CollatorOptions;
+use icu_collator::{Collator, CollatorBorrowed};
+
+/// True for the characters `String.prototype.trim` removes: ECMAScript
+/// WhiteSpace (tab, VT, FF, space, NBSP, BOM, category Zs) and LineTerminator.
+///
+/// Rust's `char::is_whitespace` differs: it keeps U+FEFF and removes U+0085.
+pub fn is_js_whitespace(c: char) -> bool {
+    matches!(
+        c,
+        '\u{9}' | '\u{a}' | '\u{b}' | '\u{c}' | '\u{d}' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202f}'
+                | '\u{205f}'
+                | '\u{3000}'
+                | '\u{feff}'
+    )
+}
+
+/// `String.prototype.trim`.
+pub fn js_trim(value: &str) -> &str {
+    value.trim_matches(is_js_whitespace)
+}
+
+/// The default order of `Array.prototype.sort` on strings: UTF-16 code units.
+///
+/// It equals byte order except between supplementary characters (surrogate
+/// pairs, U+D800..) and U+E000–U+FFFF.
+pub fn compare_code_units(left: &str, right: &str) -> Ordering {
+    left.encode_utf16().cmp(right.encode_utf16())
+}
+
+/// The root collator; `None` only if the compiled-in data were unusable.
+static ROOT_COLLATOR: LazyLock<Option<CollatorBorrowed<'static>>> =
+    LazyLock::new(|| Collator::try_new(Default::default(), CollatorOptions::default()).ok());
+
+/// `left.localeCompare(right)` with no locale argument: ICU collation of the
+/// CLDR root order, tertiary strength (ICU4X's `icu_collator` implements the same
+/// algorithm and data as the ICU inside Node).
+///
+/// Byte order is not a substitute even on ASCII ids: the collator puts
+/// punctuation before digits and letters (`work:1:1` < `work:10:10`, byte
+/// order says the opposite) and lowercase before uppercase at equal letters.
+pub fn locale_compare(left: &str, right: &str) -> Ordering {
+    match ROOT_COLLATOR.as_ref() {
+        Some(collator) => collator.compare(left, right),
+        // The data are compiled into the crate; this arm is unreachable in
+        // practice and keeps the order deterministic if it ever were not.
+        None => compare_code_units(left, right),
+    }
+}
+
+/// `String(number)`: the shortest round-trip digits, laid out by the
+/// ECMAScript `Number::toString` rules (`1`, not `1.0`; `1e+21`, `1.5e-7`).
+pub fn number_to_string(value: f64) -> String {
+    if value.is_nan() {
+        return "NaN".into();
+    }
+    if value == 0.0 {
+        return "0".into();
+    }
+    if value.is_infinite() {
+        return if value > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    if value < 0.0 {
+        return format!("-{}", number_to_string(-value));
+    }
+    // `{:e}` prints the shortest round-trip digits as `d[.ddd]e<exp>`.
+    let scientific = format!("{value:e}");
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let exponent: i64 = exponent.parse().unwrap_or(0);
+    let k = digits.len() as i64;
+    let n = exponent + 1;
+    if k <= n && n <= 21 {
+        format!("{digits}{}", "0".repeat((n - k) as usize))
+    } else if 0 < n && n <= 21 {
+        let (int, frac) = digits.split_at(n as usize);
+        format!("{int}.{frac}")
+    } else if -6 < n && n <= 0 {
+        format!("0.{}{digits}", "0".repeat((-n) as usize))
+    } else {
+        let sign = if n - 1 < 0 { '-' } else { '+' };
+        let (first, rest) = digits.split_at(1);
+        let rest = if rest.is_empty() {
+            String::new()
+        } else {
+            format!(".{rest}")
+        };
+        format!("{first}{rest}e{sign}{}", (n - 1).abs())
+    }
+}
+
+/// Sorts like V8's `Array.prototype.sort` does for arrays shorter than 64
+/// elements: the leading run (a strictly descending one reversed), then binary
+/// insertion of the rest.
+///
+/// With a total order this is an ordinary stable sort. It matters for a
+/// comparator that is not one (the reference's history comparator, once a
+/// timestamp does not parse): the outcome is then the one the reference sees.
+/// It never panics on such a comparator, unlike `slice::sort_by`. Longer
+/// arrays go through the same steps; V8 would merge runs instead, which only
+/// changes the outcome of an inconsistent comparator.
+pub fn sort_like_v8<T>(items: &mut [T], mut compare: impl FnMut(&T, &T) -> Ordering) {
+    let len = items.len();
+    if len < 2 {
+        return;
+    }
+    let mut run = 2;
+    let descending = compare(&items[1], &items[0]) == Ordering::Less;
+    while run < len {
+        let order = compare(&items[run], &items[run - 1]);
+        let continues = if descending {
+            order == Ordering::Less
+        } else {
+            order != Ordering::Less
+        };
+        if !continues {
+            break;
+        }
+        run += 1;
+    }
+    if descending {
+        items[..run].reverse();
+    }
+    for start in run..len {
+        let (mut left, mut right) = (0, start);
+        while left < right {
+            let mid = left + (right - left) / 2;
+            if compare(&items[start], &items[mid]) == Ordering::Less {
+                right = mid;
+            } else {
+                left = mid + 1;
+            }
+        }
+        items[left..=start].rotate_right(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trim_removes_what_javascript_removes() {
+        // (input, String.prototype.trim result)
+        let cases = [
+            ("  a b \n", "a b"),
+            ("\u{feff}x\u{feff}", "x"),
+            ("\u{85}x\u{85}", "\u{85}x\u{85}"),
+            ("\u{3000}\u{2028}x\u{a0}", "x"),
+            ("", ""),
+        ];
+        for (input, want) in cases {
+            assert_eq!(js_trim(input), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn code_unit_order_differs_from_byte_order_above_the_bmp() {
+        // U+1F600 is a surrogate pair (0xD83D ...), below U+FF5E in UTF-16.
+        assert_eq!(compare_code_units("😀", "～"), Ordering::Less);
+        assert_eq!("😀".cmp("～"), Ordering::Greater);
+        assert_eq!(compare_code_units("a", "b"), Ordering::Less);
+    }
+
+    #[test]
+    fn locale_compare_matches_javascript() {
+        // (left, right, "left".localeCompare("right") in Node)
+        let cases = [
+            ("work:1:1", "work:10:10", Ordering::Less),
+            ("work:10:10", "work:1:1", Ordering::Greater),
+            ("a", "B", Ordering::Less),
+            ("a", "A", Ordering::Less),
+            ("review:x", "review-x", Ordering::Greater),
+            ("task_1", "task-1", Ordering::Less),
+            ("same", "same", Ordering::Equal),
+        ];
+        for (left, right, want) in cases {
+            assert_eq!(locale_compare(left, right), want, "{left} vs {right}");
+        }
+    }
+
+    #[test]
+    fn numbers_print_like_javascript() {
+        // (value, String(value))
+        let cases = [
+            (1.0, "1"),
+            (42.0, "42"),
+            (-3.0, "-3"),
+            (1.5, "1.5"),
+            (0.000001, "0.000001"),
+            (1.5e-7, "1.5e-7"),
+            (1e21, "1e+21"),
+            (1.25e22, "1.25e+22"),
+            (123456789012345680000.0, "123456789012345680000"),
+            (0.0, "0"),
+        ];
+        for (value, want) in cases {
+            assert_eq!(number_to_string(value), want, "{value}");
+        }
+    }
+
+    #[test]
+    fn v8_sort_is_stable_and_follows_an_inconsistent_comparator_like_v8() {
+        let mut pairs = vec![(2, 'a'), (1, 'b'), (2, 'c'), (0, 'd'), (1, 'e')];
+        sort_like_v8(&mut pairs, |a, b| a.0.cmp(&b.0));
+        assert_eq!(pairs, [(0, 'd'), (1, 'b'), (1, 'e'), (2, 'a'), (2, 'c')]);
+        // (time or none, index): compare by time when both have one, else by index.
+        let compare = |a: &(Option<i32>, usize), b: &(Option<i32>, usize)| match (a.0, b.0) {
+            (Some(x), Some(y)) if x != y => x.cmp(&y),
+            _ => a.1.cmp(&b.1),
+        };
+        let mut events = vec![(Some(2), 0), (None, 1), (Some(1), 2)];
+        sort_like_v8(&mut events, compare);
+        // V8: run [0,1] ascending; 2 is inserted by bisection against index 1 (None: by index).
+        assert_eq!(events, [(Some(2), 0), (None, 1), (Some(1), 2)]);
+    }
+}
