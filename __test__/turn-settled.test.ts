@@ -169,8 +169,8 @@ describe('runtime turn-settled pipeline', () => {
         .trim()
         .split('\n')
         .map((line) => JSON.parse(line))
-        .filter((e) => e.type.startsWith('turn_settled_'))
-    const outcomes = (member: string) => journal(member).map((e) => [e.type, e.metadata.reason])
+        .filter((e) => e.event.startsWith('turn_settled_'))
+    const outcomes = (member: string) => journal(member).map((e) => [e.event, e.reason])
     expect(outcomes('jack')).toEqual([
       ['turn_settled_claimed', undefined],
       ['turn_settled_resolved', undefined],
@@ -211,7 +211,7 @@ describe('runtime turn-settled pipeline', () => {
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l))
-    expect(journal.map((e) => [e.type, e.metadata.reason])).toEqual([
+    expect(journal.map((e) => [e.event, e.reason])).toEqual([
       ['turn_settled_claimed', undefined],
       ['turn_settled_unresolved', 'provider_mismatch'],
     ])
