@@ -309,7 +309,16 @@ describe('mergeRuntimeHookSettings', () => {
       }
       const merged = mergeRuntimeHookSettings(base, ours('/x.sh')) as any
       if (Array.isArray(base.hooks?.Stop)) expect(merged.hooks.Stop.slice(0, 3)).toEqual(base.hooks.Stop)
-      else if (base.hooks !== undefined) expect(merged.hooks).toEqual(base.hooks)
+      // A `hooks` or Stop value of the wrong type gives way: the managed hook is installed.
+      else expect(merged.hooks.Stop).toEqual(ours('/x.sh').hooks.Stop)
     }
+  })
+
+  it("keeps the user's key order and joins config_overrides without duplicates", () => {
+    const base = { zeta: 1, hooks: { PreToolUse: [user] }, config_overrides: ['b="1"', 'a="2"'], alpha: true }
+    const merged = mergeRuntimeHookSettings(base, { ...ours('/x.sh'), config_overrides: ['a="2"', 'c="3"'], beta: 2 }) as any
+    expect(Object.keys(merged)).toEqual(['zeta', 'hooks', 'config_overrides', 'alpha', 'beta'])
+    expect(Object.keys(merged.hooks)).toEqual(['PreToolUse', 'Stop'])
+    expect(merged.config_overrides).toEqual(['b="1"', 'a="2"', 'c="3"'])
   })
 })
