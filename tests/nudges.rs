@@ -563,7 +563,7 @@ fn an_outcome_that_cannot_be_recorded_is_counted_and_retried_without_a_second_ro
         "{summary:?}"
     );
     assert!(
-        journal_of(&f.root, "jack").contains("\"type\":\"outbox_unavailable\""),
+        journal_of(&f.root, "jack").contains("\"event\":\"outbox_unavailable\""),
         "{}",
         journal_of(&f.root, "jack")
     );
@@ -599,7 +599,7 @@ fn a_member_outbox_that_cannot_be_claimed_from_is_counted_and_the_others_are_ser
     );
     assert_eq!((f.inbox("jack").len(), f.inbox("bob").len()), (0, 1));
     assert_eq!(f.outbox("jack")[0].status, OutboxStatus::Pending);
-    assert!(journal_of(&f.root, "jack").contains("\"type\":\"outbox_unavailable\""));
+    assert!(journal_of(&f.root, "jack").contains("\"event\":\"outbox_unavailable\""));
 }
 
 #[test]
