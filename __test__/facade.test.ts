@@ -82,8 +82,8 @@ describe('scheduleProofMissingRecovery', () => {
         .trim()
         .split('\n')
         .map((line) => JSON.parse(line))
-        .find((event) => event.type === 'proof_missing_recovery_scheduled')
-      expect(audit.metadata.taskRefs).toEqual([{ taskId: '1', displayId: '#1' }, { taskId: '2' }])
+        .find((event) => event.event === 'proof_missing_recovery_scheduled')
+      expect(audit.taskRefs).toEqual([{ taskId: '1', displayId: '#1' }, { taskId: '2' }])
 
       const invalid = [
         { teamName: 'forge', memberName: ' ', originalMessageId: 'msg-1', taskRefs: [{ taskId: '1' }] },

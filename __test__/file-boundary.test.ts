@@ -59,7 +59,7 @@ describe('store folders replaced by links are never written through', () => {
           .trim()
           .split('\n')
           .map((line) => JSON.parse(line))
-          .filter((event) => event.type === 'metrics_unavailable')
+          .filter((event) => event.event === 'metrics_unavailable')
         expect(unavailable).toHaveLength(1)
         expect(unavailable[0].diagnostics[0]).toContain(path.basename(rel))
         if (rel === '.member-work-sync') expect(result.status!.diagnostics).toContain('report_token_unavailable')

@@ -37,7 +37,7 @@ describe('refreshStatus / getStatus on the example team', () => {
       .readFileSync(path.join(root, 'teams/forge/members/jill/.member-work-sync/journal.jsonl'), 'utf8')
       .trim()
       .split('\n')
-      .map((line) => JSON.parse(line).type)
+      .map((line) => JSON.parse(line).event)
     expect(journal.slice(0, 4)).toEqual(['reconcile_started', 'agenda_loaded', 'decision_made', 'status_written'])
     // refreshStatus also plans: with no shadow history phase 2 is not ready, so the planner only records why.
     expect(journal.slice(4)).toEqual(['nudge_skipped'])

@@ -116,6 +116,29 @@ describe('runtime turn-settled pipeline', () => {
     expect((await sync.drainRuntimeTurnSettledEvents()).claimed).toBe(0)
   })
 
+  it('a real Stop payload with an answer over 256 KiB still wakes its member, marked truncated, without the text', async () => {
+    const root = claudeRoot()
+    const real = readJson(path.join(__dirname, '..', 'tests/fixtures/payloads/real-claude-stop-payload.json'))
+    // The real session, attributed to bob by his transcript.
+    const line = { type: 'user', sessionId: real.session_id, teamName: 'forge', agentName: 'bob', cwd: PROJECT }
+    fs.writeFileSync(path.join(root, `projects/-home-u-proj/${real.session_id}.jsonl`), JSON.stringify(line) + '\n')
+    const events: TeamChangeEvent[] = []
+    const sync = instance(root, (e) => events.push(e))
+    const settings: any = await sync.buildRuntimeTurnSettledHookSettings({ provider: 'claude' })
+    const long = { ...real, last_assistant_message: 'PRIVATE ANSWER ' + 'x'.repeat(300 * 1024) }
+    runHookCommand(settings.hooks.Stop[0].hooks[0].command, JSON.stringify(long))
+    const [spooled] = fs.readdirSync(path.join(spool(root), 'incoming'))
+    expect(fs.statSync(path.join(spool(root), 'incoming', spooled)).size).toBe(262_145)
+
+    expect(await sync.drainRuntimeTurnSettledEvents()).toEqual({ claimed: 1, enqueued: 1, unresolved: 0, ignored: 0, invalid: 0, failed: 0 })
+    await until(() => events.length > 0)
+    expect(JSON.parse(events[0].detail!).memberName).toBe('bob')
+    const meta = readJson(path.join(spool(root), 'processed', `${spooled}.meta.json`))
+    expect(meta).toMatchObject({ outcome: 'enqueued', memberName: 'bob' })
+    expect(meta.event).toMatchObject({ truncated: true, sessionId: real.session_id, transcriptPath: real.transcript_path, cwd: real.cwd })
+    expect(JSON.stringify(meta)).not.toContain('PRIVATE')
+  })
+
   it('codex and opencode identities are checked against the roster; bad payloads go to invalid/', async () => {
     const root = claudeRoot()
     const events: TeamChangeEvent[] = []
@@ -169,8 +192,8 @@ describe('runtime turn-settled pipeline', () => {
         .trim()
         .split('\n')
         .map((line) => JSON.parse(line))
-        .filter((e) => e.type.startsWith('turn_settled_'))
-    const outcomes = (member: string) => journal(member).map((e) => [e.type, e.metadata.reason])
+        .filter((e) => e.event.startsWith('turn_settled_'))
+    const outcomes = (member: string) => journal(member).map((e) => [e.event, e.reason])
     expect(outcomes('jack')).toEqual([
       ['turn_settled_claimed', undefined],
       ['turn_settled_resolved', undefined],
@@ -211,7 +234,7 @@ describe('runtime turn-settled pipeline', () => {
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l))
-    expect(journal.map((e) => [e.type, e.metadata.reason])).toEqual([
+    expect(journal.map((e) => [e.event, e.reason])).toEqual([
       ['turn_settled_claimed', undefined],
       ['turn_settled_unresolved', 'provider_mismatch'],
     ])
@@ -309,7 +332,16 @@ describe('mergeRuntimeHookSettings', () => {
       }
       const merged = mergeRuntimeHookSettings(base, ours('/x.sh')) as any
       if (Array.isArray(base.hooks?.Stop)) expect(merged.hooks.Stop.slice(0, 3)).toEqual(base.hooks.Stop)
-      else if (base.hooks !== undefined) expect(merged.hooks).toEqual(base.hooks)
+      // A `hooks` or Stop value of the wrong type gives way: the managed hook is installed.
+      else expect(merged.hooks.Stop).toEqual(ours('/x.sh').hooks.Stop)
     }
+  })
+
+  it("keeps the user's key order and joins config_overrides without duplicates", () => {
+    const base = { zeta: 1, hooks: { PreToolUse: [user] }, config_overrides: ['b="1"', 'a="2"'], alpha: true }
+    const merged = mergeRuntimeHookSettings(base, { ...ours('/x.sh'), config_overrides: ['a="2"', 'c="3"'], beta: 2 }) as any
+    expect(Object.keys(merged)).toEqual(['zeta', 'hooks', 'config_overrides', 'alpha', 'beta'])
+    expect(Object.keys(merged.hooks)).toEqual(['PreToolUse', 'Stop'])
+    expect(merged.config_overrides).toEqual(['b="1"', 'a="2"', 'c="3"'])
   })
 })

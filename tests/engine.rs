@@ -52,20 +52,24 @@ fn run_due(services: &Services) -> Vec<String> {
 #[test]
 fn task_events_reach_the_impacted_members() {
     let (_dir, services) = fixture();
-    // Task 6: owner jack, review requested from jill.
+    // Task 6: owner jack, review requested from jill; bob's open task 18
+    // waits on it (`blockedBy: ["#6"]`, task 6 lists no `blocks`).
     services
         .engine
         .note_team_change(&event("task", None, Some("6")));
     assert_eq!(
         queued(&services),
         [
+            ("bob".into(), vec!["task_changed"]),
             ("jack".into(), vec!["task_changed"]),
             ("jill".into(), vec!["task_changed"])
         ]
     );
     assert!(run_due(&services).is_empty(), "task_changed waits 15 s");
     advance(&services, 15_000);
-    assert_eq!(run_due(&services), ["jack", "jill"]);
+    // Two run at a time.
+    assert_eq!(run_due(&services), ["bob", "jack"]);
+    assert_eq!(run_due(&services), ["jill"]);
     let status = services.engine.get_status("forge", "jill", false).unwrap();
     assert_eq!(
         status.shadow.unwrap().trigger_reasons.unwrap(),

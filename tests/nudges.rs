@@ -563,7 +563,7 @@ fn an_outcome_that_cannot_be_recorded_is_counted_and_retried_without_a_second_ro
         "{summary:?}"
     );
     assert!(
-        journal_of(&f.root, "jack").contains("\"type\":\"outbox_unavailable\""),
+        journal_of(&f.root, "jack").contains("\"event\":\"outbox_unavailable\""),
         "{}",
         journal_of(&f.root, "jack")
     );
@@ -601,7 +601,7 @@ fn a_member_outbox_that_cannot_be_claimed_from_is_counted_and_the_others_are_ser
     );
     assert_eq!((f.inbox("jack").len(), f.inbox("bob").len()), (0, 1));
     assert_eq!(f.outbox("jack")[0].status, OutboxStatus::Pending);
-    assert!(journal_of(&f.root, "jack").contains("\"type\":\"outbox_unavailable\""));
+    assert!(journal_of(&f.root, "jack").contains("\"event\":\"outbox_unavailable\""));
 }
 
 #[test]
@@ -738,16 +738,16 @@ mod proof_missing_recovery {
         let scheduled: Value = journal
             .lines()
             .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .find(|e| e["type"] == "proof_missing_recovery_scheduled")
+            .find(|e| e["event"] == "proof_missing_recovery_scheduled")
             .expect("scheduled audit");
+        // The app journal's shape: known fields top-level, the rest in metadata.
         assert_eq!(scheduled["source"], "proof_missing_recovery_scheduler");
-        let scheduled = &scheduled["metadata"];
         assert_eq!(scheduled["reason"], "protocol_proof_missing");
-        assert_eq!(scheduled["intentKey"], "proof-missing:m-1");
         assert_eq!(
             scheduled["taskRefs"],
             json!([{"taskId": "1"}, {"taskId": "2"}])
         );
+        assert_eq!(scheduled["metadata"]["intentKey"], "proof-missing:m-1");
         let queued = f.services.engine.diagnostics();
         assert_eq!(
             queued.queued_items[0].trigger_reasons,

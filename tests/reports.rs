@@ -50,7 +50,7 @@ impl Fixture {
         .unwrap_or_default();
         text.lines()
             .map(|l| {
-                serde_json::from_str::<Value>(l).unwrap()["type"]
+                serde_json::from_str::<Value>(l).unwrap()["event"]
                     .as_str()
                     .unwrap()
                     .to_string()

@@ -238,7 +238,7 @@ impl Engine {
         } else {
             "queue_coalesced"
         };
-        self.audit(kind, team, member, json!({ "trigger": trigger.as_str() }));
+        self.audit(kind, team, member, json!({ "reason": trigger.as_str() }));
         self.wake();
     }
 

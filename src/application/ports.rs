@@ -193,7 +193,8 @@ pub trait ReportIntentStore: Send + Sync {
 /// Which members a task change touches (read from the board on demand).
 pub trait TaskImpactSource: Send + Sync {
     /// Owner, reviewers, the lead where it oversees the task, and owners of
-    /// tasks the task blocks; `None` when the task cannot be read (route team-wide).
+    /// the tasks it blocks and of every open task whose `blockedBy` names it
+    /// (by id or `#displayId`); `None` when the task cannot be read (route team-wide).
     fn impacted_members(&self, team_name: &str, task_id: &str) -> Option<Vec<String>>;
 }
 

@@ -70,11 +70,21 @@ fn detail_json(event: &TeamChangeEvent) -> Option<Value> {
 
 /// A member name from the detail: JSON `{memberName}` or the plain name.
 fn detail_member(event: &TeamChangeEvent) -> Option<String> {
-    let member = match detail_json(event) {
-        Some(json) => json.get("memberName")?.as_str()?.to_string(),
-        None => event.detail.clone()?,
-    };
-    validate_name(&member).is_ok().then_some(member)
+    match detail_json(event) {
+        Some(_) => json_member(event),
+        None => event
+            .detail
+            .clone()
+            .filter(|member| validate_name(member).is_ok()),
+    }
+}
+
+/// The trimmed `memberName` of a JSON object detail; anything else (plain
+/// text, another JSON value, a missing or non-string name) is no member.
+fn json_member(event: &TeamChangeEvent) -> Option<String> {
+    let json = detail_json(event)?;
+    let member = json.as_object()?.get("memberName")?.as_str()?.trim();
+    validate_name(member).is_ok().then(|| member.to_string())
 }
 
 /// The member of an `inboxes/<member>.json` path.
@@ -124,7 +134,12 @@ pub fn route(event: &TeamChangeEvent) -> Route {
             offline: false,
         },
         "member-spawn" => member(Trigger::MemberSpawned),
-        "member-turn-settled" => member(Trigger::TurnSettled),
+        // The app always sends `{memberName, provider, sourceId}`: a plain
+        // string here is a malformed event, not a member called that.
+        "member-turn-settled" => json_member(event).map_or(Route::Ignore, |member| Route::Member {
+            member,
+            trigger: Trigger::TurnSettled,
+        }),
         "tool-activity" => {
             let Some(json) = detail_json(event) else {
                 return Route::Ignore;
@@ -243,6 +258,14 @@ mod tests {
         );
         assert_eq!(
             route(&event(
+                "member-turn-settled",
+                Some(r#"{"memberName":" jack "}"#),
+                None
+            )),
+            member("jack", Trigger::TurnSettled)
+        );
+        assert_eq!(
+            route(&event(
                 "tool-activity",
                 Some(r#"{"memberName":"jack","action":"finish","toolUseId":"t1"}"#),
                 None
@@ -280,6 +303,15 @@ mod tests {
             event("inbox", None, None),
             event("member-turn-settled", Some(r#"{"memberName":5}"#), None),
             event("member-turn-settled", Some("a/b"), None),
+            event("member-turn-settled", Some("not json"), None),
+            event("member-turn-settled", Some("jack"), None),
+            event("member-turn-settled", Some(r#""jack""#), None),
+            event("member-turn-settled", Some(r#"{"memberName":"  "}"#), None),
+            event(
+                "member-turn-settled",
+                Some(r#"{"provider":"claude"}"#),
+                None,
+            ),
             event("tool-activity", Some("not json"), None),
             event(
                 "tool-activity",

@@ -16,7 +16,7 @@ use super::runtime_state::RuntimeStates;
 use crate::domain::names::{normalize_member_name, validate_name};
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs};
-use crate::domain::turn_settled::normalize::{normalize, TurnSettledEvent};
+use crate::domain::turn_settled::normalize::{normalize, normalize_truncated, TurnSettledEvent};
 use crate::domain::turn_settled::target::{verify_target, TargetOutcome};
 use crate::domain::turn_settled::RuntimeProvider;
 
@@ -32,6 +32,9 @@ const RECENT_SOURCE_IDS: usize = 4096;
 pub enum ClaimContent {
     /// The raw payload (≤ 256 KiB, non-empty).
     Payload(Vec<u8>),
+    /// The first bytes of a payload over 256 KiB, as the hook kept them:
+    /// no longer JSON; only its identity fields are recovered.
+    Truncated(Vec<u8>),
     /// Unusable before parsing: `payload_too_large`, `unsupported_provider`, ...
     Invalid(&'static str),
     /// Could not be read this time; the claim is released for a later drain.
@@ -244,13 +247,19 @@ impl TurnSettledIngestor {
                     self.file_invalid(claim, reason, now, &mut summary);
                     continue;
                 }
-                ClaimContent::Payload(bytes) => bytes,
+                ClaimContent::Payload(bytes) => (bytes, false),
+                ClaimContent::Truncated(bytes) => (bytes, true),
             };
             let Some(provider) = claim.provider else {
                 self.file_invalid(claim, "unsupported_provider", now, &mut summary);
                 continue;
             };
-            let event = match normalize(provider, payload, &format_iso(claim.spooled_at_ms)) {
+            let spooled_at = format_iso(claim.spooled_at_ms);
+            let normalized = match payload {
+                (bytes, false) => normalize(provider, bytes, &spooled_at),
+                (bytes, true) => normalize_truncated(provider, bytes, &spooled_at),
+            };
+            let event = match normalized {
                 Ok(event) => event,
                 Err(failure) => {
                     self.file_invalid(claim, failure.as_str(), now, &mut summary);

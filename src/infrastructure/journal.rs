@@ -69,20 +69,74 @@ fn rotate(dir: &Dir, name: &str) -> io::Result<()> {
     Ok(())
 }
 
+/// The shape a lifted field must have; a value of another shape stays in
+/// `metadata`, so nothing a caller passed is lost.
+#[derive(Debug, Clone, Copy)]
+enum Shape {
+    Text,
+    Count,
+    Texts,
+    Objects,
+}
+
+impl Shape {
+    fn fits(self, value: &Value) -> bool {
+        match self {
+            Shape::Text => value.is_string(),
+            Shape::Count => value.is_u64(),
+            Shape::Texts => value
+                .as_array()
+                .is_some_and(|items| items.iter().all(Value::is_string)),
+            Shape::Objects => value
+                .as_array()
+                .is_some_and(|items| items.iter().all(Value::is_object)),
+        }
+    }
+}
+
+/// Optional fields the app's journal keeps at the top level of a line,
+/// before `diagnostics`; callers pass them in the event's metadata.
+const LIFTED_BEFORE_DIAGNOSTICS: [(&str, Shape); 7] = [
+    ("agendaFingerprint", Shape::Text),
+    ("state", Shape::Text),
+    ("actionableCount", Shape::Count),
+    ("reason", Shape::Text),
+    ("triggerReasons", Shape::Texts),
+    ("providerId", Shape::Text),
+    ("taskRefs", Shape::Objects),
+];
+/// Lifted like the above, after `diagnostics`.
+const LIFTED_AFTER_DIAGNOSTICS: [(&str, Shape); 1] = [("messagePreview", Shape::Text)];
+
+/// One journal line in the app's shape: `event`, `timestamp`, `teamName`,
+/// `memberName`, `source`, the known optional fields, `diagnostics`,
+/// `metadata` (what is left) and `schemaVersion`.
 fn event_json(event: &AuditEvent) -> Value {
+    let mut metadata = event.metadata.clone();
+    let mut lift = |map: &mut serde_json::Map<String, Value>, fields: &[(&str, Shape)]| {
+        for (key, shape) in fields {
+            if metadata.get(*key).is_some_and(|value| shape.fits(value)) {
+                if let Some(value) = metadata.shift_remove(*key) {
+                    map.insert((*key).into(), value);
+                }
+            }
+        }
+    };
     let mut map = serde_json::Map::new();
-    map.insert("schemaVersion".into(), 1.into());
-    map.insert("type".into(), event.kind.into());
-    map.insert("source".into(), event.source.into());
+    map.insert("event".into(), event.kind.into());
+    map.insert("timestamp".into(), format_iso(event.at_ms).into());
     map.insert("teamName".into(), event.team_name.clone().into());
     map.insert("memberName".into(), event.member_name.clone().into());
-    map.insert("recordedAt".into(), format_iso(event.at_ms).into());
+    map.insert("source".into(), event.source.into());
+    lift(&mut map, &LIFTED_BEFORE_DIAGNOSTICS);
     if !event.diagnostics.is_empty() {
         map.insert("diagnostics".into(), event.diagnostics.clone().into());
     }
-    if !event.metadata.is_empty() {
-        map.insert("metadata".into(), Value::Object(event.metadata.clone()));
+    lift(&mut map, &LIFTED_AFTER_DIAGNOSTICS);
+    if !metadata.is_empty() {
+        map.insert("metadata".into(), Value::Object(metadata));
     }
+    map.insert("schemaVersion".into(), 1.into());
     bound(Value::Object(map))
 }
 
@@ -105,6 +159,7 @@ fn bound(value: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use std::fs;
     use std::io::Write;
 
@@ -146,7 +201,96 @@ mod tests {
         assert_eq!(diags[0].as_str().unwrap().chars().count(), MAX_STRING_CHARS);
         assert!(diags[0].as_str().unwrap().ends_with("..."));
         assert_eq!(line["schemaVersion"], 1);
-        assert_eq!(line["type"], "reconcile_started");
+        assert_eq!(line["event"], "reconcile_started");
+    }
+
+    #[test]
+    fn lines_have_the_app_journal_shape() {
+        // (metadata passed, the line's keys in order, what stays in metadata)
+        let cases = [
+            (
+                json!({}),
+                vec![
+                    "event",
+                    "timestamp",
+                    "teamName",
+                    "memberName",
+                    "source",
+                    "schemaVersion",
+                ],
+                None,
+            ),
+            (
+                json!({"outboxId": "o1", "reason": "team_inactive", "actionableCount": 2,
+                       "state": "needs_sync", "agendaFingerprint": "agenda:v1:x",
+                       "messagePreview": "hi", "providerId": "codex",
+                       "taskRefs": [{"taskId": "7"}], "triggerReasons": ["task_changed"]}),
+                vec![
+                    "event",
+                    "timestamp",
+                    "teamName",
+                    "memberName",
+                    "source",
+                    "agendaFingerprint",
+                    "state",
+                    "actionableCount",
+                    "reason",
+                    "triggerReasons",
+                    "providerId",
+                    "taskRefs",
+                    "diagnostics",
+                    "messagePreview",
+                    "metadata",
+                    "schemaVersion",
+                ],
+                Some(json!({"outboxId": "o1"})),
+            ),
+            // A known name with another shape is not lifted: it stays in metadata.
+            (
+                json!({"reason": 5, "actionableCount": "two", "triggerReasons": [1]}),
+                vec![
+                    "event",
+                    "timestamp",
+                    "teamName",
+                    "memberName",
+                    "source",
+                    "diagnostics",
+                    "metadata",
+                    "schemaVersion",
+                ],
+                Some(json!({"reason": 5, "actionableCount": "two", "triggerReasons": [1]})),
+            ),
+        ];
+        for (metadata, keys, rest) in cases {
+            let mut e = event(if keys.contains(&"diagnostics") {
+                vec!["d".into()]
+            } else {
+                vec![]
+            });
+            e.at_ms = 1_779_000_000_000;
+            e.metadata = metadata.as_object().unwrap().clone();
+            let line = event_json(&e);
+            let got: Vec<&str> = line
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(String::as_str)
+                .collect();
+            assert_eq!(got, keys, "{metadata}");
+            assert_eq!(line["event"], "reconcile_started");
+            assert_eq!(line["timestamp"], format_iso(1_779_000_000_000));
+            assert_eq!(line["source"], "reconciler");
+            assert_eq!(line.get("metadata"), rest.as_ref(), "{metadata}");
+            assert!(line.get("type").is_none() && line.get("recordedAt").is_none());
+            for (key, _) in LIFTED_BEFORE_DIAGNOSTICS
+                .iter()
+                .chain(&LIFTED_AFTER_DIAGNOSTICS)
+            {
+                if let Some(value) = line.get(*key) {
+                    assert_eq!(Some(value), metadata.get(*key), "{key}");
+                }
+            }
+        }
     }
 
     #[test]
@@ -179,7 +323,7 @@ mod tests {
             .iter()
             .map(|l| {
                 (
-                    l["type"].as_str().unwrap(),
+                    l["event"].as_str().unwrap(),
                     l["diagnostics"][0].as_str().unwrap(),
                 )
             })
@@ -203,7 +347,7 @@ mod tests {
             .append(true)
             .open(&path)
             .unwrap()
-            .write_all(br#"{"schemaVersion":1,"type":"torn"#)
+            .write_all(br#"{"event":"torn","timestamp":"#)
             .unwrap();
         append(&root, &path, &event(vec!["after".into()])).unwrap();
         let text = fs::read_to_string(&path).unwrap();

@@ -204,7 +204,7 @@ impl TaskImpactSource for FsTeamSource {
         let roster = self.read_roster(team_name);
         let lead = roster.lead().map(|m| m.name.clone());
         let mut ignored = Vec::new();
-        let kanban_reviewer = self
+        let kanban = self
             .team_dir(team_name, &mut ignored)
             .and_then(|dir| {
                 read_json(
@@ -215,8 +215,11 @@ impl TaskImpactSource for FsTeamSource {
                     &mut ignored,
                 )
             })
-            .and_then(|k| parse_kanban(&k).remove(&task.id))
-            .and_then(|entry| entry.reviewer);
+            .map(|k| parse_kanban(&k))
+            .unwrap_or_default();
+        let kanban_reviewer = kanban
+            .get(&task.id)
+            .and_then(|entry| entry.reviewer.clone());
         let mut members: Vec<String> = task.owner.iter().cloned().collect();
         // A previous owner still has the task on its stored agenda.
         members.extend(
@@ -259,11 +262,64 @@ impl TaskImpactSource for FsTeamSource {
                 members.extend(self.read_task(team_name, dependent).and_then(|t| t.owner));
             }
         }
+        // `blocks` is often missing or stale: the dependents are the open
+        // tasks whose `blockedBy` names this one.
+        let all_tasks = open_below(&self.tasks, team_name, "tasks_dir", &mut ignored)
+            .map(|dir| read_tasks(&dir, &mut ignored))
+            .unwrap_or_default();
+        members.extend(
+            all_tasks
+                .iter()
+                .filter(|t| t.id != task.id && !terminal_for_dependents(t, &kanban))
+                .filter(|t| {
+                    t.blocked_by
+                        .iter()
+                        .any(|reference| names_task(&all_tasks, reference, &task))
+                })
+                .filter_map(|t| t.owner.clone()),
+        );
         members.retain(|m| validate_name(m).is_ok());
         members.sort_by_key(|m| normalize_member_name(m));
         members.dedup_by_key(|m| normalize_member_name(m));
         Some(members)
     }
+}
+
+/// True when a `blockedBy` reference names `task`: by canonical id, or by
+/// display id when no task has that canonical id (a leading `#` is ignored).
+fn names_task(tasks: &[Task], reference: &str, task: &Task) -> bool {
+    let reference = reference.trim();
+    let reference = reference.strip_prefix('#').unwrap_or(reference);
+    if reference.is_empty() {
+        return false;
+    }
+    if tasks.iter().any(|t| t.id == reference) {
+        task.id == reference
+    } else {
+        task.display_id == reference
+    }
+}
+
+/// True when a task can no longer act on a finished blocker: deleted, or
+/// completed outside review and not sent back for fixes. A kanban "approved"
+/// card on an unfinished task is not taken as terminal (it may predate a
+/// reopening): waking an owner needlessly costs one reconcile, missing one
+/// loses a wake-up.
+fn terminal_for_dependents(task: &Task, kanban: &BTreeMap<String, KanbanEntry>) -> bool {
+    if task.status == TaskStatus::Deleted {
+        return true;
+    }
+    let review_state = crate::domain::agenda::effective_review_state(task);
+    let column = kanban
+        .get(&task.id)
+        .map(|k| k.column)
+        .or(match review_state {
+            ReviewState::Approved => Some(KanbanColumn::Approved),
+            ReviewState::Review => Some(KanbanColumn::Review),
+            _ => None,
+        });
+    let needs_fix = review_state == ReviewState::NeedsFix && column.is_none();
+    task.status == TaskStatus::Completed && column != Some(KanbanColumn::Review) && !needs_fix
 }
 
 /// Reads and parses the capped JSON file `name` in `dir`; problems become
@@ -853,6 +909,78 @@ mod tests {
                 "{folder}"
             );
             assert_eq!(source.impacted_members("forge", "7"), impacted, "{folder}");
+        }
+    }
+
+    #[test]
+    fn a_task_change_reaches_the_owners_of_open_tasks_waiting_on_it() {
+        // (dependent task 20 owned by jill, an extra task file, jill impacted);
+        // task 7 (owner jack, display id ab12) lists no `blocks`.
+        let cases = [
+            (r##""blockedBy":["7"]"##, None, true),
+            (
+                r##""blockedBy":[" #7 "],"status":"in_progress""##,
+                None,
+                true,
+            ),
+            (r##""blockedBy":["#ab12"]"##, None, true),
+            // The task reader keeps string references only, as the reference does.
+            (r##""blockedBy":[7]"##, None, false),
+            (
+                r##""blockedBy":["7"],"status":"completed","reviewState":"review""##,
+                None,
+                true,
+            ),
+            (
+                r##""blockedBy":["7"],"status":"completed","reviewState":"needsFix""##,
+                None,
+                true,
+            ),
+            (r##""blockedBy":["7"],"status":"completed""##, None, false),
+            // `deletedAt` alone does not delete a task (only its status does).
+            (
+                r##""blockedBy":["7"],"deletedAt":"2026-05-06T11:00:00Z""##,
+                None,
+                true,
+            ),
+            (r##""blockedBy":["7"],"status":"deleted""##, None, false),
+            (r##""blockedBy":["8"]"##, None, false),
+            (r##""blockedBy":["#"]"##, None, false),
+            // A canonical id wins over a display id.
+            (
+                r##""blockedBy":["#ab12"]"##,
+                Some(r#"{"id":"ab12","status":"pending"}"#),
+                false,
+            ),
+        ];
+        for (fields, extra, impacted) in cases {
+            let (root, source) = fixture();
+            write(
+                &root.path().join("teams/forge/config.json"),
+                r#"{"name":"forge","members":[{"name":"team-lead","agentType":"team-lead"},{"name":"jack"},{"name":"jill"}]}"#,
+            );
+            let tasks = root.path().join("tasks/forge");
+            write(
+                &tasks.join("7.json"),
+                r#"{"id":"7","displayId":"ab12","owner":"jack","status":"in_progress"}"#,
+            );
+            write(
+                &tasks.join("20.json"),
+                &format!(r#"{{"id":"20","owner":"jill",{fields}}}"#),
+            );
+            if let Some(extra) = extra {
+                write(&tasks.join("ab12.json"), extra);
+            }
+            let expected: Vec<String> = if impacted {
+                vec!["jack".into(), "jill".into()]
+            } else {
+                vec!["jack".into()]
+            };
+            assert_eq!(
+                source.impacted_members("forge", "7"),
+                Some(expected),
+                "{fields}"
+            );
         }
     }
 

@@ -34,7 +34,8 @@ use crate::application::turn_settled::{ClaudeMatch, ClaudeSessionLocator};
 use crate::domain::names::validate_name;
 use crate::domain::time::EpochMs;
 use crate::domain::turn_settled::transcript::{
-    attribute_root, attribute_subagent, encode_project_dir, project_path_candidates, HEAD_LINES,
+    attribute_root, attribute_subagent, encode_project_dir, project_path_candidates,
+    ProjectDirName, HEAD_LINES,
 };
 
 /// Most teams scanned.
@@ -108,15 +109,26 @@ impl FsClaudeSessionLocator {
 
     fn build_index(&self) -> Index {
         let mut index = Index::default();
-        // One handle on the projects root for every team (`None`: no transcripts).
-        let projects = self.projects.open_dir(self.projects.path()).ok().flatten();
+        // One handle on the projects root and one listing of it for every
+        // team (`None`: no transcripts).
+        let projects = self
+            .projects
+            .open_dir(self.projects.path())
+            .ok()
+            .flatten()
+            .map(|dir| {
+                let folders = project_folders(&dir);
+                (dir, folders)
+            });
         for (team, team_dir, config) in self.teams() {
             index.launched.extend(launched_sessions(&team_dir, &team));
             let lead_sessions = team_sessions(&config);
             let known = known_members(&team_dir, &config);
-            if let Some(projects) = &projects {
+            if let Some((projects, folders)) = &projects {
+                let dirs = team_project_dirs(projects, folders, &config);
                 self.attribute_team(
                     projects,
+                    &dirs,
                     &team,
                     &config,
                     &lead_sessions,
@@ -171,6 +183,7 @@ impl FsClaudeSessionLocator {
     fn attribute_team(
         &self,
         projects: &Dir,
+        project_dirs: &[String],
         team: &str,
         config: &Value,
         lead_sessions: &HashSet<String>,
@@ -180,89 +193,80 @@ impl FsClaudeSessionLocator {
         let team_lc = team.trim().to_lowercase();
         let lead_session = lead_session_id(config);
         let mut roots: BTreeMap<String, AttributedFile> = BTreeMap::new();
-        let mut seen_dirs = HashSet::new();
-        for project in project_path_candidates(config) {
-            for dir_name in encode_project_dir(&project) {
-                // One plain name below the root (a `..` would climb out of it).
-                if !is_plain_name(&dir_name) || !seen_dirs.insert(dir_name.clone()) {
-                    continue;
-                }
-                let Some(dir) = subfolder(projects, &dir_name) else {
-                    continue;
-                };
-                let Ok(entries) = dir.entries() else {
-                    continue;
-                };
-                let mut subagent_dirs = Vec::new();
-                for entry in entries {
-                    let name = entry.name;
-                    if let Some(session) = name.strip_suffix(".jsonl") {
-                        if lead_sessions.contains(session) {
-                            continue;
-                        }
-                        let Some((modified, member)) =
-                            self.attribution(team, &dir, &name, |lines| {
-                                attribute_root(lines, &team_lc, known)
-                            })
-                        else {
-                            continue;
-                        };
-                        // Only a member's newest root session can match.
-                        let key = member.to_lowercase();
-                        if roots.get(&key).is_none_or(|f| modified > f.modified) {
-                            roots.insert(
-                                key,
-                                AttributedFile {
-                                    team: team.to_string(),
-                                    member: member.to_lowercase(),
-                                    path: dir.path().join(&name),
-                                    session_id: session.to_string(),
-                                    subagent: false,
-                                    modified,
-                                },
-                            );
-                        }
-                    } else if !name.starts_with('.')
-                        && name != "memory"
-                        && matches!(entry.kind, Some(FileKind::Dir) | None)
-                    {
-                        let keep = lead_session.is_none_or(|lead| lead == name);
-                        if keep {
-                            subagent_dirs.push(name);
-                        }
+        for dir_name in project_dirs {
+            let Some(dir) = subfolder(projects, dir_name) else {
+                continue;
+            };
+            let Ok(entries) = dir.entries() else {
+                continue;
+            };
+            let mut subagent_dirs = Vec::new();
+            for entry in entries {
+                let name = entry.name;
+                if let Some(session) = name.strip_suffix(".jsonl") {
+                    if lead_sessions.contains(session) {
+                        continue;
                     }
-                }
-                for session in subagent_dirs {
-                    let Some(sub_dir) =
-                        subfolder(&dir, &session).and_then(|d| subfolder(&d, "subagents"))
-                    else {
+                    let Some((modified, member)) = self.attribution(team, &dir, &name, |lines| {
+                        attribute_root(lines, &team_lc, known)
+                    }) else {
                         continue;
                     };
-                    let Ok(files) = sub_dir.entries() else {
-                        continue;
-                    };
-                    for file in files {
-                        let name = file.name;
-                        if !name.starts_with("agent-")
-                            || !name.ends_with(".jsonl")
-                            || name.starts_with("agent-acompact")
-                        {
-                            continue;
-                        }
-                        if let Some((modified, member)) =
-                            self.attribution(team, &sub_dir, &name, |lines| {
-                                attribute_subagent(lines, known)
-                            })
-                        {
-                            out.push(AttributedFile {
+                    // Only a member's newest root session can match.
+                    let key = member.to_lowercase();
+                    if roots.get(&key).is_none_or(|f| modified > f.modified) {
+                        roots.insert(
+                            key,
+                            AttributedFile {
                                 team: team.to_string(),
                                 member: member.to_lowercase(),
-                                path: sub_dir.path().join(&name),
-                                session_id: session.clone(),
-                                subagent: true,
+                                path: dir.path().join(&name),
+                                session_id: session.to_string(),
+                                subagent: false,
                                 modified,
-                            });
-                        }
+                            },
+                        );
+                    }
+                } else if !name.starts_with('.')
+                    && name != "memory"
+                    && matches!(entry.kind, Some(FileKind::Dir) | None)
+                {
+                    let keep = lead_session.is_none_or(|lead| lead == name);
+                    if keep {
+                        subagent_dirs.push(name);
+                    }
+                }
+            }
+            for session in subagent_dirs {
+                let Some(sub_dir) =
+                    subfolder(&dir, &session).and_then(|d| subfolder(&d, "subagents"))
+                else {
+                    continue;
+                };
+                let Ok(files) = sub_dir.entries() else {
+                    continue;
+                };
+                for file in files {
+                    let name = file.name;
+                    if !name.starts_with("agent-")
+                        || !name.ends_with(".jsonl")
+                        || name.starts_with("agent-acompact")
+                    {
+                        continue;
+                    }
+                    if let Some((modified, member)) =
+                        self.attribution(team, &sub_dir, &name, |lines| {
+                            attribute_subagent(lines, known)
+                        })
+                    {
+                        out.push(AttributedFile {
+                            team: team.to_string(),
+                            member: member.to_lowercase(),
+                            path: sub_dir.path().join(&name),
+                            session_id: session.clone(),
+                            subagent: true,
+                            modified,
+                        });
                     }
                 }
             }
@@ -374,6 +378,28 @@ fn lead_session_id(config: &Value) -> Option<&str> {
         .filter(|s| !s.is_empty())
 }
 
+/// A team's lead sessions in rank order: `leadSessionId`, then
+/// `sessionHistory` newest first, without repeats.
+fn ordered_team_sessions(config: &Value) -> Vec<String> {
+    let history = config
+        .get("sessionHistory")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flat_map(|h| h.iter().rev())
+        .filter_map(Value::as_str)
+        .map(str::trim);
+    let mut out: Vec<String> = Vec::new();
+    for session in lead_session_id(config).into_iter().chain(history) {
+        if !session.is_empty() && !out.iter().any(|s| s == session) {
+            out.push(session.to_string());
+        }
+        if out.len() >= MAX_SCANNED_SESSIONS {
+            break;
+        }
+    }
+    out
+}
+
 /// A team's lead sessions: `leadSessionId` and `sessionHistory`.
 fn team_sessions(config: &Value) -> HashSet<String> {
     let mut sessions: HashSet<String> = lead_session_id(config)
@@ -436,6 +462,85 @@ impl FsClaudeSessionLocator {
                 .all(|part| matches!(part, Component::Normal(_)));
         plain.then(|| self.projects.join(below))
     }
+}
+
+/// Project folders scanned for a team's lead session when none of the
+/// folders its config names holds one.
+const MAX_SCANNED_PROJECT_FOLDERS: usize = 2048;
+/// Lead sessions looked for in each scanned folder (`leadSessionId`, then
+/// `sessionHistory` newest first).
+const MAX_SCANNED_SESSIONS: usize = 8;
+
+/// The plain folder names right below the projects root, sorted (links and
+/// files are left out when the listing says so; opening refuses them anyway).
+fn project_folders(projects: &Dir) -> Vec<String> {
+    let Ok(entries) = projects.entries() else {
+        return vec![];
+    };
+    let mut names: Vec<String> = entries
+        .into_iter()
+        .filter(|e| matches!(e.kind, Some(FileKind::Dir) | None))
+        .map(|e| e.name)
+        .filter(|name| is_plain_name(name))
+        .collect();
+    names.sort();
+    names
+}
+
+/// The project folders whose transcripts may belong to a team: those its
+/// project paths encode to (TRANSCRIPTS.md §1, Claude's spelling first), and,
+/// when none of them holds one of the team's lead sessions, every folder
+/// that does (a project that moved, or a path spelled in a way not derived
+/// here).
+fn team_project_dirs(projects: &Dir, folders: &[String], config: &Value) -> Vec<String> {
+    let listed: HashSet<&str> = folders.iter().map(String::as_str).collect();
+    let mut dirs: Vec<String> = Vec::new();
+    let mut push = |folder: &String| {
+        if !dirs.contains(folder) {
+            dirs.push(folder.clone());
+        }
+    };
+    for project in project_path_candidates(config) {
+        for name in encode_project_dir(&project) {
+            match &name {
+                ProjectDirName::Exact(exact) => {
+                    if listed.contains(exact.as_str()) {
+                        push(exact);
+                    }
+                }
+                ProjectDirName::Hashed { .. } => {
+                    folders
+                        .iter()
+                        .filter(|f| name.matches(f))
+                        .for_each(&mut push);
+                }
+            }
+        }
+    }
+    let sessions: Vec<String> = ordered_team_sessions(config)
+        .into_iter()
+        .map(|session| format!("{session}.jsonl"))
+        .filter(|file| is_plain_name(file))
+        .collect();
+    let holds_session = |folder: &str| {
+        subfolder(projects, folder).is_some_and(|dir| {
+            sessions.iter().any(|file| {
+                dir.meta(file)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|m| m.kind == FileKind::File)
+            })
+        })
+    };
+    if sessions.is_empty() || dirs.iter().any(|d| holds_session(d)) {
+        return dirs;
+    }
+    for folder in folders.iter().take(MAX_SCANNED_PROJECT_FOLDERS) {
+        if !dirs.contains(folder) && holds_session(folder) {
+            dirs.push(folder.clone());
+        }
+    }
+    dirs
 }
 
 /// The folder `name` in `dir`; `None` when missing, a link, a file or unreadable.
@@ -700,6 +805,75 @@ mod tests {
 
     fn jsonl(path: &Path, line: Value) {
         write(path, &format!("{line}\n"));
+    }
+
+    #[test]
+    fn project_folders_are_found_as_claude_names_them_or_by_the_lead_session() {
+        let long = format!("/work/{}", "deep/".repeat(50));
+        let long_prefix: String = long
+            .trim_end_matches('/')
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .take(200)
+            .collect();
+        // (config projectPath, folder holding the transcripts, the lead's
+        // session file in that folder too, jack found)
+        let cases = [
+            (
+                "/Users/jane.doe/my app",
+                "-Users-jane-doe-my-app".to_string(),
+                false,
+                true,
+            ),
+            ("/srv/my_app", "-srv-my-app".to_string(), false, true),
+            ("/srv/my_app", "-srv-my_app".to_string(), false, true),
+            (long.as_str(), format!("{long_prefix}-1x9k2"), false, true),
+            (
+                long.as_str(),
+                format!("{long_prefix}-3f8w0q1j4pz7m"),
+                false,
+                true,
+            ),
+            // The project moved: the folder holding the lead's session is found.
+            ("/moved/away", "-elsewhere".to_string(), true, true),
+            // A folder that neither the paths name nor holds the lead's session.
+            ("/moved/away", "-elsewhere".to_string(), false, false),
+            (
+                "/Users/jane.doe/my app",
+                "-Users-jane.doe-my-app-x".to_string(),
+                false,
+                false,
+            ),
+        ];
+        for (project, folder, lead_file, found) in cases {
+            let root = tempfile::tempdir().unwrap();
+            let home = root.path();
+            write(
+                &home.join("teams/forge/config.json"),
+                &json!({"name": "forge", "projectPath": project, "leadSessionId": "L1",
+                        "members": [{"name": "team-lead", "agentType": "team-lead"}, {"name": "jack"}]})
+                .to_string(),
+            );
+            let dir = home.join("projects").join(&folder);
+            jsonl(
+                &dir.join("J7.jsonl"),
+                json!({"type": "user", "sessionId": "J7", "teamName": "forge", "agentName": "jack"}),
+            );
+            if lead_file {
+                jsonl(&dir.join("L1.jsonl"), json!({"teamName": "forge"}));
+            }
+            let locator = FsClaudeSessionLocator::new(home.join("teams"), home.join("projects"));
+            let expected = if found {
+                member("forge", "jack")
+            } else {
+                ClaudeMatch::NoMatch
+            };
+            assert_eq!(
+                locator.locate(Some("J7"), None),
+                expected,
+                "{project} {folder}"
+            );
+        }
     }
 
     #[test]

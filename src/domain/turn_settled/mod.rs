@@ -5,6 +5,7 @@
 //! command and the hook-aware settings merge, and the roster check of a target.
 
 pub mod normalize;
+pub mod prefix;
 pub mod settings;
 pub mod target;
 pub mod transcript;

@@ -43,6 +43,8 @@ pub enum NormalizeFailure {
     MissingSessionIdentity,
     /// Orchestrator payload without team or member name.
     MissingTeamMemberIdentity,
+    /// Cut by the spool bound, and its start names no usable turn.
+    PayloadTooLarge,
 }
 
 impl NormalizeFailure {
@@ -57,6 +59,7 @@ impl NormalizeFailure {
             Self::NotTurnSettledEvent => "not_turn_settled_event",
             Self::MissingSessionIdentity => "missing_session_identity",
             Self::MissingTeamMemberIdentity => "missing_team_member_identity",
+            Self::PayloadTooLarge => "payload_too_large",
         }
     }
 }
@@ -104,6 +107,10 @@ pub struct TurnSettledEvent {
     /// Orchestrator turn outcome.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
+    /// Read from the start of a payload the spool bound cut: its identity
+    /// fields came from that prefix and its hash is the prefix's.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
 }
 
 impl TurnSettledEvent {
@@ -143,11 +150,82 @@ pub fn normalize(
     let Value::Object(payload) = value else {
         return Err(NormalizeFailure::PayloadNotObject);
     };
+    normalize_object(provider, &payload, raw, spooled_at)
+}
+
+/// Every top-level key a normalizer reads; a cut payload is scanned for
+/// these only (never for the message text).
+const IDENTITY_KEYS: [&str; 39] = [
+    "hook_event_name",
+    "hookEventName",
+    "session_id",
+    "sessionId",
+    "turn_id",
+    "turnId",
+    "transcript_path",
+    "transcriptPath",
+    "cwd",
+    "provider",
+    "source",
+    "eventName",
+    "event_name",
+    "opencodeSessionId",
+    "teamName",
+    "team_name",
+    "teamId",
+    "team_id",
+    "memberName",
+    "member_name",
+    "agentName",
+    "agent_name",
+    "runtimePromptMessageId",
+    "runtime_prompt_message_id",
+    "promptMessageId",
+    "prompt_message_id",
+    "threadId",
+    "thread_id",
+    "recordedAt",
+    "recorded_at",
+    "observedAt",
+    "observed_at",
+    "projectPath",
+    "project_path",
+    "agentId",
+    "agent_id",
+    "laneId",
+    "lane_id",
+    "outcome",
+];
+
+/// Normalizes the start of a payload the spool bound cut (no longer JSON):
+/// the identity fields of its top-level object are recovered with a bounded
+/// scan ([`super::prefix`]), the event is marked `truncated`, and no message
+/// text is read. A prefix that yields no usable event is `payload_too_large`.
+pub fn normalize_truncated(
+    provider: RuntimeProvider,
+    prefix: &[u8],
+    spooled_at: &str,
+) -> Result<TurnSettledEvent, NormalizeFailure> {
+    let payload = super::prefix::identity_fields(prefix, &IDENTITY_KEYS)
+        .ok_or(NormalizeFailure::PayloadTooLarge)?;
+    let mut event = normalize_object(provider, &payload, prefix, spooled_at)
+        .map_err(|_| NormalizeFailure::PayloadTooLarge)?;
+    event.truncated = true;
+    Ok(event)
+}
+
+/// The event of a parsed payload object; `raw` is hashed into its source id.
+fn normalize_object(
+    provider: RuntimeProvider,
+    payload: &Map<String, Value>,
+    raw: &[u8],
+    spooled_at: &str,
+) -> Result<TurnSettledEvent, NormalizeFailure> {
     let hash = payload_hash(raw);
     let mut event = match provider {
-        RuntimeProvider::Claude => claude(&payload, spooled_at)?,
+        RuntimeProvider::Claude => claude(payload, spooled_at)?,
         RuntimeProvider::Codex | RuntimeProvider::Opencode => {
-            orchestrator(provider, &payload, spooled_at)?
+            orchestrator(provider, payload, spooled_at)?
         }
     };
     event.source_id = format!(
@@ -179,6 +257,7 @@ fn empty_event(provider: RuntimeProvider, recorded_at: String) -> TurnSettledEve
         member_name: None,
         agent_id: None,
         outcome: None,
+        truncated: false,
     }
 }
 
@@ -271,6 +350,7 @@ fn text(payload: &Map<String, Value>, keys: &[&str]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::turn_settled::MAX_PAYLOAD_BYTES;
     use proptest::prelude::*;
     use serde_json::json;
 
@@ -300,6 +380,172 @@ mod tests {
         );
         let stored = serde_json::to_string(&event).unwrap();
         assert!(!stored.contains("SECRET"));
+    }
+
+    /// A real Claude Code 2.1 Stop payload (tests/fixtures/payloads).
+    const REAL_CLAUDE_STOP: &[u8] =
+        include_bytes!("../../../tests/fixtures/payloads/real-claude-stop-payload.json");
+
+    /// The real payload with its final answer grown to `answer_bytes`, cut
+    /// where the hook cuts it (256 KiB + 1 byte).
+    fn real_payload_cut(answer_bytes: usize) -> Vec<u8> {
+        let mut payload: Map<String, Value> = serde_json::from_slice(REAL_CLAUDE_STOP).unwrap();
+        payload.insert(
+            "last_assistant_message".into(),
+            json!(format!("SECRET ANSWER {}", "x".repeat(answer_bytes))),
+        );
+        let mut raw = serde_json::to_vec(&payload).unwrap();
+        raw.truncate(MAX_PAYLOAD_BYTES as usize + 1);
+        raw
+    }
+
+    #[test]
+    fn a_cut_real_payload_keeps_its_identity_and_no_message_text() {
+        let raw = real_payload_cut(300 * 1024);
+        assert_eq!(raw.len() as u64, MAX_PAYLOAD_BYTES + 1);
+        assert_eq!(
+            normalize(RuntimeProvider::Claude, &raw, AT),
+            Err(NormalizeFailure::InvalidJson)
+        );
+        let event = normalize_truncated(RuntimeProvider::Claude, &raw, AT).unwrap();
+        assert!(event.truncated);
+        assert_eq!(
+            event.session_id.as_deref(),
+            Some("9571b4f2-9aaf-4697-90a1-31c2a00a9b82")
+        );
+        assert_eq!(
+            event.transcript_path.as_deref(),
+            Some("/home/dev/work/t1/claude/projects/-home-dev-work-t1-proj/9571b4f2-9aaf-4697-90a1-31c2a00a9b82.jsonl")
+        );
+        assert_eq!(event.cwd.as_deref(), Some("/home/dev/work/t1/proj"));
+        assert_eq!(event.payload_hash, payload_hash(&raw));
+        let stored = serde_json::to_value(&event).unwrap();
+        assert_eq!(stored["truncated"], json!(true));
+        assert!(!stored.to_string().contains("SECRET"));
+        // An uncut payload says nothing of truncation.
+        let whole = normalize(RuntimeProvider::Claude, REAL_CLAUDE_STOP, AT).unwrap();
+        assert!(serde_json::to_value(&whole)
+            .unwrap()
+            .get("truncated")
+            .is_none());
+    }
+
+    #[test]
+    fn a_cut_payload_without_a_usable_start_is_too_large() {
+        // (provider, prefix)
+        let cases: [(RuntimeProvider, Vec<u8>); 4] = [
+            (RuntimeProvider::Claude, vec![b'a'; 262_145]),
+            (RuntimeProvider::Claude, b"[{\"session_id\":\"s\"".to_vec()),
+            // The identity itself is cut.
+            (
+                RuntimeProvider::Claude,
+                b"{\"hook_event_name\":\"Stop\",\"session_id\":\"95".to_vec(),
+            ),
+            (
+                RuntimeProvider::Codex,
+                b"{\"provider\":\"codex\",\"msg\":\"...".to_vec(),
+            ),
+        ];
+        for (provider, prefix) in cases {
+            assert_eq!(
+                normalize_truncated(provider, &prefix, AT),
+                Err(NormalizeFailure::PayloadTooLarge),
+                "{}",
+                String::from_utf8_lossy(&prefix[..prefix.len().min(60)])
+            );
+        }
+    }
+
+    /// The scan reads every key the normalizers read: on a whole payload it
+    /// gives the parser's event (every alias the tests below use).
+    #[test]
+    fn the_scan_sees_every_identity_key() {
+        let codex = json!({"provider": "codex", "source": CODEX_SOURCE});
+        let opencode = json!({"provider": "opencode", "source": OPENCODE_SOURCE});
+        let with = |base: &Value, extra: Value| {
+            let mut map = base.as_object().unwrap().clone();
+            map.extend(extra.as_object().unwrap().clone());
+            Value::Object(map)
+        };
+        let cases = [
+            (
+                RuntimeProvider::Claude,
+                json!({"hook_event_name": "Stop", "session_id": "s", "turn_id": "t", "transcript_path": "/t", "cwd": "/p"}),
+            ),
+            (
+                RuntimeProvider::Claude,
+                json!({"hookEventName": "Stop", "sessionId": "s", "turnId": "t", "transcriptPath": "/t"}),
+            ),
+            (
+                RuntimeProvider::Codex,
+                with(
+                    &codex,
+                    json!({"eventName": "runtime_turn_settled", "sessionId": "s", "teamName": "f", "memberName": "m", "turnId": "t", "threadId": "h", "recordedAt": "r", "cwd": "/p", "agentId": "a", "outcome": "o"}),
+                ),
+            ),
+            (
+                RuntimeProvider::Codex,
+                with(
+                    &codex,
+                    json!({"event_name": "runtime_turn_settled", "session_id": "s", "team_name": "f", "member_name": "m", "turn_id": "t", "thread_id": "h", "recorded_at": "r", "agent_id": "a"}),
+                ),
+            ),
+            (
+                RuntimeProvider::Codex,
+                with(
+                    &codex,
+                    json!({"hook_event_name": "Stop", "sessionId": "s", "teamName": "f", "agentName": "m"}),
+                ),
+            ),
+            (
+                RuntimeProvider::Codex,
+                with(
+                    &codex,
+                    json!({"hookEventName": "Stop", "sessionId": "s", "teamName": "f", "agent_name": "m"}),
+                ),
+            ),
+            (
+                RuntimeProvider::Opencode,
+                with(
+                    &opencode,
+                    json!({"eventName": "runtime_turn_settled", "opencodeSessionId": "s", "teamId": "f", "memberName": "m", "runtimePromptMessageId": "p", "observedAt": "r", "projectPath": "/p", "laneId": "l"}),
+                ),
+            ),
+            (
+                RuntimeProvider::Opencode,
+                with(
+                    &opencode,
+                    json!({"eventName": "runtime_turn_settled", "sessionId": "s", "team_id": "f", "memberName": "m", "runtime_prompt_message_id": "p", "observed_at": "r", "project_path": "/p", "lane_id": "l"}),
+                ),
+            ),
+            (
+                RuntimeProvider::Opencode,
+                with(
+                    &opencode,
+                    json!({"eventName": "runtime_turn_settled", "sessionId": "s", "teamName": "f", "memberName": "m", "promptMessageId": "p"}),
+                ),
+            ),
+            (
+                RuntimeProvider::Opencode,
+                with(
+                    &opencode,
+                    json!({"eventName": "runtime_turn_settled", "sessionId": "s", "teamName": "f", "memberName": "m", "prompt_message_id": "p"}),
+                ),
+            ),
+        ];
+        for (provider, payload) in cases {
+            let raw = bytes(&payload);
+            let parsed = normalize(provider, &raw, AT).unwrap();
+            let scanned = normalize_truncated(provider, &raw, AT).unwrap();
+            assert_eq!(
+                TurnSettledEvent {
+                    truncated: false,
+                    ..scanned
+                },
+                parsed,
+                "{payload}"
+            );
+        }
     }
 
     #[test]

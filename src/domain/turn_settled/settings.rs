@@ -5,6 +5,9 @@ use serde_json::{json, Map, Value};
 
 use super::{RuntimeProvider, TURN_SETTLED_HOOK_MARKER};
 
+/// The Codex settings list that is joined rather than replaced.
+const CONFIG_OVERRIDES_KEY: &str = "config_overrides";
+
 /// Deepest nesting the generic (non-hook) merge descends into; below it the
 /// patch value replaces the base value whole, so hostile input cannot exhaust the stack.
 const MAX_MERGE_DEPTH: usize = 64;
@@ -53,10 +56,15 @@ pub fn hook_settings_fragment(command: &str) -> Value {
 ///   whose command has [`TURN_SETTLED_HOOK_MARKER`]), old managed hooks are
 ///   removed from the base first and exactly one is appended, so relaunches
 ///   never stack copies. Merging the same patch twice equals merging it once.
-/// * Malformed user values (a `hooks` or event value of the wrong type, entries
-///   that are not objects) are kept as they are, never dropped or "fixed":
-///   Claude's own validation reports them.
+/// * A base `hooks` that is not an object, or a base event value that is not
+///   a list where the patch brings one, is replaced by the patch's value: the
+///   managed Stop hook is always installed, as the app's own merge does.
+///   Other malformed user values (entries that are not objects, events the
+///   patch does not touch) are kept as they are: Claude's validation reports them.
+/// * `config_overrides` lists (at any depth) are joined: the base items in
+///   order, then the patch items not already present.
 /// * Every other key: objects merge recursively, otherwise the patch wins.
+/// * Keys keep their order: the base's first, then new keys of the patch.
 pub fn merge_runtime_hook_settings(
     base: &Map<String, Value>,
     patch: &Map<String, Value>,
@@ -73,7 +81,13 @@ fn merge_objects(
     for (key, value) in patch {
         let merged = match (out.get(key), value) {
             (current, _) if depth == 0 && key == "hooks" => {
-                merge_hooks(current.unwrap_or(&Value::Object(Map::new())), value)
+                let empty = Value::Object(Map::new());
+                merge_hooks(current.filter(|c| c.is_object()).unwrap_or(&empty), value)
+            }
+            (Some(Value::Array(current)), Value::Array(incoming))
+                if key == CONFIG_OVERRIDES_KEY =>
+            {
+                Value::Array(join_without_duplicates(current, incoming))
             }
             (Some(Value::Object(current)), Value::Object(incoming)) if depth < MAX_MERGE_DEPTH => {
                 Value::Object(merge_objects(current, incoming, depth + 1))
@@ -85,10 +99,22 @@ fn merge_objects(
     out
 }
 
+/// `items` followed by the `extra` items not already present (in either).
+fn join_without_duplicates(items: &[Value], extra: &[Value]) -> Vec<Value> {
+    let mut out = items.to_vec();
+    for item in extra {
+        if !out.contains(item) {
+            out.push(item.clone());
+        }
+    }
+    out
+}
+
+/// `base` is an object here (the caller puts an empty one for anything else).
 fn merge_hooks(base: &Value, patch: &Value) -> Value {
     let (Value::Object(base_events), Value::Object(patch_events)) = (base, patch) else {
-        // A malformed user `hooks` is preserved; a malformed patch cannot override
-        // it, and only lands where there was nothing.
+        // A malformed patch cannot override the user's hooks, and only lands
+        // where there was nothing.
         return match base {
             Value::Object(events) if events.is_empty() => patch.clone(),
             _ => base.clone(),
@@ -99,7 +125,9 @@ fn merge_hooks(base: &Value, patch: &Value) -> Value {
         let merged = match (base_events.get(event), patch_entries) {
             (None, _) => merge_entries(&[], patch_entries),
             (Some(Value::Array(current)), Value::Array(_)) => merge_entries(current, patch_entries),
-            // Either side malformed: keep the user's value untouched.
+            // A user value that is no list gives way to the patch's list.
+            (Some(_), Value::Array(_)) => merge_entries(&[], patch_entries),
+            // A malformed patch value: keep the user's list untouched.
             (Some(current), _) => current.clone(),
         };
         out.insert(event.clone(), merged);
@@ -247,25 +275,108 @@ mod tests {
     }
 
     #[test]
-    fn malformed_user_values_are_preserved() {
-        for hooks in [
-            json!("oops"),
-            json!({"Stop": {"not": "an array"}}),
-            json!({"Stop": [1, "x"]}),
-        ] {
+    fn the_managed_hook_is_installed_whatever_the_user_hooks_hold() {
+        // (base `hooks`, the user's Stop values kept in front of the managed entry,
+        // events other than Stop that must come out unchanged)
+        let cases = [
+            (json!("oops"), vec![], vec![]),
+            (json!(7), vec![], vec![]),
+            (json!(null), vec![], vec![]),
+            (json!(["a"]), vec![], vec![]),
+            (json!({"Stop": {"not": "an array"}}), vec![], vec![]),
+            (
+                json!({"Stop": "x", "PreToolUse": "kept"}),
+                vec![],
+                vec!["PreToolUse"],
+            ),
+            (
+                json!({"Stop": [1, "x"]}),
+                vec![json!(1), json!("x")],
+                vec![],
+            ),
+        ];
+        for (hooks, kept, untouched) in cases {
             let base = obj(json!({ "hooks": hooks.clone() }));
             let merged = merge_runtime_hook_settings(&base, &obj(ours("/s.sh")));
-            match &hooks["Stop"] {
-                Value::Array(items) => {
-                    assert_eq!(
-                        &merged["hooks"]["Stop"].as_array().unwrap()[..2],
-                        &items[..]
-                    );
-                    assert_eq!(managed_count(&merged), 1);
-                }
-                _ => assert_eq!(merged["hooks"], hooks),
+            let stop = merged["hooks"]["Stop"].as_array().unwrap();
+            assert_eq!(&stop[..stop.len() - 1], &kept[..], "{hooks}");
+            assert_eq!(managed_count(&merged), 1, "{hooks}");
+            for event in untouched {
+                assert_eq!(merged["hooks"][event], hooks[event], "{hooks}");
             }
+            assert_eq!(
+                merge_runtime_hook_settings(&merged, &obj(ours("/s.sh"))),
+                merged
+            );
         }
+    }
+
+    #[test]
+    fn config_overrides_are_joined_without_duplicates() {
+        // (base, patch, merged)
+        let cases = [
+            (
+                json!({"config_overrides": ["a", "b", "a"]}),
+                json!({"config_overrides": ["b", "c", "c", {"k": 1}]}),
+                json!({"config_overrides": ["a", "b", "a", "c", {"k": 1}]}),
+            ),
+            (
+                json!({"codex": {"config_overrides": ["x"]}}),
+                json!({"codex": {"config_overrides": ["x", "y"]}}),
+                json!({"codex": {"config_overrides": ["x", "y"]}}),
+            ),
+            // Not both lists: the patch wins, like any other key.
+            (
+                json!({"config_overrides": "a"}),
+                json!({"config_overrides": ["b"]}),
+                json!({"config_overrides": ["b"]}),
+            ),
+            (
+                json!({"other": ["a"]}),
+                json!({"other": ["b"]}),
+                json!({"other": ["b"]}),
+            ),
+        ];
+        for (base, patch, merged) in cases {
+            assert_eq!(
+                Value::Object(merge_runtime_hook_settings(&obj(base.clone()), &obj(patch))),
+                merged,
+                "{base}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_users_key_order_is_kept() {
+        let base: Map<String, Value> = serde_json::from_str(
+            r#"{"zeta":1,"hooks":{"Stop":[],"PreToolUse":[]},"alpha":{"y":1,"b":2},"model":"x"}"#,
+        )
+        .unwrap();
+        let patch: Map<String, Value> = serde_json::from_str(
+            r#"{"new":true,"alpha":{"a":0,"y":3},"hooks":{"SessionStart":[]}}"#,
+        )
+        .unwrap();
+        let mut patch_with_hook = patch.clone();
+        patch_with_hook.extend(obj(ours("/s.sh")));
+        let merged = merge_runtime_hook_settings(&base, &patch_with_hook);
+        let text = serde_json::to_string(&merged).unwrap();
+        let keys: Vec<&str> = merged.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["zeta", "hooks", "alpha", "model", "new"], "{text}");
+        let alpha: Vec<&str> = merged["alpha"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(alpha, ["y", "b", "a"], "{text}");
+        let events: Vec<&str> = merged["hooks"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(events, ["Stop", "PreToolUse"], "{text}");
+        assert_eq!(managed_count(&merged), 1);
     }
 
     fn arb_json() -> impl Strategy<Value = Value> {
@@ -329,11 +440,14 @@ mod tests {
                         let merged = once["hooks"]["Stop"].as_array().cloned().unwrap_or_default();
                         prop_assert_eq!(user(entries), user(&merged));
                     }
-                    Some(other) => prop_assert_eq!(&once["hooks"]["Stop"], other),
+                    // A user Stop that is no list gives way to the managed entry.
+                    Some(_) => {
+                        prop_assert_eq!(managed_count(&once), 1);
+                        prop_assert_eq!(once["hooks"]["Stop"].as_array().map(Vec::len), Some(1));
+                    }
                 }
-            } else if let Some(hooks) = base.get("hooks") {
-                prop_assert_eq!(&once["hooks"], hooks);
             } else {
+                // No hooks, or hooks that are no object: the managed hook is installed.
                 prop_assert_eq!(managed_count(&once), 1);
             }
         }

@@ -9,31 +9,85 @@ use serde_json::Value;
 /// Lines of a transcript head that attribution looks at.
 pub const HEAD_LINES: usize = 50;
 
-/// Claude's project dir names for a project path: every `/`, `\` and `:`
-/// becomes `-`, with a leading `-` for POSIX paths; a variant with `_` → `-`
-/// when the name has `_`.
-pub fn encode_project_dir(project_path: &str) -> Vec<String> {
+/// Longest project folder name Claude writes as is; a longer one is cut here
+/// and gets a `-<hash>` suffix (Claude Code's `sanitizePath`).
+pub const MAX_PROJECT_DIR_CHARS: usize = 200;
+
+/// A folder name under `<claudeRoot>/projects/` that may hold a project's transcripts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProjectDirName {
+    /// Exactly this name.
+    Exact(String),
+    /// A path whose name is over [`MAX_PROJECT_DIR_CHARS`]: `<prefix>-<hash>`,
+    /// the hash in base 36. Claude on Node hashes the path's UTF-16 units
+    /// with the 32-bit `h * 31 + unit` string hash (absolute value); the
+    /// Bun-built binary uses `Bun.hash` (64-bit wyhash). Either suffix matches.
+    Hashed {
+        /// The first [`MAX_PROJECT_DIR_CHARS`] characters of the encoded path.
+        prefix: String,
+    },
+}
+
+impl ProjectDirName {
+    /// True when the folder `name` is this one.
+    pub fn matches(&self, name: &str) -> bool {
+        match self {
+            ProjectDirName::Exact(exact) => exact == name,
+            ProjectDirName::Hashed { prefix } => name
+                .strip_prefix(prefix.as_str())
+                .and_then(|rest| rest.strip_prefix('-'))
+                .is_some_and(|hash| {
+                    !hash.is_empty()
+                        && hash
+                            .bytes()
+                            .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
+                }),
+        }
+    }
+}
+
+/// The folder names Claude may have used for a project path, most likely
+/// first: Claude's own (every UTF-16 unit that is not an ASCII letter or
+/// digit becomes `-`: `/Users/jane.doe/my app` → `-Users-jane.doe-my-app`
+/// with the dot too, cut with a hash suffix over [`MAX_PROJECT_DIR_CHARS`]),
+/// then the app's older spelling (only `/` and `\` replaced, a leading `-`,
+/// `C:\x` → `C--x`) and its `_` → `-` variant. Trailing separators are ignored.
+pub fn encode_project_dir(project_path: &str) -> Vec<ProjectDirName> {
     let trimmed = project_path.trim().trim_end_matches(['/', '\\']);
     if trimmed.is_empty() {
         return vec![];
     }
-    let mut encoded: String = trimmed
+    let mut claude = String::with_capacity(trimmed.len());
+    for c in trimmed.chars() {
+        if c.is_ascii_alphanumeric() {
+            claude.push(c);
+        } else {
+            // JavaScript replaces each UTF-16 unit: a char beyond the BMP is two.
+            claude.extend(std::iter::repeat_n('-', c.len_utf16()));
+        }
+    }
+    let mut names = vec![if claude.len() <= MAX_PROJECT_DIR_CHARS {
+        ProjectDirName::Exact(claude)
+    } else {
+        claude.truncate(MAX_PROJECT_DIR_CHARS);
+        ProjectDirName::Hashed { prefix: claude }
+    }];
+    let mut legacy: String = trimmed
         .chars()
-        .map(|c| {
-            if matches!(c, '/' | '\\' | ':') {
-                '-'
-            } else {
-                c
-            }
-        })
+        .map(|c| if matches!(c, '/' | '\\') { '-' } else { c })
         .collect();
     let windows_drive = trimmed.as_bytes().get(1) == Some(&b':');
-    if !windows_drive && !encoded.starts_with('-') {
-        encoded.insert(0, '-');
+    if windows_drive {
+        legacy.replace_range(1..2, "-");
+    } else if !legacy.starts_with('-') {
+        legacy.insert(0, '-');
     }
-    let mut names = vec![encoded.clone()];
-    if encoded.contains('_') {
-        names.push(encoded.replace('_', "-"));
+    let underscores = legacy.replace('_', "-");
+    for name in [legacy, underscores] {
+        let name = ProjectDirName::Exact(name);
+        if !names.contains(&name) {
+            names.push(name);
+        }
     }
     names
 }
@@ -271,15 +325,63 @@ mod tests {
         names.iter().map(|n| n.to_string()).collect()
     }
 
+    fn exact(names: &[&str]) -> Vec<ProjectDirName> {
+        names
+            .iter()
+            .map(|n| ProjectDirName::Exact(n.to_string()))
+            .collect()
+    }
+
     #[test]
     fn encodes_project_dirs_like_claude() {
-        assert_eq!(encode_project_dir("/home/u/proj/"), vec!["-home-u-proj"]);
-        assert_eq!(encode_project_dir("C:\\x"), vec!["C--x"]);
+        // (project path, folder names, most likely first)
+        let cases = [
+            ("/home/u/proj/", exact(&["-home-u-proj"])),
+            ("C:\\x", exact(&["C--x"])),
+            ("/a/my_app", exact(&["-a-my-app", "-a-my_app"])),
+            (
+                "/Users/jane.doe/my app",
+                exact(&["-Users-jane-doe-my-app", "-Users-jane.doe-my app"]),
+            ),
+            ("/p/café", exact(&["-p-caf-", "-p-café"])),
+            // A char beyond the BMP is two UTF-16 units, so two dashes.
+            ("/p/🦀", exact(&["-p---", "-p-🦀"])),
+            ("  ", vec![]),
+        ];
+        for (path, names) in cases {
+            assert_eq!(encode_project_dir(path), names, "{path}");
+        }
+    }
+
+    #[test]
+    fn a_long_path_is_cut_and_matched_with_any_hash_suffix() {
+        let path = format!("/{}", "d".repeat(250));
+        let names = encode_project_dir(&path);
+        let prefix = format!("-{}", "d".repeat(MAX_PROJECT_DIR_CHARS - 1));
         assert_eq!(
-            encode_project_dir("/a/my_app"),
-            vec!["-a-my_app", "-a-my-app"]
+            names[0],
+            ProjectDirName::Hashed {
+                prefix: prefix.clone()
+            }
         );
-        assert!(encode_project_dir("  ").is_empty());
+        // A path of exactly the limit is not cut.
+        let at_limit = format!("/{}", "d".repeat(MAX_PROJECT_DIR_CHARS - 1));
+        assert!(
+            matches!(&encode_project_dir(&at_limit)[0], ProjectDirName::Exact(n) if n.len() == MAX_PROJECT_DIR_CHARS)
+        );
+        // (folder name, matches)
+        let cases = [
+            (format!("{prefix}-1x9k2"), true),
+            (format!("{prefix}-3f8w0q1j4pz7m"), true),
+            (format!("{prefix}-"), false),
+            (format!("{prefix}-AB"), false),
+            (format!("{prefix}-ab-c"), false),
+            (format!("{prefix}x-ab"), false),
+            (prefix.clone(), false),
+        ];
+        for (folder, matches) in cases {
+            assert_eq!(names[0].matches(&folder), matches, "{folder}");
+        }
     }
 
     #[test]

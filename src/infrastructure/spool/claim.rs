@@ -160,6 +160,10 @@ mod tests {
             .map(|c| {
                 let what = match &c.content {
                     ClaimContent::Payload(_) => None,
+                    ClaimContent::Truncated(prefix) => {
+                        assert_eq!(prefix.len(), 262_145);
+                        Some("truncated")
+                    }
                     ClaimContent::Invalid(reason) => Some(*reason),
                     ClaimContent::Transient(_) => Some("transient"),
                 };
@@ -176,10 +180,7 @@ mod tests {
                     Some("unsupported_provider")
                 ),
                 ("20261122T100004Z-1-0.claude.json", Some("payload_missing")),
-                (
-                    "20261122T100005Z-1-0.claude.json",
-                    Some("payload_too_large")
-                ),
+                ("20261122T100005Z-1-0.claude.json", Some("truncated")),
                 ("notes.txt", Some("invalid_file_name")),
             ]
         );
