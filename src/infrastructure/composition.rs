@@ -252,7 +252,10 @@ impl Instance {
                         Err(_) => DrainPass::Failed,
                     }
                 }),
-                incoming: services.spool_paths.incoming(),
+                incoming: {
+                    let spool = services.spool_paths.clone();
+                    Box::new(move || spool.watchable_incoming())
+                },
             }
         };
         let dispatch: Box<dyn Fn() + Send + Sync> = {

@@ -47,9 +47,11 @@ pub fn append_all(root: &TrustedRoot, path: &Path, events: &[AuditEvent]) -> io:
     let dir = root.create_dir_all(dir)?;
     if let Some(meta) = dir.meta(name)? {
         if meta.kind != FileKind::File {
-            return Err(super::safe_fs::not_a_file(path));
-        }
-        if meta.len >= ROTATE_AT_BYTES {
+            // A link or FIFO planted there is moved aside (never opened) and
+            // the journal starts afresh, rather than losing every event.
+            let at_ms = events.first().map_or(0, |e| e.at_ms);
+            super::json_store::quarantine(root, path, at_ms)?;
+        } else if meta.len >= ROTATE_AT_BYTES {
             rotate(&dir, name)?;
         }
     }
@@ -359,7 +361,7 @@ mod tests {
     }
 
     #[test]
-    fn a_fifo_or_link_journal_is_refused_without_blocking() {
+    fn a_fifo_or_link_journal_is_moved_aside_unopened_and_restarted() {
         let (dir, root, path) = journal();
         rustix::fs::mkfifoat(
             rustix::fs::CWD,
@@ -367,11 +369,19 @@ mod tests {
             rustix::fs::Mode::from_raw_mode(0o600),
         )
         .unwrap();
-        assert!(append(&root, &path, &event(vec![])).is_err());
+        append(&root, &path, &event(vec!["after fifo".into()])).unwrap();
+        assert!(fs::read_to_string(&path).unwrap().contains("after fifo"));
         fs::remove_file(&path).unwrap();
         let outside = dir.path().join("outside.jsonl");
         std::os::unix::fs::symlink(&outside, &path).unwrap();
-        assert!(append(&root, &path, &event(vec![])).is_err());
+        append(&root, &path, &event(vec!["after link".into()])).unwrap();
+        assert!(fs::read_to_string(&path).unwrap().contains("after link"));
         assert!(!outside.exists());
+        let kept: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.starts_with("journal.jsonl.invalid."))
+            .collect();
+        assert_eq!(kept.len(), 2, "{kept:?}");
     }
 }

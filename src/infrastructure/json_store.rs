@@ -78,7 +78,18 @@ fn read_versioned<T>(
     now_ms: i64,
     convert: impl FnOnce(Value) -> Result<T, String>,
 ) -> io::Result<Loaded<T>> {
-    let parsed = match root.read(path, MAX_STORE_FILE_BYTES)? {
+    let read = match root.read(path, MAX_STORE_FILE_BYTES) {
+        // A file the app may not read (mode 000) would fail every call for
+        // good; like a corrupt one it is moved aside and rebuilt.
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+            return Ok(Loaded::Quarantined {
+                moved_to: quarantine(root, path, now_ms)?,
+                reason: "unreadable".into(),
+            })
+        }
+        read => read?,
+    };
+    let parsed = match read {
         FileRead::Missing => return Ok(Loaded::Missing),
         FileRead::NotAFile => Err("not_a_file".to_string()),
         FileRead::TooLarge => Err("file_too_large".to_string()),
@@ -135,9 +146,22 @@ pub fn write_envelope<T: Serialize>(
 }
 
 /// Writes any JSON value atomically as `JSON.stringify(v, null, 2) + "\n"`.
+/// A value too large to be read back ([`MAX_STORE_FILE_BYTES`]) is refused
+/// and the file left as it was: written, it would be quarantined by the next
+/// read and take the valid state before it along.
 pub fn write_json(root: &TrustedRoot, path: &Path, value: &Value) -> io::Result<()> {
     let mut text = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
     text.push('\n');
+    if text.len() as u64 > MAX_STORE_FILE_BYTES {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{}: {} bytes is more than a store file may hold ({MAX_STORE_FILE_BYTES}); not written",
+                path.display(),
+                text.len()
+            ),
+        ));
+    }
     root.write_atomic(path, text.as_bytes())
 }
 
@@ -298,6 +322,18 @@ mod tests {
         assert_eq!(error.kind(), io::ErrorKind::NotADirectory);
         assert!(error.to_string().contains("members"), "{error}");
         assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_value_too_large_to_read_back_is_not_written() {
+        let (_dir, root, path) = store();
+        write_envelope(&root, &path, 2, "status", &"small").unwrap();
+        let huge = "x".repeat(MAX_STORE_FILE_BYTES as usize);
+        let error = write_envelope(&root, &path, 2, "status", &huge).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::InvalidData);
+        assert!(error.to_string().contains("s.json"), "{error}");
+        let loaded: Loaded<String> = read_envelope(&root, &path, 2, "status", 1).unwrap();
+        assert!(matches!(loaded, Loaded::Found(s) if s == "small"));
     }
 
     #[test]

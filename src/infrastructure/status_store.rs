@@ -112,8 +112,13 @@ impl FsStatusStore {
             .paths
             .member_dir(&status.team_name, &status.member_name)
             .join("member.meta.json");
-        if self.paths.root().meta(&path)?.is_some() {
-            return Ok(());
+        match self.paths.root().meta(&path)? {
+            Some(meta) if meta.kind == FileKind::File => return Ok(()),
+            // A link, FIFO or folder planted there is moved aside, then written.
+            Some(_) => {
+                super::json_store::quarantine(self.paths.root(), &path, self.clock.now_ms())?;
+            }
+            None => {}
         }
         let meta = serde_json::json!({
             "schemaVersion": 1,
@@ -375,5 +380,24 @@ mod tests {
             .unwrap()
             .file_type()
             .is_file());
+    }
+
+    #[test]
+    fn a_link_at_member_meta_is_moved_aside_and_the_file_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.json");
+        std::fs::write(&outside, "precious").unwrap();
+        let meta = dir.path().join("forge/members/jack/member.meta.json");
+        std::fs::create_dir_all(meta.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&outside, &meta).unwrap();
+        bump(&store(dir.path()), "jack", 1);
+        assert!(std::fs::symlink_metadata(&meta).unwrap().is_file());
+        assert!(std::fs::read_to_string(&meta)
+            .unwrap()
+            .contains("\"memberKey\": \"jack\""));
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious");
+        assert!(meta
+            .with_file_name("member.meta.json.invalid.7")
+            .is_symlink());
     }
 }

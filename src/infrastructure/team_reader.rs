@@ -40,6 +40,14 @@ pub const MAX_TASK_BYTES: u64 = 2 * 1024 * 1024;
 /// journal and metrics entry per member on each refresh) bounded when a
 /// config lists thousands.
 pub const MAX_ROSTER_MEMBERS: usize = 256;
+/// Task files read per team, in name order; the rest are left out with a
+/// `tasks_truncated` diagnostic (a board of this size is far beyond a real
+/// team's, and every status carries the agenda built from it).
+pub const MAX_TASK_FILES: usize = 10_000;
+/// Per-file task diagnostics kept per team; the rest are counted in one
+/// `task_file_diagnostics_truncated:<n>` so a folder of junk cannot bloat
+/// every status.
+pub const MAX_TASK_DIAGNOSTICS: usize = 50;
 
 /// Team data on disk under `<teams>/<team>` and `<tasks>/<team>`.
 #[derive(Debug, Clone)]
@@ -468,8 +476,14 @@ fn read_tasks(dir: &Dir, diags: &mut Vec<String>) -> Vec<Task> {
         .map(|e| (e.name, e.kind))
         .collect();
     names.sort_by(|a, b| a.0.cmp(&b.0));
+    if names.len() > MAX_TASK_FILES {
+        names.truncate(MAX_TASK_FILES);
+        diags.push("tasks_truncated".into());
+    }
     let mut tasks = Vec::with_capacity(names.len());
+    let mut file_diags = Vec::new();
     for (name, kind) in names {
+        let diags = &mut file_diags;
         // The listing's kind spares an open; `read` checks the handle anyway.
         let read = match kind {
             Some(FileKind::File) | None => dir.read(&name, MAX_TASK_BYTES),
@@ -489,6 +503,12 @@ fn read_tasks(dir: &Dir, diags: &mut Vec<String>) -> Vec<Task> {
             Ok(FileRead::Missing) => {}
             Err(_) => diags.push(format!("task_file_unreadable:{name}")),
         }
+    }
+    let dropped = file_diags.len().saturating_sub(MAX_TASK_DIAGNOSTICS);
+    file_diags.truncate(MAX_TASK_DIAGNOSTICS);
+    diags.extend(file_diags);
+    if dropped > 0 {
+        diags.push(format!("task_file_diagnostics_truncated:{dropped}"));
     }
     tasks
 }
@@ -612,6 +632,42 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let source = FsTeamSource::new(root.path().join("teams"), root.path().join("tasks"));
         (root, source)
+    }
+
+    #[test]
+    fn task_files_and_their_diagnostics_are_bounded() {
+        let (root, source) = fixture();
+        write(
+            &root.path().join("teams/forge/config.json"),
+            r#"{"name":"forge","members":[{"name":"jack"}]}"#,
+        );
+        let tasks = root.path().join("tasks/forge");
+        fs::create_dir_all(&tasks).unwrap();
+        for i in 0..MAX_TASK_FILES + 5 {
+            let text = if i < MAX_TASK_DIAGNOSTICS + 7 {
+                "not json".to_string()
+            } else {
+                format!(r#"{{"id":"{i}","owner":"jack","status":"pending"}}"#)
+            };
+            fs::write(tasks.join(format!("{i:06}.json")), text).unwrap();
+        }
+        let snapshot = source.load("forge");
+        assert_eq!(
+            snapshot.tasks.len(),
+            MAX_TASK_FILES - MAX_TASK_DIAGNOSTICS - 7
+        );
+        let per_file = snapshot
+            .diagnostics
+            .iter()
+            .filter(|d| d.starts_with("task_file_invalid:"))
+            .count();
+        assert_eq!(per_file, MAX_TASK_DIAGNOSTICS);
+        assert!(snapshot
+            .diagnostics
+            .contains(&"task_file_diagnostics_truncated:7".to_string()));
+        assert!(snapshot
+            .diagnostics
+            .contains(&"tasks_truncated".to_string()));
     }
 
     #[test]

@@ -45,8 +45,10 @@ pub enum DrainPass {
 pub struct DrainSchedule {
     /// One drain.
     pub drain: Box<dyn Fn() -> DrainPass + Send + Sync>,
-    /// The spool's `incoming/` dir, watched for new payloads.
-    pub incoming: PathBuf,
+    /// The spool's `incoming/` folder to watch for new payloads, when it is
+    /// a real folder (checked without following links: a watch on a linked
+    /// folder would sit on a folder an agent chose).
+    pub incoming: Box<dyn Fn() -> Option<PathBuf> + Send + Sync>,
 }
 
 impl Worker {
@@ -218,7 +220,7 @@ async fn drain_loop(schedule: DrainSchedule, stopping: Arc<AtomicBool>, passes: 
     while !stopping.load(Ordering::SeqCst) {
         if watcher.is_none() {
             // The spool may be installed later (first hook settings call): retry each round.
-            watcher = watch_incoming(&schedule.incoming, news.clone());
+            watcher = (schedule.incoming)().and_then(|dir| watch_incoming(&dir, news.clone()));
         }
         let run = drain.clone();
         let pass = passes.enter();
@@ -286,9 +288,6 @@ fn watch_incoming(
     news: Arc<Notify>,
 ) -> Option<notify::RecommendedWatcher> {
     use notify::Watcher;
-    if !incoming.is_dir() {
-        return None;
-    }
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         // An error (e.g. a queue overflow) may hide a new file: drain.
         if event.as_ref().map_or(true, brings_a_file) {
@@ -445,7 +444,7 @@ mod tests {
                 }
                 pass
             }),
-            incoming,
+            incoming: Box::new(move || Some(incoming.clone())),
         };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)

@@ -35,6 +35,9 @@ pub const TEMP_IN_USE_MS: EpochMs = 60 * 1000;
 pub const TEMP_ABANDONED_MS: EpochMs = 60 * 60 * 1000;
 /// How often one folder is swept.
 pub const SWEEP_EVERY: Duration = Duration::from_secs(10 * 60);
+/// How soon a folder is swept again when its last sweep kept temp files that
+/// may still be in use.
+pub const RESWEEP_KEPT_EVERY: Duration = Duration::from_secs(1);
 /// Folders remembered as swept; past this the memory starts over.
 const MAX_REMEMBERED_DIRS: usize = 10_000;
 
@@ -64,7 +67,16 @@ impl fmt::Display for TempName<'_> {
 /// Whether `name` is a temp file of an atomic write (this version's or an
 /// earlier one's).
 pub fn is_temp_name(name: &str) -> bool {
-    name.starts_with('.') && (name.contains(TEMP_MARK) || name.contains(LEGACY_TEMP_MARK))
+    name.starts_with('.') && (name.contains(TEMP_MARK) || is_legacy_temp_name(name))
+}
+
+/// `.<name>.tmp.` and the `tempfile` crate's six random characters, exactly:
+/// a looser match would sweep other programs' files in shared folders.
+fn is_legacy_temp_name(name: &str) -> bool {
+    name.rsplit_once(LEGACY_TEMP_MARK)
+        .is_some_and(|(head, random)| {
+            head.len() > 1 && random.len() == 6 && random.bytes().all(|b| b.is_ascii_alphanumeric())
+        })
 }
 
 /// The pid in a temp name of this version.
@@ -74,12 +86,15 @@ fn writer_pid(name: &str) -> Option<u32> {
 }
 
 /// Whether the temp file `name`, last modified `age_ms` ago, is abandoned.
+/// A modification time further in the future than a clock step could
+/// explain says nothing about age: such a file is judged by its pid alone.
 fn abandoned(name: &str, age_ms: EpochMs) -> bool {
     if age_ms >= TEMP_ABANDONED_MS {
         return true;
     }
+    let old_enough = !(-TEMP_IN_USE_MS..TEMP_IN_USE_MS).contains(&age_ms);
     match writer_pid(name) {
-        Some(pid) => age_ms >= TEMP_IN_USE_MS && pid != std::process::id() && !process_alive(pid),
+        Some(pid) => old_enough && pid != std::process::id() && !process_alive(pid),
         None => false,
     }
 }
@@ -140,13 +155,23 @@ pub(super) fn note_write(dir: &Dir) {
     let Some(now_ms) = epoch_ms(SystemTime::now()) else {
         return;
     };
-    if let Ok(Swept { kept: 0, .. }) = dir.sweep_temp_files(now_ms) {
-        let mut swept = swept_dirs();
-        if swept.len() >= MAX_REMEMBERED_DIRS {
-            swept.clear();
-        }
-        swept.insert(dir.path().to_path_buf(), now);
+    let Ok(result) = dir.sweep_temp_files(now_ms) else {
+        return;
+    };
+    // Files kept as possibly in use are looked at again after
+    // [`RESWEEP_KEPT_EVERY`], not on every write: a folder full of entries
+    // stays cheap to write to.
+    let at = match result.kept {
+        0 => now,
+        _ => now
+            .checked_sub(SWEEP_EVERY - RESWEEP_KEPT_EVERY)
+            .unwrap_or(now),
+    };
+    let mut swept = swept_dirs();
+    if swept.len() >= MAX_REMEMBERED_DIRS {
+        swept.clear();
     }
+    swept.insert(dir.path().to_path_buf(), at);
 }
 
 #[cfg(test)]
@@ -172,6 +197,8 @@ mod tests {
         let dead = ".status.json.mws-tmp.2147483632.0";
         let mine = format!(".status.json.mws-tmp.{}.0", std::process::id());
         let legacy = ".status.json.tmp.AbC123";
+        // Not the `tempfile` shape: another program's file, never swept.
+        std::fs::write(dir.path().join(".notes.tmp.old-copy"), b"x").unwrap();
         for name in [dead, mine.as_str(), legacy, "status.json"] {
             std::fs::write(dir.path().join(name), b"x").unwrap();
         }
@@ -192,13 +219,24 @@ mod tests {
             swept(2, 0),
             "everything once abandoned"
         );
-        let left: Vec<_> = team
+        let mut left: Vec<_> = team
             .entries()
             .unwrap()
             .into_iter()
             .map(|e| e.name)
             .collect();
-        assert_eq!(left, ["status.json"]);
+        left.sort();
+        assert_eq!(left, [".notes.tmp.old-copy", "status.json"]);
+    }
+
+    #[test]
+    fn a_future_modification_time_is_judged_by_the_pid_alone() {
+        let hundred_years = 100 * 365 * 24 * 3600 * 1000;
+        let dead = ".status.json.mws-tmp.2147483632.0";
+        let mine = format!(".status.json.mws-tmp.{}.0", std::process::id());
+        assert!(abandoned(dead, -hundred_years));
+        assert!(!abandoned(&mine, -hundred_years));
+        assert!(!abandoned(dead, -1000), "a small clock step: still young");
     }
 
     #[test]
@@ -227,8 +265,9 @@ mod tests {
         };
         team.write_atomic("status.json", b"{}", 0o644).unwrap();
         assert_eq!(names(&team), [young, "status.json"]);
-        // The young one kept the folder unswept: the next write looks again.
+        // The young one was kept: a write a moment later looks again.
         age(young);
+        std::thread::sleep(RESWEEP_KEPT_EVERY + Duration::from_millis(100));
         team.write_atomic("status.json", b"{}", 0o644).unwrap();
         assert_eq!(names(&team), ["status.json"]);
     }

@@ -66,6 +66,12 @@ impl SpoolPaths {
         self.path(Folder::Incoming)
     }
 
+    /// `incoming/` when it exists as a real folder, reached without
+    /// following a link below the teams folder: what a watcher may watch.
+    pub fn watchable_incoming(&self) -> Option<PathBuf> {
+        matches!(self.open(Folder::Incoming), Ok(Some(_))).then(|| self.incoming())
+    }
+
     /// `processing/`: claimed by a drainer.
     pub fn processing(&self) -> PathBuf {
         self.path(Folder::Processing)
@@ -100,5 +106,25 @@ impl SpoolPaths {
     /// `folder`, created when missing (with the same refusal of links).
     pub(super) fn create(&self, folder: Folder) -> io::Result<Dir> {
         self.teams.create_dir_all(&self.path(folder))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_real_incoming_folder_is_watchable() {
+        let dir = tempfile::tempdir().unwrap();
+        let teams = dir.path().join("teams");
+        let paths = SpoolPaths::for_teams_base(&teams);
+        assert_eq!(paths.watchable_incoming(), None, "no spool yet");
+        std::fs::create_dir_all(paths.incoming()).unwrap();
+        assert_eq!(paths.watchable_incoming(), Some(paths.incoming()));
+        std::fs::remove_dir(paths.incoming()).unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, paths.incoming()).unwrap();
+        assert_eq!(paths.watchable_incoming(), None, "a linked incoming/");
     }
 }

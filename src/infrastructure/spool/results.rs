@@ -134,8 +134,8 @@ mod tests {
         let old = now - STALE_CLAIM_MS - 60_000;
         let mine = format!(".x.meta.json.mws-tmp.{}.0", std::process::id());
         for (name, at) in [
-            (".meta.tmp.old", old),
-            (".meta.tmp.new", now),
+            (".meta.tmp.Ab3dEf", old),
+            (".meta.tmp.Zz9yXw", now),
             (mine.as_str(), old),
             ("20261122T100000Z-1-0.claude.json.meta.json", old),
             ("20261122T100001Z-1-0.claude.json.meta.json", now),
@@ -143,6 +143,7 @@ mod tests {
             fs::write(processed.join(name), b"{}").unwrap();
             set_mtime(&processed.join(name), at);
         }
+        // (Earlier versions named meta temp files `.meta.tmp.<6 random>`.)
         // A result with its meta stays.
         let kept = "20261122T100002Z-1-0.claude.json";
         fs::write(processed.join(kept), b"{}").unwrap();
@@ -158,7 +159,7 @@ mod tests {
         assert_eq!(
             names(&processed),
             vec![
-                ".meta.tmp.new",
+                ".meta.tmp.Zz9yXw",
                 "20261122T100001Z-1-0.claude.json.meta.json",
                 "20261122T100002Z-1-0.claude.json",
                 "20261122T100002Z-1-0.claude.json.meta.json",
