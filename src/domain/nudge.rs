@@ -4,6 +4,8 @@
 //!
 //! Pure: every function takes `now` and the facts it needs.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -313,6 +315,47 @@ pub enum OutboxStatus {
     Superseded,
     FailedRetryable,
     FailedTerminal,
+}
+
+/// Finished outbox items (delivered, superseded, failed for good) are kept
+/// this long: long enough for the hourly rate limit and the per-agenda
+/// delivery count that suppresses a member.
+pub const FINISHED_ITEM_RETENTION_MS: EpochMs = 7 * 24 * 60 * MINUTE;
+/// At most this many finished items are kept per member, newest first.
+pub const MAX_FINISHED_ITEMS: usize = 200;
+
+impl OutboxStatus {
+    /// Delivered, superseded or failed for good: nothing more will happen to it.
+    pub fn is_finished(self) -> bool {
+        matches!(
+            self,
+            Self::Delivered | Self::Superseded | Self::FailedTerminal
+        )
+    }
+}
+
+/// Drops finished items older than [`FINISHED_ITEM_RETENTION_MS`] and all
+/// but the newest [`MAX_FINISHED_ITEMS`] finished ones, so a member's outbox
+/// stays bounded however often its agenda changes; open items always stay.
+/// Returns whether anything was dropped.
+pub fn prune_finished(items: &mut BTreeMap<String, OutboxItem>, now: EpochMs) -> bool {
+    let before = items.len();
+    let updated = |item: &OutboxItem| parse_iso(&item.updated_at).unwrap_or(EpochMs::MIN);
+    items.retain(|_, item| {
+        !item.status.is_finished() || now - updated(item) <= FINISHED_ITEM_RETENTION_MS
+    });
+    let mut finished: Vec<(EpochMs, String)> = items
+        .values()
+        .filter(|item| item.status.is_finished())
+        .map(|item| (updated(item), item.id.clone()))
+        .collect();
+    if finished.len() > MAX_FINISHED_ITEMS {
+        finished.sort_unstable_by(|a, b| b.cmp(a));
+        for (_, id) in finished.into_iter().skip(MAX_FINISHED_ITEMS) {
+            items.remove(&id);
+        }
+    }
+    items.len() != before
 }
 
 /// One durable nudge (per-member `outbox.json`).

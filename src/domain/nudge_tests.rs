@@ -506,3 +506,40 @@ fn a_proof_missing_recovery_keys_the_nudge_and_names_the_message() {
         "member-work-sync:forge:jack:review-pickup:r1"
     );
 }
+
+#[test]
+fn finished_outbox_items_are_bounded_open_ones_kept() {
+    let item = |n: usize, status: OutboxStatus, age_ms: EpochMs| {
+        let (mut item, _) = ensure_pending(None, &planned(), "forge", "jack", NOW);
+        item.id = format!("item-{n:04}");
+        item.status = status;
+        item.updated_at = format_iso(NOW - age_ms);
+        (item.id.clone(), item)
+    };
+    let day = 24 * 60 * MINUTE;
+    // 300 finished items of the last day, one of last month, two open ones of last month.
+    let mut items: BTreeMap<String, OutboxItem> = (0..300)
+        .map(|n| item(n, OutboxStatus::Delivered, (n as EpochMs) * MINUTE))
+        .chain([
+            item(900, OutboxStatus::Superseded, 30 * day),
+            item(901, OutboxStatus::Pending, 30 * day),
+            item(902, OutboxStatus::FailedRetryable, 30 * day),
+        ])
+        .collect();
+    assert!(prune_finished(&mut items, NOW));
+    assert_eq!(items.len(), MAX_FINISHED_ITEMS + 2);
+    assert!(
+        items.contains_key("item-0000"),
+        "the newest finished item stays"
+    );
+    assert!(
+        !items.contains_key("item-0299"),
+        "the oldest beyond the cap goes"
+    );
+    assert!(
+        !items.contains_key("item-0900"),
+        "finished and past retention"
+    );
+    assert!(items.contains_key("item-0901") && items.contains_key("item-0902"));
+    assert!(!prune_finished(&mut items, NOW), "nothing more to drop");
+}

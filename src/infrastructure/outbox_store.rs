@@ -16,8 +16,8 @@ use crate::application::ports::{
 };
 use crate::domain::names::member_key;
 use crate::domain::nudge::{
-    claim, ensure_pending, finish_attempt, is_claimable, AttemptEnd, EnsureOutcome, OutboxItem,
-    OutboxStatus, PlannedNudge, WatchdogAlert,
+    claim, ensure_pending, finish_attempt, is_claimable, prune_finished, AttemptEnd, EnsureOutcome,
+    OutboxItem, OutboxStatus, PlannedNudge, WatchdogAlert,
 };
 use crate::domain::time::{parse_iso, EpochMs};
 
@@ -93,6 +93,8 @@ impl FsOutboxStore {
         let mut items = self.read_items(&member_path)?;
         let (result, changed) = change(&mut items);
         if changed {
+            // Every write also drops finished items no rule looks at any more.
+            prune_finished(&mut items, self.clock.now_ms());
             write_envelope(
                 self.paths.root(),
                 &member_path,
