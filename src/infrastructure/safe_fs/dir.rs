@@ -178,6 +178,10 @@ impl Dir {
     /// The subfolder `name`, created 0700 when missing.
     pub fn create_dir(&self, name: impl AsRef<OsStr>) -> io::Result<Dir> {
         let name = self.component(name.as_ref())?;
+        // Folders usually exist: open first, create only when missing.
+        if let Some(dir) = self.open_dir(name)? {
+            return Ok(dir);
+        }
         match rfs::mkdirat(&self.fd, name, Mode::from_raw_mode(0o700)) {
             Ok(()) | Err(Errno::EXIST) => {}
             Err(e) => return Err(with_path(&self.child(name), e)),

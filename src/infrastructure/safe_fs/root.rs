@@ -94,10 +94,13 @@ impl TrustedRoot {
 
     /// Opens the root itself, following links: the user set it up.
     fn open_root(&self, create: bool) -> io::Result<Option<Dir>> {
-        if create {
-            std::fs::create_dir_all(&self.path).map_err(|e| with_path(&self.path, e))?;
+        match Dir::open_trusted(&self.path)? {
+            None if create => {
+                std::fs::create_dir_all(&self.path).map_err(|e| with_path(&self.path, e))?;
+                Dir::open_trusted(&self.path)
+            }
+            opened => Ok(opened),
         }
-        Dir::open_trusted(&self.path)
     }
 
     /// The plain components of `path` below the root. `..` and `.` are refused:
