@@ -41,7 +41,7 @@ impl FsCodexSessionLocator {
 
     /// The team and member the session log at `path` names, when the log
     /// is one this locator may read and belongs to `session_id`.
-    fn from_session_log(&self, session_id: &str, path: &str) -> ClaudeMatch {
+    fn member_in_session_log(&self, session_id: &str, path: &str) -> ClaudeMatch {
         let Some(log) = self.log_below_sessions(path) else {
             return ClaudeMatch::NoMatch;
         };
@@ -117,7 +117,7 @@ impl CodexSessionLocator for FsCodexSessionLocator {
             return single(launched);
         }
         transcript_path.map_or(ClaudeMatch::NoMatch, |path| {
-            self.from_session_log(session_id, path)
+            self.member_in_session_log(session_id, path)
         })
     }
 }
