@@ -261,8 +261,10 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 /** One addon instance over one Claude home. */
 export declare class MemberWorkSync {
   /**
-   * The managed Stop hook settings fragment (claude only; `null` for other
-   * providers or when the hook cannot be installed).
+   * The managed Stop hook settings: for claude the `--settings` fragment,
+   * for codex `{config_overrides: [...]}` (pass each as `-c <item>`: the
+   * hook and the trust of that one hook); `null` for opencode or when the
+   * hook cannot be installed.
    */
   buildRuntimeTurnSettledHookSettings(input: { provider: 'claude' | 'codex' | 'opencode' }): Promise<Record<string, unknown> | null>
   /**

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -139,6 +140,74 @@ describe('runtime turn-settled pipeline', () => {
     expect(JSON.stringify(meta)).not.toContain('PRIVATE')
   })
 
+  it('native codex Stop payloads: hook overrides, then attribution by launch state or session log', async () => {
+    const root = claudeRoot()
+    const codexHome = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-codex-home-'))
+    const previous = process.env.CODEX_HOME
+    process.env.CODEX_HOME = codexHome
+    const sync = instance(root)
+    if (previous === undefined) delete process.env.CODEX_HOME
+    else process.env.CODEX_HOME = previous
+
+    const settings: any = await sync.buildRuntimeTurnSettledHookSettings({ provider: 'codex' })
+    const [stop, trust] = settings.config_overrides
+    expect(settings.config_overrides).toHaveLength(2)
+    const command = JSON.parse(/command=("(?:[^"\\]|\\.)*")/.exec(stop)![1])
+    expect(command).toContain(`'${spool(root)}' 'codex' '262144' # ${TURN_SETTLED_HOOK_MARKER}`)
+    expect(stop).toBe(`hooks.Stop=[{hooks=[{type="command",command=${JSON.stringify(command)},timeout=30}]}]`)
+    const identity = JSON.stringify({ event_name: 'stop', hooks: [{ async: false, command, timeout: 30, type: 'command' }] })
+    const hash = createHash('sha256').update(identity).digest('hex')
+    expect(trust).toBe(`hooks.state={"/<session-flags>/config.toml:stop:0:0"={trusted_hash="sha256:${hash}"}}`)
+    // Relaunching with the merge keeps one managed hook and the user's overrides.
+    const merged: any = mergeRuntimeHookSettings({ config_overrides: ['model="o3"', stop.replace('/bin/sh', '/usr/bin/env sh')] }, settings)
+    expect(merged.config_overrides).toEqual(['model="o3"', stop, trust])
+
+    // The real payload and session log shapes (tests/fixtures).
+    const fixtures = path.join(__dirname, '..', 'tests/fixtures')
+    const realPayload = readJson(path.join(fixtures, 'payloads/real-codex-stop-payload.json'))
+    const logName = 'rollout-2026-11-23T15-50-35-01a2091a-18f5-7b02-aa65-a14af49b3513.jsonl'
+    const realLog = fs.readFileSync(path.join(fixtures, 'codex', logName), 'utf8')
+    const logDir = path.join(codexHome, 'sessions/2026/11/23')
+    fs.mkdirSync(logDir, { recursive: true })
+    // jack's launch prompt names him in his session log.
+    const jackSession = '01a2091a-18f5-7b02-aa65-a14af49b3513'
+    fs.writeFileSync(path.join(logDir, logName), realLog.replace('You are alice, a developer on team \\"Forge Team\\" (forge)', 'You are jack, a developer on team \\"Forge Team\\" (forge)'))
+    // A second codex member, found by its launch-state session id.
+    const configFile = path.join(root, 'teams/forge/config.json')
+    const config = readJson(configFile)
+    writeJson(configFile, { ...config, members: [...config.members, { name: 'nia', model: 'gpt-5-codex' }] })
+    writeJson(path.join(root, 'teams/forge/launch-state.json'), { teamName: 'forge', members: { nia: { runtimeSessionId: 'N1' } } })
+    // A log outside CODEX_HOME/sessions is never read, whatever it says.
+    const outside = path.join(root, logName)
+    fs.writeFileSync(outside, realLog.replace('alice', 'jack'))
+
+    const payload = (fields: object) => JSON.stringify({ ...realPayload, ...fields })
+    const hook = (body: string) => runHookCommand(command, body)
+    hook(payload({ session_id: jackSession, transcript_path: path.join(logDir, logName) }))
+    hook(payload({ session_id: 'N1', transcript_path: path.join(logDir, 'rollout-x-N1.jsonl') }))
+    hook(payload({ session_id: jackSession, transcript_path: outside }))
+    hook(payload({ session_id: 'Z9', transcript_path: path.join(logDir, logName) }))
+
+    const summary = await sync.drainRuntimeTurnSettledEvents()
+    expect(summary).toEqual({ claimed: 4, enqueued: 2, unresolved: 2, ignored: 0, invalid: 0, failed: 0 })
+    const processed = path.join(spool(root), 'processed')
+    const metas = fs
+      .readdirSync(processed)
+      .filter((n) => n.endsWith('.meta.json'))
+      .map((n) => readJson(path.join(processed, n)))
+    const outcomes = metas.map((m) => [m.event.sessionId, m.outcome, m.memberName ?? m.reason]).sort()
+    expect(outcomes).toEqual([
+      [jackSession, 'enqueued', 'jack'],
+      [jackSession, 'unresolved', 'no_matching_member_session'],
+      ['N1', 'enqueued', 'nia'],
+      ['Z9', 'unresolved', 'no_matching_member_session'],
+    ])
+    expect(JSON.stringify(metas)).not.toContain('hi from fake openai')
+    expect(metas.every((m) => m.event.provider === 'codex' && m.event.teamName === undefined)).toBe(true)
+    const journal = fs.readFileSync(path.join(root, 'teams/forge/members/nia/.member-work-sync/journal.jsonl'), 'utf8')
+    expect(journal).toContain('turn_settled_resolved')
+  })
+
   it('codex and opencode identities are checked against the roster; bad payloads go to invalid/', async () => {
     const root = claudeRoot()
     const events: TeamChangeEvent[] = []
@@ -146,7 +215,7 @@ describe('runtime turn-settled pipeline', () => {
     const env: any = await sync.buildRuntimeTurnSettledEnvironment({ provider: 'codex' })
     expect(env).toEqual({ AGENT_TEAMS_RUNTIME_TURN_SETTLED_SPOOL_ROOT: spool(root) })
     expect(await sync.buildRuntimeTurnSettledEnvironment({ provider: 'claude' })).toBeNull()
-    expect(await sync.buildRuntimeTurnSettledHookSettings({ provider: 'codex' })).toBeNull()
+    expect(await sync.buildRuntimeTurnSettledHookSettings({ provider: 'opencode' })).toBeNull()
 
     const script = path.join(env.AGENT_TEAMS_RUNTIME_TURN_SETTLED_SPOOL_ROOT, 'bin/turn-settled-hook-v1.sh')
     const hook = (provider: string, payload: string | Buffer) => {

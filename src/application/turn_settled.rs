@@ -73,7 +73,8 @@ pub trait TurnSettledSpool: Send + Sync {
     fn after_drain(&self) -> Result<(), PortError>;
 }
 
-/// What the Claude transcripts say about a session.
+/// What the Claude transcripts (or, for a native Codex Stop, the Codex
+/// launch state and session log) say about a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClaudeMatch {
     /// No attributed transcript or launch state matches.
@@ -98,6 +99,13 @@ pub enum ClaudeMatch {
 pub trait ClaudeSessionLocator: Send + Sync {
     /// Looks up by exact transcript path and by session id.
     fn locate(&self, session_id: Option<&str>, transcript_path: Option<&str>) -> ClaudeMatch;
+}
+
+/// Finds the team member a native Codex CLI session belongs to.
+pub trait CodexSessionLocator: Send + Sync {
+    /// Looks up by the member's launch-state session id, then by the session
+    /// log the payload names.
+    fn locate(&self, session_id: &str, transcript_path: Option<&str>) -> ClaudeMatch;
 }
 
 /// Where resolved members go: the event queue (a later issue), or for now a
@@ -152,6 +160,8 @@ pub struct TurnSettledIngestor {
     spool: Arc<dyn TurnSettledSpool>,
     teams: Arc<dyn TeamSource>,
     claude: Arc<dyn ClaudeSessionLocator>,
+    /// Native Codex sessions; without one, they stay unresolved.
+    codex: Option<Arc<dyn CodexSessionLocator>>,
     runtime: Arc<RuntimeStates>,
     journal: Arc<dyn AuditJournal>,
     recent: Mutex<RecentIds>,
@@ -215,10 +225,18 @@ impl TurnSettledIngestor {
             spool,
             teams,
             claude,
+            codex: None,
             runtime,
             journal,
             recent: Mutex::new(RecentIds::default()),
         }
+    }
+
+    /// Resolves native Codex Stop events (no team or member in the payload)
+    /// through `codex`.
+    pub fn with_codex_sessions(mut self, codex: Arc<dyn CodexSessionLocator>) -> Self {
+        self.codex = Some(codex);
+        self
     }
 
     /// One drain: at most [`DRAIN_BATCH`] files. Each resolved event is reported
@@ -365,33 +383,33 @@ impl TurnSettledIngestor {
         if let Some(reason) = event.ignore_reason() {
             return unattributed(Decision::Ignored(reason));
         }
-        let (team, member) = match event.provider {
-            RuntimeProvider::Claude => match self.claude.locate(
-                event.session_id.as_deref(),
-                event.transcript_path.as_deref(),
-            ) {
-                ClaudeMatch::Member {
-                    team_name,
-                    member_name,
-                } => (team_name, member_name),
-                ClaudeMatch::Ambiguous => {
-                    return unattributed(Decision::Unresolved("unresolved_ambiguous_target".into()))
-                }
-                ClaudeMatch::NoMatch => {
-                    return unattributed(Decision::Unresolved("no_matching_member_session".into()))
-                }
-                ClaudeMatch::Lead { team_name } => return self.lead_turn(team_name, rosters),
+        let session = event.session_id.as_deref();
+        let transcript = event.transcript_path.as_deref();
+        let located = match (event.provider, &event.team_name, &event.member_name) {
+            (RuntimeProvider::Claude, _, _) => self.claude.locate(session, transcript),
+            (_, Some(team), Some(member)) => ClaudeMatch::Member {
+                team_name: team.clone(),
+                member_name: member.clone(),
             },
-            RuntimeProvider::Codex | RuntimeProvider::Opencode => {
-                match (&event.team_name, &event.member_name) {
-                    (Some(team), Some(member)) => (team.clone(), member.clone()),
-                    _ => {
-                        return unattributed(Decision::Unresolved(
-                            "no_matching_member_session".into(),
-                        ))
-                    }
-                }
+            // A native Codex Stop: its session names the member.
+            (RuntimeProvider::Codex, None, None) => match (&self.codex, session) {
+                (Some(codex), Some(session)) => codex.locate(session, transcript),
+                _ => ClaudeMatch::NoMatch,
+            },
+            _ => ClaudeMatch::NoMatch,
+        };
+        let (team, member) = match located {
+            ClaudeMatch::Member {
+                team_name,
+                member_name,
+            } => (team_name, member_name),
+            ClaudeMatch::Ambiguous => {
+                return unattributed(Decision::Unresolved("unresolved_ambiguous_target".into()))
             }
+            ClaudeMatch::NoMatch => {
+                return unattributed(Decision::Unresolved("no_matching_member_session".into()))
+            }
+            ClaudeMatch::Lead { team_name } => return self.lead_turn(team_name, rosters),
         };
         let Some(roster) = self.roster(&team, rosters) else {
             return unattributed(Decision::Ignored("ignored_inactive_team".into()));

@@ -18,7 +18,8 @@ use super::job::{ErrorCode, Job, JsFailure};
 use super::{string_field, to_json, MemberWorkSync};
 use crate::application::turn_settled::{TeamChangeEvent, TeamChangeSink};
 use crate::domain::turn_settled::settings::{
-    hook_command, hook_settings_fragment, merge_runtime_hook_settings as merge_settings,
+    codex_hook_settings_fragment, hook_command, hook_settings_fragment,
+    merge_runtime_hook_settings as merge_settings,
 };
 use crate::domain::turn_settled::{
     RuntimeProvider, MAX_PAYLOAD_BYTES, TURN_SETTLED_HOOK_MARKER as MARKER,
@@ -76,8 +77,10 @@ fn provider_arg(input: &Value) -> Result<RuntimeProvider, JsFailure> {
 
 #[napi]
 impl MemberWorkSync {
-    /// The managed Stop hook settings fragment (claude only; `null` for other
-    /// providers or when the hook cannot be installed).
+    /// The managed Stop hook settings: for claude the `--settings` fragment,
+    /// for codex `{config_overrides: [...]}` (pass each as `-c <item>`: the
+    /// hook and the trust of that one hook); `null` for opencode or when the
+    /// hook cannot be installed.
     #[napi(
         ts_args_type = "input: { provider: 'claude' | 'codex' | 'opencode' }",
         ts_return_type = "Promise<Record<string, unknown> | null>"
@@ -90,17 +93,24 @@ impl MemberWorkSync {
         let input = super::convert::json_argument(&env, input, "input");
         self.job(move |instance| {
             let input = input?;
-            if provider_arg(&input)? != RuntimeProvider::Claude {
+            let provider = provider_arg(&input)?;
+            if provider == RuntimeProvider::Opencode {
                 return Ok(Value::Null);
             }
             let paths = &instance.services.spool_paths;
             match paths.install() {
-                Ok(script) => Ok(hook_settings_fragment(&hook_command(
-                    &script.to_string_lossy(),
-                    &paths.root.to_string_lossy(),
-                    RuntimeProvider::Claude,
-                    MAX_PAYLOAD_BYTES,
-                ))),
+                Ok(script) => {
+                    let command = hook_command(
+                        &script.to_string_lossy(),
+                        &paths.root.to_string_lossy(),
+                        provider,
+                        MAX_PAYLOAD_BYTES,
+                    );
+                    Ok(match provider {
+                        RuntimeProvider::Codex => codex_hook_settings_fragment(&command),
+                        _ => hook_settings_fragment(&command),
+                    })
+                }
                 Err(error) => {
                     log_install_failure(&error);
                     Ok(Value::Null)

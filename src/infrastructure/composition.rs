@@ -20,6 +20,7 @@ use crate::application::turn_settled::{
 use crate::domain::status::ReconciledBy;
 
 use super::clock::{ManualClock, SystemClock};
+use super::codex_sessions::FsCodexSessionLocator;
 use super::inbox::InboxWriter;
 use super::intent_store::FsReportIntentStore;
 use super::metrics_store::FsMetricsStore;
@@ -40,6 +41,9 @@ pub struct RootPaths {
     pub tasks_base: PathBuf,
     /// `<claudeRoot>/projects`: Claude Code's transcripts.
     pub projects: PathBuf,
+    /// `<CODEX_HOME>/sessions` (`$CODEX_HOME` ← `~/.codex`): the Codex CLI's
+    /// session logs, the only place a native Codex Stop's log is read from.
+    pub codex_sessions: PathBuf,
 }
 
 impl RootPaths {
@@ -50,23 +54,28 @@ impl RootPaths {
         teams_base: Option<PathBuf>,
         tasks_base: Option<PathBuf>,
     ) -> Self {
+        let home = || {
+            std::env::var_os("HOME")
+                .or_else(|| std::env::var_os("USERPROFILE"))
+                .map(PathBuf::from)
+                .unwrap_or_default()
+        };
+        let codex_home = std::env::var_os("CODEX_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| home().join(".codex"));
         let root = claude_root
             .or_else(|| {
                 std::env::var_os("CLAUDE_CONFIG_DIR")
                     .filter(|v| !v.is_empty())
                     .map(PathBuf::from)
             })
-            .unwrap_or_else(|| {
-                std::env::var_os("HOME")
-                    .or_else(|| std::env::var_os("USERPROFILE"))
-                    .map(PathBuf::from)
-                    .unwrap_or_default()
-                    .join(".claude")
-            });
+            .unwrap_or_else(|| home().join(".claude"));
         Self {
             teams_base: teams_base.unwrap_or_else(|| root.join("teams")),
             tasks_base: tasks_base.unwrap_or_else(|| root.join("tasks")),
             projects: root.join("projects"),
+            codex_sessions: codex_home.join("sessions"),
         }
     }
 }
@@ -156,17 +165,23 @@ impl Services {
             },
         ));
         let spool_paths = SpoolPaths::for_teams_base(&paths.teams_base);
-        let turn_settled = Arc::new(TurnSettledIngestor::new(
-            clock.clone(),
-            Arc::new(FsSpool::new(spool_paths.clone(), clock.clone())),
-            team_source.clone(),
-            Arc::new(FsClaudeSessionLocator::new(
+        let turn_settled = Arc::new(
+            TurnSettledIngestor::new(
+                clock.clone(),
+                Arc::new(FsSpool::new(spool_paths.clone(), clock.clone())),
+                team_source.clone(),
+                Arc::new(FsClaudeSessionLocator::new(
+                    paths.teams_base.clone(),
+                    paths.projects.clone(),
+                )),
+                runtime.clone(),
+                journal.clone(),
+            )
+            .with_codex_sessions(Arc::new(FsCodexSessionLocator::new(
                 paths.teams_base.clone(),
-                paths.projects.clone(),
-            )),
-            runtime.clone(),
-            journal.clone(),
-        ));
+                paths.codex_sessions.clone(),
+            ))),
+        );
         Self {
             reconciler,
             engine,

@@ -2,6 +2,7 @@
 //! journal, the team-data reader, report tokens and clocks.
 
 pub mod clock;
+pub mod codex_sessions;
 pub mod composition;
 pub mod inbox;
 pub mod intent_store;

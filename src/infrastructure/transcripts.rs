@@ -145,36 +145,8 @@ impl FsClaudeSessionLocator {
         index
     }
 
-    /// Active team folders (never links) with a named, undeleted config, by
-    /// name, at most [`MAX_TEAMS`].
     fn teams(&self) -> Vec<(String, Dir, Value)> {
-        let Some(root) = self.teams.open_dir(self.teams.path()).ok().flatten() else {
-            return vec![];
-        };
-        let Ok(entries) = root.entries() else {
-            return vec![];
-        };
-        let mut names: Vec<String> = entries
-            .into_iter()
-            .filter(|e| matches!(e.kind, Some(FileKind::Dir) | None))
-            .map(|e| e.name)
-            .filter(|n| !n.starts_with('.') && validate_name(n).is_ok())
-            .collect();
-        names.sort();
-        names
-            .into_iter()
-            .filter_map(|name| {
-                let team_dir = subfolder(&root, &name)?;
-                let config = read_json(&team_dir, "config.json", MAX_CONFIG_BYTES)?;
-                let named = config
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .is_some_and(|n| !n.trim().is_empty());
-                let deleted = config.get("deletedAt").is_some_and(|d| !d.is_null());
-                (named && !deleted).then_some((name, team_dir, config))
-            })
-            .take(MAX_TEAMS)
-            .collect()
+        active_teams(&self.teams)
     }
 
     /// Appends the attributed transcripts of `team` to `out`; the root
@@ -369,6 +341,38 @@ impl FsClaudeSessionLocator {
     }
 }
 
+/// Active team folders (never links) with a named, undeleted config, by
+/// name, at most [`MAX_TEAMS`].
+pub(crate) fn active_teams(teams: &TrustedRoot) -> Vec<(String, Dir, Value)> {
+    let Some(root) = teams.open_dir(teams.path()).ok().flatten() else {
+        return vec![];
+    };
+    let Ok(entries) = root.entries() else {
+        return vec![];
+    };
+    let mut names: Vec<String> = entries
+        .into_iter()
+        .filter(|e| matches!(e.kind, Some(FileKind::Dir) | None))
+        .map(|e| e.name)
+        .filter(|n| !n.starts_with('.') && validate_name(n).is_ok())
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let team_dir = subfolder(&root, &name)?;
+            let config = read_json(&team_dir, "config.json", MAX_CONFIG_BYTES)?;
+            let named = config
+                .get("name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| !n.trim().is_empty());
+            let deleted = config.get("deletedAt").is_some_and(|d| !d.is_null());
+            (named && !deleted).then_some((name, team_dir, config))
+        })
+        .take(MAX_TEAMS)
+        .collect()
+}
+
 /// A team's `leadSessionId`, trimmed, when set.
 fn lead_session_id(config: &Value) -> Option<&str> {
     config
@@ -544,12 +548,12 @@ fn team_project_dirs(projects: &Dir, folders: &[String], config: &Value) -> Vec<
 }
 
 /// The folder `name` in `dir`; `None` when missing, a link, a file or unreadable.
-fn subfolder(dir: &Dir, name: &str) -> Option<Dir> {
+pub(crate) fn subfolder(dir: &Dir, name: &str) -> Option<Dir> {
     dir.open_dir(name).ok().flatten()
 }
 
 /// `name` is one plain path component (no separator, not `.`/`..`).
-fn is_plain_name(name: &str) -> bool {
+pub(crate) fn is_plain_name(name: &str) -> bool {
     let mut parts = Path::new(name).components();
     matches!(
         (parts.next(), parts.next()),
@@ -558,7 +562,7 @@ fn is_plain_name(name: &str) -> bool {
 }
 
 /// The capped JSON file `name` in `dir`, if it is a regular file that parses.
-fn read_json(dir: &Dir, name: &str, max: u64) -> Option<Value> {
+pub(crate) fn read_json(dir: &Dir, name: &str, max: u64) -> Option<Value> {
     match dir.read(name, max) {
         Ok(FileRead::Bytes(bytes)) => serde_json::from_slice(&bytes).ok(),
         _ => None,
@@ -566,7 +570,7 @@ fn read_json(dir: &Dir, name: &str, max: u64) -> Option<Value> {
 }
 
 /// `launch-state.json` members with a usable `runtimeSessionId`.
-fn launched_sessions(team_dir: &Dir, team: &str) -> Vec<(String, String, String)> {
+pub(crate) fn launched_sessions(team_dir: &Dir, team: &str) -> Vec<(String, String, String)> {
     let Some(state) = read_json(team_dir, "launch-state.json", MAX_SMALL_JSON_BYTES) else {
         return vec![];
     };
@@ -599,7 +603,7 @@ fn launched_sessions(team_dir: &Dir, team: &str) -> Vec<(String, String, String)
 }
 
 /// Config members, members-meta members and inbox names, lowercased.
-fn known_members(team_dir: &Dir, config: &Value) -> HashSet<String> {
+pub(crate) fn known_members(team_dir: &Dir, config: &Value) -> HashSet<String> {
     let names = |value: &Value| -> Vec<String> {
         value
             .get("members")
@@ -635,7 +639,7 @@ fn known_members(team_dir: &Dir, config: &Value) -> HashSet<String> {
 
 /// The first [`HEAD_LINES`] non-empty lines of the regular file `name` in
 /// `dir` that parse as JSON, from at most [`MAX_HEAD_BYTES`].
-fn read_head(dir: &Dir, name: &str) -> Vec<Value> {
+pub(crate) fn read_head(dir: &Dir, name: &str) -> Vec<Value> {
     let Ok(Some(file)) = dir.open_file(name) else {
         return vec![];
     };

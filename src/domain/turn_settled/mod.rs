@@ -4,6 +4,7 @@
 //! Pure parts only: provider names, payload normalizers, the managed hook
 //! command and the hook-aware settings merge, and the roster check of a target.
 
+pub mod codex_log;
 pub mod normalize;
 pub mod prefix;
 pub mod settings;
@@ -22,7 +23,7 @@ pub const MAX_PAYLOAD_BYTES: u64 = 262_144;
 pub enum RuntimeProvider {
     /// Claude Code Stop hook.
     Claude,
-    /// The orchestrator's Codex native runtime.
+    /// Codex: the CLI's own Stop hook, or the orchestrator's Codex native runtime.
     Codex,
     /// The orchestrator's OpenCode runtime.
     Opencode,

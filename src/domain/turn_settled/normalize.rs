@@ -224,6 +224,7 @@ fn normalize_object(
     let hash = payload_hash(raw);
     let mut event = match provider {
         RuntimeProvider::Claude => claude(payload, spooled_at)?,
+        RuntimeProvider::Codex if is_native_codex(payload) => native_codex(payload, spooled_at)?,
         RuntimeProvider::Codex | RuntimeProvider::Opencode => {
             orchestrator(provider, payload, spooled_at)?
         }
@@ -276,6 +277,31 @@ fn claude(
     if event.session_id.is_none() && event.transcript_path.is_none() {
         return Err(NormalizeFailure::MissingSessionIdentity);
     }
+    Ok(event)
+}
+
+/// A Stop payload of the Codex CLI itself: it names no `provider` and no
+/// `source` (the orchestrator's payloads always name both) and says
+/// `hook_event_name: "Stop"`.
+fn is_native_codex(payload: &Map<String, Value>) -> bool {
+    !payload.contains_key("provider")
+        && !payload.contains_key("source")
+        && text(payload, &["hook_event_name"]).as_deref() == Some("Stop")
+}
+
+/// A native Codex CLI Stop payload (`session_id`, `turn_id`,
+/// `transcript_path`, `cwd`, ...): identity only, no team or member; the
+/// member is resolved from the session later.
+fn native_codex(
+    payload: &Map<String, Value>,
+    spooled_at: &str,
+) -> Result<TurnSettledEvent, NormalizeFailure> {
+    let mut event = empty_event(RuntimeProvider::Codex, spooled_at.to_string());
+    event.session_id =
+        Some(text(payload, &["session_id"]).ok_or(NormalizeFailure::MissingSessionIdentity)?);
+    event.turn_id = text(payload, &["turn_id"]);
+    event.transcript_path = text(payload, &["transcript_path"]);
+    event.cwd = text(payload, &["cwd"]);
     Ok(event)
 }
 
@@ -597,6 +623,75 @@ mod tests {
         assert_eq!(event.ignore_reason(), None);
     }
 
+    const REAL_CODEX_STOP: &[u8] =
+        include_bytes!("../../../tests/fixtures/payloads/real-codex-stop-payload.json");
+
+    #[test]
+    fn a_native_codex_stop_keeps_its_identity_and_no_message_text() {
+        let event = normalize(RuntimeProvider::Codex, REAL_CODEX_STOP, AT).unwrap();
+        assert_eq!(
+            event.session_id.as_deref(),
+            Some("01a20891-4651-7d40-89dc-27d0de2d7f9a")
+        );
+        assert_eq!(
+            event.turn_id.as_deref(),
+            Some("01a20891-46a1-7233-9216-37f723b4f504")
+        );
+        assert_eq!(
+            event.transcript_path.as_deref(),
+            Some("/home/dev/work/cx/codex/sessions/2026/11/23/rollout-2026-11-23T13-21-08-01a20891-4651-7d40-89dc-27d0de2d7f9a.jsonl")
+        );
+        assert_eq!(event.cwd.as_deref(), Some("/home/dev/work/cx/proj"));
+        assert_eq!(
+            (event.team_name.as_deref(), event.member_name.as_deref()),
+            (None, None)
+        );
+        assert_eq!(event.recorded_at, AT);
+        assert!(event.source_id.starts_with(
+            "runtime-turn-settled:codex:01a20891-4651-7d40-89dc-27d0de2d7f9a:01a20891-46a1-7233-9216-37f723b4f504:/home/dev/"
+        ));
+        let stored = serde_json::to_string(&event).unwrap();
+        assert!(!stored.contains("hi from fake openai"), "{stored}");
+        // A cut native payload keeps the same identity.
+        let mut cut = REAL_CODEX_STOP.to_vec();
+        cut.truncate(cut.len() - 10);
+        let truncated = normalize_truncated(RuntimeProvider::Codex, &cut, AT).unwrap();
+        assert_eq!(truncated.session_id, event.session_id);
+        assert_eq!(truncated.transcript_path, event.transcript_path);
+    }
+
+    #[test]
+    fn native_codex_failures() {
+        let fail = |v: Value| {
+            normalize(RuntimeProvider::Codex, &bytes(&v), AT)
+                .unwrap_err()
+                .as_str()
+        };
+        // (payload, reason): no session; not a Stop; an orchestrator
+        // payload is never read as a native one.
+        let cases = [
+            (
+                json!({"hook_event_name": "Stop", "turn_id": "t"}),
+                "missing_session_identity",
+            ),
+            (
+                json!({"hook_event_name": "SubagentStop", "session_id": "s"}),
+                "provider_mismatch",
+            ),
+            (
+                json!({"hook_event_name": "Stop", "session_id": "s", "source": "x"}),
+                "provider_mismatch",
+            ),
+            (
+                json!({"hook_event_name": "Stop", "session_id": "s", "provider": "codex"}),
+                "source_mismatch",
+            ),
+        ];
+        for (payload, reason) in cases {
+            assert_eq!(fail(payload.clone()), reason, "{payload}");
+        }
+    }
+
     #[test]
     fn codex_failures_in_documented_order() {
         let fail = |v: Value| {
@@ -734,7 +829,13 @@ mod tests {
                         prop_assert!(event.source_id.starts_with(&prefix));
                         prop_assert!(event.session_id.is_some() || event.transcript_path.is_some());
                         if provider != RuntimeProvider::Claude {
-                            prop_assert!(event.team_name.is_some() && event.member_name.is_some());
+                            let named = event.team_name.is_some() && event.member_name.is_some();
+                            // Only a native Codex Stop names no member: its session does.
+                            let native = provider == RuntimeProvider::Codex
+                                && event.team_name.is_none()
+                                && event.member_name.is_none()
+                                && event.session_id.is_some();
+                            prop_assert!(named || native);
                         }
                         // The message text never survives normalization.
                         let stored = serde_json::to_string(&event).unwrap();

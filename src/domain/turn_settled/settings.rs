@@ -3,7 +3,17 @@
 
 use serde_json::{json, Map, Value};
 
+use super::normalize::payload_hash;
 use super::{RuntimeProvider, TURN_SETTLED_HOOK_MARKER};
+
+/// The hook key Codex gives the first handler of the first `Stop` group set
+/// by `-c` overrides (`codex app-server` `hooks/list`, 0.169): overrides form
+/// the `/<session-flags>/config.toml` layer.
+pub const CODEX_SESSION_FLAGS_STOP_HOOK_KEY: &str = "/<session-flags>/config.toml:stop:0:0";
+
+/// Seconds Codex gives the managed hook; set explicitly because the trust
+/// hash covers it (Codex's default is 600).
+pub const CODEX_HOOK_TIMEOUT_SECS: u64 = 30;
 
 /// The Codex settings list that is joined rather than replaced.
 const CONFIG_OVERRIDES_KEY: &str = "config_overrides";
@@ -49,6 +59,50 @@ pub fn hook_settings_fragment(command: &str) -> Value {
     })
 }
 
+/// The Codex `-c key=value` overrides that install the managed Stop hook for
+/// one run and trust exactly that hook (`config_overrides`, in order):
+///
+/// 1. `hooks.Stop=[{hooks=[{type="command",command=<command>,timeout=30}]}]`:
+///    the session-flags layer's Stop hooks; the user's `config.toml` hooks
+///    are another layer and stay as they are (untrusted ones stay untrusted).
+/// 2. `hooks.state={"/<session-flags>/config.toml:stop:0:0"={trusted_hash="sha256:<hex>"}}`:
+///    Codex runs a hook from config only when its stored hash matches the
+///    SHA-256 of `{"event_name":"stop","hooks":[{"async":false,"command":…,
+///    "timeout":30,"type":"command"}]}` (keys sorted, compact), so this trusts
+///    that one handler and no other, without `--dangerously-bypass-hook-trust`.
+pub fn codex_hook_overrides(command: &str) -> Vec<String> {
+    // A JSON string is a valid TOML basic string for any command text.
+    let quoted = Value::String(command.to_string()).to_string();
+    let hooks = format!(
+        "hooks.Stop=[{{hooks=[{{type=\"command\",command={quoted},timeout={CODEX_HOOK_TIMEOUT_SECS}}}]}}]"
+    );
+    let trust = format!(
+        "hooks.state={{\"{CODEX_SESSION_FLAGS_STOP_HOOK_KEY}\"={{trusted_hash=\"sha256:{}\"}}}}",
+        codex_hook_trust_hash(command)
+    );
+    vec![hooks, trust]
+}
+
+/// Hex SHA-256 Codex computes for the managed Stop hook group (see
+/// [`codex_hook_overrides`]); the keys are written in sorted order.
+pub fn codex_hook_trust_hash(command: &str) -> String {
+    let identity = json!({
+        "event_name": "stop",
+        "hooks": [{
+            "async": false,
+            "command": command,
+            "timeout": CODEX_HOOK_TIMEOUT_SECS,
+            "type": "command",
+        }],
+    });
+    payload_hash(identity.to_string().as_bytes())
+}
+
+/// `{"config_overrides":[…]}`: the Codex launch settings fragment.
+pub fn codex_hook_settings_fragment(command: &str) -> Value {
+    json!({ CONFIG_OVERRIDES_KEY: codex_hook_overrides(command) })
+}
+
 /// Merges a settings `patch` into `base` (seed 000 §5.3).
 ///
 /// * `hooks`: per event, the base entries stay in order and patch entries not
@@ -62,7 +116,11 @@ pub fn hook_settings_fragment(command: &str) -> Value {
 ///   Other malformed user values (entries that are not objects, events the
 ///   patch does not touch) are kept as they are: Claude's validation reports them.
 /// * `config_overrides` lists (at any depth) are joined: the base items in
-///   order, then the patch items not already present.
+///   order, then the patch items not already present. When the patch's list
+///   carries the managed Codex hook (an item with the marker), it owns the
+///   keys its items set (`hooks.Stop`, `hooks.state`): base items setting
+///   those keys are dropped first, so a relaunch never stacks an old hook
+///   or an old trust hash.
 /// * Every other key: objects merge recursively, otherwise the patch wins.
 /// * Keys keep their order: the base's first, then new keys of the patch.
 pub fn merge_runtime_hook_settings(
@@ -87,7 +145,7 @@ fn merge_objects(
             (Some(Value::Array(current)), Value::Array(incoming))
                 if key == CONFIG_OVERRIDES_KEY =>
             {
-                Value::Array(join_without_duplicates(current, incoming))
+                Value::Array(join_overrides(current, incoming))
             }
             (Some(Value::Object(current)), Value::Object(incoming)) if depth < MAX_MERGE_DEPTH => {
                 Value::Object(merge_objects(current, incoming, depth + 1))
@@ -97,6 +155,30 @@ fn merge_objects(
         out.insert(key.clone(), merged);
     }
     out
+}
+
+/// Codex overrides: `base` (without the items whose keys a managed patch
+/// owns), then the `patch` items not already present.
+fn join_overrides(base: &[Value], patch: &[Value]) -> Vec<Value> {
+    let key = |item: &Value| -> Option<String> {
+        let (key, _) = item.as_str()?.split_once('=')?;
+        Some(key.trim().to_string())
+    };
+    let managed = patch.iter().any(|item| {
+        item.as_str()
+            .is_some_and(|s| s.contains(TURN_SETTLED_HOOK_MARKER))
+    });
+    let owned: Vec<String> = if managed {
+        patch.iter().filter_map(key).collect()
+    } else {
+        vec![]
+    };
+    let kept: Vec<Value> = base
+        .iter()
+        .filter(|item| key(item).is_none_or(|k| !owned.contains(&k)))
+        .cloned()
+        .collect();
+    join_without_duplicates(&kept, patch)
 }
 
 /// `items` followed by the `extra` items not already present (in either).
@@ -344,6 +426,68 @@ mod tests {
                 "{base}"
             );
         }
+    }
+
+    fn codex(script: &str) -> Value {
+        codex_hook_settings_fragment(&hook_command(
+            script,
+            "/spool",
+            RuntimeProvider::Codex,
+            262_144,
+        ))
+    }
+
+    #[test]
+    fn codex_overrides_install_and_trust_one_hook() {
+        let command =
+            "/bin/sh '/tmp/cx/hook.sh' 'x' # agent-teams:member-work-sync-turn-settled:v1";
+        let overrides = codex_hook_overrides(command);
+        assert_eq!(
+            overrides,
+            [
+                r#"hooks.Stop=[{hooks=[{type="command",command="/bin/sh '/tmp/cx/hook.sh' 'x' # agent-teams:member-work-sync-turn-settled:v1",timeout=30}]}]"#,
+                // The hash Codex 0.169 accepted for this very hook.
+                r#"hooks.state={"/<session-flags>/config.toml:stop:0:0"={trusted_hash="sha256:ef966a7810461d60e5230c5dd344424f5fbbe520d6989a4e2a2831b2f29da176"}}"#,
+            ]
+        );
+        // The hash Codex reported (`hooks/list` currentHash) for the
+        // default timeout of the same shape.
+        let identity = r#"{"event_name":"stop","hooks":[{"async":false,"command":"/bin/sh /tmp/cx/hook.sh","timeout":600,"type":"command"}]}"#;
+        assert_eq!(
+            payload_hash(identity.as_bytes()),
+            "3ad250480105e55a93215f02e7566e64ba7aa71a99f4d13d54d037385cbc8617"
+        );
+    }
+
+    #[test]
+    fn codex_commands_with_quotes_stay_one_toml_string() {
+        let command = hook_command("/a \"b\"/s'h.sh", "/sp\\ool", RuntimeProvider::Codex, 1);
+        let stop = &codex_hook_overrides(&command)[0];
+        let value = stop
+            .strip_prefix("hooks.Stop=[{hooks=[{type=\"command\",command=")
+            .unwrap();
+        let quoted = value.strip_suffix(",timeout=30}]}]").unwrap();
+        let parsed: String = serde_json::from_str(quoted).unwrap();
+        assert_eq!(parsed, command);
+    }
+
+    #[test]
+    fn codex_relaunches_replace_the_managed_overrides() {
+        let base = obj(json!({"config_overrides": [
+            "model=\"gpt-5\"", "hooks.state={}", "hooks.Stop=[]", 7
+        ]}));
+        let once = merge_runtime_hook_settings(&base, &obj(codex("/old.sh")));
+        let relaunched = merge_runtime_hook_settings(&once, &obj(codex("/new.sh")));
+        let items = relaunched["config_overrides"].as_array().unwrap();
+        assert_eq!(items[..2], [json!("model=\"gpt-5\""), json!(7)]);
+        assert_eq!(
+            &items[2..],
+            codex("/new.sh")["config_overrides"].as_array().unwrap()
+        );
+        assert_eq!(
+            merge_runtime_hook_settings(&relaunched, &obj(codex("/new.sh"))),
+            relaunched
+        );
     }
 
     #[test]

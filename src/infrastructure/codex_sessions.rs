@@ -1,0 +1,305 @@
+//! Finds the team member behind a native Codex CLI session (a Stop payload
+//! with `session_id` and `transcript_path`, no team or member):
+//!
+//! 1. a member whose `runtimeSessionId` in `<team>/launch-state.json` is the
+//!    session (as for Claude; one distinct member, else ambiguous);
+//! 2. else the session log the payload names: only when it lies lexically
+//!    below the configured Codex sessions root (`<CODEX_HOME>/sessions`,
+//!    without `.`/`..`), is a regular file reached without following a link,
+//!    is named `rollout-…-<session>.jsonl` and its `session_meta` line is
+//!    that session. Its first lines give the cwd and the team and member the
+//!    app's launch prompt names ([`codex_log`](crate::domain::turn_settled::codex_log));
+//!    that team must be an active team here and the member one of its known
+//!    members. The cwd alone never attributes a session (every member of a
+//!    team may share it).
+//!
+//! Any other session matches nobody. Reads are bounded (a capped head of the
+//! log, capped JSON files) and go through [`safe_fs`](super::safe_fs).
+
+use std::collections::HashSet;
+use std::path::{Component, Path, PathBuf};
+
+use super::safe_fs::TrustedRoot;
+use super::transcripts::{active_teams, known_members, launched_sessions, read_head};
+use crate::application::turn_settled::{ClaudeMatch, CodexSessionLocator};
+use crate::domain::turn_settled::codex_log::codex_session_head;
+
+/// File-backed [`CodexSessionLocator`].
+pub struct FsCodexSessionLocator {
+    teams: TrustedRoot,
+    sessions: TrustedRoot,
+}
+
+impl FsCodexSessionLocator {
+    /// A locator over `<teamsBase>` and `<CODEX_HOME>/sessions`.
+    pub fn new(teams_base: PathBuf, sessions_dir: PathBuf) -> Self {
+        Self {
+            teams: TrustedRoot::new(teams_base),
+            sessions: TrustedRoot::new(sessions_dir),
+        }
+    }
+
+    /// The team and member the session log at `path` names, when the log
+    /// is one this locator may read and belongs to `session_id`.
+    fn member_in_session_log(&self, session_id: &str, path: &str) -> ClaudeMatch {
+        let Some(log) = self.log_below_sessions(path) else {
+            return ClaudeMatch::NoMatch;
+        };
+        let (Some(parent), Some(name)) = (log.parent(), log.file_name().and_then(|n| n.to_str()))
+        else {
+            return ClaudeMatch::NoMatch;
+        };
+        let named_for_session = name.starts_with("rollout-")
+            && name
+                .strip_suffix(".jsonl")
+                .and_then(|stem| stem.strip_suffix(session_id))
+                .is_some_and(|rest| rest.ends_with('-'));
+        if !named_for_session {
+            return ClaudeMatch::NoMatch;
+        }
+        let Some(dir) = self.sessions.open_dir(parent).ok().flatten() else {
+            return ClaudeMatch::NoMatch;
+        };
+        let head = codex_session_head(&read_head(&dir, name));
+        if head.session_id.as_deref() != Some(session_id) {
+            return ClaudeMatch::NoMatch;
+        }
+        let Some((team, member)) = head.launch else {
+            return ClaudeMatch::NoMatch;
+        };
+        let team_lc = team.to_lowercase();
+        let member_lc = member.to_lowercase();
+        let found: HashSet<(String, String)> = active_teams(&self.teams)
+            .into_iter()
+            .filter(|(name, _, _)| name.to_lowercase() == team_lc)
+            .filter(|(_, dir, config)| known_members(dir, config).contains(&member_lc))
+            .map(|(name, _, _)| (name, member_lc.clone()))
+            .collect();
+        single(found)
+    }
+
+    /// `path` as the sessions root spells it, when it lies below that root
+    /// with plain components only.
+    fn log_below_sessions(&self, path: &str) -> Option<PathBuf> {
+        let below = Path::new(path).strip_prefix(self.sessions.path()).ok()?;
+        let plain = below.components().next().is_some()
+            && below
+                .components()
+                .all(|part| matches!(part, Component::Normal(_)));
+        plain.then(|| self.sessions.join(below))
+    }
+}
+
+/// One distinct (team, member) → a match; several → ambiguous.
+fn single(found: HashSet<(String, String)>) -> ClaudeMatch {
+    match found.len() {
+        0 => ClaudeMatch::NoMatch,
+        1 => {
+            let (team_name, member_name) = found.into_iter().next().unwrap_or_default();
+            ClaudeMatch::Member {
+                team_name,
+                member_name,
+            }
+        }
+        _ => ClaudeMatch::Ambiguous,
+    }
+}
+
+impl CodexSessionLocator for FsCodexSessionLocator {
+    fn locate(&self, session_id: &str, transcript_path: Option<&str>) -> ClaudeMatch {
+        let launched: HashSet<(String, String)> = active_teams(&self.teams)
+            .into_iter()
+            .flat_map(|(team, dir, _)| launched_sessions(&dir, &team))
+            .filter(|(_, _, session)| session == session_id)
+            .map(|(team, member, _)| (team, member))
+            .collect();
+        if !launched.is_empty() {
+            return single(launched);
+        }
+        transcript_path.map_or(ClaudeMatch::NoMatch, |path| {
+            self.member_in_session_log(session_id, path)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::fs;
+
+    const SESSION: &str = "01a2091a-18f5-7b02-aa65-a14af49b3513";
+    const REAL_LOG: &str = include_str!(
+        "../../tests/fixtures/codex/rollout-2026-11-23T15-50-35-01a2091a-18f5-7b02-aa65-a14af49b3513.jsonl"
+    );
+    const LOG_NAME: &str = "rollout-2026-11-23T15-50-35-01a2091a-18f5-7b02-aa65-a14af49b3513.jsonl";
+
+    fn write(path: &Path, text: &str) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+
+    fn team(root: &Path, name: &str, members: &[&str]) {
+        let members: Vec<_> = members.iter().map(|m| json!({"name": m})).collect();
+        write(
+            &root.join("teams").join(name).join("config.json"),
+            &json!({"name": name, "members": members}).to_string(),
+        );
+    }
+
+    struct Home {
+        dir: tempfile::TempDir,
+        locator: FsCodexSessionLocator,
+    }
+
+    impl Home {
+        fn new() -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            team(dir.path(), "forge", &["lead", "alice", "bob"]);
+            let locator = FsCodexSessionLocator::new(
+                dir.path().join("teams"),
+                dir.path().join("codex/sessions"),
+            );
+            Self { dir, locator }
+        }
+
+        fn path(&self, rel: &str) -> PathBuf {
+            self.dir.path().join(rel)
+        }
+
+        fn log(&self, rel: &str) -> String {
+            let path = self.path(rel);
+            write(&path, REAL_LOG);
+            path.to_string_lossy().into_owned()
+        }
+
+        fn launch_state(&self, team: &str, members: serde_json::Value) {
+            write(
+                &self.path(&format!("teams/{team}/launch-state.json")),
+                &json!({"teamName": team, "members": members}).to_string(),
+            );
+        }
+    }
+
+    fn member(team: &str, member: &str) -> ClaudeMatch {
+        ClaudeMatch::Member {
+            team_name: team.into(),
+            member_name: member.into(),
+        }
+    }
+
+    #[test]
+    fn the_launch_prompt_in_the_session_log_names_the_member() {
+        let home = Home::new();
+        let log = home.log(&format!("codex/sessions/2026/11/23/{LOG_NAME}"));
+        assert_eq!(
+            home.locator.locate(SESSION, Some(&log)),
+            member("forge", "alice")
+        );
+        // Another session's id never reads this log.
+        assert_eq!(
+            home.locator
+                .locate("01a2091a-0000-7b02-aa65-a14af49b3513", Some(&log)),
+            ClaudeMatch::NoMatch
+        );
+        assert_eq!(home.locator.locate(SESSION, None), ClaudeMatch::NoMatch);
+    }
+
+    #[test]
+    fn launch_state_session_ids_come_first_and_ambiguity_is_unresolved() {
+        let home = Home::new();
+        let log = home.log(&format!("codex/sessions/2026/11/23/{LOG_NAME}"));
+        home.launch_state("forge", json!({"bob": {"runtimeSessionId": SESSION}}));
+        assert_eq!(
+            home.locator.locate(SESSION, Some(&log)),
+            member("forge", "bob")
+        );
+        team(home.dir.path(), "other", &["carol"]);
+        home.launch_state("other", json!({"carol": {"runtimeSessionId": SESSION}}));
+        assert_eq!(
+            home.locator.locate(SESSION, Some(&log)),
+            ClaudeMatch::Ambiguous
+        );
+        // A failed launch's session id proves nothing.
+        home.launch_state(
+            "other",
+            json!({"carol": {"runtimeSessionId": SESSION, "launchState": "failed_to_start"}}),
+        );
+        assert_eq!(
+            home.locator.locate(SESSION, Some(&log)),
+            member("forge", "bob")
+        );
+    }
+
+    #[test]
+    fn logs_that_cannot_be_trusted_match_nobody() {
+        // (setup, payload path) → NoMatch
+        type Setup = fn(&Home) -> String;
+        let cases: [(&str, Setup); 7] = [
+            ("outside the sessions root", |h| {
+                h.log(&format!("elsewhere/{LOG_NAME}"))
+            }),
+            ("through ..", |h| {
+                h.log(&format!("codex/{LOG_NAME}"));
+                h.path(&format!("codex/sessions/../{LOG_NAME}"))
+                    .to_string_lossy()
+                    .into_owned()
+            }),
+            ("named for another session", |h| {
+                h.log("codex/sessions/2026/11/23/rollout-2026-11-23T15-50-35-other.jsonl")
+            }),
+            ("a linked folder on the way", |h| {
+                h.log(&format!("real/23/{LOG_NAME}"));
+                fs::create_dir_all(h.path("codex/sessions/2026/11")).unwrap();
+                std::os::unix::fs::symlink(h.path("real/23"), h.path("codex/sessions/2026/11/23"))
+                    .unwrap();
+                h.path(&format!("codex/sessions/2026/11/23/{LOG_NAME}"))
+                    .to_string_lossy()
+                    .into_owned()
+            }),
+            ("a linked log", |h| {
+                h.log(&format!("real/{LOG_NAME}"));
+                fs::create_dir_all(h.path("codex/sessions/2026")).unwrap();
+                let link = h.path(&format!("codex/sessions/2026/{LOG_NAME}"));
+                std::os::unix::fs::symlink(h.path(&format!("real/{LOG_NAME}")), &link).unwrap();
+                link.to_string_lossy().into_owned()
+            }),
+            ("a team that is not here", |h| {
+                fs::remove_dir_all(h.path("teams/forge")).unwrap();
+                team(h.dir.path(), "forge-2", &["alice"]);
+                h.log(&format!("codex/sessions/{LOG_NAME}"))
+            }),
+            ("a member not on the team", |h| {
+                team(h.dir.path(), "forge", &["bob"]);
+                h.log(&format!("codex/sessions/{LOG_NAME}"))
+            }),
+        ];
+        for (name, setup) in cases {
+            let home = Home::new();
+            let path = setup(&home);
+            assert_eq!(
+                home.locator.locate(SESSION, Some(&path)),
+                ClaudeMatch::NoMatch,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_fifo_in_place_of_the_log_never_blocks() {
+        let home = Home::new();
+        let dir = home.path("codex/sessions");
+        fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join(LOG_NAME);
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let path = fifo.to_string_lossy().into_owned();
+        assert_eq!(
+            home.locator.locate(SESSION, Some(&path)),
+            ClaudeMatch::NoMatch
+        );
+    }
+}
