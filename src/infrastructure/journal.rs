@@ -363,12 +363,7 @@ mod tests {
     #[test]
     fn a_fifo_or_link_journal_is_moved_aside_unopened_and_restarted() {
         let (dir, root, path) = journal();
-        rustix::fs::mkfifoat(
-            rustix::fs::CWD,
-            &path,
-            rustix::fs::Mode::from_raw_mode(0o600),
-        )
-        .unwrap();
+        crate::infrastructure::safe_fs::mkfifo(&path);
         append(&root, &path, &event(vec!["after fifo".into()])).unwrap();
         assert!(fs::read_to_string(&path).unwrap().contains("after fifo"));
         fs::remove_file(&path).unwrap();

@@ -297,12 +297,7 @@ mod tests {
     #[test]
     fn a_fifo_store_file_is_moved_aside_unopened() {
         let (dir, root, path) = store();
-        rustix::fs::mkfifoat(
-            rustix::fs::CWD,
-            &path,
-            rustix::fs::Mode::from_raw_mode(0o600),
-        )
-        .unwrap();
+        crate::infrastructure::safe_fs::mkfifo(&path);
         let loaded: Loaded<Value> = read_envelope(&root, &path, 2, "status", 7).unwrap();
         assert!(
             matches!(&loaded, Loaded::Quarantined { reason, .. } if reason == "not_a_file"),

@@ -162,6 +162,28 @@ fn open_below(root: &TrustedRoot, name: &str, what: &str, diags: &mut Vec<String
     }
 }
 
+impl FsTeamSource {
+    /// The team's kanban cards; problems become `kanban_state_*` diagnostics.
+    fn read_kanban(
+        &self,
+        team_name: &str,
+        diags: &mut Vec<String>,
+    ) -> BTreeMap<String, KanbanEntry> {
+        self.team_dir(team_name, diags)
+            .and_then(|dir| {
+                read_json(
+                    &dir,
+                    "kanban-state.json",
+                    MAX_KANBAN_BYTES,
+                    "kanban_state",
+                    diags,
+                )
+            })
+            .map(|k| parse_kanban(&k))
+            .unwrap_or_default()
+    }
+}
+
 impl TeamSource for FsTeamSource {
     fn load_roster(&self, team_name: &str) -> TeamSnapshot {
         self.read_roster(team_name)
@@ -173,19 +195,7 @@ impl TeamSource for FsTeamSource {
             return snapshot;
         }
         let diags = &mut snapshot.diagnostics;
-        snapshot.kanban = self
-            .team_dir(team_name, diags)
-            .and_then(|dir| {
-                read_json(
-                    &dir,
-                    "kanban-state.json",
-                    MAX_KANBAN_BYTES,
-                    "kanban_state",
-                    diags,
-                )
-            })
-            .map(|k| parse_kanban(&k))
-            .unwrap_or_default();
+        snapshot.kanban = self.read_kanban(team_name, diags);
         snapshot.tasks = open_below(&self.tasks, team_name, "tasks_dir", diags)
             .map(|dir| read_tasks(&dir, diags))
             .unwrap_or_default();
@@ -211,20 +221,9 @@ impl TaskImpactSource for FsTeamSource {
         let task = self.read_task(team_name, task_id)?;
         let roster = self.read_roster(team_name);
         let lead = roster.lead().map(|m| m.name.clone());
+        // Problems reading the board are the reconcile's to report, not routing's.
         let mut ignored = Vec::new();
-        let kanban = self
-            .team_dir(team_name, &mut ignored)
-            .and_then(|dir| {
-                read_json(
-                    &dir,
-                    "kanban-state.json",
-                    MAX_KANBAN_BYTES,
-                    "kanban_state",
-                    &mut ignored,
-                )
-            })
-            .map(|k| parse_kanban(&k))
-            .unwrap_or_default();
+        let kanban = self.read_kanban(team_name, &mut ignored);
         let kanban_reviewer = kanban
             .get(&task.id)
             .and_then(|entry| entry.reviewer.clone());
@@ -620,6 +619,7 @@ fn is_uuid(id: &str) -> bool {
 mod tests {
     use super::*;
     use crate::domain::agenda::TeamIndex;
+    use crate::infrastructure::safe_fs::mkfifo;
     use std::fs;
     use std::path::Path;
 
@@ -866,16 +866,6 @@ mod tests {
             snapshot.diagnostics,
             ["members_meta_invalid", "kanban_state_too_large"]
         );
-    }
-
-    fn mkfifo(path: &Path) {
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        rustix::fs::mkfifoat(
-            rustix::fs::CWD,
-            path,
-            rustix::fs::Mode::from_raw_mode(0o600),
-        )
-        .unwrap();
     }
 
     /// A team whose every input is readable, and one task.

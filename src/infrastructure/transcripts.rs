@@ -656,6 +656,7 @@ pub(crate) fn read_head(dir: &Dir, name: &str) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::infrastructure::safe_fs::mkfifo;
     use serde_json::json;
     use std::fs;
 
@@ -786,16 +787,6 @@ mod tests {
         let fresh =
             FsClaudeSessionLocator::new(root.path().join("teams"), root.path().join("projects"));
         assert_eq!(fresh.locate(Some("S9"), None), ClaudeMatch::Ambiguous);
-    }
-
-    fn mkfifo(path: &Path) {
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        rustix::fs::mkfifoat(
-            rustix::fs::CWD,
-            path,
-            rustix::fs::Mode::from_raw_mode(0o600),
-        )
-        .unwrap();
     }
 
     /// Moves `path` to `<root>/outside/<n>` and leaves a link to it in its place.

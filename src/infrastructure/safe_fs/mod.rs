@@ -63,3 +63,16 @@ pub fn not_a_file(path: &Path) -> io::Error {
         ),
     )
 }
+
+/// Makes a FIFO at `path` (and its folders): the file that would block a
+/// reader forever, planted by tests.
+#[cfg(test)]
+pub fn mkfifo(path: &Path) {
+    std::fs::create_dir_all(path.parent().expect("a parent")).expect("folders");
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .expect("mkfifo");
+}
