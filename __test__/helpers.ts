@@ -42,3 +42,25 @@ export async function until<T>(probe: () => T | undefined, timeoutMs = 5000): Pr
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
 }
+
+/**
+ * Everything observable about a tree, without following links: each entry's
+ * relative path, kind, mode, size, inode, mtime and (for files) a content
+ * hash. Two equal fingerprints mean nothing was written, moved or created.
+ */
+export function treeFingerprint(dir: string): string {
+  const crypto = require('node:crypto') as typeof import('node:crypto')
+  const lines: string[] = []
+  const walk = (d: string) => {
+    for (const name of fs.readdirSync(d).sort()) {
+      const full = path.join(d, name)
+      const st = fs.lstatSync(full)
+      const kind = st.isDirectory() ? 'dir' : st.isSymbolicLink() ? 'link' : st.isFile() ? 'file' : 'other'
+      const content = kind === 'file' ? crypto.createHash('sha256').update(fs.readFileSync(full)).digest('hex') : ''
+      lines.push([path.relative(dir, full), kind, st.mode, st.size, st.ino, st.mtimeMs, content].join(' '))
+      if (kind === 'dir') walk(full)
+    }
+  }
+  walk(dir)
+  return lines.join('\n')
+}

@@ -1,27 +1,62 @@
 #!/usr/bin/env node
 'use strict'
 // CLI: `member-work-sync status [--claude-root DIR] [--team NAME] [--json]`.
-// Reconciles every member of the team(s) through the addon and prints a table per
-// member. It writes nothing but the addon's own store files.
+// Shows every member's current status and agenda through the addon's
+// side-effect-free `previewTeam`: it writes, moves and creates nothing under
+// the Claude root, records no journal line or metric event and prints no
+// report token.
 
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { MemberWorkSync } = require('..')
 
-const USAGE = 'usage: member-work-sync status [--claude-root DIR] [--team NAME] [--json]'
+const USAGE = `usage: member-work-sync status [--claude-root DIR] [--team NAME] [--json]
+       member-work-sync --help | --version
 
+Shows each member's current work-sync status and agenda, read-only.
+
+options:
+  --claude-root DIR  Claude home (default: $CLAUDE_CONFIG_DIR, else ~/.claude)
+  --team NAME        only this team (default: every team under DIR/teams)
+  --json             machine-readable output
+  -h, --help         this help
+  -V, --version      the package version
+
+Options also take the --name=value form.
+Exit status: 0 success, 1 a root or team could not be read, 2 bad arguments.`
+
+/** A usage mistake: reported with the usage text, exit status 2. */
+class UsageError extends Error {}
+
+/** A root or team that cannot be shown: exit status 1. */
+class TargetError extends Error {}
+
+const VALUE_OPTIONS = { '--claude-root': 'claudeRoot', '--team': 'team' }
+
+/** Parses argv (without node and script); returns `{ action, claudeRoot, team, json }`. */
 function parseArgs(argv) {
-  const [command, ...rest] = argv
-  if (command !== 'status') throw new Error(USAGE)
-  const options = { claudeRoot: undefined, team: undefined, json: false }
-  for (let i = 0; i < rest.length; i++) {
-    const arg = rest[i]
-    if (arg === '--json') options.json = true
-    else if (arg === '--claude-root' && rest[i + 1]) options.claudeRoot = rest[++i]
-    else if (arg === '--team' && rest[i + 1]) options.team = rest[++i]
-    else throw new Error(`unknown argument ${arg}\n${USAGE}`)
+  const options = { action: undefined, claudeRoot: undefined, team: undefined, json: false }
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]
+    const eq = arg.startsWith('--') ? arg.indexOf('=') : -1
+    const name = eq === -1 ? arg : arg.slice(0, eq)
+    if (name === '-h' || name === '--help') return { ...options, action: 'help' }
+    if (name === '-V' || name === '--version') return { ...options, action: 'version' }
+    if (name in VALUE_OPTIONS) {
+      let value
+      if (eq !== -1) value = arg.slice(eq + 1)
+      else if (i + 1 < argv.length && !argv[i + 1].startsWith('-')) value = argv[++i]
+      if (!value) throw new UsageError(`${name} needs a value`)
+      options[VALUE_OPTIONS[name]] = value
+    } else if (name === '--json' && eq === -1) {
+      options.json = true
+    } else if (arg === 'status' && options.action === undefined) {
+      options.action = 'status'
+    } else {
+      throw new UsageError(`unknown argument ${arg}`)
+    }
   }
+  if (options.action === undefined) throw new UsageError('missing command (status)')
   return options
 }
 
@@ -29,19 +64,38 @@ function defaultClaudeRoot() {
   return process.env.CLAUDE_CONFIG_DIR || path.join(os.homedir(), '.claude')
 }
 
-/** Team dirs that have a config.json, sorted. */
+/** Team folders (real folders with a `config.json` entry), sorted. */
 function listTeams(teamsDir) {
-  if (!fs.existsSync(teamsDir)) return []
-  return fs
-    .readdirSync(teamsDir, { withFileTypes: true })
+  let entries
+  try {
+    entries = fs.readdirSync(teamsDir, { withFileTypes: true })
+  } catch (error) {
+    if (error.code === 'ENOENT') return []
+    throw new TargetError(`cannot list teams in ${teamsDir}: ${error.message}`)
+  }
+  return entries
     .filter((d) => d.isDirectory() && !d.name.startsWith('.'))
     .filter((d) => fs.existsSync(path.join(teamsDir, d.name, 'config.json')))
     .map((d) => d.name)
     .sort()
 }
 
-function formatTeam(teamName, statuses) {
-  const lines = [`Team ${teamName}: ${statuses.length} member(s)`]
+/** Why a team preview cannot be shown, or undefined when it can. */
+function teamProblem(preview, teamsDir) {
+  if (preview.configFound) return undefined
+  const configFile = path.join(teamsDir, preview.teamName, 'config.json')
+  const configNotes = preview.diagnostics.filter((d) => d.startsWith('team_config'))
+  if (configNotes.length > 0) return `team ${preview.teamName}: ${configFile} is unusable (${configNotes.join(', ')})`
+  if (fs.existsSync(path.join(teamsDir, preview.teamName))) {
+    return `team ${preview.teamName}: ${configFile} is missing or has no team name`
+  }
+  return `team ${preview.teamName} not found in ${teamsDir}`
+}
+
+function formatTeam(preview) {
+  const statuses = preview.statuses
+  const lines = [`Team ${preview.teamName}: ${statuses.length} member(s)`]
+  if (preview.diagnostics.length > 0) lines.push(`  team diagnostics: ${preview.diagnostics.join(', ')}`)
   for (const s of statuses) {
     const provider = s.providerId ? ` (${s.providerId})` : ''
     lines.push('')
@@ -51,46 +105,81 @@ function formatTeam(teamName, statuses) {
       const task = (item.displayId || item.taskId).padEnd(6)
       lines.push(`    ${item.kind.padEnd(18)} ${task} ${item.reason.padEnd(30)} ${item.subject}`)
     }
-    const notes = s.diagnostics.filter((d) => d !== 'agenda_empty')
+    const notes = s.diagnostics.filter((d) => d !== 'agenda_empty' && d !== 'status_snapshot_not_persisted')
     if (notes.length > 0) lines.push(`    diagnostics: ${notes.join(', ')}`)
   }
   return lines.join('\n')
 }
 
-/** Reconciles every member of the chosen teams; returns `{teamName, statuses}[]`. */
+/**
+ * Previews every member of the chosen teams without side effects; returns
+ * `{ teams: MemberWorkSyncTeamPreview[], problems: string[] }`. A missing root
+ * throws a TargetError naming it.
+ */
 async function collectStatus({ claudeRoot, team }) {
   const root = claudeRoot || defaultClaudeRoot()
-  const sync = new MemberWorkSync({ claudeRoot: root, autoStart: false })
-  const teams = team ? [team] : listTeams(path.join(root, 'teams'))
-  const result = []
-  for (const teamName of teams) {
-    result.push({ teamName, statuses: await sync.refreshTeam({ teamName }) })
+  let stat
+  try {
+    stat = fs.statSync(root)
+  } catch (error) {
+    throw new TargetError(`Claude root ${root} cannot be read: ${error.code || error.message}`)
   }
-  return result
+  if (!stat.isDirectory()) throw new TargetError(`Claude root ${root} is not a folder`)
+  const teamsDir = path.join(root, 'teams')
+  const { MemberWorkSync } = require('..')
+  const sync = new MemberWorkSync({ claudeRoot: root, autoStart: false })
+  try {
+    const names = team ? [team] : listTeams(teamsDir)
+    const teams = []
+    const problems = []
+    for (const teamName of names) {
+      const preview = await sync.previewTeam({ teamName })
+      const problem = teamProblem(preview, teamsDir)
+      if (problem) problems.push(problem)
+      else teams.push(preview)
+    }
+    return { teams, problems, teamsDir }
+  } finally {
+    await sync.dispose()
+  }
 }
 
+/** Runs `status`; resolves `{ stdout, stderr, exitCode }`. */
 async function runStatus(options) {
-  const teams = await collectStatus(options)
-  if (options.json) return JSON.stringify(teams, null, 2)
-  if (teams.length === 0) return 'No teams found.'
-  return teams.map((t) => formatTeam(t.teamName, t.statuses)).join('\n\n')
+  const { teams, problems, teamsDir } = await collectStatus(options)
+  const exitCode = problems.length > 0 ? 1 : 0
+  const stderr = problems.map((p) => `member-work-sync: ${p}`).join('\n')
+  if (options.json) return { stdout: JSON.stringify({ teams, problems }, null, 2), stderr, exitCode }
+  if (teams.length === 0 && problems.length === 0) return { stdout: `No teams found in ${teamsDir}.`, stderr, exitCode }
+  return { stdout: teams.map(formatTeam).join('\n\n'), stderr, exitCode }
 }
 
-module.exports = { runStatus, collectStatus, formatTeam }
+module.exports = { parseArgs, runStatus, collectStatus, formatTeam }
 
 if (require.main === module) {
   let options
   try {
     options = parseArgs(process.argv.slice(2))
   } catch (error) {
-    console.error(error.message)
+    if (!(error instanceof UsageError)) throw error
+    console.error(`member-work-sync: ${error.message}\n${USAGE}`)
     process.exit(2)
   }
-  runStatus(options).then(
-    (text) => console.log(text),
-    (error) => {
-      console.error(`member-work-sync: ${error.code ? `${error.code}: ` : ''}${error.message}`)
-      process.exit(1)
-    },
-  )
+  if (options.action === 'help') {
+    console.log(USAGE)
+  } else if (options.action === 'version') {
+    console.log(require('../package.json').version)
+  } else {
+    runStatus(options).then(
+      ({ stdout, stderr, exitCode }) => {
+        if (stdout) console.log(stdout)
+        if (stderr) console.error(stderr)
+        process.exitCode = exitCode
+      },
+      (error) => {
+        console.error(`member-work-sync: ${error.code ? `${error.code}: ` : ''}${error.message}`)
+        process.exitCode = 1
+      },
+    )
+  }
 }

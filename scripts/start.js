@@ -1,7 +1,7 @@
 'use strict'
 // `npm start`: the main job on the bundled example team. Copies
-// examples/claude-root into a temp dir (the example stays pristine), reconciles
-// every member and prints the per-member table.
+// examples/claude-root into a temp dir (the example stays pristine) and prints
+// every member's status and agenda (the read-only `member-work-sync status`).
 
 const fs = require('node:fs')
 const os = require('node:os')
@@ -12,8 +12,10 @@ async function main() {
   const claudeRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'member-work-sync-example-'))
   fs.cpSync(path.join(__dirname, '..', 'examples', 'claude-root'), claudeRoot, { recursive: true })
   console.log(`Example Claude root copied to ${claudeRoot}\n`)
-  console.log(await runStatus({ claudeRoot, json: false }))
-  console.log(`\nStore files written under ${path.join(claudeRoot, 'teams')}`)
+  const { stdout, stderr, exitCode } = await runStatus({ claudeRoot, json: false })
+  console.log(stdout)
+  if (stderr) console.error(stderr)
+  process.exitCode = exitCode
 }
 
 main().catch((error) => {

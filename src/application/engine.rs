@@ -13,10 +13,11 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use serde_json::json;
 
 use super::busy::BusySignals;
+use super::log::{LogCode, LogEntry, LogLevel, LogSink};
 use super::nudges::{DispatchSummary, Nudges};
 use super::ports::{AuditEvent, AuditJournal, Clock, TaskImpactSource, TeamSource};
 use super::queue::{queue_key, FinishOutcome, QueueCore, QueueItem, QueueKey, Trigger};
-use super::reconcile::{check_name, Reconciler, WorkSyncError};
+use super::reconcile::{check_name, Reconciler, TeamPreview, WorkSyncError};
 use super::report::{ReplaySummary, ReportResult};
 use super::router::{route, Route, TeamChangeEvent};
 use super::runtime_state::RuntimeStates;
@@ -45,6 +46,8 @@ pub struct EngineDeps {
     pub busy: Arc<BusySignals>,
     /// Phase 2 planner and dispatcher.
     pub nudges: Arc<Nudges>,
+    /// Operator log (queue failures and retries).
+    pub log: Arc<dyn LogSink>,
 }
 
 #[derive(Debug, Default)]
@@ -140,6 +143,17 @@ impl Engine {
 
     fn is_deleting(&self, team: &str) -> bool {
         self.state().deleting.contains(&normalize_member_name(team))
+    }
+
+    /// An operator log entry about a queued item.
+    fn log(&self, level: LogLevel, code: LogCode, message: impl Into<String>, item: &QueueItem) {
+        self.deps
+            .log
+            .log(LogEntry::new(level, code, message).with_context(json!({
+                "teamName": item.team_name,
+                "memberName": item.member_name,
+                "triggerReasons": item.triggers.iter().map(|t| t.as_str()).collect::<Vec<_>>(),
+            })));
     }
 
     fn audit(&self, kind: &'static str, team: &str, member: &str, metadata: serde_json::Value) {
@@ -317,14 +331,24 @@ impl Engine {
     /// Runs one reconcile (blocking IO; the worker calls it off the JS thread).
     pub fn run(&self, item: &QueueItem) -> Result<MemberStatus, WorkSyncError> {
         let triggers: Vec<&str> = item.triggers.iter().map(|t| t.as_str()).collect();
-        let status = self.reconciler.refresh_status_with(
-            &item.team_name,
-            &item.member_name,
-            ReconciledBy::Queue,
-            &triggers,
-            false,
-            item.recovery.as_ref(),
-        )?;
+        let status = self
+            .reconciler
+            .refresh_status_with(
+                &item.team_name,
+                &item.member_name,
+                ReconciledBy::Queue,
+                &triggers,
+                false,
+                item.recovery.as_ref(),
+            )
+            .inspect_err(|error| {
+                self.log(
+                    LogLevel::Warn,
+                    LogCode::QueueRunFailed,
+                    format!("queued reconcile failed: {error}"),
+                    item,
+                );
+            })?;
         // Queued reconciles (never read-only getStatus) plan phase-2 nudges.
         if !self.is_deleting(&item.team_name) {
             self.deps.nudges.plan(&status);
@@ -396,18 +420,34 @@ impl Engine {
                 member,
                 json!({ "followUp": outcome == FinishOutcome::FollowUp }),
             ),
-            FinishOutcome::RetryScheduled(at) => self.audit(
-                "queue_retry_scheduled",
-                team,
-                member,
-                json!({ "runAt": format_iso(at) }),
-            ),
-            FinishOutcome::DroppedAfterRetries => self.audit(
-                "queue_dropped",
-                team,
-                member,
-                json!({ "reason": "reconcile_failed_max_retries" }),
-            ),
+            FinishOutcome::RetryScheduled(at) => {
+                self.log(
+                    LogLevel::Warn,
+                    LogCode::QueueRetryScheduled,
+                    format!("queued reconcile retried at {}", format_iso(at)),
+                    item,
+                );
+                self.audit(
+                    "queue_retry_scheduled",
+                    team,
+                    member,
+                    json!({ "runAt": format_iso(at) }),
+                )
+            }
+            FinishOutcome::DroppedAfterRetries => {
+                self.log(
+                    LogLevel::Error,
+                    LogCode::QueueDropped,
+                    "queued reconcile dropped after repeated failures",
+                    item,
+                );
+                self.audit(
+                    "queue_dropped",
+                    team,
+                    member,
+                    json!({ "reason": "reconcile_failed_max_retries" }),
+                )
+            }
         }
         self.finished.notify_all();
         self.wake();
@@ -524,6 +564,18 @@ impl Engine {
     pub fn refresh_team(&self, team: &str) -> Result<Vec<MemberStatus>, WorkSyncError> {
         check_name("teamName", team)?;
         self.with_team(team, || self.reconciler.refresh_team(team))
+    }
+
+    /// [`Reconciler::preview_status`] through the team gate: no side effects.
+    pub fn preview_status(&self, team: &str, member: &str) -> Result<MemberStatus, WorkSyncError> {
+        check_name("teamName", team)?;
+        self.with_team(team, || self.reconciler.preview_status(team, member))
+    }
+
+    /// [`Reconciler::preview_team`] through the team gate: no side effects.
+    pub fn preview_team(&self, team: &str) -> Result<TeamPreview, WorkSyncError> {
+        check_name("teamName", team)?;
+        self.with_team(team, || self.reconciler.preview_team(team))
     }
 
     /// `report` through the team gate (a request without a usable team name is

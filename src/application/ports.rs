@@ -44,7 +44,8 @@ pub enum StoredStatus {
     Current(MemberStatus),
     /// Found only in the legacy v1 team-level file.
     Legacy(MemberStatus),
-    /// The member file was corrupt or from a future version and was moved aside.
+    /// The member file was corrupt or from a future version and was moved
+    /// aside (by [`StatusStore::read`]; [`StatusStore::peek`] leaves it).
     Quarantined {
         /// Why (`invalid_json`, `future_schema_version:3`, ...).
         reason: String,
@@ -65,6 +66,10 @@ impl StoredStatus {
 pub trait StatusStore: Send + Sync {
     /// Reads the stored status of a member (corrupt files are quarantined and read as missing).
     fn read(&self, team_name: &str, member_name: &str) -> Result<StoredStatus, PortError>;
+    /// [`StatusStore::read`] without side effects: nothing is moved, locked
+    /// or created; a bad file reads as [`StoredStatus::Quarantined`] with the
+    /// reason a writing read would quarantine it for, and stays in place.
+    fn peek(&self, team_name: &str, member_name: &str) -> Result<StoredStatus, PortError>;
     /// Read-modify-write of a member's status under the member's store lock:
     /// `build` gets what is stored and returns what to write.
     fn update(

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use super::log::{LogCode, LogEntry, LogLevel, LogSink};
 use super::ports::{
     AuditEvent, AuditJournal, Clock, MetricsStore, PortError, ReportIntentStore, ReportTokens,
     StatusStore, StoredStatus, TeamSource,
@@ -76,6 +77,8 @@ pub struct Ports {
     pub outbox: Arc<dyn super::ports::OutboxStore>,
     /// Tool activity per member.
     pub busy: Arc<super::busy::BusySignals>,
+    /// Operator log (metrics failures).
+    pub log: Arc<dyn LogSink>,
 }
 
 /// How one reconcile differs from a plain one.
@@ -85,6 +88,29 @@ pub(super) struct ReconcileOptions<'a> {
     pub force_nudge: bool,
     /// The targeted recovery the reconcile was queued for.
     pub recovery: Option<&'a Recovery>,
+}
+
+/// Whether building a status may touch the world.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Effects {
+    /// Journal what happened and issue a report token (every real reconcile).
+    Record,
+    /// Neither: a preview writes nothing and hands out no token.
+    Withhold,
+}
+
+/// A team as [`Reconciler::preview_team`] sees it.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TeamPreview {
+    /// Team name as requested.
+    pub team_name: String,
+    /// Whether the team has a usable `config.json` (with a name).
+    pub config_found: bool,
+    /// What the team reader had to degrade (`team_config_invalid`, ...).
+    pub diagnostics: Vec<String>,
+    /// Previews of every roster member, sorted by name.
+    pub statuses: Vec<MemberStatus>,
 }
 
 /// Reconciles members, takes their reports and answers status queries.
@@ -137,15 +163,7 @@ impl Reconciler {
         check_name("teamName", team)?;
         let snapshot = self.ports.teams.load(team);
         let index = TeamIndex::build(&snapshot);
-        let mut members: Vec<&str> = snapshot
-            .members
-            .iter()
-            .filter(|m| !m.is_removed() && check_name("memberName", &m.name).is_ok())
-            .map(|m| m.name.as_str())
-            .collect();
-        members.sort_by_key(|name| normalize_member_name(name));
-        members.dedup_by_key(|name| normalize_member_name(name));
-        members
+        roster_names(&snapshot)
             .into_iter()
             .map(|member| {
                 self.reconcile_with(
@@ -199,6 +217,67 @@ impl Reconciler {
         status
             .diagnostics
             .extend(stale.iter().map(|d| d.to_string()));
+        Ok(status)
+    }
+
+    /// The status a reconcile would produce now, computed without any side
+    /// effect: the stored status is only peeked at (a bad file stays where it
+    /// is), nothing is written, journaled or counted, and no report token is
+    /// issued (`reportToken` is absent). Nudge suppression is not applied
+    /// (it needs the outbox, whose reads repair files), so `shadow.wouldNudge`
+    /// is the decision before suppression.
+    pub fn preview_status(&self, team: &str, member: &str) -> Result<MemberStatus, WorkSyncError> {
+        check_name("teamName", team)?;
+        check_name("memberName", member)?;
+        let snapshot = self.ports.teams.load(team);
+        self.preview_from(&snapshot, &TeamIndex::build(&snapshot), member)
+    }
+
+    /// [`Reconciler::preview_status`] of every roster member of a team, from
+    /// one snapshot, with what the team reader found about the team itself.
+    pub fn preview_team(&self, team: &str) -> Result<TeamPreview, WorkSyncError> {
+        check_name("teamName", team)?;
+        let snapshot = self.ports.teams.load(team);
+        let index = TeamIndex::build(&snapshot);
+        let statuses = roster_names(&snapshot)
+            .into_iter()
+            .map(|member| self.preview_from(&snapshot, &index, member))
+            .collect::<Result<_, _>>()?;
+        Ok(TeamPreview {
+            team_name: snapshot.team_name.clone(),
+            config_found: snapshot.config_found,
+            diagnostics: snapshot.diagnostics.clone(),
+            statuses,
+        })
+    }
+
+    fn preview_from(
+        &self,
+        snapshot: &TeamSnapshot,
+        index: &TeamIndex<'_>,
+        member: &str,
+    ) -> Result<MemberStatus, WorkSyncError> {
+        let now = self.ports.clock.now_ms();
+        // Without a team folder there is nothing stored to peek at.
+        let previous = if snapshot.config_found {
+            self.ports.store.peek(&snapshot.team_name, member)?
+        } else {
+            StoredStatus::Missing
+        };
+        let agenda = index.agenda_for(member, &format_iso(now));
+        let mut status = self.build_status_with(
+            snapshot,
+            agenda,
+            previous,
+            now,
+            ReconciledBy::Request,
+            &[],
+            None,
+            Effects::Withhold,
+        );
+        status
+            .diagnostics
+            .push("status_snapshot_not_persisted".into());
         Ok(status)
     }
 
@@ -352,20 +431,52 @@ impl Reconciler {
         triggers: &[&str],
         accepted_report: Option<Report>,
     ) -> MemberStatus {
+        self.build_status_with(
+            snapshot,
+            agenda,
+            previous,
+            now,
+            by,
+            triggers,
+            accepted_report,
+            Effects::Record,
+        )
+    }
+
+    /// [`Reconciler::build_status`]; with [`Effects::Withhold`] nothing is
+    /// journaled and no report token is issued.
+    #[allow(clippy::too_many_arguments)]
+    fn build_status_with(
+        &self,
+        snapshot: &TeamSnapshot,
+        agenda: Agenda,
+        previous: StoredStatus,
+        now: EpochMs,
+        by: ReconciledBy,
+        triggers: &[&str],
+        accepted_report: Option<Report>,
+        effects: Effects,
+    ) -> MemberStatus {
+        let audit = |kind: &'static str, metadata: serde_json::Value| {
+            if effects == Effects::Record {
+                let member = normalize_member_name(&agenda.member_name);
+                self.audit(
+                    SOURCE,
+                    kind,
+                    &snapshot.team_name,
+                    &member,
+                    now,
+                    vec![],
+                    metadata,
+                );
+            }
+        };
         let member = normalize_member_name(&agenda.member_name);
         let mut store_diagnostics = Vec::new();
         match &previous {
             StoredStatus::Legacy(_) => {
                 store_diagnostics.push("legacy_fallback_used:status_v1".to_string());
-                self.audit(
-                    SOURCE,
-                    "legacy_fallback_used",
-                    &snapshot.team_name,
-                    &member,
-                    now,
-                    vec![],
-                    json!({ "store": "status_v1" }),
-                );
+                audit("legacy_fallback_used", json!({ "store": "status_v1" }));
             }
             StoredStatus::Quarantined { reason } => {
                 store_diagnostics.push(format!("status_store_quarantined:{reason}"))
@@ -444,15 +555,7 @@ impl Reconciler {
                 "tool_finished" => "same_agenda_still_needs_sync_after_tool_finished",
                 _ => "same_agenda_still_needs_sync_after_runtime_activity",
             };
-            self.audit(
-                SOURCE,
-                kind,
-                &snapshot.team_name,
-                &member,
-                now,
-                vec![],
-                json!({ "agendaFingerprint": agenda.fingerprint }),
-            );
+            audit(kind, json!({ "agendaFingerprint": agenda.fingerprint }));
         }
         if let Some(reason) = self.ports.busy.busy(&snapshot.team_name, &member, now) {
             diagnostics.push(format!("member_busy:{}", reason.as_str()));
@@ -461,26 +564,27 @@ impl Reconciler {
         if shadow.fingerprint_changed {
             diagnostics.push("agenda_fingerprint_changed".into());
         }
-        let (report_token, report_token_expires_at) = if decision.state == StatusState::Inactive {
-            (None, None)
-        } else {
-            let expires = now + TOKEN_TTL_MS;
-            match self.ports.tokens.issue(
-                &snapshot.team_name,
-                &agenda.member_name,
-                &agenda.fingerprint,
-                expires,
-            ) {
-                Ok(token) => {
-                    diagnostics.push("report_token_issued".into());
-                    (Some(token), Some(format_iso(expires)))
+        let (report_token, report_token_expires_at) =
+            if decision.state == StatusState::Inactive || effects == Effects::Withhold {
+                (None, None)
+            } else {
+                let expires = now + TOKEN_TTL_MS;
+                match self.ports.tokens.issue(
+                    &snapshot.team_name,
+                    &agenda.member_name,
+                    &agenda.fingerprint,
+                    expires,
+                ) {
+                    Ok(token) => {
+                        diagnostics.push("report_token_issued".into());
+                        (Some(token), Some(format_iso(expires)))
+                    }
+                    Err(_) => {
+                        diagnostics.push("report_token_unavailable".into());
+                        (None, None)
+                    }
                 }
-                Err(_) => {
-                    diagnostics.push("report_token_unavailable".into());
-                    (None, None)
-                }
-            }
-        };
+            };
         MemberStatus {
             team_name: snapshot.team_name.clone(),
             member_name: agenda.member_name.clone(),
@@ -576,6 +680,17 @@ impl Reconciler {
             .metrics
             .record(status, events_for_write(status, report));
         if let Err(error) = recorded {
+            self.ports.log.log(
+                LogEntry::new(
+                    LogLevel::Warn,
+                    LogCode::MetricsWriteFailed,
+                    format!("metric events could not be recorded: {error}"),
+                )
+                .with_context(json!({
+                    "teamName": status.team_name,
+                    "memberName": status.member_name,
+                })),
+            );
             self.audit(
                 "reconciler",
                 "metrics_unavailable",
@@ -612,4 +727,18 @@ impl Reconciler {
             metadata,
         });
     }
+}
+
+/// Names of the roster members a team-wide pass covers: not removed, valid
+/// names, sorted and deduplicated by normalized name.
+fn roster_names(snapshot: &TeamSnapshot) -> Vec<&str> {
+    let mut members: Vec<&str> = snapshot
+        .members
+        .iter()
+        .filter(|m| !m.is_removed() && check_name("memberName", &m.name).is_ok())
+        .map(|m| m.name.as_str())
+        .collect();
+    members.sort_by_key(|name| normalize_member_name(name));
+    members.dedup_by_key(|name| normalize_member_name(name));
+    members
 }

@@ -3,6 +3,7 @@
 
 mod convert;
 pub(crate) mod job;
+mod log;
 pub mod turn_settled;
 
 use std::path::PathBuf;
@@ -41,11 +42,20 @@ pub struct MemberWorkSyncOptions {
     pub tasks_base_path: Option<String>,
     /// Fixed test clock, moved with `setClockForTesting`.
     pub clock: Option<MemberWorkSyncClockOption>,
-    /// Start schedulers and watchers (default true; nothing to start yet).
+    /// Start the background work (default true): the reconcile queue driver,
+    /// the turn-settled spool drain (every 15 s, sooner when a watcher on the
+    /// spool's `incoming/` sees a file) and the nudge dispatcher (every 60 s).
+    /// With `false` nothing runs on its own: queued work waits and
+    /// `drainRuntimeTurnSettledEvents` reconciles resolved members at once.
     pub auto_start: Option<bool>,
     /// Receives the addon's team change events (e.g. `member-turn-settled`).
     #[napi(ts_type = "(event: TeamChangeEvent) => void")]
     pub on_team_change: Option<turn_settled::TeamChangeCallback>,
+    /// Receives every background failure nobody awaits (drains, dispatches,
+    /// the spool watcher, queued reconciles and their retries, journal and
+    /// metrics writes). Without it they are only counted, never printed.
+    #[napi(ts_type = "(entry: MemberWorkSyncLogEntry) => void")]
+    pub on_log: Option<log::LogCallback>,
     /// The app's control API URL: every delivered nudge ends with a line
     /// asking the member to pass it as `controlUrl` to both work sync tools.
     /// Blank means none; at most 2048 characters, no quotes or control characters.
@@ -74,6 +84,7 @@ impl MemberWorkSync {
             clock: None,
             auto_start: None,
             on_team_change: None,
+            on_log: None,
             control_url: None,
         });
         let paths = RootPaths::resolve(
@@ -99,6 +110,12 @@ impl MemberWorkSync {
             }
             .into_napi()
         })?;
+        if let Some(callback) = options.on_log {
+            instance
+                .services
+                .log
+                .connect(Box::new(log::JsLogSink(callback)));
+        }
         if let Some(callback) = options.on_team_change {
             instance
                 .services
@@ -163,6 +180,39 @@ impl MemberWorkSync {
             let request = request?;
             let (team, member) = member_request(&request)?;
             to_json(i.services.engine.refresh_status(&team, &member)?)
+        })
+    }
+
+    /// The status a reconcile would produce now, without any side effect:
+    /// nothing under the roots is written, moved or created, no journal line
+    /// or metric event is recorded and no report token is issued
+    /// (`reportToken` is absent). Nudge suppression is not applied.
+    #[napi(
+        ts_args_type = "request: { teamName: string; memberName: string }",
+        ts_return_type = "Promise<MemberWorkSyncStatus>"
+    )]
+    pub fn preview_status(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
+        let request = convert::json_argument(&env, request, "request");
+        self.job(move |i| {
+            let request = request?;
+            let (team, member) = member_request(&request)?;
+            to_json(i.services.engine.preview_status(&team, &member)?)
+        })
+    }
+
+    /// `previewStatus` of every roster member of a team, plus whether the
+    /// team's `config.json` was usable and what the team reader degraded
+    /// (`team_config_invalid`, ...). Side-effect free like `previewStatus`.
+    #[napi(
+        ts_args_type = "request: { teamName: string }",
+        ts_return_type = "Promise<MemberWorkSyncTeamPreview>"
+    )]
+    pub fn preview_team(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
+        let request = convert::json_argument(&env, request, "request");
+        self.job(move |i| {
+            let request = request?;
+            let team = string_field(&request, "teamName")?;
+            to_json(i.services.engine.preview_team(&team)?)
         })
     }
 
@@ -533,18 +583,20 @@ fn parse_options(
     // SAFETY: `options` is a live object of this env (checked above).
     let object =
         unsafe { options.cast::<Object>() }.map_err(|e| JsFailure::invalid(e.reason.clone()))?;
-    match object.get::<Unknown>("onTeamChange") {
-        Ok(None) => {}
-        Ok(Some(callback))
-            if matches!(
-                callback.get_type(),
-                Ok(ValueType::Function | ValueType::Undefined | ValueType::Null)
-            ) => {}
-        _ => {
-            convert::clear_pending_exception(env);
-            return Err(JsFailure::invalid(
-                "options.onTeamChange must be a function",
-            ));
+    for key in ["onTeamChange", "onLog"] {
+        match object.get::<Unknown>(key) {
+            Ok(None) => {}
+            Ok(Some(callback))
+                if matches!(
+                    callback.get_type(),
+                    Ok(ValueType::Function | ValueType::Undefined | ValueType::Null)
+                ) => {}
+            _ => {
+                convert::clear_pending_exception(env);
+                return Err(JsFailure::invalid(format!(
+                    "options.{key} must be a function"
+                )));
+            }
         }
     }
     // SAFETY: plain conversion of a checked object on the JS thread.

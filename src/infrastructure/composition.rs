@@ -7,6 +7,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use crate::application::busy::BusySignals;
 use crate::application::engine::{Engine, EngineDeps};
+use crate::application::log::{LogCode, LogEntry, LogLevel, LogRelay, LogSink};
 use crate::application::nudges::{NudgePorts, Nudges};
 use crate::application::ports::Clock;
 use crate::application::ports::{OutboxStore, PortError};
@@ -96,6 +97,8 @@ pub struct Services {
     pub turn_settled: Arc<TurnSettledIngestor>,
     /// Where the addon's team change events go (the `onTeamChange` callback).
     pub team_changes: Arc<TeamChangeRelay>,
+    /// Background failures for the app's `onLog` (dropped while none is connected).
+    pub log: Arc<LogRelay>,
     /// Durable nudges.
     pub outbox: Arc<dyn OutboxStore>,
 }
@@ -124,7 +127,8 @@ impl Services {
             paths.teams_base.clone(),
             paths.tasks_base,
         ));
-        let journal = Arc::new(FsAuditJournal::new(store_paths.clone()));
+        let log = Arc::new(LogRelay::default());
+        let journal = Arc::new(FsAuditJournal::new(store_paths.clone()).with_log(log.clone()));
         let outbox = Arc::new(FsOutboxStore::new(store_paths.clone(), clock.clone()));
         let reconciler = Arc::new(Reconciler::new(Ports {
             clock: clock.clone(),
@@ -137,6 +141,7 @@ impl Services {
             runtime: runtime.clone(),
             outbox: outbox.clone(),
             busy: busy.clone(),
+            log: log.clone(),
         }));
         let nudges = Arc::new(Nudges::new(NudgePorts {
             clock: clock.clone(),
@@ -162,6 +167,7 @@ impl Services {
                 runtime: runtime.clone(),
                 busy,
                 nudges,
+                log: log.clone(),
             },
         ));
         let spool_paths = SpoolPaths::for_teams_base(&paths.teams_base);
@@ -190,6 +196,7 @@ impl Services {
             spool_paths,
             turn_settled,
             team_changes: Arc::new(TeamChangeRelay::default()),
+            log,
             outbox,
         }
     }
@@ -253,32 +260,89 @@ impl Instance {
     ) -> std::io::Result<Self> {
         let services = Services::with_control_url(paths, fixed_now_ms, control_url);
         let schedule = {
-            let (ingestor, engine, changes) = (
+            let (ingestor, engine, changes, log) = (
                 services.turn_settled.clone(),
                 services.engine.clone(),
                 services.team_changes.clone(),
+                services.log.clone(),
             );
+            let watch_log = log.clone();
             DrainSchedule {
                 drain: Box::new(move || {
                     match ingestor.drain(&QueueTurnSettled(&engine), changes.as_ref()) {
-                        Ok(summary) if summary.failed > 0 => DrainPass::Failed,
+                        Ok(summary) if summary.failed > 0 => {
+                            log.log(
+                                LogEntry::new(
+                                    LogLevel::Warn,
+                                    LogCode::DrainIncomplete,
+                                    format!(
+                                        "turn-settled drain: {} of {} claimed payloads failed",
+                                        summary.failed, summary.claimed
+                                    ),
+                                )
+                                .with_context(serde_json::to_value(summary).unwrap_or_default()),
+                            );
+                            DrainPass::Failed
+                        }
                         Ok(summary) if summary.claimed as usize >= DRAIN_BATCH => DrainPass::Full,
                         Ok(_) => DrainPass::CaughtUp,
-                        Err(_) => DrainPass::Failed,
+                        Err(error) => {
+                            log.log(LogEntry::new(
+                                LogLevel::Error,
+                                LogCode::DrainFailed,
+                                format!("turn-settled drain failed: {error}"),
+                            ));
+                            DrainPass::Failed
+                        }
                     }
                 }),
                 incoming: {
                     let spool = services.spool_paths.clone();
                     Box::new(move || spool.watchable_incoming())
                 },
+                watch_failed: Box::new(move |dir, error| {
+                    watch_log.log(
+                        LogEntry::new(
+                            LogLevel::Warn,
+                            LogCode::WatcherUnavailable,
+                            format!(
+                                "cannot watch {}: {error}; draining on the interval",
+                                dir.display()
+                            ),
+                        )
+                        .with_context(serde_json::json!({ "path": dir })),
+                    );
+                }),
             }
         };
         let dispatch: Box<dyn Fn() + Send + Sync> = {
-            let (engine, outbox_teams) = (services.engine.clone(), services.outbox.clone());
+            let (engine, outbox_teams, log) = (
+                services.engine.clone(),
+                services.outbox.clone(),
+                services.log.clone(),
+            );
             Box::new(move || {
                 let teams = outbox_teams.teams_with_outbox();
                 let claimed_by = format!("member-work-sync:{}:scheduled", std::process::id());
-                let _ = engine.dispatch_due_nudges(&teams, &claimed_by);
+                match engine.dispatch_due_nudges(&teams, &claimed_by) {
+                    Ok(summary) if summary.failed > 0 => log.log(
+                        LogEntry::new(
+                            LogLevel::Warn,
+                            LogCode::DispatchIncomplete,
+                            format!(
+                                "nudge dispatch: {} outboxes or outcomes failed",
+                                summary.failed
+                            ),
+                        )
+                        .with_context(serde_json::to_value(summary).unwrap_or_default()),
+                    ),
+                    Ok(_) => {}
+                    Err(error) => log.log(LogEntry::new(
+                        LogLevel::Error,
+                        LogCode::DispatchFailed,
+                        format!("nudge dispatch failed: {error}"),
+                    )),
+                }
             })
         };
         let worker = Worker::start(
@@ -380,8 +444,9 @@ impl Instance {
             }
         }
         self.worker.shutdown(&self.services.engine);
-        // Release the onTeamChange callback so nothing of ours holds Node.
+        // Release the onTeamChange and onLog callbacks so nothing of ours holds Node.
         self.services.team_changes.disconnect();
+        self.services.log.disconnect();
     }
 }
 

@@ -104,6 +104,52 @@ fn read_versioned<T>(
     }
 }
 
+/// What [`peek_envelope`] found: like [`Loaded`], but a bad file is only
+/// described, never moved.
+#[derive(Debug)]
+pub enum Peeked<T> {
+    /// No file.
+    Missing,
+    /// Parsed content.
+    Found(T),
+    /// The file is bad; a writing read would quarantine it for this reason.
+    Unusable {
+        /// Why (`invalid_json`, `not_a_file`, ...).
+        reason: String,
+    },
+}
+
+/// [`read_envelope`] without side effects: a bad file is reported as
+/// [`Peeked::Unusable`] and left where it is (operators' read-only views).
+pub fn peek_envelope<T: DeserializeOwned>(
+    root: &TrustedRoot,
+    path: &Path,
+    version: u64,
+    field: &str,
+) -> io::Result<Peeked<T>> {
+    let read = match root.read(path, MAX_STORE_FILE_BYTES) {
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+            return Ok(Peeked::Unusable {
+                reason: "unreadable".into(),
+            })
+        }
+        read => read?,
+    };
+    let parsed = match read {
+        FileRead::Missing => return Ok(Peeked::Missing),
+        FileRead::NotAFile => Err("not_a_file".to_string()),
+        FileRead::TooLarge => Err("file_too_large".to_string()),
+        FileRead::Bytes(bytes) => check_version(&bytes, version).and_then(|value| {
+            let inner = value.get(field).cloned().unwrap_or(Value::Null);
+            serde_json::from_value(inner).map_err(|_| "invalid_shape".to_string())
+        }),
+    };
+    Ok(match parsed {
+        Ok(value) => Peeked::Found(value),
+        Err(reason) => Peeked::Unusable { reason },
+    })
+}
+
 fn check_version(bytes: &[u8], version: u64) -> Result<Value, String> {
     let value: Value = serde_json::from_slice(bytes).map_err(|_| "invalid_json".to_string())?;
     match value.get("schemaVersion").and_then(Value::as_u64) {
@@ -240,6 +286,30 @@ mod tests {
         );
         let loaded: Loaded<Value> = read_envelope(&root, &path, 2, "status", 5).unwrap();
         assert!(matches!(loaded, Loaded::Found(v) if v["a"] == 1));
+    }
+
+    #[test]
+    fn peeking_reports_bad_files_and_leaves_them_in_place() {
+        let (dir, root, path) = store();
+        let peek = |root: &TrustedRoot| peek_envelope::<Value>(root, &path, 2, "status").unwrap();
+        assert!(matches!(peek(&root), Peeked::Missing));
+        for (content, reason) in [
+            (&b"{not json"[..], "invalid_json"),
+            (
+                br#"{"schemaVersion":3,"status":{}}"#,
+                "future_schema_version:3",
+            ),
+            (br#"{"schemaVersion":2,"status":{"a":1}}"#, ""),
+        ] {
+            fs::write(&path, content).unwrap();
+            match peek(&root) {
+                Peeked::Unusable { reason: found } => assert_eq!(found, reason),
+                Peeked::Found(value) => assert!(reason.is_empty() && value["a"] == 1),
+                Peeked::Missing => panic!("file vanished"),
+            }
+            assert_eq!(fs::read(&path).unwrap(), content);
+            assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+        }
     }
 
     #[test]

@@ -9,9 +9,10 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::journal;
-use super::json_store::{read_envelope, write_envelope, Loaded};
+use super::json_store::{peek_envelope, read_envelope, write_envelope, Loaded, Peeked};
 use super::lock::StoreLock;
 use super::safe_fs::{FileKind, TrustedRoot};
+use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
 use crate::application::ports::{
     AuditEvent, AuditJournal, Clock, PortError, StatusStore, StoredStatus,
 };
@@ -150,6 +151,35 @@ impl StatusStore for FsStatusStore {
         }
     }
 
+    fn peek(&self, team: &str, member: &str) -> Result<StoredStatus, PortError> {
+        let path = self.paths.member_file(team, member, "status.json");
+        match peek_envelope::<MemberStatus>(
+            self.paths.root(),
+            &path,
+            STATUS_SCHEMA_VERSION,
+            "status",
+        )? {
+            Peeked::Found(status) => return Ok(StoredStatus::Current(status)),
+            Peeked::Unusable { reason } => return Ok(StoredStatus::Quarantined { reason }),
+            Peeked::Missing => {}
+        }
+        let legacy = peek_envelope::<BTreeMap<String, Value>>(
+            self.paths.root(),
+            &self.paths.legacy_status(team),
+            1,
+            "members",
+        )?;
+        // Same leniency as `read_legacy`: an unusable or old-shaped legacy
+        // file is no status.
+        Ok(match legacy {
+            Peeked::Found(members) => members
+                .get(&member_key(member))
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .map_or(StoredStatus::Missing, StoredStatus::Legacy),
+            Peeked::Missing | Peeked::Unusable { .. } => StoredStatus::Missing,
+        })
+    }
+
     fn update(
         &self,
         team: &str,
@@ -175,12 +205,38 @@ impl StatusStore for FsStatusStore {
 /// [`AuditJournal`] writing each member's `journal.jsonl`.
 pub struct FsAuditJournal {
     paths: StorePaths,
+    log: Option<Arc<dyn LogSink>>,
 }
 
 impl FsAuditJournal {
-    /// A journal under `paths`.
+    /// A journal under `paths`; write failures are dropped.
     pub fn new(paths: StorePaths) -> Self {
-        Self { paths }
+        Self { paths, log: None }
+    }
+
+    /// Reports write failures to `log` (they still never fail the caller).
+    pub fn with_log(mut self, log: Arc<dyn LogSink>) -> Self {
+        self.log = Some(log);
+        self
+    }
+
+    fn report(&self, written: io::Result<()>, event: &AuditEvent, lines: usize) {
+        let (Err(error), Some(log)) = (written, &self.log) else {
+            return;
+        };
+        log.log(
+            LogEntry::new(
+                LogLevel::Warn,
+                LogCode::JournalWriteFailed,
+                format!("audit journal write failed: {error}"),
+            )
+            .with_context(serde_json::json!({
+                "teamName": event.team_name,
+                "memberName": event.member_name,
+                "kind": event.kind,
+                "lines": lines,
+            })),
+        );
     }
 
     /// Path of a member's journal.
@@ -193,7 +249,8 @@ impl AuditJournal for FsAuditJournal {
     fn record(&self, event: AuditEvent) {
         let path = self.path(&event.team_name, &event.member_name);
         // The audit trail is best effort: a full disk must not fail a reconcile.
-        let _ = journal::append(self.paths.root(), &path, &event);
+        let written = journal::append(self.paths.root(), &path, &event);
+        self.report(written, &event, 1);
     }
 
     fn record_all(&self, events: Vec<AuditEvent>) {
@@ -205,7 +262,8 @@ impl AuditJournal for FsAuditJournal {
             .iter()
             .all(|e| self.path(&e.team_name, &e.member_name) == path)
         {
-            let _ = journal::append_all(self.paths.root(), &path, &events);
+            let written = journal::append_all(self.paths.root(), &path, &events);
+            self.report(written, first, events.len());
         } else {
             events.into_iter().for_each(|event| self.record(event));
         }

@@ -41,6 +41,9 @@ pub enum DrainPass {
     Failed,
 }
 
+/// Told of a watch that could not be set up: the folder and the error.
+pub type WatchFailed = Box<dyn Fn(&std::path::Path, &str) + Send + Sync>;
+
 /// The periodic turn-settled drain: what to call and where new files land.
 pub struct DrainSchedule {
     /// One drain.
@@ -49,6 +52,9 @@ pub struct DrainSchedule {
     /// a real folder (checked without following links: a watch on a linked
     /// folder would sit on a folder an agent chose).
     pub incoming: Box<dyn Fn() -> Option<PathBuf> + Send + Sync>,
+    /// Told when a watch on `incoming/` cannot be set up (the folder and the
+    /// error); once per distinct failure, not every retry.
+    pub watch_failed: WatchFailed,
 }
 
 impl Worker {
@@ -215,12 +221,24 @@ const MIN_DRAIN_GAP: Duration = Duration::from_secs(1);
 async fn drain_loop(schedule: DrainSchedule, stopping: Arc<AtomicBool>, passes: Arc<Passes>) {
     let news = Arc::new(Notify::new());
     let mut watcher = None;
+    let mut last_watch_error: Option<String> = None;
     tokio::time::sleep(FIRST_DRAIN).await;
     let drain = Arc::new(schedule.drain);
     while !stopping.load(Ordering::SeqCst) {
         if watcher.is_none() {
             // The spool may be installed later (first hook settings call): retry each round.
-            watcher = (schedule.incoming)().and_then(|dir| watch_incoming(&dir, news.clone()));
+            if let Some(dir) = (schedule.incoming)() {
+                match watch_incoming(&dir, news.clone()) {
+                    Ok(watching) => watcher = Some(watching),
+                    Err(error) => {
+                        let error = error.to_string();
+                        if last_watch_error.as_deref() != Some(error.as_str()) {
+                            (schedule.watch_failed)(&dir, &error);
+                            last_watch_error = Some(error);
+                        }
+                    }
+                }
+            }
         }
         let run = drain.clone();
         let pass = passes.enter();
@@ -286,19 +304,16 @@ fn brings_a_file(event: &notify::Event) -> bool {
 fn watch_incoming(
     incoming: &std::path::Path,
     news: Arc<Notify>,
-) -> Option<notify::RecommendedWatcher> {
+) -> notify::Result<notify::RecommendedWatcher> {
     use notify::Watcher;
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         // An error (e.g. a queue overflow) may hide a new file: drain.
         if event.as_ref().map_or(true, brings_a_file) {
             news.notify_one();
         }
-    })
-    .ok()?;
-    watcher
-        .watch(incoming, notify::RecursiveMode::NonRecursive)
-        .ok()?;
-    Some(watcher)
+    })?;
+    watcher.watch(incoming, notify::RecursiveMode::NonRecursive)?;
+    Ok(watcher)
 }
 
 /// Nudge dispatch interval.
@@ -445,6 +460,7 @@ mod tests {
                 pass
             }),
             incoming: Box::new(move || Some(incoming.clone())),
+            watch_failed: Box::new(|_, _| {}),
         };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)

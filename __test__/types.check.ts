@@ -1,0 +1,31 @@
+// Type test, checked by `tsc --strict` in `npm test` (not run by vitest):
+// the declarations accept what the addon accepts and refuse the rest.
+import type {
+  MemberWorkSyncErrorCode,
+  MemberWorkSyncLogEntry,
+  MemberWorkSyncOptions,
+  MemberWorkSyncStatusState,
+  TeamChangeEvent,
+} from '../index'
+
+export const settled: TeamChangeEvent = { type: 'member-turn-settled', teamName: 'forge', detail: '{"memberName":"jill"}' }
+// @ts-expect-error a misspelled event type is refused
+export const typo: TeamChangeEvent = { type: 'tsak', teamName: 'forge' }
+
+export const codes: MemberWorkSyncErrorCode[] = ['MWS_INVALID_ARGUMENT', 'MWS_IO', 'MWS_DISPOSED', 'MWS_TEAM_QUIESCED']
+// @ts-expect-error an unknown error code is refused
+export const badCode: MemberWorkSyncErrorCode = 'MWS_OOPS'
+
+export const state: MemberWorkSyncStatusState = 'needs_sync'
+// @ts-expect-error an unknown state is refused
+export const badState: MemberWorkSyncStatusState = 'busy'
+
+export const options: MemberWorkSyncOptions = {
+  autoStart: false,
+  onLog: (entry: MemberWorkSyncLogEntry) => {
+    const level: 'debug' | 'info' | 'warn' | 'error' = entry.level
+    void level
+  },
+}
+// @ts-expect-error an unknown log code is refused
+export const badEntry: MemberWorkSyncLogEntry = { level: 'warn', code: 'MWS_LOG_NOPE', message: '' }
