@@ -46,7 +46,10 @@ describe('member-work-sync CLI', () => {
     [['status', '--claude-root'], 2, /^$/, /--claude-root needs a value/],
     [['status', '--bogus'], 2, /^$/, /unknown argument --bogus/],
     [['--json=1', 'status'], 2, /^$/, /unknown argument --json=1/],
-    [[], 2, /^$/, /missing command \(status\)/],
+    [['watch', '--json'], 2, /^$/, /watch does not take --json/],
+    [['watch', '--team'], 2, /^$/, /--team needs a value/],
+    [['--help'], 0, /\n {7}member-work-sync watch \[--claude-root DIR\] \[--team NAME\]/, /^$/],
+    [[], 2, /^$/, /missing command \(status, watch\)/],
   ]
   it.each(argumentCases)('arguments %j exit %i', (args, code, stdout, stderr) => {
     const result = run(...args)

@@ -4,26 +4,34 @@
 // Shows every member's current status and agenda through the addon's
 // side-effect-free `previewTeam`: it writes, moves and creates nothing under
 // the Claude root, records no journal line or metric event and prints no
-// report token.
+// report token. `member-work-sync watch` shows the same live (bin/watch.js).
 
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 
 const USAGE = `usage: member-work-sync status [--claude-root DIR] [--team NAME] [--json]
+       member-work-sync watch [--claude-root DIR] [--team NAME]
        member-work-sync --help | --version
 
-Shows each member's current work-sync status and agenda, read-only.
+status  shows each member's current work-sync status and agenda, read-only.
+watch   a live terminal view of every member's state, the turn-settled spool
+        backlog and recent changes; q or Ctrl-C quits. Read-only like status:
+        it runs the addon with autoStart false, so it drains no spool, sends
+        no nudge and writes nothing; it re-reads once a second and on file
+        changes. The app's reconcile queue lives in the app's own process and
+        is not shown. Needs a terminal.
 
 options:
   --claude-root DIR  Claude home (default: $CLAUDE_CONFIG_DIR, else ~/.claude)
   --team NAME        only this team (default: every team under DIR/teams)
-  --json             machine-readable output
+  --json             machine-readable output (status only)
   -h, --help         this help
   -V, --version      the package version
 
 Options also take the --name=value form.
-Exit status: 0 success, 1 a root or team could not be read, 2 bad arguments.`
+Exit status: 0 success (watch: quit by q or Ctrl-C), 1 a root or team could not
+be read, 2 bad arguments or watch without a terminal.`
 
 /** A usage mistake: reported with the usage text, exit status 2. */
 class UsageError extends Error {}
@@ -32,6 +40,7 @@ class UsageError extends Error {}
 class TargetError extends Error {}
 
 const VALUE_OPTIONS = { '--claude-root': 'claudeRoot', '--team': 'team' }
+const COMMANDS = ['status', 'watch']
 
 /** Parses argv (without node and script); returns `{ action, claudeRoot, team, json }`. */
 function parseArgs(argv) {
@@ -50,13 +59,14 @@ function parseArgs(argv) {
       options[VALUE_OPTIONS[name]] = value
     } else if (name === '--json' && eq === -1) {
       options.json = true
-    } else if (arg === 'status' && options.action === undefined) {
-      options.action = 'status'
+    } else if (COMMANDS.includes(arg) && options.action === undefined) {
+      options.action = arg
     } else {
       throw new UsageError(`unknown argument ${arg}`)
     }
   }
-  if (options.action === undefined) throw new UsageError('missing command (status)')
+  if (options.action === undefined) throw new UsageError(`missing command (${COMMANDS.join(', ')})`)
+  if (options.action === 'watch' && options.json) throw new UsageError('watch does not take --json')
   return options
 }
 
@@ -111,12 +121,8 @@ function formatTeam(preview) {
   return lines.join('\n')
 }
 
-/**
- * Previews every member of the chosen teams without side effects; returns
- * `{ teams: MemberWorkSyncTeamPreview[], problems: string[] }`. A missing root
- * throws a TargetError naming it.
- */
-async function collectStatus({ claudeRoot, team }) {
+/** The Claude root to show and its teams folder; a TargetError when the root is not a readable folder. */
+function openRoot(claudeRoot) {
   const root = claudeRoot || defaultClaudeRoot()
   let stat
   try {
@@ -125,7 +131,16 @@ async function collectStatus({ claudeRoot, team }) {
     throw new TargetError(`Claude root ${root} cannot be read: ${error.code || error.message}`)
   }
   if (!stat.isDirectory()) throw new TargetError(`Claude root ${root} is not a folder`)
-  const teamsDir = path.join(root, 'teams')
+  return { root, teamsDir: path.join(root, 'teams') }
+}
+
+/**
+ * Previews every member of the chosen teams without side effects; returns
+ * `{ teams: MemberWorkSyncTeamPreview[], problems: string[] }`. A missing root
+ * throws a TargetError naming it.
+ */
+async function collectStatus({ claudeRoot, team }) {
+  const { root, teamsDir } = openRoot(claudeRoot)
   const { MemberWorkSync } = require('..')
   const sync = new MemberWorkSync({ claudeRoot: root, autoStart: false })
   try {
@@ -154,6 +169,43 @@ async function runStatus(options) {
   return { stdout: teams.map(formatTeam).join('\n\n'), stderr, exitCode }
 }
 
+// ---- watch ---------------------------------------------------------------
+
+/**
+ * Runs `watch` (bin/watch.js) until the user quits; resolves the exit status.
+ * Refuses before touching the screen when there is no terminal, the root
+ * cannot be read or the one team asked for cannot be shown.
+ */
+async function runWatchCommand({ claudeRoot, team }) {
+  if (!process.stdin.isTTY || !process.stdout.isTTY) {
+    throw new UsageError('watch needs a terminal (stdin and stdout must be a TTY); use status for a one-off view')
+  }
+  const { root, teamsDir } = openRoot(claudeRoot)
+  const inspect = async (sync, teamName) => {
+    const preview = await sync.previewTeam({ teamName })
+    return { preview, problem: teamProblem(preview, teamsDir) }
+  }
+  if (team) {
+    const { MemberWorkSync } = require('..')
+    const sync = new MemberWorkSync({ claudeRoot: root, autoStart: false })
+    try {
+      const { problem } = await inspect(sync, team)
+      if (problem) throw new TargetError(problem)
+    } finally {
+      await sync.dispose()
+    }
+  }
+  const target = {
+    root,
+    teamsDir,
+    tasksDir: path.join(root, 'tasks'),
+    teamNames: () => (team ? [team] : listTeams(teamsDir)),
+  }
+  return require('./watch').runWatch(target, inspect)
+}
+
+// ---- end of watch --------------------------------------------------------
+
 module.exports = { parseArgs, runStatus, collectStatus, formatTeam }
 
 if (require.main === module) {
@@ -169,6 +221,18 @@ if (require.main === module) {
     console.log(USAGE)
   } else if (options.action === 'version') {
     console.log(require('../package.json').version)
+  } else if (options.action === 'watch') {
+    runWatchCommand(options).then(
+      (exitCode) => {
+        process.exitCode = exitCode
+        // The addon and the terminal are released; nothing else should keep Node.
+        process.exit(exitCode)
+      },
+      (error) => {
+        console.error(`member-work-sync: ${error.code ? `${error.code}: ` : ''}${error.message}`)
+        process.exit(error instanceof UsageError ? 2 : 1)
+      },
+    )
   } else {
     runStatus(options).then(
       ({ stdout, stderr, exitCode }) => {

@@ -1,0 +1,162 @@
+import { execFileSync, spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import path from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+
+import { diffMembers } from '../bin/watch.js'
+import { copyExampleRoot, listFiles, writeJson } from './helpers'
+
+// `member-work-sync watch` driven through a real terminal: tmux runs it in a
+// detached pane whose screen the test reads with capture-pane.
+
+const CLI = path.join(__dirname, '..', 'bin', 'member-work-sync.js')
+const HAS_TMUX = spawnSync('which', ['tmux']).status === 0
+if (!HAS_TMUX) console.warn('watch.test: tmux not found on PATH; the terminal tests of `watch` are skipped')
+
+/** Upper bound of every wait for the pane (a hang fails the test instead of blocking it). */
+const WAIT_MS = 20000
+
+const sessions: string[] = []
+
+function tmux(...args: string[]): string {
+  return execFileSync('tmux', args, { encoding: 'utf8' })
+}
+
+function quote(text: string): string {
+  return `'${text.replace(/'/g, `'\\''`)}'`
+}
+
+/**
+ * Starts `command` in a fresh 120x40 tmux session; after it ends the shell
+ * prints its exit status and terminal modes and stays for capture-pane.
+ */
+function startPane(command: string): string {
+  const name = `mws-watch-${process.pid}-${sessions.length}-${Date.now()}`
+  sessions.push(name)
+  const script = `${command}; echo "exit=$?"; echo "modes: $(stty -a | tr ' ;' '\\n\\n' | grep -E '^-?(icanon|echo)$' | tr '\\n' ' ')"; echo done-marker; sleep 600`
+  tmux('new-session', '-d', '-s', name, '-x', '120', '-y', '40', `sh -c ${quote(script)}`)
+  return name
+}
+
+function screen(name: string): string {
+  return tmux('capture-pane', '-p', '-t', name)
+}
+
+function paneFlags(name: string): { alternate: string; cursor: string } {
+  const [alternate, cursor] = tmux('display-message', '-p', '-t', name, '#{alternate_on} #{cursor_flag}').trim().split(' ')
+  return { alternate, cursor }
+}
+
+async function waitForScreen(name: string, matches: (text: string) => boolean): Promise<string> {
+  const started = Date.now()
+  let text = ''
+  while (Date.now() - started < WAIT_MS) {
+    text = screen(name)
+    if (matches(text)) return text
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  throw new Error(`timed out waiting for the pane; it shows:\n${text}`)
+}
+
+function memberLine(text: string, member: string): string | undefined {
+  return text.split('\n').find((line) => line.trimStart().startsWith(`${member} `))
+}
+
+afterEach(() => {
+  for (const name of sessions.splice(0)) spawnSync('tmux', ['kill-session', '-t', name])
+})
+
+describe.skipIf(!HAS_TMUX)('member-work-sync watch in a terminal', () => {
+  it('shows the members, follows a task change, quits on q and restores the terminal', async () => {
+    const root = copyExampleRoot()
+    const filesBefore = listFiles(root)
+    const pane = startPane(`${quote(process.execPath)} ${quote(CLI)} watch --claude-root ${quote(root)} --team=forge`)
+
+    const first = await waitForScreen(pane, (text) => /^\s+jill\s/m.test(text))
+    expect(first).toContain('Team forge: 5 member(s)')
+    expect(first).toMatch(/MEMBER\s+PROVIDER\s+STATE\s+ITEMS\s+FINGERPRINT\s+DIAGNOSTICS/)
+    expect(paneFlags(pane)).toEqual({ alternate: '1', cursor: '0' })
+    const jillBefore = memberLine(first, 'jill')!
+    const itemsBefore = Number(jillBefore.trim().split(/\s+/)[3])
+    expect(Number.isInteger(itemsBefore)).toBe(true)
+
+    // A new pending task for jill: her line shows one more item and a new
+    // fingerprint, and the event list records the change.
+    writeJson(path.join(root, 'tasks/forge/99.json'), {
+      id: '99',
+      subject: 'Watch me',
+      status: 'pending',
+      owner: 'jill',
+      description: '',
+      blocks: [],
+      blockedBy: [],
+      displayId: '#99',
+    })
+    const updated = await waitForScreen(pane, (text) => {
+      const line = memberLine(text, 'jill')
+      return line !== undefined && Number(line.trim().split(/\s+/)[3]) === itemsBefore + 1
+    })
+    const jillAfter = memberLine(updated, 'jill')!
+    expect(jillAfter.trim().split(/\s+/)[4]).not.toBe(jillBefore.trim().split(/\s+/)[4])
+    expect(updated).toMatch(new RegExp(`forge/jill: .*items ${itemsBefore} -> ${itemsBefore + 1}`))
+    expect(updated).not.toMatch(/token/i)
+
+    tmux('send-keys', '-t', pane, 'q')
+    const after = await waitForScreen(pane, (text) => text.includes('done-marker'))
+    expect(after).toContain('exit=0')
+    // Raw mode is off again (canonical input and echo), the cursor shows and
+    // the alternate screen is gone: the table is no longer on screen.
+    expect(after).toMatch(/^modes: icanon echo\s*$/m)
+    expect(after).not.toContain('MEMBER')
+    expect(paneFlags(pane)).toEqual({ alternate: '0', cursor: '1' })
+
+    // Watching wrote nothing under the root: only the test's own task file is new.
+    expect(listFiles(root)).toEqual([...filesBefore, path.join('tasks', 'forge', '99.json')].sort())
+  })
+
+  it('Ctrl-C quits with status 0 and restores the terminal', async () => {
+    const root = copyExampleRoot()
+    const pane = startPane(`${quote(process.execPath)} ${quote(CLI)} watch --claude-root=${quote(root)}`)
+    await waitForScreen(pane, (text) => /^\s+kim\s/m.test(text))
+    tmux('send-keys', '-t', pane, 'C-c')
+    const after = await waitForScreen(pane, (text) => text.includes('done-marker'))
+    expect(after).toContain('exit=0')
+    expect(after).toMatch(/^modes: icanon echo\s*$/m)
+    expect(paneFlags(pane)).toEqual({ alternate: '0', cursor: '1' })
+  })
+
+  it('a misspelled team exits 1 naming it, before taking over the screen', async () => {
+    const root = copyExampleRoot()
+    const pane = startPane(`${quote(process.execPath)} ${quote(CLI)} watch --claude-root ${quote(root)} --team froge`)
+    const after = await waitForScreen(pane, (text) => text.includes('done-marker'))
+    expect(after).toContain(`team froge not found in ${path.join(root, 'teams')}`)
+    expect(after).toContain('exit=1')
+    expect(paneFlags(pane)).toEqual({ alternate: '0', cursor: '1' })
+  })
+})
+
+describe('member-work-sync watch without a terminal', () => {
+  it('exits 2 saying it needs a terminal', () => {
+    const root = copyExampleRoot()
+    const result = spawnSync(process.execPath, [CLI, 'watch', '--claude-root', root], { encoding: 'utf8', stdio: 'pipe' })
+    expect(result.status).toBe(2)
+    expect(result.stdout).toBe('')
+    expect(result.stderr).toContain('watch needs a terminal')
+    expect(fs.readdirSync(root).sort()).toEqual(['tasks', 'teams'])
+  })
+})
+
+describe('watch event lines', () => {
+  const a = { state: 'needs_sync', items: 2, fingerprint: 'aaaa' }
+  // (before, after, expected lines)
+  const cases: [string, Record<string, typeof a>, Record<string, typeof a>, string[]][] = [
+    ['no change', { 'f/jill': a }, { 'f/jill': a }, []],
+    ['items and fingerprint', { 'f/jill': a }, { 'f/jill': { ...a, items: 3, fingerprint: 'bbbb' } }, ['t f/jill: items 2 -> 3, fingerprint aaaa -> bbbb']],
+    ['state', { 'f/jill': a }, { 'f/jill': { ...a, state: 'caught_up' } }, ['t f/jill: needs_sync -> caught_up']],
+    ['appeared', {}, { 'f/kim': a }, ['t f/kim appeared: needs_sync, 2 item(s)']],
+    ['left', { 'f/kim': a }, {}, ['t f/kim left the roster']],
+  ]
+  it.each(cases)('%s', (_name, before, after, expected) => {
+    expect(diffMembers(before, after, 't')).toEqual(expected)
+  })
+})
