@@ -3,7 +3,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 
-import { diffMembers } from '../bin/watch.js'
+import { diffMembers, renderFrame } from '../bin/watch.js'
 import { copyExampleRoot, listFiles, writeJson } from './helpers'
 
 // `member-work-sync watch` driven through a real terminal: tmux runs it in a
@@ -158,5 +158,48 @@ describe('watch event lines', () => {
   ]
   it.each(cases)('%s', (_name, before, after, expected) => {
     expect(diffMembers(before, after, 't')).toEqual(expected)
+  })
+})
+
+describe('watch frame', () => {
+  const status = (memberName: string, diagnostics: string[]) => ({
+    memberName,
+    providerId: 'codex',
+    state: 'needs_sync',
+    agenda: { fingerprint: `agenda:v1:${'ab'.repeat(32)}`, items: [{}, {}] },
+    diagnostics,
+  })
+  const view = (events: string[]) => ({
+    root: '/r',
+    teamsDir: '/r/teams',
+    updatedAt: '10:00:00',
+    spool: { incoming: 2, processing: undefined },
+    problems: [],
+    teams: [{ teamName: 'forge', diagnostics: [], statuses: [status('ev\x1b[2Jil', ['agenda_empty', 'odd\x07note'])] }],
+    events,
+  })
+  /** The frame without its own escapes (home, clear to end of line, clear below). */
+  const text = (frame: string) => frame.replace(/\x1b\[(H|K|J)/g, '')
+
+  it('shows control characters from names and diagnostics as ?', () => {
+    const frame = text(renderFrame(view(['10:00:00 forge/ev\x1b]0;x\x07il: items 1 -> 2']), 120, 40))
+    expect(frame).not.toMatch(/[\x00-\x09\x0b\x0c\x0e-\x1f\x7f]/)
+    expect(frame).toContain('  ev?[2Jil         codex     needs_sync         2  abababababab  odd?note')
+    expect(frame).toContain('incoming 2, processing -')
+    expect(frame).toContain('forge/ev?]0;x?il: items 1 -> 2')
+  })
+
+  // (columns, rows, events, the lines below "Recent events": the newest that fit)
+  const sizeCases: [number, number, string[], string[]][] = [
+    [120, 40, [], ['  (none yet)']],
+    [120, 40, ['e1', 'e2', 'e3'], ['  e1', '  e2', '  e3']],
+    [120, 10, ['e1', 'e2', 'e3'], ['  e2', '  e3']],
+    [20, 40, ['a long event line that does not fit'], ['  a long event line~']],
+  ]
+  it.each(sizeCases)('%i x %i with %j shows %j', (columns, rows, events, shown) => {
+    const lines = text(renderFrame(view(events), columns, rows)).split('\r\n')
+    expect(lines.length).toBeLessThanOrEqual(rows)
+    expect(lines.every((line) => line.length <= columns)).toBe(true)
+    expect(lines.slice(lines.indexOf('Recent events') + 1)).toEqual(shown)
   })
 })

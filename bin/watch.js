@@ -112,8 +112,15 @@ function diffMembers(before, after, at) {
   return events
 }
 
+/**
+ * One screen line: control characters (names and messages come from files
+ * agents write, and an escape sequence there would drive the terminal) shown
+ * as `?`, cut to `width` with a `~`.
+ */
 function fit(text, width) {
-  return text.length > width ? text.slice(0, Math.max(0, width - 1)) + '~' : text
+  // eslint-disable-next-line no-control-regex
+  const clean = text.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?')
+  return clean.length > width ? clean.slice(0, Math.max(0, width - 1)) + '~' : clean
 }
 
 /** The frame's lines (not yet cut to the terminal's size). */
