@@ -37,8 +37,7 @@ const BUSY_RETRY_MS: EpochMs = 90_000;
 const HOUR_MS: EpochMs = 3_600_000;
 /// Still-stuck follow-ups wait this long after the base nudge.
 const STILL_STUCK_AFTER_MS: EpochMs = 6 * 60_000;
-/// Recovery nudges of one kind per member per hour.
-const MAX_RECOVERIES_PER_HOUR: usize = 2;
+use crate::domain::nudge::MAX_RECOVERIES_PER_HOUR;
 const STATUS_ONLY_LEAD: &str = "Your turn ended while this agenda still needs a work sync status. Report still_working, blocked or caught_up with member_work_sync_report.";
 const STILL_STUCK_LEAD: &str =
     "Still stuck: this agenda has not changed since the last work sync check.";
