@@ -346,7 +346,8 @@ mod tests {
     fn reading_parses_whole_lines_and_writes_nothing() {
         let (dir, root, path) = journal();
         // (content, parsed events, unreadable lines, skipped)
-        let cases: [(&[u8], Vec<&str>, usize, Option<&str>); 3] = [
+        type Case<'a> = (&'a [u8], Vec<&'a str>, usize, Option<&'a str>);
+        let cases: [Case; 3] = [
             (b"", vec![], 0, None),
             (
                 b"{\"event\":\"a\"}\nnot json\n{\"event\":\"b\"}\n{\"event\":",
