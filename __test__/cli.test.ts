@@ -46,7 +46,7 @@ describe('member-work-sync CLI', () => {
     [['status', '--claude-root'], 2, /^$/, /--claude-root needs a value/],
     [['status', '--bogus'], 2, /^$/, /unknown argument --bogus/],
     [['--json=1', 'status'], 2, /^$/, /unknown argument --json=1/],
-    [[], 2, /^$/, /missing command \(status\)/],
+    [[], 2, /^$/, /missing command \(status, explain, metrics, drain, hook-settings\)/],
   ]
   it.each(argumentCases)('arguments %j exit %i', (args, code, stdout, stderr) => {
     const result = run(...args)

@@ -178,7 +178,13 @@ pub fn sentence_for(line: &Value) -> String {
             t("deliveredCount")
         ),
         "metrics_unavailable" => format!("metric events could not be recorded{diags}"),
-        "report_received" => format!("report received: {} (via {})", t("state"), t("source")),
+        // The caller's `source` stays in `metadata` (the line's own names the reporter).
+        "report_received" => format!(
+            "report received: {} (via {})",
+            t("state"),
+            line.get("metadata")
+                .map_or_else(|| "?".into(), |m| text(m, "source"))
+        ),
         "report_accepted" => "report accepted".into(),
         "report_rejected" => format!("report rejected: {}{diags}", t("code")),
         "proof_missing_recovery_scheduled" => format!(
@@ -306,11 +312,7 @@ pub fn outbox_entry(item: Value) -> ExplainEntry {
     let (at_key, sentence) = match status.as_str() {
         "delivered" => (
             "deliveredAt",
-            format!(
-                "outbox: nudge {} ({intent}) delivered as message {}",
-                t("id"),
-                t("deliveredMessageId")
-            ),
+            format!("outbox: nudge {} ({intent}) delivered", t("id")),
         ),
         "pending" => (
             "updatedAt",
@@ -446,6 +448,10 @@ mod tests {
                 "report rejected: agenda_fingerprint_mismatch",
             ),
             (
+                base("report_received", "reporter", json!({"state": "blocked", "metadata": {"source": "mcp"}})),
+                "report received: blocked (via mcp)",
+            ),
+            (
                 base("member_busy", "nudge_planner", json!({"reason": "active_tool_activity"})),
                 "member busy (active_tool_activity): no nudge now",
             ),
@@ -510,10 +516,7 @@ mod tests {
             "deliveredAt": "2026-01-01T00:05:00.000Z", "updatedAt": "2026-01-01T00:06:00.000Z",
             "payload": {"workSyncIntent": "agenda_sync"}});
         let entry = outbox_entry(item);
-        assert_eq!(
-            entry.sentence,
-            "outbox: nudge o1 (agenda_sync) delivered as message msg"
-        );
+        assert_eq!(entry.sentence, "outbox: nudge o1 (agenda_sync) delivered");
         assert_eq!(entry.at, "2026-01-01T00:05:00.000Z");
         assert_eq!(entry.kind, "outbox_delivered");
         let status = json!({"state": "needs_sync", "evaluatedAt": "2026-01-01T00:00:00.000Z",
