@@ -47,7 +47,7 @@ describe('member-work-sync explain, metrics, drain, hook-settings', () => {
     const before = treeFingerprint(root)
     const text = run('metrics', '--claude-root', root, '--team', 'forge')
     expect(text).toMatchObject({ code: 0, stderr: '' })
-    expect(text.stdout).toMatch(/^Team forge: \d+ member\(s\)/)
+    expect(text.stdout).toMatch(/^Team forge: 0 observed member\(s\) \(blocked 0, caught_up 0/)
     expect(text.stdout).toMatch(/phase 2 readiness: collecting_shadow_data/)
     expect(text.stdout).toMatch(/would-nudges per member-hour \S+ \(max \S+\)/)
     const json = JSON.parse(run('metrics', '--claude-root', root, '--team', 'forge', '--json').stdout)

@@ -279,7 +279,7 @@ function formatMetrics(m) {
     .map(([state, n]) => `${state} ${n}`)
     .join(', ')
   return [
-    `Team ${m.teamName}: ${m.memberCount} member(s) (${states})`,
+    `Team ${m.teamName}: ${m.memberCount} observed member(s) (${states})`,
     `  actionable items ${m.actionableItemCount}, would-nudges ${m.wouldNudgeCount}, agenda changes ${m.fingerprintChangeCount}`,
     `  reports accepted ${m.reportAcceptedCount}, rejected ${m.reportRejectedCount}`,
     `  phase 2 readiness: ${r.state}${r.reasons.length > 0 ? ` (${r.reasons.join(', ')})` : ''}`,
