@@ -123,6 +123,10 @@ fn skip_words(line: &Value) -> String {
             "the review pickup nudge already went out".into()
         }
         "status_not_nudgeable" => "status needs no nudge".into(),
+        "phase2_not_ready" => "phase 2 is not ready".into(),
+        "blocking_metrics" => "the report rejection rate blocks phase 2".into(),
+        "metrics_unavailable" => "the team metrics could not be read".into(),
+        "outbox_unavailable" => "the outbox could not be read or written".into(),
         _ => code.clone(),
     };
     match readiness_words(line) {
@@ -460,13 +464,13 @@ mod tests {
                 "nudge not planned: task-protocol repair rate limited (2/2 per hour used)",
             ),
             (
-                base("nudge_skipped", "nudge_planner", json!({"metadata": {"code": "shadow_collecting",
+                base("nudge_skipped", "nudge_planner", json!({"metadata": {"code": "phase2_not_ready",
                     "phase2ReadinessState": "collecting_shadow_data", "phase2ReadinessReasons": "observation_too_short",
                     "wouldNudgesPerMemberHour": 0.5, "maxWouldNudgesPerMemberHour": 2,
                     "fingerprintChangesPerMemberHour": 1, "maxFingerprintChangesPerMemberHour": 6,
                     "reportRejectionRate": 0.1, "maxReportRejectionRate": 0.3,
                     "statusEventCount": 4, "observationHours": 0.25}})),
-                "nudge not planned: shadow_collecting; readiness collecting_shadow_data (observation_too_short; would-nudges per member-hour 0.5/2, agenda changes per member-hour 1/6, report rejection rate 0.1/0.3; 4 status events over 0.25 h)",
+                "nudge not planned: phase 2 is not ready; readiness collecting_shadow_data (observation_too_short; would-nudges per member-hour 0.5/2, agenda changes per member-hour 1/6, report rejection rate 0.1/0.3; 4 status events over 0.25 h)",
             ),
             (
                 base("nudge_suppressed", "nudge_planner", json!({"metadata": {"deliveredCount": 4}})),
