@@ -254,6 +254,54 @@ export interface MemberWorkSyncTeamMetrics {
   }
 }
 
+/** Which store file an explain entry came from. */
+export type MemberWorkSyncExplainOrigin = 'journal' | 'outbox' | 'status'
+
+/** One entry of a member's `explain` timeline. */
+export interface MemberWorkSyncExplainEntry {
+  /** When it happened, epoch ms (0 when the record had no usable time). */
+  atMs: number
+  /** `atMs` as ISO-8601 UTC. */
+  at: string
+  /** The file it came from. */
+  origin: MemberWorkSyncExplainOrigin
+  /**
+   * The journal event kind (`reconcile_started`, `decision_made`,
+   * `nudge_planned`, `nudge_skipped`, `nudge_delivered`, `nudge_suppressed`,
+   * `member_busy`, `report_accepted`, `report_rejected`, ...; unknown kinds
+   * pass through), `outbox_<status>` for an outbox item, or `status`.
+   */
+  kind: string
+  /**
+   * What happened in words and numbers, e.g. `decision: needs_sync with 2
+   * actionable item(s); diagnostics: no_current_report`, `member busy
+   * (active_tool_activity): no nudge now`, `report rejected:
+   * agenda_fingerprint_mismatch`. An unknown kind reads `<kind>: key=value ...`.
+   */
+  sentence: string
+  /** The raw record: the whole journal line, outbox item or stored status. */
+  fields: Record<string, unknown>
+}
+
+/** `explain` result: one member's timeline, oldest first (newest last). */
+export interface MemberWorkSyncExplanation {
+  teamName: string
+  memberName: string
+  /** When the explanation was made (ISO-8601 UTC, the instance clock). */
+  generatedAt: string
+  /** The `sinceMs` bound applied (ISO-8601 UTC), or null. */
+  since: string | null
+  /** At most 2000 entries (the newest). */
+  entries: MemberWorkSyncExplainEntry[]
+  /**
+   * What could not be read: `journal_unreadable_lines:<n>`,
+   * `journal_skipped:<file>:<not_a_file|too_large>`,
+   * `outbox_unusable:<reason>`, `status_unusable:<reason>`,
+   * `entries_cut:<n>`.
+   */
+  diagnostics: string[]
+}
+
 /** Compact agenda block for an agent's task briefing; the same agenda and fingerprint as the status. */
 export interface MemberWorkSyncAgentBrief {
   schemaVersion: 1
@@ -388,6 +436,13 @@ export declare class MemberWorkSync {
    * reconcile is queued and the result is `scheduled`.
    */
   scheduleProofMissingRecovery(request: MemberWorkSyncProofMissingRecoveryScheduleRequest): Promise<MemberWorkSyncProofMissingRecoveryScheduleResult>
+  /**
+   * One member's timeline, oldest first, merged from its journal (and the
+   * newest rotation), outbox and stored status, each entry with a short
+   * sentence. Reads only: nothing under the roots is written, moved,
+   * locked or created. `sinceMs` (epoch ms) keeps entries at or after it.
+   */
+  explain(request: { teamName: string; memberName: string; sinceMs?: number }): Promise<MemberWorkSyncExplanation>
   /** Counts, state counts and phase-2 readiness of a team. */
   getMetrics(request: { teamName: string }): Promise<MemberWorkSyncTeamMetrics>
   /** Validates pending report intents (member files and the controller's legacy file). */

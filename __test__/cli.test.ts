@@ -49,7 +49,7 @@ describe('member-work-sync CLI', () => {
     [['watch', '--json'], 2, /^$/, /watch does not take --json/],
     [['watch', '--team'], 2, /^$/, /--team needs a value/],
     [['--help'], 0, /\n {7}member-work-sync watch \[--claude-root DIR\] \[--team NAME\]/, /^$/],
-    [[], 2, /^$/, /missing command \(status, watch\)/],
+    [[], 2, /^$/, /missing command \(status, explain, metrics, drain, hook-settings, watch\)/],
   ]
   it.each(argumentCases)('arguments %j exit %i', (args, code, stdout, stderr) => {
     const result = run(...args)

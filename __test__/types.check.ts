@@ -2,6 +2,8 @@
 // the declarations accept what the addon accepts and refuse the rest.
 import type {
   MemberWorkSyncErrorCode,
+  MemberWorkSyncExplainEntry,
+  MemberWorkSyncExplanation,
   MemberWorkSyncLogEntry,
   MemberWorkSyncOptions,
   MemberWorkSyncStatusState,
@@ -29,3 +31,15 @@ export const options: MemberWorkSyncOptions = {
 }
 // @ts-expect-error an unknown log code is refused
 export const badEntry: MemberWorkSyncLogEntry = { level: 'warn', code: 'MWS_LOG_NOPE', message: '' }
+
+export const entry: MemberWorkSyncExplainEntry = {
+  atMs: 0,
+  at: '1970-01-01T00:00:00.000Z',
+  origin: 'outbox',
+  kind: 'outbox_delivered',
+  sentence: 'outbox: nudge o1 (agenda_sync) delivered',
+  fields: {},
+}
+export const explanation: MemberWorkSyncExplanation = { teamName: 'forge', memberName: 'jack', generatedAt: '', since: null, entries: [entry], diagnostics: [] }
+// @ts-expect-error an unknown origin is refused
+export const badOrigin: MemberWorkSyncExplainEntry = { ...entry, origin: 'inbox' }

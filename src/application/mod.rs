@@ -2,6 +2,7 @@
 
 pub mod busy;
 pub mod engine;
+pub mod explain;
 pub mod log;
 pub mod nudges;
 pub mod ports;

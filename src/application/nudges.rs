@@ -20,7 +20,7 @@ use crate::domain::names::normalize_member_name;
 use crate::domain::nudge::{
     activation, allows_still_stuck, half_hour_bucket, plan_nudge, rate_limit, readiness_metadata,
     retry_at, watchdog_cooldown, AttemptEnd, NudgeIntent, OutboxItem, OutboxStatus, PlannedNudge,
-    WatchdogAlert,
+    WatchdogAlert, MAX_RECOVERIES_PER_HOUR,
 };
 use crate::domain::status::{MemberStatus, StatusState};
 use crate::domain::team::TeamSnapshot;
@@ -37,8 +37,6 @@ const BUSY_RETRY_MS: EpochMs = 90_000;
 const HOUR_MS: EpochMs = 3_600_000;
 /// Still-stuck follow-ups wait this long after the base nudge.
 const STILL_STUCK_AFTER_MS: EpochMs = 6 * 60_000;
-/// Recovery nudges of one kind per member per hour.
-const MAX_RECOVERIES_PER_HOUR: usize = 2;
 const STATUS_ONLY_LEAD: &str = "Your turn ended while this agenda still needs a work sync status. Report still_working, blocked or caught_up with member_work_sync_report.";
 const STILL_STUCK_LEAD: &str =
     "Still stuck: this agenda has not changed since the last work sync check.";

@@ -272,6 +272,33 @@ impl MemberWorkSync {
         })
     }
 
+    /// One member's timeline, oldest first, merged from its journal (and the
+    /// newest rotation), outbox and stored status, each entry with a short
+    /// sentence. Reads only: nothing under the roots is written, moved,
+    /// locked or created. `sinceMs` (epoch ms) keeps entries at or after it.
+    #[napi(
+        ts_args_type = "request: { teamName: string; memberName: string; sinceMs?: number }",
+        ts_return_type = "Promise<MemberWorkSyncExplanation>"
+    )]
+    pub fn explain(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
+        let request = convert::json_argument(&env, request, "request");
+        self.job(move |i| {
+            let request = request?;
+            let (team, member) = member_request(&request)?;
+            let since_ms = match request.get("sinceMs") {
+                None | Some(Value::Null) => None,
+                Some(value) => Some(
+                    value
+                        .as_f64()
+                        .filter(|ms| ms.is_finite())
+                        .ok_or_else(|| JsFailure::invalid("sinceMs must be a finite number"))?
+                        as i64,
+                ),
+            };
+            to_json(i.services.explainer.explain(&team, &member, since_ms)?)
+        })
+    }
+
     /// Counts, state counts and phase-2 readiness of a team.
     #[napi(
         ts_args_type = "request: { teamName: string }",

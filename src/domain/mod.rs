@@ -5,6 +5,7 @@
 
 pub mod agenda;
 pub mod decision;
+pub mod explain;
 pub mod fingerprint;
 pub mod js_semantics;
 pub mod metrics;

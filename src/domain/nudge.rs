@@ -22,6 +22,8 @@ use super::time::{format_iso, parse_iso, EpochMs};
 const MINUTE: EpochMs = 60_000;
 /// Delivered nudges for one fingerprint before suppression (without an accepted report).
 pub const SUPPRESS_AFTER_DELIVERIES: usize = 4;
+/// Recovery nudges of one kind per member per hour.
+pub const MAX_RECOVERIES_PER_HOUR: usize = 2;
 /// Deliveries per member per hour.
 pub const MAX_DELIVERIES_PER_HOUR: usize = 2;
 /// Needs-sync age before stale native work may be nudged while collecting.

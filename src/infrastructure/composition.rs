@@ -7,6 +7,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use crate::application::busy::BusySignals;
 use crate::application::engine::{Engine, EngineDeps};
+use crate::application::explain::Explainer;
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogRelay, LogSink};
 use crate::application::nudges::{NudgePorts, Nudges};
 use crate::application::ports::Clock;
@@ -22,6 +23,7 @@ use crate::domain::status::ReconciledBy;
 
 use super::clock::{ManualClock, SystemClock};
 use super::codex_sessions::FsCodexSessionLocator;
+use super::explain_source::FsExplainSource;
 use super::inbox::InboxWriter;
 use super::intent_store::FsReportIntentStore;
 use super::metrics_store::FsMetricsStore;
@@ -101,6 +103,8 @@ pub struct Services {
     pub log: Arc<LogRelay>,
     /// Durable nudges.
     pub outbox: Arc<dyn OutboxStore>,
+    /// Side-effect-free member timelines (`explain`).
+    pub explainer: Arc<Explainer>,
 }
 
 impl Services {
@@ -170,6 +174,10 @@ impl Services {
                 log: log.clone(),
             },
         ));
+        let explainer = Arc::new(Explainer::new(
+            Arc::new(FsExplainSource::new(store_paths.clone(), clock.clone())),
+            clock.clone(),
+        ));
         let spool_paths = SpoolPaths::for_teams_base(&paths.teams_base);
         let turn_settled = Arc::new(
             TurnSettledIngestor::new(
@@ -198,6 +206,7 @@ impl Services {
             team_changes: Arc::new(TeamChangeRelay::default()),
             log,
             outbox,
+            explainer,
         }
     }
 }

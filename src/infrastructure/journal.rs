@@ -11,7 +11,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::lock::StoreLock;
-use super::safe_fs::{Dir, FileKind, TrustedRoot};
+use super::safe_fs::{Dir, FileKind, FileRead, TrustedRoot};
 use crate::application::ports::AuditEvent;
 use crate::domain::time::format_iso;
 
@@ -56,6 +56,53 @@ pub fn append_all(root: &TrustedRoot, path: &Path, events: &[AuditEvent]) -> io:
         }
     }
     dir.append_lines(name, lines.as_bytes())
+}
+
+/// Most bytes read of one journal file: a full journal plus one more append.
+pub const MAX_READ_BYTES: u64 = ROTATE_AT_BYTES + 1024 * 1024;
+
+/// What one journal file held.
+#[derive(Debug, Default)]
+pub struct ReadLines {
+    /// Lines that parsed as JSON, in file order.
+    pub lines: Vec<Value>,
+    /// Lines that did not (torn or foreign).
+    pub unreadable: usize,
+    /// Why the file was not read at all (`not_a_file`, `too_large`).
+    pub skipped: Option<&'static str>,
+}
+
+/// Reads the journal at `path` (or its rotation `generation` ≥ 1) without
+/// writing anything: no lock, no folder created, a link or FIFO never opened.
+pub fn read_lines(root: &TrustedRoot, path: &Path, generation: u32) -> io::Result<ReadLines> {
+    let path = match (generation, path.file_name().and_then(|n| n.to_str())) {
+        (0, _) => path.to_path_buf(),
+        (n, Some(name)) => path.with_file_name(rotated(name, n)),
+        (_, None) => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{}: not a journal path", path.display()),
+            ))
+        }
+    };
+    let skipped = |why| ReadLines {
+        skipped: Some(why),
+        ..ReadLines::default()
+    };
+    let bytes = match root.read(&path, MAX_READ_BYTES)? {
+        FileRead::Missing => return Ok(ReadLines::default()),
+        FileRead::NotAFile => return Ok(skipped("not_a_file")),
+        FileRead::TooLarge => return Ok(skipped("too_large")),
+        FileRead::Bytes(bytes) => bytes,
+    };
+    let mut read = ReadLines::default();
+    for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        match serde_json::from_slice::<Value>(line) {
+            Ok(value) => read.lines.push(value),
+            Err(_) => read.unreadable += 1,
+        }
+    }
+    Ok(read)
 }
 
 /// `journal.jsonl.<n>`.
@@ -293,6 +340,51 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn reading_parses_whole_lines_and_writes_nothing() {
+        let (dir, root, path) = journal();
+        // (content, parsed events, unreadable lines, skipped)
+        type Case<'a> = (&'a [u8], Vec<&'a str>, usize, Option<&'a str>);
+        let cases: [Case; 3] = [
+            (b"", vec![], 0, None),
+            (
+                b"{\"event\":\"a\"}\nnot json\n{\"event\":\"b\"}\n{\"event\":",
+                vec!["a", "b"],
+                2,
+                None,
+            ),
+            (b"{\"event\":\"c\"}\n", vec!["c"], 0, None),
+        ];
+        for (content, events, unreadable, skipped) in cases {
+            fs::write(&path, content).unwrap();
+            let read = read_lines(&root, &path, 0).unwrap();
+            let got: Vec<&str> = read
+                .lines
+                .iter()
+                .map(|l| l["event"].as_str().unwrap())
+                .collect();
+            assert_eq!(got, events);
+            assert_eq!(read.unreadable, unreadable);
+            assert_eq!(read.skipped, skipped);
+        }
+        fs::write(rotated_path(&path, 1), b"{\"event\":\"old\"}\n").unwrap();
+        assert_eq!(
+            read_lines(&root, &path, 1).unwrap().lines[0]["event"],
+            "old"
+        );
+        assert!(read_lines(&root, &path, 2).unwrap().lines.is_empty());
+        // A FIFO is never opened (it would block), a missing folder not created.
+        fs::remove_file(&path).unwrap();
+        crate::infrastructure::safe_fs::mkfifo(&path);
+        assert_eq!(
+            read_lines(&root, &path, 0).unwrap().skipped,
+            Some("not_a_file")
+        );
+        let absent = dir.path().join("nope").join("journal.jsonl");
+        assert!(read_lines(&root, &absent, 0).unwrap().lines.is_empty());
+        assert!(!dir.path().join("nope").exists());
     }
 
     #[test]

@@ -4,6 +4,7 @@
 pub mod clock;
 pub mod codex_sessions;
 pub mod composition;
+pub mod explain_source;
 pub mod inbox;
 pub mod intent_store;
 pub mod journal;

@@ -21,7 +21,8 @@ use crate::domain::nudge::{
 };
 use crate::domain::time::{parse_iso, EpochMs};
 
-const SCHEMA_VERSION: u64 = 2;
+/// `schemaVersion` of a member's `outbox.json`.
+pub const SCHEMA_VERSION: u64 = 2;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -1,0 +1,561 @@
+//! `explain`: turns a member's journal lines, outbox items and stored status
+//! into one timeline of short sentences an operator can read.
+//!
+//! Pure: every input is the JSON the stores hold (a journal line in the app
+//! journal's shape, an outbox item, a status), so this works on whatever an
+//! agent left in those files. The sentence of every known journal event kind
+//! lives in [`sentence_for`]; an unknown kind passes through with its raw
+//! fields.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::nudge::{MAX_RECOVERIES_PER_HOUR, SUPPRESS_AFTER_DELIVERIES};
+use super::time::{format_iso, parse_iso, EpochMs};
+
+/// Where an entry came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum EntryOrigin {
+    /// A line of `journal.jsonl` (or a rotation).
+    Journal,
+    /// An item of the member's `outbox.json`.
+    Outbox,
+    /// The stored `status.json`.
+    Status,
+}
+
+/// One timeline entry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExplainEntry {
+    /// When it happened (epoch ms; 0 when the source had no usable time).
+    pub at_ms: EpochMs,
+    /// `at_ms` as ISO-8601 UTC.
+    pub at: String,
+    /// Which file it came from.
+    pub origin: EntryOrigin,
+    /// The journal event kind, `outbox_<status>` or `status`.
+    pub kind: String,
+    /// What happened, in words and numbers.
+    pub sentence: String,
+    /// The raw record the sentence was made from.
+    pub fields: Value,
+}
+
+/// A lifted field of a journal line, else one of its `metadata`.
+fn field<'a>(line: &'a Value, key: &str) -> Option<&'a Value> {
+    line.get(key)
+        .or_else(|| line.get("metadata").and_then(|m| m.get(key)))
+        .filter(|v| !v.is_null())
+}
+
+/// A field as display text (`?` when absent).
+fn text(line: &Value, key: &str) -> String {
+    match field(line, key) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| match i {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        Some(other) => other.to_string(),
+        None => "?".into(),
+    }
+}
+
+/// `; diagnostics: a, b` when the line has any.
+fn diagnostics_suffix(line: &Value) -> String {
+    match line.get("diagnostics").and_then(Value::as_array) {
+        Some(d) if !d.is_empty() => format!("; diagnostics: {}", text(line, "diagnostics")),
+        _ => String::new(),
+    }
+}
+
+/// The readiness numbers a planner skip carries, against their thresholds.
+fn readiness_words(line: &Value) -> Option<String> {
+    let state = field(line, "phase2ReadinessState")?;
+    let pair = |rate: &str, max: &str, what: &str| {
+        format!("{what} {}/{}", text(line, rate), text(line, max))
+    };
+    let reasons = text(line, "phase2ReadinessReasons");
+    Some(format!(
+        "readiness {} ({}; {}, {}, {}; {} status events over {} h)",
+        state.as_str().unwrap_or("?"),
+        if reasons.is_empty() {
+            "no reasons"
+        } else {
+            reasons.as_str()
+        },
+        pair(
+            "wouldNudgesPerMemberHour",
+            "maxWouldNudgesPerMemberHour",
+            "would-nudges per member-hour"
+        ),
+        pair(
+            "fingerprintChangesPerMemberHour",
+            "maxFingerprintChangesPerMemberHour",
+            "agenda changes per member-hour"
+        ),
+        pair(
+            "reportRejectionRate",
+            "maxReportRejectionRate",
+            "report rejection rate"
+        ),
+        text(line, "statusEventCount"),
+        text(line, "observationHours"),
+    ))
+}
+
+/// Why a nudge was not planned, in words.
+fn skip_words(line: &Value) -> String {
+    let code = text(line, "code");
+    let detail = match code.as_str() {
+        "member_busy" => format!("member busy ({})", text(line, "reason")),
+        "task_protocol_repair_rate_limited" => format!(
+            "task-protocol repair rate limited ({MAX_RECOVERIES_PER_HOUR}/{MAX_RECOVERIES_PER_HOUR} per hour used)"
+        ),
+        "existing" => "the nudge for this agenda already went out".into(),
+        "review_pickup_already_delivered_still_stuck" => {
+            "the review pickup nudge already went out".into()
+        }
+        "status_not_nudgeable" => "status needs no nudge".into(),
+        "phase2_not_ready" => "phase 2 is not ready".into(),
+        "blocking_metrics" => "the report rejection rate blocks phase 2".into(),
+        "metrics_unavailable" => "the team metrics could not be read".into(),
+        "outbox_unavailable" => "the outbox could not be read or written".into(),
+        _ => code.clone(),
+    };
+    match readiness_words(line) {
+        Some(readiness) => format!("{detail}; {readiness}"),
+        None => detail,
+    }
+}
+
+/// The sentence of one journal line (the table of known event kinds).
+pub fn sentence_for(line: &Value) -> String {
+    let kind = text(line, "event");
+    let t = |key: &str| text(line, key);
+    let diags = diagnostics_suffix(line);
+    match kind.as_str() {
+        "queue_enqueued" => format!("reconcile queued ({})", first_of(line, &["reason", "trigger"])),
+        "queue_coalesced" => format!(
+            "reconcile request merged into a queued one ({})",
+            first_of(line, &["reason", "trigger"])
+        ),
+        "queue_dropped" => format!("queued reconcile dropped ({})", t("reason")),
+        "queue_reconciled" => match field(line, "followUp").and_then(Value::as_bool) {
+            Some(true) => "queued reconcile ran; another one follows".into(),
+            _ => "queued reconcile ran".into(),
+        },
+        "queue_retry_scheduled" => format!("queued reconcile failed; retry at {}", t("runAt")),
+        "reconcile_started" => format!("reconcile started (triggers: {})", t("triggerReasons")),
+        "agenda_loaded" => format!(
+            "agenda loaded: {} actionable item(s){diags}",
+            t("actionableCount")
+        ),
+        "decision_made" => format!(
+            "decision: {} with {} actionable item(s){diags}",
+            t("state"),
+            t("actionableCount")
+        ),
+        "team_inactive" => format!("decision: inactive (team not running){diags}"),
+        "status_written" => format!("status written: {}", t("state")),
+        "legacy_fallback_used" => format!("read the legacy {} store", t("store")),
+        "same_agenda_still_needs_sync_after_turn_settled" => {
+            "runtime stall: the agenda is unchanged and still needs sync after a settled turn"
+                .into()
+        }
+        "same_agenda_still_needs_sync_after_tool_finished" => {
+            "runtime stall: the agenda is unchanged and still needs sync after a tool finished"
+                .into()
+        }
+        "same_agenda_still_needs_sync_after_runtime_activity" => {
+            "runtime stall: the agenda is unchanged and still needs sync after runtime activity"
+                .into()
+        }
+        "nudge_suppressed" => format!(
+            "nudges suppressed: {} deliveries for this agenda without an accepted report (limit {SUPPRESS_AFTER_DELIVERIES})",
+            t("deliveredCount")
+        ),
+        "metrics_unavailable" => format!("metric events could not be recorded{diags}"),
+        // The caller's `source` stays in `metadata` (the line's own names the reporter).
+        "report_received" => format!(
+            "report received: {} (via {})",
+            t("state"),
+            line.get("metadata")
+                .map_or_else(|| "?".into(), |m| text(m, "source"))
+        ),
+        "report_accepted" => "report accepted".into(),
+        "report_rejected" => format!("report rejected: {}{diags}", t("code")),
+        "proof_missing_recovery_scheduled" => format!(
+            "proof-missing recovery scheduled for message {} ({})",
+            t("originalMessageId"),
+            t("reason")
+        ),
+        "proof_missing_recovery_coalesced" => format!(
+            "proof-missing recovery for message {} merged into outbox item {} ({})",
+            t("originalMessageId"),
+            t("existingOutboxId"),
+            t("reason")
+        ),
+        "proof_missing_recovery_suppressed" => format!(
+            "proof-missing recovery for message {} not scheduled ({})",
+            t("originalMessageId"),
+            t("reason")
+        ),
+        "nudge_planned" => format!("nudge {} planned ({}, {})", t("outboxId"), t("code"), t("status")),
+        "member_busy" => format!("member busy ({}): no nudge now", t("reason")),
+        "nudge_skipped" if line.get("source").and_then(Value::as_str) == Some("nudge_planner") => {
+            format!("nudge not planned: {}", skip_words(line))
+        }
+        "nudge_skipped" => format!("nudge {} given up ({})", t("outboxId"), t("reason")),
+        "nudge_delivered" => format!(
+            "nudge {} delivered to the inbox (attempt {}; tasks {})",
+            t("outboxId"),
+            t("attemptGeneration"),
+            t("messagePreview")
+        ),
+        "nudge_retryable" => format!(
+            "nudge {} not delivered ({}); next attempt at {}",
+            t("outboxId"),
+            t("reason"),
+            t("nextAttemptAt")
+        ),
+        "watchdog_cooldown_active" => format!(
+            "nudge {} held back: watchdog cooldown until {}",
+            t("outboxId"),
+            t("nextAttemptAt")
+        ),
+        "nudge_superseded" => format!("nudge {} superseded ({})", t("outboxId"), t("reason")),
+        "outbox_unavailable" => format!("outbox unavailable ({})", t("reason")),
+        "turn_settled_claimed" => format!(
+            "settled turn picked up from the spool ({} {})",
+            t("provider"),
+            t("sourceId")
+        ),
+        "turn_settled_resolved" => "settled turn attributed to this member".into(),
+        "turn_settled_ignored" => format!("settled turn ignored ({})", t("reason")),
+        "turn_settled_unresolved" => format!("settled turn not attributed ({})", t("reason")),
+        _ => format!("{kind}{}", raw_suffix(line)),
+    }
+}
+
+/// The first present field of `keys`, as text.
+fn first_of(line: &Value, keys: &[&str]) -> String {
+    keys.iter()
+        .find(|k| field(line, k).is_some())
+        .map_or_else(|| "?".into(), |k| text(line, k))
+}
+
+/// An unknown kind's own fields, `key=value` joined.
+fn raw_suffix(line: &Value) -> String {
+    const SHAPE: [&str; 6] = [
+        "event",
+        "timestamp",
+        "teamName",
+        "memberName",
+        "source",
+        "schemaVersion",
+    ];
+    let mut parts = Vec::new();
+    if let Some(map) = line.as_object() {
+        for (key, value) in map.iter().filter(|(k, _)| !SHAPE.contains(&k.as_str())) {
+            match (key.as_str(), value) {
+                ("metadata", Value::Object(meta)) => {
+                    parts.extend(meta.iter().map(|(k, v)| format!("{k}={v}")));
+                }
+                _ => parts.push(format!("{key}={value}")),
+            }
+        }
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", parts.join(" "))
+    }
+}
+
+/// A time field as epoch ms (0 when absent or unparseable).
+fn time_of(value: &Value, key: &str) -> EpochMs {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .and_then(parse_iso)
+        .unwrap_or(0)
+}
+
+/// The entry of one journal line; `None` for a line that is not an event
+/// object (a torn or foreign line).
+pub fn journal_entry(line: Value) -> Option<ExplainEntry> {
+    let kind = line.get("event")?.as_str()?.to_string();
+    let at_ms = time_of(&line, "timestamp");
+    Some(ExplainEntry {
+        at_ms,
+        at: format_iso(at_ms),
+        origin: EntryOrigin::Journal,
+        kind,
+        sentence: sentence_for(&line),
+        fields: line,
+    })
+}
+
+/// The entry of one outbox item (a serialized `OutboxItem`): where it stands now.
+pub fn outbox_entry(item: Value) -> ExplainEntry {
+    let t = |key: &str| text(&item, key);
+    let status = t("status");
+    let intent = item
+        .get("payload")
+        .and_then(|p| p.get("workSyncIntent"))
+        .and_then(Value::as_str)
+        .unwrap_or("?")
+        .to_string();
+    let (at_key, sentence) = match status.as_str() {
+        "delivered" => (
+            "deliveredAt",
+            format!("outbox: nudge {} ({intent}) delivered", t("id")),
+        ),
+        "pending" => (
+            "updatedAt",
+            format!("outbox: nudge {} ({intent}) waiting for dispatch", t("id")),
+        ),
+        "claimed" => (
+            "claimedAt",
+            format!(
+                "outbox: nudge {} ({intent}) claimed by {}",
+                t("id"),
+                t("claimedBy")
+            ),
+        ),
+        "failed_retryable" => (
+            "updatedAt",
+            format!(
+                "outbox: nudge {} ({intent}) failed ({}); next attempt at {}",
+                t("id"),
+                t("lastError"),
+                t("nextAttemptAt")
+            ),
+        ),
+        "failed_terminal" => (
+            "updatedAt",
+            format!(
+                "outbox: nudge {} ({intent}) failed for good ({})",
+                t("id"),
+                t("lastError")
+            ),
+        ),
+        "superseded" => (
+            "updatedAt",
+            format!(
+                "outbox: nudge {} ({intent}) superseded ({})",
+                t("id"),
+                t("lastError")
+            ),
+        ),
+        other => (
+            "updatedAt",
+            format!("outbox: nudge {} ({intent}) is {other}", t("id")),
+        ),
+    };
+    let at_ms = match time_of(&item, at_key) {
+        0 => time_of(&item, "updatedAt"),
+        at => at,
+    };
+    ExplainEntry {
+        at_ms,
+        at: format_iso(at_ms),
+        origin: EntryOrigin::Outbox,
+        kind: format!("outbox_{status}"),
+        sentence,
+        fields: item,
+    }
+}
+
+/// The entry of the stored status (a serialized `MemberStatus`).
+pub fn status_entry(status: Value) -> ExplainEntry {
+    let t = |key: &str| text(&status, key);
+    let items = status
+        .get("agenda")
+        .and_then(|a| a.get("items"))
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    let report = match status.get("report") {
+        Some(r) if r.is_object() => match r.get("accepted").and_then(Value::as_bool) {
+            Some(true) => format!("; last report {} accepted", text(r, "state")),
+            _ => format!(
+                "; last report {} rejected ({})",
+                text(r, "state"),
+                text(r, "rejectionCode")
+            ),
+        },
+        _ => "; no report".into(),
+    };
+    let diags = diagnostics_suffix(&status);
+    let at_ms = time_of(&status, "evaluatedAt");
+    ExplainEntry {
+        at_ms,
+        at: format_iso(at_ms),
+        origin: EntryOrigin::Status,
+        kind: "status".into(),
+        sentence: format!(
+            "stored status: {} with {items} actionable item(s){report}{diags}",
+            t("state")
+        ),
+        fields: status,
+    }
+}
+
+/// Merges entries into one timeline, oldest first (stable for equal
+/// times), keeps those at or after `since_ms` and at most the newest `max`.
+pub fn timeline(
+    mut entries: Vec<ExplainEntry>,
+    since_ms: Option<EpochMs>,
+    max: usize,
+) -> Vec<ExplainEntry> {
+    if let Some(since) = since_ms {
+        entries.retain(|e| e.at_ms >= since);
+    }
+    entries.sort_by_key(|e| e.at_ms);
+    let cut = entries.len().saturating_sub(max);
+    entries.split_off(cut)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn journal_lines_read_as_sentences() {
+        let base = |event: &str, source: &str, extra: Value| {
+            let mut line = json!({"event": event, "timestamp": "2026-01-01T00:00:00.000Z",
+                "teamName": "t", "memberName": "m", "source": source, "schemaVersion": 1});
+            for (k, v) in extra.as_object().unwrap() {
+                line[k] = v.clone();
+            }
+            line
+        };
+        let cases = [
+            (
+                base("reconcile_started", "reconciler", json!({"triggerReasons": ["task_changed", "turn_settled"]})),
+                "reconcile started (triggers: task_changed, turn_settled)",
+            ),
+            (
+                base("decision_made", "reconciler", json!({"state": "needs_sync", "actionableCount": 2, "diagnostics": ["no_current_report"]})),
+                "decision: needs_sync with 2 actionable item(s); diagnostics: no_current_report",
+            ),
+            (
+                base("report_rejected", "reporter", json!({"metadata": {"code": "agenda_fingerprint_mismatch"}})),
+                "report rejected: agenda_fingerprint_mismatch",
+            ),
+            (
+                base("report_received", "reporter", json!({"state": "blocked", "metadata": {"source": "mcp"}})),
+                "report received: blocked (via mcp)",
+            ),
+            (
+                base("member_busy", "nudge_planner", json!({"reason": "active_tool_activity"})),
+                "member busy (active_tool_activity): no nudge now",
+            ),
+            (
+                base("nudge_skipped", "nudge_planner", json!({"metadata": {"code": "task_protocol_repair_rate_limited"}})),
+                "nudge not planned: task-protocol repair rate limited (2/2 per hour used)",
+            ),
+            (
+                base("nudge_skipped", "nudge_planner", json!({"metadata": {"code": "phase2_not_ready",
+                    "phase2ReadinessState": "collecting_shadow_data", "phase2ReadinessReasons": "observation_too_short",
+                    "wouldNudgesPerMemberHour": 0.5, "maxWouldNudgesPerMemberHour": 2,
+                    "fingerprintChangesPerMemberHour": 1, "maxFingerprintChangesPerMemberHour": 6,
+                    "reportRejectionRate": 0.1, "maxReportRejectionRate": 0.3,
+                    "statusEventCount": 4, "observationHours": 0.25}})),
+                "nudge not planned: phase 2 is not ready; readiness collecting_shadow_data (observation_too_short; would-nudges per member-hour 0.5/2, agenda changes per member-hour 1/6, report rejection rate 0.1/0.3; 4 status events over 0.25 h)",
+            ),
+            (
+                base("nudge_suppressed", "nudge_planner", json!({"metadata": {"deliveredCount": 4}})),
+                "nudges suppressed: 4 deliveries for this agenda without an accepted report (limit 4)",
+            ),
+            (
+                base("watchdog_cooldown_active", "nudge_dispatcher", json!({"metadata": {"outboxId": "o1", "nextAttemptAt": "2026-01-01T00:10:00.000Z"}})),
+                "nudge o1 held back: watchdog cooldown until 2026-01-01T00:10:00.000Z",
+            ),
+            (
+                base("nudge_skipped", "nudge_dispatcher", json!({"reason": "agenda_changed", "metadata": {"outboxId": "o2"}})),
+                "nudge o2 given up (agenda_changed)",
+            ),
+            (
+                base("queue_enqueued", "event_queue", json!({"metadata": {"trigger": "proof_missing_recovery"}})),
+                "reconcile queued (proof_missing_recovery)",
+            ),
+            // Unknown kinds pass through with their raw fields.
+            (
+                base("brand_new_kind", "x", json!({"reason": "why", "metadata": {"n": 3}})),
+                "brand_new_kind: reason=\"why\" n=3",
+            ),
+        ];
+        for (line, sentence) in cases {
+            let entry = journal_entry(line.clone()).unwrap();
+            assert_eq!(entry.sentence, sentence, "{line}");
+            assert_eq!(entry.fields, line);
+            assert_eq!(entry.origin, EntryOrigin::Journal);
+        }
+    }
+
+    #[test]
+    fn lines_that_are_not_events_are_left_out() {
+        for line in [
+            json!(null),
+            json!([1]),
+            json!({"event": 5}),
+            json!({"x": 1}),
+        ] {
+            assert!(journal_entry(line).is_none());
+        }
+    }
+
+    #[test]
+    fn outbox_items_and_status_say_where_they_stand() {
+        let item = json!({"id": "o1", "status": "delivered", "deliveredMessageId": "msg",
+            "deliveredAt": "2026-01-01T00:05:00.000Z", "updatedAt": "2026-01-01T00:06:00.000Z",
+            "payload": {"workSyncIntent": "agenda_sync"}});
+        let entry = outbox_entry(item);
+        assert_eq!(entry.sentence, "outbox: nudge o1 (agenda_sync) delivered");
+        assert_eq!(entry.at, "2026-01-01T00:05:00.000Z");
+        assert_eq!(entry.kind, "outbox_delivered");
+        let status = json!({"state": "needs_sync", "evaluatedAt": "2026-01-01T00:00:00.000Z",
+            "agenda": {"items": [{}, {}]}, "report": {"state": "still_working", "accepted": false,
+            "rejectionCode": "stale"}, "diagnostics": ["a"]});
+        assert_eq!(
+            status_entry(status).sentence,
+            "stored status: needs_sync with 2 actionable item(s); last report still_working rejected (stale); diagnostics: a"
+        );
+    }
+
+    #[test]
+    fn timeline_is_oldest_first_filtered_and_capped() {
+        let at = |ms: EpochMs| ExplainEntry {
+            at_ms: ms,
+            at: format_iso(ms),
+            origin: EntryOrigin::Journal,
+            kind: ms.to_string(),
+            sentence: String::new(),
+            fields: Value::Null,
+        };
+        let kinds = |entries: Vec<ExplainEntry>| -> Vec<String> {
+            entries.into_iter().map(|e| e.kind).collect()
+        };
+        assert_eq!(
+            kinds(timeline(vec![at(3), at(1), at(2)], None, 10)),
+            ["1", "2", "3"]
+        );
+        assert_eq!(
+            kinds(timeline(vec![at(3), at(1), at(2)], Some(2), 10)),
+            ["2", "3"]
+        );
+        assert_eq!(
+            kinds(timeline(vec![at(3), at(1), at(2)], None, 2)),
+            ["2", "3"]
+        );
+    }
+}
