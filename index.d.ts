@@ -21,6 +21,7 @@ export type MemberWorkSyncErrorCode =
 
 /** An error from the addon: a plain `Error` with a stable `code`. */
 export interface MemberWorkSyncError extends Error {
+  /** Which kind of failure this is. */
   code: MemberWorkSyncErrorCode
 }
 
@@ -49,7 +50,9 @@ export type MemberWorkSyncLogCode =
 
 /** One `onLog` entry: a background failure no caller is waiting for. */
 export interface MemberWorkSyncLogEntry {
+  /** Severity of the entry. */
   level: 'debug' | 'info' | 'warn' | 'error'
+  /** Stable code of what failed. */
   code: MemberWorkSyncLogCode
   /** Human message; names the path where there is one. */
   message: string
@@ -57,62 +60,108 @@ export interface MemberWorkSyncLogEntry {
   context?: Record<string, unknown>
 }
 
+/** One task a member should act on, as it appears on an agenda. */
 export interface MemberWorkSyncActionableWorkItem {
+  /** Canonical task id. */
   taskId: string
+  /** Human-facing task id; absent when the task has none. */
   displayId?: string
+  /** Task subject (`Untitled task` when empty). */
   subject: string
+  /** What the member owes: own work, a review, a lead clarification, or an unresolvable dependency (lead oversight). */
   kind: 'work' | 'review' | 'clarification' | 'blocked_dependency'
+  /** The member the item is for. */
   assignee: string
+  /** Urgency; fixed per `kind`. */
   priority: 'normal' | 'review_requested' | 'blocked' | 'needs_clarification'
+  /** Why the item is on the agenda, in words (not part of the fingerprint). */
   reason: string
+  /** Board facts that justify the item; part of the fingerprint. */
   evidence: {
+    /** Task status on the board. */
     status: string
+    /** Task owner, when set. */
     owner?: string
+    /** Reviewer of the current review cycle, when known. */
     reviewer?: string
+    /** Effective review state of the task, when it has one. */
     reviewState?: string
+    /** Who must answer the clarification the task waits for. */
     needsClarification?: 'lead' | 'user'
+    /** Tasks this task blocks; absent when none. */
     blockerTaskIds?: string[]
+    /** Dependencies that cannot resolve (missing or unfinishable tasks). */
     blockedByTaskIds?: string[]
+    /** Task history events of the current review cycle. */
     historyEventIds?: string[]
+    /** Id of the current review cycle. */
     reviewCycleId?: string
+    /** What the reviewer owes: pick the review up, or finish the one in progress. */
     reviewObligation?: 'review_pickup_required' | 'review_in_progress'
+    /** True for a clean pickup that may be nudged before phase 2 is ready. */
     canBypassPhase2?: boolean
+    /** History event that requested the review. */
     reviewRequestEventId?: string
+    /** When the review was requested, as recorded in the task history. */
     reviewRequestedAt?: string
+    /** History event that started the review. */
     reviewStartedEventId?: string
+    /** When the review started, as recorded in the task history. */
     reviewStartedAt?: string
+    /** Who started the review. */
     reviewStartedBy?: string
+    /** What is inconsistent in the review history (e.g. `review_started_without_review_request`). */
     reviewDiagnostics?: string[]
   }
 }
 
+/** A member's agenda: the actionable items derived from the board, with their fingerprint. */
 export interface MemberWorkSyncAgenda {
+  /** Team the agenda belongs to. */
   teamName: string
+  /** Member, normalized (trimmed, lowercased). */
   memberName: string
+  /** When the agenda was built (ISO-8601 UTC). */
   generatedAt: string
   /** 'agenda:v1:<64 hex>' */
   fingerprint: string
+  /** Items in fingerprint order. */
   items: MemberWorkSyncActionableWorkItem[]
+  /** Why the agenda looks the way it does (not part of the fingerprint). */
   diagnostics: string[]
 }
 
+/** A report as recorded on the status (accepted or rejected). */
 export interface MemberWorkSyncReport {
+  /** The state the member reported. */
   state: MemberWorkSyncReportState
+  /** The agenda fingerprint the member reported against. */
   agendaFingerprint: string
+  /** Reporting member, normalized. */
   memberName: string
+  /** Team of the report. */
   teamName: string
+  /** When the addon received the report (ISO-8601 UTC, the instance clock). */
   reportedAt: string
+  /** When the lease ends (ISO-8601 UTC); absent for `caught_up` and for rejected reports. */
   expiresAt?: string
+  /** Task refs the report covers, as given. */
   taskIds?: string[]
+  /** Advisory note from the member. */
   note?: string
+  /** Who sent the report. */
   source?: 'mcp' | 'app' | 'test'
+  /** Whether the report was accepted. */
   accepted: boolean
+  /** Why the report was rejected; set only when `accepted` is false. */
   rejectionCode?: MemberWorkSyncReportRejectionCode
 }
 
 /** `scheduleProofMissingRecovery` request: blank ids or no non-blank task id resolve `invalid`. */
 export interface MemberWorkSyncProofMissingRecoveryScheduleRequest {
+  /** Team of the member to recover. */
   teamName: string
+  /** Member whose delivery proof is missing. */
   memberName: string
   /** The message whose delivery proof (a visible reply or task progress) is missing. */
   originalMessageId: string
@@ -122,8 +171,11 @@ export interface MemberWorkSyncProofMissingRecoveryScheduleRequest {
   reason?: string
 }
 
+/** `scheduleProofMissingRecovery` result. */
 export interface MemberWorkSyncProofMissingRecoveryScheduleResult {
+  /** True when a new recovery reconcile was queued. */
   scheduled: boolean
+  /** `scheduled`; `coalesced_recent`: a recent recovery for the same message exists; `invalid`: bad request. */
   reason: 'scheduled' | 'coalesced_recent' | 'invalid'
   /** 'proof-missing:<originalMessageId>' */
   intentKey?: string
@@ -131,30 +183,48 @@ export interface MemberWorkSyncProofMissingRecoveryScheduleResult {
   existingOutboxId?: string
 }
 
+/** The evaluated work-sync status of one member. */
 export interface MemberWorkSyncStatus {
+  /** Team of the member. */
   teamName: string
+  /** Member, normalized. */
   memberName: string
+  /** The reconciler's conclusion. */
   state: MemberWorkSyncStatusState
+  /** The agenda the state was decided on. */
   agenda: MemberWorkSyncAgenda
+  /** The latest report, accepted or rejected; absent when there is none. */
   report?: MemberWorkSyncReport
+  /** Token the member echoes in `report`; absent for inactive members and side-effect-free reads (`previewStatus`). */
   reportToken?: string
+  /** When `reportToken` expires (ISO-8601 UTC, 15 min after issue); present with the token. */
   reportTokenExpiresAt?: string
+  /** Shadow-mode observations: what phase 2 would do. */
   shadow?: {
+    /** What triggered the evaluation: a direct call, the event queue, or a member report. */
     reconciledBy: 'request' | 'queue' | 'report'
+    /** Whether phase 2 would nudge the member now. */
     wouldNudge: boolean
+    /** Whether the agenda fingerprint changed since the previous status. */
     fingerprintChanged: boolean
+    /** The previous fingerprint, when it changed. */
     previousFingerprint?: string
+    /** Queue triggers that led to this reconcile. */
     triggerReasons?: string[]
     /** Set on the status of a `proof_missing_recovery` reconcile. */
     recovery?: { kind: 'proof_missing'; intentKey: string; originalMessageId: string; taskIds: string[] }
   }
+  /** When the status was evaluated (ISO-8601 UTC). */
   evaluatedAt: string
+  /** Why the state is what it is (e.g. `no_current_report`, `report_token_issued`, `member_busy:<reason>`). */
   diagnostics: string[]
+  /** The member's agent provider, when the team config reveals it. */
   providerId?: 'anthropic' | 'codex' | 'gemini' | 'opencode'
 }
 
 /** `previewTeam`: a team as a side-effect-free read sees it. */
 export interface MemberWorkSyncTeamPreview {
+  /** Team that was read. */
   teamName: string
   /** False when `config.json` is missing, unreadable, invalid or has no name. */
   configFound: boolean
@@ -164,16 +234,27 @@ export interface MemberWorkSyncTeamPreview {
   statuses: MemberWorkSyncStatus[]
 }
 
+/** `report` request: what a member says about its agenda. */
 export interface MemberWorkSyncReportRequest {
+  /** Team of the reporting member. */
   teamName: string
+  /** Reporting member. */
   memberName: string
+  /** The reported state. */
   state: MemberWorkSyncReportState
+  /** Fingerprint of the agenda the member saw. */
   agendaFingerprint: string
+  /** Token from the status the member saw. */
   reportToken?: string
+  /** Task refs the report covers (at most 20, each at most 128 characters). */
   taskIds?: string[]
+  /** Advisory note, at most 1000 characters. */
   note?: string
+  /** Member's own timestamp; kept for the record, never used for leases. */
   reportedAt?: string
+  /** Requested lease in ms, clamped to 1–60 min; default 15 min (`still_working`) or 30 min (`blocked`); ignored for `caught_up`. */
   leaseTtlMs?: number
+  /** Who sends the report; default `app`. */
   source?: 'mcp' | 'app' | 'test'
 }
 
@@ -195,9 +276,13 @@ export type MemberWorkSyncReportRejectionCode =
 
 /** accepted: code 'accepted'; rejected: one of the rejection codes. */
 export interface MemberWorkSyncReportResult {
+  /** Whether the report was accepted. */
   accepted: boolean
+  /** `accepted`, or why the report was rejected. */
   code: 'accepted' | MemberWorkSyncReportRejectionCode
+  /** Human-readable explanation of `code`. */
   message: string
+  /** The member's status after the report. */
   status: MemberWorkSyncStatus
 }
 
@@ -210,46 +295,82 @@ export type MemberWorkSyncPhase2ReadinessReason =
   | 'fingerprint_churn_high'
   | 'report_rejection_rate_high'
 
+/** `getMetrics` result: a team's shadow-mode metrics; event counts cover the last 200 recorded events. */
 export interface MemberWorkSyncTeamMetrics {
+  /** Team the metrics are for. */
   teamName: string
+  /** When the metrics were made (ISO-8601 UTC). */
   generatedAt: string
+  /** Members with a recorded status. */
   memberCount: number
+  /** Members per latest status state (every state present, 0 when none). */
   stateCounts: Record<MemberWorkSyncStatusState, number>
+  /** Actionable items summed over the latest status of every member. */
   actionableItemCount: number
+  /** `would_nudge` events among the recent events. */
   wouldNudgeCount: number
+  /** `fingerprint_changed` events among the recent events. */
   fingerprintChangeCount: number
+  /** `report_accepted` events among the recent events. */
   reportAcceptedCount: number
+  /** `report_rejected` events among the recent events. */
   reportRejectedCount: number
+  /** The last 200 metric events, oldest first. */
   recentEvents: {
+    /** Unique event id. */
     id: string
+    /** Team of the event. */
     teamName: string
+    /** Member of the event. */
     memberName: string
+    /** What the event counts. */
     kind: 'status_evaluated' | 'would_nudge' | 'fingerprint_changed' | 'report_accepted' | 'report_rejected'
+    /** Status state at the event. */
     state: MemberWorkSyncStatusState
+    /** Agenda fingerprint at the event. */
     agendaFingerprint: string
+    /** When it was recorded (ISO-8601 UTC). */
     recordedAt: string
+    /** Actionable items at the event. */
     actionableCount: number
+    /** Set on `report_rejected` events. */
     rejectionCode?: MemberWorkSyncReportRejectionCode
   }[]
+  /** Whether shadow data supports enabling phase 2 (nudging). */
   phase2Readiness: {
+    /** `collecting_shadow_data`: not enough data yet; `shadow_ready`: enough data, all rates within bounds; `blocked`: a rate exceeds its bound. */
     state: 'collecting_shadow_data' | 'shadow_ready' | 'blocked'
     /** Collecting reasons first, then blocking ones. */
     reasons: MemberWorkSyncPhase2ReadinessReason[]
+    /** Bounds the rates are checked against. */
     thresholds: {
+      /** Fewest members observed. */
       minObservedMembers: number
+      /** Fewest `status_evaluated` events. */
       minStatusEvents: number
+      /** Shortest span of events, in hours. */
       minObservationHours: number
+      /** Most would-nudges per member-hour. */
       maxWouldNudgesPerMemberHour: number
+      /** Most fingerprint changes per member-hour. */
       maxFingerprintChangesPerMemberHour: number
+      /** Largest rejected share of reports (0–1). */
       maxReportRejectionRate: number
     }
+    /** Measured rates (rounded to 3 decimals). */
     rates: {
+      /** Hours between the oldest and newest recent event (0 with fewer than two). */
       observationHours: number
+      /** `status_evaluated` events among the recent events. */
       statusEventCount: number
+      /** Would-nudges per member-hour. */
       wouldNudgesPerMemberHour: number
+      /** Fingerprint changes per member-hour. */
       fingerprintChangesPerMemberHour: number
+      /** Rejected share of reports (0–1; 0 when none). */
       reportRejectionRate: number
     }
+    /** One `phase2_readiness:<reason>` entry per reason. */
     diagnostics: string[]
   }
 }
@@ -285,7 +406,9 @@ export interface MemberWorkSyncExplainEntry {
 
 /** `explain` result: one member's timeline, oldest first (newest last). */
 export interface MemberWorkSyncExplanation {
+  /** Team of the member. */
   teamName: string
+  /** Member the timeline is for. */
   memberName: string
   /** When the explanation was made (ISO-8601 UTC, the instance clock). */
   generatedAt: string
@@ -304,19 +427,28 @@ export interface MemberWorkSyncExplanation {
 
 /** Compact agenda block for an agent's task briefing; the same agenda and fingerprint as the status. */
 export interface MemberWorkSyncAgentBrief {
+  /** Format version of the brief; always 1. */
   schemaVersion: 1
+  /** Team of the member. */
   teamName: string
+  /** Member, normalized. */
   memberName: string
+  /** The member's current status state. */
   state: MemberWorkSyncStatusState
+  /** Fingerprint to echo in `report`. */
   agendaFingerprint: string
+  /** Token to echo in `report`; null when the status has none. */
   reportToken: string | null
+  /** When `reportToken` expires (ISO-8601 UTC); null with no token. */
   reportTokenExpiresAt: string | null
+  /** All actionable items, including those beyond `items`. */
   actionableCount: number
   /** First 10 items. */
   items: { taskRef: { taskId: string; displayId: string | null }; kind: MemberWorkSyncActionableWorkItem['kind']; reason: string; subject: string }[]
 }
 
 
+/** `drainRuntimeTurnSettledEvents` result: counts of one turn-settled spool drain. */
 export interface RuntimeTurnSettledDrainSummary {
   /** Spool files claimed by this drain. */
   claimed: number
@@ -352,8 +484,11 @@ export type TeamChangeEventType =
 
 /** A change in a team's folders or runtime, for `noteTeamChange` and `onTeamChange`. */
 export interface TeamChangeEvent {
+  /** Which kind of change. */
   type: TeamChangeEventType
+  /** Team that changed. */
   teamName: string
+  /** Run id of the team process (not used for routing). */
   runId?: string
   /**
    * 'member-turn-settled' / 'member-spawn': JSON {"memberName", ...} (or the plain name for member-spawn);
@@ -362,18 +497,29 @@ export interface TeamChangeEvent {
    * 'lead-activity': 'offline' drops the team's queue and re-checks every member.
    */
   detail?: string
+  /** Task id of a `task` event; without a valid one the whole team is re-checked. */
   taskId?: string
 }
 
+/** `getQueueDiagnostics` result: the reconcile queue now, and counters since start. */
 export interface MemberWorkSyncQueueDiagnostics {
+  /** Items waiting to run. */
   queued: number
+  /** Reconciles running now. */
   running: number
+  /** Triggers that created a new queue item, since start. */
   enqueued: number
+  /** Triggers merged into an existing (queued or running) item, since start. */
   coalesced: number
+  /** Reconciles finished since start. */
   reconciled: number
+  /** Items dropped since start (retries exhausted, or their team's queue dropped). */
   dropped: number
+  /** Failed reconcile attempts since start. */
   failed: number
+  /** When the next queued item is due (ISO-8601 UTC); absent when nothing waits. */
   nextRunAt?: string
+  /** Waiting items: team, member, due time (ISO-8601 UTC) and trigger reasons. */
   queuedItems: { teamName: string; memberName: string; runAt: string; triggerReasons: string[] }[]
 }
 
