@@ -2,6 +2,8 @@
 // the declarations accept what the addon accepts and refuse the rest.
 import type {
   MemberWorkSyncErrorCode,
+  MemberWorkSyncItemReason,
+  MemberWorkSyncTriggerReason,
   MemberWorkSyncExplainEntry,
   MemberWorkSyncExplanation,
   MemberWorkSyncLogEntry,
@@ -43,3 +45,12 @@ export const entry: MemberWorkSyncExplainEntry = {
 export const explanation: MemberWorkSyncExplanation = { teamName: 'forge', memberName: 'jack', generatedAt: '', since: null, entries: [entry], diagnostics: [] }
 // @ts-expect-error an unknown origin is refused
 export const badOrigin: MemberWorkSyncExplainEntry = { ...entry, origin: 'inbox' }
+
+// Item reasons and trigger reasons are closed unions too.
+const reason: MemberWorkSyncItemReason = 'owned_pending_task'
+// @ts-expect-error: not an item reason
+const badReason: MemberWorkSyncItemReason = 'owned_task'
+const trigger: MemberWorkSyncTriggerReason = 'turn_settled'
+// @ts-expect-error: not a trigger
+const badTrigger: MemberWorkSyncTriggerReason = 'turn_ended'
+void [reason, badReason, trigger, badTrigger]

@@ -60,6 +60,29 @@ export interface MemberWorkSyncLogEntry {
   context?: Record<string, unknown>
 }
 
+/** Why an item is on a member's agenda. */
+export type MemberWorkSyncItemReason =
+  | 'owned_pending_task'
+  | 'owned_in_progress_task'
+  | 'review_changes_requested'
+  | 'current_cycle_review_assigned'
+  | 'task_needs_lead_clarification'
+  | 'self_review_invalid'
+  | 'task_has_broken_dependency'
+
+/** What asked for a reconcile (the queue's trigger, in the order of its delays). */
+export type MemberWorkSyncTriggerReason =
+  | 'manual_refresh'
+  | 'proof_missing_recovery'
+  | 'turn_settled'
+  | 'tool_finished'
+  | 'task_changed'
+  | 'inbox_changed'
+  | 'runtime_activity'
+  | 'startup_scan'
+  | 'config_changed'
+  | 'member_spawned'
+
 /** One task a member should act on, as it appears on an agenda. */
 export interface MemberWorkSyncActionableWorkItem {
   /** Canonical task id. */
@@ -74,8 +97,8 @@ export interface MemberWorkSyncActionableWorkItem {
   assignee: string
   /** Urgency; fixed per `kind`. */
   priority: 'normal' | 'review_requested' | 'blocked' | 'needs_clarification'
-  /** Why the item is on the agenda, in words (not part of the fingerprint). */
-  reason: string
+  /** Why the item is on the agenda (not part of the fingerprint). */
+  reason: MemberWorkSyncItemReason
   /** Board facts that justify the item; part of the fingerprint. */
   evidence: {
     /** Task status on the board. */
@@ -210,7 +233,7 @@ export interface MemberWorkSyncStatus {
     /** The previous fingerprint, when it changed. */
     previousFingerprint?: string
     /** Queue triggers that led to this reconcile. */
-    triggerReasons?: string[]
+    triggerReasons?: MemberWorkSyncTriggerReason[]
     /** Set on the status of a `proof_missing_recovery` reconcile. */
     recovery?: { kind: 'proof_missing'; intentKey: string; originalMessageId: string; taskIds: string[] }
   }
@@ -444,7 +467,7 @@ export interface MemberWorkSyncAgentBrief {
   /** All actionable items, including those beyond `items`. */
   actionableCount: number
   /** First 10 items. */
-  items: { taskRef: { taskId: string; displayId: string | null }; kind: MemberWorkSyncActionableWorkItem['kind']; reason: string; subject: string }[]
+  items: { taskRef: { taskId: string; displayId: string | null }; kind: MemberWorkSyncActionableWorkItem['kind']; reason: MemberWorkSyncItemReason; subject: string }[]
 }
 
 
@@ -520,5 +543,5 @@ export interface MemberWorkSyncQueueDiagnostics {
   /** When the next queued item is due (ISO-8601 UTC); absent when nothing waits. */
   nextRunAt?: string
   /** Waiting items: team, member, due time (ISO-8601 UTC) and trigger reasons. */
-  queuedItems: { teamName: string; memberName: string; runAt: string; triggerReasons: string[] }[]
+  queuedItems: { teamName: string; memberName: string; runAt: string; triggerReasons: MemberWorkSyncTriggerReason[] }[]
 }
