@@ -1,0 +1,31 @@
+import { spawnSync } from 'node:child_process'
+import path from 'node:path'
+import { describe, expect, it } from 'vitest'
+
+describe('npm start', () => {
+  it('walks the example team through hook, drain, phase 2, nudge, report and timeline', () => {
+    const out = spawnSync(process.execPath, [path.join(__dirname, '..', 'scripts', 'start.js')], { encoding: 'utf8', timeout: 60_000 })
+    expect(out.stderr).toBe('')
+    expect(out.status).toBe(0)
+    const stdout = out.stdout
+    // The per-member agenda table comes first.
+    expect(stdout.indexOf('Team forge: 5 member(s)')).toBeGreaterThan(-1)
+    expect(stdout.indexOf('Team forge: 5 member(s)')).toBeLessThan(stdout.indexOf('== Step 1'))
+    for (const line of [
+      /hook installed: settings\.json runs on every Stop:\n  \/bin\/sh '.*turn-settled-hook-v1\.sh'/,
+      /event drained and attributed: session demo-session-bob -> forge\/bob \(claude\)/,
+      /bob reconciled by turn_settled: needs_sync, 2 actionable item\(s\), would nudge: true/,
+      /phase 2: shadow_ready\nphase 2 ready/,
+      /nudge delivered to teams\/forge\/inboxes\/bob\.json \(tasks 7, 12\)/,
+      /report accepted: bob is still_working until /,
+      /nudge_skipped +code=phase2_not_ready/,
+      /nudge_delivered +reason=inbox_inserted/,
+      /report_accepted +code=accepted/,
+    ]) {
+      expect(stdout).toMatch(line)
+    }
+    // Steps run in order.
+    const steps = [...stdout.matchAll(/== Step (\d+)/g)].map((m) => Number(m[1]))
+    expect(steps).toEqual([1, 2, 3, 4, 5, 6, 7])
+  })
+})
