@@ -237,6 +237,6 @@ async function main() {
 }
 
 main().catch((error) => {
-  console.error(error instanceof StepFailed ? `npm start: ${error.message}` : error)
+  console.error(error instanceof StepFailed ? `npm start: step ${stepNumber} failed: ${error.message}` : error)
   process.exit(1)
 })
