@@ -680,8 +680,9 @@ export interface MemberWorkSyncOptions {
   clock?: MemberWorkSyncClockOption
   /**
    * Start the background work (default true): the reconcile queue driver,
-   * the turn-settled spool drain (every 15 s, sooner when a watcher on the
-   * spool's `incoming/` sees a file) and the nudge dispatcher (every 60 s).
+   * the turn-settled spool drain (every 15 s or `tuning.drainIntervalMs`,
+   * sooner when a watcher on the spool's `incoming/` sees a file) and the
+   * nudge dispatcher (every 60 s or `tuning.dispatchIntervalMs`).
    * With `false` nothing runs on its own: queued work waits and
    * `drainRuntimeTurnSettledEvents` reconciles resolved members at once.
    */
@@ -700,6 +701,24 @@ export interface MemberWorkSyncOptions {
    * Blank means none; at most 2048 characters, no quotes or control characters.
    */
   controlUrl?: string
+  /**
+   * Scheduler intervals and queue concurrency; every field optional, the
+   * defaults are those of `autoStart`.
+   */
+  tuning?: MemberWorkSyncTuningOption
+}
+
+/** The `tuning` option: scheduler intervals and queue concurrency. */
+export interface MemberWorkSyncTuningOption {
+  /**
+   * Turn-settled spool drain interval without watcher news, in ms
+   * (integer, 100 to 86 400 000; default 15 000).
+   */
+  drainIntervalMs?: number
+  /** Nudge dispatch interval in ms (integer, 100 to 86 400 000; default 60 000). */
+  dispatchIntervalMs?: number
+  /** Queued reconciles running at once across all teams (integer, 1 to 8; default 2). */
+  queueConcurrency?: number
 }
 
 /** Hook-aware merge of a settings patch into a settings object (seed 000 §5). */

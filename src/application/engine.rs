@@ -112,6 +112,11 @@ impl Engine {
         }
     }
 
+    /// Sets how many queued reconciles run at once (at least 1).
+    pub fn set_queue_concurrency(&self, concurrency: usize) {
+        self.state().queue.set_concurrency(concurrency);
+    }
+
     /// The reconciler behind the queue.
     pub fn reconciler(&self) -> &Reconciler {
         &self.reconciler

@@ -11,7 +11,8 @@ use crate::domain::names::normalize_member_name;
 use crate::domain::recovery::Recovery;
 use crate::domain::time::EpochMs;
 
-/// Reconciles running at once, across all teams.
+/// Reconciles running at once, across all teams, unless configured
+/// (`tuning.queueConcurrency`).
 pub const CONCURRENCY: usize = 2;
 /// Delay before a failed reconcile is retried.
 pub const RETRY_DELAY_MS: EpochMs = 30_000;
@@ -130,14 +131,36 @@ pub enum FinishOutcome {
 }
 
 /// The queue state machine.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct QueueCore {
     items: HashMap<QueueKey, QueueItem>,
     /// Counters since start.
     pub counters: QueueCounters,
+    /// Reconciles running at once (at least 1).
+    concurrency: usize,
+}
+
+impl Default for QueueCore {
+    fn default() -> Self {
+        Self::with_concurrency(CONCURRENCY)
+    }
 }
 
 impl QueueCore {
+    /// An empty queue running at most `concurrency` reconciles at once (0 counts as 1).
+    pub fn with_concurrency(concurrency: usize) -> Self {
+        Self {
+            items: HashMap::new(),
+            counters: QueueCounters::default(),
+            concurrency: concurrency.max(1),
+        }
+    }
+
+    /// Changes the concurrency; items already running keep running.
+    pub fn set_concurrency(&mut self, concurrency: usize) {
+        self.concurrency = concurrency.max(1);
+    }
+
     /// Queues or coalesces a trigger for a member. Returns false when it coalesced.
     pub fn enqueue(&mut self, team: &str, member: &str, trigger: Trigger, now: EpochMs) -> bool {
         let (delay, max_wait) = trigger.policy();
@@ -214,7 +237,7 @@ impl QueueCore {
     /// Takes the due items that may start now (concurrency and one-per-member
     /// respected), marking them running. Earliest first.
     pub fn take_due(&mut self, now: EpochMs) -> Vec<(QueueKey, QueueItem)> {
-        let free = CONCURRENCY.saturating_sub(self.running_count());
+        let free = self.concurrency.saturating_sub(self.running_count());
         let mut due: Vec<(&QueueKey, &QueueItem)> = self
             .items
             .iter()
@@ -477,6 +500,26 @@ mod tests {
         q.finish(&key("a"), true, T0 + 1);
         assert_eq!(q.next_run_at(), Some(T0));
         assert_eq!(q.take_due(T0 + 1).len(), 1);
+    }
+
+    #[test]
+    fn configured_concurrency_caps_the_running_items() {
+        // (configured, handed out of 5 due items; 0 counts as 1)
+        for (concurrency, running) in [(0, 1), (1, 1), (3, 3), (8, 5)] {
+            let mut q = QueueCore::with_concurrency(concurrency);
+            for m in ["a", "b", "c", "d", "e"] {
+                q.enqueue("forge", m, Trigger::ManualRefresh, T0);
+            }
+            assert_eq!(q.take_due(T0).len(), running, "concurrency {concurrency}");
+            assert!(q.take_due(T0).is_empty(), "concurrency {concurrency}");
+            assert_eq!(q.running(), running, "concurrency {concurrency}");
+        }
+        let mut q = QueueCore::default();
+        q.set_concurrency(1);
+        for m in ["a", "b"] {
+            q.enqueue("forge", m, Trigger::ManualRefresh, T0);
+        }
+        assert_eq!(q.take_due(T0).len(), 1);
     }
 
     #[test]

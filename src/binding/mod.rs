@@ -19,10 +19,27 @@ use crate::application::proof_missing::ProofMissingRequest;
 use crate::application::reconcile::check_name;
 use crate::application::router::TeamChangeEvent;
 use crate::domain::recovery::RecoveryTaskRef;
-use crate::infrastructure::composition::{Instance, RootPaths};
+use crate::infrastructure::composition::{Instance, RootPaths, Tuning};
+use crate::infrastructure::worker::ScheduleIntervals;
 
 /// Longest `options.controlUrl` accepted.
 const MAX_CONTROL_URL_CHARS: usize = 2048;
+/// Bounds of `options.tuning.drainIntervalMs` and `dispatchIntervalMs` (100 ms to 24 h).
+const INTERVAL_MS_BOUNDS: (u64, u64) = (100, 86_400_000);
+/// Bounds of `options.tuning.queueConcurrency` (the worker's blocking pool has 8 threads).
+const QUEUE_CONCURRENCY_BOUNDS: (u64, u64) = (1, 8);
+
+/// The `tuning` option: scheduler intervals and queue concurrency.
+#[napi(object, object_to_js = false)]
+pub struct MemberWorkSyncTuningOption {
+    /// Turn-settled spool drain interval without watcher news, in ms
+    /// (integer, 100 to 86 400 000; default 15 000).
+    pub drain_interval_ms: Option<f64>,
+    /// Nudge dispatch interval in ms (integer, 100 to 86 400 000; default 60 000).
+    pub dispatch_interval_ms: Option<f64>,
+    /// Queued reconciles running at once across all teams (integer, 1 to 8; default 2).
+    pub queue_concurrency: Option<f64>,
+}
 
 /// The fixed test clock option.
 #[napi(object)]
@@ -43,8 +60,9 @@ pub struct MemberWorkSyncOptions {
     /// Fixed test clock, moved with `setClockForTesting`.
     pub clock: Option<MemberWorkSyncClockOption>,
     /// Start the background work (default true): the reconcile queue driver,
-    /// the turn-settled spool drain (every 15 s, sooner when a watcher on the
-    /// spool's `incoming/` sees a file) and the nudge dispatcher (every 60 s).
+    /// the turn-settled spool drain (every 15 s or `tuning.drainIntervalMs`,
+    /// sooner when a watcher on the spool's `incoming/` sees a file) and the
+    /// nudge dispatcher (every 60 s or `tuning.dispatchIntervalMs`).
     /// With `false` nothing runs on its own: queued work waits and
     /// `drainRuntimeTurnSettledEvents` reconciles resolved members at once.
     pub auto_start: Option<bool>,
@@ -60,6 +78,9 @@ pub struct MemberWorkSyncOptions {
     /// asking the member to pass it as `controlUrl` to both work sync tools.
     /// Blank means none; at most 2048 characters, no quotes or control characters.
     pub control_url: Option<String>,
+    /// Scheduler intervals and queue concurrency; every field optional, the
+    /// defaults are those of `autoStart`.
+    pub tuning: Option<MemberWorkSyncTuningOption>,
 }
 
 /// One addon instance over one Claude home.
@@ -86,7 +107,9 @@ impl MemberWorkSync {
             on_team_change: None,
             on_log: None,
             control_url: None,
+            tuning: None,
         });
+        let tuning = tuning(options.tuning.as_ref());
         let paths = RootPaths::resolve(
             options.claude_root.map(PathBuf::from),
             options.teams_base_path.map(PathBuf::from),
@@ -102,6 +125,7 @@ impl MemberWorkSync {
             fixed_now,
             options.auto_start.unwrap_or(true),
             control_url,
+            tuning,
         )
         .map_err(|e| {
             JsFailure {
@@ -578,6 +602,7 @@ fn parse_options(
             )))
         }
     }
+    check_tuning(json.get("tuning"))?;
     for key in ["claudeRoot", "teamsBasePath", "tasksBasePath"] {
         if !matches!(
             json.get(key),
@@ -719,4 +744,51 @@ pub(crate) fn to_json(value: impl serde::Serialize) -> Result<Value, JsFailure> 
         code: ErrorCode::Io,
         message: format!("could not encode result: {e}"),
     })
+}
+
+/// Checks `options.tuning` before napi converts it: an object whose fields are
+/// absent (`undefined`) or integers within their bounds. `null` is refused
+/// here with the option's name, as napi's conversion would refuse it anyway.
+fn check_tuning(tuning: Option<&Value>) -> Result<(), JsFailure> {
+    let fields = match tuning {
+        None => return Ok(()),
+        Some(Value::Object(fields)) => fields,
+        Some(_) => return Err(JsFailure::invalid("options.tuning must be an object")),
+    };
+    for (key, (min, max)) in [
+        ("drainIntervalMs", INTERVAL_MS_BOUNDS),
+        ("dispatchIntervalMs", INTERVAL_MS_BOUNDS),
+        ("queueConcurrency", QUEUE_CONCURRENCY_BOUNDS),
+    ] {
+        match fields.get(key) {
+            None => {}
+            // JS numbers arrive as f64: an integer is one without a fraction.
+            Some(Value::Number(n))
+                if n.as_f64().is_some_and(|n| {
+                    n.fract() == 0.0 && (min as f64..=max as f64).contains(&n)
+                }) => {}
+            Some(_) => {
+                return Err(JsFailure::invalid(format!(
+                    "options.tuning.{key} must be an integer from {min} to {max}"
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The instance's [`Tuning`] from a checked `options.tuning` (see [`check_tuning`]).
+fn tuning(option: Option<&MemberWorkSyncTuningOption>) -> Tuning {
+    let Some(option) = option else {
+        return Tuning::default();
+    };
+    let defaults = ScheduleIntervals::default();
+    let millis = |ms: Option<f64>| ms.map(|ms| std::time::Duration::from_millis(ms as u64));
+    Tuning {
+        intervals: ScheduleIntervals {
+            drain_every: millis(option.drain_interval_ms).unwrap_or(defaults.drain_every),
+            dispatch_every: millis(option.dispatch_interval_ms).unwrap_or(defaults.dispatch_every),
+        },
+        queue_concurrency: option.queue_concurrency.map(|n| n as usize),
+    }
 }

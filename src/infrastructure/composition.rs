@@ -33,7 +33,7 @@ use super::spool::{FsSpool, SpoolPaths};
 use super::status_store::{FsAuditJournal, FsStatusStore, StorePaths};
 use super::team_reader::FsTeamSource;
 use super::transcripts::FsClaudeSessionLocator;
-use super::worker::{DrainPass, DrainSchedule, Worker};
+use super::worker::{DrainPass, DrainSchedule, ScheduleIntervals, Worker};
 
 /// Where the Claude home and its team and task dirs are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -258,16 +258,32 @@ impl TurnSettledQueue for ReconcileTurnSettledNow<'_> {
     }
 }
 
+/// The constructor's `tuning` option: scheduler intervals and queue
+/// concurrency (defaults: drain every 15 s, dispatch every 60 s, 2 reconciles
+/// at once).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tuning {
+    /// How often the schedulers run.
+    pub intervals: ScheduleIntervals,
+    /// Queued reconciles running at once; `None` keeps the queue's default.
+    pub queue_concurrency: Option<usize>,
+}
+
 impl Instance {
     /// Wires the services and starts the worker (the queue driver only with
-    /// `auto_start`); delivered nudges name `control_url` when given.
+    /// `auto_start`) as `tuning` says; delivered nudges name `control_url`
+    /// when given.
     pub fn start(
         paths: RootPaths,
         fixed_now_ms: Option<i64>,
         auto_start: bool,
         control_url: Option<String>,
+        tuning: Tuning,
     ) -> std::io::Result<Self> {
         let services = Services::with_control_url(paths, fixed_now_ms, control_url);
+        if let Some(concurrency) = tuning.queue_concurrency {
+            services.engine.set_queue_concurrency(concurrency);
+        }
         let schedule = {
             let (ingestor, engine, changes, log) = (
                 services.turn_settled.clone(),
@@ -359,6 +375,7 @@ impl Instance {
             auto_start,
             Some(schedule),
             Some(dispatch),
+            tuning.intervals,
         )?;
         Ok(Self {
             services,
@@ -473,5 +490,32 @@ mod tests {
         assert_eq!(paths.projects, PathBuf::from("/home/u/.claude/projects"));
         assert_eq!(paths.teams_base, PathBuf::from("/data/agent-teams"));
         assert_eq!(paths.tasks_base, PathBuf::from("/home/u/.claude/tasks"));
+    }
+
+    #[test]
+    fn tuning_queue_concurrency_caps_the_reconciles_handed_out() {
+        // (configured concurrency, reconciles handed out of 4 due members)
+        for (concurrency, handed_out) in [(None, 2), (Some(1), 1), (Some(3), 3)] {
+            let root = tempfile::tempdir().unwrap();
+            let paths = RootPaths::resolve(Some(root.path().to_path_buf()), None, None);
+            let tuning = Tuning {
+                queue_concurrency: concurrency,
+                ..Tuning::default()
+            };
+            // Without auto start nothing takes work but this test.
+            let instance = Instance::start(paths, Some(1_000_000), false, None, tuning).unwrap();
+            instance.services.runtime.set("forge", true, None);
+            for member in ["a", "b", "c", "d"] {
+                instance
+                    .services
+                    .engine
+                    .enqueue("forge", member, Trigger::ManualRefresh);
+            }
+            instance.set_test_clock(1_000_000 + 60_000);
+            let taken = instance.services.engine.take_due();
+            assert_eq!(taken.len(), handed_out, "{concurrency:?}");
+            // Not disposed: dispose would wait for the taken items to finish;
+            // dropping shuts the runtime down without waiting.
+        }
     }
 }

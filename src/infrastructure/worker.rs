@@ -19,6 +19,25 @@ use crate::application::router::TeamChangeEvent;
 /// work or a moved test clock).
 const MAX_IDLE: Duration = Duration::from_secs(1);
 
+/// How often the schedulers run (`tuning.drainIntervalMs`,
+/// `tuning.dispatchIntervalMs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScheduleIntervals {
+    /// Turn-settled drain interval without watcher news.
+    pub drain_every: Duration,
+    /// Nudge dispatch interval.
+    pub dispatch_every: Duration,
+}
+
+impl Default for ScheduleIntervals {
+    fn default() -> Self {
+        Self {
+            drain_every: DRAIN_EVERY,
+            dispatch_every: DISPATCH_EVERY,
+        }
+    }
+}
+
 /// Background work of one addon instance.
 pub struct Worker {
     runtime: Mutex<Option<Runtime>>,
@@ -59,12 +78,14 @@ pub struct DrainSchedule {
 
 impl Worker {
     /// Starts the runtime and the event intake; with `run_queue`, also the queue
-    /// driver, the turn-settled drain scheduler and the nudge dispatch scheduler.
+    /// driver, the turn-settled drain scheduler and the nudge dispatch scheduler
+    /// (every `intervals`).
     pub fn start(
         engine: Arc<Engine>,
         run_queue: bool,
         drains: Option<DrainSchedule>,
         dispatch: Option<Box<dyn Fn() + Send + Sync>>,
+        intervals: ScheduleIntervals,
     ) -> std::io::Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -90,10 +111,20 @@ impl Worker {
         if run_queue {
             runtime.spawn(drive(engine, notify.clone(), stopping.clone()));
             if let Some(schedule) = drains {
-                runtime.spawn(drain_loop(schedule, stopping.clone(), passes.clone()));
+                runtime.spawn(drain_loop(
+                    schedule,
+                    intervals.drain_every,
+                    stopping.clone(),
+                    passes.clone(),
+                ));
             }
             if let Some(dispatch) = dispatch {
-                runtime.spawn(dispatch_loop(dispatch, stopping.clone(), passes.clone()));
+                runtime.spawn(dispatch_loop(
+                    dispatch,
+                    intervals.dispatch_every,
+                    stopping.clone(),
+                    passes.clone(),
+                ));
             }
         }
         Ok(Self {
@@ -204,7 +235,7 @@ async fn drive(engine: Arc<Engine>, notify: Arc<Notify>, stopping: Arc<AtomicBoo
 
 /// First drain after start.
 const FIRST_DRAIN: Duration = Duration::from_millis(100);
-/// Drain interval without watcher news.
+/// Default drain interval without watcher news.
 const DRAIN_EVERY: Duration = Duration::from_secs(15);
 /// Retry interval while the spool's `incoming/` does not exist yet.
 const WATCHER_RETRY: Duration = Duration::from_secs(1);
@@ -213,12 +244,18 @@ const WATCHER_RETRY: Duration = Duration::from_secs(1);
 /// `incoming/` must not turn the watcher into a busy loop.
 const MIN_DRAIN_GAP: Duration = Duration::from_secs(1);
 
-/// Drains the spool 100 ms after start, then every 15 s, and soon after the
+/// Drains the spool 100 ms after start, then every `drain_every` (default
+/// 15 s), and soon after the
 /// watcher sees a new file in `incoming/` (at most one drain a second that
 /// way); one drain at a time, an immediate follow-up when a batch was full,
 /// only the interval after a drain that failed. Without a watcher the
 /// interval alone runs.
-async fn drain_loop(schedule: DrainSchedule, stopping: Arc<AtomicBool>, passes: Arc<Passes>) {
+async fn drain_loop(
+    schedule: DrainSchedule,
+    drain_every: Duration,
+    stopping: Arc<AtomicBool>,
+    passes: Arc<Passes>,
+) {
     let news = Arc::new(Notify::new());
     let mut watcher = None;
     let mut last_watch_error: Option<String> = None;
@@ -250,9 +287,10 @@ async fn drain_loop(schedule: DrainSchedule, stopping: Arc<AtomicBool>, passes: 
         .await
         .unwrap_or(DrainPass::Failed);
         let interval = if watcher.is_some() {
-            DRAIN_EVERY
+            drain_every
         } else {
-            WATCHER_RETRY
+            // A short configured interval also shortens the retry.
+            WATCHER_RETRY.min(drain_every)
         };
         match outcome {
             DrainPass::Full => continue,
@@ -316,18 +354,20 @@ fn watch_incoming(
     Ok(watcher)
 }
 
-/// Nudge dispatch interval.
+/// Default nudge dispatch interval.
 const DISPATCH_EVERY: Duration = Duration::from_secs(60);
 
-/// Dispatches due nudges every 60 s (the first pass after one interval).
+/// Dispatches due nudges every `dispatch_every` (default 60 s; the first pass
+/// after one interval).
 async fn dispatch_loop(
     dispatch: Box<dyn Fn() + Send + Sync>,
+    dispatch_every: Duration,
     stopping: Arc<AtomicBool>,
     passes: Arc<Passes>,
 ) {
     let dispatch = Arc::new(dispatch);
     loop {
-        tokio::time::sleep(DISPATCH_EVERY).await;
+        tokio::time::sleep(dispatch_every).await;
         if stopping.load(Ordering::SeqCst) {
             break;
         }
@@ -468,7 +508,12 @@ mod tests {
             .build()
             .unwrap();
         let stopping = Arc::new(AtomicBool::new(false));
-        runtime.spawn(drain_loop(schedule, stopping.clone(), Arc::default()));
+        runtime.spawn(drain_loop(
+            schedule,
+            DRAIN_EVERY,
+            stopping.clone(),
+            Arc::default(),
+        ));
         std::thread::sleep(Duration::from_millis(2500));
         stopping.store(true, Ordering::SeqCst);
         drains.load(Ordering::SeqCst)

@@ -1,0 +1,87 @@
+import fs from 'node:fs'
+import path from 'node:path'
+import { describe, expect, it } from 'vitest'
+
+import { MemberWorkSync } from '../index.js'
+import { copyExampleRoot, readJson, until, writeJson } from './helpers'
+
+const NOW = Date.parse('2026-11-22T10:00:00.000Z')
+
+/** Two hours of calm shadow history for five members: readiness becomes shadow_ready. */
+function writeShadowHistory(root: string) {
+  const members: Record<string, unknown> = {}
+  for (let i = 0; i < 5; i++) {
+    members[`m${i}`] = { memberName: `m${i}`, state: 'caught_up', agendaFingerprint: 'agenda:v1:x', actionableCount: 0, evaluatedAt: '2026-11-22T09:00:00.000Z' }
+  }
+  const recentEvents = Array.from({ length: 30 }, (_, i) => ({
+    id: `h${i}`,
+    teamName: 'forge',
+    memberName: `m${i % 5}`,
+    kind: 'status_evaluated',
+    state: 'caught_up',
+    agendaFingerprint: 'agenda:v1:x',
+    recordedAt: new Date(NOW - 2 * 3_600_000 + i * 240_000).toISOString(),
+    actionableCount: 0,
+  }))
+  writeJson(path.join(root, 'teams/forge/.member-work-sync/indexes/metrics.json'), { schemaVersion: 2, members, recentEvents })
+}
+
+describe('options.tuning', () => {
+  it.each([
+    [{ tuning: 5 }, 'options.tuning must be an object'],
+    [{ tuning: [] }, 'options.tuning must be an object'],
+    [{ tuning: null }, 'options.tuning must be an object'],
+    [{ tuning: { drainIntervalMs: null } }, 'options.tuning.drainIntervalMs must be an integer from 100 to 86400000'],
+    [{ tuning: { drainIntervalMs: 99 } }, 'options.tuning.drainIntervalMs must be an integer from 100 to 86400000'],
+    [{ tuning: { drainIntervalMs: 86_400_001 } }, 'options.tuning.drainIntervalMs must be an integer from 100 to 86400000'],
+    [{ tuning: { drainIntervalMs: '1000' } }, 'options.tuning.drainIntervalMs must be an integer from 100 to 86400000'],
+    [{ tuning: { dispatchIntervalMs: 1500.5 } }, 'options.tuning.dispatchIntervalMs must be an integer from 100 to 86400000'],
+    [{ tuning: { dispatchIntervalMs: Number.NaN } }, 'options.tuning.dispatchIntervalMs must be an integer from 100 to 86400000'],
+    [{ tuning: { dispatchIntervalMs: -1 } }, 'options.tuning.dispatchIntervalMs must be an integer from 100 to 86400000'],
+    [{ tuning: { queueConcurrency: 0 } }, 'options.tuning.queueConcurrency must be an integer from 1 to 8'],
+    [{ tuning: { queueConcurrency: 9 } }, 'options.tuning.queueConcurrency must be an integer from 1 to 8'],
+    [{ tuning: { queueConcurrency: true } }, 'options.tuning.queueConcurrency must be an integer from 1 to 8'],
+  ])('%j is rejected with MWS_INVALID_ARGUMENT naming the option', (options, message) => {
+    let error: any
+    try {
+      new MemberWorkSync({ claudeRoot: copyExampleRoot(), autoStart: false, ...(options as any) })
+    } catch (e) {
+      error = e
+    }
+    expect(error).toMatchObject({ code: 'MWS_INVALID_ARGUMENT' })
+    expect(error.message).toContain(message)
+  })
+
+  it.each([
+    [{}],
+    [{ tuning: undefined }],
+    [{ tuning: {} }],
+    [{ tuning: { drainIntervalMs: 100, dispatchIntervalMs: 86_400_000, queueConcurrency: 1 } }],
+    [{ tuning: { dispatchIntervalMs: undefined, queueConcurrency: 8 } }],
+  ])('%j is accepted', async (options) => {
+    const sync = new MemberWorkSync({ claudeRoot: copyExampleRoot(), autoStart: false, ...(options as any) })
+    await sync.dispose()
+  })
+
+  it('a short dispatchIntervalMs delivers a planned nudge without a dispatchDueNudges call', async () => {
+    // The default interval is 60 s: without the option nothing would be
+    // delivered within until()'s 5 s.
+    const root = copyExampleRoot()
+    writeShadowHistory(root)
+    const sync = new MemberWorkSync({ claudeRoot: root, clock: { nowMs: NOW }, tuning: { dispatchIntervalMs: 100 } })
+    const inbox = path.join(root, 'teams/forge/inboxes/jack.json')
+    const outbox = path.join(root, 'teams/forge/members/jack/.member-work-sync/outbox.json')
+    try {
+      sync.noteTeamChange({ type: 'member-spawn', teamName: 'forge', detail: 'jack' })
+      await until(() => (sync.getQueueDiagnostics().queued === 1 ? true : undefined))
+      sync.setClockForTesting(NOW + 30_000)
+      const planned = await until(() => (fs.existsSync(outbox) ? readJson(outbox) : undefined))
+      const [item] = Object.values(planned.items) as any[]
+      const rows = await until(() => (fs.existsSync(inbox) ? readJson(inbox) : undefined))
+      expect(rows).toHaveLength(1)
+      expect(rows[0]).toMatchObject({ to: 'jack', messageKind: 'member_work_sync_nudge', messageId: item.id })
+    } finally {
+      await sync.dispose()
+    }
+  })
+})
