@@ -18,9 +18,10 @@ describe('npm start', () => {
       /phase 2: shadow_ready\nphase 2 ready/,
       /nudge delivered to teams\/forge\/inboxes\/bob\.json \(tasks 7, 12\)/,
       /report accepted: bob is still_working until /,
-      /nudge_skipped +code=phase2_not_ready/,
-      /nudge_delivered +reason=inbox_inserted/,
-      /report_accepted +code=accepted/,
+      /explain forge\/bob: \d+ entries/,
+      /nudge_skipped +nudge not planned: phase 2 is not ready/,
+      /nudge_delivered +nudge \S+ delivered to the inbox/,
+      /report_accepted +report accepted/,
     ]) {
       expect(stdout).toMatch(line)
     }

@@ -6,7 +6,7 @@
 // Stop hook installed and run as Claude Code runs it, its payload drained and
 // attributed, enough shadow history on a test clock for phase 2, a nudge
 // planned and delivered into the member's inbox, the member's report accepted,
-// and the member's audit journal as a timeline. Exits non-zero when a step
+// and `explain`'s timeline of the member. Exits non-zero when a step
 // does not produce what it should.
 
 const fs = require('node:fs')
@@ -95,18 +95,10 @@ function memberStore(claudeRoot) {
   return path.join(claudeRoot, 'teams', TEAM, 'members', MEMBER, '.member-work-sync')
 }
 
-/** One timeline line per journal event; a reconcile's steps collapse into its outcome. */
-function printTimeline(claudeRoot) {
-  const journal = path.join(memberStore(claudeRoot), 'journal.jsonl')
-  const events = []
-  for (const line of fs.readFileSync(journal, 'utf8').split('\n')) {
-    try {
-      if (line) events.push(JSON.parse(line))
-    } catch {
-      // A torn line is skipped; the journal is append-only.
-    }
-  }
-  console.log(`${MEMBER}'s audit journal (${path.relative(claudeRoot, journal)}), ${events.length} event(s):`)
+/** `explain`: bob's timeline, one line per entry; a reconcile's steps collapse into its outcome. */
+async function printExplanation(sync) {
+  const explanation = await sync.explain({ teamName: TEAM, memberName: MEMBER })
+  console.log(`explain ${TEAM}/${MEMBER}: ${explanation.entries.length} entries (journal, outbox, status), oldest first:`)
   const quiet = new Set(['reconcile_started', 'agenda_loaded', 'decision_made'])
   let repeated = 0
   let previous = ''
@@ -114,26 +106,19 @@ function printTimeline(claudeRoot) {
     if (repeated > 0) console.log(`  ${''.padEnd(20)} (${repeated} more like it)`)
     repeated = 0
   }
-  for (const event of events) {
-    if (quiet.has(event.event)) continue
-    const meta = event.metadata || {}
-    const details = [
-      event.state && `state=${event.state}`,
-      event.reason && `reason=${event.reason}`,
-      meta.code && `code=${meta.code}`,
-      meta.outboxId && `outbox=${meta.outboxId}`,
-      meta.provider && `provider=${meta.provider}`,
-    ].filter(Boolean)
-    const text = `${String(event.event).padEnd(48)} ${details.join(' ')}`
+  for (const entry of explanation.entries) {
+    if (quiet.has(entry.kind)) continue
+    const text = `${entry.kind.padEnd(48)} ${entry.sentence}`
     if (text === previous) {
       repeated += 1
       continue
     }
     flush()
     previous = text
-    console.log(`  ${String(event.timestamp).replace(/\.\d+Z$/, 'Z').padEnd(20)} ${text}`)
+    console.log(`  ${entry.at.replace(/\.\d+Z$/, 'Z').padEnd(20)} ${text}`)
   }
   flush()
+  if (explanation.diagnostics.length > 0) console.log(`  diagnostics: ${explanation.diagnostics.join(', ')}`)
 }
 
 async function main() {
@@ -229,7 +214,7 @@ async function main() {
     console.log(`report accepted: ${MEMBER} is ${after.state} until ${after.report.expiresAt}`)
 
     step(`what happened to ${MEMBER}`)
-    printTimeline(claudeRoot)
+    await printExplanation(sync)
     console.log(`\nDone in ${((Date.now() - started) / 1000).toFixed(1)} s. Files left in ${claudeRoot}`)
   } finally {
     await sync.dispose()
