@@ -48,10 +48,17 @@ pub fn read_envelope<T: DeserializeOwned>(
     field: &str,
     now_ms: i64,
 ) -> io::Result<Loaded<T>> {
-    read_versioned(root, path, version, now_ms, |value| {
+    read_versioned(root, path, version, now_ms, envelope_field(field))
+}
+
+/// Converts the `field` of a checked envelope.
+fn envelope_field<T: DeserializeOwned>(
+    field: &str,
+) -> impl FnOnce(Value) -> Result<T, String> + '_ {
+    move |value| {
         let inner = value.get(field).cloned().unwrap_or(Value::Null);
         serde_json::from_value(inner).map_err(|_| "invalid_shape".to_string())
-    })
+    }
 }
 
 /// Reads a flat envelope `{schemaVersion: version, ...fields}` as `T` (the
@@ -78,30 +85,14 @@ fn read_versioned<T>(
     now_ms: i64,
     convert: impl FnOnce(Value) -> Result<T, String>,
 ) -> io::Result<Loaded<T>> {
-    let read = match root.read(path, MAX_STORE_FILE_BYTES) {
-        // A file the app may not read (mode 000) would fail every call for
-        // good; like a corrupt one it is moved aside and rebuilt.
-        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-            return Ok(Loaded::Quarantined {
-                moved_to: quarantine(root, path, now_ms)?,
-                reason: "unreadable".into(),
-            })
-        }
-        read => read?,
-    };
-    let parsed = match read {
-        FileRead::Missing => return Ok(Loaded::Missing),
-        FileRead::NotAFile => Err("not_a_file".to_string()),
-        FileRead::TooLarge => Err("file_too_large".to_string()),
-        FileRead::Bytes(bytes) => check_version(&bytes, version).and_then(convert),
-    };
-    match parsed {
-        Ok(value) => Ok(Loaded::Found(value)),
-        Err(reason) => Ok(Loaded::Quarantined {
+    Ok(match inspect(root, path, version, convert)? {
+        Peeked::Missing => Loaded::Missing,
+        Peeked::Found(value) => Loaded::Found(value),
+        Peeked::Unusable { reason } => Loaded::Quarantined {
             moved_to: quarantine(root, path, now_ms)?,
             reason,
-        }),
-    }
+        },
+    })
 }
 
 /// What [`peek_envelope`] found: like [`Loaded`], but a bad file is only
@@ -127,7 +118,21 @@ pub fn peek_envelope<T: DeserializeOwned>(
     version: u64,
     field: &str,
 ) -> io::Result<Peeked<T>> {
+    inspect(root, path, version, envelope_field(field))
+}
+
+/// Reads, checks `schemaVersion` and converts, moving nothing: the one read
+/// behind both the quarantining and the read-only views.
+fn inspect<T>(
+    root: &TrustedRoot,
+    path: &Path,
+    version: u64,
+    convert: impl FnOnce(Value) -> Result<T, String>,
+) -> io::Result<Peeked<T>> {
     let read = match root.read(path, MAX_STORE_FILE_BYTES) {
+        // A file the app may not read (mode 000) would fail every call for
+        // good; like a corrupt one it is unusable (and moved aside by a
+        // writing read).
         Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
             return Ok(Peeked::Unusable {
                 reason: "unreadable".into(),
@@ -139,10 +144,7 @@ pub fn peek_envelope<T: DeserializeOwned>(
         FileRead::Missing => return Ok(Peeked::Missing),
         FileRead::NotAFile => Err("not_a_file".to_string()),
         FileRead::TooLarge => Err("file_too_large".to_string()),
-        FileRead::Bytes(bytes) => check_version(&bytes, version).and_then(|value| {
-            let inner = value.get(field).cloned().unwrap_or(Value::Null);
-            serde_json::from_value(inner).map_err(|_| "invalid_shape".to_string())
-        }),
+        FileRead::Bytes(bytes) => check_version(&bytes, version).and_then(convert),
     };
     Ok(match parsed {
         Ok(value) => Peeked::Found(value),
