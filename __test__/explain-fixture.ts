@@ -1,30 +1,10 @@
-import path from 'node:path'
 import { expect } from 'vitest'
 
 import { MemberWorkSync } from '../index.js'
-import { copyExampleRoot, until, writeJson } from './helpers'
+import { copyExampleRoot, until, writeShadowHistory } from './helpers'
 
 /** The fixed clock of the explain fixture. */
 export const NOW = Date.parse('2026-11-22T10:00:00.000Z')
-
-/** Two hours of calm shadow history for five members: readiness becomes shadow_ready. */
-function writeShadowHistory(root: string) {
-  const members: Record<string, unknown> = {}
-  for (let i = 0; i < 5; i++) {
-    members[`m${i}`] = { memberName: `m${i}`, state: 'caught_up', agendaFingerprint: 'agenda:v1:x', actionableCount: 0, evaluatedAt: '2026-11-22T09:00:00.000Z' }
-  }
-  const recentEvents = Array.from({ length: 30 }, (_, i) => ({
-    id: `h${i}`,
-    teamName: 'forge',
-    memberName: `m${i % 5}`,
-    kind: 'status_evaluated',
-    state: 'caught_up',
-    agendaFingerprint: 'agenda:v1:x',
-    recordedAt: new Date(NOW - 2 * 3_600_000 + i * 240_000).toISOString(),
-    actionableCount: 0,
-  }))
-  writeJson(path.join(root, 'teams/forge/.member-work-sync/indexes/metrics.json'), { schemaVersion: 2, members, recentEvents })
-}
 
 /**
  * A copy of the example team where jack got a queued reconcile that planned a
@@ -32,7 +12,7 @@ function writeShadowHistory(root: string) {
  */
 export async function exampleWithHistory(): Promise<string> {
   const root = copyExampleRoot()
-  writeShadowHistory(root)
+  writeShadowHistory(root, NOW)
   const sync = new MemberWorkSync({ claudeRoot: root, clock: { nowMs: NOW } })
   try {
     sync.noteTeamChange({ type: 'member-spawn', teamName: 'forge', detail: 'jack' })

@@ -64,3 +64,22 @@ export function treeFingerprint(dir: string): string {
   walk(dir)
   return lines.join('\n')
 }
+
+/** Two hours of calm shadow history before `nowMs` for five members of team forge: readiness becomes shadow_ready. */
+export function writeShadowHistory(root: string, nowMs: number): void {
+  const members: Record<string, unknown> = {}
+  for (let i = 0; i < 5; i++) {
+    members[`m${i}`] = { memberName: `m${i}`, state: 'caught_up', agendaFingerprint: 'agenda:v1:x', actionableCount: 0, evaluatedAt: '2026-11-22T09:00:00.000Z' }
+  }
+  const recentEvents = Array.from({ length: 30 }, (_, i) => ({
+    id: `h${i}`,
+    teamName: 'forge',
+    memberName: `m${i % 5}`,
+    kind: 'status_evaluated',
+    state: 'caught_up',
+    agendaFingerprint: 'agenda:v1:x',
+    recordedAt: new Date(nowMs - 2 * 3_600_000 + i * 240_000).toISOString(),
+    actionableCount: 0,
+  }))
+  writeJson(path.join(root, 'teams/forge/.member-work-sync/indexes/metrics.json'), { schemaVersion: 2, members, recentEvents })
+}

@@ -3,34 +3,14 @@ import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 
 import { MemberWorkSync } from '../index.js'
-import { copyExampleRoot, readJson, until, writeJson } from './helpers'
+import { copyExampleRoot, readJson, until, writeShadowHistory } from './helpers'
 
 const NOW = Date.parse('2026-11-22T10:00:00.000Z')
-
-/** Two hours of calm shadow history for five members: readiness becomes shadow_ready. */
-function writeShadowHistory(root: string) {
-  const members: Record<string, unknown> = {}
-  for (let i = 0; i < 5; i++) {
-    members[`m${i}`] = { memberName: `m${i}`, state: 'caught_up', agendaFingerprint: 'agenda:v1:x', actionableCount: 0, evaluatedAt: '2026-11-22T09:00:00.000Z' }
-  }
-  const recentEvents = Array.from({ length: 30 }, (_, i) => ({
-    id: `h${i}`,
-    teamName: 'forge',
-    memberName: `m${i % 5}`,
-    kind: 'status_evaluated',
-    state: 'caught_up',
-    agendaFingerprint: 'agenda:v1:x',
-    recordedAt: new Date(NOW - 2 * 3_600_000 + i * 240_000).toISOString(),
-    actionableCount: 0,
-  }))
-  writeJson(path.join(root, 'teams/forge/.member-work-sync/indexes/metrics.json'), { schemaVersion: 2, members, recentEvents })
-}
-
 
 describe('phase 2 nudges', () => {
   it('queued reconcile plans one nudge, dispatch delivers it once, a report stops further nudges', async () => {
     const root = copyExampleRoot()
-    writeShadowHistory(root)
+    writeShadowHistory(root, NOW)
     const sync = new MemberWorkSync({ claudeRoot: root, clock: { nowMs: NOW } })
     const inbox = path.join(root, 'teams/forge/inboxes/jack.json')
     const outbox = path.join(root, 'teams/forge/members/jack/.member-work-sync/outbox.json')
@@ -76,7 +56,7 @@ describe('phase 2 nudges', () => {
 
   it('a team whose members folder cannot be listed rejects with MWS_IO naming the path, never an idle summary', async () => {
     const root = copyExampleRoot()
-    writeShadowHistory(root)
+    writeShadowHistory(root, NOW)
     const sync = new MemberWorkSync({ claudeRoot: root, clock: { nowMs: NOW } })
     const members = path.join(root, 'teams/forge/members')
     try {
