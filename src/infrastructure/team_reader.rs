@@ -67,6 +67,26 @@ impl FsTeamSource {
 }
 
 impl FsTeamSource {
+    /// The team's kanban cards; problems become `kanban_state_*` diagnostics.
+    fn read_kanban(
+        &self,
+        team_name: &str,
+        diags: &mut Vec<String>,
+    ) -> BTreeMap<String, KanbanEntry> {
+        self.team_dir(team_name, diags)
+            .and_then(|dir| {
+                read_json(
+                    &dir,
+                    "kanban-state.json",
+                    MAX_KANBAN_BYTES,
+                    "kanban_state",
+                    diags,
+                )
+            })
+            .map(|k| parse_kanban(&k))
+            .unwrap_or_default()
+    }
+
     /// `<teams>/<team>`, or `None` (with a diagnostic when it is not a plain folder).
     fn team_dir(&self, team_name: &str, diags: &mut Vec<String>) -> Option<Dir> {
         open_below(&self.teams, team_name, "team_dir", diags)
@@ -159,28 +179,6 @@ fn open_below(root: &TrustedRoot, name: &str, what: &str, diags: &mut Vec<String
             diags.push(format!("{what}_unreadable"));
             None
         }
-    }
-}
-
-impl FsTeamSource {
-    /// The team's kanban cards; problems become `kanban_state_*` diagnostics.
-    fn read_kanban(
-        &self,
-        team_name: &str,
-        diags: &mut Vec<String>,
-    ) -> BTreeMap<String, KanbanEntry> {
-        self.team_dir(team_name, diags)
-            .and_then(|dir| {
-                read_json(
-                    &dir,
-                    "kanban-state.json",
-                    MAX_KANBAN_BYTES,
-                    "kanban_state",
-                    diags,
-                )
-            })
-            .map(|k| parse_kanban(&k))
-            .unwrap_or_default()
     }
 }
 
