@@ -17,7 +17,7 @@
 //! log, capped JSON files) and go through [`safe_fs`](super::safe_fs).
 
 use std::collections::HashSet;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use super::safe_fs::TrustedRoot;
 use super::transcripts::{active_teams, known_members, launched_sessions, read_head};
@@ -42,7 +42,7 @@ impl FsCodexSessionLocator {
     /// The team and member the session log at `path` names, when the log
     /// is one this locator may read and belongs to `session_id`.
     fn member_in_session_log(&self, session_id: &str, path: &str) -> ClaudeMatch {
-        let Some(log) = self.log_below_sessions(path) else {
+        let Some(log) = self.sessions.entry_below(Path::new(path)) else {
             return ClaudeMatch::NoMatch;
         };
         let (Some(parent), Some(name)) = (log.parent(), log.file_name().and_then(|n| n.to_str()))
@@ -76,17 +76,6 @@ impl FsCodexSessionLocator {
             .map(|(name, _, _)| (name, member_lc.clone()))
             .collect();
         single(found)
-    }
-
-    /// `path` as the sessions root spells it, when it lies below that root
-    /// with plain components only.
-    fn log_below_sessions(&self, path: &str) -> Option<PathBuf> {
-        let below = Path::new(path).strip_prefix(self.sessions.path()).ok()?;
-        let plain = below.components().next().is_some()
-            && below
-                .components()
-                .all(|part| matches!(part, Component::Normal(_)));
-        plain.then(|| self.sessions.join(below))
     }
 }
 

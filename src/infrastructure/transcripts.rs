@@ -440,7 +440,8 @@ fn single<'a>(targets: impl Iterator<Item = (&'a str, &'a str)>) -> Option<Claud
 
 impl ClaudeSessionLocator for FsClaudeSessionLocator {
     fn locate(&self, session_id: Option<&str>, transcript_path: Option<&str>) -> ClaudeMatch {
-        let transcript = transcript_path.and_then(|p| self.transcript_below_projects(p));
+        // A payload's path counts only below `<claudeRoot>/projects/`.
+        let transcript = transcript_path.and_then(|p| self.projects.entry_below(Path::new(p)));
         let (index, age) = self.index(INDEX_TTL);
         let found = Self::find(&index, session_id, transcript.as_deref());
         if found != ClaudeMatch::NoMatch || age < MISS_REBUILD_AFTER {
@@ -448,23 +449,6 @@ impl ClaudeSessionLocator for FsClaudeSessionLocator {
         }
         let (fresh, _) = self.index(MISS_REBUILD_AFTER);
         Self::find(&fresh, session_id, transcript.as_deref())
-    }
-}
-
-impl FsClaudeSessionLocator {
-    /// A Stop payload's `transcript_path`, as indexed paths are spelled, when
-    /// it lies below `<claudeRoot>/projects/` with plain components only; any
-    /// other path (outside, or through `.`/`..`) names no transcript.
-    fn transcript_below_projects(&self, transcript_path: &str) -> Option<PathBuf> {
-        let below = Path::new(transcript_path)
-            .strip_prefix(self.projects.path())
-            .ok()?;
-        // `Path::components` already drops a `.`; a `..` stays and is refused.
-        let plain = below.components().next().is_some()
-            && below
-                .components()
-                .all(|part| matches!(part, Component::Normal(_)));
-        plain.then(|| self.projects.join(below))
     }
 }
 

@@ -34,9 +34,12 @@ impl TrustedRoot {
         self.path.join(rel)
     }
 
-    /// Whether `path` lies below (or is) the root, lexically.
-    pub fn contains(&self, path: &Path) -> bool {
-        self.below(path).is_ok()
+    /// `path` spelled from the root as configured, when it names an entry
+    /// strictly below the root with plain components only (no `..`): how a
+    /// path an untrusted payload names is taken. Anything else names nothing.
+    pub fn entry_below(&self, path: &Path) -> Option<PathBuf> {
+        let parts = self.below(path).ok()?;
+        (!parts.is_empty()).then(|| self.path.join(parts.iter().collect::<PathBuf>()))
     }
 
     /// The folder at `dir` (the root or below it); `None` when it, or a
@@ -154,6 +157,28 @@ mod tests {
         ] {
             let error = root.read(&path, 10).unwrap_err();
             assert_eq!(error.kind(), io::ErrorKind::InvalidInput, "{path:?}");
+        }
+    }
+
+    #[test]
+    fn entry_below_takes_only_plain_paths_strictly_below_the_root() {
+        let root = TrustedRoot::new("/home/u/.claude/projects");
+        let cases = [
+            ("/home/u/.claude/projects/-p/s.jsonl", true),
+            ("/home/u/.claude/projects/./-p/s.jsonl", true),
+            ("/home/u/.claude/projects", false),
+            ("/home/u/.claude/projects/../secrets.jsonl", false),
+            ("/home/u/.claude/projects/-p/../../x", false),
+            ("/home/u/.claude/projectsX/s.jsonl", false),
+            ("/elsewhere/s.jsonl", false),
+            ("relative/s.jsonl", false),
+        ];
+        for (path, below) in cases {
+            let taken = root.entry_below(Path::new(path));
+            assert_eq!(taken.is_some(), below, "{path}");
+            if let Some(taken) = taken {
+                assert_eq!(taken, Path::new("/home/u/.claude/projects/-p/s.jsonl"));
+            }
         }
     }
 
