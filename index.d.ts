@@ -516,7 +516,10 @@ export interface TeamChangeEvent {
   /**
    * 'member-turn-settled' / 'member-spawn': JSON {"memberName", ...} (or the plain name for member-spawn);
    * 'inbox' / 'lead-message': the inbox path ('.../inboxes/<member>.json');
-   * 'tool-activity': JSON {"memberName", "action": "start" | "finish", "toolUseId"?, "at"?};
+   * 'tool-activity': the app's tool tracker JSON: {"action": "start", "activity": {"memberName", "toolUseId",
+   *   "toolName"?, "startedAt"?}}, {"action": "finish", "memberName", "toolUseId"?, "finishedAt"?} or
+   *   {"action": "reset", "memberName"?, "toolUseIds"?} (no member: the whole team); the flat
+   *   {"memberName", "action", "toolUseId", "at"?} is accepted too;
    * 'lead-activity': 'offline' drops the team's queue and re-checks every member.
    */
   detail?: string

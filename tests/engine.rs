@@ -124,6 +124,76 @@ fn tool_activity_marks_busy_and_finish_queues_a_reconcile() {
         .contains(&"member_busy:recent_tool_activity".to_string()));
 }
 
+/// The app's own `tool-activity` shapes (a nested `activity` on start,
+/// `finishedAt` on finish, `reset`), as its tool tracker sends them.
+#[test]
+fn tool_activity_in_the_apps_shapes_marks_and_clears_busy() {
+    let (_dir, services) = fixture();
+    let busy_diagnostics = |services: &Services| -> Vec<String> {
+        let status = services
+            .reconciler
+            .refresh_status(
+                "forge",
+                "jack",
+                member_work_sync::domain::status::ReconciledBy::Request,
+                &[],
+            )
+            .unwrap();
+        status
+            .diagnostics
+            .into_iter()
+            .filter(|d| d.starts_with("member_busy"))
+            .collect()
+    };
+    let start = |id: &str| {
+        format!(
+            r#"{{"action":"start","activity":{{"memberName":"jack","toolUseId":"{id}","toolName":"Bash","startedAt":"2020-01-01T00:00:00.000Z","source":"runtime"}}}}"#
+        )
+    };
+    let note = |detail: &str| {
+        services
+            .engine
+            .note_team_change(&event("tool-activity", Some(detail), None))
+    };
+    // A start more than ten minutes old is stale: the clock is the example's.
+    note(&start("old"));
+    assert!(busy_diagnostics(&services).is_empty());
+
+    let now = member_work_sync::domain::time::format_iso(services.engine.now_ms());
+    note(&start("t1").replace("2020-01-01T00:00:00.000Z", &now));
+    note(&start("t2").replace("2020-01-01T00:00:00.000Z", &now));
+    assert_eq!(
+        busy_diagnostics(&services),
+        ["member_busy:active_tool_activity"]
+    );
+    note(r#"{"action":"reset","memberName":"jack","toolUseIds":["t1"]}"#);
+    assert_eq!(
+        busy_diagnostics(&services),
+        ["member_busy:active_tool_activity"]
+    );
+    note(&format!(
+        r#"{{"action":"finish","memberName":"jack","toolUseId":"t2","finishedAt":"{now}","isError":false}}"#
+    ));
+    assert_eq!(queued(&services), [("jack".into(), vec!["tool_finished"])]);
+    assert_eq!(
+        busy_diagnostics(&services),
+        ["member_busy:recent_tool_activity"]
+    );
+    note(r#"{"action":"reset","memberName":"jack"}"#);
+    assert!(busy_diagnostics(&services).is_empty());
+
+    // The lead going offline forgets the team's tool calls.
+    note(&start("t3").replace("2020-01-01T00:00:00.000Z", &now));
+    assert_eq!(
+        busy_diagnostics(&services),
+        ["member_busy:active_tool_activity"]
+    );
+    services
+        .engine
+        .note_team_change(&event("lead-activity", Some("offline"), None));
+    assert!(busy_diagnostics(&services).is_empty());
+}
+
 #[test]
 fn inactive_and_deleting_teams_never_reconcile() {
     let (dir, services) = fixture();

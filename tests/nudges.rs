@@ -261,6 +261,36 @@ fn watchdog_cooldown_and_busy_members_are_retried_later() {
 }
 
 #[test]
+fn a_busy_member_is_retried_and_the_journal_names_the_tool() {
+    let f = Fixture::new();
+    f.queued_reconcile("jack");
+    let now = member_work_sync::domain::time::format_iso(f.services.engine.now_ms());
+    f.services.engine.note_team_change(&member_work_sync::application::router::TeamChangeEvent {
+        kind: "tool-activity".into(),
+        team_name: "forge".into(),
+        detail: Some(format!(
+            r#"{{"action":"start","activity":{{"memberName":"jack","toolUseId":"t1","toolName":"Bash","startedAt":"{now}"}}}}"#
+        )),
+        ..Default::default()
+    });
+    let summary = f.dispatch();
+    assert_eq!((summary.claimed, summary.retryable), (1, 1));
+    let item = &f.outbox("jack")[0];
+    assert_eq!(
+        item.last_error.as_deref(),
+        Some("member_busy:active_tool_activity")
+    );
+    let retried: Vec<Value> = journal_of(&f.root, "jack")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|l: &Value| l["event"] == "nudge_retryable")
+        .collect();
+    assert_eq!(retried.len(), 1);
+    let line = retried[0].to_string();
+    assert!(line.contains(r#""toolName":"Bash""#), "{line}");
+}
+
+#[test]
 fn at_most_two_deliveries_per_member_hour() {
     let f = Fixture::new();
     let mut delivered = 0;

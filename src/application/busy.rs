@@ -1,4 +1,12 @@
 //! The busy signal: tool activity makes a member busy (DATA.md §5 "Busy").
+//!
+//! The app reports tool calls as `tool-activity` events. A running call makes
+//! its member busy until it finishes (or goes stale, its finish lost); a
+//! finished call keeps the member busy for [`RECENT_TOOL_MS`] more. Calls are
+//! tracked by id, so a `reset` can forget exactly the calls the app lost track
+//! of. The state lives in memory only and is bounded: at most
+//! [`MAX_TOOLS_PER_MEMBER`] calls per member, and members with nothing left
+//! are dropped as soon as they are looked at.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -10,6 +18,9 @@ use crate::domain::time::EpochMs;
 pub const RECENT_TOOL_MS: EpochMs = 90_000;
 /// An active tool older than this is considered stale (its finish was lost).
 pub const ACTIVE_TOOL_STALE_MS: EpochMs = 10 * 60_000;
+/// Calls remembered per member; the oldest go first. A member never runs
+/// this many tools at once, so only a flood of unfinished starts hits it.
+pub const MAX_TOOLS_PER_MEMBER: usize = 64;
 
 /// Why a member is busy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,17 +41,44 @@ impl BusyReason {
     }
 }
 
-#[derive(Debug, Default)]
-struct MemberTools {
-    /// Running tool calls by id, with their start time.
-    active: HashMap<String, EpochMs>,
-    last_finish: Option<EpochMs>,
+/// A member is busy: why, and with which tool when the app named it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Busy {
+    /// Running or recently finished call.
+    pub reason: BusyReason,
+    /// The tool (`Bash`, `Edit`, ...) of the newest call behind `reason`.
+    pub tool_name: Option<String>,
+}
+
+/// One tracked tool call.
+#[derive(Debug, Clone)]
+enum Call {
+    /// Running since the given time.
+    Running {
+        started: EpochMs,
+        tool_name: Option<String>,
+    },
+    /// Finished; keeps its member busy until the given time.
+    Finished {
+        busy_until: EpochMs,
+        tool_name: Option<String>,
+    },
+}
+
+impl Call {
+    /// When the call stops mattering at all.
+    fn expires(&self) -> EpochMs {
+        match self {
+            Self::Running { started, .. } => started + ACTIVE_TOOL_STALE_MS,
+            Self::Finished { busy_until, .. } => *busy_until,
+        }
+    }
 }
 
 /// In-memory tool activity per member.
 #[derive(Debug, Default)]
 pub struct BusySignals {
-    members: Mutex<HashMap<(String, String), MemberTools>>,
+    members: Mutex<HashMap<(String, String), HashMap<String, Call>>>,
 }
 
 fn key(team: &str, member: &str) -> (String, String) {
@@ -48,14 +86,47 @@ fn key(team: &str, member: &str) -> (String, String) {
 }
 
 impl BusySignals {
-    /// A tool call started. Event times in the future are clamped to `now`.
-    pub fn tool_started(&self, team: &str, member: &str, tool_id: &str, at: EpochMs, now: EpochMs) {
-        let mut members = self.members.lock().unwrap_or_else(|p| p.into_inner());
-        let tools = members.entry(key(team, member)).or_default();
-        tools.active.insert(tool_id.to_string(), at.min(now));
+    fn members(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<(String, String), HashMap<String, Call>>> {
+        self.members.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A tool call finished.
+    /// Stores a call, evicting the member's oldest call when at the cap.
+    fn put(&self, team: &str, member: &str, tool_id: &str, call: Call) {
+        let mut members = self.members();
+        let calls = members.entry(key(team, member)).or_default();
+        if !calls.contains_key(tool_id) && calls.len() >= MAX_TOOLS_PER_MEMBER {
+            let oldest = calls
+                .iter()
+                .min_by_key(|(_, call)| call.expires())
+                .map(|(id, _)| id.clone());
+            if let Some(oldest) = oldest {
+                calls.remove(&oldest);
+            }
+        }
+        calls.insert(tool_id.to_string(), call);
+    }
+
+    /// A tool call started. Event times in the future are clamped to `now`.
+    pub fn tool_started(
+        &self,
+        team: &str,
+        member: &str,
+        tool_id: &str,
+        tool_name: Option<&str>,
+        at: EpochMs,
+        now: EpochMs,
+    ) {
+        let call = Call::Running {
+            started: at.min(now),
+            tool_name: tool_name.map(str::to_string),
+        };
+        self.put(team, member, tool_id, call);
+    }
+
+    /// A tool call finished: the member stays busy for [`RECENT_TOOL_MS`]
+    /// after `at`. The tool name comes from the call's start, if seen.
     pub fn tool_finished(
         &self,
         team: &str,
@@ -64,37 +135,91 @@ impl BusySignals {
         at: EpochMs,
         now: EpochMs,
     ) {
-        let mut members = self.members.lock().unwrap_or_else(|p| p.into_inner());
-        let tools = members.entry(key(team, member)).or_default();
-        tools.active.remove(tool_id);
-        let at = at.min(now);
-        tools.last_finish = Some(tools.last_finish.map_or(at, |last| last.max(at)));
-    }
-
-    /// Whether the member is busy now, and why (active tool first).
-    pub fn busy(&self, team: &str, member: &str, now: EpochMs) -> Option<BusyReason> {
-        let members = self.members.lock().unwrap_or_else(|p| p.into_inner());
-        let tools = members.get(&key(team, member))?;
-        if tools
-            .active
-            .values()
-            .any(|&started| now - started < ACTIVE_TOOL_STALE_MS)
+        let tool_name = match self
+            .members()
+            .get(&key(team, member))
+            .and_then(|c| c.get(tool_id))
         {
-            return Some(BusyReason::ActiveToolActivity);
-        }
-        tools
-            .last_finish
-            .filter(|&finished| now - finished < RECENT_TOOL_MS)
-            .map(|_| BusyReason::RecentToolActivity)
+            Some(Call::Running { tool_name, .. } | Call::Finished { tool_name, .. }) => {
+                tool_name.clone()
+            }
+            None => None,
+        };
+        let call = Call::Finished {
+            busy_until: at.min(now) + RECENT_TOOL_MS,
+            tool_name,
+        };
+        self.put(team, member, tool_id, call);
     }
 
-    /// Forgets a team (after deletion).
+    /// The app lost track of some calls: forgets the listed ones, or every
+    /// call of the member when the list is empty.
+    pub fn tools_reset(&self, team: &str, member: &str, tool_ids: &[String]) {
+        let mut members = self.members();
+        let key = key(team, member);
+        if tool_ids.is_empty() {
+            members.remove(&key);
+            return;
+        }
+        if let Some(calls) = members.get_mut(&key) {
+            for id in tool_ids {
+                calls.remove(id);
+            }
+            if calls.is_empty() {
+                members.remove(&key);
+            }
+        }
+    }
+
+    /// Whether the member is busy now.
+    pub fn busy(&self, team: &str, member: &str, now: EpochMs) -> Option<BusyReason> {
+        self.busy_with(team, member, now).map(|busy| busy.reason)
+    }
+
+    /// Whether the member is busy now, why, and with which tool: a running
+    /// call wins over a finished one, the newest call names the tool.
+    pub fn busy_with(&self, team: &str, member: &str, now: EpochMs) -> Option<Busy> {
+        let mut members = self.members();
+        let key = key(team, member);
+        let calls = members.get_mut(&key)?;
+        calls.retain(|_, call| now < call.expires());
+        if calls.is_empty() {
+            members.remove(&key);
+            return None;
+        }
+        let running = calls
+            .values()
+            .filter_map(|call| match call {
+                Call::Running { started, tool_name } => Some((*started, tool_name)),
+                Call::Finished { .. } => None,
+            })
+            .max_by_key(|(started, _)| *started);
+        if let Some((_, tool_name)) = running {
+            return Some(Busy {
+                reason: BusyReason::ActiveToolActivity,
+                tool_name: tool_name.clone(),
+            });
+        }
+        calls
+            .values()
+            .filter_map(|call| match call {
+                Call::Finished {
+                    busy_until,
+                    tool_name,
+                } => Some((*busy_until, tool_name)),
+                Call::Running { .. } => None,
+            })
+            .max_by_key(|(busy_until, _)| *busy_until)
+            .map(|(_, tool_name)| Busy {
+                reason: BusyReason::RecentToolActivity,
+                tool_name: tool_name.clone(),
+            })
+    }
+
+    /// Forgets a team (after deletion, or when its lead goes offline).
     pub fn forget_team(&self, team: &str) {
         let team = normalize_member_name(team);
-        self.members
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|(t, _), _| *t != team);
+        self.members().retain(|(t, _), _| *t != team);
     }
 }
 
@@ -102,32 +227,89 @@ impl BusySignals {
 mod tests {
     use super::*;
 
+    fn busy_with(reason: BusyReason, tool: Option<&str>) -> Option<Busy> {
+        Some(Busy {
+            reason,
+            tool_name: tool.map(str::to_string),
+        })
+    }
+
     #[test]
     fn active_then_recent_then_idle() {
         let busy = BusySignals::default();
         assert_eq!(busy.busy("forge", "jack", 0), None);
-        busy.tool_started("forge", "Jack", "t1", 1_000, 1_000);
+        busy.tool_started("forge", "Jack", "t1", Some("Bash"), 1_000, 1_000);
         assert_eq!(
-            busy.busy("forge", "jack", 2_000),
-            Some(BusyReason::ActiveToolActivity)
+            busy.busy_with("forge", "jack", 2_000),
+            busy_with(BusyReason::ActiveToolActivity, Some("Bash"))
         );
         busy.tool_finished("forge", "jack", "t1", 5_000, 5_000);
         assert_eq!(
-            busy.busy("forge", "jack", 5_000 + RECENT_TOOL_MS - 1),
-            Some(BusyReason::RecentToolActivity)
+            busy.busy_with("forge", "jack", 5_000 + RECENT_TOOL_MS - 1),
+            busy_with(BusyReason::RecentToolActivity, Some("Bash"))
         );
         assert_eq!(busy.busy("forge", "jack", 5_000 + RECENT_TOOL_MS), None);
     }
 
     #[test]
+    fn a_running_call_wins_and_the_newest_names_the_tool() {
+        let busy = BusySignals::default();
+        busy.tool_started("forge", "jack", "a", Some("Read"), 1_000, 1_000);
+        busy.tool_started("forge", "jack", "b", Some("Bash"), 2_000, 2_000);
+        busy.tool_finished("forge", "jack", "a", 3_000, 3_000);
+        assert_eq!(
+            busy.busy_with("forge", "jack", 3_000),
+            busy_with(BusyReason::ActiveToolActivity, Some("Bash"))
+        );
+        // A finish without a seen start still makes the member busy, unnamed.
+        busy.tool_finished("forge", "jill", "x", 3_000, 3_000);
+        assert_eq!(
+            busy.busy_with("forge", "jill", 3_000),
+            busy_with(BusyReason::RecentToolActivity, None)
+        );
+    }
+
+    #[test]
+    fn reset_forgets_listed_calls_or_the_whole_member() {
+        let busy = BusySignals::default();
+        busy.tool_started("forge", "jack", "a", None, 1_000, 1_000);
+        busy.tool_started("forge", "jack", "b", None, 1_000, 1_000);
+        busy.tools_reset("forge", "jack", &["a".into()]);
+        assert_eq!(
+            busy.busy("forge", "jack", 1_000),
+            Some(BusyReason::ActiveToolActivity)
+        );
+        busy.tools_reset("forge", "jack", &["b".into()]);
+        assert_eq!(busy.busy("forge", "jack", 1_000), None);
+        busy.tool_finished("forge", "jack", "c", 1_000, 1_000);
+        busy.tools_reset("forge", "JACK", &[]);
+        assert_eq!(busy.busy("forge", "jack", 1_000), None);
+    }
+
+    #[test]
     fn stale_active_tools_and_future_timestamps_are_bounded() {
         let busy = BusySignals::default();
-        busy.tool_started("forge", "jack", "lost", 0, 0);
+        busy.tool_started("forge", "jack", "lost", None, 0, 0);
         assert_eq!(busy.busy("forge", "jack", ACTIVE_TOOL_STALE_MS), None);
         // A finish stamped an hour in the future counts as finishing now.
         busy.tool_finished("forge", "jill", "t", 3_600_000, 1_000);
         assert_eq!(busy.busy("forge", "jill", 1_000 + RECENT_TOOL_MS), None);
+        busy.tool_started("forge", "jack", "t", None, 1, 1);
         busy.forget_team("FORGE");
         assert_eq!(busy.busy("forge", "jack", 1), None);
+    }
+
+    #[test]
+    fn a_flood_of_unfinished_starts_is_capped_per_member() {
+        let busy = BusySignals::default();
+        for n in 0..(MAX_TOOLS_PER_MEMBER as i64 * 4) {
+            busy.tool_started("forge", "jack", &format!("t{n}"), None, n, n);
+        }
+        let members = busy.members();
+        let calls = &members[&key("forge", "jack")];
+        assert_eq!(calls.len(), MAX_TOOLS_PER_MEMBER);
+        // The newest calls are the ones kept.
+        assert!(calls.contains_key(&format!("t{}", MAX_TOOLS_PER_MEMBER * 4 - 1)));
+        assert!(!calls.contains_key("t0"));
     }
 }

@@ -19,7 +19,7 @@ use super::ports::{AuditEvent, AuditJournal, Clock, TaskImpactSource, TeamSource
 use super::queue::{queue_key, FinishOutcome, QueueCore, QueueItem, QueueKey, Trigger};
 use super::reconcile::{check_name, Reconciler, TeamPreview, WorkSyncError};
 use super::report::{ReplaySummary, ReportResult};
-use super::router::{route, Route, TeamChangeEvent};
+use super::router::{route, Route, TeamChangeEvent, ToolActivity};
 use super::runtime_state::RuntimeStates;
 use crate::domain::decision::REFRESH_ENQUEUED_SUFFIX;
 use crate::domain::metrics::TeamMetrics;
@@ -188,6 +188,7 @@ impl Engine {
             Route::Team { trigger, offline } => {
                 if offline {
                     self.state().queue.drop_team(team);
+                    self.deps.busy.forget_team(team);
                 }
                 for member in self.deps.teams.active_members(team) {
                     self.enqueue_with_delay(team, &member, trigger, offline.then_some(0));
@@ -203,25 +204,32 @@ impl Engine {
                     self.enqueue(team, &member, trigger);
                 }
             }
-            Route::Tool {
-                member,
-                tool_id,
-                started,
-                at,
-            } => {
+            Route::Tool { member, activity } => {
                 let now = self.now();
-                let at = at.unwrap_or(now);
-                if started {
-                    self.deps
-                        .busy
-                        .tool_started(team, &member, &tool_id, at, now);
-                } else {
-                    self.deps
-                        .busy
-                        .tool_finished(team, &member, &tool_id, at, now);
-                    self.enqueue(team, &member, Trigger::ToolFinished);
+                let busy = &self.deps.busy;
+                match activity {
+                    ToolActivity::Started {
+                        tool_id,
+                        tool_name,
+                        at,
+                    } => busy.tool_started(
+                        team,
+                        &member,
+                        &tool_id,
+                        tool_name.as_deref(),
+                        at.unwrap_or(now),
+                        now,
+                    ),
+                    ToolActivity::Finished { tool_id, at } => {
+                        if let Some(tool_id) = tool_id {
+                            busy.tool_finished(team, &member, &tool_id, at.unwrap_or(now), now);
+                        }
+                        self.enqueue(team, &member, Trigger::ToolFinished);
+                    }
+                    ToolActivity::Reset { tool_ids } => busy.tools_reset(team, &member, &tool_ids),
                 }
             }
+            Route::ToolResetTeam => self.deps.busy.forget_team(team),
         }
     }
 

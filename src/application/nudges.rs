@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::busy::{BusyReason, BusySignals};
+use super::busy::{Busy, BusyReason, BusySignals};
 use super::ports::{
     AuditEvent, AuditJournal, Clock, InboxOutcome, InboxSink, MemberFailure, MetricsStore,
     OutboxStore, PortError, StatusStore, TeamSource, WatchdogJournal,
@@ -184,18 +184,19 @@ impl Nudges {
         if let Some(busy) = self
             .ports
             .busy
-            .busy(team, member, now)
-            .filter(|busy| !ignores_busy(&planned.payload, *busy))
+            .busy_with(team, member, now)
+            .filter(|busy| !ignores_busy(&planned.payload, busy.reason))
         {
+            let context = busy_context(&busy);
             self.audit(
                 "nudge_planner",
                 "member_busy",
                 team,
                 member,
                 vec![],
-                json!({ "reason": busy.as_str() }),
+                context.clone(),
             );
-            return skip("member_busy", vec![], json!({ "reason": busy.as_str() }));
+            return skip("member_busy", vec![], context);
         }
         let Ok((item, outcome)) = self.ports.outbox.ensure(team, member, &planned, now) else {
             return skip("outbox_unavailable", vec![], json!({}));
@@ -440,8 +441,15 @@ impl Nudges {
         });
         let reason = match &end {
             AttemptEnd::Delivered => "inbox_inserted".to_string(),
-            AttemptEnd::Retryable { reason, retry_at } => {
+            AttemptEnd::Retryable {
+                reason,
+                retry_at,
+                busy_tool,
+            } => {
                 metadata["nextAttemptAt"] = format_iso(*retry_at).into();
+                if let Some(tool) = busy_tool {
+                    metadata["toolName"] = tool.as_str().into();
+                }
                 reason.clone()
             }
             AttemptEnd::Superseded { reason } | AttemptEnd::Terminal { reason } => reason.clone(),
@@ -478,6 +486,7 @@ impl Nudges {
         let retry = |reason: String, at: EpochMs| AttemptEnd::Retryable {
             reason,
             retry_at: at,
+            busy_tool: None,
         };
         let backoff = retry_at(&item.id, item.attempt_generation, now);
         let runtime = self.ports.runtime.activity(team, member);
@@ -546,16 +555,17 @@ impl Nudges {
         if let Some(at) = rate_limit(&delivered, now) {
             return retry("member_nudge_rate_limited".into(), at);
         }
-        if let Some(reason) = self
+        if let Some(busy) = self
             .ports
             .busy
-            .busy(team, member, now)
-            .filter(|busy| !ignores_busy(&item.payload, *busy))
+            .busy_with(team, member, now)
+            .filter(|busy| !ignores_busy(&item.payload, busy.reason))
         {
-            return retry(
-                format!("member_busy:{}", reason.as_str()),
-                now + BUSY_RETRY_MS,
-            );
+            return AttemptEnd::Retryable {
+                reason: format!("member_busy:{}", busy.reason.as_str()),
+                retry_at: now + BUSY_RETRY_MS,
+                busy_tool: busy.tool_name,
+            };
         }
         let task_ids: Vec<&str> = item
             .payload
@@ -610,6 +620,15 @@ fn needs_sync_since(index: &MetricsIndex, status: &MemberStatus) -> Option<Epoch
 
 /// A status-only check is exactly what a member that just finished a tool call
 /// should get; only an active tool call holds it back.
+/// The journal context of a busy member: the reason, and the tool when named.
+fn busy_context(busy: &Busy) -> serde_json::Value {
+    let mut context = json!({ "reason": busy.reason.as_str() });
+    if let Some(tool) = &busy.tool_name {
+        context["toolName"] = tool.as_str().into();
+    }
+    context
+}
+
 fn ignores_busy(payload: &crate::domain::nudge::NudgePayload, busy: BusyReason) -> bool {
     busy == BusyReason::RecentToolActivity
         && payload

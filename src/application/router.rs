@@ -51,17 +51,115 @@ pub enum Route {
         /// Reason.
         trigger: Trigger,
     },
-    /// A tool call started or finished (busy signal; a finish also queues `tool_finished`).
+    /// A `tool-activity` event: the busy signal, and a finish also queues `tool_finished`.
     Tool {
         /// Member name.
         member: String,
-        /// Tool call id (empty when not given).
+        /// What happened to the member's tool calls.
+        activity: ToolActivity,
+    },
+    /// A `tool-activity` reset naming no member: forget the team's tool calls.
+    ToolResetTeam,
+}
+
+/// What a `tool-activity` event says happened to one member's tool calls.
+///
+/// The app sends `{action: "start", activity: {memberName, toolUseId,
+/// toolName, startedAt}}`, `{action: "finish", memberName, toolUseId,
+/// finishedAt}` and `{action: "reset", memberName?, toolUseIds?}`; the flat
+/// form `{memberName, action, toolUseId, at}` is accepted too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolActivity {
+    /// A call started.
+    Started {
+        /// Call id.
         tool_id: String,
-        /// True for start, false for finish.
-        started: bool,
-        /// Event time, when given.
+        /// Tool name (`Bash`, `Edit`, ...), when given.
+        tool_name: Option<String>,
+        /// Start time, when given.
         at: Option<EpochMs>,
     },
+    /// A call finished; without an id it only queues the reconcile.
+    Finished {
+        /// Call id, when given.
+        tool_id: Option<String>,
+        /// Finish time, when given.
+        at: Option<EpochMs>,
+    },
+    /// Forget the listed calls, or all of the member's calls when empty.
+    Reset {
+        /// Call ids.
+        tool_ids: Vec<String>,
+    },
+}
+
+/// Longest call id kept; longer ids are not ids the app makes.
+const MAX_TOOL_ID_CHARS: usize = 256;
+/// Longest tool name kept, cut to this many characters.
+const MAX_TOOL_NAME_CHARS: usize = 128;
+/// Most call ids one reset may name.
+const MAX_RESET_IDS: usize = 256;
+
+fn tool_id(value: Option<&Value>) -> Option<String> {
+    let id = value?.as_str()?.trim();
+    (!id.is_empty() && id.chars().count() <= MAX_TOOL_ID_CHARS).then(|| id.to_string())
+}
+
+fn tool_name(value: Option<&Value>) -> Option<String> {
+    let name = value?.as_str()?.trim();
+    (!name.is_empty()).then(|| name.chars().take(MAX_TOOL_NAME_CHARS).collect())
+}
+
+fn valid_member(value: Option<&Value>) -> Option<String> {
+    let member = value?.as_str()?.trim();
+    validate_name(member).is_ok().then(|| member.to_string())
+}
+
+/// Routes a `tool-activity` detail (see [`ToolActivity`] for the shapes).
+fn route_tool_activity(json: &Value) -> Route {
+    let nested = json.get("activity").filter(|a| a.is_object());
+    let field = |name: &str| nested.and_then(|a| a.get(name)).or_else(|| json.get(name));
+    let time = |names: &[&str]| {
+        names
+            .iter()
+            .find_map(|name| field(name).and_then(Value::as_str).and_then(parse_iso))
+    };
+    let member = valid_member(field("memberName"));
+    let activity = match json.get("action").and_then(Value::as_str) {
+        Some("start") => match tool_id(field("toolUseId")) {
+            Some(tool_id) => ToolActivity::Started {
+                tool_id,
+                tool_name: tool_name(field("toolName")),
+                at: time(&["startedAt", "at"]),
+            },
+            None => return Route::Ignore,
+        },
+        Some("finish") => ToolActivity::Finished {
+            tool_id: tool_id(field("toolUseId")),
+            at: time(&["finishedAt", "at"]),
+        },
+        Some("reset") => {
+            let absent_or_blank = field("memberName")
+                .and_then(Value::as_str)
+                .is_none_or(|name| name.trim().is_empty());
+            if member.is_none() && absent_or_blank {
+                return Route::ToolResetTeam;
+            }
+            let tool_ids = json
+                .get("toolUseIds")
+                .and_then(Value::as_array)
+                .map(|ids| {
+                    ids.iter()
+                        .take(MAX_RESET_IDS)
+                        .filter_map(|id| tool_id(Some(id)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            ToolActivity::Reset { tool_ids }
+        }
+        _ => return Route::Ignore,
+    };
+    member.map_or(Route::Ignore, |member| Route::Tool { member, activity })
 }
 
 fn detail_json(event: &TeamChangeEvent) -> Option<Value> {
@@ -141,30 +239,7 @@ pub fn route(event: &TeamChangeEvent) -> Route {
             trigger: Trigger::TurnSettled,
         }),
         "tool-activity" => {
-            let Some(json) = detail_json(event) else {
-                return Route::Ignore;
-            };
-            let Some(member) = json.get("memberName").and_then(Value::as_str) else {
-                return Route::Ignore;
-            };
-            if validate_name(member).is_err() {
-                return Route::Ignore;
-            }
-            let started = match json.get("action").and_then(Value::as_str) {
-                Some("start") => true,
-                Some("finish") => false,
-                _ => return Route::Ignore,
-            };
-            Route::Tool {
-                member: member.to_string(),
-                tool_id: json
-                    .get("toolUseId")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string(),
-                started,
-                at: json.get("at").and_then(Value::as_str).and_then(parse_iso),
-            }
+            detail_json(event).map_or(Route::Ignore, |json| route_tool_activity(&json))
         }
         "lead-activity" if event.detail.as_deref().map(str::trim) == Some("offline") => {
             Route::Team {
@@ -272,9 +347,10 @@ mod tests {
             )),
             Route::Tool {
                 member: "jack".into(),
-                tool_id: "t1".into(),
-                started: false,
-                at: None
+                activity: ToolActivity::Finished {
+                    tool_id: Some("t1".into()),
+                    at: None
+                }
             }
         );
         assert_eq!(
@@ -293,6 +369,110 @@ mod tests {
                 }
             );
         }
+    }
+
+    #[test]
+    fn tool_activity_in_the_apps_shapes() {
+        let at = parse_iso("2026-01-01T00:00:00.000Z");
+        let tool = |member: &str, activity| Route::Tool {
+            member: member.into(),
+            activity,
+        };
+        for (detail, expected) in [
+            (
+                r#"{"action":"start","activity":{"memberName":"jack","toolUseId":"t1","toolName":"Bash","startedAt":"2026-01-01T00:00:00.000Z","source":"runtime"}}"#,
+                tool(
+                    "jack",
+                    ToolActivity::Started {
+                        tool_id: "t1".into(),
+                        tool_name: Some("Bash".into()),
+                        at,
+                    },
+                ),
+            ),
+            (
+                r#"{"action":"finish","memberName":"jack","toolUseId":"t1","finishedAt":"2026-01-01T00:00:00.000Z","isError":false}"#,
+                tool(
+                    "jack",
+                    ToolActivity::Finished {
+                        tool_id: Some("t1".into()),
+                        at,
+                    },
+                ),
+            ),
+            (
+                r#"{"action":"finish","memberName":"jack"}"#,
+                tool(
+                    "jack",
+                    ToolActivity::Finished {
+                        tool_id: None,
+                        at: None,
+                    },
+                ),
+            ),
+            (
+                r#"{"action":"reset","memberName":"jack","toolUseIds":["a"," b ",""]}"#,
+                tool(
+                    "jack",
+                    ToolActivity::Reset {
+                        tool_ids: vec!["a".into(), "b".into()],
+                    },
+                ),
+            ),
+            (
+                r#"{"action":"reset","memberName":"jack"}"#,
+                tool("jack", ToolActivity::Reset { tool_ids: vec![] }),
+            ),
+            (r#"{"action":"reset"}"#, Route::ToolResetTeam),
+            // The flat form.
+            (
+                r#"{"memberName":"jack","action":"start","toolUseId":"t2","at":"2026-01-01T00:00:00.000Z"}"#,
+                tool(
+                    "jack",
+                    ToolActivity::Started {
+                        tool_id: "t2".into(),
+                        tool_name: None,
+                        at,
+                    },
+                ),
+            ),
+            // A start needs an id to finish later; a bad member is no member.
+            (
+                r#"{"action":"start","activity":{"memberName":"jack"}}"#,
+                Route::Ignore,
+            ),
+            (r#"{"action":"reset","memberName":"../x"}"#, Route::Ignore),
+            (
+                r#"{"action":"start","activity":{"memberName":"../x","toolUseId":"t"}}"#,
+                Route::Ignore,
+            ),
+        ] {
+            assert_eq!(
+                route(&event("tool-activity", Some(detail), None)),
+                expected,
+                "{detail}"
+            );
+        }
+        let long_id = format!(
+            r#"{{"action":"start","activity":{{"memberName":"jack","toolUseId":"{}"}}}}"#,
+            "x".repeat(MAX_TOOL_ID_CHARS + 1)
+        );
+        assert_eq!(
+            route(&event("tool-activity", Some(&long_id), None)),
+            Route::Ignore
+        );
+        let long_name = format!(
+            r#"{{"action":"start","activity":{{"memberName":"jack","toolUseId":"t","toolName":"{}"}}}}"#,
+            "N".repeat(MAX_TOOL_NAME_CHARS * 2)
+        );
+        let Route::Tool {
+            activity: ToolActivity::Started { tool_name, .. },
+            ..
+        } = route(&event("tool-activity", Some(&long_name), None))
+        else {
+            panic!("a long tool name still routes");
+        };
+        assert_eq!(tool_name.map(|n| n.len()), Some(MAX_TOOL_NAME_CHARS));
     }
 
     #[test]

@@ -110,11 +110,19 @@ fn readiness_words(line: &Value) -> Option<String> {
     ))
 }
 
+/// Why a member is busy: the reason, and the tool when the journal names it.
+fn busy_words(line: &Value) -> String {
+    match field(line, "toolName") {
+        Some(_) => format!("{}, with {}", text(line, "reason"), text(line, "toolName")),
+        None => text(line, "reason"),
+    }
+}
+
 /// Why a nudge was not planned, in words.
 fn skip_words(line: &Value) -> String {
     let code = text(line, "code");
     let detail = match code.as_str() {
-        "member_busy" => format!("member busy ({})", text(line, "reason")),
+        "member_busy" => format!("member busy ({})", busy_words(line)),
         "task_protocol_repair_rate_limited" => format!(
             "task-protocol repair rate limited ({MAX_RECOVERIES_PER_HOUR}/{MAX_RECOVERIES_PER_HOUR} per hour used)"
         ),
@@ -208,7 +216,7 @@ pub fn sentence_for(line: &Value) -> String {
             t("reason")
         ),
         "nudge_planned" => format!("nudge {} planned ({}, {})", t("outboxId"), t("code"), t("status")),
-        "member_busy" => format!("member busy ({}): no nudge now", t("reason")),
+        "member_busy" => format!("member busy ({}): no nudge now", busy_words(line)),
         "nudge_skipped" if line.get("source").and_then(Value::as_str) == Some("nudge_planner") => {
             format!("nudge not planned: {}", skip_words(line))
         }
@@ -222,7 +230,10 @@ pub fn sentence_for(line: &Value) -> String {
         "nudge_retryable" => format!(
             "nudge {} not delivered ({}); next attempt at {}",
             t("outboxId"),
-            t("reason"),
+            match field(line, "toolName") {
+                Some(_) => format!("{}, with {}", t("reason"), t("toolName")),
+                None => t("reason"),
+            },
             t("nextAttemptAt")
         ),
         "watchdog_cooldown_active" => format!(
@@ -458,6 +469,16 @@ mod tests {
             (
                 base("member_busy", "nudge_planner", json!({"reason": "active_tool_activity"})),
                 "member busy (active_tool_activity): no nudge now",
+            ),
+            (
+                base("member_busy", "nudge_planner", json!({"reason": "active_tool_activity", "toolName": "Bash"})),
+                "member busy (active_tool_activity, with Bash): no nudge now",
+            ),
+            (
+                base("nudge_retryable", "nudge_dispatcher", json!({"metadata": {"outboxId": "o1",
+                    "reason": "member_busy:recent_tool_activity", "toolName": "Edit",
+                    "nextAttemptAt": "2026-01-01T00:10:00.000Z"}})),
+                "nudge o1 not delivered (member_busy:recent_tool_activity, with Edit); next attempt at 2026-01-01T00:10:00.000Z",
             ),
             (
                 base("nudge_skipped", "nudge_planner", json!({"metadata": {"code": "task_protocol_repair_rate_limited"}})),

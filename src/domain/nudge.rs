@@ -511,6 +511,9 @@ pub enum AttemptEnd {
         reason: String,
         /// When.
         retry_at: EpochMs,
+        /// The tool the member was busy with, when the app named it; only
+        /// the journal carries it.
+        busy_tool: Option<String>,
     },
     /// Never going out (no longer true, or rate-limited for good).
     Superseded {
@@ -545,7 +548,9 @@ pub fn finish_attempt(
             item.delivered_at = Some(format_iso(now));
             item.last_error = None;
         }
-        AttemptEnd::Retryable { reason, retry_at } => {
+        AttemptEnd::Retryable {
+            reason, retry_at, ..
+        } => {
             item.status = OutboxStatus::FailedRetryable;
             item.last_error = Some(reason.clone());
             item.next_attempt_at = Some(format_iso(*retry_at));
