@@ -711,7 +711,10 @@ export interface MemberWorkSyncOptions {
   tuning?: MemberWorkSyncTuningOption
 }
 
-/** The `tuning` option: scheduler intervals and queue concurrency. */
+/**
+ * The `tuning` option: scheduler intervals, queue concurrency and how much
+ * history is kept on disk.
+ */
 export interface MemberWorkSyncTuningOption {
   /**
    * Turn-settled spool drain interval without watcher news, in ms
@@ -722,6 +725,35 @@ export interface MemberWorkSyncTuningOption {
   dispatchIntervalMs?: number
   /** Queued reconciles running at once across all teams (integer, 1 to 8; default 2). */
   queueConcurrency?: number
+  /**
+   * Size at which a member's `journal.jsonl` rotates, in bytes (integer,
+   * 65 536 to 5 242 880; default 5 242 880).
+   */
+  journalRotateBytes?: number
+  /** Rotated journal generations kept (integer, 1 to 20; default 5). */
+  journalRotations?: number
+  /**
+   * How long finished outbox items are kept, in ms (integer, 3 600 000 to
+   * 7 776 000 000; default 604 800 000, 7 days). Below 7 days, a member
+   * nudged about one agenda for longer than that is nudged again.
+   */
+  outboxFinishedMaxAgeMs?: number
+  /** Finished outbox items kept per member (integer, 10 to 10 000; default 200). */
+  outboxFinishedMaxItems?: number
+  /** Processed turn-settled events kept (integer, 0 to 100 000; default 1 000). */
+  spoolProcessedMaxFiles?: number
+  /**
+   * How long processed turn-settled events are kept, in ms (integer, 0 to
+   * 2 592 000 000; default 86 400 000, 1 day).
+   */
+  spoolProcessedMaxAgeMs?: number
+  /** Invalid turn-settled events kept (integer, 0 to 100 000; default 100). */
+  spoolInvalidMaxFiles?: number
+  /**
+   * How long invalid turn-settled events are kept, in ms (integer, 0 to
+   * 2 592 000 000; default 259 200 000, 3 days).
+   */
+  spoolInvalidMaxAgeMs?: number
 }
 
 /** Hook-aware merge of a settings patch into a settings object (seed 000 §5). */

@@ -19,6 +19,7 @@ use crate::application::proof_missing::ProofMissingRequest;
 use crate::application::reconcile::check_name;
 use crate::application::router::TeamChangeEvent;
 use crate::domain::recovery::RecoveryTaskRef;
+use crate::domain::retention::{bounds, Retention};
 use crate::infrastructure::composition::{Instance, RootPaths, Tuning};
 use crate::infrastructure::worker::ScheduleIntervals;
 
@@ -29,7 +30,8 @@ const INTERVAL_MS_BOUNDS: (u64, u64) = (100, 86_400_000);
 /// Bounds of `options.tuning.queueConcurrency` (the worker's blocking pool has 8 threads).
 const QUEUE_CONCURRENCY_BOUNDS: (u64, u64) = (1, 8);
 
-/// The `tuning` option: scheduler intervals and queue concurrency.
+/// The `tuning` option: scheduler intervals, queue concurrency and how much
+/// history is kept on disk.
 #[napi(object, object_to_js = false)]
 pub struct MemberWorkSyncTuningOption {
     /// Turn-settled spool drain interval without watcher news, in ms
@@ -39,6 +41,27 @@ pub struct MemberWorkSyncTuningOption {
     pub dispatch_interval_ms: Option<f64>,
     /// Queued reconciles running at once across all teams (integer, 1 to 8; default 2).
     pub queue_concurrency: Option<f64>,
+    /// Size at which a member's `journal.jsonl` rotates, in bytes (integer,
+    /// 65 536 to 5 242 880; default 5 242 880).
+    pub journal_rotate_bytes: Option<f64>,
+    /// Rotated journal generations kept (integer, 1 to 20; default 5).
+    pub journal_rotations: Option<f64>,
+    /// How long finished outbox items are kept, in ms (integer, 3 600 000 to
+    /// 7 776 000 000; default 604 800 000, 7 days). Below 7 days, a member
+    /// nudged about one agenda for longer than that is nudged again.
+    pub outbox_finished_max_age_ms: Option<f64>,
+    /// Finished outbox items kept per member (integer, 10 to 10 000; default 200).
+    pub outbox_finished_max_items: Option<f64>,
+    /// Processed turn-settled events kept (integer, 0 to 100 000; default 1 000).
+    pub spool_processed_max_files: Option<f64>,
+    /// How long processed turn-settled events are kept, in ms (integer, 0 to
+    /// 2 592 000 000; default 86 400 000, 1 day).
+    pub spool_processed_max_age_ms: Option<f64>,
+    /// Invalid turn-settled events kept (integer, 0 to 100 000; default 100).
+    pub spool_invalid_max_files: Option<f64>,
+    /// How long invalid turn-settled events are kept, in ms (integer, 0 to
+    /// 2 592 000 000; default 259 200 000, 3 days).
+    pub spool_invalid_max_age_ms: Option<f64>,
 }
 
 /// The fixed test clock option.
@@ -759,6 +782,14 @@ fn check_tuning(tuning: Option<&Value>) -> Result<(), JsFailure> {
         ("drainIntervalMs", INTERVAL_MS_BOUNDS),
         ("dispatchIntervalMs", INTERVAL_MS_BOUNDS),
         ("queueConcurrency", QUEUE_CONCURRENCY_BOUNDS),
+        ("journalRotateBytes", bounds::JOURNAL_ROTATE_BYTES),
+        ("journalRotations", bounds::JOURNAL_ROTATIONS),
+        ("outboxFinishedMaxAgeMs", bounds::OUTBOX_FINISHED_MAX_AGE_MS),
+        ("outboxFinishedMaxItems", bounds::OUTBOX_FINISHED_MAX_ITEMS),
+        ("spoolProcessedMaxFiles", bounds::SPOOL_MAX_FILES),
+        ("spoolProcessedMaxAgeMs", bounds::SPOOL_MAX_AGE_MS),
+        ("spoolInvalidMaxFiles", bounds::SPOOL_MAX_FILES),
+        ("spoolInvalidMaxAgeMs", bounds::SPOOL_MAX_AGE_MS),
     ] {
         match fields.get(key) {
             None => {}
@@ -790,5 +821,41 @@ fn tuning(option: Option<&MemberWorkSyncTuningOption>) -> Tuning {
             dispatch_every: millis(option.dispatch_interval_ms).unwrap_or(defaults.dispatch_every),
         },
         queue_concurrency: option.queue_concurrency.map(|n| n as usize),
+        retention: retention(option),
+    }
+}
+
+/// The retention part of a checked `options.tuning`; absent fields keep
+/// their defaults. The casts are exact: every field is a checked integer.
+fn retention(option: &MemberWorkSyncTuningOption) -> Retention {
+    let d = Retention::default();
+    let int = |value: Option<f64>, default: u64| value.map_or(default, |v| v as u64);
+    Retention {
+        journal_rotate_bytes: int(option.journal_rotate_bytes, d.journal_rotate_bytes),
+        journal_rotations: int(option.journal_rotations, d.journal_rotations.into()) as u32,
+        outbox_finished_max_age_ms: int(
+            option.outbox_finished_max_age_ms,
+            d.outbox_finished_max_age_ms as u64,
+        ) as i64,
+        outbox_finished_max_items: int(
+            option.outbox_finished_max_items,
+            d.outbox_finished_max_items as u64,
+        ) as usize,
+        spool_processed_max_files: int(
+            option.spool_processed_max_files,
+            d.spool_processed_max_files as u64,
+        ) as usize,
+        spool_processed_max_age_ms: int(
+            option.spool_processed_max_age_ms,
+            d.spool_processed_max_age_ms as u64,
+        ) as i64,
+        spool_invalid_max_files: int(
+            option.spool_invalid_max_files,
+            d.spool_invalid_max_files as u64,
+        ) as usize,
+        spool_invalid_max_age_ms: int(
+            option.spool_invalid_max_age_ms,
+            d.spool_invalid_max_age_ms as u64,
+        ) as i64,
     }
 }

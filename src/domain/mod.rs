@@ -14,6 +14,7 @@ pub mod nudge;
 pub mod nudge_text;
 pub mod recovery;
 pub mod report;
+pub mod retention;
 pub mod review_cycle;
 pub mod status;
 pub mod team;

@@ -14,6 +14,7 @@ use super::fingerprint::{canonical_json, sha256_hex};
 use super::metrics::{Readiness, ReadinessReason, ReadinessState};
 use super::names::normalize_member_name;
 use super::nudge_text::{agenda_preview, agenda_sync_text, display_id, review_pickup_text};
+use super::retention::Retention;
 use super::review_cycle::ReviewObligation;
 use super::status::{MemberStatus, StatusState};
 use super::team::ProviderId;
@@ -319,13 +320,6 @@ pub enum OutboxStatus {
     FailedTerminal,
 }
 
-/// Finished outbox items (delivered, superseded, failed for good) are kept
-/// this long: long enough for the hourly rate limit and the per-agenda
-/// delivery count that suppresses a member.
-pub const FINISHED_ITEM_RETENTION_MS: EpochMs = 7 * 24 * 60 * MINUTE;
-/// At most this many finished items are kept per member, newest first.
-pub const MAX_FINISHED_ITEMS: usize = 200;
-
 impl OutboxStatus {
     /// Delivered, superseded or failed for good: nothing more will happen to it.
     pub fn is_finished(self) -> bool {
@@ -336,24 +330,32 @@ impl OutboxStatus {
     }
 }
 
-/// Drops finished items older than [`FINISHED_ITEM_RETENTION_MS`] and all
-/// but the newest [`MAX_FINISHED_ITEMS`] finished ones, so a member's outbox
-/// stays bounded however often its agenda changes; open items always stay.
-/// Returns whether anything was dropped.
-pub fn prune_finished(items: &mut BTreeMap<String, OutboxItem>, now: EpochMs) -> bool {
+/// Drops finished items older than the retention's age and all but its
+/// newest count of finished ones, so a member's outbox stays bounded however
+/// often its agenda changes; open items always stay. The defaults (7 days,
+/// 200 items) keep what the hourly rate limit and the per-agenda delivery
+/// count that suppresses a member look at. Returns whether anything was
+/// dropped.
+pub fn prune_finished(
+    items: &mut BTreeMap<String, OutboxItem>,
+    now: EpochMs,
+    retention: &Retention,
+) -> bool {
+    let (max_age, max_items) = (
+        retention.outbox_finished_max_age_ms,
+        retention.outbox_finished_max_items,
+    );
     let before = items.len();
     let updated = |item: &OutboxItem| parse_iso(&item.updated_at).unwrap_or(EpochMs::MIN);
-    items.retain(|_, item| {
-        !item.status.is_finished() || now - updated(item) <= FINISHED_ITEM_RETENTION_MS
-    });
+    items.retain(|_, item| !item.status.is_finished() || now - updated(item) <= max_age);
     let mut finished: Vec<(EpochMs, String)> = items
         .values()
         .filter(|item| item.status.is_finished())
         .map(|item| (updated(item), item.id.clone()))
         .collect();
-    if finished.len() > MAX_FINISHED_ITEMS {
+    if finished.len() > max_items {
         finished.sort_unstable_by(|a, b| b.cmp(a));
-        for (_, id) in finished.into_iter().skip(MAX_FINISHED_ITEMS) {
+        for (_, id) in finished.into_iter().skip(max_items) {
             items.remove(&id);
         }
     }

@@ -526,8 +526,9 @@ fn finished_outbox_items_are_bounded_open_ones_kept() {
             item(902, OutboxStatus::FailedRetryable, 30 * day),
         ])
         .collect();
-    assert!(prune_finished(&mut items, NOW));
-    assert_eq!(items.len(), MAX_FINISHED_ITEMS + 2);
+    let retention = Retention::default();
+    assert!(prune_finished(&mut items, NOW, &retention));
+    assert_eq!(items.len(), retention.outbox_finished_max_items + 2);
     assert!(
         items.contains_key("item-0000"),
         "the newest finished item stays"
@@ -541,5 +542,17 @@ fn finished_outbox_items_are_bounded_open_ones_kept() {
         "finished and past retention"
     );
     assert!(items.contains_key("item-0901") && items.contains_key("item-0902"));
-    assert!(!prune_finished(&mut items, NOW), "nothing more to drop");
+    assert!(
+        !prune_finished(&mut items, NOW, &retention),
+        "nothing more to drop"
+    );
+    // A tighter setting: ten items, each at most two hours old.
+    let tight = Retention {
+        outbox_finished_max_age_ms: 2 * 60 * MINUTE,
+        outbox_finished_max_items: 10,
+        ..retention
+    };
+    assert!(prune_finished(&mut items, NOW, &tight));
+    assert_eq!(items.len(), 10 + 2);
+    assert!(items.contains_key("item-0009") && !items.contains_key("item-0010"));
 }

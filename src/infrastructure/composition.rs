@@ -1,6 +1,7 @@
 //! Builds the use cases from paths: the composition root the binding and the
 //! benches share.
 
+use crate::domain::retention::Retention;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -119,6 +120,16 @@ impl Services {
         fixed_now_ms: Option<i64>,
         control_url: Option<String>,
     ) -> Self {
+        Self::with_options(paths, fixed_now_ms, control_url, Retention::default())
+    }
+
+    /// [`Services::with_control_url`] keeping history as `retention` says.
+    pub fn with_options(
+        paths: RootPaths,
+        fixed_now_ms: Option<i64>,
+        control_url: Option<String>,
+        retention: Retention,
+    ) -> Self {
         let manual_clock = fixed_now_ms.map(|now| Arc::new(ManualClock::new(now)));
         let clock: Arc<dyn Clock> = match &manual_clock {
             Some(manual) => manual.clone(),
@@ -132,8 +143,14 @@ impl Services {
             paths.tasks_base,
         ));
         let log = Arc::new(LogRelay::default());
-        let journal = Arc::new(FsAuditJournal::new(store_paths.clone()).with_log(log.clone()));
-        let outbox = Arc::new(FsOutboxStore::new(store_paths.clone(), clock.clone()));
+        let journal = Arc::new(
+            FsAuditJournal::new(store_paths.clone())
+                .with_log(log.clone())
+                .with_retention(retention),
+        );
+        let outbox = Arc::new(
+            FsOutboxStore::new(store_paths.clone(), clock.clone()).with_retention(retention),
+        );
         let reconciler = Arc::new(Reconciler::new(Ports {
             clock: clock.clone(),
             teams: team_source.clone(),
@@ -182,7 +199,9 @@ impl Services {
         let turn_settled = Arc::new(
             TurnSettledIngestor::new(
                 clock.clone(),
-                Arc::new(FsSpool::new(spool_paths.clone(), clock.clone())),
+                Arc::new(
+                    FsSpool::new(spool_paths.clone(), clock.clone()).with_retention(retention),
+                ),
                 team_source.clone(),
                 Arc::new(FsClaudeSessionLocator::new(
                     paths.teams_base.clone(),
@@ -258,15 +277,17 @@ impl TurnSettledQueue for ReconcileTurnSettledNow<'_> {
     }
 }
 
-/// The constructor's `tuning` option: scheduler intervals and queue
-/// concurrency (defaults: drain every 15 s, dispatch every 60 s, 2 reconciles
-/// at once).
+/// The constructor's `tuning` option: scheduler intervals, queue
+/// concurrency and retention (defaults: drain every 15 s, dispatch every
+/// 60 s, 2 reconciles at once, [`Retention::default`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tuning {
     /// How often the schedulers run.
     pub intervals: ScheduleIntervals,
     /// Queued reconciles running at once; `None` keeps the queue's default.
     pub queue_concurrency: Option<usize>,
+    /// How much journal, outbox and spool history is kept.
+    pub retention: Retention,
 }
 
 impl Instance {
@@ -280,7 +301,7 @@ impl Instance {
         control_url: Option<String>,
         tuning: Tuning,
     ) -> std::io::Result<Self> {
-        let services = Services::with_control_url(paths, fixed_now_ms, control_url);
+        let services = Services::with_options(paths, fixed_now_ms, control_url, tuning.retention);
         if let Some(concurrency) = tuning.queue_concurrency {
             services.engine.set_queue_concurrency(concurrency);
         }

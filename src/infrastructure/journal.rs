@@ -1,5 +1,6 @@
 //! Per-member audit journal `journal.jsonl`: one JSON event per line, bounded
-//! strings and lists, rotated at 5 MiB to `.1` … `.5`.
+//! strings and lists, rotated (by default at 5 MiB, to `.1` … `.5`; see
+//! [`Retention`]).
 //!
 //! The journal only ever grows by whole lines: an append that a full disk
 //! cuts short is cut back, and a tail torn by a crash is terminated before the
@@ -13,25 +14,32 @@ use serde_json::Value;
 use super::lock::StoreLock;
 use super::safe_fs::{Dir, FileKind, FileRead, TrustedRoot};
 use crate::application::ports::AuditEvent;
+use crate::domain::retention::{bounds, Retention};
 use crate::domain::time::format_iso;
 
-/// Size at which the journal rotates.
-pub const ROTATE_AT_BYTES: u64 = 5 * 1024 * 1024;
-/// Rotated generations kept.
-pub const KEEP_ROTATIONS: u32 = 5;
 /// Longest string kept in an event.
 pub const MAX_STRING_CHARS: usize = 240;
 /// Longest list kept in an event.
 pub const MAX_LIST_ITEMS: usize = 20;
 
 /// Appends `event` to the journal at `path`, rotating first when it is full.
-pub fn append(root: &TrustedRoot, path: &Path, event: &AuditEvent) -> io::Result<()> {
-    append_all(root, path, std::slice::from_ref(event))
+pub fn append(
+    root: &TrustedRoot,
+    path: &Path,
+    event: &AuditEvent,
+    retention: &Retention,
+) -> io::Result<()> {
+    append_all(root, path, std::slice::from_ref(event), retention)
 }
 
 /// Appends `events` in order with one lock and one write, rotating first when
 /// the journal is full (events of one moment stay together in one file).
-pub fn append_all(root: &TrustedRoot, path: &Path, events: &[AuditEvent]) -> io::Result<()> {
+pub fn append_all(
+    root: &TrustedRoot,
+    path: &Path,
+    events: &[AuditEvent],
+    retention: &Retention,
+) -> io::Result<()> {
     let mut lines = String::new();
     for event in events {
         lines.push_str(&serde_json::to_string(&event_json(event)).map_err(io::Error::other)?);
@@ -51,15 +59,16 @@ pub fn append_all(root: &TrustedRoot, path: &Path, events: &[AuditEvent]) -> io:
             // the journal starts afresh, rather than losing every event.
             let at_ms = events.first().map_or(0, |e| e.at_ms);
             super::json_store::quarantine(root, path, at_ms)?;
-        } else if meta.len >= ROTATE_AT_BYTES {
-            rotate(&dir, name)?;
+        } else if meta.len >= retention.journal_rotate_bytes {
+            rotate(&dir, name, retention.journal_rotations)?;
         }
     }
     dir.append_lines(name, lines.as_bytes())
 }
 
-/// Most bytes read of one journal file: a full journal plus one more append.
-pub const MAX_READ_BYTES: u64 = ROTATE_AT_BYTES + 1024 * 1024;
+/// Most bytes read of one journal file: the largest journal a rotation
+/// setting allows, plus one more append.
+pub const MAX_READ_BYTES: u64 = bounds::JOURNAL_ROTATE_BYTES.1 + 1024 * 1024;
 
 /// What one journal file held.
 #[derive(Debug, Default)]
@@ -110,8 +119,8 @@ fn rotated(name: &str, n: u32) -> String {
     format!("{name}.{n}")
 }
 
-fn rotate(dir: &Dir, name: &str) -> io::Result<()> {
-    for n in (1..KEEP_ROTATIONS).rev() {
+fn rotate(dir: &Dir, name: &str, keep: u32) -> io::Result<()> {
+    for n in (1..keep).rev() {
         dir.rename(rotated(name, n), dir, rotated(name, n + 1), true)?;
     }
     dir.rename(name, dir, rotated(name, 1), true)?;
@@ -242,6 +251,7 @@ mod tests {
             &root,
             &path,
             &event((0..30).map(|i| format!("{i}{}", "x".repeat(300))).collect()),
+            &Retention::default(),
         )
         .unwrap();
         let line: Value = serde_json::from_str(fs::read_to_string(&path).unwrap().trim()).unwrap();
@@ -391,23 +401,70 @@ mod tests {
     fn rotates_when_full_and_keeps_five() {
         let (_dir, root, path) = journal();
         for round in 0..7 {
-            fs::write(&path, vec![b'x'; ROTATE_AT_BYTES as usize]).unwrap();
-            append(&root, &path, &event(vec![format!("round{round}")])).unwrap();
+            fs::write(
+                &path,
+                vec![b'x'; Retention::default().journal_rotate_bytes as usize],
+            )
+            .unwrap();
+            append(
+                &root,
+                &path,
+                &event(vec![format!("round{round}")]),
+                &Retention::default(),
+            )
+            .unwrap();
         }
         assert!(fs::metadata(&path).unwrap().len() < 1000);
-        for n in 1..=KEEP_ROTATIONS {
+        for n in 1..=Retention::default().journal_rotations {
             assert!(rotated_path(&path, n).exists(), "rotation {n}");
         }
-        assert!(!rotated_path(&path, KEEP_ROTATIONS + 1).exists());
+        assert!(!rotated_path(&path, Retention::default().journal_rotations + 1).exists());
+    }
+
+    #[test]
+    fn rotation_follows_the_retention_setting() {
+        let (_dir, root, path) = journal();
+        let retention = Retention {
+            journal_rotate_bytes: 64 * 1024,
+            journal_rotations: 2,
+            ..Retention::default()
+        };
+        for round in 0..4 {
+            fs::write(&path, vec![b'x'; 64 * 1024]).unwrap();
+            append(
+                &root,
+                &path,
+                &event(vec![format!("round{round}")]),
+                &retention,
+            )
+            .unwrap();
+        }
+        assert!(rotated_path(&path, 2).exists());
+        assert!(!rotated_path(&path, 3).exists());
+        // Below the setting nothing rotates.
+        fs::write(&path, vec![b'x'; 64 * 1024 - 1]).unwrap();
+        let before = fs::read(rotated_path(&path, 1)).unwrap();
+        append(&root, &path, &event(vec!["small".into()]), &retention).unwrap();
+        assert_eq!(fs::read(rotated_path(&path, 1)).unwrap(), before);
     }
 
     #[test]
     fn append_all_writes_the_events_in_order_after_rotating_a_full_journal() {
         let (_dir, root, path) = journal();
-        fs::write(&path, vec![b'x'; ROTATE_AT_BYTES as usize]).unwrap();
+        fs::write(
+            &path,
+            vec![b'x'; Retention::default().journal_rotate_bytes as usize],
+        )
+        .unwrap();
         let mut second = event(vec!["second".into()]);
         second.kind = "decision_made";
-        append_all(&root, &path, &[event(vec!["first".into()]), second]).unwrap();
+        append_all(
+            &root,
+            &path,
+            &[event(vec!["first".into()]), second],
+            &Retention::default(),
+        )
+        .unwrap();
         let lines: Vec<Value> = fs::read_to_string(&path)
             .unwrap()
             .lines()
@@ -428,14 +485,20 @@ mod tests {
         );
         assert_eq!(
             fs::metadata(rotated_path(&path, 1)).unwrap().len(),
-            ROTATE_AT_BYTES
+            Retention::default().journal_rotate_bytes
         );
     }
 
     #[test]
     fn a_torn_tail_costs_only_its_own_line() {
         let (_dir, root, path) = journal();
-        append(&root, &path, &event(vec!["before".into()])).unwrap();
+        append(
+            &root,
+            &path,
+            &event(vec!["before".into()]),
+            &Retention::default(),
+        )
+        .unwrap();
         // A crash or a full disk cut the next append short.
         fs::OpenOptions::new()
             .append(true)
@@ -443,7 +506,13 @@ mod tests {
             .unwrap()
             .write_all(br#"{"event":"torn","timestamp":"#)
             .unwrap();
-        append(&root, &path, &event(vec!["after".into()])).unwrap();
+        append(
+            &root,
+            &path,
+            &event(vec!["after".into()]),
+            &Retention::default(),
+        )
+        .unwrap();
         let text = fs::read_to_string(&path).unwrap();
         let parsed: Vec<Option<Value>> =
             text.lines().map(|l| serde_json::from_str(l).ok()).collect();
@@ -456,12 +525,24 @@ mod tests {
     fn a_fifo_or_link_journal_is_moved_aside_unopened_and_restarted() {
         let (dir, root, path) = journal();
         crate::infrastructure::safe_fs::mkfifo(&path);
-        append(&root, &path, &event(vec!["after fifo".into()])).unwrap();
+        append(
+            &root,
+            &path,
+            &event(vec!["after fifo".into()]),
+            &Retention::default(),
+        )
+        .unwrap();
         assert!(fs::read_to_string(&path).unwrap().contains("after fifo"));
         fs::remove_file(&path).unwrap();
         let outside = dir.path().join("outside.jsonl");
         std::os::unix::fs::symlink(&outside, &path).unwrap();
-        append(&root, &path, &event(vec!["after link".into()])).unwrap();
+        append(
+            &root,
+            &path,
+            &event(vec!["after link".into()]),
+            &Retention::default(),
+        )
+        .unwrap();
         assert!(fs::read_to_string(&path).unwrap().contains("after link"));
         assert!(!outside.exists());
         let kept: Vec<_> = fs::read_dir(dir.path())

@@ -1,6 +1,7 @@
 //! Per-member `outbox.json` (`{schemaVersion: 2, items}`) and the team index
 //! `indexes/outbox-index.json`. Lock order: index, then member file.
 
+use crate::domain::retention::Retention;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -46,12 +47,23 @@ struct OutboxIndex {
 pub struct FsOutboxStore {
     paths: StorePaths,
     clock: Arc<dyn Clock>,
+    retention: Retention,
 }
 
 impl FsOutboxStore {
-    /// Outboxes under `paths`.
+    /// Outboxes under `paths`, keeping finished items by the default retention.
     pub fn new(paths: StorePaths, clock: Arc<dyn Clock>) -> Self {
-        Self { paths, clock }
+        Self {
+            paths,
+            clock,
+            retention: Retention::default(),
+        }
+    }
+
+    /// Prunes finished items as `retention` says instead of by the defaults.
+    pub fn with_retention(mut self, retention: Retention) -> Self {
+        self.retention = retention;
+        self
     }
 
     fn index_path(&self, team: &str) -> PathBuf {
@@ -95,7 +107,7 @@ impl FsOutboxStore {
         let (result, changed) = change(&mut items);
         if changed {
             // Every write also drops finished items no rule looks at any more.
-            prune_finished(&mut items, self.clock.now_ms());
+            prune_finished(&mut items, self.clock.now_ms(), &self.retention);
             write_envelope(
                 self.paths.root(),
                 &member_path,

@@ -17,6 +17,7 @@ use crate::application::ports::{
     AuditEvent, AuditJournal, Clock, PortError, StatusStore, StoredStatus,
 };
 use crate::domain::names::member_key;
+use crate::domain::retention::Retention;
 use crate::domain::status::MemberStatus;
 use crate::domain::time::format_iso;
 
@@ -206,12 +207,23 @@ impl StatusStore for FsStatusStore {
 pub struct FsAuditJournal {
     paths: StorePaths,
     log: Option<Arc<dyn LogSink>>,
+    retention: Retention,
 }
 
 impl FsAuditJournal {
     /// A journal under `paths`; write failures are dropped.
     pub fn new(paths: StorePaths) -> Self {
-        Self { paths, log: None }
+        Self {
+            paths,
+            log: None,
+            retention: Retention::default(),
+        }
+    }
+
+    /// Rotates journals as `retention` says instead of by the defaults.
+    pub fn with_retention(mut self, retention: Retention) -> Self {
+        self.retention = retention;
+        self
     }
 
     /// Reports write failures to `log` (they still never fail the caller).
@@ -249,7 +261,7 @@ impl AuditJournal for FsAuditJournal {
     fn record(&self, event: AuditEvent) {
         let path = self.path(&event.team_name, &event.member_name);
         // The audit trail is best effort: a full disk must not fail a reconcile.
-        let written = journal::append(self.paths.root(), &path, &event);
+        let written = journal::append(self.paths.root(), &path, &event, &self.retention);
         self.report(written, &event, 1);
     }
 
@@ -262,7 +274,7 @@ impl AuditJournal for FsAuditJournal {
             .iter()
             .all(|e| self.path(&e.team_name, &e.member_name) == path)
         {
-            let written = journal::append_all(self.paths.root(), &path, &events);
+            let written = journal::append_all(self.paths.root(), &path, &events, &self.retention);
             self.report(written, first, events.len());
         } else {
             events.into_iter().for_each(|event| self.record(event));

@@ -45,6 +45,7 @@ mod sweep;
 #[cfg(test)]
 mod testing;
 
+use crate::domain::retention::Retention;
 use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
 
@@ -57,7 +58,6 @@ pub use claim::{STALE_CLAIM_MS, STAMP_TOLERANCE_MS};
 pub use install::{BOOT_TIME_FILE_NAME, HOOK_SCRIPT, HOOK_SCRIPT_NAME};
 pub use name::{parse_spool_name, SpoolName};
 pub use paths::SpoolPaths;
-pub use results::{INVALID_MAX_AGE_MS, KEEP_INVALID, KEEP_PROCESSED, PROCESSED_MAX_AGE_MS};
 pub use sweep::{ABANDONED_TEMP_MS, SWEEP_EVERY_MS};
 
 use paths::Folder;
@@ -68,6 +68,8 @@ pub struct FsSpool {
     clock: Arc<dyn Clock>,
     /// When `incoming/` was last swept for abandoned temp files (0: never).
     last_sweep_ms: AtomicI64,
+    /// How many processed and invalid results are kept, and how long.
+    retention: Retention,
 }
 
 impl FsSpool {
@@ -77,7 +79,15 @@ impl FsSpool {
             paths,
             clock,
             last_sweep_ms: AtomicI64::new(0),
+            retention: Retention::default(),
         }
+    }
+
+    /// Keeps processed and invalid results as `retention` says instead of
+    /// by the defaults.
+    pub fn with_retention(mut self, retention: Retention) -> Self {
+        self.retention = retention;
+        self
     }
 
     /// The paths.
@@ -109,8 +119,18 @@ impl TurnSettledSpool for FsSpool {
         let now = self.clock.now_ms();
         let steps = [
             self.sweep_abandoned_temps(now),
-            self.prune_folder(Folder::Processed, KEEP_PROCESSED, PROCESSED_MAX_AGE_MS, now),
-            self.prune_folder(Folder::Invalid, KEEP_INVALID, INVALID_MAX_AGE_MS, now),
+            self.prune_folder(
+                Folder::Processed,
+                self.retention.spool_processed_max_files,
+                self.retention.spool_processed_max_age_ms,
+                now,
+            ),
+            self.prune_folder(
+                Folder::Invalid,
+                self.retention.spool_invalid_max_files,
+                self.retention.spool_invalid_max_age_ms,
+                now,
+            ),
         ];
         steps
             .into_iter()

@@ -15,15 +15,6 @@ use crate::application::turn_settled::SpoolClaim;
 use crate::domain::time::EpochMs;
 use crate::infrastructure::safe_fs::{is_temp_name, Dir};
 
-/// Processed results kept: newest this many...
-pub const KEEP_PROCESSED: usize = 1000;
-/// ...and none older than this.
-pub const PROCESSED_MAX_AGE_MS: EpochMs = 24 * 3600 * 1000;
-/// Invalid results kept: newest this many...
-pub const KEEP_INVALID: usize = 100;
-/// ...and none older than this.
-pub const INVALID_MAX_AGE_MS: EpochMs = 72 * 3600 * 1000;
-
 impl FsSpool {
     /// Files `claim` under `folder` (`processed/` or `invalid/`): the meta
     /// file first, then the payload is renamed in. That rename is the commit
@@ -117,6 +108,7 @@ mod tests {
     use super::*;
     use crate::application::ports::Clock;
     use crate::application::turn_settled::TurnSettledSpool;
+    use crate::domain::retention::Retention;
     use crate::infrastructure::clock::SystemClock;
     use crate::infrastructure::spool::testing::{names, set_mtime, spool, T0};
     use std::fs;
@@ -151,7 +143,7 @@ mod tests {
         set_mtime(&processed.join(format!("{kept}.meta.json")), old);
         prune(
             &open(&spool, Folder::Processed),
-            KEEP_PROCESSED,
+            Retention::default().spool_processed_max_files,
             i64::MAX / 2,
             now,
         )
@@ -205,7 +197,13 @@ mod tests {
         )
         .unwrap();
         fs::create_dir_all(invalid.join("20261122T090002Z-1-0.claude.json/sub")).unwrap();
-        prune(&open(&spool, Folder::Invalid), 0, INVALID_MAX_AGE_MS, T0).unwrap();
+        prune(
+            &open(&spool, Folder::Invalid),
+            0,
+            Retention::default().spool_invalid_max_age_ms,
+            T0,
+        )
+        .unwrap();
         assert!(names(&invalid).is_empty());
         assert_eq!(names(&outside), vec!["precious"]);
     }
@@ -274,7 +272,7 @@ mod tests {
         prune(
             &open(&spool, Folder::Processed),
             0,
-            PROCESSED_MAX_AGE_MS,
+            Retention::default().spool_processed_max_age_ms,
             T0,
         )
         .unwrap();
