@@ -47,6 +47,8 @@ export type MemberWorkSyncLogCode =
   | 'MWS_LOG_JOURNAL_WRITE_FAILED'
   /** Metric events could not be recorded. */
   | 'MWS_LOG_METRICS_WRITE_FAILED'
+  /** The queue's `activity.json` (read by `member-work-sync watch`) could not be written; once per distinct error. */
+  | 'MWS_LOG_ACTIVITY_WRITE_FAILED'
 
 /** One `onLog` entry: a background failure no caller is waiting for. */
 export interface MemberWorkSyncLogEntry {
@@ -617,6 +619,11 @@ export declare class MemberWorkSync {
   explain(request: { teamName: string; memberName: string; sinceMs?: number }): Promise<MemberWorkSyncExplanation>
   /** Counts, state counts and phase-2 readiness of a team. */
   getMetrics(request: { teamName: string }): Promise<MemberWorkSyncTeamMetrics>
+  /**
+   * `getMetrics` without side effects: a corrupt metrics index reads as
+   * empty and is left where it is, not moved aside. For read-only views.
+   */
+  previewMetrics(request: { teamName: string }): Promise<MemberWorkSyncTeamMetrics>
   /** Validates pending report intents (member files and the controller's legacy file). */
   replayPendingReports(teamNames: string[]): Promise<{ processed: number; accepted: number; rejected: number; superseded: number }>
   /** The compact agenda block for a member's task briefing (see README "Agent brief"). */

@@ -12,6 +12,25 @@ const ADDON = path.join(__dirname, '..', 'index.js')
 
 
 describe('live wiring (autoStart)', () => {
+  it('publishes the queue to activity.json for watch, and removes it on dispose', async () => {
+    const root = copyExampleRoot()
+    const file = path.join(root, 'teams/.member-work-sync/activity.json')
+    const sync = new MemberWorkSync({ claudeRoot: root, clock: { nowMs: NOW } })
+    try {
+      sync.noteTeamChange({ type: 'task', teamName: 'forge', taskId: '1' })
+      const published = await until(() => {
+        const activity = fs.existsSync(file) ? readJson(file) : undefined
+        return activity?.queue.queued > 0 ? activity : undefined
+      })
+      expect(published).toMatchObject({ schemaVersion: 1, pid: process.pid, startedAt: '2026-11-22T10:00:00.000Z' })
+      expect(published.queue).toEqual(sync.getQueueDiagnostics())
+      expect(fs.statSync(file).mode & 0o777).toBe(0o600)
+    } finally {
+      await sync.dispose()
+    }
+    expect(fs.existsSync(file)).toBe(false)
+  })
+
   it('a task change reaches the owner through the queue after the task_changed delay', async () => {
     const root = copyExampleRoot()
     const sync = new MemberWorkSync({ claudeRoot: root, clock: { nowMs: NOW } })

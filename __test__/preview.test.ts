@@ -71,4 +71,27 @@ describe('previewStatus / previewTeam are side-effect free', () => {
     await sync.dispose()
     await expect(sync.previewTeam({ teamName: 'forge' })).rejects.toMatchObject({ code: 'MWS_DISPOSED' })
   })
+
+  it('previewMetrics matches getMetrics and leaves a corrupt index where it is', async () => {
+    const root = copyExampleRoot()
+    const sync = instance(root)
+    await sync.refreshTeam({ teamName: 'forge' })
+    const metrics = await sync.getMetrics({ teamName: 'forge' })
+    expect(metrics.recentEvents.length).toBeGreaterThan(0)
+    const before = treeFingerprint(root)
+    expect(await sync.previewMetrics({ teamName: 'forge' })).toEqual(metrics)
+    expect(treeFingerprint(root)).toBe(before)
+
+    const index = path.join(root, 'teams/forge/.member-work-sync/indexes/metrics.json')
+    fs.writeFileSync(index, '{not json')
+    const corrupt = treeFingerprint(root)
+    const preview = await sync.previewMetrics({ teamName: 'forge' })
+    expect(preview).toMatchObject({ teamName: 'forge', memberCount: 0, recentEvents: [] })
+    expect(treeFingerprint(root)).toBe(corrupt)
+    expect(fs.readFileSync(index, 'utf8')).toBe('{not json')
+    // The writing read moves it aside.
+    await sync.getMetrics({ teamName: 'forge' })
+    expect(fs.existsSync(index)).toBe(false)
+    await sync.dispose()
+  })
 })

@@ -3,7 +3,8 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 
-import { diffMembers, renderFrame } from '../bin/watch.js'
+import { diffMembers, queueLines, readActivity, renderFrame } from '../bin/watch.js'
+import { MemberWorkSync } from '../index.js'
 import { copyExampleRoot, listFiles, writeJson } from './helpers'
 
 // `member-work-sync watch` driven through a real terminal: tmux runs it in a
@@ -125,6 +126,30 @@ describe.skipIf(!HAS_TMUX)('member-work-sync watch in a terminal', () => {
     expect(paneFlags(pane)).toEqual({ alternate: '0', cursor: '1' })
   })
 
+  it("shows the app's queue from a running instance and each team's phase-2 readiness", async () => {
+    const root = copyExampleRoot()
+    const now = Date.parse('2026-11-22T10:00:00.000Z')
+    // The "app": an instance driving its queue, in this process.
+    const app = new MemberWorkSync({ claudeRoot: root, clock: { nowMs: now } })
+    const pane = startPane(`${quote(process.execPath)} ${quote(CLI)} watch --claude-root ${quote(root)}`)
+    try {
+      app.noteTeamChange({ type: 'member-spawn', teamName: 'forge', detail: 'jack' })
+      const shown = await waitForScreen(pane, (text) => text.includes('forge/jack due'))
+      expect(shown).toContain(`app queue (pid ${process.pid}`)
+      expect(shown).toMatch(/1 queued, 0 running; since start 1 enqueued/)
+      expect(shown).toContain('forge/jack due 10:00:30 (member_spawned)')
+      expect(shown).toMatch(/phase 2: collecting_shadow_data \(.*insufficient_status_events/)
+      expect(shown).toMatch(/observed 0\/\d+ h, 0\/20 events, would-nudges 0\/\d+ per member-hour/)
+      await app.dispose()
+      const after = await waitForScreen(pane, (text) => text.includes('app queue: no running addon'))
+      expect(after).not.toContain('forge/jack due')
+    } finally {
+      await app.dispose()
+    }
+    tmux('send-keys', '-t', pane, 'q')
+    expect(await waitForScreen(pane, (text) => text.includes('done-marker'))).toContain('exit=0')
+  })
+
   it('a misspelled team exits 1 naming it, before taking over the screen', async () => {
     const root = copyExampleRoot()
     const pane = startPane(`${quote(process.execPath)} ${quote(CLI)} watch --claude-root ${quote(root)} --team froge`)
@@ -174,6 +199,8 @@ describe('watch frame', () => {
     teamsDir: '/r/teams',
     updatedAt: '10:00:00',
     spool: { incoming: 2, processing: undefined },
+    activity: undefined,
+    metrics: {},
     problems: [],
     teams: [{ teamName: 'forge', diagnostics: [], statuses: [status('ev\x1b[2Jil', ['agenda_empty', 'odd\x07note'])] }],
     events,
@@ -193,7 +220,7 @@ describe('watch frame', () => {
   const sizeCases: [number, number, string[], string[]][] = [
     [120, 40, [], ['  (none yet)']],
     [120, 40, ['e1', 'e2', 'e3'], ['  e1', '  e2', '  e3']],
-    [120, 10, ['e1', 'e2', 'e3'], ['  e2', '  e3']],
+    [120, 12, ['e1', 'e2', 'e3'], ['  e2', '  e3']],
     [20, 40, ['a long event line that does not fit'], ['  a long event line~']],
   ]
   it.each(sizeCases)('%i x %i with %j shows %j', (columns, rows, events, shown) => {
@@ -201,5 +228,78 @@ describe('watch frame', () => {
     expect(lines.length).toBeLessThanOrEqual(rows)
     expect(lines.every((line) => line.length <= columns)).toBe(true)
     expect(lines.slice(lines.indexOf('Recent events') + 1)).toEqual(shown)
+  })
+})
+
+describe('watch queue lines', () => {
+  const queue = (items: number) => ({
+    queued: items,
+    running: 1,
+    enqueued: 9,
+    coalesced: 3,
+    reconciled: 5,
+    failed: 0,
+    dropped: 0,
+    queuedItems: Array.from({ length: items }, (_, n) => ({
+      teamName: 'forge',
+      memberName: `m${n}`,
+      runAt: '2026-11-22T10:00:15.000Z',
+      triggerReasons: ['task_changed', 'turn_settled'],
+    })),
+  })
+  const updatedAt = '2026-11-22T10:00:01.000Z'
+  // (case, activity, expected lines)
+  const cases: [string, unknown, string[]][] = [
+    ['no file', undefined, ['app queue: no running addon has published one (autoStart instances write activity.json)']],
+    ['unusable', { problem: 'activity.json is not a regular file' }, ['app queue: activity.json is not a regular file']],
+    [
+      'a pid that is gone',
+      { pid: 4242, alive: false, updatedAt, queue: queue(1) },
+      [`app queue: last published by pid 4242 at ${updatedAt}, which is no longer running`],
+    ],
+    [
+      'running',
+      { pid: 7, alive: true, updatedAt, queue: queue(1) },
+      [
+        'app queue (pid 7, updated 10:00:01): 1 queued, 1 running; since start 9 enqueued, 3 coalesced, 5 reconciled, 0 failed, 0 dropped',
+        '  forge/m0 due 10:00:15 (task_changed, turn_settled)',
+      ],
+    ],
+  ]
+  it.each(cases)('%s', (_name, activity, expected) => {
+    expect(queueLines(activity)).toEqual(expected)
+  })
+
+  it('lists at most 8 queued items', () => {
+    const lines = queueLines({ pid: 7, alive: true, updatedAt, queue: queue(11) })
+    expect(lines).toHaveLength(1 + 8 + 1)
+    expect(lines[9]).toBe('  ... 3 more')
+  })
+})
+
+describe('readActivity', () => {
+  function teamsDir(): string {
+    const dir = path.join(copyExampleRoot(), 'teams')
+    fs.mkdirSync(path.join(dir, '.member-work-sync'), { recursive: true })
+    return dir
+  }
+  const file = (dir: string) => path.join(dir, '.member-work-sync', 'activity.json')
+
+  it('reads a published queue and tells whether its pid still runs', () => {
+    const dir = teamsDir()
+    expect(readActivity(dir)).toBeUndefined()
+    writeJson(file(dir), { schemaVersion: 1, pid: process.pid, updatedAt: 'x', queue: { queuedItems: [] } })
+    expect(readActivity(dir)).toMatchObject({ pid: process.pid, alive: true })
+  })
+
+  it.each([
+    ['a link', (dir: string) => fs.symlinkSync('/etc/hostname', file(dir)), 'activity.json is not a regular file'],
+    ['a FIFO', (dir: string) => execFileSync('mkfifo', [file(dir)]), 'activity.json is not a regular file'],
+    ['not JSON', (dir: string) => fs.writeFileSync(file(dir), '{'), 'activity.json unreadable'],
+    ['another shape', (dir: string) => fs.writeFileSync(file(dir), '{"pid":"1"}'), 'activity.json has an unexpected shape'],
+  ])('%s is a problem, not read through', (_name, plant, problem) => {
+    const dir = teamsDir()
+    plant(dir)
+    expect(readActivity(dir).problem).toContain(problem)
   })
 })

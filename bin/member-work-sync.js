@@ -2,11 +2,11 @@
 'use strict'
 // CLI: `member-work-sync <command> ...` (see USAGE).
 // `status`, `explain` and `metrics` only read: they go through the addon's
-// side-effect-free `previewTeam`, `explain` and `getMetrics` and write, move
+// side-effect-free `previewTeam`, `explain` and `previewMetrics` and write, move
 // or create nothing under the Claude root (no journal line, no metric event,
 // no report token). `drain` and `hook-settings` write: they install the
 // turn-settled spool and drain it. `watch` shows the same as `status`, live,
-// read-only too (bin/watch.js).
+// with phase-2 readiness and the app's queue, read-only too (bin/watch.js).
 
 const fs = require('node:fs')
 const os = require('node:os')
@@ -349,7 +349,7 @@ function formatMetrics(m) {
 async function runMetrics({ claudeRoot, team, json }) {
   return withInstance(claudeRoot, async (sync, root) => {
     requireTeamFolder(root, team)
-    const metrics = await sync.getMetrics({ teamName: team })
+    const metrics = await sync.previewMetrics({ teamName: team })
     return { stdout: json ? JSON.stringify(metrics, null, 2) : formatMetrics(metrics), stderr: '', exitCode: 0 }
   })
 }

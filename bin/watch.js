@@ -1,14 +1,17 @@
 'use strict'
 // `member-work-sync watch`: a live, read-only terminal view of every member's
-// state, the turn-settled spool backlog and recent changes.
+// state, each team's phase-2 readiness, the app's reconcile queue, the
+// turn-settled spool backlog and recent changes.
 //
 // A viewer must not change what it watches, so the addon runs with
 // `autoStart: false` (no spool drain, no nudge dispatch, no queued
-// reconciles) and the view is built only from `previewTeam` (no store file,
-// journal line, metric event or report token) and from listing the spool's
-// folders. It refreshes once a second and as soon as `fs.watch` reports a
-// change in a watched team or task folder. `getMetrics` is not called: it
-// moves a corrupt metrics index aside, which is a write.
+// reconciles) and the view is built only from `previewTeam` and
+// `previewMetrics` (no store file, journal line, metric event or report
+// token), from listing the spool's folders and from reading the
+// `activity.json` a running addon publishes its queue to (the queue lives in
+// the app's memory, in another process). It refreshes once a second and as
+// soon as `fs.watch` reports a change in a watched team or task folder or in
+// the addon's own folder.
 
 const fs = require('node:fs')
 const path = require('node:path')
@@ -21,6 +24,10 @@ const CHANGE_DEBOUNCE_MS = 100
 const MAX_EVENTS = 200
 /** Spool entries counted per folder; more shows as "N+". */
 const MAX_SPOOL_COUNT = 10000
+/** Largest `activity.json` read (a queue of thousands of members fits). */
+const MAX_ACTIVITY_BYTES = 4 * 1024 * 1024
+/** Queued items listed under the queue line. */
+const MAX_QUEUE_LINES = 8
 
 const ESC = '\x1b['
 const ENTER_SCREEN = `${ESC}?1049h${ESC}?25l${ESC}H${ESC}2J`
@@ -67,6 +74,78 @@ function spoolBacklog(teamsDir) {
   const counts = {}
   for (const folder of SPOOL_FOLDERS) counts[folder] = countSpoolFolder(teamsDir, path.join(spool, folder))
   return counts
+}
+
+/** Whether a process with this pid exists (EPERM: it exists, as another user). */
+function processAlive(pid) {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return error.code === 'EPERM'
+  }
+}
+
+/**
+ * The queue a running addon published to `teams/.member-work-sync/activity.json`:
+ * `{ pid, alive, updatedAt, queue }`, `{ problem }` when the file is there but
+ * unusable, undefined when there is none. Links and non-files are not read
+ * (agents write under the root too).
+ */
+function readActivity(teamsDir) {
+  const file = path.join(teamsDir, '.member-work-sync', 'activity.json')
+  let fd
+  try {
+    if (!fs.lstatSync(path.dirname(file)).isDirectory()) return undefined
+    const stat = fs.lstatSync(file)
+    if (!stat.isFile()) return { problem: 'activity.json is not a regular file' }
+    if (stat.size > MAX_ACTIVITY_BYTES) return { problem: 'activity.json is too large' }
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK)
+    const text = fs.readFileSync(fd, 'utf8')
+    const activity = JSON.parse(text)
+    const queue = activity && activity.queue
+    if (!Number.isSafeInteger(activity.pid) || !queue || !Array.isArray(queue.queuedItems)) {
+      return { problem: 'activity.json has an unexpected shape' }
+    }
+    return { pid: activity.pid, alive: processAlive(activity.pid), updatedAt: String(activity.updatedAt), queue }
+  } catch (error) {
+    if (error.code === 'ENOENT') return undefined
+    return { problem: `activity.json unreadable (${error.code || error.message})` }
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd)
+  }
+}
+
+/** The queue lines of the header. */
+function queueLines(activity) {
+  if (!activity) return ['app queue: no running addon has published one (autoStart instances write activity.json)']
+  if (activity.problem) return [`app queue: ${activity.problem}`]
+  const q = activity.queue
+  if (!activity.alive) return [`app queue: last published by pid ${activity.pid} at ${activity.updatedAt}, which is no longer running`]
+  const lines = [
+    `app queue (pid ${activity.pid}, updated ${activity.updatedAt.slice(11, 19)}): ${q.queued} queued, ${q.running} running; ` +
+      `since start ${q.enqueued} enqueued, ${q.coalesced} coalesced, ${q.reconciled} reconciled, ${q.failed} failed, ${q.dropped} dropped`,
+  ]
+  for (const item of q.queuedItems.slice(0, MAX_QUEUE_LINES)) {
+    const reasons = Array.isArray(item.triggerReasons) ? item.triggerReasons.join(', ') : '?'
+    lines.push(`  ${item.teamName}/${item.memberName} due ${String(item.runAt).slice(11, 19)} (${reasons})`)
+  }
+  if (q.queuedItems.length > MAX_QUEUE_LINES) lines.push(`  ... ${q.queuedItems.length - MAX_QUEUE_LINES} more`)
+  return lines
+}
+
+/** A team's phase-2 readiness: the state and reasons, then the rates against their thresholds. */
+function readinessLines(metrics) {
+  if (!metrics) return ['  phase 2: -']
+  const r = metrics.phase2Readiness
+  const reasons = r.reasons.length > 0 ? ` (${r.reasons.join(', ')})` : ''
+  return [
+    `  phase 2: ${r.state}${reasons}`,
+    `    observed ${r.rates.observationHours}/${r.thresholds.minObservationHours} h, ` +
+      `${r.rates.statusEventCount}/${r.thresholds.minStatusEvents} events, ` +
+      `would-nudges ${r.rates.wouldNudgesPerMemberHour}/${r.thresholds.maxWouldNudgesPerMemberHour} per member-hour, ` +
+      `rejections ${r.rates.reportRejectionRate}/${r.thresholds.maxReportRejectionRate}`,
+  ]
 }
 
 function clock(date = new Date()) {
@@ -132,6 +211,7 @@ function renderLines(view, columns) {
   }).join(', ')
   lines.push(`member-work-sync watch  ${view.root}  updated ${view.updatedAt || '-'}  (q quits)`)
   lines.push(`turn-settled spool: ${spool}   read-only view: nothing is drained, nudged or written`)
+  for (const line of queueLines(view.activity)) lines.push(line)
   if (view.error) lines.push(`error: ${view.error}`)
   for (const problem of view.problems) lines.push(`problem: ${problem}`)
   if (view.teams.length === 0 && view.problems.length === 0) lines.push(`No teams found in ${view.teamsDir}.`)
@@ -144,6 +224,7 @@ function renderLines(view, columns) {
     const ready = team.diagnostics.length > 0 ? `config read with ${team.diagnostics.join(', ')}` : 'config ok'
     lines.push('')
     lines.push(`Team ${team.teamName}: ${team.statuses.length} member(s)${stateText ? ` (${stateText})` : ''}; ${ready}`)
+    for (const line of readinessLines(view.metrics[team.teamName])) lines.push(line)
     lines.push(`  ${'MEMBER'.padEnd(16)} ${'PROVIDER'.padEnd(9)} ${'STATE'.padEnd(14)} ${'ITEMS'.padStart(5)}  ${'FINGERPRINT'.padEnd(12)}  DIAGNOSTICS`)
     for (const s of team.statuses) {
       const summary = memberSummary(s)
@@ -177,7 +258,16 @@ function renderFrame(view, columns, rows) {
 async function runWatch(target, inspect, io = { stdin: process.stdin, stdout: process.stdout }) {
   const { stdin, stdout } = io
   const { MemberWorkSync } = require('..')
-  const view = { root: target.root, teamsDir: target.teamsDir, teams: [], problems: [], spool: {}, events: [] }
+  const view = {
+    root: target.root,
+    teamsDir: target.teamsDir,
+    teams: [],
+    problems: [],
+    metrics: {},
+    spool: {},
+    activity: undefined,
+    events: [],
+  }
   const pushEvent = (line) => {
     view.events.push(line)
     if (view.events.length > MAX_EVENTS) view.events.splice(0, view.events.length - MAX_EVENTS)
@@ -234,10 +324,14 @@ async function runWatch(target, inspect, io = { stdin: process.stdin, stdout: pr
         refreshAgain = false
         const teams = []
         const problems = []
+        const metrics = {}
         for (const teamName of target.teamNames()) {
           const { preview, problem } = await inspect(sync, teamName)
           if (problem) problems.push(problem)
-          else teams.push(preview)
+          else {
+            teams.push(preview)
+            metrics[teamName] = await sync.previewMetrics({ teamName })
+          }
           watchFolder(path.join(target.teamsDir, teamName))
           watchFolder(path.join(target.tasksDir, teamName))
         }
@@ -250,7 +344,17 @@ async function runWatch(target, inspect, io = { stdin: process.stdin, stdout: pr
         members = now
         view.teams = teams
         view.problems = problems
+        view.metrics = metrics
         view.spool = spoolBacklog(target.teamsDir)
+        const activity = readActivity(target.teamsDir)
+        if (activity && !activity.problem && activity.alive && view.activity && view.activity.queue) {
+          const was = view.activity.queue
+          if (activity.queue.running !== was.running || activity.queue.queued !== was.queued) {
+            pushEvent(`${clock()} app queue: ${activity.queue.queued} queued, ${activity.queue.running} running`)
+          }
+        }
+        view.activity = activity
+        watchFolder(path.join(target.teamsDir, '.member-work-sync'))
         view.error = undefined
         view.updatedAt = clock()
       } while (refreshAgain && !closed)
@@ -316,4 +420,4 @@ async function runWatch(target, inspect, io = { stdin: process.stdin, stdout: pr
   })
 }
 
-module.exports = { runWatch, renderFrame, diffMembers, spoolBacklog }
+module.exports = { runWatch, renderFrame, diffMembers, spoolBacklog, readActivity, queueLines }

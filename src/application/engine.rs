@@ -608,6 +608,12 @@ impl Engine {
         self.with_team(team, || self.reconciler.get_metrics(team))
     }
 
+    /// [`Reconciler::preview_metrics`] through the team gate: no side effects.
+    pub fn preview_metrics(&self, team: &str) -> Result<TeamMetrics, WorkSyncError> {
+        check_name("teamName", team)?;
+        self.with_team(team, || self.reconciler.preview_metrics(team))
+    }
+
     /// `getAgentBrief` through the team gate.
     pub fn agent_brief(
         &self,

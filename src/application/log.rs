@@ -45,6 +45,9 @@ pub enum LogCode {
     JournalWriteFailed,
     /// Metric events could not be recorded.
     MetricsWriteFailed,
+    /// The queue's `activity.json` (for `watch`) could not be written; logged
+    /// once per distinct error.
+    ActivityWriteFailed,
 }
 
 impl LogCode {
@@ -61,6 +64,7 @@ impl LogCode {
             Self::QueueDropped => "MWS_LOG_QUEUE_DROPPED",
             Self::JournalWriteFailed => "MWS_LOG_JOURNAL_WRITE_FAILED",
             Self::MetricsWriteFailed => "MWS_LOG_METRICS_WRITE_FAILED",
+            Self::ActivityWriteFailed => "MWS_LOG_ACTIVITY_WRITE_FAILED",
         }
     }
 }
@@ -174,6 +178,7 @@ pub(crate) mod tests {
             LogCode::QueueDropped,
             LogCode::JournalWriteFailed,
             LogCode::MetricsWriteFailed,
+            LogCode::ActivityWriteFailed,
         ];
         let names: std::collections::BTreeSet<_> = codes.iter().map(|c| c.as_str()).collect();
         assert_eq!(names.len(), codes.len());

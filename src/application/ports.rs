@@ -144,8 +144,11 @@ pub trait MetricsStore: Send + Sync {
         status: &MemberStatus,
         events: Vec<crate::domain::metrics::MetricEvent>,
     ) -> Result<(), PortError>;
-    /// Reads the index (missing or corrupt: empty).
+    /// Reads the index (missing or corrupt: empty; a corrupt one is moved aside).
     fn read(&self, team_name: &str) -> Result<crate::domain::metrics::MetricsIndex, PortError>;
+    /// Reads the index like [`MetricsStore::read`], but moves nothing: a
+    /// corrupt index also reads as empty and stays where it is.
+    fn peek(&self, team_name: &str) -> Result<crate::domain::metrics::MetricsIndex, PortError>;
 }
 
 /// Lifecycle of a recorded report intent.

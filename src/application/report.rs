@@ -375,6 +375,18 @@ impl Reconciler {
         ))
     }
 
+    /// [`Reconciler::get_metrics`] without side effects: a corrupt index
+    /// reads as empty and is left where it is (operators' read-only views).
+    pub fn preview_metrics(&self, team: &str) -> Result<TeamMetrics, WorkSyncError> {
+        check_name("teamName", team)?;
+        let index = self.ports.metrics.peek(team)?;
+        Ok(team_metrics(
+            team,
+            &format_iso(self.ports.clock.now_ms()),
+            &index,
+        ))
+    }
+
     /// The compact agenda block an agent gets in its briefing (same agenda and
     /// fingerprint as the reconciler's status).
     pub fn agent_brief(&self, team: &str, member: &str) -> Result<Value, WorkSyncError> {

@@ -47,6 +47,8 @@ export type MemberWorkSyncLogCode =
   | 'MWS_LOG_JOURNAL_WRITE_FAILED'
   /** Metric events could not be recorded. */
   | 'MWS_LOG_METRICS_WRITE_FAILED'
+  /** The queue's `activity.json` (read by `member-work-sync watch`) could not be written; once per distinct error. */
+  | 'MWS_LOG_ACTIVITY_WRITE_FAILED'
 
 /** One `onLog` entry: a background failure no caller is waiting for. */
 export interface MemberWorkSyncLogEntry {

@@ -360,6 +360,21 @@ impl MemberWorkSync {
         })
     }
 
+    /// `getMetrics` without side effects: a corrupt metrics index reads as
+    /// empty and is left where it is, not moved aside. For read-only views.
+    #[napi(
+        ts_args_type = "request: { teamName: string }",
+        ts_return_type = "Promise<MemberWorkSyncTeamMetrics>"
+    )]
+    pub fn preview_metrics(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
+        let request = convert::json_argument(&env, request, "request");
+        self.job(move |i| {
+            let request = request?;
+            let team = string_field(&request, "teamName")?;
+            to_json(i.services.engine.preview_metrics(&team)?)
+        })
+    }
+
     /// Validates pending report intents (member files and the controller's legacy file).
     #[napi(
         ts_args_type = "teamNames: string[]",

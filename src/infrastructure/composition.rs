@@ -22,6 +22,7 @@ use crate::application::turn_settled::{
 };
 use crate::domain::status::ReconciledBy;
 
+use super::activity_file::ActivityFile;
 use super::clock::{ManualClock, SystemClock};
 use super::codex_sessions::FsCodexSessionLocator;
 use super::explain_source::FsExplainSource;
@@ -240,6 +241,8 @@ pub struct Instance {
     /// The use cases.
     pub services: Services,
     worker: Worker,
+    /// Where a driving instance publishes its queue for `watch`.
+    activity: Arc<ActivityFile>,
     /// The queue driver runs (`autoStart`).
     queue_running: bool,
     disposed: AtomicBool,
@@ -301,6 +304,7 @@ impl Instance {
         control_url: Option<String>,
         tuning: Tuning,
     ) -> std::io::Result<Self> {
+        let teams_base = paths.teams_base.clone();
         let services = Services::with_options(paths, fixed_now_ms, control_url, tuning.retention);
         if let Some(concurrency) = tuning.queue_concurrency {
             services.engine.set_queue_concurrency(concurrency);
@@ -391,16 +395,43 @@ impl Instance {
                 }
             })
         };
+        let activity = Arc::new(ActivityFile::new(teams_base, services.engine.now_ms()));
+        let publish: Box<dyn Fn() + Send + Sync> = {
+            let (engine, activity, log) = (
+                services.engine.clone(),
+                activity.clone(),
+                services.log.clone(),
+            );
+            let last_error = Mutex::new(None::<String>);
+            Box::new(move || {
+                let written = activity.publish(&engine.diagnostics(), engine.now_ms());
+                let error = written.err().map(|e| e.to_string());
+                let mut last = last_error.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(error) = error.as_ref().filter(|e| last.as_ref() != Some(*e)) {
+                    log.log(
+                        LogEntry::new(
+                            LogLevel::Warn,
+                            LogCode::ActivityWriteFailed,
+                            format!("queue activity file not written: {error}"),
+                        )
+                        .with_context(serde_json::json!({ "path": activity.path() })),
+                    );
+                }
+                *last = error;
+            })
+        };
         let worker = Worker::start(
             services.engine.clone(),
             auto_start,
             Some(schedule),
             Some(dispatch),
+            Some(publish),
             tuning.intervals,
         )?;
         Ok(Self {
             services,
             worker,
+            activity,
             queue_running: auto_start,
             disposed: AtomicBool::new(false),
             calls: Mutex::new(0),
@@ -491,6 +522,11 @@ impl Instance {
             }
         }
         self.worker.shutdown(&self.services.engine);
+        if self.queue_running {
+            // A view of a queue that no longer runs would mislead `watch`.
+            // Best effort: a leftover file names a pid that is gone.
+            let _ = self.activity.remove();
+        }
         // Release the onTeamChange and onLog callbacks so nothing of ours holds Node.
         self.services.team_changes.disconnect();
         self.services.log.disconnect();

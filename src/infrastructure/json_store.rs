@@ -121,6 +121,18 @@ pub fn peek_envelope<T: DeserializeOwned>(
     inspect(root, path, version, envelope_field(field))
 }
 
+/// [`read_flat_envelope`] without side effects, as [`peek_envelope`] is to
+/// [`read_envelope`].
+pub fn peek_flat_envelope<T: DeserializeOwned>(
+    root: &TrustedRoot,
+    path: &Path,
+    version: u64,
+) -> io::Result<Peeked<T>> {
+    inspect(root, path, version, |value| {
+        serde_json::from_value(value).map_err(|_| "invalid_shape".to_string())
+    })
+}
+
 /// Reads, checks `schemaVersion` and converts, moving nothing: the one read
 /// behind both the quarantining and the read-only views.
 fn inspect<T>(

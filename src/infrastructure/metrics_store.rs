@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::json_store::{read_flat_envelope, write_flat_envelope, Loaded};
+use super::json_store::{
+    peek_flat_envelope, read_flat_envelope, write_flat_envelope, Loaded, Peeked,
+};
 use super::lock::StoreLock;
 use super::safe_fs::TrustedRoot;
 use crate::application::ports::{Clock, MetricsStore, PortError};
@@ -58,5 +60,14 @@ impl MetricsStore for FsMetricsStore {
 
     fn read(&self, team: &str) -> Result<MetricsIndex, PortError> {
         self.load(&self.path(team))
+    }
+
+    fn peek(&self, team: &str) -> Result<MetricsIndex, PortError> {
+        Ok(
+            match peek_flat_envelope(&self.root, &self.path(team), SCHEMA_VERSION)? {
+                Peeked::Found(index) => index,
+                Peeked::Missing | Peeked::Unusable { .. } => MetricsIndex::default(),
+            },
+        )
     }
 }

@@ -1,6 +1,7 @@
 //! File-system adapters over one file boundary (`safe_fs`): locks, versioned stores, the audit
 //! journal, the team-data reader, report tokens and clocks.
 
+pub mod activity_file;
 pub mod clock;
 pub mod codex_sessions;
 pub mod composition;

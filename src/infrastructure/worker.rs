@@ -78,13 +78,14 @@ pub struct DrainSchedule {
 
 impl Worker {
     /// Starts the runtime and the event intake; with `run_queue`, also the queue
-    /// driver, the turn-settled drain scheduler and the nudge dispatch scheduler
-    /// (every `intervals`).
+    /// driver, the turn-settled drain scheduler, the nudge dispatch scheduler
+    /// (every `intervals`) and `publish` (every second).
     pub fn start(
         engine: Arc<Engine>,
         run_queue: bool,
         drains: Option<DrainSchedule>,
         dispatch: Option<Box<dyn Fn() + Send + Sync>>,
+        publish: Option<Box<dyn Fn() + Send + Sync>>,
         intervals: ScheduleIntervals,
     ) -> std::io::Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -119,9 +120,17 @@ impl Worker {
                 ));
             }
             if let Some(dispatch) = dispatch {
-                runtime.spawn(dispatch_loop(
+                runtime.spawn(every(
                     dispatch,
                     intervals.dispatch_every,
+                    stopping.clone(),
+                    passes.clone(),
+                ));
+            }
+            if let Some(publish) = publish {
+                runtime.spawn(every(
+                    publish,
+                    PUBLISH_EVERY,
                     stopping.clone(),
                     passes.clone(),
                 ));
@@ -357,21 +366,25 @@ fn watch_incoming(
 /// Default nudge dispatch interval.
 const DISPATCH_EVERY: Duration = Duration::from_secs(60);
 
-/// Dispatches due nudges every `dispatch_every` (default 60 s; the first pass
-/// after one interval).
-async fn dispatch_loop(
-    dispatch: Box<dyn Fn() + Send + Sync>,
-    dispatch_every: Duration,
+/// How often a driving instance publishes its queue (`activity.json`).
+const PUBLISH_EVERY: Duration = Duration::from_secs(1);
+
+/// Runs `work` on the blocking pool every `interval` until stopped, the first
+/// pass after one interval: the nudge dispatch (default every 60 s) and the
+/// queue's activity file (every second).
+async fn every(
+    work: Box<dyn Fn() + Send + Sync>,
+    interval: Duration,
     stopping: Arc<AtomicBool>,
     passes: Arc<Passes>,
 ) {
-    let dispatch = Arc::new(dispatch);
+    let work = Arc::new(work);
     loop {
-        tokio::time::sleep(dispatch_every).await;
+        tokio::time::sleep(interval).await;
         if stopping.load(Ordering::SeqCst) {
             break;
         }
-        let run = dispatch.clone();
+        let run = work.clone();
         let pass = passes.enter();
         let _ = tokio::task::spawn_blocking(move || {
             let _pass = pass;
