@@ -49,6 +49,24 @@ fn run_due(services: &Services) -> Vec<String> {
     ran
 }
 
+/// The `member_busy:*` diagnostics of a fresh reconcile of jack.
+fn busy_diagnostics(services: &Services) -> Vec<String> {
+    let status = services
+        .reconciler
+        .refresh_status(
+            "forge",
+            "jack",
+            member_work_sync::domain::status::ReconciledBy::Request,
+            &[],
+        )
+        .unwrap();
+    status
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.starts_with("member_busy"))
+        .collect()
+}
+
 #[test]
 fn task_events_reach_the_impacted_members() {
     let (_dir, services) = fixture();
@@ -98,18 +116,10 @@ fn tool_activity_marks_busy_and_finish_queues_a_reconcile() {
         None,
     ));
     assert!(queued(&services).is_empty());
-    let status = services
-        .reconciler
-        .refresh_status(
-            "forge",
-            "jack",
-            member_work_sync::domain::status::ReconciledBy::Request,
-            &[],
-        )
-        .unwrap();
-    assert!(status
-        .diagnostics
-        .contains(&"member_busy:active_tool_activity".to_string()));
+    assert_eq!(
+        busy_diagnostics(&services),
+        ["member_busy:active_tool_activity"]
+    );
     services.engine.note_team_change(&event(
         "tool-activity",
         Some(r#"{"memberName":"jack","action":"finish","toolUseId":"t1"}"#),
@@ -129,22 +139,6 @@ fn tool_activity_marks_busy_and_finish_queues_a_reconcile() {
 #[test]
 fn tool_activity_in_the_apps_shapes_marks_and_clears_busy() {
     let (_dir, services) = fixture();
-    let busy_diagnostics = |services: &Services| -> Vec<String> {
-        let status = services
-            .reconciler
-            .refresh_status(
-                "forge",
-                "jack",
-                member_work_sync::domain::status::ReconciledBy::Request,
-                &[],
-            )
-            .unwrap();
-        status
-            .diagnostics
-            .into_iter()
-            .filter(|d| d.starts_with("member_busy"))
-            .collect()
-    };
     let start = |id: &str| {
         format!(
             r#"{{"action":"start","activity":{{"memberName":"jack","toolUseId":"{id}","toolName":"Bash","startedAt":"2020-01-01T00:00:00.000Z","source":"runtime"}}}}"#
