@@ -310,6 +310,37 @@ describe('runtime turn-settled pipeline', () => {
     expect(fs.existsSync(path.join(root, 'teams/forge/members/jack/.member-work-sync/status.json'))).toBe(false)
   })
 
+  it('a member-turn-settled event the app forwards back into noteTeamChange queues nothing more', async () => {
+    const root = claudeRoot()
+    const forwarded: TeamChangeEvent[] = []
+    const sync: MemberWorkSync = instance(root, (e) => {
+      forwarded.push(e)
+      // As the reference app does with every team change.
+      sync.noteTeamChange(e)
+    })
+    const settings: any = await sync.buildRuntimeTurnSettledHookSettings({ provider: 'claude' })
+    runHookCommand(settings.hooks.Stop[0].hooks[0].command, JSON.stringify({ hook_event_name: 'Stop', session_id: 'B1' }))
+    // autoStart: false, so the drain has reconciled bob already.
+    expect((await sync.drainRuntimeTurnSettledEvents()).enqueued).toBe(1)
+    await until(() => forwarded.length > 0)
+    expect(forwarded.map((e) => e.type)).toEqual(['member-turn-settled'])
+
+    // Events are routed one by one in order: once this later one is queued,
+    // the forwarded one has been routed too.
+    const queuedMembers = () => sync.getQueueDiagnostics().queuedItems.map((i) => [i.memberName, i.triggerReasons])
+    sync.noteTeamChange({ type: 'member-spawn', teamName: 'forge', detail: 'jack' })
+    for (let i = 0; i < 2000 && queuedMembers().length === 0; i++) await new Promise((r) => setTimeout(r, 5))
+    expect(queuedMembers()).toEqual([['jack', ['member_spawned']]])
+    expect(sync.getQueueDiagnostics()).toMatchObject({ enqueued: 1, coalesced: 0 })
+
+    // A turn the addon did not announce is still routed.
+    const foreign = JSON.stringify({ memberName: 'bob', provider: 'claude', sourceId: 'runtime-turn-settled:other' })
+    sync.noteTeamChange({ type: 'member-turn-settled', teamName: 'forge', detail: foreign })
+    for (let i = 0; i < 2000 && queuedMembers().length === 1; i++) await new Promise((r) => setTimeout(r, 5))
+    expect(queuedMembers()).toContainEqual(['bob', ['turn_settled']])
+    await sync.dispose()
+  })
+
   it('a throwing onTeamChange listener breaks neither the drain nor the process', async () => {
     const root = claudeRoot()
     let calls = 0

@@ -19,8 +19,9 @@ use super::ports::{AuditEvent, AuditJournal, Clock, TaskImpactSource, TeamSource
 use super::queue::{queue_key, FinishOutcome, QueueCore, QueueItem, QueueKey, Trigger};
 use super::reconcile::{check_name, Reconciler, TeamPreview, WorkSyncError};
 use super::report::{ReplaySummary, ReportResult};
-use super::router::{route, Route, TeamChangeEvent, ToolActivity};
+use super::router::{route, settled_turn_source_id, Route, TeamChangeEvent, ToolActivity};
 use super::runtime_state::RuntimeStates;
+use super::turn_settled::SettledTurns;
 use crate::domain::decision::REFRESH_ENQUEUED_SUFFIX;
 use crate::domain::metrics::TeamMetrics;
 use crate::domain::names::normalize_member_name;
@@ -48,6 +49,8 @@ pub struct EngineDeps {
     pub nudges: Arc<Nudges>,
     /// Operator log (queue failures and retries).
     pub log: Arc<dyn LogSink>,
+    /// Turns the turn-settled drain already queued (shared with the drain).
+    pub settled_turns: Arc<SettledTurns>,
 }
 
 #[derive(Debug, Default)]
@@ -177,8 +180,14 @@ impl Engine {
     }
 
     /// Handles one team change event (may read the board to resolve targets).
+    ///
+    /// A `member-turn-settled` event announcing a turn the drain already
+    /// queued (an app forwarding `onTeamChange` back) changes nothing.
     pub fn note_team_change(&self, event: &TeamChangeEvent) {
         if self.is_deleting(&event.team_name) {
+            return;
+        }
+        if settled_turn_source_id(event).is_some_and(|id| self.deps.settled_turns.contains(&id)) {
             return;
         }
         let team = event.team_name.as_str();

@@ -196,6 +196,19 @@ fn inbox_member(detail: &str) -> Option<String> {
     validate_name(member).is_ok().then(|| member.to_string())
 }
 
+/// The `sourceId` in the JSON detail of a `member-turn-settled` event: the
+/// turn the event announces (the drain emits it; an app may forward it back).
+pub fn settled_turn_source_id(event: &TeamChangeEvent) -> Option<String> {
+    if event.kind != "member-turn-settled" {
+        return None;
+    }
+    let json = detail_json(event)?;
+    json.as_object()?
+        .get("sourceId")?
+        .as_str()
+        .map(str::to_string)
+}
+
 /// Routes one event.
 pub fn route(event: &TeamChangeEvent) -> Route {
     if validate_name(&event.team_name).is_err() {
@@ -506,6 +519,33 @@ mod tests {
             },
         ] {
             assert_eq!(route(&e), Route::Ignore, "{e:?}");
+        }
+    }
+
+    #[test]
+    fn the_announced_turn_of_a_settled_event() {
+        let detail = r#"{"memberName":"jack","sourceId":"runtime-turn-settled:x"}"#;
+        for (kind, detail, expected) in [
+            (
+                "member-turn-settled",
+                Some(detail),
+                Some("runtime-turn-settled:x"),
+            ),
+            (
+                "member-turn-settled",
+                Some(r#"{"memberName":"jack"}"#),
+                None,
+            ),
+            ("member-turn-settled", Some(r#"{"sourceId":5}"#), None),
+            ("member-turn-settled", Some("not json"), None),
+            ("member-turn-settled", None, None),
+            ("member-spawn", Some(detail), None),
+        ] {
+            assert_eq!(
+                settled_turn_source_id(&event(kind, detail, None)).as_deref(),
+                expected,
+                "{kind} {detail:?}"
+            );
         }
     }
 

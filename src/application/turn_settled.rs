@@ -164,7 +164,34 @@ pub struct TurnSettledIngestor {
     codex: Option<Arc<dyn CodexSessionLocator>>,
     runtime: Arc<RuntimeStates>,
     journal: Arc<dyn AuditJournal>,
-    recent: Mutex<RecentIds>,
+    recent: Arc<SettledTurns>,
+}
+
+/// The `sourceId`s of the newest [`RECENT_SOURCE_IDS`] turns the drain
+/// resolved, handed to the queue and announced as `member-turn-settled`.
+///
+/// Shared by the drain and `noteTeamChange`: the drain skips a payload of a
+/// turn it already handled, and `noteTeamChange` skips the announcement when
+/// an app forwards it back, so one settled turn causes one reconcile.
+#[derive(Default)]
+pub struct SettledTurns {
+    ids: Mutex<RecentIds>,
+}
+
+impl SettledTurns {
+    /// True when the drain handled the turn with this `sourceId`.
+    pub fn contains(&self, source_id: &str) -> bool {
+        self.ids().contains(source_id)
+    }
+
+    /// Records a handled turn, forgetting the oldest beyond the bound.
+    fn remember(&self, source_id: &str) {
+        self.ids().remember(source_id);
+    }
+
+    fn ids(&self) -> std::sync::MutexGuard<'_, RecentIds> {
+        self.ids.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 #[derive(Default)]
@@ -228,8 +255,15 @@ impl TurnSettledIngestor {
             codex: None,
             runtime,
             journal,
-            recent: Mutex::new(RecentIds::default()),
+            recent: Arc::default(),
         }
+    }
+
+    /// Records handled turns in `turns`, shared with the engine so that a
+    /// forwarded `member-turn-settled` announcement is not routed again.
+    pub fn with_settled_turns(mut self, turns: Arc<SettledTurns>) -> Self {
+        self.recent = turns;
+        self
     }
 
     /// Resolves native Codex Stop events (no team or member in the payload)
@@ -301,10 +335,7 @@ impl TurnSettledIngestor {
             }
             match decision {
                 Decision::Resolved { team, member } => {
-                    self.recent
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .remember(&event.source_id);
+                    self.recent.remember(&event.source_id);
                     summary.enqueued += 1;
                     let outcome = ("turn_settled_resolved", None);
                     self.journal_outcome(outcome, claim, &team, &member, &event, now);
@@ -420,8 +451,7 @@ impl TurnSettledIngestor {
                 team_name,
                 member_name,
             } => {
-                let recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
-                if recent.contains(&event.source_id) {
+                if self.recent.contains(&event.source_id) {
                     Decision::Duplicate
                 } else {
                     Decision::Resolved {

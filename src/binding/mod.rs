@@ -405,6 +405,9 @@ impl MemberWorkSync {
 
     /// Notes a team change; returns at once and never throws, whatever the input
     /// (a no-op after dispose). Routing and reconciles happen in the background.
+    /// A `member-turn-settled` event this instance emitted through
+    /// `onTeamChange` (same `sourceId`) is ignored when it comes back here:
+    /// the drain has already queued its member.
     #[napi(ts_args_type = "event: TeamChangeEvent")]
     pub fn note_team_change(&self, env: Env, event: Unknown<'_>) {
         if self.instance.live().is_err() || !matches!(event.get_type(), Ok(ValueType::Object)) {

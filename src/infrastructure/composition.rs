@@ -18,7 +18,7 @@ use crate::application::reconcile::WorkSyncError;
 use crate::application::reconcile::{Ports, Reconciler};
 use crate::application::runtime_state::RuntimeStates;
 use crate::application::turn_settled::{
-    DrainSummary, TeamChangeRelay, TurnSettledIngestor, TurnSettledQueue, DRAIN_BATCH,
+    DrainSummary, SettledTurns, TeamChangeRelay, TurnSettledIngestor, TurnSettledQueue, DRAIN_BATCH,
 };
 use crate::domain::status::ReconciledBy;
 
@@ -179,6 +179,7 @@ impl Services {
             busy: busy.clone(),
             journal: journal.clone(),
         }));
+        let settled_turns = Arc::new(SettledTurns::default());
         let engine = Arc::new(Engine::new(
             reconciler.clone(),
             EngineDeps {
@@ -190,6 +191,7 @@ impl Services {
                 busy,
                 nudges,
                 log: log.clone(),
+                settled_turns: settled_turns.clone(),
             },
         ));
         let explainer = Arc::new(Explainer::new(
@@ -214,7 +216,8 @@ impl Services {
             .with_codex_sessions(Arc::new(FsCodexSessionLocator::new(
                 paths.teams_base.clone(),
                 paths.codex_sessions.clone(),
-            ))),
+            )))
+            .with_settled_turns(settled_turns),
         );
         Self {
             reconciler,
