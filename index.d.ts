@@ -12,12 +12,15 @@ export type MemberWorkSyncErrorCode =
   | 'MWS_INVALID_ARGUMENT'
   /** A file system failure; the message names the path where there is one. */
   | 'MWS_IO'
-  /** A store could not be read or repaired. */
-  | 'MWS_CORRUPT_STORE'
   /** The instance was disposed. */
   | 'MWS_DISPOSED'
   /** The team is being deleted (`prepareTeamDeletion` until `resumeTeam`). */
   | 'MWS_TEAM_QUIESCED'
+  /**
+   * A fault inside the addon (a Rust panic), caught at the method boundary so
+   * it never aborts the host; the message names the method. A bug to report.
+   */
+  | 'MWS_INTERNAL'
 
 /** An error from the addon: a plain `Error` with a stable `code`. */
 export interface MemberWorkSyncError extends Error {
@@ -631,6 +634,9 @@ export declare class MemberWorkSync {
   /**
    * Notes a team change; returns at once and never throws, whatever the input
    * (a no-op after dispose). Routing and reconciles happen in the background.
+   * A `member-turn-settled` event this instance emitted through
+   * `onTeamChange` (same `sourceId`) is ignored when it comes back here:
+   * the drain has already queued its member.
    */
   noteTeamChange(event: TeamChangeEvent): void
   /**

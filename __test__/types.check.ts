@@ -16,7 +16,7 @@ export const settled: TeamChangeEvent = { type: 'member-turn-settled', teamName:
 // @ts-expect-error a misspelled event type is refused
 export const typo: TeamChangeEvent = { type: 'tsak', teamName: 'forge' }
 
-export const codes: MemberWorkSyncErrorCode[] = ['MWS_INVALID_ARGUMENT', 'MWS_IO', 'MWS_DISPOSED', 'MWS_TEAM_QUIESCED']
+export const codes: MemberWorkSyncErrorCode[] = ['MWS_INVALID_ARGUMENT', 'MWS_IO', 'MWS_DISPOSED', 'MWS_TEAM_QUIESCED', 'MWS_INTERNAL']
 // @ts-expect-error an unknown error code is refused
 export const badCode: MemberWorkSyncErrorCode = 'MWS_OOPS'
 

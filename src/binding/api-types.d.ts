@@ -12,12 +12,15 @@ export type MemberWorkSyncErrorCode =
   | 'MWS_INVALID_ARGUMENT'
   /** A file system failure; the message names the path where there is one. */
   | 'MWS_IO'
-  /** A store could not be read or repaired. */
-  | 'MWS_CORRUPT_STORE'
   /** The instance was disposed. */
   | 'MWS_DISPOSED'
   /** The team is being deleted (`prepareTeamDeletion` until `resumeTeam`). */
   | 'MWS_TEAM_QUIESCED'
+  /**
+   * A fault inside the addon (a Rust panic), caught at the method boundary so
+   * it never aborts the host; the message names the method. A bug to report.
+   */
+  | 'MWS_INTERNAL'
 
 /** An error from the addon: a plain `Error` with a stable `code`. */
 export interface MemberWorkSyncError extends Error {

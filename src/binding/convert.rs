@@ -10,7 +10,7 @@ use napi::bindgen_prelude::{Array, JsValue, Object, Unknown, ValueType};
 use napi::Env;
 use serde_json::{Map, Number, Value};
 
-use super::job::JsFailure;
+use super::job::{guard, JsFailure};
 
 /// Deepest nesting accepted.
 const MAX_DEPTH: usize = 32;
@@ -18,10 +18,15 @@ const MAX_DEPTH: usize = 32;
 const MAX_NODES: usize = 100_000;
 
 /// Converts an argument to JSON, or says why it cannot.
+/// This runs on the JS thread before any work is handed off, so a fault in it
+/// is caught here and rejects as `MWS_INTERNAL` like one in the work itself.
 pub fn json_argument(env: &Env, value: Unknown<'_>, what: &str) -> Result<Value, JsFailure> {
-    let mut budget = MAX_NODES;
-    convert(env, value, 0, &mut budget)
-        .map_err(|reason| JsFailure::invalid(format!("{what} is not plain JSON data: {reason}")))
+    guard("argument conversion", || {
+        let mut budget = MAX_NODES;
+        convert(env, value, 0, &mut budget).map_err(|reason| {
+            JsFailure::invalid(format!("{what} is not plain JSON data: {reason}"))
+        })
+    })
 }
 
 fn convert(

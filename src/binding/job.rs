@@ -15,12 +15,12 @@ pub enum ErrorCode {
     InvalidArgument,
     /// File system failure.
     Io,
-    /// A store could not be read or repaired.
-    CorruptStore,
     /// Used after `dispose()`.
     Disposed,
     /// The team is being deleted (`prepareTeamDeletion` until `resumeTeam`).
     TeamQuiesced,
+    /// A fault inside the addon (a panic), caught before it reached Node.
+    Internal,
 }
 
 impl AsRef<str> for ErrorCode {
@@ -28,9 +28,9 @@ impl AsRef<str> for ErrorCode {
         match self {
             Self::InvalidArgument => "MWS_INVALID_ARGUMENT",
             Self::Io => "MWS_IO",
-            Self::CorruptStore => "MWS_CORRUPT_STORE",
             Self::Disposed => "MWS_DISPOSED",
             Self::TeamQuiesced => "MWS_TEAM_QUIESCED",
+            Self::Internal => "MWS_INTERNAL",
         }
     }
 }
@@ -57,6 +57,32 @@ impl JsFailure {
     pub fn into_napi(self) -> napi::Error<ErrorCode> {
         napi::Error::new(self.code, self.message)
     }
+}
+
+impl From<JsFailure> for napi::Error<ErrorCode> {
+    fn from(failure: JsFailure) -> Self {
+        failure.into_napi()
+    }
+}
+
+/// Runs the body of the napi entry point `what`; a panic in it becomes an
+/// `MWS_INTERNAL` failure naming `what` and the panic message instead of
+/// unwinding into Node (which aborts the process, Electron included).
+pub(crate) fn guard<T, E: From<JsFailure>>(
+    what: &str,
+    body: impl FnOnce() -> Result<T, E>,
+) -> Result<T, E> {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|panic| {
+        let detail = panic
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("no message");
+        Err(E::from(JsFailure {
+            code: ErrorCode::Internal,
+            message: format!("internal error (panic) in member-work-sync {what}: {detail}"),
+        }))
+    })
 }
 
 impl From<crate::infrastructure::composition::Disposed> for JsFailure {
@@ -126,12 +152,7 @@ impl Task for Job {
                 message: "job ran twice".into(),
             }));
         };
-        Ok(catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|_| {
-            Err(JsFailure {
-                code: ErrorCode::Io,
-                message: "internal error (panic) in member-work-sync".into(),
-            })
-        }))
+        Ok(guard("background job", work))
     }
 
     fn resolve(&mut self, env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
@@ -179,6 +200,45 @@ impl ToNapiValue for JobOutput {
             JobOutput::Json(value) => unsafe { serde_json::Value::to_napi_value(env, value) },
             // SAFETY: `()` converts to `undefined` in the same env.
             JobOutput::Undefined => unsafe { <()>::to_napi_value(env, ()) },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_becomes_an_internal_failure_and_a_result_passes_through() {
+        let panicked: Result<(), JsFailure> = guard("noteTeamChange", || panic!("boom"));
+        let failure = panicked.unwrap_err();
+        assert_eq!(failure.code, ErrorCode::Internal);
+        assert_eq!(failure.code.as_ref(), "MWS_INTERNAL");
+        assert!(
+            failure.message.contains("noteTeamChange: boom"),
+            "{failure:?}"
+        );
+
+        let formatted: Result<(), JsFailure> = guard("x", || panic!("bad {}", 7));
+        assert!(formatted.unwrap_err().message.ends_with("x: bad 7"));
+
+        let invalid = JsFailure::invalid("nope");
+        assert_eq!(guard("x", || Err::<(), _>(invalid.clone())), Err(invalid));
+        assert_eq!(guard("x", || Ok::<_, JsFailure>(5)), Ok(5));
+    }
+
+    #[test]
+    fn a_panicking_job_settles_with_an_internal_failure() {
+        for mut job in [
+            Job::new(|| panic!("in a job")),
+            Job::unit(|| panic!("in a job")),
+        ] {
+            let failure = match job.compute() {
+                Ok(Err(failure)) => failure,
+                _ => panic!("the panic was not converted"),
+            };
+            assert_eq!(failure.code, ErrorCode::Internal);
+            assert!(failure.message.contains("in a job"), "{failure:?}");
         }
     }
 }

@@ -14,7 +14,7 @@ use napi::Env;
 use napi_derive::napi;
 use serde_json::Value;
 
-use self::job::{ErrorCode, Job, JsFailure, JsonValue};
+use self::job::{guard, ErrorCode, Job, JsFailure, JsonValue};
 use crate::application::proof_missing::ProofMissingRequest;
 use crate::application::reconcile::check_name;
 use crate::application::router::TeamChangeEvent;
@@ -116,61 +116,64 @@ pub struct MemberWorkSync {
 impl MemberWorkSync {
     /// Creates an instance and starts its background worker; reads no files.
     #[napi(
+        catch_unwind,
         constructor,
         ts_args_type = "options?: MemberWorkSyncOptions | undefined | null"
     )]
     pub fn new(env: Env, options: Option<Unknown<'_>>) -> Result<Self, napi::Error<ErrorCode>> {
-        let options = parse_options(&env, options).map_err(JsFailure::into_napi)?;
-        let options = options.unwrap_or(MemberWorkSyncOptions {
-            claude_root: None,
-            teams_base_path: None,
-            tasks_base_path: None,
-            clock: None,
-            auto_start: None,
-            on_team_change: None,
-            on_log: None,
-            control_url: None,
-            tuning: None,
-        });
-        let tuning = tuning(options.tuning.as_ref());
-        let paths = RootPaths::resolve(
-            options.claude_root.map(PathBuf::from),
-            options.teams_base_path.map(PathBuf::from),
-            options.tasks_base_path.map(PathBuf::from),
-        );
-        let fixed_now = options.clock.map(|c| c.now_ms as i64);
-        let control_url = options
-            .control_url
-            .map(|url| url.trim().to_string())
-            .filter(|url| !url.is_empty());
-        let instance = Instance::start(
-            paths,
-            fixed_now,
-            options.auto_start.unwrap_or(true),
-            control_url,
-            tuning,
-        )
-        .map_err(|e| {
-            JsFailure {
-                code: ErrorCode::Io,
-                message: format!("could not start the worker: {e}"),
+        guard("constructor", || {
+            let options = parse_options(&env, options).map_err(JsFailure::into_napi)?;
+            let options = options.unwrap_or(MemberWorkSyncOptions {
+                claude_root: None,
+                teams_base_path: None,
+                tasks_base_path: None,
+                clock: None,
+                auto_start: None,
+                on_team_change: None,
+                on_log: None,
+                control_url: None,
+                tuning: None,
+            });
+            let tuning = tuning(options.tuning.as_ref());
+            let paths = RootPaths::resolve(
+                options.claude_root.map(PathBuf::from),
+                options.teams_base_path.map(PathBuf::from),
+                options.tasks_base_path.map(PathBuf::from),
+            );
+            let fixed_now = options.clock.map(|c| c.now_ms as i64);
+            let control_url = options
+                .control_url
+                .map(|url| url.trim().to_string())
+                .filter(|url| !url.is_empty());
+            let instance = Instance::start(
+                paths,
+                fixed_now,
+                options.auto_start.unwrap_or(true),
+                control_url,
+                tuning,
+            )
+            .map_err(|e| {
+                JsFailure {
+                    code: ErrorCode::Io,
+                    message: format!("could not start the worker: {e}"),
+                }
+                .into_napi()
+            })?;
+            if let Some(callback) = options.on_log {
+                instance
+                    .services
+                    .log
+                    .connect(Box::new(log::JsLogSink(callback)));
             }
-            .into_napi()
-        })?;
-        if let Some(callback) = options.on_log {
-            instance
-                .services
-                .log
-                .connect(Box::new(log::JsLogSink(callback)));
-        }
-        if let Some(callback) = options.on_team_change {
-            instance
-                .services
-                .team_changes
-                .connect(Box::new(turn_settled::JsTeamChangeSink(callback)));
-        }
-        Ok(Self {
-            instance: Arc::new(instance),
+            if let Some(callback) = options.on_team_change {
+                instance
+                    .services
+                    .team_changes
+                    .connect(Box::new(turn_settled::JsTeamChangeSink(callback)));
+            }
+            Ok(Self {
+                instance: Arc::new(instance),
+            })
         })
     }
 
@@ -200,6 +203,7 @@ impl MemberWorkSync {
 
     /// The stored status of a member; stale ones are refreshed.
     #[napi(
+        catch_unwind,
         ts_args_type = "request: { teamName: string; memberName: string; forceNudge?: boolean }",
         ts_return_type = "Promise<MemberWorkSyncStatus>"
     )]
@@ -218,6 +222,7 @@ impl MemberWorkSync {
 
     /// Reconciles a member now and persists the result.
     #[napi(
+        catch_unwind,
         ts_args_type = "request: { teamName: string; memberName: string }",
         ts_return_type = "Promise<MemberWorkSyncStatus>"
     )]
@@ -235,6 +240,7 @@ impl MemberWorkSync {
     /// or metric event is recorded and no report token is issued
     /// (`reportToken` is absent). Nudge suppression is not applied.
     #[napi(
+        catch_unwind,
         ts_args_type = "request: { teamName: string; memberName: string }",
         ts_return_type = "Promise<MemberWorkSyncStatus>"
     )]
@@ -251,6 +257,7 @@ impl MemberWorkSync {
     /// team's `config.json` was usable and what the team reader degraded
     /// (`team_config_invalid`, ...). Side-effect free like `previewStatus`.
     #[napi(
+        catch_unwind,
         ts_args_type = "request: { teamName: string }",
         ts_return_type = "Promise<MemberWorkSyncTeamPreview>"
     )]
@@ -265,6 +272,7 @@ impl MemberWorkSync {
 
     /// Reconciles every active roster member of a team from one snapshot.
     #[napi(
+        catch_unwind,
         ts_args_type = "request: { teamName: string }",
         ts_return_type = "Promise<MemberWorkSyncStatus[]>"
     )]
@@ -280,6 +288,7 @@ impl MemberWorkSync {
     /// Validates a member's report against its current agenda and records the outcome.
     /// Rejections resolve with `accepted: false` and a code; they are not errors.
     #[napi(
+        catch_unwind,
         ts_args_type = "request: MemberWorkSyncReportRequest",
         ts_return_type = "Promise<MemberWorkSyncReportResult>"
     )]
@@ -304,6 +313,7 @@ impl MemberWorkSync {
     /// resolves `coalesced_recent`; otherwise a `proof_missing_recovery`
     /// reconcile is queued and the result is `scheduled`.
     #[napi(
+        catch_unwind,
         ts_args_type = "request: MemberWorkSyncProofMissingRecoveryScheduleRequest",
         ts_return_type = "Promise<MemberWorkSyncProofMissingRecoveryScheduleResult>"
     )]
@@ -324,6 +334,7 @@ impl MemberWorkSync {
     /// sentence. Reads only: nothing under the roots is written, moved,
     /// locked or created. `sinceMs` (epoch ms) keeps entries at or after it.
     #[napi(
+        catch_unwind,
         ts_args_type = "request: { teamName: string; memberName: string; sinceMs?: number }",
         ts_return_type = "Promise<MemberWorkSyncExplanation>"
     )]
@@ -348,6 +359,7 @@ impl MemberWorkSync {
 
     /// Counts, state counts and phase-2 readiness of a team.
     #[napi(
+        catch_unwind,
         ts_args_type = "request: { teamName: string }",
         ts_return_type = "Promise<MemberWorkSyncTeamMetrics>"
     )]
@@ -377,6 +389,7 @@ impl MemberWorkSync {
 
     /// Validates pending report intents (member files and the controller's legacy file).
     #[napi(
+        catch_unwind,
         ts_args_type = "teamNames: string[]",
         ts_return_type = "Promise<{ processed: number; accepted: number; rejected: number; superseded: number }>"
     )]
@@ -391,6 +404,7 @@ impl MemberWorkSync {
 
     /// The compact agenda block for a member's task briefing (see README "Agent brief").
     #[napi(
+        catch_unwind,
         ts_args_type = "request: { teamName: string; memberName: string }",
         ts_return_type = "Promise<MemberWorkSyncAgentBrief>"
     )]
@@ -408,8 +422,18 @@ impl MemberWorkSync {
     /// A `member-turn-settled` event this instance emitted through
     /// `onTeamChange` (same `sourceId`) is ignored when it comes back here:
     /// the drain has already queued its member.
-    #[napi(ts_args_type = "event: TeamChangeEvent")]
+    #[napi(catch_unwind, ts_args_type = "event: TeamChangeEvent")]
     pub fn note_team_change(&self, env: Env, event: Unknown<'_>) {
+        // A fault is dropped like any malformed event: this method never throws.
+        let _ = guard("noteTeamChange", || {
+            self.forward_team_change(&env, event);
+            Ok::<(), JsFailure>(())
+        });
+    }
+
+    /// [`MemberWorkSync::note_team_change`]: reads the event's string fields
+    /// and hands them to the worker's intake.
+    fn forward_team_change(&self, env: &Env, event: Unknown<'_>) {
         if self.instance.live().is_err() || !matches!(event.get_type(), Ok(ValueType::Object)) {
             return;
         }
@@ -427,7 +451,7 @@ impl MemberWorkSync {
                 }
                 Ok(_) => None,
                 Err(_) => {
-                    convert::clear_pending_exception(&env);
+                    convert::clear_pending_exception(env);
                     None
                 }
             }
@@ -446,41 +470,51 @@ impl MemberWorkSync {
 
     /// Records the supervisor's view of a team; a team never reported counts as
     /// active. Going inactive drops the team's queued work.
-    #[napi(ts_args_type = "teamName: string, state: { active: boolean; activeMembers?: string[] }")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "teamName: string, state: { active: boolean; activeMembers?: string[] }"
+    )]
     pub fn set_team_runtime_state(
         &self,
         env: Env,
         team_name: Unknown<'_>,
         state: Unknown<'_>,
     ) -> Result<(), napi::Error<ErrorCode>> {
-        self.live()?;
-        let team_name =
-            convert::json_argument(&env, team_name, "teamName").map_err(JsFailure::into_napi)?;
-        let state = convert::json_argument(&env, state, "state").map_err(JsFailure::into_napi)?;
-        let team = match &team_name {
-            Value::String(team) => team.clone(),
-            _ => return Err(JsFailure::invalid("teamName must be a string").into_napi()),
-        };
-        check_name("teamName", &team).map_err(|e| JsFailure::from(e).into_napi())?;
-        let active = state
-            .get("active")
-            .and_then(Value::as_bool)
-            .ok_or_else(|| JsFailure::invalid("state.active must be a boolean").into_napi())?;
-        let members = match state.get("activeMembers") {
-            None | Some(Value::Null) => None,
-            Some(list) => {
-                Some(string_list(list, "state.activeMembers").map_err(JsFailure::into_napi)?)
-            }
-        };
-        self.instance
-            .services
-            .engine
-            .set_team_runtime_state(&team, active, members);
-        Ok(())
+        guard("setTeamRuntimeState", || {
+            self.live()?;
+            let team_name = convert::json_argument(&env, team_name, "teamName")
+                .map_err(JsFailure::into_napi)?;
+            let state =
+                convert::json_argument(&env, state, "state").map_err(JsFailure::into_napi)?;
+            let team = match &team_name {
+                Value::String(team) => team.clone(),
+                _ => return Err(JsFailure::invalid("teamName must be a string").into_napi()),
+            };
+            check_name("teamName", &team).map_err(|e| JsFailure::from(e).into_napi())?;
+            let active = state
+                .get("active")
+                .and_then(Value::as_bool)
+                .ok_or_else(|| JsFailure::invalid("state.active must be a boolean").into_napi())?;
+            let members = match state.get("activeMembers") {
+                None | Some(Value::Null) => None,
+                Some(list) => {
+                    Some(string_list(list, "state.activeMembers").map_err(JsFailure::into_napi)?)
+                }
+            };
+            self.instance
+                .services
+                .engine
+                .set_team_runtime_state(&team, active, members);
+            Ok(())
+        })
     }
 
     /// Queues every active member of the teams (`startup_scan`, 30 s delay).
-    #[napi(ts_args_type = "teamNames: string[]", ts_return_type = "Promise<void>")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "teamNames: string[]",
+        ts_return_type = "Promise<void>"
+    )]
     pub fn enqueue_startup_scan(&self, env: Env, team_names: Unknown<'_>) -> AsyncTask<Job> {
         let team_names = convert::json_argument(&env, team_names, "team_names");
         self.unit_job(move |i| {
@@ -491,12 +525,14 @@ impl MemberWorkSync {
     }
 
     /// Counters and waiting items of the reconcile queue.
-    #[napi(ts_return_type = "MemberWorkSyncQueueDiagnostics")]
+    #[napi(catch_unwind, ts_return_type = "MemberWorkSyncQueueDiagnostics")]
     pub fn get_queue_diagnostics(&self) -> Result<JsonValue, napi::Error<ErrorCode>> {
-        self.live()?;
-        to_json(self.instance.services.engine.diagnostics())
-            .map(JsonValue)
-            .map_err(JsFailure::into_napi)
+        guard("getQueueDiagnostics", || {
+            self.live()?;
+            to_json(self.instance.services.engine.diagnostics())
+                .map(JsonValue)
+                .map_err(JsFailure::into_napi)
+        })
     }
 
     /// Drops the team's queued work, fences new work and waits for running reconciles.
@@ -504,6 +540,7 @@ impl MemberWorkSync {
     /// when given; it keys the purge of an SQLite replica, which this addon
     /// does not keep, so it changes nothing here.
     #[napi(
+        catch_unwind,
         ts_args_type = "teamName: string, deletionIdentityId?: string | undefined | null",
         ts_return_type = "Promise<void>"
     )]
@@ -531,37 +568,41 @@ impl MemberWorkSync {
     }
 
     /// Forgets the in-memory state of a deleted team.
-    #[napi(ts_args_type = "teamName: string")]
+    #[napi(catch_unwind, ts_args_type = "teamName: string")]
     pub fn complete_team_deletion(
         &self,
         env: Env,
         team_name: Unknown<'_>,
     ) -> Result<(), napi::Error<ErrorCode>> {
-        self.live()?;
-        let team_name =
-            convert::json_argument(&env, team_name, "team_name").map_err(JsFailure::into_napi)?;
-        let team = plain_string(&team_name, "teamName").map_err(JsFailure::into_napi)?;
-        self.instance
-            .services
-            .engine
-            .complete_team_deletion(&team)
-            .map_err(|e| JsFailure::from(e).into_napi())
+        guard("completeTeamDeletion", || {
+            self.live()?;
+            let team_name = convert::json_argument(&env, team_name, "team_name")
+                .map_err(JsFailure::into_napi)?;
+            let team = plain_string(&team_name, "teamName").map_err(JsFailure::into_napi)?;
+            self.instance
+                .services
+                .engine
+                .complete_team_deletion(&team)
+                .map_err(|e| JsFailure::from(e).into_napi())
+        })
     }
 
     /// Undoes `prepareTeamDeletion` and re-scans the team.
-    #[napi(ts_args_type = "teamName: string")]
+    #[napi(catch_unwind, ts_args_type = "teamName: string")]
     pub fn resume_team(
         &self,
         env: Env,
         team_name: Unknown<'_>,
     ) -> Result<(), napi::Error<ErrorCode>> {
-        self.live()?;
-        let team_name =
-            convert::json_argument(&env, team_name, "team_name").map_err(JsFailure::into_napi)?;
-        let team = plain_string(&team_name, "teamName").map_err(JsFailure::into_napi)?;
-        self.instance
-            .resume_team(&team)
-            .map_err(|e| JsFailure::from(e).into_napi())
+        guard("resumeTeam", || {
+            self.live()?;
+            let team_name = convert::json_argument(&env, team_name, "team_name")
+                .map_err(JsFailure::into_napi)?;
+            let team = plain_string(&team_name, "teamName").map_err(JsFailure::into_napi)?;
+            self.instance
+                .resume_team(&team)
+                .map_err(|e| JsFailure::from(e).into_napi())
+        })
     }
 
     /// Claims, revalidates and delivers due nudges of the teams (phase 2).
@@ -569,6 +610,7 @@ impl MemberWorkSync {
     /// and claimed items whose outcome could not be written; rejects with
     /// `MWS_IO` (naming the path) when a team cannot be dispatched at all.
     #[napi(
+        catch_unwind,
         ts_args_type = "teamNames: string[]",
         ts_return_type = "Promise<{ claimed: number; delivered: number; superseded: number; retryable: number; terminal: number; failed: number }>"
     )]
@@ -584,7 +626,7 @@ impl MemberWorkSync {
 
     /// Stops timers, watchers and workers and waits for in-flight work.
     /// Idempotent; later calls reject with `MWS_DISPOSED`.
-    #[napi(ts_return_type = "Promise<void>")]
+    #[napi(catch_unwind, ts_return_type = "Promise<void>")]
     pub fn dispose(&self) -> AsyncTask<Job> {
         let instance = self.instance.clone();
         AsyncTask::new(Job::unit(move || {
@@ -595,23 +637,25 @@ impl MemberWorkSync {
 
     /// Moves the fixed test clock; only when the instance was built with `options.clock`.
     /// A `nowMs` that is not a finite number throws `MWS_INVALID_ARGUMENT`.
-    #[napi(ts_args_type = "nowMs: number")]
+    #[napi(catch_unwind, ts_args_type = "nowMs: number")]
     pub fn set_clock_for_testing(
         &self,
         env: Env,
         now_ms: Unknown<'_>,
     ) -> Result<(), napi::Error<ErrorCode>> {
-        self.live()?;
-        let now_ms = convert::json_argument(&env, now_ms, "nowMs")
-            .map_err(JsFailure::into_napi)?
-            .as_f64()
-            .filter(|n| n.is_finite())
-            .ok_or_else(|| JsFailure::invalid("nowMs must be a finite number").into_napi())?;
-        if self.instance.set_test_clock(now_ms as i64) {
-            Ok(())
-        } else {
-            Err(JsFailure::invalid("setClockForTesting needs options.clock").into_napi())
-        }
+        guard("setClockForTesting", || {
+            self.live()?;
+            let now_ms = convert::json_argument(&env, now_ms, "nowMs")
+                .map_err(JsFailure::into_napi)?
+                .as_f64()
+                .filter(|n| n.is_finite())
+                .ok_or_else(|| JsFailure::invalid("nowMs must be a finite number").into_napi())?;
+            if self.instance.set_test_clock(now_ms as i64) {
+                Ok(())
+            } else {
+                Err(JsFailure::invalid("setClockForTesting needs options.clock").into_napi())
+            }
+        })
     }
 }
 

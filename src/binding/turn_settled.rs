@@ -2,7 +2,6 @@
 //! hook settings and environment, the drain, the pure settings merge and the
 //! `onTeamChange` delivery.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use napi::bindgen_prelude::{AsyncTask, Unknown};
@@ -14,7 +13,7 @@ use napi::Status;
 use napi_derive::napi;
 use serde_json::{json, Value};
 
-use super::job::{ErrorCode, Job, JsFailure};
+use super::job::{guard, ErrorCode, Job, JsFailure};
 use super::{string_field, to_json, MemberWorkSync};
 use crate::application::turn_settled::{TeamChangeEvent, TeamChangeSink};
 use crate::domain::turn_settled::settings::{
@@ -82,6 +81,7 @@ impl MemberWorkSync {
     /// hook and the trust of that one hook); `null` for opencode or when the
     /// hook cannot be installed.
     #[napi(
+        catch_unwind,
         ts_args_type = "input: { provider: 'claude' | 'codex' | 'opencode' }",
         ts_return_type = "Promise<Record<string, unknown> | null>"
     )]
@@ -122,6 +122,7 @@ impl MemberWorkSync {
     /// `{AGENT_TEAMS_RUNTIME_TURN_SETTLED_SPOOL_ROOT}` for codex / opencode
     /// (`null` for claude, or when the spool cannot be installed).
     #[napi(
+        catch_unwind,
         ts_args_type = "input: { provider: 'claude' | 'codex' | 'opencode' }",
         ts_return_type = "Promise<Record<string, string> | null>"
     )]
@@ -148,7 +149,10 @@ impl MemberWorkSync {
     }
 
     /// Drains up to 50 spooled hook payloads.
-    #[napi(ts_return_type = "Promise<RuntimeTurnSettledDrainSummary>")]
+    #[napi(
+        catch_unwind,
+        ts_return_type = "Promise<RuntimeTurnSettledDrainSummary>"
+    )]
     pub fn drain_runtime_turn_settled_events(&self) -> AsyncTask<Job> {
         self.job(move |instance| {
             let summary = instance.drain_turn_settled().map_err(|e| JsFailure {
@@ -162,6 +166,7 @@ impl MemberWorkSync {
 
 /// Hook-aware merge of a settings patch into a settings object (seed 000 §5).
 #[napi(
+    catch_unwind,
     ts_args_type = "base: Record<string, unknown>, patch: Record<string, unknown>",
     ts_return_type = "Record<string, unknown>"
 )]
@@ -170,20 +175,14 @@ pub fn merge_runtime_hook_settings(
     base: Unknown<'_>,
     patch: Unknown<'_>,
 ) -> Result<Value, napi::Error<ErrorCode>> {
-    let base = super::convert::json_argument(&env, base, "base").map_err(JsFailure::into_napi)?;
-    let patch =
-        super::convert::json_argument(&env, patch, "patch").map_err(JsFailure::into_napi)?;
-    let (Value::Object(base), Value::Object(patch)) = (&base, &patch) else {
-        return Err(JsFailure::invalid("base and patch must be plain objects").into_napi());
-    };
-    catch_unwind(AssertUnwindSafe(|| {
-        Value::Object(merge_settings(base, patch))
-    }))
-    .map_err(|_| {
-        JsFailure {
-            code: ErrorCode::Io,
-            message: "internal error (panic) in mergeRuntimeHookSettings".into(),
-        }
-        .into_napi()
+    guard("mergeRuntimeHookSettings", || {
+        let base =
+            super::convert::json_argument(&env, base, "base").map_err(JsFailure::into_napi)?;
+        let patch =
+            super::convert::json_argument(&env, patch, "patch").map_err(JsFailure::into_napi)?;
+        let (Value::Object(base), Value::Object(patch)) = (&base, &patch) else {
+            return Err(JsFailure::invalid("base and patch must be plain objects").into_napi());
+        };
+        Ok(Value::Object(merge_settings(base, patch)))
     })
 }
