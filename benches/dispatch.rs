@@ -11,6 +11,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use member_work_sync::application::queue::Trigger;
 use member_work_sync::domain::status::ReconciledBy;
 use member_work_sync::infrastructure::composition::{RootPaths, Services};
 use serde_json::json;
@@ -51,7 +52,7 @@ fn setup(root: &Path) -> Services {
         for n in 0..PER_MEMBER {
             let status = services
                 .reconciler
-                .refresh_status("forge", &name, ReconciledBy::Queue, &["startup_scan"])
+                .refresh_status("forge", &name, ReconciledBy::Queue, &[Trigger::StartupScan])
                 .unwrap();
             let planned = member_work_sync::domain::nudge::plan_nudge(&status).unwrap();
             outbox.ensure("forge", &name, &planned, NOW).unwrap();

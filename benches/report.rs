@@ -4,6 +4,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use member_work_sync::application::ports::ReportTokens;
+use member_work_sync::application::queue::Trigger;
 use member_work_sync::domain::status::ReconciledBy;
 use member_work_sync::infrastructure::composition::{RootPaths, Services};
 use member_work_sync::infrastructure::report_token::HmacReportTokens;
@@ -62,7 +63,12 @@ fn report_end_to_end(c: &mut Criterion) {
     );
     let status = services
         .reconciler
-        .refresh_status("forge", "m1", ReconciledBy::Request, &["manual_refresh"])
+        .refresh_status(
+            "forge",
+            "m1",
+            ReconciledBy::Request,
+            &[Trigger::ManualRefresh],
+        )
         .unwrap();
     let request = json!({
         "teamName": "forge", "memberName": "m1", "state": "still_working",

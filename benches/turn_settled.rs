@@ -14,6 +14,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use member_work_sync::application::queue::Trigger;
 use member_work_sync::application::turn_settled::{
     TeamChangeEvent, TeamChangeSink, TurnSettledQueue,
 };
@@ -188,7 +189,7 @@ impl TurnSettledQueue for Reconcile<'_> {
     fn enqueue(&self, team: &str, member: &str) -> Result<(), String> {
         self.0
             .reconciler
-            .refresh_status(team, member, ReconciledBy::Queue, &["turn_settled"])
+            .refresh_status(team, member, ReconciledBy::Queue, &[Trigger::TurnSettled])
             .map(|_| ())
             .map_err(|e| e.to_string())
     }

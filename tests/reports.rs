@@ -7,6 +7,7 @@ use common::{MINUTE, NOW};
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use member_work_sync::application::queue::Trigger;
 use member_work_sync::domain::status::{MemberStatus, ReconciledBy, StatusState};
 use member_work_sync::infrastructure::composition::Services;
 use serde_json::{json, Value};
@@ -35,7 +36,12 @@ impl Fixture {
     fn refresh(&self, member: &str) -> MemberStatus {
         self.services
             .reconciler
-            .refresh_status("forge", member, ReconciledBy::Request, &["manual_refresh"])
+            .refresh_status(
+                "forge",
+                member,
+                ReconciledBy::Request,
+                &[Trigger::ManualRefresh],
+            )
             .unwrap()
     }
 

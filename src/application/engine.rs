@@ -22,7 +22,6 @@ use super::report::{ReplaySummary, ReportResult};
 use super::router::{route, settled_turn_source_id, Route, TeamChangeEvent, ToolActivity};
 use super::runtime_state::RuntimeStates;
 use super::turn_settled::SettledTurns;
-use crate::domain::decision::REFRESH_ENQUEUED_SUFFIX;
 use crate::domain::metrics::TeamMetrics;
 use crate::domain::names::normalize_member_name;
 use crate::domain::recovery::Recovery;
@@ -352,7 +351,7 @@ impl Engine {
 
     /// Runs one reconcile (blocking IO; the worker calls it off the JS thread).
     pub fn run(&self, item: &QueueItem) -> Result<MemberStatus, WorkSyncError> {
-        let triggers: Vec<&str> = item.triggers.iter().map(|t| t.as_str()).collect();
+        let triggers: Vec<Trigger> = item.triggers.iter().copied().collect();
         let status = self
             .reconciler
             .refresh_status_with(
@@ -529,17 +528,13 @@ impl Engine {
         force_nudge: bool,
     ) -> Result<MemberStatus, WorkSyncError> {
         check_name("teamName", team)?;
-        let status = self.with_team(team, || {
-            self.reconciler.get_status(team, member, force_nudge)
+        let read = self.with_team(team, || {
+            self.reconciler.read_status(team, member, force_nudge)
         })?;
-        if status
-            .diagnostics
-            .iter()
-            .any(|d| d.ends_with(REFRESH_ENQUEUED_SUFFIX))
-        {
+        if read.queue_refresh {
             self.enqueue(team, member, Trigger::ManualRefresh);
         }
-        Ok(status)
+        Ok(read.status)
     }
 
     /// Runs one per-team operation through the team's gate: refused while the
@@ -563,7 +558,12 @@ impl Engine {
 
     /// `refreshStatus` through the team gate: persist, then plan (DATA.md §1).
     pub fn refresh_status(&self, team: &str, member: &str) -> Result<MemberStatus, WorkSyncError> {
-        self.reconcile_and_plan(team, member, ReconciledBy::Request, &["manual_refresh"])
+        self.reconcile_and_plan(
+            team,
+            member,
+            ReconciledBy::Request,
+            &[Trigger::ManualRefresh],
+        )
     }
 
     /// Reconciles one member through the team gate and plans its nudge.
@@ -572,7 +572,7 @@ impl Engine {
         team: &str,
         member: &str,
         by: ReconciledBy,
-        triggers: &[&str],
+        triggers: &[Trigger],
     ) -> Result<MemberStatus, WorkSyncError> {
         check_name("teamName", team)?;
         self.with_team(team, || {

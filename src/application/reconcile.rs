@@ -10,10 +10,11 @@ use super::ports::{
     AuditEvent, AuditJournal, Clock, MetricsStore, PortError, ReportIntentStore, ReportTokens,
     StatusStore, StoredStatus, TeamSource,
 };
+use super::queue::Trigger;
 use super::runtime_state::RuntimeStates;
 use crate::domain::agenda::{Agenda, TeamIndex};
 use crate::domain::decision::{
-    decide, keeps_caught_up_report, staleness_diagnostics, DecisionInput, CAUGHT_UP_STALE,
+    decide, keeps_caught_up_report, staleness_diagnostics, DecisionInput,
 };
 use crate::domain::metrics::{events_for_write, ReportOutcome};
 use crate::domain::names::{normalize_member_name, validate_name, NameError};
@@ -50,6 +51,26 @@ pub fn check_name(what: &'static str, name: &str) -> Result<(), WorkSyncError> {
         what,
         reason: e.to_string(),
     })
+}
+
+/// What `getStatus` read.
+#[derive(Debug)]
+pub struct StatusRead {
+    /// The status returned to the caller.
+    pub status: MemberStatus,
+    /// True when `status` is a stale stored one (its diagnostics say why)
+    /// that the queue should refresh with a `manual_refresh`.
+    pub queue_refresh: bool,
+}
+
+impl StatusRead {
+    /// A status that was just reconciled (or has nothing stored to refresh).
+    fn fresh(status: MemberStatus) -> Self {
+        Self {
+            status,
+            queue_refresh: false,
+        }
+    }
 }
 
 /// Source tag of reconciler audit events.
@@ -130,7 +151,7 @@ impl Reconciler {
         team: &str,
         member: &str,
         by: ReconciledBy,
-        triggers: &[&str],
+        triggers: &[Trigger],
     ) -> Result<MemberStatus, WorkSyncError> {
         self.refresh_status_with(team, member, by, triggers, false, None)
     }
@@ -143,7 +164,7 @@ impl Reconciler {
         team: &str,
         member: &str,
         by: ReconciledBy,
-        triggers: &[&str],
+        triggers: &[Trigger],
         force_nudge: bool,
         recovery: Option<&Recovery>,
     ) -> Result<MemberStatus, WorkSyncError> {
@@ -171,7 +192,7 @@ impl Reconciler {
                     &index,
                     member,
                     ReconciledBy::Request,
-                    &["manual_refresh"],
+                    &[Trigger::ManualRefresh],
                     ReconcileOptions::default(),
                 )
             })
@@ -186,29 +207,49 @@ impl Reconciler {
         member: &str,
         force_nudge: bool,
     ) -> Result<MemberStatus, WorkSyncError> {
+        self.read_status(team, member, force_nudge)
+            .map(|read| read.status)
+    }
+
+    /// [`Reconciler::get_status`], saying whether the status returned is a
+    /// stale stored one the queue should refresh.
+    pub fn read_status(
+        &self,
+        team: &str,
+        member: &str,
+        force_nudge: bool,
+    ) -> Result<StatusRead, WorkSyncError> {
         check_name("teamName", team)?;
         check_name("memberName", member)?;
         if force_nudge {
-            return self.refresh_status_with(
-                team,
-                member,
-                ReconciledBy::Request,
-                &["manual_refresh"],
-                true,
-                None,
-            );
+            return self
+                .refresh_status_with(
+                    team,
+                    member,
+                    ReconciledBy::Request,
+                    &[Trigger::ManualRefresh],
+                    true,
+                    None,
+                )
+                .map(StatusRead::fresh);
         }
         let now = self.ports.clock.now_ms();
         let stored = self.ports.store.read(team, member)?;
         let Some(mut status) = stored.into_status() else {
-            return Ok(self.unpersisted_status(team, member, now));
+            return Ok(StatusRead::fresh(
+                self.unpersisted_status(team, member, now),
+            ));
         };
         let stale = staleness_diagnostics(&status, now);
-        if stale.iter().any(|d| *d != CAUGHT_UP_STALE) {
-            match self.refresh_status(team, member, ReconciledBy::Request, &["manual_refresh"]) {
-                Ok(fresh) => return Ok(fresh),
-                // The stored status plus why it is stale; the queue retries
-                // (Engine::get_status enqueues on any `*_refresh_enqueued`).
+        if stale.iter().any(|s| s.refreshes_at_once()) {
+            match self.refresh_status(
+                team,
+                member,
+                ReconciledBy::Request,
+                &[Trigger::ManualRefresh],
+            ) {
+                Ok(fresh) => return Ok(StatusRead::fresh(fresh)),
+                // The stored status plus why it is stale; the queue retries.
                 Err(WorkSyncError::Io(_)) => {}
                 Err(other) => return Err(other),
             }
@@ -216,8 +257,11 @@ impl Reconciler {
         // A stale caught-up status is refreshed through the queue (Engine::get_status).
         status
             .diagnostics
-            .extend(stale.iter().map(|d| d.to_string()));
-        Ok(status)
+            .extend(stale.iter().map(|s| s.as_str().to_string()));
+        Ok(StatusRead {
+            status,
+            queue_refresh: stale.iter().any(|s| s.queues_refresh()),
+        })
     }
 
     /// The status a reconcile would produce now, computed without any side
@@ -355,7 +399,7 @@ impl Reconciler {
         index: &TeamIndex<'_>,
         member: &str,
         by: ReconciledBy,
-        triggers: &[&str],
+        triggers: &[Trigger],
         options: ReconcileOptions<'_>,
     ) -> Result<MemberStatus, WorkSyncError> {
         let team = snapshot.team_name.as_str();
@@ -370,7 +414,7 @@ impl Reconciler {
             member,
             now,
             vec![],
-            json!({ "triggerReasons": triggers }),
+            json!({ "triggerReasons": triggers.iter().map(|t| t.as_str()).collect::<Vec<_>>() }),
         );
         let agenda = index.agenda_for(member, &format_iso(now));
         self.audit(SOURCE, "agenda_loaded",
@@ -428,7 +472,7 @@ impl Reconciler {
         previous: StoredStatus,
         now: EpochMs,
         by: ReconciledBy,
-        triggers: &[&str],
+        triggers: &[Trigger],
         accepted_report: Option<Report>,
     ) -> MemberStatus {
         self.build_status_with(
@@ -453,7 +497,7 @@ impl Reconciler {
         previous: StoredStatus,
         now: EpochMs,
         by: ReconciledBy,
-        triggers: &[&str],
+        triggers: &[Trigger],
         accepted_report: Option<Report>,
         effects: Effects,
     ) -> MemberStatus {
@@ -522,7 +566,9 @@ impl Reconciler {
             .as_ref()
             .is_some_and(|p| p.state == StatusState::NeedsSync);
         let previous_fingerprint = previous.map(|p| p.agenda.fingerprint);
-        let mut trigger_reasons: Vec<String> = triggers.iter().map(|t| t.to_string()).collect();
+        // Sorted by wire spelling, as stored.
+        let mut trigger_reasons: Vec<String> =
+            triggers.iter().map(|t| t.as_str().to_string()).collect();
         trigger_reasons.sort();
         trigger_reasons.dedup();
         let shadow = Shadow {
@@ -539,9 +585,13 @@ impl Reconciler {
         diagnostics.extend(decision.diagnostics.iter().map(|d| d.to_string()));
         diagnostics.extend(store_diagnostics);
         // Runtime stall: a runtime signal arrived, yet the same agenda still needs sync.
-        let stall_trigger = ["turn_settled", "tool_finished", "runtime_activity"]
-            .into_iter()
-            .find(|t| triggers.contains(t));
+        let stall_trigger = [
+            Trigger::TurnSettled,
+            Trigger::ToolFinished,
+            Trigger::RuntimeActivity,
+        ]
+        .into_iter()
+        .find(|t| triggers.contains(t));
         if let Some(trigger) = stall_trigger.filter(|_| {
             previous_needs_sync
                 && decision.state == StatusState::NeedsSync
@@ -549,10 +599,10 @@ impl Reconciler {
                 && shadow.previous_fingerprint.as_deref() == Some(agenda.fingerprint.as_str())
         }) {
             diagnostics.push("runtime_stall:same_agenda_still_needs_sync".into());
-            diagnostics.push(format!("runtime_stall:trigger={trigger}"));
+            diagnostics.push(format!("runtime_stall:trigger={}", trigger.as_str()));
             let kind = match trigger {
-                "turn_settled" => "same_agenda_still_needs_sync_after_turn_settled",
-                "tool_finished" => "same_agenda_still_needs_sync_after_tool_finished",
+                Trigger::TurnSettled => "same_agenda_still_needs_sync_after_turn_settled",
+                Trigger::ToolFinished => "same_agenda_still_needs_sync_after_tool_finished",
                 _ => "same_agenda_still_needs_sync_after_runtime_activity",
             };
             audit(kind, json!({ "agendaFingerprint": agenda.fingerprint }));

@@ -94,17 +94,65 @@ pub fn keeps_caught_up_report(report: &Report, fingerprint: &str) -> bool {
 pub const CAUGHT_UP_STALE_MS: EpochMs = 5 * 60 * 1000;
 /// Age after which a status with work is refreshed.
 pub const ACTIONABLE_STALE_MS: EpochMs = 2 * 60 * 1000;
-/// Every staleness diagnostic ends so: the status is refreshed through the queue.
-pub const REFRESH_ENQUEUED_SUFFIX: &str = "_refresh_enqueued";
-/// The one staleness reason that does not force a synchronous refresh.
-pub const CAUGHT_UP_STALE: &str = "caught_up_stale_refresh_enqueued";
+/// Why a stored status is out of date (DATA.md §1 `getStatus`). Its wire
+/// spelling ([`Staleness::as_str`]) is added to the status diagnostics when
+/// the stored status is returned as is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Staleness {
+    /// A status that can take a report carries no report token.
+    ReportTokenMissing,
+    /// The report token has expired (or its expiry does not parse).
+    ReportTokenExpired,
+    /// `evaluatedAt` does not parse, so the status's age is unknown.
+    EvaluatedAtInvalid,
+    /// A state that needs items (or `unknown`) with an empty agenda.
+    EmptyAgendaState,
+    /// A `caught_up` status older than [`CAUGHT_UP_STALE_MS`].
+    CaughtUpStale,
+    /// A status with work older than [`ACTIONABLE_STALE_MS`].
+    StatusStale,
+    /// `still_working` / `blocked` without an accepted report's lease.
+    AcceptedReportLeaseMissing,
+    /// The accepted report's lease has ended.
+    AcceptedReportLeaseExpired,
+}
 
-/// Why a stored status should be refreshed (DATA.md §1 `getStatus`).
-///
+impl Staleness {
+    /// The status diagnostic.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReportTokenMissing => "report_token_missing_refresh_enqueued",
+            Self::ReportTokenExpired => "report_token_expired_refresh_enqueued",
+            Self::EvaluatedAtInvalid => "status_evaluated_at_invalid",
+            Self::EmptyAgendaState => "empty_agenda_state_refresh_enqueued",
+            Self::CaughtUpStale => "caught_up_stale_refresh_enqueued",
+            Self::StatusStale => "status_stale_refresh_enqueued",
+            Self::AcceptedReportLeaseMissing => "accepted_report_lease_missing_refresh_enqueued",
+            Self::AcceptedReportLeaseExpired => "accepted_report_lease_expired_refresh_enqueued",
+        }
+    }
+
+    /// True when `getStatus` reconciles at once instead of returning the
+    /// stored status: every reason but a stale `caught_up`, which is only
+    /// refreshed in the background.
+    pub fn refreshes_at_once(self) -> bool {
+        self != Self::CaughtUpStale
+    }
+
+    /// True when a stored status returned with this reason is refreshed
+    /// through the queue (the diagnostics ending `_refresh_enqueued`); an
+    /// unparsable `evaluatedAt` alone is not.
+    pub fn queues_refresh(self) -> bool {
+        self != Self::EvaluatedAtInvalid
+    }
+}
+
+/// Why a stored status should be refreshed (DATA.md §1 `getStatus`), in
+/// diagnostic order; empty when it is current.
 pub fn staleness_diagnostics(
     status: &super::status::MemberStatus,
     now_ms: EpochMs,
-) -> Vec<&'static str> {
+) -> Vec<Staleness> {
     let mut diags = Vec::new();
     let items = status.agenda.items.len();
     let actionable_state = matches!(
@@ -117,26 +165,24 @@ pub fn staleness_diagnostics(
             .as_deref()
             .and_then(parse_iso)
         {
-            _ if status.report_token.is_none() => {
-                diags.push("report_token_missing_refresh_enqueued")
-            }
+            _ if status.report_token.is_none() => diags.push(Staleness::ReportTokenMissing),
             Some(expires) if expires > now_ms => {}
-            _ => diags.push("report_token_expired_refresh_enqueued"),
+            _ => diags.push(Staleness::ReportTokenExpired),
         }
     }
     let Some(evaluated) = parse_iso(&status.evaluated_at) else {
-        diags.push("status_evaluated_at_invalid");
+        diags.push(Staleness::EvaluatedAtInvalid);
         return diags;
     };
     let age = now_ms - evaluated;
     if items == 0 && (actionable_state || status.state == StatusState::Unknown) {
-        diags.push("empty_agenda_state_refresh_enqueued");
+        diags.push(Staleness::EmptyAgendaState);
     }
     if status.state == StatusState::CaughtUp && age > CAUGHT_UP_STALE_MS {
-        diags.push(CAUGHT_UP_STALE);
+        diags.push(Staleness::CaughtUpStale);
     }
     if items > 0 && actionable_state && age > ACTIONABLE_STALE_MS {
-        diags.push("status_stale_refresh_enqueued");
+        diags.push(Staleness::StatusStale);
     }
     if matches!(
         status.state,
@@ -149,10 +195,8 @@ pub fn staleness_diagnostics(
             .and_then(|r| r.expires_at.as_deref())
             .and_then(parse_iso);
         match lease {
-            None => diags.push("accepted_report_lease_missing_refresh_enqueued"),
-            Some(expires) if expires <= now_ms => {
-                diags.push("accepted_report_lease_expired_refresh_enqueued")
-            }
+            None => diags.push(Staleness::AcceptedReportLeaseMissing),
+            Some(expires) if expires <= now_ms => diags.push(Staleness::AcceptedReportLeaseExpired),
             Some(_) => {}
         }
     }
@@ -314,43 +358,44 @@ mod tests {
         }
     }
 
+    /// The wire spellings of [`staleness_diagnostics`].
+    fn stale(status: &crate::domain::status::MemberStatus, now: EpochMs) -> Vec<&'static str> {
+        staleness_diagnostics(status, now)
+            .into_iter()
+            .map(Staleness::as_str)
+            .collect()
+    }
+
     #[test]
     fn staleness_rules() {
-        assert!(
-            staleness_diagnostics(&stored(StatusState::CaughtUp, 0, 5 * 60_000), NOW).is_empty()
-        );
+        assert!(stale(&stored(StatusState::CaughtUp, 0, 5 * 60_000), NOW).is_empty());
         assert_eq!(
-            staleness_diagnostics(&stored(StatusState::CaughtUp, 0, 5 * 60_000 + 1), NOW),
-            [CAUGHT_UP_STALE]
+            stale(&stored(StatusState::CaughtUp, 0, 5 * 60_000 + 1), NOW),
+            ["caught_up_stale_refresh_enqueued"]
         );
-        assert!(
-            staleness_diagnostics(&stored(StatusState::NeedsSync, 2, 2 * 60_000), NOW).is_empty()
-        );
+        assert!(stale(&stored(StatusState::NeedsSync, 2, 2 * 60_000), NOW).is_empty());
         assert_eq!(
-            staleness_diagnostics(&stored(StatusState::NeedsSync, 2, 2 * 60_000 + 1), NOW),
+            stale(&stored(StatusState::NeedsSync, 2, 2 * 60_000 + 1), NOW),
             ["status_stale_refresh_enqueued"]
         );
         assert_eq!(
-            staleness_diagnostics(&stored(StatusState::NeedsSync, 0, 0), NOW),
+            stale(&stored(StatusState::NeedsSync, 0, 0), NOW),
             ["empty_agenda_state_refresh_enqueued"]
         );
         let mut leased = stored(StatusState::StillWorking, 1, 0);
         assert_eq!(
-            staleness_diagnostics(&leased, NOW),
+            stale(&leased, NOW),
             ["accepted_report_lease_missing_refresh_enqueued"]
         );
         leased.report = Some(report(ReportState::StillWorking, "fp", Some(NOW)));
         assert_eq!(
-            staleness_diagnostics(&leased, NOW),
+            stale(&leased, NOW),
             ["accepted_report_lease_expired_refresh_enqueued"]
         );
         leased.report = Some(report(ReportState::StillWorking, "fp", Some(NOW + 1)));
-        assert!(staleness_diagnostics(&leased, NOW).is_empty());
+        assert!(stale(&leased, NOW).is_empty());
         let mut broken = stored(StatusState::CaughtUp, 0, 0);
         broken.evaluated_at = "garbage".into();
-        assert_eq!(
-            staleness_diagnostics(&broken, NOW),
-            ["status_evaluated_at_invalid"]
-        );
+        assert_eq!(stale(&broken, NOW), ["status_evaluated_at_invalid"]);
     }
 }

@@ -276,7 +276,7 @@ impl TurnSettledQueue for ReconcileTurnSettledNow<'_> {
                 team_name,
                 member_name,
                 ReconciledBy::Queue,
-                &["turn_settled"],
+                &[Trigger::TurnSettled],
             )
             .map(|_| ())
             .map_err(|e| e.to_string())
