@@ -482,30 +482,20 @@ fn dispatcher(
     root: &Path,
     outbox: std::sync::Arc<dyn OutboxStore>,
 ) -> member_work_sync::application::nudges::Nudges {
-    use member_work_sync::application::nudges::{NudgePorts, Nudges};
-    use member_work_sync::infrastructure::{
-        clock::ManualClock, inbox::InboxWriter, metrics_store::FsMetricsStore,
-        outbox_store::FsWatchdogJournal, status_store::FsAuditJournal, status_store::FsStatusStore,
-        team_reader::FsTeamSource,
-    };
+    use member_work_sync::application::nudges::Nudges;
+    use member_work_sync::application::ports::Ports;
+    use member_work_sync::infrastructure::clock::ManualClock;
+    use member_work_sync::infrastructure::composition::{file_ports, RootPaths};
     use std::sync::Arc;
-    let teams = root.join("teams");
-    let clock = Arc::new(ManualClock::new(NOW));
-    Nudges::new(NudgePorts {
-        clock: clock.clone(),
-        teams: Arc::new(FsTeamSource::new(teams.clone(), root.join("tasks"))),
-        store: Arc::new(FsStatusStore::new(
-            StorePaths::new(teams.clone()),
-            clock.clone(),
-        )),
-        metrics: Arc::new(FsMetricsStore::new(teams.clone(), clock)),
-        outbox,
-        inbox: Arc::new(InboxWriter::new(teams.clone())),
-        watchdog: Arc::new(FsWatchdogJournal::new(teams.clone())),
-        runtime: Default::default(),
-        busy: Default::default(),
-        journal: Arc::new(FsAuditJournal::new(StorePaths::new(teams))),
-    })
+    let paths = RootPaths::resolve(Some(root.to_path_buf()), None, None);
+    let ports = file_ports(
+        &paths,
+        Arc::new(ManualClock::new(NOW)),
+        Arc::new(member_work_sync::application::log::LogRelay::default()),
+        None,
+        member_work_sync::domain::retention::Retention::default(),
+    );
+    Nudges::new(Arc::new(Ports { outbox, ..ports }))
 }
 
 /// The real outbox store, except that recording an attempt's end fails as on a full disk.

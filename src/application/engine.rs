@@ -12,15 +12,13 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use serde_json::json;
 
-use super::busy::BusySignals;
-use super::log::{LogCode, LogEntry, LogLevel, LogSink};
+use super::log::{LogCode, LogEntry, LogLevel};
 use super::nudges::{DispatchSummary, Nudges};
-use super::ports::{AuditEvent, AuditJournal, Clock, TaskImpactSource, TeamSource};
+use super::ports::{AuditEvent, Ports};
 use super::queue::{queue_key, FinishOutcome, QueueCore, QueueItem, QueueKey, Trigger};
 use super::reconcile::{check_name, Reconciler, TeamPreview, WorkSyncError};
 use super::report::{ReplaySummary, ReportResult};
 use super::router::{route, settled_turn_source_id, Route, TeamChangeEvent, ToolActivity};
-use super::runtime_state::RuntimeStates;
 use super::turn_settled::SettledTurns;
 use crate::domain::metrics::TeamMetrics;
 use crate::domain::names::normalize_member_name;
@@ -32,22 +30,10 @@ const SOURCE: &str = "event_queue";
 
 /// What the engine needs besides the reconciler.
 pub struct EngineDeps {
-    /// App clock.
-    pub clock: Arc<dyn Clock>,
-    /// Rosters.
-    pub teams: Arc<dyn TeamSource>,
-    /// Task → members.
-    pub impacts: Arc<dyn TaskImpactSource>,
-    /// Audit trail.
-    pub journal: Arc<dyn AuditJournal>,
-    /// Runtime state (shared with the reconciler).
-    pub runtime: Arc<RuntimeStates>,
-    /// Tool activity (shared with the reconciler).
-    pub busy: Arc<BusySignals>,
+    /// The instance's ports (the same set the reconciler runs over).
+    pub ports: Arc<Ports>,
     /// Phase 2 planner and dispatcher.
     pub nudges: Arc<Nudges>,
-    /// Operator log (queue failures and retries).
-    pub log: Arc<dyn LogSink>,
     /// Turns the turn-settled drain already queued (shared with the drain).
     pub settled_turns: Arc<SettledTurns>,
 }
@@ -140,7 +126,7 @@ impl Engine {
     }
 
     fn now(&self) -> EpochMs {
-        self.deps.clock.now_ms()
+        self.deps.ports.clock.now_ms()
     }
 
     /// The app clock's now (the worker schedules by it).
@@ -155,6 +141,7 @@ impl Engine {
     /// An operator log entry about a queued item.
     fn log(&self, level: LogLevel, code: LogCode, message: impl Into<String>, item: &QueueItem) {
         self.deps
+            .ports
             .log
             .log(LogEntry::new(level, code, message).with_context(json!({
                 "teamName": item.team_name,
@@ -167,7 +154,7 @@ impl Engine {
         let serde_json::Value::Object(metadata) = metadata else {
             return;
         };
-        self.deps.journal.record(AuditEvent {
+        self.deps.ports.journal.record(AuditEvent {
             kind,
             source: SOURCE,
             team_name: team.to_string(),
@@ -196,25 +183,26 @@ impl Engine {
             Route::Team { trigger, offline } => {
                 if offline {
                     self.state().queue.drop_team(team);
-                    self.deps.busy.forget_team(team);
+                    self.deps.ports.busy.forget_team(team);
                 }
-                for member in self.deps.teams.active_members(team) {
+                for member in self.deps.ports.teams.active_members(team) {
                     self.enqueue_with_delay(team, &member, trigger, offline.then_some(0));
                 }
             }
             Route::Task { task_id, trigger } => {
                 let members = self
                     .deps
+                    .ports
                     .impacts
                     .impacted_members(team, &task_id)
-                    .unwrap_or_else(|| self.deps.teams.active_members(team));
+                    .unwrap_or_else(|| self.deps.ports.teams.active_members(team));
                 for member in members {
                     self.enqueue(team, &member, trigger);
                 }
             }
             Route::Tool { member, activity } => {
                 let now = self.now();
-                let busy = &self.deps.busy;
+                let busy = &self.deps.ports.busy;
                 match activity {
                     ToolActivity::Started {
                         tool_id,
@@ -237,7 +225,7 @@ impl Engine {
                     ToolActivity::Reset { tool_ids } => busy.tools_reset(team, &member, &tool_ids),
                 }
             }
-            Route::ToolResetTeam => self.deps.busy.forget_team(team),
+            Route::ToolResetTeam => self.deps.ports.busy.forget_team(team),
         }
     }
 
@@ -304,7 +292,7 @@ impl Engine {
             check_name("teamName", team)?;
         }
         for team in teams {
-            for member in self.deps.teams.active_members(team) {
+            for member in self.deps.ports.teams.active_members(team) {
                 self.enqueue(team, &member, Trigger::StartupScan);
             }
         }
@@ -321,6 +309,7 @@ impl Engine {
             for (key, item) in state.queue.take_due(now) {
                 let team_down = !self
                     .deps
+                    .ports
                     .runtime
                     .activity(&item.team_name, &item.member_name)
                     .team_active;
@@ -513,7 +502,7 @@ impl Engine {
 
     /// Records the supervisor's view; a team going offline loses its queued work.
     pub fn set_team_runtime_state(&self, team: &str, active: bool, members: Option<Vec<String>>) {
-        self.deps.runtime.set(team, active, members);
+        self.deps.ports.runtime.set(team, active, members);
         if !active {
             self.state().queue.drop_team(team);
         }
@@ -679,8 +668,8 @@ impl Engine {
         state.deleting.remove(&normalize_member_name(team));
         state.queue.drop_team(team);
         drop(state);
-        self.deps.runtime.forget(team);
-        self.deps.busy.forget_team(team);
+        self.deps.ports.runtime.forget(team);
+        self.deps.ports.busy.forget_team(team);
         Ok(())
     }
 

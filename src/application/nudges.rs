@@ -4,16 +4,12 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::busy::{Busy, BusyReason, BusySignals};
-use super::ports::{
-    AuditEvent, AuditJournal, Clock, InboxOutcome, InboxSink, MemberFailure, MetricsStore,
-    OutboxStore, PortError, StatusStore, TeamSource, WatchdogJournal,
-};
-use super::runtime_state::RuntimeStates;
+use super::busy::{Busy, BusyReason};
+use super::ports::{AuditEvent, InboxOutcome, MemberFailure, PortError, Ports};
 use crate::domain::agenda::TeamIndex;
 use crate::domain::metrics::{readiness, MetricKind, MetricsIndex, Readiness, Thresholds};
 use crate::domain::names::normalize_member_name;
@@ -41,30 +37,6 @@ const STATUS_ONLY_LEAD: &str = "Your turn ended while this agenda still needs a 
 const STILL_STUCK_LEAD: &str =
     "Still stuck: this agenda has not changed since the last work sync check.";
 const TASK_PROTOCOL_LEAD: &str = "Task protocol: your in-progress task has no progress on the board. Update the task or report a real blocker.";
-
-/// What the nudge use cases run over.
-pub struct NudgePorts {
-    /// App clock.
-    pub clock: Arc<dyn Clock>,
-    /// Board.
-    pub teams: Arc<dyn TeamSource>,
-    /// Statuses.
-    pub store: Arc<dyn StatusStore>,
-    /// Metrics index (readiness).
-    pub metrics: Arc<dyn MetricsStore>,
-    /// Outbox.
-    pub outbox: Arc<dyn OutboxStore>,
-    /// Inbox delivery.
-    pub inbox: Arc<dyn InboxSink>,
-    /// Watchdog alerts.
-    pub watchdog: Arc<dyn WatchdogJournal>,
-    /// Runtime state.
-    pub runtime: Arc<RuntimeStates>,
-    /// Tool activity.
-    pub busy: Arc<BusySignals>,
-    /// Audit trail.
-    pub journal: Arc<dyn AuditJournal>,
-}
 
 /// `dispatchDueNudges` counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -101,12 +73,12 @@ impl DispatchSummary {
 
 /// Planner and dispatcher.
 pub struct Nudges {
-    ports: NudgePorts,
+    ports: Arc<Ports>,
 }
 
 impl Nudges {
     /// Wires the use cases.
-    pub fn new(ports: NudgePorts) -> Self {
+    pub fn new(ports: Arc<Ports>) -> Self {
         Self { ports }
     }
 
@@ -334,10 +306,11 @@ impl Nudges {
         keep_going: &dyn Fn() -> bool,
         summary: &mut DispatchSummary,
     ) -> Result<(), PortError> {
-        let started = Instant::now();
-        let mut board: Option<(Instant, TeamSnapshot)> = None;
+        let clock = &self.ports.clock;
+        let started = clock.monotonic();
+        let mut board: Option<(Duration, TeamSnapshot)> = None;
         let mut failed_members = BTreeSet::new();
-        while started.elapsed() < TEAM_BUDGET
+        while clock.monotonic().saturating_sub(started) < TEAM_BUDGET
             && keep_going()
             && self.ports.runtime.activity(team, "").team_active
         {
@@ -357,11 +330,10 @@ impl Nudges {
                 return Ok(());
             }
             summary.claimed += claimed.len();
-            if board
-                .as_ref()
-                .is_none_or(|(read_at, _)| read_at.elapsed() > BOARD_MAX_AGE)
-            {
-                board = Some((Instant::now(), self.ports.teams.load(team)));
+            if board.as_ref().is_none_or(|(read_at, _)| {
+                clock.monotonic().saturating_sub(*read_at) > BOARD_MAX_AGE
+            }) {
+                board = Some((clock.monotonic(), self.ports.teams.load(team)));
             }
             let Some((_, snapshot)) = board.as_ref() else {
                 return Ok(());

@@ -1,6 +1,12 @@
 //! The small traits the use cases run over; infrastructure implements them,
 //! tests swap in fakes.
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::busy::BusySignals;
+use super::log::LogSink;
+use super::runtime_state::RuntimeStates;
 use crate::domain::status::MemberStatus;
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::EpochMs;
@@ -14,10 +20,49 @@ pub enum PortError {
     Io(#[from] std::io::Error),
 }
 
+/// Every port of one addon instance: built once by the composition root and
+/// shared (as `Arc<Ports>`) by the reconciler, the nudge use cases and the
+/// engine, so all of them see the same stores, clock and in-memory signals.
+pub struct Ports {
+    /// App clock.
+    pub clock: Arc<dyn Clock>,
+    /// Team data (rosters, tasks, board).
+    pub teams: Arc<dyn TeamSource>,
+    /// Which members a task touches.
+    pub impacts: Arc<dyn TaskImpactSource>,
+    /// Member statuses.
+    pub store: Arc<dyn StatusStore>,
+    /// Audit trail.
+    pub journal: Arc<dyn AuditJournal>,
+    /// Report tokens.
+    pub tokens: Arc<dyn ReportTokens>,
+    /// Team metrics index.
+    pub metrics: Arc<dyn MetricsStore>,
+    /// Report intents.
+    pub intents: Arc<dyn ReportIntentStore>,
+    /// Durable nudges.
+    pub outbox: Arc<dyn OutboxStore>,
+    /// Inbox delivery of nudges.
+    pub inbox: Arc<dyn InboxSink>,
+    /// Watchdog alerts (dispatch revalidation).
+    pub watchdog: Arc<dyn WatchdogJournal>,
+    /// Supervisor-reported runtime state.
+    pub runtime: Arc<RuntimeStates>,
+    /// Tool activity per member.
+    pub busy: Arc<BusySignals>,
+    /// Operator log (background failures).
+    pub log: Arc<dyn LogSink>,
+}
+
 /// The app clock. Leases and tokens are timed by it only.
 pub trait Clock: Send + Sync {
     /// Now, in epoch milliseconds.
     fn now_ms(&self) -> EpochMs;
+
+    /// Time since a fixed point of this clock that never goes back (wall
+    /// clock changes do not move it): what budgets and ages within one pass
+    /// are measured in.
+    fn monotonic(&self) -> Duration;
 }
 
 /// Reads a consistent snapshot of a team from wherever the team lives.

@@ -5,13 +5,9 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::log::{LogCode, LogEntry, LogLevel, LogSink};
-use super::ports::{
-    AuditEvent, AuditJournal, Clock, MetricsStore, PortError, ReportIntentStore, ReportTokens,
-    StatusStore, StoredStatus, TeamSource,
-};
+use super::log::{LogCode, LogEntry, LogLevel};
+use super::ports::{AuditEvent, PortError, Ports, StoredStatus};
 use super::queue::Trigger;
-use super::runtime_state::RuntimeStates;
 use crate::domain::agenda::{Agenda, TeamIndex};
 use crate::domain::decision::{
     decide, keeps_caught_up_report, staleness_diagnostics, DecisionInput,
@@ -76,32 +72,6 @@ impl StatusRead {
 /// Source tag of reconciler audit events.
 const SOURCE: &str = "reconciler";
 
-/// The ports a [`Reconciler`] runs over.
-pub struct Ports {
-    /// App clock.
-    pub clock: Arc<dyn Clock>,
-    /// Team data.
-    pub teams: Arc<dyn TeamSource>,
-    /// Member statuses.
-    pub store: Arc<dyn StatusStore>,
-    /// Audit trail.
-    pub journal: Arc<dyn AuditJournal>,
-    /// Report tokens.
-    pub tokens: Arc<dyn ReportTokens>,
-    /// Team metrics index.
-    pub metrics: Arc<dyn MetricsStore>,
-    /// Report intents.
-    pub intents: Arc<dyn ReportIntentStore>,
-    /// Supervisor-reported runtime state.
-    pub runtime: Arc<RuntimeStates>,
-    /// Durable nudges.
-    pub outbox: Arc<dyn super::ports::OutboxStore>,
-    /// Tool activity per member.
-    pub busy: Arc<super::busy::BusySignals>,
-    /// Operator log (metrics failures).
-    pub log: Arc<dyn LogSink>,
-}
-
 /// How one reconcile differs from a plain one.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct ReconcileOptions<'a> {
@@ -136,12 +106,12 @@ pub struct TeamPreview {
 
 /// Reconciles members, takes their reports and answers status queries.
 pub struct Reconciler {
-    pub(super) ports: Ports,
+    pub(super) ports: Arc<Ports>,
 }
 
 impl Reconciler {
     /// Wires the use cases to their ports.
-    pub fn new(ports: Ports) -> Self {
+    pub fn new(ports: Arc<Ports>) -> Self {
         Self { ports }
     }
 

@@ -2,7 +2,8 @@
 //! file times to the same epoch milliseconds.
 
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::time::SystemTime;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::application::ports::Clock;
 use crate::domain::time::EpochMs;
@@ -15,6 +16,16 @@ impl Clock for SystemClock {
     fn now_ms(&self) -> EpochMs {
         epoch_ms(SystemTime::now()).unwrap_or(0)
     }
+
+    fn monotonic(&self) -> Duration {
+        process_monotonic()
+    }
+}
+
+/// Time since this process first asked, from the OS's monotonic clock.
+fn process_monotonic() -> Duration {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed()
 }
 
 /// `time` as epoch milliseconds; `None` before 1970.
@@ -42,5 +53,11 @@ impl ManualClock {
 impl Clock for ManualClock {
     fn now_ms(&self) -> EpochMs {
         self.0.load(Ordering::SeqCst)
+    }
+
+    /// Real monotonic time: only the epoch clock is fixed for tests; a
+    /// dispatch's time budget and board reuse still run on real time.
+    fn monotonic(&self) -> Duration {
+        process_monotonic()
     }
 }

@@ -10,12 +10,11 @@ use crate::application::busy::BusySignals;
 use crate::application::engine::{Engine, EngineDeps};
 use crate::application::explain::Explainer;
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogRelay, LogSink};
-use crate::application::nudges::{NudgePorts, Nudges};
-use crate::application::ports::Clock;
-use crate::application::ports::{OutboxStore, PortError};
+use crate::application::nudges::Nudges;
+use crate::application::ports::{Clock, OutboxStore, PortError, Ports};
 use crate::application::queue::Trigger;
+use crate::application::reconcile::Reconciler;
 use crate::application::reconcile::WorkSyncError;
-use crate::application::reconcile::{Ports, Reconciler};
 use crate::application::runtime_state::RuntimeStates;
 use crate::application::turn_settled::{
     DrainSummary, SettledTurns, TeamChangeRelay, TurnSettledIngestor, TurnSettledQueue, DRAIN_BATCH,
@@ -137,60 +136,22 @@ impl Services {
             None => Arc::new(SystemClock),
         };
         let store_paths = StorePaths::new(paths.teams_base.clone());
-        let runtime = Arc::new(RuntimeStates::default());
-        let busy = Arc::new(BusySignals::default());
-        let team_source = Arc::new(FsTeamSource::new(
-            paths.teams_base.clone(),
-            paths.tasks_base,
-        ));
         let log = Arc::new(LogRelay::default());
-        let journal = Arc::new(
-            FsAuditJournal::new(store_paths.clone())
-                .with_log(log.clone())
-                .with_retention(retention),
-        );
-        let outbox = Arc::new(
-            FsOutboxStore::new(store_paths.clone(), clock.clone()).with_retention(retention),
-        );
-        let reconciler = Arc::new(Reconciler::new(Ports {
-            clock: clock.clone(),
-            teams: team_source.clone(),
-            store: Arc::new(FsStatusStore::new(store_paths.clone(), clock.clone())),
-            journal: journal.clone(),
-            tokens: Arc::new(HmacReportTokens::new(paths.teams_base.clone())),
-            metrics: Arc::new(FsMetricsStore::new(paths.teams_base.clone(), clock.clone())),
-            intents: Arc::new(FsReportIntentStore::new(store_paths.clone(), clock.clone())),
-            runtime: runtime.clone(),
-            outbox: outbox.clone(),
-            busy: busy.clone(),
-            log: log.clone(),
-        }));
-        let nudges = Arc::new(Nudges::new(NudgePorts {
-            clock: clock.clone(),
-            teams: team_source.clone(),
-            store: Arc::new(FsStatusStore::new(store_paths.clone(), clock.clone())),
-            metrics: Arc::new(FsMetricsStore::new(paths.teams_base.clone(), clock.clone())),
-            outbox: outbox.clone(),
-            inbox: Arc::new(
-                InboxWriter::new(paths.teams_base.clone()).with_control_url(control_url),
-            ),
-            watchdog: Arc::new(FsWatchdogJournal::new(paths.teams_base.clone())),
-            runtime: runtime.clone(),
-            busy: busy.clone(),
-            journal: journal.clone(),
-        }));
+        let ports = Arc::new(file_ports(
+            &paths,
+            clock.clone(),
+            log.clone(),
+            control_url,
+            retention,
+        ));
+        let reconciler = Arc::new(Reconciler::new(ports.clone()));
+        let nudges = Arc::new(Nudges::new(ports.clone()));
         let settled_turns = Arc::new(SettledTurns::default());
         let engine = Arc::new(Engine::new(
             reconciler.clone(),
             EngineDeps {
-                clock: clock.clone(),
-                teams: team_source.clone(),
-                impacts: team_source.clone(),
-                journal: journal.clone(),
-                runtime: runtime.clone(),
-                busy,
+                ports: ports.clone(),
                 nudges,
-                log: log.clone(),
                 settled_turns: settled_turns.clone(),
             },
         ));
@@ -205,13 +166,13 @@ impl Services {
                 Arc::new(
                     FsSpool::new(spool_paths.clone(), clock.clone()).with_retention(retention),
                 ),
-                team_source.clone(),
+                ports.teams.clone(),
                 Arc::new(FsClaudeSessionLocator::new(
                     paths.teams_base.clone(),
                     paths.projects.clone(),
                 )),
-                runtime.clone(),
-                journal.clone(),
+                ports.runtime.clone(),
+                ports.journal.clone(),
             )
             .with_codex_sessions(Arc::new(FsCodexSessionLocator::new(
                 paths.teams_base.clone(),
@@ -222,15 +183,53 @@ impl Services {
         Self {
             reconciler,
             engine,
-            runtime,
+            runtime: ports.runtime.clone(),
             manual_clock,
             spool_paths,
             turn_settled,
             team_changes: Arc::new(TeamChangeRelay::default()),
             log,
-            outbox,
+            outbox: ports.outbox.clone(),
             explainer,
         }
+    }
+}
+
+/// The file-backed ports under `paths`, each store built once: the one set
+/// the reconciler, the nudge use cases and the engine share. `log` receives
+/// the stores' background failures; delivered nudges name `control_url`;
+/// the journal and the outbox keep history as `retention` says.
+pub fn file_ports(
+    paths: &RootPaths,
+    clock: Arc<dyn Clock>,
+    log: Arc<dyn LogSink>,
+    control_url: Option<String>,
+    retention: Retention,
+) -> Ports {
+    let store_paths = StorePaths::new(paths.teams_base.clone());
+    let teams = Arc::new(FsTeamSource::new(
+        paths.teams_base.clone(),
+        paths.tasks_base.clone(),
+    ));
+    Ports {
+        clock: clock.clone(),
+        teams: teams.clone(),
+        impacts: teams,
+        store: Arc::new(FsStatusStore::new(store_paths.clone(), clock.clone())),
+        journal: Arc::new(
+            FsAuditJournal::new(store_paths.clone())
+                .with_log(log.clone())
+                .with_retention(retention),
+        ),
+        tokens: Arc::new(HmacReportTokens::new(paths.teams_base.clone())),
+        metrics: Arc::new(FsMetricsStore::new(paths.teams_base.clone(), clock.clone())),
+        intents: Arc::new(FsReportIntentStore::new(store_paths.clone(), clock.clone())),
+        outbox: Arc::new(FsOutboxStore::new(store_paths, clock).with_retention(retention)),
+        inbox: Arc::new(InboxWriter::new(paths.teams_base.clone()).with_control_url(control_url)),
+        watchdog: Arc::new(FsWatchdogJournal::new(paths.teams_base.clone())),
+        runtime: Arc::new(RuntimeStates::default()),
+        busy: Arc::new(BusySignals::default()),
+        log,
     }
 }
 
