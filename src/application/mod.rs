@@ -3,6 +3,8 @@
 pub mod busy;
 pub mod engine;
 pub mod explain;
+#[cfg(test)]
+mod fakes;
 pub mod log;
 pub mod nudges;
 pub mod ports;
@@ -13,3 +15,5 @@ pub mod report;
 pub mod router;
 pub mod runtime_state;
 pub mod turn_settled;
+#[cfg(test)]
+mod use_case_tests;

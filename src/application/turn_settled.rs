@@ -185,7 +185,7 @@ impl SettledTurns {
     }
 
     /// Records a handled turn, forgetting the oldest beyond the bound.
-    fn remember(&self, source_id: &str) {
+    pub(crate) fn remember(&self, source_id: &str) {
         self.ids().remember(source_id);
     }
 

@@ -1,0 +1,386 @@
+//! In-memory fakes of the ports, for unit tests of the use cases: a settable
+//! clock, a board held in memory, a status store that can fail or hold an
+//! update, and recorders for the journal and the log. Nothing touches disk.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::busy::BusySignals;
+use super::engine::{Engine, EngineDeps};
+use super::log::{LogCode, LogEntry, LogSink};
+use super::nudges::Nudges;
+use super::ports::{
+    AuditEvent, AuditJournal, Claimed, Clock, InboxFailure, InboxOutcome, InboxSink, MetricsStore,
+    OutboxStore, PortError, Ports, ReportIntent, ReportIntentStore, ReportTokens, StatusStore,
+    StoredStatus, TaskImpactSource, TeamSource, WatchdogJournal,
+};
+use super::reconcile::Reconciler;
+use super::runtime_state::RuntimeStates;
+use super::turn_settled::SettledTurns;
+use crate::domain::metrics::{MetricEvent, MetricsIndex};
+use crate::domain::names::normalize_member_name;
+use crate::domain::nudge::{AttemptEnd, EnsureOutcome, OutboxItem, PlannedNudge, WatchdogAlert};
+use crate::domain::status::MemberStatus;
+use crate::domain::team::{TeamMember, TeamSnapshot};
+use crate::domain::time::EpochMs;
+use crate::domain::token::TokenCheck;
+
+/// A clock that moves only when told to, for both epoch and monotonic time.
+pub struct FakeClock {
+    now_ms: AtomicI64,
+}
+
+impl FakeClock {
+    /// Starts at `now_ms`.
+    pub fn new(now_ms: EpochMs) -> Self {
+        Self {
+            now_ms: AtomicI64::new(now_ms),
+        }
+    }
+
+    /// Moves to `now_ms`.
+    pub fn set(&self, now_ms: EpochMs) {
+        self.now_ms.store(now_ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for FakeClock {
+    fn now_ms(&self) -> EpochMs {
+        self.now_ms.load(Ordering::SeqCst)
+    }
+
+    fn monotonic(&self) -> Duration {
+        Duration::from_millis(self.now_ms().max(0) as u64)
+    }
+}
+
+/// Teams held in memory; a task impacts nobody in particular (the engine
+/// then falls back to the whole active roster).
+#[derive(Default)]
+pub struct MemoryTeams {
+    teams: Mutex<HashMap<String, TeamSnapshot>>,
+}
+
+impl MemoryTeams {
+    /// Adds (or replaces) an active team with these members.
+    pub fn put(&self, team: &str, members: &[&str]) {
+        let snapshot = TeamSnapshot {
+            team_name: team.to_string(),
+            config_found: true,
+            members: members
+                .iter()
+                .map(|name| TeamMember {
+                    name: name.to_string(),
+                    ..TeamMember::default()
+                })
+                .collect(),
+            ..TeamSnapshot::default()
+        };
+        self.teams
+            .lock()
+            .unwrap()
+            .insert(team.to_string(), snapshot);
+    }
+}
+
+impl TeamSource for MemoryTeams {
+    fn load(&self, team_name: &str) -> TeamSnapshot {
+        self.teams
+            .lock()
+            .unwrap()
+            .get(team_name)
+            .cloned()
+            .unwrap_or_else(|| TeamSnapshot {
+                team_name: team_name.to_string(),
+                ..TeamSnapshot::default()
+            })
+    }
+
+    fn active_members(&self, team_name: &str) -> Vec<String> {
+        self.load(team_name).active_member_names()
+    }
+}
+
+impl TaskImpactSource for MemoryTeams {
+    fn impacted_members(&self, _: &str, _: &str) -> Option<Vec<String>> {
+        None
+    }
+}
+
+/// One update held inside the store: `entered` fires when it starts, and it
+/// finishes once `release` is sent.
+pub struct HeldUpdate {
+    /// Receives once the held update has started.
+    pub entered: Receiver<()>,
+    /// Send to let the held update finish.
+    pub release: Sender<()>,
+}
+
+/// Statuses in memory. The next `failures` updates fail; an update can be
+/// held until the test releases it.
+#[derive(Default)]
+pub struct MemoryStatusStore {
+    statuses: Mutex<HashMap<(String, String), MemberStatus>>,
+    failures: AtomicU32,
+    hold: Mutex<Option<(Sender<()>, Receiver<()>)>>,
+    /// What happened, in order (`update finished` when a held update ends).
+    pub trail: Arc<Mutex<Vec<&'static str>>>,
+}
+
+impl MemoryStatusStore {
+    /// Makes the next `count` updates fail with an IO error.
+    pub fn fail_next(&self, count: u32) {
+        self.failures.store(count, Ordering::SeqCst);
+    }
+
+    /// Holds the next update until released.
+    pub fn hold_next_update(&self) -> HeldUpdate {
+        let (entered_tx, entered) = channel();
+        let (release, release_rx) = channel();
+        *self.hold.lock().unwrap() = Some((entered_tx, release_rx));
+        HeldUpdate { entered, release }
+    }
+
+    fn key(team: &str, member: &str) -> (String, String) {
+        (team.to_string(), normalize_member_name(member))
+    }
+}
+
+impl StatusStore for MemoryStatusStore {
+    fn read(&self, team: &str, member: &str) -> Result<StoredStatus, PortError> {
+        self.peek(team, member)
+    }
+
+    fn peek(&self, team: &str, member: &str) -> Result<StoredStatus, PortError> {
+        let statuses = self.statuses.lock().unwrap();
+        Ok(statuses
+            .get(&Self::key(team, member))
+            .cloned()
+            .map_or(StoredStatus::Missing, StoredStatus::Current))
+    }
+
+    fn update(
+        &self,
+        team: &str,
+        member: &str,
+        build: &mut dyn FnMut(StoredStatus) -> MemberStatus,
+    ) -> Result<MemberStatus, PortError> {
+        let held = self.hold.lock().unwrap().take();
+        if let Some((entered, release)) = held {
+            let _ = entered.send(());
+            let _ = release.recv();
+            self.trail.lock().unwrap().push("update finished");
+        }
+        let failing = self
+            .failures
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if failing {
+            return Err(PortError::Io(std::io::Error::other("fake store failure")));
+        }
+        let status = build(self.peek(team, member)?);
+        self.statuses
+            .lock()
+            .unwrap()
+            .insert(Self::key(team, member), status.clone());
+        Ok(status)
+    }
+}
+
+/// Keeps every journal line.
+#[derive(Default)]
+pub struct RecordingJournal {
+    /// The recorded events, oldest first.
+    pub events: Mutex<Vec<AuditEvent>>,
+}
+
+impl AuditJournal for RecordingJournal {
+    fn record(&self, event: AuditEvent) {
+        self.events.lock().unwrap().push(event);
+    }
+}
+
+/// Keeps every log entry's code.
+#[derive(Default)]
+pub struct RecordingLog {
+    /// The codes logged so far.
+    pub codes: Mutex<Vec<LogCode>>,
+}
+
+impl LogSink for RecordingLog {
+    fn log(&self, entry: LogEntry) {
+        self.codes.lock().unwrap().push(entry.code);
+    }
+}
+
+/// Tokens that name their fingerprint; every presented token is valid.
+struct PlainTokens;
+
+impl ReportTokens for PlainTokens {
+    fn issue(&self, _: &str, _: &str, fp: &str, _: EpochMs) -> Result<String, PortError> {
+        Ok(format!("token:{fp}"))
+    }
+
+    fn verify(
+        &self,
+        _: Option<&str>,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: EpochMs,
+    ) -> Result<TokenCheck, PortError> {
+        Ok(TokenCheck::Valid)
+    }
+}
+
+/// Metrics that are accepted and forgotten.
+struct NoMetrics;
+
+impl MetricsStore for NoMetrics {
+    fn record(&self, _: &MemberStatus, _: Vec<MetricEvent>) -> Result<(), PortError> {
+        Ok(())
+    }
+
+    fn read(&self, _: &str) -> Result<MetricsIndex, PortError> {
+        Ok(MetricsIndex::default())
+    }
+}
+
+/// No pending report intents.
+struct NoIntents;
+
+impl ReportIntentStore for NoIntents {
+    fn record(&self, _: &ReportIntent) -> Result<(), PortError> {
+        Ok(())
+    }
+
+    fn pending(&self, _: &str) -> Result<Vec<ReportIntent>, PortError> {
+        Ok(Vec::new())
+    }
+
+    fn finish(&self, _: &ReportIntent) -> Result<(), PortError> {
+        Ok(())
+    }
+}
+
+/// An outbox that holds nothing and refuses new nudges.
+struct EmptyOutbox;
+
+impl OutboxStore for EmptyOutbox {
+    fn ensure(
+        &self,
+        _: &str,
+        _: &str,
+        _: &PlannedNudge,
+        _: EpochMs,
+    ) -> Result<(OutboxItem, EnsureOutcome), PortError> {
+        Err(PortError::Io(std::io::Error::other(
+            "fake outbox takes no nudges",
+        )))
+    }
+
+    fn member_items(&self, _: &str, _: &str) -> Result<Vec<OutboxItem>, PortError> {
+        Ok(Vec::new())
+    }
+
+    fn claim_due(&self, _: &str, _: &str, _: usize, _: EpochMs) -> Result<Claimed, PortError> {
+        Ok(Claimed::default())
+    }
+
+    fn finish(&self, _: &OutboxItem, _: &AttemptEnd, _: EpochMs) -> Result<bool, PortError> {
+        Ok(true)
+    }
+
+    fn refresh_index(&self, _: &str) -> Result<(), PortError> {
+        Ok(())
+    }
+
+    fn teams_with_outbox(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// An inbox nothing is ever delivered to.
+struct NoInbox;
+
+impl InboxSink for NoInbox {
+    fn deliver(&self, _: &OutboxItem, _: EpochMs) -> Result<InboxOutcome, InboxFailure> {
+        Err(InboxFailure {
+            retryable: false,
+            reason: "fake inbox".into(),
+        })
+    }
+}
+
+/// No watchdog alerts.
+struct NoAlerts;
+
+impl WatchdogJournal for NoAlerts {
+    fn alerts(&self, _: &str) -> Result<Vec<WatchdogAlert>, PortError> {
+        Ok(Vec::new())
+    }
+}
+
+/// An engine over in-memory ports, with handles on the fakes a test drives.
+pub struct FakeWorld {
+    /// The engine under test.
+    pub engine: Arc<Engine>,
+    /// Its clock.
+    pub clock: Arc<FakeClock>,
+    /// Its status store.
+    pub store: Arc<MemoryStatusStore>,
+    /// Its journal.
+    pub journal: Arc<RecordingJournal>,
+    /// Its operator log.
+    pub log: Arc<RecordingLog>,
+    /// The turns the drain handled.
+    pub settled_turns: Arc<SettledTurns>,
+}
+
+impl FakeWorld {
+    /// An engine at `now_ms` whose team `forge` has `members`.
+    pub fn new(now_ms: EpochMs, members: &[&str]) -> Self {
+        let clock = Arc::new(FakeClock::new(now_ms));
+        let teams = Arc::new(MemoryTeams::default());
+        teams.put("forge", members);
+        let store = Arc::new(MemoryStatusStore::default());
+        let journal = Arc::new(RecordingJournal::default());
+        let log = Arc::new(RecordingLog::default());
+        let ports = Arc::new(Ports {
+            clock: clock.clone(),
+            teams: teams.clone(),
+            impacts: teams.clone(),
+            store: store.clone(),
+            journal: journal.clone(),
+            tokens: Arc::new(PlainTokens),
+            metrics: Arc::new(NoMetrics),
+            intents: Arc::new(NoIntents),
+            outbox: Arc::new(EmptyOutbox),
+            inbox: Arc::new(NoInbox),
+            watchdog: Arc::new(NoAlerts),
+            runtime: Arc::new(RuntimeStates::default()),
+            busy: Arc::new(BusySignals::default()),
+            log: log.clone(),
+        });
+        let settled_turns = Arc::new(SettledTurns::default());
+        let engine = Arc::new(Engine::new(
+            Arc::new(Reconciler::new(ports.clone())),
+            EngineDeps {
+                ports: ports.clone(),
+                nudges: Arc::new(Nudges::new(ports)),
+                settled_turns: settled_turns.clone(),
+            },
+        ));
+        Self {
+            engine,
+            clock,
+            store,
+            journal,
+            log,
+            settled_turns,
+        }
+    }
+}
