@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::safe_fs::{Dir, FileKind, FileRead, TrustedRoot};
+use super::team_config::TeamConfig;
 use crate::application::ports::{TaskImpactSource, TeamSource};
 use crate::domain::js_semantics::{js_trim, number_to_string};
 use crate::domain::names::{normalize_member_name, validate_name};
@@ -109,21 +110,11 @@ impl FsTeamSource {
             "team_config",
             diags,
         );
-        let config = config.as_ref().filter(|c| {
-            c.get("name")
-                .and_then(Value::as_str)
-                .is_some_and(|n| !n.trim().is_empty())
-        });
-        let Some(config) = config else {
+        let Some(config) = config.as_ref().and_then(TeamConfig::parse) else {
             return snapshot;
         };
         snapshot.config_found = true;
-        snapshot.deleted = config
-            .get("deletedAt")
-            .is_some_and(|d| !d.is_null() && d != &Value::Bool(false));
-        let config_members: Vec<TeamMember> = array(config, "members")
-            .filter_map(parse_config_member)
-            .collect();
+        snapshot.deleted = config.deleted;
         let meta = read_json(
             &team_dir,
             "members.meta.json",
@@ -139,7 +130,7 @@ impl FsTeamSource {
             )
         })
         .unwrap_or_default();
-        snapshot.members = merge_team_members(&config_members, &meta);
+        snapshot.members = merge_team_members(&config.members, &meta);
         if snapshot.members.len() > MAX_ROSTER_MEMBERS {
             snapshot.members.truncate(MAX_ROSTER_MEMBERS);
             snapshot.diagnostics.push("roster_truncated".into());
@@ -386,7 +377,7 @@ fn effort(value: &Value) -> Option<String> {
     }
 }
 
-fn parse_config_member(value: &Value) -> Option<TeamMember> {
+pub(crate) fn parse_config_member(value: &Value) -> Option<TeamMember> {
     Some(TeamMember {
         name: trimmed_name(value)?,
         agent_type: string(value, "agentType"),
@@ -408,7 +399,7 @@ fn parse_config_member(value: &Value) -> Option<TeamMember> {
     })
 }
 
-fn parse_meta_member(value: &Value) -> Option<MemberOverlay> {
+pub(crate) fn parse_meta_member(value: &Value) -> Option<MemberOverlay> {
     Some(MemberOverlay {
         name: trimmed_name(value)?,
         // The members-meta reader trims the agent type (the config reader does not).

@@ -30,12 +30,13 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::safe_fs::{Dir, FileKind, FileRead, TrustedRoot};
+use super::team_config::TeamConfig;
+use super::team_reader::parse_meta_member;
 use crate::application::turn_settled::{ClaudeMatch, ClaudeSessionLocator};
 use crate::domain::names::validate_name;
 use crate::domain::time::EpochMs;
 use crate::domain::turn_settled::transcript::{
-    attribute_root, attribute_subagent, encode_project_dir, project_path_candidates,
-    ProjectDirName, HEAD_LINES,
+    attribute_root, attribute_subagent, encode_project_dir, ProjectDirName, HEAD_LINES,
 };
 
 /// Most teams scanned.
@@ -145,7 +146,7 @@ impl FsClaudeSessionLocator {
         index
     }
 
-    fn teams(&self) -> Vec<(String, Dir, Value)> {
+    fn teams(&self) -> Vec<(String, Dir, TeamConfig)> {
         active_teams(&self.teams)
     }
 
@@ -157,13 +158,13 @@ impl FsClaudeSessionLocator {
         projects: &Dir,
         project_dirs: &[String],
         team: &str,
-        config: &Value,
+        config: &TeamConfig,
         lead_sessions: &HashSet<String>,
         known: &HashSet<String>,
         out: &mut Vec<AttributedFile>,
     ) {
         let team_lc = team.trim().to_lowercase();
-        let lead_session = lead_session_id(config);
+        let lead_session = config.lead_session_id.as_deref();
         let mut roots: BTreeMap<String, AttributedFile> = BTreeMap::new();
         for dir_name in project_dirs {
             let Some(dir) = subfolder(projects, dir_name) else {
@@ -342,8 +343,9 @@ impl FsClaudeSessionLocator {
 }
 
 /// Active team folders (never links) with a named, undeleted config, by
-/// name, at most [`MAX_TEAMS`].
-pub(crate) fn active_teams(teams: &TrustedRoot) -> Vec<(String, Dir, Value)> {
+/// name, at most [`MAX_TEAMS`]: the teams the roster reader finds, read the
+/// same way ([`TeamConfig`]).
+pub(crate) fn active_teams(teams: &TrustedRoot) -> Vec<(String, Dir, TeamConfig)> {
     let Some(root) = teams.open_dir(teams.path()).ok().flatten() else {
         return vec![];
     };
@@ -362,39 +364,20 @@ pub(crate) fn active_teams(teams: &TrustedRoot) -> Vec<(String, Dir, Value)> {
         .filter_map(|name| {
             let team_dir = subfolder(&root, &name)?;
             let config = read_json(&team_dir, "config.json", MAX_CONFIG_BYTES)?;
-            let named = config
-                .get("name")
-                .and_then(Value::as_str)
-                .is_some_and(|n| !n.trim().is_empty());
-            let deleted = config.get("deletedAt").is_some_and(|d| !d.is_null());
-            (named && !deleted).then_some((name, team_dir, config))
+            let config = TeamConfig::parse(&config).filter(|c| !c.deleted)?;
+            Some((name, team_dir, config))
         })
         .take(MAX_TEAMS)
         .collect()
 }
 
-/// A team's `leadSessionId`, trimmed, when set.
-fn lead_session_id(config: &Value) -> Option<&str> {
-    config
-        .get("leadSessionId")
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-}
-
 /// A team's lead sessions in rank order: `leadSessionId`, then
 /// `sessionHistory` newest first, without repeats.
-fn ordered_team_sessions(config: &Value) -> Vec<String> {
-    let history = config
-        .get("sessionHistory")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flat_map(|h| h.iter().rev())
-        .filter_map(Value::as_str)
-        .map(str::trim);
+fn ordered_team_sessions(config: &TeamConfig) -> Vec<String> {
+    let history = config.session_history.iter().rev().map(String::as_str);
     let mut out: Vec<String> = Vec::new();
-    for session in lead_session_id(config).into_iter().chain(history) {
-        if !session.is_empty() && !out.iter().any(|s| s == session) {
+    for session in config.lead_session_id.as_deref().into_iter().chain(history) {
+        if !out.iter().any(|s| s == session) {
             out.push(session.to_string());
         }
         if out.len() >= MAX_SCANNED_SESSIONS {
@@ -405,21 +388,13 @@ fn ordered_team_sessions(config: &Value) -> Vec<String> {
 }
 
 /// A team's lead sessions: `leadSessionId` and `sessionHistory`.
-fn team_sessions(config: &Value) -> HashSet<String> {
-    let mut sessions: HashSet<String> = lead_session_id(config)
-        .map(str::to_string)
-        .into_iter()
-        .collect();
-    if let Some(history) = config.get("sessionHistory").and_then(Value::as_array) {
-        sessions.extend(
-            history
-                .iter()
-                .filter_map(Value::as_str)
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty()),
-        );
-    }
-    sessions
+fn team_sessions(config: &TeamConfig) -> HashSet<String> {
+    config
+        .lead_session_id
+        .iter()
+        .chain(&config.session_history)
+        .cloned()
+        .collect()
 }
 
 /// One distinct target → a match; several → ambiguous; none → `None`.
@@ -480,7 +455,7 @@ fn project_folders(projects: &Dir) -> Vec<String> {
 /// when none of them holds one of the team's lead sessions, every folder
 /// that does (a project that moved, or a path spelled in a way not derived
 /// here).
-fn team_project_dirs(projects: &Dir, folders: &[String], config: &Value) -> Vec<String> {
+fn team_project_dirs(projects: &Dir, folders: &[String], config: &TeamConfig) -> Vec<String> {
     let listed: HashSet<&str> = folders.iter().map(String::as_str).collect();
     let mut dirs: Vec<String> = Vec::new();
     let mut push = |folder: &String| {
@@ -488,8 +463,8 @@ fn team_project_dirs(projects: &Dir, folders: &[String], config: &Value) -> Vec<
             dirs.push(folder.clone());
         }
     };
-    for project in project_path_candidates(config) {
-        for name in encode_project_dir(&project) {
+    for project in &config.project_paths {
+        for name in encode_project_dir(project) {
             match &name {
                 ProjectDirName::Exact(exact) => {
                     if listed.contains(exact.as_str()) {
@@ -586,25 +561,23 @@ pub(crate) fn launched_sessions(team_dir: &Dir, team: &str) -> Vec<(String, Stri
         .collect()
 }
 
-/// Config members, members-meta members and inbox names, lowercased.
-pub(crate) fn known_members(team_dir: &Dir, config: &Value) -> HashSet<String> {
-    let names = |value: &Value| -> Vec<String> {
-        value
-            .get("members")
-            .and_then(Value::as_array)
-            .map(|members| {
-                members
-                    .iter()
-                    .filter_map(|m| m.get("name").and_then(Value::as_str))
-                    .map(|n| n.trim().to_lowercase())
-                    .filter(|n| !n.is_empty())
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let mut known: HashSet<String> = names(config).into_iter().collect();
+/// Config members, members-meta members (removed ones included) and inbox
+/// names, lowercased.
+pub(crate) fn known_members(team_dir: &Dir, config: &TeamConfig) -> HashSet<String> {
+    let mut known: HashSet<String> = config
+        .members
+        .iter()
+        .map(|m| m.name.to_lowercase())
+        .collect();
     if let Some(meta) = read_json(team_dir, "members.meta.json", MAX_SMALL_JSON_BYTES) {
-        known.extend(names(&meta));
+        let members = meta.get("members").and_then(Value::as_array);
+        known.extend(
+            members
+                .into_iter()
+                .flatten()
+                .filter_map(parse_meta_member)
+                .map(|m| m.name.to_lowercase()),
+        );
     }
     // Names only: the inbox files themselves are not opened.
     if let Some(entries) = team_dir
@@ -686,6 +659,42 @@ mod tests {
             team_name: team.into(),
             member_name: member.into(),
         }
+    }
+
+    #[test]
+    fn the_resolver_and_the_roster_reader_agree_on_which_teams_are_active() {
+        use crate::application::ports::TeamSource;
+        let root = tempfile::tempdir().unwrap();
+        let configs = [
+            ("kept", r#"{"name":"kept","deletedAt":false}"#),
+            ("nulled", r#"{"name":"nulled","deletedAt":null}"#),
+            (
+                "deleted",
+                r#"{"name":"deleted","deletedAt":"2026-01-01T00:00:00Z"}"#,
+            ),
+            ("unnamed", r#"{"name":" "}"#),
+            ("broken", "{"),
+        ];
+        for (team, config) in configs {
+            write(
+                &root.path().join("teams").join(team).join("config.json"),
+                config,
+            );
+        }
+        let teams = TrustedRoot::new(root.path().join("teams"));
+        let resolver: Vec<String> = active_teams(&teams).into_iter().map(|t| t.0).collect();
+        let reader = crate::infrastructure::team_reader::FsTeamSource::new(
+            root.path().join("teams"),
+            root.path().join("tasks"),
+        );
+        let mut roster: Vec<String> = configs
+            .iter()
+            .map(|(team, _)| team.to_string())
+            .filter(|team| reader.load_roster(team).is_active())
+            .collect();
+        roster.sort();
+        assert_eq!(resolver, ["kept", "nulled"]);
+        assert_eq!(resolver, roster);
     }
 
     #[test]
