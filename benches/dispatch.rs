@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use member_work_sync::application::queue::Trigger;
+use member_work_sync::domain::names::TeamName;
 use member_work_sync::domain::status::ReconciledBy;
 use member_work_sync::infrastructure::composition::{RootPaths, Services};
 use serde_json::json;
@@ -79,7 +80,7 @@ fn dispatch(c: &mut Criterion) {
                 loop {
                     let summary = services
                         .engine
-                        .dispatch_due_nudges(&["forge".into()], "bench")
+                        .dispatch_due_nudges(&[TeamName::parse("forge").unwrap()], "bench")
                         .unwrap();
                     if summary.claimed == 0 {
                         break;

@@ -7,6 +7,16 @@ use std::fs;
 use member_work_sync::application::router::TeamChangeEvent;
 use member_work_sync::infrastructure::composition::Services;
 
+/// A checked team name of a test.
+fn team(name: &str) -> member_work_sync::domain::names::TeamName {
+    member_work_sync::domain::names::TeamName::parse(name).unwrap()
+}
+
+/// A checked member name of a test.
+fn member(name: &str) -> member_work_sync::domain::names::MemberName {
+    member_work_sync::domain::names::MemberName::parse(name).unwrap()
+}
+
 fn fixture() -> (tempfile::TempDir, Services) {
     let (dir, root) = common::example_root();
     (dir, common::services(&root))
@@ -88,7 +98,10 @@ fn task_events_reach_the_impacted_members() {
     // Two run at a time.
     assert_eq!(run_due(&services), ["bob", "jack"]);
     assert_eq!(run_due(&services), ["jill"]);
-    let status = services.engine.get_status("forge", "jill", false).unwrap();
+    let status = services
+        .engine
+        .get_status(&team("forge"), &member("jill"), false)
+        .unwrap();
     assert_eq!(
         status.shadow.unwrap().trigger_reasons.unwrap(),
         ["task_changed"]
@@ -128,7 +141,10 @@ fn tool_activity_marks_busy_and_finish_queues_a_reconcile() {
     assert_eq!(queued(&services), [("jack".into(), vec!["tool_finished"])]);
     advance(&services, 5_000);
     assert_eq!(run_due(&services), ["jack"]);
-    let status = services.engine.get_status("forge", "jack", false).unwrap();
+    let status = services
+        .engine
+        .get_status(&team("forge"), &member("jack"), false)
+        .unwrap();
     assert!(status
         .diagnostics
         .contains(&"member_busy:recent_tool_activity".to_string()));
@@ -195,13 +211,17 @@ fn inactive_and_deleting_teams_never_reconcile() {
         .engine
         .note_team_change(&event("config", None, None));
     assert_eq!(queued(&services).len(), 5);
-    services.engine.set_team_runtime_state("forge", false, None);
+    services
+        .engine
+        .set_team_runtime_state(&team("forge"), false, None);
     assert!(
         queued(&services).is_empty(),
         "going offline drops queued work"
     );
 
-    services.engine.set_team_runtime_state("forge", true, None);
+    services
+        .engine
+        .set_team_runtime_state(&team("forge"), true, None);
     services
         .engine
         .note_team_change(&event("member-spawn", Some("kim"), None));
@@ -214,7 +234,10 @@ fn inactive_and_deleting_teams_never_reconcile() {
         .exists());
 
     services.runtime.set("forge", true, None);
-    services.engine.prepare_team_deletion("forge").unwrap();
+    services
+        .engine
+        .prepare_team_deletion(&team("forge"))
+        .unwrap();
     services
         .engine
         .note_team_change(&event("config", None, None));
@@ -224,7 +247,7 @@ fn inactive_and_deleting_teams_never_reconcile() {
         member_work_sync::application::queue::Trigger::ManualRefresh,
     );
     assert!(queued(&services).is_empty(), "fenced while deleting");
-    services.engine.resume_team("forge").unwrap();
+    services.engine.resume_team(&team("forge")).unwrap();
     assert_eq!(queued(&services).len(), 5, "resume re-scans");
     let diagnostics = services.engine.diagnostics();
     assert!(diagnostics.dropped >= 6);
@@ -263,20 +286,22 @@ fn deletion_waits_for_admitted_operations_and_refuses_new_ones() {
             })
         });
         entered_rx.recv().unwrap();
-        let deleting = scope.spawn(|| engine.prepare_team_deletion("forge"));
+        let deleting = scope.spawn(|| engine.prepare_team_deletion(&team("forge")));
         std::thread::sleep(std::time::Duration::from_millis(50));
         assert!(!deleting.is_finished(), "waits for the admitted operation");
         release_tx.send(()).unwrap();
         op.join().unwrap().unwrap();
         deleting.join().unwrap().unwrap();
     });
-    let refused = engine.refresh_status("forge", "jack");
+    let refused = engine.refresh_status(&team("forge"), &member("jack"));
     assert!(matches!(
         refused,
         Err(member_work_sync::application::reconcile::WorkSyncError::TeamQuiesced(_))
     ));
-    engine.resume_team("forge").unwrap();
-    assert!(engine.refresh_status("forge", "jack").is_ok());
+    engine.resume_team(&team("forge")).unwrap();
+    assert!(engine
+        .refresh_status(&team("forge"), &member("jack"))
+        .is_ok());
 }
 
 #[test]
@@ -293,4 +318,49 @@ fn a_reassigned_task_reaches_the_previous_owner_too() {
         .note_team_change(&event("task", None, Some("1")));
     let names: Vec<String> = queued(&services).into_iter().map(|(m, _)| m).collect();
     assert_eq!(names, ["jack", "kim"]);
+}
+
+// Case-sensitive file systems only: elsewhere the two names are one folder.
+#[cfg(target_os = "linux")]
+#[test]
+fn teams_differing_only_in_case_keep_their_own_folders_and_secrets() {
+    let (_dir, root) = common::example_root();
+    common::copy_dir(&root.join("teams/forge"), &root.join("teams/Forge"));
+    common::copy_dir(&root.join("tasks/forge"), &root.join("tasks/Forge"));
+    let services = common::services(&root);
+    let upper = services
+        .engine
+        .refresh_status(&team("Forge"), &member("jack"))
+        .unwrap();
+    let lower = services
+        .engine
+        .refresh_status(&team("forge"), &member("jack"))
+        .unwrap();
+    assert_eq!(
+        (upper.team_name.as_str(), lower.team_name.as_str()),
+        ("Forge", "forge")
+    );
+    assert!(upper.report_token.is_some() && lower.report_token.is_some());
+    let secret = |team: &str| {
+        fs::read_to_string(root.join(format!(
+            "teams/{team}/.member-work-sync/report-token-secret.json"
+        )))
+        .unwrap()
+    };
+    assert_ne!(
+        secret("Forge"),
+        secret("forge"),
+        "one secret for both teams"
+    );
+    for team in ["Forge", "forge"] {
+        let secret = root.join(format!(
+            "teams/{team}/.member-work-sync/report-token-secret.json"
+        ));
+        assert!(secret.exists(), "{team} has its own secret");
+        assert!(root
+            .join(format!(
+                "teams/{team}/members/jack/.member-work-sync/status.json"
+            ))
+            .exists());
+    }
 }

@@ -16,6 +16,16 @@ use member_work_sync::infrastructure::outbox_store::FsOutboxStore;
 use member_work_sync::infrastructure::status_store::StorePaths;
 use serde_json::{json, Value};
 
+/// A checked team name of a test.
+fn team(name: &str) -> member_work_sync::domain::names::TeamName {
+    member_work_sync::domain::names::TeamName::parse(name).unwrap()
+}
+
+/// A checked member name of a test.
+fn member(name: &str) -> member_work_sync::domain::names::MemberName {
+    member_work_sync::domain::names::MemberName::parse(name).unwrap()
+}
+
 /// Shadow history that makes readiness `shadow_ready`: 5 members, 30 calm
 /// status events over two hours.
 fn write_shadow_history(root: &Path) {
@@ -78,7 +88,7 @@ impl Fixture {
     fn dispatch(&self) -> member_work_sync::application::nudges::DispatchSummary {
         self.services
             .engine
-            .dispatch_due_nudges(&["forge".into()], "test")
+            .dispatch_due_nudges(&[team("forge")], "test")
             .unwrap()
     }
 
@@ -122,7 +132,7 @@ fn one_nudge_once_then_quiet_after_a_report() {
     let status = f
         .services
         .engine
-        .get_status("forge", "jack", false)
+        .get_status(&team("forge"), &member("jack"), false)
         .unwrap();
     let result = f
         .services
@@ -186,23 +196,26 @@ fn inactive_and_deleting_teams_claim_nothing() {
     f.queued_reconcile("jack");
     f.services
         .engine
-        .set_team_runtime_state("forge", false, None);
+        .set_team_runtime_state(&team("forge"), false, None);
     assert_eq!(f.dispatch().claimed, 0);
     f.services
         .engine
-        .set_team_runtime_state("forge", true, None);
-    f.services.engine.prepare_team_deletion("forge").unwrap();
+        .set_team_runtime_state(&team("forge"), true, None);
+    f.services
+        .engine
+        .prepare_team_deletion(&team("forge"))
+        .unwrap();
     assert_eq!(f.dispatch().claimed, 0);
     assert_eq!(
         f.outbox("jack")[0].status,
         OutboxStatus::Pending,
         "nothing superseded"
     );
-    f.services.engine.resume_team("forge").unwrap();
+    f.services.engine.resume_team(&team("forge")).unwrap();
     // A member whose runtime is down gets its item superseded.
     f.services
         .engine
-        .set_team_runtime_state("forge", true, Some(vec!["jill".into()]));
+        .set_team_runtime_state(&team("forge"), true, Some(vec!["jill".into()]));
     let summary = f.dispatch();
     assert_eq!((summary.claimed, summary.superseded), (1, 1));
 }
@@ -369,7 +382,7 @@ fn recovery_nudges_lead_to_suppression_after_four_deliveries() {
     let status = f
         .services
         .engine
-        .get_status("forge", "jack", false)
+        .get_status(&team("forge"), &member("jack"), false)
         .unwrap();
     assert!(status
         .diagnostics
@@ -378,7 +391,11 @@ fn recovery_nudges_lead_to_suppression_after_four_deliveries() {
     assert_eq!(f.dispatch().delivered, 0);
     assert_eq!(f.inbox("jack").len(), 4);
     // forceNudge resets the suppression.
-    let forced = f.services.engine.get_status("forge", "jack", true).unwrap();
+    let forced = f
+        .services
+        .engine
+        .get_status(&team("forge"), &member("jack"), true)
+        .unwrap();
     assert!(forced
         .diagnostics
         .contains(&"work_sync_suppression_manual_retry_reset".to_string()));
@@ -432,7 +449,7 @@ fn two_dispatchers_never_deliver_one_item_twice() {
                     loop {
                         let summary = services
                             .engine
-                            .dispatch_due_nudges(&["forge".into()], "racer")
+                            .dispatch_due_nudges(&[team("forge")], "racer")
                             .unwrap();
                         if summary.claimed == 0 {
                             return (claimed, delivered);
@@ -634,7 +651,7 @@ fn a_team_whose_members_cannot_be_listed_fails_the_call_naming_the_path() {
     let error = f
         .services
         .engine
-        .dispatch_due_nudges(&["forge".into()], "test")
+        .dispatch_due_nudges(&[team("forge")], "test")
         .unwrap_err();
     assert!(
         matches!(
@@ -785,7 +802,7 @@ mod proof_missing_recovery {
         let stored = f
             .services
             .engine
-            .get_status("forge", "jack", false)
+            .get_status(&team("forge"), &member("jack"), false)
             .unwrap();
         assert_eq!(
             stored.shadow.unwrap().recovery.unwrap().task_ids,
@@ -851,7 +868,10 @@ mod proof_missing_recovery {
             schedule(&f, request("jack", &"x".repeat(257), &["1"])),
             Err(WorkSyncError::InvalidArgument { .. })
         ));
-        f.services.engine.prepare_team_deletion("forge").unwrap();
+        f.services
+            .engine
+            .prepare_team_deletion(&team("forge"))
+            .unwrap();
         assert!(matches!(
             schedule(&f, request("jack", "m-1", &["1"])),
             Err(WorkSyncError::TeamQuiesced(_))

@@ -12,6 +12,16 @@ use member_work_sync::application::turn_settled::{
 use member_work_sync::domain::status::{MemberStatus, StatusState};
 use member_work_sync::infrastructure::team_reader::MAX_ROSTER_MEMBERS;
 
+/// A checked team name of a test.
+fn team(name: &str) -> member_work_sync::domain::names::TeamName {
+    member_work_sync::domain::names::TeamName::parse(name).unwrap()
+}
+
+/// A checked member name of a test.
+fn member(name: &str) -> member_work_sync::domain::names::MemberName {
+    member_work_sync::domain::names::MemberName::parse(name).unwrap()
+}
+
 fn member_dir(root: &Path, key: &str) -> std::path::PathBuf {
     root.join("teams/forge/members").join(key)
 }
@@ -33,16 +43,20 @@ fn names_off_the_roster_get_an_answer_but_no_store_folder() {
     let (_dir, root) = common::example_root();
     let services = common::services(&root);
     let engine = &services.engine;
-    engine.refresh_status("forge", "jack").unwrap();
+    engine
+        .refresh_status(&team("forge"), &member("jack"))
+        .unwrap();
     // Every use case that answers with a member's status.
     type Call = fn(&Engine, &str) -> MemberStatus;
     let calls: [(&str, Call); 3] = [
         ("refreshStatus", |e, m| {
-            e.refresh_status("forge", m).unwrap()
+            e.refresh_status(&team("forge"), &member(m)).unwrap()
         }),
-        ("getStatus", |e, m| e.get_status("forge", m, false).unwrap()),
+        ("getStatus", |e, m| {
+            e.get_status(&team("forge"), &member(m), false).unwrap()
+        }),
         ("getStatus(forceNudge)", |e, m| {
-            e.get_status("forge", m, true).unwrap()
+            e.get_status(&team("forge"), &member(m), true).unwrap()
         }),
     ];
     for (what, call) in calls {
@@ -69,7 +83,7 @@ fn names_off_the_roster_get_an_answer_but_no_store_folder() {
         assert!(!result.accepted, "report {name}");
     }
     assert_eq!(stored_members(&root), ["jack"], "report");
-    engine.refresh_team("forge").unwrap();
+    engine.refresh_team(&team("forge")).unwrap();
     assert_eq!(
         stored_members(&root),
         ["bob", "jack", "jill", "kim", "team-lead"]
@@ -82,7 +96,10 @@ fn a_member_that_left_the_roster_keeps_its_store_updated() {
     let services = common::services(&root);
     let engine = &services.engine;
     assert_ne!(
-        engine.refresh_status("forge", "kim").unwrap().state,
+        engine
+            .refresh_status(&team("forge"), &member("kim"))
+            .unwrap()
+            .state,
         StatusState::Inactive
     );
     let config = root.join("teams/forge/config.json");
@@ -90,7 +107,9 @@ fn a_member_that_left_the_roster_keeps_its_store_updated() {
         .unwrap()
         .replace("\"name\": \"kim\"", "\"name\": \"kimberly\"");
     fs::write(&config, text).unwrap();
-    let status = engine.refresh_status("forge", "kim").unwrap();
+    let status = engine
+        .refresh_status(&team("forge"), &member("kim"))
+        .unwrap();
     assert_eq!(status.state, StatusState::Inactive);
     assert!(!status
         .diagnostics
@@ -112,14 +131,17 @@ fn refresh_team_covers_at_most_the_capped_roster() {
     )
     .unwrap();
     let services = common::services(&root);
-    let statuses = services.engine.refresh_team("forge").unwrap();
+    let statuses = services.engine.refresh_team(&team("forge")).unwrap();
     assert_eq!(statuses.len(), MAX_ROSTER_MEMBERS);
     assert!(statuses
         .iter()
         .all(|s| s.diagnostics.contains(&"roster_truncated".to_string())));
     // The dropped members are off the roster: answered, never stored.
     let dropped = format!("m{:04}", MAX_ROSTER_MEMBERS + 1);
-    let status = services.engine.refresh_status("forge", &dropped).unwrap();
+    let status = services
+        .engine
+        .refresh_status(&team("forge"), &member(&dropped))
+        .unwrap();
     assert_eq!(status.state, StatusState::Inactive);
     assert!(!member_dir(&root, &dropped).exists());
     assert_eq!(stored_members(&root).len(), MAX_ROSTER_MEMBERS);

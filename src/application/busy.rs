@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::domain::names::normalize_member_name;
+use crate::domain::names::{normalize_member_name, team_runtime_key};
 use crate::domain::time::EpochMs;
 
 /// How long after a tool finishes the member still counts as busy.
@@ -82,7 +82,7 @@ pub struct BusySignals {
 }
 
 fn key(team: &str, member: &str) -> (String, String) {
-    (normalize_member_name(team), normalize_member_name(member))
+    (team_runtime_key(team), normalize_member_name(member))
 }
 
 impl BusySignals {
@@ -218,7 +218,7 @@ impl BusySignals {
 
     /// Forgets a team (after deletion, or when its lead goes offline).
     pub fn forget_team(&self, team: &str) {
-        let team = normalize_member_name(team);
+        let team = team_runtime_key(team);
         self.members().retain(|(t, _), _| *t != team);
     }
 }

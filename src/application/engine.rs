@@ -21,7 +21,7 @@ use super::report::{ReplaySummary, ReportResult};
 use super::router::{route, settled_turn_source_id, Route, TeamChangeEvent, ToolActivity};
 use super::turn_settled::SettledTurns;
 use crate::domain::metrics::TeamMetrics;
-use crate::domain::names::normalize_member_name;
+use crate::domain::names::{team_runtime_key, MemberName, TeamName};
 use crate::domain::recovery::Recovery;
 use crate::domain::status::{MemberStatus, ReconciledBy};
 use crate::domain::time::{format_iso, EpochMs};
@@ -135,7 +135,7 @@ impl Engine {
     }
 
     fn is_deleting(&self, team: &str) -> bool {
-        self.state().deleting.contains(&normalize_member_name(team))
+        self.state().deleting.contains(&team_runtime_key(team))
     }
 
     /// An operator log entry about a queued item.
@@ -247,7 +247,7 @@ impl Engine {
         let now = self.now();
         let fresh = {
             let mut state = self.state();
-            if state.deleting.contains(&normalize_member_name(team)) {
+            if state.deleting.contains(&team_runtime_key(team)) {
                 return;
             }
             let fresh = state.queue.enqueue(team, member, trigger, now);
@@ -271,7 +271,7 @@ impl Engine {
         let now = self.now();
         let fresh = {
             let mut state = self.state();
-            if state.deleting.contains(&normalize_member_name(team)) {
+            if state.deleting.contains(&team_runtime_key(team)) {
                 return;
             }
             state.queue.enqueue_recovery(team, member, recovery, now)
@@ -287,16 +287,13 @@ impl Engine {
     }
 
     /// Queues every active member of each team (`startup_scan`).
-    pub fn enqueue_startup_scan(&self, teams: &[String]) -> Result<(), WorkSyncError> {
+    pub fn enqueue_startup_scan(&self, teams: &[TeamName]) {
         for team in teams {
-            check_name("teamName", team)?;
-        }
-        for team in teams {
+            let team = team.as_str();
             for member in self.deps.ports.teams.active_members(team) {
                 self.enqueue(team, &member, Trigger::StartupScan);
             }
         }
-        Ok(())
     }
 
     /// Takes due work; items of inactive or deleting teams are dropped unreconciled.
@@ -313,9 +310,7 @@ impl Engine {
                     .runtime
                     .activity(&item.team_name, &item.member_name)
                     .team_active;
-                let deleting = state
-                    .deleting
-                    .contains(&normalize_member_name(&item.team_name));
+                let deleting = state.deleting.contains(&team_runtime_key(&item.team_name));
                 if team_down || deleting {
                     state.queue.drop_taken(&key);
                     // A deleting team's directory must not be recreated by a journal line.
@@ -373,19 +368,17 @@ impl Engine {
     /// the first such error, so a broken team is never reported as idle.
     pub fn dispatch_due_nudges(
         &self,
-        teams: &[String],
+        teams: &[TeamName],
         claimed_by: &str,
     ) -> Result<DispatchSummary, WorkSyncError> {
-        for team in teams {
-            check_name("teamName", team)?;
-        }
         let mut total = DispatchSummary::default();
         let mut first_error = None;
         let mut seen = HashSet::new();
         for team in teams
             .iter()
-            .filter(|t| seen.insert(normalize_member_name(t)))
+            .filter(|t| seen.insert(team_runtime_key(t.as_str())))
         {
+            let team = team.as_str();
             let dispatched = self.with_team(team, || {
                 Ok(self
                     .deps
@@ -414,9 +407,7 @@ impl Engine {
             let outcome = state.queue.finish(key, succeeded, self.now());
             (
                 outcome,
-                state
-                    .deleting
-                    .contains(&normalize_member_name(&item.team_name)),
+                state.deleting.contains(&team_runtime_key(&item.team_name)),
             )
         };
         let (team, member) = (item.team_name.as_str(), item.member_name.as_str());
@@ -501,7 +492,13 @@ impl Engine {
     }
 
     /// Records the supervisor's view; a team going offline loses its queued work.
-    pub fn set_team_runtime_state(&self, team: &str, active: bool, members: Option<Vec<String>>) {
+    pub fn set_team_runtime_state(
+        &self,
+        team: &TeamName,
+        active: bool,
+        members: Option<Vec<String>>,
+    ) {
+        let team = team.as_str();
         self.deps.ports.runtime.set(team, active, members);
         if !active {
             self.state().queue.drop_team(team);
@@ -512,11 +509,11 @@ impl Engine {
     /// is refreshed through the queue.
     pub fn get_status(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         force_nudge: bool,
     ) -> Result<MemberStatus, WorkSyncError> {
-        check_name("teamName", team)?;
+        let (team, member) = (team.as_str(), member.as_str());
         let read = self.with_team(team, || {
             self.reconciler.read_status(team, member, force_nudge)
         })?;
@@ -533,7 +530,7 @@ impl Engine {
         team: &str,
         operation: impl FnOnce() -> Result<R, WorkSyncError>,
     ) -> Result<R, WorkSyncError> {
-        let key = normalize_member_name(team);
+        let key = team_runtime_key(team);
         {
             let mut state = self.state();
             if state.deleting.contains(&key) {
@@ -546,10 +543,14 @@ impl Engine {
     }
 
     /// `refreshStatus` through the team gate: persist, then plan (DATA.md §1).
-    pub fn refresh_status(&self, team: &str, member: &str) -> Result<MemberStatus, WorkSyncError> {
+    pub fn refresh_status(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+    ) -> Result<MemberStatus, WorkSyncError> {
         self.reconcile_and_plan(
-            team,
-            member,
+            team.as_str(),
+            member.as_str(),
             ReconciledBy::Request,
             &[Trigger::ManualRefresh],
         )
@@ -572,20 +573,24 @@ impl Engine {
     }
 
     /// `refreshTeam` through the team gate.
-    pub fn refresh_team(&self, team: &str) -> Result<Vec<MemberStatus>, WorkSyncError> {
-        check_name("teamName", team)?;
+    pub fn refresh_team(&self, team: &TeamName) -> Result<Vec<MemberStatus>, WorkSyncError> {
+        let team = team.as_str();
         self.with_team(team, || self.reconciler.refresh_team(team))
     }
 
     /// [`Reconciler::preview_status`] through the team gate: no side effects.
-    pub fn preview_status(&self, team: &str, member: &str) -> Result<MemberStatus, WorkSyncError> {
-        check_name("teamName", team)?;
+    pub fn preview_status(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+    ) -> Result<MemberStatus, WorkSyncError> {
+        let (team, member) = (team.as_str(), member.as_str());
         self.with_team(team, || self.reconciler.preview_status(team, member))
     }
 
     /// [`Reconciler::preview_team`] through the team gate: no side effects.
-    pub fn preview_team(&self, team: &str) -> Result<TeamPreview, WorkSyncError> {
-        check_name("teamName", team)?;
+    pub fn preview_team(&self, team: &TeamName) -> Result<TeamPreview, WorkSyncError> {
+        let team = team.as_str();
         self.with_team(team, || self.reconciler.preview_team(team))
     }
 
@@ -601,8 +606,8 @@ impl Engine {
     }
 
     /// `getMetrics` through the team gate.
-    pub fn get_metrics(&self, team: &str) -> Result<TeamMetrics, WorkSyncError> {
-        check_name("teamName", team)?;
+    pub fn get_metrics(&self, team: &TeamName) -> Result<TeamMetrics, WorkSyncError> {
+        let team = team.as_str();
         self.with_team(team, || self.reconciler.get_metrics(team))
     }
 
@@ -615,27 +620,27 @@ impl Engine {
     /// `getAgentBrief` through the team gate.
     pub fn agent_brief(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
     ) -> Result<serde_json::Value, WorkSyncError> {
-        check_name("teamName", team)?;
+        let (team, member) = (team.as_str(), member.as_str());
         self.with_team(team, || self.reconciler.agent_brief(team, member))
     }
 
     /// `replayPendingReports`: deleting teams are skipped.
-    pub fn replay_pending_reports(&self, teams: &[String]) -> Result<ReplaySummary, WorkSyncError> {
-        for team in teams {
-            check_name("teamName", team)?;
-        }
+    pub fn replay_pending_reports(
+        &self,
+        teams: &[TeamName],
+    ) -> Result<ReplaySummary, WorkSyncError> {
         let mut total = ReplaySummary::default();
         let mut seen = HashSet::new();
         for team in teams
             .iter()
-            .filter(|t| seen.insert(normalize_member_name(t)))
+            .filter(|t| seen.insert(team_runtime_key(t.as_str())))
         {
+            let team = team.as_str();
             match self.with_team(team, || {
-                self.reconciler
-                    .replay_pending_reports(std::slice::from_ref(team))
+                self.reconciler.replay_pending_reports(&[team.to_string()])
             }) {
                 Ok(summary) => total.add(&summary),
                 Err(WorkSyncError::TeamQuiesced(_)) => {}
@@ -647,9 +652,9 @@ impl Engine {
 
     /// Fences the team, drops its queue and waits for its running reconciles
     /// and every admitted per-team operation.
-    pub fn prepare_team_deletion(&self, team: &str) -> Result<(), WorkSyncError> {
-        check_name("teamName", team)?;
-        let key = normalize_member_name(team);
+    pub fn prepare_team_deletion(&self, team: &TeamName) -> Result<(), WorkSyncError> {
+        let team = team.as_str();
+        let key = team_runtime_key(team);
         let mut state = self.state();
         state.deleting.insert(key.clone());
         state.queue.drop_team(team);
@@ -662,10 +667,10 @@ impl Engine {
     }
 
     /// Forgets the team's in-memory state.
-    pub fn complete_team_deletion(&self, team: &str) -> Result<(), WorkSyncError> {
-        check_name("teamName", team)?;
+    pub fn complete_team_deletion(&self, team: &TeamName) -> Result<(), WorkSyncError> {
+        let team = team.as_str();
         let mut state = self.state();
-        state.deleting.remove(&normalize_member_name(team));
+        state.deleting.remove(&team_runtime_key(team));
         state.queue.drop_team(team);
         drop(state);
         self.deps.ports.runtime.forget(team);
@@ -674,9 +679,10 @@ impl Engine {
     }
 
     /// Undoes [`Engine::prepare_team_deletion`] and re-scans the team.
-    pub fn resume_team(&self, team: &str) -> Result<(), WorkSyncError> {
-        self.lift_deletion_fence(team)?;
-        self.enqueue_startup_scan(&[team.to_string()])
+    pub fn resume_team(&self, team: &TeamName) -> Result<(), WorkSyncError> {
+        self.lift_deletion_fence(team);
+        self.enqueue_startup_scan(std::slice::from_ref(team));
+        Ok(())
     }
 
     /// Asks long passes (nudge dispatch) to end at the next batch boundary.
@@ -689,10 +695,10 @@ impl Engine {
     }
 
     /// Lifts the deletion fence without touching the disk (the re-scan is separate).
-    pub fn lift_deletion_fence(&self, team: &str) -> Result<(), WorkSyncError> {
-        check_name("teamName", team)?;
-        self.state().deleting.remove(&normalize_member_name(team));
-        Ok(())
+    pub fn lift_deletion_fence(&self, team: &TeamName) {
+        self.state()
+            .deleting
+            .remove(&team_runtime_key(team.as_str()));
     }
 
     /// Blocks until no reconcile is running (used by dispose).

@@ -8,8 +8,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::ports::{Clock, PortError, StoredStatus};
-use super::reconcile::{check_name, WorkSyncError};
+use super::reconcile::WorkSyncError;
 use crate::domain::explain::{journal_entry, outbox_entry, status_entry, timeline, ExplainEntry};
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::time::{format_iso, EpochMs};
 
 /// Most entries one `explain` returns (the newest are kept).
@@ -75,12 +76,11 @@ impl Explainer {
     /// The timeline of `member` in `team`, entries at or after `since_ms`.
     pub fn explain(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         since_ms: Option<EpochMs>,
     ) -> Result<Explanation, WorkSyncError> {
-        check_name("teamName", team)?;
-        check_name("memberName", member)?;
+        let (team, member) = (team.as_str(), member.as_str());
         let mut diagnostics = Vec::new();
         let journal = self.source.journal(team, member)?;
         if journal.unreadable_lines > 0 {

@@ -247,6 +247,10 @@ impl MetricsStore for NoMetrics {
     fn read(&self, _: &str) -> Result<MetricsIndex, PortError> {
         Ok(MetricsIndex::default())
     }
+
+    fn peek(&self, _: &str) -> Result<MetricsIndex, PortError> {
+        Ok(MetricsIndex::default())
+    }
 }
 
 /// No pending report intents.

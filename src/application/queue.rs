@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::domain::names::normalize_member_name;
+use crate::domain::names::{normalize_member_name, team_runtime_key};
 use crate::domain::recovery::Recovery;
 use crate::domain::time::EpochMs;
 
@@ -72,7 +72,7 @@ pub type QueueKey = (String, String);
 
 /// Builds the key of a member.
 pub fn queue_key(team: &str, member: &str) -> QueueKey {
-    (normalize_member_name(team), normalize_member_name(member))
+    (team_runtime_key(team), normalize_member_name(member))
 }
 
 /// One queued member.
@@ -310,7 +310,7 @@ impl QueueCore {
 
     /// Drops every queued (not running) item of a team; running ones lose their follow-up.
     pub fn drop_team(&mut self, team: &str) -> usize {
-        let team_key = normalize_member_name(team);
+        let team_key = team_runtime_key(team);
         let mut dropped = 0;
         self.items.retain(|(t, _), item| {
             if *t != team_key {
@@ -346,7 +346,7 @@ impl QueueCore {
 
     /// Items of a team that are running now.
     pub fn running_in_team(&self, team: &str) -> usize {
-        let team = normalize_member_name(team);
+        let team = team_runtime_key(team);
         self.items
             .values()
             .filter(|i| i.running && normalize_member_name(&i.team_name) == team)

@@ -13,7 +13,7 @@ use crate::domain::decision::{
     decide, keeps_caught_up_report, staleness_diagnostics, DecisionInput,
 };
 use crate::domain::metrics::{events_for_write, ReportOutcome};
-use crate::domain::names::{normalize_member_name, validate_name, NameError};
+use crate::domain::names::{normalize_member_name, validate_name, MemberName, NameError, TeamName};
 use crate::domain::nudge::{is_suppressed, OutboxStatus};
 use crate::domain::recovery::Recovery;
 use crate::domain::status::Report;
@@ -39,6 +39,22 @@ pub enum WorkSyncError {
     /// The team is being deleted (`prepareTeamDeletion`); no new work for it.
     #[error("team {0} is being deleted")]
     TeamQuiesced(String),
+}
+
+/// A team name from the caller, checked (`invalid teamName: ...` otherwise).
+pub fn team_name(name: &str) -> Result<TeamName, WorkSyncError> {
+    TeamName::parse(name).map_err(|e| WorkSyncError::InvalidArgument {
+        what: "teamName",
+        reason: e.to_string(),
+    })
+}
+
+/// A member name from the caller, checked (`invalid memberName: ...` otherwise).
+pub fn member_name(name: &str) -> Result<MemberName, WorkSyncError> {
+    MemberName::parse(name).map_err(|e| WorkSyncError::InvalidArgument {
+        what: "memberName",
+        reason: e.to_string(),
+    })
 }
 
 /// Checks a team or member name at the boundary.

@@ -4,7 +4,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::RwLock;
 
 use crate::domain::decision::RuntimeActivity;
-use crate::domain::names::normalize_member_name;
+use crate::domain::names::{normalize_member_name, team_runtime_key};
 
 #[derive(Debug, Clone)]
 struct TeamRuntime {
@@ -28,19 +28,19 @@ impl RuntimeStates {
                 .map(|m| m.iter().map(|n| normalize_member_name(n)).collect()),
         };
         let mut teams = self.teams.write().unwrap_or_else(|p| p.into_inner());
-        teams.insert(normalize_member_name(team_name), state);
+        teams.insert(team_runtime_key(team_name), state);
     }
 
     /// Forgets a team (it counts as active again).
     pub fn forget(&self, team_name: &str) {
         let mut teams = self.teams.write().unwrap_or_else(|p| p.into_inner());
-        teams.remove(&normalize_member_name(team_name));
+        teams.remove(&team_runtime_key(team_name));
     }
 
     /// Runtime activity of one member.
     pub fn activity(&self, team_name: &str, member_name: &str) -> RuntimeActivity {
         let teams = self.teams.read().unwrap_or_else(|p| p.into_inner());
-        match teams.get(&normalize_member_name(team_name)) {
+        match teams.get(&team_runtime_key(team_name)) {
             None => RuntimeActivity {
                 team_active: true,
                 member_active: true,

@@ -12,6 +12,16 @@ use super::reconcile::WorkSyncError;
 use super::router::TeamChangeEvent;
 use crate::domain::time::EpochMs;
 
+/// A checked team name of a test.
+fn team(name: &str) -> crate::domain::names::TeamName {
+    crate::domain::names::TeamName::parse(name).unwrap()
+}
+
+/// A checked member name of a test.
+fn member(name: &str) -> crate::domain::names::MemberName {
+    crate::domain::names::MemberName::parse(name).unwrap()
+}
+
 const NOW: EpochMs = 1_800_000_000_000;
 
 fn event(kind: &str, detail: &str) -> TeamChangeEvent {
@@ -202,13 +212,18 @@ fn team_deletion_waits_for_an_admitted_reconcile() {
     let trail = world.store.trail.clone();
     let reconcile = {
         let world = world.clone();
-        thread::spawn(move || world.engine.refresh_status("forge", "jack").is_ok())
+        thread::spawn(move || {
+            world
+                .engine
+                .refresh_status(&team("forge"), &member("jack"))
+                .is_ok()
+        })
     };
     held.entered.recv().unwrap();
     let deletion = {
         let (world, trail) = (world.clone(), trail.clone());
         thread::spawn(move || {
-            world.engine.prepare_team_deletion("forge").unwrap();
+            world.engine.prepare_team_deletion(&team("forge")).unwrap();
             trail.lock().unwrap().push("deletion returned");
         })
     };

@@ -16,8 +16,9 @@ use serde_json::Value;
 
 use self::job::{guard, ErrorCode, Job, JsFailure, JsonValue};
 use crate::application::proof_missing::ProofMissingRequest;
-use crate::application::reconcile::check_name;
+use crate::application::reconcile::{member_name, team_name};
 use crate::application::router::TeamChangeEvent;
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::recovery::RecoveryTaskRef;
 use crate::domain::retention::{bounds, Retention};
 use crate::infrastructure::composition::{Instance, RootPaths, Tuning};
@@ -265,7 +266,7 @@ impl MemberWorkSync {
         let request = convert::json_argument(&env, request, "request");
         self.job(move |i| {
             let request = request?;
-            let team = string_field(&request, "teamName")?;
+            let team = team_request(&request)?;
             to_json(i.services.engine.preview_team(&team)?)
         })
     }
@@ -280,7 +281,7 @@ impl MemberWorkSync {
         let request = convert::json_argument(&env, request, "request");
         self.job(move |i| {
             let request = request?;
-            let team = string_field(&request, "teamName")?;
+            let team = team_request(&request)?;
             to_json(i.services.engine.refresh_team(&team)?)
         })
     }
@@ -367,7 +368,7 @@ impl MemberWorkSync {
         let request = convert::json_argument(&env, request, "request");
         self.job(move |i| {
             let request = request?;
-            let team = string_field(&request, "teamName")?;
+            let team = team_request(&request)?;
             to_json(i.services.engine.get_metrics(&team)?)
         })
     }
@@ -397,7 +398,7 @@ impl MemberWorkSync {
         let team_names = convert::json_argument(&env, team_names, "team_names");
         self.job(move |i| {
             let team_names = team_names?;
-            let teams = string_list(&team_names, "teamNames")?;
+            let teams = team_list(&team_names)?;
             to_json(i.services.engine.replay_pending_reports(&teams)?)
         })
     }
@@ -487,10 +488,9 @@ impl MemberWorkSync {
             let state =
                 convert::json_argument(&env, state, "state").map_err(JsFailure::into_napi)?;
             let team = match &team_name {
-                Value::String(team) => team.clone(),
+                Value::String(team) => team_name_arg(team).map_err(JsFailure::into_napi)?,
                 _ => return Err(JsFailure::invalid("teamName must be a string").into_napi()),
             };
-            check_name("teamName", &team).map_err(|e| JsFailure::from(e).into_napi())?;
             let active = state
                 .get("active")
                 .and_then(Value::as_bool)
@@ -519,8 +519,9 @@ impl MemberWorkSync {
         let team_names = convert::json_argument(&env, team_names, "team_names");
         self.unit_job(move |i| {
             let team_names = team_names?;
-            let teams = string_list(&team_names, "teamNames")?;
-            Ok(i.services.engine.enqueue_startup_scan(&teams)?)
+            let teams = team_list(&team_names)?;
+            i.services.engine.enqueue_startup_scan(&teams);
+            Ok(())
         })
     }
 
@@ -563,7 +564,9 @@ impl MemberWorkSync {
             ) {
                 return Err(JsFailure::invalid("deletionIdentityId must be a string"));
             }
-            Ok(i.services.engine.prepare_team_deletion(&team)?)
+            Ok(i.services
+                .engine
+                .prepare_team_deletion(&team_name_arg(&team)?)?)
         })
     }
 
@@ -578,7 +581,9 @@ impl MemberWorkSync {
             self.live()?;
             let team_name = convert::json_argument(&env, team_name, "team_name")
                 .map_err(JsFailure::into_napi)?;
-            let team = plain_string(&team_name, "teamName").map_err(JsFailure::into_napi)?;
+            let team = plain_string(&team_name, "teamName")
+                .and_then(|team| team_name_arg(&team))
+                .map_err(JsFailure::into_napi)?;
             self.instance
                 .services
                 .engine
@@ -598,10 +603,11 @@ impl MemberWorkSync {
             self.live()?;
             let team_name = convert::json_argument(&env, team_name, "team_name")
                 .map_err(JsFailure::into_napi)?;
-            let team = plain_string(&team_name, "teamName").map_err(JsFailure::into_napi)?;
-            self.instance
-                .resume_team(&team)
-                .map_err(|e| JsFailure::from(e).into_napi())
+            let team = plain_string(&team_name, "teamName")
+                .and_then(|team| team_name_arg(&team))
+                .map_err(JsFailure::into_napi)?;
+            self.instance.resume_team(&team);
+            Ok(())
         })
     }
 
@@ -618,7 +624,7 @@ impl MemberWorkSync {
         let team_names = convert::json_argument(&env, team_names, "team_names");
         self.job(move |i| {
             let team_names = team_names?;
-            let teams = string_list(&team_names, "teamNames")?;
+            let teams = team_list(&team_names)?;
             let claimed_by = format!("member-work-sync:{}", std::process::id());
             to_json(i.services.engine.dispatch_due_nudges(&teams, &claimed_by)?)
         })
@@ -814,14 +820,33 @@ pub(crate) fn string_list(value: &Value, what: &str) -> Result<Vec<String>, JsFa
         .ok_or_else(|| JsFailure::invalid(format!("{what} must be an array of strings")))
 }
 
-pub(crate) fn member_request(request: &Value) -> Result<(String, String), JsFailure> {
+/// The checked `teamName` and `memberName` of a request object; type errors
+/// of both fields come before name errors, the team's before the member's.
+fn member_request(request: &Value) -> Result<(TeamName, MemberName), JsFailure> {
     if !request.is_object() {
         return Err(JsFailure::invalid("request must be an object"));
     }
-    Ok((
-        string_field(request, "teamName")?,
-        string_field(request, "memberName")?,
-    ))
+    let team = string_field(request, "teamName")?;
+    let member = string_field(request, "memberName")?;
+    Ok((team_name_arg(&team)?, member_name(&member)?))
+}
+
+/// The checked `teamName` of a request object.
+fn team_request(request: &Value) -> Result<TeamName, JsFailure> {
+    team_name_arg(&string_field(request, "teamName")?)
+}
+
+/// A checked team name (`MWS_INVALID_ARGUMENT`: `invalid teamName: ...`).
+fn team_name_arg(name: &str) -> Result<TeamName, JsFailure> {
+    Ok(team_name(name)?)
+}
+
+/// A `teamNames` array: strings first, then every name checked, in order.
+fn team_list(value: &Value) -> Result<Vec<TeamName>, JsFailure> {
+    string_list(value, "teamNames")?
+        .iter()
+        .map(|team| team_name_arg(team))
+        .collect()
 }
 
 pub(crate) fn to_json(value: impl serde::Serialize) -> Result<Value, JsFailure> {

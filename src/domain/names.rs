@@ -38,6 +38,68 @@ pub fn validate_name(name: &str) -> Result<(), NameError> {
     Ok(())
 }
 
+/// A team name checked once where it enters (the binding): safe as one path
+/// component ([`validate_name`]).
+///
+/// The name is used exactly as given for everything on disk: `Forge` and
+/// `forge` are two team folders on a case-sensitive file system, each with
+/// its own files and report-token secret. Only the in-memory runtime
+/// bookkeeping (queue, deletion fences, supervisor state, tool activity)
+/// compares teams by [`team_runtime_key`], as the reference app does.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TeamName(String);
+
+impl TeamName {
+    /// The name, when it is safe to use ([`validate_name`]).
+    pub fn parse(name: &str) -> Result<Self, NameError> {
+        validate_name(name)?;
+        Ok(Self(name.to_string()))
+    }
+
+    /// The name as given (the team folder's name).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for TeamName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The key in-memory runtime bookkeeping compares team names by: trimmed and
+/// lowercased. Never a folder name: files use the team name as given.
+pub fn team_runtime_key(team: &str) -> String {
+    super::js_semantics::js_trim(team).to_lowercase()
+}
+
+/// A member name checked once where it enters (the binding): safe as one
+/// path component ([`validate_name`]). Members compare by
+/// [`normalize_member_name`] everywhere, and their store folder is
+/// [`member_key`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MemberName(String);
+
+impl MemberName {
+    /// The name, when it is safe to use ([`validate_name`]).
+    pub fn parse(name: &str) -> Result<Self, NameError> {
+        validate_name(name)?;
+        Ok(Self(name.to_string()))
+    }
+
+    /// The name as given.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for MemberName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// The comparison form of a member name: trimmed and lowercased, as
 /// JavaScript's `trim()` and `toLowerCase()` do it (the reference's rule).
 pub fn normalize_member_name(name: &str) -> String {
@@ -107,6 +169,19 @@ mod tests {
         assert_eq!(member_key(".."), "%2E%2E");
         assert_eq!(member_key("a.b"), "a.b");
         assert_eq!(member_key("it's(ok)!*~"), "it's(ok)!*~");
+    }
+
+    #[test]
+    fn checked_names_keep_their_spelling_and_team_keys_are_not_folders() {
+        for bad in ["", " ", "a/b", "..", "a\0b"] {
+            assert!(TeamName::parse(bad).is_err(), "{bad:?}");
+            assert!(MemberName::parse(bad).is_err(), "{bad:?}");
+        }
+        let team = TeamName::parse("Forge").unwrap();
+        assert_eq!(team.as_str(), "Forge");
+        assert_ne!(team, TeamName::parse("forge").unwrap());
+        assert_eq!(team_runtime_key(" Forge "), team_runtime_key("forge"));
+        assert_eq!(MemberName::parse(" Jack ").unwrap().as_str(), " Jack ");
     }
 
     #[test]

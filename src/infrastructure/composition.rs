@@ -13,12 +13,13 @@ use crate::application::log::{LogCode, LogEntry, LogLevel, LogRelay, LogSink};
 use crate::application::nudges::Nudges;
 use crate::application::ports::{Clock, OutboxStore, PortError, Ports};
 use crate::application::queue::Trigger;
+use crate::application::reconcile::team_name;
 use crate::application::reconcile::Reconciler;
-use crate::application::reconcile::WorkSyncError;
 use crate::application::runtime_state::RuntimeStates;
 use crate::application::turn_settled::{
     DrainSummary, SettledTurns, TeamChangeRelay, TurnSettledIngestor, TurnSettledQueue, DRAIN_BATCH,
 };
+use crate::domain::names::TeamName;
 use crate::domain::status::ReconciledBy;
 
 use super::activity_file::ActivityFile;
@@ -374,9 +375,13 @@ impl Instance {
                 services.log.clone(),
             );
             Box::new(move || {
-                let teams = outbox_teams.teams_with_outbox();
+                let teams = outbox_teams
+                    .teams_with_outbox()
+                    .iter()
+                    .map(|team| team_name(team))
+                    .collect::<Result<Vec<_>, _>>();
                 let claimed_by = format!("member-work-sync:{}:scheduled", std::process::id());
-                match engine.dispatch_due_nudges(&teams, &claimed_by) {
+                match teams.and_then(|teams| engine.dispatch_due_nudges(&teams, &claimed_by)) {
                     Ok(summary) if summary.failed > 0 => log.log(
                         LogEntry::new(
                             LogLevel::Warn,
@@ -458,13 +463,12 @@ impl Instance {
 
     /// `resumeTeam`: lifts the deletion fence now, re-scans in the background
     /// (reading the roster is IO; the JS thread never waits for it).
-    pub fn resume_team(&self, team: &str) -> Result<(), WorkSyncError> {
-        self.services.engine.lift_deletion_fence(team)?;
-        let (engine, team) = (self.services.engine.clone(), team.to_string());
+    pub fn resume_team(&self, team: &TeamName) {
+        self.services.engine.lift_deletion_fence(team);
+        let (engine, team) = (self.services.engine.clone(), team.clone());
         self.worker.run_blocking(move || {
-            let _ = engine.enqueue_startup_scan(&[team]);
+            engine.enqueue_startup_scan(&[team]);
         });
-        Ok(())
     }
 
     /// `Err` after [`Instance::dispose`].
