@@ -1,8 +1,8 @@
 //! Use cases over small ports: reconcile a member, read its status.
 
-pub mod busy;
+pub(crate) mod busy;
 pub mod engine;
-pub mod explain;
+pub(crate) mod explain;
 #[cfg(test)]
 mod fakes;
 pub mod log;

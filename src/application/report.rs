@@ -28,8 +28,10 @@ pub const ACCEPTED_MESSAGE: &str = "Member work sync report accepted.";
 pub struct ReportResult {
     /// True when the report was accepted.
     pub accepted: bool,
-    /// `accepted` or the rejection code.
+    /// `accepted` or the rejection code (the wire form of `rejection`).
     pub code: &'static str,
+    /// Why the report was refused; `None` when it was accepted.
+    pub rejection: Option<Rejection>,
     /// Human message.
     pub message: String,
     /// The member's status after the report.
@@ -94,6 +96,7 @@ impl Reconciler {
         Ok(ReportResult {
             accepted: false,
             code: Rejection::InvalidPayload.code(),
+            rejection: Some(Rejection::InvalidPayload),
             message: format!("{} {invalid}", Rejection::InvalidPayload.message()),
             status,
             token_check: TokenCheck::Missing,
@@ -111,6 +114,7 @@ impl Reconciler {
         ReportResult {
             accepted: false,
             code: rejection.code(),
+            rejection: Some(rejection),
             message: rejection.message().to_string(),
             status: self.unpersisted_from(snapshot, member, now),
             token_check: TokenCheck::Missing,
@@ -224,6 +228,7 @@ impl Reconciler {
         Ok(ReportResult {
             accepted: verdict.is_ok(),
             code,
+            rejection: verdict.err(),
             message: verdict
                 .err()
                 .map_or(ACCEPTED_MESSAGE, Rejection::message)
@@ -342,7 +347,7 @@ impl Reconciler {
         let mut retried = false;
         // The controller could not reach the app while the token was fresh: one
         // retry with the current token, only if the agenda has not moved.
-        if result.code == Rejection::InvalidReportToken.code()
+        if result.rejection == Some(Rejection::InvalidReportToken)
             && intent.reason.as_deref() == Some(CONTROL_API_UNAVAILABLE)
             && result.token_check == TokenCheck::Expired
             && result.status.agenda.fingerprint == request.agenda_fingerprint
@@ -355,7 +360,7 @@ impl Reconciler {
         }
         let status = if result.accepted {
             IntentStatus::Accepted
-        } else if lifecycle_code(result.code) {
+        } else if result.rejection.is_some_and(Rejection::is_lifecycle) {
             IntentStatus::Superseded
         } else {
             IntentStatus::Rejected
@@ -392,16 +397,6 @@ impl Reconciler {
     pub fn agent_brief(&self, team: &str, member: &str) -> Result<Value, WorkSyncError> {
         Ok(agent_brief(&self.get_status(team, member, false)?))
     }
-}
-
-fn lifecycle_code(code: &str) -> bool {
-    [
-        Rejection::MemberInactive,
-        Rejection::TeamRuntimeInactive,
-        Rejection::MemberRuntimeInactive,
-    ]
-    .iter()
-    .any(|r| r.code() == code)
 }
 
 /// Items shown in the agent brief.

@@ -167,7 +167,7 @@ pub struct TurnSettledIngestor {
     recent: Arc<SettledTurns>,
 }
 
-/// The `sourceId`s of the newest [`RECENT_SOURCE_IDS`] turns the drain
+/// The `sourceId`s of the newest 4096 turns the drain
 /// resolved, handed to the queue and announced as `member-turn-settled`.
 ///
 /// Shared by the drain and `noteTeamChange`: the drain skips a payload of a

@@ -4,20 +4,20 @@
 //! deterministic in its inputs, which is what lets `cargo test` pin the rules.
 
 pub mod agenda;
-pub mod decision;
-pub mod explain;
-pub mod fingerprint;
-pub mod js_semantics;
+pub(crate) mod decision;
+pub(crate) mod explain;
+pub(crate) mod fingerprint;
+pub(crate) mod js_semantics;
 pub mod metrics;
 pub mod names;
 pub mod nudge;
-pub mod nudge_text;
+pub(crate) mod nudge_text;
 pub mod recovery;
-pub mod report;
+pub(crate) mod report;
 pub mod retention;
-pub mod review_cycle;
+pub(crate) mod review_cycle;
 pub mod status;
 pub mod team;
 pub mod time;
-pub mod token;
+pub(crate) mod token;
 pub mod turn_settled;

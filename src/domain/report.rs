@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::agenda::{Agenda, ItemKind, Priority};
-use super::fingerprint::{canonical_json, sha256_hex, FINGERPRINT_PREFIX};
+use super::fingerprint::FINGERPRINT_PREFIX;
 use super::names::normalize_member_name;
 use super::review_cycle::ReviewObligation;
 use super::status::ReportState;
@@ -194,47 +194,6 @@ impl ReportRequest {
             lease_ttl_ms,
             source,
         })
-    }
-
-    /// `member-work-sync-intent:<sha256(canonical request)>`: the same report always gets the same id.
-    pub fn intent_id(&self) -> String {
-        let mut map = serde_json::Map::new();
-        map.insert("teamName".into(), self.team_name.clone().into());
-        map.insert(
-            "memberName".into(),
-            normalize_member_name(&self.member_name).into(),
-        );
-        map.insert(
-            "state".into(),
-            serde_json::to_value(self.state).unwrap_or(Value::Null),
-        );
-        map.insert(
-            "agendaFingerprint".into(),
-            self.agenda_fingerprint.clone().into(),
-        );
-        map.insert(
-            "reportToken".into(),
-            self.report_token.clone().unwrap_or_default().into(),
-        );
-        if let Some(ids) = &self.task_ids {
-            let mut ids = ids.clone();
-            ids.sort();
-            ids.dedup();
-            map.insert("taskIds".into(), ids.into());
-        }
-        if let Some(note) = &self.note {
-            map.insert("note".into(), note.clone().into());
-        }
-        if let Some(ttl) = self.lease_ttl_ms {
-            map.insert("leaseTtlMs".into(), ttl.into());
-        }
-        if let Some(source) = self.source {
-            map.insert("source".into(), source.as_str().into());
-        }
-        format!(
-            "member-work-sync-intent:{}",
-            sha256_hex(canonical_json(&Value::Object(map)).as_bytes())
-        )
     }
 }
 

@@ -240,19 +240,6 @@ fn malformed_requests_are_invalid_payload() {
     assert!(ReportRequest::parse(&json!({"state": "blocked"})).is_err());
 }
 
-#[test]
-fn intent_ids_are_stable_and_normalized() {
-    let mut a = request("still_working");
-    a.task_ids = Some(vec!["2".into(), "1".into(), "2".into()]);
-    let mut b = a.clone();
-    b.member_name = " JACK ".into();
-    b.task_ids = Some(vec!["1".into(), "2".into()]);
-    assert_eq!(a.intent_id(), b.intent_id());
-    assert!(a.intent_id().starts_with("member-work-sync-intent:"));
-    b.note = Some("n".into());
-    assert_ne!(a.intent_id(), b.intent_id());
-}
-
 mod properties {
     use super::*;
     use proptest::prelude::*;
