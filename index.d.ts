@@ -570,35 +570,35 @@ export declare class MemberWorkSync {
    * hook and the trust of that one hook); `null` for opencode or when the
    * hook cannot be installed.
    */
-  buildRuntimeTurnSettledHookSettings(input: { provider: 'claude' | 'codex' | 'opencode' }): Promise<Record<string, unknown> | null>
+  buildRuntimeTurnSettledHookSettings(input: RuntimeTurnSettledHookInput): Promise<Record<string, unknown> | null>
   /**
    * `{AGENT_TEAMS_RUNTIME_TURN_SETTLED_SPOOL_ROOT}` for codex / opencode
    * (`null` for claude, or when the spool cannot be installed).
    */
-  buildRuntimeTurnSettledEnvironment(input: { provider: 'claude' | 'codex' | 'opencode' }): Promise<Record<string, string> | null>
+  buildRuntimeTurnSettledEnvironment(input: RuntimeTurnSettledHookInput): Promise<Record<string, string> | null>
   /** Drains up to 50 spooled hook payloads. */
   drainRuntimeTurnSettledEvents(): Promise<RuntimeTurnSettledDrainSummary>
   /** Creates an instance and starts its background worker; reads no files. */
   constructor(options?: MemberWorkSyncOptions | undefined | null)
   /** The stored status of a member; stale ones are refreshed. */
-  getStatus(request: { teamName: string; memberName: string; forceNudge?: boolean }): Promise<MemberWorkSyncStatus>
+  getStatus(request: MemberWorkSyncStatusRequest): Promise<MemberWorkSyncStatus>
   /** Reconciles a member now and persists the result. */
-  refreshStatus(request: { teamName: string; memberName: string }): Promise<MemberWorkSyncStatus>
+  refreshStatus(request: MemberWorkSyncMemberRequest): Promise<MemberWorkSyncStatus>
   /**
    * The status a reconcile would produce now, without any side effect:
    * nothing under the roots is written, moved or created, no journal line
    * or metric event is recorded and no report token is issued
    * (`reportToken` is absent). Nudge suppression is not applied.
    */
-  previewStatus(request: { teamName: string; memberName: string }): Promise<MemberWorkSyncStatus>
+  previewStatus(request: MemberWorkSyncMemberRequest): Promise<MemberWorkSyncStatus>
   /**
    * `previewStatus` of every roster member of a team, plus whether the
    * team's `config.json` was usable and what the team reader degraded
    * (`team_config_invalid`, ...). Side-effect free like `previewStatus`.
    */
-  previewTeam(request: { teamName: string }): Promise<MemberWorkSyncTeamPreview>
+  previewTeam(request: MemberWorkSyncTeamRequest): Promise<MemberWorkSyncTeamPreview>
   /** Reconciles every active roster member of a team from one snapshot. */
-  refreshTeam(request: { teamName: string }): Promise<MemberWorkSyncStatus[]>
+  refreshTeam(request: MemberWorkSyncTeamRequest): Promise<MemberWorkSyncStatus[]>
   /**
    * Validates a member's report against its current agenda and records the outcome.
    * Rejections resolve with `accepted: false` and a code; they are not errors.
@@ -619,18 +619,18 @@ export declare class MemberWorkSync {
    * sentence. Reads only: nothing under the roots is written, moved,
    * locked or created. `sinceMs` (epoch ms) keeps entries at or after it.
    */
-  explain(request: { teamName: string; memberName: string; sinceMs?: number }): Promise<MemberWorkSyncExplanation>
+  explain(request: MemberWorkSyncExplainRequest): Promise<MemberWorkSyncExplanation>
   /** Counts, state counts and phase-2 readiness of a team. */
-  getMetrics(request: { teamName: string }): Promise<MemberWorkSyncTeamMetrics>
+  getMetrics(request: MemberWorkSyncTeamRequest): Promise<MemberWorkSyncTeamMetrics>
   /**
    * `getMetrics` without side effects: a corrupt metrics index reads as
    * empty and is left where it is, not moved aside. For read-only views.
    */
-  previewMetrics(request: { teamName: string }): Promise<MemberWorkSyncTeamMetrics>
+  previewMetrics(request: MemberWorkSyncTeamRequest): Promise<MemberWorkSyncTeamMetrics>
   /** Validates pending report intents (member files and the controller's legacy file). */
   replayPendingReports(teamNames: string[]): Promise<{ processed: number; accepted: number; rejected: number; superseded: number }>
   /** The compact agenda block for a member's task briefing (see README "Agent brief"). */
-  getAgentBrief(request: { teamName: string; memberName: string }): Promise<MemberWorkSyncAgentBrief>
+  getAgentBrief(request: MemberWorkSyncMemberRequest): Promise<MemberWorkSyncAgentBrief>
   /**
    * Notes a team change; returns at once and never throws, whatever the input
    * (a no-op after dispose). Routing and reconciles happen in the background.
@@ -643,7 +643,7 @@ export declare class MemberWorkSync {
    * Records the supervisor's view of a team; a team never reported counts as
    * active. Going inactive drops the team's queued work.
    */
-  setTeamRuntimeState(teamName: string, state: { active: boolean; activeMembers?: string[] }): void
+  setTeamRuntimeState(teamName: string, state: MemberWorkSyncTeamRuntimeState): void
   /** Queues every active member of the teams (`startup_scan`, 30 s delay). */
   enqueueStartupScan(teamNames: string[]): Promise<void>
   /** Counters and waiting items of the reconcile queue. */
@@ -684,6 +684,27 @@ export interface MemberWorkSyncClockOption {
   nowMs: number
 }
 
+/** `explain` request. */
+export interface MemberWorkSyncExplainRequest {
+  /** Team of the member. */
+  teamName: string
+  /** The member. */
+  memberName: string
+  /**
+   * Keep entries at or after this time (epoch ms); absent, `null` or not
+   * finite keeps everything.
+   */
+  sinceMs?: number
+}
+
+/** A member of a team (`refreshStatus`, `previewStatus`, `getAgentBrief`). */
+export interface MemberWorkSyncMemberRequest {
+  /** Team of the member. */
+  teamName: string
+  /** The member. */
+  memberName: string
+}
+
 /** Constructor options (API.md `MemberWorkSyncOptions`). */
 export interface MemberWorkSyncOptions {
   /** Claude home; default `$CLAUDE_CONFIG_DIR`, else `~/.claude`. */
@@ -722,6 +743,33 @@ export interface MemberWorkSyncOptions {
    * defaults are those of `autoStart`.
    */
   tuning?: MemberWorkSyncTuningOption
+}
+
+/** `getStatus` request. */
+export interface MemberWorkSyncStatusRequest {
+  /** Team of the member. */
+  teamName: string
+  /** The member. */
+  memberName: string
+  /**
+   * `true` reconciles now and resets nudge suppression; any other value
+   * (or none) reads the stored status.
+   */
+  forceNudge?: boolean
+}
+
+/** A team (`previewTeam`, `refreshTeam`, `getMetrics`). */
+export interface MemberWorkSyncTeamRequest {
+  /** The team. */
+  teamName: string
+}
+
+/** `setTeamRuntimeState` state: the supervisor's view of a team. */
+export interface MemberWorkSyncTeamRuntimeState {
+  /** Whether the team's runtime is up. */
+  active: boolean
+  /** The members running now; absent or `null`: every roster member. */
+  activeMembers?: Array<string>
 }
 
 /**
@@ -771,6 +819,12 @@ export interface MemberWorkSyncTuningOption {
 
 /** Hook-aware merge of a settings patch into a settings object (seed 000 §5). */
 export declare function mergeRuntimeHookSettings(base: Record<string, unknown>, patch: Record<string, unknown>): Record<string, unknown>
+
+/** Input of the turn-settled hook builders. */
+export interface RuntimeTurnSettledHookInput {
+  /** The runtime the hook is for. */
+  provider: 'claude' | 'codex' | 'opencode'
+}
 
 /** Marker at the end of the managed Stop hook command. */
 export declare const TURN_SETTLED_HOOK_MARKER: string

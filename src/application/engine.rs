@@ -612,8 +612,8 @@ impl Engine {
     }
 
     /// [`Reconciler::preview_metrics`] through the team gate: no side effects.
-    pub fn preview_metrics(&self, team: &str) -> Result<TeamMetrics, WorkSyncError> {
-        check_name("teamName", team)?;
+    pub fn preview_metrics(&self, team: &TeamName) -> Result<TeamMetrics, WorkSyncError> {
+        let team = team.as_str();
         self.with_team(team, || self.reconciler.preview_metrics(team))
     }
 

@@ -1,6 +1,7 @@
 //! The napi layer: converts JS values to use-case inputs and results back, maps
 //! errors to stable codes. No rules live here.
 
+mod args;
 mod convert;
 pub(crate) mod job;
 mod log;
@@ -14,6 +15,10 @@ use napi::Env;
 use napi_derive::napi;
 use serde_json::Value;
 
+use self::args::{
+    typed, MemberWorkSyncExplainRequest, MemberWorkSyncMemberRequest, MemberWorkSyncStatusRequest,
+    MemberWorkSyncTeamRequest, MemberWorkSyncTeamRuntimeState, ProofMissingArgs,
+};
 use self::job::{guard, ErrorCode, Job, JsFailure, JsonValue};
 use crate::application::proof_missing::ProofMissingRequest;
 use crate::application::reconcile::{member_name, team_name};
@@ -205,18 +210,16 @@ impl MemberWorkSync {
     /// The stored status of a member; stale ones are refreshed.
     #[napi(
         catch_unwind,
-        ts_args_type = "request: { teamName: string; memberName: string; forceNudge?: boolean }",
+        ts_args_type = "request: MemberWorkSyncStatusRequest",
         ts_return_type = "Promise<MemberWorkSyncStatus>"
     )]
     pub fn get_status(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
         let request = convert::json_argument(&env, request, "request");
         self.job(move |i| {
-            let request = request?;
-            let (team, member) = member_request(&request)?;
-            let force_nudge = request
-                .get("forceNudge")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
+            let request: MemberWorkSyncStatusRequest = typed(request?, "request")?;
+            let team = team_name_arg(&request.team_name)?;
+            let member = member_name(&request.member_name)?;
+            let force_nudge = request.force_nudge == Some(true);
             to_json(i.services.engine.get_status(&team, &member, force_nudge)?)
         })
     }
@@ -224,14 +227,13 @@ impl MemberWorkSync {
     /// Reconciles a member now and persists the result.
     #[napi(
         catch_unwind,
-        ts_args_type = "request: { teamName: string; memberName: string }",
+        ts_args_type = "request: MemberWorkSyncMemberRequest",
         ts_return_type = "Promise<MemberWorkSyncStatus>"
     )]
     pub fn refresh_status(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
         let request = convert::json_argument(&env, request, "request");
         self.job(move |i| {
-            let request = request?;
-            let (team, member) = member_request(&request)?;
+            let (team, member) = member_request(request?)?;
             to_json(i.services.engine.refresh_status(&team, &member)?)
         })
     }
@@ -242,14 +244,13 @@ impl MemberWorkSync {
     /// (`reportToken` is absent). Nudge suppression is not applied.
     #[napi(
         catch_unwind,
-        ts_args_type = "request: { teamName: string; memberName: string }",
+        ts_args_type = "request: MemberWorkSyncMemberRequest",
         ts_return_type = "Promise<MemberWorkSyncStatus>"
     )]
     pub fn preview_status(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
         let request = convert::json_argument(&env, request, "request");
         self.job(move |i| {
-            let request = request?;
-            let (team, member) = member_request(&request)?;
+            let (team, member) = member_request(request?)?;
             to_json(i.services.engine.preview_status(&team, &member)?)
         })
     }
@@ -259,14 +260,13 @@ impl MemberWorkSync {
     /// (`team_config_invalid`, ...). Side-effect free like `previewStatus`.
     #[napi(
         catch_unwind,
-        ts_args_type = "request: { teamName: string }",
+        ts_args_type = "request: MemberWorkSyncTeamRequest",
         ts_return_type = "Promise<MemberWorkSyncTeamPreview>"
     )]
     pub fn preview_team(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
         let request = convert::json_argument(&env, request, "request");
         self.job(move |i| {
-            let request = request?;
-            let team = team_request(&request)?;
+            let team = team_request(request?)?;
             to_json(i.services.engine.preview_team(&team)?)
         })
     }
@@ -274,14 +274,13 @@ impl MemberWorkSync {
     /// Reconciles every active roster member of a team from one snapshot.
     #[napi(
         catch_unwind,
-        ts_args_type = "request: { teamName: string }",
+        ts_args_type = "request: MemberWorkSyncTeamRequest",
         ts_return_type = "Promise<MemberWorkSyncStatus[]>"
     )]
     pub fn refresh_team(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
         let request = convert::json_argument(&env, request, "request");
         self.job(move |i| {
-            let request = request?;
-            let team = team_request(&request)?;
+            let team = team_request(request?)?;
             to_json(i.services.engine.refresh_team(&team)?)
         })
     }
@@ -325,7 +324,7 @@ impl MemberWorkSync {
     ) -> AsyncTask<Job> {
         let request = convert::json_argument(&env, request, "request");
         self.job(move |i| {
-            let request = proof_missing_request(&request?)?;
+            let request = proof_missing_request(request?)?;
             to_json(i.services.engine.schedule_proof_missing_recovery(request)?)
         })
     }
@@ -336,24 +335,17 @@ impl MemberWorkSync {
     /// locked or created. `sinceMs` (epoch ms) keeps entries at or after it.
     #[napi(
         catch_unwind,
-        ts_args_type = "request: { teamName: string; memberName: string; sinceMs?: number }",
+        ts_args_type = "request: MemberWorkSyncExplainRequest",
         ts_return_type = "Promise<MemberWorkSyncExplanation>"
     )]
     pub fn explain(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
         let request = convert::json_argument(&env, request, "request");
         self.job(move |i| {
-            let request = request?;
-            let (team, member) = member_request(&request)?;
-            let since_ms = match request.get("sinceMs") {
-                None | Some(Value::Null) => None,
-                Some(value) => Some(
-                    value
-                        .as_f64()
-                        .filter(|ms| ms.is_finite())
-                        .ok_or_else(|| JsFailure::invalid("sinceMs must be a finite number"))?
-                        as i64,
-                ),
-            };
+            let request: MemberWorkSyncExplainRequest = typed(request?, "request")?;
+            let team = team_name_arg(&request.team_name)?;
+            let member = member_name(&request.member_name)?;
+            // JSON numbers are finite (the converter turns NaN and ±Infinity into null).
+            let since_ms = request.since_ms.map(|ms| ms as i64);
             to_json(i.services.explainer.explain(&team, &member, since_ms)?)
         })
     }
@@ -361,14 +353,13 @@ impl MemberWorkSync {
     /// Counts, state counts and phase-2 readiness of a team.
     #[napi(
         catch_unwind,
-        ts_args_type = "request: { teamName: string }",
+        ts_args_type = "request: MemberWorkSyncTeamRequest",
         ts_return_type = "Promise<MemberWorkSyncTeamMetrics>"
     )]
     pub fn get_metrics(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
         let request = convert::json_argument(&env, request, "request");
         self.job(move |i| {
-            let request = request?;
-            let team = team_request(&request)?;
+            let team = team_request(request?)?;
             to_json(i.services.engine.get_metrics(&team)?)
         })
     }
@@ -376,14 +367,14 @@ impl MemberWorkSync {
     /// `getMetrics` without side effects: a corrupt metrics index reads as
     /// empty and is left where it is, not moved aside. For read-only views.
     #[napi(
-        ts_args_type = "request: { teamName: string }",
+        catch_unwind,
+        ts_args_type = "request: MemberWorkSyncTeamRequest",
         ts_return_type = "Promise<MemberWorkSyncTeamMetrics>"
     )]
     pub fn preview_metrics(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
         let request = convert::json_argument(&env, request, "request");
         self.job(move |i| {
-            let request = request?;
-            let team = string_field(&request, "teamName")?;
+            let team = team_request(request?)?;
             to_json(i.services.engine.preview_metrics(&team)?)
         })
     }
@@ -397,8 +388,7 @@ impl MemberWorkSync {
     pub fn replay_pending_reports(&self, env: Env, team_names: Unknown<'_>) -> AsyncTask<Job> {
         let team_names = convert::json_argument(&env, team_names, "team_names");
         self.job(move |i| {
-            let team_names = team_names?;
-            let teams = team_list(&team_names)?;
+            let teams = team_list(team_names?)?;
             to_json(i.services.engine.replay_pending_reports(&teams)?)
         })
     }
@@ -406,14 +396,13 @@ impl MemberWorkSync {
     /// The compact agenda block for a member's task briefing (see README "Agent brief").
     #[napi(
         catch_unwind,
-        ts_args_type = "request: { teamName: string; memberName: string }",
+        ts_args_type = "request: MemberWorkSyncMemberRequest",
         ts_return_type = "Promise<MemberWorkSyncAgentBrief>"
     )]
     pub fn get_agent_brief(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
         let request = convert::json_argument(&env, request, "request");
         self.job(move |i| {
-            let request = request?;
-            let (team, member) = member_request(&request)?;
+            let (team, member) = member_request(request?)?;
             Ok(i.services.engine.agent_brief(&team, &member)?)
         })
     }
@@ -473,7 +462,7 @@ impl MemberWorkSync {
     /// active. Going inactive drops the team's queued work.
     #[napi(
         catch_unwind,
-        ts_args_type = "teamName: string, state: { active: boolean; activeMembers?: string[] }"
+        ts_args_type = "teamName: string, state: MemberWorkSyncTeamRuntimeState"
     )]
     pub fn set_team_runtime_state(
         &self,
@@ -487,24 +476,16 @@ impl MemberWorkSync {
                 .map_err(JsFailure::into_napi)?;
             let state =
                 convert::json_argument(&env, state, "state").map_err(JsFailure::into_napi)?;
-            let team = match &team_name {
-                Value::String(team) => team_name_arg(team).map_err(JsFailure::into_napi)?,
-                _ => return Err(JsFailure::invalid("teamName must be a string").into_napi()),
-            };
-            let active = state
-                .get("active")
-                .and_then(Value::as_bool)
-                .ok_or_else(|| JsFailure::invalid("state.active must be a boolean").into_napi())?;
-            let members = match state.get("activeMembers") {
-                None | Some(Value::Null) => None,
-                Some(list) => {
-                    Some(string_list(list, "state.activeMembers").map_err(JsFailure::into_napi)?)
-                }
-            };
-            self.instance
-                .services
-                .engine
-                .set_team_runtime_state(&team, active, members);
+            let team = typed::<String>(team_name, "teamName")
+                .and_then(|team| team_name_arg(&team))
+                .map_err(JsFailure::into_napi)?;
+            let state: MemberWorkSyncTeamRuntimeState =
+                typed(state, "state").map_err(JsFailure::into_napi)?;
+            self.instance.services.engine.set_team_runtime_state(
+                &team,
+                state.active,
+                state.active_members,
+            );
             Ok(())
         })
     }
@@ -518,8 +499,7 @@ impl MemberWorkSync {
     pub fn enqueue_startup_scan(&self, env: Env, team_names: Unknown<'_>) -> AsyncTask<Job> {
         let team_names = convert::json_argument(&env, team_names, "team_names");
         self.unit_job(move |i| {
-            let team_names = team_names?;
-            let teams = team_list(&team_names)?;
+            let teams = team_list(team_names?)?;
             i.services.engine.enqueue_startup_scan(&teams);
             Ok(())
         })
@@ -556,13 +536,10 @@ impl MemberWorkSync {
             .map(|id| convert::json_argument(&env, id, "deletionIdentityId"))
             .transpose();
         self.unit_job(move |i| {
-            let team_name = team_name?;
-            let team = plain_string(&team_name, "teamName")?;
-            if !matches!(
-                deletion_identity_id?,
-                None | Some(Value::Null) | Some(Value::String(_))
-            ) {
-                return Err(JsFailure::invalid("deletionIdentityId must be a string"));
+            let team = typed::<String>(team_name?, "teamName")?;
+            // The id keys an SQLite replica this addon does not keep: checked, unused.
+            if let Some(id) = deletion_identity_id? {
+                typed::<Option<String>>(id, "deletionIdentityId")?;
             }
             Ok(i.services
                 .engine
@@ -581,7 +558,7 @@ impl MemberWorkSync {
             self.live()?;
             let team_name = convert::json_argument(&env, team_name, "team_name")
                 .map_err(JsFailure::into_napi)?;
-            let team = plain_string(&team_name, "teamName")
+            let team = typed::<String>(team_name, "teamName")
                 .and_then(|team| team_name_arg(&team))
                 .map_err(JsFailure::into_napi)?;
             self.instance
@@ -603,7 +580,7 @@ impl MemberWorkSync {
             self.live()?;
             let team_name = convert::json_argument(&env, team_name, "team_name")
                 .map_err(JsFailure::into_napi)?;
-            let team = plain_string(&team_name, "teamName")
+            let team = typed::<String>(team_name, "teamName")
                 .and_then(|team| team_name_arg(&team))
                 .map_err(JsFailure::into_napi)?;
             self.instance.resume_team(&team);
@@ -623,8 +600,7 @@ impl MemberWorkSync {
     pub fn dispatch_due_nudges(&self, env: Env, team_names: Unknown<'_>) -> AsyncTask<Job> {
         let team_names = convert::json_argument(&env, team_names, "team_names");
         self.job(move |i| {
-            let team_names = team_names?;
-            let teams = team_list(&team_names)?;
+            let teams = team_list(team_names?)?;
             let claimed_by = format!("member-work-sync:{}", std::process::id());
             to_json(i.services.engine.dispatch_due_nudges(&teams, &claimed_by)?)
         })
@@ -651,11 +627,10 @@ impl MemberWorkSync {
     ) -> Result<(), napi::Error<ErrorCode>> {
         guard("setClockForTesting", || {
             self.live()?;
+            // JSON numbers are finite: NaN and ±Infinity arrive as null and are refused.
             let now_ms = convert::json_argument(&env, now_ms, "nowMs")
-                .map_err(JsFailure::into_napi)?
-                .as_f64()
-                .filter(|n| n.is_finite())
-                .ok_or_else(|| JsFailure::invalid("nowMs must be a finite number").into_napi())?;
+                .and_then(|now_ms| typed::<f64>(now_ms, "nowMs"))
+                .map_err(JsFailure::into_napi)?;
             if self.instance.set_test_clock(now_ms as i64) {
                 Ok(())
             } else {
@@ -753,87 +728,40 @@ fn parse_options(
 
 /// The `scheduleProofMissingRecovery` request: the three ids are strings,
 /// `taskRefs` an optional array of `{taskId, displayId?, teamName?}`, `reason`
-/// an optional string.
-fn proof_missing_request(request: &Value) -> Result<ProofMissingRequest, JsFailure> {
-    if !request.is_object() {
-        return Err(JsFailure::invalid("request must be an object"));
-    }
-    let optional = |value: &Value, field: &str| -> Result<Option<String>, JsFailure> {
-        match value.get(field) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(JsFailure::invalid(format!("{field} must be a string"))),
-        }
-    };
-    let task_refs = match request.get("taskRefs") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(refs)) => refs
-            .iter()
-            .map(|r| {
-                if !r.is_object() {
-                    return Err(JsFailure::invalid("taskRefs must hold objects"));
-                }
-                Ok(RecoveryTaskRef {
-                    task_id: string_field(r, "taskId")
-                        .map_err(|_| JsFailure::invalid("taskRefs[].taskId must be a string"))?,
-                    display_id: optional(r, "displayId")?,
-                    team_name: optional(r, "teamName")?,
-                })
-            })
-            .collect::<Result<_, _>>()?,
-        Some(_) => return Err(JsFailure::invalid("taskRefs must be an array")),
-    };
+/// an optional string. Blank ids are not refused here: the use case answers
+/// them with an `invalid` result.
+fn proof_missing_request(request: Value) -> Result<ProofMissingRequest, JsFailure> {
+    let request: ProofMissingArgs = typed(request, "request")?;
     Ok(ProofMissingRequest {
-        team_name: string_field(request, "teamName")?,
-        member_name: string_field(request, "memberName")?,
-        original_message_id: string_field(request, "originalMessageId")?,
-        task_refs,
-        reason: optional(request, "reason")?,
+        team_name: request.team_name,
+        member_name: request.member_name,
+        original_message_id: request.original_message_id,
+        task_refs: request
+            .task_refs
+            .unwrap_or_default()
+            .into_iter()
+            .map(|r| RecoveryTaskRef {
+                task_id: r.task_id,
+                display_id: r.display_id,
+                team_name: r.team_name,
+            })
+            .collect(),
+        reason: request.reason,
     })
 }
 
-fn plain_string(value: &Value, what: &str) -> Result<String, JsFailure> {
-    value
-        .as_str()
-        .map(str::to_string)
-        .ok_or_else(|| JsFailure::invalid(format!("{what} must be a string")))
+/// The checked names of a [`MemberWorkSyncMemberRequest`], the team's first.
+fn member_request(request: Value) -> Result<(TeamName, MemberName), JsFailure> {
+    let request: MemberWorkSyncMemberRequest = typed(request, "request")?;
+    Ok((
+        team_name_arg(&request.team_name)?,
+        member_name(&request.member_name)?,
+    ))
 }
 
-/// A string field of a request object.
-pub(crate) fn string_field(request: &Value, field: &str) -> Result<String, JsFailure> {
-    match request.get(field) {
-        Some(Value::String(value)) => Ok(value.clone()),
-        _ => Err(JsFailure::invalid(format!("{field} must be a string"))),
-    }
-}
-
-/// A JS array of strings.
-pub(crate) fn string_list(value: &Value, what: &str) -> Result<Vec<String>, JsFailure> {
-    value
-        .as_array()
-        .and_then(|items| {
-            items
-                .iter()
-                .map(|v| v.as_str().map(str::to_string))
-                .collect()
-        })
-        .ok_or_else(|| JsFailure::invalid(format!("{what} must be an array of strings")))
-}
-
-/// The checked `teamName` and `memberName` of a request object; type errors
-/// of both fields come before name errors, the team's before the member's.
-fn member_request(request: &Value) -> Result<(TeamName, MemberName), JsFailure> {
-    if !request.is_object() {
-        return Err(JsFailure::invalid("request must be an object"));
-    }
-    let team = string_field(request, "teamName")?;
-    let member = string_field(request, "memberName")?;
-    Ok((team_name_arg(&team)?, member_name(&member)?))
-}
-
-/// The checked `teamName` of a request object.
-fn team_request(request: &Value) -> Result<TeamName, JsFailure> {
-    team_name_arg(&string_field(request, "teamName")?)
+/// The checked team of a [`MemberWorkSyncTeamRequest`].
+fn team_request(request: Value) -> Result<TeamName, JsFailure> {
+    team_name_arg(&typed::<MemberWorkSyncTeamRequest>(request, "request")?.team_name)
 }
 
 /// A checked team name (`MWS_INVALID_ARGUMENT`: `invalid teamName: ...`).
@@ -842,8 +770,8 @@ fn team_name_arg(name: &str) -> Result<TeamName, JsFailure> {
 }
 
 /// A `teamNames` array: strings first, then every name checked, in order.
-fn team_list(value: &Value) -> Result<Vec<TeamName>, JsFailure> {
-    string_list(value, "teamNames")?
+fn team_list(value: Value) -> Result<Vec<TeamName>, JsFailure> {
+    typed::<Vec<String>>(value, "teamNames")?
         .iter()
         .map(|team| team_name_arg(team))
         .collect()

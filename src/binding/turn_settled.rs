@@ -13,8 +13,9 @@ use napi::Status;
 use napi_derive::napi;
 use serde_json::{json, Value};
 
+use super::args::{typed, RuntimeTurnSettledHookInput};
 use super::job::{guard, ErrorCode, Job, JsFailure};
-use super::{string_field, to_json, MemberWorkSync};
+use super::{to_json, MemberWorkSync};
 use crate::application::turn_settled::{TeamChangeEvent, TeamChangeSink};
 use crate::domain::turn_settled::settings::{
     codex_hook_settings_fragment, hook_command, hook_settings_fragment,
@@ -65,8 +66,8 @@ fn log_install_failure(error: &std::io::Error) {
     }
 }
 
-fn provider_arg(input: &Value) -> Result<RuntimeProvider, JsFailure> {
-    let name = string_field(input, "provider")?;
+fn provider_arg(input: Value) -> Result<RuntimeProvider, JsFailure> {
+    let name = typed::<RuntimeTurnSettledHookInput>(input, "input")?.provider;
     RuntimeProvider::parse(&name).ok_or_else(|| {
         JsFailure::invalid(format!(
             "unknown provider {name:?}: expected claude, codex or opencode"
@@ -82,7 +83,7 @@ impl MemberWorkSync {
     /// hook cannot be installed.
     #[napi(
         catch_unwind,
-        ts_args_type = "input: { provider: 'claude' | 'codex' | 'opencode' }",
+        ts_args_type = "input: RuntimeTurnSettledHookInput",
         ts_return_type = "Promise<Record<string, unknown> | null>"
     )]
     pub fn build_runtime_turn_settled_hook_settings(
@@ -92,8 +93,7 @@ impl MemberWorkSync {
     ) -> AsyncTask<Job> {
         let input = super::convert::json_argument(&env, input, "input");
         self.job(move |instance| {
-            let input = input?;
-            let provider = provider_arg(&input)?;
+            let provider = provider_arg(input?)?;
             if provider == RuntimeProvider::Opencode {
                 return Ok(Value::Null);
             }
@@ -123,7 +123,7 @@ impl MemberWorkSync {
     /// (`null` for claude, or when the spool cannot be installed).
     #[napi(
         catch_unwind,
-        ts_args_type = "input: { provider: 'claude' | 'codex' | 'opencode' }",
+        ts_args_type = "input: RuntimeTurnSettledHookInput",
         ts_return_type = "Promise<Record<string, string> | null>"
     )]
     pub fn build_runtime_turn_settled_environment(
@@ -133,8 +133,7 @@ impl MemberWorkSync {
     ) -> AsyncTask<Job> {
         let input = super::convert::json_argument(&env, input, "input");
         self.job(move |instance| {
-            let input = input?;
-            if provider_arg(&input)? == RuntimeProvider::Claude {
+            if provider_arg(input?)? == RuntimeProvider::Claude {
                 return Ok(Value::Null);
             }
             let paths = &instance.services.spool_paths;
