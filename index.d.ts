@@ -686,9 +686,9 @@ export interface MemberWorkSyncClockOption {
 
 /** `explain` request. */
 export interface MemberWorkSyncExplainRequest {
-  /** Team of the member. */
+  /** Team of the member: a team folder name, used as given. */
   teamName: string
-  /** The member. */
+  /** The member; compared trimmed and lowercased. */
   memberName: string
   /**
    * Keep entries at or after this time (epoch ms); absent, `null` or not
@@ -699,9 +699,9 @@ export interface MemberWorkSyncExplainRequest {
 
 /** A member of a team (`refreshStatus`, `previewStatus`, `getAgentBrief`). */
 export interface MemberWorkSyncMemberRequest {
-  /** Team of the member. */
+  /** Team of the member: a team folder name, used as given. */
   teamName: string
-  /** The member. */
+  /** The member; compared trimmed and lowercased. */
   memberName: string
 }
 
@@ -747,9 +747,9 @@ export interface MemberWorkSyncOptions {
 
 /** `getStatus` request. */
 export interface MemberWorkSyncStatusRequest {
-  /** Team of the member. */
+  /** Team of the member: a team folder name, used as given. */
   teamName: string
-  /** The member. */
+  /** The member; compared trimmed and lowercased. */
   memberName: string
   /**
    * `true` reconciles now and resets nudge suppression; any other value
@@ -760,7 +760,7 @@ export interface MemberWorkSyncStatusRequest {
 
 /** A team (`previewTeam`, `refreshTeam`, `getMetrics`). */
 export interface MemberWorkSyncTeamRequest {
-  /** The team. */
+  /** The team: a team folder name, used as given. */
   teamName: string
 }
 

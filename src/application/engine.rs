@@ -47,31 +47,43 @@ struct EngineState {
     in_flight: HashMap<String, usize>,
 }
 
-/// `getQueueDiagnostics` result.
+/// `getQueueDiagnostics` result: the queue now, and counters since start.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-#[allow(missing_docs)]
 pub struct QueueDiagnostics {
+    /// Items waiting to run.
     pub queued: usize,
+    /// Reconciles running now.
     pub running: usize,
+    /// Triggers that created a new item, since start.
     pub enqueued: u64,
+    /// Triggers merged into a queued or running item, since start.
     pub coalesced: u64,
+    /// Reconciles finished, since start.
     pub reconciled: u64,
+    /// Items dropped (retries exhausted, or their team's queue dropped).
     pub dropped: u64,
+    /// Failed reconcile attempts, since start.
     pub failed: u64,
+    /// When the next waiting item is due (ISO-8601 UTC); absent when none waits.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_run_at: Option<String>,
+    /// The waiting items.
     pub queued_items: Vec<QueuedItemView>,
 }
 
 /// One waiting item in the diagnostics.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-#[allow(missing_docs)]
 pub struct QueuedItemView {
+    /// Team of the member, as first queued.
     pub team_name: String,
+    /// The member, as first queued.
     pub member_name: String,
+    /// When it is due (ISO-8601 UTC).
     pub run_at: String,
+    /// Every distinct trigger merged into it, wire spelling, in the order of
+    /// their delays (`manual_refresh` first).
     pub trigger_reasons: Vec<&'static str>,
 }
 
@@ -229,7 +241,10 @@ impl Engine {
         }
     }
 
-    /// Queues a reconcile of one member.
+    /// Queues a reconcile of `member` for `trigger`: a new item is due after
+    /// the trigger's delay; an item already queued or running absorbs the
+    /// trigger (`coalesced`). Journals `queue_enqueued` / `queue_coalesced`
+    /// and wakes the driver. Unsafe names and teams being deleted are ignored.
     pub fn enqueue(&self, team: &str, member: &str, trigger: Trigger) {
         self.enqueue_with_delay(team, member, trigger, None);
     }
@@ -286,7 +301,8 @@ impl Engine {
         self.wake();
     }
 
-    /// Queues every active member of each team (`startup_scan`).
+    /// Queues every active roster member of each team with `startup_scan`
+    /// (due in 30 s); reads each roster now.
     pub fn enqueue_startup_scan(&self, teams: &[TeamName]) {
         for team in teams {
             let team = team.as_str();
@@ -296,7 +312,10 @@ impl Engine {
         }
     }
 
-    /// Takes due work; items of inactive or deleting teams are dropped unreconciled.
+    /// Hands out the items due now, up to the free concurrency slots; items
+    /// of inactive or deleting teams are dropped unreconciled (the inactive
+    /// ones journaled `queue_dropped`). Each item handed out must be finished
+    /// with [`Engine::finish`].
     pub fn take_due(&self) -> Vec<(QueueKey, QueueItem)> {
         let now = self.now();
         let mut runnable = Vec::new();
@@ -333,7 +352,10 @@ impl Engine {
         runnable
     }
 
-    /// Runs one reconcile (blocking IO; the worker calls it off the JS thread).
+    /// Reconciles a taken item's member (blocking IO; the worker calls it off
+    /// the JS thread) and, unless its team is being deleted, plans its nudge.
+    /// A failure is logged `MWS_LOG_QUEUE_RUN_FAILED`; [`Engine::finish`]
+    /// then schedules the retry.
     pub fn run(&self, item: &QueueItem) -> Result<MemberStatus, WorkSyncError> {
         let triggers: Vec<Trigger> = item.triggers.iter().copied().collect();
         let status = self
@@ -400,7 +422,10 @@ impl Engine {
         }
     }
 
-    /// Records the end of a run and wakes whoever waits for it.
+    /// Records the end of a run: done (or a follow-up pass when triggers
+    /// arrived meanwhile), a retry 30 s later after a failure, or the item
+    /// dropped after the last retry (logged and journaled). Then wakes a
+    /// waiting deletion or dispose and the driver.
     pub fn finish(&self, key: &QueueKey, item: &QueueItem, succeeded: bool) {
         let (outcome, deleting) = {
             let mut state = self.state();
@@ -491,7 +516,8 @@ impl Engine {
         }
     }
 
-    /// Records the supervisor's view; a team going offline loses its queued work.
+    /// Records the supervisor's view of `team` (read by every later reconcile
+    /// and dispatch); a team going offline loses its queued work at once.
     pub fn set_team_runtime_state(
         &self,
         team: &TeamName,
@@ -505,8 +531,9 @@ impl Engine {
         }
     }
 
-    /// The stored status; a stale one the synchronous refresh could not fix
-    /// is refreshed through the queue.
+    /// The stored status. A stale one is reconciled now; one that cannot be
+    /// (a store failure), and a stale `caught_up` one, is returned with the
+    /// staleness diagnostics and queued for a `manual_refresh`.
     pub fn get_status(
         &self,
         team: &TeamName,
@@ -666,7 +693,8 @@ impl Engine {
         Ok(())
     }
 
-    /// Forgets the team's in-memory state.
+    /// Lifts the team's deletion fence and forgets its in-memory state
+    /// (queued items, runtime state, tool activity); touches no file.
     pub fn complete_team_deletion(&self, team: &TeamName) -> Result<(), WorkSyncError> {
         let team = team.as_str();
         let mut state = self.state();

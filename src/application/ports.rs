@@ -24,33 +24,34 @@ pub enum PortError {
 /// shared (as `Arc<Ports>`) by the reconciler, the nudge use cases and the
 /// engine, so all of them see the same stores, clock and in-memory signals.
 pub struct Ports {
-    /// App clock.
+    /// What every timestamp, lease, token expiry and queue delay is read
+    /// from (a fixed one under `options.clock`).
     pub clock: Arc<dyn Clock>,
-    /// Team data (rosters, tasks, board).
+    /// Reads a team's roster and board, once per reconcile or drain.
     pub teams: Arc<dyn TeamSource>,
-    /// Which members a task touches.
+    /// Resolves the members a `task` change event touches.
     pub impacts: Arc<dyn TaskImpactSource>,
-    /// Member statuses.
+    /// Reads and rewrites each member's `status.json` (under the member lock).
     pub store: Arc<dyn StatusStore>,
-    /// Audit trail.
+    /// Appends one journal line per step of a reconcile, report or queue run.
     pub journal: Arc<dyn AuditJournal>,
-    /// Report tokens.
+    /// Issues a token on each persisted reconcile and verifies it on `report`.
     pub tokens: Arc<dyn ReportTokens>,
-    /// Team metrics index.
+    /// Counts status and report events per team for `getMetrics`.
     pub metrics: Arc<dyn MetricsStore>,
-    /// Report intents.
+    /// Holds report intents the controller recorded until `replayPendingReports`.
     pub intents: Arc<dyn ReportIntentStore>,
-    /// Durable nudges.
+    /// Holds planned nudges until the dispatcher claims and delivers them.
     pub outbox: Arc<dyn OutboxStore>,
-    /// Inbox delivery of nudges.
+    /// Writes a claimed nudge into the member's inbox file.
     pub inbox: Arc<dyn InboxSink>,
-    /// Watchdog alerts (dispatch revalidation).
+    /// Alerts the dispatcher checks right before delivering a nudge.
     pub watchdog: Arc<dyn WatchdogJournal>,
-    /// Supervisor-reported runtime state.
+    /// What `setTeamRuntimeState` last reported, per team.
     pub runtime: Arc<RuntimeStates>,
-    /// Tool activity per member.
+    /// Tool calls in flight per member (a busy member is not nudged).
     pub busy: Arc<BusySignals>,
-    /// Operator log (background failures).
+    /// Receives background failures for `onLog` (dropped while none is connected).
     pub log: Arc<dyn LogSink>,
 }
 
@@ -132,15 +133,15 @@ pub struct AuditEvent {
     pub kind: &'static str,
     /// `reconciler`, `reporter`, ...
     pub source: &'static str,
-    /// Team.
+    /// Team whose journal gets the line.
     pub team_name: String,
-    /// Member.
+    /// Member whose journal gets the line (normalized).
     pub member_name: String,
-    /// When.
+    /// When it happened, by the instance clock.
     pub at_ms: EpochMs,
-    /// Diagnostics at that point.
+    /// The status or agenda diagnostics at that step.
     pub diagnostics: Vec<String>,
-    /// Extra fields.
+    /// Kind-specific fields, written as they are (e.g. `triggerReasons`).
     pub metadata: serde_json::Map<String, serde_json::Value>,
 }
 

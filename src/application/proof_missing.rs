@@ -33,13 +33,14 @@ pub const MAX_REASON_CHARS: usize = 200;
 /// A `scheduleProofMissingRecovery` request, fields as given (not trimmed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProofMissingRequest {
-    /// Team.
+    /// Team of the member (blank: the request resolves `invalid`).
     pub team_name: String,
     /// Member whose proof is missing.
     pub member_name: String,
     /// The message whose proof is missing.
     pub original_message_id: String,
-    /// Tasks concerned.
+    /// Tasks the message was about; trimmed, de-duplicated and capped before
+    /// they are queued (none usable: `invalid`).
     pub task_refs: Vec<RecoveryTaskRef>,
     /// Why (default `protocol_proof_missing`).
     pub reason: Option<String>,
@@ -63,7 +64,7 @@ pub enum ScheduleOutcome {
 pub struct ScheduleResult {
     /// True only for [`ScheduleOutcome::Scheduled`].
     pub scheduled: bool,
-    /// What happened.
+    /// Whether a recovery was queued, joined a recent one, or refused.
     pub reason: ScheduleOutcome,
     /// `proof-missing:<originalMessageId>` once the request was usable.
     #[serde(skip_serializing_if = "Option::is_none")]

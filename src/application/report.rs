@@ -53,11 +53,11 @@ impl ReplaySummary {
 /// Counts returned by `replayPendingReports`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ReplaySummary {
-    /// Intents looked at.
+    /// Pending intents validated by this replay.
     pub processed: usize,
-    /// Accepted.
+    /// Intents whose report was accepted (and recorded on the status).
     pub accepted: usize,
-    /// Rejected.
+    /// Intents whose report was refused for good (stale, invalid, ...).
     pub rejected: usize,
     /// Superseded by lifecycle.
     pub superseded: usize,

@@ -13,15 +13,17 @@ use crate::domain::time::{parse_iso, EpochMs};
 /// A team change event from the app (API.md `TeamChangeEvent`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TeamChangeEvent {
-    /// `config`, `inbox`, `task`, `tool-activity`, `member-turn-settled`, ...
+    /// `config`, `inbox`, `task`, `tool-activity`, `member-turn-settled`, ...;
+    /// an unknown kind routes nowhere.
     pub kind: String,
-    /// Team.
+    /// Team that changed; an unsafe name routes nowhere.
     pub team_name: String,
-    /// Run id (unused for routing).
+    /// Run id of the team process; never used for routing.
     pub run_id: Option<String>,
-    /// Type-specific detail.
+    /// Type-specific detail: an inbox path, a member name, or a JSON object.
     pub detail: Option<String>,
-    /// Task id of `task` events.
+    /// Task id of `task` / `task-log-change` events; without one the whole
+    /// team is re-checked.
     pub task_id: Option<String>,
 }
 
@@ -32,28 +34,28 @@ pub enum Route {
     Ignore,
     /// Every active member of the team.
     Team {
-        /// Reason.
+        /// Trigger each member is queued with.
         trigger: Trigger,
         /// The team went offline: drop its queue and re-check everyone now.
         offline: bool,
     },
     /// One member.
     Member {
-        /// Member name.
+        /// The member, as the event named it (trimmed).
         member: String,
-        /// Reason.
+        /// Trigger it is queued with.
         trigger: Trigger,
     },
     /// The members a task touches (owner, reviewer, lead oversight, dependents' owners).
     Task {
-        /// Task id.
+        /// The changed task.
         task_id: String,
-        /// Reason.
+        /// Trigger each touched member is queued with.
         trigger: Trigger,
     },
     /// A `tool-activity` event: the busy signal, and a finish also queues `tool_finished`.
     Tool {
-        /// Member name.
+        /// The member running the tool.
         member: String,
         /// What happened to the member's tool calls.
         activity: ToolActivity,

@@ -138,7 +138,7 @@ pub trait TeamChangeSink: Send + Sync {
 /// `RuntimeTurnSettledDrainSummary`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct DrainSummary {
-    /// Files claimed.
+    /// Spool files this drain claimed (at most [`DRAIN_BATCH`]).
     pub claimed: u32,
     /// Events that asked for a reconcile.
     pub enqueued: u32,

@@ -30,9 +30,9 @@ pub(crate) fn typed<T: DeserializeOwned>(value: Value, what: &str) -> Result<T, 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MemberWorkSyncMemberRequest {
-    /// Team of the member.
+    /// Team of the member: a team folder name, used as given.
     pub team_name: String,
-    /// The member.
+    /// The member; compared trimmed and lowercased.
     pub member_name: String,
 }
 
@@ -41,9 +41,9 @@ pub struct MemberWorkSyncMemberRequest {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MemberWorkSyncStatusRequest {
-    /// Team of the member.
+    /// Team of the member: a team folder name, used as given.
     pub team_name: String,
-    /// The member.
+    /// The member; compared trimmed and lowercased.
     pub member_name: String,
     /// `true` reconciles now and resets nudge suppression; any other value
     /// (or none) reads the stored status.
@@ -56,7 +56,7 @@ pub struct MemberWorkSyncStatusRequest {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MemberWorkSyncTeamRequest {
-    /// The team.
+    /// The team: a team folder name, used as given.
     pub team_name: String,
 }
 
@@ -65,9 +65,9 @@ pub struct MemberWorkSyncTeamRequest {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MemberWorkSyncExplainRequest {
-    /// Team of the member.
+    /// Team of the member: a team folder name, used as given.
     pub team_name: String,
-    /// The member.
+    /// The member; compared trimmed and lowercased.
     pub member_name: String,
     /// Keep entries at or after this time (epoch ms); absent, `null` or not
     /// finite keeps everything.

@@ -11,11 +11,12 @@ use crate::application::reconcile::WorkSyncError;
 /// Stable error codes of the JS surface (API.md "Errors").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorCode {
-    /// Bad argument.
+    /// An argument or option is malformed or names an unsafe team or member;
+    /// nothing was read or written.
     InvalidArgument,
-    /// File system failure.
+    /// A file system operation failed; the message names the path.
     Io,
-    /// Used after `dispose()`.
+    /// The instance was disposed before the call was admitted.
     Disposed,
     /// The team is being deleted (`prepareTeamDeletion` until `resumeTeam`).
     TeamQuiesced,
