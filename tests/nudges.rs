@@ -265,7 +265,7 @@ fn watchdog_cooldown_and_busy_members_are_retried_later() {
     assert_eq!(item.status, OutboxStatus::FailedRetryable);
     assert_eq!(item.last_error.as_deref(), Some("watchdog_cooldown_active"));
     assert_eq!(
-        item.next_attempt_at.as_deref(),
+        item.next_attempt_at.as_ref().map(|t| t.as_str()),
         Some("2026-11-18T11:10:00.000Z")
     );
     f.advance(4 * MINUTE);

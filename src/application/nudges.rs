@@ -20,7 +20,7 @@ use crate::domain::nudge::{
 };
 use crate::domain::status::{MemberStatus, StatusState};
 use crate::domain::team::TeamSnapshot;
-use crate::domain::time::{format_iso, parse_iso, EpochMs};
+use crate::domain::time::{format_iso, parse_iso, EpochMs, IsoTime};
 
 /// Items one claim takes.
 pub const CLAIM_LIMIT: usize = 10;
@@ -207,7 +207,7 @@ impl Nudges {
                         .as_deref()
                         .is_some_and(|k| k.starts_with(prefix))
                 })
-                .filter_map(|i| i.delivered_at.as_deref().and_then(parse_iso))
+                .filter_map(|i| i.delivered_at.as_ref().and_then(IsoTime::ms))
                 .filter(|&at| now - at < HOUR_MS)
                 .count()
         };
@@ -254,10 +254,13 @@ impl Nudges {
                 STATUS_ONLY_LEAD,
             )));
         }
+        // A delivered item without a readable delivery time counts as
+        // delivered now: the still-stuck follow-up waits its full delay
+        // rather than firing at once on a damaged record.
         let delivered_at = delivered_base
             .delivered_at
-            .as_deref()
-            .and_then(parse_iso)
+            .as_ref()
+            .and_then(IsoTime::ms)
             .unwrap_or(now);
         if allows_still_stuck(reason)
             && now - delivered_at >= STILL_STUCK_AFTER_MS
@@ -522,7 +525,7 @@ impl Nudges {
         let delivered: Vec<EpochMs> = items
             .iter()
             .filter(|i| i.status == OutboxStatus::Delivered)
-            .filter_map(|i| i.delivered_at.as_deref().and_then(parse_iso))
+            .filter_map(|i| i.delivered_at.as_ref().and_then(IsoTime::ms))
             .collect();
         if let Some(at) = rate_limit(&delivered, now) {
             return retry("member_nudge_rate_limited".into(), at);

@@ -19,7 +19,7 @@ use crate::domain::recovery::Recovery;
 use crate::domain::status::Report;
 use crate::domain::status::{MemberStatus, ReconciledBy, Shadow, StatusState};
 use crate::domain::team::TeamSnapshot;
-use crate::domain::time::{format_iso, parse_iso, EpochMs};
+use crate::domain::time::{format_iso, parse_iso, EpochMs, IsoTime};
 use crate::domain::token::TOKEN_TTL_MS;
 
 /// Why a use case failed.
@@ -684,7 +684,7 @@ impl Reconciler {
             .iter()
             .filter(|i| i.agenda_fingerprint == fingerprint && i.status == OutboxStatus::Delivered)
             .filter(|i| {
-                let at = i.delivered_at.as_deref().and_then(parse_iso);
+                let at = i.delivered_at.as_ref().and_then(IsoTime::ms);
                 reset_at.is_none_or(|reset| at.is_some_and(|at| at >= reset))
             })
             .count();

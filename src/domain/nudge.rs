@@ -18,7 +18,7 @@ use super::retention::Retention;
 use super::review_cycle::ReviewObligation;
 use super::status::{MemberStatus, StatusState};
 use super::team::ProviderId;
-use super::time::{format_iso, parse_iso, EpochMs};
+use super::time::{format_iso, parse_iso, EpochMs, IsoTime};
 
 const MINUTE: EpochMs = 60_000;
 /// Delivered nudges for one fingerprint before suppression (without an accepted report).
@@ -346,7 +346,8 @@ pub fn prune_finished(
         retention.outbox_finished_max_items,
     );
     let before = items.len();
-    let updated = |item: &OutboxItem| parse_iso(&item.updated_at).unwrap_or(EpochMs::MIN);
+    // An unreadable update time sorts oldest: such an item is the first to go.
+    let updated = |item: &OutboxItem| item.updated_at.ms().unwrap_or(EpochMs::MIN);
     items.retain(|_, item| !item.status.is_finished() || now - updated(item) <= max_age);
     let mut finished: Vec<(EpochMs, String)> = items
         .values()
@@ -378,17 +379,17 @@ pub struct OutboxItem {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claimed_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub claimed_at: Option<String>,
+    pub claimed_at: Option<IsoTime>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivered_message_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delivered_at: Option<String>,
+    pub delivered_at: Option<IsoTime>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_attempt_at: Option<String>,
-    pub created_at: String,
-    pub updated_at: String,
+    pub next_attempt_at: Option<IsoTime>,
+    pub created_at: IsoTime,
+    pub updated_at: IsoTime,
 }
 
 /// Result of putting a planned nudge into the outbox.
@@ -421,7 +422,7 @@ pub fn ensure_pending(
     member: &str,
     now: EpochMs,
 ) -> (OutboxItem, EnsureOutcome) {
-    let stamp = format_iso(now);
+    let stamp = IsoTime::at(now);
     let Some(mut item) = existing else {
         return (
             OutboxItem {
@@ -479,15 +480,16 @@ pub fn ensure_pending(
 /// True when a dispatcher may claim the item now.
 pub fn is_claimable(item: &OutboxItem, now: EpochMs) -> bool {
     match item.status {
+        // An unreadable retry or claim time never holds an item back.
         OutboxStatus::Pending | OutboxStatus::FailedRetryable => item
             .next_attempt_at
-            .as_deref()
-            .and_then(parse_iso)
+            .as_ref()
+            .and_then(IsoTime::ms)
             .is_none_or(|at| at <= now),
         OutboxStatus::Claimed => item
             .claimed_at
-            .as_deref()
-            .and_then(parse_iso)
+            .as_ref()
+            .and_then(IsoTime::ms)
             .is_none_or(|at| now - at >= STALE_CLAIM_MS || at > now),
         _ => false,
     }
@@ -498,8 +500,8 @@ pub fn claim(item: &mut OutboxItem, claimed_by: &str, now: EpochMs) {
     item.status = OutboxStatus::Claimed;
     item.attempt_generation += 1;
     item.claimed_by = Some(claimed_by.to_string());
-    item.claimed_at = Some(format_iso(now));
-    item.updated_at = format_iso(now);
+    item.claimed_at = Some(IsoTime::at(now));
+    item.updated_at = IsoTime::at(now);
 }
 
 /// How a claimed attempt ended.
@@ -540,14 +542,14 @@ pub fn finish_attempt(
     if item.status != OutboxStatus::Claimed || item.attempt_generation != generation {
         return false;
     }
-    item.updated_at = format_iso(now);
+    item.updated_at = IsoTime::at(now);
     item.claimed_by = None;
     item.claimed_at = None;
     match end {
         AttemptEnd::Delivered => {
             item.status = OutboxStatus::Delivered;
             item.delivered_message_id = Some(item.id.clone());
-            item.delivered_at = Some(format_iso(now));
+            item.delivered_at = Some(IsoTime::at(now));
             item.last_error = None;
         }
         AttemptEnd::Retryable {
@@ -555,7 +557,7 @@ pub fn finish_attempt(
         } => {
             item.status = OutboxStatus::FailedRetryable;
             item.last_error = Some(reason.clone());
-            item.next_attempt_at = Some(format_iso(*retry_at));
+            item.next_attempt_at = Some(IsoTime::at(*retry_at));
         }
         AttemptEnd::Superseded { reason } => {
             item.status = OutboxStatus::Superseded;

@@ -513,7 +513,7 @@ fn finished_outbox_items_are_bounded_open_ones_kept() {
         let (mut item, _) = ensure_pending(None, &planned(), "forge", "jack", NOW);
         item.id = format!("item-{n:04}");
         item.status = status;
-        item.updated_at = format_iso(NOW - age_ms);
+        item.updated_at = IsoTime::at(NOW - age_ms);
         (item.id.clone(), item)
     };
     let day = 24 * 60 * MINUTE;

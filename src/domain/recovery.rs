@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::nudge::{OutboxItem, OutboxStatus};
-use super::time::{parse_iso, EpochMs};
+use super::time::EpochMs;
 
 /// Prefix of a proof-missing recovery's intent key.
 pub const PROOF_MISSING_INTENT_PREFIX: &str = "proof-missing:";
@@ -115,7 +115,7 @@ pub fn recent_recovery<'a>(
                 OutboxStatus::FailedTerminal | OutboxStatus::Superseded
             )
         })
-        .filter_map(|item| parse_iso(&item.updated_at).map(|at| (at, item)))
+        .filter_map(|item| item.updated_at.ms().map(|at| (at, item)))
         .filter(|(at, _)| *at >= since)
         .max_by_key(|(at, _)| *at)
         .map(|(_, item)| item)

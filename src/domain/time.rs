@@ -19,9 +19,81 @@ pub fn parse_iso(value: &str) -> Option<EpochMs> {
         .map(|t| t.timestamp_millis())
 }
 
+/// A time stored as ISO-8601 text in a JSON file: parsed once when the file
+/// is read, and written back as the very text that was read (so rewriting a
+/// file never changes a time it did not mean to). Text that is not a valid
+/// time is kept and has no [`IsoTime::ms`]; what that means is up to the
+/// reader of the field, which has to say so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IsoTime {
+    text: String,
+    ms: Option<EpochMs>,
+}
+
+impl IsoTime {
+    /// `ms` as the app writes times ([`format_iso`]).
+    pub fn at(ms: EpochMs) -> Self {
+        Self {
+            text: format_iso(ms),
+            ms: Some(ms),
+        }
+    }
+
+    /// A stored text, parsed ([`parse_iso`]).
+    pub fn parse(text: String) -> Self {
+        let ms = parse_iso(&text);
+        Self { text, ms }
+    }
+
+    /// The time, when the text is a valid one.
+    pub fn ms(&self) -> Option<EpochMs> {
+        self.ms
+    }
+
+    /// The text as stored.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+}
+
+impl serde::Serialize for IsoTime {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.text)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for IsoTime {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(Self::parse)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stored_times_keep_their_text_and_parse_once() {
+        for (json, ms) in [
+            (
+                r#""2026-11-22T10:00:00Z""#,
+                parse_iso("2026-11-22T10:00:00Z"),
+            ),
+            (
+                r#""2026-11-22T10:00:00.250+01:00""#,
+                parse_iso("2026-11-22T09:00:00.250Z"),
+            ),
+            (r#""soon""#, None),
+        ] {
+            let time: IsoTime = serde_json::from_str(json).unwrap();
+            assert_eq!(time.ms(), ms, "{json}");
+            assert_eq!(serde_json::to_string(&time).unwrap(), json);
+        }
+        let now = IsoTime::at(1_800_000_000_123);
+        assert_eq!(now.as_str(), format_iso(1_800_000_000_123));
+        assert_eq!(now, IsoTime::parse(format_iso(1_800_000_000_123)));
+        assert!(serde_json::from_str::<IsoTime>("5").is_err());
+    }
 
     #[test]
     fn round_trips_like_javascript() {

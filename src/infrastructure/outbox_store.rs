@@ -20,7 +20,7 @@ use crate::domain::nudge::{
     claim, ensure_pending, finish_attempt, is_claimable, prune_finished, AttemptEnd, EnsureOutcome,
     OutboxItem, OutboxStatus, PlannedNudge, WatchdogAlert,
 };
-use crate::domain::time::{parse_iso, EpochMs};
+use crate::domain::time::{EpochMs, IsoTime};
 
 /// `schemaVersion` of a member's `outbox.json`.
 pub const SCHEMA_VERSION: u64 = 2;
@@ -163,9 +163,12 @@ fn entry(item: &OutboxItem) -> IndexEntry {
         member_key: member_key(&item.member_name),
         member_name: item.member_name.clone(),
         status: item.status,
-        next_attempt_at: item.next_attempt_at.clone(),
-        updated_at: item.updated_at.clone(),
-        created_at: item.created_at.clone(),
+        next_attempt_at: item
+            .next_attempt_at
+            .as_ref()
+            .map(|t| t.as_str().to_string()),
+        updated_at: item.updated_at.as_str().to_string(),
+        created_at: item.created_at.as_str().to_string(),
     }
 }
 
@@ -207,9 +210,9 @@ impl OutboxStore for FsOutboxStore {
             items.into_iter().filter(|i| is_claimable(i, now)).collect();
         let order = |i: &OutboxItem| {
             i.next_attempt_at
-                .as_deref()
-                .or(Some(i.updated_at.as_str()))
-                .and_then(parse_iso)
+                .as_ref()
+                .or(Some(&i.updated_at))
+                .and_then(IsoTime::ms)
                 .unwrap_or(i64::MIN)
         };
         candidates.sort_by_key(|i| (order(i), i.id.clone()));
