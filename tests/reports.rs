@@ -83,7 +83,7 @@ fn accepted_report_gives_a_lease_that_expires() {
         .unwrap()
         .starts_with("wrs:v1."));
     assert_eq!(
-        status.report_token_expires_at.as_deref(),
+        status.report_token_expires_at.as_ref().map(|t| t.as_str()),
         Some("2026-11-18T11:21:40.000Z")
     );
     assert!(status
@@ -97,7 +97,7 @@ fn accepted_report_gives_a_lease_that_expires() {
     assert_eq!(result.status.state, StatusState::StillWorking);
     let report = result.status.report.as_ref().unwrap();
     assert_eq!(
-        report.expires_at.as_deref(),
+        report.expires_at.as_ref().map(|t| t.as_str()),
         Some("2026-11-18T11:21:40.000Z"),
         "15 min from the app clock"
     );
@@ -137,7 +137,7 @@ fn reported_at_in_the_request_is_ignored_and_lease_ttl_is_clamped() {
     let report = result.status.report.unwrap();
     assert_eq!(report.reported_at, "2026-11-18T11:06:40.000Z");
     assert_eq!(
-        report.expires_at.as_deref(),
+        report.expires_at.as_ref().map(|t| t.as_str()),
         Some("2026-11-18T11:07:40.000Z"),
         "clamped to 60 s"
     );
@@ -328,7 +328,12 @@ fn replay_retries_an_expired_token_once_when_the_agenda_did_not_move() {
     let status = f.refresh("jack");
     assert_eq!(status.state, StatusState::StillWorking);
     assert_eq!(
-        status.report.unwrap().expires_at.as_deref(),
+        status
+            .report
+            .unwrap()
+            .expires_at
+            .as_ref()
+            .map(|t| t.as_str()),
         Some("2026-11-18T11:41:40.000Z"),
         "lease from replay time"
     );

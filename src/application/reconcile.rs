@@ -19,7 +19,7 @@ use crate::domain::recovery::Recovery;
 use crate::domain::status::Report;
 use crate::domain::status::{MemberStatus, ReconciledBy, Shadow, StatusState};
 use crate::domain::team::TeamSnapshot;
-use crate::domain::time::{format_iso, parse_iso, EpochMs, IsoTime};
+use crate::domain::time::{format_iso, EpochMs, IsoTime};
 use crate::domain::token::TOKEN_TTL_MS;
 
 /// Why a use case failed.
@@ -613,7 +613,7 @@ impl Reconciler {
                 ) {
                     Ok(token) => {
                         diagnostics.push("report_token_issued".into());
-                        (Some(token), Some(format_iso(expires)))
+                        (Some(token), Some(IsoTime::at(expires)))
                     }
                     Err(_) => {
                         diagnostics.push("report_token_unavailable".into());
@@ -633,7 +633,7 @@ impl Reconciler {
             report_token,
             report_token_expires_at,
             shadow: Some(shadow),
-            evaluated_at: format_iso(now),
+            evaluated_at: IsoTime::at(now),
             diagnostics,
         }
     }
@@ -659,14 +659,14 @@ impl Reconciler {
                 .report
                 .as_ref()
                 .filter(|r| r.accepted && r.agenda_fingerprint == fingerprint)
-                .and_then(|r| parse_iso(&r.reported_at));
+                .and_then(|r| r.reported_at.ms());
             let previous = status
                 .nudge_suppression_reset_at
-                .as_deref()
-                .and_then(parse_iso);
+                .as_ref()
+                .and_then(IsoTime::ms);
             accepted_same_fp.max(previous)
         };
-        status.nudge_suppression_reset_at = reset_at.map(format_iso);
+        status.nudge_suppression_reset_at = reset_at.map(IsoTime::at);
         let candidate = status.state == StatusState::NeedsSync
             && !status.agenda.items.is_empty()
             && status.shadow.as_ref().is_some_and(|s| s.would_nudge);

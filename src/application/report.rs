@@ -14,7 +14,7 @@ use crate::domain::report::{
 };
 use crate::domain::status::{MemberStatus, ReconciledBy, Report, Shadow};
 use crate::domain::team::TeamSnapshot;
-use crate::domain::time::{format_iso, EpochMs};
+use crate::domain::time::{format_iso, EpochMs, IsoTime};
 use crate::domain::token::TokenCheck;
 
 const SOURCE: &str = "reporter";
@@ -187,9 +187,9 @@ impl Reconciler {
             agenda_fingerprint: request.agenda_fingerprint.clone(),
             member_name: agenda.member_name.clone(),
             team_name: team.to_string(),
-            reported_at: format_iso(now),
+            reported_at: IsoTime::at(now),
             expires_at: if accepted {
-                lease.map(|ms| format_iso(now + ms))
+                lease.map(|ms| IsoTime::at(now + ms))
             } else {
                 None
             },

@@ -1,7 +1,7 @@
 //! The decision policy: caught up, valid lease, or needs sync (DATA.md §5 "Decision").
 
 use super::status::{Report, ReportState, StatusState};
-use super::time::{parse_iso, EpochMs};
+use super::time::{EpochMs, IsoTime};
 
 /// Whether the app's process supervisor has the team and member running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +74,7 @@ pub fn decide(input: &DecisionInput<'_>) -> Decision {
             )
         }
     };
-    match report.expires_at.as_deref().and_then(parse_iso) {
+    match report.expires_at.as_ref().and_then(IsoTime::ms) {
         None => Decision::new(StatusState::NeedsSync, vec!["report_lease_missing"]),
         Some(expires) if expires <= input.now_ms => {
             Decision::new(StatusState::NeedsSync, vec!["report_lease_expired"])
@@ -162,15 +162,15 @@ pub fn staleness_diagnostics(
     if status.state != StatusState::Inactive {
         match status
             .report_token_expires_at
-            .as_deref()
-            .and_then(parse_iso)
+            .as_ref()
+            .and_then(IsoTime::ms)
         {
             _ if status.report_token.is_none() => diags.push(Staleness::ReportTokenMissing),
             Some(expires) if expires > now_ms => {}
             _ => diags.push(Staleness::ReportTokenExpired),
         }
     }
-    let Some(evaluated) = parse_iso(&status.evaluated_at) else {
+    let Some(evaluated) = status.evaluated_at.ms() else {
         diags.push(Staleness::EvaluatedAtInvalid);
         return diags;
     };
@@ -192,8 +192,8 @@ pub fn staleness_diagnostics(
             .report
             .as_ref()
             .filter(|r| r.accepted)
-            .and_then(|r| r.expires_at.as_deref())
-            .and_then(parse_iso);
+            .and_then(|r| r.expires_at.as_ref())
+            .and_then(IsoTime::ms);
         match lease {
             None => diags.push(Staleness::AcceptedReportLeaseMissing),
             Some(expires) if expires <= now_ms => diags.push(Staleness::AcceptedReportLeaseExpired),
@@ -220,8 +220,8 @@ mod tests {
             agenda_fingerprint: fp.into(),
             member_name: "jack".into(),
             team_name: "forge".into(),
-            reported_at: format_iso(NOW - 1000),
-            expires_at: expires_at.map(format_iso),
+            reported_at: IsoTime::at(NOW - 1000),
+            expires_at: expires_at.map(IsoTime::at),
             task_ids: None,
             note: None,
             source: None,
@@ -348,9 +348,9 @@ mod tests {
             },
             report: None,
             report_token: Some("wrs:v1.x.y".into()),
-            report_token_expires_at: Some(format_iso(NOW - age_ms + 15 * 60_000)),
+            report_token_expires_at: Some(IsoTime::at(NOW - age_ms + 15 * 60_000)),
             shadow: None,
-            evaluated_at: format_iso(NOW - age_ms),
+            evaluated_at: IsoTime::at(NOW - age_ms),
             diagnostics: vec![],
             provider_id: None,
             nudge_suppression_reset_at: None,

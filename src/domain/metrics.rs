@@ -126,7 +126,7 @@ pub fn events_for_write(status: &MemberStatus, report: Option<&ReportOutcome>) -
                 kind,
                 state: status.state,
                 agenda_fingerprint: status.agenda.fingerprint.clone(),
-                recorded_at: status.evaluated_at.clone(),
+                recorded_at: status.evaluated_at.as_str().to_string(),
                 actionable_count: status.agenda.items.len(),
                 rejection_code: rejection_code.clone(),
             }
@@ -145,7 +145,7 @@ impl MetricsIndex {
                 state: status.state,
                 agenda_fingerprint: status.agenda.fingerprint.clone(),
                 actionable_count: status.agenda.items.len(),
-                evaluated_at: status.evaluated_at.clone(),
+                evaluated_at: status.evaluated_at.as_str().to_string(),
                 provider_id: status.provider_id,
             },
         );
@@ -591,7 +591,7 @@ mod tests {
             report_token: None,
             report_token_expires_at: None,
             shadow: None,
-            evaluated_at: format_iso(0),
+            evaluated_at: crate::domain::time::IsoTime::at(0),
             diagnostics: vec![],
             provider_id: None,
             nudge_suppression_reset_at: None,

@@ -53,7 +53,7 @@ fn status(items: Vec<ActionableWorkItem>) -> MemberStatus {
             trigger_reasons: None,
             recovery: None,
         }),
-        evaluated_at: format_iso(NOW),
+        evaluated_at: IsoTime::at(NOW),
         diagnostics: vec!["no_current_report".into()],
         provider_id: Some(ProviderId::Anthropic),
         nudge_suppression_reset_at: None,

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::agenda::Agenda;
 use super::recovery::Recovery;
 use super::team::ProviderId;
+use super::time::IsoTime;
 
 /// What the reconciler concluded about a member.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,9 +46,9 @@ pub struct Report {
     pub agenda_fingerprint: String,
     pub member_name: String,
     pub team_name: String,
-    pub reported_at: String,
+    pub reported_at: IsoTime,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires_at: Option<String>,
+    pub expires_at: Option<IsoTime>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_ids: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -103,10 +104,10 @@ pub struct MemberStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report_token: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub report_token_expires_at: Option<String>,
+    pub report_token_expires_at: Option<IsoTime>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shadow: Option<Shadow>,
-    pub evaluated_at: String,
+    pub evaluated_at: IsoTime,
     pub diagnostics: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_id: Option<ProviderId>,
@@ -116,5 +117,5 @@ pub struct MemberStatus {
     pub last_accepted_report: Option<Report>,
     /// Deliveries before this time no longer count towards nudge suppression.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nudge_suppression_reset_at: Option<String>,
+    pub nudge_suppression_reset_at: Option<IsoTime>,
 }

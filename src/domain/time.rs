@@ -56,6 +56,20 @@ impl IsoTime {
     }
 }
 
+impl From<&str> for IsoTime {
+    fn from(text: &str) -> Self {
+        Self::parse(text.to_string())
+    }
+}
+
+/// Compares the stored text (`"2026-01-01T00:00:00Z"` and
+/// `"2026-01-01T00:00:00.000Z"` are different texts of one time).
+impl PartialEq<&str> for IsoTime {
+    fn eq(&self, other: &&str) -> bool {
+        self.text == *other
+    }
+}
+
 impl serde::Serialize for IsoTime {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&self.text)
