@@ -202,6 +202,20 @@ impl Drop for Worker {
     }
 }
 
+/// Waits for a reconcile: its result when it ends within `timeout`, else
+/// `false` (too slow counts as failed) - but only once it has really ended,
+/// so its queue slot stays taken and the member is never reconciled twice at
+/// once. A reconcile that panicked counts as failed.
+async fn finish_within(mut reconcile: tokio::task::JoinHandle<bool>, timeout: Duration) -> bool {
+    match tokio::time::timeout(timeout, &mut reconcile).await {
+        Ok(result) => result.unwrap_or(false),
+        Err(_) => {
+            let _ = reconcile.await;
+            false
+        }
+    }
+}
+
 async fn drive(engine: Arc<Engine>, notify: Arc<Notify>, stopping: Arc<AtomicBool>) {
     while !stopping.load(Ordering::SeqCst) {
         // take_due and finish may write journal lines (file locks): never on
@@ -215,17 +229,9 @@ async fn drive(engine: Arc<Engine>, notify: Arc<Notify>, stopping: Arc<AtomicBoo
             tokio::spawn(async move {
                 let runner = engine.clone();
                 let job = item.clone();
-                let mut handle = tokio::task::spawn_blocking(move || runner.run(&job).is_ok());
+                let handle = tokio::task::spawn_blocking(move || runner.run(&job).is_ok());
                 let timeout = Duration::from_millis(RECONCILE_TIMEOUT_MS as u64);
-                let succeeded = match tokio::time::timeout(timeout, &mut handle).await {
-                    Ok(result) => result.unwrap_or(false),
-                    // Too slow counts as failed, but the slot stays taken until
-                    // the blocking reconcile really ends: never two at once.
-                    Err(_) => {
-                        let _ = handle.await;
-                        false
-                    }
-                };
+                let succeeded = finish_within(handle, timeout).await;
                 let _ = tokio::task::spawn_blocking(move || engine.finish(&key, &item, succeeded))
                     .await;
             });
@@ -430,6 +436,44 @@ mod tests {
     use super::*;
     use notify::event::{AccessKind, CreateKind, EventKind, ModifyKind, RemoveKind, RenameMode};
     use std::path::PathBuf;
+
+    /// How a fake reconcile ends: after how long (virtual time), with what result.
+    enum Ends {
+        After(Duration, bool),
+        Panics,
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reconcile_past_its_timeout_fails_but_keeps_its_slot_until_it_ends() {
+        let timeout = Duration::from_millis(RECONCILE_TIMEOUT_MS as u64);
+        let second = Duration::from_secs(1);
+        // (how the reconcile ends, what the queue is told)
+        for (ends, succeeded) in [
+            (Ends::After(timeout - second, true), true),
+            (Ends::After(timeout - second, false), false),
+            (Ends::After(timeout + second, true), false),
+            (Ends::Panics, false),
+        ] {
+            // Virtual time: the reconcile ends exactly `after` into the test.
+            let ran_for = match ends {
+                Ends::After(after, _) => after,
+                Ends::Panics => Duration::ZERO,
+            };
+            let started = tokio::time::Instant::now();
+            let reconcile = tokio::spawn(async move {
+                match ends {
+                    Ends::After(after, result) => {
+                        tokio::time::sleep(after).await;
+                        result
+                    }
+                    Ends::Panics => panic!("reconcile bug"),
+                }
+            });
+            assert_eq!(finish_within(reconcile, timeout).await, succeeded);
+            // Never reported before the reconcile itself ended, timed out or not.
+            assert!(started.elapsed() >= ran_for, "{ran_for:?}");
+        }
+    }
 
     fn event(kind: EventKind, paths: &[&str]) -> notify::Event {
         let mut event = notify::Event::new(kind);
