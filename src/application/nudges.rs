@@ -14,8 +14,8 @@ use crate::domain::agenda::TeamIndex;
 use crate::domain::metrics::{readiness, MetricKind, MetricsIndex, Readiness, Thresholds};
 use crate::domain::names::normalize_member_name;
 use crate::domain::nudge::{
-    activation, allows_still_stuck, half_hour_bucket, plan_nudge, rate_limit, readiness_metadata,
-    retry_at, watchdog_cooldown, AttemptEnd, NudgeIntent, OutboxItem, OutboxStatus, PlannedNudge,
+    activation, half_hour_bucket, plan_nudge, rate_limit, readiness_metadata, retry_at,
+    watchdog_cooldown, Activation, AttemptEnd, NudgeIntent, OutboxItem, OutboxStatus, PlannedNudge,
     WatchdogAlert, MAX_RECOVERIES_PER_HOUR,
 };
 use crate::domain::status::{MemberStatus, StatusState};
@@ -136,9 +136,9 @@ impl Nudges {
         let since = needs_sync_since(&index, status);
         let reason = match activation(status, &readiness, since, now) {
             Ok(reason) => reason,
-            Err(code) => {
+            Err(hold) => {
                 return skip(
-                    code,
+                    hold.as_str(),
                     readiness.diagnostics.clone(),
                     readiness_metadata(&readiness),
                 )
@@ -151,7 +151,7 @@ impl Nudges {
         let planned = match self.recovery_intent(status, &planned, &existing, reason, now) {
             Ok(Some(keyed)) => keyed,
             Ok(None) => planned.clone(),
-            Err(code) => return skip(code, vec![], json!({ "reason": reason })),
+            Err(code) => return skip(code, vec![], json!({ "reason": reason.as_str() })),
         };
         if let Some(busy) = self
             .ports
@@ -193,7 +193,7 @@ impl Nudges {
         status: &MemberStatus,
         base: &PlannedNudge,
         existing: &[OutboxItem],
-        reason: &str,
+        reason: Activation,
         now: EpochMs,
     ) -> Result<Option<PlannedNudge>, &'static str> {
         let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
@@ -211,7 +211,7 @@ impl Nudges {
                 .filter(|&at| now - at < HOUR_MS)
                 .count()
         };
-        if reason == "native_task_protocol_repair" {
+        if reason == Activation::NativeTaskProtocolRepair {
             if within_hour("task-protocol-repair:") >= MAX_RECOVERIES_PER_HOUR {
                 return Err("task_protocol_repair_rate_limited");
             }
@@ -262,7 +262,7 @@ impl Nudges {
             .as_ref()
             .and_then(IsoTime::ms)
             .unwrap_or(now);
-        if allows_still_stuck(reason)
+        if reason.allows_still_stuck()
             && now - delivered_at >= STILL_STUCK_AFTER_MS
             && within_hour("agenda-sync-still-stuck:") < MAX_RECOVERIES_PER_HOUR
         {
@@ -513,9 +513,9 @@ impl Nudges {
             return retry("metrics_unavailable".into(), backoff);
         };
         let readiness = self.readiness(metrics);
-        if let Err(code) = activation(&status, &readiness, needs_sync_since(metrics, &status), now)
+        if let Err(hold) = activation(&status, &readiness, needs_sync_since(metrics, &status), now)
         {
-            return retry(code.into(), backoff);
+            return retry(hold.as_str().into(), backoff);
         }
         let items = match self.ports.outbox.member_items(team, member) {
             Ok(items) => items,

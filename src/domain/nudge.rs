@@ -189,17 +189,93 @@ pub fn is_lead_like(member: &str) -> bool {
 /// Diagnostic of a runtime stall (same agenda still needs sync after a runtime signal).
 pub const RUNTIME_STALL: &str = "runtime_stall:same_agenda_still_needs_sync";
 
-/// Why a nudge may go (`Ok(reason)`) or the planner code that holds it back
-/// (DATA.md §5 "Activation", rules in order).
+/// Why a nudge may go (DATA.md §5 "Activation"); journaled as its wire
+/// spelling ([`Activation::as_str`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activation {
+    /// A clean review pickup (goes out even while shadow data is collected).
+    ReviewPickupRequired,
+    /// A Codex member ended a turn without touching its one in-progress task.
+    NativeTaskProtocolRepair,
+    /// A native member's in-progress work needs sync for 6 minutes or more.
+    NativeStaleInProgress,
+    /// A native member's assigned work needs sync for 6 minutes or more.
+    NativeStaleAssignedWork,
+    /// A runtime stall of an OpenCode member while shadow data is collected.
+    OpencodeTargetedShadowCollecting,
+    /// A runtime stall of a lead while shadow data is collected.
+    LeadTargetedShadowCollecting,
+    /// A runtime stall of a native member while shadow data is collected.
+    NativeTargetedShadowCollecting,
+    /// Shadow data supports phase 2.
+    ShadowReady,
+}
+
+impl Activation {
+    /// The wire spelling (journal `reason`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReviewPickupRequired => "review_pickup_required",
+            Self::NativeTaskProtocolRepair => "native_task_protocol_repair",
+            Self::NativeStaleInProgress => "native_stale_in_progress",
+            Self::NativeStaleAssignedWork => "native_stale_assigned_work",
+            Self::OpencodeTargetedShadowCollecting => "opencode_targeted_shadow_collecting",
+            Self::LeadTargetedShadowCollecting => "lead_targeted_shadow_collecting",
+            Self::NativeTargetedShadowCollecting => "native_targeted_shadow_collecting",
+            Self::ShadowReady => "shadow_ready",
+        }
+    }
+
+    /// True when the base nudge of this activation may get a still-stuck
+    /// follow-up: phase 2 proper, stale native work and targeted stalls, not
+    /// a pickup or a protocol repair.
+    pub fn allows_still_stuck(self) -> bool {
+        matches!(
+            self,
+            Self::ShadowReady
+                | Self::NativeStaleInProgress
+                | Self::NativeStaleAssignedWork
+                | Self::OpencodeTargetedShadowCollecting
+                | Self::LeadTargetedShadowCollecting
+                | Self::NativeTargetedShadowCollecting
+        )
+    }
+}
+
+/// Why no nudge may go now: the planner code (journaled `nudge_skipped`, or
+/// the dispatcher's retry reason).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActivationHold {
+    /// Not `needs_sync`, or nothing on the agenda.
+    StatusNotNudgeable,
+    /// The report rejection rate is too high.
+    BlockingMetrics,
+    /// Shadow data does not support phase 2 yet.
+    Phase2NotReady,
+}
+
+impl ActivationHold {
+    /// The planner code.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::StatusNotNudgeable => "status_not_nudgeable",
+            Self::BlockingMetrics => "blocking_metrics",
+            Self::Phase2NotReady => "phase2_not_ready",
+        }
+    }
+}
+
+/// Why a nudge may go, or what holds it back (DATA.md §5 "Activation",
+/// rules in order).
 pub fn activation(
     status: &MemberStatus,
     readiness: &Readiness,
     needs_sync_since_ms: Option<EpochMs>,
     now: EpochMs,
-) -> Result<&'static str, &'static str> {
+) -> Result<Activation, ActivationHold> {
     let nudgeable = status.state == StatusState::NeedsSync && !status.agenda.items.is_empty();
     if !nudgeable {
-        return Err("status_not_nudgeable");
+        return Err(ActivationHold::StatusNotNudgeable);
     }
     let has = |diag: &str| status.diagnostics.iter().any(|d| d == diag);
     let stalled = has(RUNTIME_STALL);
@@ -209,7 +285,7 @@ pub fn activation(
     let collecting = readiness.state == ReadinessState::CollectingShadowData;
     // 1. A clean review pickup goes out while shadow data is collected.
     if collecting && pickup {
-        return Ok("review_pickup_required");
+        return Ok(Activation::ReviewPickupRequired);
     }
     let provider = status.provider_id;
     let native = matches!(
@@ -233,7 +309,7 @@ pub fn activation(
         && stalled
         && has("runtime_stall:trigger=turn_settled")
     {
-        return Ok("native_task_protocol_repair");
+        return Ok(Activation::NativeTaskProtocolRepair);
     }
     // 3. Stale owned work of a native member (needs sync for ≥ 6 min).
     let owned_work_or_pickup = items.iter().all(|i| i.kind == ItemKind::Work) || pickup;
@@ -242,9 +318,9 @@ pub fn activation(
     if native && !lead_like && no_proof && owned_work_or_pickup && any_work && stale {
         let in_progress = items.iter().any(|i| i.reason == "owned_in_progress_task");
         return Ok(if in_progress {
-            "native_stale_in_progress"
+            Activation::NativeStaleInProgress
         } else {
-            "native_stale_assigned_work"
+            Activation::NativeStaleAssignedWork
         });
     }
     let rejection_rate_high = readiness
@@ -253,33 +329,28 @@ pub fn activation(
     // 4. Targeted (a runtime stall), not a pickup, while collecting.
     if collecting && stalled && !pickup {
         if provider == Some(ProviderId::Opencode) {
-            return Ok("opencode_targeted_shadow_collecting");
+            return Ok(Activation::OpencodeTargetedShadowCollecting);
         }
         if lead_like {
-            return Ok("lead_targeted_shadow_collecting");
+            return Ok(Activation::LeadTargetedShadowCollecting);
         }
         if native && !rejection_rate_high {
-            return Ok("native_targeted_shadow_collecting");
+            return Ok(Activation::NativeTargetedShadowCollecting);
         }
     }
     // 5.
     if rejection_rate_high {
-        return Err("blocking_metrics");
+        return Err(ActivationHold::BlockingMetrics);
     }
     // 6.
     if pickup {
-        return Ok("review_pickup_required");
+        return Ok(Activation::ReviewPickupRequired);
     }
     // 7.
     if readiness.state == ReadinessState::ShadowReady {
-        return Ok("shadow_ready");
+        return Ok(Activation::ShadowReady);
     }
-    Err("phase2_not_ready")
-}
-
-/// True for activation reasons that may send a still-stuck follow-up.
-pub fn allows_still_stuck(reason: &str) -> bool {
-    reason == "shadow_ready" || reason.starts_with("native_stale_") || reason.contains("_targeted_")
+    Err(ActivationHold::Phase2NotReady)
 }
 
 /// The 30-minute bucket of `now`, as ISO (still-stuck keys).

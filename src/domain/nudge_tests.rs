@@ -118,15 +118,27 @@ fn only_needs_sync_with_would_nudge_is_planned() {
     assert!(plan_nudge(&status(vec![])).is_none());
 }
 
+/// [`activation`] in wire spelling: the reason, or the planner code.
+fn wire_activation(
+    status: &MemberStatus,
+    readiness: &Readiness,
+    since: Option<EpochMs>,
+    now: EpochMs,
+) -> Result<&'static str, &'static str> {
+    activation(status, readiness, since, now)
+        .map(Activation::as_str)
+        .map_err(ActivationHold::as_str)
+}
+
 #[test]
 fn activation_order() {
     let s = status(vec![work("1", "owned_pending_task")]);
     assert_eq!(
-        activation(&s, &collecting(), None, NOW),
+        wire_activation(&s, &collecting(), None, NOW),
         Err("phase2_not_ready")
     );
     assert_eq!(
-        activation(
+        wire_activation(
             &s,
             &with_state(ReadinessState::ShadowReady, vec![]),
             None,
@@ -135,7 +147,7 @@ fn activation_order() {
         Ok("shadow_ready")
     );
     assert_eq!(
-        activation(
+        wire_activation(
             &s,
             &with_state(
                 ReadinessState::Blocked,
@@ -148,34 +160,34 @@ fn activation_order() {
     );
     // Native stale work: needs_sync for ≥ 6 min goes out even while collecting.
     assert_eq!(
-        activation(&s, &collecting(), Some(NOW - NATIVE_STALE_MS + 1), NOW),
+        wire_activation(&s, &collecting(), Some(NOW - NATIVE_STALE_MS + 1), NOW),
         Err("phase2_not_ready")
     );
     assert_eq!(
-        activation(&s, &collecting(), Some(NOW - NATIVE_STALE_MS), NOW),
+        wire_activation(&s, &collecting(), Some(NOW - NATIVE_STALE_MS), NOW),
         Ok("native_stale_assigned_work")
     );
     let busy = status(vec![work("2", "owned_in_progress_task")]);
     assert_eq!(
-        activation(&busy, &collecting(), Some(0), NOW),
+        wire_activation(&busy, &collecting(), Some(0), NOW),
         Ok("native_stale_in_progress")
     );
     let mut opencode = status(vec![work("1", "owned_pending_task")]);
     opencode.provider_id = Some(ProviderId::Opencode);
     assert_eq!(
-        activation(&opencode, &collecting(), Some(0), NOW),
+        wire_activation(&opencode, &collecting(), Some(0), NOW),
         Err("phase2_not_ready")
     );
     let mut lead = status(vec![work("1", "owned_pending_task")]);
     lead.member_name = "Team_Lead".into();
     assert_eq!(
-        activation(&lead, &collecting(), Some(0), NOW),
+        wire_activation(&lead, &collecting(), Some(0), NOW),
         Err("phase2_not_ready")
     );
     // Pickups go out while collecting.
     let p = status(vec![pickup("6", "r1")]);
     assert_eq!(
-        activation(&p, &collecting(), None, NOW),
+        wire_activation(&p, &collecting(), None, NOW),
         Ok("review_pickup_required")
     );
     let mut oversight = work("5", "task_has_broken_dependency");
@@ -192,7 +204,7 @@ fn activation_order() {
         let mut lead_only = status(items);
         lead_only.member_name = "team-lead".into();
         assert_eq!(
-            activation(
+            wire_activation(
                 &lead_only,
                 &with_state(ReadinessState::ShadowReady, vec![]),
                 Some(0),
@@ -204,7 +216,7 @@ fn activation_order() {
     let mut caught_up = status(vec![]);
     caught_up.state = StatusState::CaughtUp;
     assert_eq!(
-        activation(&caught_up, &collecting(), None, NOW),
+        wire_activation(&caught_up, &collecting(), None, NOW),
         Err("status_not_nudgeable")
     );
 }
@@ -414,11 +426,24 @@ fn keyed_nudges_get_their_own_id_and_hash() {
     assert_ne!(keyed.payload_hash, base.payload_hash);
     assert!(keyed.payload.text.starts_with("Status check.\n\n"));
     assert_eq!(half_hour_bucket(NOW), "2027-01-15T08:00:00.000Z");
-    assert!(allows_still_stuck("shadow_ready") && allows_still_stuck("native_stale_in_progress"));
-    assert!(
-        allows_still_stuck("lead_targeted_shadow_collecting")
-            && !allows_still_stuck("review_pickup_required")
-    );
+    // (activation, may get a still-stuck follow-up)
+    for (reason, still_stuck) in [
+        (Activation::ShadowReady, true),
+        (Activation::NativeStaleInProgress, true),
+        (Activation::NativeStaleAssignedWork, true),
+        (Activation::LeadTargetedShadowCollecting, true),
+        (Activation::NativeTargetedShadowCollecting, true),
+        (Activation::OpencodeTargetedShadowCollecting, true),
+        (Activation::ReviewPickupRequired, false),
+        (Activation::NativeTaskProtocolRepair, false),
+    ] {
+        assert_eq!(
+            reason.allows_still_stuck(),
+            still_stuck,
+            "{}",
+            reason.as_str()
+        );
+    }
 }
 
 #[test]
