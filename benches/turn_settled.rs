@@ -1,7 +1,10 @@
 //! Turn-settled benchmark (`npm run bench:turn-settled`):
 //!
-//! 1. hook latency: the shipped Stop hook against the floor `/bin/sh -c :`
-//!    (target ≤ 3×), plus the old single-`dd` script of the seed for scale;
+//! 1. hook latency: the shipped Stop hook, run through `sh -c '<command>'` as
+//!    Claude Code runs it, against the floor `/bin/sh -c :` at payload sizes
+//!    from 0 B to 1 MiB (target ≤ 2×), plus the old single-`dd` script of the
+//!    seed for scale; then whether 50 of 50 captures through a pipe at 256 KiB
+//!    and 1 MiB are complete;
 //! 2. drain throughput of 1,000 and 10,000 pending Claude Stop files, with
 //!    Claude transcript resolution, (a) handing members to a queue (what the
 //!    event queue issue wires) and (b) reconciling directly (today's wiring).
@@ -19,6 +22,8 @@ use member_work_sync::application::turn_settled::{
     TeamChangeEvent, TeamChangeSink, TurnSettledQueue,
 };
 use member_work_sync::domain::status::ReconciledBy;
+use member_work_sync::domain::turn_settled::settings::hook_command;
+use member_work_sync::domain::turn_settled::{RuntimeProvider, MAX_PAYLOAD_BYTES};
 use member_work_sync::infrastructure::composition::{RootPaths, Services};
 use member_work_sync::infrastructure::spool::SpoolPaths;
 
@@ -78,6 +83,22 @@ fn time_commands(commands: &[&[&str]], payload: &[u8], runs: usize) -> Vec<Durat
         .collect()
 }
 
+/// Payload sizes on stdin: none, the usual Stop payloads (a short answer, a
+/// long one), and past the hook's 256 KiB bound up to 1 MiB.
+const HOOK_PAYLOAD_SIZES: [usize; 8] = [
+    0,
+    400,
+    2 * 1024,
+    8 * 1024,
+    64 * 1024,
+    256 * 1024,
+    512 * 1024,
+    1024 * 1024,
+];
+
+/// Captures checked for completeness at each of these sizes.
+const CAPTURE_RUNS: usize = 50;
+
 fn hook_latency() {
     let dir = tempfile::tempdir().expect("temp dir");
     let paths = SpoolPaths::for_teams_base(&dir.path().join("teams"));
@@ -87,39 +108,82 @@ fn hook_latency() {
     let root = paths.root.to_string_lossy().into_owned();
     let script_s = script.to_string_lossy().into_owned();
     let seed_s = seed_script.to_string_lossy().into_owned();
-    let runs = 400;
+    // The command exactly as the settings install it, run the way Claude
+    // Code runs hook commands: `sh -c '<command>'`.
+    let command = hook_command(&script_s, &root, RuntimeProvider::Claude, MAX_PAYLOAD_BYTES);
+    let seed_command = format!("/bin/sh '{seed_s}' '{root}' claude 262144");
     let us = |d: Duration| d.as_secs_f64() * 1e6;
-    // A Claude Code Stop payload is ~150 bytes of fields (session, transcript
-    // path, cwd, mode, event, stop_hook_active) plus `last_assistant_message`,
-    // the final answer's text: none, short, a long answer, a very long one.
-    for message_len in [0, 400, 2048, 8192] {
-        let payload = stop_payload("S", 0, message_len);
+    println!("hook latency through `sh -c` (median of interleaved runs):");
+    println!(
+        "  {:>9}  {:>6}  {:>10}  {:>10}  {:>6}  {:>10}  {:>6}",
+        "payload", "runs", "sh -c :", "hook", "ratio", "seed (dd)", "ratio"
+    );
+    for size in HOOK_PAYLOAD_SIZES {
+        let payload = sized_stop_payload(size);
+        let runs = if size <= 8 * 1024 { 300 } else { 60 };
         let floor: &[&str] = &["/bin/sh", "-c", ":"];
-        let hook: &[&str] = &["/bin/sh", &script_s, &root, "claude", "262144"];
-        let seed: &[&str] = &["/bin/sh", &seed_s, &root, "claude", "262144"];
+        let hook: &[&str] = &["/bin/sh", "-c", &command];
+        let seed: &[&str] = &["/bin/sh", "-c", &seed_command];
         let [floor, hook, seed] = time_commands(&[floor, hook, seed], &payload, runs)[..] else {
             unreachable!("three commands, three medians")
         };
         println!(
-            "hook latency (median of {runs}, {} B payload on stdin, {message_len} B message):",
-            payload.len()
-        );
-        println!("  /bin/sh -c :              {:8.0} µs", us(floor));
-        println!(
-            "  turn-settled-hook-v1.sh   {:8.0} µs  = {:.1}× the floor",
+            "  {:>7} B  {runs:>6}  {:>7.0} µs  {:>7.0} µs  {:>5.2}×  {:>7.0} µs  {:>5.2}×",
+            payload.len(),
+            us(floor),
             us(hook),
-            us(hook) / us(floor)
-        );
-        println!(
-            "  seed script (dd count=1)  {:8.0} µs  = {:.1}× the floor",
+            us(hook) / us(floor),
             us(seed),
-            us(seed) / us(floor)
+            us(seed) / us(floor),
         );
         // Keep the spool small: the next size starts from an empty incoming/.
-        for entry in fs::read_dir(paths.incoming()).expect("incoming").flatten() {
-            let _ = fs::remove_file(entry.path());
-        }
+        empty_incoming(&paths);
     }
+    println!(
+        "complete captures through a pipe (the stored file is the payload, or for an \
+         oversized one its first 256 KiB + 1 bytes or more):"
+    );
+    for size in [256 * 1024, 1024 * 1024] {
+        let payload = sized_stop_payload(size);
+        let least = payload.len().min(MAX_PAYLOAD_BYTES as usize + 1);
+        let mut complete = 0;
+        for _ in 0..CAPTURE_RUNS {
+            empty_incoming(&paths);
+            time_once(&["/bin/sh", "-c", &command], &payload);
+            let files: Vec<_> = fs::read_dir(paths.incoming())
+                .expect("incoming")
+                .flatten()
+                .collect();
+            if let [file] = &files[..] {
+                let stored = fs::read(file.path()).unwrap_or_default();
+                if stored.len() >= least && payload.starts_with(&stored) {
+                    complete += 1;
+                }
+            }
+        }
+        println!(
+            "  {:>7} B: {complete} of {CAPTURE_RUNS} complete",
+            payload.len()
+        );
+    }
+}
+
+fn empty_incoming(paths: &SpoolPaths) {
+    for entry in fs::read_dir(paths.incoming()).expect("incoming").flatten() {
+        let _ = fs::remove_file(entry.path());
+    }
+}
+
+/// A Stop payload of exactly `size` bytes (a shorter message fills it),
+/// or nothing for 0.
+fn sized_stop_payload(size: usize) -> Vec<u8> {
+    if size == 0 {
+        return Vec::new();
+    }
+    let frame = stop_payload("S", 0, 0).len();
+    let payload = stop_payload("S", 0, size.saturating_sub(frame));
+    assert!(payload.len() >= size.min(frame));
+    payload
 }
 
 /// A Stop payload; `turn` makes it unique (identical payloads are duplicates).

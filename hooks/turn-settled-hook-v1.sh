@@ -6,15 +6,17 @@
 # a hidden temp file in <spoolRoot>/incoming/, which is then renamed to
 # <YYYYMMDDTHHMMSSZ>-<pid>-<suffix>.<provider>.json for the app to drain.
 # It runs on every turn of every agent, so it starts as few programs as it can
-# (mv; date only without /proc; head and cat only for an oversized payload),
-# never prints, never waits on a lock, never touches the network and always
-# exits 0: a broken spool must never break the agent. A write that fails (a
-# full disk) publishes nothing: a truncated payload must never look complete.
+# (cat and mv; rm instead of mv for an empty payload; wc and a second cat for
+# an oversized one; date only without /proc), and its cost does not grow with
+# the payload: cat copies in blocks. It never prints, never waits on a lock,
+# never touches the network and always exits 0: a broken spool must never
+# break the agent. A write that fails (a full disk) publishes nothing: a
+# truncated payload must never look complete.
 
 # Nothing below prints: every error message goes to /dev/null from here on.
 exec >/dev/null 2>&1
 umask 077
-# ${#line} counts bytes, and the programs it starts load no locale.
+# The programs it starts load no locale.
 LC_ALL=C
 export LC_ALL
 
@@ -57,46 +59,48 @@ while :; do
 done
 set +C
 
-# Keep one byte more than the bound so the drainer can tell an oversized
-# payload from one that fits exactly, and read to the end of input (a single
-# `dd count=1` stops at the first short read of a pipe and cuts payloads).
-# Lines are copied with the `read`/`printf` builtins: a typical Stop payload is
-# one short line, so no program starts here; only an oversized payload runs
-# `head` (for the exact cut) and `cat` (to read the rest away).
-# Every write's status is checked (the builtins' and head's own, no extra
-# program): the first failure stops the copy, and the group's status, the
-# last test in it, says whether all of them succeeded.
+# Copy the payload with one `cat`, bounded by the file size limit (ulimit -f,
+# in 512-byte blocks) rather than by a count: a payload that fits is taken
+# whole by one program, in blocks, and input is then at its end. The shell's
+# own `read` takes a pipe one byte per system call (a 256 KiB payload cost a
+# hundred times a bare `sh -c :`), `head -c` would need a second program after
+# it on every turn to read the rest away, and a single `dd count=1` stops at
+# the first short read of a pipe and cuts payloads. The limit keeps at least
+# one byte more than the bound (up to 512 more: whole blocks), so the drainer,
+# which reads bound + 1 bytes, can tell an oversized payload from one that
+# fits exactly. With SIGXFSZ ignored, a write past the limit fails (EFBIG)
+# instead of killing cat. A lower hard limit already in place cannot be
+# raised: it bounds the copy instead, and a payload past it counts as a
+# failed write. Without any limit, `head -c` copies and `cat` reads the rest.
 limit=$((max_bytes + 1))
-total=0
-written=1
-{
-  while :; do
-    line=
-    if IFS= read -r line; then nl=1; else nl=0; fi
-    size=$((${#line} + nl))
-    if [ $((total + size)) -gt "$limit" ]; then
-      printf '%s\n' "$line" | head -c "$((limit - total))" || written=0
-      cat >/dev/null
-      break
+blocks=$(((limit + 511) / 512))
+oversized=
+trap '' XFSZ
+if ulimit -f "$blocks" || {
+  current=$(ulimit -f) && plain_number "$current" && [ "$current" -le "$blocks" ]
+}; then
+  cat >"$tmp" || {
+    # cat stopped at the limit (an oversized payload: keep its first bytes)
+    # or a write failed (a full disk: publish nothing). Only the size tells
+    # them apart, and this path is rare enough for `wc` to count it.
+    size=$(wc -c <"$tmp")
+    size=${size#"${size%%[! ]*}"}
+    if ! plain_number "$size" || [ "$size" -lt "$limit" ]; then
+      rm -f -- "$tmp"
+      drain_and_exit
     fi
-    total=$((total + size))
-    if [ "$nl" = 1 ]; then
-      printf '%s\n' "$line" || {
-        written=0
-        break
-      }
-    else
-      printf '%s' "$line" || written=0
-      break
-    fi
-  done
-  [ "$written" = 1 ]
-} >"$tmp" || {
-  rm -f -- "$tmp"
-  drain_and_exit
-}
+    oversized=1
+  }
+else
+  head -c "$limit" >"$tmp" || {
+    rm -f -- "$tmp"
+    drain_and_exit
+  }
+  oversized=1
+fi
 
 if [ ! -s "$tmp" ]; then
+  # Nothing came: input is at its end already, nothing to read away.
   rm -f -- "$tmp"
   exit 0
 fi
@@ -192,4 +196,6 @@ while [ -e "$final" ]; do
   final=$incoming/$stamp-$$-$n.$provider.json
 done
 mv -f -- "$tmp" "$final" || rm -f -- "$tmp"
+# The rest of an oversized payload, read away after it was published.
+[ -z "$oversized" ] || drain_and_exit
 exit 0

@@ -459,7 +459,7 @@ function stopPayload(kind, session = 'B1') {
   if (kind === 'small') return Buffer.from(JSON.stringify({ ...base, last_assistant_message: 'done' }))
   const lines = kind === 'medium' ? 300 : 2500
   const pad = Array.from({ length: lines }, (_, i) => `line ${i} ${'x'.repeat(40)}`)
-  // One array element per line: the hook copies it line by line.
+  // One array element per line (pretty-printed: a multi-line payload).
   return Buffer.from(JSON.stringify({ ...base, last_assistant_message: pad }, null, 1) + (kind === 'large' ? '' : '\n'))
 }
 

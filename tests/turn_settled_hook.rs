@@ -122,13 +122,30 @@ fn payload(len: usize) -> Vec<u8> {
     (0..len).map(|i| b"abcdefghij{}\"\n "[i % 15]).collect()
 }
 
+/// Every payload is kept whole up to the bound, and an oversized one's
+/// first bytes are, through a pipe and whatever its size.
 #[test]
 fn captures_payloads_completely_up_to_the_bound() {
     let max = MAX_PAYLOAD_BYTES as usize;
     for shell in shells() {
         let (_dir, paths, script) = installed_spool();
         let root = paths.root.to_string_lossy().into_owned();
-        for (len, kept) in [(1, 1), (2048, 2048), (max, max), (300 * 1024, max + 1)] {
+        // An oversized payload keeps its first bytes, more than the bound
+        // (the drainer reads bound + 1 and files it as truncated), at most up
+        // to the bound rounded up to whole 512-byte blocks of the file size
+        // limit that stops the copy.
+        let oversized_kept = (max + 1).div_ceil(512) * 512;
+        let cases = [
+            (1, 1),
+            (2048, 2048),
+            (max, max),
+            (max + 1, max + 1),
+            (max + 2, max + 2),
+            (oversized_kept + 1, oversized_kept),
+            (300 * 1024, oversized_kept),
+            (1024 * 1024, oversized_kept),
+        ];
+        for (len, kept) in cases {
             let body = payload(len);
             let out = run(&shell, &script, &[&root, "claude", "262144"], &body);
             assert_eq!(
@@ -165,6 +182,108 @@ fn captures_payloads_completely_up_to_the_bound() {
                 fs::metadata(&path).unwrap().permissions().mode() & 0o777,
                 0o600
             );
+            fs::remove_file(path).unwrap();
+        }
+    }
+}
+
+/// The hook copies its input in blocks: the number of `read`s of stdin does
+/// not grow with the payload. (The shell's `read` builtin, which it used to
+/// copy with, takes a pipe one byte per system call: 65,536 reads for 64 KiB,
+/// which made a 256 KiB payload cost a hundred times a bare `sh -c :`.)
+/// Counted with strace; skipped where it is not installed or not allowed.
+#[test]
+fn reads_its_input_in_blocks_not_bytes() {
+    let traced = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=read", "-o", "/dev/null", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !traced {
+        eprintln!("strace not available: skipping the read count");
+        return;
+    }
+    let len = 64 * 1024;
+    let many_lines = payload(len);
+    let one_line: Vec<u8> = many_lines
+        .iter()
+        .map(|&b| if b == b'\n' { b' ' } else { b })
+        .collect();
+    let max = MAX_PAYLOAD_BYTES as usize;
+    let oversized = payload(max + 64 * 1024);
+    for shell in shells() {
+        for (what, body) in [
+            ("64 KiB in many lines", &many_lines),
+            ("one 64 KiB line", &one_line),
+            ("320 KiB, oversized", &oversized),
+        ] {
+            let (dir, paths, script) = installed_spool();
+            let root = paths.root.to_string_lossy().into_owned();
+            let trace = dir.path().join("trace");
+            let mut traced_shell = vec!["strace", "-f", "-qq", "-e", "trace=read", "-o"];
+            let trace_s = trace.to_string_lossy().into_owned();
+            traced_shell.push(&trace_s);
+            traced_shell.extend(&shell);
+            let out = run(&traced_shell, &script, &[&root, "claude", "262144"], body);
+            assert_eq!(out.status, 0, "{shell:?} {what}");
+            let names = incoming(&paths);
+            assert_eq!(names.len(), 1, "{shell:?} {what}: {names:?}");
+            let stored = fs::read(paths.incoming().join(&names[0])).unwrap();
+            assert_eq!(
+                &stored[..stored.len().min(max + 1)],
+                &body[..body.len().min(max + 1)]
+            );
+            let stdin_reads = fs::read_to_string(&trace)
+                .unwrap()
+                .lines()
+                .filter(|line| line.contains(" read(0,"))
+                .count();
+            // A block copy takes a few reads (pipe-sized chunks); a
+            // byte-wise one, one per byte. (The clock's few dozen bytes of
+            // /proc are read through fd 0 too, a byte at a time.)
+            assert!(
+                stdin_reads <= body.len() / 64,
+                "{shell:?} {what}: {stdin_reads} reads of stdin for {} bytes",
+                body.len()
+            );
+        }
+    }
+}
+
+/// Where the shell cannot set a file size limit (here `ulimit` is shadowed
+/// by a function that fails), the copy is bounded by `head -c` instead:
+/// payloads are still kept whole up to the bound and cut past it.
+#[test]
+fn without_a_file_size_limit_the_copy_is_bounded_by_count() {
+    let max = MAX_PAYLOAD_BYTES as usize;
+    for shell in shells() {
+        let (_dir, paths, script) = installed_spool();
+        let root = paths.root.to_string_lossy().into_owned();
+        for (len, kept) in [(2048, 2048), (max, max), (300 * 1024, max + 1)] {
+            let body = payload(len);
+            let mut command = Command::new(shell[0]);
+            command
+                .args(&shell[1..])
+                .arg("-c")
+                .arg("ulimit() { return 1; }; . \"$0\"")
+                .arg(&script)
+                .args([&root, "claude", "262144"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            let mut child = command.spawn().unwrap();
+            let mut pipe = child.stdin.take().unwrap();
+            let writer = std::thread::spawn(move || pipe.write_all(&body).map(|()| body));
+            let out = child.wait_with_output().unwrap();
+            let body = writer.join().unwrap().expect("the hook read all of stdin");
+            assert_eq!(
+                (out.status.code(), out.stdout.len(), out.stderr.len()),
+                (Some(0), 0, 0),
+                "{shell:?} {len}"
+            );
+            let names = incoming(&paths);
+            assert_eq!(names.len(), 1, "{shell:?} {len}: {names:?}");
+            let path = paths.incoming().join(&names[0]);
+            assert_eq!(fs::read(&path).unwrap(), &body[..kept], "{shell:?} {len}");
             fs::remove_file(path).unwrap();
         }
     }

@@ -49,7 +49,8 @@ fn read_bounded(file: File) -> ClaimContent {
     let mut bytes = Vec::new();
     match file.take(MAX_PAYLOAD_BYTES + 1).read_to_end(&mut bytes) {
         Err(e) => ClaimContent::Transient(e.to_string()),
-        // The hook keeps the first 256 KiB + 1 byte of a longer payload.
+        // The hook keeps at least the first 256 KiB + 1 byte of a longer
+        // payload (up to whole 512-byte blocks of its file size limit).
         Ok(_) if bytes.len() as u64 > MAX_PAYLOAD_BYTES => ClaimContent::Truncated(bytes),
         Ok(0) => ClaimContent::Invalid("payload_missing"),
         Ok(_) => ClaimContent::Payload(bytes),
