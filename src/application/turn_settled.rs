@@ -5,7 +5,7 @@
 //! A Stop event is only a wake-up: it never counts as progress or as a report,
 //! it only asks for a `turn_settled` reconcile, which recomputes everything.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
@@ -56,14 +56,36 @@ pub struct SpoolClaim {
     pub content: ClaimContent,
 }
 
+/// Where a claim is filed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Disposition {
+    /// `processed/`: a valid event, whatever its outcome.
+    Processed,
+    /// `invalid/`: a payload that could not be used.
+    Invalid,
+}
+
+/// A claim and the outcome (`meta`) it is filed with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Filing<'a> {
+    /// The claim.
+    pub claim: &'a SpoolClaim,
+    /// Its folder.
+    pub disposition: Disposition,
+    /// The outcome, stored beside the payload.
+    pub meta: Value,
+}
+
 /// The spool of hook payloads.
 pub trait TurnSettledSpool: Send + Sync {
     /// Recovers stale claims, then claims up to `limit` pending files in name order.
     fn claim(&self, limit: usize) -> Result<Vec<SpoolClaim>, PortError>;
-    /// Files the claim under `processed/` with `meta`; false when the claim was lost.
-    fn complete(&self, claim: &SpoolClaim, meta: &Value) -> Result<bool, PortError>;
-    /// Files the claim under `invalid/` with `meta`; false when the claim was lost.
-    fn reject(&self, claim: &SpoolClaim, meta: &Value) -> Result<bool, PortError>;
+    /// Files a batch of claims with their outcomes, durably: every outcome
+    /// is on disk before its claim leaves `processing/`, and every move is
+    /// before this returns. One result per filing, in order: `true` filed,
+    /// `false` lost to another drainer's recovery, an error when it could
+    /// not be filed (the claim stays claimed; release it).
+    fn file(&self, filings: &[Filing<'_>]) -> Vec<Result<bool, PortError>>;
     /// Gives the claim back for a later drain.
     fn release(&self, claim: &SpoolClaim) -> Result<(), PortError>;
     /// Once per drain, also one that claimed nothing: prunes old results,
@@ -273,8 +295,11 @@ impl TurnSettledIngestor {
         self
     }
 
-    /// One drain: at most [`DRAIN_BATCH`] files. Each resolved event is reported
-    /// to `changes`; each resolved member is handed to `queue` once per drain.
+    /// One drain: at most [`DRAIN_BATCH`] files. Every claim is judged
+    /// first, then the batch is filed at once (its outcomes made durable
+    /// together), then the filed events are acted on: each resolved event is
+    /// reported to `changes` and journaled, and each resolved member is
+    /// handed to `queue` once per drain.
     pub fn drain(
         &self,
         queue: &dyn TurnSettledQueue,
@@ -286,41 +311,49 @@ impl TurnSettledIngestor {
             ..DrainSummary::default()
         };
         let mut rosters: HashMap<String, TeamSnapshot> = HashMap::new();
-        let mut targets: BTreeSet<(String, String)> = BTreeSet::new();
+        let mut filings = Vec::with_capacity(claims.len());
+        let mut verdicts = Vec::with_capacity(claims.len());
+        // Source ids resolved earlier in this batch: a second delivery of one
+        // payload is a duplicate before the first is even filed.
+        let mut resolved_ids: HashSet<String> = HashSet::new();
         for claim in &claims {
             let now = self.clock.now_ms();
-            let payload = match &claim.content {
-                ClaimContent::Transient(_) => {
+            let (disposition, meta, verdict) = match self.judge(claim, &mut rosters, &resolved_ids)
+            {
+                Judged::Later => {
                     summary.failed += 1;
                     let _ = self.spool.release(claim);
                     continue;
                 }
-                ClaimContent::Invalid(reason) => {
-                    self.file_invalid(claim, reason, now, &mut summary);
-                    continue;
+                Judged::Invalid(reason) => {
+                    let meta = json!({ "reason": reason, "processedAt": format_iso(now) });
+                    (Disposition::Invalid, meta, Verdict::Invalid)
                 }
-                ClaimContent::Payload(bytes) => (bytes, false),
-                ClaimContent::Truncated(bytes) => (bytes, true),
-            };
-            let Some(provider) = claim.provider else {
-                self.file_invalid(claim, "unsupported_provider", now, &mut summary);
-                continue;
-            };
-            let spooled_at = format_iso(claim.spooled_at_ms);
-            let normalized = match payload {
-                (bytes, false) => normalize(provider, bytes, &spooled_at),
-                (bytes, true) => normalize_truncated(provider, bytes, &spooled_at),
-            };
-            let event = match normalized {
-                Ok(event) => event,
-                Err(failure) => {
-                    self.file_invalid(claim, failure.as_str(), now, &mut summary);
-                    continue;
+                Judged::Event(event, attributed) => {
+                    if let Decision::Resolved { .. } = &attributed.decision {
+                        resolved_ids.insert(event.source_id.clone());
+                    }
+                    let meta = processed_meta(&event, &attributed.decision, now);
+                    let verdict = Verdict::Event {
+                        event,
+                        attributed,
+                        now,
+                    };
+                    (Disposition::Processed, meta, verdict)
                 }
             };
-            let Attributed { decision, target } = self.decide(&event, &mut rosters);
-            let meta = processed_meta(&event, &decision, now);
-            match self.spool.complete(claim, &meta) {
+            filings.push(Filing {
+                claim,
+                disposition,
+                meta,
+            });
+            verdicts.push(verdict);
+        }
+        let filed = self.spool.file(&filings);
+        let mut targets: BTreeSet<(String, String)> = BTreeSet::new();
+        let mut journal = JournalBatch::default();
+        for ((filing, verdict), result) in filings.iter().zip(verdicts).zip(filed) {
+            match result {
                 Ok(true) => {}
                 Ok(false) => {
                     // Another drainer recovered and owns it now.
@@ -329,16 +362,28 @@ impl TurnSettledIngestor {
                 }
                 Err(_) => {
                     summary.failed += 1;
-                    let _ = self.spool.release(claim);
+                    let _ = self.spool.release(filing.claim);
                     continue;
                 }
             }
+            let claim = filing.claim;
+            let (event, Attributed { decision, target }, now) = match verdict {
+                Verdict::Invalid => {
+                    summary.invalid += 1;
+                    continue;
+                }
+                Verdict::Event {
+                    event,
+                    attributed,
+                    now,
+                } => (event, attributed, now),
+            };
             match decision {
                 Decision::Resolved { team, member } => {
                     self.recent.remember(&event.source_id);
                     summary.enqueued += 1;
                     let outcome = ("turn_settled_resolved", None);
-                    self.journal_outcome(outcome, claim, &team, &member, &event, now);
+                    journal.add(outcome, claim, &team, &member, &event, now);
                     changes.emit(TeamChangeEvent {
                         kind: "member-turn-settled".into(),
                         team_name: team.clone(),
@@ -357,14 +402,34 @@ impl TurnSettledIngestor {
                 Decision::Ignored(reason) => {
                     summary.ignored += 1;
                     let outcome = ("turn_settled_ignored", Some(reason.as_str()));
-                    self.audit_unqueued(outcome, claim, &event, target, &rosters, now);
+                    self.audit_unqueued(
+                        outcome,
+                        claim,
+                        &event,
+                        target,
+                        &rosters,
+                        now,
+                        &mut journal,
+                    );
                 }
                 Decision::Unresolved(reason) => {
                     summary.unresolved += 1;
                     let outcome = ("turn_settled_unresolved", Some(reason.as_str()));
-                    self.audit_unqueued(outcome, claim, &event, target, &rosters, now);
+                    self.audit_unqueued(
+                        outcome,
+                        claim,
+                        &event,
+                        target,
+                        &rosters,
+                        now,
+                        &mut journal,
+                    );
                 }
             }
+        }
+        // One append per member journal for the whole batch.
+        for lines in journal.members.into_values() {
+            self.journal.record_all(lines);
         }
         // Every drain tidies, also one that claimed nothing: a killed hook's
         // temp file must not wait for the next event to be swept.
@@ -384,21 +449,40 @@ impl TurnSettledIngestor {
         Ok(summary)
     }
 
-    fn file_invalid(
+    /// What to do with one claim: release it for later, file it as invalid,
+    /// or file the event it holds with its decision (a source id resolved
+    /// earlier in the batch makes it a duplicate).
+    fn judge(
         &self,
         claim: &SpoolClaim,
-        reason: &str,
-        now: EpochMs,
-        summary: &mut DrainSummary,
-    ) {
-        let meta = json!({ "reason": reason, "processedAt": format_iso(now) });
-        match self.spool.reject(claim, &meta) {
-            Ok(true) => summary.invalid += 1,
-            Ok(false) => summary.failed += 1,
-            Err(_) => {
-                summary.failed += 1;
-                let _ = self.spool.release(claim);
+        rosters: &mut HashMap<String, TeamSnapshot>,
+        resolved_ids: &HashSet<String>,
+    ) -> Judged {
+        let payload = match &claim.content {
+            ClaimContent::Transient(_) => return Judged::Later,
+            ClaimContent::Invalid(reason) => return Judged::Invalid(reason),
+            ClaimContent::Payload(bytes) => (bytes, false),
+            ClaimContent::Truncated(bytes) => (bytes, true),
+        };
+        let Some(provider) = claim.provider else {
+            return Judged::Invalid("unsupported_provider");
+        };
+        let spooled_at = format_iso(claim.spooled_at_ms);
+        let normalized = match payload {
+            (bytes, false) => normalize(provider, bytes, &spooled_at),
+            (bytes, true) => normalize_truncated(provider, bytes, &spooled_at),
+        };
+        match normalized {
+            Ok(event) => {
+                let mut attributed = self.decide(&event, rosters);
+                if matches!(attributed.decision, Decision::Resolved { .. })
+                    && resolved_ids.contains(&event.source_id)
+                {
+                    attributed.decision = Decision::Duplicate;
+                }
+                Judged::Event(event, attributed)
             }
+            Err(failure) => Judged::Invalid(failure.as_str()),
         }
     }
 
@@ -501,6 +585,7 @@ impl TurnSettledIngestor {
     /// payload names, when that member is on its team's roster. Otherwise the
     /// spool's `.meta.json` is the only record: a journal line must never
     /// create a team directory, nor a store folder for a made-up name.
+    #[allow(clippy::too_many_arguments)]
     fn audit_unqueued(
         &self,
         outcome: (&'static str, Option<&str>),
@@ -509,6 +594,7 @@ impl TurnSettledIngestor {
         target: Option<(String, String)>,
         rosters: &HashMap<String, TeamSnapshot>,
         now: EpochMs,
+        journal: &mut JournalBatch,
     ) {
         let named = || Some((event.team_name.clone()?, event.member_name.clone()?));
         let Some((team, member)) = target.or_else(named) else {
@@ -518,16 +604,46 @@ impl TurnSettledIngestor {
             roster.config_found && roster.member(&normalize_member_name(&member)).is_some()
         });
         if on_roster && validate_name(&member).is_ok() {
-            self.journal_outcome(outcome, claim, &team, &member, event, now);
+            journal.add(outcome, claim, &team, &member, event, now);
         }
     }
+}
 
+/// A claim, judged.
+enum Judged {
+    /// Unreadable this time: released for a later drain.
+    Later,
+    /// Filed under `invalid/` with this reason.
+    Invalid(&'static str),
+    /// A valid event and what it was attributed to.
+    Event(TurnSettledEvent, Attributed),
+}
+
+/// What to do once a filing is on disk.
+enum Verdict {
+    /// Count it as invalid.
+    Invalid,
+    /// Act on the event's decision.
+    Event {
+        event: TurnSettledEvent,
+        attributed: Attributed,
+        now: EpochMs,
+    },
+}
+
+/// A drain's journal lines, per member, written with one append each.
+#[derive(Default)]
+struct JournalBatch {
+    members: BTreeMap<(String, String), Vec<AuditEvent>>,
+}
+
+impl JournalBatch {
     /// `turn_settled_claimed` at the time of the claim (with the spool file),
     /// then the outcome (`turn_settled_resolved|ignored|unresolved`, with the
     /// reason): the member's journal shows when the drain took the file and
     /// what became of it.
-    fn journal_outcome(
-        &self,
+    fn add(
+        &mut self,
         (kind, reason): (&'static str, Option<&str>),
         claim: &SpoolClaim,
         team: &str,
@@ -558,7 +674,12 @@ impl TurnSettledIngestor {
         if let Some(reason) = reason {
             outcome.metadata.insert("reason".into(), json!(reason));
         }
-        self.journal.record_all(vec![claimed, outcome]);
+        let lines = self
+            .members
+            .entry((team.to_string(), member.to_string()))
+            .or_default();
+        lines.push(claimed);
+        lines.push(outcome);
     }
 }
 

@@ -145,7 +145,7 @@ impl Dir {
     /// `name` as exactly one entry of this folder: a `/` in it, `.`, `..` or
     /// an empty name would make `openat` walk (and follow links in) other
     /// folders.
-    fn component<'a>(&self, name: &'a OsStr) -> io::Result<&'a OsStr> {
+    pub(super) fn component<'a>(&self, name: &'a OsStr) -> io::Result<&'a OsStr> {
         let bytes = name.as_encoded_bytes();
         if bytes.is_empty()
             || bytes == b"."
@@ -498,7 +498,7 @@ impl Dir {
     }
 
     /// Creates a fresh temp file for `target` (see [`TempName`]).
-    fn create_temp(&self, target: &OsStr, mode: u32) -> io::Result<(String, File)> {
+    pub(super) fn create_temp(&self, target: &OsStr, mode: u32) -> io::Result<(String, File)> {
         let flags = FILE_FLAGS | OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL;
         loop {
             let name = TempName::next(target).to_string();

@@ -26,10 +26,12 @@
 
 mod dir;
 mod root;
+mod staged;
 mod temp;
 
 pub use dir::{Dir, Entry, FileKind, FileRead, Meta};
 pub use root::TrustedRoot;
+pub use staged::{sync_staged, Staged};
 pub use temp::{is_temp_name, TEMP_MARK};
 
 use std::io;

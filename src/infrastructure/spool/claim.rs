@@ -130,9 +130,10 @@ fn recover_stale(processing: &Dir, incoming: &Dir, now: EpochMs) -> io::Result<(
 mod tests {
     use super::*;
     use crate::application::ports::Clock;
+    use crate::application::turn_settled::Disposition;
     use crate::application::turn_settled::TurnSettledSpool;
     use crate::infrastructure::clock::SystemClock;
-    use crate::infrastructure::spool::testing::{names, set_mtime, spool, T0};
+    use crate::infrastructure::spool::testing::{file_one, names, set_mtime, spool, T0};
     use std::fs;
 
     #[test]
@@ -194,9 +195,13 @@ mod tests {
         // Release puts it back; complete files it with its meta.
         spool.release(&claims[0]).unwrap();
         assert!(incoming.join(&claims[0].id).exists());
-        assert!(spool
-            .complete(&claims[1], &serde_json::json!({"outcome": "enqueued"}))
-            .unwrap());
+        assert!(file_one(
+            &spool,
+            &claims[1],
+            Disposition::Processed,
+            serde_json::json!({"outcome": "enqueued"})
+        )
+        .unwrap());
         assert_eq!(
             names(&spool.paths().processed()),
             vec![
@@ -205,7 +210,13 @@ mod tests {
             ]
         );
         // A claim already taken back (by another drainer's recovery) is reported lost.
-        assert!(!spool.complete(&claims[1], &serde_json::json!({})).unwrap());
+        assert!(!file_one(
+            &spool,
+            &claims[1],
+            Disposition::Processed,
+            serde_json::json!({})
+        )
+        .unwrap());
     }
 
     #[test]
@@ -285,7 +296,7 @@ mod tests {
             .collect();
         assert_eq!(reasons, vec![Some("payload_not_a_file"); 4]);
         for claim in &claims {
-            assert!(spool.reject(claim, &serde_json::json!({})).unwrap());
+            assert!(file_one(&spool, claim, Disposition::Invalid, serde_json::json!({})).unwrap());
         }
         let link = spool
             .paths()
@@ -360,7 +371,13 @@ mod tests {
             claims[0].content,
             ClaimContent::Invalid("invalid_file_name")
         );
-        assert!(spool.reject(&claims[0], &serde_json::json!({})).unwrap());
+        assert!(file_one(
+            &spool,
+            &claims[0],
+            Disposition::Invalid,
+            serde_json::json!({})
+        )
+        .unwrap());
         assert_eq!(names(&spool.paths().invalid()).len(), 2);
     }
 }

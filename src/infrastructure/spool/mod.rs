@@ -8,10 +8,11 @@
 //! * claim: `incoming/<name>` → `processing/<name>.claimed-<ms>`; the claim time
 //!   travels in the name, atomically with the claim, so recovery can tell a
 //!   stale claim from a fresh one without trusting file times;
-//! * commit: the meta file is written first, then the payload is renamed into
-//!   `processed/` or `invalid/`. That rename is the commit point: a drainer
-//!   whose claim was recovered by another one (it stalled > 5 min) finds its
-//!   source gone and reports the claim lost, so the event is acted on once;
+//! * commit: the meta file is written and synced first, then the payload is
+//!   renamed into `processed/` or `invalid/`. That rename is the commit
+//!   point: a drainer whose claim was recovered by another one (it stalled
+//!   > 5 min) finds its source gone and reports the claim lost, so the event
+//!   is acted on once;
 //! * release and recovery: back to `incoming/<name>`, never over a new file
 //!   that took the name meanwhile (`RENAME_NOREPLACE`).
 //!
@@ -25,10 +26,14 @@
 //! `payload_not_a_file`. Any other failure to rename, list or remove (a
 //! read-only spool) is an error too, never an empty drain.
 //!
-//! No fsync: the spool is a best-effort signal that must survive a killed
-//! process (the page cache does), not a power cut; syncing every event would
-//! cost more than the whole drain. Meta and boot-time files are still
-//! written whole (temp file + rename).
+//! Outcomes are durable: a drain files its whole batch at once, meta files
+//! synced (writeback of all of them started before the first fsync waits,
+//! so they share journal commits) and their folders synced before any claim
+//! moves, and the moves synced before any event is acted on: a few syncs per
+//! batch instead of several per event. The hook's payloads, the claims and
+//! the boot-time file are not synced: a payload the hook spooled just before
+//! a power cut is lost like any unsynced write, and a claim lost with it
+//! goes back to `incoming/` by recovery.
 //!
 //! One job per file: [`paths`](SpoolPaths) (where the folders are),
 //! `install` (layout, script, boot time), `name` (spool file names), `claim`
@@ -49,10 +54,8 @@ use crate::domain::retention::Retention;
 use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use crate::application::ports::{Clock, PortError};
-use crate::application::turn_settled::{SpoolClaim, TurnSettledSpool};
+use crate::application::turn_settled::{Filing, SpoolClaim, TurnSettledSpool};
 
 pub use claim::{STALE_CLAIM_MS, STAMP_TOLERANCE_MS};
 pub use install::{BOOT_TIME_FILE_NAME, HOOK_SCRIPT, HOOK_SCRIPT_NAME};
@@ -101,12 +104,8 @@ impl TurnSettledSpool for FsSpool {
         self.claim_batch(limit)
     }
 
-    fn complete(&self, claim: &SpoolClaim, meta: &Value) -> Result<bool, PortError> {
-        self.commit(claim, Folder::Processed, meta)
-    }
-
-    fn reject(&self, claim: &SpoolClaim, meta: &Value) -> Result<bool, PortError> {
-        self.commit(claim, Folder::Invalid, meta)
+    fn file(&self, filings: &[Filing<'_>]) -> Vec<Result<bool, PortError>> {
+        self.file_batch(filings)
     }
 
     fn release(&self, claim: &SpoolClaim) -> Result<(), PortError> {

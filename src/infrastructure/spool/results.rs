@@ -11,28 +11,114 @@ use super::name::{claimed_name, meta_name, parse_spool_name, parse_stamp, SpoolN
 use super::paths::Folder;
 use super::FsSpool;
 use crate::application::ports::PortError;
-use crate::application::turn_settled::SpoolClaim;
+use crate::application::turn_settled::{Disposition, Filing};
 use crate::domain::time::EpochMs;
-use crate::infrastructure::safe_fs::{is_temp_name, Dir};
+use crate::infrastructure::safe_fs::{is_temp_name, sync_staged, Dir};
 
 impl FsSpool {
-    /// Files `claim` under `folder` (`processed/` or `invalid/`): the meta
-    /// file first, then the payload is renamed in. That rename is the commit
-    /// point; `false` when the claim was lost (another drainer recovered it).
-    pub(super) fn commit(
+    /// Files a batch of claims (see [`TurnSettledSpool::file`]), each with
+    /// its meta file, in four steps with one sync pass between each:
+    ///
+    /// 1. every meta file is written to a temp file and the batch's data
+    ///    synced ([`sync_staged`]: writeback of all of them starts before the
+    ///    first fsync waits, so they share journal commits);
+    /// 2. the meta files are renamed into place and each results folder
+    ///    synced once: every outcome is durable before its claim moves;
+    /// 3. each payload is renamed from `processing/` into its results folder,
+    ///    the commit point (`Ok(false)`: the claim was lost to another
+    ///    drainer's recovery);
+    /// 4. `processing/` and the results folders are synced once each, so no
+    ///    event is acted on before its move is on disk.
+    ///
+    /// A filing whose meta cannot be written or synced is an error and its
+    /// claim stays in `processing/` (the caller releases it). A failure to
+    /// sync the folders after the moves cannot take them back: they stand.
+    /// [`TurnSettledSpool::file`]: crate::application::turn_settled::TurnSettledSpool::file
+    pub(super) fn file_batch(&self, filings: &[Filing<'_>]) -> Vec<Result<bool, PortError>> {
+        let mut results: Vec<Option<Result<bool, PortError>>> = Vec::new();
+        results.resize_with(filings.len(), || None);
+        if let Err(error) = self.file_into(filings, &mut results) {
+            // A folder that could not be opened or synced: every filing not
+            // decided yet fails with it.
+            for result in results.iter_mut().filter(|r| r.is_none()) {
+                let copy = io::Error::new(error.kind(), error.to_string());
+                *result = Some(Err(copy.into()));
+            }
+        }
+        results
+            .into_iter()
+            .map(|result| result.unwrap_or(Ok(false)))
+            .collect()
+    }
+
+    fn file_into(
         &self,
-        claim: &SpoolClaim,
-        folder: Folder,
-        meta: &Value,
-    ) -> Result<bool, PortError> {
+        filings: &[Filing<'_>],
+        results: &mut [Option<Result<bool, PortError>>],
+    ) -> io::Result<()> {
+        if filings.is_empty() {
+            return Ok(());
+        }
         let Some(processing) = self.paths.open(Folder::Processing)? else {
-            return Ok(false);
+            return Ok(());
         };
-        let results = self.paths.create(folder)?;
-        write_meta(&results, &meta_name(&claim.id), meta)?;
-        let claimed = claimed_name(&claim.id, claim.claimed_at_ms);
-        // Replacing: an older result of the same name is superseded.
-        Ok(processing.rename(&claimed, &results, &claim.id, true)?)
+        let mut folders: Vec<(Folder, Dir)> = Vec::new();
+        for filing in filings {
+            let folder = folder_of(filing.disposition);
+            if !folders.iter().any(|(f, _)| *f == folder) {
+                folders.push((folder, self.paths.create(folder)?));
+            }
+        }
+        let dir_of = |disposition| {
+            let folder = folder_of(disposition);
+            &folders
+                .iter()
+                .find(|(f, _)| *f == folder)
+                .expect("every filing's folder was opened")
+                .1
+        };
+        // 1. Meta files beside their targets, their data synced as one pass.
+        let mut staged = Vec::new();
+        let mut owners = Vec::new();
+        for (i, filing) in filings.iter().enumerate() {
+            let dir = dir_of(filing.disposition);
+            match meta_bytes(&filing.meta)
+                .and_then(|bytes| dir.stage(&meta_name(&filing.claim.id), &bytes, META_MODE))
+            {
+                Ok(file) => {
+                    staged.push(file);
+                    owners.push(i);
+                }
+                Err(error) => results[i] = Some(Err(error.into())),
+            }
+        }
+        let synced = sync_staged(&staged);
+        // 2. In place, then each results folder synced once.
+        let mut placed = Vec::new();
+        for ((i, file), sync) in owners.into_iter().zip(staged).zip(synced) {
+            match sync.and_then(|()| file.publish()) {
+                Ok(()) => placed.push(i),
+                Err(error) => results[i] = Some(Err(error.into())),
+            }
+        }
+        for (_, dir) in &folders {
+            dir.sync()?;
+        }
+        // 3. The commit point: each payload moves into its results folder.
+        for i in placed {
+            let filing = &filings[i];
+            let claimed = claimed_name(&filing.claim.id, filing.claim.claimed_at_ms);
+            // Replacing: an older result of the same name is superseded.
+            let moved =
+                processing.rename(&claimed, dir_of(filing.disposition), &filing.claim.id, true);
+            results[i] = Some(moved.map_err(Into::into));
+        }
+        // 4. The moves, durable before any of them is acted on.
+        let _ = processing.sync();
+        for (_, dir) in &folders {
+            let _ = dir.sync();
+        }
+        Ok(())
     }
 
     /// Applies retention to `folder` (see [`prune`]); nothing when it is missing.
@@ -50,12 +136,29 @@ impl FsSpool {
     }
 }
 
-/// Meta files are diagnostics: written whole (temp + rename) but not synced,
-/// like everything in the spool.
-pub(super) fn write_meta(dir: &Dir, name: &str, meta: &Value) -> io::Result<()> {
+/// Permission bits of meta files.
+const META_MODE: u32 = 0o600;
+
+/// The results folder of a disposition.
+fn folder_of(disposition: Disposition) -> Folder {
+    match disposition {
+        Disposition::Processed => Folder::Processed,
+        Disposition::Invalid => Folder::Invalid,
+    }
+}
+
+/// A meta file's content: pretty JSON and a final newline.
+fn meta_bytes(meta: &Value) -> io::Result<Vec<u8>> {
     let mut bytes = serde_json::to_vec_pretty(meta).map_err(io::Error::other)?;
     bytes.push(b'\n');
-    dir.write_replacing(name, &bytes, 0o600, false)
+    Ok(bytes)
+}
+
+/// The meta of an abandoned hook temp file the sweep moved to `invalid/`:
+/// written whole (temp + rename) but not synced, like the move it describes
+/// (no claim waits on it).
+pub(super) fn write_meta(dir: &Dir, name: &str, meta: &Value) -> io::Result<()> {
+    dir.write_replacing(name, &meta_bytes(meta)?, META_MODE, false)
 }
 
 /// Keeps the newest `keep` results of `dir` and none older than `max_age_ms`,
@@ -107,10 +210,11 @@ pub(super) fn prune(dir: &Dir, keep: usize, max_age_ms: EpochMs, now: EpochMs) -
 mod tests {
     use super::*;
     use crate::application::ports::Clock;
+    use crate::application::turn_settled::Disposition;
     use crate::application::turn_settled::TurnSettledSpool;
     use crate::domain::retention::Retention;
     use crate::infrastructure::clock::SystemClock;
-    use crate::infrastructure::spool::testing::{names, set_mtime, spool, T0};
+    use crate::infrastructure::spool::testing::{file_one, names, set_mtime, spool, T0};
     use std::fs;
     use std::os::unix::fs::symlink;
 
@@ -253,7 +357,13 @@ mod tests {
         fs::create_dir(&outside).unwrap();
         fs::remove_dir(spool.paths().processed()).unwrap();
         symlink(&outside, spool.paths().processed()).unwrap();
-        assert!(spool.complete(&claims[0], &serde_json::json!({})).is_err());
+        assert!(file_one(
+            &spool,
+            &claims[0],
+            Disposition::Processed,
+            serde_json::json!({})
+        )
+        .is_err());
         assert!(names(&outside).is_empty());
         assert_eq!(names(&spool.paths().processing()).len(), 1);
     }

@@ -5,6 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::{FsSpool, SpoolPaths};
+use crate::application::ports::PortError;
+use crate::application::turn_settled::{Disposition, Filing, SpoolClaim, TurnSettledSpool};
 use crate::domain::time::EpochMs;
 use crate::infrastructure::clock::ManualClock;
 
@@ -38,4 +40,19 @@ pub(super) fn set_mtime(path: &Path, at: EpochMs) {
         .unwrap()
         .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_millis(at as u64))
         .unwrap();
+}
+
+/// Files one claim (see [`TurnSettledSpool::file`]).
+pub(super) fn file_one(
+    spool: &FsSpool,
+    claim: &SpoolClaim,
+    disposition: Disposition,
+    meta: serde_json::Value,
+) -> Result<bool, PortError> {
+    let filing = Filing {
+        claim,
+        disposition,
+        meta,
+    };
+    spool.file(&[filing]).pop().expect("one result per filing")
 }
