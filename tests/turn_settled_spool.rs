@@ -552,3 +552,81 @@ fn a_read_only_spool_fails_the_drain_instead_of_claiming_nothing() {
     assert!(line.contains(&event.display().to_string()), "{line}");
     assert!(event.exists(), "the event stays pending");
 }
+
+/// Every outcome is durable before its claim leaves `processing/`: a drain
+/// of three events and one bad payload, traced with strace, syncs each meta
+/// file's data before the meta is renamed into place, syncs the results
+/// folder after that, and only then moves the payload out of
+/// `processing/`; the moves are synced before the events are acted on.
+/// (The meta files used to be written without any sync.) Skipped where
+/// strace is not installed or not allowed.
+#[test]
+fn outcomes_are_synced_before_their_claims_move() {
+    let traced = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=fsync", "-o", "/dev/null", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !traced {
+        eprintln!("strace not available: skipping the sync order check");
+        return;
+    }
+    let home = claude_home();
+    let paths = SpoolPaths::for_teams_base(&home.path().join("teams"));
+    paths.install().unwrap();
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
+    let mut ids = Vec::new();
+    for i in 0..4 {
+        let id = format!("{stamp}-0-{i}.codex.json");
+        let payload = if i == 3 {
+            b"not json".to_vec()
+        } else {
+            codex_payload(i)
+        };
+        fs::write(paths.incoming().join(&id), payload).unwrap();
+        ids.push(id);
+    }
+    let trace = home.path().join("trace");
+    let out = Command::new("strace")
+        .args(["-f", "-qq", "-y", "-s", "512", "-o"])
+        .arg(&trace)
+        .args([
+            "-e",
+            "trace=fsync,fdatasync,rename,renameat,renameat2,write",
+        ])
+        .arg(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "drain_once_child", "--nocapture"])
+        .env(DRAIN_ONCE_ENV, home.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("DRAIN OK claimed=4"), "{stdout}");
+    let trace = fs::read_to_string(&trace).unwrap();
+    let lines: Vec<&str> = trace.lines().collect();
+    let first = |what: &dyn Fn(&str) -> bool| lines.iter().position(|l| what(l));
+    let acted = first(&|l| l.contains("acted.log>")).expect("the events were acted on");
+    for (i, id) in ids.iter().enumerate() {
+        let folder = if i == 3 { "/invalid" } else { "/processed" };
+        let meta = format!("{id}.meta.json");
+        let meta_synced = first(&|l| {
+            l.contains("fdatasync(") && l.contains(&format!("{folder}/.{meta}.mws-tmp."))
+        })
+        .unwrap_or_else(|| panic!("{id}: meta data never synced\n{trace}"));
+        let meta_placed = first(&|l| l.contains("rename") && l.contains(&format!("\"{meta}\"")))
+            .unwrap_or_else(|| panic!("{id}: meta never renamed into place"));
+        // (Not the claim, which renames `<id>` to `<id>.claimed-<ms>`.)
+        let moved = first(&|l| l.contains("rename") && l.contains(&format!(", \"{id}\") = 0")))
+            .unwrap_or_else(|| panic!("{id}: payload never moved"));
+        let folder_synced = lines[meta_placed.min(moved)..moved]
+            .iter()
+            .any(|l| l.contains("fsync(") && l.contains(&format!("{folder}>)")));
+        let moves_synced = lines[moved.min(acted)..acted]
+            .iter()
+            .any(|l| l.contains("fsync(") && l.contains("/processing>)"));
+        assert!(
+            meta_synced < meta_placed && folder_synced && moves_synced,
+            "{id}: meta synced at {meta_synced}, placed at {meta_placed}, \
+             folder synced before the move: {folder_synced}, payload moved at {moved}, \
+             moves synced before acting: {moves_synced}\n{trace}"
+        );
+    }
+}
