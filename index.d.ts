@@ -548,6 +548,18 @@ export interface MemberWorkSyncQueueDiagnostics {
   dropped: number
   /** Failed reconcile attempts since start. */
   failed: number
+  /**
+   * `noteTeamChange` events dropped since start because the addon's intake
+   * was full (16,384 events waiting): their changes wait for the next event,
+   * drain or startup scan.
+   */
+  droppedEvents: number
+  /**
+   * `noteTeamChange` events since start that were identical to one still
+   * waiting for the intake and merged into it (routing them would only have
+   * coalesced into what the waiting one queues).
+   */
+  mergedEvents: number
   /** When the next queued item is due (ISO-8601 UTC); absent when nothing waits. */
   nextRunAt?: string
   /** Waiting items: team, member, due time (ISO-8601 UTC) and trigger reasons. */

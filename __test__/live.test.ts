@@ -69,6 +69,40 @@ describe('live wiring (autoStart)', () => {
     }
   })
 
+  it('identical events waiting for the intake merge, and a full intake drops and counts', async () => {
+    const sync = new MemberWorkSync({ claudeRoot: copyExampleRoot(), autoStart: false })
+    try {
+      // 100,000 identical events: each is either routed (queued once, then
+      // coalesced) or merged into an identical one still waiting.
+      const N = 100_000
+      const inbox = { type: 'inbox', teamName: 'forge', detail: '/x/teams/forge/inboxes/jack.json' }
+      for (let i = 0; i < N; i++) sync.noteTeamChange(inbox)
+      const merged = await until(() => {
+        const d = sync.getQueueDiagnostics()
+        return d.enqueued + d.coalesced + d.mergedEvents === N ? d : undefined
+      }, 20_000)
+      expect(merged).toMatchObject({ queued: 1, enqueued: 1, droppedEvents: 0 })
+      expect(merged.mergedEvents).toBeGreaterThan(0)
+
+      // 30,000 distinct events (run ids differ), each re-checking the
+      // team's five members (a config read per event), arrive faster than
+      // the intake routes them: past 16,384 waiting, they are dropped and
+      // counted. Every event is accounted for: routed, merged or dropped.
+      const M = 30_000
+      for (let i = 0; i < M; i++) sync.noteTeamChange({ type: 'config', teamName: 'forge', runId: `r${i}` })
+      const before = merged.enqueued + merged.coalesced
+      const counted = await until(() => {
+        const d = sync.getQueueDiagnostics()
+        const routed = (d.enqueued + d.coalesced - before) / 5
+        return routed + d.droppedEvents + d.mergedEvents - merged.mergedEvents === M ? d : undefined
+      }, 60_000)
+      expect(counted.droppedEvents).toBeGreaterThan(0)
+      expect(counted.droppedEvents).toBeLessThan(M)
+    } finally {
+      await sync.dispose()
+    }
+  })
+
   it('noteTeamChange never throws, whatever the input', () => {
     const sync = new MemberWorkSync({ claudeRoot: copyExampleRoot(), autoStart: false })
     const cyclic: any = { type: 'task', teamName: 'forge' }

@@ -364,3 +364,47 @@ fn teams_differing_only_in_case_keep_their_own_folders_and_secrets() {
             .exists());
     }
 }
+
+/// A burst of identical events for a queued member coalesces into its item
+/// and writes no journal line per event: only the first trigger of each
+/// reason is journaled (`queue_enqueued`, then one `queue_coalesced` per new
+/// reason). It used to append a `queue_coalesced` line for every event.
+#[test]
+fn repeated_triggers_coalesce_without_a_journal_line_each() {
+    let (dir, services) = fixture();
+    let inbox = event("inbox", Some("/x/teams/forge/inboxes/jack.json"), None);
+    for _ in 0..50 {
+        services.engine.note_team_change(&inbox);
+    }
+    // A new reason for the queued member is still journaled once.
+    let spawned = event("member-spawn", Some("jack"), None);
+    services.engine.note_team_change(&spawned);
+    services.engine.note_team_change(&spawned);
+    assert_eq!(
+        queued(&services),
+        [("jack".into(), vec!["inbox_changed", "member_spawned"])]
+    );
+    let d = services.engine.diagnostics();
+    assert_eq!((d.enqueued, d.coalesced), (1, 51));
+    let journal = fs::read_to_string(
+        dir.path()
+            .join("teams/forge/members/jack/.member-work-sync/journal.jsonl"),
+    )
+    .unwrap();
+    let queue_lines: Vec<(String, String)> = journal
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|line| line["event"].as_str().unwrap_or("").starts_with("queue_"))
+        .map(|line| {
+            let reason = line["reason"].as_str().unwrap_or("").to_string();
+            (line["event"].as_str().unwrap().to_string(), reason)
+        })
+        .collect();
+    assert_eq!(
+        queue_lines,
+        [
+            ("queue_enqueued".to_string(), "inbox_changed".to_string()),
+            ("queue_coalesced".to_string(), "member_spawned".to_string()),
+        ]
+    );
+}

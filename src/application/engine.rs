@@ -7,7 +7,7 @@
 //! [`Engine::finish`] and is woken through the `wake` hook.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use serde_json::json;
@@ -47,6 +47,16 @@ struct EngineState {
     in_flight: HashMap<String, usize>,
 }
 
+/// Team change events that never reached routing, counted for the
+/// diagnostics (the worker's intake counts them).
+#[derive(Debug, Default)]
+pub struct IntakeCounters {
+    /// Dropped because the intake channel was full.
+    pub dropped: AtomicU64,
+    /// Identical to an event still waiting for the intake: merged into it.
+    pub merged: AtomicU64,
+}
+
 /// `getQueueDiagnostics` result: the queue now, and counters since start.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -65,6 +75,11 @@ pub struct QueueDiagnostics {
     pub dropped: u64,
     /// Failed reconcile attempts, since start.
     pub failed: u64,
+    /// Events dropped because the intake was full, since start.
+    pub dropped_events: u64,
+    /// Events merged into an identical one still waiting for the intake,
+    /// since start.
+    pub merged_events: u64,
     /// When the next waiting item is due (ISO-8601 UTC); absent when none waits.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_run_at: Option<String>,
@@ -97,6 +112,8 @@ pub struct Engine {
     wake: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
     /// Set by [`Engine::stop`]: long passes end between batches.
     stopping: AtomicBool,
+    /// Events the intake dropped or merged before routing.
+    intake: IntakeCounters,
 }
 
 impl Engine {
@@ -109,7 +126,13 @@ impl Engine {
             finished: Condvar::new(),
             wake: Mutex::new(None),
             stopping: AtomicBool::new(false),
+            intake: IntakeCounters::default(),
         }
+    }
+
+    /// The intake's counters (the worker adds to them).
+    pub fn intake_counters(&self) -> &IntakeCounters {
+        &self.intake
     }
 
     /// Sets how many queued reconciles run at once (at least 1).
@@ -265,9 +288,16 @@ impl Engine {
             if state.deleting.contains(&team_runtime_key(team)) {
                 return;
             }
+            let repeat = state.queue.holds(team, member, trigger);
             let fresh = state.queue.enqueue(team, member, trigger, now);
             if let Some(delay) = delay {
                 state.queue.expedite(&queue_key(team, member), now + delay);
+            } else if repeat {
+                // Counted as coalesced, but neither journaled again nor a
+                // reason to wake the driver: the member already waits for
+                // this very reason and is due no sooner. (A burst of
+                // identical events must not grow the journal by a line each.)
+                return;
             }
             fresh
         };
@@ -511,6 +541,8 @@ impl Engine {
             reconciled: q.counters.reconciled,
             dropped: q.counters.dropped,
             failed: q.counters.failed,
+            dropped_events: self.intake.dropped.load(Ordering::Relaxed),
+            merged_events: self.intake.merged.load(Ordering::Relaxed),
             next_run_at: q.next_run_at().map(format_iso),
             queued_items,
         }

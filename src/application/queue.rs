@@ -209,6 +209,17 @@ impl QueueCore {
         }
     }
 
+    /// Whether the member already waits for `trigger`: queued with it, or
+    /// running with a follow-up pass owed for it. Another `trigger` then
+    /// changes nothing but the debounce of its due time.
+    pub fn holds(&self, team: &str, member: &str, trigger: Trigger) -> bool {
+        match self.items.get(&queue_key(team, member)) {
+            Some(item) if item.queued => item.triggers.contains(&trigger),
+            Some(item) => item.rerun.as_ref().is_some_and(|r| r.contains(&trigger)),
+            None => false,
+        }
+    }
+
     /// Queues a `proof_missing_recovery` reconcile carrying `recovery`
     /// (coalesced like any trigger; the latest recovery wins). Returns false
     /// when it coalesced.

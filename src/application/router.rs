@@ -11,7 +11,7 @@ use crate::domain::names::validate_name;
 use crate::domain::time::{parse_iso, EpochMs};
 
 /// A team change event from the app (API.md `TeamChangeEvent`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct TeamChangeEvent {
     /// `config`, `inbox`, `task`, `tool-activity`, `member-turn-settled`, ...;
     /// an unknown kind routes nowhere.

@@ -3,6 +3,7 @@
 //! woken early by new work). Nothing here keeps Node alive: these are plain
 //! threads, not libuv handles.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,6 +19,20 @@ use crate::application::router::TeamChangeEvent;
 /// Longest the driver sleeps before looking again (it is woken earlier by new
 /// work or a moved test clock).
 const MAX_IDLE: Duration = Duration::from_secs(1);
+
+/// Most team change events waiting for the intake; past it, events are
+/// dropped and counted (`droppedEvents`). Identical events merge while they
+/// wait, so only this many distinct changes can pile up.
+pub const INTAKE_CAPACITY: usize = 16_384;
+
+/// Most events routed in one pass of the intake (one blocking task each).
+const INTAKE_BATCH: usize = 1024;
+
+/// Pause of the intake after each pass: a burst of identical events merges
+/// while it waits instead of each being routed on its own (at most a few
+/// hundred passes a second), and routing is late by this much at most,
+/// against queue delays of seconds.
+const INTAKE_PAUSE: Duration = Duration::from_millis(2);
 
 /// How often the schedulers run (`tuning.drainIntervalMs`,
 /// `tuning.dispatchIntervalMs`).
@@ -43,7 +58,10 @@ pub struct Worker {
     runtime: Mutex<Option<Runtime>>,
     /// Scheduled drain / dispatch passes running now (shutdown waits for them).
     passes: Arc<Passes>,
-    events: mpsc::UnboundedSender<TeamChangeEvent>,
+    events: mpsc::Sender<TeamChangeEvent>,
+    /// Events sent and not yet taken by the intake.
+    waiting: Arc<Mutex<HashSet<TeamChangeEvent>>>,
+    engine: Arc<Engine>,
     notify: Arc<Notify>,
     stopping: Arc<AtomicBool>,
 }
@@ -100,17 +118,35 @@ impl Worker {
         engine.set_wake(Box::new(move || wake.notify_one()));
 
         let passes = Arc::new(Passes::default());
-        let (events, mut intake) = mpsc::unbounded_channel::<TeamChangeEvent>();
+        let (events, mut intake) = mpsc::channel::<TeamChangeEvent>(INTAKE_CAPACITY);
+        let waiting: Arc<Mutex<HashSet<TeamChangeEvent>>> = Arc::default();
         let intake_engine = engine.clone();
+        let taken = waiting.clone();
         runtime.spawn(async move {
-            while let Some(event) = intake.recv().await {
+            let mut batch = Vec::with_capacity(INTAKE_BATCH);
+            while intake.recv_many(&mut batch, INTAKE_BATCH).await > 0 {
+                // Taken: an identical event noted from now on is routed
+                // again (the board may have changed since this one).
+                {
+                    let mut waiting = taken.lock().unwrap_or_else(|p| p.into_inner());
+                    for event in &batch {
+                        waiting.remove(event);
+                    }
+                }
+                let events = std::mem::replace(&mut batch, Vec::with_capacity(INTAKE_BATCH));
                 let engine = intake_engine.clone();
                 // Routing may read the board: keep it off the async worker.
-                let _ = tokio::task::spawn_blocking(move || engine.note_team_change(&event)).await;
+                let _ = tokio::task::spawn_blocking(move || {
+                    for event in &events {
+                        engine.note_team_change(event);
+                    }
+                })
+                .await;
+                tokio::time::sleep(INTAKE_PAUSE).await;
             }
         });
         if run_queue {
-            runtime.spawn(drive(engine, notify.clone(), stopping.clone()));
+            runtime.spawn(drive(engine.clone(), notify.clone(), stopping.clone()));
             if let Some(schedule) = drains {
                 runtime.spawn(drain_loop(
                     schedule,
@@ -140,15 +176,39 @@ impl Worker {
             passes,
             runtime: Mutex::new(Some(runtime)),
             events,
+            waiting,
+            engine,
             notify,
             stopping,
         })
     }
 
-    /// Hands an event to the intake; never blocks, never fails.
+    /// Hands an event to the intake; never blocks, never fails. An event
+    /// identical to one still waiting for the intake is merged into it here,
+    /// on the caller's thread, at the cost of a hash lookup: routing it would
+    /// only coalesce into what the waiting one queues. When the channel is
+    /// full the event is dropped. Both are counted (`mergedEvents`,
+    /// `droppedEvents`).
     pub fn note(&self, event: TeamChangeEvent) {
-        if !self.stopping.load(Ordering::SeqCst) {
-            let _ = self.events.send(event);
+        if self.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        let counters = self.engine.intake_counters();
+        // Held across the send, so the intake's removal of a taken event
+        // cannot come before its insertion here.
+        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        if waiting.contains(&event) {
+            counters.merged.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        match self.events.try_send(event.clone()) {
+            Ok(()) => {
+                waiting.insert(event);
+            }
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                counters.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {}
         }
     }
 
