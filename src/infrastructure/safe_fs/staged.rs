@@ -6,9 +6,11 @@
 //!
 //! Every file still gets its own fsync (nothing else makes its data
 //! durable), but on Linux writeback of the whole batch is started first
-//! (`sync_file_range`), so the fsyncs that follow find their data on its way
-//! and share the file system's journal commits instead of each waiting for
-//! one of its own: fifty small files sync in about the time of a few.
+//! (`sync_file_range`), and the fsyncs then wait side by side on a few
+//! threads, so they find their data on its way and share the file system's
+//! journal commits (or, without a journal, the disk's queue) instead of each
+//! waiting for one of its own: fifty small files sync in about the time of a
+//! few.
 
 use std::ffi::OsStr;
 use std::fs::File;
@@ -107,8 +109,23 @@ pub fn sync_staged(staged: &[Staged<'_>]) -> Vec<io::Result<()>> {
             libc::sync_file_range(file.file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
         }
     }
-    staged.iter().map(Staged::sync).collect()
+    // The waits overlap too: a file system without a journal writes each
+    // file's inode on its own, one round trip to the disk per fsync.
+    let chunk = staged.len().div_ceil(SYNC_THREADS).max(1);
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = staged
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(Staged::sync).collect::<Vec<_>>()))
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|part| part.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    })
 }
+
+/// Threads [`sync_staged`] waits on fsyncs with.
+const SYNC_THREADS: usize = 8;
 
 #[cfg(test)]
 mod tests {
