@@ -480,7 +480,7 @@ impl TurnSettledIngestor {
                 {
                     attributed.decision = Decision::Duplicate;
                 }
-                Judged::Event(event, attributed)
+                Judged::Event(Box::new(event), attributed)
             }
             Err(failure) => Judged::Invalid(failure.as_str()),
         }
@@ -616,7 +616,7 @@ enum Judged {
     /// Filed under `invalid/` with this reason.
     Invalid(&'static str),
     /// A valid event and what it was attributed to.
-    Event(TurnSettledEvent, Attributed),
+    Event(Box<TurnSettledEvent>, Attributed),
 }
 
 /// What to do once a filing is on disk.
@@ -625,7 +625,7 @@ enum Verdict {
     Invalid,
     /// Act on the event's decision.
     Event {
-        event: TurnSettledEvent,
+        event: Box<TurnSettledEvent>,
         attributed: Attributed,
         now: EpochMs,
     },

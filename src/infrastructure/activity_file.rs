@@ -116,6 +116,8 @@ mod tests {
             reconciled: 0,
             dropped: 0,
             failed: 0,
+            dropped_events: 0,
+            merged_events: 0,
             next_run_at: None,
             queued_items: (0..queued)
                 .map(|n| QueuedItemView {

@@ -119,7 +119,10 @@ pub fn sync_staged(staged: &[Staged<'_>]) -> Vec<io::Result<()>> {
             .collect();
         parts
             .into_iter()
-            .flat_map(|part| part.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .flat_map(|part| {
+                part.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
             .collect()
     })
 }

@@ -11,8 +11,8 @@
 //! * commit: the meta file is written and synced first, then the payload is
 //!   renamed into `processed/` or `invalid/`. That rename is the commit
 //!   point: a drainer whose claim was recovered by another one (it stalled
-//!   > 5 min) finds its source gone and reports the claim lost, so the event
-//!   is acted on once;
+//!   for over 5 min) finds its source gone and reports the claim lost, so
+//!   the event is acted on once;
 //! * release and recovery: back to `incoming/<name>`, never over a new file
 //!   that took the name meanwhile (`RENAME_NOREPLACE`).
 //!
