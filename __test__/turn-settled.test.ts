@@ -129,7 +129,11 @@ describe('runtime turn-settled pipeline', () => {
     const long = { ...real, last_assistant_message: 'PRIVATE ANSWER ' + 'x'.repeat(300 * 1024) }
     runHookCommand(settings.hooks.Stop[0].hooks[0].command, JSON.stringify(long))
     const [spooled] = fs.readdirSync(path.join(spool(root), 'incoming'))
-    expect(fs.statSync(path.join(spool(root), 'incoming', spooled)).size).toBe(262_145)
+    // At least 256 KiB + 1 byte is kept (the drainer reads that much), up to
+    // whole 512-byte blocks of the hook's file size limit.
+    const kept = fs.statSync(path.join(spool(root), 'incoming', spooled)).size
+    expect(kept).toBeGreaterThanOrEqual(262_145)
+    expect(kept).toBeLessThanOrEqual(262_656)
 
     expect(await sync.drainRuntimeTurnSettledEvents()).toEqual({ claimed: 1, enqueued: 1, unresolved: 0, ignored: 0, invalid: 0, failed: 0 })
     await until(() => events.length > 0)
