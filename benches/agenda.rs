@@ -76,6 +76,7 @@ fn synthetic_team(members: usize, tasks: usize) -> TeamSnapshot {
                 history,
             }
         })
+        .map(std::sync::Arc::new)
         .collect();
     TeamSnapshot {
         team_name: "bench".into(),

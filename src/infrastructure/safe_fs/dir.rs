@@ -45,7 +45,7 @@ pub enum FileKind {
 }
 
 impl FileKind {
-    fn of(file_type: FileType) -> Self {
+    pub(super) fn of(file_type: FileType) -> Self {
         match file_type {
             FileType::RegularFile => Self::File,
             FileType::Directory => Self::Dir,
@@ -145,7 +145,7 @@ impl Dir {
     /// `name` as exactly one entry of this folder: a `/` in it, `.`, `..` or
     /// an empty name would make `openat` walk (and follow links in) other
     /// folders.
-    fn component<'a>(&self, name: &'a OsStr) -> io::Result<&'a OsStr> {
+    pub(super) fn component<'a>(&self, name: &'a OsStr) -> io::Result<&'a OsStr> {
         let bytes = name.as_encoded_bytes();
         if bytes.is_empty()
             || bytes == b"."
@@ -515,9 +515,16 @@ impl Dir {
         }
     }
 
-    #[cfg(test)]
-    pub(super) fn fd(&self) -> impl std::os::fd::AsFd + '_ {
+    /// The folder's handle, for the sibling modules' system calls.
+    pub(super) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
         std::os::fd::AsFd::as_fd(&self.fd)
+    }
+
+    /// [`Dir::create_temp`] for [`Dir::stage`](super::staged): the name is
+    /// checked to be one plain component first.
+    pub(super) fn create_temp_for(&self, target: &OsStr, mode: u32) -> io::Result<(String, File)> {
+        let target = self.component(target)?;
+        self.create_temp(target, mode)
     }
 }
 

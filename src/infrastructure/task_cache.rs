@@ -1,0 +1,371 @@
+//! The parsed task files of each team, kept between reads so a reconcile
+//! after a one-task change costs one file, not the whole board.
+//!
+//! Each team's tasks folder is read once in full; afterwards a read looks
+//! only at what may have changed:
+//!
+//! * the folder is still the same one (device and inode of the folder opened
+//!   again through the file boundary), else everything is read again;
+//! * the names its [`DirWatch`] reported since the last read (the notices are
+//!   queued by the kernel inside the writing system call and drained here, so
+//!   every change made before this read is among them);
+//! * everything, by [`Stamp`], when the watch lost notices, when there is no
+//!   watch (not Linux, no inotify left), and every [`REVALIDATE_EVERY`] (for
+//!   the writes inotify never reports: through a hard link elsewhere or a
+//!   shared mapping).
+//!
+//! A file whose stamp is not [`settled`](Stamp::settled) when read (changed
+//! within the file system's clock tick of the read, or with more than one
+//! name) is read again by every full pass until it is. Files that failed to
+//! read are read again every time. The result is what a cold read of the
+//! folder gives (same tasks, same order, same diagnostics); the tests below
+//! compare the two over random change sequences.
+//!
+//! Memory is bounded: at most [`MAX_TASK_FILES`] entries per team (the rest
+//! are only counted, as the cold read does) and [`MAX_CACHED_TEAMS`] teams
+//! (least recently read dropped first). Tasks are shared (`Arc`) with every
+//! snapshot handed out, never copied.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
+
+use super::safe_fs::{Changes, Dir, DirWatch, FileKind, FileRead, Stamp};
+use crate::domain::team::Task;
+
+/// Task files read per team, in name order; the rest are left out with a
+/// `tasks_truncated` diagnostic (a board of this size is far beyond a real
+/// team's, and every status carries the agenda built from it).
+pub const MAX_TASK_FILES: usize = 10_000;
+/// Cap of one task file.
+pub const MAX_TASK_BYTES: u64 = 2 * 1024 * 1024;
+/// Per-file task diagnostics kept per team; the rest are counted in one
+/// `task_file_diagnostics_truncated:<n>` so a folder of junk cannot bloat
+/// every status.
+pub const MAX_TASK_DIAGNOSTICS: usize = 50;
+/// Teams whose tasks are kept; reading another drops the least recently read.
+pub const MAX_CACHED_TEAMS: usize = 4;
+/// How often a watched folder is still checked in full, by stamp.
+pub const REVALIDATE_EVERY: Duration = Duration::from_secs(30);
+
+/// What one task file amounts to.
+#[derive(Debug, Clone)]
+pub enum TaskFile {
+    /// A task.
+    Task(Arc<Task>),
+    /// Internal or deleted: never on an agenda, not an error.
+    Skipped,
+    /// Not JSON, or not a task object (`task_file_invalid:<name>`).
+    Invalid,
+    /// A link, FIFO or folder (`task_file_not_a_file:<name>`).
+    NotAFile,
+    /// Over [`MAX_TASK_BYTES`] (`task_file_too_large:<name>`).
+    TooLarge,
+    /// Reading failed (`task_file_unreadable:<name>`).
+    Unreadable,
+}
+
+impl TaskFile {
+    fn diagnostic(&self, name: &str) -> Option<String> {
+        let what = match self {
+            Self::Task(_) | Self::Skipped => return None,
+            Self::Invalid => "invalid",
+            Self::NotAFile => "not_a_file",
+            Self::TooLarge => "too_large",
+            Self::Unreadable => "unreadable",
+        };
+        Some(format!("task_file_{what}:{name}"))
+    }
+}
+
+/// Turns a task file's bytes into what it amounts to.
+pub type ParseTaskFile = fn(&[u8]) -> TaskFile;
+
+/// The tasks of a folder and what reading them found.
+#[derive(Debug, Clone, Default)]
+pub struct TaskBoard {
+    /// Tasks in file-name order.
+    pub tasks: Vec<Arc<Task>>,
+    /// `tasks_dir_unreadable`, `tasks_truncated`, per-file diagnostics (capped).
+    pub diagnostics: Vec<String>,
+}
+
+/// Reads every task file of `dir` with nothing kept: the reference the cache
+/// must match, and the read of a folder the cache cannot hold.
+pub fn read_cold(dir: &Dir, parse: ParseTaskFile) -> TaskBoard {
+    let mut folder = TaskFolder::default();
+    folder.rescan(dir, parse, false);
+    folder.board()
+}
+
+/// Parsed task files per team (see the module docs).
+#[derive(Debug)]
+pub struct TaskCache {
+    parse: ParseTaskFile,
+    teams: Mutex<HashMap<String, Arc<Mutex<TaskFolder>>>>,
+}
+
+impl TaskCache {
+    /// An empty cache parsing files with `parse`.
+    pub fn new(parse: ParseTaskFile) -> Self {
+        Self {
+            parse,
+            teams: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The tasks of `team`, whose tasks folder is `dir`.
+    pub fn read(&self, team: &str, dir: &Dir) -> TaskBoard {
+        let folder = self.folder(team);
+        let mut folder = lock(&folder);
+        folder.refresh(dir, self.parse);
+        folder.board()
+    }
+
+    /// Forgets `team` (its folder is gone or not readable).
+    pub fn forget(&self, team: &str) {
+        lock(&self.teams).remove(team);
+    }
+
+    fn folder(&self, team: &str) -> Arc<Mutex<TaskFolder>> {
+        let mut teams = lock(&self.teams);
+        if let Some(folder) = teams.get(team) {
+            return folder.clone();
+        }
+        if teams.len() >= MAX_CACHED_TEAMS {
+            // A folder being read right now is not waited for.
+            let oldest = teams
+                .iter()
+                .filter_map(|(name, f)| Some((name, f.try_lock().ok()?.last_read)))
+                .min_by_key(|(_, last_read)| *last_read)
+                .map(|(name, _)| name.clone());
+            if let Some(oldest) = oldest {
+                teams.remove(&oldest);
+            }
+        }
+        teams
+            .entry(team.to_string())
+            .or_insert_with(|| Arc::new(Mutex::new(TaskFolder::default())))
+            .clone()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// One file as last read.
+#[derive(Debug, Clone)]
+struct Entry {
+    file: TaskFile,
+    /// The stamp it was read with; `None` when nothing was opened.
+    stamp: Option<Stamp>,
+    /// The stamp cannot be trusted to change with the file (see
+    /// [`Stamp::settled`]), or the read failed: a full pass reads it again.
+    unsettled: bool,
+}
+
+/// One team's tasks folder as last read.
+#[derive(Debug, Default)]
+struct TaskFolder {
+    /// Device and inode of the folder read.
+    identity: Option<(u64, u64)>,
+    watch: Option<DirWatch>,
+    /// The first [`MAX_TASK_FILES`] task file names of the folder, sorted,
+    /// with what each amounts to.
+    entries: BTreeMap<String, Entry>,
+    /// The folder held more task file names than [`MAX_TASK_FILES`].
+    truncated: bool,
+    /// Listing the folder failed (`tasks_dir_unreadable`).
+    unreadable: bool,
+    /// Names whose read failed: read again on every refresh.
+    failed: BTreeSet<String>,
+    validated_at: Option<Instant>,
+    last_read: Option<Instant>,
+}
+
+/// Whether `name` is a task file name: `*.json`, not hidden.
+fn is_task_file_name(name: &str) -> bool {
+    name.ends_with(".json") && !name.starts_with('.')
+}
+
+impl TaskFolder {
+    fn refresh(&mut self, dir: &Dir, parse: ParseTaskFile) {
+        let now = Instant::now();
+        self.last_read = Some(now);
+        let identity = dir.own_stamp().ok().map(|s| (s.dev, s.ino));
+        if identity.is_none() || identity != self.identity {
+            *self = Self {
+                identity,
+                last_read: Some(now),
+                ..Self::default()
+            };
+        }
+        if self.watch.is_none() && identity.is_some() {
+            // Watch before listing: a change during the listing is noticed.
+            self.watch = DirWatch::new(dir).ok();
+            self.validated_at = None;
+        }
+        let changes = match self.watch.as_mut() {
+            Some(watch) => watch.drain(),
+            None => Changes::Lost,
+        };
+        let due = self
+            .validated_at
+            .is_none_or(|at| now.duration_since(at) >= REVALIDATE_EVERY);
+        match changes {
+            Changes::Names(names) if !due && !self.unreadable && !self.truncated => {
+                let names: BTreeSet<String> = names
+                    .into_iter()
+                    .filter(|n| is_task_file_name(n))
+                    .chain(std::mem::take(&mut self.failed))
+                    .collect();
+                for name in names {
+                    self.refresh_name(dir, parse, &name);
+                }
+                if self.entries.len() > MAX_TASK_FILES {
+                    // New names pushed the folder over the cap: the cold
+                    // read keeps the first ones in name order.
+                    while self.entries.len() > MAX_TASK_FILES {
+                        self.entries.pop_last();
+                    }
+                    self.truncated = true;
+                    self.failed.retain(|n| self.entries.contains_key(n));
+                }
+            }
+            Changes::Names(names) if !due && self.truncated && names.is_empty() => {
+                let failed = std::mem::take(&mut self.failed);
+                for name in failed {
+                    self.refresh_name(dir, parse, &name);
+                }
+            }
+            _ => {
+                self.rescan(dir, parse, true);
+                self.validated_at = Some(now);
+            }
+        }
+    }
+
+    /// Lists the folder and reads every task file whose stamp changed (or
+    /// every one, without `reuse`).
+    fn rescan(&mut self, dir: &Dir, parse: ParseTaskFile, reuse: bool) {
+        let listing = match dir.entries() {
+            Ok(listing) => listing,
+            Err(_) => {
+                self.entries.clear();
+                self.failed.clear();
+                self.truncated = false;
+                self.unreadable = true;
+                return;
+            }
+        };
+        self.unreadable = false;
+        let mut names: Vec<(String, Option<FileKind>)> = listing
+            .into_iter()
+            .filter(|e| is_task_file_name(&e.name))
+            .map(|e| (e.name, e.kind))
+            .collect();
+        names.sort_by(|a, b| a.0.cmp(&b.0));
+        self.truncated = names.len() > MAX_TASK_FILES;
+        names.truncate(MAX_TASK_FILES);
+        let mut previous = std::mem::take(&mut self.entries);
+        self.failed.clear();
+        for (name, kind) in names {
+            let known = previous.remove(&name).filter(|_| reuse);
+            // The listing's kind spares a look; the read checks the handle anyway.
+            let entry = match kind {
+                Some(FileKind::Dir | FileKind::Symlink | FileKind::Other) => Some(Entry {
+                    file: TaskFile::NotAFile,
+                    stamp: None,
+                    unsettled: false,
+                }),
+                Some(FileKind::File) | None => read_entry(dir, parse, &name, known),
+            };
+            self.store(name, entry);
+        }
+    }
+
+    /// Looks at one name again (it was reported changed, or failed before).
+    fn refresh_name(&mut self, dir: &Dir, parse: ParseTaskFile, name: &str) {
+        let known = self.entries.remove(name);
+        let entry = read_entry(dir, parse, name, known);
+        self.store(name.to_string(), entry);
+    }
+
+    fn store(&mut self, name: String, entry: Option<Entry>) {
+        let Some(entry) = entry else {
+            return;
+        };
+        if matches!(entry.file, TaskFile::Unreadable) {
+            self.failed.insert(name.clone());
+        }
+        self.entries.insert(name, entry);
+    }
+
+    fn board(&self) -> TaskBoard {
+        let mut board = TaskBoard::default();
+        if self.unreadable {
+            board.diagnostics.push("tasks_dir_unreadable".into());
+            return board;
+        }
+        if self.truncated {
+            board.diagnostics.push("tasks_truncated".into());
+        }
+        let mut file_diagnostics = 0;
+        for (name, entry) in &self.entries {
+            match &entry.file {
+                TaskFile::Task(task) => board.tasks.push(task.clone()),
+                other => {
+                    if let Some(diagnostic) = other.diagnostic(name) {
+                        if file_diagnostics < MAX_TASK_DIAGNOSTICS {
+                            board.diagnostics.push(diagnostic);
+                        }
+                        file_diagnostics += 1;
+                    }
+                }
+            }
+        }
+        if file_diagnostics > MAX_TASK_DIAGNOSTICS {
+            board.diagnostics.push(format!(
+                "task_file_diagnostics_truncated:{}",
+                file_diagnostics - MAX_TASK_DIAGNOSTICS
+            ));
+        }
+        board
+    }
+}
+
+/// What `name` amounts to now: `known` again when its stamp is unchanged
+/// and settled, else read afresh; `None` when nothing is there.
+fn read_entry(dir: &Dir, parse: ParseTaskFile, name: &str, known: Option<Entry>) -> Option<Entry> {
+    if let Some(known) = known.filter(|k| !k.unsettled && k.stamp.is_some()) {
+        match dir.stamp(name) {
+            Ok(None) => return None,
+            Ok(Some((FileKind::File, stamp))) if Some(stamp) == known.stamp => return Some(known),
+            // Changed, replaced or unreadable: the read below says what it is now.
+            Ok(Some(_)) | Err(_) => {}
+        }
+    }
+    let opened_at = SystemTime::now();
+    let read = match dir.read_stamped(name, MAX_TASK_BYTES) {
+        Ok(read) => read,
+        Err(_) => {
+            return Some(Entry {
+                file: TaskFile::Unreadable,
+                stamp: None,
+                unsettled: true,
+            })
+        }
+    };
+    let file = match read.read {
+        FileRead::Missing => return None,
+        FileRead::NotAFile => TaskFile::NotAFile,
+        FileRead::TooLarge => TaskFile::TooLarge,
+        FileRead::Bytes(bytes) => parse(&bytes),
+    };
+    Some(Entry {
+        file,
+        stamp: read.stamp,
+        unsettled: !read.stamp.is_some_and(|s| s.settled(opened_at)),
+    })
+}
