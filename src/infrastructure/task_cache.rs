@@ -102,6 +102,9 @@ pub fn read_cold(dir: &Dir, parse: ParseTaskFile) -> TaskBoard {
 #[derive(Debug)]
 pub struct TaskCache {
     parse: ParseTaskFile,
+    /// Whether folders get a [`DirWatch`] (without one every read checks
+    /// every stamp; tests use that to exercise the fallback alone).
+    watch_folders: bool,
     teams: Mutex<HashMap<String, Arc<Mutex<TaskFolder>>>>,
 }
 
@@ -110,7 +113,18 @@ impl TaskCache {
     pub fn new(parse: ParseTaskFile) -> Self {
         Self {
             parse,
+            watch_folders: true,
             teams: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A cache that never watches folders: every read is a full pass by
+    /// stamp (what platforms without inotify get).
+    #[cfg(test)]
+    fn unwatched(parse: ParseTaskFile) -> Self {
+        Self {
+            watch_folders: false,
+            ..Self::new(parse)
         }
     }
 
@@ -118,8 +132,21 @@ impl TaskCache {
     pub fn read(&self, team: &str, dir: &Dir) -> TaskBoard {
         let folder = self.folder(team);
         let mut folder = lock(&folder);
-        folder.refresh(dir, self.parse);
+        folder.refresh(dir, self.parse, self.watch_folders);
         folder.board()
+    }
+
+    /// Has the next read of `team` look at `file_name` again whatever the
+    /// watch says: a change event named it, and a write inotify cannot see
+    /// (through a hard link elsewhere, a shared mapping) is caught this way.
+    pub fn invalidate(&self, team: &str, file_name: &str) {
+        if !is_task_file_name(file_name) {
+            return;
+        }
+        let folder = lock(&self.teams).get(team).cloned();
+        if let Some(folder) = folder {
+            lock(&folder).recheck.insert(file_name.to_string());
+        }
     }
 
     /// Forgets `team` (its folder is gone or not readable).
@@ -178,8 +205,10 @@ struct TaskFolder {
     truncated: bool,
     /// Listing the folder failed (`tasks_dir_unreadable`).
     unreadable: bool,
-    /// Names whose read failed: read again on every refresh.
-    failed: BTreeSet<String>,
+    /// Names looked at again on every refresh: reads that failed, files
+    /// with more than one name (writable through a folder the watch does not
+    /// see) and names a change event reported ([`TaskCache::invalidate`]).
+    recheck: BTreeSet<String>,
     validated_at: Option<Instant>,
     last_read: Option<Instant>,
 }
@@ -190,7 +219,7 @@ fn is_task_file_name(name: &str) -> bool {
 }
 
 impl TaskFolder {
-    fn refresh(&mut self, dir: &Dir, parse: ParseTaskFile) {
+    fn refresh(&mut self, dir: &Dir, parse: ParseTaskFile, watch_folder: bool) {
         let now = Instant::now();
         self.last_read = Some(now);
         let identity = dir.own_stamp().ok().map(|s| (s.dev, s.ino));
@@ -201,7 +230,7 @@ impl TaskFolder {
                 ..Self::default()
             };
         }
-        if self.watch.is_none() && identity.is_some() {
+        if self.watch.is_none() && identity.is_some() && watch_folder {
             // Watch before listing: a change during the listing is noticed.
             self.watch = DirWatch::new(dir).ok();
             self.validated_at = None;
@@ -218,7 +247,7 @@ impl TaskFolder {
                 let names: BTreeSet<String> = names
                     .into_iter()
                     .filter(|n| is_task_file_name(n))
-                    .chain(std::mem::take(&mut self.failed))
+                    .chain(std::mem::take(&mut self.recheck))
                     .collect();
                 for name in names {
                     self.refresh_name(dir, parse, &name);
@@ -230,12 +259,12 @@ impl TaskFolder {
                         self.entries.pop_last();
                     }
                     self.truncated = true;
-                    self.failed.retain(|n| self.entries.contains_key(n));
+                    self.recheck.retain(|n| self.entries.contains_key(n));
                 }
             }
             Changes::Names(names) if !due && self.truncated && names.is_empty() => {
-                let failed = std::mem::take(&mut self.failed);
-                for name in failed {
+                let recheck = std::mem::take(&mut self.recheck);
+                for name in recheck {
                     self.refresh_name(dir, parse, &name);
                 }
             }
@@ -253,7 +282,7 @@ impl TaskFolder {
             Ok(listing) => listing,
             Err(_) => {
                 self.entries.clear();
-                self.failed.clear();
+                self.recheck.clear();
                 self.truncated = false;
                 self.unreadable = true;
                 return;
@@ -269,7 +298,7 @@ impl TaskFolder {
         self.truncated = names.len() > MAX_TASK_FILES;
         names.truncate(MAX_TASK_FILES);
         let mut previous = std::mem::take(&mut self.entries);
-        self.failed.clear();
+        self.recheck.clear();
         for (name, kind) in names {
             let known = previous.remove(&name).filter(|_| reuse);
             // The listing's kind spares a look; the read checks the handle anyway.
@@ -296,8 +325,9 @@ impl TaskFolder {
         let Some(entry) = entry else {
             return;
         };
-        if matches!(entry.file, TaskFile::Unreadable) {
-            self.failed.insert(name.clone());
+        let linked = entry.stamp.is_some_and(|s| s.links > 1);
+        if matches!(entry.file, TaskFile::Unreadable) || linked {
+            self.recheck.insert(name.clone());
         }
         self.entries.insert(name, entry);
     }
@@ -368,4 +398,268 @@ fn read_entry(dir: &Dir, parse: ParseTaskFile, name: &str, known: Option<Entry>)
         stamp: read.stamp,
         unsettled: !read.stamp.is_some_and(|s| s.settled(opened_at)),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::team::{ReviewState, TaskStatus};
+    use crate::infrastructure::safe_fs::{mkfifo, TrustedRoot};
+    use proptest::prelude::*;
+    use std::cell::Cell;
+    use std::path::Path;
+
+    thread_local! {
+        static PARSED: Cell<usize> = const { Cell::new(0) };
+    }
+
+    /// `task:<id>` is a task, `skip` is skipped, anything else invalid.
+    fn parse(bytes: &[u8]) -> TaskFile {
+        PARSED.with(|p| p.set(p.get() + 1));
+        match std::str::from_utf8(bytes) {
+            Ok(text) if text.starts_with("task:") => TaskFile::Task(Arc::new(Task {
+                id: text.to_string(),
+                display_id: text.to_string(),
+                subject: String::new(),
+                status: TaskStatus::Pending,
+                owner: None,
+                blocked_by: vec![],
+                blocks: vec![],
+                needs_clarification: None,
+                review_state: ReviewState::None,
+                history: vec![],
+            })),
+            Ok("skip") => TaskFile::Skipped,
+            _ => TaskFile::Invalid,
+        }
+    }
+
+    fn parsed() -> usize {
+        PARSED.with(Cell::get)
+    }
+
+    fn open(path: &Path) -> Dir {
+        TrustedRoot::new(path).open_dir(path).unwrap().unwrap()
+    }
+
+    fn assert_same(cache: &TaskCache, path: &Path, step: &str) {
+        let dir = open(path);
+        let cached = cache.read("forge", &dir);
+        let cold = read_cold(&dir, parse);
+        let ids = |b: &TaskBoard| b.tasks.iter().map(|t| t.id.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(&cached), ids(&cold), "tasks after {step}");
+        assert_eq!(
+            cached.diagnostics, cold.diagnostics,
+            "diagnostics after {step}"
+        );
+    }
+
+    /// One change to the folder.
+    #[derive(Debug, Clone)]
+    enum Change {
+        /// Rewrites in place (same inode; same size as the other contents
+        /// of the same length, so a rewrite can keep size and clock tick).
+        Write(usize, usize),
+        /// Writes a new file and renames it over the name.
+        Replace(usize, usize),
+        Delete(usize),
+        Fifo(usize),
+        Link(usize),
+        Folder(usize),
+        /// A second name for the file, in another folder, written through.
+        WriteThroughHardLink(usize, usize),
+    }
+
+    const NAMES: [&str; 7] = [
+        "1.json",
+        "2.json",
+        "3.json",
+        "10.json",
+        ".hidden.json",
+        "notes.txt",
+        "a.json",
+    ];
+    const CONTENTS: [&str; 6] = ["task:aaaa", "task:bbbb", "task:cc", "skip", "{bad", "x"];
+
+    fn change() -> impl Strategy<Value = Change> {
+        let name = 0..NAMES.len();
+        let content = 0..CONTENTS.len();
+        prop_oneof![
+            4 => (name.clone(), content.clone()).prop_map(|(n, c)| Change::Write(n, c)),
+            2 => (name.clone(), content.clone()).prop_map(|(n, c)| Change::Replace(n, c)),
+            2 => name.clone().prop_map(Change::Delete),
+            1 => name.clone().prop_map(Change::Fifo),
+            1 => name.clone().prop_map(Change::Link),
+            1 => name.clone().prop_map(Change::Folder),
+            1 => (name, content).prop_map(|(n, c)| Change::WriteThroughHardLink(n, c)),
+        ]
+    }
+
+    /// Applies `change`; returns the file a change event would name when
+    /// inotify cannot see the change.
+    fn apply(root: &Path, change: &Change) -> Option<&'static str> {
+        let folder = root.join("tasks");
+        let path = |n: usize| folder.join(NAMES[n]);
+        let clear = |p: &Path| {
+            if p.is_dir() && !p.is_symlink() {
+                std::fs::remove_dir_all(p).unwrap();
+            } else if p.symlink_metadata().is_ok() {
+                std::fs::remove_file(p).unwrap();
+            }
+        };
+        match *change {
+            Change::Write(n, c) => {
+                if path(n).symlink_metadata().is_ok_and(|m| !m.is_file()) {
+                    clear(&path(n));
+                }
+                std::fs::write(path(n), CONTENTS[c]).unwrap();
+            }
+            Change::Replace(n, c) => {
+                let temp = root.join("staging");
+                std::fs::write(&temp, CONTENTS[c]).unwrap();
+                clear(&path(n));
+                std::fs::rename(&temp, path(n)).unwrap();
+            }
+            Change::Delete(n) => clear(&path(n)),
+            Change::Fifo(n) => {
+                clear(&path(n));
+                mkfifo(&path(n));
+            }
+            Change::Link(n) => {
+                clear(&path(n));
+                std::os::unix::fs::symlink(root.join("outside"), path(n)).unwrap();
+            }
+            Change::Folder(n) => {
+                clear(&path(n));
+                std::fs::create_dir(path(n)).unwrap();
+            }
+            Change::WriteThroughHardLink(n, c) => {
+                if !path(n).symlink_metadata().is_ok_and(|m| m.is_file()) {
+                    return None;
+                }
+                let other = root.join("elsewhere").join(NAMES[n]);
+                let _ = std::fs::remove_file(&other);
+                std::fs::hard_link(path(n), &other).unwrap();
+                std::fs::write(&other, CONTENTS[c]).unwrap();
+                return Some(NAMES[n]);
+            }
+        }
+        None
+    }
+
+    fn run(changes: &[Change], cache: &TaskCache) {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("tasks")).unwrap();
+        std::fs::create_dir(tmp.path().join("elsewhere")).unwrap();
+        std::fs::write(tmp.path().join("outside"), "task:outside").unwrap();
+        assert_same(cache, &tmp.path().join("tasks"), "start");
+        for (i, change) in changes.iter().enumerate() {
+            if let Some(named) = apply(tmp.path(), change) {
+                cache.invalidate("forge", named);
+            }
+            assert_same(
+                cache,
+                &tmp.path().join("tasks"),
+                &format!("{i}: {change:?}"),
+            );
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn a_watched_cache_reads_what_a_cold_read_reads(
+            changes in prop::collection::vec(change(), 1..40)
+        ) {
+            run(&changes, &TaskCache::new(parse));
+        }
+
+        #[test]
+        fn an_unwatched_cache_reads_what_a_cold_read_reads(
+            changes in prop::collection::vec(change(), 1..40)
+        ) {
+            run(&changes, &TaskCache::unwatched(parse));
+        }
+    }
+
+    #[test]
+    fn a_change_costs_one_parse_and_the_folder_identity_is_checked() {
+        let tmp = tempfile::tempdir().unwrap();
+        let tasks = tmp.path().join("tasks");
+        std::fs::create_dir(&tasks).unwrap();
+        for i in 0..20 {
+            std::fs::write(tasks.join(format!("{i}.json")), format!("task:{i}")).unwrap();
+        }
+        let cache = TaskCache::new(parse);
+        let before = parsed();
+        assert_eq!(cache.read("forge", &open(&tasks)).tasks.len(), 20);
+        assert_eq!(parsed() - before, 20, "first read parses all");
+        // Same size, same tick, in place.
+        std::fs::write(tasks.join("7.json"), "task:x").unwrap();
+        let before = parsed();
+        let board = cache.read("forge", &open(&tasks));
+        assert_eq!(parsed() - before, 1, "one change, one parse");
+        assert!(board.tasks.iter().any(|t| t.id == "task:x"));
+        let before = parsed();
+        cache.read("forge", &open(&tasks));
+        assert_eq!(parsed() - before, 0, "nothing changed");
+        // Another folder at the same path: read afresh.
+        std::fs::rename(&tasks, tmp.path().join("old")).unwrap();
+        std::fs::create_dir(&tasks).unwrap();
+        std::fs::write(tasks.join("1.json"), "task:new").unwrap();
+        let board = cache.read("forge", &open(&tasks));
+        let ids: Vec<_> = board.tasks.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, ["task:new"]);
+    }
+
+    #[test]
+    fn settled_files_are_kept_by_stamp_without_a_watch() {
+        let tmp = tempfile::tempdir().unwrap();
+        let tasks = tmp.path().join("tasks");
+        std::fs::create_dir(&tasks).unwrap();
+        std::fs::write(tasks.join("1.json"), "task:1").unwrap();
+        std::fs::write(tasks.join("2.json"), "task:2").unwrap();
+        std::thread::sleep(
+            crate::infrastructure::safe_fs::SETTLE_MARGIN + Duration::from_millis(200),
+        );
+        let cache = TaskCache::unwatched(parse);
+        cache.read("forge", &open(&tasks));
+        let before = parsed();
+        cache.read("forge", &open(&tasks));
+        assert_eq!(parsed() - before, 0, "settled stamps are trusted");
+        std::fs::write(tasks.join("2.json"), "task:9").unwrap();
+        let before = parsed();
+        let board = cache.read("forge", &open(&tasks));
+        assert_eq!(parsed() - before, 1, "a new ctime is seen");
+        let ids: Vec<_> = board.tasks.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, ["task:1", "task:9"]);
+    }
+
+    #[test]
+    fn the_caps_match_the_cold_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let tasks = tmp.path().join("tasks");
+        std::fs::create_dir(&tasks).unwrap();
+        for i in 0..MAX_TASK_FILES + 3 {
+            let text = if i < MAX_TASK_DIAGNOSTICS + 4 {
+                "bad"
+            } else {
+                "task:t"
+            };
+            std::fs::write(tasks.join(format!("{i:06}.json")), text).unwrap();
+        }
+        let cache = TaskCache::new(parse);
+        assert_same(&cache, &tasks, "over the cap");
+        // A name sorting first pushes the last one out; a removal lets it back.
+        std::fs::write(tasks.join("0.json"), "task:first").unwrap();
+        assert_same(&cache, &tasks, "a new first name");
+        std::fs::remove_file(tasks.join("000001.json")).unwrap();
+        std::fs::remove_file(tasks.join("000002.json")).unwrap();
+        std::fs::remove_file(tasks.join("000003.json")).unwrap();
+        std::fs::remove_file(tasks.join("0.json")).unwrap();
+        assert_same(&cache, &tasks, "back under the cap");
+        let board = cache.read("forge", &open(&tasks));
+        assert!(!board.diagnostics.contains(&"tasks_truncated".to_string()));
+    }
 }

@@ -217,6 +217,11 @@ impl TeamSource for FsTeamSource {
 
 impl TaskImpactSource for FsTeamSource {
     fn impacted_members(&self, team_name: &str, task_id: &str) -> Option<Vec<String>> {
+        // The event names the task: the next board read looks at its file
+        // again even if the folder watch missed the write.
+        if validate_name(task_id).is_ok() {
+            self.cache.invalidate(team_name, &format!("{task_id}.json"));
+        }
         let task = self.read_task(team_name, task_id)?;
         let roster = self.read_roster(team_name);
         let lead = roster.lead().map(|m| m.name.clone());
