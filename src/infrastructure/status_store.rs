@@ -9,9 +9,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::journal;
-use super::json_store::{peek_envelope, read_envelope, write_envelope, Loaded, Peeked};
+use super::json_store::{
+    peek_envelope, read_envelope, stage_envelope, write_envelope, Loaded, Peeked,
+};
 use super::lock::StoreLock;
-use super::safe_fs::{FileKind, TrustedRoot};
+use super::safe_fs::{commit, FileKind, TrustedRoot};
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
 use crate::application::ports::{
     AuditEvent, AuditJournal, Clock, PortError, StatusStore, StoredStatus,
@@ -200,6 +202,46 @@ impl StatusStore for FsStatusStore {
         )?;
         self.write_member_meta(&status)?;
         Ok(status)
+    }
+
+    fn update_all(
+        &self,
+        team: &str,
+        members: &[&str],
+        build: &mut dyn FnMut(&str, StoredStatus) -> MemberStatus,
+    ) -> Result<Vec<MemberStatus>, PortError> {
+        let paths: Vec<PathBuf> = members
+            .iter()
+            .map(|member| self.paths.member_file(team, member, "status.json"))
+            .collect();
+        // Locks in path order, so two group commits never wait on each other
+        // in a cycle (a single update holds one lock only).
+        let mut order: Vec<&PathBuf> = paths.iter().collect();
+        order.sort();
+        order.dedup();
+        let _locks = order
+            .into_iter()
+            .map(|path| StoreLock::acquire(self.paths.root(), path))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut statuses = Vec::with_capacity(members.len());
+        let mut staged = Vec::with_capacity(members.len());
+        for (member, path) in members.iter().zip(&paths) {
+            let previous = self.read(team, member)?;
+            let status = build(member, previous);
+            staged.push(stage_envelope(
+                self.paths.root(),
+                path,
+                STATUS_SCHEMA_VERSION,
+                "status",
+                &status,
+            )?);
+            statuses.push(status);
+        }
+        commit(staged)?;
+        for status in &statuses {
+            self.write_member_meta(status)?;
+        }
+        Ok(statuses)
     }
 }
 
