@@ -40,7 +40,7 @@ pub use dir::{Dir, Entry, FileKind, FileRead, Meta};
 pub use root::TrustedRoot;
 pub use staged::{commit, StagedWrite};
 pub use stamp::{Stamp, StampedRead, SETTLE_MARGIN};
-pub use temp::{is_temp_name, TEMP_MARK};
+pub use temp::{is_temp_name, TEMP_ABANDONED_MS, TEMP_MARK};
 pub use watch::{Changes, DirWatch};
 
 use std::io;
