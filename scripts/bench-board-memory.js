@@ -39,7 +39,7 @@ function writeFixture(root) {
       id: String(i),
       displayId: `#${i}`,
       subject: `Task number ${i}`,
-      description: `Do the work of task ${i}. `.repeat(12),
+      description: `Do the work of task ${i}. `.repeat(17),
       status,
       owner,
       blockedBy: i % 7 === 3 ? [String(i - 1)] : [],

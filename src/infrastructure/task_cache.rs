@@ -90,9 +90,10 @@ pub struct TaskBoard {
     pub diagnostics: Vec<String>,
 }
 
-/// Reads every task file of `dir` with nothing kept: the reference the cache
-/// must match, and the read of a folder the cache cannot hold.
-pub fn read_cold(dir: &Dir, parse: ParseTaskFile) -> TaskBoard {
+/// Reads every task file of `dir` with nothing kept: the reference the
+/// cache's tests compare it with.
+#[cfg(test)]
+fn read_cold(dir: &Dir, parse: ParseTaskFile) -> TaskBoard {
     let mut folder = TaskFolder::default();
     folder.rescan(dir, parse, false);
     folder.board()
@@ -130,6 +131,12 @@ impl TaskCache {
 
     /// The tasks of `team`, whose tasks folder is `dir`.
     pub fn read(&self, team: &str, dir: &Dir) -> TaskBoard {
+        // What the previous reconciles built from a board (an index of every
+        // task, a few MB at 10,000 tasks) is garbage by now, spread over the
+        // malloc arenas of the pool threads that ran them: hand it back
+        // before building the next, so a process keeps about one board's
+        // worth, not one per thread.
+        release_freed_memory();
         let folder = self.folder(team);
         let mut folder = lock(&folder);
         folder.refresh(dir, self.parse, self.watch_folders);
@@ -274,15 +281,20 @@ impl TaskFolder {
                     // folder) is replaced before the listing.
                     self.watch = DirWatch::new(dir).ok();
                 }
-                self.rescan(dir, parse, true);
+                let parsed = self.rescan(dir, parse, true);
                 self.validated_at = Some(now);
+                if parsed >= RELEASE_AFTER_PARSING {
+                    // The parse garbage of a large read.
+                    release_freed_memory();
+                }
             }
         }
     }
 
     /// Lists the folder and reads every task file whose stamp changed (or
     /// every one, without `reuse`).
-    fn rescan(&mut self, dir: &Dir, parse: ParseTaskFile, reuse: bool) {
+    /// Returns how many files were read.
+    fn rescan(&mut self, dir: &Dir, parse: ParseTaskFile, reuse: bool) -> usize {
         let listing = match dir.entries() {
             Ok(listing) => listing,
             Err(_) => {
@@ -290,7 +302,7 @@ impl TaskFolder {
                 self.recheck.clear();
                 self.truncated = false;
                 self.unreadable = true;
-                return;
+                return 0;
             }
         };
         self.unreadable = false;
@@ -304,8 +316,10 @@ impl TaskFolder {
         names.truncate(MAX_TASK_FILES);
         let mut previous = std::mem::take(&mut self.entries);
         self.recheck.clear();
+        let mut read = 0;
         for (name, kind) in names {
             let known = previous.remove(&name).filter(|_| reuse);
+            let kept = known.as_ref().map(|k| (k.stamp, k.unsettled));
             // The listing's kind spares a look; the read checks the handle anyway.
             let entry = match kind {
                 Some(FileKind::Dir | FileKind::Symlink | FileKind::Other) => Some(Entry {
@@ -315,8 +329,13 @@ impl TaskFolder {
                 }),
                 Some(FileKind::File) | None => read_entry(dir, parse, &name, known),
             };
+            let reused = kept.is_some_and(|(stamp, unsettled)| {
+                !unsettled && entry.as_ref().is_some_and(|e| e.stamp == stamp)
+            });
+            read += usize::from(!reused);
             self.store(name, entry);
         }
+        read
     }
 
     /// Looks at one name again (it was reported changed, or failed before).
@@ -369,6 +388,24 @@ impl TaskFolder {
         board
     }
 }
+
+/// A full pass that read at least this many files hands freed memory back.
+const RELEASE_AFTER_PARSING: usize = 1_000;
+
+/// Gives the free pages of every malloc arena back to the system: garbage
+/// made on a pool thread otherwise stays in that thread's arena for good
+/// (glibc keeps an arena's peak once the dynamic mmap threshold has grown).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn release_freed_memory() {
+    // SAFETY: glibc's malloc_trim only returns free memory; no pointer held
+    // anywhere is affected.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn release_freed_memory() {}
 
 /// What `name` amounts to now: `known` again when its stamp is unchanged
 /// and settled, else read afresh; `None` when nothing is there.
