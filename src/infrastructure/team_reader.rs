@@ -20,6 +20,7 @@ use serde_json::Value;
 use super::safe_fs::{Dir, FileRead, TrustedRoot};
 use super::task_cache::{TaskCache, TaskFile};
 use super::team_config::TeamConfig;
+pub use super::task_cache::{MAX_TASK_BYTES, MAX_TASK_DIAGNOSTICS, MAX_TASK_FILES};
 use crate::application::ports::{TaskImpactSource, TeamSource};
 use crate::domain::js_semantics::{js_trim, number_to_string};
 use crate::domain::names::{normalize_member_name, validate_name};
@@ -41,7 +42,6 @@ pub const MAX_KANBAN_BYTES: u64 = 512 * 1024;
 /// journal and metrics entry per member on each refresh) bounded when a
 /// config lists thousands.
 pub const MAX_ROSTER_MEMBERS: usize = 256;
-pub use super::task_cache::{MAX_TASK_BYTES, MAX_TASK_DIAGNOSTICS, MAX_TASK_FILES};
 
 /// Team data on disk under `<teams>/<team>` and `<tasks>/<team>`; task files
 /// are parsed once and kept until they change ([`TaskCache`]).
@@ -989,6 +989,24 @@ mod tests {
                 "{fields}"
             );
         }
+    }
+
+    #[test]
+    fn a_task_change_event_has_the_board_read_the_task_again() {
+        let (root, source) = fixture();
+        healthy_team(root.path());
+        let owner = |s: &FsTeamSource| s.load("forge").tasks[0].owner.clone();
+        assert_eq!(owner(&source).as_deref(), Some("jack"));
+        // A write the folder watch cannot see: through a second name elsewhere.
+        let elsewhere = root.path().join("elsewhere.json");
+        fs::hard_link(root.path().join("tasks/forge/7.json"), &elsewhere).unwrap();
+        fs::write(&elsewhere, r#"{"id":"7","owner":"jill"}"#).unwrap();
+        // The board event for task 7 routes through the impact lookup.
+        assert_eq!(
+            source.impacted_members("forge", "7"),
+            Some(vec!["jill".to_string()])
+        );
+        assert_eq!(owner(&source).as_deref(), Some("jill"));
     }
 
     #[test]
