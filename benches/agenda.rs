@@ -8,6 +8,7 @@ use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use member_work_sync::application::ports::TeamSource;
+use member_work_sync::application::queue::Trigger;
 use member_work_sync::domain::agenda::TeamIndex;
 use member_work_sync::domain::status::ReconciledBy;
 use member_work_sync::domain::team::{
@@ -204,14 +205,24 @@ fn one_task_change(c: &mut Criterion) {
             let services = Services::new(paths(), None);
             services
                 .reconciler
-                .refresh_status("bench", "member-1", ReconciledBy::Request, &["task"])
+                .refresh_status(
+                    "bench",
+                    "member-1",
+                    ReconciledBy::Request,
+                    &[Trigger::TaskChanged],
+                )
                 .unwrap()
         })
     });
     let services = Services::new(paths(), None);
     services
         .reconciler
-        .refresh_status("bench", "member-1", ReconciledBy::Request, &["task"])
+        .refresh_status(
+            "bench",
+            "member-1",
+            ReconciledBy::Request,
+            &[Trigger::TaskChanged],
+        )
         .unwrap();
     group.bench_function("reconcile_member_warm", |b| {
         b.iter(|| {
@@ -219,7 +230,12 @@ fn one_task_change(c: &mut Criterion) {
             change_one_task(root.path(), round);
             services
                 .reconciler
-                .refresh_status("bench", "member-1", ReconciledBy::Request, &["task"])
+                .refresh_status(
+                    "bench",
+                    "member-1",
+                    ReconciledBy::Request,
+                    &[Trigger::TaskChanged],
+                )
                 .unwrap()
         })
     });

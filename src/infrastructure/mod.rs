@@ -18,7 +18,7 @@ pub mod report_token;
 pub mod safe_fs;
 pub mod spool;
 pub mod status_store;
-pub mod task_cache;
+pub(crate) mod task_cache;
 mod team_config;
 pub mod team_reader;
 pub mod transcripts;

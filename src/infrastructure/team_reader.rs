@@ -19,8 +19,8 @@ use serde_json::Value;
 
 use super::safe_fs::{Dir, FileRead, TrustedRoot};
 use super::task_cache::{TaskCache, TaskFile};
-use super::team_config::TeamConfig;
 pub use super::task_cache::{MAX_TASK_BYTES, MAX_TASK_DIAGNOSTICS, MAX_TASK_FILES};
+use super::team_config::TeamConfig;
 use crate::application::ports::{TaskImpactSource, TeamSource};
 use crate::domain::js_semantics::{js_trim, number_to_string};
 use crate::domain::names::{normalize_member_name, validate_name};
