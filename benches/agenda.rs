@@ -1,16 +1,22 @@
-//! Full-team agenda + fingerprint passes, in memory and from disk.
+//! Full-team agenda + fingerprint passes, in memory and from disk; the board
+//! read and a one-member reconcile after a one-task change, cold (a fresh
+//! reader: what every read cost before the task cache) and warm, in one run.
 //!
 //! Run with `npm run bench` (or `cargo bench --bench agenda`).
 
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use member_work_sync::application::ports::TeamSource;
+use member_work_sync::application::queue::Trigger;
 use member_work_sync::domain::agenda::TeamIndex;
+use member_work_sync::domain::status::ReconciledBy;
 use member_work_sync::domain::team::{
     Clarification, HistoryEvent, ReviewState, Task, TaskStatus, TeamMember, TeamSnapshot,
 };
 use member_work_sync::domain::time::parse_iso;
 use member_work_sync::infrastructure::composition::{RootPaths, Services};
+use member_work_sync::infrastructure::team_reader::FsTeamSource;
 
 const NOW: &str = "2026-11-22T10:00:00.000Z";
 
@@ -76,6 +82,7 @@ fn synthetic_team(members: usize, tasks: usize) -> TeamSnapshot {
                 history,
             }
         })
+        .map(std::sync::Arc::new)
         .collect();
     TeamSnapshot {
         team_name: "bench".into(),
@@ -152,5 +159,88 @@ fn from_disk(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, in_memory, from_disk);
+/// Rewrites task 0 with a new subject of the same length: the one-task
+/// change a board event announces.
+fn change_one_task(root: &Path, round: u64) {
+    let path = root.join("tasks/bench/0.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let subject = format!("Task number {:01}", round % 10);
+    let start = text.find("Task number ").unwrap();
+    let text = format!(
+        "{}{subject}{}",
+        &text[..start],
+        &text[start + subject.len()..]
+    );
+    std::fs::write(&path, text).unwrap();
+}
+
+fn one_task_change(c: &mut Criterion) {
+    let root = tempfile::tempdir().unwrap();
+    write_team_to_disk(root.path(), &synthetic_team(50, 10_000));
+    let paths = || RootPaths::resolve(Some(root.path().to_path_buf()), None, None);
+    let mut round = 0u64;
+    let mut group = c.benchmark_group("board_after_one_task_change_50x10000");
+    group.sample_size(10);
+    group.bench_function("board_read_cold", |b| {
+        b.iter(|| {
+            round += 1;
+            change_one_task(root.path(), round);
+            let source = FsTeamSource::new(root.path().join("teams"), root.path().join("tasks"));
+            source.load("bench").tasks.len()
+        })
+    });
+    let source = FsTeamSource::new(root.path().join("teams"), root.path().join("tasks"));
+    source.load("bench");
+    group.bench_function("board_read_warm", |b| {
+        b.iter(|| {
+            round += 1;
+            change_one_task(root.path(), round);
+            source.load("bench").tasks.len()
+        })
+    });
+    group.bench_function("reconcile_member_cold", |b| {
+        b.iter(|| {
+            round += 1;
+            change_one_task(root.path(), round);
+            let services = Services::new(paths(), None);
+            services
+                .reconciler
+                .refresh_status(
+                    "bench",
+                    "member-1",
+                    ReconciledBy::Request,
+                    &[Trigger::TaskChanged],
+                )
+                .unwrap()
+        })
+    });
+    let services = Services::new(paths(), None);
+    services
+        .reconciler
+        .refresh_status(
+            "bench",
+            "member-1",
+            ReconciledBy::Request,
+            &[Trigger::TaskChanged],
+        )
+        .unwrap();
+    group.bench_function("reconcile_member_warm", |b| {
+        b.iter(|| {
+            round += 1;
+            change_one_task(root.path(), round);
+            services
+                .reconciler
+                .refresh_status(
+                    "bench",
+                    "member-1",
+                    ReconciledBy::Request,
+                    &[Trigger::TaskChanged],
+                )
+                .unwrap()
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, in_memory, from_disk, one_task_change);
 criterion_main!(benches);

@@ -124,6 +124,24 @@ pub trait StatusStore: Send + Sync {
         member_name: &str,
         build: &mut dyn FnMut(StoredStatus) -> MemberStatus,
     ) -> Result<MemberStatus, PortError>;
+
+    /// [`StatusStore::update`] of several members of one team, made durable
+    /// together (one group commit where the store can): each member's lock
+    /// is held from its read until every status is written, and each stored
+    /// status is afterwards either the old or the new one, also after a
+    /// crash. `build` gets the member and what is stored for it; results
+    /// come in `members` order.
+    fn update_all(
+        &self,
+        team_name: &str,
+        members: &[&str],
+        build: &mut dyn FnMut(&str, StoredStatus) -> MemberStatus,
+    ) -> Result<Vec<MemberStatus>, PortError> {
+        members
+            .iter()
+            .map(|member| self.update(team_name, member, &mut |stored| build(member, stored)))
+            .collect()
+    }
 }
 
 /// One audit journal event.
@@ -190,6 +208,16 @@ pub trait MetricsStore: Send + Sync {
         status: &MemberStatus,
         events: Vec<crate::domain::metrics::MetricEvent>,
     ) -> Result<(), PortError>;
+    /// [`MetricsStore::record`] of several status writes of one team, in
+    /// order, with one index write where the store can.
+    fn record_all(
+        &self,
+        writes: Vec<(&MemberStatus, Vec<crate::domain::metrics::MetricEvent>)>,
+    ) -> Result<(), PortError> {
+        writes
+            .into_iter()
+            .try_for_each(|(status, events)| self.record(status, events))
+    }
     /// Reads the index (missing or corrupt: empty; a corrupt one is moved aside).
     fn read(&self, team_name: &str) -> Result<crate::domain::metrics::MetricsIndex, PortError>;
     /// Reads the index like [`MetricsStore::read`], but moves nothing: a

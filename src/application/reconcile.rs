@@ -165,24 +165,18 @@ impl Reconciler {
         self.reconcile_with(&snapshot, &index, member, by, triggers, options)
     }
 
-    /// Reconciles every roster member of a team from one snapshot (one index build).
+    /// Reconciles every roster member of a team from one snapshot (one index
+    /// build) and persists their statuses with one group commit.
     pub fn refresh_team(&self, team: &str) -> Result<Vec<MemberStatus>, WorkSyncError> {
         check_name("teamName", team)?;
         let snapshot = self.ports.teams.load(team);
         let index = TeamIndex::build(&snapshot);
-        roster_names(&snapshot)
-            .into_iter()
-            .map(|member| {
-                self.reconcile_with(
-                    &snapshot,
-                    &index,
-                    member,
-                    ReconciledBy::Request,
-                    &[Trigger::ManualRefresh],
-                    ReconcileOptions::default(),
-                )
-            })
-            .collect()
+        self.reconcile_team(
+            &snapshot,
+            &index,
+            ReconciledBy::Request,
+            &[Trigger::ManualRefresh],
+        )
     }
 
     /// The stored status; stale ones are refreshed (DATA.md §1 `getStatus`).
@@ -393,6 +387,79 @@ impl Reconciler {
         if !self.may_persist(snapshot, member)? {
             return Ok(self.unpersisted_from(snapshot, member, now));
         }
+        let mut agenda = Some(self.start_reconcile(index, team, member, now, triggers));
+        let status = self.ports.store.update(team, member, &mut |previous| {
+            let agenda = agenda
+                .take()
+                .unwrap_or_else(|| index.agenda_for(member, &format_iso(now)));
+            self.reconciled_status(snapshot, agenda, previous, now, by, triggers, options)
+        })?;
+        self.record_metrics(&status, None);
+        self.finish_reconcile(&status, now);
+        Ok(status)
+    }
+
+    /// [`Reconciler::reconcile_with`] for every roster member of one
+    /// snapshot, with one group commit for all their statuses and one
+    /// metrics write (`refreshTeam`). Members whose status may not be
+    /// persisted get their unpersisted status, in roster order.
+    fn reconcile_team(
+        &self,
+        snapshot: &TeamSnapshot,
+        index: &TeamIndex<'_>,
+        by: ReconciledBy,
+        triggers: &[Trigger],
+    ) -> Result<Vec<MemberStatus>, WorkSyncError> {
+        let team = snapshot.team_name.as_str();
+        let now = self.ports.clock.now_ms();
+        let names = roster_names(snapshot);
+        let mut unpersisted = Vec::with_capacity(names.len());
+        let mut persisted = Vec::with_capacity(names.len());
+        for member in &names {
+            if self.may_persist(snapshot, member)? {
+                persisted.push(*member);
+                unpersisted.push(None);
+            } else {
+                unpersisted.push(Some(self.unpersisted_from(snapshot, member, now)));
+            }
+        }
+        let mut agendas: std::collections::HashMap<&str, Agenda> = persisted
+            .iter()
+            .map(|member| {
+                let agenda = self.start_reconcile(index, team, member, now, triggers);
+                (*member, agenda)
+            })
+            .collect();
+        let written = self
+            .ports
+            .store
+            .update_all(team, &persisted, &mut |member, previous| {
+                let agenda = agendas
+                    .remove(member)
+                    .unwrap_or_else(|| index.agenda_for(member, &format_iso(now)));
+                let options = ReconcileOptions::default();
+                self.reconciled_status(snapshot, agenda, previous, now, by, triggers, options)
+            })?;
+        self.record_team_metrics(&written);
+        for status in &written {
+            self.finish_reconcile(status, now);
+        }
+        let mut written = written.into_iter();
+        Ok(unpersisted
+            .into_iter()
+            .filter_map(|status| status.or_else(|| written.next()))
+            .collect())
+    }
+
+    /// Journals the start of a member's reconcile and builds its agenda.
+    fn start_reconcile(
+        &self,
+        index: &TeamIndex<'_>,
+        team: &str,
+        member: &str,
+        now: EpochMs,
+        triggers: &[Trigger],
+    ) -> Agenda {
         self.audit(
             SOURCE,
             "reconcile_started",
@@ -410,19 +477,32 @@ impl Reconciler {
             agenda.diagnostics.clone(),
             json!({ "agendaFingerprint": agenda.fingerprint, "actionableCount": agenda.items.len() }),
         );
-        let mut agenda = Some(agenda);
-        let status = self.ports.store.update(team, member, &mut |previous| {
-            let agenda = agenda
-                .take()
-                .unwrap_or_else(|| index.agenda_for(member, &format_iso(now)));
-            let mut status = self.build_status(snapshot, agenda, previous, now, by, triggers, None);
-            if let Some(shadow) = status.shadow.as_mut() {
-                shadow.recovery = options.recovery.cloned();
-            }
-            self.apply_suppression(&mut status, options.force_nudge, now);
-            status
-        })?;
-        self.record_metrics(&status, None);
+        agenda
+    }
+
+    /// The status a reconcile writes: built, with its recovery, suppressed.
+    #[allow(clippy::too_many_arguments)]
+    fn reconciled_status(
+        &self,
+        snapshot: &TeamSnapshot,
+        agenda: Agenda,
+        previous: StoredStatus,
+        now: EpochMs,
+        by: ReconciledBy,
+        triggers: &[Trigger],
+        options: ReconcileOptions<'_>,
+    ) -> MemberStatus {
+        let mut status = self.build_status(snapshot, agenda, previous, now, by, triggers, None);
+        if let Some(shadow) = status.shadow.as_mut() {
+            shadow.recovery = options.recovery.cloned();
+        }
+        self.apply_suppression(&mut status, options.force_nudge, now);
+        status
+    }
+
+    /// Journals the decision and the write of a reconciled status.
+    fn finish_reconcile(&self, status: &MemberStatus, now: EpochMs) {
+        let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
         let decision_kind = if status.state == StatusState::Inactive {
             "team_inactive"
         } else {
@@ -443,7 +523,6 @@ impl Reconciler {
             summary.clone(),
         );
         self.audit(SOURCE, "status_written", team, member, now, vec![], summary);
-        Ok(status)
     }
 
     /// Builds the new status from the agenda and what was stored before.
@@ -716,26 +795,46 @@ impl Reconciler {
             .metrics
             .record(status, events_for_write(status, report));
         if let Err(error) = recorded {
-            self.ports.log.log(
-                LogEntry::new(
-                    LogLevel::Warn,
-                    LogCode::MetricsWriteFailed,
-                    format!("metric events could not be recorded: {error}"),
-                )
-                .with_context(json!({
-                    "teamName": status.team_name,
-                    "memberName": status.member_name,
-                })),
-            );
-            self.audit(
-                "reconciler",
-                "metrics_unavailable",
-                &status.team_name,
-                &status.member_name,
-                self.ports.clock.now_ms(),
-                vec![error.to_string()],
-                json!({}),
-            );
+            self.metrics_failed(status, &error);
+        }
+    }
+
+    /// Logs and journals a metrics write that failed (`metrics_unavailable`).
+    fn metrics_failed(&self, status: &MemberStatus, error: &PortError) {
+        self.ports.log.log(
+            LogEntry::new(
+                LogLevel::Warn,
+                LogCode::MetricsWriteFailed,
+                format!("metric events could not be recorded: {error}"),
+            )
+            .with_context(json!({
+                "teamName": status.team_name,
+                "memberName": status.member_name,
+            })),
+        );
+        self.audit(
+            "reconciler",
+            "metrics_unavailable",
+            &status.team_name,
+            &status.member_name,
+            self.ports.clock.now_ms(),
+            vec![error.to_string()],
+            json!({}),
+        );
+    }
+
+    /// [`Reconciler::record_metrics`] of a team's group commit: one index
+    /// write; a failure is journaled for every member.
+    fn record_team_metrics(&self, statuses: &[MemberStatus]) {
+        let writes = statuses
+            .iter()
+            .map(|status| (status, events_for_write(status, None)))
+            .collect();
+        let Err(error) = self.ports.metrics.record_all(writes) else {
+            return;
+        };
+        for status in statuses {
+            self.metrics_failed(status, &error);
         }
     }
 

@@ -60,7 +60,7 @@ fn team(tasks: Vec<Task>) -> TeamSnapshot {
         team_name: "forge".into(),
         config_found: true,
         members: vec![lead, member("jack"), member("jill"), member("bob")],
-        tasks,
+        tasks: tasks.into_iter().map(std::sync::Arc::new).collect(),
         ..TeamSnapshot::default()
     }
 }

@@ -431,8 +431,8 @@ pub struct TeamSnapshot {
     pub deleted: bool,
     /// Merged roster (config + meta).
     pub members: Vec<TeamMember>,
-    /// Non-deleted tasks.
-    pub tasks: Vec<Task>,
+    /// Non-deleted tasks, shared with the reader's cache (never copied per read).
+    pub tasks: Vec<std::sync::Arc<Task>>,
     /// Kanban entries by task id.
     pub kanban: BTreeMap<String, KanbanEntry>,
     /// What the reader had to degrade (`kanban_state_invalid`, ...).

@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::safe_fs::{Dir, FileRead, TrustedRoot};
+use super::safe_fs::{Dir, FileRead, Staged, TrustedRoot};
 
 /// Largest store file the addon reads; anything bigger is quarantined.
 pub const MAX_STORE_FILE_BYTES: u64 = 10 * 1024 * 1024;
@@ -210,6 +210,40 @@ pub fn write_envelope<T: Serialize>(
 /// and the file left as it was: written, it would be quarantined by the next
 /// read and take the valid state before it along.
 pub fn write_json(root: &TrustedRoot, path: &Path, value: &Value) -> io::Result<()> {
+    let text = render_json(path, value)?;
+    root.write_atomic(path, text.as_bytes())
+}
+
+/// [`write_envelope`] staged for a group commit ([`safe_fs::commit`]): the
+/// new content sits in a temp file beside `path` until then.
+///
+/// [`safe_fs::commit`]: super::safe_fs::commit
+pub fn stage_envelope<T: Serialize>(
+    root: &TrustedRoot,
+    path: &Path,
+    version: u64,
+    field: &str,
+    value: &T,
+) -> io::Result<Staged> {
+    let mut envelope = serde_json::Map::new();
+    envelope.insert("schemaVersion".into(), Value::from(version));
+    envelope.insert(
+        field.into(),
+        serde_json::to_value(value).map_err(io::Error::other)?,
+    );
+    let text = render_json(path, &Value::Object(envelope))?;
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{}: not a store file path", path.display()),
+        ));
+    };
+    root.create_dir_all(dir)?
+        .stage(name, text.as_bytes(), 0o644)
+}
+
+/// `JSON.stringify(v, null, 2) + "\n"`, refused past [`MAX_STORE_FILE_BYTES`].
+fn render_json(path: &Path, value: &Value) -> io::Result<String> {
     let mut text = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
     text.push('\n');
     if text.len() as u64 > MAX_STORE_FILE_BYTES {
@@ -222,7 +256,7 @@ pub fn write_json(root: &TrustedRoot, path: &Path, value: &Value) -> io::Result<
             ),
         ));
     }
-    root.write_atomic(path, text.as_bytes())
+    Ok(text)
 }
 
 /// Renames a bad file to `<path>.invalid.<ms>` (never through a link: the

@@ -58,6 +58,26 @@ impl MetricsStore for FsMetricsStore {
         Ok(())
     }
 
+    fn record_all(&self, writes: Vec<(&MemberStatus, Vec<MetricEvent>)>) -> Result<(), PortError> {
+        let Some((first, _)) = writes.first() else {
+            return Ok(());
+        };
+        let team = first.team_name.clone();
+        if writes.iter().any(|(status, _)| status.team_name != team) {
+            return writes
+                .into_iter()
+                .try_for_each(|(status, events)| self.record(status, events));
+        }
+        let path = self.path(&team);
+        let _lock = StoreLock::acquire(&self.root, &path)?;
+        let mut index = self.load(&path)?;
+        for (status, events) in writes {
+            index.record(status, events);
+        }
+        write_flat_envelope(&self.root, &path, SCHEMA_VERSION, &index)?;
+        Ok(())
+    }
+
     fn read(&self, team: &str) -> Result<MetricsIndex, PortError> {
         self.load(&self.path(team))
     }

@@ -18,6 +18,7 @@ pub mod report_token;
 pub mod safe_fs;
 pub mod spool;
 pub mod status_store;
+pub(crate) mod task_cache;
 mod team_config;
 pub mod team_reader;
 pub mod transcripts;

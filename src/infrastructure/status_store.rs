@@ -9,9 +9,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::journal;
-use super::json_store::{peek_envelope, read_envelope, write_envelope, Loaded, Peeked};
+use super::json_store::{
+    peek_envelope, read_envelope, stage_envelope, write_envelope, Loaded, Peeked,
+};
 use super::lock::StoreLock;
-use super::safe_fs::{FileKind, TrustedRoot};
+use super::safe_fs::{commit, FileKind, TrustedRoot};
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
 use crate::application::ports::{
     AuditEvent, AuditJournal, Clock, PortError, StatusStore, StoredStatus,
@@ -201,6 +203,46 @@ impl StatusStore for FsStatusStore {
         self.write_member_meta(&status)?;
         Ok(status)
     }
+
+    fn update_all(
+        &self,
+        team: &str,
+        members: &[&str],
+        build: &mut dyn FnMut(&str, StoredStatus) -> MemberStatus,
+    ) -> Result<Vec<MemberStatus>, PortError> {
+        let paths: Vec<PathBuf> = members
+            .iter()
+            .map(|member| self.paths.member_file(team, member, "status.json"))
+            .collect();
+        // Locks in path order, so two group commits never wait on each other
+        // in a cycle (a single update holds one lock only).
+        let mut order: Vec<&PathBuf> = paths.iter().collect();
+        order.sort();
+        order.dedup();
+        let _locks = order
+            .into_iter()
+            .map(|path| StoreLock::acquire(self.paths.root(), path))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut statuses = Vec::with_capacity(members.len());
+        let mut staged = Vec::with_capacity(members.len());
+        for (member, path) in members.iter().zip(&paths) {
+            let previous = self.read(team, member)?;
+            let status = build(member, previous);
+            staged.push(stage_envelope(
+                self.paths.root(),
+                path,
+                STATUS_SCHEMA_VERSION,
+                "status",
+                &status,
+            )?);
+            statuses.push(status);
+        }
+        commit(staged)?;
+        for status in &statuses {
+            self.write_member_meta(status)?;
+        }
+        Ok(statuses)
+    }
 }
 
 /// [`AuditJournal`] writing each member's `journal.jsonl`.
@@ -376,6 +418,109 @@ mod tests {
             let stored = store.read("forge", member).unwrap().into_status().unwrap();
             assert_eq!(stored.diagnostics.len(), writes, "{member}");
         }
+    }
+
+    const GROUP: [&str; 8] = ["a", "b", "c", "d", "e", "f", "g", "h"];
+
+    /// Child-process half of `a_group_commit_killed_at_any_moment_leaves_old_or_new`:
+    /// group-commits round after round until killed; a no-op in a normal run.
+    #[test]
+    fn child_process_group_committer() {
+        let Ok(dir) = std::env::var("MWS_TEST_GROUP_DIR") else {
+            return;
+        };
+        let store = store(std::path::Path::new(&dir));
+        loop {
+            store
+                .update_all("forge", &GROUP, &mut |member, previous| {
+                    let round = previous.into_status().map_or(0, |s| round_of(&s) + 1);
+                    // Large enough that a write is several pages.
+                    let padding = format!("{member}{round}").repeat(2_000);
+                    status("forge", member, vec![format!("round:{round}"), padding])
+                })
+                .unwrap();
+        }
+    }
+
+    /// The round a status of the group committer carries, after checking it
+    /// is whole.
+    fn round_of(status: &MemberStatus) -> u64 {
+        let round: u64 = status.diagnostics[0]
+            .strip_prefix("round:")
+            .unwrap()
+            .parse()
+            .unwrap();
+        let member = &status.member_name;
+        assert_eq!(
+            status.diagnostics[1],
+            format!("{member}{round}").repeat(2_000)
+        );
+        round
+    }
+
+    #[test]
+    fn a_group_commit_killed_at_any_moment_leaves_old_or_new() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path());
+        let mut seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos() as u64;
+        let mut rounds = [0u64; GROUP.len()];
+        let kills = 12;
+        for kill in 0..kills {
+            let mut child = Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "infrastructure::status_store::tests::child_process_group_committer",
+                    "--quiet",
+                ])
+                .env("MWS_TEST_GROUP_DIR", dir.path())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            std::thread::sleep(std::time::Duration::from_millis(20 + (seed >> 33) % 200));
+            child.kill().unwrap(); // SIGKILL
+            child.wait().unwrap();
+            for (i, member) in GROUP.iter().enumerate() {
+                match store.peek("forge", member).unwrap() {
+                    StoredStatus::Current(status) => {
+                        let round = round_of(&status);
+                        assert!(round >= rounds[i], "{member} went back after kill {kill}");
+                        rounds[i] = round;
+                    }
+                    StoredStatus::Missing => assert_eq!(rounds[i], 0, "{member} lost"),
+                    other => panic!("{member} after kill {kill}: {other:?}"),
+                }
+            }
+        }
+        // At most one temp file per member and kill is left behind, and the
+        // sweep removes them all once their writers are known to be gone.
+        let root = TrustedRoot::new(dir.path());
+        let mut left = 0;
+        for member in GROUP {
+            let path = StorePaths::new(dir.path().to_path_buf()).member_file("forge", member, "x");
+            let folder = root.open_dir(path.parent().unwrap()).unwrap().unwrap();
+            let temps = |f: &super::super::safe_fs::Dir| {
+                f.entries()
+                    .unwrap()
+                    .iter()
+                    .filter(|e| super::super::safe_fs::is_temp_name(&e.name))
+                    .count()
+            };
+            left += temps(&folder);
+            assert!(temps(&folder) <= kills, "{member}");
+            let later = crate::infrastructure::clock::epoch_ms(std::time::SystemTime::now())
+                .unwrap()
+                + super::super::safe_fs::TEMP_ABANDONED_MS;
+            folder.sweep_temp_files(later).unwrap();
+            assert_eq!(temps(&folder), 0, "{member}");
+        }
+        assert!(left <= kills * GROUP.len());
+        assert!(rounds.iter().any(|r| *r > 0), "the child never committed");
     }
 
     #[test]

@@ -13,10 +13,13 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::safe_fs::{Dir, FileKind, FileRead, TrustedRoot};
+use super::safe_fs::{Dir, FileRead, TrustedRoot};
+use super::task_cache::{TaskCache, TaskFile};
+pub use super::task_cache::{MAX_TASK_BYTES, MAX_TASK_DIAGNOSTICS, MAX_TASK_FILES};
 use super::team_config::TeamConfig;
 use crate::application::ports::{TaskImpactSource, TeamSource};
 use crate::domain::js_semantics::{js_trim, number_to_string};
@@ -33,28 +36,20 @@ pub const MAX_CONFIG_BYTES: u64 = 10 * 1024 * 1024;
 pub const MAX_MEMBERS_META_BYTES: u64 = 256 * 1024;
 /// Cap of `kanban-state.json`.
 pub const MAX_KANBAN_BYTES: u64 = 512 * 1024;
-/// Cap of one task file.
-pub const MAX_TASK_BYTES: u64 = 2 * 1024 * 1024;
 /// Most members of a roster (config and `members.meta.json` merged, in that
 /// order); the rest are dropped with a `roster_truncated` diagnostic. Real
 /// teams have a handful of members; the cap keeps a team's work (one status,
 /// journal and metrics entry per member on each refresh) bounded when a
 /// config lists thousands.
 pub const MAX_ROSTER_MEMBERS: usize = 256;
-/// Task files read per team, in name order; the rest are left out with a
-/// `tasks_truncated` diagnostic (a board of this size is far beyond a real
-/// team's, and every status carries the agenda built from it).
-pub const MAX_TASK_FILES: usize = 10_000;
-/// Per-file task diagnostics kept per team; the rest are counted in one
-/// `task_file_diagnostics_truncated:<n>` so a folder of junk cannot bloat
-/// every status.
-pub const MAX_TASK_DIAGNOSTICS: usize = 50;
 
-/// Team data on disk under `<teams>/<team>` and `<tasks>/<team>`.
+/// Team data on disk under `<teams>/<team>` and `<tasks>/<team>`; task files
+/// are parsed once and kept until they change ([`TaskCache`]).
 #[derive(Debug, Clone)]
 pub struct FsTeamSource {
     teams: TrustedRoot,
     tasks: TrustedRoot,
+    cache: Arc<TaskCache>,
 }
 
 impl FsTeamSource {
@@ -63,6 +58,23 @@ impl FsTeamSource {
         Self {
             teams: TrustedRoot::new(teams_base),
             tasks: TrustedRoot::new(tasks_base),
+            cache: Arc::new(TaskCache::new(parse_task_file)),
+        }
+    }
+
+    /// Every task file of the team, through the cache; `<what>_*` folder
+    /// diagnostics as [`open_below`] gives them.
+    fn read_tasks(&self, team_name: &str, diags: &mut Vec<String>) -> Vec<Arc<Task>> {
+        match open_below(&self.tasks, team_name, "tasks_dir", diags) {
+            Some(dir) => {
+                let board = self.cache.read(team_name, &dir);
+                diags.extend(board.diagnostics);
+                board.tasks
+            }
+            None => {
+                self.cache.forget(team_name);
+                Vec::new()
+            }
         }
     }
 }
@@ -185,9 +197,7 @@ impl TeamSource for FsTeamSource {
         }
         let diags = &mut snapshot.diagnostics;
         snapshot.kanban = self.read_kanban(team_name, diags);
-        snapshot.tasks = open_below(&self.tasks, team_name, "tasks_dir", diags)
-            .map(|dir| read_tasks(&dir, diags))
-            .unwrap_or_default();
+        snapshot.tasks = self.read_tasks(team_name, diags);
         snapshot
     }
 
@@ -207,6 +217,11 @@ impl TeamSource for FsTeamSource {
 
 impl TaskImpactSource for FsTeamSource {
     fn impacted_members(&self, team_name: &str, task_id: &str) -> Option<Vec<String>> {
+        // The event names the task: the next board read looks at its file
+        // again even if the folder watch missed the write.
+        if validate_name(task_id).is_ok() {
+            self.cache.invalidate(team_name, &format!("{task_id}.json"));
+        }
         let task = self.read_task(team_name, task_id)?;
         let roster = self.read_roster(team_name);
         let lead = roster.lead().map(|m| m.name.clone());
@@ -260,9 +275,7 @@ impl TaskImpactSource for FsTeamSource {
         }
         // `blocks` is often missing or stale: the dependents are the open
         // tasks whose `blockedBy` names this one.
-        let all_tasks = open_below(&self.tasks, team_name, "tasks_dir", &mut ignored)
-            .map(|dir| read_tasks(&dir, &mut ignored))
-            .unwrap_or_default();
+        let all_tasks = self.read_tasks(team_name, &mut ignored);
         members.extend(
             all_tasks
                 .iter()
@@ -283,7 +296,7 @@ impl TaskImpactSource for FsTeamSource {
 
 /// True when a `blockedBy` reference names `task`: by canonical id, or by
 /// display id when no task has that canonical id (a leading `#` is ignored).
-fn names_task(tasks: &[Task], reference: &str, task: &Task) -> bool {
+fn names_task(tasks: &[Arc<Task>], reference: &str, task: &Task) -> bool {
     let reference = reference.trim();
     let reference = reference.strip_prefix('#').unwrap_or(reference);
     if reference.is_empty() {
@@ -448,57 +461,16 @@ fn parse_kanban(value: &Value) -> BTreeMap<String, KanbanEntry> {
         .collect()
 }
 
-/// Reads every task file of a team, in file-name order. A `*.json` name that
-/// is not a regular file (a link, FIFO or folder) is `task_file_not_a_file:<name>`.
-fn read_tasks(dir: &Dir, diags: &mut Vec<String>) -> Vec<Task> {
-    let entries = match dir.entries() {
-        Ok(entries) => entries,
-        Err(_) => {
-            diags.push("tasks_dir_unreadable".into());
-            return Vec::new();
-        }
-    };
-    let mut names: Vec<(String, Option<FileKind>)> = entries
-        .into_iter()
-        .filter(|e| e.name.ends_with(".json") && !e.name.starts_with('.'))
-        .map(|e| (e.name, e.kind))
-        .collect();
-    names.sort_by(|a, b| a.0.cmp(&b.0));
-    if names.len() > MAX_TASK_FILES {
-        names.truncate(MAX_TASK_FILES);
-        diags.push("tasks_truncated".into());
+/// A task file's bytes, by [`parse_task`]'s rules.
+fn parse_task_file(bytes: &[u8]) -> TaskFile {
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(value) => match parse_task(&value) {
+            TaskParse::Task(task) => TaskFile::Task(Arc::new(task)),
+            TaskParse::Skipped => TaskFile::Skipped,
+            TaskParse::Invalid => TaskFile::Invalid,
+        },
+        Err(_) => TaskFile::Invalid,
     }
-    let mut tasks = Vec::with_capacity(names.len());
-    let mut file_diags = Vec::new();
-    for (name, kind) in names {
-        let diags = &mut file_diags;
-        // The listing's kind spares an open; `read` checks the handle anyway.
-        let read = match kind {
-            Some(FileKind::File) | None => dir.read(&name, MAX_TASK_BYTES),
-            Some(FileKind::Dir | FileKind::Symlink | FileKind::Other) => Ok(FileRead::NotAFile),
-        };
-        match read {
-            Ok(FileRead::Bytes(bytes)) => match serde_json::from_slice::<Value>(&bytes) {
-                Ok(value) => match parse_task(&value) {
-                    TaskParse::Task(task) => tasks.push(task),
-                    TaskParse::Skipped => {}
-                    TaskParse::Invalid => diags.push(format!("task_file_invalid:{name}")),
-                },
-                Err(_) => diags.push(format!("task_file_invalid:{name}")),
-            },
-            Ok(FileRead::NotAFile) => diags.push(format!("task_file_not_a_file:{name}")),
-            Ok(FileRead::TooLarge) => diags.push(format!("task_file_too_large:{name}")),
-            Ok(FileRead::Missing) => {}
-            Err(_) => diags.push(format!("task_file_unreadable:{name}")),
-        }
-    }
-    let dropped = file_diags.len().saturating_sub(MAX_TASK_DIAGNOSTICS);
-    file_diags.truncate(MAX_TASK_DIAGNOSTICS);
-    diags.extend(file_diags);
-    if dropped > 0 {
-        diags.push(format!("task_file_diagnostics_truncated:{dropped}"));
-    }
-    tasks
 }
 
 /// Outcome of parsing one task file.
@@ -1017,6 +989,24 @@ mod tests {
                 "{fields}"
             );
         }
+    }
+
+    #[test]
+    fn a_task_change_event_has_the_board_read_the_task_again() {
+        let (root, source) = fixture();
+        healthy_team(root.path());
+        let owner = |s: &FsTeamSource| s.load("forge").tasks[0].owner.clone();
+        assert_eq!(owner(&source).as_deref(), Some("jack"));
+        // A write the folder watch cannot see: through a second name elsewhere.
+        let elsewhere = root.path().join("elsewhere.json");
+        fs::hard_link(root.path().join("tasks/forge/7.json"), &elsewhere).unwrap();
+        fs::write(&elsewhere, r#"{"id":"7","owner":"jill"}"#).unwrap();
+        // The board event for task 7 routes through the impact lookup.
+        assert_eq!(
+            source.impacted_members("forge", "7"),
+            Some(vec!["jill".to_string()])
+        );
+        assert_eq!(owner(&source).as_deref(), Some("jill"));
     }
 
     #[test]

@@ -45,7 +45,7 @@ pub enum FileKind {
 }
 
 impl FileKind {
-    fn of(file_type: FileType) -> Self {
+    pub(super) fn of(file_type: FileType) -> Self {
         match file_type {
             FileType::RegularFile => Self::File,
             FileType::Directory => Self::Dir,
@@ -515,9 +515,25 @@ impl Dir {
         }
     }
 
-    #[cfg(test)]
-    pub(super) fn fd(&self) -> impl std::os::fd::AsFd + '_ {
+    /// The folder's handle, for the sibling modules' system calls.
+    pub(super) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
         std::os::fd::AsFd::as_fd(&self.fd)
+    }
+
+    /// [`Dir::create_temp`] for [`Dir::stage`](super::staged): the name is
+    /// checked to be one plain component first.
+    /// A second handle of this folder (a batch of staged files each carries
+    /// one, see [`Dir::stage`]).
+    pub fn try_clone(&self) -> io::Result<Self> {
+        Ok(Self {
+            fd: self.fd.try_clone()?,
+            path: self.path.clone(),
+        })
+    }
+
+    pub(super) fn create_temp_for(&self, target: &OsStr, mode: u32) -> io::Result<(String, File)> {
+        let target = self.component(target)?;
+        self.create_temp(target, mode)
     }
 }
 

@@ -16,6 +16,11 @@
 //!   target (created `O_EXCL`), are fsync'd and renamed over the target; a
 //!   crash leaves at most that temp file, which [`Dir::sweep_temp_files`]
 //!   removes once it is old and its writer is gone.
+//! * Many such writes can be made durable together ([`Dir::stage`] then
+//!   [`commit`]): one write-back for all, then the renames, then one fsync
+//!   per folder; each file is still either old or new after a crash.
+//! * [`Stamp`]s and [`DirWatch`] let a reader keep what it parsed until a
+//!   file changes.
 //! * Appends write whole lines only and first terminate a torn tail, so a
 //!   write cut short by a full disk loses at most its own line.
 //!
@@ -27,12 +32,16 @@
 mod dir;
 mod root;
 mod staged;
+mod stamp;
 mod temp;
+mod watch;
 
 pub use dir::{Dir, Entry, FileKind, FileRead, Meta};
 pub use root::TrustedRoot;
-pub use staged::{sync_staged, Staged};
-pub use temp::{is_temp_name, TEMP_MARK};
+pub use staged::{commit, sync_staged, Staged};
+pub use stamp::{Stamp, StampedRead, SETTLE_MARGIN};
+pub use temp::{is_temp_name, TEMP_ABANDONED_MS, TEMP_MARK};
+pub use watch::{Changes, DirWatch};
 
 use std::io;
 use std::path::Path;

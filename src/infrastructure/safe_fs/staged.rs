@@ -1,33 +1,39 @@
-//! Atomic writes made durable as a batch: each file is written to its own
-//! temp name ([`Dir::stage`]), the batch's data is synced in one pass
-//! ([`sync_staged`]), and each file is then renamed into place
-//! ([`Staged::publish`]); one [`Dir::sync`] per folder makes the names
-//! durable.
+//! Atomic replacements made durable as a batch (group commit).
 //!
-//! Every file still gets its own fsync (nothing else makes its data
-//! durable), but on Linux writeback of the whole batch is started first
-//! (`sync_file_range`), and the fsyncs then wait side by side on a few
-//! threads, so they find their data on its way and share the file system's
-//! journal commits (or, without a journal, the disk's queue) instead of each
-//! waiting for one of its own: fifty small files sync in about the time of a
-//! few.
+//! [`Dir::stage`] writes the new content to a temp file beside its target
+//! (the same `.<name>.mws-tmp.<pid>.<n>` name as [`Dir::write_atomic`]) and
+//! neither syncs nor renames it. [`sync_staged`] then makes the data of a
+//! whole batch durable: writeback of every file starts first (Linux
+//! `sync_file_range`), and the fsyncs wait side by side on a few threads, so
+//! they find their data on its way and share the file system's journal
+//! commits (or, without a journal, the disk's queue) instead of each waiting
+//! for one of its own. [`Staged::publish`] renames one file into place;
+//! one [`Dir::sync`] per folder makes the names durable. [`commit`] does all
+//! three for callers that need all or nothing of the batch reported.
+//!
+//! Each target is, at any instant and after a crash, either its old or its
+//! new content, exactly as with [`Dir::write_atomic`]; a crash before a
+//! rename leaves only the temp file, which the sweep removes. A staged file
+//! dropped without being published removes its temp file.
 
-use std::ffi::OsStr;
+use std::collections::HashSet;
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Write};
+use std::path::PathBuf;
 
 use rustix::fs::{self as rfs, Mode};
 
 use super::dir::Dir;
 use super::{temp, with_path};
 
-/// A file written under a temp name beside its target, not yet synced and
-/// not yet in place. Dropped without [`Staged::publish`], its temp file is
-/// removed.
+/// New content for one file, written beside it under a temp name, not yet
+/// synced and not yet in place. It holds its own handle of the folder, so a
+/// batch may span folders.
 #[derive(Debug)]
-pub struct Staged<'d> {
-    dir: &'d Dir,
-    name: String,
+pub struct Staged {
+    dir: Dir,
+    name: OsString,
     temp_name: String,
     file: File,
     published: bool,
@@ -36,14 +42,12 @@ pub struct Staged<'d> {
 impl Dir {
     /// Writes `bytes` to a fresh temp file for `name` (permission bits
     /// `mode`, set on the handle so the umask cannot change them). Nothing
-    /// is synced and nothing is at `name` yet: see [`sync_staged`] and
-    /// [`Staged::publish`].
-    pub fn stage(&self, name: &str, bytes: &[u8], mode: u32) -> io::Result<Staged<'_>> {
-        let name = self
-            .component(OsStr::new(name))?
-            .to_string_lossy()
-            .into_owned();
-        let (temp_name, file) = self.create_temp(OsStr::new(&name), mode)?;
+    /// is synced and nothing is at `name` yet: see [`sync_staged`],
+    /// [`Staged::publish`] and [`commit`]. Takes the folder handle along;
+    /// use [`Dir::try_clone`] to stage several files in one folder.
+    pub fn stage(self, name: impl AsRef<OsStr>, bytes: &[u8], mode: u32) -> io::Result<Staged> {
+        let name = name.as_ref().to_os_string();
+        let (temp_name, file) = self.create_temp_for(&name, mode)?;
         // Built first, so that a failed write drops it and removes the temp file.
         let mut staged = Staged {
             dir: self,
@@ -56,24 +60,30 @@ impl Dir {
             .file
             .write_all(bytes)
             .and_then(|()| rfs::fchmod(&staged.file, Mode::from_raw_mode(mode)).map_err(Into::into))
-            .map_err(|e| with_path(&self.path().join(&staged.name), e))?;
+            .map_err(|e| with_path(&staged.target(), e))?;
         Ok(staged)
     }
 }
 
-impl Staged<'_> {
+impl Staged {
+    fn target(&self) -> PathBuf {
+        self.dir.path().join(&self.name)
+    }
+
     /// Renames the file into place, replacing what is there (a link is
     /// replaced, never followed). Durable once its folder is synced.
     pub fn publish(mut self) -> io::Result<()> {
-        let target = self.dir.path().join(&self.name);
-        match self.dir.rename(&self.temp_name, self.dir, &self.name, true) {
+        match self
+            .dir
+            .rename(&self.temp_name, &self.dir, &self.name, true)
+        {
             Ok(true) => {
                 self.published = true;
-                temp::note_write(self.dir);
+                temp::note_write(&self.dir);
                 Ok(())
             }
             Ok(false) => Err(with_path(
-                &target,
+                &self.target(),
                 io::Error::new(io::ErrorKind::NotFound, "temp file vanished"),
             )),
             Err(e) => Err(e),
@@ -84,11 +94,11 @@ impl Staged<'_> {
     fn sync(&self) -> io::Result<()> {
         self.file
             .sync_data()
-            .map_err(|e| with_path(&self.dir.path().join(&self.name), e))
+            .map_err(|e| with_path(&self.target(), e))
     }
 }
 
-impl Drop for Staged<'_> {
+impl Drop for Staged {
     fn drop(&mut self) {
         if !self.published {
             let _ = self.dir.remove_file(&self.temp_name);
@@ -98,7 +108,7 @@ impl Drop for Staged<'_> {
 
 /// Makes the data of every staged file durable, one result per file, in
 /// order. Writeback of all of them starts before the first fsync waits.
-pub fn sync_staged(staged: &[Staged<'_>]) -> Vec<io::Result<()>> {
+pub fn sync_staged(staged: &[Staged]) -> Vec<io::Result<()>> {
     #[cfg(target_os = "linux")]
     for file in staged {
         use std::os::fd::AsRawFd;
@@ -130,15 +140,51 @@ pub fn sync_staged(staged: &[Staged<'_>]) -> Vec<io::Result<()>> {
 /// Threads [`sync_staged`] waits on fsyncs with.
 const SYNC_THREADS: usize = 8;
 
+/// Syncs, publishes and makes durable every staged file (see the module
+/// docs). On an error the files not yet published are dropped (their temp
+/// files removed), the ones published stay, and their folders are still
+/// synced.
+pub fn commit(staged: Vec<Staged>) -> io::Result<()> {
+    let mut result = sync_staged(&staged).into_iter().collect::<io::Result<()>>();
+    let mut published = Vec::with_capacity(staged.len());
+    for file in staged {
+        if result.is_err() {
+            break;
+        }
+        let dir = file.dir.try_clone()?;
+        match file.publish() {
+            Ok(()) => published.push(dir),
+            Err(e) => result = Err(e),
+        }
+    }
+    let mut synced = HashSet::new();
+    for dir in &published {
+        if synced.insert(dir.path().to_path_buf()) {
+            if let Err(e) = dir.sync() {
+                result = result.and(Err(e));
+            }
+        }
+    }
+    result
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::infrastructure::safe_fs::TrustedRoot;
+    use std::os::unix::fs::PermissionsExt;
 
-    fn names(dir: &Dir) -> Vec<String> {
-        let mut names: Vec<String> = dir.entries().unwrap().into_iter().map(|e| e.name).collect();
+    fn names(path: &std::path::Path) -> Vec<String> {
+        let mut names: Vec<_> = std::fs::read_dir(path)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
         names.sort();
         names
+    }
+
+    fn mode(path: &std::path::Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
     }
 
     #[test]
@@ -150,7 +196,10 @@ mod tests {
         std::fs::write(tmp.path().join("b.json"), b"old").unwrap();
         let staged: Vec<Staged> = ["a.json", "b.json"]
             .iter()
-            .map(|name| dir.stage(name, name.as_bytes(), 0o600).unwrap())
+            .map(|name| {
+                let folder = dir.try_clone().unwrap();
+                folder.stage(name, name.as_bytes(), 0o600).unwrap()
+            })
             .collect();
         // Staged only: the targets are untouched, the temp files hidden.
         assert_eq!(std::fs::read(tmp.path().join("b.json")).unwrap(), b"old");
@@ -160,31 +209,68 @@ mod tests {
             file.publish().unwrap();
         }
         dir.sync().unwrap();
-        assert_eq!(names(&dir), ["a.json", "b.json"]);
+        assert_eq!(names(tmp.path()), ["a.json", "b.json"]);
         assert_eq!(std::fs::read(tmp.path().join("b.json")).unwrap(), b"b.json");
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(tmp.path().join("a.json"))
-            .unwrap()
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(mode(&tmp.path().join("a.json")), 0o600);
     }
 
     #[test]
-    fn an_unpublished_file_leaves_nothing_and_a_link_is_replaced_not_followed() {
+    fn a_commit_replaces_every_target_across_folders_and_a_dropped_stage_leaves_nothing() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = TrustedRoot::new(tmp.path())
-            .create_dir_all(tmp.path())
+        let root = TrustedRoot::new(tmp.path());
+        std::fs::create_dir_all(tmp.path().join("a")).unwrap();
+        std::fs::write(tmp.path().join("a/status.json"), "old").unwrap();
+        let open = |p: &str| root.create_dir_all(&tmp.path().join(p)).unwrap();
+        let writes = vec![
+            open("a").stage("status.json", b"new a", 0o644).unwrap(),
+            open("b").stage("status.json", b"new b", 0o600).unwrap(),
+        ];
+        assert_eq!(names(&tmp.path().join("a")).len(), 2, "temp beside target");
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("a/status.json")).unwrap(),
+            "old",
+            "nothing visible before the commit"
+        );
+        commit(writes).unwrap();
+        assert_eq!(names(&tmp.path().join("a")), ["status.json"]);
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("b/status.json")).unwrap(),
+            "new b"
+        );
+        assert_eq!(
+            (
+                mode(&tmp.path().join("a/status.json")),
+                mode(&tmp.path().join("b/status.json"))
+            ),
+            (0o644, 0o600)
+        );
+        drop(open("a").stage("status.json", b"never", 0o644).unwrap());
+        assert_eq!(names(&tmp.path().join("a")), ["status.json"]);
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("a/status.json")).unwrap(),
+            "new a"
+        );
+    }
+
+    #[test]
+    fn a_link_at_the_target_is_replaced_never_followed_and_names_are_single_components() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = TrustedRoot::new(tmp.path());
+        std::fs::write(tmp.path().join("outside"), "precious").unwrap();
+        std::fs::create_dir(tmp.path().join("a")).unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("outside"), tmp.path().join("a/s.json"))
             .unwrap();
-        drop(dir.stage("dropped.json", b"x", 0o600).unwrap());
-        assert!(names(&dir).is_empty());
-        let outside = tmp.path().join("outside");
-        std::fs::write(&outside, b"keep").unwrap();
-        std::os::unix::fs::symlink(&outside, tmp.path().join("link.json")).unwrap();
-        let staged = dir.stage("link.json", b"new", 0o600).unwrap();
-        staged.publish().unwrap();
-        assert_eq!(std::fs::read(&outside).unwrap(), b"keep");
-        assert_eq!(std::fs::read(tmp.path().join("link.json")).unwrap(), b"new");
-        assert!(dir.stage("../escape", b"x", 0o600).is_err());
+        let dir = root.open_dir(&tmp.path().join("a")).unwrap().unwrap();
+        let escape = dir.try_clone().unwrap().stage("../escape", b"x", 0o600);
+        assert!(escape.is_err());
+        commit(vec![dir.stage("s.json", b"mine", 0o644).unwrap()]).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("outside")).unwrap(),
+            "precious"
+        );
+        assert!(std::fs::symlink_metadata(tmp.path().join("a/s.json"))
+            .unwrap()
+            .is_file());
+        assert_eq!(names(&tmp.path().join("a")), ["s.json"]);
     }
 }

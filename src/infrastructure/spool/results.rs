@@ -82,9 +82,10 @@ impl FsSpool {
         let mut owners = Vec::new();
         for (i, filing) in filings.iter().enumerate() {
             let dir = dir_of(filing.disposition);
-            match meta_bytes(&filing.meta)
-                .and_then(|bytes| dir.stage(&meta_name(&filing.claim.id), &bytes, META_MODE))
-            {
+            match meta_bytes(&filing.meta).and_then(|bytes| {
+                dir.try_clone()?
+                    .stage(meta_name(&filing.claim.id), &bytes, META_MODE)
+            }) {
                 Ok(file) => {
                     staged.push(file);
                     owners.push(i);
