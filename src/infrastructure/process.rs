@@ -22,9 +22,35 @@ pub fn process_alive(pid: u32) -> bool {
     io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
-/// Without a portable liveness check every process counts as running: callers
-/// fall back on their age rules.
-#[cfg(not(unix))]
+/// Whether `pid` names a running process: one that can be opened and has
+/// not exited. Only "no such process" (`ERROR_INVALID_PARAMETER` from
+/// `OpenProcess`) or an exit code counts as dead; a process we may not open
+/// (another user's) counts as running.
+#[cfg(windows)]
+pub fn process_alive(pid: u32) -> bool {
+    use windows_sys::Win32::Foundation::{CloseHandle, ERROR_INVALID_PARAMETER, STILL_ACTIVE};
+    use windows_sys::Win32::System::Threading::{
+        GetExitCodeProcess, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION,
+    };
+    // SAFETY: OpenProcess takes plain values; a null handle means failure.
+    let handle = unsafe { OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid) };
+    if handle.is_null() {
+        return std::io::Error::last_os_error().raw_os_error()
+            != Some(ERROR_INVALID_PARAMETER as i32);
+    }
+    let mut code = 0u32;
+    // SAFETY: `handle` is the valid process handle opened above and `code`
+    // a live u32; the handle is closed exactly once.
+    unsafe {
+        let queried = GetExitCodeProcess(handle, &mut code) != 0;
+        CloseHandle(handle);
+        !queried || code == STILL_ACTIVE as u32
+    }
+}
+
+/// Without a liveness check every process counts as running: callers fall
+/// back on their age rules.
+#[cfg(not(any(unix, windows)))]
 pub fn process_alive(_pid: u32) -> bool {
     true
 }

@@ -1,4 +1,4 @@
-//! An open folder below a trusted root and the operations inside it.
+//! An open folder below a trusted root and the operations inside it (Unix).
 //!
 //! Every name passed here is one path component, resolved relative to the
 //! folder's handle with `O_NOFOLLOW`, so a rename or unlink acts on the entry
@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, RenameFlags, Stat};
 use rustix::io::Errno;
 
+use super::kinds::{Entry, FileKind, FileRead, Meta};
 use super::temp::{self, TempName};
 use super::{not_a_file, not_a_folder, with_path};
 use crate::domain::time::EpochMs;
@@ -31,19 +32,6 @@ const DIR_FLAGS: OFlags = OFlags::NOFOLLOW
 /// Deepest folder tree [`Dir::remove_tree`] descends into.
 const MAX_REMOVE_DEPTH: usize = 8;
 
-/// What a name in a folder is (never followed).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileKind {
-    /// A regular file.
-    File,
-    /// A folder.
-    Dir,
-    /// A symbolic link.
-    Symlink,
-    /// A FIFO, socket or device.
-    Other,
-}
-
 impl FileKind {
     pub(super) fn of(file_type: FileType) -> Self {
         match file_type {
@@ -53,30 +41,6 @@ impl FileKind {
             _ => Self::Other,
         }
     }
-}
-
-/// A name in a folder.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
-    /// The name (entries whose name is not UTF-8 are skipped by [`Dir::entries`]).
-    pub name: String,
-    /// What it is, from the folder listing (`None` where the file system does not say).
-    pub kind: Option<FileKind>,
-}
-
-/// What `lstat` says of a name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Meta {
-    /// What it is.
-    pub kind: FileKind,
-    /// Size in bytes.
-    pub len: u64,
-    /// Last modification, epoch milliseconds.
-    pub modified_ms: EpochMs,
-    /// Owner.
-    pub uid: u32,
-    /// Permission bits (`0o7777`).
-    pub mode: u32,
 }
 
 impl Meta {
@@ -97,19 +61,6 @@ impl Meta {
 #[allow(clippy::useless_conversion)]
 fn permission_bits(stat: &Stat) -> u32 {
     u32::from(stat.st_mode) & 0o7777
-}
-
-/// A file read through the boundary.
-#[derive(Debug, PartialEq, Eq)]
-pub enum FileRead {
-    /// Nothing by that name.
-    Missing,
-    /// A link, FIFO, folder, socket or device: not opened.
-    NotAFile,
-    /// A regular file bigger than the cap: not read past it.
-    TooLarge,
-    /// The whole content.
-    Bytes(Vec<u8>),
 }
 
 /// An open folder; its path is kept for messages only.

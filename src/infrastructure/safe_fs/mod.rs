@@ -28,15 +28,33 @@
 //! sandbox, and here no link below a root may be followed at all; rustix gives
 //! the exact `openat`/`renameat2`/`unlinkat` calls with no hand-written FFI.
 //! Every error names the path it concerns.
+//!
+//! Windows has the same API with the guarantees Windows allows
+//! (`dir_windows.rs`): every component is opened with
+//! `FILE_FLAG_OPEN_REPARSE_POINT` and refused when it is a reparse point
+//! (symlink, junction), and each open folder keeps a handle that denies
+//! delete sharing, so neither it nor a folder above it can be swapped for a
+//! link while it is in use. Temp file + rename replaces the target
+//! (`MoveFileEx` `REPLACE_EXISTING` semantics); folders are not fsync'd
+//! (Windows cannot); POSIX permission bits do not exist there, so modes are
+//! not applied and files keep the ACL they inherit from the user's profile.
 
+#[cfg(unix)]
 mod dir;
+#[cfg(windows)]
+#[path = "dir_windows.rs"]
+mod dir;
+mod kinds;
 mod root;
 mod staged;
 mod stamp;
 mod temp;
 mod watch;
+#[cfg(any(windows, test))]
+mod windows_name;
 
-pub use dir::{Dir, Entry, FileKind, FileRead, Meta};
+pub use dir::Dir;
+pub use kinds::{Entry, FileKind, FileRead, Meta};
 pub use root::TrustedRoot;
 pub use staged::{commit, sync_staged, Staged};
 pub use stamp::{Stamp, StampedRead, SETTLE_MARGIN};
@@ -77,7 +95,7 @@ pub fn not_a_file(path: &Path) -> io::Error {
 
 /// Makes a FIFO at `path` (and its folders): the file that would block a
 /// reader forever, planted by tests.
-#[cfg(test)]
+#[cfg(all(test, unix))]
 pub fn mkfifo(path: &Path) {
     std::fs::create_dir_all(path.parent().expect("a parent")).expect("folders");
     rustix::fs::mkfifoat(

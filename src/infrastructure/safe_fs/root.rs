@@ -5,8 +5,8 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use super::dir::{Dir, FileRead, Meta};
 use super::{not_a_folder, with_path};
+use super::{Dir, FileRead, Meta};
 
 /// A root the user configured (`teamsBasePath`, `tasksBasePath`, the
 /// transcripts folder): trusted as set up, links included. Paths below it are

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::dir::{Dir, FileKind};
+use super::{Dir, FileKind};
 use crate::domain::time::EpochMs;
 use crate::infrastructure::clock::epoch_ms;
 use crate::infrastructure::process::process_alive;

@@ -1,0 +1,615 @@
+//! An open folder below a trusted root and the operations inside it (Windows).
+//!
+//! Windows has no `openat`, so a name is joined to the folder's path. Two
+//! rules keep that path the one that was checked:
+//!
+//! * Every component is opened with `FILE_FLAG_OPEN_REPARSE_POINT`, which
+//!   opens a symlink or junction itself instead of its target, and is refused
+//!   when its attributes say reparse point (or not the expected kind).
+//! * Every open folder keeps a handle that shares read and write but not
+//!   delete, and keeps its parent's such handle alive. Renaming or deleting a
+//!   folder needs delete access, so while a `Dir` is in use neither it nor any
+//!   folder above it up to the root can be swapped for a link. (Another
+//!   program removing such a folder meanwhile gets a sharing violation and
+//!   retries, as Node's `fs.rm` does.)
+//!
+//! What Windows lacks is documented where it matters: no folder fsync, no
+//! permission bits (modes are not applied; files keep the ACL they inherit),
+//! no FIFOs on disk (the device names that would reach a device, such as
+//! `CON` or `NUL`, are refused as names instead).
+
+use std::ffi::{OsStr, OsString};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::windows::ffi::OsStrExt;
+use std::os::windows::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::os::windows::io::AsRawHandle;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use windows_sys::Win32::Storage::FileSystem::{
+    GetFileType, MoveFileExW, FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_READONLY,
+    FILE_ATTRIBUTE_REPARSE_POINT, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT,
+    FILE_LIST_DIRECTORY, FILE_READ_ATTRIBUTES, FILE_SHARE_DELETE, FILE_SHARE_READ,
+    FILE_SHARE_WRITE, FILE_TYPE_DISK, SYNCHRONIZE,
+};
+
+use super::kinds::{Entry, FileKind, FileRead, Meta};
+use super::temp::{self, TempName};
+use super::windows_name::is_plain_name;
+use super::{not_a_file, not_a_folder, with_path};
+use crate::infrastructure::clock::epoch_ms;
+
+/// How files are shared while open here: other programs may read, write,
+/// rename and delete them, as on Unix (Node opens files the same way).
+const SHARE_ALL: u32 = FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE;
+/// How an open folder is shared: never delete, so it cannot be renamed or
+/// removed, and replaced by a link, while in use.
+const SHARE_PINNED: u32 = FILE_SHARE_READ | FILE_SHARE_WRITE;
+
+/// Deepest folder tree [`Dir::remove_tree`] descends into.
+const MAX_REMOVE_DEPTH: usize = 8;
+
+/// Attempts of a rename or delete that meets a sharing violation (a virus
+/// scanner or indexer holding the file for a moment), and the pause between.
+const SHARING_ATTEMPTS: usize = 20;
+const SHARING_PAUSE: Duration = Duration::from_millis(5);
+
+/// `ERROR_ACCESS_DENIED`, `ERROR_SHARING_VIOLATION`, `ERROR_LOCK_VIOLATION`:
+/// what Windows answers while another handle is in the way.
+const SHARING_ERRORS: [i32; 3] = [5, 32, 33];
+
+/// The handle that pins an open folder, and its parent's.
+#[derive(Debug)]
+struct Pin {
+    _handle: File,
+    _parent: Option<Arc<Pin>>,
+}
+
+/// An open folder; its path names it for messages and for the path-based
+/// calls Windows offers.
+#[derive(Debug)]
+pub struct Dir {
+    pin: Arc<Pin>,
+    path: PathBuf,
+}
+
+impl Dir {
+    /// Opens a configured root, following links: the user set it up.
+    pub(super) fn open_trusted(path: &Path) -> io::Result<Option<Self>> {
+        let Some(handle) = open_folder_handle(path, FILE_FLAG_BACKUP_SEMANTICS)? else {
+            return Ok(None);
+        };
+        let is_folder = handle.metadata().map_err(|e| with_path(path, e))?.is_dir();
+        if !is_folder {
+            return Err(not_a_folder(path));
+        }
+        Ok(Some(Self {
+            pin: Arc::new(Pin {
+                _handle: handle,
+                _parent: None,
+            }),
+            path: path.to_path_buf(),
+        }))
+    }
+
+    /// The folder's path (for messages and for callers building child paths).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn child(&self, name: &OsStr) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// `name` as exactly one plain entry of this folder. Beyond what Unix
+    /// refuses: `\`, `:` (an alternate data stream), wildcard characters,
+    /// a trailing dot or space (Windows strips them, so two names would be
+    /// one) and the device names (`CON`, `NUL`, `COM1`, ...).
+    fn component<'a>(&self, name: &'a OsStr) -> io::Result<&'a OsStr> {
+        if !is_plain_name(&name.to_string_lossy()) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{}: {name:?} is not one plain name", self.path.display()),
+            ));
+        }
+        Ok(name)
+    }
+
+    /// The subfolder `name`; `None` when missing; a link or file is an error.
+    pub fn open_dir(&self, name: impl AsRef<OsStr>) -> io::Result<Option<Dir>> {
+        let name = self.component(name.as_ref())?;
+        let path = self.child(name);
+        let flags = FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT;
+        let Some(handle) = open_folder_handle(&path, flags)? else {
+            return Ok(None);
+        };
+        let attributes = handle
+            .metadata()
+            .map_err(|e| with_path(&path, e))?
+            .file_attributes();
+        if attributes & FILE_ATTRIBUTE_REPARSE_POINT != 0
+            || attributes & FILE_ATTRIBUTE_DIRECTORY == 0
+        {
+            return Err(not_a_folder(&path));
+        }
+        Ok(Some(Dir {
+            pin: Arc::new(Pin {
+                _handle: handle,
+                _parent: Some(Arc::clone(&self.pin)),
+            }),
+            path,
+        }))
+    }
+
+    /// The subfolder `name`, created when missing (it inherits the parent's
+    /// ACL: Windows has no 0700).
+    pub fn create_dir(&self, name: impl AsRef<OsStr>) -> io::Result<Dir> {
+        let name = self.component(name.as_ref())?;
+        if let Some(dir) = self.open_dir(name)? {
+            return Ok(dir);
+        }
+        // `CreateDirectoryW` fails on any existing name, a link included.
+        match fs::create_dir(self.child(name)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(with_path(&self.child(name), e)),
+        }
+        self.open_dir(name)?
+            .ok_or_else(|| with_path(&self.child(name), io::Error::from(io::ErrorKind::NotFound)))
+    }
+
+    /// What is at `name`, without following a link.
+    pub fn meta(&self, name: impl AsRef<OsStr>) -> io::Result<Option<Meta>> {
+        let name = self.component(name.as_ref())?;
+        match fs::symlink_metadata(self.child(name)) {
+            Ok(meta) => Ok(Some(meta_of(&meta))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(with_path(&self.child(name), e)),
+        }
+    }
+
+    /// Opens `name` for reading if it is a regular file.
+    pub fn open_file(&self, name: impl AsRef<OsStr>) -> io::Result<Option<File>> {
+        let name = self.component(name.as_ref())?;
+        let path = self.child(name);
+        // Backup semantics opens a folder too, so it is refused below like a
+        // link rather than failing with "access denied".
+        let opened = OpenOptions::new()
+            .read(true)
+            .share_mode(SHARE_ALL)
+            .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT | FILE_FLAG_BACKUP_SEMANTICS)
+            .open(&path);
+        let file = match opened {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(with_path(&path, e)),
+        };
+        regular_file_len(&file, &path)?;
+        Ok(Some(file))
+    }
+
+    /// Reads `name` whole if it is a regular file of at most `max` bytes.
+    pub fn read(&self, name: impl AsRef<OsStr>, max: u64) -> io::Result<FileRead> {
+        let name = self.component(name.as_ref())?;
+        let file = match self.open_file(name) {
+            Ok(Some(file)) => file,
+            Ok(None) => return Ok(FileRead::Missing),
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => return Ok(FileRead::NotAFile),
+            Err(e) => return Err(e),
+        };
+        let mut bytes = Vec::new();
+        file.take(max.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|e| with_path(&self.child(name), e))?;
+        if bytes.len() as u64 > max {
+            return Ok(FileRead::TooLarge);
+        }
+        Ok(FileRead::Bytes(bytes))
+    }
+
+    /// Atomically replaces `name` with `bytes`: a temp file beside it,
+    /// flushed, renamed over the target. A link at `name` is replaced, never
+    /// followed. `mode` is not applied: Windows has no permission bits.
+    pub fn write_atomic(&self, name: impl AsRef<OsStr>, bytes: &[u8], mode: u32) -> io::Result<()> {
+        self.write_replacing(name.as_ref(), bytes, mode, true)
+    }
+
+    /// Like [`Dir::write_atomic`] without the flush: for diagnostics that
+    /// must never be torn but need not survive a power cut.
+    pub fn write_replacing(
+        &self,
+        name: impl AsRef<OsStr>,
+        bytes: &[u8],
+        _mode: u32,
+        durable: bool,
+    ) -> io::Result<()> {
+        let name = self.component(name.as_ref())?;
+        let target = self.child(name);
+        let (temp_name, mut file) = self.create_temp(name)?;
+        let temp_path = self.child(OsStr::new(&temp_name));
+        let written =
+            file.write_all(bytes)
+                .and_then(|()| if durable { file.sync_all() } else { Ok(()) });
+        // Closed before the rename: Windows renames an open file only when
+        // every handle on it shares delete.
+        drop(file);
+        // `std::fs::rename` replaces an existing target (POSIX rename
+        // semantics where the file system has them, else `MoveFileExW` with
+        // `MOVEFILE_REPLACE_EXISTING`), a link there included, never its target.
+        let renamed = written.and_then(|()| while_shared(|| fs::rename(&temp_path, &target)));
+        if let Err(e) = renamed {
+            let _ = fs::remove_file(&temp_path);
+            return Err(with_path(&target, e));
+        }
+        // No folder fsync: Windows has none (a folder handle cannot be
+        // flushed); NTFS records the rename in its metadata journal.
+        temp::note_write(self);
+        Ok(())
+    }
+
+    /// Creates `name` with `bytes` only if nothing is there; `false` when
+    /// something is. The content is written to a temp file first and
+    /// hard-linked into place (`CreateHardLinkW` fails on an existing name,
+    /// links included), so a reader never sees the file half-written.
+    pub fn create_new(
+        &self,
+        name: impl AsRef<OsStr>,
+        bytes: &[u8],
+        _mode: u32,
+    ) -> io::Result<bool> {
+        let name = self.component(name.as_ref())?;
+        let (temp_name, mut file) = self.create_temp(name)?;
+        let temp_path = self.child(OsStr::new(&temp_name));
+        let written = file.write_all(bytes);
+        drop(file);
+        let linked = match written {
+            Ok(()) => match fs::hard_link(&temp_path, self.child(name)) {
+                Ok(()) => Ok(true),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+                Err(e) => Err(with_path(&self.child(name), e)),
+            },
+            Err(e) => Err(with_path(&self.child(name), e)),
+        };
+        let _ = while_shared(|| fs::remove_file(&temp_path));
+        temp::note_write(self);
+        linked
+    }
+
+    /// Appends `lines` (each ending in `\n`) to `name`, creating it. A tail
+    /// left without its newline by an earlier torn write is terminated first,
+    /// and a write that fails part-way is cut back, so the file only ever
+    /// grows by whole lines. Opened for appending only, so concurrent
+    /// appenders never overwrite each other.
+    pub fn append_lines(&self, name: impl AsRef<OsStr>, lines: &[u8]) -> io::Result<()> {
+        let name = self.component(name.as_ref())?;
+        let path = self.child(name);
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .share_mode(SHARE_ALL)
+            .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+            .open(&path)
+            .map_err(|e| with_path(&path, e))?;
+        let len = regular_file_len(&file, &path)?;
+        let mut last = [0u8; 1];
+        let torn = len > 0
+            && file
+                .seek_read(&mut last, len - 1)
+                .map_err(|e| with_path(&path, e))?
+                == 1
+            && last[0] != b'\n';
+        let mut bytes = Vec::with_capacity(lines.len() + 1);
+        if torn {
+            bytes.push(b'\n');
+        }
+        bytes.extend_from_slice(lines);
+        if let Err(e) = file.write_all(&bytes) {
+            drop(file);
+            // Best effort: an append-only handle cannot truncate, so a
+            // second one does (a full disk still allows shrinking the file).
+            let _ = OpenOptions::new()
+                .write(true)
+                .share_mode(SHARE_ALL)
+                .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+                .open(&path)
+                .and_then(|f| match regular_file_len(&f, &path) {
+                    Ok(_) => f.set_len(len),
+                    Err(e) => Err(e),
+                });
+            return Err(with_path(&path, e));
+        }
+        Ok(())
+    }
+
+    /// Every name in the folder, UTF-8 or not.
+    fn raw_names(&self) -> io::Result<Vec<OsString>> {
+        fs::read_dir(&self.path)
+            .and_then(|listing| listing.map(|e| e.map(|e| e.file_name())).collect())
+            .map_err(|e| with_path(&self.path, e))
+    }
+
+    /// The names in the folder, `.` and `..` left out. The kind comes from
+    /// the listing itself (`FindNextFileW` reports attributes).
+    pub fn entries(&self) -> io::Result<Vec<Entry>> {
+        let listing = fs::read_dir(&self.path).map_err(|e| with_path(&self.path, e))?;
+        let mut entries = Vec::new();
+        for entry in listing {
+            let entry = entry.map_err(|e| with_path(&self.path, e))?;
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            let kind = entry.metadata().ok().map(|meta| meta_of(&meta).kind);
+            entries.push(Entry { name, kind });
+        }
+        Ok(entries)
+    }
+
+    /// Renames `from` here to `to` in `dest` (the same folder or another
+    /// below the same root), replacing a file there unless `replace` is false.
+    /// `Ok(false)`: `from` is gone, or `to` exists and was not replaced.
+    pub fn rename(
+        &self,
+        from: impl AsRef<OsStr>,
+        dest: &Dir,
+        to: impl AsRef<OsStr>,
+        replace: bool,
+    ) -> io::Result<bool> {
+        let (from, to) = (self.component(from.as_ref())?, dest.component(to.as_ref())?);
+        let (source, target) = (self.child(from), dest.child(to));
+        let result = if replace {
+            while_shared(|| fs::rename(&source, &target))
+        } else {
+            while_shared(|| move_noreplace(&source, &target))
+        };
+        match result {
+            Ok(()) => Ok(true),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::AlreadyExists
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(with_path(&source, e)),
+        }
+    }
+
+    /// Removes the entry `name` (a link itself, never its target); `false`
+    /// when it was not there. A folder is refused: see [`Dir::remove_tree`].
+    pub fn remove_file(&self, name: impl AsRef<OsStr>) -> io::Result<bool> {
+        let name = self.component(name.as_ref())?;
+        let path = self.child(name);
+        let attributes = match fs::symlink_metadata(&path) {
+            Ok(meta) => meta.file_attributes(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(with_path(&path, e)),
+        };
+        let removed = match (
+            attributes & FILE_ATTRIBUTE_DIRECTORY != 0,
+            attributes & FILE_ATTRIBUTE_REPARSE_POINT != 0,
+        ) {
+            (true, false) => {
+                return Err(with_path(
+                    &path,
+                    io::Error::new(io::ErrorKind::IsADirectory, "a folder, not removed"),
+                ))
+            }
+            // A folder link or junction: `RemoveDirectoryW` removes the link
+            // itself (and only an empty folder, should one appear meanwhile).
+            (true, true) => while_shared(|| fs::remove_dir(&path)),
+            (false, _) => while_shared(|| fs::remove_file(&path)),
+        };
+        match removed {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(with_path(&path, e)),
+        }
+    }
+
+    /// Removes `name` and, if it is a folder, everything in it, descending
+    /// through pinned handles (links inside are removed, not followed) at
+    /// most a few levels deep.
+    pub fn remove_tree(&self, name: impl AsRef<OsStr>) -> io::Result<()> {
+        self.remove_tree_at(self.component(name.as_ref())?, MAX_REMOVE_DEPTH)
+    }
+
+    fn remove_tree_at(&self, name: &OsStr, depth: usize) -> io::Result<()> {
+        match self.meta(name)? {
+            None => return Ok(()),
+            Some(meta) if meta.kind != FileKind::Dir => {
+                self.remove_file(name)?;
+                return Ok(());
+            }
+            Some(_) => {}
+        }
+        if depth == 0 {
+            return Err(io::Error::other(format!(
+                "{}: more than {MAX_REMOVE_DEPTH} folders deep; not removed",
+                self.child(name).display()
+            )));
+        }
+        // The folder's pin is dropped at the end of this block: a folder
+        // cannot be removed while a handle denies delete sharing.
+        if let Some(sub) = self.open_dir(name)? {
+            for child in sub.raw_names()? {
+                sub.remove_tree_at(&child, depth - 1)?;
+            }
+        }
+        match while_shared(|| fs::remove_dir(self.child(name))) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(with_path(&self.child(name), e)),
+        }
+    }
+
+    /// Checks that `name` is a regular file or folder, not a link. Windows
+    /// has no permission bits, so `mode` is not applied.
+    pub fn set_mode(&self, name: impl AsRef<OsStr>, _mode: u32) -> io::Result<()> {
+        let name = self.component(name.as_ref())?;
+        let path = self.child(name);
+        let handle = OpenOptions::new()
+            .access_mode(FILE_READ_ATTRIBUTES)
+            .share_mode(SHARE_ALL)
+            .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT | FILE_FLAG_BACKUP_SEMANTICS)
+            .open(&path)
+            .map_err(|e| with_path(&path, e))?;
+        let attributes = handle
+            .metadata()
+            .map_err(|e| with_path(&path, e))?
+            .file_attributes();
+        if attributes & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
+            return Err(not_a_file(&path));
+        }
+        Ok(())
+    }
+
+    /// Windows has no permission bits: nothing to set on the folder itself.
+    pub fn set_own_mode(&self, _mode: u32) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// Opens (creating) `name` for writing, as a lock file: a regular file
+    /// only, never through a link.
+    pub fn open_lock_file(&self, name: impl AsRef<OsStr>) -> io::Result<File> {
+        let name = self.component(name.as_ref())?;
+        let path = self.child(name);
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .share_mode(SHARE_ALL)
+            .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+            .open(&path)
+            .map_err(|e| with_path(&path, e))?;
+        regular_file_len(&file, &path)?;
+        Ok(file)
+    }
+
+    /// Windows cannot flush a folder's entries: a no-op there (NTFS
+    /// records renames in its metadata journal).
+    pub fn sync(&self) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// Creates a fresh temp file for `target` (see [`TempName`]).
+    fn create_temp(&self, target: &OsStr) -> io::Result<(String, File)> {
+        loop {
+            let name = TempName::next(target).to_string();
+            // `CREATE_NEW` fails on any existing name, a link included.
+            let created = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .share_mode(SHARE_ALL)
+                .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+                .open(self.child(OsStr::new(&name)));
+            match created {
+                Ok(file) => return Ok((name, file)),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(with_path(&self.child(target), e)),
+            }
+        }
+    }
+}
+
+/// A handle on the folder at `path` that denies delete sharing; `None` when
+/// nothing is there.
+fn open_folder_handle(path: &Path, flags: u32) -> io::Result<Option<File>> {
+    let opened = OpenOptions::new()
+        .access_mode(FILE_LIST_DIRECTORY | FILE_READ_ATTRIBUTES | SYNCHRONIZE)
+        .share_mode(SHARE_PINNED)
+        .custom_flags(flags)
+        .open(path);
+    match opened {
+        Ok(handle) => Ok(Some(handle)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) if e.kind() == io::ErrorKind::NotADirectory => Err(not_a_folder(path)),
+        Err(e) => Err(with_path(path, e)),
+    }
+}
+
+/// The length of the open `file` if it is a regular file on disk: not a
+/// link or other reparse point, not a folder, not a device or pipe.
+fn regular_file_len(file: &File, path: &Path) -> io::Result<u64> {
+    // SAFETY: `file` owns a valid handle for the duration of the call;
+    // GetFileType only reads its type.
+    let file_type = unsafe { GetFileType(file.as_raw_handle()) };
+    if file_type != FILE_TYPE_DISK {
+        return Err(not_a_file(path));
+    }
+    let meta = file.metadata().map_err(|e| with_path(path, e))?;
+    let attributes = meta.file_attributes();
+    if attributes & (FILE_ATTRIBUTE_REPARSE_POINT | FILE_ATTRIBUTE_DIRECTORY) != 0 {
+        return Err(not_a_file(path));
+    }
+    Ok(meta.len())
+}
+
+/// [`Meta`] from Windows metadata: any reparse point counts as a link.
+fn meta_of(meta: &fs::Metadata) -> Meta {
+    let attributes = meta.file_attributes();
+    let kind = if attributes & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
+        FileKind::Symlink
+    } else if attributes & FILE_ATTRIBUTE_DIRECTORY != 0 {
+        FileKind::Dir
+    } else {
+        FileKind::File
+    };
+    let writable = if attributes & FILE_ATTRIBUTE_READONLY != 0 {
+        0o444
+    } else {
+        0o666
+    };
+    Meta {
+        kind,
+        len: meta.len(),
+        modified_ms: meta.modified().ok().and_then(epoch_ms).unwrap_or(0),
+        uid: 0,
+        mode: if kind == FileKind::Dir {
+            writable | 0o111
+        } else {
+            writable
+        },
+    }
+}
+
+/// `op`, tried again for a moment while another handle denies the sharing
+/// it needs.
+fn while_shared(mut op: impl FnMut() -> io::Result<()>) -> io::Result<()> {
+    let mut attempt = 1;
+    loop {
+        match op() {
+            Err(e)
+                if attempt < SHARING_ATTEMPTS
+                    && e.raw_os_error()
+                        .is_some_and(|c| SHARING_ERRORS.contains(&c)) =>
+            {
+                attempt += 1;
+                std::thread::sleep(SHARING_PAUSE);
+            }
+            other => return other,
+        }
+    }
+}
+
+/// `MoveFileExW` without `MOVEFILE_REPLACE_EXISTING`: fails with
+/// `AlreadyExists` when `to` exists, atomically (no check-then-rename race).
+fn move_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    let (from, to) = (wide(from), wide(to));
+    // SAFETY: both are NUL-terminated UTF-16 strings that outlive the call.
+    if unsafe { MoveFileExW(from.as_ptr(), to.as_ptr(), 0) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `path` as a NUL-terminated UTF-16 string.
+fn wide(path: &Path) -> Vec<u16> {
+    path.as_os_str()
+        .encode_wide()
+        .chain(std::iter::once(0))
+        .collect()
+}

@@ -1,0 +1,55 @@
+//! What the file boundary reports about names and reads, the same on every
+//! platform.
+
+use crate::domain::time::EpochMs;
+
+/// What a name in a folder is (never followed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// A regular file.
+    File,
+    /// A folder.
+    Dir,
+    /// A symbolic link (on Windows: any reparse point, junctions included).
+    Symlink,
+    /// A FIFO, socket or device.
+    Other,
+}
+
+/// A name in a folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The name (entries whose name is not UTF-8 are skipped by `Dir::entries`).
+    pub name: String,
+    /// What it is, from the folder listing (`None` where the file system does not say).
+    pub kind: Option<FileKind>,
+}
+
+/// What `lstat` says of a name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meta {
+    /// What it is.
+    pub kind: FileKind,
+    /// Size in bytes.
+    pub len: u64,
+    /// Last modification, epoch milliseconds.
+    pub modified_ms: EpochMs,
+    /// Owner (always 0 on Windows, which has no numeric owner).
+    pub uid: u32,
+    /// Permission bits (`0o7777`). Windows has none: there it is `0o666`,
+    /// `0o444` for a read-only file, plus `0o111` for a folder, as Node reports.
+    pub mode: u32,
+}
+
+/// A file read through the boundary.
+#[derive(Debug, PartialEq, Eq)]
+pub enum FileRead {
+    /// Nothing by that name.
+    Missing,
+    /// A link, FIFO, folder, socket or device: not opened.
+    NotAFile,
+    /// A regular file bigger than the cap: not read past it.
+    TooLarge,
+    /// The whole content.
+    Bytes(Vec<u8>),
+}
