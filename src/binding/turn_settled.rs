@@ -21,6 +21,7 @@ use crate::domain::turn_settled::settings::{
     codex_hook_settings_fragment, hook_command, hook_settings_fragment,
     merge_runtime_hook_settings as merge_settings,
 };
+use crate::domain::turn_settled::shell_path::git_bash_path;
 use crate::domain::turn_settled::{
     RuntimeProvider, MAX_PAYLOAD_BYTES, TURN_SETTLED_HOOK_MARKER as MARKER,
 };
@@ -66,6 +67,18 @@ fn log_install_failure(error: &std::io::Error) {
     }
 }
 
+/// `path` as the hook command's shell spells it: as it is on Unix; on
+/// Windows, where Claude Code runs hook commands through Git Bash, the
+/// POSIX-style spelling (`C:\x` -> `/c/x`), `None` where there is none.
+fn hook_shell_path(path: &std::path::Path) -> Option<String> {
+    let path = path.to_string_lossy();
+    if cfg!(windows) {
+        git_bash_path(&path)
+    } else {
+        Some(path.into_owned())
+    }
+}
+
 fn provider_arg(input: Value) -> Result<RuntimeProvider, JsFailure> {
     let name = typed::<RuntimeTurnSettledHookInput>(input, "input")?.provider;
     RuntimeProvider::parse(&name).ok_or_else(|| {
@@ -100,12 +113,19 @@ impl MemberWorkSync {
             let paths = &instance.services.spool_paths;
             match paths.install() {
                 Ok(script) => {
-                    let command = hook_command(
-                        &script.to_string_lossy(),
-                        &paths.root.to_string_lossy(),
-                        provider,
-                        MAX_PAYLOAD_BYTES,
-                    );
+                    let (Some(script), Some(root)) =
+                        (hook_shell_path(&script), hook_shell_path(&paths.root))
+                    else {
+                        log_install_failure(&std::io::Error::new(
+                            std::io::ErrorKind::InvalidInput,
+                            format!(
+                                "{}: no Git Bash (POSIX) spelling of the hook path",
+                                paths.root.display()
+                            ),
+                        ));
+                        return Ok(Value::Null);
+                    };
+                    let command = hook_command(&script, &root, provider, MAX_PAYLOAD_BYTES);
                     Ok(match provider {
                         RuntimeProvider::Codex => codex_hook_settings_fragment(&command),
                         _ => hook_settings_fragment(&command),

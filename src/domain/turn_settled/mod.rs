@@ -8,6 +8,7 @@ pub mod codex_log;
 pub mod normalize;
 pub mod prefix;
 pub mod settings;
+pub mod shell_path;
 pub mod target;
 pub mod transcript;
 
