@@ -57,6 +57,12 @@ impl Meta {
     }
 }
 
+/// `bits` (`0o7777` at most) as a rustix [`Mode`]: `mode_t` is a `u16` on
+/// macOS, a `u32` on Linux.
+fn permission_mode(bits: u32) -> Mode {
+    Mode::from_raw_mode((bits & 0o7777) as rustix::fs::RawMode)
+}
+
 /// The permission bits of `stat` (`st_mode` is a `u16` on macOS, a `u32` on Linux).
 #[allow(clippy::useless_conversion)]
 fn permission_bits(stat: &Stat) -> u32 {
@@ -212,7 +218,7 @@ impl Dir {
             .write_all(bytes)
             .and_then(|()| if durable { file.sync_all() } else { Ok(()) })
             // The mode is set on the handle so the umask cannot narrow or widen it.
-            .and_then(|()| rfs::fchmod(&file, Mode::from_raw_mode(mode)).map_err(Into::into))
+            .and_then(|()| rfs::fchmod(&file, permission_mode(mode)).map_err(Into::into))
             .and_then(|()| rfs::renameat(&self.fd, &temp_name, &self.fd, name).map_err(Into::into));
         if let Err(e) = written {
             let _ = rfs::unlinkat(&self.fd, &temp_name, AtFlags::empty());
@@ -235,7 +241,7 @@ impl Dir {
         let (temp_name, mut file) = self.create_temp(name, mode)?;
         let written = file
             .write_all(bytes)
-            .and_then(|()| rfs::fchmod(&file, Mode::from_raw_mode(mode)).map_err(Into::into));
+            .and_then(|()| rfs::fchmod(&file, permission_mode(mode)).map_err(Into::into));
         drop(file);
         let linked = match written {
             Ok(()) => match rfs::linkat(&self.fd, &temp_name, &self.fd, name, AtFlags::empty()) {
@@ -409,7 +415,7 @@ impl Dir {
             _ => return Err(not_a_file(&self.child(name))),
         }
         if permission_bits(&stat) != mode {
-            rfs::fchmod(&fd, Mode::from_raw_mode(mode))
+            rfs::fchmod(&fd, permission_mode(mode))
                 .map_err(|e| with_path(&self.child(name), e))?;
         }
         Ok(())
@@ -419,7 +425,7 @@ impl Dir {
     pub fn set_own_mode(&self, mode: u32) -> io::Result<()> {
         let stat = rfs::fstat(&self.fd).map_err(|e| with_path(&self.path, e))?;
         if permission_bits(&stat) != mode {
-            rfs::fchmod(&self.fd, Mode::from_raw_mode(mode))
+            rfs::fchmod(&self.fd, permission_mode(mode))
                 .map_err(|e| with_path(&self.path, e))?;
         }
         Ok(())
@@ -457,7 +463,7 @@ impl Dir {
                 &self.fd,
                 name.as_str(),
                 flags,
-                Mode::from_raw_mode(mode & 0o600),
+                permission_mode(mode & 0o600),
             ) {
                 Ok(fd) => return Ok((name, File::from(fd))),
                 Err(Errno::EXIST) => continue,
