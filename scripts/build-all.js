@@ -1,0 +1,194 @@
+'use strict'
+// `npm run build:all`: builds the addon for every platform the desktop app
+// ships on, into napi-rs platform packages `npm/<platform>/`, checks each
+// binary (scripts/binary-checks.js) and lists the built packages as the main
+// package's optionalDependencies. Nothing is published.
+//
+//   linux-x64-gnu, linux-arm64-gnu   cargo-zigbuild against glibc 2.17 (`napi build -x`, target `<triple>.2.17`)
+//   linux-x64-musl, linux-arm64-musl cargo-zigbuild (musl, dynamically linked as Node on Alpine needs)
+//   darwin-x64, darwin-arm64         cargo-zigbuild (zig's libSystem stubs, plus .tbd stubs of the two
+//                                    frameworks the addon binds, from build-support/macos-frameworks.json)
+//   win32-x64-gnu                    mingw-w64 (x86_64-pc-windows-gnu), loads in the official node.exe
+//
+// Tools it needs and adds when missing: the Rust targets (`rustup target
+// add`), `ziglang` and `cargo-zigbuild` (pip), `mingw-w64` (apt-get, as root).
+// A target whose tools cannot be had is skipped and reported; a target that
+// fails to build or check fails the run (exit 1).
+//
+// Usage: node scripts/build-all.js [--only <platform>[,<platform>...]]
+
+const fs = require('node:fs')
+const path = require('node:path')
+const { spawnSync } = require('node:child_process')
+const { checkBinary } = require('./binary-checks.js')
+
+const ROOT = path.join(__dirname, '..')
+const BINARY = 'member-work-sync'
+
+/** Every shipped platform: napi-rs name, Rust triple, how it is built. */
+const TARGETS = [
+  { platform: 'linux-x64-gnu', triple: 'x86_64-unknown-linux-gnu', zigTarget: 'x86_64-unknown-linux-gnu.2.17', os: 'linux', cpu: 'x64', libc: 'gnu' },
+  { platform: 'linux-arm64-gnu', triple: 'aarch64-unknown-linux-gnu', zigTarget: 'aarch64-unknown-linux-gnu.2.17', os: 'linux', cpu: 'arm64', libc: 'gnu' },
+  { platform: 'linux-x64-musl', triple: 'x86_64-unknown-linux-musl', zigTarget: 'x86_64-unknown-linux-musl', os: 'linux', cpu: 'x64', libc: 'musl' },
+  { platform: 'linux-arm64-musl', triple: 'aarch64-unknown-linux-musl', zigTarget: 'aarch64-unknown-linux-musl', os: 'linux', cpu: 'arm64', libc: 'musl' },
+  { platform: 'darwin-x64', triple: 'x86_64-apple-darwin', zigTarget: 'x86_64-apple-darwin', os: 'darwin', cpu: 'x64' },
+  { platform: 'darwin-arm64', triple: 'aarch64-apple-darwin', zigTarget: 'aarch64-apple-darwin', os: 'darwin', cpu: 'arm64' },
+  { platform: 'win32-x64-gnu', triple: 'x86_64-pc-windows-gnu', os: 'win32', cpu: 'x64' },
+]
+
+function run(command, args, options = {}) {
+  console.log(`$ ${command} ${args.join(' ')}`)
+  return spawnSync(command, args, { cwd: ROOT, stdio: 'inherit', ...options })
+}
+
+/** Whether `command args` runs and exits 0 (output discarded). */
+function works(command, args) {
+  const out = spawnSync(command, args, { cwd: ROOT, stdio: 'ignore' })
+  return !out.error && out.status === 0
+}
+
+/** zig (the `ziglang` wheel's, or one on PATH) and cargo-zigbuild, installed with pip when missing. */
+function ensureZig() {
+  const have = () => works('cargo-zigbuild', ['--help']) && (works('zig', ['version']) || works('python3', ['-m', 'ziglang', 'version']))
+  if (have()) return null
+  if (works('python3', ['-m', 'pip', '--version'])) run('python3', ['-m', 'pip', 'install', '--quiet', 'ziglang', 'cargo-zigbuild'])
+  return have() ? null : 'zig / cargo-zigbuild missing (pip install ziglang cargo-zigbuild)'
+}
+
+/** The mingw-w64 linker, installed with apt-get when missing and running as root. */
+function ensureMingw() {
+  const have = () => works('x86_64-w64-mingw32-gcc', ['--version'])
+  if (have()) return null
+  if (process.getuid && process.getuid() === 0 && works('apt-get', ['--version'])) {
+    run('apt-get', ['install', '-y', '-qq', 'mingw-w64'], { env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } })
+  }
+  return have() ? null : 'mingw-w64 missing (apt-get install mingw-w64)'
+}
+
+/** `napi create-npm-dirs`, then the fix napi needs for windows-gnu (see below). */
+function createNpmDirs() {
+  const napi = run('npx', ['napi', 'create-npm-dirs'])
+  if (napi.status !== 0) throw new Error('napi create-npm-dirs failed')
+  // napi marks the windows-gnu package `libc: ["glibc"]`; npm checks `libc`
+  // against the running libc, which Windows has none of, so npm would skip
+  // the package on every Windows machine. The field means nothing there.
+  const winPackage = path.join(ROOT, 'npm', 'win32-x64-gnu', 'package.json')
+  const manifest = JSON.parse(fs.readFileSync(winPackage, 'utf8'))
+  delete manifest.libc
+  fs.writeFileSync(winPackage, JSON.stringify(manifest, null, 2) + '\n')
+}
+
+/**
+ * A minimal macOS SDK for zig: text stubs (.tbd, as Apple's SDK ships them)
+ * of CoreFoundation and CoreServices, exporting the symbols the addon binds
+ * (build-support/macos-frameworks.json), so they bind to their frameworks.
+ * cargo-zigbuild searches `$SDKROOT/System/Library/Frameworks`.
+ */
+function macosSdkStub() {
+  const sdk = path.join(ROOT, 'target', 'build-all', 'macos-sdk')
+  const frameworks = JSON.parse(fs.readFileSync(path.join(ROOT, 'build-support', 'macos-frameworks.json'), 'utf8'))
+  for (const name of ['CoreFoundation', 'CoreServices']) {
+    const dir = path.join(sdk, 'System', 'Library', 'Frameworks', `${name}.framework`)
+    fs.mkdirSync(dir, { recursive: true })
+    const tbd = [
+      '--- !tapi-tbd',
+      'tbd-version:     4',
+      'targets:         [ x86_64-macos, arm64-macos ]',
+      `install-name:    '/System/Library/Frameworks/${name}.framework/Versions/A/${name}'`,
+      'exports:',
+      '  - targets:         [ x86_64-macos, arm64-macos ]',
+      `    symbols:         [ ${frameworks[name].join(', ')} ]`,
+      '...',
+      '',
+    ]
+    fs.writeFileSync(path.join(dir, `${name}.tbd`), tbd.join('\n'))
+  }
+  return sdk
+}
+
+/** Builds `target` into its npm folder; returns the binary's path. */
+function build(target) {
+  const outDir = path.join(ROOT, 'target', 'build-all', target.platform)
+  fs.rmSync(outDir, { recursive: true, force: true })
+  fs.mkdirSync(outDir, { recursive: true })
+  const args = ['napi', 'build', '--platform', '--release', '--strip', '--no-js', '--output-dir', outDir]
+  if (target.zigTarget) args.push('--cross-compile', '--target', target.zigTarget)
+  else args.push('--target', target.triple)
+  const env = target.os === 'darwin' ? { ...process.env, SDKROOT: macosSdkStub() } : process.env
+  const out = run('npx', args, { env })
+  if (out.status !== 0) throw new Error(`napi build for ${target.platform} exited ${out.status}`)
+  const file = `${BINARY}.${target.platform}.node`
+  const dest = path.join(ROOT, 'npm', target.platform, file)
+  fs.copyFileSync(path.join(outDir, file), dest)
+  return dest
+}
+
+/** Lists the built platform packages as optionalDependencies, at this version. */
+function writeOptionalDependencies(platforms) {
+  const file = path.join(ROOT, 'package.json')
+  const manifest = JSON.parse(fs.readFileSync(file, 'utf8'))
+  manifest.optionalDependencies = Object.fromEntries(platforms.map((p) => [`${BINARY}-${p}`, manifest.version]))
+  fs.writeFileSync(file, JSON.stringify(manifest, null, 2) + '\n')
+  // Keeps package-lock.json's root entry in step (npm resolves nothing for an unpublished optional package).
+  run('npm', ['install', '--package-lock-only', '--no-audit', '--no-fund', '--loglevel=error'])
+}
+
+function describe(found) {
+  const parts = [`${found.format} ${found.cpu}`, `${(found.bytes / 1048576).toFixed(1)} MiB`, `exports napi_register_module_v1: ${found.exported ? 'yes' : 'NO'}`]
+  if (found.glibc !== undefined) parts.push(found.glibc ? `newest glibc symbol GLIBC_${found.glibc}` : 'no glibc symbol versions')
+  if (found.needed) parts.push(`needs ${found.needed.join(' ')}`)
+  if (found.frameworks) parts.push(`links frameworks ${found.frameworks.join(' ')}, CF/FSEvents symbols bound two-level`)
+  return parts.join(', ')
+}
+
+function main() {
+  const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1].split(',') : null
+  const targets = only ? TARGETS.filter((t) => only.includes(t.platform)) : TARGETS
+  if (only && targets.length !== only.length) throw new Error(`unknown platform in --only ${only.join(',')}; known: ${TARGETS.map((t) => t.platform).join(', ')}`)
+
+  const rustup = run('rustup', ['target', 'add', ...targets.map((t) => t.triple)])
+  if (rustup.status !== 0) throw new Error('rustup target add failed')
+  const missing = {}
+  if (targets.some((t) => t.zigTarget)) missing.zig = ensureZig()
+  if (targets.some((t) => !t.zigTarget)) missing.mingw = ensureMingw()
+  createNpmDirs()
+
+  const results = []
+  for (const target of targets) {
+    const lacking = target.zigTarget ? missing.zig : missing.mingw
+    if (lacking) {
+      results.push({ target, outcome: 'skipped', detail: lacking })
+      continue
+    }
+    try {
+      const file = build(target)
+      const { found, problems } = checkBinary(file, target)
+      results.push({ target, outcome: problems.length ? 'failed' : 'built', detail: problems.length ? problems.join('; ') : describe(found), file })
+    } catch (error) {
+      results.push({ target, outcome: 'failed', detail: error.message })
+    }
+  }
+
+  const built = results.filter((r) => r.outcome === 'built').map((r) => r.target.platform)
+  // With --only the other platforms keep the packages an earlier full run built.
+  const listed = only ? TARGETS.filter((t) => built.includes(t.platform) || fs.existsSync(path.join(ROOT, 'npm', t.platform, `${BINARY}.${t.platform}.node`))).map((t) => t.platform) : built
+  writeOptionalDependencies(listed)
+
+  console.log('\nbuild:all summary')
+  for (const { target, outcome, detail, file } of results) {
+    console.log(`  ${target.platform.padEnd(17)} ${outcome.padEnd(8)} ${detail}${file ? `\n  ${''.padEnd(17)} ${''.padEnd(8)} ${path.relative(ROOT, file)}` : ''}`)
+  }
+  console.log(`  optionalDependencies: ${listed.map((p) => `${BINARY}-${p}`).join(', ') || 'none'}`)
+  if (results.some((r) => r.outcome === 'failed')) process.exitCode = 1
+}
+
+if (require.main === module) {
+  try {
+    main()
+  } catch (error) {
+    console.error(`build:all: ${error.message}`)
+    process.exitCode = 1
+  }
+}
+
+module.exports = { TARGETS, build, createNpmDirs, ensureMingw, run, works }
