@@ -43,4 +43,10 @@ function loadNative() {
   throw error
 }
 
-module.exports = loadNative()
+const binding = loadNative()
+module.exports = binding
+// Spelled out for `import { ... } from 'member-work-sync'` in ES modules: Node
+// finds a CommonJS file's named exports only in assignments like these.
+module.exports.MemberWorkSync = binding.MemberWorkSync
+module.exports.mergeRuntimeHookSettings = binding.mergeRuntimeHookSettings
+module.exports.TURN_SETTLED_HOOK_MARKER = binding.TURN_SETTLED_HOOK_MARKER

@@ -29,6 +29,13 @@ describe('the package', () => {
     expect(result.message).not.toContain('npm has a bug')
   })
 
+  it('an ES module import sees every export the CommonJS require does', () => {
+    const esm = spawnSync(process.execPath, ['--input-type=module', '-e', "import * as m from './index.js'; console.log(JSON.stringify(Object.keys(m).filter((k) => k !== 'default').sort()))"], { cwd: ROOT, encoding: 'utf8' })
+    const cjs = spawnSync(process.execPath, ['-e', "console.log(JSON.stringify(Object.keys(require('./index.js')).sort()))"], { cwd: ROOT, encoding: 'utf8' })
+    expect(JSON.parse(cjs.stdout)).toContain('MemberWorkSync')
+    expect(JSON.parse(esm.stdout)).toEqual(JSON.parse(cjs.stdout))
+  })
+
   it('npm pack of the main package holds the loader and no binary', () => {
     const out = spawnSync('npm', ['pack', '--dry-run', '--json', '--loglevel=error'], { cwd: ROOT, encoding: 'utf8' })
     const files: string[] = JSON.parse(out.stdout)[0].files.map((f: { path: string }) => f.path)

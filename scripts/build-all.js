@@ -101,7 +101,10 @@ function macosSdkStub() {
       '...',
       '',
     ]
-    fs.writeFileSync(path.join(dir, `${name}.tbd`), tbd.join('\n'))
+    // Written only when it changes: build.rs relinks when anything under SDKROOT does.
+    const file = path.join(dir, `${name}.tbd`)
+    const text = tbd.join('\n')
+    if (!fs.existsSync(file) || fs.readFileSync(file, 'utf8') !== text) fs.writeFileSync(file, text)
   }
   return sdk
 }
@@ -133,10 +136,25 @@ function writeOptionalDependencies(platforms) {
   run('npm', ['install', '--package-lock-only', '--no-audit', '--no-fund', '--loglevel=error'])
 }
 
+/** Whether this machine runs `target` (then its binary is loaded, not just inspected). */
+function isHost(target) {
+  const glibc = process.report && process.report.getReport().header.glibcVersionRuntime
+  return target.os === process.platform && target.cpu === process.arch && (target.os !== 'linux' || (target.libc === 'gnu') === Boolean(glibc))
+}
+
+/** What loading `file` in a fresh Node on this machine exports; null if it does not load. */
+function loadsHere(file) {
+  const script = `const m = require(${JSON.stringify(file)}); process.stdout.write(typeof m.MemberWorkSync)`
+  const out = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' })
+  const glibc = process.report && process.report.getReport().header.glibcVersionRuntime
+  return out.status === 0 && out.stdout === 'function' ? `loads in Node ${process.version} here${glibc ? ` (glibc ${glibc})` : ''}` : null
+}
+
 function describe(found) {
   const parts = [`${found.format} ${found.cpu}`, `${(found.bytes / 1048576).toFixed(1)} MiB`, `exports napi_register_module_v1: ${found.exported ? 'yes' : 'NO'}`]
   if (found.glibc !== undefined) parts.push(found.glibc ? `newest glibc symbol GLIBC_${found.glibc}` : 'no glibc symbol versions')
   if (found.needed) parts.push(`needs ${found.needed.join(' ')}`)
+  if (found.loadedHere) parts.push(found.loadedHere)
   if (found.frameworks) parts.push(`links frameworks ${found.frameworks.join(' ')}, CF/FSEvents symbols bound two-level`)
   return parts.join(', ')
 }
@@ -163,6 +181,11 @@ function main() {
     try {
       const file = build(target)
       const { found, problems } = checkBinary(file, target)
+      if (!problems.length && isHost(target)) {
+        const loaded = loadsHere(file)
+        if (loaded) found.loadedHere = loaded
+        else problems.push(`does not load in this machine's Node ${process.version}`)
+      }
       results.push({ target, outcome: problems.length ? 'failed' : 'built', detail: problems.length ? problems.join('; ') : describe(found), file })
     } catch (error) {
       results.push({ target, outcome: 'failed', detail: error.message })
