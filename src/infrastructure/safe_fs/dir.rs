@@ -415,8 +415,7 @@ impl Dir {
             _ => return Err(not_a_file(&self.child(name))),
         }
         if permission_bits(&stat) != mode {
-            rfs::fchmod(&fd, permission_mode(mode))
-                .map_err(|e| with_path(&self.child(name), e))?;
+            rfs::fchmod(&fd, permission_mode(mode)).map_err(|e| with_path(&self.child(name), e))?;
         }
         Ok(())
     }
@@ -425,8 +424,7 @@ impl Dir {
     pub fn set_own_mode(&self, mode: u32) -> io::Result<()> {
         let stat = rfs::fstat(&self.fd).map_err(|e| with_path(&self.path, e))?;
         if permission_bits(&stat) != mode {
-            rfs::fchmod(&self.fd, permission_mode(mode))
-                .map_err(|e| with_path(&self.path, e))?;
+            rfs::fchmod(&self.fd, permission_mode(mode)).map_err(|e| with_path(&self.path, e))?;
         }
         Ok(())
     }
