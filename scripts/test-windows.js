@@ -1,5 +1,7 @@
 'use strict'
-// `npm run test:windows`: proves the Windows build on Linux. Builds the
+// `npm run test:windows`: proves the Windows build on Linux. First runs the
+// file boundary's portable suite (tests/safe_fs_portable.rs) built for
+// x86_64-pc-windows-gnu under wine. Then builds the
 // win32-x64-gnu binary (mingw-w64), packs the main package and the platform
 // package with `npm pack` and installs both into a scratch app, as an app
 // would get them, then runs scripts/windows-smoke.js there with the real
@@ -84,6 +86,12 @@ function main() {
   if (mingw) throw new Error(mingw)
   must(run('rustup', ['target', 'add', 'x86_64-pc-windows-gnu']), 'rustup target add')
   createNpmDirs()
+  const env = { ...process.env, WINEPREFIX: path.join(WORK, 'wineprefix'), WINEDEBUG: '-all' }
+  winePrefix(env)
+  // Cargo runs the Windows test binary through wine.
+  const cargoEnv = { ...env, CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER: 'wine' }
+  must(run('cargo', ['test', '--target', 'x86_64-pc-windows-gnu', '--test', 'safe_fs_portable'], { env: cargoEnv }), 'the file boundary suite under wine')
+
   const target = TARGETS.find((t) => t.platform === PLATFORM)
   const binary = build(target)
   const { found, problems } = checkBinary(binary, target)
@@ -102,8 +110,6 @@ function main() {
   fs.copyFileSync(path.join(__dirname, 'windows-smoke.js'), path.join(app, 'smoke.js'))
   fs.cpSync(path.join(ROOT, 'examples', 'claude-root'), path.join(app, 'claude-root'), { recursive: true })
 
-  const env = { ...process.env, WINEPREFIX: path.join(WORK, 'wineprefix'), WINEDEBUG: '-all' }
-  winePrefix(env)
   const node = windowsNode()
   // Wine's node.exe cannot write to a Linux pipe: its output goes to a file.
   const log = path.join(WORK, 'smoke.log')
