@@ -566,14 +566,6 @@ export interface MemberWorkSyncQueueDiagnostics {
   queuedItems: { teamName: string; memberName: string; runAt: string; triggerReasons: MemberWorkSyncTriggerReason[] }[]
 }
 
-/**
- * Which binding artifact the generated loader actually loaded: `'native'` for
- * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
- * flavor napi-rs can build is listed, because `NAPI_RS_NATIVE_LIBRARY_PATH`
- * can point the loader at a WASI artifact this package does not build itself.
- */
-export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
-
 /** One addon instance over one Claude home. */
 export declare class MemberWorkSync {
   /**
