@@ -210,3 +210,20 @@ fn an_open_folder_cannot_be_swapped_for_a_link_under_a_write() {
         assert_eq!(error.kind(), io::ErrorKind::NotADirectory);
     }
 }
+
+/// The temp-file sweep removes a crashed writer's file only once its pid is
+/// gone: this process is running, a child that has exited is not.
+#[test]
+fn a_writer_pid_is_alive_while_it_runs_and_gone_once_it_exits() {
+    use member_work_sync::infrastructure::process::process_alive;
+    assert!(process_alive(std::process::id()));
+    // This test binary again, only listing its tests: it exits at once.
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .arg("--list")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    assert!(child.wait().unwrap().success());
+    assert!(!process_alive(pid), "pid {pid} exited");
+}

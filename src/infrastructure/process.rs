@@ -32,6 +32,10 @@ pub fn process_alive(pid: u32) -> bool {
     use windows_sys::Win32::System::Threading::{
         GetExitCodeProcess, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION,
     };
+    // Pid 0 is the idle process, never a writer: not ours to judge (as on Unix).
+    if pid == 0 {
+        return true;
+    }
     // SAFETY: OpenProcess takes plain values; a null handle means failure.
     let handle = unsafe { OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid) };
     if handle.is_null() {
