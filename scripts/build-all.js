@@ -10,8 +10,9 @@
 //                                    frameworks the addon binds, from build-support/macos-frameworks.json)
 //   win32-x64-gnu                    mingw-w64 (x86_64-pc-windows-gnu), loads in the official node.exe
 //
-// Tools it needs and adds when missing: the Rust targets (`rustup target
-// add`), `ziglang` and `cargo-zigbuild` (pip), `mingw-w64` (apt-get, as root).
+// Tools it needs and adds when missing: node_modules (`npm run setup`), the
+// Rust targets (`rustup target add`), `ziglang` and `cargo-zigbuild` (pip),
+// `mingw-w64` (apt-get, as root).
 // A target whose tools cannot be had is skipped and reported; a target that
 // fails to build or check fails the run (exit 1).
 //
@@ -63,6 +64,12 @@ function ensureMingw() {
     run('apt-get', ['install', '-y', '-qq', 'mingw-w64'], { env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } })
   }
   return have() ? null : 'mingw-w64 missing (apt-get install mingw-w64)'
+}
+
+/** The dev dependencies (`@napi-rs/cli`), installed first in a fresh clone. */
+function ensureNodeModules() {
+  if (fs.existsSync(path.join(ROOT, 'node_modules', '@napi-rs', 'cli', 'package.json'))) return
+  if (run('npm', ['run', 'setup']).status !== 0) throw new Error('npm run setup failed')
 }
 
 /** `napi create-npm-dirs`, then the fix napi needs for windows-gnu (see below). */
@@ -164,6 +171,7 @@ function main() {
   const targets = only ? TARGETS.filter((t) => only.includes(t.platform)) : TARGETS
   if (only && targets.length !== only.length) throw new Error(`unknown platform in --only ${only.join(',')}; known: ${TARGETS.map((t) => t.platform).join(', ')}`)
 
+  ensureNodeModules()
   const rustup = run('rustup', ['target', 'add', ...targets.map((t) => t.triple)])
   if (rustup.status !== 0) throw new Error('rustup target add failed')
   const missing = {}
@@ -214,4 +222,4 @@ if (require.main === module) {
   }
 }
 
-module.exports = { TARGETS, build, createNpmDirs, ensureMingw, run, works }
+module.exports = { TARGETS, build, createNpmDirs, ensureMingw, ensureNodeModules, run, works }

@@ -16,7 +16,7 @@
 const fs = require('node:fs')
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
-const { TARGETS, build, createNpmDirs, ensureMingw, run, works } = require('./build-all.js')
+const { TARGETS, build, createNpmDirs, ensureMingw, ensureNodeModules, run, works } = require('./build-all.js')
 const { checkBinary } = require('./binary-checks.js')
 
 const ROOT = path.join(__dirname, '..')
@@ -81,6 +81,7 @@ function installPacked(dir, app, name) {
 }
 
 function main() {
+  ensureNodeModules()
   ensureWine()
   const mingw = ensureMingw()
   if (mingw) throw new Error(mingw)
