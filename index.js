@@ -17,7 +17,7 @@ function isMusl() {
 function platformName() {
   const { platform, arch } = process
   if (platform === 'linux') return `linux-${arch}-${isMusl() ? 'musl' : 'gnu'}`
-  // Built with mingw-w64: the binary loads in every Windows node.exe (MSVC-built ones too).
+  // Built with mingw-w64; it loads in the official (MSVC-built) node.exe too.
   if (platform === 'win32') return `win32-${arch}-gnu`
   return `${platform}-${arch}`
 }
