@@ -58,6 +58,8 @@ function windowsNode() {
 /** A wine prefix that reports Windows 10 (Node 20 refuses older) and has bcryptprimitives.dll. */
 function winePrefix(env) {
   const prefix = path.join(WORK, 'wineprefix')
+  // Wine creates the prefix folder itself, but not its parent.
+  fs.mkdirSync(WORK, { recursive: true })
   const system32 = path.join(prefix, 'drive_c', 'windows', 'system32')
   if (!fs.existsSync(system32)) must(run('wine', ['winecfg', '-v', 'win10'], { env }), 'creating the wine prefix')
   const dll = path.join(system32, 'bcryptprimitives.dll')
