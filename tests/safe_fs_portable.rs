@@ -212,18 +212,27 @@ fn an_open_folder_cannot_be_swapped_for_a_link_under_a_write() {
 }
 
 /// The temp-file sweep removes a crashed writer's file only once its pid is
-/// gone: this process is running, a child that has exited is not.
+/// gone (process liveness: `kill(pid, 0)` on Unix, `OpenProcess` on
+/// Windows): a child that has exited is gone, this process is not.
 #[test]
-fn a_writer_pid_is_alive_while_it_runs_and_gone_once_it_exits() {
-    use member_work_sync::infrastructure::process::process_alive;
-    assert!(process_alive(std::process::id()));
+fn the_sweep_removes_a_gone_writers_temp_file_and_keeps_a_running_ones() {
+    let (_dir, _root, team) = team();
     // This test binary again, only listing its tests: it exits at once.
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
         .arg("--list")
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let pid = child.id();
     assert!(child.wait().unwrap().success());
-    assert!(!process_alive(pid), "pid {pid} exited");
+    let gone = format!(".status.json{TEMP_MARK}{}.0", child.id());
+    drop(child);
+    let running = format!(".status.json{TEMP_MARK}{}.0", std::process::id());
+    for name in [&gone, &running] {
+        fs::write(team.path().join(name), b"x").unwrap();
+    }
+    // Ten minutes on: past "may still be in use", short of "abandoned anyway".
+    let later = team.meta(&gone).unwrap().unwrap().modified_ms + 10 * 60 * 1000;
+    let swept = team.sweep_temp_files(later).unwrap();
+    assert_eq!((swept.removed, swept.kept), (1, 1));
+    assert_eq!(names(&team), [running]);
 }
