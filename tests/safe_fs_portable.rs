@@ -6,7 +6,9 @@
 use std::fs;
 use std::io;
 
-use member_work_sync::infrastructure::safe_fs::{Dir, FileKind, FileRead, TrustedRoot, TEMP_MARK};
+use member_work_sync::infrastructure::safe_fs::{
+    commit, Dir, FileKind, FileRead, TrustedRoot, TEMP_MARK,
+};
 
 fn team() -> (tempfile::TempDir, TrustedRoot, Dir) {
     let dir = tempfile::tempdir().unwrap();
@@ -235,4 +237,53 @@ fn the_sweep_removes_a_gone_writers_temp_file_and_keeps_a_running_ones() {
     let swept = team.sweep_temp_files(later).unwrap();
     assert_eq!((swept.removed, swept.kept), (1, 1));
     assert_eq!(names(&team), [running]);
+}
+
+/// A staged batch is published whole (each file old or new, no temp file
+/// left, an unpublished one removed), and stamps follow the change: from
+/// `lstat`/`fstat` on Unix, from the handle's file index and change time on
+/// Windows.
+#[test]
+fn a_staged_batch_is_published_whole_and_stamps_see_the_change() {
+    let (_dir, root, team) = team();
+    team.write_atomic("a.json", b"old", 0o600).unwrap();
+    let (_, before) = team.stamp("a.json").unwrap().unwrap();
+    let batch = vec![
+        team.try_clone()
+            .unwrap()
+            .stage("a.json", b"new-a", 0o600)
+            .unwrap(),
+        team.try_clone()
+            .unwrap()
+            .stage("b.json", b"new-b", 0o600)
+            .unwrap(),
+    ];
+    commit(batch).unwrap();
+    drop(
+        team.try_clone()
+            .unwrap()
+            .stage("c.json", b"c", 0o600)
+            .unwrap(),
+    );
+    assert_eq!(names(&team), ["a.json", "b.json"]);
+    assert_eq!(
+        team.read("b.json", 100).unwrap(),
+        FileRead::Bytes(b"new-b".to_vec())
+    );
+
+    let (kind, after) = team.stamp("a.json").unwrap().unwrap();
+    assert_eq!((kind, after.len, after.links), (FileKind::File, 5, 1));
+    assert_ne!(after, before);
+    let read = team.read_stamped("a.json", 100).unwrap();
+    assert_eq!(read.read, FileRead::Bytes(b"new-a".to_vec()));
+    assert_eq!(read.stamp, Some(after));
+    assert_eq!(team.stamp("missing").unwrap(), None);
+
+    let teams = root.create_dir_all(root.path()).unwrap();
+    let (kind, forge) = teams.stamp("forge").unwrap().unwrap();
+    let own = team.own_stamp().unwrap();
+    assert_eq!(
+        (kind, forge.dev, forge.ino),
+        (FileKind::Dir, own.dev, own.ino)
+    );
 }

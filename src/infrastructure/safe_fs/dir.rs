@@ -59,7 +59,7 @@ impl Meta {
 
 /// `bits` (`0o7777` at most) as a rustix [`Mode`]: `mode_t` is a `u16` on
 /// macOS, a `u32` on Linux.
-fn permission_mode(bits: u32) -> Mode {
+pub(super) fn permission_mode(bits: u32) -> Mode {
     Mode::from_raw_mode((bits & 0o7777) as rustix::fs::RawMode)
 }
 

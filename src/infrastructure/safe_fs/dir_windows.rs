@@ -29,13 +29,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use windows_sys::Win32::Storage::FileSystem::{
-    GetFileType, MoveFileExW, FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_READONLY,
-    FILE_ATTRIBUTE_REPARSE_POINT, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT,
-    FILE_LIST_DIRECTORY, FILE_READ_ATTRIBUTES, FILE_SHARE_DELETE, FILE_SHARE_READ,
-    FILE_SHARE_WRITE, FILE_TYPE_DISK, SYNCHRONIZE,
+    FileBasicInfo, GetFileInformationByHandle, GetFileInformationByHandleEx, GetFileType,
+    MoveFileExW, BY_HANDLE_FILE_INFORMATION, FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_READONLY,
+    FILE_ATTRIBUTE_REPARSE_POINT, FILE_BASIC_INFO, FILE_FLAG_BACKUP_SEMANTICS,
+    FILE_FLAG_OPEN_REPARSE_POINT, FILE_LIST_DIRECTORY, FILE_READ_ATTRIBUTES, FILE_SHARE_DELETE,
+    FILE_SHARE_READ, FILE_SHARE_WRITE, FILE_TYPE_DISK, SYNCHRONIZE,
 };
 
 use super::kinds::{Entry, FileKind, FileRead, Meta};
+use super::stamp::Stamp;
 use super::temp::{self, TempName};
 use super::windows_name::is_plain_name;
 use super::{not_a_file, not_a_folder, with_path};
@@ -63,7 +65,7 @@ const SHARING_ERRORS: [i32; 3] = [5, 32, 33];
 /// The handle that pins an open folder, and its parent's.
 #[derive(Debug)]
 struct Pin {
-    _handle: File,
+    handle: File,
     _parent: Option<Arc<Pin>>,
 }
 
@@ -87,7 +89,7 @@ impl Dir {
         }
         Ok(Some(Self {
             pin: Arc::new(Pin {
-                _handle: handle,
+                handle,
                 _parent: None,
             }),
             path: path.to_path_buf(),
@@ -107,7 +109,7 @@ impl Dir {
     /// refuses: `\`, `:` (an alternate data stream), wildcard characters,
     /// a trailing dot or space (Windows strips them, so two names would be
     /// one) and the device names (`CON`, `NUL`, `COM1`, ...).
-    fn component<'a>(&self, name: &'a OsStr) -> io::Result<&'a OsStr> {
+    pub(super) fn component<'a>(&self, name: &'a OsStr) -> io::Result<&'a OsStr> {
         if !is_plain_name(&name.to_string_lossy()) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -136,7 +138,7 @@ impl Dir {
         }
         Ok(Some(Dir {
             pin: Arc::new(Pin {
-                _handle: handle,
+                handle,
                 _parent: Some(Arc::clone(&self.pin)),
             }),
             path,
@@ -495,8 +497,48 @@ impl Dir {
         Ok(())
     }
 
+    /// A second handle of this folder (a batch of staged files each carries
+    /// one, see [`Dir::stage`]); it shares this one's pins.
+    pub fn try_clone(&self) -> io::Result<Self> {
+        Ok(Self {
+            pin: Arc::clone(&self.pin),
+            path: self.path.clone(),
+        })
+    }
+
+    /// [`Dir::create_temp`] for [`Dir::stage`](super::staged): the name is
+    /// checked to be one plain component first. `mode` is not applied.
+    pub(super) fn create_temp_for(&self, target: &OsStr, _mode: u32) -> io::Result<(String, File)> {
+        let target = self.component(target)?;
+        self.create_temp(target)
+    }
+
+    /// What is at `name` and its stamp, without following a link; `None`
+    /// when nothing is.
+    pub fn stamp(&self, name: impl AsRef<OsStr>) -> io::Result<Option<(FileKind, Stamp)>> {
+        let name = self.component(name.as_ref())?;
+        let path = self.child(name);
+        let opened = OpenOptions::new()
+            .access_mode(FILE_READ_ATTRIBUTES)
+            .share_mode(SHARE_ALL)
+            .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT | FILE_FLAG_BACKUP_SEMANTICS)
+            .open(&path);
+        let handle = match opened {
+            Ok(handle) => handle,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(with_path(&path, e)),
+        };
+        let kind = meta_of(&handle.metadata().map_err(|e| with_path(&path, e))?).kind;
+        Ok(Some((kind, stamp_of_file(&handle, &path)?)))
+    }
+
+    /// The folder's own stamp (its volume and file index say which folder it is).
+    pub fn own_stamp(&self) -> io::Result<Stamp> {
+        stamp_of_file(&self.pin.handle, &self.path)
+    }
+
     /// Creates a fresh temp file for `target` (see [`TempName`]).
-    fn create_temp(&self, target: &OsStr) -> io::Result<(String, File)> {
+    pub(super) fn create_temp(&self, target: &OsStr) -> io::Result<(String, File)> {
         loop {
             let name = TempName::next(target).to_string();
             // `CREATE_NEW` fails on any existing name, a link included.
@@ -513,6 +555,45 @@ impl Dir {
             }
         }
     }
+}
+
+/// The [`Stamp`] of the open `file`: volume serial and file index for the
+/// device and inode, `ChangeTime` (NTFS's change time, set by every write,
+/// rename and attribute change) for `ctime`, the link count.
+pub(super) fn stamp_of_file(file: &File, path: &Path) -> io::Result<Stamp> {
+    let handle = file.as_raw_handle();
+    // SAFETY: both structs are plain data for which all zeroes is valid.
+    let (mut info, mut basic): (BY_HANDLE_FILE_INFORMATION, FILE_BASIC_INFO) =
+        unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+    // SAFETY: `handle` is open for the duration of both calls; each writes
+    // at most the size of the struct it is given.
+    let queried = unsafe {
+        GetFileInformationByHandle(handle, &mut info) != 0
+            && GetFileInformationByHandleEx(
+                handle,
+                FileBasicInfo,
+                (&mut basic as *mut FILE_BASIC_INFO).cast(),
+                std::mem::size_of::<FILE_BASIC_INFO>() as u32,
+            ) != 0
+    };
+    if !queried {
+        return Err(with_path(path, io::Error::last_os_error()));
+    }
+    let wide = |high: u32, low: u32| (u64::from(high) << 32) | u64::from(low);
+    Ok(Stamp {
+        dev: u64::from(info.dwVolumeSerialNumber),
+        ino: wide(info.nFileIndexHigh, info.nFileIndexLow),
+        len: wide(info.nFileSizeHigh, info.nFileSizeLow),
+        modified_ns: filetime_ns(basic.LastWriteTime),
+        changed_ns: filetime_ns(basic.ChangeTime),
+        links: u64::from(info.nNumberOfLinks),
+    })
+}
+
+/// A FILETIME (100 ns ticks since 1601) as nanoseconds since the Unix epoch.
+fn filetime_ns(ticks: i64) -> i128 {
+    const TICKS_1601_TO_1970: i128 = 116_444_736_000_000_000;
+    (i128::from(ticks) - TICKS_1601_TO_1970) * 100
 }
 
 /// A handle on the folder at `path` that denies delete sharing; `None` when

@@ -22,8 +22,6 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use rustix::fs::{self as rfs, Mode};
-
 use super::dir::Dir;
 use super::{temp, with_path};
 
@@ -59,7 +57,7 @@ impl Dir {
         staged
             .file
             .write_all(bytes)
-            .and_then(|()| rfs::fchmod(&staged.file, Mode::from_raw_mode(mode)).map_err(Into::into))
+            .and_then(|()| set_mode(&staged.file, mode))
             .map_err(|e| with_path(&staged.target(), e))?;
         Ok(staged)
     }
@@ -104,6 +102,18 @@ impl Drop for Staged {
             let _ = self.dir.remove_file(&self.temp_name);
         }
     }
+}
+
+/// Sets the permission bits of the open `file`.
+#[cfg(unix)]
+fn set_mode(file: &File, mode: u32) -> io::Result<()> {
+    rustix::fs::fchmod(file, super::dir::permission_mode(mode)).map_err(Into::into)
+}
+
+/// Windows has no permission bits: the file keeps the ACL it inherits.
+#[cfg(windows)]
+fn set_mode(_file: &File, _mode: u32) -> io::Result<()> {
+    Ok(())
 }
 
 /// Makes the data of every staged file durable, one result per file, in

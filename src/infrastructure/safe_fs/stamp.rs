@@ -16,11 +16,17 @@ use std::ffi::OsStr;
 use std::io::{self, Read};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+#[cfg(unix)]
 use rustix::fs::{self as rfs, AtFlags, FileType, Stat};
+#[cfg(unix)]
 use rustix::io::Errno;
 
-use super::dir::{Dir, FileKind, FileRead};
-use super::with_path;
+#[cfg(windows)]
+use super::dir::stamp_of_file;
+use super::dir::Dir;
+#[cfg(unix)]
+use super::FileKind;
+use super::{with_path, FileRead};
 
 /// How far a stamp's `ctime` must lie before the moment its file was opened
 /// for the stamp to be trusted: more than the coarsest timestamp granularity
@@ -46,6 +52,7 @@ pub struct Stamp {
 }
 
 impl Stamp {
+    #[cfg(unix)]
     #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
     fn of(stat: &Stat) -> Self {
         let ns = |secs: i64, nanos: i64| i128::from(secs) * 1_000_000_000 + i128::from(nanos);
@@ -84,7 +91,8 @@ pub struct StampedRead {
 
 impl Dir {
     /// What is at `name` and its stamp, without following a link; `None`
-    /// when nothing is.
+    /// when nothing is. (Windows: `dir_windows.rs`.)
+    #[cfg(unix)]
     pub fn stamp(&self, name: impl AsRef<OsStr>) -> io::Result<Option<(FileKind, Stamp)>> {
         let name = self.component(name.as_ref())?;
         let path = || self.path().join(name);
@@ -99,6 +107,8 @@ impl Dir {
     }
 
     /// The folder's own stamp (its device and inode say which folder it is).
+    /// (Windows: `dir_windows.rs`.)
+    #[cfg(unix)]
     pub fn own_stamp(&self) -> io::Result<Stamp> {
         rfs::fstat(self.fd())
             .map(|stat| Stamp::of(&stat))
@@ -126,7 +136,10 @@ impl Dir {
             Err(e) => return Err(e),
         };
         let path = || self.path().join(name);
+        #[cfg(unix)]
         let stamp = Stamp::of(&rfs::fstat(&file).map_err(|e| with_path(&path(), e))?);
+        #[cfg(windows)]
+        let stamp = stamp_of_file(&file, &path())?;
         let mut bytes = Vec::with_capacity(stamp.len.min(max) as usize + 1);
         file.take(max.saturating_add(1))
             .read_to_end(&mut bytes)

@@ -31,6 +31,7 @@ pub enum Changes {
 
 /// Notices cap per drain: more than this in one drain counts as lost (a
 /// rescan is cheaper than tracking that many names).
+#[cfg(target_os = "linux")]
 const MAX_NAMES_PER_DRAIN: usize = 4096;
 
 /// A watch on one open folder.
