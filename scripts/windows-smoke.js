@@ -96,6 +96,13 @@ async function main() {
     return again.state
   })
 
+  await check('refreshTeam commits every member as one batch', async () => {
+    const statuses = await sync.refreshTeam({ teamName: 'forge' })
+    assert.ok(statuses.length >= 3, `${statuses.length} statuses`)
+    assert.equal(statuses.find((s) => s.memberName === 'jack').state, 'still_working')
+    return `${statuses.length} members`
+  })
+
   await check('getMetrics counts the team', async () => {
     const metrics = await sync.getMetrics({ teamName: 'forge' })
     assert.equal(metrics.teamName, 'forge')
