@@ -6,14 +6,14 @@
 
 use std::ffi::OsStr;
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, RenameFlags, Stat};
 use rustix::io::Errno;
 
-use super::kinds::{Entry, FileKind, FileRead, Meta};
+use super::kinds::{Entry, FileKind, Meta};
 use super::temp::{self, TempName};
 use super::{not_a_file, not_a_folder, with_path};
 use crate::domain::time::EpochMs;
@@ -31,6 +31,9 @@ const DIR_FLAGS: OFlags = OFlags::NOFOLLOW
 
 /// Deepest folder tree [`Dir::remove_tree`] descends into.
 const MAX_REMOVE_DEPTH: usize = 8;
+
+#[path = "dir_shared.rs"]
+mod shared;
 
 impl FileKind {
     pub(super) fn of(file_type: FileType) -> Self {
@@ -88,15 +91,6 @@ impl Dir {
             Err(Errno::NOTDIR) => Err(not_a_folder(path)),
             Err(e) => Err(with_path(path, e)),
         }
-    }
-
-    /// The folder's path (for messages and for callers building child paths).
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    fn child(&self, name: &OsStr) -> PathBuf {
-        self.path.join(name)
     }
 
     /// `name` as exactly one entry of this folder: a `/` in it, `.`, `..` or
@@ -174,32 +168,6 @@ impl Dir {
             return Err(not_a_file(&self.child(name)));
         }
         Ok(Some(File::from(fd)))
-    }
-
-    /// Reads `name` whole if it is a regular file of at most `max` bytes.
-    pub fn read(&self, name: impl AsRef<OsStr>, max: u64) -> io::Result<FileRead> {
-        let name = self.component(name.as_ref())?;
-        let file = match self.open_file(name) {
-            Ok(Some(file)) => file,
-            Ok(None) => return Ok(FileRead::Missing),
-            Err(e) if e.kind() == io::ErrorKind::InvalidData => return Ok(FileRead::NotAFile),
-            Err(e) => return Err(e),
-        };
-        let mut bytes = Vec::new();
-        file.take(max.saturating_add(1))
-            .read_to_end(&mut bytes)
-            .map_err(|e| with_path(&self.child(name), e))?;
-        if bytes.len() as u64 > max {
-            return Ok(FileRead::TooLarge);
-        }
-        Ok(FileRead::Bytes(bytes))
-    }
-
-    /// Atomically replaces `name` with `bytes`, created with permission bits
-    /// `mode`: a temp file beside it, fsync, rename, fsync of the folder. A
-    /// link at `name` is replaced, never followed.
-    pub fn write_atomic(&self, name: impl AsRef<OsStr>, bytes: &[u8], mode: u32) -> io::Result<()> {
-        self.write_replacing(name.as_ref(), bytes, mode, true)
     }
 
     /// Like [`Dir::write_atomic`] without the fsyncs: for diagnostics that
@@ -366,13 +334,6 @@ impl Dir {
         }
     }
 
-    /// Removes `name` and, if it is a folder, everything in it, descending
-    /// through handles (links inside are removed, not followed) at most a
-    /// few levels deep.
-    pub fn remove_tree(&self, name: impl AsRef<OsStr>) -> io::Result<()> {
-        self.remove_tree_at(self.component(name.as_ref())?, MAX_REMOVE_DEPTH)
-    }
-
     fn remove_tree_at(&self, name: &OsStr, depth: usize) -> io::Result<()> {
         match self.meta(name)? {
             None => return Ok(()),
@@ -510,7 +471,7 @@ fn rename_noreplace(from_dir: &Dir, from: &OsStr, dest: &Dir, to: &OsStr) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::infrastructure::safe_fs::{TrustedRoot, TEMP_MARK};
+    use crate::infrastructure::safe_fs::{FileRead, TrustedRoot, TEMP_MARK};
     use std::os::unix::fs::symlink;
 
     fn root() -> (tempfile::TempDir, TrustedRoot, Dir) {

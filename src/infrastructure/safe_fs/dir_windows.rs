@@ -20,7 +20,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::windows::ffi::OsStrExt;
 use std::os::windows::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::os::windows::io::AsRawHandle;
@@ -36,7 +36,7 @@ use windows_sys::Win32::Storage::FileSystem::{
     FILE_SHARE_READ, FILE_SHARE_WRITE, FILE_TYPE_DISK, SYNCHRONIZE,
 };
 
-use super::kinds::{Entry, FileKind, FileRead, Meta};
+use super::kinds::{Entry, FileKind, Meta};
 use super::stamp::Stamp;
 use super::temp::{self, TempName};
 use super::windows_name::is_plain_name;
@@ -52,6 +52,9 @@ const SHARE_PINNED: u32 = FILE_SHARE_READ | FILE_SHARE_WRITE;
 
 /// Deepest folder tree [`Dir::remove_tree`] descends into.
 const MAX_REMOVE_DEPTH: usize = 8;
+
+#[path = "dir_shared.rs"]
+mod shared;
 
 /// Attempts of a rename or delete that meets a sharing violation (a virus
 /// scanner or indexer holding the file for a moment), and the pause between.
@@ -94,15 +97,6 @@ impl Dir {
             }),
             path: path.to_path_buf(),
         }))
-    }
-
-    /// The folder's path (for messages and for callers building child paths).
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    fn child(&self, name: &OsStr) -> PathBuf {
-        self.path.join(name)
     }
 
     /// `name` as exactly one plain entry of this folder. Beyond what Unix
@@ -190,32 +184,6 @@ impl Dir {
         };
         regular_file_len(&file, &path)?;
         Ok(Some(file))
-    }
-
-    /// Reads `name` whole if it is a regular file of at most `max` bytes.
-    pub fn read(&self, name: impl AsRef<OsStr>, max: u64) -> io::Result<FileRead> {
-        let name = self.component(name.as_ref())?;
-        let file = match self.open_file(name) {
-            Ok(Some(file)) => file,
-            Ok(None) => return Ok(FileRead::Missing),
-            Err(e) if e.kind() == io::ErrorKind::InvalidData => return Ok(FileRead::NotAFile),
-            Err(e) => return Err(e),
-        };
-        let mut bytes = Vec::new();
-        file.take(max.saturating_add(1))
-            .read_to_end(&mut bytes)
-            .map_err(|e| with_path(&self.child(name), e))?;
-        if bytes.len() as u64 > max {
-            return Ok(FileRead::TooLarge);
-        }
-        Ok(FileRead::Bytes(bytes))
-    }
-
-    /// Atomically replaces `name` with `bytes`: a temp file beside it,
-    /// flushed, renamed over the target. A link at `name` is replaced, never
-    /// followed. `mode` is not applied: Windows has no permission bits.
-    pub fn write_atomic(&self, name: impl AsRef<OsStr>, bytes: &[u8], mode: u32) -> io::Result<()> {
-        self.write_replacing(name.as_ref(), bytes, mode, true)
     }
 
     /// Like [`Dir::write_atomic`] without the flush: for diagnostics that
@@ -410,13 +378,6 @@ impl Dir {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(with_path(&path, e)),
         }
-    }
-
-    /// Removes `name` and, if it is a folder, everything in it, descending
-    /// through pinned handles (links inside are removed, not followed) at
-    /// most a few levels deep.
-    pub fn remove_tree(&self, name: impl AsRef<OsStr>) -> io::Result<()> {
-        self.remove_tree_at(self.component(name.as_ref())?, MAX_REMOVE_DEPTH)
     }
 
     fn remove_tree_at(&self, name: &OsStr, depth: usize) -> io::Result<()> {

@@ -1,0 +1,57 @@
+//! The [`Dir`] methods that are the same on every platform: they are built
+//! only on the platform's own primitives (`component`, `open_file`,
+//! `write_replacing`, `remove_tree_at`). Included by both `dir.rs` (Unix)
+//! and `dir_windows.rs` as their child module, so it sees `Dir`'s fields.
+
+use std::ffi::OsStr;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use super::super::kinds::FileRead;
+use super::super::with_path;
+use super::{Dir, MAX_REMOVE_DEPTH};
+
+impl Dir {
+    /// The folder's path (for messages and for callers building child paths).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(super) fn child(&self, name: &OsStr) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// Reads `name` whole if it is a regular file of at most `max` bytes.
+    pub fn read(&self, name: impl AsRef<OsStr>, max: u64) -> io::Result<FileRead> {
+        let name = self.component(name.as_ref())?;
+        let file = match self.open_file(name) {
+            Ok(Some(file)) => file,
+            Ok(None) => return Ok(FileRead::Missing),
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => return Ok(FileRead::NotAFile),
+            Err(e) => return Err(e),
+        };
+        let mut bytes = Vec::new();
+        file.take(max.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|e| with_path(&self.child(name), e))?;
+        if bytes.len() as u64 > max {
+            return Ok(FileRead::TooLarge);
+        }
+        Ok(FileRead::Bytes(bytes))
+    }
+
+    /// Atomically replaces `name` with `bytes`: a temp file beside it, made
+    /// durable, renamed over the target (on Unix created with permission
+    /// bits `mode` and followed by an fsync of the folder; Windows has
+    /// neither). A link at `name` is replaced, never followed.
+    pub fn write_atomic(&self, name: impl AsRef<OsStr>, bytes: &[u8], mode: u32) -> io::Result<()> {
+        self.write_replacing(name.as_ref(), bytes, mode, true)
+    }
+
+    /// Removes `name` and, if it is a folder, everything in it, descending
+    /// through handles (links inside are removed, not followed) at most a
+    /// few levels deep.
+    pub fn remove_tree(&self, name: impl AsRef<OsStr>) -> io::Result<()> {
+        self.remove_tree_at(self.component(name.as_ref())?, MAX_REMOVE_DEPTH)
+    }
+}
