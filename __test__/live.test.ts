@@ -103,6 +103,31 @@ describe('live wiring (autoStart)', () => {
     }
   })
 
+  it('tool and lead activity are never merged: a start between two resets stays between them', async () => {
+    const sync = new MemberWorkSync({ claudeRoot: copyExampleRoot(), clock: { nowMs: NOW }, autoStart: false })
+    try {
+      const reset = { type: 'tool-activity', teamName: 'forge', detail: JSON.stringify({ action: 'reset', memberName: 'jack' }) } as const
+      const start = JSON.stringify({
+        action: 'start',
+        activity: { memberName: 'jack', toolUseId: 't9', toolName: 'Bash', startedAt: new Date(NOW).toISOString() },
+      })
+      sync.noteTeamChange(reset)
+      sync.noteTeamChange({ type: 'tool-activity', teamName: 'forge', detail: start })
+      sync.noteTeamChange(reset)
+      // Events are routed in order: once this one is queued, the three are applied.
+      sync.noteTeamChange({ type: 'member-spawn', teamName: 'forge', detail: 'kim' })
+      const d = await until(() => {
+        const d = sync.getQueueDiagnostics()
+        return d.queuedItems.some((i) => i.memberName === 'kim') ? d : undefined
+      })
+      expect(d.mergedEvents).toBe(0)
+      const jack = await sync.previewStatus({ teamName: 'forge', memberName: 'jack' })
+      expect(jack.diagnostics.filter((x) => x.startsWith('member_busy'))).toEqual([])
+    } finally {
+      await sync.dispose()
+    }
+  })
+
   it('noteTeamChange never throws, whatever the input', () => {
     const sync = new MemberWorkSync({ claudeRoot: copyExampleRoot(), autoStart: false })
     const cyclic: any = { type: 'task', teamName: 'forge' }

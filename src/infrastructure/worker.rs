@@ -66,6 +66,14 @@ pub struct Worker {
     stopping: Arc<AtomicBool>,
 }
 
+/// Events whose effect depends on their order among the others: tool calls
+/// (a start after a reset must stay after it) and the lead's activity (going
+/// offline forgets the team's tool calls). Merging one into an identical
+/// waiting event would move it before the events sent in between.
+fn order_sensitive(event: &TeamChangeEvent) -> bool {
+    matches!(event.kind.as_str(), "tool-activity" | "lead-activity")
+}
+
 /// How a drain went, which decides when the next one runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DrainPass {
@@ -184,7 +192,8 @@ impl Worker {
     }
 
     /// Hands an event to the intake; never blocks, never fails. An event
-    /// identical to one still waiting for the intake is merged into it here,
+    /// identical to one still waiting for the intake (and not
+    /// [order-sensitive](order_sensitive)) is merged into it here,
     /// on the caller's thread, at the cost of a hash lookup: routing it would
     /// only coalesce into what the waiting one queues. When the channel is
     /// full the event is dropped. Both are counted (`mergedEvents`,
@@ -197,13 +206,16 @@ impl Worker {
         // Held across the send, so the intake's removal of a taken event
         // cannot come before its insertion here.
         let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-        if waiting.contains(&event) {
+        let mergeable = !order_sensitive(&event);
+        if mergeable && waiting.contains(&event) {
             counters.merged.fetch_add(1, Ordering::Relaxed);
             return;
         }
         match self.events.try_send(event.clone()) {
             Ok(()) => {
-                waiting.insert(event);
+                if mergeable {
+                    waiting.insert(event);
+                }
             }
             Err(mpsc::error::TrySendError::Full(_)) => {
                 counters.dropped.fetch_add(1, Ordering::Relaxed);
