@@ -5,8 +5,9 @@
 //! finished call keeps the member busy for [`RECENT_TOOL_MS`] more. Calls are
 //! tracked by id, so a `reset` can forget exactly the calls the app lost track
 //! of. The state lives in memory only and is bounded: at most
-//! [`MAX_TOOLS_PER_MEMBER`] calls per member, and members with nothing left
-//! are dropped as soon as they are looked at.
+//! [`MAX_TOOLS_PER_MEMBER`] calls per member and [`MAX_MEMBERS`] members
+//! (members whose calls all expired are dropped first, as they are whenever
+//! they are looked at).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -21,6 +22,10 @@ pub const ACTIVE_TOOL_STALE_MS: EpochMs = 10 * 60_000;
 /// Calls remembered per member; the oldest go first. A member never runs
 /// this many tools at once, so only a flood of unfinished starts hits it.
 pub const MAX_TOOLS_PER_MEMBER: usize = 64;
+/// Members tracked across all teams. Events may name members no roster
+/// lists, which are never looked up; past this, expired ones are dropped,
+/// and while none has expired a new member's call is not recorded.
+pub const MAX_MEMBERS: usize = 4096;
 
 /// Why a member is busy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,9 +98,16 @@ impl BusySignals {
     }
 
     /// Stores a call, evicting the member's oldest call when at the cap.
-    fn put(&self, team: &str, member: &str, tool_id: &str, call: Call) {
+    fn put(&self, team: &str, member: &str, tool_id: &str, call: Call, now: EpochMs) {
         let mut members = self.members();
-        let calls = members.entry(key(team, member)).or_default();
+        let key = key(team, member);
+        if !members.contains_key(&key) && members.len() >= MAX_MEMBERS {
+            members.retain(|_, calls| calls.values().any(|call| now < call.expires()));
+            if members.len() >= MAX_MEMBERS {
+                return;
+            }
+        }
+        let calls = members.entry(key).or_default();
         if !calls.contains_key(tool_id) && calls.len() >= MAX_TOOLS_PER_MEMBER {
             let oldest = calls
                 .iter()
@@ -122,7 +134,7 @@ impl BusySignals {
             started: at.min(now),
             tool_name: tool_name.map(str::to_string),
         };
-        self.put(team, member, tool_id, call);
+        self.put(team, member, tool_id, call, now);
     }
 
     /// A tool call finished: the member stays busy for [`RECENT_TOOL_MS`]
@@ -149,7 +161,7 @@ impl BusySignals {
             busy_until: at.min(now) + RECENT_TOOL_MS,
             tool_name,
         };
-        self.put(team, member, tool_id, call);
+        self.put(team, member, tool_id, call, now);
     }
 
     /// The app lost track of some calls: forgets the listed ones, or every
@@ -297,6 +309,25 @@ mod tests {
         busy.tool_started("forge", "jack", "t", None, 1, 1);
         busy.forget_team("FORGE");
         assert_eq!(busy.busy("forge", "jack", 1), None);
+    }
+
+    #[test]
+    fn members_are_capped_and_expired_ones_make_room() {
+        let busy = BusySignals::default();
+        for n in 0..MAX_MEMBERS {
+            busy.tool_finished("forge", &format!("m{n}"), "t", 0, 0);
+        }
+        // All busy until RECENT_TOOL_MS: a new member is not recorded.
+        busy.tool_started("forge", "late", "t", None, 1, 1);
+        assert_eq!(busy.busy("forge", "late", 1), None);
+        assert_eq!(busy.members().len(), MAX_MEMBERS);
+        // Once they expired, they make room.
+        busy.tool_started("forge", "later", "t", None, RECENT_TOOL_MS, RECENT_TOOL_MS);
+        assert_eq!(
+            busy.busy("forge", "later", RECENT_TOOL_MS),
+            Some(BusyReason::ActiveToolActivity)
+        );
+        assert_eq!(busy.members().len(), 1);
     }
 
     #[test]
