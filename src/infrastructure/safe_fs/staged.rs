@@ -161,9 +161,13 @@ pub fn commit(staged: Vec<Staged>) -> io::Result<()> {
         if result.is_err() {
             break;
         }
-        let dir = file.dir.try_clone()?;
-        match file.publish() {
-            Ok(()) => published.push(dir),
+        // A folder handle kept to sync it after the loop; without one the
+        // file is not published, like a failed rename.
+        match file.dir.try_clone() {
+            Ok(dir) => match file.publish() {
+                Ok(()) => published.push(dir),
+                Err(e) => result = Err(e),
+            },
             Err(e) => result = Err(e),
         }
     }
