@@ -290,6 +290,11 @@ describe('readActivity', () => {
     expect(readActivity(dir)).toBeUndefined()
     writeJson(file(dir), { schemaVersion: 1, pid: process.pid, updatedAt: 'x', queue: { queuedItems: [] } })
     expect(readActivity(dir)).toMatchObject({ pid: process.pid, alive: true })
+    // 0 and negative pids name process groups, which kill(pid, 0) would answer for.
+    for (const pid of [0, -1]) {
+      writeJson(file(dir), { schemaVersion: 1, pid, updatedAt: 'x', queue: { queuedItems: [] } })
+      expect(readActivity(dir)).toMatchObject({ pid, alive: false })
+    }
   })
 
   it.each([

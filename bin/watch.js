@@ -78,6 +78,8 @@ function spoolBacklog(teamsDir) {
 
 /** Whether a process with this pid exists (EPERM: it exists, as another user). */
 function processAlive(pid) {
+  // 0 and negative pids name process groups: kill() would answer for them.
+  if (pid <= 0) return false
   try {
     process.kill(pid, 0)
     return true
@@ -101,8 +103,15 @@ function readActivity(teamsDir) {
     if (!stat.isFile()) return { problem: 'activity.json is not a regular file' }
     if (stat.size > MAX_ACTIVITY_BYTES) return { problem: 'activity.json is too large' }
     fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK)
-    const text = fs.readFileSync(fd, 'utf8')
-    const activity = JSON.parse(text)
+    // Checked again on the handle: the name may have been swapped since.
+    const opened = fs.fstatSync(fd)
+    if (!opened.isFile()) return { problem: 'activity.json is not a regular file' }
+    if (opened.size > MAX_ACTIVITY_BYTES) return { problem: 'activity.json is too large' }
+    const buffer = Buffer.alloc(MAX_ACTIVITY_BYTES + 1)
+    let length = 0
+    for (let n; length < buffer.length && (n = fs.readSync(fd, buffer, length, buffer.length - length, null)) > 0; ) length += n
+    if (length > MAX_ACTIVITY_BYTES) return { problem: 'activity.json is too large' }
+    const activity = JSON.parse(buffer.toString('utf8', 0, length))
     const queue = activity && activity.queue
     if (!Number.isSafeInteger(activity.pid) || !queue || !Array.isArray(queue.queuedItems)) {
       return { problem: 'activity.json has an unexpected shape' }
