@@ -334,26 +334,8 @@ impl Dir {
         }
     }
 
-    fn remove_tree_at(&self, name: &OsStr, depth: usize) -> io::Result<()> {
-        match self.meta(name)? {
-            None => return Ok(()),
-            Some(meta) if meta.kind != FileKind::Dir => {
-                self.remove_file(name)?;
-                return Ok(());
-            }
-            Some(_) => {}
-        }
-        if depth == 0 {
-            return Err(io::Error::other(format!(
-                "{}: more than {MAX_REMOVE_DEPTH} folders deep; not removed",
-                self.child(name).display()
-            )));
-        }
-        if let Some(sub) = self.open_dir(name)? {
-            for child in sub.raw_names()? {
-                sub.remove_tree_at(&child, depth - 1)?;
-            }
-        }
+    /// Removes the folder `name`, now empty (see `remove_tree_at`); absent is fine.
+    fn remove_empty_dir(&self, name: &OsStr) -> io::Result<()> {
         match rfs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR) {
             Ok(()) | Err(Errno::NOENT) => Ok(()),
             Err(e) => Err(with_path(&self.child(name), e)),

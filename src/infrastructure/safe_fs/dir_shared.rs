@@ -1,13 +1,13 @@
 //! The [`Dir`] methods that are the same on every platform: they are built
 //! only on the platform's own primitives (`component`, `open_file`,
-//! `write_replacing`, `remove_tree_at`). Included by both `dir.rs` (Unix)
+//! `write_replacing`, `meta`, `remove_file`, `remove_empty_dir`). Included by both `dir.rs` (Unix)
 //! and `dir_windows.rs` as their child module, so it sees `Dir`'s fields.
 
 use std::ffi::OsStr;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use super::super::kinds::FileRead;
+use super::super::kinds::{FileKind, FileRead};
 use super::super::with_path;
 use super::{Dir, MAX_REMOVE_DEPTH};
 
@@ -53,5 +53,30 @@ impl Dir {
     /// few levels deep.
     pub fn remove_tree(&self, name: impl AsRef<OsStr>) -> io::Result<()> {
         self.remove_tree_at(self.component(name.as_ref())?, MAX_REMOVE_DEPTH)
+    }
+
+    fn remove_tree_at(&self, name: &OsStr, depth: usize) -> io::Result<()> {
+        match self.meta(name)? {
+            None => return Ok(()),
+            Some(meta) if meta.kind != FileKind::Dir => {
+                self.remove_file(name)?;
+                return Ok(());
+            }
+            Some(_) => {}
+        }
+        if depth == 0 {
+            return Err(io::Error::other(format!(
+                "{}: more than {MAX_REMOVE_DEPTH} folders deep; not removed",
+                self.child(name).display()
+            )));
+        }
+        // The subfolder's handle is dropped at the end of this block, before
+        // the folder itself is removed (Windows refuses while it is open).
+        if let Some(sub) = self.open_dir(name)? {
+            for child in sub.raw_names()? {
+                sub.remove_tree_at(&child, depth - 1)?;
+            }
+        }
+        self.remove_empty_dir(name)
     }
 }

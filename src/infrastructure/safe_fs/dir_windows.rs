@@ -380,28 +380,10 @@ impl Dir {
         }
     }
 
-    fn remove_tree_at(&self, name: &OsStr, depth: usize) -> io::Result<()> {
-        match self.meta(name)? {
-            None => return Ok(()),
-            Some(meta) if meta.kind != FileKind::Dir => {
-                self.remove_file(name)?;
-                return Ok(());
-            }
-            Some(_) => {}
-        }
-        if depth == 0 {
-            return Err(io::Error::other(format!(
-                "{}: more than {MAX_REMOVE_DEPTH} folders deep; not removed",
-                self.child(name).display()
-            )));
-        }
-        // The folder's pin is dropped at the end of this block: a folder
-        // cannot be removed while a handle denies delete sharing.
-        if let Some(sub) = self.open_dir(name)? {
-            for child in sub.raw_names()? {
-                sub.remove_tree_at(&child, depth - 1)?;
-            }
-        }
+    /// Removes the folder `name`, now empty (see `remove_tree_at`); absent
+    /// is fine. Its own pin was dropped by then: a folder cannot be removed
+    /// while a handle denies delete sharing.
+    fn remove_empty_dir(&self, name: &OsStr) -> io::Result<()> {
         match while_shared(|| fs::remove_dir(self.child(name))) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
