@@ -244,6 +244,17 @@ mod tests {
         path.with_file_name(rotated("journal.jsonl", n))
     }
 
+    /// Appends one event with `diagnostic`, under the default retention.
+    fn append_default(root: &TrustedRoot, path: &Path, diagnostic: &str) {
+        append(
+            root,
+            path,
+            &event(vec![diagnostic.into()]),
+            &Retention::default(),
+        )
+        .unwrap();
+    }
+
     #[test]
     fn lines_are_bounded() {
         let (_dir, root, path) = journal();
@@ -406,13 +417,7 @@ mod tests {
                 vec![b'x'; Retention::default().journal_rotate_bytes as usize],
             )
             .unwrap();
-            append(
-                &root,
-                &path,
-                &event(vec![format!("round{round}")]),
-                &Retention::default(),
-            )
-            .unwrap();
+            append_default(&root, &path, &format!("round{round}"));
         }
         assert!(fs::metadata(&path).unwrap().len() < 1000);
         for n in 1..=Retention::default().journal_rotations {
@@ -492,13 +497,7 @@ mod tests {
     #[test]
     fn a_torn_tail_costs_only_its_own_line() {
         let (_dir, root, path) = journal();
-        append(
-            &root,
-            &path,
-            &event(vec!["before".into()]),
-            &Retention::default(),
-        )
-        .unwrap();
+        append_default(&root, &path, "before");
         // A crash or a full disk cut the next append short.
         fs::OpenOptions::new()
             .append(true)
@@ -506,13 +505,7 @@ mod tests {
             .unwrap()
             .write_all(br#"{"event":"torn","timestamp":"#)
             .unwrap();
-        append(
-            &root,
-            &path,
-            &event(vec!["after".into()]),
-            &Retention::default(),
-        )
-        .unwrap();
+        append_default(&root, &path, "after");
         let text = fs::read_to_string(&path).unwrap();
         let parsed: Vec<Option<Value>> =
             text.lines().map(|l| serde_json::from_str(l).ok()).collect();
@@ -525,24 +518,12 @@ mod tests {
     fn a_fifo_or_link_journal_is_moved_aside_unopened_and_restarted() {
         let (dir, root, path) = journal();
         crate::infrastructure::safe_fs::mkfifo(&path);
-        append(
-            &root,
-            &path,
-            &event(vec!["after fifo".into()]),
-            &Retention::default(),
-        )
-        .unwrap();
+        append_default(&root, &path, "after fifo");
         assert!(fs::read_to_string(&path).unwrap().contains("after fifo"));
         fs::remove_file(&path).unwrap();
         let outside = dir.path().join("outside.jsonl");
         std::os::unix::fs::symlink(&outside, &path).unwrap();
-        append(
-            &root,
-            &path,
-            &event(vec!["after link".into()]),
-            &Retention::default(),
-        )
-        .unwrap();
+        append_default(&root, &path, "after link");
         assert!(fs::read_to_string(&path).unwrap().contains("after link"));
         assert!(!outside.exists());
         let kept: Vec<_> = fs::read_dir(dir.path())
