@@ -843,34 +843,30 @@ fn tuning(option: Option<&MemberWorkSyncTuningOption>) -> Tuning {
 /// The retention part of a checked `options.tuning`; absent fields keep
 /// their defaults. The casts are exact: every field is a checked integer.
 fn retention(option: &MemberWorkSyncTuningOption) -> Retention {
-    let d = Retention::default();
-    let int = |value: Option<f64>, default: u64| value.map_or(default, |v| v as u64);
-    Retention {
-        journal_rotate_bytes: int(option.journal_rotate_bytes, d.journal_rotate_bytes),
-        journal_rotations: int(option.journal_rotations, d.journal_rotations.into()) as u32,
-        outbox_finished_max_age_ms: int(
-            option.outbox_finished_max_age_ms,
-            d.outbox_finished_max_age_ms as u64,
-        ) as i64,
-        outbox_finished_max_items: int(
-            option.outbox_finished_max_items,
-            d.outbox_finished_max_items as u64,
-        ) as usize,
-        spool_processed_max_files: int(
-            option.spool_processed_max_files,
-            d.spool_processed_max_files as u64,
-        ) as usize,
-        spool_processed_max_age_ms: int(
-            option.spool_processed_max_age_ms,
-            d.spool_processed_max_age_ms as u64,
-        ) as i64,
-        spool_invalid_max_files: int(
-            option.spool_invalid_max_files,
-            d.spool_invalid_max_files as u64,
-        ) as usize,
-        spool_invalid_max_age_ms: int(
-            option.spool_invalid_max_age_ms,
-            d.spool_invalid_max_age_ms as u64,
-        ) as i64,
+    let mut retention = Retention::default();
+    if let Some(bytes) = option.journal_rotate_bytes {
+        retention.journal_rotate_bytes = bytes as u64;
     }
+    if let Some(n) = option.journal_rotations {
+        retention.journal_rotations = n as u32;
+    }
+    if let Some(ms) = option.outbox_finished_max_age_ms {
+        retention.outbox_finished_max_age_ms = ms as i64;
+    }
+    if let Some(n) = option.outbox_finished_max_items {
+        retention.outbox_finished_max_items = n as usize;
+    }
+    if let Some(n) = option.spool_processed_max_files {
+        retention.spool_processed_max_files = n as usize;
+    }
+    if let Some(ms) = option.spool_processed_max_age_ms {
+        retention.spool_processed_max_age_ms = ms as i64;
+    }
+    if let Some(n) = option.spool_invalid_max_files {
+        retention.spool_invalid_max_files = n as usize;
+    }
+    if let Some(ms) = option.spool_invalid_max_age_ms {
+        retention.spool_invalid_max_age_ms = ms as i64;
+    }
+    retention
 }
