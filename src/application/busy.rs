@@ -98,7 +98,16 @@ impl BusySignals {
     }
 
     /// Stores a call, evicting the member's oldest call when at the cap.
-    fn put(&self, team: &str, member: &str, tool_id: &str, call: Call, now: EpochMs) {
+    /// Stores the call `make` builds from the one already stored under
+    /// `tool_id` (if any), in one critical section.
+    fn put(
+        &self,
+        team: &str,
+        member: &str,
+        tool_id: &str,
+        now: EpochMs,
+        make: impl FnOnce(Option<&Call>) -> Call,
+    ) {
         let mut members = self.members();
         let key = key(team, member);
         if !members.contains_key(&key) && members.len() >= MAX_MEMBERS {
@@ -117,6 +126,7 @@ impl BusySignals {
                 calls.remove(&oldest);
             }
         }
+        let call = make(calls.get(tool_id));
         calls.insert(tool_id.to_string(), call);
     }
 
@@ -130,11 +140,10 @@ impl BusySignals {
         at: EpochMs,
         now: EpochMs,
     ) {
-        let call = Call::Running {
+        self.put(team, member, tool_id, now, |_| Call::Running {
             started: at.min(now),
             tool_name: tool_name.map(str::to_string),
-        };
-        self.put(team, member, tool_id, call, now);
+        });
     }
 
     /// A tool call finished: the member stays busy for [`RECENT_TOOL_MS`]
@@ -147,21 +156,15 @@ impl BusySignals {
         at: EpochMs,
         now: EpochMs,
     ) {
-        let tool_name = match self
-            .members()
-            .get(&key(team, member))
-            .and_then(|c| c.get(tool_id))
-        {
-            Some(Call::Running { tool_name, .. } | Call::Finished { tool_name, .. }) => {
-                tool_name.clone()
-            }
-            None => None,
-        };
-        let call = Call::Finished {
+        self.put(team, member, tool_id, now, |seen| Call::Finished {
             busy_until: at.min(now) + RECENT_TOOL_MS,
-            tool_name,
-        };
-        self.put(team, member, tool_id, call, now);
+            tool_name: match seen {
+                Some(Call::Running { tool_name, .. } | Call::Finished { tool_name, .. }) => {
+                    tool_name.clone()
+                }
+                None => None,
+            },
+        });
     }
 
     /// The app lost track of some calls: forgets the listed ones, or every
