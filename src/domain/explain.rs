@@ -110,7 +110,8 @@ fn readiness_words(line: &Value) -> Option<String> {
     ))
 }
 
-/// Why a member is busy: the reason, and the tool when the journal names it.
+/// A line's reason, and the tool the member was busy with when the journal
+/// names one (busy skips and busy retries).
 fn busy_words(line: &Value) -> String {
     match field(line, "toolName") {
         Some(_) => format!("{}, with {}", text(line, "reason"), text(line, "toolName")),
@@ -230,10 +231,7 @@ pub fn sentence_for(line: &Value) -> String {
         "nudge_retryable" => format!(
             "nudge {} not delivered ({}); next attempt at {}",
             t("outboxId"),
-            match field(line, "toolName") {
-                Some(_) => format!("{}, with {}", t("reason"), t("toolName")),
-                None => t("reason"),
-            },
+            busy_words(line),
             t("nextAttemptAt")
         ),
         "watchdog_cooldown_active" => format!(
