@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use super::ports::{IntentStatus, ReportIntent, StoredStatus};
 use super::reconcile::{check_name, Reconciler, WorkSyncError};
 use crate::domain::agenda::TeamIndex;
-use crate::domain::metrics::{team_metrics, ReportOutcome, TeamMetrics};
+use crate::domain::metrics::{team_metrics, MetricsIndex, ReportOutcome, TeamMetrics};
 use crate::domain::names::normalize_member_name;
 use crate::domain::report::{
     lease_ms, validate, InvalidPayload, Rejection, ReportRequest, ReportSource, ValidationContext,
@@ -372,24 +372,19 @@ impl Reconciler {
     /// `getMetrics`: counts, state counts and phase-2 readiness from the team index.
     pub fn get_metrics(&self, team: &str) -> Result<TeamMetrics, WorkSyncError> {
         check_name("teamName", team)?;
-        let index = self.ports.metrics.read(team)?;
-        Ok(team_metrics(
-            team,
-            &format_iso(self.ports.clock.now_ms()),
-            &index,
-        ))
+        Ok(self.summarize_metrics(team, &self.ports.metrics.read(team)?))
     }
 
     /// [`Reconciler::get_metrics`] without side effects: a corrupt index
     /// reads as empty and is left where it is (operators' read-only views).
     pub fn preview_metrics(&self, team: &str) -> Result<TeamMetrics, WorkSyncError> {
         check_name("teamName", team)?;
-        let index = self.ports.metrics.peek(team)?;
-        Ok(team_metrics(
-            team,
-            &format_iso(self.ports.clock.now_ms()),
-            &index,
-        ))
+        Ok(self.summarize_metrics(team, &self.ports.metrics.peek(team)?))
+    }
+
+    /// The `getMetrics` answer for `index`, generated now.
+    fn summarize_metrics(&self, team: &str, index: &MetricsIndex) -> TeamMetrics {
+        team_metrics(team, &format_iso(self.ports.clock.now_ms()), index)
     }
 
     /// The compact agenda block an agent gets in its briefing (same agenda and
