@@ -534,7 +534,13 @@ function checkSpool(root, completed, maybe, f, { afterRestart, restartClaimed })
         try {
           readJson(file)
         } catch (e) {
-          f.fail('spool_meta_unparseable', `${dir}/${entry.name}: ${e.message}`)
+          // A new result's meta is written in place before its payload moves
+          // in (the commit): a kill mid-write may leave it torn, but never
+          // beside its payload, and the restart's drain files the claim
+          // again, replacing it whole.
+          const committed = fs.existsSync(file.slice(0, -'.meta.json'.length))
+          if (committed || afterRestart) f.fail('spool_meta_unparseable', `${dir}/${entry.name}: ${e.message}`)
+          else f.note('torn_meta_of_uncommitted_claim')
         }
       } else if (!entry.name.startsWith('.') && afterRestart && !fs.existsSync(`${file}.meta.json`)) {
         f.fail('spool_result_without_meta', `${dir}/${entry.name}`)

@@ -431,9 +431,6 @@ impl TurnSettledIngestor {
         for lines in journal.members.into_values() {
             self.journal.record_all(lines);
         }
-        // Every drain tidies, also one that claimed nothing: a killed hook's
-        // temp file must not wait for the next event to be swept.
-        let tidied = self.spool.after_drain();
         // Committed first, acted on after: a file is never acted on twice. A
         // crash in between loses only the wake-up, as a crash just after it
         // would (the queue lives in memory); the app's startup scan
@@ -445,7 +442,10 @@ impl TurnSettledIngestor {
                 summary.failed += 1;
             }
         }
-        tidied?;
+        // Every drain tidies, also one that claimed nothing (a killed hook's
+        // temp file must not wait for the next event to be swept), once its
+        // events were handed on: retention never delays them.
+        self.spool.after_drain()?;
         Ok(summary)
     }
 

@@ -413,6 +413,19 @@ impl Dir {
         }
     }
 
+    /// Creates `name` itself for writing, only if nothing is there (a link
+    /// at `name` counts: `O_EXCL` never follows one); `None` when something
+    /// is. Permission bits `mode & 0o600` until set on the handle.
+    pub(super) fn create_exclusive(&self, name: &OsStr, mode: u32) -> io::Result<Option<File>> {
+        let name = self.component(name)?;
+        let flags = FILE_FLAGS | OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL;
+        match rfs::openat(&self.fd, name, flags, permission_mode(mode & 0o600)) {
+            Ok(fd) => Ok(Some(File::from(fd))),
+            Err(Errno::EXIST) => Ok(None),
+            Err(e) => Err(with_path(&self.child(name), e)),
+        }
+    }
+
     /// The folder's handle, for the sibling modules' system calls.
     pub(super) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
         std::os::fd::AsFd::as_fd(&self.fd)

@@ -480,6 +480,24 @@ impl Dir {
         stamp_of_file(&self.pin.handle, &self.path)
     }
 
+    /// Creates `name` itself for writing, only if nothing is there
+    /// (`CREATE_NEW` fails on any existing name, a link included); `None`
+    /// when something is.
+    pub(super) fn create_exclusive(&self, name: &OsStr, _mode: u32) -> io::Result<Option<File>> {
+        let name = self.component(name)?;
+        let created = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .share_mode(SHARE_ALL)
+            .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+            .open(self.child(name));
+        match created {
+            Ok(file) => Ok(Some(file)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(None),
+            Err(e) => Err(with_path(&self.child(name), e)),
+        }
+    }
+
     /// Creates a fresh temp file for `target` (see [`TempName`]).
     pub(super) fn create_temp(&self, target: &OsStr) -> io::Result<(String, File)> {
         loop {

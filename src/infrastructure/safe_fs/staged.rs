@@ -15,6 +15,12 @@
 //! new content, exactly as with [`Dir::write_atomic`]; a crash before a
 //! rename leaves only the temp file, which the sweep removes. A staged file
 //! dropped without being published removes its temp file.
+//!
+//! [`Dir::stage_new`] is for a target that does not exist yet: it writes the
+//! target itself (created exclusively), saving the temp file's rename. Until
+//! its data is synced, a crash can leave it empty or torn, so a caller uses
+//! it only where nothing reads the file before then (see the spool's
+//! results, whose commit point comes after the sync).
 
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
@@ -32,7 +38,9 @@ use super::{temp, with_path};
 pub struct Staged {
     dir: Dir,
     name: OsString,
-    temp_name: String,
+    /// Where the content is written: a temp name, or `name` itself for
+    /// [`Dir::stage_new`].
+    temp_name: OsString,
     file: File,
     published: bool,
 }
@@ -46,9 +54,41 @@ impl Dir {
     pub fn stage(self, name: impl AsRef<OsStr>, bytes: &[u8], mode: u32) -> io::Result<Staged> {
         let name = name.as_ref().to_os_string();
         let (temp_name, file) = self.create_temp_for(&name, mode)?;
-        // Built first, so that a failed write drops it and removes the temp file.
+        Staged::write(self, name, temp_name.into(), file, bytes, mode)
+    }
+
+    /// Writes `bytes` to `name` itself, created only if nothing (a link
+    /// included) is there: `None` when something is (stage a replacement
+    /// with [`Dir::stage`] then). Nothing is synced; [`Staged::publish`]
+    /// has nothing left to rename. Dropped unpublished, the file is removed.
+    pub fn stage_new(
+        self,
+        name: impl AsRef<OsStr>,
+        bytes: &[u8],
+        mode: u32,
+    ) -> io::Result<Option<Staged>> {
+        let name = name.as_ref().to_os_string();
+        let Some(file) = self.create_exclusive(&name, mode)? else {
+            return Ok(None);
+        };
+        let written = name.clone();
+        Staged::write(self, name, written, file, bytes, mode).map(Some)
+    }
+}
+
+impl Staged {
+    /// `bytes` into the freshly created `file` at `temp_name` in `dir`.
+    fn write(
+        dir: Dir,
+        name: OsString,
+        temp_name: OsString,
+        file: File,
+        bytes: &[u8],
+        mode: u32,
+    ) -> io::Result<Staged> {
+        // Built first, so that a failed write drops it and removes the file.
         let mut staged = Staged {
-            dir: self,
+            dir,
             name,
             temp_name,
             file,
@@ -61,16 +101,21 @@ impl Dir {
             .map_err(|e| with_path(&staged.target(), e))?;
         Ok(staged)
     }
-}
 
-impl Staged {
     fn target(&self) -> PathBuf {
         self.dir.path().join(&self.name)
     }
 
     /// Renames the file into place, replacing what is there (a link is
-    /// replaced, never followed). Durable once its folder is synced.
+    /// replaced, never followed); a file staged in place
+    /// ([`Dir::stage_new`]) is there already. Durable once its data
+    /// ([`sync_staged`]) and its folder are synced.
     pub fn publish(mut self) -> io::Result<()> {
+        if self.temp_name == self.name {
+            // Staged in place ([`Dir::stage_new`]).
+            self.published = true;
+            return Ok(());
+        }
         match self
             .dir
             .rename(&self.temp_name, &self.dir, &self.name, true)

@@ -21,9 +21,19 @@ pub const STALE_CLAIM_MS: EpochMs = 5 * 60 * 1000;
 /// wall-clock step it had not seen yet); the modification time is used.
 pub const STAMP_TOLERANCE_MS: EpochMs = 5_000;
 
+/// Most pending names one listing of `incoming/` keeps for the claims that
+/// follow. Listing is O(pending): listing for every batch of 50 made a
+/// backlog of 10,000 cost O(n²) names read and sorted; one listing now
+/// serves 20 batches. Files spooled meanwhile wait until the kept names
+/// are used up (they are newer, so name order holds), and a name another
+/// drainer took is skipped like any lost race.
+pub(super) const LISTED_NAMES_KEPT: usize = 1000;
+
 impl FsSpool {
     /// Recovers stale claims, then claims up to `limit` files of `incoming/`
-    /// in name order. A rename that fails for another reason than losing the
+    /// in name order (the order of the names one listing kept, see
+    /// [`LISTED_NAMES_KEPT`]; `incoming/` is listed again once they are used
+    /// up, or when recovery put older names back). A rename that fails for another reason than losing the
     /// file to another drainer (a read-only spool, say) fails the claim: the
     /// claims already made are given back and the error names the path.
     pub(super) fn claim_batch(&self, limit: usize) -> Result<Vec<SpoolClaim>, PortError> {
@@ -35,20 +45,24 @@ impl FsSpool {
             return Ok(Vec::new());
         };
         let processing = self.paths.create(Folder::Processing)?;
-        recover_stale(&processing, &incoming, now)?;
-        let mut names: Vec<String> = incoming
-            .entries()?
-            .into_iter()
-            .map(|entry| entry.name)
-            // Hidden names are the hook's temp files, still being written.
-            .filter(|name| !name.starts_with('.'))
-            .collect();
-        names.sort_unstable();
+        let mut backlog = self.backlog.lock().unwrap_or_else(|p| p.into_inner());
+        if recover_stale(&processing, &incoming, now)? > 0 {
+            // Their names are older than the listed ones: list again.
+            backlog.clear();
+        }
         let mut claims = Vec::new();
-        for name in names {
-            if claims.len() >= limit {
-                break;
-            }
+        let mut listed = false;
+        while claims.len() < limit {
+            let name = match backlog.pop() {
+                Some(name) => name,
+                // Listed once per claim at most: what is left was taken.
+                None if listed => break,
+                None => {
+                    *backlog = list_pending(&incoming)?;
+                    listed = true;
+                    continue;
+                }
+            };
             let id = claim_id(&name);
             let claimed = claimed_name(&id, now);
             match incoming.rename(&name, &processing, &claimed, false) {
@@ -84,6 +98,9 @@ impl FsSpool {
                 content,
             });
         }
+        // A full batch: more may wait, and retention goes easy (see
+        // `PruneSchedule`).
+        self.prunes.note_claimed(claims.len() >= limit);
         Ok(claims)
     }
 
@@ -106,9 +123,28 @@ fn give_back(processing: &Dir, incoming: &Dir, claim: &SpoolClaim) -> io::Result
     processing.rename(&claimed, incoming, &claim.id, false)
 }
 
-/// Takes claims older than [`STALE_CLAIM_MS`] back to `incoming/`; losing
-/// one to another drainer's recovery is fine.
-fn recover_stale(processing: &Dir, incoming: &Dir, now: EpochMs) -> io::Result<()> {
+/// The oldest [`LISTED_NAMES_KEPT`] pending names of `incoming/` (hidden
+/// names are the hook's temp files, still being written), newest first so
+/// that the next claim pops the oldest.
+fn list_pending(incoming: &Dir) -> io::Result<Vec<String>> {
+    let mut names: Vec<String> = incoming
+        .entries()?
+        .into_iter()
+        .map(|entry| entry.name)
+        .filter(|name| !name.starts_with('.'))
+        .collect();
+    if names.len() > LISTED_NAMES_KEPT {
+        names.select_nth_unstable(LISTED_NAMES_KEPT);
+        names.truncate(LISTED_NAMES_KEPT);
+    }
+    names.sort_unstable_by(|a, b| b.cmp(a));
+    Ok(names)
+}
+
+/// Takes claims older than [`STALE_CLAIM_MS`] back to `incoming/` and says
+/// how many went; losing one to another drainer's recovery is fine.
+fn recover_stale(processing: &Dir, incoming: &Dir, now: EpochMs) -> io::Result<usize> {
+    let mut recovered = 0;
     for entry in processing.entries()? {
         let (original, claimed_at) = parse_claimed(&entry.name);
         let claimed_at = match claimed_at {
@@ -119,11 +155,13 @@ fn recover_stale(processing: &Dir, incoming: &Dir, now: EpochMs) -> io::Result<(
                 None => continue,
             },
         };
-        if now - claimed_at > STALE_CLAIM_MS {
-            processing.rename(&entry.name, incoming, original, false)?;
+        if now - claimed_at > STALE_CLAIM_MS
+            && processing.rename(&entry.name, incoming, original, false)?
+        {
+            recovered += 1;
         }
     }
-    Ok(())
+    Ok(recovered)
 }
 
 #[cfg(test)]

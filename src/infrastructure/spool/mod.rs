@@ -52,7 +52,7 @@ mod testing;
 
 use crate::domain::retention::Retention;
 use std::sync::atomic::AtomicI64;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::application::ports::{Clock, PortError};
 use crate::application::turn_settled::{Filing, SpoolClaim, TurnSettledSpool};
@@ -64,6 +64,7 @@ pub use paths::SpoolPaths;
 pub use sweep::{ABANDONED_TEMP_MS, SWEEP_EVERY_MS};
 
 use paths::Folder;
+use results::{PruneSchedule, Removals};
 
 /// The file-backed spool.
 pub struct FsSpool {
@@ -73,6 +74,13 @@ pub struct FsSpool {
     last_sweep_ms: AtomicI64,
     /// How many processed and invalid results are kept, and how long.
     retention: Retention,
+    /// Pending names of the last listing of `incoming/` not claimed yet,
+    /// newest first (see [`claim::LISTED_NAMES_KEPT`]).
+    backlog: Mutex<Vec<String>>,
+    /// When each results folder is pruned next.
+    prunes: PruneSchedule,
+    /// Retention's removals under way.
+    removals: Removals,
 }
 
 impl FsSpool {
@@ -83,6 +91,9 @@ impl FsSpool {
             clock,
             last_sweep_ms: AtomicI64::new(0),
             retention: Retention::default(),
+            backlog: Mutex::default(),
+            prunes: PruneSchedule::default(),
+            removals: Removals::default(),
         }
     }
 

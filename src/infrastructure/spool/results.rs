@@ -3,46 +3,52 @@
 
 use std::collections::HashSet;
 use std::io;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::thread::JoinHandle;
 
 use serde_json::Value;
 
 use super::claim::STALE_CLAIM_MS;
 use super::name::{claimed_name, meta_name, parse_spool_name, parse_stamp, SpoolName, META_SUFFIX};
 use super::paths::Folder;
+use super::sweep::SWEEP_EVERY_MS;
 use super::FsSpool;
 use crate::application::ports::PortError;
 use crate::application::turn_settled::{Disposition, Filing};
 use crate::domain::time::EpochMs;
-use crate::infrastructure::safe_fs::{is_temp_name, sync_staged, Dir};
+use crate::infrastructure::safe_fs::{is_temp_name, sync_staged, Dir, Staged};
 
 impl FsSpool {
     /// Files a batch of claims (see [`TurnSettledSpool::file`]), each with
     /// its meta file, in four steps with one sync pass between each:
     ///
-    /// 1. every meta file is written to a temp file and the batch's data
-    ///    synced ([`sync_staged`]: writeback of all of them starts before the
-    ///    first fsync waits, so they share journal commits);
-    /// 2. the meta files are renamed into place and each results folder
-    ///    synced once: every outcome is durable before its claim moves;
+    /// 1. every meta file is written (in place when it is new, see
+    ///    [`stage_meta`]) and the batch's data synced ([`sync_staged`]:
+    ///    writeback of all of them starts before the first fsync waits, and
+    ///    the waits overlap);
+    /// 2. meta files written to a temp file are renamed into place, and the
+    ///    results folders are synced side by side: every outcome is durable
+    ///    before its claim moves;
     /// 3. each payload is renamed from `processing/` into its results folder,
     ///    the commit point (`Ok(false)`: the claim was lost to another
     ///    drainer's recovery);
-    /// 4. `processing/` and the results folders are synced once each, so no
-    ///    event is acted on before its move is on disk.
+    /// 4. `processing/` and the results folders are synced side by side, so
+    ///    no event is acted on before its move is on disk.
     ///
-    /// A filing whose meta cannot be written or synced is an error and its
-    /// claim stays in `processing/` (the caller releases it). A failure to
-    /// sync the folders after the moves cannot take them back: they stand.
+    /// A filing whose meta cannot be written or synced, or whose results
+    /// folder cannot be opened (a link planted where `invalid/` should be)
+    /// or synced, is an error and its claim stays in `processing/` (the
+    /// caller releases it); the other filings of the batch go on. A failure
+    /// to sync the folders after the moves cannot take them back: they stand.
     /// [`TurnSettledSpool::file`]: crate::application::turn_settled::TurnSettledSpool::file
     pub(super) fn file_batch(&self, filings: &[Filing<'_>]) -> Vec<Result<bool, PortError>> {
         let mut results: Vec<Option<Result<bool, PortError>>> = Vec::new();
         results.resize_with(filings.len(), || None);
         if let Err(error) = self.file_into(filings, &mut results) {
-            // A folder that could not be opened or synced: every filing not
-            // decided yet fails with it.
+            // `processing/` could not be opened: every filing fails with it.
             for result in results.iter_mut().filter(|r| r.is_none()) {
-                let copy = io::Error::new(error.kind(), error.to_string());
-                *result = Some(Err(copy.into()));
+                *result = Some(Err(copy_error(&error).into()));
             }
         }
         results
@@ -62,30 +68,29 @@ impl FsSpool {
         let Some(processing) = self.paths.open(Folder::Processing)? else {
             return Ok(());
         };
-        let mut folders: Vec<(Folder, Dir)> = Vec::new();
+        // Each results folder opened once; one that cannot be (a link where
+        // `invalid/` should be) fails only the filings bound for it.
+        let mut folders: Vec<(Folder, io::Result<Dir>)> = Vec::new();
         for filing in filings {
             let folder = folder_of(filing.disposition);
             if !folders.iter().any(|(f, _)| *f == folder) {
-                folders.push((folder, self.paths.create(folder)?));
+                folders.push((folder, self.paths.create(folder)));
             }
         }
-        let dir_of = |disposition| {
-            let folder = folder_of(disposition);
-            &folders
-                .iter()
-                .find(|(f, _)| *f == folder)
-                .expect("every filing's folder was opened")
-                .1
+        let dir_of = |folder: Folder| -> io::Result<&Dir> {
+            match folders.iter().find(|(f, _)| *f == folder) {
+                Some((_, Ok(dir))) => Ok(dir),
+                Some((_, Err(error))) => Err(copy_error(error)),
+                None => unreachable!("every filing's folder was opened"),
+            }
         };
         // 1. Meta files beside their targets, their data synced as one pass.
         let mut staged = Vec::new();
         let mut owners = Vec::new();
         for (i, filing) in filings.iter().enumerate() {
-            let dir = dir_of(filing.disposition);
-            match meta_bytes(&filing.meta).and_then(|bytes| {
-                dir.try_clone()?
-                    .stage(meta_name(&filing.claim.id), &bytes, META_MODE)
-            }) {
+            let written = dir_of(folder_of(filing.disposition))
+                .and_then(|dir| stage_meta(dir, &filing.claim.id, &meta_bytes(&filing.meta)?));
+            match written {
                 Ok(file) => {
                     staged.push(file);
                     owners.push(i);
@@ -102,27 +107,42 @@ impl FsSpool {
                 Err(error) => results[i] = Some(Err(error.into())),
             }
         }
-        for (_, dir) in &folders {
-            dir.sync()?;
-        }
+        let opened: Vec<(Folder, &Dir)> = folders
+            .iter()
+            .filter_map(|(folder, dir)| Some((*folder, dir.as_ref().ok()?)))
+            .collect();
+        let dirs: Vec<&Dir> = opened.iter().map(|(_, dir)| *dir).collect();
+        let unsynced: Vec<(Folder, io::Error)> = opened
+            .iter()
+            .zip(sync_dirs(&dirs))
+            .filter_map(|((folder, _), synced)| Some((*folder, synced.err()?)))
+            .collect();
         // 3. The commit point: each payload moves into its results folder.
         for i in placed {
             let filing = &filings[i];
+            let folder = folder_of(filing.disposition);
+            if let Some((_, error)) = unsynced.iter().find(|(f, _)| *f == folder) {
+                results[i] = Some(Err(copy_error(error).into()));
+                continue;
+            }
             let claimed = claimed_name(&filing.claim.id, filing.claim.claimed_at_ms);
             // Replacing: an older result of the same name is superseded.
-            let moved =
-                processing.rename(&claimed, dir_of(filing.disposition), &filing.claim.id, true);
+            let moved = dir_of(folder)
+                .and_then(|dir| processing.rename(&claimed, dir, &filing.claim.id, true));
+            if matches!(moved, Ok(true)) {
+                self.prunes.note_filed(folder, 1);
+            }
             results[i] = Some(moved.map_err(Into::into));
         }
         // 4. The moves, durable before any of them is acted on.
-        let _ = processing.sync();
-        for (_, dir) in &folders {
-            let _ = dir.sync();
-        }
+        let mut moved_into = vec![&processing];
+        moved_into.extend(dirs);
+        let _ = sync_dirs(&moved_into);
         Ok(())
     }
 
-    /// Applies retention to `folder` (see [`prune`]); nothing when it is missing.
+    /// Applies retention to `folder` (see [`past_retention`]) when it is due (see
+    /// [`PruneSchedule`]); nothing when it is missing.
     pub(super) fn prune_folder(
         &self,
         folder: Folder,
@@ -130,11 +150,51 @@ impl FsSpool {
         max_age_ms: EpochMs,
         now: EpochMs,
     ) -> io::Result<()> {
-        match self.paths.open(folder)? {
-            Some(dir) => prune(&dir, keep, max_age_ms, now),
-            None => Ok(()),
+        if !self.prunes.due(folder, keep, now) {
+            return Ok(());
         }
+        // Never two removals of one folder at once: the last one finishes
+        // before the folder is listed again.
+        self.removals.wait();
+        let Some(dir) = self.paths.open(folder)? else {
+            return Ok(());
+        };
+        let doomed = past_retention(&dir, keep, max_age_ms, now)?;
+        if self.prunes.backlog() {
+            // The removals overlap the next drain's claims and syncs instead
+            // of holding up this drain's return.
+            self.removals.start(dir, doomed);
+        } else {
+            remove_results(&dir, &doomed);
+        }
+        Ok(())
     }
+}
+
+/// A second error like `error`, for each filing it fails.
+fn copy_error(error: &io::Error) -> io::Error {
+    io::Error::new(error.kind(), error.to_string())
+}
+
+/// Syncs each folder, side by side: each fsync waits on the disk on its
+/// own, so two or three of them take about as long as one.
+fn sync_dirs(dirs: &[&Dir]) -> Vec<io::Result<()>> {
+    let Some((first, rest)) = dirs.split_first() else {
+        return Vec::new();
+    };
+    std::thread::scope(|scope| {
+        let others: Vec<_> = rest
+            .iter()
+            .map(|dir| scope.spawn(move || dir.sync()))
+            .collect();
+        let mut synced = vec![first.sync()];
+        synced.extend(others.into_iter().map(|other| {
+            other
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        }));
+        synced
+    })
 }
 
 /// Permission bits of meta files.
@@ -146,6 +206,26 @@ fn folder_of(disposition: Disposition) -> Folder {
         Disposition::Processed => Folder::Processed,
         Disposition::Invalid => Folder::Invalid,
     }
+}
+
+/// Stages the meta file of the result `id` in `dir`. Written in place when
+/// neither the result nor its meta is there yet (the common case: a result
+/// is filed once), saving a rename per event: until the payload's move
+/// commits the filing, no result sits beside it, and the move follows the
+/// meta's data sync and its folder's sync, so a torn meta (a crash mid-write)
+/// never sits beside a committed payload; the retry after a crash finds the
+/// torn meta and replaces it. Where either exists (an older result of the
+/// same name, a meta left by a crash, another drainer's filing of a
+/// recovered claim), the new meta replaces the old atomically (temp file +
+/// rename): a committed payload only ever sits beside a whole meta.
+fn stage_meta(dir: &Dir, id: &str, bytes: &[u8]) -> io::Result<Staged> {
+    let name = meta_name(id);
+    if dir.meta(id)?.is_none() {
+        if let Some(staged) = dir.try_clone()?.stage_new(&name, bytes, META_MODE)? {
+            return Ok(staged);
+        }
+    }
+    dir.try_clone()?.stage(&name, bytes, META_MODE)
 }
 
 /// A meta file's content: pretty JSON and a final newline.
@@ -162,16 +242,23 @@ pub(super) fn write_meta(dir: &Dir, name: &str, meta: &Value) -> io::Result<()> 
     dir.write_replacing(name, &meta_bytes(meta)?, META_MODE, false)
 }
 
-/// Keeps the newest `keep` results of `dir` and none older than `max_age_ms`,
-/// and removes what a crash can leave: temp files of meta writes, and meta
-/// files whose payload never arrived (a meta is written just before its
-/// payload is renamed in), once they are older than a claim may live.
-/// Entries are removed without following links (a `payload_not_a_file`
-/// result may be a link or a folder: the entry itself goes). An entry that
-/// cannot be removed (a planted tree too deep to descend) is skipped and
-/// tried again next time: one bad entry must not stop the pruning of the rest
-/// or fail the drain. Only a folder that cannot be listed is an error.
-pub(super) fn prune(dir: &Dir, keep: usize, max_age_ms: EpochMs, now: EpochMs) -> io::Result<()> {
+/// The results of `dir` to remove, oldest last: all but the newest `keep`,
+/// and those older than `max_age_ms` (see [`remove_results`]). What a crash
+/// can leave is removed here and now, once older than a claim may live:
+/// temp files of meta writes, and meta files whose payload never arrived (a
+/// meta is written just before its payload is moved in, and a crash in
+/// between leaves it alone). Entries are removed without following links (a
+/// `payload_not_a_file` result may be a link or a folder: the entry itself
+/// goes). An entry that cannot be removed (a planted tree too deep to
+/// descend) is skipped and tried again next time: one bad entry must not
+/// stop the pruning of the rest or fail the drain. Only a folder that cannot
+/// be listed is an error.
+fn past_retention(
+    dir: &Dir,
+    keep: usize,
+    max_age_ms: EpochMs,
+    now: EpochMs,
+) -> io::Result<Vec<String>> {
     let names: Vec<String> = dir.entries()?.into_iter().map(|e| e.name).collect();
     let age_of = |name: &str| dir.meta(name).ok().flatten().map(|meta| meta.modified_ms);
     let mut payloads: Vec<&String> = names
@@ -190,6 +277,7 @@ pub(super) fn prune(dir: &Dir, keep: usize, max_age_ms: EpochMs, now: EpochMs) -
     }
     // Names start with the hook's UTC stamp, so name order is time order.
     payloads.sort_unstable_by(|a, b| b.cmp(a));
+    let mut doomed = Vec::new();
     for (rank, name) in payloads.iter().enumerate() {
         let at = match parse_spool_name(name) {
             SpoolName::Event { stamp_ms, .. } => Some(stamp_ms),
@@ -200,11 +288,152 @@ pub(super) fn prune(dir: &Dir, keep: usize, max_age_ms: EpochMs, now: EpochMs) -
         };
         let too_old = at.is_some_and(|at| now - at > max_age_ms);
         if rank >= keep || too_old {
-            let _ = dir.remove_tree(name.as_str());
-            let _ = dir.remove_tree(meta_name(name));
+            doomed.push(name.to_string());
         }
     }
-    Ok(())
+    Ok(doomed)
+}
+
+/// Threads [`remove_results`] unlinks with.
+const REMOVE_THREADS: usize = 8;
+
+/// Removes each result in `names` and then its meta file (a crash in between
+/// leaves a meta without its payload, which [`past_retention`] removes later),
+/// unlinking on up to [`REMOVE_THREADS`] threads: an unlink that frees a
+/// file's blocks can wait on the disk (on a file system mounted with
+/// `discard` and no journal, for the discard itself: 0.2–2.6 ms each, one
+/// after another, against about 60 µs each side by side on the machine the
+/// drain benchmark ran on), and two of them per event made retention the
+/// drain's largest cost.
+fn remove_results(dir: &Dir, names: &[String]) {
+    let remove = |name: &String| {
+        let _ = dir.remove_tree(name);
+        let _ = dir.remove_tree(meta_name(name));
+    };
+    let threads = names.len().min(REMOVE_THREADS);
+    if threads <= 1 {
+        names.iter().for_each(&remove);
+        return;
+    }
+    let remove = &remove;
+    std::thread::scope(|scope| {
+        for part in names.chunks(names.len().div_ceil(threads)) {
+            scope.spawn(move || part.iter().for_each(remove));
+        }
+    });
+}
+
+/// Removals of results past retention handed to a thread of their own while
+/// a backlog drains (see [`FsSpool::prune_folder`]); at most one runs at a
+/// time, and dropping the spool waits for it.
+#[derive(Debug, Default)]
+pub(super) struct Removals {
+    running: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Removals {
+    /// Waits for the removal under way, if any.
+    pub(super) fn wait(&self) {
+        let running = self
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(running) = running {
+            // (A panic there was a bug in a removal, not in this drain.)
+            let _ = running.join();
+        }
+    }
+
+    /// Removes `names` from `dir` on a thread of its own, once the removal
+    /// under way is done. If no thread can be started, the results stay
+    /// until the next prune lists them again.
+    fn start(&self, dir: Dir, names: Vec<String>) {
+        self.wait();
+        if names.is_empty() {
+            return;
+        }
+        let job = std::thread::Builder::new()
+            .name("mws-spool-retention".into())
+            .spawn(move || remove_results(&dir, &names));
+        if let Ok(running) = job {
+            *self.running.lock().unwrap_or_else(|p| p.into_inner()) = Some(running);
+        }
+    }
+}
+
+impl Drop for Removals {
+    fn drop(&mut self) {
+        self.wait();
+    }
+}
+
+/// When the results folders are pruned. Pruning lists the folder (O(kept)
+/// names) and removes the results past the cap; once per drain, while a
+/// backlog of thousands drains, that listing and the few removals each made
+/// per drain cost more than filing. So a folder is pruned:
+///
+/// * on its first drain in this process, and at least every
+///   [`SWEEP_EVERY_MS`] (results past their age);
+/// * once more results were filed into it since its last prune than a tenth
+///   of the cap (a folder holds at most the cap and a tenth between prunes,
+///   plus what other drainers filed);
+/// * after a drain that claimed less than a full batch (the backlog is
+///   gone): at rest, the folder is back at its cap after every drain.
+///
+/// Each prune still keeps exactly the newest results up to the cap.
+#[derive(Debug, Default)]
+pub(super) struct PruneSchedule {
+    /// Per results folder (processed, invalid): results filed since its
+    /// last prune.
+    filed: [AtomicUsize; 2],
+    /// Per results folder: when it was last pruned (0: never by this process).
+    pruned_at: [AtomicI64; 2],
+    /// The last claim took as many files as it asked for: a backlog drains.
+    backlog: AtomicBool,
+}
+
+impl PruneSchedule {
+    fn slot(folder: Folder) -> usize {
+        match folder {
+            Folder::Invalid => 1,
+            _ => 0,
+        }
+    }
+
+    /// Records whether the last claim took as many files as it asked for.
+    pub(super) fn note_claimed(&self, full: bool) {
+        self.backlog.store(full, Ordering::Relaxed);
+    }
+
+    /// Whether a backlog drains: the last claim took as many files as it
+    /// asked for.
+    fn backlog(&self) -> bool {
+        self.backlog.load(Ordering::Relaxed)
+    }
+
+    /// Records `count` results filed into `folder`.
+    pub(super) fn note_filed(&self, folder: Folder, count: usize) {
+        self.filed[Self::slot(folder)].fetch_add(count, Ordering::Relaxed);
+    }
+
+    /// Whether `folder`, capped at `keep` results, is to be pruned now;
+    /// when it is, its count starts again.
+    pub(super) fn due(&self, folder: Folder, keep: usize, now: EpochMs) -> bool {
+        let slot = Self::slot(folder);
+        let filed = self.filed[slot].load(Ordering::Relaxed);
+        let last = self.pruned_at[slot].load(Ordering::Relaxed);
+        // (A clock stepped back past the last prune does not stop pruning.)
+        let due = last == 0
+            || !(0..SWEEP_EVERY_MS).contains(&(now - last))
+            || filed > keep / 10
+            || (filed > 0 && !self.backlog());
+        if due {
+            self.filed[slot].fetch_sub(filed, Ordering::Relaxed);
+            self.pruned_at[slot].store(now, Ordering::Relaxed);
+        }
+        due
+    }
 }
 
 #[cfg(test)]
@@ -218,6 +447,12 @@ mod tests {
     use crate::infrastructure::spool::testing::{file_one, names, set_mtime, spool, T0};
     use std::fs;
     use std::os::unix::fs::symlink;
+
+    /// Retention of `dir`, applied at once.
+    fn prune(dir: &Dir, keep: usize, max_age_ms: EpochMs, now: EpochMs) -> io::Result<()> {
+        remove_results(dir, &past_retention(dir, keep, max_age_ms, now)?);
+        Ok(())
+    }
 
     fn open(spool: &FsSpool, folder: Folder) -> Dir {
         spool.paths.open(folder).unwrap().unwrap()

@@ -70,6 +70,7 @@ impl FsSpool {
             if !incoming.rename(&entry.name, invalid, &target, false)? {
                 continue;
             }
+            self.prunes.note_filed(Folder::Invalid, 1);
             let meta = serde_json::json!({
                 "reason": "abandoned_temp_file",
                 "processedAt": format_iso(now),
