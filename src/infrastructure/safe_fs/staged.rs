@@ -311,6 +311,63 @@ mod tests {
         );
     }
 
+    /// `stage_new` writes the target itself, only where nothing is: an
+    /// existing file or a link (even a dangling one) is left alone and never
+    /// followed; dropped unpublished, the new file goes.
+    #[test]
+    fn a_new_file_is_staged_in_place_and_nothing_existing_is_touched() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = TrustedRoot::new(tmp.path());
+        let dir = root.create_dir_all(tmp.path()).unwrap();
+        std::fs::write(tmp.path().join("outside"), "precious").unwrap();
+        std::fs::write(tmp.path().join("old.json"), "old").unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("outside"), tmp.path().join("link.json"))
+            .unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("nowhere"), tmp.path().join("dangling.json"))
+            .unwrap();
+        for taken in ["old.json", "link.json", "dangling.json"] {
+            let staged = dir.try_clone().unwrap().stage_new(taken, b"new", 0o600);
+            assert!(staged.unwrap().is_none(), "{taken}");
+        }
+        assert!(!tmp.path().join("nowhere").exists());
+        let staged = dir
+            .try_clone()
+            .unwrap()
+            .stage_new("new.json", b"new", 0o640)
+            .unwrap()
+            .unwrap();
+        // In place at once: no temp file beside it.
+        assert_eq!(
+            names(tmp.path()),
+            [
+                "dangling.json",
+                "link.json",
+                "new.json",
+                "old.json",
+                "outside"
+            ]
+        );
+        assert!(sync_staged(std::slice::from_ref(&staged))
+            .iter()
+            .all(Result::is_ok));
+        staged.publish().unwrap();
+        assert_eq!(std::fs::read(tmp.path().join("new.json")).unwrap(), b"new");
+        assert_eq!(mode(&tmp.path().join("new.json")), 0o640);
+        drop(
+            dir.try_clone()
+                .unwrap()
+                .stage_new("dropped.json", b"x", 0o600)
+                .unwrap(),
+        );
+        assert!(!tmp.path().join("dropped.json").exists());
+        assert_eq!(std::fs::read(tmp.path().join("old.json")).unwrap(), b"old");
+        assert_eq!(
+            std::fs::read(tmp.path().join("outside")).unwrap(),
+            b"precious"
+        );
+        assert!(dir.stage_new("../escape", b"x", 0o600).is_err());
+    }
+
     #[test]
     fn a_link_at_the_target_is_replaced_never_followed_and_names_are_single_components() {
         let tmp = tempfile::tempdir().unwrap();

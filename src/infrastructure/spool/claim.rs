@@ -278,6 +278,39 @@ mod tests {
         assert_eq!(recovered[0].id, first[0].id);
     }
 
+    /// One listing of `incoming/` serves the claims that follow (it used to
+    /// be listed for every batch: O(pending²) over a backlog): a file spooled
+    /// after it, even under an older name, waits until the listed names are
+    /// used up and is claimed then; a stale claim put back by recovery makes
+    /// the next claim list again, so the oldest name still goes first.
+    #[test]
+    fn one_listing_serves_the_claims_that_follow() {
+        let (_dir, spool, clock) = spool(T0);
+        let incoming = spool.paths().incoming();
+        let name = |second: u32| format!("20261122T1000{second:02}Z-1-0.claude.json");
+        for second in [1, 2, 3] {
+            fs::write(incoming.join(name(second)), b"{}").unwrap();
+        }
+        let claim_one = || {
+            let claims = spool.claim(1).unwrap();
+            claims.first().map(|claim| claim.id.clone())
+        };
+        assert_eq!(claim_one(), Some(name(1)));
+        fs::write(incoming.join(name(0)), b"{}").unwrap();
+        for expected in [Some(name(2)), Some(name(3)), Some(name(0)), None] {
+            assert_eq!(claim_one(), expected);
+        }
+        // A backlog of listed names, then a stale claim goes back.
+        for second in [4, 5, 6] {
+            fs::write(incoming.join(name(second)), b"{}").unwrap();
+        }
+        assert_eq!(claim_one(), Some(name(4)));
+        clock.set(T0 + STALE_CLAIM_MS + 1);
+        let recovered = spool.claim(1).unwrap();
+        // (Name 0 and up were claimed at T0: all of them went back.)
+        assert_eq!(recovered[0].id, name(0));
+    }
+
     #[test]
     fn a_claim_going_back_never_replaces_a_new_file_of_the_same_name() {
         let (_dir, spool, clock) = spool(T0);

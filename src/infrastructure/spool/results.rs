@@ -440,8 +440,8 @@ impl PruneSchedule {
 mod tests {
     use super::*;
     use crate::application::ports::Clock;
-    use crate::application::turn_settled::Disposition;
     use crate::application::turn_settled::TurnSettledSpool;
+    use crate::application::turn_settled::{Disposition, SpoolClaim};
     use crate::domain::retention::Retention;
     use crate::infrastructure::clock::SystemClock;
     use crate::infrastructure::spool::testing::{file_one, names, set_mtime, spool, T0};
@@ -456,6 +456,132 @@ mod tests {
 
     fn open(spool: &FsSpool, folder: Folder) -> Dir {
         spool.paths.open(folder).unwrap().unwrap()
+    }
+
+    /// A claim in `incoming/` named `<stamp of now>-1-<i>.codex.json`, claimed.
+    fn claimed(spool: &FsSpool, ids: std::ops::Range<usize>) -> Vec<SpoolClaim> {
+        let stamp = chrono::DateTime::from_timestamp_millis(spool.clock.now_ms())
+            .unwrap()
+            .format("%Y%m%dT%H%M%SZ");
+        let count = ids.len();
+        for i in ids {
+            let name = format!("{stamp}-1-{i:04}.codex.json");
+            fs::write(spool.paths().incoming().join(name), b"{}").unwrap();
+        }
+        let claims = spool.claim(count).unwrap();
+        assert_eq!(claims.len(), count);
+        claims
+    }
+
+    /// A new result's meta is written in place; where something of its name
+    /// is there already (a torn meta a crash left, an older result of the
+    /// same name with or without its meta), the new meta replaces it whole,
+    /// through a temp file, and nothing else is left.
+    #[test]
+    fn a_meta_is_written_whole_whatever_was_there_before() {
+        let torn: &[u8] = b"{\"event\": {\"provi";
+        for (case, old_payload, old_meta) in [
+            ("nothing there", None, None),
+            ("a torn meta left by a crash", None, Some(torn)),
+            ("an older result", Some(&b"old"[..]), Some(&b"{}"[..])),
+            ("an older result without its meta", Some(&b"old"[..]), None),
+        ] {
+            let (_dir, spool, _) = spool(SystemClock.now_ms());
+            let claim = claimed(&spool, 0..1).remove(0);
+            let processed = spool.paths().processed();
+            let meta = processed.join(meta_name(&claim.id));
+            if let Some(bytes) = old_payload {
+                fs::write(processed.join(&claim.id), bytes).unwrap();
+            }
+            if let Some(bytes) = old_meta {
+                fs::write(&meta, bytes).unwrap();
+            }
+            let outcome = serde_json::json!({"outcome": "enqueued"});
+            let filed = file_one(&spool, &claim, Disposition::Processed, outcome.clone());
+            assert!(filed.unwrap(), "{case}");
+            let written: Value = serde_json::from_slice(&fs::read(&meta).unwrap()).unwrap();
+            assert_eq!(written, outcome, "{case}");
+            assert_eq!(
+                fs::read(processed.join(&claim.id)).unwrap(),
+                b"{}",
+                "{case}"
+            );
+            assert_eq!(
+                names(&processed),
+                vec![claim.id.clone(), meta_name(&claim.id)],
+                "{case}"
+            );
+        }
+    }
+
+    /// A link planted where `invalid/` should be fails the filings bound for
+    /// it, and only those: the valid events of the same batch are filed
+    /// (they used to fail with it), and nothing is written behind the link.
+    #[test]
+    fn a_linked_invalid_folder_fails_only_the_filings_bound_for_it() {
+        let (dir, spool, _) = spool(SystemClock.now_ms());
+        let claims = claimed(&spool, 0..2);
+        let outside = dir.path().join("outside");
+        fs::create_dir(&outside).unwrap();
+        fs::remove_dir(spool.paths().invalid()).unwrap();
+        symlink(&outside, spool.paths().invalid()).unwrap();
+        let filings = [
+            (&claims[0], Disposition::Processed),
+            (&claims[1], Disposition::Invalid),
+        ]
+        .map(|(claim, disposition)| Filing {
+            claim,
+            disposition,
+            meta: serde_json::json!({"reason": "x"}),
+        });
+        let filed = spool.file(&filings);
+        assert!(matches!(filed[0], Ok(true)), "{:?}", filed[0]);
+        let error = filed[1].as_ref().unwrap_err().to_string();
+        let names_it = format!("{}:", spool.paths().invalid().display());
+        assert!(error.contains(&names_it), "{error}");
+        assert_eq!(
+            names(&spool.paths().processed()),
+            vec![claims[0].id.clone(), meta_name(&claims[0].id)]
+        );
+        assert!(names(&outside).is_empty());
+        assert_eq!(names(&spool.paths().processing()).len(), 1);
+    }
+
+    /// While a backlog drains (every claim fills its batch), a results
+    /// folder is pruned once more than a tenth of its cap was filed since
+    /// its last prune, not after every drain: it holds at most the cap and
+    /// a tenth. Once a claim comes up short, it is back at its cap.
+    #[test]
+    fn retention_waits_for_a_tenth_of_the_cap_while_a_backlog_drains() {
+        let (_dir, spool, _) = spool(SystemClock.now_ms());
+        let cap = 50;
+        let spool = spool.with_retention(Retention {
+            spool_processed_max_files: cap,
+            ..Retention::default()
+        });
+        let batch = 2;
+        let mut counts = Vec::new();
+        for drain in 0..40 {
+            let claims = claimed(&spool, drain * batch..(drain + 1) * batch);
+            let filings: Vec<Filing> = claims
+                .iter()
+                .map(|claim| Filing {
+                    claim,
+                    disposition: Disposition::Processed,
+                    meta: serde_json::json!({}),
+                })
+                .collect();
+            assert!(spool.file(&filings).iter().all(|r| matches!(r, Ok(true))));
+            spool.after_drain().unwrap();
+            spool.removals.wait();
+            counts.push(names(&spool.paths().processed()).len() / 2);
+        }
+        let most = *counts.iter().max().unwrap();
+        assert!(most > cap && most <= cap + cap / 10, "{counts:?}");
+        // A drain that claims nothing: the backlog is gone.
+        assert!(spool.claim(batch).unwrap().is_empty());
+        spool.after_drain().unwrap();
+        assert_eq!(names(&spool.paths().processed()).len(), 2 * cap);
     }
 
     #[test]
