@@ -7,7 +7,9 @@
 //!    and 1 MiB are complete;
 //! 2. drain throughput of 1,000 and 10,000 pending Claude Stop files, with
 //!    Claude transcript resolution, (a) handing members to a queue (what the
-//!    event queue issue wires) and (b) reconciling directly (today's wiring).
+//!    event queue issue wires) and (b) reconciling directly (today's wiring);
+//!    then, for scale, the floor of a drain's file system work at 10,000
+//!    pending files (its system calls alone, see [`drain_floor`]).
 //!
 //! Prints figures only; no thresholds (timings belong to machines, not tests).
 
@@ -305,6 +307,105 @@ fn drain_throughput(count: usize, reconcile: bool) {
     );
 }
 
+/// The floor of a drain's file system work over `count` pending files: the
+/// system calls a drain makes per batch of 50 with the guarantees it keeps
+/// (claim rename, payload read; meta created in place, written and synced
+/// with the writeback of all started first and the fsyncs on 8 threads;
+/// results folder synced; payload moved; `processing/` and the results
+/// folder synced side by side) plus retention's two unlinks per event past
+/// 1,000 results (on 8 threads, overlapping the next batches, as the drain
+/// does), and nothing else: no JSON, no attribution, no journal, one
+/// listing, folders opened once.
+fn drain_floor(count: usize) {
+    use std::os::fd::AsRawFd;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let paths = SpoolPaths::for_teams_base(&dir.path().join("teams"));
+    fill_spool(&paths, count);
+    let (incoming, processing, processed) =
+        (paths.incoming(), paths.processing(), paths.processed());
+    // SAFETY: sync(2) takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+    let start = Instant::now();
+    let mut names: Vec<String> = fs::read_dir(&incoming)
+        .expect("incoming")
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    names.sort_unstable();
+    let processing_dir = fs::File::open(&processing).expect("processing");
+    let processed_dir = fs::File::open(&processed).expect("processed");
+    let mut kept = std::collections::VecDeque::new();
+    let mut removal: Option<std::thread::JoinHandle<()>> = None;
+    for batch in names.chunks(50) {
+        let mut metas = Vec::with_capacity(batch.len());
+        for name in batch {
+            let claimed = processing.join(format!("{name}.claimed-1"));
+            fs::rename(incoming.join(name), &claimed).expect("claim");
+            let payload = fs::read(&claimed).expect("payload");
+            let mut meta = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(processed.join(format!("{name}.meta.json")))
+                .expect("meta");
+            meta.write_all(&payload[..payload.len().min(700)])
+                .expect("meta write");
+            metas.push(meta);
+        }
+        for meta in &metas {
+            // SAFETY: a valid open descriptor; the call reads no memory of ours.
+            unsafe {
+                libc::sync_file_range(meta.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
+            }
+        }
+        std::thread::scope(|scope| {
+            for part in metas.chunks(metas.len().div_ceil(8)) {
+                scope.spawn(move || part.iter().for_each(|m| m.sync_data().expect("sync")));
+            }
+        });
+        processed_dir.sync_all().expect("folder sync");
+        for name in batch {
+            let claimed = processing.join(format!("{name}.claimed-1"));
+            fs::rename(claimed, processed.join(name)).expect("move");
+        }
+        std::thread::scope(|scope| {
+            scope.spawn(|| processing_dir.sync_all().expect("folder sync"));
+            processed_dir.sync_all().expect("folder sync");
+        });
+        kept.extend(batch.iter().cloned());
+        if kept.len() > 1_100 {
+            if let Some(running) = removal.take() {
+                running.join().expect("removal");
+            }
+            let doomed: Vec<String> = kept.drain(..kept.len() - 1_000).collect();
+            let processed = processed.clone();
+            removal = Some(std::thread::spawn(move || {
+                std::thread::scope(|scope| {
+                    for part in doomed.chunks(doomed.len().div_ceil(8)) {
+                        let processed = &processed;
+                        scope.spawn(move || {
+                            for name in part {
+                                let _ = fs::remove_file(processed.join(name));
+                                let _ =
+                                    fs::remove_file(processed.join(format!("{name}.meta.json")));
+                            }
+                        });
+                    }
+                });
+            }));
+        }
+    }
+    if let Some(running) = removal.take() {
+        running.join().expect("removal");
+    }
+    let elapsed = start.elapsed();
+    println!(
+        "  {count:>6} files, {:<22} {:7.0} ms  {:8.0} events/s",
+        "floor (syscalls only):",
+        elapsed.as_secs_f64() * 1e3,
+        count as f64 / elapsed.as_secs_f64()
+    );
+}
+
 fn main() {
     // `cargo bench --bench turn_settled [-- hook|drain]`: cargo adds `--bench`.
     let only = std::env::args().skip(1).find(|a| !a.starts_with("--"));
@@ -318,5 +419,6 @@ fn main() {
             drain_throughput(count, false);
             drain_throughput(count, true);
         }
+        drain_floor(10_000);
     }
 }
