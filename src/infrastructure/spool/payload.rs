@@ -37,16 +37,21 @@ pub(super) fn read_payload(processing: &Dir, name: &str) -> (ClaimContent, Optio
         }
         Err(e) => return (ClaimContent::Transient(e.to_string()), None),
     };
-    let modified = file
-        .metadata()
-        .ok()
+    let metadata = file.metadata().ok();
+    let modified = metadata
+        .as_ref()
         .and_then(|m| m.modified().ok())
         .and_then(epoch_ms);
-    (read_bounded(file), modified)
+    let size = metadata.map_or(0, |m| m.len());
+    (read_bounded(file, size), modified)
 }
 
-fn read_bounded(file: File) -> ClaimContent {
-    let mut bytes = Vec::new();
+/// At most [`MAX_PAYLOAD_BYTES`] + 1 bytes of `file`, whose size was `size`
+/// when it was opened: room for them is made at once, so a whole payload
+/// takes one read (and one to see its end) instead of a read per doubling.
+fn read_bounded(file: File, size: u64) -> ClaimContent {
+    let room = size.min(MAX_PAYLOAD_BYTES + 1) as usize + 1;
+    let mut bytes = Vec::with_capacity(room);
     match file.take(MAX_PAYLOAD_BYTES + 1).read_to_end(&mut bytes) {
         Err(e) => ClaimContent::Transient(e.to_string()),
         // The hook keeps at least the first 256 KiB + 1 byte of a longer
