@@ -8,7 +8,9 @@
 //! * claim: `incoming/<name>` → `processing/<name>.claimed-<ms>`; the claim time
 //!   travels in the name, atomically with the claim, so recovery can tell a
 //!   stale claim from a fresh one without trusting file times;
-//! * commit: the meta file is written and synced first, then the payload is
+//! * commit: the meta file is written and synced first (in place when it is
+//!   new: until the commit no result sits beside it, so a torn one is never
+//!   read as an outcome and the retry replaces it), then the payload is
 //!   renamed into `processed/` or `invalid/`. That rename is the commit
 //!   point: a drainer whose claim was recovered by another one (it stalled
 //!   for over 5 min) finds its source gone and reports the claim lost, so
@@ -28,12 +30,18 @@
 //!
 //! Outcomes are durable: a drain files its whole batch at once, meta files
 //! synced (writeback of all of them started before the first fsync waits,
-//! so they share journal commits) and their folders synced before any claim
-//! moves, and the moves synced before any event is acted on: a few syncs per
-//! batch instead of several per event. The hook's payloads, the claims and
-//! the boot-time file are not synced: a payload the hook spooled just before
-//! a power cut is lost like any unsynced write, and a claim lost with it
-//! goes back to `incoming/` by recovery.
+//! and the fsyncs waiting side by side) and their folders synced before any
+//! claim moves, and the moves synced before any event is acted on: a few
+//! syncs per batch instead of several per event. The hook's payloads, the
+//! claims and the boot-time file are not synced: a payload the hook spooled
+//! just before a power cut is lost like any unsynced write, and a claim lost
+//! with it goes back to `incoming/` by recovery.
+//!
+//! A backlog of thousands costs O(1) per event: `incoming/` is listed once
+//! per 1,000 claims (`LISTED_NAMES_KEPT`), and retention (the newest 1,000
+//! results by default) is applied once a tenth of the cap was filed since,
+//! its removals side by side and overlapping the next batch (each unlink
+//! can wait on the disk); at rest, after every drain.
 //!
 //! One job per file: [`paths`](SpoolPaths) (where the folders are),
 //! `install` (layout, script, boot time), `name` (spool file names), `claim`
@@ -75,7 +83,7 @@ pub struct FsSpool {
     /// How many processed and invalid results are kept, and how long.
     retention: Retention,
     /// Pending names of the last listing of `incoming/` not claimed yet,
-    /// newest first (see [`claim::LISTED_NAMES_KEPT`]).
+    /// newest first (see `claim::LISTED_NAMES_KEPT`).
     backlog: Mutex<Vec<String>>,
     /// When each results folder is pruned next.
     prunes: PruneSchedule,
