@@ -150,15 +150,17 @@ impl FsSpool {
         max_age_ms: EpochMs,
         now: EpochMs,
     ) -> io::Result<()> {
+        // Opened even when not due: a link planted where the folder should
+        // be fails every drain, as it always did.
+        let Some(dir) = self.paths.open(folder)? else {
+            return Ok(());
+        };
         if !self.prunes.due(folder, keep, now) {
             return Ok(());
         }
         // Never two removals of one folder at once: the last one finishes
         // before the folder is listed again.
         self.removals.wait();
-        let Some(dir) = self.paths.open(folder)? else {
-            return Ok(());
-        };
         let doomed = past_retention(&dir, keep, max_age_ms, now)?;
         if self.prunes.backlog() {
             // The removals overlap the next drain's claims and syncs instead
@@ -675,8 +677,8 @@ mod tests {
     }
 
     /// `invalid/` (or `processed/`) is a link to a folder outside: retention
-    /// fails naming it and deletes nothing there (it used to delete that
-    /// folder's files and an old subfolder).
+    /// fails naming it, at every drain, and deletes nothing there (it used
+    /// to delete that folder's files and an old subfolder).
     #[test]
     fn a_linked_results_folder_is_never_pruned_through() {
         for folder in [Folder::Invalid, Folder::Processed] {
@@ -690,11 +692,14 @@ mod tests {
             let at = spool.paths.path(folder);
             fs::remove_dir(&at).unwrap();
             symlink(&outside, &at).unwrap();
-            let error = spool.after_drain().unwrap_err().to_string();
-            assert!(
-                error.contains(&format!("{}:", at.display())),
-                "{folder:?}: {error}"
-            );
+            // Every drain fails, also one when retention is not due.
+            for _ in 0..2 {
+                let error = spool.after_drain().unwrap_err().to_string();
+                assert!(
+                    error.contains(&format!("{}:", at.display())),
+                    "{folder:?}: {error}"
+                );
+            }
             assert_eq!(
                 names(&outside),
                 vec!["20261122T090000Z-1-0.claude.json", "notes.txt", "old-sub"],
