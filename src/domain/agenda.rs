@@ -1,11 +1,15 @@
 //! The actionable agenda of a member (DATA.md §5 "Agenda"; seed 003 §8).
 //!
-//! [`TeamIndex`] derives everything per task once per team snapshot (effective
-//! review state, workflow column, dependency resolution, review cycle) and
-//! buckets tasks by the members they can concern, so building the agendas of
-//! every member is linear in tasks, not members × tasks.
+//! [`TaskIndex`] derives everything per task once (effective review state,
+//! workflow column, dependency resolution, review cycle) and buckets tasks by
+//! the members they can concern, so building the agendas of every member is
+//! linear in tasks, not members × tasks; kept between reads, it follows a
+//! changed board in time proportional to the change. [`TeamIndex`] pairs it
+//! with the roster of one snapshot and builds the agendas.
 
-use std::collections::{BTreeSet, HashMap};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -14,7 +18,8 @@ use super::js_semantics::{compare_code_units, js_trim, locale_compare};
 use super::names::{is_reserved_member_name, normalize_member_name};
 use super::review_cycle::{current_review_cycle, ReviewCycle};
 use super::team::{
-    Clarification, HistoryEvent, KanbanColumn, ReviewState, Task, TaskStatus, TeamSnapshot,
+    Clarification, HistoryEvent, KanbanColumn, KanbanEntry, ReviewState, Task, TaskStatus,
+    TeamSnapshot,
 };
 
 /// What a member has to do about a task.
@@ -151,15 +156,21 @@ pub struct Agenda {
     pub diagnostics: Vec<String>,
 }
 
-/// Everything derived from one task, computed once per snapshot.
-#[derive(Debug)]
-struct TaskFacts<'a> {
-    task: &'a Task,
+/// Everything derived from one task: what the task and its kanban card
+/// alone say ([`TaskFacts::local`]), then its dependencies, resolved
+/// against the whole board ([`TaskIndex::resolve_dependencies`]).
+#[derive(Debug, Clone)]
+struct TaskFacts {
+    task: Arc<Task>,
     review_state: ReviewState,
     column: Option<KanbanColumn>,
     needs_fix_actionable: bool,
     terminal: bool,
+    /// A task waiting on this one may go ahead.
+    finished_for_dependency: bool,
     owner: Option<String>,
+    /// `blockedBy`, tidied ([`tidy_ids`]).
+    blocked_by: Vec<String>,
     blocks: Vec<String>,
     broken: Vec<String>,
     waiting: Vec<String>,
@@ -167,154 +178,376 @@ struct TaskFacts<'a> {
     cycle_reviewer: Option<String>,
 }
 
-impl TaskFacts<'_> {
+impl TaskFacts {
+    /// What `task` and its kanban card say, without looking at other tasks
+    /// (`broken` and `waiting` are left empty).
+    fn local(task: &Arc<Task>, kanban: &BTreeMap<String, KanbanEntry>) -> Self {
+        let card = kanban.get(&task.id);
+        let review_state = effective_review_state(task);
+        let column = workflow_column(task, review_state, card);
+        let deleted = task.status == TaskStatus::Deleted;
+        let needs_fix_actionable =
+            review_state == ReviewState::NeedsFix && !deleted && column.is_none();
+        let terminal = deleted
+            || column == Some(KanbanColumn::Approved)
+            || (column != Some(KanbanColumn::Review)
+                && review_state != ReviewState::NeedsFix
+                && task.status == TaskStatus::Completed);
+        let finished_for_dependency = match column {
+            Some(KanbanColumn::Approved) => true,
+            Some(KanbanColumn::Review) => false,
+            None => review_state != ReviewState::NeedsFix && task.status == TaskStatus::Completed,
+        };
+        let cycle = (column == Some(KanbanColumn::Review))
+            .then(|| {
+                let kanban_reviewer = card.and_then(|k| k.reviewer.as_deref());
+                current_review_cycle(&task.history, kanban_reviewer)
+            })
+            .flatten();
+        let cycle_reviewer = cycle.as_ref().map(|c| c.reviewer.clone());
+        Self {
+            task: task.clone(),
+            review_state,
+            column,
+            needs_fix_actionable,
+            terminal,
+            finished_for_dependency,
+            owner: task
+                .owner
+                .as_deref()
+                .map(normalize_member_name)
+                .filter(|o| !o.is_empty()),
+            blocked_by: tidy_ids(&task.blocked_by),
+            blocks: tidy_ids(&task.blocks),
+            broken: Vec::new(),
+            waiting: Vec::new(),
+            cycle,
+            cycle_reviewer,
+        }
+    }
+
     fn is_self_review(&self) -> bool {
         self.column == Some(KanbanColumn::Review)
             && self.owner.is_some()
             && self.owner == self.cycle_reviewer
     }
+
+    /// Whether the task can be on any agenda: it has an id and is not
+    /// finished outside review.
+    fn listed(&self) -> bool {
+        !(self.task.id.is_empty() || (self.terminal && self.column != Some(KanbanColumn::Review)))
+    }
+
+    /// Whether the lead oversees the task (a listed one).
+    fn lead_oversees(&self) -> bool {
+        self.task.needs_clarification == Some(Clarification::Lead)
+            || !self.broken.is_empty()
+            || self.is_self_review()
+    }
+
+    /// The references other tasks name this one by (id, display id).
+    fn references(&self) -> impl Iterator<Item = &str> {
+        [self.task.id.as_str(), self.task.display_id.as_str()]
+            .into_iter()
+            .map(task_reference)
+            .filter(|r| !r.is_empty())
+    }
 }
 
-/// Per-snapshot index of tasks; builds agendas for any member of the team.
+/// Changed tasks (window sizes summed) up to which [`TaskIndex::refresh`]
+/// updates the index in place; a bigger change is a full build, which is
+/// cheaper per task.
+const MAX_INCREMENTAL_CHANGE: usize = 256;
+
+/// The task side of a team's agendas: every task's facts, its dependencies
+/// resolved, and the tasks bucketed by the members they can concern.
+///
+/// [`TaskIndex::refresh`] brings it to a new task list in time proportional
+/// to the change (plus one pointer comparison per task): tasks are told
+/// apart by their `Arc`, which the task cache keeps for unchanged files, and
+/// only the changed tasks and the tasks that name them are looked at again.
+/// The result is exactly what [`TaskIndex::build`] gives for the new list
+/// (the tests compare the two over random change sequences).
+#[derive(Debug, Clone, Default)]
+pub struct TaskIndex {
+    tasks: Vec<Arc<Task>>,
+    kanban: BTreeMap<String, KanbanEntry>,
+    facts: Vec<TaskFacts>,
+    /// Task positions by canonical id reference ([`task_reference`]).
+    by_id: HashMap<String, Vec<usize>>,
+    /// Task positions by display id reference.
+    by_display: HashMap<String, Vec<usize>>,
+    /// Positions of the tasks whose `blockedBy` names a reference.
+    dependents: HashMap<String, Vec<usize>>,
+    /// Listed task positions by owner and current-cycle reviewer, sorted.
+    by_member: HashMap<String, Vec<usize>>,
+    /// Listed task positions the lead oversees, sorted.
+    lead_oversight: Vec<usize>,
+}
+
+impl TaskIndex {
+    /// Derives the facts of every task (`kanban` holds their cards).
+    pub fn build(tasks: &[Arc<Task>], kanban: &BTreeMap<String, KanbanEntry>) -> Self {
+        let mut index = Self {
+            tasks: tasks.to_vec(),
+            kanban: kanban.clone(),
+            facts: tasks.iter().map(|t| TaskFacts::local(t, kanban)).collect(),
+            ..Self::default()
+        };
+        for i in 0..tasks.len() {
+            index.add_references(i);
+        }
+        for i in 0..tasks.len() {
+            index.resolve_dependencies(i);
+            index.add_to_buckets(i);
+        }
+        index
+    }
+
+    /// Brings the index to `tasks` and `kanban`: in place when a few tasks
+    /// changed (see the type docs), by a full build otherwise.
+    pub fn refresh(&mut self, tasks: &[Arc<Task>], kanban: &BTreeMap<String, KanbanEntry>) {
+        if *kanban != self.kanban {
+            *self = Self::build(tasks, kanban);
+            return;
+        }
+        let same = |(a, b): (&Arc<Task>, &Arc<Task>)| Arc::ptr_eq(a, b);
+        let prefix = self
+            .tasks
+            .iter()
+            .zip(tasks)
+            .take_while(|p| same(*p))
+            .count();
+        let suffix = self.tasks[prefix..]
+            .iter()
+            .rev()
+            .zip(tasks[prefix..].iter().rev())
+            .take_while(|p| same(*p))
+            .count();
+        let removed = prefix..self.tasks.len() - suffix;
+        let added = prefix..tasks.len() - suffix;
+        if removed.is_empty() && added.is_empty() {
+            return;
+        }
+        if removed.len() + added.len() > MAX_INCREMENTAL_CHANGE {
+            *self = Self::build(tasks, kanban);
+            return;
+        }
+        // References whose resolution may change: the old and new tasks'.
+        let mut touched: BTreeSet<String> = BTreeSet::new();
+        for i in removed.clone() {
+            touched.extend(self.facts[i].references().map(str::to_string));
+            self.remove_from_buckets(i);
+            self.remove_references(i);
+        }
+        let fresh: Vec<TaskFacts> = tasks[added.clone()]
+            .iter()
+            .map(|t| TaskFacts::local(t, kanban))
+            .collect();
+        self.tasks
+            .splice(removed.clone(), tasks[added.clone()].iter().cloned());
+        self.facts.splice(removed.clone(), fresh);
+        if removed.len() != added.len() {
+            self.shift_positions(removed.end, added.len() as isize - removed.len() as isize);
+        }
+        for i in added.clone() {
+            touched.extend(self.facts[i].references().map(str::to_string));
+            self.add_references(i);
+        }
+        let dependents: BTreeSet<usize> = touched
+            .iter()
+            .filter_map(|reference| self.dependents.get(reference))
+            .flatten()
+            .copied()
+            .filter(|i| !added.contains(i))
+            .collect();
+        for &i in &dependents {
+            self.remove_from_buckets(i);
+        }
+        for i in added.chain(dependents) {
+            self.resolve_dependencies(i);
+            self.add_to_buckets(i);
+        }
+    }
+
+    /// Files task `i` under its references and the ones it waits on.
+    fn add_references(&mut self, i: usize) {
+        let f = &self.facts[i];
+        for (map, reference) in [
+            (&mut self.by_id, &f.task.id),
+            (&mut self.by_display, &f.task.display_id),
+        ] {
+            let reference = task_reference(reference);
+            if !reference.is_empty() {
+                map.entry(reference.to_string()).or_default().push(i);
+            }
+        }
+        let waits_on: BTreeSet<&str> = f.blocked_by.iter().map(|d| task_reference(d)).collect();
+        for reference in waits_on {
+            self.dependents
+                .entry(reference.to_string())
+                .or_default()
+                .push(i);
+        }
+    }
+
+    /// Undoes [`TaskIndex::add_references`] of task `i`.
+    fn remove_references(&mut self, i: usize) {
+        let f = &self.facts[i];
+        let unfile = |map: &mut HashMap<String, Vec<usize>>, reference: &str| {
+            if let Some(positions) = map.get_mut(reference) {
+                positions.retain(|&p| p != i);
+                if positions.is_empty() {
+                    map.remove(reference);
+                }
+            }
+        };
+        unfile(&mut self.by_id, task_reference(&f.task.id));
+        unfile(&mut self.by_display, task_reference(&f.task.display_id));
+        for dep in &f.blocked_by {
+            unfile(&mut self.dependents, task_reference(dep));
+        }
+    }
+
+    /// The task a reference names: the only task with that canonical id,
+    /// else (no task has it) the only one with that display id.
+    fn resolve(&self, reference: &str) -> Option<usize> {
+        let reference = task_reference(reference);
+        match self.by_id.get(reference).map(Vec::as_slice) {
+            Some([only]) => Some(*only),
+            Some(_) => None,
+            None => match self.by_display.get(reference).map(Vec::as_slice) {
+                Some([only]) => Some(*only),
+                _ => None,
+            },
+        }
+    }
+
+    /// Sorts the dependencies of task `i` into broken and still waiting.
+    fn resolve_dependencies(&mut self, i: usize) {
+        let mut broken = Vec::new();
+        let mut waiting = Vec::new();
+        for dep in &self.facts[i].blocked_by {
+            match self.resolve(dep) {
+                Some(j) if self.facts[j].task.status != TaskStatus::Deleted => {
+                    if !self.facts[j].finished_for_dependency {
+                        waiting.push(dep.clone());
+                    }
+                }
+                _ => broken.push(dep.clone()),
+            }
+        }
+        let f = &mut self.facts[i];
+        f.broken = broken;
+        f.waiting = waiting;
+    }
+
+    /// The buckets task `i` belongs in, by its facts.
+    fn buckets(&self, i: usize) -> (Vec<&str>, bool) {
+        let f = &self.facts[i];
+        if !f.listed() {
+            return (Vec::new(), false);
+        }
+        let mut members: Vec<&str> = f.owner.as_deref().into_iter().collect();
+        if let Some(reviewer) = &f.cycle_reviewer {
+            if f.owner.as_ref() != Some(reviewer) {
+                members.push(reviewer);
+            }
+        }
+        (members, f.lead_oversees())
+    }
+
+    fn add_to_buckets(&mut self, i: usize) {
+        let (members, lead) = self.buckets(i);
+        let members: Vec<String> = members.into_iter().map(str::to_string).collect();
+        for member in members {
+            insert_sorted(self.by_member.entry(member).or_default(), i);
+        }
+        if lead {
+            insert_sorted(&mut self.lead_oversight, i);
+        }
+    }
+
+    fn remove_from_buckets(&mut self, i: usize) {
+        let (members, lead) = self.buckets(i);
+        let members: Vec<String> = members.into_iter().map(str::to_string).collect();
+        for member in members {
+            if let Some(positions) = self.by_member.get_mut(&member) {
+                remove_sorted(positions, i);
+                if positions.is_empty() {
+                    self.by_member.remove(&member);
+                }
+            }
+        }
+        if lead {
+            remove_sorted(&mut self.lead_oversight, i);
+        }
+    }
+
+    /// Moves every position from `from` on by `by` (tasks were inserted or
+    /// removed before them); the order of every list is kept.
+    fn shift_positions(&mut self, from: usize, by: isize) {
+        let shift = |positions: &mut Vec<usize>| {
+            for p in positions.iter_mut().filter(|p| **p >= from) {
+                *p = p.wrapping_add_signed(by);
+            }
+        };
+        for map in [
+            &mut self.by_id,
+            &mut self.by_display,
+            &mut self.dependents,
+            &mut self.by_member,
+        ] {
+            map.values_mut().for_each(shift);
+        }
+        shift(&mut self.lead_oversight);
+    }
+}
+
+fn insert_sorted(positions: &mut Vec<usize>, i: usize) {
+    if let Err(at) = positions.binary_search(&i) {
+        positions.insert(at, i);
+    }
+}
+
+fn remove_sorted(positions: &mut Vec<usize>, i: usize) {
+    if let Ok(at) = positions.binary_search(&i) {
+        positions.remove(at);
+    }
+}
+
+/// A team's snapshot with its [`TaskIndex`]; builds agendas for any member
+/// of the team.
 #[derive(Debug)]
 pub struct TeamIndex<'a> {
     snapshot: &'a TeamSnapshot,
-    facts: Vec<TaskFacts<'a>>,
+    tasks: Cow<'a, TaskIndex>,
     lead: Option<String>,
     active: BTreeSet<String>,
-    by_member: HashMap<String, Vec<usize>>,
-    lead_oversight: Vec<usize>,
 }
 
 impl<'a> TeamIndex<'a> {
     /// Derives the facts of every task of `snapshot`.
     pub fn build(snapshot: &'a TeamSnapshot) -> Self {
-        let tasks = &snapshot.tasks;
-        // References are trimmed and lose one leading `#`, on both sides.
-        let mut by_id: HashMap<&str, Vec<usize>> = HashMap::new();
-        let mut by_display: HashMap<&str, Vec<usize>> = HashMap::new();
-        for (i, task) in tasks.iter().enumerate() {
-            for (index, reference) in [(&mut by_id, &task.id), (&mut by_display, &task.display_id)]
-            {
-                let reference = task_reference(reference);
-                if !reference.is_empty() {
-                    index.entry(reference).or_default().push(i);
-                }
-            }
-        }
-        let base: Vec<(ReviewState, Option<KanbanColumn>)> = tasks
-            .iter()
-            .map(|task| {
-                let review_state = effective_review_state(task);
-                let column = workflow_column(task, review_state, snapshot.kanban.get(&task.id));
-                (review_state, column)
-            })
-            .collect();
-        let finished_for_dependency = |i: usize| {
-            let (review_state, column) = base[i];
-            match column {
-                Some(KanbanColumn::Approved) => true,
-                Some(KanbanColumn::Review) => false,
-                None => {
-                    review_state != ReviewState::NeedsFix
-                        && tasks[i].status == TaskStatus::Completed
-                }
-            }
-        };
-        let resolve = |reference: &str| -> Option<usize> {
-            let reference = task_reference(reference);
-            match by_id.get(reference).map(Vec::as_slice) {
-                Some([only]) => Some(*only),
-                Some(_) => None,
-                None => match by_display.get(reference).map(Vec::as_slice) {
-                    Some([only]) => Some(*only),
-                    _ => None,
-                },
-            }
-        };
-
-        let mut facts = Vec::with_capacity(tasks.len());
-        for (i, task) in tasks.iter().enumerate() {
-            let (review_state, column) = base[i];
-            let deleted = task.status == TaskStatus::Deleted;
-            let needs_fix_actionable =
-                review_state == ReviewState::NeedsFix && !deleted && column.is_none();
-            let terminal = deleted
-                || column == Some(KanbanColumn::Approved)
-                || (column != Some(KanbanColumn::Review)
-                    && review_state != ReviewState::NeedsFix
-                    && task.status == TaskStatus::Completed);
-            let mut broken = Vec::new();
-            let mut waiting = Vec::new();
-            for dep in &tidy_ids(&task.blocked_by) {
-                match resolve(dep) {
-                    Some(j) if tasks[j].status != TaskStatus::Deleted => {
-                        if !finished_for_dependency(j) {
-                            waiting.push(dep.clone());
-                        }
-                    }
-                    _ => broken.push(dep.clone()),
-                }
-            }
-            let cycle = (column == Some(KanbanColumn::Review)).then(|| {
-                let kanban_reviewer = snapshot
-                    .kanban
-                    .get(&task.id)
-                    .and_then(|k| k.reviewer.as_deref());
-                current_review_cycle(&task.history, kanban_reviewer)
-            });
-            let cycle = cycle.flatten();
-            let cycle_reviewer = cycle.as_ref().map(|c| c.reviewer.clone());
-            facts.push(TaskFacts {
-                task,
-                review_state,
-                column,
-                needs_fix_actionable,
-                terminal,
-                owner: task
-                    .owner
-                    .as_deref()
-                    .map(normalize_member_name)
-                    .filter(|o| !o.is_empty()),
-                blocks: tidy_ids(&task.blocks),
-                broken,
-                waiting,
-                cycle,
-                cycle_reviewer,
-            });
-        }
-
-        let mut by_member: HashMap<String, Vec<usize>> = HashMap::new();
-        let mut lead_oversight = Vec::new();
-        for (i, f) in facts.iter().enumerate() {
-            if f.task.id.is_empty() || (f.terminal && f.column != Some(KanbanColumn::Review)) {
-                continue;
-            }
-            if let Some(owner) = &f.owner {
-                by_member.entry(owner.clone()).or_default().push(i);
-            }
-            if let Some(reviewer) = &f.cycle_reviewer {
-                if f.owner.as_ref() != Some(reviewer) {
-                    by_member.entry(reviewer.clone()).or_default().push(i);
-                }
-            }
-            if f.task.needs_clarification == Some(Clarification::Lead)
-                || !f.broken.is_empty()
-                || f.is_self_review()
-            {
-                lead_oversight.push(i);
-            }
-        }
-        Self {
-            snapshot,
-            facts,
-            lead: snapshot.lead().map(|m| normalize_member_name(&m.name)),
-            active: snapshot.active_member_names().into_iter().collect(),
-            by_member,
-            lead_oversight,
-        }
+        let tasks = TaskIndex::build(&snapshot.tasks, &snapshot.kanban);
+        Self::over(snapshot, Cow::Owned(tasks))
     }
 
+    /// The index of `snapshot` from a kept [`TaskIndex`], first brought to
+    /// the snapshot's tasks ([`TaskIndex::refresh`]).
+    pub fn cached(snapshot: &'a TeamSnapshot, tasks: &'a mut TaskIndex) -> Self {
+        tasks.refresh(&snapshot.tasks, &snapshot.kanban);
+        Self::over(snapshot, Cow::Borrowed(tasks))
+    }
+
+    fn over(snapshot: &'a TeamSnapshot, tasks: Cow<'a, TaskIndex>) -> Self {
+        Self {
+            snapshot,
+            tasks,
+            lead: snapshot.lead().map(|m| normalize_member_name(&m.name)),
+            active: snapshot.active_member_names().into_iter().collect(),
+        }
+    }
     /// The agenda of `member_name`, stamped with `generated_at`.
     pub fn agenda_for(&self, member_name: &str, generated_at: &str) -> Agenda {
         let normalized = normalize_member_name(member_name);
@@ -330,16 +563,20 @@ impl<'a> TeamIndex<'a> {
             diagnostics.push("member_not_active".into());
         } else {
             let is_lead = self.lead.as_deref() == Some(normalized.as_str());
-            let mut relevant: Vec<usize> =
-                self.by_member.get(&normalized).cloned().unwrap_or_default();
+            let tasks = &*self.tasks;
+            let mut relevant: Vec<usize> = tasks
+                .by_member
+                .get(&normalized)
+                .cloned()
+                .unwrap_or_default();
             if is_lead {
-                relevant.extend_from_slice(&self.lead_oversight);
+                relevant.extend_from_slice(&tasks.lead_oversight);
             }
             relevant.sort_unstable();
             relevant.dedup();
             items = relevant
                 .into_iter()
-                .filter_map(|i| item_for(&self.facts[i], &normalized, is_lead))
+                .filter_map(|i| item_for(&tasks.facts[i], &normalized, is_lead))
                 .collect();
             // Stable: equal keys (tasks sharing an id) keep task order.
             let mut keyed: Vec<(String, ActionableWorkItem)> = items
@@ -360,14 +597,13 @@ impl<'a> TeamIndex<'a> {
         }
     }
 }
-
 /// Applies the first matching agenda rule (DATA.md §5 "Agenda" 1–6) to one task.
 ///
 /// Names in evidence (`owner`, `reviewer`, `reviewStartedBy`) and the assignee
 /// are normalized; `reviewState` is always there (`none` included), as the
 /// reference's task reader always sets it.
-fn item_for(f: &TaskFacts<'_>, member: &str, is_lead: bool) -> Option<ActionableWorkItem> {
-    let task = f.task;
+fn item_for(f: &TaskFacts, member: &str, is_lead: bool) -> Option<ActionableWorkItem> {
+    let task = &*f.task;
     let review_state = Some(f.review_state.as_str().to_string());
     let subject = js_trim(&task.subject);
     let base = |kind, priority, reason: &str, evidence| ActionableWorkItem {
@@ -589,7 +825,7 @@ fn review_state_from_history(history: &[HistoryEvent]) -> Option<ReviewState> {
 fn workflow_column(
     task: &Task,
     review_state: ReviewState,
-    kanban: Option<&super::team::KanbanEntry>,
+    kanban: Option<&KanbanEntry>,
 ) -> Option<KanbanColumn> {
     if task.status == TaskStatus::Deleted || task.status == TaskStatus::Pending {
         return None;

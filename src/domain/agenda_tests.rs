@@ -787,3 +787,246 @@ fn effective_review_state_is_clamped_by_status() {
     t.history = vec![review_requested("r", "2026-05-06T10:00:00Z", "jill")];
     assert_eq!(effective_review_state(&t), ReviewState::Review);
 }
+
+/// The incrementally kept [`TaskIndex`] against a fresh build, over random
+/// board changes: every member's agenda and every internal list must match.
+mod incremental {
+    use super::*;
+    use proptest::prelude::*;
+    use std::sync::Arc;
+
+    const IDS: [&str; 6] = ["1", "2", "3", "#2", " 3", ""];
+    const DISPLAY_IDS: [&str; 4] = ["#1", "#2", "x", ""];
+    const OWNERS: [Option<&str>; 5] = [
+        Some("jack"),
+        Some(" Jill "),
+        Some("bob"),
+        Some("team-lead"),
+        None,
+    ];
+    const REFERENCES: [&str; 6] = ["1", "#2", "3", "x", "9", " #1"];
+    const STATUSES: [TaskStatus; 4] = [
+        TaskStatus::Pending,
+        TaskStatus::InProgress,
+        TaskStatus::Completed,
+        TaskStatus::Deleted,
+    ];
+    const REVIEW_STATES: [ReviewState; 4] = [
+        ReviewState::None,
+        ReviewState::Review,
+        ReviewState::NeedsFix,
+        ReviewState::Approved,
+    ];
+    /// Every name an agenda can be asked for.
+    const MEMBERS: [&str; 5] = ["jack", "jill", "bob", "team-lead", "nobody"];
+
+    fn a_task() -> impl Strategy<Value = Task> {
+        (
+            (
+                0..IDS.len(),
+                0..DISPLAY_IDS.len(),
+                0..OWNERS.len(),
+                0..STATUSES.len(),
+            ),
+            prop::collection::vec(0..REFERENCES.len(), 0..3),
+            (
+                0..3usize,
+                0..REVIEW_STATES.len(),
+                0..5usize,
+                0..OWNERS.len(),
+            ),
+        )
+            .prop_map(
+                |((id, display, owner, status), blocked, (clar, review, history, reviewer))| {
+                    let mut t = task(IDS[id], OWNERS[owner].unwrap_or(""), STATUSES[status]);
+                    t.display_id = DISPLAY_IDS[display].to_string();
+                    t.blocked_by = blocked.iter().map(|&r| REFERENCES[r].to_string()).collect();
+                    t.needs_clarification =
+                        [None, Some(Clarification::Lead), Some(Clarification::User)][clar];
+                    t.review_state = REVIEW_STATES[review];
+                    let reviewer = OWNERS[reviewer].unwrap_or("");
+                    t.history = match history {
+                        0 => vec![],
+                        1 => vec![review_requested("r1", "2026-05-06T10:00:00Z", reviewer)],
+                        2 => vec![
+                            review_requested("r1", "2026-05-06T10:00:00Z", reviewer),
+                            review_started("s1", "2026-05-06T11:00:00Z", "bob"),
+                        ],
+                        3 => vec![event(
+                            "c1",
+                            "2026-05-06T10:00:00Z",
+                            "review_changes_requested",
+                            "needsFix",
+                        )],
+                        _ => vec![event(
+                            "a1",
+                            "2026-05-06T10:00:00Z",
+                            "review_approved",
+                            "approved",
+                        )],
+                    };
+                    t
+                },
+            )
+    }
+
+    fn a_kanban() -> impl Strategy<Value = BTreeMap<String, KanbanEntry>> {
+        prop::collection::btree_map(
+            prop::sample::select(vec!["1", "2", "3"]).prop_map(str::to_string),
+            (any::<bool>(), 0..OWNERS.len()).prop_map(|(approved, reviewer)| KanbanEntry {
+                column: if approved {
+                    KanbanColumn::Approved
+                } else {
+                    KanbanColumn::Review
+                },
+                moved_at_ms: None,
+                reviewer: OWNERS[reviewer].map(str::to_string),
+            }),
+            0..2,
+        )
+    }
+
+    /// One change to the board; positions wrap around the task count.
+    #[derive(Debug, Clone)]
+    enum Step {
+        Replace(usize, Task),
+        Insert(usize, Task),
+        Remove(usize),
+        /// The same content in a new `Arc` (a file read again).
+        Reread(usize),
+        /// Two tasks apart replaced at once.
+        ReplaceTwo(usize, Task, usize, Task),
+        Kanban(BTreeMap<String, KanbanEntry>),
+    }
+
+    fn a_step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            4 => (any::<usize>(), a_task()).prop_map(|(i, t)| Step::Replace(i, t)),
+            3 => (any::<usize>(), a_task()).prop_map(|(i, t)| Step::Insert(i, t)),
+            2 => any::<usize>().prop_map(Step::Remove),
+            1 => any::<usize>().prop_map(Step::Reread),
+            2 => (any::<usize>(), a_task(), any::<usize>(), a_task())
+                .prop_map(|(i, t, j, u)| Step::ReplaceTwo(i, t, j, u)),
+            1 => a_kanban().prop_map(Step::Kanban),
+        ]
+    }
+
+    fn apply(snapshot: &mut TeamSnapshot, step: &Step) {
+        let tasks = &mut snapshot.tasks;
+        let at = |i: usize, len: usize| if len == 0 { 0 } else { i % len };
+        match step.clone() {
+            Step::Replace(i, t) if !tasks.is_empty() => {
+                let i = at(i, tasks.len());
+                tasks[i] = Arc::new(t);
+            }
+            Step::Insert(i, t) | Step::Replace(i, t) => {
+                let i = at(i, tasks.len() + 1);
+                tasks.insert(i, Arc::new(t));
+            }
+            Step::Remove(i) if !tasks.is_empty() => {
+                let i = at(i, tasks.len());
+                tasks.remove(i);
+            }
+            Step::Reread(i) if !tasks.is_empty() => {
+                let i = at(i, tasks.len());
+                tasks[i] = Arc::new((*tasks[i]).clone());
+            }
+            Step::ReplaceTwo(i, t, j, u) if !tasks.is_empty() => {
+                let (i, j) = (at(i, tasks.len()), at(j, tasks.len()));
+                tasks[i] = Arc::new(t);
+                tasks[j] = Arc::new(u);
+            }
+            Step::Kanban(kanban) => snapshot.kanban = kanban,
+            Step::Remove(_) | Step::Reread(_) | Step::ReplaceTwo(..) => {}
+        }
+    }
+
+    /// The index's lists with their order made canonical where it carries
+    /// no meaning (positions under one reference).
+    fn lists(index: &TaskIndex) -> Vec<(String, Vec<usize>)> {
+        let named = |tag: &str, map: &HashMap<String, Vec<usize>>| {
+            map.iter()
+                .map(|(key, positions)| {
+                    let mut positions = positions.clone();
+                    positions.sort_unstable();
+                    (format!("{tag}:{key}"), positions)
+                })
+                .collect::<Vec<_>>()
+        };
+        let mut lists = named("id", &index.by_id);
+        lists.extend(named("display", &index.by_display));
+        lists.extend(named("dependents", &index.dependents));
+        // Bucket order is meaningful: kept as is.
+        lists.extend(
+            index
+                .by_member
+                .iter()
+                .map(|(key, positions)| (format!("member:{key}"), positions.clone())),
+        );
+        lists.push(("lead".into(), index.lead_oversight.clone()));
+        lists.sort();
+        lists
+    }
+
+    fn assert_same(kept: &mut TaskIndex, snapshot: &TeamSnapshot, step: &str) {
+        let cold = TeamIndex::build(snapshot);
+        let warm = TeamIndex::cached(snapshot, kept);
+        for member in MEMBERS {
+            assert_eq!(
+                warm.agenda_for(member, NOW),
+                cold.agenda_for(member, NOW),
+                "agenda of {member} after {step}"
+            );
+        }
+        assert_eq!(lists(&warm.tasks), lists(&cold.tasks), "lists after {step}");
+        let (warm_facts, cold_facts) = (&warm.tasks.facts, &cold.tasks.facts);
+        assert_eq!(warm_facts.len(), cold_facts.len(), "tasks after {step}");
+        for (w, c) in warm_facts.iter().zip(cold_facts) {
+            assert!(Arc::ptr_eq(&w.task, &c.task), "task order after {step}");
+            assert_eq!(
+                (&w.broken, &w.waiting),
+                (&c.broken, &c.waiting),
+                "deps after {step}"
+            );
+        }
+    }
+
+    fn run(start: Vec<Task>, steps: &[Step]) {
+        let mut snapshot = team(start);
+        let mut kept = TaskIndex::default();
+        assert_same(&mut kept, &snapshot, "start");
+        for (i, step) in steps.iter().enumerate() {
+            apply(&mut snapshot, step);
+            assert_same(&mut kept, &snapshot, &format!("{i}: {step:?}"));
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn a_kept_index_builds_what_a_fresh_build_builds(
+            start in prop::collection::vec(a_task(), 0..8),
+            steps in prop::collection::vec(a_step(), 1..30),
+        ) {
+            run(start, &steps);
+        }
+    }
+
+    #[test]
+    fn a_change_past_the_incremental_limit_is_a_full_build() {
+        let start: Vec<Task> = (0..MAX_INCREMENTAL_CHANGE + 10)
+            .map(|i| task(&i.to_string(), "jack", TaskStatus::Pending))
+            .collect();
+        let mut snapshot = team(start);
+        let mut kept = TaskIndex::default();
+        assert_same(&mut kept, &snapshot, "start");
+        for task in snapshot.tasks.iter_mut() {
+            *task = Arc::new(Task {
+                blocked_by: vec!["0".into()],
+                ..(**task).clone()
+            });
+        }
+        assert_same(&mut kept, &snapshot, "every task changed");
+    }
+}
