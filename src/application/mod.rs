@@ -5,6 +5,7 @@ pub mod engine;
 pub(crate) mod explain;
 #[cfg(test)]
 mod fakes;
+pub(crate) mod index_cache;
 pub mod log;
 pub mod nudges;
 pub mod ports;

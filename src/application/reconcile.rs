@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use super::index_cache::IndexCache;
 use super::log::{LogCode, LogEntry, LogLevel};
 use super::ports::{AuditEvent, PortError, Ports, StoredStatus};
 use super::queue::Trigger;
@@ -120,15 +121,53 @@ pub struct TeamPreview {
     pub statuses: Vec<MemberStatus>,
 }
 
+/// Where a reconcile gets a member's agenda from.
+pub(super) trait AgendaSource {
+    /// The agenda of `member`, stamped with `generated_at`.
+    fn agenda_for(&self, member: &str, generated_at: &str) -> Agenda;
+}
+
+impl AgendaSource for TeamIndex<'_> {
+    fn agenda_for(&self, member: &str, generated_at: &str) -> Agenda {
+        TeamIndex::agenda_for(self, member, generated_at)
+    }
+}
+
+/// Agendas of one snapshot from the reconciler's kept team indexes.
+pub(super) struct KeptAgendas<'a> {
+    indexes: &'a IndexCache,
+    snapshot: &'a TeamSnapshot,
+}
+
+impl AgendaSource for KeptAgendas<'_> {
+    fn agenda_for(&self, member: &str, generated_at: &str) -> Agenda {
+        self.indexes.agenda_for(self.snapshot, member, generated_at)
+    }
+}
+
 /// Reconciles members, takes their reports and answers status queries.
 pub struct Reconciler {
     pub(super) ports: Arc<Ports>,
+    /// Task indexes kept between reconciles (one member's reconcile costs
+    /// the change since the last one, not the board).
+    indexes: IndexCache,
 }
 
 impl Reconciler {
     /// Wires the use cases to their ports.
     pub fn new(ports: Arc<Ports>) -> Self {
-        Self { ports }
+        Self {
+            ports,
+            indexes: IndexCache::default(),
+        }
+    }
+
+    /// Agendas of `snapshot` through the kept team indexes.
+    pub(super) fn agendas<'a>(&'a self, snapshot: &'a TeamSnapshot) -> KeptAgendas<'a> {
+        KeptAgendas {
+            indexes: &self.indexes,
+            snapshot,
+        }
     }
 
     /// Reconciles one member now and persists the result.
@@ -157,12 +196,12 @@ impl Reconciler {
         check_name("teamName", team)?;
         check_name("memberName", member)?;
         let snapshot = self.ports.teams.load(team);
-        let index = TeamIndex::build(&snapshot);
         let options = ReconcileOptions {
             force_nudge,
             recovery,
         };
-        self.reconcile_with(&snapshot, &index, member, by, triggers, options)
+        let agendas = self.agendas(&snapshot);
+        self.reconcile_with(&snapshot, &agendas, member, by, triggers, options)
     }
 
     /// Reconciles every roster member of a team from one snapshot (one index
@@ -170,10 +209,9 @@ impl Reconciler {
     pub fn refresh_team(&self, team: &str) -> Result<Vec<MemberStatus>, WorkSyncError> {
         check_name("teamName", team)?;
         let snapshot = self.ports.teams.load(team);
-        let index = TeamIndex::build(&snapshot);
         self.reconcile_team(
             &snapshot,
-            &index,
+            &self.agendas(&snapshot),
             ReconciledBy::Request,
             &[Trigger::ManualRefresh],
         )
@@ -254,7 +292,7 @@ impl Reconciler {
         check_name("teamName", team)?;
         check_name("memberName", member)?;
         let snapshot = self.ports.teams.load(team);
-        self.preview_from(&snapshot, &TeamIndex::build(&snapshot), member)
+        self.preview_from(&snapshot, &self.agendas(&snapshot), member)
     }
 
     /// [`Reconciler::preview_status`] of every roster member of a team, from
@@ -278,7 +316,7 @@ impl Reconciler {
     fn preview_from(
         &self,
         snapshot: &TeamSnapshot,
-        index: &TeamIndex<'_>,
+        index: &dyn AgendaSource,
         member: &str,
     ) -> Result<MemberStatus, WorkSyncError> {
         let now = self.ports.clock.now_ms();
@@ -349,7 +387,7 @@ impl Reconciler {
         member: &str,
         now: EpochMs,
     ) -> MemberStatus {
-        let agenda = TeamIndex::build(snapshot).agenda_for(member, &format_iso(now));
+        let agenda = self.agendas(snapshot).agenda_for(member, &format_iso(now));
         let mut status = self.build_status(
             snapshot,
             agenda,
@@ -376,7 +414,7 @@ impl Reconciler {
     pub(super) fn reconcile_with(
         &self,
         snapshot: &TeamSnapshot,
-        index: &TeamIndex<'_>,
+        index: &dyn AgendaSource,
         member: &str,
         by: ReconciledBy,
         triggers: &[Trigger],
@@ -406,7 +444,7 @@ impl Reconciler {
     fn reconcile_team(
         &self,
         snapshot: &TeamSnapshot,
-        index: &TeamIndex<'_>,
+        index: &dyn AgendaSource,
         by: ReconciledBy,
         triggers: &[Trigger],
     ) -> Result<Vec<MemberStatus>, WorkSyncError> {
@@ -454,7 +492,7 @@ impl Reconciler {
     /// Journals the start of a member's reconcile and builds its agenda.
     fn start_reconcile(
         &self,
-        index: &TeamIndex<'_>,
+        index: &dyn AgendaSource,
         team: &str,
         member: &str,
         now: EpochMs,

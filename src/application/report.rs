@@ -5,8 +5,7 @@
 use serde_json::{json, Value};
 
 use super::ports::{IntentStatus, ReportIntent, StoredStatus};
-use super::reconcile::{check_name, Reconciler, WorkSyncError};
-use crate::domain::agenda::TeamIndex;
+use super::reconcile::{check_name, AgendaSource, Reconciler, WorkSyncError};
 use crate::domain::metrics::{team_metrics, MetricsIndex, ReportOutcome, TeamMetrics};
 use crate::domain::names::normalize_member_name;
 use crate::domain::report::{
@@ -144,8 +143,8 @@ impl Reconciler {
             ));
         }
         let persist = self.may_persist(&snapshot, member)?;
-        let index = TeamIndex::build(&snapshot);
-        let agenda = index.agenda_for(member, &format_iso(now));
+        let agendas = self.agendas(&snapshot);
+        let agenda = agendas.agenda_for(member, &format_iso(now));
         let normalized = normalize_member_name(member);
         let runtime = self.ports.runtime.activity(team, &normalized);
         let token_check = self.ports.tokens.verify(
@@ -204,7 +203,7 @@ impl Reconciler {
         let status = self.ports.store.update(team, member, &mut |previous| {
             let agenda = agenda
                 .take()
-                .unwrap_or_else(|| index.agenda_for(member, &format_iso(now)));
+                .unwrap_or_else(|| agendas.agenda_for(member, &format_iso(now)));
             self.status_after_report(&snapshot, agenda, previous, now, report.clone())
         })?;
         let (outcome, kind) = match verdict {
