@@ -465,7 +465,8 @@ fn read_entry(dir: &Dir, parse: ParseTaskFile, name: &str, known: Option<Entry>)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::team::{ReviewState, TaskStatus};
+    use crate::domain::agenda::{TaskIndex, TeamIndex};
+    use crate::domain::team::{ReviewState, TaskStatus, TeamMember, TeamSnapshot};
     use crate::infrastructure::safe_fs::{mkfifo, TrustedRoot};
     use proptest::prelude::*;
     use std::cell::Cell;
@@ -475,7 +476,8 @@ mod tests {
         static PARSED: Cell<usize> = const { Cell::new(0) };
     }
 
-    /// `task:<id>` is a task, `skip` is skipped, anything else invalid.
+    /// `task:<id>` is a task (owned by the first letter of `<id>`, waiting
+    /// on the next letter's task), `skip` is skipped, anything else invalid.
     fn parse(bytes: &[u8]) -> TaskFile {
         PARSED.with(|p| p.set(p.get() + 1));
         match std::str::from_utf8(bytes) {
@@ -484,8 +486,13 @@ mod tests {
                 display_id: text.to_string(),
                 subject: String::new(),
                 status: TaskStatus::Pending,
-                owner: None,
-                blocked_by: vec![],
+                owner: text[5..].get(..1).map(str::to_string),
+                blocked_by: match text[5..].chars().next() {
+                    Some('a') => vec!["task:bbbb".into()],
+                    Some('b') => vec!["task:cc".into()],
+                    Some(_) => vec!["task:outside".into()],
+                    None => vec![],
+                },
                 blocks: vec![],
                 needs_clarification: None,
                 review_state: ReviewState::None,
@@ -504,7 +511,10 @@ mod tests {
         TrustedRoot::new(path).open_dir(path).unwrap().unwrap()
     }
 
-    fn assert_same(cache: &TaskCache, path: &Path, step: &str) {
+    /// The cached read against a cold one, and the agendas of an index
+    /// kept across reads of the cache ([`TaskIndex::refresh`], fed the
+    /// cache's own tasks) against ones built fresh from the cold read.
+    fn assert_same(cache: &TaskCache, kept: &mut TaskIndex, path: &Path, step: &str) {
         let dir = open(path);
         let cached = cache.read("forge", &dir);
         let cold = read_cold(&dir, parse);
@@ -514,7 +524,32 @@ mod tests {
             cached.diagnostics, cold.diagnostics,
             "diagnostics after {step}"
         );
+        let team = |tasks: Vec<Arc<Task>>| TeamSnapshot {
+            team_name: "forge".into(),
+            config_found: true,
+            members: MEMBERS
+                .map(|name| TeamMember {
+                    name: name.into(),
+                    ..TeamMember::default()
+                })
+                .to_vec(),
+            tasks,
+            ..TeamSnapshot::default()
+        };
+        let (warm, cold) = (team(cached.tasks), team(cold.tasks));
+        let (warm_index, cold_index) = (TeamIndex::cached(&warm, kept), TeamIndex::build(&cold));
+        for member in MEMBERS {
+            let at = "2026-11-22T10:00:00.000Z";
+            assert_eq!(
+                warm_index.agenda_for(member, at),
+                cold_index.agenda_for(member, at),
+                "agenda of {member} after {step}"
+            );
+        }
     }
+
+    /// The roster the agendas are compared for: the lead and every owner.
+    const MEMBERS: [&str; 5] = ["team-lead", "a", "b", "c", "o"];
 
     /// One change to the folder.
     #[derive(Debug, Clone)]
@@ -614,13 +649,15 @@ mod tests {
         std::fs::create_dir(tmp.path().join("tasks")).unwrap();
         std::fs::create_dir(tmp.path().join("elsewhere")).unwrap();
         std::fs::write(tmp.path().join("outside"), "task:outside").unwrap();
-        assert_same(cache, &tmp.path().join("tasks"), "start");
+        let kept = &mut TaskIndex::default();
+        assert_same(cache, kept, &tmp.path().join("tasks"), "start");
         for (i, change) in changes.iter().enumerate() {
             if let Some(named) = apply(tmp.path(), change) {
                 cache.invalidate("forge", named);
             }
             assert_same(
                 cache,
+                kept,
                 &tmp.path().join("tasks"),
                 &format!("{i}: {change:?}"),
             );
@@ -712,15 +749,16 @@ mod tests {
             std::fs::write(tasks.join(format!("{i:06}.json")), text).unwrap();
         }
         let cache = TaskCache::new(parse);
-        assert_same(&cache, &tasks, "over the cap");
+        let kept = &mut TaskIndex::default();
+        assert_same(&cache, kept, &tasks, "over the cap");
         // A name sorting first pushes the last one out; a removal lets it back.
         std::fs::write(tasks.join("0.json"), "task:first").unwrap();
-        assert_same(&cache, &tasks, "a new first name");
+        assert_same(&cache, kept, &tasks, "a new first name");
         std::fs::remove_file(tasks.join("000001.json")).unwrap();
         std::fs::remove_file(tasks.join("000002.json")).unwrap();
         std::fs::remove_file(tasks.join("000003.json")).unwrap();
         std::fs::remove_file(tasks.join("0.json")).unwrap();
-        assert_same(&cache, &tasks, "back under the cap");
+        assert_same(&cache, kept, &tasks, "back under the cap");
         let board = cache.read("forge", &open(&tasks));
         assert!(!board.diagnostics.contains(&"tasks_truncated".to_string()));
     }
