@@ -498,23 +498,31 @@ impl Reconciler {
         now: EpochMs,
         triggers: &[Trigger],
     ) -> Agenda {
-        self.audit(
-            SOURCE,
-            "reconcile_started",
-            team,
-            member,
-            now,
-            vec![],
-            json!({ "triggerReasons": triggers.iter().map(|t| t.as_str()).collect::<Vec<_>>() }),
-        );
         let agenda = index.agenda_for(member, &format_iso(now));
-        self.audit(SOURCE, "agenda_loaded",
-            team,
-            member,
-            now,
-            agenda.diagnostics.clone(),
-            json!({ "agendaFingerprint": agenda.fingerprint, "actionableCount": agenda.items.len() }),
-        );
+        // Both lines in one journal write.
+        let events = [
+            audit_event(
+                SOURCE,
+                "reconcile_started",
+                team,
+                member,
+                now,
+                vec![],
+                json!({ "triggerReasons": triggers.iter().map(|t| t.as_str()).collect::<Vec<_>>() }),
+            ),
+            audit_event(
+                SOURCE,
+                "agenda_loaded",
+                team,
+                member,
+                now,
+                agenda.diagnostics.clone(),
+                json!({ "agendaFingerprint": agenda.fingerprint, "actionableCount": agenda.items.len() }),
+            ),
+        ];
+        self.ports
+            .journal
+            .record_all(events.into_iter().flatten().collect());
         agenda
     }
 
@@ -551,16 +559,22 @@ impl Reconciler {
             "agendaFingerprint": status.agenda.fingerprint,
             "actionableCount": status.agenda.items.len(),
         });
-        self.audit(
-            SOURCE,
-            decision_kind,
-            team,
-            member,
-            now,
-            status.diagnostics.clone(),
-            summary.clone(),
-        );
-        self.audit(SOURCE, "status_written", team, member, now, vec![], summary);
+        // Both lines in one journal write.
+        let events = [
+            audit_event(
+                SOURCE,
+                decision_kind,
+                team,
+                member,
+                now,
+                status.diagnostics.clone(),
+                summary.clone(),
+            ),
+            audit_event(SOURCE, "status_written", team, member, now, vec![], summary),
+        ];
+        self.ports
+            .journal
+            .record_all(events.into_iter().flatten().collect());
     }
 
     /// Builds the new status from the agenda and what was stored before.
@@ -887,19 +901,34 @@ impl Reconciler {
         diagnostics: Vec<String>,
         metadata: serde_json::Value,
     ) {
-        let serde_json::Value::Object(metadata) = metadata else {
-            return;
-        };
-        self.ports.journal.record(AuditEvent {
-            kind,
-            source,
-            team_name: team.to_string(),
-            member_name: member.to_string(),
-            at_ms,
-            diagnostics,
-            metadata,
-        });
+        if let Some(event) = audit_event(source, kind, team, member, at_ms, diagnostics, metadata) {
+            self.ports.journal.record(event);
+        }
     }
+}
+
+/// A journal event; `None` unless `metadata` is an object.
+fn audit_event(
+    source: &'static str,
+    kind: &'static str,
+    team: &str,
+    member: &str,
+    at_ms: EpochMs,
+    diagnostics: Vec<String>,
+    metadata: serde_json::Value,
+) -> Option<AuditEvent> {
+    let serde_json::Value::Object(metadata) = metadata else {
+        return None;
+    };
+    Some(AuditEvent {
+        kind,
+        source,
+        team_name: team.to_string(),
+        member_name: member.to_string(),
+        at_ms,
+        diagnostics,
+        metadata,
+    })
 }
 
 /// Names of the roster members a team-wide pass covers: not removed, valid
