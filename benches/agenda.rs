@@ -1,4 +1,5 @@
-//! Full-team agenda + fingerprint passes, in memory and from disk; the board
+//! Full-team agenda + fingerprint passes, in memory and from disk; one
+//! member's agenda from a kept task index after a one-task change; the board
 //! read and a one-member reconcile after a one-task change, cold (a fresh
 //! reader: what every read cost before the task cache) and warm, in one run.
 //!
@@ -9,7 +10,7 @@ use std::path::Path;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use member_work_sync::application::ports::TeamSource;
 use member_work_sync::application::queue::Trigger;
-use member_work_sync::domain::agenda::TeamIndex;
+use member_work_sync::domain::agenda::{TaskIndex, TeamIndex};
 use member_work_sync::domain::status::{MemberStatus, ReconciledBy};
 use member_work_sync::domain::team::{
     Clarification, HistoryEvent, ReviewState, Task, TaskStatus, TeamMember, TeamSnapshot,
@@ -114,6 +115,25 @@ fn in_memory(c: &mut Criterion) {
         );
     }
     group.finish();
+    // The kept index after one task changed: what a warm reconcile pays
+    // instead of a full build.
+    let mut snapshot = synthetic_team(50, 10_000);
+    let mut kept = TaskIndex::default();
+    kept.refresh(&snapshot.tasks, &snapshot.kanban);
+    let variants = [snapshot.tasks[0].clone(), {
+        let mut task = (*snapshot.tasks[0]).clone();
+        task.subject.push_str(" (edited)");
+        std::sync::Arc::new(task)
+    }];
+    let mut round = 0;
+    c.bench_function("task_index_refresh_one_task_50x10000", |b| {
+        b.iter(|| {
+            round += 1;
+            snapshot.tasks[0] = variants[round % 2].clone();
+            let index = TeamIndex::cached(&snapshot, &mut kept);
+            index.agenda_for("member-1", NOW).items.len()
+        })
+    });
 }
 
 fn write_team_to_disk(root: &Path, snapshot: &TeamSnapshot) {

@@ -28,39 +28,48 @@ const SORTED_EVIDENCE_LISTS: [&str; 4] = [
 /// `preserve_order` feature (enabled anywhere in the build) the map keeps
 /// insertion order and the fingerprint would silently change.
 pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
+    let mut out = Vec::new();
     write_canonical(value, &mut out);
-    out
+    // Only valid UTF-8 was written: `str`s and ASCII punctuation.
+    String::from_utf8(out).unwrap_or_default()
 }
 
-fn write_canonical(value: &Value, out: &mut String) {
+fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_canonical(item, out);
             }
-            out.push(']');
+            out.push(b']');
         }
         Value::Object(map) => {
             let mut entries: Vec<(&String, &Value)> = map.iter().collect();
             entries.sort_by(|(left, _), (right, _)| compare_code_units(left, right));
-            out.push('{');
+            out.push(b'{');
             for (i, (key, item)) in entries.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
+                write_scalar(key, out);
+                out.push(b':');
                 write_canonical(item, out);
             }
-            out.push('}');
+            out.push(b'}');
         }
-        scalar => out.push_str(&scalar.to_string()),
+        Value::String(text) => write_scalar(text, out),
+        scalar => write_scalar(scalar, out),
     }
+}
+
+/// Appends serde_json's compact form of a string or scalar (what
+/// `to_string` gives) without a string of its own per value.
+fn write_scalar<T: serde::Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
+    // Writing a string or a scalar into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, value);
 }
 
 /// Lowercase hex SHA-256 of `bytes`.
