@@ -358,7 +358,10 @@ impl TaskFolder {
     }
 
     fn board(&self) -> TaskBoard {
-        let mut board = TaskBoard::default();
+        let mut board = TaskBoard {
+            tasks: Vec::with_capacity(self.entries.len()),
+            diagnostics: Vec::new(),
+        };
         if self.unreadable {
             board.diagnostics.push("tasks_dir_unreadable".into());
             return board;
