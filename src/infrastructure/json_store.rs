@@ -55,8 +55,9 @@ pub fn read_envelope<T: DeserializeOwned>(
 fn envelope_field<T: DeserializeOwned>(
     field: &str,
 ) -> impl FnOnce(Value) -> Result<T, String> + '_ {
-    move |value| {
-        let inner = value.get(field).cloned().unwrap_or(Value::Null);
+    move |mut value| {
+        // Taken out, not cloned: a status is tens of KB of JSON.
+        let inner = value.get_mut(field).map(Value::take).unwrap_or(Value::Null);
         serde_json::from_value(inner).map_err(|_| "invalid_shape".to_string())
     }
 }
