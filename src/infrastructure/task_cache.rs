@@ -27,6 +27,7 @@
 //! snapshot handed out, never copied.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -219,6 +220,9 @@ struct TaskFolder {
     recheck: BTreeSet<String>,
     validated_at: Option<Instant>,
     last_read: Option<Instant>,
+    /// What [`TaskFolder::board`] gave last, while still true: a task
+    /// replaced by another one is patched in, any other change drops it.
+    board: Option<TaskBoard>,
 }
 
 /// Whether `name` is a task file name: `*.json`, not hidden.
@@ -266,6 +270,7 @@ impl TaskFolder {
                     while self.entries.len() > MAX_TASK_FILES {
                         self.entries.pop_last();
                     }
+                    self.board = None;
                     self.truncated = true;
                     self.recheck.retain(|n| self.entries.contains_key(n));
                 }
@@ -296,6 +301,7 @@ impl TaskFolder {
     /// every one, without `reuse`).
     /// Returns how many files were read.
     fn rescan(&mut self, dir: &Dir, parse: ParseTaskFile, reuse: bool) -> usize {
+        self.board = None;
         let listing = match dir.entries() {
             Ok(listing) => listing,
             Err(_) => {
@@ -342,8 +348,39 @@ impl TaskFolder {
     /// Looks at one name again (it was reported changed, or failed before).
     fn refresh_name(&mut self, dir: &Dir, parse: ParseTaskFile, name: &str) {
         let known = self.entries.remove(name);
+        let before = known.as_ref().map(|k| k.file.clone());
         let entry = read_entry(dir, parse, name, known);
+        self.patch_board(name, before.as_ref(), entry.as_ref().map(|e| &e.file));
         self.store(name.to_string(), entry);
+    }
+
+    /// Brings the kept board along with `name` going from `before` to
+    /// `after` (while `name` is out of `entries`).
+    fn patch_board(&mut self, name: &str, before: Option<&TaskFile>, after: Option<&TaskFile>) {
+        match (before, after) {
+            (Some(TaskFile::Task(old)), Some(TaskFile::Task(new))) => {
+                if Arc::ptr_eq(old, new) {
+                    return;
+                }
+                // The task keeps its place: after the tasks named before it.
+                let at = self
+                    .entries
+                    .range::<str, _>((Bound::Unbounded, Bound::Excluded(name)))
+                    .filter(|(_, e)| matches!(e.file, TaskFile::Task(_)))
+                    .count();
+                match self.board.as_mut().and_then(|b| b.tasks.get_mut(at)) {
+                    Some(slot) => *slot = new.clone(),
+                    None => self.board = None,
+                }
+            }
+            (None, None) => {}
+            // Same kind of failure, same diagnostic; anything else moves
+            // tasks or diagnostics.
+            (Some(old), Some(new))
+                if !matches!(old, TaskFile::Task(_))
+                    && std::mem::discriminant(old) == std::mem::discriminant(new) => {}
+            _ => self.board = None,
+        }
     }
 
     fn store(&mut self, name: String, entry: Option<Entry>) {
@@ -357,7 +394,18 @@ impl TaskFolder {
         self.entries.insert(name, entry);
     }
 
-    fn board(&self) -> TaskBoard {
+    /// The tasks and diagnostics of the folder as read (see
+    /// [`TaskFolder::board`] for the kept copy).
+    fn board(&mut self) -> TaskBoard {
+        if let Some(board) = &self.board {
+            return board.clone();
+        }
+        let board = self.build_board();
+        self.board = Some(board.clone());
+        board
+    }
+
+    fn build_board(&self) -> TaskBoard {
         let mut board = TaskBoard {
             tasks: Vec::with_capacity(self.entries.len()),
             diagnostics: Vec::new(),
