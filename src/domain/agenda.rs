@@ -270,7 +270,6 @@ const MAX_INCREMENTAL_CHANGE: usize = 256;
 /// (the tests compare the two over random change sequences).
 #[derive(Debug, Clone, Default)]
 pub struct TaskIndex {
-    tasks: Vec<Arc<Task>>,
     kanban: BTreeMap<String, KanbanEntry>,
     facts: Vec<TaskFacts>,
     /// Task positions by canonical id reference ([`task_reference`]).
@@ -289,7 +288,6 @@ impl TaskIndex {
     /// Derives the facts of every task (`kanban` holds their cards).
     pub fn build(tasks: &[Arc<Task>], kanban: &BTreeMap<String, KanbanEntry>) -> Self {
         let mut index = Self {
-            tasks: tasks.to_vec(),
             kanban: kanban.clone(),
             facts: tasks.iter().map(|t| TaskFacts::local(t, kanban)).collect(),
             ..Self::default()
@@ -311,20 +309,20 @@ impl TaskIndex {
             *self = Self::build(tasks, kanban);
             return;
         }
-        let same = |(a, b): (&Arc<Task>, &Arc<Task>)| Arc::ptr_eq(a, b);
+        let same = |(f, t): (&TaskFacts, &Arc<Task>)| Arc::ptr_eq(&f.task, t);
         let prefix = self
-            .tasks
+            .facts
             .iter()
             .zip(tasks)
             .take_while(|p| same(*p))
             .count();
-        let suffix = self.tasks[prefix..]
+        let suffix = self.facts[prefix..]
             .iter()
             .rev()
             .zip(tasks[prefix..].iter().rev())
             .take_while(|p| same(*p))
             .count();
-        let removed = prefix..self.tasks.len() - suffix;
+        let removed = prefix..self.facts.len() - suffix;
         let added = prefix..tasks.len() - suffix;
         if removed.is_empty() && added.is_empty() {
             return;
@@ -344,8 +342,6 @@ impl TaskIndex {
             .iter()
             .map(|t| TaskFacts::local(t, kanban))
             .collect();
-        self.tasks
-            .splice(removed.clone(), tasks[added.clone()].iter().cloned());
         self.facts.splice(removed.clone(), fresh);
         if removed.len() != added.len() {
             self.shift_positions(removed.end, added.len() as isize - removed.len() as isize);
