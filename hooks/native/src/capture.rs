@@ -1,0 +1,110 @@
+//! One capture: stdin, bounded, into a temp file in `incoming/`, renamed to
+//! its final name when complete. Every failure publishes nothing.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::time::SystemTime;
+
+#[cfg(unix)]
+#[path = "incoming_unix.rs"]
+mod incoming;
+#[cfg(windows)]
+#[path = "incoming_windows.rs"]
+mod incoming;
+
+use crate::drain_stdin;
+use crate::request::Request;
+pub use incoming::prepare_process;
+use incoming::Incoming;
+
+/// Temp names tried, `.turn-settled.<pid>.0` to `.7` (the script's count):
+/// leftovers of a crashed hook with the same pid are skipped.
+const TEMP_ATTEMPTS: u32 = 8;
+/// Final names tried past the temp file's suffix when one is taken.
+const NAME_ATTEMPTS: u32 = 64;
+/// Bytes copied per read: a pipe's usual capacity.
+const BLOCK: usize = 64 * 1024;
+
+/// How the copy of stdin ended.
+enum Copied {
+    /// Input ended; this many bytes were kept (all of it).
+    Whole(u64),
+    /// `max_bytes + 1` bytes were kept; the rest of stdin is still unread.
+    Oversized,
+}
+
+/// Captures stdin for `request`; publishes nothing on any failure.
+pub fn capture(request: &Request) {
+    let Ok(dir) = Incoming::open(&request.spool_root) else {
+        return drain_stdin();
+    };
+    let pid = std::process::id();
+    let Some((suffix, temp_name, file)) = (0..TEMP_ATTEMPTS)
+        .find_map(|n| {
+            let name = format!(".turn-settled.{pid}.{n}");
+            match dir.create_temp(&name) {
+                Ok(file) => Some(Ok((n, name, file))),
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => None,
+                Err(error) => Some(Err(error)),
+            }
+        })
+        .and_then(Result::ok)
+    else {
+        return drain_stdin();
+    };
+    let limit = request.max_bytes.saturating_add(1);
+    let copied = copy_bounded(&mut io::stdin().lock(), file, limit);
+    let oversized = matches!(copied, Ok(Copied::Oversized));
+    let publish = match copied {
+        Ok(Copied::Whole(0)) | Err(_) => None,
+        Ok(_) => crate::stamp::stamp(SystemTime::now()),
+    };
+    match publish {
+        Some(stamp) => publish_as(&dir, &temp_name, &stamp, pid, suffix, request.provider),
+        None => {
+            let _ = dir.remove(&temp_name);
+        }
+    }
+    // After a failure or an oversized payload, stdin is not at its end yet.
+    if oversized || copied.is_err() {
+        drain_stdin();
+    }
+}
+
+/// Copies `input` into `file` until its end or `limit` bytes; an error
+/// from either side (a full disk, a file size limit) is an error.
+fn copy_bounded(input: &mut impl Read, mut file: File, limit: u64) -> io::Result<Copied> {
+    let mut buffer = vec![0u8; BLOCK];
+    let mut kept: u64 = 0;
+    loop {
+        let room = usize::try_from(limit - kept)
+            .unwrap_or(usize::MAX)
+            .min(BLOCK);
+        let read = match input.read(&mut buffer[..room]) {
+            Ok(0) => return Ok(Copied::Whole(kept)),
+            Ok(read) => read,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        file.write_all(&buffer[..read])?;
+        kept += read as u64;
+        if kept == limit {
+            return Ok(Copied::Oversized);
+        }
+    }
+}
+
+/// Renames the temp file to `<stamp>-<pid>-<n>.<provider>.json`, `n` from
+/// the temp file's suffix up, never over an existing file; removes it when
+/// no name can be had.
+fn publish_as(dir: &Incoming, temp_name: &str, stamp: &str, pid: u32, suffix: u32, provider: &str) {
+    for n in suffix..suffix + NAME_ATTEMPTS {
+        let name = format!("{stamp}-{pid}-{n}.{provider}.json");
+        match dir.rename_new(temp_name, &name) {
+            Ok(()) => return,
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(_) => break,
+        }
+    }
+    let _ = dir.remove(temp_name);
+}
