@@ -75,6 +75,12 @@ describe('runtime turn-settled pipeline', () => {
       fs.readFileSync(path.join(__dirname, '..', 'hooks/turn-settled-hook-v1.sh'), 'utf8'),
     )
     expect(mode(script)).toBe(0o755)
+    // `npm run build` puts the native hook beside the addon: the command runs
+    // the copy installed beside the script, directly, with the same arguments.
+    const executable = path.join(spool(root), 'bin/turn-settled-hook-v1')
+    expect(command).toBe(`'${executable}' '${spool(root)}' 'claude' '262144' # ${TURN_SETTLED_HOOK_MARKER}`)
+    expect(fs.readFileSync(executable)).toEqual(fs.readFileSync(path.join(__dirname, '..', 'turn-settled-hook-v1')))
+    expect(mode(executable)).toBe(0o755)
     for (const dir of ['incoming', 'processing', 'processed', 'invalid']) {
       expect(mode(path.join(spool(root), dir))).toBe(0o700)
     }

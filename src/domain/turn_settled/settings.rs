@@ -47,6 +47,26 @@ pub fn hook_command(
     )
 }
 
+/// `'<executable>' '<spoolRoot>' '<provider>' '<maxBytes>' # <marker>`: the
+/// native hook (`hooks/native`) run directly, with the script's arguments
+/// and the same marker, so the settings merge recognises either form as
+/// the managed hook.
+pub fn executable_hook_command(
+    executable: &str,
+    spool_root: &str,
+    provider: RuntimeProvider,
+    max_bytes: u64,
+) -> String {
+    format!(
+        "{} {} {} {} # {}",
+        shell_quote(executable),
+        shell_quote(spool_root),
+        shell_quote(provider.as_str()),
+        shell_quote(&max_bytes.to_string()),
+        TURN_SETTLED_HOOK_MARKER
+    )
+}
+
 /// `{"hooks":{"Stop":[{"matcher":"","hooks":[{"type":"command","command":…}]}]}}`.
 pub fn hook_settings_fragment(command: &str) -> Value {
     json!({
@@ -318,6 +338,48 @@ mod tests {
         assert_eq!(
             hook_command("/a/turn-settled-hook-v1.sh", "/a b/it's", RuntimeProvider::Claude, 262_144),
             "/bin/sh '/a/turn-settled-hook-v1.sh' '/a b/it'\\''s' 'claude' '262144' # agent-teams:member-work-sync-turn-settled:v1"
+        );
+    }
+
+    #[test]
+    fn executable_command_matches_the_documented_shape() {
+        assert_eq!(
+            executable_hook_command("/a b/turn-settled-hook-v1", "/it's", RuntimeProvider::Codex, 7),
+            "'/a b/turn-settled-hook-v1' '/it'\\''s' 'codex' '7' # agent-teams:member-work-sync-turn-settled:v1"
+        );
+    }
+
+    /// A relaunch replaces the managed hook whichever form either launch
+    /// used (script before, executable now, and back).
+    #[test]
+    fn either_command_form_replaces_the_other() {
+        let script = ours("/old.sh");
+        let executable = hook_settings_fragment(&executable_hook_command(
+            "/bin/hook",
+            "/spool",
+            RuntimeProvider::Claude,
+            262_144,
+        ));
+        let base = obj(json!({"hooks": {"Stop": [user_hook("echo user")]}}));
+        for (first, second) in [(&script, &executable), (&executable, &script)] {
+            let once = merge_runtime_hook_settings(&base, &obj(first.clone()));
+            let relaunched = merge_runtime_hook_settings(&once, &obj(second.clone()));
+            assert_eq!(managed_count(&relaunched), 1);
+            let stop = relaunched["hooks"]["Stop"].as_array().unwrap();
+            assert_eq!(stop[0], user_hook("echo user"));
+            assert_eq!(stop[1], second["hooks"]["Stop"][0]);
+        }
+        let codex_executable = codex_hook_settings_fragment(&executable_hook_command(
+            "/bin/hook",
+            "/spool",
+            RuntimeProvider::Codex,
+            262_144,
+        ));
+        let once = merge_runtime_hook_settings(&Map::new(), &obj(codex("/old.sh")));
+        let relaunched = merge_runtime_hook_settings(&once, &obj(codex_executable.clone()));
+        assert_eq!(
+            relaunched["config_overrides"],
+            codex_executable["config_overrides"]
         );
     }
 

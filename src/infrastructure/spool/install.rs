@@ -1,9 +1,10 @@
-//! The spool's layout, the installed hook script and the `bin/boot-time`
-//! file the hook takes its clock from.
+//! The spool's layout, the installed hook script, the hook executable
+//! installed beside it when one ships, and the `bin/boot-time` file the
+//! script takes its clock from.
 
 use std::fs;
-use std::io;
-use std::path::PathBuf;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
 
 use super::paths::{Folder, SpoolPaths};
 use crate::infrastructure::clock::epoch_ms;
@@ -13,6 +14,16 @@ use crate::infrastructure::safe_fs::{Dir, FileRead};
 pub const HOOK_SCRIPT: &str = include_str!("../../../hooks/turn-settled-hook-v1.sh");
 /// Its installed file name.
 pub const HOOK_SCRIPT_NAME: &str = "turn-settled-hook-v1.sh";
+/// The hook executable's file name (`hooks/native`), as it ships beside
+/// the addon's `.node` file and as it is installed beside the script.
+pub const HOOK_EXECUTABLE_NAME: &str = if cfg!(windows) {
+    "turn-settled-hook-v1.exe"
+} else {
+    "turn-settled-hook-v1"
+};
+/// Most bytes of a hook executable copied (it is about 0.3 MiB): a larger
+/// file is refused, never read whole.
+pub const MAX_HOOK_EXECUTABLE_BYTES: u64 = 8 << 20;
 /// `bin/` file with `<boot id> <boot time in centiseconds>\n`: the hook's
 /// cheap clock on Linux (see [`SpoolPaths::refresh_boot_time`]).
 pub const BOOT_TIME_FILE_NAME: &str = "boot-time";
@@ -23,13 +34,85 @@ const BOOT_TIME_TOLERANCE_CS: i64 = 50;
 const MAX_BOOT_TIME_BYTES: u64 = 256;
 /// Spool folders are the user's own.
 const FOLDER_MODE: u32 = 0o700;
-/// The script is run by `/bin/sh <script>`, and executable for direct use.
+/// The script is run by `/bin/sh <script>`, and executable for direct use;
+/// the executable is run directly.
 const SCRIPT_MODE: u32 = 0o755;
+
+/// What the installed hook command runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookProgram {
+    /// The native executable, installed in `bin/`: run directly.
+    Executable(PathBuf),
+    /// The script in `bin/`: run by `/bin/sh`.
+    Script(PathBuf),
+}
+
+/// The installed hook: what runs it, and why the script runs it when an
+/// executable was offered but could not be installed.
+#[derive(Debug)]
+pub struct InstalledHook {
+    /// The program the hook command names.
+    pub program: HookProgram,
+    /// Why the executable offered is not used (`None` when it is, or when
+    /// none was offered).
+    pub executable_failure: Option<io::Error>,
+}
 
 impl SpoolPaths {
     /// `bin/turn-settled-hook-v1.sh`.
     pub fn script(&self) -> PathBuf {
         self.path(Folder::Bin).join(HOOK_SCRIPT_NAME)
+    }
+
+    /// `bin/turn-settled-hook-v1` (`.exe` on Windows).
+    pub fn executable(&self) -> PathBuf {
+        self.path(Folder::Bin).join(HOOK_EXECUTABLE_NAME)
+    }
+
+    /// [`SpoolPaths::install`], then the hook executable copied from
+    /// `executable_source` (the one shipped beside the addon) when there is
+    /// one: the hook runs it when it could be installed, else the script.
+    /// An error only when the spool itself cannot be installed.
+    pub fn install_hook(&self, executable_source: Option<&Path>) -> io::Result<InstalledHook> {
+        let script = self.install()?;
+        let Some(source) = executable_source else {
+            return Ok(InstalledHook {
+                program: HookProgram::Script(script),
+                executable_failure: None,
+            });
+        };
+        Ok(match self.install_executable(source) {
+            Ok(executable) => InstalledHook {
+                program: HookProgram::Executable(executable),
+                executable_failure: None,
+            },
+            Err(error) => InstalledHook {
+                program: HookProgram::Script(script),
+                executable_failure: Some(error),
+            },
+        })
+    }
+
+    /// Copies the hook executable `source` into `bin/` (0755), rewriting it
+    /// only when its content differs; a link, FIFO or folder at its name is
+    /// replaced, never followed. The source is the addon's own shipped file
+    /// (not below the Claude root): a regular file of at most
+    /// [`MAX_HOOK_EXECUTABLE_BYTES`], else an error naming it. `bin/` must
+    /// be installed already ([`SpoolPaths::install`]).
+    pub fn install_executable(&self, source: &Path) -> io::Result<PathBuf> {
+        let bytes = read_executable(source)?;
+        let bin = self.open(Folder::Bin)?.ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{}: not installed", self.path(Folder::Bin).display()),
+            )
+        })?;
+        let installed = bin.read(HOOK_EXECUTABLE_NAME, bytes.len() as u64)?;
+        if !matches!(&installed, FileRead::Bytes(current) if *current == bytes) {
+            bin.write_atomic(HOOK_EXECUTABLE_NAME, &bytes, SCRIPT_MODE)?;
+        }
+        bin.set_mode(HOOK_EXECUTABLE_NAME, SCRIPT_MODE)?;
+        Ok(self.executable())
     }
 
     /// `bin/boot-time`, read by the hook (see [`SpoolPaths::refresh_boot_time`]).
@@ -114,6 +197,38 @@ fn refresh_boot_time_in(bin: &Dir, now: &BootTime) -> io::Result<()> {
     let line = format!("{} {}\n", now.id, now.cs);
     // A hint, rewritten before every drain: whole, but not worth an fsync.
     bin.write_replacing(BOOT_TIME_FILE_NAME, line.as_bytes(), 0o600, false)
+}
+
+/// The shipped executable at `source`: a regular file (links followed: a
+/// package manager may link the package folder), at most
+/// [`MAX_HOOK_EXECUTABLE_BYTES`]; errors name the path.
+fn read_executable(source: &Path) -> io::Result<Vec<u8>> {
+    let named =
+        |error: io::Error| io::Error::new(error.kind(), format!("{}: {error}", source.display()));
+    let refused = || {
+        named(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("not a regular file of at most {MAX_HOOK_EXECUTABLE_BYTES} bytes"),
+        ))
+    };
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    // A FIFO put there would block an open for reading: never wait.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(source).map_err(named)?;
+    let meta = file.metadata().map_err(named)?;
+    if !meta.is_file() || meta.len() > MAX_HOOK_EXECUTABLE_BYTES {
+        return Err(refused());
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_HOOK_EXECUTABLE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(named)?;
+    if bytes.len() as u64 > MAX_HOOK_EXECUTABLE_BYTES {
+        return Err(refused());
+    }
+    Ok(bytes)
 }
 
 /// This boot's [`BootTime`]; `None` where `/proc` lacks it. (`/proc` is the

@@ -66,7 +66,10 @@ use crate::application::ports::{Clock, PortError};
 use crate::application::turn_settled::{Filing, SpoolClaim, TurnSettledSpool};
 
 pub use claim::{STALE_CLAIM_MS, STAMP_TOLERANCE_MS};
-pub use install::{BOOT_TIME_FILE_NAME, HOOK_SCRIPT, HOOK_SCRIPT_NAME};
+pub use install::{
+    HookProgram, InstalledHook, BOOT_TIME_FILE_NAME, HOOK_EXECUTABLE_NAME, HOOK_SCRIPT,
+    HOOK_SCRIPT_NAME, MAX_HOOK_EXECUTABLE_BYTES,
+};
 pub use name::{parse_spool_name, SpoolName};
 pub use paths::SpoolPaths;
 pub use sweep::{ABANDONED_TEMP_MS, SWEEP_EVERY_MS};
