@@ -1,16 +1,105 @@
-//! The shipped Stop hook script, run for real under every POSIX shell on the
-//! machine (`sh`, `dash` when installed, `bash --posix` when installed), and the
-//! settings command as Claude Code runs it (`sh -c "<command>"`).
+//! The shipped Stop hooks run for real: the script under every POSIX shell on
+//! the machine (`sh`, `dash` when installed, `bash --posix` when installed)
+//! and the native executable (`hooks/native`, built here with cargo), through
+//! the same behavioural cases where they apply; and the settings command as
+//! Claude Code runs it (`sh -c "<command>"`).
 
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 
-use member_work_sync::domain::turn_settled::settings::hook_command;
+use member_work_sync::domain::turn_settled::settings::{executable_hook_command, hook_command};
 use member_work_sync::domain::turn_settled::{RuntimeProvider, MAX_PAYLOAD_BYTES};
-use member_work_sync::infrastructure::spool::{parse_spool_name, SpoolName, SpoolPaths};
+use member_work_sync::infrastructure::spool::{
+    parse_spool_name, HookProgram, SpoolName, SpoolPaths, HOOK_EXECUTABLE_NAME,
+};
 use proptest::prelude::*;
+
+/// The native hook, built once per test run with the cargo that runs the
+/// tests, release profile as shipped, into a target folder of its own (the
+/// running `cargo test` may hold the lock of the usual one).
+fn built_executable() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hook-build");
+        let status = Command::new(env!("CARGO"))
+            .args([
+                "build",
+                "--release",
+                "--quiet",
+                "--package",
+                "turn-settled-hook",
+            ])
+            .arg("--target-dir")
+            .arg(&target_dir)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("run cargo");
+        assert!(status.success(), "cargo build --package turn-settled-hook");
+        target_dir.join("release").join(HOOK_EXECUTABLE_NAME)
+    })
+}
+
+/// One implementation of the hook under test.
+#[derive(Debug, Clone)]
+enum Hook {
+    /// The script, run by this shell (program and options).
+    Script(Vec<&'static str>),
+    /// The native executable, run directly.
+    Executable,
+}
+
+impl Hook {
+    /// What it keeps of a payload of `len` bytes over the bound `max`: the
+    /// script at least `max + 1` bytes, up to whole 512-byte blocks of the
+    /// file size limit that stops its copy; the executable exactly `max + 1`.
+    fn kept_of_oversized(&self, max: usize, len: usize) -> usize {
+        match self {
+            Hook::Script(_) => len.min((max + 1).div_ceil(512) * 512),
+            Hook::Executable => max + 1,
+        }
+    }
+}
+
+/// Every implementation: the script under each shell, then the executable.
+fn hooks() -> Vec<Hook> {
+    let mut hooks: Vec<Hook> = shells().into_iter().map(Hook::Script).collect();
+    hooks.push(Hook::Executable);
+    hooks
+}
+
+/// A spool with `hook` installed, and the argv prefix that runs it
+/// (`shell… script` or `executable`).
+fn installed_hook(hook: &Hook) -> (tempfile::TempDir, SpoolPaths, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = SpoolPaths::for_teams_base(&dir.path().join("teams"));
+    let prefix = match hook {
+        Hook::Script(shell) => {
+            let script = paths.install().unwrap();
+            let mut prefix: Vec<String> = shell.iter().map(|s| s.to_string()).collect();
+            prefix.push(script.to_string_lossy().into_owned());
+            prefix
+        }
+        Hook::Executable => {
+            let installed = paths.install_hook(Some(built_executable())).unwrap();
+            let HookProgram::Executable(executable) = installed.program else {
+                panic!(
+                    "executable not installed: {:?}",
+                    installed.executable_failure
+                );
+            };
+            vec![executable.to_string_lossy().into_owned()]
+        }
+    };
+    (dir, paths, prefix)
+}
+
+/// `prefix` as the `&str`s [`run`] takes.
+fn argv(prefix: &[String]) -> Vec<&str> {
+    prefix.iter().map(String::as_str).collect()
+}
 
 /// The shells to run the script under: `sh` always; the others when present.
 fn shells() -> Vec<Vec<&'static str>> {
@@ -39,24 +128,17 @@ struct Run {
     stderr: Vec<u8>,
 }
 
-/// Runs `shell script args…` with `stdin` piped in.
-fn run(shell: &[&str], script: &Path, args: &[&str], stdin: &[u8]) -> Run {
-    run_limited(shell, script, args, stdin, None)
+/// Runs `hook args…` (`hook`: `shell script` or `executable`) with `stdin` piped in.
+fn run(hook: &[&str], args: &[&str], stdin: &[u8]) -> Run {
+    run_limited(hook, args, stdin, None)
 }
 
 /// [`run`], with writes past `max_file_bytes` failing (`RLIMIT_FSIZE`, with
 /// `SIGXFSZ` ignored so a write past it returns `EFBIG`): a full disk.
-fn run_limited(
-    shell: &[&str],
-    script: &Path,
-    args: &[&str],
-    stdin: &[u8],
-    max_file_bytes: Option<u64>,
-) -> Run {
-    let mut command = Command::new(shell[0]);
+fn run_limited(hook: &[&str], args: &[&str], stdin: &[u8], max_file_bytes: Option<u64>) -> Run {
+    let mut command = Command::new(hook[0]);
     command
-        .args(&shell[1..])
-        .arg(script)
+        .args(&hook[1..])
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -80,7 +162,7 @@ fn run_limited(
             });
         }
     }
-    let mut child = command.spawn().expect("spawn shell");
+    let mut child = command.spawn().expect("spawn the hook");
     let mut pipe = child.stdin.take().expect("stdin");
     let payload = stdin.to_vec();
     // Write from another thread: a hook that stopped reading must not hang the test.
@@ -127,27 +209,30 @@ fn payload(len: usize) -> Vec<u8> {
 #[test]
 fn captures_payloads_completely_up_to_the_bound() {
     let max = MAX_PAYLOAD_BYTES as usize;
-    for shell in shells() {
-        let (_dir, paths, script) = installed_spool();
+    for shell in hooks() {
+        let (_dir, paths, hook) = installed_hook(&shell);
         let root = paths.root.to_string_lossy().into_owned();
         // An oversized payload keeps its first bytes, more than the bound
-        // (the drainer reads bound + 1 and files it as truncated), at most up
-        // to the bound rounded up to whole 512-byte blocks of the file size
-        // limit that stops the copy.
-        let oversized_kept = (max + 1).div_ceil(512) * 512;
-        let cases = [
-            (1, 1),
-            (2048, 2048),
-            (max, max),
-            (max + 1, max + 1),
-            (max + 2, max + 2),
-            (oversized_kept + 1, oversized_kept),
-            (300 * 1024, oversized_kept),
-            (1024 * 1024, oversized_kept),
+        // (the drainer reads bound + 1 and files it as truncated).
+        let block_end = (max + 1).div_ceil(512) * 512;
+        let lengths = [
+            1,
+            2048,
+            max,
+            max + 1,
+            max + 2,
+            block_end + 1,
+            300 * 1024,
+            1024 * 1024,
         ];
-        for (len, kept) in cases {
+        for len in lengths {
+            let kept = if len <= max {
+                len
+            } else {
+                shell.kept_of_oversized(max, len)
+            };
             let body = payload(len);
-            let out = run(&shell, &script, &[&root, "claude", "262144"], &body);
+            let out = run(&argv(&hook), &[&root, "claude", "262144"], &body);
             assert_eq!(
                 (out.status, out.stdout.len(), out.stderr.len()),
                 (0, 0, 0),
@@ -210,20 +295,20 @@ fn reads_its_input_in_blocks_not_bytes() {
         .collect();
     let max = MAX_PAYLOAD_BYTES as usize;
     let oversized = payload(max + 64 * 1024);
-    for shell in shells() {
+    for shell in hooks() {
         for (what, body) in [
             ("64 KiB in many lines", &many_lines),
             ("one 64 KiB line", &one_line),
             ("320 KiB, oversized", &oversized),
         ] {
-            let (dir, paths, script) = installed_spool();
+            let (dir, paths, hook) = installed_hook(&shell);
             let root = paths.root.to_string_lossy().into_owned();
             let trace = dir.path().join("trace");
             let mut traced_shell = vec!["strace", "-f", "-qq", "-e", "trace=read", "-o"];
             let trace_s = trace.to_string_lossy().into_owned();
             traced_shell.push(&trace_s);
-            traced_shell.extend(&shell);
-            let out = run(&traced_shell, &script, &[&root, "claude", "262144"], body);
+            traced_shell.extend(argv(&hook));
+            let out = run(&traced_shell, &[&root, "claude", "262144"], body);
             assert_eq!(out.status, 0, "{shell:?} {what}");
             let names = incoming(&paths);
             assert_eq!(names.len(), 1, "{shell:?} {what}: {names:?}");
@@ -255,6 +340,7 @@ fn reads_its_input_in_blocks_not_bytes() {
 #[test]
 fn without_a_file_size_limit_the_copy_is_bounded_by_count() {
     let max = MAX_PAYLOAD_BYTES as usize;
+    // The script only: the executable counts its bytes whatever the limits.
     for shell in shells() {
         let (_dir, paths, script) = installed_spool();
         let root = paths.root.to_string_lossy().into_owned();
@@ -312,12 +398,12 @@ fn a_failed_write_publishes_nothing() {
         ("64 KiB in many lines", payload(64 * 1024)),
         ("oversized, cut by head", payload(300 * 1024)),
     ];
-    for shell in shells() {
+    for shell in hooks() {
         for (what, body) in &cases {
-            let (_dir, paths, script) = installed_spool();
+            let (_dir, paths, hook) = installed_hook(&shell);
             let root = paths.root.to_string_lossy().into_owned();
             let args = [root.as_str(), "claude", "262144"];
-            let out = run_limited(&shell, &script, &args, body, Some(24 * 1024));
+            let out = run_limited(&argv(&hook), &args, body, Some(24 * 1024));
             assert_eq!(
                 (out.status, out.stdout.len(), out.stderr.len()),
                 (0, 0, 0),
@@ -329,7 +415,7 @@ fn a_failed_write_publishes_nothing() {
                 incoming_all(&paths)
             );
             // Under the same limit a payload that fits is still published.
-            let out = run_limited(&shell, &script, &args, &payload(2048), Some(24 * 1024));
+            let out = run_limited(&argv(&hook), &args, &payload(2048), Some(24 * 1024));
             assert_eq!(out.status, 0);
             assert_eq!(incoming(&paths).len(), 1, "{shell:?} {what}");
         }
@@ -338,11 +424,16 @@ fn a_failed_write_publishes_nothing() {
 
 #[test]
 fn every_provider_is_kept_and_anything_else_is_dropped() {
-    for shell in shells() {
-        let (_dir, paths, script) = installed_spool();
+    for shell in hooks() {
+        let (_dir, paths, hook) = installed_hook(&shell);
         let root = paths.root.to_string_lossy().into_owned();
         for provider in ["claude", "codex", "opencode", "gemini", "", "../x"] {
-            let out = run(&shell, &script, &[&root, provider, "262144"], b"{}");
+            let out = run(&argv(&hook), &[&root, provider, "262144"], b"{}");
+            assert_eq!((out.status, out.stdout.len(), out.stderr.len()), (0, 0, 0));
+        }
+        // No arguments at all, or an empty spool root: nothing, silently.
+        for args in [&[][..], &["", "claude"][..]] {
+            let out = run(&argv(&hook), args, b"{}");
             assert_eq!((out.status, out.stdout.len(), out.stderr.len()), (0, 0, 0));
         }
         let names = incoming(&paths);
@@ -360,17 +451,17 @@ fn empty_input_missing_and_read_only_spools_exit_zero_silently() {
         .arg("-u")
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    for shell in shells() {
-        let (dir, paths, script) = installed_spool();
+    for shell in hooks() {
+        let (dir, paths, hook) = installed_hook(&shell);
+        let script = PathBuf::from(hook.last().unwrap());
         let root = paths.root.to_string_lossy().into_owned();
-        let out = run(&shell, &script, &[&root, "claude", "262144"], b"");
+        let out = run(&argv(&hook), &[&root, "claude", "262144"], b"");
         assert_eq!((out.status, out.stdout.len(), out.stderr.len()), (0, 0, 0));
         assert!(incoming(&paths).is_empty(), "empty payload must be dropped");
 
         let missing = dir.path().join("nope").to_string_lossy().into_owned();
         let out = run(
-            &shell,
-            &script,
+            &argv(&hook),
             &[&missing, "claude", "262144"],
             &payload(5000),
         );
@@ -418,10 +509,9 @@ fn empty_input_missing_and_read_only_spools_exit_zero_silently() {
         };
         if let Some(as_user) = as_user {
             mode(&paths.incoming(), 0o555);
-            let shell_as_user: Vec<&str> = as_user.iter().chain(&shell).copied().collect();
+            let hook_as_user: Vec<&str> = as_user.iter().copied().chain(argv(&hook)).collect();
             let out = run(
-                &shell_as_user,
-                &script,
+                &hook_as_user,
                 &[&root, "claude", "262144"],
                 &payload(300 * 1024),
             );
@@ -437,7 +527,7 @@ fn empty_input_missing_and_read_only_spools_exit_zero_silently() {
         // leading zero, which shell arithmetic would read as octal, too.
         for max_bytes in ["12x", "08", "-1", "99999999999"] {
             let before = incoming(&paths).len();
-            let out = run(&shell, &script, &[&root, "codex", max_bytes], b"{\"a\":1}");
+            let out = run(&argv(&hook), &[&root, "codex", max_bytes], b"{\"a\":1}");
             assert_eq!(out.status, 0, "{shell:?} {max_bytes}");
             assert_eq!(incoming(&paths).len(), before + 1, "{shell:?} {max_bytes}");
         }
@@ -446,17 +536,71 @@ fn empty_input_missing_and_read_only_spools_exit_zero_silently() {
 
 #[test]
 fn leftover_temp_files_of_a_crashed_hook_do_not_block_the_next_one() {
-    let (_dir, paths, script) = installed_spool();
+    for shell in hooks() {
+        let (_dir, paths, hook) = installed_hook(&shell);
+        let root = paths.root.to_string_lossy().into_owned();
+        let quoted: Vec<String> = hook.iter().map(|a| format!("'{a}'")).collect();
+        // Any pid the next hook may get: leave temp files for the first few suffixes of every pid is
+        // impossible, so take the one the shell will report.
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "for n in 0 1 2; do : > '{}/.turn-settled.'$$.$n; done; exec {} '{}' claude 262144",
+                paths.incoming().display(),
+                quoted.join(" "),
+                root
+            ))
+            .stdin(Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                child.stdin.take().unwrap().write_all(b"{\"x\":1}")?;
+                child.wait()
+            })
+            .unwrap();
+        assert!(out.success());
+        let names = incoming(&paths);
+        let complete: Vec<&String> = names.iter().filter(|n| !n.starts_with('.')).collect();
+        assert_eq!(complete.len(), 1, "{shell:?} {names:?}");
+        assert_eq!(
+            fs::read(paths.incoming().join(complete[0])).unwrap(),
+            b"{\"x\":1}"
+        );
+    }
+}
+
+/// The executable opens `incoming/` without following a link: with a link
+/// to a folder elsewhere in its place, nothing is written there (the script,
+/// which writes through the path, has no such guarantee), and it still
+/// reads all of stdin and exits 0 silently.
+#[test]
+fn the_executable_never_writes_through_a_linked_incoming_folder() {
+    let (dir, paths, hook) = installed_hook(&Hook::Executable);
     let root = paths.root.to_string_lossy().into_owned();
-    // Any pid the next hook may get: leave temp files for the first few suffixes of every pid is
-    // impossible, so take the one the shell will report.
+    let outside = dir.path().join("outside");
+    fs::create_dir(&outside).unwrap();
+    fs::remove_dir(paths.incoming()).unwrap();
+    std::os::unix::fs::symlink(&outside, paths.incoming()).unwrap();
+    for body in [payload(10), payload(300 * 1024)] {
+        let out = run(&argv(&hook), &[&root, "claude", "262144"], &body);
+        assert_eq!((out.status, out.stdout.len(), out.stderr.len()), (0, 0, 0));
+        assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
+    }
+}
+
+/// A link planted at a temp name the executable would take is neither
+/// written through nor replaced: it takes the next suffix.
+#[test]
+fn the_executable_never_writes_through_a_link_at_its_temp_name() {
+    let (dir, paths, hook) = installed_hook(&Hook::Executable);
+    let root = paths.root.to_string_lossy().into_owned();
+    let target = dir.path().join("target");
+    let quoted = format!("'{}'", hook[0]);
     let out = Command::new("sh")
         .arg("-c")
         .arg(format!(
-            "for n in 0 1 2; do : > '{}/.turn-settled.'$$.$n; done; exec sh '{}' '{}' claude 262144",
+            "ln -s '{}' '{}/.turn-settled.'$$.0; exec {quoted} '{root}' claude 262144",
+            target.display(),
             paths.incoming().display(),
-            script.display(),
-            root
         ))
         .stdin(Stdio::piped())
         .spawn()
@@ -466,13 +610,11 @@ fn leftover_temp_files_of_a_crashed_hook_do_not_block_the_next_one() {
         })
         .unwrap();
     assert!(out.success());
+    assert!(!target.exists(), "wrote through the link");
     let names = incoming(&paths);
     let complete: Vec<&String> = names.iter().filter(|n| !n.starts_with('.')).collect();
     assert_eq!(complete.len(), 1, "{names:?}");
-    assert_eq!(
-        fs::read(paths.incoming().join(complete[0])).unwrap(),
-        b"{\"x\":1}"
-    );
+    assert!(complete[0].contains("-1.claude.json"), "{names:?}");
 }
 
 /// This boot's id, or `None` off Linux.
@@ -501,7 +643,9 @@ fn now_cs() -> i64 {
 /// Runs the hook once and returns its file's stamp as epoch seconds.
 fn stamp_of_one_run(shell: &[&str], paths: &SpoolPaths, script: &Path) -> i64 {
     let root = paths.root.to_string_lossy().into_owned();
-    let out = run(shell, script, &[&root, "claude", "262144"], b"{\"a\":1}");
+    let script = script.to_string_lossy();
+    let hook: Vec<&str> = shell.iter().copied().chain([script.as_ref()]).collect();
+    let out = run(&hook, &[&root, "claude", "262144"], b"{\"a\":1}");
     assert_eq!((out.status, out.stderr.len()), (0, 0), "{shell:?}");
     let names = incoming(paths);
     assert_eq!(names.len(), 1, "{shell:?}: {names:?}");
@@ -712,8 +856,9 @@ fn nasty() -> impl Strategy<Value = String> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
-    /// The settings command, run by `sh -c` as Claude Code runs hook commands,
-    /// hands the script exactly the spool root, provider and bound.
+    /// Both settings commands, run by `sh -c` as Claude Code runs hook
+    /// commands, hand the program exactly the spool root, provider and bound
+    /// (the script form through `/bin/sh`, the executable form directly).
     #[test]
     fn settings_command_passes_exact_arguments(script_dir in nasty(), spool in nasty()) {
         let dir = tempfile::tempdir().unwrap();
@@ -721,46 +866,103 @@ proptest! {
         fs::create_dir_all(&script_dir).unwrap();
         let script = script_dir.join("dump-args.sh");
         let out_file = dir.path().join("args");
-        fs::write(&script, format!("printf '%s\\001' \"$0\" \"$@\" > '{}'\n", out_file.display())).unwrap();
+        fs::write(&script, format!("#!/bin/sh\nprintf '%s\\001' \"$0\" \"$@\" > '{}'\n", out_file.display())).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
         let spool_root = dir.path().join(&spool).to_string_lossy().into_owned();
-        let command = hook_command(&script.to_string_lossy(), &spool_root, RuntimeProvider::Claude, 262_144);
-        let status = Command::new("sh").arg("-c").arg(&command).stdin(Stdio::null()).status().unwrap();
-        prop_assert!(status.success());
-        let dumped = fs::read(&out_file).unwrap();
-        let args: Vec<String> = dumped
-            .split(|b| *b == 1)
-            .filter(|a| !a.is_empty())
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
-        let expected = vec![script.to_string_lossy().into_owned(), spool_root, "claude".into(), "262144".into()];
-        prop_assert_eq!(args, expected);
+        let program = script.to_string_lossy();
+        for command in [
+            hook_command(&program, &spool_root, RuntimeProvider::Claude, 262_144),
+            executable_hook_command(&program, &spool_root, RuntimeProvider::Claude, 262_144),
+        ] {
+            let status = Command::new("sh").arg("-c").arg(&command).stdin(Stdio::null()).status().unwrap();
+            prop_assert!(status.success());
+            let dumped = fs::read(&out_file).unwrap();
+            let args: Vec<String> = dumped
+                .split(|b| *b == 1)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            let expected = vec![program.clone().into_owned(), spool_root.clone(), "claude".into(), "262144".into()];
+            prop_assert_eq!(args, expected, "{}", command);
+        }
     }
 }
 
+/// The command the settings would carry for `installed`.
+fn settings_command(paths: &SpoolPaths, program: &HookProgram) -> String {
+    let root = paths.root.to_string_lossy();
+    match program {
+        HookProgram::Executable(executable) => executable_hook_command(
+            &executable.to_string_lossy(),
+            &root,
+            RuntimeProvider::Claude,
+            262_144,
+        ),
+        HookProgram::Script(script) => hook_command(
+            &script.to_string_lossy(),
+            &root,
+            RuntimeProvider::Claude,
+            262_144,
+        ),
+    }
+}
+
+/// The executable runs when it ships and installs; the script when none
+/// ships or it cannot be installed (then the reason is kept for the log);
+/// either command, run as Claude Code runs it from a spool path full of
+/// shell syntax, spools the payload.
 #[test]
-fn the_real_hook_works_from_a_nasty_spool_path() {
+fn the_settings_run_the_executable_when_shipped_and_the_script_otherwise() {
     let dir = tempfile::tempdir().unwrap();
     let teams = dir.path().join("it's a $HOME `x` \"dir\"\nnext");
     let paths = SpoolPaths::for_teams_base(&teams);
-    let script = paths.install().unwrap();
-    let command = hook_command(
-        &script.to_string_lossy(),
-        &paths.root.to_string_lossy(),
-        RuntimeProvider::Claude,
-        262_144,
-    );
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(&command)
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"{\"hook_event_name\":\"Stop\"}")
-        .unwrap();
-    assert!(child.wait().unwrap().success());
-    assert_eq!(incoming(&paths).len(), 1);
+    let missing = dir.path().join("not-shipped");
+    let folder = dir.path().join("a-folder");
+    fs::create_dir(&folder).unwrap();
+    // (source offered, executable expected to run, a failure to log)
+    let cases: [(Option<&Path>, bool, bool); 4] = [
+        (Some(built_executable()), true, false),
+        (None, false, false),
+        (Some(&missing), false, true),
+        (Some(&folder), false, true),
+    ];
+    for (source, runs_executable, fails) in cases {
+        let installed = paths.install_hook(source).unwrap();
+        let want = if runs_executable {
+            HookProgram::Executable(paths.executable())
+        } else {
+            HookProgram::Script(paths.script())
+        };
+        assert_eq!(installed.program, want, "{source:?}");
+        assert_eq!(installed.executable_failure.is_some(), fails, "{source:?}");
+        let command = settings_command(&paths, &installed.program);
+        assert_eq!(
+            command.starts_with("/bin/sh "),
+            !runs_executable,
+            "{command}"
+        );
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(&command)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"{\"hook_event_name\":\"Stop\"}")
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            (out.status.code(), out.stdout.len(), out.stderr.len()),
+            (Some(0), 0, 0)
+        );
+        let names = incoming(&paths);
+        assert_eq!(names.len(), 1, "{command}: {names:?}");
+        fs::remove_file(paths.incoming().join(&names[0])).unwrap();
+    }
 }
