@@ -332,6 +332,88 @@ mod tests {
         assert_eq!(mode(&outside), 0o600);
     }
 
+    /// A shipped executable: `bytes` in a file of its own.
+    fn shipped(dir: &Path, bytes: &[u8]) -> PathBuf {
+        let source = dir.join("shipped-hook");
+        fs::write(&source, bytes).unwrap();
+        source
+    }
+
+    fn inode(path: &Path) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        fs::symlink_metadata(path).unwrap().ino()
+    }
+
+    #[test]
+    fn the_executable_is_copied_0755_and_rewritten_only_when_it_changed() {
+        let (dir, paths) = spool();
+        paths.install().unwrap();
+        let source = shipped(dir.path(), b"\x7fELF one");
+        let installed = paths.install_executable(&source).unwrap();
+        assert_eq!(installed, paths.executable());
+        assert_eq!(fs::read(&installed).unwrap(), b"\x7fELF one");
+        assert_eq!(mode(&installed), 0o755);
+        // The same content: the file is left as it is (same inode), its mode put back.
+        let before = inode(&installed);
+        fs::set_permissions(&installed, fs::Permissions::from_mode(0o700)).unwrap();
+        paths.install_executable(&source).unwrap();
+        assert_eq!(inode(&installed), before);
+        assert_eq!(mode(&installed), 0o755);
+        // A new build (or a tampered copy): replaced whole.
+        for changed in [&b"\x7fELF two"[..], b"\x7fELF one and more", b""] {
+            let source = shipped(dir.path(), changed);
+            paths.install_executable(&source).unwrap();
+            assert_eq!(fs::read(&installed).unwrap(), changed);
+            assert_eq!(mode(&installed), 0o755);
+        }
+    }
+
+    #[test]
+    fn a_link_at_the_executables_name_is_replaced_and_its_target_untouched() {
+        let (dir, paths) = spool();
+        paths.install().unwrap();
+        let outside = dir.path().join("outside");
+        fs::write(&outside, b"theirs").unwrap();
+        fs::set_permissions(&outside, fs::Permissions::from_mode(0o600)).unwrap();
+        symlink(&outside, paths.executable()).unwrap();
+        paths
+            .install_executable(&shipped(dir.path(), b"ours"))
+            .unwrap();
+        assert!(fs::symlink_metadata(paths.executable()).unwrap().is_file());
+        assert_eq!(fs::read(paths.executable()).unwrap(), b"ours");
+        assert_eq!(fs::read(&outside).unwrap(), b"theirs");
+        assert_eq!(mode(&outside), 0o600);
+    }
+
+    /// A source that is no regular file or is too large is an error naming
+    /// it, read no further than the cap; `install_hook` then falls back to
+    /// the script and keeps the error.
+    #[test]
+    fn an_unfit_source_is_refused_and_the_script_runs_instead() {
+        let (dir, paths) = spool();
+        let large = dir.path().join("large");
+        fs::File::create(&large)
+            .unwrap()
+            .set_len(MAX_HOOK_EXECUTABLE_BYTES + 1)
+            .unwrap();
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+        for source in [
+            large,
+            fifo,
+            dir.path().to_path_buf(),
+            dir.path().join("missing"),
+        ] {
+            let installed = paths.install_hook(Some(&source)).unwrap();
+            assert_eq!(installed.program, HookProgram::Script(paths.script()));
+            let error = installed.executable_failure.expect("a reason");
+            let names_it = format!("{}:", source.display());
+            assert!(error.to_string().contains(&names_it), "{error}");
+            assert!(!paths.executable().exists(), "{source:?}");
+        }
+    }
+
     /// A FIFO at `bin/boot-time` is never opened (reading it would block the
     /// drain forever): it is replaced by the file the hook expects.
     #[test]
