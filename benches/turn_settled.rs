@@ -1,10 +1,13 @@
 //! Turn-settled benchmark (`npm run bench:turn-settled`):
 //!
-//! 1. hook latency: the shipped Stop hook, run through `sh -c '<command>'` as
-//!    Claude Code runs it, against the floor `/bin/sh -c :` at payload sizes
-//!    from 0 B to 1 MiB (target ≤ 2×), plus the old single-`dd` script of the
-//!    seed for scale; then whether 50 of 50 captures through a pipe at 256 KiB
-//!    and 1 MiB are complete;
+//! 1. hook latency: the Stop hook command `buildRuntimeTurnSettledHookSettings`
+//!    returns (the native executable `npm run build` puts beside the addon,
+//!    installed into the spool), run through `sh -c '<command>'` as Claude
+//!    Code runs it, against the floor `/bin/sh -c :` at payload sizes from
+//!    0 B to 1 MiB (target ≤ 2×), with the `sh` script fallback's command
+//!    alongside; then whether 50 of 50 captures through a pipe at 256 KiB and
+//!    1 MiB are complete, for both. `npm run bench:turn-settled` builds the
+//!    executable first (`scripts/build-hook.js`);
 //! 2. drain throughput of 1,000 and 10,000 pending Claude Stop files, with
 //!    Claude transcript resolution, (a) handing members to a queue (what the
 //!    event queue issue wires) and (b) reconciling directly (today's wiring);
@@ -24,28 +27,10 @@ use member_work_sync::application::turn_settled::{
     TeamChangeEvent, TeamChangeSink, TurnSettledQueue,
 };
 use member_work_sync::domain::status::ReconciledBy;
-use member_work_sync::domain::turn_settled::settings::hook_command;
+use member_work_sync::domain::turn_settled::settings::{executable_hook_command, hook_command};
 use member_work_sync::domain::turn_settled::{RuntimeProvider, MAX_PAYLOAD_BYTES};
 use member_work_sync::infrastructure::composition::{RootPaths, Services};
-use member_work_sync::infrastructure::spool::SpoolPaths;
-
-/// The seed's script (mkdir, date, mktemp, basename, sed, dd, mv), for scale.
-const SEED_SCRIPT: &str = r#"#!/bin/sh
-set +e
-spool_root="$1"; provider="$2"; max_bytes="${3:-262144}"
-if [ -z "$spool_root" ] || [ -z "$provider" ]; then exit 0; fi
-case "$provider" in claude|codex) ;; *) exit 0 ;; esac
-incoming="$spool_root/incoming"
-mkdir -p "$incoming" 2>/dev/null || exit 0
-stamp="$(date -u +%Y%m%dT%H%M%SZ 2>/dev/null || echo unknown-time)"
-tmp="$(mktemp "$incoming/.turn-settled.XXXXXX" 2>/dev/null)" || exit 0
-suffix="$(basename "$tmp" | sed 's/^\\.turn-settled\\.//')"
-final="$incoming/$stamp-$$-$suffix.$provider.json"
-dd bs="$max_bytes" count=1 of="$tmp" 2>/dev/null || { rm -f "$tmp" 2>/dev/null; exit 0; }
-if [ ! -s "$tmp" ]; then rm -f "$tmp" 2>/dev/null; exit 0; fi
-mv "$tmp" "$final" 2>/dev/null || { rm -f "$tmp" 2>/dev/null; exit 0; }
-exit 0
-"#;
+use member_work_sync::infrastructure::spool::{HookProgram, SpoolPaths, HOOK_EXECUTABLE_NAME};
 
 const MEMBERS: [&str; 4] = ["ann", "ben", "cal", "dee"];
 
@@ -66,8 +51,8 @@ fn time_once(args: &[&str], payload: &[u8]) -> Duration {
     start.elapsed()
 }
 
-/// Median run time of each command. Runs are interleaved (floor, hook, seed,
-/// floor, …) so that drift in the machine's load or clock speed hits every
+/// Median run time of each command. Runs are interleaved (floor, executable,
+/// script, floor, …) so that drift in the machine's load or clock speed hits every
 /// command alike instead of skewing the ratio.
 fn time_commands(commands: &[&[&str]], payload: &[u8], runs: usize) -> Vec<Duration> {
     let mut samples = vec![Vec::with_capacity(runs); commands.len()];
@@ -101,42 +86,74 @@ const HOOK_PAYLOAD_SIZES: [usize; 8] = [
 /// Captures checked for completeness at each of these sizes.
 const CAPTURE_RUNS: usize = 50;
 
+/// The hook executable as `npm run build` ships it beside the addon (static
+/// musl on Linux), which `npm run bench:turn-settled` builds first.
+fn shipped_executable() -> std::path::PathBuf {
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join(HOOK_EXECUTABLE_NAME);
+    assert!(
+        shipped.is_file(),
+        "{}: missing; run `node scripts/build-hook.js` (npm run bench:turn-settled does)",
+        shipped.display()
+    );
+    shipped
+}
+
 fn hook_latency() {
-    let dir = tempfile::tempdir().expect("temp dir");
+    // The spool lives below the user's home in real use; a folder in the
+    // target dir stands in for it. (/tmp can be a poor stand-in: on the
+    // machine these figures were first taken on, creating a file anywhere
+    // below /tmp cost about 1 ms, against 10 µs elsewhere on the same disk.)
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir");
     let paths = SpoolPaths::for_teams_base(&dir.path().join("teams"));
-    let script = paths.install().expect("install");
-    let seed_script = dir.path().join("seed-hook.sh");
-    fs::write(&seed_script, SEED_SCRIPT).expect("seed script");
+    let installed = paths
+        .install_hook(Some(&shipped_executable()))
+        .expect("install");
+    let HookProgram::Executable(executable) = installed.program else {
+        panic!(
+            "executable not installed: {:?}",
+            installed.executable_failure
+        )
+    };
     let root = paths.root.to_string_lossy().into_owned();
-    let script_s = script.to_string_lossy().into_owned();
-    let seed_s = seed_script.to_string_lossy().into_owned();
-    // The command exactly as the settings install it, run the way Claude
-    // Code runs hook commands: `sh -c '<command>'`.
-    let command = hook_command(&script_s, &root, RuntimeProvider::Claude, MAX_PAYLOAD_BYTES);
-    let seed_command = format!("/bin/sh '{seed_s}' '{root}' claude 262144");
+    let script_s = paths.script().to_string_lossy().into_owned();
+    // The commands exactly as the settings install them (the executable's,
+    // and the script's where no executable ships), run the way Claude Code
+    // runs hook commands: `sh -c '<command>'`.
+    let executable_command = executable_hook_command(
+        &executable.to_string_lossy(),
+        &root,
+        RuntimeProvider::Claude,
+        MAX_PAYLOAD_BYTES,
+    );
+    let script_command = hook_command(&script_s, &root, RuntimeProvider::Claude, MAX_PAYLOAD_BYTES);
     let us = |d: Duration| d.as_secs_f64() * 1e6;
-    println!("hook latency through `sh -c` (median of interleaved runs):");
+    println!(
+        "hook latency through `sh -c` (median of interleaved runs; spool in {}):",
+        dir.path().display()
+    );
     println!(
         "  {:>9}  {:>6}  {:>10}  {:>10}  {:>6}  {:>10}  {:>6}",
-        "payload", "runs", "sh -c :", "hook", "ratio", "seed (dd)", "ratio"
+        "payload", "runs", "sh -c :", "executable", "ratio", "sh script", "ratio"
     );
     for size in HOOK_PAYLOAD_SIZES {
         let payload = sized_stop_payload(size);
         let runs = if size <= 8 * 1024 { 300 } else { 60 };
         let floor: &[&str] = &["/bin/sh", "-c", ":"];
-        let hook: &[&str] = &["/bin/sh", "-c", &command];
-        let seed: &[&str] = &["/bin/sh", "-c", &seed_command];
-        let [floor, hook, seed] = time_commands(&[floor, hook, seed], &payload, runs)[..] else {
+        let executable: &[&str] = &["/bin/sh", "-c", &executable_command];
+        let script: &[&str] = &["/bin/sh", "-c", &script_command];
+        let [floor, executable, script] =
+            time_commands(&[floor, executable, script], &payload, runs)[..]
+        else {
             unreachable!("three commands, three medians")
         };
         println!(
             "  {:>7} B  {runs:>6}  {:>7.0} µs  {:>7.0} µs  {:>5.2}×  {:>7.0} µs  {:>5.2}×",
             payload.len(),
             us(floor),
-            us(hook),
-            us(hook) / us(floor),
-            us(seed),
-            us(seed) / us(floor),
+            us(executable),
+            us(executable) / us(floor),
+            us(script),
+            us(script) / us(floor),
         );
         // Keep the spool small: the next size starts from an empty incoming/.
         empty_incoming(&paths);
@@ -145,28 +162,33 @@ fn hook_latency() {
         "complete captures through a pipe (the stored file is the payload, or for an \
          oversized one its first 256 KiB + 1 bytes or more):"
     );
-    for size in [256 * 1024, 1024 * 1024] {
-        let payload = sized_stop_payload(size);
-        let least = payload.len().min(MAX_PAYLOAD_BYTES as usize + 1);
-        let mut complete = 0;
-        for _ in 0..CAPTURE_RUNS {
-            empty_incoming(&paths);
-            time_once(&["/bin/sh", "-c", &command], &payload);
-            let files: Vec<_> = fs::read_dir(paths.incoming())
-                .expect("incoming")
-                .flatten()
-                .collect();
-            if let [file] = &files[..] {
-                let stored = fs::read(file.path()).unwrap_or_default();
-                if stored.len() >= least && payload.starts_with(&stored) {
-                    complete += 1;
+    for (what, command) in [
+        ("executable", &executable_command),
+        ("sh script", &script_command),
+    ] {
+        for size in [256 * 1024, 1024 * 1024] {
+            let payload = sized_stop_payload(size);
+            let least = payload.len().min(MAX_PAYLOAD_BYTES as usize + 1);
+            let mut complete = 0;
+            for _ in 0..CAPTURE_RUNS {
+                empty_incoming(&paths);
+                time_once(&["/bin/sh", "-c", command], &payload);
+                let files: Vec<_> = fs::read_dir(paths.incoming())
+                    .expect("incoming")
+                    .flatten()
+                    .collect();
+                if let [file] = &files[..] {
+                    let stored = fs::read(file.path()).unwrap_or_default();
+                    if stored.len() >= least && payload.starts_with(&stored) {
+                        complete += 1;
+                    }
                 }
             }
+            println!(
+                "  {what:>10} {:>7} B: {complete} of {CAPTURE_RUNS} complete",
+                payload.len()
+            );
         }
-        println!(
-            "  {:>7} B: {complete} of {CAPTURE_RUNS} complete",
-            payload.len()
-        );
     }
 }
 

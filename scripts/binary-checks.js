@@ -6,6 +6,11 @@
 // glibc symbol version newer than 2.17, a musl binary needs no glibc, and a
 // darwin binary binds every CoreFoundation / FSEvents symbol to its framework
 // (none left to a flat-namespace lookup at load time).
+//
+// The hook executable (`checkHookBinary`): the format and CPU are right; on
+// Linux it is statically linked (no program interpreter, no NEEDED library)
+// or else needs no glibc symbol version newer than 2.17; on darwin it links
+// nothing but libSystem; on Windows it imports only DLLs every Windows has.
 
 const fs = require('node:fs')
 const { spawnSync } = require('node:child_process')
@@ -101,4 +106,43 @@ function checkBinary(file, target) {
   return { found, problems }
 }
 
-module.exports = { checkBinary, newestGlibc, MAX_GLIBC }
+/** DLLs every Windows ships (the hook imports nothing else). */
+const WINDOWS_SYSTEM_DLL = /^(kernel32|ntdll|advapi32|bcrypt|bcryptprimitives|ws2_32|userenv|msvcrt|ucrtbase|api-ms-win-[\w-]+)\.dll$/i
+
+/**
+ * Checks the hook executable `file` built for `target` (as in
+ * `checkBinary`). Returns what was found and the problems.
+ */
+function checkHookBinary(file, target) {
+  const found = { ...header(file), bytes: fs.statSync(file).size }
+  const problems = []
+  const wantFormat = { linux: 'ELF', darwin: 'Mach-O', win32: 'PE' }[target.os]
+  if (found.format !== wantFormat) problems.push(`is ${found.format}, not ${wantFormat}`)
+  if (found.cpu !== target.cpu) problems.push(`is for ${found.cpu}, not ${target.cpu}`)
+  if (problems.length > 0) return { found, problems }
+
+  if (target.os === 'linux') {
+    const headers = objdump(['-p'], file)
+    found.needed = [...headers.matchAll(/NEEDED\s+(\S+)/g)].map((m) => m[1])
+    const interpreter = /^\s*INTERP\s/m.test(headers)
+    if (!interpreter && found.needed.length === 0) {
+      found.linkage = 'statically linked'
+    } else {
+      const glibc = newestGlibc(objdump(['-T'], file))
+      found.linkage = `dynamically linked${glibc ? `, newest glibc symbol GLIBC_${glibc.filter((n, i) => i < 2 || n > 0).join('.')}` : ''}`
+      if (glibc && compare(glibc, MAX_GLIBC) > 0) problems.push(`needs GLIBC_${glibc.filter((n, i) => i < 2 || n > 0).join('.')}, newer than ${MAX_GLIBC.join('.')}`)
+      if (target.libc === 'musl' && found.needed.some((n) => n.startsWith('libc.so.6'))) problems.push('links glibc')
+    }
+  } else if (target.os === 'darwin') {
+    found.needed = [...objdump(['--macho', '--dylibs-used'], file).matchAll(/^\s+(\S+) \(compatibility/gm)].map((m) => m[1])
+    const other = found.needed.filter((d) => !d.startsWith('/usr/lib/libSystem'))
+    if (other.length) problems.push(`links ${other.join(', ')} besides libSystem`)
+  } else {
+    found.needed = [...objdump(['-p'], file).matchAll(/DLL Name: (\S+)/g)].map((m) => m[1])
+    const other = found.needed.filter((d) => !WINDOWS_SYSTEM_DLL.test(d))
+    if (other.length) problems.push(`imports ${other.join(', ')}, not a system DLL`)
+  }
+  return { found, problems }
+}
+
+module.exports = { checkBinary, checkHookBinary, newestGlibc, MAX_GLIBC }

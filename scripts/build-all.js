@@ -1,8 +1,14 @@
 'use strict'
 // `npm run build:all`: builds the addon for every platform the desktop app
-// ships on, into napi-rs platform packages `npm/<platform>/`, checks each
-// binary (scripts/binary-checks.js) and lists the built packages as the main
-// package's optionalDependencies. Nothing is published.
+// ships on, into napi-rs platform packages `npm/<platform>/`, with the native
+// turn-settled hook (`hooks/native`, `turn-settled-hook-v1[.exe]`) beside each
+// `.node` file, checks each binary (scripts/binary-checks.js) and lists the
+// built packages as the main package's optionalDependencies. Nothing is
+// published.
+//
+// The hook: linked statically against musl for all four Linux packages (one
+// build per CPU, the same file in the gnu and musl package: no loader, no
+// glibc floor), with zig for darwin, with mingw-w64 for Windows.
 //
 //   linux-x64-gnu, linux-arm64-gnu   cargo-zigbuild against glibc 2.17 (`napi build -x`, target `<triple>.2.17`)
 //   linux-x64-musl, linux-arm64-musl cargo-zigbuild (musl, dynamically linked as Node on Alpine needs)
@@ -21,7 +27,8 @@
 const fs = require('node:fs')
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
-const { checkBinary } = require('./binary-checks.js')
+const { checkBinary, checkHookBinary } = require('./binary-checks.js')
+const { buildHook, hookFileName, linuxHookTriple } = require('./build-hook.js')
 
 const ROOT = path.join(__dirname, '..')
 const BINARY = 'member-work-sync'
@@ -83,6 +90,14 @@ function createNpmDirs() {
   const manifest = JSON.parse(fs.readFileSync(winPackage, 'utf8'))
   delete manifest.libc
   fs.writeFileSync(winPackage, JSON.stringify(manifest, null, 2) + '\n')
+  // Each package ships the hook executable beside its `.node` file.
+  for (const target of TARGETS) {
+    const file = path.join(ROOT, 'npm', target.platform, 'package.json')
+    const pkg = JSON.parse(fs.readFileSync(file, 'utf8'))
+    const hook = hookFileName(target.os)
+    if (!pkg.files.includes(hook)) pkg.files.push(hook)
+    fs.writeFileSync(file, JSON.stringify(pkg, null, 2) + '\n')
+  }
 }
 
 /**
@@ -116,12 +131,46 @@ function macosSdkStub() {
   return sdk
 }
 
+/** Builds `target`'s hook executable into its npm folder; returns its path. */
+function buildTargetHook(target) {
+  const dest = path.join(ROOT, 'npm', target.platform, hookFileName(target.os))
+  const targetDir = path.join(ROOT, 'target', 'build-all', 'hook')
+  if (target.os === 'linux') return buildHook({ triple: linuxHookTriple(target.cpu), zig: true, dest, targetDir })
+  if (target.os === 'darwin') return buildHook({ triple: target.triple, zig: true, dest, targetDir, env: { ...process.env, SDKROOT: macosSdkStub() } })
+  return buildHook({ triple: target.triple, zig: false, dest, targetDir })
+}
+
+/**
+ * Runs the hook at `file` once as Claude Code would (`sh -c`) with a payload
+ * into a fresh spool; a description when it exits 0 silently and spooled
+ * the payload whole, else null.
+ */
+function hookRunsHere(file) {
+  const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'mws-hook-'))
+  try {
+    fs.mkdirSync(path.join(dir, 'incoming'))
+    const payload = '{"hook_event_name":"Stop"}'
+    const quote = (s) => `'${s.replace(/'/g, `'\\''`)}'`
+    const out = spawnSync('sh', ['-c', `${quote(file)} ${quote(dir)} claude 262144`], { input: payload })
+    const names = fs.readdirSync(path.join(dir, 'incoming'))
+    const ok = out.status === 0 && out.stdout.length + out.stderr.length === 0 && names.length === 1 && fs.readFileSync(path.join(dir, 'incoming', names[0]), 'utf8') === payload
+    return ok ? `spools a payload here (${names[0]})` : null
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** Whether this machine runs `target`'s hook (a static Linux hook runs on any libc). */
+function hookIsHost(target) {
+  return target.os === process.platform && target.cpu === process.arch
+}
+
 /** Builds `target` into its npm folder; returns the binary's path. */
 function build(target) {
   const outDir = path.join(ROOT, 'target', 'build-all', target.platform)
   fs.rmSync(outDir, { recursive: true, force: true })
   fs.mkdirSync(outDir, { recursive: true })
-  const args = ['napi', 'build', '--platform', '--release', '--strip', '--no-js', '--output-dir', outDir]
+  const args = ['napi', 'build', '--platform', '--release', '--strip', '--no-js', '--package', 'member-work-sync', '--output-dir', outDir]
   if (target.zigTarget) args.push('--cross-compile', '--target', target.zigTarget)
   else args.push('--target', target.triple)
   const env = target.os === 'darwin' ? { ...process.env, SDKROOT: macosSdkStub() } : process.env
@@ -155,6 +204,14 @@ function loadsHere(file) {
   const out = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' })
   const glibc = process.report && process.report.getReport().header.glibcVersionRuntime
   return out.status === 0 && out.stdout === 'function' ? `loads in Node ${process.version} here${glibc ? ` (glibc ${glibc})` : ''}` : null
+}
+
+function describeHook(found) {
+  const parts = [`${found.format} ${found.cpu}`, `${(found.bytes / 1024).toFixed(0)} KiB`]
+  if (found.linkage) parts.push(found.linkage)
+  if (found.needed && found.needed.length) parts.push(`needs ${found.needed.join(' ')}`)
+  if (found.ranHere) parts.push(found.ranHere)
+  return parts.join(', ')
 }
 
 function describe(found) {
@@ -198,16 +255,29 @@ function main() {
     } catch (error) {
       results.push({ target, outcome: 'failed', detail: error.message })
     }
+    try {
+      const file = buildTargetHook(target)
+      const { found, problems } = checkHookBinary(file, target)
+      if (!problems.length && hookIsHost(target)) {
+        const ran = hookRunsHere(file)
+        if (ran) found.ranHere = ran
+        else problems.push('does not spool a payload on this machine')
+      }
+      results.push({ target, hook: true, outcome: problems.length ? 'failed' : 'built', detail: problems.length ? problems.join('; ') : describeHook(found), file })
+    } catch (error) {
+      results.push({ target, hook: true, outcome: 'failed', detail: `hook: ${error.message}` })
+    }
   }
 
-  const built = results.filter((r) => r.outcome === 'built').map((r) => r.target.platform)
+  // A platform package is built when its addon and its hook are.
+  const built = TARGETS.filter((t) => results.some((r) => r.target === t) && results.filter((r) => r.target === t).every((r) => r.outcome === 'built')).map((t) => t.platform)
   // With --only the other platforms keep the packages an earlier full run built.
   const listed = only ? TARGETS.filter((t) => built.includes(t.platform) || fs.existsSync(path.join(ROOT, 'npm', t.platform, `${BINARY}.${t.platform}.node`))).map((t) => t.platform) : built
   writeOptionalDependencies(listed)
 
   console.log('\nbuild:all summary')
-  for (const { target, outcome, detail, file } of results) {
-    console.log(`  ${target.platform.padEnd(17)} ${outcome.padEnd(8)} ${detail}${file ? `\n  ${''.padEnd(17)} ${''.padEnd(8)} ${path.relative(ROOT, file)}` : ''}`)
+  for (const { target, hook, outcome, detail, file } of results) {
+    console.log(`  ${(hook ? '  + hook' : target.platform).padEnd(17)} ${outcome.padEnd(8)} ${detail}${file ? `\n  ${''.padEnd(17)} ${''.padEnd(8)} ${path.relative(ROOT, file)}` : ''}`)
   }
   console.log(`  optionalDependencies: ${listed.map((p) => `${BINARY}-${p}`).join(', ') || 'none'}`)
   if (results.some((r) => r.outcome === 'failed')) process.exitCode = 1
@@ -222,4 +292,4 @@ if (require.main === module) {
   }
 }
 
-module.exports = { TARGETS, build, createNpmDirs, ensureMingw, ensureNodeModules, run, works }
+module.exports = { TARGETS, build, buildTargetHook, createNpmDirs, ensureMingw, ensureNodeModules, run, works }

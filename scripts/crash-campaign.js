@@ -6,8 +6,10 @@
 //
 // Phases (each runs `--trials` trials, 200 by default):
 //   hook   the Stop hook as the settings install it: the argv of the command from
-//          buildRuntimeTurnSettledHookSettings (`/bin/sh <script> <spoolRoot>
-//          claude 262144`, checked once against `sh -c <command>`), payload
+//          buildRuntimeTurnSettledHookSettings (`<bin>/turn-settled-hook-v1
+//          <spoolRoot> claude 262144`, the native executable, when the build
+//          placed it beside the addon; else `/bin/sh <script> <spoolRoot>
+//          claude 262144`; checked once against `sh -c <command>`), payload
 //          piped on stdin; one hook per trial or a loop of six. Not `sh -c`
 //          per trial: dash forks the script, so a kill of the group leaves it
 //          an orphaned zombie until init reaps it, and until then its pid
@@ -744,15 +746,18 @@ async function restartAndCheck(phase, roots, f, nowMs) {
 const phases = {
   hook: {
     jobs: 1,
-    describe: 'Stop hook (the argv of the command from buildRuntimeTurnSettledHookSettings: /bin/sh <script> <spoolRoot> claude 262144, payload piped on stdin)',
+    describe: 'Stop hook (the argv of the command from buildRuntimeTurnSettledHookSettings: <executable> or /bin/sh <script>, then <spoolRoot> claude 262144, payload piped on stdin)',
     async prepare(base) {
       const template = exampleRoot(base, 'hook-template')
       const { messages } = await runToEnd({ kind: 'install-hook', root: template, nowMs: Date.now() })
       const command = messages.find((m) => m.command).command
       const argv = shellWords(command)
-      if (argv[0] !== '/bin/sh' || argv[2] !== path.join(template, SPOOL_REL) || argv[3] !== 'claude' || argv[4] !== '262144') {
+      // `/bin/sh <script> <root> …` (the script) or `<executable> <root> …`.
+      const args = argv[0] === '/bin/sh' ? argv.slice(2) : argv.slice(1)
+      if (args[0] !== path.join(template, SPOOL_REL) || args[1] !== 'claude' || args[2] !== '262144' || args.length !== 3) {
         throw new Error(`unexpected hook command: ${command}`)
       }
+      console.log(`hook: ${argv[0] === '/bin/sh' ? 'the sh script' : 'the native executable'} (${path.basename(argv[argv[0] === '/bin/sh' ? 1 : 0])})`)
       // The parsed argv must do what `sh -c <command>` (Claude Code's way) does.
       const probe = exampleRoot(base, 'hook-probe')
       copyTree(template, probe)

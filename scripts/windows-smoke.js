@@ -8,6 +8,7 @@
 // failure exits 1.
 
 const assert = require('node:assert/strict')
+const { spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
@@ -120,26 +121,42 @@ async function main() {
   }
 
   let spoolRoot
-  await check('Claude hook settings: /bin/sh with a Git Bash path', async () => {
+  await check('Claude hook settings: the hook executable by its Git Bash path, the spool root as Windows spells it', async () => {
     const settings = await sync.buildRuntimeTurnSettledHookSettings({ provider: 'claude' })
     assert.ok(settings, 'settings are null')
     const command = settings.hooks.Stop[0].hooks[0].command
-    assert.match(command, /^\/bin\/sh '\/[a-z]\/[^\\']+\/turn-settled-hook-v1\.sh' '\/[a-z]\/[^\\']+' 'claude' '262144' # /)
+    assert.match(command, /^'\/[a-z]\/[^\\']+\/turn-settled-hook-v1\.exe' '[A-Za-z]:\\[^']+' 'claude' '262144' # /)
     spoolRoot = path.join(root, 'teams', '.member-work-sync', 'runtime-hooks')
+    assert.ok(command.includes(`'${spoolRoot}'`), command)
     const script = fs.readFileSync(path.join(spoolRoot, 'bin', 'turn-settled-hook-v1.sh'), 'utf8')
     assert.equal(script, fs.readFileSync(path.join(PACKAGE, 'hooks', 'turn-settled-hook-v1.sh'), 'utf8'))
+    const shipped = path.join(path.dirname(require.resolve('member-work-sync-win32-x64-gnu/package.json')), 'turn-settled-hook-v1.exe')
+    assert.deepEqual(fs.readFileSync(path.join(spoolRoot, 'bin', 'turn-settled-hook-v1.exe')), fs.readFileSync(shipped))
     return command.slice(0, command.indexOf("' '") + 1)
   })
 
-  await check('drain: a spooled Stop payload is claimed and enqueued for bob', async () => {
-    const payload = {
-      hook_event_name: 'Stop',
-      session_id: 'B1',
-      transcript_path: path.join(root, 'projects', PROJECT_FOLDER, 'B1.jsonl'),
-      cwd: PROJECT,
-    }
+  const payload = {
+    hook_event_name: 'Stop',
+    session_id: 'B1',
+    transcript_path: path.join(root, 'projects', PROJECT_FOLDER, 'B1.jsonl'),
+    cwd: PROJECT,
+  }
+  await check('the installed hook executable spools a Stop payload, silently, exit 0', async () => {
+    // Git Bash cannot run under wine: the executable is run with the command's arguments directly.
+    const hook = path.join(spoolRoot, 'bin', 'turn-settled-hook-v1.exe')
+    const out = spawnSync(hook, [spoolRoot, 'claude', '262144'], { input: JSON.stringify(payload) })
+    assert.equal(out.error, undefined)
+    assert.equal(out.status, 0)
+    assert.equal(out.stdout.length + out.stderr.length, 0)
+    const names = fs.readdirSync(path.join(spoolRoot, 'incoming'))
+    assert.equal(names.length, 1, names.join(', '))
     // What the hook publishes: <UTC stamp>-<pid>-<n>.<provider>.json in incoming/.
-    fs.writeFileSync(path.join(spoolRoot, 'incoming', '20261122T100000Z-4242-0.claude.json'), JSON.stringify(payload))
+    assert.match(names[0], /^\d{8}T\d{6}Z-\d+-0\.claude\.json$/)
+    assert.equal(fs.readFileSync(path.join(spoolRoot, 'incoming', names[0]), 'utf8'), JSON.stringify(payload))
+    return names[0]
+  })
+
+  await check('drain: the spooled Stop payload is claimed and enqueued for bob', async () => {
     const summary = await sync.drainRuntimeTurnSettledEvents()
     assert.deepEqual(summary, { claimed: 1, enqueued: 1, unresolved: 0, ignored: 0, invalid: 0, failed: 0 })
     assert.deepEqual(fs.readdirSync(path.join(spoolRoot, 'incoming')), [])
