@@ -10,7 +10,8 @@
 // The hook executable (`checkHookBinary`): the format and CPU are right; on
 // Linux it is statically linked (no program interpreter, no NEEDED library)
 // or else needs no glibc symbol version newer than 2.17; on darwin it links
-// nothing but libSystem; on Windows it imports only DLLs every Windows has.
+// only the OS's own libraries under /usr/lib (libSystem, and the libiconv
+// Rust's std links); on Windows it imports only DLLs every Windows has.
 
 const fs = require('node:fs')
 const { spawnSync } = require('node:child_process')
@@ -135,8 +136,8 @@ function checkHookBinary(file, target) {
     }
   } else if (target.os === 'darwin') {
     found.needed = [...objdump(['--macho', '--dylibs-used'], file).matchAll(/^\s+(\S+) \(compatibility/gm)].map((m) => m[1])
-    const other = found.needed.filter((d) => !d.startsWith('/usr/lib/libSystem'))
-    if (other.length) problems.push(`links ${other.join(', ')} besides libSystem`)
+    const other = found.needed.filter((d) => !/^\/usr\/lib\/lib[\w.]+\.dylib$/.test(d))
+    if (other.length) problems.push(`links ${other.join(', ')}, not a library of the OS`)
   } else {
     found.needed = [...objdump(['-p'], file).matchAll(/DLL Name: (\S+)/g)].map((m) => m[1])
     const other = found.needed.filter((d) => !WINDOWS_SYSTEM_DLL.test(d))
