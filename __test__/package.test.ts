@@ -42,5 +42,8 @@ describe('the package', () => {
     expect(files).toContain('index.js')
     expect(files).toContain('hooks/turn-settled-hook-v1.sh')
     expect(files.filter((f) => f.endsWith('.node'))).toEqual([])
+    // The native hook ships in the platform packages only, its sources nowhere.
+    expect(files.filter((f) => f.includes('turn-settled-hook-v1') && !f.endsWith('.sh'))).toEqual([])
+    expect(files.filter((f) => f.startsWith('hooks/native'))).toEqual([])
   })
 })

@@ -12,7 +12,8 @@ describe('npm start', () => {
     expect(stdout.indexOf('Team forge: 5 member(s)')).toBeGreaterThan(-1)
     expect(stdout.indexOf('Team forge: 5 member(s)')).toBeLessThan(stdout.indexOf('== Step 1'))
     for (const line of [
-      /hook installed: settings\.json runs on every Stop:\n  \/bin\/sh '.*turn-settled-hook-v1\.sh'/,
+      // The native hook where the build placed it beside the addon, else the script.
+      /hook installed: settings\.json runs on every Stop:\n  ('.*\/turn-settled-hook-v1'|\/bin\/sh '.*turn-settled-hook-v1\.sh') /,
       /event drained and attributed: session demo-session-bob -> forge\/bob \(claude\)/,
       /bob reconciled by turn_settled: needs_sync, 2 actionable item\(s\), would nudge: true/,
       /phase 2: shadow_ready\nphase 2 ready/,

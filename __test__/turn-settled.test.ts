@@ -135,8 +135,9 @@ describe('runtime turn-settled pipeline', () => {
     const long = { ...real, last_assistant_message: 'PRIVATE ANSWER ' + 'x'.repeat(300 * 1024) }
     runHookCommand(settings.hooks.Stop[0].hooks[0].command, JSON.stringify(long))
     const [spooled] = fs.readdirSync(path.join(spool(root), 'incoming'))
-    // At least 256 KiB + 1 byte is kept (the drainer reads that much), up to
-    // whole 512-byte blocks of the hook's file size limit.
+    // At least 256 KiB + 1 byte is kept (the drainer reads that much): exactly
+    // that by the executable, up to whole 512-byte blocks of the file size
+    // limit by the script.
     const kept = fs.statSync(path.join(spool(root), 'incoming', spooled)).size
     expect(kept).toBeGreaterThanOrEqual(262_145)
     expect(kept).toBeLessThanOrEqual(262_656)
@@ -169,7 +170,10 @@ describe('runtime turn-settled pipeline', () => {
     const hash = createHash('sha256').update(identity).digest('hex')
     expect(trust).toBe(`hooks.state={"/<session-flags>/config.toml:stop:0:0"={trusted_hash="sha256:${hash}"}}`)
     // Relaunching with the merge keeps one managed hook and the user's overrides.
-    const merged: any = mergeRuntimeHookSettings({ config_overrides: ['model="o3"', stop.replace('/bin/sh', '/usr/bin/env sh')] }, settings)
+    // An older managed hook (another program path) gives way to this one.
+    const older = stop.replace('command="', 'command="/usr/bin/env sh /old')
+    expect(older).not.toBe(stop)
+    const merged: any = mergeRuntimeHookSettings({ config_overrides: ['model="o3"', older] }, settings)
     expect(merged.config_overrides).toEqual(['model="o3"', stop, trust])
 
     // The real payload and session log shapes (tests/fixtures).
