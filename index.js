@@ -4,6 +4,10 @@
 // or its platform package `member-work-sync-<platform>` (an optional
 // dependency; `npm run build:all` fills `npm/<platform>/`). Hand-written, not
 // generated: `napi build` runs with `--no-js` so it never replaces this file.
+// Beside whichever `.node` file loads sits the native Stop hook
+// `turn-settled-hook-v1` (`.exe` on Windows; `npm run build` and the platform
+// packages put it there): the addon finds it from its own file's path, so
+// nothing here passes it on (hooks/README.md).
 
 /** Whether this Linux runs on musl rather than glibc. */
 function isMusl() {
