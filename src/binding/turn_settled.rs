@@ -81,23 +81,22 @@ fn log_script_fallback(why: &str) {
 
 /// The hook executable shipped beside this addon's `.node` file (in its
 /// platform package, or in the package root after `npm run build`), found
-/// from the addon's own file path as the loader loaded it; `None` when it
-/// cannot be told or no such file is there. Looked up once per process.
+/// from the addon's own file path as the loader loaded it; else why not
+/// (that path unknown, no such file there). Looked up once per process.
 fn shipped_hook_executable() -> Result<&'static Path, &'static str> {
     static SHIPPED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let shipped = SHIPPED.get_or_init(|| {
-        let addon = addon_file().ok_or("the addon's own file path is unknown")?;
-        let executable = addon.with_file_name(HOOK_EXECUTABLE_NAME);
-        if executable.is_file() {
-            Ok(executable)
-        } else {
-            Err(format!("{}: not shipped", executable.display()))
-        }
-    });
-    match shipped {
-        Ok(path) => Ok(path),
-        Err(why) => Err(why),
-    }
+    SHIPPED
+        .get_or_init(|| {
+            let addon = addon_file().ok_or("the addon's own file path is unknown")?;
+            let executable = addon.with_file_name(HOOK_EXECUTABLE_NAME);
+            if executable.is_file() {
+                Ok(executable)
+            } else {
+                Err(format!("{}: not shipped", executable.display()))
+            }
+        })
+        .as_deref()
+        .map_err(String::as_str)
 }
 
 /// The file this code was loaded from (the `.node` file), by the address of
