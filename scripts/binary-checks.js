@@ -67,17 +67,23 @@ function compare(a, b) {
   return 0
 }
 
+/** The file's format and CPU against `target`'s: what was found, and the problems. */
+function checkFormat(file, target) {
+  const found = { ...header(file), bytes: fs.statSync(file).size }
+  const problems = []
+  const wantFormat = { linux: 'ELF', darwin: 'Mach-O', win32: 'PE' }[target.os]
+  if (found.format !== wantFormat) problems.push(`is ${found.format}, not ${wantFormat}`)
+  if (found.cpu !== target.cpu) problems.push(`is for ${found.cpu}, not ${target.cpu}`)
+  return { found, problems }
+}
+
 /**
  * Checks the binary `file` built for `target` ({ os: 'linux'|'darwin'|'win32',
  * cpu: 'x64'|'arm64', libc?: 'gnu'|'musl' }). Returns what was found and the
  * problems (empty when the binary is as it should be).
  */
 function checkBinary(file, target) {
-  const found = { ...header(file), bytes: fs.statSync(file).size }
-  const problems = []
-  const wantFormat = { linux: 'ELF', darwin: 'Mach-O', win32: 'PE' }[target.os]
-  if (found.format !== wantFormat) problems.push(`is ${found.format}, not ${wantFormat}`)
-  if (found.cpu !== target.cpu) problems.push(`is for ${found.cpu}, not ${target.cpu}`)
+  const { found, problems } = checkFormat(file, target)
   if (problems.length > 0) return { found, problems }
 
   if (target.os === 'linux') {
@@ -115,11 +121,7 @@ const WINDOWS_SYSTEM_DLL = /^(kernel32|ntdll|advapi32|bcrypt|bcryptprimitives|ws
  * `checkBinary`). Returns what was found and the problems.
  */
 function checkHookBinary(file, target) {
-  const found = { ...header(file), bytes: fs.statSync(file).size }
-  const problems = []
-  const wantFormat = { linux: 'ELF', darwin: 'Mach-O', win32: 'PE' }[target.os]
-  if (found.format !== wantFormat) problems.push(`is ${found.format}, not ${wantFormat}`)
-  if (found.cpu !== target.cpu) problems.push(`is for ${found.cpu}, not ${target.cpu}`)
+  const { found, problems } = checkFormat(file, target)
   if (problems.length > 0) return { found, problems }
 
   if (target.os === 'linux') {
