@@ -38,11 +38,24 @@ use super::{temp, with_path};
 pub struct Staged {
     dir: Dir,
     name: OsString,
-    /// Where the content is written: a temp name, or `name` itself for
-    /// [`Dir::stage_new`].
-    temp_name: OsString,
+    /// Where the content is written.
+    written: Written,
     file: File,
     published: bool,
+}
+
+/// Where a [`Staged`] file's content is written.
+#[derive(Debug)]
+enum Written {
+    /// A temp file of this name, renamed to the target on publish and
+    /// removed when dropped unpublished.
+    Temp(OsString),
+    /// The target itself ([`Dir::stage_new`]). Dropped unpublished, it is
+    /// left as it is: by then another writer may have replaced it (a
+    /// recovered claim's second filing), and removing by name would remove
+    /// that writer's file. Its caller's commit point never came, so a torn
+    /// one sits beside nothing, and the retry replaces it.
+    InPlace,
 }
 
 impl Dir {
@@ -54,13 +67,20 @@ impl Dir {
     pub fn stage(self, name: impl AsRef<OsStr>, bytes: &[u8], mode: u32) -> io::Result<Staged> {
         let name = name.as_ref().to_os_string();
         let (temp_name, file) = self.create_temp_for(&name, mode)?;
-        Staged::write(self, name, temp_name.into(), file, bytes, mode)
+        Staged::write(
+            self,
+            name,
+            Written::Temp(temp_name.into()),
+            file,
+            bytes,
+            mode,
+        )
     }
 
     /// Writes `bytes` to `name` itself, created only if nothing (a link
     /// included) is there: `None` when something is (stage a replacement
     /// with [`Dir::stage`] then). Nothing is synced; [`Staged::publish`]
-    /// has nothing left to rename. Dropped unpublished, the file is removed.
+    /// has nothing left to rename. Dropped unpublished, the file is left (see [`Written::InPlace`]).
     pub fn stage_new(
         self,
         name: impl AsRef<OsStr>,
@@ -71,17 +91,16 @@ impl Dir {
         let Some(file) = self.create_exclusive(&name, mode)? else {
             return Ok(None);
         };
-        let written = name.clone();
-        Staged::write(self, name, written, file, bytes, mode).map(Some)
+        Staged::write(self, name, Written::InPlace, file, bytes, mode).map(Some)
     }
 }
 
 impl Staged {
-    /// `bytes` into the freshly created `file` at `temp_name` in `dir`.
+    /// `bytes` into the freshly created `file`, `written` in `dir`.
     fn write(
         dir: Dir,
         name: OsString,
-        temp_name: OsString,
+        written: Written,
         file: File,
         bytes: &[u8],
         mode: u32,
@@ -90,7 +109,7 @@ impl Staged {
         let mut staged = Staged {
             dir,
             name,
-            temp_name,
+            written,
             file,
             published: false,
         };
@@ -111,15 +130,11 @@ impl Staged {
     /// ([`Dir::stage_new`]) is there already. Durable once its data
     /// ([`sync_staged`]) and its folder are synced.
     pub fn publish(mut self) -> io::Result<()> {
-        if self.temp_name == self.name {
-            // Staged in place ([`Dir::stage_new`]).
+        let Written::Temp(temp_name) = &self.written else {
             self.published = true;
             return Ok(());
-        }
-        match self
-            .dir
-            .rename(&self.temp_name, &self.dir, &self.name, true)
-        {
+        };
+        match self.dir.rename(temp_name, &self.dir, &self.name, true) {
             Ok(true) => {
                 self.published = true;
                 temp::note_write(&self.dir);
@@ -143,8 +158,8 @@ impl Staged {
 
 impl Drop for Staged {
     fn drop(&mut self) {
-        if !self.published {
-            let _ = self.dir.remove_file(&self.temp_name);
+        if let (false, Written::Temp(temp_name)) = (self.published, &self.written) {
+            let _ = self.dir.remove_file(temp_name);
         }
     }
 }
@@ -313,7 +328,8 @@ mod tests {
 
     /// `stage_new` writes the target itself, only where nothing is: an
     /// existing file or a link (even a dangling one) is left alone and never
-    /// followed; dropped unpublished, the new file goes.
+    /// followed; dropped unpublished, it is left, since by then it may be
+    /// another writer's.
     #[test]
     fn a_new_file_is_staged_in_place_and_nothing_existing_is_touched() {
         let tmp = tempfile::tempdir().unwrap();
@@ -353,13 +369,21 @@ mod tests {
         staged.publish().unwrap();
         assert_eq!(std::fs::read(tmp.path().join("new.json")).unwrap(), b"new");
         assert_eq!(mode(&tmp.path().join("new.json")), 0o640);
-        drop(
-            dir.try_clone()
-                .unwrap()
-                .stage_new("dropped.json", b"x", 0o600)
-                .unwrap(),
+        // Dropped unpublished after another writer replaced it (a recovered
+        // claim filed twice): the other writer's file stays.
+        let dropped = dir
+            .try_clone()
+            .unwrap()
+            .stage_new("dropped.json", b"torn", 0o600)
+            .unwrap()
+            .unwrap();
+        std::fs::write(tmp.path().join("other"), "whole").unwrap();
+        std::fs::rename(tmp.path().join("other"), tmp.path().join("dropped.json")).unwrap();
+        drop(dropped);
+        assert_eq!(
+            std::fs::read(tmp.path().join("dropped.json")).unwrap(),
+            b"whole"
         );
-        assert!(!tmp.path().join("dropped.json").exists());
         assert_eq!(std::fs::read(tmp.path().join("old.json")).unwrap(), b"old");
         assert_eq!(
             std::fs::read(tmp.path().join("outside")).unwrap(),
