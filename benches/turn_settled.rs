@@ -339,7 +339,6 @@ fn drain_throughput(count: usize, reconcile: bool) {
 /// does), and nothing else: no JSON, no attribution, no journal, one
 /// listing, folders opened once.
 fn drain_floor(count: usize) {
-    use std::os::fd::AsRawFd;
     let dir = tempfile::tempdir().expect("temp dir");
     let paths = SpoolPaths::for_teams_base(&dir.path().join("teams"));
     fill_spool(&paths, count);
@@ -373,7 +372,10 @@ fn drain_floor(count: usize) {
                 .expect("meta write");
             metas.push(meta);
         }
+        // As `sync_staged`: writeback started first where Linux offers it.
+        #[cfg(target_os = "linux")]
         for meta in &metas {
+            use std::os::fd::AsRawFd;
             // SAFETY: a valid open descriptor; the call reads no memory of ours.
             unsafe {
                 libc::sync_file_range(meta.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);

@@ -604,8 +604,25 @@ fn outcomes_are_synced_before_their_claims_move() {
     let trace = fs::read_to_string(&trace).unwrap();
     let lines: Vec<&str> = trace.lines().collect();
     let first = |what: &dyn Fn(&str) -> bool| lines.iter().position(|l| what(l));
-    // (Folders are synced on threads of their own: their fsyncs may show
-    // as `<unfinished ...>`, resumed later; the move waits for them.)
+    // Syncs run on threads of their own: a call may show as `<unfinished
+    // ...>` and finish on a later `<... fsync resumed>` line of the same
+    // thread. Where the call begun at line `i` returned 0, if it did.
+    let pid = |l: &str| l.split_whitespace().next().unwrap_or("").to_string();
+    let done = |i: usize| -> Option<usize> {
+        let line = lines[i];
+        if !line.contains("<unfinished ...>") {
+            return line.ends_with(" = 0").then_some(i);
+        }
+        let call = line.split_whitespace().nth(1)?.split('(').next()?;
+        let resumed = format!("<... {call} resumed>");
+        (i + 1..lines.len())
+            .find(|&j| pid(lines[j]) == pid(line) && lines[j].contains(&resumed))
+            .filter(|&j| lines[j].ends_with(" = 0"))
+    };
+    // A sync matching `what` begun in `from..until` and finished before `until`.
+    let synced_within = |from: usize, until: usize, what: &dyn Fn(&str) -> bool| {
+        (from..until).any(|i| what(lines[i]) && done(i).is_some_and(|d| d < until))
+    };
     let acted = first(&|l| l.contains("acted.log>")).expect("the events were acted on");
     for (i, id) in ids.iter().enumerate() {
         let folder = if i == 3 { "/invalid" } else { "/processed" };
@@ -619,15 +636,16 @@ fn outcomes_are_synced_before_their_claims_move() {
         // (Not the claim, which renames `<id>` to `<id>.claimed-<ms>`.)
         let moved = first(&|l| l.contains("rename") && l.contains(&format!(", \"{id}\") = 0")))
             .unwrap_or_else(|| panic!("{id}: payload never moved"));
-        let folder_synced = lines[meta_synced.min(moved)..moved]
-            .iter()
-            .any(|l| l.contains("fsync(") && l.contains(&format!("{folder}>")));
-        let moves_synced = lines[moved.min(acted)..acted]
-            .iter()
-            .any(|l| l.contains("fsync(") && l.contains("/processing>"));
+        let meta_done = done(meta_synced);
+        let folder_synced = synced_within(meta_synced.min(moved), moved, &|l| {
+            l.contains("fsync(") && l.contains(&format!("{folder}>"))
+        });
+        let moves_synced = synced_within(moved.min(acted), acted, &|l| {
+            l.contains("fsync(") && l.contains("/processing>")
+        });
         assert!(
-            meta_synced < moved && folder_synced && moves_synced,
-            "{id}: meta synced at {meta_synced}, \
+            meta_done.is_some_and(|d| d < moved) && folder_synced && moves_synced,
+            "{id}: meta sync begun at {meta_synced}, done at {meta_done:?}, \
              folder synced before the move: {folder_synced}, payload moved at {moved}, \
              moves synced before acting: {moves_synced}\n{trace}"
         );

@@ -93,6 +93,9 @@ pub trait TurnSettledSpool: Send + Sync {
     /// current. A failure (a spool folder that is a link, say) is reported
     /// after the drain's events were handed on.
     fn after_drain(&self) -> Result<(), PortError>;
+    /// Waits for work a drain left running in the background (retention's
+    /// removals while a backlog drains), so that none outlives `dispose`.
+    fn settle(&self) {}
 }
 
 /// What the Claude transcripts (or, for a native Codex Stop, the Codex
@@ -293,6 +296,12 @@ impl TurnSettledIngestor {
     pub fn with_codex_sessions(mut self, codex: Arc<dyn CodexSessionLocator>) -> Self {
         self.codex = Some(codex);
         self
+    }
+
+    /// Waits for work the spool left running after a drain (see
+    /// [`TurnSettledSpool::settle`]).
+    pub fn settle(&self) {
+        self.spool.settle();
     }
 
     /// One drain: at most [`DRAIN_BATCH`] files. Every claim is judged

@@ -528,6 +528,7 @@ impl Instance {
             }
         }
         self.worker.shutdown(&self.services.engine);
+        self.services.turn_settled.settle();
         if self.queue_running {
             // A view of a queue that no longer runs would mislead `watch`.
             // Best effort: a leftover file names a pid that is gone.

@@ -158,4 +158,8 @@ impl TurnSettledSpool for FsSpool {
             .find_map(Result::err)
             .map_or(Ok(()), |error| Err(error.into()))
     }
+
+    fn settle(&self) {
+        self.removals.wait();
+    }
 }

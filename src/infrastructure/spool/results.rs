@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use serde_json::Value;
@@ -155,20 +155,19 @@ impl FsSpool {
         let Some(dir) = self.paths.open(folder)? else {
             return Ok(());
         };
-        if !self.prunes.due(folder, keep, now) {
+        let Some(filed) = self.prunes.due(folder, keep, now) else {
             return Ok(());
-        }
-        // Never two removals of one folder at once: the last one finishes
-        // before the folder is listed again.
-        self.removals.wait();
-        let doomed = past_retention(&dir, keep, max_age_ms, now)?;
-        if self.prunes.backlog() {
-            // The removals overlap the next drain's claims and syncs instead
-            // of holding up this drain's return.
-            self.removals.start(dir, doomed);
-        } else {
-            remove_results(&dir, &doomed);
-        }
+        };
+        // While a backlog drains, the removals overlap the next drain's
+        // claims and syncs instead of holding up this drain's return.
+        let in_background = self.prunes.backlog();
+        self.removals.prune(dir, in_background, |dir| {
+            past_retention(dir, keep, max_age_ms, now)
+        })?;
+        // Only a prune that listed the folder and removed (or started
+        // removing) restarts the schedule; a failed one is tried again at
+        // the next drain.
+        self.prunes.mark_pruned(folder, filed, now);
         Ok(())
     }
 }
@@ -185,15 +184,25 @@ fn sync_dirs(dirs: &[&Dir]) -> Vec<io::Result<()>> {
         return Vec::new();
     };
     std::thread::scope(|scope| {
+        // A folder whose thread cannot be started (a thread limit reached)
+        // is synced here instead: this runs after the commit point, where
+        // failing would leave committed events unacted on.
         let others: Vec<_> = rest
             .iter()
-            .map(|dir| scope.spawn(move || dir.sync()))
+            .map(|dir| {
+                std::thread::Builder::new()
+                    .spawn_scoped(scope, move || dir.sync())
+                    .map_err(|_| dir)
+            })
             .collect();
         let mut synced = vec![first.sync()];
         synced.extend(others.into_iter().map(|other| {
-            other
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            match other {
+                Ok(thread) => thread
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                Err(dir) => dir.sync(),
+            }
         }));
         synced
     })
@@ -320,16 +329,27 @@ fn remove_results(dir: &Dir, names: &[String]) {
     let remove = &remove;
     std::thread::scope(|scope| {
         for part in names.chunks(names.len().div_ceil(threads)) {
-            scope.spawn(move || part.iter().for_each(remove));
+            // Where no thread can be started, the part is removed here.
+            let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
+                part.iter().for_each(remove);
+            });
+            if spawned.is_err() {
+                part.iter().for_each(remove);
+            }
         }
     });
 }
 
-/// Removals of results past retention handed to a thread of their own while
-/// a backlog drains (see [`FsSpool::prune_folder`]); at most one runs at a
-/// time, and dropping the spool waits for it.
+/// Prunes of the results folders, one at a time: a listing never overlaps
+/// a removal, so each prune sees the folder as the last one left it. While a
+/// backlog drains, a prune's removals run on a thread of their own (see
+/// [`FsSpool::prune_folder`]); the next prune, [`Removals::wait`]
+/// (`dispose`) and dropping the spool wait for it.
 #[derive(Debug, Default)]
 pub(super) struct Removals {
+    /// The background removal under way, if any. Held for a whole prune, so
+    /// two drains running at once (the scheduler's and a caller's) prune
+    /// one after the other.
     running: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -347,20 +367,38 @@ impl Removals {
         }
     }
 
-    /// Removes `names` from `dir` on a thread of its own, once the removal
-    /// under way is done. If no thread can be started, the results stay
-    /// until the next prune lists them again.
-    fn start(&self, dir: Dir, names: Vec<String>) {
-        self.wait();
+    /// Once the removal under way is done, lists what `doomed` names in
+    /// `dir` and removes it: on a thread of its own when `in_background`
+    /// (here if none can be started), else before returning.
+    fn prune(
+        &self,
+        dir: Dir,
+        in_background: bool,
+        doomed: impl FnOnce(&Dir) -> io::Result<Vec<String>>,
+    ) -> io::Result<()> {
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(removal) = running.take() {
+            // (A panic there was a bug in a removal, not in this drain.)
+            let _ = removal.join();
+        }
+        let names = doomed(&dir)?;
         if names.is_empty() {
-            return;
+            return Ok(());
         }
-        let job = std::thread::Builder::new()
+        if !in_background {
+            remove_results(&dir, &names);
+            return Ok(());
+        }
+        let job = Arc::new((dir, names));
+        let on_thread = Arc::clone(&job);
+        match std::thread::Builder::new()
             .name("mws-spool-retention".into())
-            .spawn(move || remove_results(&dir, &names));
-        if let Ok(running) = job {
-            *self.running.lock().unwrap_or_else(|p| p.into_inner()) = Some(running);
+            .spawn(move || remove_results(&on_thread.0, &on_thread.1))
+        {
+            Ok(removal) => *running = Some(removal),
+            Err(_) => remove_results(&job.0, &job.1),
         }
+        Ok(())
     }
 }
 
@@ -378,8 +416,10 @@ impl Drop for Removals {
 /// * on its first drain in this process, and at least every
 ///   [`SWEEP_EVERY_MS`] (results past their age);
 /// * once more results were filed into it since its last prune than a tenth
-///   of the cap (a folder holds at most the cap and a tenth between prunes,
-///   plus what other drainers filed);
+///   of the cap: checked once per drain, so a folder holds at most the cap,
+///   a tenth and one batch when a prune starts, and one batch more while
+///   its removals overlap the next drain (1,200 at the default 1,000 and
+///   batches of 50), plus what other drainers filed;
 /// * after a drain that claimed less than a full batch (the backlog is
 ///   gone): at rest, the folder is back at its cap after every drain.
 ///
@@ -419,9 +459,10 @@ impl PruneSchedule {
         self.filed[Self::slot(folder)].fetch_add(count, Ordering::Relaxed);
     }
 
-    /// Whether `folder`, capped at `keep` results, is to be pruned now;
-    /// when it is, its count starts again.
-    pub(super) fn due(&self, folder: Folder, keep: usize, now: EpochMs) -> bool {
+    /// Whether `folder`, capped at `keep` results, is to be pruned now:
+    /// `Some` with the count of results filed since its last prune, to hand
+    /// to [`PruneSchedule::mark_pruned`] once the prune is done.
+    pub(super) fn due(&self, folder: Folder, keep: usize, now: EpochMs) -> Option<usize> {
         let slot = Self::slot(folder);
         let filed = self.filed[slot].load(Ordering::Relaxed);
         let last = self.pruned_at[slot].load(Ordering::Relaxed);
@@ -430,11 +471,15 @@ impl PruneSchedule {
             || !(0..SWEEP_EVERY_MS).contains(&(now - last))
             || filed > keep / 10
             || (filed > 0 && !self.backlog());
-        if due {
-            self.filed[slot].fetch_sub(filed, Ordering::Relaxed);
-            self.pruned_at[slot].store(now, Ordering::Relaxed);
-        }
-        due
+        due.then_some(filed)
+    }
+
+    /// Records a prune of `folder` at `now` that saw `filed` results filed
+    /// since the one before (those filed meanwhile count towards the next).
+    pub(super) fn mark_pruned(&self, folder: Folder, filed: usize, now: EpochMs) {
+        let slot = Self::slot(folder);
+        self.filed[slot].fetch_sub(filed, Ordering::Relaxed);
+        self.pruned_at[slot].store(now, Ordering::Relaxed);
     }
 }
 
@@ -551,8 +596,9 @@ mod tests {
 
     /// While a backlog drains (every claim fills its batch), a results
     /// folder is pruned once more than a tenth of its cap was filed since
-    /// its last prune, not after every drain: it holds at most the cap and
-    /// a tenth. Once a claim comes up short, it is back at its cap.
+    /// its last prune, not after every drain: it holds at most the cap, a
+    /// tenth and one batch. Once a claim comes up short, it is back at its
+    /// cap.
     #[test]
     fn retention_waits_for_a_tenth_of_the_cap_while_a_backlog_drains() {
         let (_dir, spool, _) = spool(SystemClock.now_ms());
@@ -574,16 +620,40 @@ mod tests {
                 })
                 .collect();
             assert!(spool.file(&filings).iter().all(|r| matches!(r, Ok(true))));
+            // The peak: filed, not pruned yet.
+            counts.push(names(&spool.paths().processed()).len() / 2);
             spool.after_drain().unwrap();
             spool.removals.wait();
-            counts.push(names(&spool.paths().processed()).len() / 2);
         }
         let most = *counts.iter().max().unwrap();
-        assert!(most > cap && most <= cap + cap / 10, "{counts:?}");
+        assert!(most > cap && most <= cap + cap / 10 + batch, "{counts:?}");
         // A drain that claims nothing: the backlog is gone.
         assert!(spool.claim(batch).unwrap().is_empty());
         spool.after_drain().unwrap();
         assert_eq!(names(&spool.paths().processed()).len(), 2 * cap);
+    }
+
+    /// A prune that was due but failed (the listing, say) leaves the
+    /// schedule as it was: the next drain tries again instead of waiting
+    /// for another tenth of the cap or ten minutes.
+    #[test]
+    fn a_due_prune_stays_due_until_it_is_marked_done() {
+        let schedule = PruneSchedule::default();
+        let now = 1_000_000;
+        schedule.note_claimed(true);
+        let first = schedule.due(Folder::Processed, 1_000, now);
+        assert_eq!(first, Some(0), "never pruned by this process");
+        // Not marked: still due.
+        assert_eq!(schedule.due(Folder::Processed, 1_000, now + 1), Some(0));
+        schedule.mark_pruned(Folder::Processed, 0, now);
+        assert_eq!(schedule.due(Folder::Processed, 1_000, now + 1), None);
+        schedule.note_filed(Folder::Processed, 101);
+        assert_eq!(schedule.due(Folder::Processed, 1_000, now + 2), Some(101));
+        // Filed meanwhile counts towards the next prune.
+        schedule.note_filed(Folder::Processed, 7);
+        schedule.mark_pruned(Folder::Processed, 101, now + 2);
+        assert_eq!(schedule.filed[0].load(Ordering::Relaxed), 7);
+        assert_eq!(schedule.due(Folder::Processed, 1_000, now + 3), None);
     }
 
     #[test]
