@@ -42,6 +42,31 @@ fn built_executable() -> &'static Path {
     })
 }
 
+/// Waits until `program`, just written, can be started: while any other
+/// test thread's child, forked but not yet exec'd, still holds a copy of
+/// the descriptor it was written through, exec fails with ETXTBSY ("text
+/// file busy"). Runs it once with no arguments and no input (the hook then
+/// writes nothing and exits 0), retrying only that error.
+fn ready_to_run(program: &Path) {
+    for _ in 0..400 {
+        let started = Command::new(program)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        match started {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            other => {
+                other.unwrap_or_else(|e| panic!("run {}: {e}", program.display()));
+                return;
+            }
+        }
+    }
+    panic!("{} stayed busy", program.display());
+}
+
 /// One implementation of the hook under test.
 #[derive(Debug, Clone)]
 enum Hook {
@@ -90,6 +115,7 @@ fn installed_hook(hook: &Hook) -> (tempfile::TempDir, SpoolPaths, Vec<String>) {
                     installed.executable_failure
                 );
             };
+            ready_to_run(&executable);
             vec![executable.to_string_lossy().into_owned()]
         }
     };
@@ -869,6 +895,7 @@ proptest! {
         fs::write(&script, format!("#!/bin/sh\nprintf '%s\\001' \"$0\" \"$@\" > '{}'\n", out_file.display())).unwrap();
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+        ready_to_run(&script);
         let spool_root = dir.path().join(&spool).to_string_lossy().into_owned();
         let program = script.to_string_lossy();
         for command in [
@@ -936,6 +963,9 @@ fn the_settings_run_the_executable_when_shipped_and_the_script_otherwise() {
         };
         assert_eq!(installed.program, want, "{source:?}");
         assert_eq!(installed.executable_failure.is_some(), fails, "{source:?}");
+        if let HookProgram::Executable(executable) = &installed.program {
+            ready_to_run(executable);
+        }
         let command = settings_command(&paths, &installed.program);
         assert_eq!(
             command.starts_with("/bin/sh "),
