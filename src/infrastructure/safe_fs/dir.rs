@@ -187,7 +187,12 @@ impl Dir {
             .and_then(|()| if durable { file.sync_all() } else { Ok(()) })
             // The mode is set on the handle so the umask cannot narrow or widen it.
             .and_then(|()| rfs::fchmod(&file, permission_mode(mode)).map_err(Into::into))
-            .and_then(|()| rfs::renameat(&self.fd, &temp_name, &self.fd, name).map_err(Into::into));
+            .and_then(|()| {
+                // Closed before it gets its name: an executable (the hook)
+                // still open for writing fails to start with ETXTBSY.
+                drop(file);
+                rfs::renameat(&self.fd, &temp_name, &self.fd, name).map_err(Into::into)
+            });
         if let Err(e) = written {
             let _ = rfs::unlinkat(&self.fd, &temp_name, AtFlags::empty());
             return Err(with_path(&target, e));

@@ -94,8 +94,8 @@ impl SpoolPaths {
     }
 
     /// Copies the hook executable `source` into `bin/` (0755), rewriting it
-    /// only when its content differs; a link, FIFO or folder at its name is
-    /// replaced, never followed. The source is the addon's own shipped file
+    /// only when its content differs; a link or FIFO at its name is replaced,
+    /// never followed (a folder there fails the install: the script is used). The source is the addon's own shipped file
     /// (not below the Claude root): a regular file of at most
     /// [`MAX_HOOK_EXECUTABLE_BYTES`], else an error naming it. `bin/` must
     /// be installed already ([`SpoolPaths::install`]).
