@@ -35,7 +35,14 @@ impl IndexCache {
         let index = self.index_of(&snapshot.team_name);
         // Reconciles of other teams never wait here; ones of the same team
         // wait only for the refresh and one agenda.
-        let mut index = lock(&index);
+        // A panic mid-refresh (caught at the binding) may have left the
+        // index half updated: start that team over from a full build.
+        let mut index = index.lock().unwrap_or_else(|poisoned| {
+            index.clear_poison();
+            let mut index = poisoned.into_inner();
+            *index = TaskIndex::default();
+            index
+        });
         TeamIndex::cached(snapshot, &mut index).agenda_for(member, generated_at)
     }
 

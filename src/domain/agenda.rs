@@ -305,7 +305,8 @@ impl TaskIndex {
     /// Brings the index to `tasks` and `kanban`: in place when a few tasks
     /// changed (see the type docs), by a full build otherwise.
     pub fn refresh(&mut self, tasks: &[Arc<Task>], kanban: &BTreeMap<String, KanbanEntry>) {
-        if *kanban != self.kanban {
+        // A first read takes the full build, the path the golden corpus checks.
+        if *kanban != self.kanban || self.facts.is_empty() {
             *self = Self::build(tasks, kanban);
             return;
         }
@@ -357,6 +358,12 @@ impl TaskIndex {
             .copied()
             .filter(|i| !added.contains(i))
             .collect();
+        // Each dependent moves within bucket lists as long as the board: past
+        // the limit, one full build is cheaper (a task thousands wait on).
+        if removed.len() + added.len() + dependents.len() > MAX_INCREMENTAL_CHANGE {
+            *self = Self::build(tasks, kanban);
+            return;
+        }
         for &i in &dependents {
             self.remove_from_buckets(i);
         }
