@@ -30,6 +30,7 @@ use std::path::PathBuf;
 
 use super::dir::Dir;
 use super::{temp, with_path};
+use crate::infrastructure::side_by_side::map_side_by_side;
 
 /// New content for one file, written beside it under a temp name, not yet
 /// synced and not yet in place. It holds its own handle of the folder, so a
@@ -191,20 +192,7 @@ pub fn sync_staged(staged: &[Staged]) -> Vec<io::Result<()>> {
     }
     // The waits overlap too: a file system without a journal writes each
     // file's inode on its own, one round trip to the disk per fsync.
-    let chunk = staged.len().div_ceil(SYNC_THREADS).max(1);
-    std::thread::scope(|scope| {
-        let parts: Vec<_> = staged
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(Staged::sync).collect::<Vec<_>>()))
-            .collect();
-        parts
-            .into_iter()
-            .flat_map(|part| {
-                part.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    })
+    map_side_by_side(staged, SYNC_THREADS, Staged::sync)
 }
 
 /// Threads [`sync_staged`] waits on fsyncs with.

@@ -18,6 +18,7 @@ use crate::application::ports::PortError;
 use crate::application::turn_settled::{Disposition, Filing};
 use crate::domain::time::EpochMs;
 use crate::infrastructure::safe_fs::{is_temp_name, sync_staged, Dir, Staged};
+use crate::infrastructure::side_by_side::map_side_by_side;
 
 impl FsSpool {
     /// Files a batch of claims (see [`TurnSettledSpool::file`]), each with
@@ -179,33 +180,10 @@ fn copy_error(error: &io::Error) -> io::Error {
 
 /// Syncs each folder, side by side: each fsync waits on the disk on its
 /// own, so two or three of them take about as long as one.
+/// (It runs after the commit point too: a folder whose thread cannot be
+/// started is synced on the calling thread, never left unsynced.)
 fn sync_dirs(dirs: &[&Dir]) -> Vec<io::Result<()>> {
-    let Some((first, rest)) = dirs.split_first() else {
-        return Vec::new();
-    };
-    std::thread::scope(|scope| {
-        // A folder whose thread cannot be started (a thread limit reached)
-        // is synced here instead: this runs after the commit point, where
-        // failing would leave committed events unacted on.
-        let others: Vec<_> = rest
-            .iter()
-            .map(|dir| {
-                std::thread::Builder::new()
-                    .spawn_scoped(scope, move || dir.sync())
-                    .map_err(|_| dir)
-            })
-            .collect();
-        let mut synced = vec![first.sync()];
-        synced.extend(others.into_iter().map(|other| {
-            match other {
-                Ok(thread) => thread
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                Err(dir) => dir.sync(),
-            }
-        }));
-        synced
-    })
+    map_side_by_side(dirs, dirs.len(), |dir| dir.sync())
 }
 
 /// Permission bits of meta files.
@@ -321,23 +299,7 @@ fn remove_results(dir: &Dir, names: &[String]) {
         let _ = dir.remove_tree(name);
         let _ = dir.remove_tree(meta_name(name));
     };
-    let threads = names.len().min(REMOVE_THREADS);
-    if threads <= 1 {
-        names.iter().for_each(&remove);
-        return;
-    }
-    let remove = &remove;
-    std::thread::scope(|scope| {
-        for part in names.chunks(names.len().div_ceil(threads)) {
-            // Where no thread can be started, the part is removed here.
-            let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
-                part.iter().for_each(remove);
-            });
-            if spawned.is_err() {
-                part.iter().for_each(remove);
-            }
-        }
-    });
+    map_side_by_side(names, REMOVE_THREADS, remove);
 }
 
 /// Prunes of the results folders, one at a time: a listing never overlaps
