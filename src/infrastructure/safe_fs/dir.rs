@@ -34,6 +34,7 @@ const MAX_REMOVE_DEPTH: usize = 8;
 
 #[path = "dir_shared.rs"]
 mod shared;
+use shared::write_all_parts;
 
 impl FileKind {
     pub(super) fn of(file_type: FileType) -> Self {
@@ -179,11 +180,22 @@ impl Dir {
         mode: u32,
         durable: bool,
     ) -> io::Result<()> {
+        self.write_replacing_parts(name, &[bytes], mode, durable)
+    }
+
+    /// [`Dir::write_replacing`] of `parts` written one after another, so a
+    /// large file made of pieces is never copied into one buffer first.
+    pub fn write_replacing_parts(
+        &self,
+        name: impl AsRef<OsStr>,
+        parts: &[&[u8]],
+        mode: u32,
+        durable: bool,
+    ) -> io::Result<()> {
         let name = self.component(name.as_ref())?;
         let target = self.child(name);
         let (temp_name, mut file) = self.create_temp(name, mode)?;
-        let written = file
-            .write_all(bytes)
+        let written = write_all_parts(&mut file, parts)
             .and_then(|()| if durable { file.sync_all() } else { Ok(()) })
             // The mode is set on the handle so the umask cannot narrow or widen it.
             .and_then(|()| rfs::fchmod(&file, permission_mode(mode)).map_err(Into::into))

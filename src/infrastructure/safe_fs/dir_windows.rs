@@ -55,6 +55,7 @@ const MAX_REMOVE_DEPTH: usize = 8;
 
 #[path = "dir_shared.rs"]
 mod shared;
+use shared::write_all_parts;
 
 /// Attempts of a rename or delete that meets a sharing violation (a virus
 /// scanner or indexer holding the file for a moment), and the pause between.
@@ -192,6 +193,18 @@ impl Dir {
         &self,
         name: impl AsRef<OsStr>,
         bytes: &[u8],
+        mode: u32,
+        durable: bool,
+    ) -> io::Result<()> {
+        self.write_replacing_parts(name, &[bytes], mode, durable)
+    }
+
+    /// [`Dir::write_replacing`] of `parts` written one after another, so a
+    /// large file made of pieces is never copied into one buffer first.
+    pub fn write_replacing_parts(
+        &self,
+        name: impl AsRef<OsStr>,
+        parts: &[&[u8]],
         _mode: u32,
         durable: bool,
     ) -> io::Result<()> {
@@ -199,9 +212,13 @@ impl Dir {
         let target = self.child(name);
         let (temp_name, mut file) = self.create_temp(name)?;
         let temp_path = self.child(OsStr::new(&temp_name));
-        let written =
-            file.write_all(bytes)
-                .and_then(|()| if durable { file.sync_all() } else { Ok(()) });
+        let written = write_all_parts(&mut file, parts).and_then(|()| {
+            if durable {
+                file.sync_all()
+            } else {
+                Ok(())
+            }
+        });
         // Closed before the rename: Windows renames an open file only when
         // every handle on it shares delete.
         drop(file);
