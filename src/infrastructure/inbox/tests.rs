@@ -647,3 +647,24 @@ fn an_empty_array_and_a_missing_inbox_get_the_apps_layout() {
         format!(" {app_layout} ")
     );
 }
+
+/// Issue 23 item 6: an inbox hard-linked to a file outside the root is
+/// replaced by the delivery (temp file + rename), never written through.
+#[test]
+fn a_hard_linked_inbox_is_replaced_and_its_other_name_untouched() {
+    let (dir, writer, inbox) = setup();
+    let outside = dir.path().join("outside.json");
+    fs::write(&outside, "[]").unwrap();
+    fs::create_dir_all(inbox.parent().unwrap()).unwrap();
+    fs::hard_link(&outside, &inbox).unwrap();
+    writer
+        .deliver("forge", "jack", &row("id-1", "h1"), NOW)
+        .unwrap();
+    assert_eq!(fs::read(&outside).unwrap(), b"[]");
+    assert_eq!(rows_of(&inbox), [row("id-1", "h1").to_json()]);
+    #[cfg(unix)]
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::nlink(&fs::metadata(&inbox).unwrap()),
+        1
+    );
+}

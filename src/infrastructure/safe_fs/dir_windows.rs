@@ -40,7 +40,7 @@ use super::kinds::{Entry, FileKind, Meta};
 use super::stamp::Stamp;
 use super::temp::{self, TempName};
 use super::windows_name::is_plain_name;
-use super::{not_a_file, not_a_folder, with_path};
+use super::{hard_linked, not_a_file, not_a_folder, with_path};
 use crate::infrastructure::clock::epoch_ms;
 
 /// How files are shared while open here: other programs may read, write,
@@ -281,6 +281,11 @@ impl Dir {
             .open(&path)
             .map_err(|e| with_path(&path, e))?;
         let len = regular_file_len(&file, &path)?;
+        // nNumberOfLinks of GetFileInformationByHandle, as `st_nlink` on Unix.
+        let links = stamp_of_file(&file, &path)?.links;
+        if links > 1 {
+            return Err(hard_linked(&path, links));
+        }
         let mut last = [0u8; 1];
         let torn = len > 0
             && file
@@ -409,7 +414,8 @@ impl Dir {
     }
 
     /// Checks that `name` is a regular file or folder, not a link. Windows
-    /// has no permission bits, so `mode` is not applied.
+    /// has no permission bits, so `mode` is not applied (and nothing is
+    /// changed through another hard link of the file).
     pub fn set_mode(&self, name: impl AsRef<OsStr>, _mode: u32) -> io::Result<()> {
         let name = self.component(name.as_ref())?;
         let path = self.child(name);
