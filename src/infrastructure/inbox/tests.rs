@@ -512,6 +512,12 @@ fn processes_deliver_each_row_once() {
     assert!(!lock_path(&inbox).exists());
 }
 
+/// `row` as `JSON.stringify(list, null, 2)` writes an element of `list`.
+fn as_array_element(row: &NudgeRow) -> String {
+    let pretty = serde_json::to_string_pretty(&row.to_json()).unwrap();
+    format!("  {}", pretty.replace('\n', "\n  "))
+}
+
 /// An inbox of `rows` × `row` (`[row,row,…]`, no spaces), as an agent may write it.
 fn poisoned(inbox: &Path, row: &str, rows: usize) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(rows * (row.len() + 1) + 1);
@@ -542,7 +548,7 @@ fn a_poisoned_inbox_grows_by_one_row_and_keeps_its_bytes() {
             "{element}"
         );
         let after = fs::read(&inbox).unwrap();
-        let added = format!(",\n{}", rows::indented_row(&nudge));
+        let added = format!(",\n{}", as_array_element(&nudge));
         assert_eq!(after.len(), before.len() + added.len(), "{element}");
         assert_eq!(after[..before.len() - 1], before[..before.len() - 1]);
         assert_eq!(
@@ -611,7 +617,7 @@ fn rows_the_app_accepts_are_delivered_around_and_kept_byte_for_byte() {
     let expected = format!(
         "{},\n{}{}",
         &stored[..last_row_end],
-        rows::indented_row(&nudge),
+        as_array_element(&nudge),
         &stored[last_row_end..]
     );
     assert_eq!(fs::read_to_string(&inbox).unwrap(), expected);
@@ -633,7 +639,7 @@ fn rows_the_app_accepts_are_delivered_around_and_kept_byte_for_byte() {
 fn an_empty_array_and_a_missing_inbox_get_the_apps_layout() {
     let (_dir, writer, inbox) = setup();
     let nudge = row("id-1", "h1");
-    let app_layout = format!("[\n{}\n]", rows::indented_row(&nudge));
+    let app_layout = format!("[\n{}\n]", as_array_element(&nudge));
     assert_eq!(
         app_layout,
         serde_json::to_string_pretty(&[nudge.to_json()]).unwrap()
