@@ -165,7 +165,7 @@ fn json_value() -> impl Strategy<Value = Value> {
             .prop_filter("finite", |f| f.is_finite())
             .prop_map(Value::from),
         "\\PC{0,8}".prop_map(Value::String),
-        prop_oneof![Just("messageId"), Just("messageKind")].prop_map(|s| Value::from(s)),
+        prop_oneof![Just("messageId"), Just("messageKind")].prop_map(Value::from),
     ];
     leaf.prop_recursive(4, 32, 6, |inner| {
         prop_oneof![
