@@ -7,7 +7,7 @@ use std::fs;
 use std::io;
 
 use member_work_sync::infrastructure::safe_fs::{
-    commit, Dir, FileKind, FileRead, TrustedRoot, TEMP_MARK,
+    commit, is_hard_linked, Dir, FileKind, FileRead, TrustedRoot, TEMP_MARK,
 };
 
 fn team() -> (tempfile::TempDir, TrustedRoot, Dir) {
@@ -98,6 +98,29 @@ fn appends_terminate_a_torn_tail_first() {
     assert_eq!(
         fs::read_to_string(&path).unwrap(),
         "{\"a\":1}\n{\"torn\":\n{\"b\":2}\n"
+    );
+}
+
+/// Issue 23 item 6 on every platform (`st_nlink` on Unix,
+/// `nNumberOfLinks` on Windows): an append never goes through another hard
+/// link; a rewrite replaces the name and leaves the other one as it was.
+#[test]
+fn a_hard_linked_file_is_never_appended_to_and_a_rewrite_replaces_it() {
+    let (dir, _root, team) = team();
+    let outside = dir.path().join("outside.jsonl");
+    fs::write(&outside, b"precious").unwrap();
+    fs::hard_link(&outside, team.path().join("journal.jsonl")).unwrap();
+    let refused = team.append_lines("journal.jsonl", b"{}\n").unwrap_err();
+    assert!(is_hard_linked(&refused), "{refused}");
+    assert_eq!(refused.kind(), io::ErrorKind::InvalidData);
+    assert!(refused.to_string().contains("journal.jsonl"), "{refused}");
+    team.write_atomic_parts("journal.jsonl", &[b"{}", b"\n"], 0o600)
+        .unwrap();
+    assert_eq!(fs::read(&outside).unwrap(), b"precious");
+    team.append_lines("journal.jsonl", b"[]\n").unwrap();
+    assert_eq!(
+        team.read("journal.jsonl", 100).unwrap(),
+        FileRead::Bytes(b"{}\n[]\n".to_vec())
     );
 }
 

@@ -12,7 +12,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::lock::StoreLock;
-use super::safe_fs::{Dir, FileKind, FileRead, TrustedRoot};
+use super::safe_fs::{is_hard_linked, Dir, FileKind, FileRead, TrustedRoot};
 use crate::application::ports::AuditEvent;
 use crate::domain::retention::{bounds, Retention};
 use crate::domain::time::format_iso;
@@ -53,17 +53,26 @@ pub fn append_all(
     };
     let _lock = StoreLock::acquire(root, path)?;
     let dir = root.create_dir_all(dir)?;
+    let at_ms = events.first().map_or(0, |e| e.at_ms);
     if let Some(meta) = dir.meta(name)? {
         if meta.kind != FileKind::File {
             // A link or FIFO planted there is moved aside (never opened) and
             // the journal starts afresh, rather than losing every event.
-            let at_ms = events.first().map_or(0, |e| e.at_ms);
             super::json_store::quarantine(root, path, at_ms)?;
         } else if meta.len >= retention.journal_rotate_bytes {
             rotate(&dir, name, retention.journal_rotations)?;
         }
     }
-    dir.append_lines(name, lines.as_bytes())
+    match dir.append_lines(name, lines.as_bytes()) {
+        // A file with another hard link (maybe outside the root) is never
+        // appended to: the name is moved aside the same way and a new
+        // journal begins.
+        Err(e) if is_hard_linked(&e) => {
+            super::json_store::quarantine(root, path, at_ms)?;
+            dir.append_lines(name, lines.as_bytes())
+        }
+        appended => appended,
+    }
 }
 
 /// Most bytes read of one journal file: the largest journal a rotation
@@ -512,6 +521,29 @@ mod tests {
         assert_eq!(parsed.len(), 3, "{text}");
         assert!(parsed[1].is_none(), "only the torn line is lost");
         assert_eq!(parsed[2].as_ref().unwrap()["diagnostics"][0], "after");
+    }
+
+    /// Issue 23 item 6: a journal hard-linked to a file outside the root is
+    /// moved aside, never appended to (nor its missing newline "repaired").
+    #[cfg(unix)]
+    #[test]
+    fn a_hard_linked_journal_is_moved_aside_and_the_other_name_never_written() {
+        let (_dir, root, path) = journal();
+        let outside_dir = tempfile::tempdir().unwrap();
+        let outside = outside_dir.path().join("precious");
+        fs::write(&outside, b"no final newline").unwrap();
+        fs::hard_link(&outside, &path).unwrap();
+        append_default(&root, &path, "after link");
+        assert_eq!(fs::read(&outside).unwrap(), b"no final newline");
+        let text = fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.contains("after link"), "{text}");
+        let aside: Vec<_> = fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|name| name.starts_with("journal.jsonl.invalid."))
+            .collect();
+        assert_eq!(aside.len(), 1, "{aside:?}");
     }
 
     #[test]

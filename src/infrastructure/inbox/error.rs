@@ -37,6 +37,31 @@ pub enum InboxError {
         /// `invalid_json: …`, `not_an_array` or `file_too_large`.
         reason: String,
     },
+    /// The inbox with the row added would be larger than
+    /// [`MAX_INBOX_FILE_BYTES`](super::MAX_INBOX_FILE_BYTES), so this writer
+    /// (and the next delivery) could not read it back: nothing is written.
+    /// Retried: the app or the member may shorten the inbox.
+    #[error(
+        "inbox {} would be {size} bytes with this nudge, over the {} byte read cap; \
+         not delivered, left untouched, delivery will be retried",
+        path.display(),
+        super::MAX_INBOX_FILE_BYTES
+    )]
+    InboxFull {
+        /// The inbox file.
+        path: PathBuf,
+        /// Its size with the row added.
+        size: u64,
+    },
+    /// The row was written but reading the inbox back failed (another writer
+    /// replaced it meanwhile); the next attempt finds the row or writes it.
+    #[error("nudge written to {} but not read back: {source}", path.display())]
+    WrittenUnverified {
+        /// The inbox file.
+        path: PathBuf,
+        /// Why the read back failed.
+        source: Box<InboxError>,
+    },
     /// Reading or writing failed (full disk, permissions); the message names the path.
     #[error("inbox I/O error: {0}")]
     Io(#[source] io::Error),

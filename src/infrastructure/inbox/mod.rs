@@ -3,8 +3,9 @@
 //!
 //! The inbox is not an addon store: the desktop app's `TeamInboxWriter` and the
 //! agents read and write the same file. So the file keeps the app's format
-//! (a bare JSON array, `JSON.stringify(list, null, 2)`, no envelope) and the
-//! app's lock protocol ([`lock`]). A corrupt inbox is never replaced or
+//! (a bare JSON array, a row as `JSON.stringify(list, null, 2)` writes it, no
+//! envelope; the other rows byte for byte) and the app's lock protocol
+//! ([`lock`]). A corrupt inbox is never replaced or
 //! quarantined: it holds messages the addon does not own, so delivery fails
 //! retryably and says why.
 //!
@@ -14,11 +15,13 @@
 //! error naming the path. Nothing is written through a link, and nothing
 //! blocks on a FIFO.
 //!
-//! Parts: [`row`] the stored row, [`rows`] the stored array, [`lock`] the
-//! lock file, [`turn`] the in-process queue, [`error`], [`sink`] the port.
+//! Parts: [`row`] the stored row, [`rows`] the stored array, [`raw_json`] the
+//! array read as the app's `JSON.parse` reads it, [`lock`] the lock file,
+//! [`turn`] the in-process queue, [`error`], [`sink`] the port.
 
 mod error;
 mod lock;
+mod raw_json;
 mod row;
 mod rows;
 mod sink;
@@ -37,7 +40,7 @@ pub use rows::MAX_INBOX_FILE_BYTES;
 use crate::domain::names::{normalize_member_name, validate_name};
 use crate::infrastructure::safe_fs::{not_a_file, FileKind, TrustedRoot};
 use lock::InboxLock;
-use rows::{find_by_message_id, read_rows, write_rows, Existing};
+use rows::{indented_row, read_inbox, write_inbox, Existing};
 
 /// How many times a write is attempted when its re-read does not show the row.
 pub const VERIFY_ATTEMPTS: u32 = 3;
@@ -169,11 +172,21 @@ impl InboxWriter {
             return Err(InboxError::Refused(not_a_file(&path)));
         }
         let _lock = InboxLock::acquire(&inboxes, &name, now_ms, &self.timings)?;
-        let stored = row.to_json();
+        let row_text = indented_row(row);
         let mut written = false;
         for attempt in 0..VERIFY_ATTEMPTS {
-            let mut rows = read_rows(&inboxes, &name)?;
-            match find_by_message_id(&rows, row) {
+            let stored = match read_inbox(&inboxes, &name, row) {
+                Ok(stored) => stored,
+                // Said as it is: the row may be there, the file is not "left untouched".
+                Err(e) if written => {
+                    return Err(InboxError::WrittenUnverified {
+                        path,
+                        source: Box::new(e),
+                    })
+                }
+                Err(e) => return Err(e),
+            };
+            match stored.existing() {
                 Some(Existing::Same) if written => return Ok(DeliveryOutcome::Inserted),
                 Some(Existing::Same) => return Ok(DeliveryOutcome::AlreadyPresent),
                 Some(Existing::Conflict {
@@ -181,17 +194,18 @@ impl InboxWriter {
                     message_kind,
                 }) => {
                     return Ok(DeliveryOutcome::PayloadConflict {
-                        existing_payload_hash: payload_hash,
-                        existing_message_kind: message_kind,
+                        existing_payload_hash: payload_hash.clone(),
+                        existing_message_kind: message_kind.clone(),
                     })
                 }
                 None => {}
             }
-            rows.push(stored.clone());
-            write_rows(&inboxes, &name, &rows)?;
+            write_inbox(&inboxes, &name, &stored.with_row(&row_text))?;
             written = true;
-            if read_rows(&inboxes, &name)
-                .is_ok_and(|rows| find_by_message_id(&rows, row) == Some(Existing::Same))
+            // One copy of the file in memory at a time.
+            drop(stored);
+            if read_inbox(&inboxes, &name, row)
+                .is_ok_and(|stored| stored.existing() == Some(&Existing::Same))
             {
                 return Ok(DeliveryOutcome::Inserted);
             }

@@ -511,3 +511,166 @@ fn processes_deliver_each_row_once() {
     assert_eq!(ids.len(), 50);
     assert!(!lock_path(&inbox).exists());
 }
+
+/// `row` as `JSON.stringify(list, null, 2)` writes an element of `list`.
+fn as_array_element(row: &NudgeRow) -> String {
+    let pretty = serde_json::to_string_pretty(&row.to_json()).unwrap();
+    format!("  {}", pretty.replace('\n', "\n  "))
+}
+
+/// An inbox of `rows` × `row` (`[row,row,…]`, no spaces), as an agent may write it.
+fn poisoned(inbox: &Path, row: &str, rows: usize) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(rows * (row.len() + 1) + 1);
+    bytes.push(b'[');
+    for i in 0..rows {
+        if i > 0 {
+            bytes.push(b',');
+        }
+        bytes.extend_from_slice(row.as_bytes());
+    }
+    bytes.push(b']');
+    fs::create_dir_all(inbox.parent().unwrap()).unwrap();
+    fs::write(inbox, &bytes).unwrap();
+    bytes
+}
+
+/// Issue 23 item 1: the inbox grows by the row and its separator only; the
+/// stored rows are not pretty-printed into a larger form.
+#[test]
+fn a_poisoned_inbox_grows_by_one_row_and_keeps_its_bytes() {
+    let (_dir, writer, inbox) = setup();
+    let nudge = row("id-1", "h1");
+    for element in ["0", "{}"] {
+        let before = poisoned(&inbox, element, 1_000_000);
+        assert_eq!(
+            writer.deliver("forge", "jack", &nudge, NOW).unwrap(),
+            DeliveryOutcome::Inserted,
+            "{element}"
+        );
+        let after = fs::read(&inbox).unwrap();
+        let added = format!(",\n{}", as_array_element(&nudge));
+        assert_eq!(after.len(), before.len() + added.len(), "{element}");
+        assert_eq!(after[..before.len() - 1], before[..before.len() - 1]);
+        assert_eq!(
+            after[before.len() - 1..before.len() - 1 + added.len()],
+            *added.as_bytes()
+        );
+        assert_eq!(after.last(), Some(&b']'));
+        let rows = rows_of(&inbox);
+        assert_eq!(
+            (rows.len(), &rows[1_000_000]),
+            (1_000_001, &nudge.to_json())
+        );
+        assert_eq!(
+            writer.deliver("forge", "jack", &nudge, NOW).unwrap(),
+            DeliveryOutcome::AlreadyPresent
+        );
+    }
+}
+
+/// Issue 23 item 1: an inbox the row would push over the read cap is never
+/// written (the old writer wrote it, could not read it back, and called
+/// the delivered nudge "left untouched").
+#[test]
+fn an_inbox_the_row_would_push_over_the_read_cap_is_left_as_it_is() {
+    let (_dir, writer, inbox) = setup();
+    let cap = MAX_INBOX_FILE_BYTES as usize;
+    let before = poisoned(&inbox, "0", (cap - 100) / 2);
+    let err = writer
+        .deliver("forge", "jack", &row("id-1", "h1"), NOW)
+        .unwrap_err();
+    assert!(
+        matches!(&err, InboxError::InboxFull { size, .. } if *size > MAX_INBOX_FILE_BYTES),
+        "{err}"
+    );
+    assert!(err.is_retryable());
+    assert!(
+        err.to_string().contains("not delivered, left untouched"),
+        "{err}"
+    );
+    assert!(fs::read(&inbox).unwrap() == before, "byte-identical");
+    let names: Vec<_> = fs::read_dir(inbox.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["jack.json"], "no temp or lock file left");
+}
+
+/// Issue 23 item 2: rows `JSON.parse` accepts and serde_json refuses (a
+/// string cut mid-emoji, nesting deeper than 128) are delivered around and
+/// kept byte for byte, spacing included.
+#[test]
+fn rows_the_app_accepts_are_delivered_around_and_kept_byte_for_byte() {
+    let (_dir, writer, inbox) = setup();
+    let deep = format!("{}{}", "[".repeat(5_000), "]".repeat(5_000));
+    let stored = format!(
+        "[ {{\"from\":\"jill\",\"text\":\"cut \\ud83d\",\"messageId\":\"m-1\"}},\n\t{{\"nested\": {deep}}} ,\"\\udc00\"  ]  \n"
+    );
+    fs::create_dir_all(inbox.parent().unwrap()).unwrap();
+    fs::write(&inbox, &stored).unwrap();
+    let nudge = row("id-1", "h1");
+    assert_eq!(
+        writer.deliver("forge", "jack", &nudge, NOW).unwrap(),
+        DeliveryOutcome::Inserted
+    );
+    let last_row_end = stored.rfind('"').unwrap() + 1;
+    let expected = format!(
+        "{},\n{}{}",
+        &stored[..last_row_end],
+        as_array_element(&nudge),
+        &stored[last_row_end..]
+    );
+    assert_eq!(fs::read_to_string(&inbox).unwrap(), expected);
+    assert_eq!(
+        writer.deliver("forge", "jack", &nudge, NOW).unwrap(),
+        DeliveryOutcome::AlreadyPresent
+    );
+    // A row whose messageId is a lone surrogate is another id, not ours.
+    fs::write(&inbox, r#"[{"messageId":"id-2\ud83d"}]"#).unwrap();
+    assert_eq!(
+        writer
+            .deliver("forge", "jack", &row("id-2\u{fffd}", "h1"), NOW)
+            .unwrap(),
+        DeliveryOutcome::Inserted
+    );
+}
+
+#[test]
+fn an_empty_array_and_a_missing_inbox_get_the_apps_layout() {
+    let (_dir, writer, inbox) = setup();
+    let nudge = row("id-1", "h1");
+    let app_layout = format!("[\n{}\n]", as_array_element(&nudge));
+    assert_eq!(
+        app_layout,
+        serde_json::to_string_pretty(&[nudge.to_json()]).unwrap()
+    );
+    writer.deliver("forge", "jack", &nudge, NOW).unwrap();
+    assert_eq!(fs::read_to_string(&inbox).unwrap(), app_layout);
+    fs::write(&inbox, " [ ] ").unwrap();
+    writer.deliver("forge", "jack", &nudge, NOW).unwrap();
+    assert_eq!(
+        fs::read_to_string(&inbox).unwrap(),
+        format!(" {app_layout} ")
+    );
+}
+
+/// Issue 23 item 6: an inbox hard-linked to a file outside the root is
+/// replaced by the delivery (temp file + rename), never written through.
+#[test]
+fn a_hard_linked_inbox_is_replaced_and_its_other_name_untouched() {
+    let (dir, writer, inbox) = setup();
+    let outside = dir.path().join("outside.json");
+    fs::write(&outside, "[]").unwrap();
+    fs::create_dir_all(inbox.parent().unwrap()).unwrap();
+    fs::hard_link(&outside, &inbox).unwrap();
+    writer
+        .deliver("forge", "jack", &row("id-1", "h1"), NOW)
+        .unwrap();
+    assert_eq!(fs::read(&outside).unwrap(), b"[]");
+    assert_eq!(rows_of(&inbox), [row("id-1", "h1").to_json()]);
+    #[cfg(unix)]
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::nlink(&fs::metadata(&inbox).unwrap()),
+        1
+    );
+}

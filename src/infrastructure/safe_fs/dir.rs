@@ -15,7 +15,7 @@ use rustix::io::Errno;
 
 use super::kinds::{Entry, FileKind, Meta};
 use super::temp::{self, TempName};
-use super::{not_a_file, not_a_folder, with_path};
+use super::{hard_linked, not_a_file, not_a_folder, with_path};
 use crate::domain::time::EpochMs;
 
 /// Flags of every file open: never a link, never block on a FIFO, never leak
@@ -34,6 +34,7 @@ const MAX_REMOVE_DEPTH: usize = 8;
 
 #[path = "dir_shared.rs"]
 mod shared;
+use shared::write_all_parts;
 
 impl FileKind {
     pub(super) fn of(file_type: FileType) -> Self {
@@ -179,11 +180,22 @@ impl Dir {
         mode: u32,
         durable: bool,
     ) -> io::Result<()> {
+        self.write_replacing_parts(name, &[bytes], mode, durable)
+    }
+
+    /// [`Dir::write_replacing`] of `parts` written one after another, so a
+    /// large file made of pieces is never copied into one buffer first.
+    pub fn write_replacing_parts(
+        &self,
+        name: impl AsRef<OsStr>,
+        parts: &[&[u8]],
+        mode: u32,
+        durable: bool,
+    ) -> io::Result<()> {
         let name = self.component(name.as_ref())?;
         let target = self.child(name);
         let (temp_name, mut file) = self.create_temp(name, mode)?;
-        let written = file
-            .write_all(bytes)
+        let written = write_all_parts(&mut file, parts)
             .and_then(|()| if durable { file.sync_all() } else { Ok(()) })
             // The mode is set on the handle so the umask cannot narrow or widen it.
             .and_then(|()| rfs::fchmod(&file, permission_mode(mode)).map_err(Into::into))
@@ -247,6 +259,7 @@ impl Dir {
         if FileType::from_raw_mode(stat.st_mode as _) != FileType::RegularFile {
             return Err(not_a_file(&path));
         }
+        refuse_hard_linked(&stat, &path)?;
         let len = u64::try_from(stat.st_size).unwrap_or(0);
         let mut last = [0u8; 1];
         let torn = len > 0
@@ -359,7 +372,8 @@ impl Dir {
         )?;
         let stat = rfs::fstat(&fd).map_err(|e| with_path(&self.child(name), e))?;
         match FileType::from_raw_mode(stat.st_mode as _) {
-            FileType::RegularFile | FileType::Directory => {}
+            FileType::RegularFile => refuse_hard_linked(&stat, &self.child(name))?,
+            FileType::Directory => {}
             _ => return Err(not_a_file(&self.child(name))),
         }
         if permission_bits(&stat) != mode {
@@ -451,6 +465,18 @@ impl Dir {
         let target = self.component(target)?;
         self.create_temp(target, mode)
     }
+}
+
+/// The [`hard_linked`] error when the regular file `stat` describes has
+/// another name.
+#[allow(clippy::useless_conversion)]
+fn refuse_hard_linked(stat: &Stat, path: &Path) -> io::Result<()> {
+    // `st_nlink` is a u16 on macOS, a u64 on Linux.
+    let links = u64::from(stat.st_nlink);
+    if links > 1 {
+        return Err(hard_linked(path, links));
+    }
+    Ok(())
 }
 
 /// `renameat2(RENAME_NOREPLACE)`; where the file system lacks it, a check
@@ -563,6 +589,71 @@ mod tests {
         team.remove_tree("old").unwrap();
         assert!(team.meta("old").unwrap().is_none());
         assert!(outside.join("keep").exists());
+    }
+
+    /// Issue 23 item 6: a file that also has a name outside the root (a hard
+    /// link an agent made) is never changed in place; a rewrite replaces the
+    /// name and leaves the other name's content and mode as they were.
+    #[test]
+    fn a_hard_linked_file_is_never_changed_through_its_other_name() {
+        type Change = fn(&Dir, &str) -> io::Result<()>;
+        let in_place: [(&str, Change); 2] = [
+            ("append_lines", |dir, name| dir.append_lines(name, b"{}\n")),
+            ("set_mode", |dir, name| dir.set_mode(name, 0o755)),
+        ];
+        let replacing: [(&str, Change); 4] = [
+            ("write_atomic", |dir, name| {
+                dir.write_atomic(name, b"new", 0o600)
+            }),
+            ("write_replacing", |dir, name| {
+                dir.write_replacing(name, b"new", 0o600, false)
+            }),
+            ("write_atomic_parts", |dir, name| {
+                dir.write_atomic_parts(name, &[b"ne", b"w"], 0o600)
+            }),
+            ("stage + commit", |dir, name| {
+                crate::infrastructure::safe_fs::commit(vec![dir
+                    .try_clone()?
+                    .stage(name, b"new", 0o600)?])
+            }),
+        ];
+        let changes = in_place
+            .iter()
+            .map(|c| (c, true))
+            .chain(replacing.iter().map(|c| (c, false)));
+        for ((what, change), refused) in changes {
+            let (dir, _root, team) = root();
+            let outside = dir.path().join("outside");
+            std::fs::write(&outside, b"precious").unwrap();
+            std::fs::set_permissions(
+                &outside,
+                std::os::unix::fs::PermissionsExt::from_mode(0o644),
+            )
+            .unwrap();
+            std::fs::hard_link(&outside, team.path().join("file")).unwrap();
+            let result = change(&team, "file");
+            assert_eq!(
+                result.as_ref().is_err_and(super::super::is_hard_linked),
+                refused,
+                "{what}: {result:?}"
+            );
+            let outside_meta = std::fs::metadata(&outside).unwrap();
+            assert_eq!(std::fs::read(&outside).unwrap(), b"precious", "{what}");
+            assert_eq!(
+                std::os::unix::fs::PermissionsExt::mode(&outside_meta.permissions()) & 0o777,
+                0o644,
+                "{what}"
+            );
+            if !refused {
+                let inside = team.path().join("file");
+                assert_eq!(std::fs::read(&inside).unwrap(), b"new", "{what}");
+                assert_eq!(
+                    std::os::unix::fs::MetadataExt::nlink(&std::fs::metadata(&inside).unwrap()),
+                    1,
+                    "{what}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -11,6 +11,11 @@ use super::super::kinds::{FileKind, FileRead};
 use super::super::with_path;
 use super::{Dir, MAX_REMOVE_DEPTH};
 
+/// Writes `parts` to `file` one after another.
+pub(super) fn write_all_parts(file: &mut impl io::Write, parts: &[&[u8]]) -> io::Result<()> {
+    parts.iter().try_for_each(|part| file.write_all(part))
+}
+
 impl Dir {
     /// The folder's path (for messages and for callers building child paths).
     pub fn path(&self) -> &Path {
@@ -30,7 +35,10 @@ impl Dir {
             Err(e) if e.kind() == io::ErrorKind::InvalidData => return Ok(FileRead::NotAFile),
             Err(e) => return Err(e),
         };
-        let mut bytes = Vec::new();
+        // Sized from the handle, so a large file is one allocation, not a
+        // series of doublings that briefly hold one and a half copies.
+        let expected = file.metadata().map_or(0, |meta| meta.len()).min(max);
+        let mut bytes = Vec::with_capacity(usize::try_from(expected).unwrap_or(0) + 1);
         file.take(max.saturating_add(1))
             .read_to_end(&mut bytes)
             .map_err(|e| with_path(&self.child(name), e))?;
@@ -46,6 +54,16 @@ impl Dir {
     /// neither). A link at `name` is replaced, never followed.
     pub fn write_atomic(&self, name: impl AsRef<OsStr>, bytes: &[u8], mode: u32) -> io::Result<()> {
         self.write_replacing(name.as_ref(), bytes, mode, true)
+    }
+
+    /// [`Dir::write_atomic`] of `parts` written one after another.
+    pub fn write_atomic_parts(
+        &self,
+        name: impl AsRef<OsStr>,
+        parts: &[&[u8]],
+        mode: u32,
+    ) -> io::Result<()> {
+        self.write_replacing_parts(name.as_ref(), parts, mode, true)
     }
 
     /// Removes `name` and, if it is a folder, everything in it, descending

@@ -40,7 +40,7 @@ use super::kinds::{Entry, FileKind, Meta};
 use super::stamp::Stamp;
 use super::temp::{self, TempName};
 use super::windows_name::is_plain_name;
-use super::{not_a_file, not_a_folder, with_path};
+use super::{hard_linked, not_a_file, not_a_folder, with_path};
 use crate::infrastructure::clock::epoch_ms;
 
 /// How files are shared while open here: other programs may read, write,
@@ -55,6 +55,7 @@ const MAX_REMOVE_DEPTH: usize = 8;
 
 #[path = "dir_shared.rs"]
 mod shared;
+use shared::write_all_parts;
 
 /// Attempts of a rename or delete that meets a sharing violation (a virus
 /// scanner or indexer holding the file for a moment), and the pause between.
@@ -192,6 +193,18 @@ impl Dir {
         &self,
         name: impl AsRef<OsStr>,
         bytes: &[u8],
+        mode: u32,
+        durable: bool,
+    ) -> io::Result<()> {
+        self.write_replacing_parts(name, &[bytes], mode, durable)
+    }
+
+    /// [`Dir::write_replacing`] of `parts` written one after another, so a
+    /// large file made of pieces is never copied into one buffer first.
+    pub fn write_replacing_parts(
+        &self,
+        name: impl AsRef<OsStr>,
+        parts: &[&[u8]],
         _mode: u32,
         durable: bool,
     ) -> io::Result<()> {
@@ -199,9 +212,13 @@ impl Dir {
         let target = self.child(name);
         let (temp_name, mut file) = self.create_temp(name)?;
         let temp_path = self.child(OsStr::new(&temp_name));
-        let written =
-            file.write_all(bytes)
-                .and_then(|()| if durable { file.sync_all() } else { Ok(()) });
+        let written = write_all_parts(&mut file, parts).and_then(|()| {
+            if durable {
+                file.sync_all()
+            } else {
+                Ok(())
+            }
+        });
         // Closed before the rename: Windows renames an open file only when
         // every handle on it shares delete.
         drop(file);
@@ -264,6 +281,11 @@ impl Dir {
             .open(&path)
             .map_err(|e| with_path(&path, e))?;
         let len = regular_file_len(&file, &path)?;
+        // nNumberOfLinks of GetFileInformationByHandle, as `st_nlink` on Unix.
+        let links = stamp_of_file(&file, &path)?.links;
+        if links > 1 {
+            return Err(hard_linked(&path, links));
+        }
         let mut last = [0u8; 1];
         let torn = len > 0
             && file
@@ -392,7 +414,8 @@ impl Dir {
     }
 
     /// Checks that `name` is a regular file or folder, not a link. Windows
-    /// has no permission bits, so `mode` is not applied.
+    /// has no permission bits, so `mode` is not applied (and nothing is
+    /// changed through another hard link of the file).
     pub fn set_mode(&self, name: impl AsRef<OsStr>, _mode: u32) -> io::Result<()> {
         let name = self.component(name.as_ref())?;
         let path = self.child(name);

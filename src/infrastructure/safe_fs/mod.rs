@@ -23,6 +23,11 @@
 //!   file changes.
 //! * Appends write whole lines only and first terminate a torn tail, so a
 //!   write cut short by a full disk loses at most its own line.
+//! * Nothing is changed in place (appended to, chmod'ed) when its handle
+//!   says it has more than one hard link ([`hard_linked`]): an agent can link
+//!   a file from outside the root to any name below it. Rewrites replace the
+//!   name (temp file + rename), so another name of the old file never sees
+//!   them.
 //!
 //! `rustix` rather than `cap-std`: cap-std follows links that stay inside its
 //! sandbox, and here no link below a root may be followed at all; rustix gives
@@ -92,6 +97,42 @@ pub fn not_a_file(path: &Path) -> io::Error {
         ),
     )
 }
+
+/// The error for a file with more than one hard link where the addon would
+/// change it in place (append to it, chmod it): the other name may be a
+/// file outside the root that an agent linked in, so nothing is written
+/// through it. Recognized by [`is_hard_linked`]; its kind is `InvalidData`,
+/// a refusal like [`not_a_file`].
+pub fn hard_linked(path: &Path, links: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        HardLinked(format!(
+            "{}: has {links} hard links (another name may be outside the root); \
+             never changed in place",
+            path.display()
+        )),
+    )
+}
+
+/// True for the error [`hard_linked`] makes: the caller may move the file
+/// aside or replace it (a rename never writes through the other name).
+pub fn is_hard_linked(error: &io::Error) -> bool {
+    error
+        .get_ref()
+        .is_some_and(|inner| inner.is::<HardLinked>())
+}
+
+/// The message of a [`hard_linked`] error, and its type.
+#[derive(Debug)]
+struct HardLinked(String);
+
+impl std::fmt::Display for HardLinked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for HardLinked {}
 
 /// Makes a FIFO at `path` (and its folders): the file that would block a
 /// reader forever, planted by tests.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::paths::{Folder, SpoolPaths};
 use crate::infrastructure::clock::epoch_ms;
-use crate::infrastructure::safe_fs::{Dir, FileRead};
+use crate::infrastructure::safe_fs::{is_hard_linked, Dir, FileRead};
 
 /// The hook script, embedded at build time from `hooks/`.
 pub const HOOK_SCRIPT: &str = include_str!("../../../hooks/turn-settled-hook-v1.sh");
@@ -111,7 +111,7 @@ impl SpoolPaths {
         if !matches!(&installed, FileRead::Bytes(current) if *current == bytes) {
             bin.write_atomic(HOOK_EXECUTABLE_NAME, &bytes, SCRIPT_MODE)?;
         }
-        bin.set_mode(HOOK_EXECUTABLE_NAME, SCRIPT_MODE)?;
+        set_mode_or_replace(&bin, HOOK_EXECUTABLE_NAME, &bytes)?;
         Ok(self.executable())
     }
 
@@ -143,7 +143,7 @@ impl SpoolPaths {
         if !matches!(&installed, FileRead::Bytes(bytes) if bytes == script) {
             bin.write_atomic(HOOK_SCRIPT_NAME, script, SCRIPT_MODE)?;
         }
-        bin.set_mode(HOOK_SCRIPT_NAME, SCRIPT_MODE)?;
+        set_mode_or_replace(&bin, HOOK_SCRIPT_NAME, script)?;
         // Without it the hook reads /proc/stat instead: slower, still right.
         if let Some(now) = boot_time_now() {
             let _ = refresh_boot_time_in(&bin, &now);
@@ -179,6 +179,19 @@ impl SpoolPaths {
 struct BootTime {
     id: String,
     cs: i64,
+}
+
+/// Makes the installed program `name` (content `bytes`) executable. When the
+/// file has another hard link (maybe outside the root), it is replaced by a
+/// fresh copy instead, never chmod'ed through the other name.
+fn set_mode_or_replace(bin: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
+    match bin.set_mode(name, SCRIPT_MODE) {
+        Err(e) if is_hard_linked(&e) => {
+            bin.write_atomic(name, bytes, SCRIPT_MODE)?;
+            bin.set_mode(name, SCRIPT_MODE)
+        }
+        set => set,
+    }
 }
 
 fn refresh_boot_time_in(bin: &Dir, now: &BootTime) -> io::Result<()> {
@@ -342,6 +355,36 @@ mod tests {
     fn inode(path: &Path) -> u64 {
         use std::os::unix::fs::MetadataExt;
         fs::symlink_metadata(path).unwrap().ino()
+    }
+
+    /// Issue 23 item 6: a script or executable with the right content but
+    /// another hard link (maybe outside the root) is replaced, never
+    /// chmod'ed through the other name.
+    #[test]
+    fn a_hard_linked_program_is_replaced_and_its_other_name_untouched() {
+        let (dir, paths) = spool();
+        paths.install().unwrap();
+        let source = shipped(dir.path(), b"\x7fELF one");
+        paths.install_executable(&source).unwrap();
+        for (program, content) in [
+            (paths.script(), HOOK_SCRIPT.as_bytes()),
+            (paths.executable(), &b"\x7fELF one"[..]),
+        ] {
+            let outside = dir.path().join("outside");
+            fs::write(&outside, content).unwrap();
+            fs::set_permissions(&outside, fs::Permissions::from_mode(0o600)).unwrap();
+            fs::remove_file(&program).unwrap();
+            fs::hard_link(&outside, &program).unwrap();
+            paths.install().unwrap();
+            paths.install_executable(&source).unwrap();
+            assert_eq!(mode(&outside), 0o600, "{program:?}");
+            assert_ne!(inode(&program), inode(&outside), "{program:?}");
+            assert_eq!(
+                (fs::read(&program).unwrap().as_slice(), mode(&program)),
+                (content, 0o755)
+            );
+            fs::remove_file(&outside).unwrap();
+        }
     }
 
     #[test]
