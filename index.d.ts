@@ -679,7 +679,9 @@ export declare class MemberWorkSync {
   dispose(): Promise<void>
   /**
    * Moves the fixed test clock; only when the instance was built with `options.clock`.
-   * A `nowMs` that is not a finite number throws `MWS_INVALID_ARGUMENT`.
+   * A `nowMs` that is not a finite number, or lies outside 1970-01-01 up to
+   * 9999-01-01 (what the addon stores as ISO-8601 text), throws
+   * `MWS_INVALID_ARGUMENT` naming `nowMs`.
    */
   setClockForTesting(nowMs: number): void
 }
