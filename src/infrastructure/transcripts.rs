@@ -132,6 +132,18 @@ impl FsClaudeSessionLocator {
     /// reused but has never seen them.
     fn index(&self, rebuild_older_than: Duration, named: &[String]) -> (Arc<Index>, Duration) {
         let mut state = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((built, index)) = state.merged.as_ref() {
+            let seen = |team: &String| {
+                state
+                    .teams
+                    .keys()
+                    .any(|folder| folder.trim().to_lowercase() == *team)
+            };
+            // Reused without listing the teams root when nothing is missing.
+            if built.elapsed() < rebuild_older_than && named.iter().all(seen) {
+                return (index.clone(), built.elapsed());
+            }
+        }
         let folders = team_folders(&self.teams);
         let named: Vec<&String> = folders
             .iter()
@@ -268,8 +280,12 @@ impl FsClaudeSessionLocator {
             .and_then(Path::file_name)
             .is_some_and(|n| n == "subagents")
         {
-            if let Some(session_dir) = parent.and_then(Path::parent) {
-                files.push(session_dir.with_extension("jsonl"));
+            let session_dir = parent.and_then(Path::parent);
+            let session = session_dir
+                .and_then(Path::file_name)
+                .and_then(|n| n.to_str());
+            if let (Some(project), Some(session)) = (session_dir.and_then(Path::parent), session) {
+                files.push(project.join(format!("{session}.jsonl")));
             }
         }
         let mut named = Vec::new();
