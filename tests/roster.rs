@@ -288,3 +288,18 @@ fn a_member_whose_store_folder_is_unusable_does_not_fail_the_team() {
         "not a folder"
     );
 }
+
+#[test]
+fn a_team_whose_store_cannot_be_written_at_all_fails_the_call() {
+    let (_dir, root) = common::example_root();
+    // A file where the members folder belongs: no member can be written,
+    // which is the store's failure, not one member's outcome.
+    fs::write(root.join("teams/forge/members"), "not a folder").unwrap();
+    let services = common::services(&root);
+    let error = services
+        .engine
+        .refresh_team(&team("forge"))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("teams/forge/members"), "{error}");
+}

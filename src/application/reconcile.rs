@@ -490,6 +490,14 @@ impl Reconciler {
                     })
                     .collect(),
             };
+        // Nobody written: the store itself failed (a full disk, the team
+        // folder gone), which is the caller's error, not a member's outcome.
+        if outcomes.iter().all(Result::is_err) {
+            if let Some(Err(error)) = outcomes.into_iter().next() {
+                return Err(error.into());
+            }
+            return Ok(unpersisted.into_iter().flatten().collect());
+        }
         let written: Vec<MemberStatus> = outcomes
             .iter()
             .filter_map(|outcome| outcome.as_ref().ok().cloned())
