@@ -50,6 +50,8 @@ export type MemberWorkSyncLogCode =
   | 'MWS_LOG_JOURNAL_WRITE_FAILED'
   /** Metric events could not be recorded. */
   | 'MWS_LOG_METRICS_WRITE_FAILED'
+  /** One member's status could not be written during `refreshTeam`; the rest of the team's were. */
+  | 'MWS_LOG_STATUS_WRITE_FAILED'
   /** The queue's `activity.json` (read by `member-work-sync watch`) could not be written; once per distinct error. */
   | 'MWS_LOG_ACTIVITY_WRITE_FAILED'
 
@@ -677,7 +679,9 @@ export declare class MemberWorkSync {
   dispose(): Promise<void>
   /**
    * Moves the fixed test clock; only when the instance was built with `options.clock`.
-   * A `nowMs` that is not a finite number throws `MWS_INVALID_ARGUMENT`.
+   * A `nowMs` that is not a finite number, or lies outside 1970-01-01 up to
+   * 9999-01-01 (what the addon stores as ISO-8601 text), throws
+   * `MWS_INVALID_ARGUMENT` naming `nowMs`.
    */
   setClockForTesting(nowMs: number): void
 }

@@ -169,4 +169,20 @@ describe('bounded input', () => {
     }
     expect(() => sync.setClockForTesting(NOW + 1)).not.toThrow()
   })
+
+  it('a clock the addon cannot store is refused, never run as 1970', async () => {
+    const sync = instance(copyExampleRoot())
+    // JavaScript's Date range ends at ±8.64e15; stored times have four-digit years.
+    for (const bad of [8.64e15, -8.64e15, -1, 253_370_764_800_000]) {
+      expect(() => sync.setClockForTesting(bad)).toThrow(
+        expect.objectContaining({ code: 'MWS_INVALID_ARGUMENT', message: expect.stringContaining('nowMs') }),
+      )
+      expect(() => new MemberWorkSync({ autoStart: false, clock: { nowMs: bad } })).toThrow(
+        expect.objectContaining({ code: 'MWS_INVALID_ARGUMENT', message: expect.stringContaining('options.clock.nowMs') }),
+      )
+    }
+    expect(() => sync.setClockForTesting(253_370_764_799_999)).not.toThrow()
+    const status = await sync.refreshStatus({ teamName: 'forge', memberName: 'jack' })
+    expect(status.evaluatedAt).toBe('9998-12-31T23:59:59.999Z')
+  })
 })

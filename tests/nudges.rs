@@ -336,6 +336,38 @@ fn at_most_two_deliveries_per_member_hour() {
     );
 }
 
+/// Deliveries to jack when the clock steps back `step_back_ms` after his
+/// first two nudges, with a new agenda every 5 minutes for `rounds` more
+/// rounds: everything happens within 25 real (simulated) minutes.
+fn deliveries_across_a_clock_step(step_back_ms: i64, rounds: usize) -> usize {
+    let f = Fixture::new();
+    let mut delivered = 0;
+    for round in 0..2 + rounds {
+        if round == 2 {
+            f.advance(-step_back_ms);
+        }
+        let task = f.root.join(format!("tasks/forge/{}.json", 20 + round));
+        fs::write(&task, json!({"id": (20 + round).to_string(), "subject": "More", "status": "pending", "owner": "jack"}).to_string())
+            .unwrap();
+        f.advance(5 * MINUTE);
+        f.queued_reconcile("jack");
+        delivered += f.dispatch().delivered;
+    }
+    delivered
+}
+
+#[test]
+fn the_hourly_limit_holds_when_the_clock_steps_back() {
+    // (clock step back in minutes, deliveries within the 25 real minutes)
+    let steps = [0, 20, 80, 24 * 60];
+    let delivered: Vec<(i64, usize)> = steps
+        .iter()
+        .map(|&minutes| (minutes, deliveries_across_a_clock_step(minutes * MINUTE, 3)))
+        .collect();
+    let expected: Vec<(i64, usize)> = steps.iter().map(|&minutes| (minutes, 2)).collect();
+    assert_eq!(delivered, expected);
+}
+
 #[test]
 fn recovery_nudges_lead_to_suppression_after_four_deliveries() {
     let f = Fixture::new();

@@ -416,3 +416,38 @@ fn a_rejected_report_does_not_cancel_a_live_lease() {
     f.set_now(NOW + 15 * MINUTE);
     assert_eq!(f.refresh("jack").state, StatusState::NeedsSync);
 }
+
+/// How long a `still_working` lease reported at [`NOW`] keeps the member
+/// `still_working` once the clock steps back `step_back_ms` right after the
+/// report, probing every 15 minutes of the stepped clock.
+fn lease_held_after_a_step_back(step_back_ms: i64) -> i64 {
+    let f = Fixture::new();
+    let status = f.refresh("jack");
+    assert!(f.report(still_working(&status)).accepted);
+    let stepped = NOW - step_back_ms;
+    let mut held = 0;
+    while held <= step_back_ms + 60 * MINUTE {
+        f.set_now(stepped + held);
+        if f.refresh("jack").state != StatusState::StillWorking {
+            return held;
+        }
+        held += 15 * MINUTE;
+    }
+    held
+}
+
+#[test]
+fn a_lease_never_outlives_its_longest_ttl_after_a_clock_step_back() {
+    // (clock step back, how long the 15-minute lease still holds): a lease
+    // that ends further than the longest lease (60 min) from now is over.
+    let cases = [
+        (0, 15 * MINUTE),
+        (30 * MINUTE, 45 * MINUTE),
+        (24 * 60 * MINUTE, 0),
+    ];
+    let held: Vec<(i64, i64)> = cases
+        .iter()
+        .map(|&(step, _)| (step, lease_held_after_a_step_back(step)))
+        .collect();
+    assert_eq!(held, cases);
+}

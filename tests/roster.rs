@@ -9,6 +9,7 @@ use member_work_sync::application::engine::Engine;
 use member_work_sync::application::turn_settled::{
     TeamChangeEvent, TeamChangeSink, TurnSettledQueue,
 };
+use member_work_sync::domain::names::normalize_member_name;
 use member_work_sync::domain::status::{MemberStatus, StatusState};
 use member_work_sync::infrastructure::team_reader::MAX_ROSTER_MEMBERS;
 
@@ -195,4 +196,110 @@ fn a_turn_settled_payload_journals_only_for_roster_members() {
         let key = member.to_lowercase().replace(' ', "%20");
         assert_eq!(stored.contains(&key), journaled, "{member}: {stored:?}");
     }
+}
+
+/// Roster names whose `encodeURIComponent` key is longer than a file name may
+/// be (255 bytes), though each passes the 128-byte name check, and names at
+/// the boundary.
+const LONG_KEY_NAMES: [(&str, &str, usize); 6] = [
+    ("29 CJK characters (key 261 bytes)", "漢", 29),
+    ("64 × İ (key 448 bytes)", "İ", 64),
+    ("100 × % (key 300 bytes)", "%", 100),
+    ("28 CJK characters (key 252 bytes)", "漢", 28),
+    ("85 × % (key 255 bytes)", "%", 85),
+    ("128 × x (key 128 bytes)", "x", 128),
+];
+
+#[test]
+fn a_long_member_name_never_fails_the_team() {
+    let (_dir, root) = common::example_root();
+    let mut members = vec![serde_json::json!({ "name": "jack" })];
+    let names: Vec<String> = LONG_KEY_NAMES
+        .iter()
+        .map(|(_, unit, count)| unit.repeat(*count))
+        .collect();
+    members.extend(names.iter().map(|name| serde_json::json!({ "name": name })));
+    fs::write(
+        root.join("teams/forge/config.json"),
+        serde_json::json!({ "name": "forge", "members": members }).to_string(),
+    )
+    .unwrap();
+    let services = common::services(&root);
+    let statuses = services.engine.refresh_team(&team("forge")).unwrap();
+    for ((what, _, _), name) in LONG_KEY_NAMES.iter().zip(&names) {
+        let status = statuses
+            .iter()
+            .find(|s| s.member_name == normalize_member_name(name))
+            .unwrap_or_else(|| {
+                panic!(
+                    "{what}: no status in {:?}",
+                    statuses.iter().map(|s| &s.member_name).collect::<Vec<_>>()
+                )
+            });
+        assert!(
+            !status
+                .diagnostics
+                .iter()
+                .any(|d| d.starts_with("status_") && d.contains("not_persisted")),
+            "{what}: {:?}",
+            status.diagnostics
+        );
+        let stored = services
+            .engine
+            .get_status(&team("forge"), &member(name), false)
+            .unwrap();
+        assert_eq!(
+            stored.agenda.fingerprint, status.agenda.fingerprint,
+            "{what}"
+        );
+    }
+    let stored = stored_members(&root);
+    assert_eq!(stored.len(), statuses.len(), "{stored:?}");
+    assert!(stored.iter().all(|key| key.len() <= 255), "{stored:?}");
+}
+
+#[test]
+fn a_member_whose_store_folder_is_unusable_does_not_fail_the_team() {
+    let (_dir, root) = common::example_root();
+    let members_dir = root.join("teams/forge/members");
+    fs::create_dir_all(&members_dir).unwrap();
+    // A file where jill's store folder belongs: her status cannot be written.
+    fs::write(members_dir.join("jill"), "not a folder").unwrap();
+    let services = common::services(&root);
+    let statuses = services.engine.refresh_team(&team("forge")).unwrap();
+    let names: Vec<&str> = statuses.iter().map(|s| s.member_name.as_str()).collect();
+    assert_eq!(names, ["bob", "jack", "jill", "kim", "team-lead"]);
+    for status in &statuses {
+        let failed = status
+            .diagnostics
+            .contains(&"status_write_failed".to_string());
+        assert_eq!(failed, status.member_name == "jill", "{status:?}");
+    }
+    for key in ["bob", "jack", "kim", "team-lead"] {
+        assert!(
+            member_dir(&root, key)
+                .join(".member-work-sync/status.json")
+                .is_file(),
+            "{key}"
+        );
+    }
+    assert_eq!(
+        fs::read_to_string(members_dir.join("jill")).unwrap(),
+        "not a folder"
+    );
+}
+
+#[test]
+fn a_team_whose_store_cannot_be_written_at_all_fails_the_call() {
+    let (_dir, root) = common::example_root();
+    // A file where the members folder belongs: no member can be written,
+    // which is the store's failure, not one member's outcome.
+    fs::write(root.join("teams/forge/members"), "not a folder").unwrap();
+    let services = common::services(&root);
+    let error = services
+        .engine
+        .refresh_team(&team("forge"))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("teams/forge/members"), "{error}");
 }

@@ -651,3 +651,63 @@ fn outcomes_are_synced_before_their_claims_move() {
         );
     }
 }
+
+struct NoChanges;
+
+impl TeamChangeSink for NoChanges {
+    fn emit(&self, _: TeamChangeEvent) {}
+}
+
+/// A Stop of a `forge` member is attributed however many old team folders
+/// sort before `forge` (more than one index build covers).
+#[test]
+fn a_claude_stop_is_attributed_behind_250_old_team_folders() {
+    let home = claude_home();
+    let root = home.path();
+    for n in 0..250 {
+        let team = format!("aaa-old-{n:04}");
+        let dir = root.join("teams").join(&team);
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(
+            dir.join("config.json"),
+            serde_json::json!({"name": team, "projectPath": format!("/home/u/old{n}"),
+                               "members": [{"name": "lead", "agentType": "team-lead"}, {"name": "kim"}]})
+            .to_string(),
+        )
+        .unwrap();
+    }
+    fs::write(
+        root.join("teams/forge/config.json"),
+        r#"{"name":"forge","projectPath":"/home/u/proj","members":[{"name":"team-lead","agentType":"team-lead"},{"name":"bob"}]}"#,
+    )
+    .unwrap();
+    let transcript = root.join("projects/-home-u-proj/B1.jsonl");
+    fs::create_dir_all(transcript.parent().unwrap()).unwrap();
+    fs::write(
+        &transcript,
+        "{\"type\":\"user\",\"sessionId\":\"B1\",\"teamName\":\"forge\",\"agentName\":\"bob\"}\n",
+    )
+    .unwrap();
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let ingestor = ingestor(root, clock);
+    let incoming = SpoolPaths::for_teams_base(&root.join("teams")).incoming();
+    fs::create_dir_all(&incoming).unwrap();
+    let payload = serde_json::json!({"hook_event_name": "Stop", "session_id": "B1",
+                                     "transcript_path": transcript, "cwd": "/home/u/proj"});
+    fs::write(
+        incoming.join("20261118T110640Z-0-0.claude.json"),
+        payload.to_string(),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let summary = drain_all(&ingestor, &NoChanges);
+    eprintln!(
+        "250 old team folders + forge: drain {:?}, {summary:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        (summary.enqueued, summary.unresolved),
+        (1, 0),
+        "{summary:?}"
+    );
+}

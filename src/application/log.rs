@@ -45,6 +45,9 @@ pub enum LogCode {
     JournalWriteFailed,
     /// Metric events could not be recorded.
     MetricsWriteFailed,
+    /// One member's status could not be written during a team refresh (the
+    /// other members' were).
+    StatusWriteFailed,
     /// The queue's `activity.json` (for `watch`) could not be written; logged
     /// once per distinct error.
     ActivityWriteFailed,
@@ -64,6 +67,7 @@ impl LogCode {
             Self::QueueDropped => "MWS_LOG_QUEUE_DROPPED",
             Self::JournalWriteFailed => "MWS_LOG_JOURNAL_WRITE_FAILED",
             Self::MetricsWriteFailed => "MWS_LOG_METRICS_WRITE_FAILED",
+            Self::StatusWriteFailed => "MWS_LOG_STATUS_WRITE_FAILED",
             Self::ActivityWriteFailed => "MWS_LOG_ACTIVITY_WRITE_FAILED",
         }
     }

@@ -468,25 +468,91 @@ impl Reconciler {
                 (*member, agenda)
             })
             .collect();
-        let written = self
-            .ports
-            .store
-            .update_all(team, &persisted, &mut |member, previous| {
-                let agenda = agendas
-                    .remove(member)
-                    .unwrap_or_else(|| index.agenda_for(member, &format_iso(now)));
-                let options = ReconcileOptions::default();
-                self.reconciled_status(snapshot, agenda, previous, now, by, triggers, options)
-            })?;
+        let mut build = |member: &str, previous: StoredStatus| {
+            let agenda = agendas
+                .remove(member)
+                .unwrap_or_else(|| index.agenda_for(member, &format_iso(now)));
+            let options = ReconcileOptions::default();
+            self.reconciled_status(snapshot, agenda, previous, now, by, triggers, options)
+        };
+        let outcomes: Vec<Result<MemberStatus, PortError>> =
+            match self.ports.store.update_all(team, &persisted, &mut build) {
+                Ok(written) => written.into_iter().map(Ok).collect(),
+                // One member's store can fail the group commit (a file where
+                // its folder belongs): each member is then written on its own,
+                // so only the one that cannot be written misses its status.
+                Err(_) => persisted
+                    .iter()
+                    .map(|member| {
+                        self.ports
+                            .store
+                            .update(team, member, &mut |previous| build(member, previous))
+                    })
+                    .collect(),
+            };
+        // Nobody written: the store itself failed (a full disk, the team
+        // folder gone), which is the caller's error, not a member's outcome.
+        if outcomes.iter().all(Result::is_err) {
+            if let Some(Err(error)) = outcomes.into_iter().next() {
+                return Err(error.into());
+            }
+            return Ok(unpersisted.into_iter().flatten().collect());
+        }
+        let written: Vec<MemberStatus> = outcomes
+            .iter()
+            .filter_map(|outcome| outcome.as_ref().ok().cloned())
+            .collect();
         self.record_team_metrics(&written);
         for status in &written {
             self.finish_reconcile(status, now);
         }
-        let mut written = written.into_iter();
+        let mut outcomes = persisted.iter().zip(outcomes);
         Ok(unpersisted
             .into_iter()
-            .filter_map(|status| status.or_else(|| written.next()))
+            .filter_map(|status| {
+                status.or_else(|| {
+                    outcomes.next().map(|(member, outcome)| {
+                        outcome.unwrap_or_else(|error| {
+                            self.write_failed(snapshot, member, &error, now)
+                        })
+                    })
+                })
+            })
             .collect())
+    }
+
+    /// The answer for a roster member whose status could not be written:
+    /// computed from the board, marked `status_write_failed` (and not
+    /// persisted), the error logged and journaled, so the rest of the team's
+    /// refresh stands.
+    fn write_failed(
+        &self,
+        snapshot: &TeamSnapshot,
+        member: &str,
+        error: &PortError,
+        now: EpochMs,
+    ) -> MemberStatus {
+        let team = snapshot.team_name.as_str();
+        self.ports.log.log(
+            LogEntry::new(
+                LogLevel::Error,
+                LogCode::StatusWriteFailed,
+                format!("member status could not be written: {error}"),
+            )
+            .with_context(json!({ "teamName": team, "memberName": member })),
+        );
+        self.audit(
+            SOURCE,
+            "status_write_failed",
+            team,
+            member,
+            now,
+            vec![error.to_string()],
+            json!({}),
+        );
+        let mut status = self.unpersisted_from(snapshot, member, now);
+        status.diagnostics.push("status_write_failed".into());
+        status
     }
 
     /// Journals the start of a member's reconcile and builds its agenda.

@@ -50,6 +50,8 @@ export type MemberWorkSyncLogCode =
   | 'MWS_LOG_JOURNAL_WRITE_FAILED'
   /** Metric events could not be recorded. */
   | 'MWS_LOG_METRICS_WRITE_FAILED'
+  /** One member's status could not be written during `refreshTeam`; the rest of the team's were. */
+  | 'MWS_LOG_STATUS_WRITE_FAILED'
   /** The queue's `activity.json` (read by `member-work-sync watch`) could not be written; once per distinct error. */
   | 'MWS_LOG_ACTIVITY_WRITE_FAILED'
 

@@ -26,6 +26,7 @@ use crate::application::router::TeamChangeEvent;
 use crate::domain::names::{MemberName, TeamName};
 use crate::domain::recovery::RecoveryTaskRef;
 use crate::domain::retention::{bounds, Retention};
+use crate::domain::time::{clock_from_js, format_iso, CLOCK_RANGE_MS};
 use crate::infrastructure::composition::{Instance, RootPaths, Tuning};
 use crate::infrastructure::worker::ScheduleIntervals;
 
@@ -618,7 +619,9 @@ impl MemberWorkSync {
     }
 
     /// Moves the fixed test clock; only when the instance was built with `options.clock`.
-    /// A `nowMs` that is not a finite number throws `MWS_INVALID_ARGUMENT`.
+    /// A `nowMs` that is not a finite number, or lies outside 1970-01-01 up to
+    /// 9999-01-01 (what the addon stores as ISO-8601 text), throws
+    /// `MWS_INVALID_ARGUMENT` naming `nowMs`.
     #[napi(catch_unwind, ts_args_type = "nowMs: number")]
     pub fn set_clock_for_testing(
         &self,
@@ -630,14 +633,29 @@ impl MemberWorkSync {
             // JSON numbers are finite: NaN and ±Infinity arrive as null and are refused.
             let now_ms = convert::json_argument(&env, now_ms, "nowMs")
                 .and_then(|now_ms| typed::<f64>(now_ms, "nowMs"))
+                .and_then(|now_ms| clock_ms(now_ms, "nowMs"))
                 .map_err(JsFailure::into_napi)?;
-            if self.instance.set_test_clock(now_ms as i64) {
+            if self.instance.set_test_clock(now_ms) {
                 Ok(())
             } else {
                 Err(JsFailure::invalid("setClockForTesting needs options.clock").into_napi())
             }
         })
     }
+}
+
+/// A test clock the addon can represent ([`CLOCK_RANGE_MS`]), or
+/// `MWS_INVALID_ARGUMENT` naming `field` and the range.
+fn clock_ms(now_ms: f64, field: &str) -> Result<i64, JsFailure> {
+    clock_from_js(now_ms).ok_or_else(|| {
+        JsFailure::invalid(format!(
+            "{field} must be epoch milliseconds from {} ({}) up to {} ({}), got {now_ms}",
+            CLOCK_RANGE_MS.start,
+            format_iso(CLOCK_RANGE_MS.start),
+            CLOCK_RANGE_MS.end - 1,
+            format_iso(CLOCK_RANGE_MS.end - 1),
+        ))
+    })
 }
 
 /// Checks the constructor options (types, finite clock) with the bounded
@@ -687,16 +705,16 @@ fn parse_options(
     }
     match json.get("clock") {
         None | Some(Value::Null) => {}
-        Some(clock)
-            if clock
-                .get("nowMs")
-                .and_then(Value::as_f64)
-                .is_some_and(f64::is_finite) => {}
-        Some(_) => {
-            return Err(JsFailure::invalid(
-                "options.clock must be { nowMs: <finite number> }",
-            ))
-        }
+        Some(clock) => match clock.get("nowMs").and_then(Value::as_f64) {
+            Some(now_ms) => {
+                clock_ms(now_ms, "options.clock.nowMs")?;
+            }
+            None => {
+                return Err(JsFailure::invalid(
+                    "options.clock must be { nowMs: <finite number> }",
+                ))
+            }
+        },
     }
     // SAFETY: `options` is a live object of this env (checked above).
     let object =

@@ -1,7 +1,9 @@
 //! The decision policy: caught up, valid lease, or needs sync (DATA.md §5 "Decision").
 
+use super::report::MAX_LEASE_MS;
 use super::status::{Report, ReportState, StatusState};
-use super::time::{EpochMs, IsoTime};
+use super::time::{lease_holds, EpochMs, IsoTime};
+use super::token::TOKEN_TTL_MS;
 
 /// Whether the app's process supervisor has the team and member running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,7 +78,7 @@ pub fn decide(input: &DecisionInput<'_>) -> Decision {
     };
     match report.expires_at.as_ref().and_then(IsoTime::ms) {
         None => Decision::new(StatusState::NeedsSync, vec!["report_lease_missing"]),
-        Some(expires) if expires <= input.now_ms => {
+        Some(expires) if !lease_holds(expires, input.now_ms, MAX_LEASE_MS) => {
             Decision::new(StatusState::NeedsSync, vec!["report_lease_expired"])
         }
         Some(_) => Decision::new(leased_state, vec![lease_diag]),
@@ -166,7 +168,7 @@ pub fn staleness_diagnostics(
             .and_then(IsoTime::ms)
         {
             _ if status.report_token.is_none() => diags.push(Staleness::ReportTokenMissing),
-            Some(expires) if expires > now_ms => {}
+            Some(expires) if lease_holds(expires, now_ms, TOKEN_TTL_MS) => {}
             _ => diags.push(Staleness::ReportTokenExpired),
         }
     }
@@ -174,7 +176,9 @@ pub fn staleness_diagnostics(
         diags.push(Staleness::EvaluatedAtInvalid);
         return diags;
     };
-    let age = now_ms - evaluated;
+    // A status evaluated "in the future" predates a clock step back: it is
+    // as old as the step, not current until the clock catches up.
+    let age = now_ms.saturating_sub(evaluated).saturating_abs();
     if items == 0 && (actionable_state || status.state == StatusState::Unknown) {
         diags.push(Staleness::EmptyAgendaState);
     }
@@ -196,7 +200,9 @@ pub fn staleness_diagnostics(
             .and_then(IsoTime::ms);
         match lease {
             None => diags.push(Staleness::AcceptedReportLeaseMissing),
-            Some(expires) if expires <= now_ms => diags.push(Staleness::AcceptedReportLeaseExpired),
+            Some(expires) if !lease_holds(expires, now_ms, MAX_LEASE_MS) => {
+                diags.push(Staleness::AcceptedReportLeaseExpired)
+            }
             Some(_) => {}
         }
     }
@@ -299,6 +305,22 @@ mod tests {
             decide(&input(2, Some(&expired))).diagnostics,
             ["report_lease_expired"]
         );
+        // Granted 15 min before the clock stepped back 24 h: over, not held
+        // for 24 h 15 min.
+        let stepped = report(
+            ReportState::StillWorking,
+            "fp",
+            Some(NOW + 24 * 60 * 60_000 + 15 * 60_000),
+        );
+        assert_eq!(
+            decide(&input(2, Some(&stepped))).diagnostics,
+            ["report_lease_expired"]
+        );
+        let longest = report(ReportState::Blocked, "fp", Some(NOW + MAX_LEASE_MS));
+        assert_eq!(
+            decide(&input(2, Some(&longest))).state,
+            StatusState::Blocked
+        );
         let missing = report(ReportState::StillWorking, "fp", None);
         assert_eq!(
             decide(&input(2, Some(&missing))).diagnostics,
@@ -394,6 +416,23 @@ mod tests {
         );
         leased.report = Some(report(ReportState::StillWorking, "fp", Some(NOW + 1)));
         assert!(stale(&leased, NOW).is_empty());
+        // The clock stepped back 24 h after the report: its lease and token
+        // are over, and a status from "the future" is as stale as the step.
+        const DAY: EpochMs = 24 * 60 * 60_000;
+        let mut stepped = stored(StatusState::StillWorking, 1, -DAY);
+        stepped.report = Some(report(
+            ReportState::StillWorking,
+            "fp",
+            Some(NOW + DAY + 15 * 60_000),
+        ));
+        assert_eq!(
+            stale(&stepped, NOW),
+            [
+                "report_token_expired_refresh_enqueued",
+                "status_stale_refresh_enqueued",
+                "accepted_report_lease_expired_refresh_enqueued"
+            ]
+        );
         let mut broken = stored(StatusState::CaughtUp, 0, 0);
         broken.evaluated_at = "garbage".into();
         assert_eq!(stale(&broken, NOW), ["status_evaluated_at_invalid"]);

@@ -112,15 +112,58 @@ pub fn is_reserved_member_name(name: &str) -> bool {
     normalized.is_empty() || RESERVED_MEMBER_NAMES.contains(&normalized.as_str())
 }
 
+/// Longest member store key, in bytes: the longest file name Linux, macOS
+/// and Windows accept (the key is ASCII, so bytes and UTF-16 units agree).
+/// Every key that fits is the reference's key unchanged, so existing store
+/// folders keep working.
+pub const MAX_MEMBER_KEY_BYTES: usize = 255;
+
+/// Separator between the cut encoded name and the hash of a key too long to
+/// keep: `encodeURIComponent` always escapes `+`, so no name's plain key
+/// contains one and a cut key can never equal another member's plain key.
+const CUT_KEY_SEPARATOR: char = '+';
+
+/// Hex digits of the SHA-256 of the normalized name a cut key ends with
+/// (128 bits: two roster names never share a folder by accident).
+const CUT_KEY_HASH_HEX: usize = 32;
+
 /// The directory key of a member's store: `encodeURIComponent(trim + lowercase)`,
 /// with a key of exactly `.` or `..` escaped so it can never name a parent dir.
+/// A key longer than [`MAX_MEMBER_KEY_BYTES`] (a 128-byte name can encode to
+/// 448) is cut at an escape boundary and ends with `+` and a hash of the
+/// normalized name, so every name has a folder the file system accepts.
 pub fn member_key(name: &str) -> String {
     let normalized = normalize_member_name(name);
-    match normalized.as_str() {
+    let key = match normalized.as_str() {
         "." => "%2E".to_string(),
         ".." => "%2E%2E".to_string(),
         _ => encode_uri_component(&normalized),
+    };
+    if key.len() <= MAX_MEMBER_KEY_BYTES {
+        key
+    } else {
+        cut_key(&key, &normalized)
     }
+}
+
+/// `key` cut to fit [`MAX_MEMBER_KEY_BYTES`] with the hash of `normalized`:
+/// the cut never splits a `%XX` escape, so the prefix still reads as the name.
+fn cut_key(key: &str, normalized: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let budget = MAX_MEMBER_KEY_BYTES - CUT_KEY_SEPARATOR.len_utf8() - CUT_KEY_HASH_HEX;
+    let mut end = budget;
+    // An escape is `%` and two hex digits: back off when the cut lands inside one.
+    if let Some(percent) = key[..end].rfind('%') {
+        if percent + 3 > end {
+            end = percent;
+        }
+    }
+    let digest = Sha256::digest(normalized.as_bytes());
+    let hash: String = digest[..CUT_KEY_HASH_HEX / 2]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    format!("{}{CUT_KEY_SEPARATOR}{hash}", &key[..end])
 }
 
 /// JavaScript's `encodeURIComponent`: every byte outside
@@ -169,6 +212,44 @@ mod tests {
         assert_eq!(member_key(".."), "%2E%2E");
         assert_eq!(member_key("a.b"), "a.b");
         assert_eq!(member_key("it's(ok)!*~"), "it's(ok)!*~");
+    }
+
+    #[test]
+    fn member_keys_always_fit_a_file_name_and_short_keys_are_unchanged() {
+        // (name, plain encodeURIComponent key length, key kept as is)
+        let cases: [(String, usize, bool); 9] = [
+            ("漢".repeat(29), 261, false),
+            ("İ".repeat(64), 448, false),
+            ("%".repeat(100), 300, false),
+            ("漢".repeat(28), 252, true),
+            ("%".repeat(85), 255, true),
+            ("%".repeat(86), 258, false),
+            (format!("{}a", "%".repeat(84)), 253, true),
+            ("x".repeat(255), 255, true),
+            ("x".repeat(256), 256, false),
+        ];
+        for (name, plain_len, kept) in cases {
+            let plain = encode_uri_component(&normalize_member_name(&name));
+            assert_eq!(plain.len(), plain_len, "{name}");
+            let key = member_key(&name);
+            assert!(key.len() <= MAX_MEMBER_KEY_BYTES, "{name}: {}", key.len());
+            assert_eq!(key == plain, kept, "{name}: {key}");
+            if !kept {
+                let (prefix, hash) = key.rsplit_once(CUT_KEY_SEPARATOR).unwrap();
+                assert!(plain.starts_with(prefix), "{key}");
+                assert_eq!(hash.len(), CUT_KEY_HASH_HEX);
+                // Never a split escape at the cut.
+                let tail = &prefix[prefix.len().saturating_sub(2)..];
+                assert!(!tail.contains('%'), "{key}");
+                // The same member (any spelling) gets the same folder.
+                assert_eq!(member_key(&format!(" {} ", name.to_uppercase())), key);
+            }
+        }
+        // Names sharing the kept prefix still get distinct folders.
+        let a = format!("{}a", "%".repeat(100));
+        let b = format!("{}b", "%".repeat(100));
+        assert_ne!(member_key(&a), member_key(&b));
+        assert_eq!(member_key(&a).len(), member_key(&b).len());
     }
 
     #[test]

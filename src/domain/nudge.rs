@@ -696,12 +696,16 @@ pub fn watchdog_cooldown(
         .max()
 }
 
-/// Deliveries of a member within the last hour, and when the oldest of them leaves the window.
+/// Deliveries of a member within the last hour, and when the oldest of them
+/// leaves the window. A delivery dated after `now` counts too: the clock has
+/// stepped back since it went out, so it went out less than an hour ago as
+/// far as anyone can tell, and it keeps counting until the clock passes it by
+/// an hour (the limit errs toward fewer nudges, never more).
 pub fn rate_limit(delivered_at: &[EpochMs], now: EpochMs) -> Option<EpochMs> {
     let recent: Vec<EpochMs> = delivered_at
         .iter()
         .copied()
-        .filter(|&at| now - at < 60 * MINUTE && at <= now)
+        .filter(|&at| now.saturating_sub(at) < 60 * MINUTE)
         .collect();
     (recent.len() >= MAX_DELIVERIES_PER_HOUR)
         .then(|| recent.iter().min().copied().unwrap_or(now) + 60 * MINUTE)

@@ -386,6 +386,16 @@ fn rate_limit_second_vs_third_delivery() {
         None,
         "oldest is out of the window"
     );
+    assert_eq!(
+        rate_limit(&[NOW + 70 * MINUTE, NOW + 75 * MINUTE], NOW),
+        Some(NOW + 130 * MINUTE),
+        "the clock stepped back 80 min: both still count until it passes them by an hour"
+    );
+    assert_eq!(
+        rate_limit(&[NOW - 50 * MINUTE, NOW + 24 * 60 * MINUTE], NOW),
+        Some(NOW + 10 * MINUTE),
+        "one from before and one from after a step back"
+    );
 }
 
 #[test]

@@ -5,6 +5,23 @@ use chrono::{DateTime, SecondsFormat, Utc};
 /// Milliseconds since the Unix epoch; the only time unit inside the addon.
 pub type EpochMs = i64;
 
+/// The clocks the addon accepts (`options.clock.nowMs`, `setClockForTesting`):
+/// 1970-01-01T00:00:00.000Z up to (not including) 9999-01-01T00:00:00.000Z.
+/// Every time stored is ISO-8601 text with a four-digit year ([`format_iso`]),
+/// and a year of headroom keeps every lease, token and retry added to the
+/// clock inside it; file times and spool names start at 1970. JavaScript's
+/// `Date` reaches ±8.64e15 ms, far beyond: such a clock is refused, never
+/// run as if it were 1970.
+pub const CLOCK_RANGE_MS: std::ops::Range<EpochMs> = 0..253_370_764_800_000;
+
+/// A clock in epoch milliseconds as JavaScript passes it (a finite number),
+/// when it lies in [`CLOCK_RANGE_MS`]; fractions are dropped.
+pub fn clock_from_js(now_ms: f64) -> Option<EpochMs> {
+    let range = CLOCK_RANGE_MS.start as f64..CLOCK_RANGE_MS.end as f64;
+    // NaN is in no range.
+    range.contains(&now_ms).then_some(now_ms.trunc() as EpochMs)
+}
+
 /// Formats like JavaScript's `Date.prototype.toISOString`.
 pub fn format_iso(ms: EpochMs) -> String {
     DateTime::<Utc>::from_timestamp_millis(ms)
@@ -17,6 +34,15 @@ pub fn parse_iso(value: &str) -> Option<EpochMs> {
     DateTime::parse_from_rfc3339(value.trim())
         .ok()
         .map(|t| t.timestamp_millis())
+}
+
+/// Whether a lease (or token) ending at `expires_ms`, granted for at most
+/// `max_ttl_ms`, still holds at `now_ms`: not yet ended, and ending no later
+/// than `max_ttl_ms` from now. One ending further out was granted before the
+/// clock stepped back; it is over, rather than outliving its longest TTL by
+/// the size of the step.
+pub fn lease_holds(expires_ms: EpochMs, now_ms: EpochMs, max_ttl_ms: EpochMs) -> bool {
+    expires_ms > now_ms && expires_ms - now_ms <= max_ttl_ms
 }
 
 /// A time stored as ISO-8601 text in a JSON file: parsed once when the file
@@ -107,6 +133,46 @@ mod tests {
         assert_eq!(now.as_str(), format_iso(1_800_000_000_123));
         assert_eq!(now, IsoTime::parse(format_iso(1_800_000_000_123)));
         assert!(serde_json::from_str::<IsoTime>("5").is_err());
+    }
+
+    #[test]
+    fn a_lease_never_outlives_its_longest_ttl_from_now() {
+        const NOW: EpochMs = 1_800_000_000_000;
+        const TTL: EpochMs = 15 * 60_000;
+        const DAY: EpochMs = 24 * 60 * 60_000;
+        // (expires at, holds)
+        for (expires, holds) in [
+            (NOW + 1, true),
+            (NOW + TTL, true),
+            (NOW, false),
+            (NOW - 1, false),
+            // Granted just before the clock stepped back 24 h.
+            (NOW + DAY + TTL, false),
+            (NOW + TTL + 1, false),
+        ] {
+            assert_eq!(lease_holds(expires, NOW, TTL), holds, "{}", expires - NOW);
+        }
+    }
+
+    #[test]
+    fn clocks_outside_what_is_stored_as_text_are_refused() {
+        // (nowMs from JavaScript, accepted as)
+        for (now_ms, accepted) in [
+            (0.0, Some(0)),
+            (1_795_000_000_000.5, Some(1_795_000_000_000)),
+            (253_370_764_799_999.0, Some(253_370_764_799_999)),
+            (253_370_764_800_000.0, None),
+            (8.64e15, None),
+            (-8.64e15, None),
+            (-1.0, None),
+            (f64::NAN, None),
+            (f64::INFINITY, None),
+        ] {
+            assert_eq!(clock_from_js(now_ms), accepted, "{now_ms}");
+        }
+        let last = CLOCK_RANGE_MS.end - 1;
+        assert_eq!(parse_iso(&format_iso(last)), Some(last));
+        assert_eq!(format_iso(0), "1970-01-01T00:00:00.000Z");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
-use super::time::{format_iso, parse_iso, EpochMs};
+use super::time::{format_iso, lease_holds, parse_iso, EpochMs};
 
 /// Token prefix (the first dot-separated part).
 pub const TOKEN_PREFIX: &str = "wrs:v1";
@@ -144,7 +144,7 @@ pub fn check_claims(
         return TokenCheck::Invalid;
     }
     match parse_iso(&claims.expires_at) {
-        Some(expires) if expires > now_ms => TokenCheck::Valid,
+        Some(expires) if lease_holds(expires, now_ms, TOKEN_TTL_MS) => TokenCheck::Valid,
         Some(_) => TokenCheck::Expired,
         None => TokenCheck::Invalid,
     }

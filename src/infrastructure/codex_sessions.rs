@@ -20,7 +20,9 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::safe_fs::TrustedRoot;
-use super::transcripts::{active_teams, known_members, launched_sessions, read_head};
+use super::transcripts::{
+    active_teams, active_teams_named, known_members, launched_sessions, read_head,
+};
 use crate::application::turn_settled::{ClaudeMatch, CodexSessionLocator};
 use crate::domain::turn_settled::codex_log::codex_session_head;
 
@@ -69,9 +71,8 @@ impl FsCodexSessionLocator {
         };
         let team_lc = team.to_lowercase();
         let member_lc = member.to_lowercase();
-        let found: HashSet<(String, String)> = active_teams(&self.teams)
+        let found: HashSet<(String, String)> = active_teams_named(&self.teams, &team_lc)
             .into_iter()
-            .filter(|(name, _, _)| name.to_lowercase() == team_lc)
             .filter(|(_, dir, config)| known_members(dir, config).contains(&member_lc))
             .map(|(name, _, _)| (name, member_lc.clone()))
             .collect();

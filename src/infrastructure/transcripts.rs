@@ -12,14 +12,20 @@
 //!
 //! The index of attributed files is rebuilt at most every few seconds (a drain
 //! resolves up to 50 events against one index), and a transcript is only
-//! re-read when its size or mtime changed.
+//! re-read when its size or mtime changed. One build indexes at most
+//! [`MAX_TEAMS`] teams: first those the Stop's transcript names in its head,
+//! then the next ones in turn after where the last build stopped; every other
+//! team keeps what its last build found. So the work per drain is bounded,
+//! and which teams exist is never decided by how their folders sort.
 //!
 //! Every read goes through [`safe_fs`](super::safe_fs) below the teams root and
 //! the projects root: no link is followed at any component and only regular
 //! files are opened (a FIFO in place of a transcript or config never blocks).
-//! The `transcript_path` of a Stop payload is never opened: it only selects an
-//! indexed file, and only when it lies lexically below `<claudeRoot>/projects/`
-//! without `.` or `..` components.
+//! The `transcript_path` of a Stop payload counts only when it lies lexically
+//! below `<claudeRoot>/projects/` without `.` or `..` components; there it
+//! selects an indexed file, and its head (the parent session's, for a
+//! subagent file) is read as the index reads any transcript, only to learn
+//! which teams to index first.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read};
@@ -36,10 +42,14 @@ use crate::application::turn_settled::{ClaudeMatch, ClaudeSessionLocator};
 use crate::domain::names::validate_name;
 use crate::domain::time::EpochMs;
 use crate::domain::turn_settled::transcript::{
-    attribute_root, attribute_subagent, encode_project_dir, ProjectDirName, HEAD_LINES,
+    attribute_root, attribute_subagent, encode_project_dir, named_teams, ProjectDirName, HEAD_LINES,
 };
 
-/// Most teams scanned.
+/// Most teams (re)indexed by one index build. With more team folders, each
+/// build continues where the last one stopped (round robin) and the others
+/// keep what their last build found, so every team is in the index within
+/// a few builds whatever the folders are called; the teams a Stop's
+/// transcript names are indexed first.
 pub const MAX_TEAMS: usize = 200;
 /// How long an index is reused.
 const INDEX_TTL: Duration = Duration::from_secs(5);
@@ -74,6 +84,27 @@ struct Index {
     files: Vec<AttributedFile>,
 }
 
+impl Index {
+    fn extend(&mut self, other: &Index) {
+        self.launched.extend(other.launched.iter().cloned());
+        self.lead_sessions
+            .extend(other.lead_sessions.iter().cloned());
+        self.files.extend(other.files.iter().cloned());
+    }
+}
+
+/// What the index builds have found so far, per team folder.
+#[derive(Debug, Default)]
+struct IndexState {
+    /// Each indexed team folder's part of the index (empty for a folder
+    /// without an active config).
+    teams: BTreeMap<String, Index>,
+    /// The team folder the last build indexed last in turn.
+    cursor: Option<String>,
+    /// The union of `teams`, and when it was last built.
+    merged: Option<(Instant, Arc<Index>)>,
+}
+
 type CacheKey = (String, PathBuf);
 type CacheEntry = (EpochMs, u64, Option<String>);
 
@@ -81,7 +112,7 @@ type CacheEntry = (EpochMs, u64, Option<String>);
 pub struct FsClaudeSessionLocator {
     teams: TrustedRoot,
     projects: TrustedRoot,
-    index: Mutex<Option<(Instant, Arc<Index>)>>,
+    index: Mutex<IndexState>,
     attributions: Mutex<HashMap<CacheKey, CacheEntry>>,
 }
 
@@ -91,63 +122,189 @@ impl FsClaudeSessionLocator {
         Self {
             teams: TrustedRoot::new(teams_base),
             projects: TrustedRoot::new(projects_dir),
-            index: Mutex::new(None),
+            index: Mutex::new(IndexState::default()),
             attributions: Mutex::new(HashMap::new()),
         }
     }
 
-    fn index(&self, rebuild_older_than: Duration) -> (Arc<Index>, Duration) {
-        let mut slot = self.index.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((built, index)) = slot.as_ref() {
-            if built.elapsed() < rebuild_older_than {
+    /// The index, rebuilt when older than `rebuild_older_than`; the teams
+    /// `named` (lowercase) are indexed first, and at once when the index is
+    /// reused but has never seen them.
+    fn index(&self, rebuild_older_than: Duration, named: &[String]) -> (Arc<Index>, Duration) {
+        let mut state = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((built, index)) = state.merged.as_ref() {
+            let seen = |team: &String| {
+                state
+                    .teams
+                    .keys()
+                    .any(|folder| folder.trim().to_lowercase() == *team)
+            };
+            // Reused without listing the teams root when nothing is missing.
+            if built.elapsed() < rebuild_older_than && named.iter().all(seen) {
                 return (index.clone(), built.elapsed());
             }
         }
-        let index = Arc::new(self.build_index());
-        *slot = Some((Instant::now(), index.clone()));
+        let folders = team_folders(&self.teams);
+        let named: Vec<&String> = folders
+            .iter()
+            .filter(|folder| named.contains(&folder.trim().to_lowercase()))
+            .collect();
+        if let Some((built, index)) = state.merged.as_ref() {
+            let missing: Vec<&String> = named
+                .iter()
+                .copied()
+                .filter(|team| !state.teams.contains_key(*team))
+                .collect();
+            if built.elapsed() < rebuild_older_than && missing.is_empty() {
+                return (index.clone(), built.elapsed());
+            }
+            if built.elapsed() < rebuild_older_than {
+                let age = built.elapsed();
+                let built = *built;
+                let projects = self.projects_listing();
+                let root = self.teams_root();
+                for team in missing {
+                    let entry = self.index_team(root.as_ref(), projects.as_ref(), team);
+                    state.teams.insert(team.clone(), entry);
+                }
+                let index = merge(&state.teams);
+                state.merged = Some((built, index.clone()));
+                return (index, age);
+            }
+        }
+        self.build_step(&mut state, &folders, &named);
+        let index = merge(&state.teams);
+        state.merged = Some((Instant::now(), index.clone()));
         (index, Duration::ZERO)
     }
 
-    fn build_index(&self) -> Index {
-        let mut index = Index::default();
-        // One handle on the projects root and one listing of it for every
-        // team (`None`: no transcripts).
-        let projects = self
-            .projects
+    /// One index build: the `named` teams, then the next teams in turn after
+    /// the cursor, [`MAX_TEAMS`] in all; folders that are gone leave the index.
+    fn build_step(&self, state: &mut IndexState, folders: &[String], named: &[&String]) {
+        state
+            .teams
+            .retain(|team, _| folders.binary_search(team).is_ok());
+        let projects = self.projects_listing();
+        let root = self.teams_root();
+        let start = state
+            .cursor
+            .as_ref()
+            .map_or(0, |cursor| folders.partition_point(|f| f <= cursor));
+        let in_turn = folders[start..].iter().chain(&folders[..start]);
+        let mut done: HashSet<&String> = HashSet::new();
+        for team in named.iter().copied() {
+            if done.len() >= MAX_TEAMS {
+                break;
+            }
+            done.insert(team);
+            let entry = self.index_team(root.as_ref(), projects.as_ref(), team);
+            state.teams.insert(team.clone(), entry);
+        }
+        for team in in_turn {
+            if done.len() >= MAX_TEAMS {
+                break;
+            }
+            if !done.insert(team) {
+                continue;
+            }
+            let entry = self.index_team(root.as_ref(), projects.as_ref(), team);
+            state.teams.insert(team.clone(), entry);
+            state.cursor = Some(team.clone());
+        }
+    }
+
+    /// The teams root, opened once per build (`None`: no teams).
+    fn teams_root(&self) -> Option<Dir> {
+        self.teams.open_dir(self.teams.path()).ok().flatten()
+    }
+
+    /// One handle on the projects root and one listing of it for every team
+    /// of a build (`None`: no transcripts).
+    fn projects_listing(&self) -> Option<(Dir, Vec<String>)> {
+        self.projects
             .open_dir(self.projects.path())
             .ok()
             .flatten()
             .map(|dir| {
                 let folders = project_folders(&dir);
                 (dir, folders)
-            });
-        for (team, team_dir, config) in self.teams() {
-            index.launched.extend(launched_sessions(&team_dir, &team));
-            let lead_sessions = team_sessions(&config);
-            let known = known_members(&team_dir, &config);
-            if let Some((projects, folders)) = &projects {
-                let dirs = team_project_dirs(projects, folders, &config);
-                self.attribute_team(
-                    projects,
-                    &dirs,
-                    &team,
-                    &config,
-                    &lead_sessions,
-                    &known,
-                    &mut index.files,
-                );
-            }
-            index.lead_sessions.extend(
-                lead_sessions
-                    .into_iter()
-                    .map(|session| (team.clone(), session)),
+            })
+    }
+
+    /// The index part of the team folder `team`: empty unless it holds an
+    /// active config.
+    fn index_team(
+        &self,
+        root: Option<&Dir>,
+        projects: Option<&(Dir, Vec<String>)>,
+        team: &str,
+    ) -> Index {
+        let mut index = Index::default();
+        let Some((team_dir, config)) = root.and_then(|root| active_team(root, team)) else {
+            return index;
+        };
+        index.launched.extend(launched_sessions(&team_dir, team));
+        let lead_sessions = team_sessions(&config);
+        let known = known_members(&team_dir, &config);
+        if let Some((projects, folders)) = projects {
+            let dirs = team_project_dirs(projects, folders, &config);
+            self.attribute_team(
+                projects,
+                &dirs,
+                team,
+                &config,
+                &lead_sessions,
+                &known,
+                &mut index.files,
             );
         }
+        index.lead_sessions.extend(
+            lead_sessions
+                .into_iter()
+                .map(|session| (team.to_string(), session)),
+        );
         index
     }
 
-    fn teams(&self) -> Vec<(String, Dir, TeamConfig)> {
-        active_teams(&self.teams)
+    /// The teams the head of the Stop's transcript names (lowercase); for a
+    /// subagent transcript, its parent session's root transcript too. The
+    /// file is read as the index reads it (below the projects root, no link,
+    /// regular files only, capped).
+    fn named_teams(&self, transcript: Option<&Path>) -> Vec<String> {
+        let Some(transcript) = transcript else {
+            return vec![];
+        };
+        let mut files = vec![transcript.to_path_buf()];
+        let parent = transcript.parent();
+        if parent
+            .and_then(Path::file_name)
+            .is_some_and(|n| n == "subagents")
+        {
+            let session_dir = parent.and_then(Path::parent);
+            let session = session_dir
+                .and_then(Path::file_name)
+                .and_then(|n| n.to_str());
+            if let (Some(project), Some(session)) = (session_dir.and_then(Path::parent), session) {
+                files.push(project.join(format!("{session}.jsonl")));
+            }
+        }
+        let mut named = Vec::new();
+        for file in files {
+            let (Some(dir), Some(name)) =
+                (file.parent(), file.file_name().and_then(|n| n.to_str()))
+            else {
+                continue;
+            };
+            let Some(dir) = self.projects.open_dir(dir).ok().flatten() else {
+                continue;
+            };
+            for team in named_teams(&read_head(&dir, name)) {
+                if !named.contains(&team) {
+                    named.push(team);
+                }
+            }
+        }
+        named
     }
 
     /// Appends the attributed transcripts of `team` to `out`; the root
@@ -342,10 +499,10 @@ impl FsClaudeSessionLocator {
     }
 }
 
-/// Active team folders (never links) with a named, undeleted config, by
-/// name, at most [`MAX_TEAMS`]: the teams the roster reader finds, read the
-/// same way ([`TeamConfig`]).
-pub(crate) fn active_teams(teams: &TrustedRoot) -> Vec<(String, Dir, TeamConfig)> {
+/// The names of the folders right below the teams root that can be teams
+/// (not hidden, valid names; links left out when the listing says so), sorted.
+/// A listing only: nothing in them is read.
+fn team_folders(teams: &TrustedRoot) -> Vec<String> {
     let Some(root) = teams.open_dir(teams.path()).ok().flatten() else {
         return vec![];
     };
@@ -360,15 +517,60 @@ pub(crate) fn active_teams(teams: &TrustedRoot) -> Vec<(String, Dir, TeamConfig)
         .collect();
     names.sort();
     names
+}
+
+/// The team folder `name` in `root` (never a link) with its config, when the
+/// config is named and not deleted: a team the roster reader finds, read the
+/// same way ([`TeamConfig`]).
+fn active_team(root: &Dir, name: &str) -> Option<(Dir, TeamConfig)> {
+    let team_dir = subfolder(root, name)?;
+    let config = read_json(&team_dir, "config.json", MAX_CONFIG_BYTES)?;
+    let config = TeamConfig::parse(&config).filter(|c| !c.deleted)?;
+    Some((team_dir, config))
+}
+
+/// Active team folders ([`active_team`]) by name, at most [`MAX_TEAMS`].
+pub(crate) fn active_teams(teams: &TrustedRoot) -> Vec<(String, Dir, TeamConfig)> {
+    let Some(root) = teams.open_dir(teams.path()).ok().flatten() else {
+        return vec![];
+    };
+    team_folders(teams)
         .into_iter()
         .filter_map(|name| {
-            let team_dir = subfolder(&root, &name)?;
-            let config = read_json(&team_dir, "config.json", MAX_CONFIG_BYTES)?;
-            let config = TeamConfig::parse(&config).filter(|c| !c.deleted)?;
+            let (team_dir, config) = active_team(&root, &name)?;
             Some((name, team_dir, config))
         })
         .take(MAX_TEAMS)
         .collect()
+}
+
+/// The active teams whose folder name is `name` trimmed and lowercased
+/// (folder names are case-sensitive; an agent may spell the team either way).
+pub(crate) fn active_teams_named(
+    teams: &TrustedRoot,
+    name: &str,
+) -> Vec<(String, Dir, TeamConfig)> {
+    let Some(root) = teams.open_dir(teams.path()).ok().flatten() else {
+        return vec![];
+    };
+    let wanted = name.trim().to_lowercase();
+    team_folders(teams)
+        .into_iter()
+        .filter(|folder| folder.trim().to_lowercase() == wanted)
+        .filter_map(|folder| {
+            let (team_dir, config) = active_team(&root, &folder)?;
+            Some((folder, team_dir, config))
+        })
+        .collect()
+}
+
+/// The union of every team's part of the index.
+fn merge(teams: &BTreeMap<String, Index>) -> Arc<Index> {
+    let mut index = Index::default();
+    for part in teams.values() {
+        index.extend(part);
+    }
+    Arc::new(index)
 }
 
 /// A team's lead sessions in rank order: `leadSessionId`, then
@@ -417,12 +619,13 @@ impl ClaudeSessionLocator for FsClaudeSessionLocator {
     fn locate(&self, session_id: Option<&str>, transcript_path: Option<&str>) -> ClaudeMatch {
         // A payload's path counts only below `<claudeRoot>/projects/`.
         let transcript = transcript_path.and_then(|p| self.projects.entry_below(Path::new(p)));
-        let (index, age) = self.index(INDEX_TTL);
+        let named = self.named_teams(transcript.as_deref());
+        let (index, age) = self.index(INDEX_TTL, &named);
         let found = Self::find(&index, session_id, transcript.as_deref());
         if found != ClaudeMatch::NoMatch || age < MISS_REBUILD_AFTER {
             return found;
         }
-        let (fresh, _) = self.index(MISS_REBUILD_AFTER);
+        let (fresh, _) = self.index(MISS_REBUILD_AFTER, &named);
         Self::find(&fresh, session_id, transcript.as_deref())
     }
 }
@@ -1007,5 +1210,81 @@ mod tests {
         for (path, expected) in cases {
             assert_eq!(locator.locate(None, Some(&path)), expected, "{path}");
         }
+    }
+
+    /// [`example`] with `junk` old teams whose folders sort before `forge`,
+    /// each with a valid config, a launch state and a project folder.
+    fn example_behind_old_teams(junk: usize) -> (tempfile::TempDir, FsClaudeSessionLocator) {
+        let (root, _) = example();
+        for n in 0..junk {
+            let team = format!("aaa-old-{n:04}");
+            write(
+                &root.path().join("teams").join(&team).join("config.json"),
+                &json!({"name": team, "projectPath": format!("/home/u/old{n}"),
+                        "members": [{"name": "lead", "agentType": "team-lead"}, {"name": "kim"}]})
+                .to_string(),
+            );
+            write(
+                &root.path().join("teams").join(&team).join("launch-state.json"),
+                &json!({"teamName": team, "members": {"kim": {"runtimeSessionId": format!("K{n}")}}})
+                    .to_string(),
+            );
+        }
+        let locator =
+            FsClaudeSessionLocator::new(root.path().join("teams"), root.path().join("projects"));
+        (root, locator)
+    }
+
+    #[test]
+    fn a_stop_is_attributed_however_many_team_folders_sort_first() {
+        let (root, locator) = example_behind_old_teams(MAX_TEAMS + 50);
+        let started = Instant::now();
+        let transcript = root.path().join("projects/-home-u-proj/J7.jsonl");
+        let subagent = root
+            .path()
+            .join("projects/-home-u-proj/L1/subagents/agent-a1.jsonl");
+        // (session, transcript, attributed to)
+        let cases = [
+            (Some("J7"), transcript.to_str(), member("forge", "jack")),
+            (Some("L1"), subagent.to_str(), member("forge", "jill")),
+            (None, transcript.to_str(), member("forge", "jack")),
+        ];
+        for (session, path, expected) in &cases {
+            assert_eq!(locator.locate(*session, *path), *expected, "{path:?}");
+        }
+        eprintln!(
+            "{} old team folders + forge: {:?} for {} Stop lookups",
+            MAX_TEAMS + 50,
+            started.elapsed(),
+            cases.len()
+        );
+    }
+
+    #[test]
+    fn every_team_is_indexed_within_a_few_builds() {
+        let (_root, locator) = example_behind_old_teams(2 * MAX_TEAMS + 10);
+        // Session-only lookups (no transcript names a team): the launch
+        // state of the last old team and forge's member session are found
+        // once the builds have come round to them.
+        let last = format!("aaa-old-{:04}", 2 * MAX_TEAMS + 9);
+        let mut found = (false, false);
+        for _ in 0..4 {
+            let (index, _) = locator.index(Duration::ZERO, &[]);
+            found.0 |= FsClaudeSessionLocator::find(
+                &index,
+                Some(&format!("K{}", 2 * MAX_TEAMS + 9)),
+                None,
+            ) == member(&last, "kim");
+            found.1 |=
+                FsClaudeSessionLocator::find(&index, Some("J7"), None) == member("forge", "jack");
+        }
+        assert_eq!(found, (true, true));
+        // A team never leaves the index once indexed: the first old team is
+        // still found after the builds moved past it.
+        let (index, _) = locator.index(Duration::ZERO, &[]);
+        assert_eq!(
+            FsClaudeSessionLocator::find(&index, Some("K0"), None),
+            member("aaa-old-0000", "kim")
+        );
     }
 }

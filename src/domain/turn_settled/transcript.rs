@@ -203,6 +203,33 @@ fn authored_user_text(line: &Value) -> Option<String> {
     Some(text)
 }
 
+/// Most team names taken from one transcript head ([`named_teams`]).
+pub const MAX_NAMED_TEAMS: usize = 4;
+
+/// The teams a transcript head names in its `teamName` or
+/// `process.team.teamName` fields, trimmed and lowercased, first named first,
+/// at most [`MAX_NAMED_TEAMS`]: the teams a Stop of that transcript is looked
+/// up in first, before any other team is indexed.
+pub fn named_teams(lines: &[Value]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in lines.iter().take(HEAD_LINES) {
+        let names = [
+            line.get("teamName"),
+            path(line, &["process", "team", "teamName"]),
+        ];
+        for name in names.into_iter().flatten().filter_map(Value::as_str) {
+            let name = name.trim().to_lowercase();
+            if !name.is_empty() && !out.contains(&name) {
+                out.push(name);
+                if out.len() >= MAX_NAMED_TEAMS {
+                    return out;
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The member a root (member-session) transcript belongs to: it must name the
 /// team and a known member within its head (TRANSCRIPTS.md §2). `team` and
 /// `known` are lowercase; the member comes back trimmed, in its original case.
@@ -320,6 +347,42 @@ fn is_word_char(c: char) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_head_names_its_teams_first_named_first() {
+        // (head lines, teams named)
+        let cases: [(Vec<Value>, Vec<&str>); 4] = [
+            (
+                vec![json!({"teamName": " Forge ", "agentName": "jack"})],
+                vec!["forge"],
+            ),
+            (
+                vec![
+                    json!({"process": {"team": {"teamName": "atlas"}}}),
+                    json!({"teamName": "forge"}),
+                    json!({"teamName": "ATLAS"}),
+                ],
+                vec!["atlas", "forge"],
+            ),
+            (
+                vec![
+                    json!({"teamName": 5}),
+                    json!({"teamName": "  "}),
+                    json!("x"),
+                ],
+                vec![],
+            ),
+            (
+                (0..10)
+                    .map(|n| json!({"teamName": format!("t{n}")}))
+                    .collect(),
+                vec!["t0", "t1", "t2", "t3"],
+            ),
+        ];
+        for (lines, expected) in cases {
+            assert_eq!(named_teams(&lines), expected, "{lines:?}");
+        }
+    }
 
     fn known(names: &[&str]) -> HashSet<String> {
         names.iter().map(|n| n.to_string()).collect()
