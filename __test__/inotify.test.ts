@@ -30,4 +30,23 @@ describe.runIf(process.platform === 'linux')('inotify instances', () => {
     await sync.dispose()
     expect(inotifyInstances()).toBe(before)
   })
+
+  it('every instance of the process shares one for its task folders', async () => {
+    const before = inotifyInstances()
+    const instances = []
+    for (let i = 0; i < 3; i++) {
+      const root = copyExampleRoot()
+      // A second team: its tasks folder is watched too.
+      fs.cpSync(`${root}/teams/forge`, `${root}/teams/anvil`, { recursive: true })
+      fs.cpSync(`${root}/tasks/forge`, `${root}/tasks/anvil`, { recursive: true })
+      const sync = new MemberWorkSync({ claudeRoot: root, autoStart: false })
+      await sync.refreshTeam({ teamName: 'forge' })
+      await sync.refreshTeam({ teamName: 'anvil' })
+      instances.push(sync)
+    }
+    // Six watched folders, one instance.
+    expect(inotifyInstances()).toBe(before + 1)
+    for (const sync of instances) await sync.dispose()
+    expect(inotifyInstances()).toBe(before)
+  })
 })
