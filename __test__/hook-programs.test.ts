@@ -3,7 +3,7 @@ import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 
 import { MemberWorkSync } from '../index.js'
-import { copyExampleRoot } from './helpers'
+import { copyExampleRoot, until } from './helpers'
 
 // The Stop-hook programs live in the agent-writable teams folder; whatever
 // an agent does to them, the addon puts back what it wrote before the next
@@ -164,5 +164,26 @@ describe('a folder where a file of bin/ belongs', () => {
     const aside = fs.readdirSync(bin(root)).filter((n) => n.startsWith('turn-settled-hook-v1.sh.invalid.'))
     expect(aside).toHaveLength(3)
     expectOurPrograms(root)
+  })
+})
+
+describe('with autoStart, a change in bin/ starts the drain that puts the program back', () => {
+  it('without waiting for the drain interval', async () => {
+    const root = copyExampleRoot()
+    await instance(root).buildRuntimeTurnSettledHookSettings({ provider: 'claude' })
+    // A payload to show the first drain ran (the watcher is attached by then).
+    fs.writeFileSync(path.join(spool(root), 'incoming/20261122T100000Z-1-0.claude.json'), '{}')
+    const sync = new MemberWorkSync({ claudeRoot: root, autoStart: true, tuning: { drainIntervalMs: 86_400_000 } })
+    try {
+      const filed = () => ['processed', 'invalid'].some((d) => fs.readdirSync(path.join(spool(root), d)).length > 0)
+      await until(() => (filed() ? true : undefined))
+      for (const name of ['turn-settled-hook-v1', 'turn-settled-hook-v1.sh']) {
+        fs.writeFileSync(bin(root, name), '#!/bin/sh\necho planted\n')
+        await until(() => (fs.readFileSync(bin(root, name), 'utf8') !== '#!/bin/sh\necho planted\n' ? true : undefined))
+        expectOurPrograms(root)
+      }
+    } finally {
+      await sync.dispose()
+    }
   })
 })

@@ -373,6 +373,10 @@ impl Instance {
                     let spool = services.spool_paths.clone();
                     Box::new(move || spool.watchable_incoming())
                 },
+                programs: {
+                    let spool = services.spool_paths.clone();
+                    Box::new(move || spool.watchable_bin())
+                },
                 watch_failed: Box::new(move |dir, error| {
                     watch_log.log(
                         LogEntry::new(

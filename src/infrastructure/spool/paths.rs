@@ -75,6 +75,12 @@ impl SpoolPaths {
         matches!(self.open(Folder::Incoming), Ok(Some(_))).then(|| self.incoming())
     }
 
+    /// `bin/` when it exists as a real folder, reached without following a
+    /// link below the teams folder: watched for changes to the hook programs.
+    pub fn watchable_bin(&self) -> Option<PathBuf> {
+        matches!(self.open(Folder::Bin), Ok(Some(_))).then(|| self.path(Folder::Bin))
+    }
+
     /// `processing/`: claimed by a drainer.
     pub fn processing(&self) -> PathBuf {
         self.path(Folder::Processing)
