@@ -175,8 +175,8 @@ describe('with autoStart, a change in bin/ starts the drain that puts the progra
     fs.writeFileSync(path.join(spool(root), 'incoming/20261122T100000Z-1-0.claude.json'), '{}')
     const sync = new MemberWorkSync({ claudeRoot: root, autoStart: true, tuning: { drainIntervalMs: 86_400_000 } })
     try {
-      const filed = () => ['processed', 'invalid'].some((d) => fs.readdirSync(path.join(spool(root), d)).length > 0)
-      await until(() => (filed() ? true : undefined))
+      // Claimed: the first drain ran, and the watcher is attached before it.
+      await until(() => (fs.readdirSync(path.join(spool(root), 'incoming')).length === 0 ? true : undefined))
       for (const name of ['turn-settled-hook-v1', 'turn-settled-hook-v1.sh']) {
         fs.writeFileSync(bin(root, name), '#!/bin/sh\necho planted\n')
         await until(() => (fs.readFileSync(bin(root, name), 'utf8') !== '#!/bin/sh\necho planted\n' ? true : undefined))

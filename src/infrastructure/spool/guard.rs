@@ -94,7 +94,7 @@ impl FsSpool {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use std::fs;
     use std::os::unix::fs::{symlink, PermissionsExt};
