@@ -17,7 +17,8 @@
 //! with no cache by file times: a write through a shared mapping into a
 //! page already dirty, or within the file system's clock tick of a check,
 //! leaves `mtime`/`ctime` unchanged, so a stat-identity cache would trust a
-//! changed file. Hashing costs about a millisecond per drain.
+//! changed file. An empty drain, this check included, takes about 0.4 ms
+//! (release build).
 
 use std::io;
 use std::path::PathBuf;
