@@ -1,4 +1,5 @@
 import fs from 'node:fs'
+import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 
 import { MemberWorkSync } from '../index.js'
@@ -46,6 +47,35 @@ describe.runIf(process.platform === 'linux')('inotify instances', () => {
     }
     // Six watched folders, one instance.
     expect(inotifyInstances()).toBe(before + 1)
+    for (const sync of instances) await sync.dispose()
+    expect(inotifyInstances()).toBe(before)
+  })
+
+  it('autoStart instances share one spool watcher, and each still hears its own bin/', async () => {
+    const before = inotifyInstances()
+    const roots: string[] = []
+    const instances: MemberWorkSync[] = []
+    for (let i = 0; i < 3; i++) {
+      const root = copyExampleRoot()
+      const spool = path.join(root, 'teams/.member-work-sync/runtime-hooks')
+      await new MemberWorkSync({ claudeRoot: root, autoStart: false }).buildRuntimeTurnSettledHookSettings({
+        provider: 'claude',
+      })
+      fs.writeFileSync(path.join(spool, 'incoming/20261122T100000Z-1-0.claude.json'), '{}')
+      roots.push(root)
+      instances.push(new MemberWorkSync({ claudeRoot: root, autoStart: true, tuning: { drainIntervalMs: 86_400_000 } }))
+    }
+    // Each first drain claims its payload, with its watch attached before.
+    for (const root of roots) {
+      const incoming = path.join(root, 'teams/.member-work-sync/runtime-hooks/incoming')
+      await until(() => (fs.readdirSync(incoming).length === 0 ? true : undefined))
+    }
+    expect(inotifyInstances()).toBe(before + 1)
+    for (const root of roots) {
+      const script = path.join(root, 'teams/.member-work-sync/runtime-hooks/bin/turn-settled-hook-v1.sh')
+      fs.writeFileSync(script, 'planted')
+      await until(() => (fs.readFileSync(script, 'utf8') !== 'planted' ? true : undefined))
+    }
     for (const sync of instances) await sync.dispose()
     expect(inotifyInstances()).toBe(before)
   })

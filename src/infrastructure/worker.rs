@@ -15,6 +15,7 @@ use tokio::sync::{mpsc, Notify};
 use crate::application::engine::Engine;
 use crate::application::queue::RECONCILE_TIMEOUT_MS;
 use crate::application::router::TeamChangeEvent;
+use crate::infrastructure::shared_watcher::Registration;
 
 /// Longest the driver sleeps before looking again (it is woken earlier by new
 /// work or a moved test clock).
@@ -447,39 +448,26 @@ fn touches_a_program(event: &notify::Event) -> bool {
     change && (event.paths.is_empty() || event.paths.iter().any(program))
 }
 
-/// A watcher on `incoming/` (and `programs`, the spool's `bin/`, when
-/// given) that pokes `news` when a file may have arrived or a hook program
-/// may have changed. One watcher: one inotify instance for both.
+/// A watch on `incoming/` (and `programs`, the spool's `bin/`, when given)
+/// that pokes `news` when a file may have arrived or a hook program may have
+/// changed: registrations on the process's one shared watcher (one inotify
+/// instance however many instances watch), ended when dropped.
 fn watch_incoming(
     incoming: &std::path::Path,
     programs: Option<PathBuf>,
     news: Arc<Notify>,
-) -> notify::Result<notify::RecommendedWatcher> {
-    use notify::Watcher;
-    let bin = programs.clone();
-    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        let in_bin = |event: &notify::Event| {
-            bin.as_deref()
-                .is_some_and(|bin| event.paths.iter().any(|path| path.parent() == Some(bin)))
-        };
-        // An error (e.g. a queue overflow) may hide a new file: drain.
-        let news_worthy = event.as_ref().map_or(true, |event| {
-            if in_bin(event) {
-                touches_a_program(event)
-            } else {
-                brings_a_file(event)
-            }
-        });
-        if news_worthy {
-            news.notify_one();
-        }
-    })?;
-    watcher.watch(incoming, notify::RecursiveMode::NonRecursive)?;
+) -> notify::Result<Registration> {
+    let mut registration = Registration::new();
+    let wake = |news: &Arc<Notify>| {
+        let news = news.clone();
+        Box::new(move || news.notify_one()) as Box<dyn Fn() + Send + Sync>
+    };
+    registration.watch(incoming, Box::new(brings_a_file), wake(&news))?;
     if let Some(programs) = programs {
         // Without it, the interval's drains still put programs back.
-        let _ = watcher.watch(&programs, notify::RecursiveMode::NonRecursive);
+        let _ = registration.watch(&programs, Box::new(touches_a_program), wake(&news));
     }
-    Ok(watcher)
+    Ok(registration)
 }
 
 /// Default nudge dispatch interval.
