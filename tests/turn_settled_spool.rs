@@ -408,18 +408,14 @@ fn snapshot(dir: &Path) -> (u32, Vec<Entry>) {
 
 /// Each spool folder in turn is a link to a folder outside the spool (with
 /// an old event, a stray file and an old subfolder in it): the drain fails
-/// with an error naming the link, and nothing behind it is claimed, written,
-/// pruned or chmod'ed. (It used to move that folder's files into the spool
-/// and delete them in retention.)
+/// with an error naming the link (`bin/`, where the hook programs live, is
+/// repaired instead: the link removed and a real folder made), and nothing
+/// behind it is claimed, written, pruned or chmod'ed. (It used to move that
+/// folder's files into the spool and delete them in retention.)
 #[test]
 fn a_linked_spool_folder_fails_the_drain_and_nothing_behind_it_is_touched() {
     use std::os::unix::fs::{symlink, PermissionsExt};
-    let mut folders = vec!["incoming", "processing", "processed", "invalid"];
-    // `bin/` matters to the drain only where it refreshes the boot time.
-    if Path::new("/proc/sys/kernel/random/boot_id").exists() {
-        folders.push("bin");
-    }
-    for folder in folders {
+    for folder in ["incoming", "processing", "processed", "invalid", "bin"] {
         let home = claude_home();
         let paths = SpoolPaths::for_teams_base(&home.path().join("teams"));
         paths.install().unwrap();
@@ -452,11 +448,17 @@ fn a_linked_spool_folder_fails_the_drain_and_nothing_behind_it_is_touched() {
         symlink(&outside, &at).unwrap();
         let sink = LogSink::open(&home.path().join("acted.log"));
         let drained = ingestor(home.path(), Arc::new(SystemClock)).drain(&NoQueue, &sink);
-        let error = drained.expect_err(folder).to_string();
-        assert!(
-            error.contains(&format!("{}:", at.display())),
-            "{folder}: {error}"
-        );
+        if folder == "bin" {
+            drained.expect("bin/ is repaired");
+            assert!(fs::symlink_metadata(&at).unwrap().is_dir());
+            assert!(paths.script().is_file());
+        } else {
+            let error = drained.expect_err(folder).to_string();
+            assert!(
+                error.contains(&format!("{}:", at.display())),
+                "{folder}: {error}"
+            );
+        }
         assert_eq!(snapshot(&outside), before, "{folder}");
     }
 }

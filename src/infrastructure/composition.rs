@@ -107,6 +107,8 @@ pub struct Services {
     pub outbox: Arc<dyn OutboxStore>,
     /// Side-effect-free member timelines (`explain`).
     pub explainer: Arc<Explainer>,
+    /// The team reader, whose task cache watches folders (released on dispose).
+    pub team_source: Arc<FsTeamSource>,
 }
 
 impl Services {
@@ -138,7 +140,12 @@ impl Services {
         };
         let store_paths = StorePaths::new(paths.teams_base.clone());
         let log = Arc::new(LogRelay::default());
-        let ports = Arc::new(file_ports(
+        let team_source = Arc::new(FsTeamSource::new(
+            paths.teams_base.clone(),
+            paths.tasks_base.clone(),
+        ));
+        let ports = Arc::new(file_ports_reading(
+            team_source.clone(),
             &paths,
             clock.clone(),
             log.clone(),
@@ -192,6 +199,7 @@ impl Services {
             log,
             outbox: ports.outbox.clone(),
             explainer,
+            team_source,
         }
     }
 }
@@ -207,11 +215,23 @@ pub fn file_ports(
     control_url: Option<String>,
     retention: Retention,
 ) -> Ports {
-    let store_paths = StorePaths::new(paths.teams_base.clone());
     let teams = Arc::new(FsTeamSource::new(
         paths.teams_base.clone(),
         paths.tasks_base.clone(),
     ));
+    file_ports_reading(teams, paths, clock, log, control_url, retention)
+}
+
+/// [`file_ports`] reading teams through `teams`.
+fn file_ports_reading(
+    teams: Arc<FsTeamSource>,
+    paths: &RootPaths,
+    clock: Arc<dyn Clock>,
+    log: Arc<dyn LogSink>,
+    control_url: Option<String>,
+    retention: Retention,
+) -> Ports {
+    let store_paths = StorePaths::new(paths.teams_base.clone());
     Ports {
         clock: clock.clone(),
         teams: teams.clone(),
@@ -352,6 +372,10 @@ impl Instance {
                 incoming: {
                     let spool = services.spool_paths.clone();
                     Box::new(move || spool.watchable_incoming())
+                },
+                programs: {
+                    let spool = services.spool_paths.clone();
+                    Box::new(move || spool.watchable_bin())
                 },
                 watch_failed: Box::new(move |dir, error| {
                     watch_log.log(
@@ -529,6 +553,9 @@ impl Instance {
         }
         self.worker.shutdown(&self.services.engine);
         self.services.turn_settled.settle();
+        // The task folders' watches hold inotify instances (a per-user
+        // budget): released now, not when the JS object is collected.
+        self.services.team_source.release();
         if self.queue_running {
             // A view of a queue that no longer runs would mislead `watch`.
             // Best effort: a leftover file names a pid that is gone.

@@ -272,13 +272,20 @@ pub fn quarantine(root: &TrustedRoot, path: &Path, now_ms: i64) -> io::Result<Pa
         ));
     };
     let dir = root.create_dir_all(dir_path)?;
+    let target = quarantine_in(&dir, name, now_ms)?;
+    Ok(dir_path.join(target))
+}
+
+/// [`quarantine`] of the entry `name` of the open folder `dir` (a file, a
+/// link, a folder: the entry itself is renamed); returns the name it got.
+pub fn quarantine_in(dir: &Dir, name: &str, now_ms: i64) -> io::Result<String> {
     let mut n = 0;
     let target = loop {
         let target = match n {
             0 => format!("{name}{QUARANTINE_TAG}{now_ms}"),
             n => format!("{name}{QUARANTINE_TAG}{now_ms}-{n}"),
         };
-        if dir.rename(name, &dir, &target, false)? {
+        if dir.rename(name, dir, &target, false)? {
             break target;
         }
         if dir.meta(name)?.is_none() {
@@ -287,8 +294,8 @@ pub fn quarantine(root: &TrustedRoot, path: &Path, now_ms: i64) -> io::Result<Pa
         }
         n += 1;
     };
-    prune_quarantined(&dir, name);
-    Ok(dir_path.join(target))
+    prune_quarantined(dir, name);
+    Ok(target)
 }
 
 /// Keeps the newest [`KEEP_QUARANTINED`] quarantined copies of `name`. Best

@@ -16,6 +16,7 @@ pub mod outbox_store;
 pub(crate) mod process;
 pub mod report_token;
 pub mod safe_fs;
+mod shared_watcher;
 mod side_by_side;
 pub mod spool;
 pub mod status_store;

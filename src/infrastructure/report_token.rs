@@ -2,12 +2,18 @@
 //! `teams/<team>/.member-work-sync/report-token-secret.json` (0600).
 //!
 //! The secret is created on first use, cached after a successful load only
-//! (a failed load is retried next time), and never logged or returned. It is
-//! trusted only as a regular file owned by this user with mode 0600, read
-//! through the handle that was checked: a link to another file, a file others
-//! may read (its secret may be known), a corrupt or a FIFO secret is
-//! quarantined (kept as `.invalid.<ms>`, see [`quarantine`]) and replaced.
-//! The cache is keyed by the exact team folder name.
+//! (a failed load is retried next time), and never logged or returned. The
+//! file is `{"schemaVersion": 1, "secret": "<at least 32 UTF-16 units>"}`,
+//! as the app's own feature writes it (with the user's default mode, often
+//! 0644). A secret file is kept and used when it is a regular file with one
+//! name, owned by this user, that no other user can write (no group or other
+//! write bit), and well formed: its mode is then tightened to 0600 through
+//! the handle it was read from, so tokens issued before keep verifying. A
+//! link, a FIFO, a file owned by someone else, one others can write, one with
+//! another name elsewhere (a hard link: tightening it would chmod a file
+//! outside) or a corrupt one is quarantined (kept as `.invalid.<ms>`, the
+//! newest few copies, see [`quarantine`]) and replaced. The cache is keyed by
+//! the exact team folder name.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -25,7 +31,7 @@ use sha2::Sha256;
 use super::clock::epoch_ms;
 use super::json_store::quarantine;
 use super::lock::StoreLock;
-use super::safe_fs::{Dir, TrustedRoot};
+use super::safe_fs::{with_path, Dir, TrustedRoot};
 use crate::application::ports::{PortError, ReportTokens};
 use crate::domain::time::EpochMs;
 use crate::domain::token::{assemble, check_claims, split, TokenCheck, TokenClaims};
@@ -38,8 +44,12 @@ const MIN_SECRET_CHARS: usize = 32;
 const MAX_SECRET_FILE_BYTES: u64 = 4096;
 /// The secret file's name.
 const SECRET_FILE: &str = "report-token-secret.json";
-/// The only permission bits a trusted secret file has.
+/// The permission bits a secret file is written with, and tightened to.
 const SECRET_MODE: u32 = 0o600;
+/// Permission bits that make a secret file untrusted: others could write it
+/// (and so choose the secret).
+#[cfg(unix)]
+const OTHERS_WRITE: u32 = 0o022;
 
 /// Issues and verifies tokens with team secrets under `teams_base`.
 pub struct HmacReportTokens {
@@ -119,8 +129,8 @@ impl HmacReportTokens {
 
 /// Why the stored secret was not used.
 enum SecretProblem {
-    /// Not a file to trust (a link, a FIFO, readable by others, corrupt):
-    /// moved aside and replaced.
+    /// Not a file to trust (a link, a FIFO, another owner's, writable by
+    /// others, hard-linked, corrupt): moved aside and replaced.
     Untrusted,
     /// Could not be read this time: reported, the file left alone.
     Io(io::Error),
@@ -142,32 +152,53 @@ fn read_trusted_secret(dir: &Dir) -> Result<Option<String>, SecretProblem> {
         }
         Err(e) => return Err(Io(e)),
     };
-    if !private_to_this_user(&file) {
+    if !trusted_owner_and_mode(&file) {
         return Err(Untrusted);
     }
     let mut bytes = Vec::new();
-    file.take(MAX_SECRET_FILE_BYTES + 1)
+    (&file)
+        .take(MAX_SECRET_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(Io)?;
-    serde_json::from_slice::<Value>(&bytes)
-        .ok()
-        .and_then(|v| {
-            let secret = v.get("secret")?.as_str()?.to_string();
-            (v.get("schemaVersion") == Some(&Value::from(1)) && secret.len() >= MIN_SECRET_CHARS)
-                .then_some(secret)
-        })
-        .map(Some)
-        .ok_or(Untrusted)
+    let secret = parse_secret(&bytes).ok_or(Untrusted)?;
+    tighten_mode(&file).map_err(|e| Io(with_path(&dir.path().join(SECRET_FILE), e)))?;
+    Ok(Some(secret))
 }
 
-/// Owned by the current user and readable by nobody else (checked on the
-/// open handle, so the file read is the file checked).
+/// The secret of a well-formed secret file: `schemaVersion` 1 and a
+/// `secret` string of at least [`MIN_SECRET_CHARS`] UTF-16 units (as the
+/// app's feature counts a string's length); any other keys are ignored.
+fn parse_secret(bytes: &[u8]) -> Option<String> {
+    let value = serde_json::from_slice::<Value>(bytes).ok()?;
+    let secret = value.get("secret")?.as_str()?;
+    // A number equal to 1 (`1.0` too), as JavaScript's `=== 1` compares.
+    let well_formed = value.get("schemaVersion").and_then(Value::as_f64) == Some(1.0)
+        && secret.encode_utf16().count() >= MIN_SECRET_CHARS;
+    well_formed.then(|| secret.to_string())
+}
+
+/// Owned by the current user, with one name, writable by nobody else
+/// (checked on the open handle, so the file read is the file checked).
 #[cfg(unix)]
-fn private_to_this_user(file: &std::fs::File) -> bool {
+fn trusted_owner_and_mode(file: &std::fs::File) -> bool {
     use std::os::unix::fs::MetadataExt;
     file.metadata().is_ok_and(|meta| {
-        meta.uid() == rustix::process::getuid().as_raw() && meta.mode() & 0o7777 == SECRET_MODE
+        meta.uid() == rustix::process::getuid().as_raw()
+            && meta.nlink() == 1
+            && meta.mode() & OTHERS_WRITE == 0
     })
+}
+
+/// Sets the secret file's mode to 0600 through its open handle (never by
+/// path: the name may have been swapped since it was opened); a no-op when
+/// it is 0600 already.
+#[cfg(unix)]
+fn tighten_mode(file: &std::fs::File) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    if file.metadata()?.mode() & 0o7777 != SECRET_MODE {
+        rustix::fs::fchmod(file, rustix::fs::Mode::from_raw_mode(SECRET_MODE as _))?;
+    }
+    Ok(())
 }
 
 /// Windows has no owner uid or mode bits to check: the file was already
@@ -175,8 +206,14 @@ fn private_to_this_user(file: &std::fs::File) -> bool {
 /// profile, whose inherited ACL admits only the user, SYSTEM and
 /// Administrators.
 #[cfg(windows)]
-fn private_to_this_user(_file: &std::fs::File) -> bool {
+fn trusted_owner_and_mode(_file: &std::fs::File) -> bool {
     true
+}
+
+/// Nothing to tighten on Windows (no mode bits).
+#[cfg(windows)]
+fn tighten_mode(_file: &std::fs::File) -> io::Result<()> {
+    Ok(())
 }
 
 impl ReportTokens for HmacReportTokens {
@@ -358,7 +395,9 @@ mod tests {
             .map(|e| e.unwrap())
             .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
             .map(|e| match std::fs::symlink_metadata(e.path()) {
-                Ok(meta) if meta.is_file() => std::fs::read_to_string(e.path()).unwrap(),
+                Ok(meta) if meta.is_file() => {
+                    String::from_utf8_lossy(&std::fs::read(e.path()).unwrap()).into_owned()
+                }
                 _ => "<not a file>".into(),
             })
             .collect()
@@ -373,9 +412,21 @@ mod tests {
         std::fs::create_dir_all(&store).unwrap();
         let path = store.join(SECRET_FILE);
         match how {
-            "world_readable" => {
+            "world_writable" | "group_writable" => {
                 std::fs::write(&path, &text).unwrap();
-                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+                let mode = if how == "world_writable" {
+                    0o646
+                } else {
+                    0o620
+                };
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            }
+            "hard_link" => {
+                let elsewhere = dir.join("elsewhere.json");
+                std::fs::write(&elsewhere, &text).unwrap();
+                std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o644))
+                    .unwrap();
+                std::fs::hard_link(&elsewhere, &path).unwrap();
             }
             "symlink" => {
                 let elsewhere = dir.join("elsewhere.json");
@@ -399,7 +450,13 @@ mod tests {
 
     #[test]
     fn a_planted_secret_is_never_trusted() {
-        for how in ["world_readable", "symlink", "fifo"] {
+        for how in [
+            "world_writable",
+            "group_writable",
+            "hard_link",
+            "symlink",
+            "fifo",
+        ] {
             let (dir, tokens) = tokens();
             let known = plant(dir.path(), how);
             let payload = TokenClaims::new("forge", "jack", "fp", 1_000).encode();
@@ -428,12 +485,145 @@ mod tests {
                 1,
                 "{how}: the planted file kept aside"
             );
-            if how == "symlink" {
-                let elsewhere = std::fs::read_to_string(dir.path().join("elsewhere.json"));
-                assert!(
-                    elsewhere.unwrap().contains(&known),
-                    "the link target is untouched"
+            if how == "symlink" || how == "hard_link" {
+                use std::os::unix::fs::PermissionsExt;
+                let elsewhere = dir.path().join("elsewhere.json");
+                let text = std::fs::read_to_string(&elsewhere).unwrap();
+                assert!(text.contains(&known), "{how}: the other file is untouched");
+                let mode = std::fs::metadata(&elsewhere).unwrap().permissions().mode();
+                let before = if how == "symlink" { 0o600 } else { 0o644 };
+                assert_eq!(
+                    mode & 0o777,
+                    before,
+                    "{how}: the other file is never chmod'ed"
                 );
+            }
+        }
+    }
+
+    /// The secret file as the app's own feature writes it: pretty-printed,
+    /// no final newline, the user's default mode (0644 under umask 022, 0664
+    /// under 002 is refused: the group could write it). It is kept, tokens
+    /// signed with it before still verify, and its mode becomes 0600.
+    #[cfg(unix)]
+    #[test]
+    fn a_secret_written_by_the_app_is_kept_and_tightened_to_0600() {
+        use std::os::unix::fs::PermissionsExt;
+        for mode in [0o644, 0o640, 0o604, 0o600, 0o400, 0o444] {
+            let (dir, tokens) = tokens();
+            let store = dir.path().join("forge/.member-work-sync");
+            std::fs::create_dir_all(&store).unwrap();
+            let path = store.join(SECRET_FILE);
+            let secret = "R0-o_9".repeat(8);
+            let text = format!("{{\n  \"schemaVersion\": 1,\n  \"secret\": \"{secret}\"\n}}");
+            std::fs::write(&path, &text).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            let payload = TokenClaims::new("forge", "jack", "fp", 1_000).encode();
+            let signed = assemble(
+                &payload,
+                &HmacReportTokens::mac(&secret, &payload)
+                    .unwrap()
+                    .finalize()
+                    .into_bytes(),
+            );
+            assert_eq!(
+                tokens
+                    .verify(Some(&signed), "forge", "jack", "fp", 0)
+                    .unwrap(),
+                TokenCheck::Valid,
+                "{mode:o}"
+            );
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "{mode:o}");
+            let now = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(now & 0o7777, 0o600, "{mode:o}");
+            assert!(quarantined(&path).is_empty(), "{mode:o}");
+        }
+    }
+
+    /// What counts as well formed is what the app's feature accepts:
+    /// `schemaVersion` 1 and a secret of at least 32 UTF-16 units.
+    #[test]
+    fn secret_files_are_well_formed_as_the_app_reads_them() {
+        let cases = [
+            (
+                r#"{"schemaVersion":1,"secret":"0123456789abcdef0123456789abcdef"}"#,
+                true,
+            ),
+            (
+                r#"{"schemaVersion":1,"secret":"0123456789abcdef0123456789abcde"}"#,
+                false,
+            ),
+            (
+                r#"{"secret":"0123456789abcdef0123456789abcdef","schemaVersion":1,"x":2}"#,
+                true,
+            ),
+            (
+                r#"{"schemaVersion":1.0,"secret":"0123456789abcdef0123456789abcdef"}"#,
+                true,
+            ),
+            (
+                r#"{"schemaVersion":"1","secret":"0123456789abcdef0123456789abcdef"}"#,
+                false,
+            ),
+            (
+                r#"{"schemaVersion":2,"secret":"0123456789abcdef0123456789abcdef"}"#,
+                false,
+            ),
+            // 16 emoji: 64 bytes, 32 UTF-16 units; 11 CJK: 33 bytes, 11 units.
+            (
+                r#"{"schemaVersion":1,"secret":"😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀"}"#,
+                true,
+            ),
+            (
+                r#"{"schemaVersion":1,"secret":"秘秘秘秘秘秘秘秘秘秘秘"}"#,
+                false,
+            ),
+            ("", false),
+            ("[]", false),
+        ];
+        for (text, accepted) in cases {
+            assert_eq!(parse_secret(text.as_bytes()).is_some(), accepted, "{text}");
+        }
+    }
+
+    /// Every corrupt secret is renamed aside byte for byte (never
+    /// overwritten), its replacement made 0600, and at most the newest
+    /// three copies are kept.
+    #[cfg(unix)]
+    #[test]
+    fn a_corrupt_secret_is_kept_aside_not_overwritten() {
+        use std::os::unix::fs::PermissionsExt;
+        let corrupt: [&[u8]; 5] = [
+            b"not json",
+            b"",
+            br#"{"schemaVersion":1,"secret":"short"}"#,
+            br#"{"schemaVersion":1,"secret":"0123456789abcdef0123456789abcdef""#,
+            b"\xff\xfe{}",
+        ];
+        for mode in [0o600, 0o644] {
+            let (dir, tokens) = tokens();
+            let token = tokens.issue("forge", "jack", "fp", 1_000).unwrap();
+            let path = dir.path().join("forge/.member-work-sync").join(SECRET_FILE);
+            let mut kept = Vec::new();
+            for bytes in corrupt {
+                std::fs::write(&path, bytes).unwrap();
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+                let fresh = HmacReportTokens::new(dir.path().to_path_buf());
+                assert_eq!(
+                    fresh
+                        .verify(Some(&token), "forge", "jack", "fp", 0)
+                        .unwrap(),
+                    TokenCheck::Invalid
+                );
+                kept.push(String::from_utf8_lossy(bytes).into_owned());
+                let mut aside = quarantined(&path);
+                aside.sort();
+                let mut newest: Vec<String> = kept.iter().rev().take(3).cloned().collect();
+                newest.sort();
+                assert_eq!(aside, newest, "{mode:o}");
+                let replaced = std::fs::metadata(&path).unwrap().permissions().mode();
+                assert_eq!(replaced & 0o7777, 0o600);
+                assert!(parse_secret(&std::fs::read(&path).unwrap()).is_some());
             }
         }
     }

@@ -158,6 +158,14 @@ impl TaskCache {
         }
     }
 
+    /// Forgets every team, dropping their watches (and the inotify
+    /// instances they hold). A folder being read right now keeps its watch
+    /// until that read ends.
+    pub fn clear(&self) {
+        let folders: Vec<_> = lock(&self.teams).drain().collect();
+        drop(folders);
+    }
+
     /// Forgets `team` (its folder is gone or not readable).
     pub fn forget(&self, team: &str) {
         lock(&self.teams).remove(team);

@@ -62,6 +62,12 @@ impl FsTeamSource {
         }
     }
 
+    /// Drops every cached task folder and the watch it holds (the
+    /// instance is disposed); a later read starts cold.
+    pub fn release(&self) {
+        self.cache.clear();
+    }
+
     /// Every task file of the team, through the cache; `<what>_*` folder
     /// diagnostics as [`open_below`] gives them.
     fn read_tasks(&self, team_name: &str, diags: &mut Vec<String>) -> Vec<Arc<Task>> {

@@ -15,6 +15,7 @@ use tokio::sync::{mpsc, Notify};
 use crate::application::engine::Engine;
 use crate::application::queue::RECONCILE_TIMEOUT_MS;
 use crate::application::router::TeamChangeEvent;
+use crate::infrastructure::shared_watcher::Registration;
 
 /// Longest the driver sleeps before looking again (it is woken earlier by new
 /// work or a moved test clock).
@@ -97,6 +98,10 @@ pub struct DrainSchedule {
     /// a real folder (checked without following links: a watch on a linked
     /// folder would sit on a folder an agent chose).
     pub incoming: Box<dyn Fn() -> Option<PathBuf> + Send + Sync>,
+    /// The spool's `bin/` folder, watched beside `incoming/` (by the same
+    /// watcher) when it is a real folder: a change to a hook program starts
+    /// a drain, which puts the addon's program back.
+    pub programs: Box<dyn Fn() -> Option<PathBuf> + Send + Sync>,
     /// Told when a watch on `incoming/` cannot be set up (the folder and the
     /// error); once per distinct failure, not every retry.
     pub watch_failed: WatchFailed,
@@ -352,7 +357,7 @@ async fn drain_loop(
         if watcher.is_none() {
             // The spool may be installed later (first hook settings call): retry each round.
             if let Some(dir) = (schedule.incoming)() {
-                match watch_incoming(&dir, news.clone()) {
+                match watch_incoming(&dir, (schedule.programs)(), news.clone()) {
                     Ok(watching) => watcher = Some(watching),
                     Err(error) => {
                         let error = error.to_string();
@@ -425,20 +430,44 @@ fn brings_a_file(event: &notify::Event) -> bool {
     arrival && (event.paths.is_empty() || event.paths.iter().any(visible))
 }
 
-/// A watcher on `incoming/` that pokes `news` when a file may have arrived.
+/// Whether a watcher event in `bin/` may have changed a hook program: any
+/// change (a write in place, a chmod, a rename, a removal) to a visible name
+/// other than `boot-time` (rewritten by every drain that finds it stale) and
+/// the copies moved aside (`*.invalid.*`). Reading a program (running it) is
+/// not a change.
+fn touches_a_program(event: &notify::Event) -> bool {
+    use notify::EventKind;
+    let program = |path: &std::path::PathBuf| {
+        path.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+            !n.starts_with('.')
+                && n != crate::infrastructure::spool::BOOT_TIME_FILE_NAME
+                && !n.contains(".invalid.")
+        })
+    };
+    let change = !matches!(event.kind, EventKind::Access(_));
+    change && (event.paths.is_empty() || event.paths.iter().any(program))
+}
+
+/// A watch on `incoming/` (and `programs`, the spool's `bin/`, when given)
+/// that pokes `news` when a file may have arrived or a hook program may have
+/// changed: registrations on the process's one shared watcher (one inotify
+/// instance however many instances watch), ended when dropped.
 fn watch_incoming(
     incoming: &std::path::Path,
+    programs: Option<PathBuf>,
     news: Arc<Notify>,
-) -> notify::Result<notify::RecommendedWatcher> {
-    use notify::Watcher;
-    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        // An error (e.g. a queue overflow) may hide a new file: drain.
-        if event.as_ref().map_or(true, brings_a_file) {
-            news.notify_one();
-        }
-    })?;
-    watcher.watch(incoming, notify::RecursiveMode::NonRecursive)?;
-    Ok(watcher)
+) -> notify::Result<Registration> {
+    let mut registration = Registration::new();
+    let wake = |news: &Arc<Notify>| {
+        let news = news.clone();
+        Box::new(move || news.notify_one()) as Box<dyn Fn() + Send + Sync>
+    };
+    registration.watch(incoming, Box::new(brings_a_file), wake(&news))?;
+    if let Some(programs) = programs {
+        // Without it, the interval's drains still put programs back.
+        let _ = registration.watch(&programs, Box::new(touches_a_program), wake(&news));
+    }
+    Ok(registration)
 }
 
 /// Default nudge dispatch interval.
@@ -604,6 +633,81 @@ mod tests {
         }
     }
 
+    /// In `bin/`, any change to a program is news (a drain puts it back);
+    /// running it, `boot-time` and the drain's own hidden temp files are not.
+    #[test]
+    fn a_changed_program_is_news_and_reading_one_is_not() {
+        let named = |kind: EventKind, name: &str| {
+            let mut event = notify::Event::new(kind);
+            event.paths = vec![PathBuf::from(format!("/spool/bin/{name}"))];
+            event
+        };
+        let cases = [
+            (
+                EventKind::Modify(ModifyKind::Data(notify::event::DataChange::Any)),
+                "turn-settled-hook-v1",
+                true,
+            ),
+            (
+                EventKind::Access(AccessKind::Close(notify::event::AccessMode::Write)),
+                "turn-settled-hook-v1.sh",
+                false,
+            ),
+            (
+                EventKind::Modify(ModifyKind::Metadata(notify::event::MetadataKind::Any)),
+                "turn-settled-hook-v1",
+                true,
+            ),
+            (
+                EventKind::Modify(ModifyKind::Name(RenameMode::To)),
+                "turn-settled-hook-v1",
+                true,
+            ),
+            (
+                EventKind::Modify(ModifyKind::Name(RenameMode::From)),
+                "turn-settled-hook-v1.sh",
+                true,
+            ),
+            (
+                EventKind::Remove(RemoveKind::File),
+                "turn-settled-hook-v1",
+                true,
+            ),
+            (
+                EventKind::Create(CreateKind::Folder),
+                "turn-settled-hook-v1.sh",
+                true,
+            ),
+            (
+                EventKind::Access(AccessKind::Open(notify::event::AccessMode::Any)),
+                "turn-settled-hook-v1",
+                false,
+            ),
+            (
+                EventKind::Modify(ModifyKind::Name(RenameMode::To)),
+                "boot-time",
+                false,
+            ),
+            (
+                EventKind::Create(CreateKind::File),
+                ".turn-settled-hook-v1.mws-tmp.1.0",
+                false,
+            ),
+            (
+                EventKind::Create(CreateKind::Folder),
+                "turn-settled-hook-v1.sh.invalid.1",
+                false,
+            ),
+        ];
+        for (kind, name, news) in cases {
+            assert_eq!(
+                touches_a_program(&named(kind, name)),
+                news,
+                "{kind:?} {name}"
+            );
+        }
+    }
+
     /// Drains in 2.5 s of a scheduler whose every drain lists `incoming/`,
     /// which the watcher sees (inotify reports the open), claims the file
     /// there and puts it back, and reports `pass`.
@@ -629,6 +733,7 @@ mod tests {
                 pass
             }),
             incoming: Box::new(move || Some(incoming.clone())),
+            programs: Box::new(|| None),
             watch_failed: Box::new(|_, _| {}),
         };
         let runtime = tokio::runtime::Builder::new_multi_thread()

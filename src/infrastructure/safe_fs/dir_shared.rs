@@ -66,6 +66,23 @@ impl Dir {
         self.write_replacing_parts(name.as_ref(), parts, mode, true)
     }
 
+    /// The subfolder `name`, created 0700 when missing; a link, file, FIFO
+    /// or anything else that is not a folder there is removed first (the
+    /// entry itself: what a link points to is never touched). For folders
+    /// whose whole content the addon writes (the hook programs' `bin/` and
+    /// the folders above it), so an agent's link there is repaired, not
+    /// only refused.
+    pub fn create_dir_replacing(&self, name: impl AsRef<OsStr>) -> io::Result<Dir> {
+        let name = self.component(name.as_ref())?;
+        if self
+            .meta(name)?
+            .is_some_and(|meta| meta.kind != FileKind::Dir)
+        {
+            self.remove_file(name)?;
+        }
+        self.create_dir(name)
+    }
+
     /// Removes `name` and, if it is a folder, everything in it, descending
     /// through handles (links inside are removed, not followed) at most a
     /// few levels deep.

@@ -70,6 +70,21 @@ impl TrustedRoot {
         Ok(current)
     }
 
+    /// [`TrustedRoot::create_dir_all`] that repairs the way: a link, file or
+    /// other non-folder where a folder of `dir` should be is removed (never
+    /// followed) and a real folder made in its place (see
+    /// [`Dir::create_dir_replacing`]).
+    pub fn create_dir_all_replacing(&self, dir: &Path) -> io::Result<Dir> {
+        let parts = self.below(dir)?;
+        let mut current = self
+            .open_root(true)?
+            .ok_or_else(|| not_a_folder(&self.path))?;
+        for part in parts {
+            current = current.create_dir_replacing(part)?;
+        }
+        Ok(current)
+    }
+
     /// Reads the file at `file`, at most `max` bytes (see [`Dir::read`]).
     pub fn read(&self, file: &Path, max: u64) -> io::Result<FileRead> {
         let (dir, name) = split(file)?;
@@ -204,6 +219,36 @@ mod tests {
             .unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::NotADirectory);
         assert!(!real.join("forge/new.json").exists());
+    }
+
+    /// Links (to a folder, dangling) and a file on the way are removed and
+    /// replaced by real folders; what a link pointed to is untouched.
+    #[test]
+    fn create_dir_all_replacing_repairs_the_way_without_following_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = TrustedRoot::new(dir.path().join("teams"));
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(outside.join("b")).unwrap();
+        std::fs::write(outside.join("b/keep"), b"x").unwrap();
+        std::fs::create_dir_all(root.join("a")).unwrap();
+        symlink(&outside, root.join("a/b")).unwrap();
+        let made = root.create_dir_all_replacing(&root.join("a/b/c")).unwrap();
+        assert_eq!(made.path(), root.join("a/b/c"));
+        assert!(std::fs::symlink_metadata(root.join("a/b"))
+            .unwrap()
+            .is_dir());
+        assert!(outside.join("b/keep").exists());
+        assert!(!outside.join("c").exists());
+        std::fs::remove_dir_all(root.join("a")).unwrap();
+        std::fs::write(root.join("a"), b"a file").unwrap();
+        root.create_dir_all_replacing(&root.join("a/b")).unwrap();
+        assert!(std::fs::symlink_metadata(root.join("a/b"))
+            .unwrap()
+            .is_dir());
+        std::fs::remove_dir_all(root.join("a/b")).unwrap();
+        symlink(dir.path().join("nowhere"), root.join("a/b")).unwrap();
+        root.create_dir_all_replacing(&root.join("a/b")).unwrap();
+        assert!(!dir.path().join("nowhere").exists());
     }
 
     #[test]

@@ -37,9 +37,10 @@ impl FsSpool {
     /// file to another drainer (a read-only spool, say) fails the claim: the
     /// claims already made are given back and the error names the path.
     pub(super) fn claim_batch(&self, limit: usize) -> Result<Vec<SpoolClaim>, PortError> {
-        // Before every drain (every 15 s with the scheduler): a wall-clock
-        // step moves the boot time, and the hook must not keep an old one.
-        self.paths.refresh_boot_time()?;
+        // Before every drain (every 15 s with the scheduler): the hook
+        // programs are put back as the addon wrote them, and a wall-clock
+        // step moves the boot time, which the hook must not keep.
+        self.keep_programs()?;
         let now = self.clock.now_ms();
         let Some(incoming) = self.paths.open(Folder::Incoming)? else {
             return Ok(Vec::new());

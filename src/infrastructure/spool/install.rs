@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use super::paths::{Folder, SpoolPaths};
 use crate::infrastructure::clock::epoch_ms;
-use crate::infrastructure::safe_fs::{is_hard_linked, Dir, FileRead};
+use crate::infrastructure::json_store::quarantine_in;
+use crate::infrastructure::safe_fs::{is_hard_linked, Dir, FileKind, FileRead};
 
 /// The hook script, embedded at build time from `hooks/`.
 pub const HOOK_SCRIPT: &str = include_str!("../../../hooks/turn-settled-hook-v1.sh");
@@ -36,7 +37,7 @@ const MAX_BOOT_TIME_BYTES: u64 = 256;
 const FOLDER_MODE: u32 = 0o700;
 /// The script is run by `/bin/sh <script>`, and executable for direct use;
 /// the executable is run directly.
-const SCRIPT_MODE: u32 = 0o755;
+pub(super) const PROGRAM_MODE: u32 = 0o755;
 
 /// What the installed hook command runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,36 +70,37 @@ impl SpoolPaths {
         self.path(Folder::Bin).join(HOOK_EXECUTABLE_NAME)
     }
 
-    /// [`SpoolPaths::install`], then the hook executable copied from
-    /// `executable_source` (the one shipped beside the addon) when there is
-    /// one: the hook runs it when it could be installed, else the script.
-    /// An error only when the spool itself cannot be installed.
+    /// [`SpoolPaths::install_layout`], the hook script, and the hook
+    /// executable copied from `executable_source` (the one shipped beside
+    /// the addon) when there is one: the hook runs the executable when it
+    /// could be installed, else the script. An error only when the spool
+    /// itself cannot be installed, or neither program can: a script that
+    /// cannot be installed never withholds the executable.
     pub fn install_hook(&self, executable_source: Option<&Path>) -> io::Result<InstalledHook> {
-        let script = self.install()?;
-        let Some(source) = executable_source else {
-            return Ok(InstalledHook {
-                program: HookProgram::Script(script),
+        let bin = self.install_layout()?;
+        let script = put_program(&bin, HOOK_SCRIPT_NAME, HOOK_SCRIPT.as_bytes());
+        let executable = executable_source.map(|source| {
+            let bytes = read_executable(source)?;
+            put_program(&bin, HOOK_EXECUTABLE_NAME, &bytes)
+        });
+        match (executable, script) {
+            (Some(Ok(())), _) => Ok(InstalledHook {
+                program: HookProgram::Executable(self.executable()),
                 executable_failure: None,
-            });
-        };
-        Ok(match self.install_executable(source) {
-            Ok(executable) => InstalledHook {
-                program: HookProgram::Executable(executable),
-                executable_failure: None,
-            },
-            Err(error) => InstalledHook {
-                program: HookProgram::Script(script),
-                executable_failure: Some(error),
-            },
-        })
+            }),
+            (executable, Ok(())) => Ok(InstalledHook {
+                program: HookProgram::Script(self.script()),
+                executable_failure: executable.and_then(Result::err),
+            }),
+            (_, Err(error)) => Err(error),
+        }
     }
 
     /// Copies the hook executable `source` into `bin/` (0755), rewriting it
-    /// only when its content differs; a link or FIFO at its name is replaced,
-    /// never followed (a folder there fails the install: the script is used). The source is the addon's own shipped file
-    /// (not below the Claude root): a regular file of at most
-    /// [`MAX_HOOK_EXECUTABLE_BYTES`], else an error naming it. `bin/` must
-    /// be installed already ([`SpoolPaths::install`]).
+    /// only when its content differs (see [`put_program`]). The source is
+    /// the addon's own shipped file (not below the Claude root): a regular
+    /// file of at most [`MAX_HOOK_EXECUTABLE_BYTES`], else an error naming
+    /// it. `bin/` must be installed already ([`SpoolPaths::install`]).
     pub fn install_executable(&self, source: &Path) -> io::Result<PathBuf> {
         let bytes = read_executable(source)?;
         let bin = self.open(Folder::Bin)?.ok_or_else(|| {
@@ -107,11 +109,7 @@ impl SpoolPaths {
                 format!("{}: not installed", self.path(Folder::Bin).display()),
             )
         })?;
-        let installed = bin.read(HOOK_EXECUTABLE_NAME, bytes.len() as u64)?;
-        if !matches!(&installed, FileRead::Bytes(current) if *current == bytes) {
-            bin.write_atomic(HOOK_EXECUTABLE_NAME, &bytes, SCRIPT_MODE)?;
-        }
-        set_mode_or_replace(&bin, HOOK_EXECUTABLE_NAME, &bytes)?;
+        put_program(&bin, HOOK_EXECUTABLE_NAME, &bytes)?;
         Ok(self.executable())
     }
 
@@ -120,12 +118,23 @@ impl SpoolPaths {
         self.path(Folder::Bin).join(BOOT_TIME_FILE_NAME)
     }
 
-    /// Creates the layout (folders 0700) and installs the hook script (0755),
-    /// rewriting it only when its content differs, and writes the boot-time
-    /// file. Returns the script path. A link or file where a spool folder
-    /// should be is an error naming it: nothing is created, written or
-    /// chmod'ed through it.
+    /// [`SpoolPaths::install_layout`] and the hook script. Returns the
+    /// script path.
     pub fn install(&self) -> io::Result<PathBuf> {
+        let bin = self.install_layout()?;
+        put_program(&bin, HOOK_SCRIPT_NAME, HOOK_SCRIPT.as_bytes())?;
+        Ok(self.script())
+    }
+
+    /// Creates the layout (folders 0700) and writes the boot-time file;
+    /// returns `bin/`. The way to `bin/` (`.member-work-sync`,
+    /// `runtime-hooks`, `bin`) is repaired: a link or file there is removed,
+    /// never followed, and a real folder made, so the programs the hook
+    /// settings name always sit in a folder the addon made. A link or file
+    /// where another spool folder should be is an error naming it: nothing
+    /// is created, written or chmod'ed through it.
+    pub fn install_layout(&self) -> io::Result<Dir> {
+        self.create_bin_repairing()?;
         let root = self.create_root()?;
         root.set_own_mode(FOLDER_MODE)?;
         let mut bin = None;
@@ -137,18 +146,11 @@ impl SpoolPaths {
             }
         }
         let bin = bin.expect("Folder::ALL holds Bin");
-        let script = HOOK_SCRIPT.as_bytes();
-        // (A link, FIFO or folder there reads as not a file: it is replaced.)
-        let installed = bin.read(HOOK_SCRIPT_NAME, script.len() as u64)?;
-        if !matches!(&installed, FileRead::Bytes(bytes) if bytes == script) {
-            bin.write_atomic(HOOK_SCRIPT_NAME, script, SCRIPT_MODE)?;
-        }
-        set_mode_or_replace(&bin, HOOK_SCRIPT_NAME, script)?;
         // Without it the hook reads /proc/stat instead: slower, still right.
         if let Some(now) = boot_time_now() {
             let _ = refresh_boot_time_in(&bin, &now);
         }
-        Ok(self.script())
+        Ok(bin)
     }
 
     /// Writes `bin/boot-time` as `<boot id> <centiseconds>\n` when it is
@@ -181,16 +183,11 @@ struct BootTime {
     cs: i64,
 }
 
-/// Makes the installed program `name` (content `bytes`) executable. When the
-/// file has another hard link (maybe outside the root), it is replaced by a
-/// fresh copy instead, never chmod'ed through the other name.
-fn set_mode_or_replace(bin: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
-    match bin.set_mode(name, SCRIPT_MODE) {
-        Err(e) if is_hard_linked(&e) => {
-            bin.write_atomic(name, bytes, SCRIPT_MODE)?;
-            bin.set_mode(name, SCRIPT_MODE)
-        }
-        set => set,
+/// [`refresh_boot_time_in`] with this boot's time; no-op off Linux.
+pub(super) fn refresh_boot_time_now(bin: &Dir) -> io::Result<()> {
+    match boot_time_now() {
+        Some(now) => refresh_boot_time_in(bin, &now),
+        None => Ok(()),
     }
 }
 
@@ -208,14 +205,57 @@ fn refresh_boot_time_in(bin: &Dir, now: &BootTime) -> io::Result<()> {
         }
     }
     let line = format!("{} {}\n", now.id, now.cs);
+    // A folder there would fail the rename below on every drain.
+    displace_folder(bin, BOOT_TIME_FILE_NAME)?;
     // A hint, rewritten before every drain: whole, but not worth an fsync.
     bin.write_replacing(BOOT_TIME_FILE_NAME, line.as_bytes(), 0o600, false)
+}
+
+/// Makes `name` in `bin/` exactly `bytes` with mode 0755: rewritten (a
+/// temp file renamed over it, so a link there is replaced, never followed)
+/// only when its content differs; a folder there is moved aside first (see
+/// [`displace_folder`]).
+pub(super) fn put_program(bin: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
+    let installed = bin.read(name, bytes.len() as u64)?;
+    if !matches!(&installed, FileRead::Bytes(current) if current == bytes) {
+        displace_folder(bin, name)?;
+        bin.write_atomic(name, bytes, PROGRAM_MODE)?;
+    }
+    set_mode_or_replace(bin, name, bytes)
+}
+
+/// Makes the installed program `name` (content `bytes`) executable. When the
+/// file has another hard link (maybe outside the root), it is replaced by a
+/// fresh copy instead, never chmod'ed through the other name.
+fn set_mode_or_replace(bin: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
+    match bin.set_mode(name, PROGRAM_MODE) {
+        Err(e) if is_hard_linked(&e) => {
+            bin.write_atomic(name, bytes, PROGRAM_MODE)?;
+            bin.set_mode(name, PROGRAM_MODE)
+        }
+        set => set,
+    }
+}
+
+/// Moves a folder at `name` aside as `<name>.invalid.<ms>` (one rename,
+/// whatever it holds; the newest 3 such copies are kept, as for store files)
+/// so a file can take its place; anything else there is left for the
+/// rename over it.
+pub(super) fn displace_folder(bin: &Dir, name: &str) -> io::Result<()> {
+    if bin
+        .meta(name)?
+        .is_some_and(|meta| meta.kind == FileKind::Dir)
+    {
+        let now = epoch_ms(std::time::SystemTime::now()).unwrap_or(0);
+        quarantine_in(bin, name, now)?;
+    }
+    Ok(())
 }
 
 /// The shipped executable at `source`: a regular file (links followed: a
 /// package manager may link the package folder), at most
 /// [`MAX_HOOK_EXECUTABLE_BYTES`]; errors name the path.
-fn read_executable(source: &Path) -> io::Result<Vec<u8>> {
+pub(super) fn read_executable(source: &Path) -> io::Result<Vec<u8>> {
     let named =
         |error: io::Error| io::Error::new(error.kind(), format!("{}: {error}", source.display()));
     let refused = || {
@@ -294,18 +334,20 @@ mod tests {
     }
 
     /// Each spool folder (and the spool root) in turn is a link to a folder
-    /// outside: install fails naming it and touches nothing there.
+    /// outside. On the way to `bin/` (the spool root, `bin`) the link is
+    /// replaced by a real folder; elsewhere install fails naming it. Either
+    /// way nothing is created, written or chmod'ed there.
     #[test]
     fn install_never_creates_writes_or_chmods_through_a_linked_folder() {
         let linked = [
-            "runtime-hooks",
-            "bin",
-            "incoming",
-            "processing",
-            "processed",
-            "invalid",
+            ("runtime-hooks", true),
+            ("bin", true),
+            ("incoming", false),
+            ("processing", false),
+            ("processed", false),
+            ("invalid", false),
         ];
-        for name in linked {
+        for (name, repaired) in linked {
             let (dir, paths) = spool();
             let outside = dir.path().join("outside");
             fs::create_dir(&outside).unwrap();
@@ -318,16 +360,56 @@ mod tests {
                 paths.root.join(name)
             };
             symlink(&outside, &at).unwrap();
-            let error = paths.install().unwrap_err();
-            assert_eq!(
-                error.kind(),
-                io::ErrorKind::NotADirectory,
-                "{name}: {error}"
-            );
-            let names_it = format!("{}:", at.display());
-            assert!(error.to_string().contains(&names_it), "{name}: {error}");
+            match paths.install() {
+                Ok(script) => {
+                    assert!(repaired, "{name}: installed through a link");
+                    assert!(fs::symlink_metadata(&at).unwrap().is_dir(), "{name}");
+                    assert_eq!(fs::read(script).unwrap(), HOOK_SCRIPT.as_bytes());
+                }
+                Err(error) => {
+                    assert!(!repaired, "{name}: {error}");
+                    assert_eq!(error.kind(), io::ErrorKind::NotADirectory, "{name}");
+                    let names_it = format!("{}:", at.display());
+                    assert!(error.to_string().contains(&names_it), "{name}: {error}");
+                }
+            }
             assert_eq!(mode(&outside), 0o755, "{name}: chmod'ed through the link");
             assert_eq!(fs::read_dir(&outside).unwrap().count(), 0, "{name}");
+        }
+    }
+
+    /// A folder at a program's name (or at `boot-time`) is moved aside, not
+    /// a reason to fail: the script's folder never withholds the executable.
+    #[test]
+    fn a_folder_at_a_file_name_of_bin_is_moved_aside() {
+        for name in [HOOK_SCRIPT_NAME, HOOK_EXECUTABLE_NAME, BOOT_TIME_FILE_NAME] {
+            let (dir, paths) = spool();
+            let planted = paths.path(Folder::Bin).join(name).join("inside");
+            fs::create_dir_all(&planted).unwrap();
+            fs::write(planted.join("note"), b"kept").unwrap();
+            let source = shipped(dir.path(), b"\x7fELF ours");
+            let installed = paths.install_hook(Some(&source)).unwrap();
+            assert_eq!(
+                installed.program,
+                HookProgram::Executable(paths.executable())
+            );
+            assert!(installed.executable_failure.is_none(), "{name}");
+            assert_eq!(fs::read(paths.script()).unwrap(), HOOK_SCRIPT.as_bytes());
+            assert_eq!(fs::read(paths.executable()).unwrap(), b"\x7fELF ours");
+            let aside: Vec<_> = fs::read_dir(paths.path(Folder::Bin))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&format!("{name}.invalid.")))
+                .collect();
+            assert_eq!(aside.len(), 1, "{name}: {aside:?}");
+            let kept = paths.path(Folder::Bin).join(&aside[0]).join("inside/note");
+            assert_eq!(fs::read(kept).unwrap(), b"kept");
+            if boot_time_now().is_some() {
+                paths.refresh_boot_time().unwrap();
+                assert!(fs::symlink_metadata(paths.boot_time_file())
+                    .unwrap()
+                    .is_file());
+            }
         }
     }
 
@@ -355,36 +437,6 @@ mod tests {
     fn inode(path: &Path) -> u64 {
         use std::os::unix::fs::MetadataExt;
         fs::symlink_metadata(path).unwrap().ino()
-    }
-
-    /// Issue 23 item 6: a script or executable with the right content but
-    /// another hard link (maybe outside the root) is replaced, never
-    /// chmod'ed through the other name.
-    #[test]
-    fn a_hard_linked_program_is_replaced_and_its_other_name_untouched() {
-        let (dir, paths) = spool();
-        paths.install().unwrap();
-        let source = shipped(dir.path(), b"\x7fELF one");
-        paths.install_executable(&source).unwrap();
-        for (program, content) in [
-            (paths.script(), HOOK_SCRIPT.as_bytes()),
-            (paths.executable(), &b"\x7fELF one"[..]),
-        ] {
-            let outside = dir.path().join("outside");
-            fs::write(&outside, content).unwrap();
-            fs::set_permissions(&outside, fs::Permissions::from_mode(0o600)).unwrap();
-            fs::remove_file(&program).unwrap();
-            fs::hard_link(&outside, &program).unwrap();
-            paths.install().unwrap();
-            paths.install_executable(&source).unwrap();
-            assert_eq!(mode(&outside), 0o600, "{program:?}");
-            assert_ne!(inode(&program), inode(&outside), "{program:?}");
-            assert_eq!(
-                (fs::read(&program).unwrap().as_slice(), mode(&program)),
-                (content, 0o755)
-            );
-            fs::remove_file(&outside).unwrap();
-        }
     }
 
     #[test]

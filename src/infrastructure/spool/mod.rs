@@ -49,16 +49,19 @@
 //! (commit and retention), `sweep` (abandoned hook temp files).
 
 mod claim;
+mod guard;
 mod install;
 mod name;
 mod paths;
 mod payload;
 mod results;
+mod shipped;
 mod sweep;
 #[cfg(test)]
 mod testing;
 
 use crate::domain::retention::Retention;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicI64;
 use std::sync::{Arc, Mutex};
 
@@ -72,8 +75,10 @@ pub use install::{
 };
 pub use name::{parse_spool_name, SpoolName};
 pub use paths::SpoolPaths;
+pub use shipped::shipped_hook_executable;
 pub use sweep::{ABANDONED_TEMP_MS, SWEEP_EVERY_MS};
 
+use guard::ExecutableGuard;
 use paths::Folder;
 use results::{PruneSchedule, Removals};
 
@@ -92,11 +97,25 @@ pub struct FsSpool {
     prunes: PruneSchedule,
     /// Retention's removals under way.
     removals: Removals,
+    /// The hook executable kept in `bin/`.
+    executable: ExecutableGuard,
 }
 
 impl FsSpool {
-    /// A spool at `paths`, timed by `clock`.
+    /// A spool at `paths`, timed by `clock`, keeping the hook executable
+    /// shipped beside the addon (if one ships) in `bin/`.
     pub fn new(paths: SpoolPaths, clock: Arc<dyn Clock>) -> Self {
+        let shipped = shipped_hook_executable().ok().map(Path::to_path_buf);
+        Self::keeping_executable(paths, clock, shipped)
+    }
+
+    /// A spool at `paths`, timed by `clock`, keeping the executable copied
+    /// from `executable_source` in `bin/` (none: only the script).
+    pub fn keeping_executable(
+        paths: SpoolPaths,
+        clock: Arc<dyn Clock>,
+        executable_source: Option<PathBuf>,
+    ) -> Self {
         Self {
             paths,
             clock,
@@ -105,6 +124,7 @@ impl FsSpool {
             backlog: Mutex::default(),
             prunes: PruneSchedule::default(),
             removals: Removals::default(),
+            executable: ExecutableGuard::new(executable_source),
         }
     }
 

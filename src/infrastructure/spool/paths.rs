@@ -3,7 +3,10 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::infrastructure::safe_fs::{Dir, TrustedRoot};
+use crate::infrastructure::safe_fs::{Dir, FileKind, TrustedRoot};
+
+/// The spool root's own name, in `<teamsBase>/.member-work-sync`.
+const RUNTIME_HOOKS: &str = "runtime-hooks";
 
 /// One folder of the spool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +59,7 @@ impl SpoolPaths {
     /// The spool of a teams dir.
     pub fn for_teams_base(teams_base: &Path) -> Self {
         Self {
-            root: teams_base.join(".member-work-sync").join("runtime-hooks"),
+            root: teams_base.join(".member-work-sync").join(RUNTIME_HOOKS),
             teams: TrustedRoot::new(teams_base),
         }
     }
@@ -70,6 +73,12 @@ impl SpoolPaths {
     /// following a link below the teams folder: what a watcher may watch.
     pub fn watchable_incoming(&self) -> Option<PathBuf> {
         matches!(self.open(Folder::Incoming), Ok(Some(_))).then(|| self.incoming())
+    }
+
+    /// `bin/` when it exists as a real folder, reached without following a
+    /// link below the teams folder: watched for changes to the hook programs.
+    pub fn watchable_bin(&self) -> Option<PathBuf> {
+        matches!(self.open(Folder::Bin), Ok(Some(_))).then(|| self.path(Folder::Bin))
     }
 
     /// `processing/`: claimed by a drainer.
@@ -94,6 +103,34 @@ impl SpoolPaths {
     /// The spool root, created (0700 for new folders) with the folders above it.
     pub(super) fn create_root(&self) -> io::Result<Dir> {
         self.teams.create_dir_all(&self.root)
+    }
+
+    /// `bin/`, created with the folders above it, each link, file or other
+    /// non-folder on the way replaced by a real folder (never followed).
+    pub(super) fn create_bin_repairing(&self) -> io::Result<Dir> {
+        self.teams.create_dir_all_replacing(&self.path(Folder::Bin))
+    }
+
+    /// Whether a spool was installed: anything at `runtime-hooks`, or a link
+    /// or file where `.member-work-sync` should be (which install would
+    /// repair). Nothing is followed.
+    pub(super) fn installed(&self) -> io::Result<bool> {
+        let Some(teams) = self.teams.open_dir(self.teams.path())? else {
+            return Ok(false);
+        };
+        let Some(parent) = self.root.parent().and_then(|p| p.file_name()) else {
+            return Ok(false);
+        };
+        match teams.meta(parent)? {
+            None => Ok(false),
+            Some(meta) if meta.kind != FileKind::Dir => Ok(true),
+            Some(_) => match teams.open_dir(parent) {
+                Ok(Some(folder)) => Ok(folder.meta(RUNTIME_HOOKS)?.is_some()),
+                Ok(None) => Ok(false),
+                // Swapped for a link since: install repairs it.
+                Err(_) => Ok(true),
+            },
+        }
     }
 
     /// `folder`; `None` when it or the spool does not exist. A link or file

@@ -1,0 +1,258 @@
+//! Keeps the hook programs in `bin/` as the addon wrote them.
+//!
+//! The hook settings name a program in the agent-writable teams folder, run
+//! at every member's Stop (the lead's too, outside any tool sandbox). An
+//! agent can overwrite it, chmod it, put a folder or a link in its place or
+//! swap a folder above it for a link. Before every drain (every 15 s, and
+//! soon after the watcher sees a new payload or a change in `bin/`), when a
+//! spool was installed, the way to `bin/` is repaired (links and files
+//! removed, never followed), the script is compared byte for byte with the
+//! embedded one, and the executable's SHA-256 with the shipped file's
+//! (read once, again only when they differ); anything else is replaced and
+//! the mode set back to 0755. When the shipped file cannot be read, a
+//! program there that is not known to be the addon's is removed rather
+//! than left.
+//!
+//! The executable (about 0.3 MiB) is read and hashed whole on every drain,
+//! with no cache by file times: a write through a shared mapping into a
+//! page already dirty, or within the file system's clock tick of a check,
+//! leaves `mtime`/`ctime` unchanged, so a stat-identity cache would trust a
+//! changed file. An empty drain, this check included, takes about 0.4 ms
+//! (release build).
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use sha2::{Digest, Sha256};
+
+use super::install::{put_program, read_executable, refresh_boot_time_now};
+use super::{FsSpool, HOOK_EXECUTABLE_NAME, HOOK_SCRIPT, HOOK_SCRIPT_NAME};
+use crate::infrastructure::safe_fs::{Dir, FileRead};
+
+/// The hook executable the addon installs, and what it hashes to.
+#[derive(Debug, Default)]
+pub(super) struct ExecutableGuard {
+    /// The shipped executable (`None`: none ships, the script runs).
+    source: Option<PathBuf>,
+    /// SHA-256 of `source` as last read.
+    expected: Mutex<Option<[u8; 32]>>,
+}
+
+impl ExecutableGuard {
+    /// Guards the executable copied from `source`.
+    pub(super) fn new(source: Option<PathBuf>) -> Self {
+        Self {
+            source,
+            expected: Mutex::default(),
+        }
+    }
+
+    /// Leaves `bin/`'s executable exactly the shipped one (0755), or none.
+    fn keep(&self, bin: &Dir) -> io::Result<()> {
+        let Some(source) = &self.source else {
+            return Ok(());
+        };
+        let installed = match bin.read(HOOK_EXECUTABLE_NAME, super::MAX_HOOK_EXECUTABLE_BYTES)? {
+            FileRead::Bytes(bytes) => Some(sha256(&bytes)),
+            _ => None,
+        };
+        let mut expected = self.expected.lock().unwrap_or_else(|p| p.into_inner());
+        if installed.is_some() && installed == *expected {
+            return bin.set_mode(HOOK_EXECUTABLE_NAME, super::install::PROGRAM_MODE);
+        }
+        match read_executable(source) {
+            Ok(bytes) => {
+                *expected = Some(sha256(&bytes));
+                put_program(bin, HOOK_EXECUTABLE_NAME, &bytes)
+            }
+            Err(_) => {
+                // Not known to be ours and nothing to restore it from: it goes.
+                *expected = None;
+                super::install::displace_folder(bin, HOOK_EXECUTABLE_NAME)?;
+                bin.remove_file(HOOK_EXECUTABLE_NAME).map(drop)
+            }
+        }
+    }
+}
+
+fn sha256(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+impl FsSpool {
+    /// When a spool was installed: repairs the way to `bin/`, puts back the
+    /// script and the executable as the addon writes them, and refreshes
+    /// `bin/boot-time`. Run before every drain.
+    pub(super) fn keep_programs(&self) -> io::Result<()> {
+        if !self.paths.installed()? {
+            return Ok(());
+        }
+        let bin = self.paths.create_bin_repairing()?;
+        put_program(&bin, HOOK_SCRIPT_NAME, HOOK_SCRIPT.as_bytes())?;
+        self.executable.keep(&bin)?;
+        refresh_boot_time_now(&bin)
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::fs;
+    use std::os::unix::fs::{symlink, PermissionsExt};
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::application::turn_settled::TurnSettledSpool;
+    use crate::infrastructure::clock::ManualClock;
+    use crate::infrastructure::spool::testing::T0;
+    use crate::infrastructure::spool::SpoolPaths;
+
+    const OURS: &[u8] = b"\x7fELF ours";
+
+    /// An installed spool whose executable ships at `<tmp>/shipped`.
+    fn installed() -> (tempfile::TempDir, FsSpool) {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("shipped");
+        fs::write(&source, OURS).unwrap();
+        let paths = SpoolPaths::for_teams_base(&dir.path().join("teams"));
+        paths.install_hook(Some(&source)).unwrap();
+        let clock = Arc::new(ManualClock::new(T0));
+        let spool = FsSpool::keeping_executable(paths, clock, Some(source));
+        (dir, spool)
+    }
+
+    fn assert_ours(spool: &FsSpool, case: &str) {
+        let paths = spool.paths();
+        for (file, bytes) in [
+            (paths.executable(), OURS),
+            (paths.script(), HOOK_SCRIPT.as_bytes()),
+        ] {
+            let meta = fs::symlink_metadata(&file).unwrap();
+            assert!(meta.is_file(), "{case}: {file:?}");
+            assert_eq!(meta.permissions().mode() & 0o777, 0o755, "{case}: {file:?}");
+            assert_eq!(fs::read(&file).unwrap(), bytes, "{case}: {file:?}");
+        }
+    }
+
+    type Tamper = fn(&Path, &Path);
+
+    /// Whatever was done to a program, the next drain (its claim) puts the
+    /// addon's back; a link's target is never written or chmod'ed.
+    #[test]
+    fn every_drain_puts_back_a_replaced_program() {
+        let tamperings: [(&str, Tamper); 6] = [
+            ("overwritten", |file, _| {
+                fs::write(file, b"#!/bin/sh\necho planted\n").unwrap()
+            }),
+            ("same size", |file, _| {
+                let mut bytes = fs::read(file).unwrap();
+                *bytes.last_mut().unwrap() ^= 1;
+                fs::write(file, bytes).unwrap();
+            }),
+            ("chmod", |file, _| {
+                fs::set_permissions(file, fs::Permissions::from_mode(0o600)).unwrap()
+            }),
+            ("link", |file, outside| {
+                fs::remove_file(file).unwrap();
+                symlink(outside, file).unwrap();
+            }),
+            ("folder", |file, _| {
+                fs::remove_file(file).unwrap();
+                fs::create_dir_all(file.join("inside")).unwrap();
+            }),
+            ("removed", |file, _| fs::remove_file(file).unwrap()),
+        ];
+        for (how, tamper) in tamperings {
+            for script in [false, true] {
+                let (dir, spool) = installed();
+                let outside = dir.path().join("outside");
+                fs::write(&outside, b"theirs").unwrap();
+                fs::set_permissions(&outside, fs::Permissions::from_mode(0o600)).unwrap();
+                let paths = spool.paths();
+                let file = if script {
+                    paths.script()
+                } else {
+                    paths.executable()
+                };
+                tamper(&file, &outside);
+                spool.claim(50).unwrap();
+                let case = format!("{how}, script: {script}");
+                assert_ours(&spool, &case);
+                assert_eq!(fs::read(&outside).unwrap(), b"theirs", "{case}");
+                let mode = fs::metadata(&outside).unwrap().permissions().mode();
+                assert_eq!(mode & 0o777, 0o600, "{case}");
+            }
+        }
+    }
+
+    /// A link (or a file) in place of a folder on the way to `bin/` is
+    /// replaced by a real folder holding the addon's programs; the folder
+    /// the link led to keeps its planted program, untouched.
+    #[test]
+    fn a_drain_repairs_a_linked_folder_on_the_way_to_bin() {
+        for rel in [
+            ".member-work-sync",
+            ".member-work-sync/runtime-hooks",
+            ".member-work-sync/runtime-hooks/bin",
+        ] {
+            for file_instead in [false, true] {
+                let (dir, spool) = installed();
+                let outside = dir.path().join("outside");
+                let planted = outside.join("runtime-hooks/bin");
+                fs::create_dir_all(&planted).unwrap();
+                fs::write(planted.join(HOOK_EXECUTABLE_NAME), b"planted").unwrap();
+                let at = dir.path().join("teams").join(rel);
+                fs::remove_dir_all(&at).unwrap();
+                if file_instead {
+                    fs::write(&at, b"a file").unwrap();
+                } else {
+                    let depth = rel.matches('/').count();
+                    let target = ["", "runtime-hooks", "runtime-hooks/bin"][depth];
+                    symlink(outside.join(target), &at).unwrap();
+                }
+                spool.claim(50).unwrap();
+                assert!(fs::symlink_metadata(&at).unwrap().is_dir(), "{rel}");
+                assert_ours(&spool, rel);
+                assert_eq!(
+                    fs::read(planted.join(HOOK_EXECUTABLE_NAME)).unwrap(),
+                    b"planted"
+                );
+                assert_eq!(fs::read_dir(&planted).unwrap().count(), 1, "{rel}");
+            }
+        }
+    }
+
+    /// With the shipped file gone, a program at the executable's name that
+    /// is not known to be the addon's is removed, never left to run.
+    #[test]
+    fn without_the_shipped_file_an_unknown_executable_is_removed() {
+        let (dir, spool) = installed();
+        fs::remove_file(dir.path().join("shipped")).unwrap();
+        fs::write(spool.paths().executable(), b"planted").unwrap();
+        spool.claim(50).unwrap();
+        assert!(!spool.paths().executable().exists());
+        assert_eq!(
+            fs::read(spool.paths().script()).unwrap(),
+            HOOK_SCRIPT.as_bytes()
+        );
+    }
+
+    /// A drain where no spool was ever installed creates nothing.
+    #[test]
+    fn a_drain_installs_nothing_where_no_spool_was_installed() {
+        let dir = tempfile::tempdir().unwrap();
+        let teams = dir.path().join("teams");
+        fs::create_dir_all(teams.join(".member-work-sync")).unwrap();
+        let paths = SpoolPaths::for_teams_base(&teams);
+        let clock = Arc::new(ManualClock::new(T0));
+        let spool = FsSpool::keeping_executable(paths, clock, None);
+        assert!(spool.claim(50).unwrap().is_empty());
+        assert_eq!(
+            fs::read_dir(teams.join(".member-work-sync"))
+                .unwrap()
+                .count(),
+            0
+        );
+    }
+}
