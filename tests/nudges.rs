@@ -368,6 +368,44 @@ fn the_hourly_limit_holds_when_the_clock_steps_back() {
     assert_eq!(delivered, expected);
 }
 
+/// Deliveries to jack in one real hour when the wall clock steps by
+/// `step_ms` (no time passes) after his first two nudges: a new agenda every
+/// 5 minutes, 12 rounds.
+fn deliveries_in_one_hour_with_a_wall_clock_step(step_ms: i64) -> usize {
+    let f = Fixture::new();
+    let clock = f.services.manual_clock.as_ref().unwrap();
+    let mut delivered = 0;
+    for round in 0..12 {
+        if round == 2 {
+            clock.step(f.services.engine.now_ms() + step_ms);
+        }
+        let task = f.root.join(format!("tasks/forge/{}.json", 20 + round));
+        fs::write(&task, json!({"id": (20 + round).to_string(), "subject": "More", "status": "pending", "owner": "jack"}).to_string())
+            .unwrap();
+        f.advance(5 * MINUTE);
+        f.queued_reconcile("jack");
+        delivered += f.dispatch().delivered;
+    }
+    delivered
+}
+
+#[test]
+fn the_hourly_limit_holds_when_the_clock_steps_forward() {
+    // (wall clock step in minutes, deliveries within the real hour)
+    let steps = [-80, 0, 20, 2 * 60, 24 * 60];
+    let delivered: Vec<(i64, usize)> = steps
+        .iter()
+        .map(|&minutes| {
+            (
+                minutes,
+                deliveries_in_one_hour_with_a_wall_clock_step(minutes * MINUTE),
+            )
+        })
+        .collect();
+    let expected: Vec<(i64, usize)> = steps.iter().map(|&minutes| (minutes, 2)).collect();
+    assert_eq!(delivered, expected);
+}
+
 #[test]
 fn recovery_nudges_lead_to_suppression_after_four_deliveries() {
     let f = Fixture::new();

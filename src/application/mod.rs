@@ -1,6 +1,7 @@
 //! Use cases over small ports: reconcile a member, read its status.
 
 pub(crate) mod busy;
+pub(crate) mod delivery_record;
 pub mod engine;
 pub(crate) mod explain;
 #[cfg(test)]

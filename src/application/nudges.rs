@@ -9,18 +9,19 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::busy::{Busy, BusyReason};
+use super::delivery_record::DeliveryRecord;
 use super::ports::{AuditEvent, InboxOutcome, MemberFailure, PortError, Ports};
 use crate::domain::agenda::TeamIndex;
 use crate::domain::metrics::{readiness, MetricKind, MetricsIndex, Readiness, Thresholds};
 use crate::domain::names::normalize_member_name;
 use crate::domain::nudge::{
     activation, half_hour_bucket, plan_nudge, rate_limit, readiness_metadata, retry_at,
-    watchdog_cooldown, Activation, AttemptEnd, NudgeIntent, OutboxItem, OutboxStatus, PlannedNudge,
-    WatchdogAlert, MAX_RECOVERIES_PER_HOUR,
+    watchdog_cooldown, Activation, AttemptEnd, DeliveryTime, NudgeIntent, OutboxItem, OutboxStatus,
+    PlannedNudge, WatchdogAlert, MAX_RECOVERIES_PER_HOUR,
 };
 use crate::domain::status::{MemberStatus, StatusState};
 use crate::domain::team::TeamSnapshot;
-use crate::domain::time::{format_iso, parse_iso, EpochMs, IsoTime};
+use crate::domain::time::{format_iso, parse_iso, EpochMs, IsoTime, MonotonicMs};
 
 /// Items one claim takes.
 pub const CLAIM_LIMIT: usize = 10;
@@ -74,12 +75,23 @@ impl DispatchSummary {
 /// Planner and dispatcher.
 pub struct Nudges {
     ports: Arc<Ports>,
+    /// When by the monotonic clock this process made each member's latest
+    /// deliveries: keeps the hourly limit across wall-clock steps forward.
+    delivered: DeliveryRecord,
 }
 
 impl Nudges {
     /// Wires the use cases.
     pub fn new(ports: Arc<Ports>) -> Self {
-        Self { ports }
+        Self {
+            ports,
+            delivered: DeliveryRecord::default(),
+        }
+    }
+
+    /// Now by the monotonic clock, in milliseconds.
+    fn monotonic_now(&self) -> MonotonicMs {
+        MonotonicMs::try_from(self.ports.clock.monotonic().as_millis()).unwrap_or(MonotonicMs::MAX)
     }
 
     fn audit(
@@ -376,6 +388,11 @@ impl Nudges {
     ) {
         let now = self.ports.clock.now_ms();
         let end = self.attempt(item, index, metrics, alerts, now);
+        if end == AttemptEnd::Delivered {
+            // The inbox has it whatever becomes of the outcome write below.
+            let at = self.monotonic_now();
+            self.delivered.record(team, &item.member_name, &item.id, at);
+        }
         let (counter, kind) = match &end {
             AttemptEnd::Delivered => (&mut summary.delivered, "nudge_delivered"),
             AttemptEnd::Retryable { .. } => (&mut summary.retryable, "nudge_retryable"),
@@ -522,12 +539,11 @@ impl Nudges {
             // Without the member's deliveries the rate limit cannot be checked.
             Err(e) => return retry(format!("outbox_unavailable:{e}"), backoff),
         };
-        let delivered: Vec<EpochMs> = items
-            .iter()
-            .filter(|i| i.status == OutboxStatus::Delivered)
-            .filter_map(|i| i.delivered_at.as_ref().and_then(IsoTime::ms))
-            .collect();
-        if let Some(at) = rate_limit(&delivered, now) {
+        if let Some(at) = rate_limit(
+            &self.deliveries(team, member, &items),
+            now,
+            self.monotonic_now(),
+        ) {
             return retry("member_nudge_rate_limited".into(), at);
         }
         if let Some(busy) = self
@@ -566,6 +582,31 @@ impl Nudges {
             }
             Err(failure) => supersede(&format!("inbox_unavailable:{}", failure.reason)),
         }
+    }
+}
+
+impl Nudges {
+    /// The member's deliveries: each delivered outbox item by its stored
+    /// wall-clock time, joined by id with the monotonic times this process
+    /// recorded (including deliveries whose outbox row is gone or unmarked).
+    fn deliveries(&self, team: &str, member: &str, items: &[OutboxItem]) -> Vec<DeliveryTime> {
+        let mut recorded = self.delivered.of(team, member);
+        let mut deliveries: Vec<DeliveryTime> = items
+            .iter()
+            .filter(|i| i.status == OutboxStatus::Delivered)
+            .map(|i| {
+                let here = recorded.iter().position(|d| d.outbox_id == i.id);
+                DeliveryTime {
+                    wall: i.delivered_at.as_ref().and_then(IsoTime::ms),
+                    monotonic: here.map(|at| recorded.swap_remove(at).at),
+                }
+            })
+            .collect();
+        deliveries.extend(recorded.into_iter().map(|d| DeliveryTime {
+            wall: None,
+            monotonic: Some(d.at),
+        }));
+        deliveries
     }
 }
 

@@ -18,7 +18,7 @@ use super::retention::Retention;
 use super::review_cycle::ReviewObligation;
 use super::status::{MemberStatus, StatusState};
 use super::team::ProviderId;
-use super::time::{format_iso, parse_iso, EpochMs, IsoTime};
+use super::time::{format_iso, parse_iso, EpochMs, IsoTime, MonotonicMs};
 
 const MINUTE: EpochMs = 60_000;
 /// Delivered nudges for one fingerprint before suppression (without an accepted report).
@@ -27,6 +27,8 @@ pub const SUPPRESS_AFTER_DELIVERIES: usize = 4;
 pub const MAX_RECOVERIES_PER_HOUR: usize = 2;
 /// Deliveries per member per hour.
 pub const MAX_DELIVERIES_PER_HOUR: usize = 2;
+/// The window [`MAX_DELIVERIES_PER_HOUR`] counts deliveries in.
+pub const DELIVERY_WINDOW_MS: EpochMs = 60 * MINUTE;
 /// Needs-sync age before stale native work may be nudged while collecting.
 pub const NATIVE_STALE_MS: EpochMs = 6 * MINUTE;
 /// A claim older than this may be taken over (its dispatcher died).
@@ -696,19 +698,46 @@ pub fn watchdog_cooldown(
         .max()
 }
 
-/// Deliveries of a member within the last hour, and when the oldest of them
-/// leaves the window. A delivery dated after `now` counts too: the clock has
-/// stepped back since it went out, so it went out less than an hour ago as
-/// far as anyone can tell, and it keeps counting until the clock passes it by
-/// an hour (the limit errs toward fewer nudges, never more).
-pub fn rate_limit(delivered_at: &[EpochMs], now: EpochMs) -> Option<EpochMs> {
-    let recent: Vec<EpochMs> = delivered_at
-        .iter()
-        .copied()
-        .filter(|&at| now.saturating_sub(at) < 60 * MINUTE)
-        .collect();
-    (recent.len() >= MAX_DELIVERIES_PER_HOUR)
-        .then(|| recent.iter().min().copied().unwrap_or(now) + 60 * MINUTE)
+/// When one nudge to a member went out: by the wall clock (the outbox's
+/// `deliveredAt`, which every process sees) and, when this process delivered
+/// it, by the process's monotonic clock (which a wall-clock step does not move).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeliveryTime {
+    /// Wall-clock time of the delivery, as stored.
+    pub wall: Option<EpochMs>,
+    /// Monotonic time of the delivery, when this process made it.
+    pub monotonic: Option<MonotonicMs>,
+}
+
+/// Whether a member may get another nudge now: `None` when fewer than
+/// [`MAX_DELIVERIES_PER_HOUR`] deliveries are within the last hour, else the
+/// wall-clock time at which the first of them leaves the window.
+///
+/// A delivery is within the hour when either clock says so. By the wall
+/// clock, one dated after `now` counts too: the clock stepped back since it
+/// went out, and it keeps counting until the clock passes it by an hour. By
+/// the monotonic clock, one this process made less than an hour ago counts
+/// however far the wall clock stepped forward since. Either way the limit
+/// errs toward fewer nudges, never more.
+pub fn rate_limit(
+    deliveries: &[DeliveryTime],
+    now: EpochMs,
+    now_monotonic: MonotonicMs,
+) -> Option<EpochMs> {
+    let leaves_window = |delivery: &DeliveryTime| {
+        let by_wall = delivery
+            .wall
+            .filter(|&at| now.saturating_sub(at) < DELIVERY_WINDOW_MS)
+            .map(|at| at.saturating_add(DELIVERY_WINDOW_MS));
+        let by_monotonic = delivery
+            .monotonic
+            .map(|at| DELIVERY_WINDOW_MS.saturating_sub(now_monotonic.saturating_sub(at)))
+            .filter(|&left| left > 0)
+            .map(|left| now.saturating_add(left));
+        by_wall.max(by_monotonic)
+    };
+    let recent: Vec<EpochMs> = deliveries.iter().filter_map(leaves_window).collect();
+    (recent.len() >= MAX_DELIVERIES_PER_HOUR).then(|| recent.iter().min().copied().unwrap_or(now))
 }
 
 /// Suppression: after [`SUPPRESS_AFTER_DELIVERIES`] deliveries for one

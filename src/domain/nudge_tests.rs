@@ -369,33 +369,107 @@ fn watchdog_cooldown_edges() {
     assert_eq!(watchdog_cooldown(&[resolved], &tasks, "jack", NOW), None);
 }
 
+/// A delivery known by its wall-clock time only (another process, or before a restart).
+fn wall(at: EpochMs) -> DeliveryTime {
+    DeliveryTime {
+        wall: Some(at),
+        monotonic: None,
+    }
+}
+
+/// A delivery this process made: `at` by the wall clock, `mono` by its monotonic clock.
+fn here(at: EpochMs, mono: MonotonicMs) -> DeliveryTime {
+    DeliveryTime {
+        wall: Some(at),
+        monotonic: Some(mono),
+    }
+}
+
 #[test]
 fn rate_limit_second_vs_third_delivery() {
-    assert_eq!(
-        rate_limit(&[NOW - 10 * MINUTE], NOW),
-        None,
-        "1 delivered: a 2nd may go"
-    );
-    assert_eq!(
-        rate_limit(&[NOW - 10 * MINUTE, NOW - 5 * MINUTE], NOW),
-        Some(NOW + 50 * MINUTE),
-        "2 delivered: the 3rd waits until the oldest leaves the hour"
-    );
-    assert_eq!(
-        rate_limit(&[NOW - 60 * MINUTE, NOW - 5 * MINUTE], NOW),
-        None,
-        "oldest is out of the window"
-    );
-    assert_eq!(
-        rate_limit(&[NOW + 70 * MINUTE, NOW + 75 * MINUTE], NOW),
-        Some(NOW + 130 * MINUTE),
-        "the clock stepped back 80 min: both still count until it passes them by an hour"
-    );
-    assert_eq!(
-        rate_limit(&[NOW - 50 * MINUTE, NOW + 24 * 60 * MINUTE], NOW),
-        Some(NOW + 10 * MINUTE),
-        "one from before and one from after a step back"
-    );
+    // Monotonic now; a process that has run for a day.
+    const MONO: MonotonicMs = 24 * 60 * MINUTE;
+    const STEP: EpochMs = 2 * 60 * MINUTE;
+    // (deliveries, wall now, next delivery allowed at, why)
+    let cases: [(Vec<DeliveryTime>, EpochMs, Option<EpochMs>, &str); 10] = [
+        (vec![wall(NOW - 10 * MINUTE)], NOW, None, "1 delivered: a 2nd may go"),
+        (
+            vec![wall(NOW - 10 * MINUTE), wall(NOW - 5 * MINUTE)],
+            NOW,
+            Some(NOW + 50 * MINUTE),
+            "2 delivered: the 3rd waits until the oldest leaves the hour",
+        ),
+        (
+            vec![wall(NOW - 60 * MINUTE), wall(NOW - 5 * MINUTE)],
+            NOW,
+            None,
+            "oldest is out of the window",
+        ),
+        (
+            vec![wall(NOW + 70 * MINUTE), wall(NOW + 75 * MINUTE)],
+            NOW,
+            Some(NOW + 130 * MINUTE),
+            "the clock stepped back 80 min: both still count until it passes them by an hour",
+        ),
+        (
+            vec![wall(NOW - 50 * MINUTE), wall(NOW + 24 * 60 * MINUTE)],
+            NOW,
+            Some(NOW + 10 * MINUTE),
+            "one from before and one from after a step back",
+        ),
+        (
+            vec![
+                here(NOW - 10 * MINUTE, MONO - 10 * MINUTE),
+                here(NOW - 5 * MINUTE, MONO - 5 * MINUTE),
+            ],
+            NOW + STEP,
+            Some(NOW + STEP + 50 * MINUTE),
+            "the clock stepped forward 2 h: this process made both 10 and 5 min ago",
+        ),
+        (
+            vec![
+                wall(NOW - 10 * MINUTE),
+                here(NOW - 5 * MINUTE, MONO - 5 * MINUTE),
+            ],
+            NOW + STEP,
+            None,
+            "after a restart and a step forward only the one this process made counts",
+        ),
+        (
+            vec![
+                wall(NOW + STEP - 20 * MINUTE),
+                here(NOW - 5 * MINUTE, MONO - 5 * MINUTE),
+            ],
+            NOW + STEP,
+            Some(NOW + STEP + 40 * MINUTE),
+            "one recent by the wall clock, one by the monotonic clock",
+        ),
+        (
+            vec![
+                DeliveryTime {
+                    wall: None,
+                    monotonic: Some(MONO - 30 * MINUTE),
+                },
+                here(NOW - 61 * MINUTE, MONO - 61 * MINUTE),
+                here(NOW - 5 * MINUTE, MONO - 5 * MINUTE),
+            ],
+            NOW,
+            Some(NOW + 30 * MINUTE),
+            "a delivery whose outbox row is gone still counts; one an hour old by both clocks does not",
+        ),
+        (
+            vec![
+                here(NOW - 10 * MINUTE, MONO - 70 * MINUTE),
+                here(NOW - 5 * MINUTE, MONO - 65 * MINUTE),
+            ],
+            NOW,
+            Some(NOW + 50 * MINUTE),
+            "the clock stepped back 1 h: the wall clock still counts both",
+        ),
+    ];
+    for (deliveries, now, allowed_at, why) in cases {
+        assert_eq!(rate_limit(&deliveries, now, MONO), allowed_at, "{why}");
+    }
 }
 
 #[test]

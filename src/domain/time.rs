@@ -5,6 +5,11 @@ use chrono::{DateTime, SecondsFormat, Utc};
 /// Milliseconds since the Unix epoch; the only time unit inside the addon.
 pub type EpochMs = i64;
 
+/// Milliseconds of a clock that a wall-clock step does not move, since a
+/// fixed point of one process: comparable only with other readings of the
+/// same process.
+pub type MonotonicMs = i64;
+
 /// The clocks the addon accepts (`options.clock.nowMs`, `setClockForTesting`):
 /// 1970-01-01T00:00:00.000Z up to (not including) 9999-01-01T00:00:00.000Z.
 /// Every time stored is ISO-8601 text with a four-digit year ([`format_iso`]),
