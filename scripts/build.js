@@ -12,7 +12,8 @@ const path = require('node:path')
 const { spawnSync } = require('node:child_process')
 
 const ROOT = path.join(__dirname, '..')
-const NAPI_ARGS = ['build', '--platform', '--release', '--strip', '--no-js', '--package', 'member-work-sync']
+/** The dev loop's profile (Cargo.toml `dev-release`); `build:all` ships `release`. */
+const NAPI_ARGS = ['build', '--platform', '--profile', 'dev-release', '--strip', '--no-js', '--package', 'member-work-sync']
 
 function buildAddon() {
   const env = { ...process.env }
