@@ -85,6 +85,18 @@ describe('member-work-sync explain, metrics, drain, hook-settings', () => {
     }
   })
 
+  it('explain still shows a member that left the roster but has history, with a note', async () => {
+    const root = await exampleWithHistory()
+    const configFile = path.join(root, 'teams/forge/config.json')
+    const config = JSON.parse(fs.readFileSync(configFile, 'utf8'))
+    config.members = config.members.filter((m: any) => m.name !== 'jack')
+    fs.writeFileSync(configFile, JSON.stringify(config))
+    const result = run('explain', '--claude-root', root, '--team', 'forge', '--member', 'jack')
+    expect(result.code).toBe(0)
+    expect(result.stdout).toMatch(/^Timeline of jack in team forge, oldest first \(times UTC\):\n2026-11-22 10:00:00 {2}reconcile queued/)
+    expect(result.stderr).toBe('member-work-sync: note: jack is not on the roster of team forge (any more); showing what was recorded for it\n')
+  })
+
   it('metrics prints counts and readiness against thresholds within 100 columns, says when nothing is recorded yet, read-only', async () => {
     const root = copyExampleRoot()
     const before = treeFingerprint(root)
