@@ -35,27 +35,59 @@ describe('member-work-sync CLI', () => {
 
   // (arguments, exit code, stdout pattern, stderr pattern)
   const argumentCases: [string[], number, RegExp, RegExp][] = [
-    [['--help'], 0, /^usage: member-work-sync status/, /^$/],
-    [['-h'], 0, /^usage: member-work-sync status/, /^$/],
-    [['status', '--help'], 0, /--claude-root DIR/, /^$/],
+    [['--help'], 0, /^usage: member-work-sync <command> \[options\]/, /^$/],
+    [['-h'], 0, /^usage: member-work-sync <command> \[options\]/, /^$/],
+    [['status', '--help'], 0, /^usage: member-work-sync status \[--claude-root DIR\] \[--team NAME\] \[--json\]\n/, /^$/],
     [['--version'], 0, new RegExp(`^${VERSION.replace(/\./g, '\\.')}\\n$`), /^$/],
     [['-V'], 0, new RegExp(`^${VERSION.replace(/\./g, '\\.')}\\n$`), /^$/],
-    [['status', '--team'], 2, /^$/, /--team needs a value\nusage:/],
+    [['status', '--team'], 2, /^$/, /^member-work-sync: --team needs a value \(--team NAME\); see member-work-sync status --help\n$/],
     [['status', '--team='], 2, /^$/, /--team needs a value/],
     [['status', '--team', '--json'], 2, /^$/, /--team needs a value/],
     [['status', '--claude-root'], 2, /^$/, /--claude-root needs a value/],
-    [['status', '--bogus'], 2, /^$/, /unknown argument --bogus/],
-    [['--json=1', 'status'], 2, /^$/, /unknown argument --json=1/],
-    [['watch', '--json'], 2, /^$/, /watch does not take --json/],
+    [['status', '--bogus'], 2, /^$/, /^member-work-sync: unknown option --bogus; see member-work-sync status --help\n$/],
+    [['status', '--tema', 'forge'], 2, /^$/, /^member-work-sync: unknown option --tema; did you mean --team\? \(see member-work-sync status --help\)\n$/],
+    [['stauts'], 2, /^$/, /^member-work-sync: unknown command stauts; did you mean status\? \(see member-work-sync --help\)\n$/],
+    [['wacth', '--team', 'forge'], 2, /^$/, /unknown command wacth; did you mean watch\?/],
+    [['frobnicate'], 2, /^$/, /^member-work-sync: unknown command frobnicate; see member-work-sync --help\n$/],
+    [['--json=1', 'status'], 2, /^$/, /--json takes no value \(got --json=1\); see member-work-sync status --help/],
+    [['watch', '--json'], 2, /^$/, /^member-work-sync: --json does not apply to watch; see member-work-sync watch --help\n$/],
     [['watch', '--team'], 2, /^$/, /--team needs a value/],
-    [['--help'], 0, /\n {7}member-work-sync watch \[--claude-root DIR\] \[--team NAME\]/, /^$/],
-    [[], 2, /^$/, /missing command \(status, explain, metrics, drain, hook-settings, watch\)/],
+    [['status', 'forge'], 2, /^$/, /^member-work-sync: unexpected argument forge after status; see member-work-sync status --help\n$/],
+    [[], 2, /^$/, /^member-work-sync: missing command \(status, explain, metrics, drain, hook-settings, env, watch\); see member-work-sync --help\n$/],
   ]
   it.each(argumentCases)('arguments %j exit %i', (args, code, stdout, stderr) => {
     const result = run(...args)
     expect(result.code).toBe(code)
     expect(result.stdout).toMatch(stdout)
     expect(result.stderr).toMatch(stderr)
+    // A usage error is one line: the problem and a hint, never the whole help.
+    if (code === 2) expect(result.stderr.split('\n')).toHaveLength(2)
+  })
+
+  it('every command has its own --help, and the help fits 100 columns', () => {
+    const commands = ['status', 'explain', 'metrics', 'drain', 'hook-settings', 'env', 'watch']
+    const global = run('--help')
+    for (const command of commands) expect(global.stdout).toMatch(new RegExp(`\\n  ${command} +\\S`))
+    for (const args of [['--help'], ...commands.flatMap((c) => [[c, '--help'], ['-h', c]])]) {
+      const help = run(...args)
+      expect(help).toMatchObject({ code: 0, stderr: '' })
+      if (args.length === 2) expect(help.stdout).toMatch(new RegExp(`^usage: member-work-sync ${args.find((a) => a !== '--help' && a !== '-h')} `))
+      expect(help.stdout.split('\n').filter((line) => line.length > 100)).toEqual([])
+    }
+  })
+
+  it("--help says what each command really does: watch shows the app's queue, drain installs nothing", () => {
+    const watch = run('watch', '--help').stdout
+    expect(watch).toMatch(/reconcile queue \(as a running app\s+publishes it to DIR\/teams\/\.member-work-sync\/activity\.json\)/)
+    expect(watch).not.toMatch(/not shown/)
+    const drain = run('drain', '--help').stdout
+    expect(drain).toMatch(/no hook was ever\s+installed \(hook-settings installs it\) there is no spool: it claims nothing and\s+creates nothing/)
+    // ... and so it does: a drain on a fresh root writes, moves and creates nothing.
+    const root = copyExampleRoot()
+    const before = treeFingerprint(root)
+    expect(run('drain', '--claude-root', root)).toMatchObject({ code: 0, stderr: '' })
+    expect(treeFingerprint(root)).toBe(before)
+    for (const command of ['hook-settings', 'env']) expect(run(command, '--help').stdout).toMatch(/WRITES: installs the\s+spool/)
   })
 
   it('a missing root exits 1 naming it', () => {

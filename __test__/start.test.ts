@@ -20,13 +20,16 @@ describe('npm start', () => {
       /nudge delivered to teams\/forge\/inboxes\/bob\.json \(tasks 7, 12\)/,
       /report accepted: bob is still_working until /,
       /explain forge\/bob: \d+ entries/,
-      /nudge_skipped +nudge not planned: phase 2 is not ready/,
-      /nudge_delivered +nudge \S+ delivered to the inbox/,
-      /report_accepted +report accepted/,
+      /\n\d{4}-\d\d-\d\d \d\d:\d\d:\d\d {2}nudge not planned: phase 2 is not ready/,
+      /\n\d{4}-\d\d-\d\d \d\d:\d\d:\d\d {2}nudge member-work-sync:forge:bob:[\s\S]{0,120}? delivered to the inbox/,
+      /\n\d{4}-\d\d-\d\d \d\d:\d\d:\d\d {2}report accepted/,
     ]) {
       expect(stdout).toMatch(line)
     }
     // Steps run in order.
+    // The timeline fits 100 columns.
+    const timeline = stdout.slice(stdout.indexOf('explain forge/bob:'))
+    expect(timeline.split('\n').filter((l) => l.length > 100)).toEqual([])
     const steps = [...stdout.matchAll(/== Step (\d+)/g)].map((m) => Number(m[1]))
     expect(steps).toEqual([1, 2, 3, 4, 5, 6, 7])
   })

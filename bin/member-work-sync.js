@@ -1,136 +1,258 @@
 #!/usr/bin/env node
 'use strict'
-// CLI: `member-work-sync <command> ...` (see USAGE).
+// CLI: `member-work-sync <command> ...` (COMMANDS below; `--help`, `<command> --help`).
 // `status`, `explain` and `metrics` only read: they go through the addon's
 // side-effect-free `previewTeam`, `explain` and `previewMetrics` and write, move
 // or create nothing under the Claude root (no journal line, no metric event,
-// no report token). `drain` and `hook-settings` write: they install the
-// turn-settled spool and drain it. `watch` shows the same as `status`, live,
-// with phase-2 readiness and the app's queue, read-only too (bin/watch.js).
+// no report token). `drain`, `hook-settings` and `env` write: `drain` drains
+// an installed turn-settled spool, the other two install it. `watch` shows the
+// same as `status`, live, with phase-2 readiness and the app's queue,
+// read-only too (bin/watch.js). No command prints a report token, and every
+// text it prints has its control characters escaped (bin/text.js): names,
+// subjects and file names come from files agents write.
 
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 
-const USAGE = `usage: member-work-sync status [--claude-root DIR] [--team NAME] [--json]
-       member-work-sync explain --team NAME --member NAME [--since AGE] [--claude-root DIR] [--json]
-       member-work-sync metrics --team NAME [--claude-root DIR] [--json]
-       member-work-sync drain [--claude-root DIR] [--json]
-       member-work-sync hook-settings --provider claude|codex|opencode [--claude-root DIR]
-       member-work-sync watch [--claude-root DIR] [--team NAME]
-       member-work-sync --help | --version
+const { closest, escapeControls, escapeJson, field, wrapLine, wrapText, MAX_COLUMNS } = require('./text')
 
-commands:
-  status         each member's current work-sync status and agenda (read-only)
-  explain        one member's timeline, oldest first, one line per entry
-                 "HH:MM:SS  <what happened>" (UTC): reconciles and their
-                 triggers, nudges planned, delivered, skipped or suppressed and
-                 why, reports accepted or rejected (read-only)
-  metrics        a team's counts and phase-2 readiness (read-only)
-  drain          drains the runtime turn-settled spool once and prints the
-                 summary (WRITES: installs the spool under DIR/teams, claims and
-                 files its events, records journal lines)
-  hook-settings  prints the turn-settled hook settings JSON for a provider
-                 (WRITES: installs the spool and its hook script under DIR/teams)
-  watch          a live terminal view of every member's state, the turn-settled
-                 spool backlog and recent changes; q or Ctrl-C quits. Read-only
-                 like status: it runs the addon with autoStart false, so it
-                 drains no spool, sends no nudge and writes nothing; it re-reads
-                 once a second and on file changes. The app's reconcile queue
-                 lives in the app's own process and is not shown. Needs a
-                 terminal.
+const PROGRAM = 'member-work-sync'
 
-options:
-  --claude-root DIR  Claude home (default: $CLAUDE_CONFIG_DIR, else ~/.claude)
-  --team NAME        the team (status, watch: default every team under DIR/teams)
-  --member NAME      the member (explain)
-  --since AGE        explain: only entries of the last AGE (30s, 15m, 2h, 1d)
-                     or since an ISO-8601 time
-  --provider NAME    hook-settings: claude, codex or opencode
-  --json             machine-readable output (explain: the complete entries)
-  -h, --help         this help
-  -V, --version      the package version
+/**
+ * Every command: its synopsis, what it does (the help text), and the options
+ * it takes beyond `--claude-root` (`required` ones must be given).
+ */
+const COMMANDS = {
+  status: {
+    synopsis: 'status [--claude-root DIR] [--team NAME] [--json]',
+    summary: "each member's current state and agenda (read-only)",
+    help: `Prints each member's state (caught_up, needs_sync, still_working, blocked,
+inactive), actionable items and agenda fingerprint, computed from the board now.
+Read-only: it writes, moves and creates nothing under the root and prints no
+report token.`,
+    required: [],
+    optional: ['team', 'json'],
+  },
+  explain: {
+    synopsis: 'explain --team NAME --member NAME [--since AGE] [--claude-root DIR] [--json]',
+    summary: "one member's timeline: reconciles, nudges, reports (read-only)",
+    help: `Prints one member's timeline, oldest first, one entry per line
+("YYYY-MM-DD HH:MM:SS  <what happened>", UTC): reconciles and their triggers,
+nudges planned, delivered, skipped or suppressed and why, reports accepted or
+rejected, the stored status. The timeline is what a running app recorded (an
+instance with autoStart writes the journal, outbox and status as it works);
+says so when there is none yet. A member not on the roster or a team whose
+config.json cannot be read exits 1. Read-only; --json prints the complete
+entries (without report tokens).`,
+    required: ['team', 'member'],
+    optional: ['since', 'json'],
+  },
+  metrics: {
+    synopsis: 'metrics --team NAME [--claude-root DIR] [--json]',
+    summary: "a team's counts and phase-2 readiness (read-only)",
+    help: `Prints a team's status counts and its phase-2 readiness, each rate against its
+threshold, from the metric events a running app recorded; says so when there
+are none yet. A team whose config.json cannot be read exits 1. Read-only.`,
+    required: ['team'],
+    optional: ['json'],
+  },
+  drain: {
+    synopsis: 'drain [--claude-root DIR] [--json]',
+    summary: 'drains the turn-settled spool once (writes)',
+    help: `Claims the Stop events the installed hooks spooled (at most 50), attributes
+each to its member, records it and prints the summary. WRITES: moves the spool
+files it claims and appends journal lines. On a root where no hook was ever
+installed (hook-settings installs it) there is no spool: it claims nothing and
+creates nothing.`,
+    required: [],
+    optional: ['json'],
+  },
+  'hook-settings': {
+    synopsis: 'hook-settings --provider claude|codex [--claude-root DIR]',
+    summary: "the Stop hook settings JSON for a runtime (writes)",
+    help: `Prints the turn-settled Stop hook settings JSON: for claude the --settings
+fragment, for codex {config_overrides: [...]} (pass each as -c <item>).
+WRITES: installs the spool folders and the hook program under DIR/teams.
+opencode takes no hook settings (its plugin reads the spool folder from the
+environment: see env).`,
+    required: ['provider'],
+    optional: ['json'],
+  },
+  env: {
+    synopsis: 'env --provider codex|opencode [--claude-root DIR] [--json]',
+    summary: 'the runtime environment for the Stop hook of codex or opencode (writes)',
+    help: `Prints the environment a codex or opencode runtime needs for its turn-settled
+hook (AGENT_TEAMS_RUNTIME_TURN_SETTLED_SPOOL_ROOT), one NAME=value line each,
+quoted for a POSIX shell; --json prints it as an object. WRITES: installs the
+spool folders under DIR/teams. claude takes no environment (see hook-settings).`,
+    required: ['provider'],
+    optional: ['json'],
+  },
+  watch: {
+    synopsis: 'watch [--claude-root DIR] [--team NAME]',
+    summary: 'a live view of every member, the spool and the app\'s queue (read-only)',
+    help: `A live terminal view of every member's state, each team's phase-2 readiness,
+the turn-settled spool backlog, the app's reconcile queue (as a running app
+publishes it to DIR/teams/.member-work-sync/activity.json) and recent changes;
+q or Ctrl-C quits. It re-reads once a second and on file changes. Read-only
+like status: it runs the addon with autoStart false, so it drains no spool,
+sends no nudge and writes nothing. Needs a terminal.`,
+    required: [],
+    optional: ['team'],
+  },
+}
 
-Options also take the --name=value form.
-Exit status: 0 success (watch: quit by q or Ctrl-C), 1 a root or team could not
-be read, 2 bad arguments or watch without a terminal.`
+/** Every option: its flag, what it holds (undefined for a switch) and its help line. */
+const OPTIONS = {
+  claudeRoot: { flag: '--claude-root', value: 'DIR', help: 'Claude home (default: $CLAUDE_CONFIG_DIR, else ~/.claude)' },
+  team: { flag: '--team', value: 'NAME', help: 'the team, a folder under DIR/teams' },
+  member: { flag: '--member', value: 'NAME', help: 'the member, as on the team roster' },
+  since: { flag: '--since', value: 'AGE', help: 'only entries of the last AGE (30s, 15m, 2h, 1d) or since an ISO-8601 time' },
+  provider: { flag: '--provider', value: 'NAME', help: 'the runtime' },
+  json: { flag: '--json', value: undefined, help: 'machine-readable output' },
+}
 
-/** A usage mistake: reported with the usage text, exit status 2. */
-class UsageError extends Error {}
+const PROVIDERS = {
+  'hook-settings': ['claude', 'codex'],
+  env: ['codex', 'opencode'],
+}
+
+/** Why a provider is refused by a command that has nothing for it. */
+const PROVIDER_ELSEWHERE = {
+  'hook-settings': {
+    opencode: ['opencode takes no hook settings: its plugin reads the spool folder from the environment', 'env'],
+  },
+  env: {
+    claude: ['claude takes no environment: its Stop hook is in its settings', 'hook-settings'],
+  },
+}
+
+/** The global help: every command's synopsis and summary. */
+function globalHelp() {
+  const names = Object.keys(COMMANDS)
+  const width = Math.max(...names.map((n) => n.length))
+  return [
+    `usage: ${PROGRAM} <command> [options]     (${PROGRAM} <command> --help for one command)`,
+    '',
+    'commands:',
+    ...names.map((name) => `  ${name.padEnd(width)}  ${COMMANDS[name].summary}`),
+    '',
+    'common options:',
+    `  ${OPTIONS.claudeRoot.flag} ${OPTIONS.claudeRoot.value}  ${OPTIONS.claudeRoot.help}`,
+    '  -h, --help         this help; after a command, that command\'s help',
+    '  -V, --version      the package version',
+    '',
+    'Options also take the --name=value form. Exit status: 0 success, 1 a root,',
+    'team or member that cannot be shown or data that cannot be used, 2 bad',
+    'arguments (watch: also no terminal).',
+  ].join('\n')
+}
+
+/** One command's help: synopsis, what it does, its options. */
+function commandHelp(name) {
+  const command = COMMANDS[name]
+  const keys = ['claudeRoot', ...command.required, ...command.optional]
+  const lines = keys.map((key) => {
+    const o = OPTIONS[key]
+    const left = o.value ? `${o.flag} ${o.value}` : o.flag
+    const providers = key === 'provider' ? ` (${PROVIDERS[name].join(' or ')})` : ''
+    const required = command.required.includes(key) ? ' (required)' : ''
+    const everyTeam = key === 'team' && !required ? ' (default: every team)' : ''
+    return `  ${left.padEnd(17)}  ${o.help}${providers}${required}${everyTeam}`
+  })
+  const text = [`usage: ${PROGRAM} ${command.synopsis}`, '', command.help, '', 'options:', ...lines, '  -h, --help         this help']
+  return wrapText(text.join('\n'))
+}
+
+/** A usage mistake: one line naming it and a hint, exit status 2. */
+class UsageError extends Error {
+  constructor(problem, hint) {
+    super(`${problem}; ${hint}`)
+  }
+}
+
+/** The "see ... --help" hint for `command` (the global help when undefined). */
+function seeHelp(command) {
+  return `see ${PROGRAM}${command ? ` ${command}` : ''} --help`
+}
+
+/** "did you mean X? see ..." when `word` looks like one of `candidates`, else just the help hint. */
+function hint(word, candidates, command) {
+  const guess = closest(word, candidates)
+  return guess ? `did you mean ${guess}? (${seeHelp(command)})` : seeHelp(command)
+}
 
 /** A root or team that cannot be shown: exit status 1. */
 class TargetError extends Error {}
 
-const VALUE_OPTIONS = {
-  '--claude-root': 'claudeRoot',
-  '--team': 'team',
-  '--member': 'member',
-  '--since': 'since',
-  '--provider': 'provider',
+/** The options key of a flag (`--member` -> `member`), or undefined. */
+function keyOf(flag) {
+  return Object.keys(OPTIONS).find((key) => OPTIONS[key].flag === flag)
 }
 
 /**
- * Each command's options beyond `--claude-root` and `--json`: `required`
- * ones must be given, `optional` ones may be; any other is a usage error.
+ * Parses argv (without node and script); returns `{ action, claudeRoot,
+ * team, member, since, sinceMs, provider, json }`, or `{ action: 'help',
+ * command }` / `{ action: 'version' }`.
  */
-const COMMANDS = {
-  status: { required: [], optional: ['team'] },
-  explain: { required: ['team', 'member'], optional: ['since'] },
-  metrics: { required: ['team'], optional: [] },
-  drain: { required: [], optional: [] },
-  'hook-settings': { required: ['provider'], optional: [] },
-  watch: { required: [], optional: ['team'] },
-}
-
-const PROVIDERS = ['claude', 'codex', 'opencode']
-
-/** The option flag of an options key (`member` -> `--member`). */
-function flagOf(key) {
-  return Object.keys(VALUE_OPTIONS).find((flag) => VALUE_OPTIONS[flag] === key)
-}
-
-/** Parses argv (without node and script); returns `{ action, claudeRoot, team, member, since, provider, json }`. */
 function parseArgs(argv) {
-  const options = { action: undefined, claudeRoot: undefined, team: undefined, json: false }
+  const command = argv.find((arg) => Object.hasOwn(COMMANDS, arg))
+  if (argv.some((arg) => arg === '-h' || arg === '--help')) return { action: 'help', command }
+  if (argv.some((arg) => arg === '-V' || arg === '--version')) return { action: 'version' }
+  const options = { action: undefined, json: false }
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]
     const eq = arg.startsWith('--') ? arg.indexOf('=') : -1
     const name = eq === -1 ? arg : arg.slice(0, eq)
-    if (name === '-h' || name === '--help') return { ...options, action: 'help' }
-    if (name === '-V' || name === '--version') return { ...options, action: 'version' }
-    if (name in VALUE_OPTIONS) {
+    const key = keyOf(name)
+    const scope = options.action
+    if (key !== undefined && OPTIONS[key].value !== undefined) {
       let value
       if (eq !== -1) value = arg.slice(eq + 1)
       else if (i + 1 < argv.length && !argv[i + 1].startsWith('-')) value = argv[++i]
-      if (!value) throw new UsageError(`${name} needs a value`)
-      options[VALUE_OPTIONS[name]] = value
-    } else if (name === '--json' && eq === -1) {
+      if (!value) throw new UsageError(`${name} needs a value (${name} ${OPTIONS[key].value})`, seeHelp(command))
+      options[key] = value
+    } else if (key === 'json') {
+      if (eq !== -1) throw new UsageError(`--json takes no value (got ${field(arg)})`, seeHelp(command))
       options.json = true
-    } else if (Object.hasOwn(COMMANDS, arg) && options.action === undefined) {
+    } else if (arg.startsWith('-')) {
+      const flags = Object.values(OPTIONS).map((o) => o.flag)
+      throw new UsageError(`unknown option ${field(name)}`, hint(name, flags, command))
+    } else if (Object.hasOwn(COMMANDS, arg) && scope === undefined) {
       options.action = arg
+    } else if (scope === undefined) {
+      throw new UsageError(`unknown command ${field(arg)}`, hint(arg, Object.keys(COMMANDS)))
     } else {
-      throw new UsageError(`unknown argument ${arg}`)
+      throw new UsageError(`unexpected argument ${field(arg)} after ${scope}`, seeHelp(scope))
     }
   }
-  if (options.action === undefined) throw new UsageError(`missing command (${Object.keys(COMMANDS).join(', ')})`)
-  if (options.action === 'watch' && options.json) throw new UsageError('watch does not take --json')
+  if (options.action === undefined) {
+    throw new UsageError(`missing command (${Object.keys(COMMANDS).join(', ')})`, seeHelp())
+  }
   checkCommandOptions(options)
   return options
 }
 
 /** Rejects missing required and inapplicable options of the chosen command. */
 function checkCommandOptions(options) {
-  const { required, optional } = COMMANDS[options.action]
-  const missing = required.filter((key) => options[key] === undefined).map(flagOf)
-  if (missing.length > 0) throw new UsageError(`${options.action} needs ${missing.join(' and ')}`)
-  for (const key of Object.values(VALUE_OPTIONS)) {
-    if (key === 'claudeRoot' || options[key] === undefined) continue
-    if (!required.includes(key) && !optional.includes(key)) {
-      throw new UsageError(`${flagOf(key)} does not apply to ${options.action}`)
+  const name = options.action
+  const { required, optional } = COMMANDS[name]
+  for (const key of Object.keys(OPTIONS)) {
+    if (key === 'claudeRoot' || required.includes(key) || optional.includes(key)) continue
+    if (key === 'json' ? options.json : options[key] !== undefined) {
+      throw new UsageError(`${OPTIONS[key].flag} does not apply to ${name}`, seeHelp(name))
     }
   }
-  if (options.provider !== undefined && !PROVIDERS.includes(options.provider)) {
-    throw new UsageError(`--provider must be one of ${PROVIDERS.join(', ')} (got ${options.provider})`)
+  const missing = required.filter((key) => options[key] === undefined).map((key) => OPTIONS[key].flag)
+  if (missing.length > 0) throw new UsageError(`${name} needs ${missing.join(' and ')}`, seeHelp(name))
+  if (options.provider !== undefined && !PROVIDERS[name].includes(options.provider)) {
+    const elsewhere = PROVIDER_ELSEWHERE[name][options.provider]
+    if (elsewhere) throw new UsageError(`${name}: ${elsewhere[0]}`, seeHelp(elsewhere[1]))
+    throw new UsageError(
+      `--provider must be ${PROVIDERS[name].join(' or ')} (got ${field(options.provider)})`,
+      hint(options.provider, PROVIDERS[name], name),
+    )
   }
   if (options.since !== undefined) options.sinceMs = parseSince(options.since, Date.now())
 }
@@ -143,7 +265,7 @@ function parseSince(value, nowMs) {
   if (age) return nowMs - Number(age[1]) * AGE_UNITS_MS[age[2]]
   const at = /^\d{4}-\d{2}-\d{2}/.test(value) ? Date.parse(value) : NaN
   if (Number.isFinite(at)) return at
-  throw new UsageError(`--since must be an age like 30s, 15m, 2h, 1d or an ISO-8601 time (got ${value})`)
+  throw new UsageError(`--since must be an age like 30s, 15m, 2h, 1d or an ISO-8601 time (got ${field(value)})`, seeHelp('explain'))
 }
 
 function defaultClaudeRoot() {
@@ -182,32 +304,58 @@ function listTeams(teamsDir) {
 /** Why a team preview cannot be shown, or undefined when it can. */
 function teamProblem(preview, teamsDir) {
   if (preview.configFound) return undefined
-  const configFile = path.join(teamsDir, preview.teamName, 'config.json')
+  const team = field(preview.teamName)
+  const configFile = field(path.join(teamsDir, preview.teamName, 'config.json'))
   const configNotes = preview.diagnostics.filter((d) => d.startsWith('team_config'))
-  if (configNotes.length > 0) return `team ${preview.teamName}: ${configFile} is unusable (${configNotes.join(', ')})`
+  if (configNotes.length > 0) return `team ${team}: ${configFile} is unusable (${configNotes.map(field).join(', ')})`
   if (fs.existsSync(path.join(teamsDir, preview.teamName))) {
-    return `team ${preview.teamName}: ${configFile} is missing or has no team name`
+    return `team ${team}: ${configFile} is missing or has no team name`
   }
-  return `team ${preview.teamName} not found in ${teamsDir}`
+  return `team ${team} not found in ${field(teamsDir)}`
 }
 
+/** Diagnostics that describe every preview and say nothing about the member. */
+const ROUTINE_DIAGNOSTICS = new Set(['agenda_empty', 'status_snapshot_not_persisted'])
+
+/** `status` text of one team: a block per member, its items one line each. */
 function formatTeam(preview) {
   const statuses = preview.statuses
-  const lines = [`Team ${preview.teamName}: ${statuses.length} member(s)`]
-  if (preview.diagnostics.length > 0) lines.push(`  team diagnostics: ${preview.diagnostics.join(', ')}`)
+  const lines = [`Team ${field(preview.teamName)}: ${statuses.length} member(s)`]
+  if (preview.diagnostics.length > 0) lines.push(`  team diagnostics: ${preview.diagnostics.map(field).join(', ')}`)
   for (const s of statuses) {
-    const provider = s.providerId ? ` (${s.providerId})` : ''
+    const provider = s.providerId ? ` (${field(s.providerId)})` : ''
     lines.push('')
-    lines.push(`  ${s.memberName}${provider}: ${s.state}, ${s.agenda.items.length} actionable item(s)`)
+    lines.push(`  ${field(s.memberName)}${provider}: ${s.state}, ${s.agenda.items.length} actionable item(s)`)
     lines.push(`    fingerprint ${s.agenda.fingerprint}`)
     for (const item of s.agenda.items) {
-      const task = (item.displayId || item.taskId).padEnd(6)
-      lines.push(`    ${item.kind.padEnd(18)} ${task} ${item.reason.padEnd(30)} ${item.subject}`)
+      const task = field(item.displayId || item.taskId).padEnd(6)
+      lines.push(`    ${item.kind.padEnd(18)} ${task} ${field(item.reason).padEnd(30)} ${field(item.subject)}`)
     }
-    const notes = s.diagnostics.filter((d) => d !== 'agenda_empty' && d !== 'status_snapshot_not_persisted')
-    if (notes.length > 0) lines.push(`    diagnostics: ${notes.join(', ')}`)
+    const notes = s.diagnostics.filter((d) => !ROUTINE_DIAGNOSTICS.has(d))
+    if (notes.length > 0) lines.push(`    diagnostics: ${notes.map(field).join(', ')}`)
   }
   return lines.join('\n')
+}
+
+/** A report token anywhere in a string (`wrs:v1.<payload>.<mac>`). */
+const REPORT_TOKEN = /wrs:v\d+\.[A-Za-z0-9_.-]+/g
+
+/**
+ * `value` as indented JSON for the terminal: no report token (a `reportToken`
+ * key is left out, a token inside another string is replaced: a command meant
+ * for looking must not hand out a member's credential), DEL and C1 controls
+ * escaped.
+ */
+function toJson(value) {
+  const json = JSON.stringify(
+    value,
+    (key, v) => {
+      if (key === 'reportToken') return undefined
+      return typeof v === 'string' ? v.replace(REPORT_TOKEN, '[report token left out]') : v
+    },
+    2,
+  )
+  return escapeJson(json)
 }
 
 /** The Claude root to show and its teams folder; a TargetError when the root is not a readable folder. */
@@ -247,9 +395,9 @@ async function runStatus(options) {
   const { teams, problems, teamsDir } = await collectStatus(options)
   const exitCode = problems.length > 0 ? 1 : 0
   const stderr = problems.map((p) => `member-work-sync: ${p}`).join('\n')
-  if (options.json) return { stdout: JSON.stringify({ teams, problems }, null, 2), stderr, exitCode }
-  if (teams.length === 0 && problems.length === 0) return { stdout: `No teams found in ${teamsDir}.`, stderr, exitCode }
-  return { stdout: teams.map(formatTeam).join('\n\n'), stderr, exitCode }
+  if (options.json) return { stdout: toJson({ teams, problems }), stderr, exitCode }
+  if (teams.length === 0 && problems.length === 0) return { stdout: `No teams found in ${field(teamsDir)}.`, stderr, exitCode }
+  return { stdout: wrapText(teams.map(formatTeam).join('\n\n')), stderr, exitCode }
 }
 
 // ---- watch ---------------------------------------------------------------
@@ -261,7 +409,7 @@ async function runStatus(options) {
  */
 async function runWatchCommand({ claudeRoot, team }) {
   if (!process.stdin.isTTY || !process.stdout.isTTY) {
-    throw new UsageError('watch needs a terminal (stdin and stdout must be a TTY); use status for a one-off view')
+    throw new UsageError('watch needs a terminal (stdin and stdout must be a TTY)', 'use status for a one-off view')
   }
   const { root, teamsDir } = openRoot(claudeRoot)
   const inspect = async (sync, teamName) => {
@@ -289,7 +437,8 @@ async function runWatchCommand({ claudeRoot, team }) {
 
 // ---- end of watch --------------------------------------------------------
 
-// --- explain, metrics, drain, hook-settings ---------------------------------
+
+// --- explain, metrics, drain, hook-settings, env ----------------------------
 
 /** Runs `work(sync, root)` on an instance over the checked root that starts no background work. */
 async function withInstance(claudeRoot, work) {
@@ -303,27 +452,70 @@ async function withInstance(claudeRoot, work) {
   }
 }
 
-/** A TargetError when `team` has no folder under the root's teams folder. */
-function requireTeamFolder(root, team) {
+/**
+ * The team's preview, read-only; a TargetError when the team has no folder
+ * or its `config.json` cannot be used (nothing it shows would be right).
+ */
+async function usableTeam(sync, root, team) {
   const teamsDir = path.join(root, 'teams')
-  if (!fs.existsSync(path.join(teamsDir, team))) throw new TargetError(`team ${team} not found in ${teamsDir}`)
+  if (!fs.existsSync(path.join(teamsDir, team))) throw new TargetError(`team ${field(team)} not found in ${field(teamsDir)}`)
+  const preview = await sync.previewTeam({ teamName: team })
+  const problem = teamProblem(preview, teamsDir)
+  if (problem) throw new TargetError(problem)
+  return preview
 }
 
-/** One explain entry as `HH:MM:SS  sentence` (UTC). */
+/** `2026-11-22 10:00:00` (UTC) of an ISO time; `(no time)` for a record without one. */
+function dateTime(iso, atMs) {
+  if (!atMs) return '(no time)'.padEnd(19)
+  return `${iso.slice(0, 10)} ${iso.slice(11, 19)}`
+}
+
+/** One explain entry: `YYYY-MM-DD HH:MM:SS  sentence`, wrapped under the sentence. */
 function formatExplainEntry(entry) {
-  return `${entry.at.slice(11, 19)}  ${entry.sentence}`
+  const prefix = `${dateTime(entry.at, entry.atMs)}  `
+  return wrapLine(`${prefix}${field(entry.sentence)}`, MAX_COLUMNS, prefix.length).join('\n')
+}
+
+/** What a running app records, said wherever the CLI finds nothing recorded. */
+const RECORDED_BY_THE_APP =
+  'The journal, outbox, status and metrics are recorded by a running app (an instance with ' +
+  'autoStart, as the desktop app runs it) as it reconciles; status and watch show the board now.'
+
+/** Why `explain` found no entry for a member that is on the roster. */
+async function whyNoEntries(sync, { team, member, sinceMs }) {
+  const who = `${field(member)} in team ${field(team)}`
+  if (sinceMs === undefined) return wrapText(`No entries for ${who}: nothing recorded yet. ${RECORDED_BY_THE_APP}`)
+  const all = await sync.explain({ teamName: team, memberName: member })
+  const since = dateTime(new Date(sinceMs).toISOString(), sinceMs)
+  if (all.entries.length === 0) {
+    return wrapText(`No entries for ${who} since ${since} UTC: nothing recorded yet. ${RECORDED_BY_THE_APP}`)
+  }
+  const newest = all.entries.at(-1)
+  return wrapText(`No entries for ${who} since ${since} UTC; the newest is from ${dateTime(newest.at, newest.atMs)} UTC.`)
 }
 
 /** Runs `explain` (read-only); resolves `{ stdout, stderr, exitCode }`. */
 async function runExplain({ claudeRoot, team, member, sinceMs, json }) {
   return withInstance(claudeRoot, async (sync, root) => {
-    requireTeamFolder(root, team)
+    const preview = await usableTeam(sync, root, team)
+    const roster = preview.statuses.map((s) => s.memberName)
     const explanation = await sync.explain({ teamName: team, memberName: member, sinceMs })
-    const stderr = explanation.diagnostics.map((d) => `member-work-sync: note: ${d}`).join('\n')
-    if (json) return { stdout: JSON.stringify(explanation, null, 2), stderr, exitCode: 0 }
-    const lines = explanation.entries.map(formatExplainEntry)
-    const stdout = lines.length > 0 ? lines.join('\n') : `No entries for ${member} in team ${team}.`
-    return { stdout, stderr, exitCode: 0 }
+    const notes = explanation.diagnostics.map((d) => `member-work-sync: note: ${field(d)}`)
+    if (!roster.includes(member)) {
+      const absent = `${field(member)} is not on the roster of team ${field(team)}`
+      if (explanation.entries.length === 0) {
+        const guess = closest(member, roster)
+        const known = roster.length > 0 ? `members: ${roster.map(field).join(', ')}` : 'the roster is empty'
+        throw new TargetError(`${absent}${guess ? `; did you mean ${field(guess)}?` : ''} (${known})`)
+      }
+      notes.push(`member-work-sync: note: ${absent} (any more); showing what was recorded for it`)
+    }
+    const stderr = notes.join('\n')
+    if (json) return { stdout: toJson(explanation), stderr, exitCode: 0 }
+    if (explanation.entries.length === 0) return { stdout: await whyNoEntries(sync, { team, member, sinceMs }), stderr, exitCode: 0 }
+    const header = `Timeline of ${field(member)} in team ${field(team)}, oldest first (times UTC):`
+    return { stdout: [header, ...explanation.entries.map(formatExplainEntry)].join('\n'), stderr, exitCode: 0 }
   })
 }
 
@@ -331,58 +523,73 @@ async function runExplain({ claudeRoot, team, member, sinceMs, json }) {
 function formatMetrics(m) {
   const r = m.phase2Readiness
   const states = Object.entries(m.stateCounts)
-    .map(([state, n]) => `${state} ${n}`)
+    .map(([state, n]) => `${field(state)} ${n}`)
     .join(', ')
-  return [
-    `Team ${m.teamName}: ${m.memberCount} observed member(s) (${states})`,
+  const lines = [
+    `Team ${field(m.teamName)}: ${m.memberCount} observed member(s) (${states})`,
     `  actionable items ${m.actionableItemCount}, would-nudges ${m.wouldNudgeCount}, agenda changes ${m.fingerprintChangeCount}`,
     `  reports accepted ${m.reportAcceptedCount}, rejected ${m.reportRejectedCount}`,
-    `  phase 2 readiness: ${r.state}${r.reasons.length > 0 ? ` (${r.reasons.join(', ')})` : ''}`,
+    `  phase 2 readiness: ${r.state}${r.reasons.length > 0 ? ` (${r.reasons.map(field).join(', ')})` : ''}`,
     `    observed ${r.rates.observationHours} h of ${r.thresholds.minObservationHours} h, ${r.rates.statusEventCount} of ${r.thresholds.minStatusEvents} status events`,
     `    would-nudges per member-hour ${r.rates.wouldNudgesPerMemberHour} (max ${r.thresholds.maxWouldNudgesPerMemberHour})`,
     `    agenda changes per member-hour ${r.rates.fingerprintChangesPerMemberHour} (max ${r.thresholds.maxFingerprintChangesPerMemberHour})`,
     `    report rejection rate ${r.rates.reportRejectionRate} (max ${r.thresholds.maxReportRejectionRate})`,
-  ].join('\n')
+  ]
+  if (r.rates.statusEventCount === 0) lines.push('', `No status events recorded yet for team ${field(m.teamName)}. ${RECORDED_BY_THE_APP}`)
+  return wrapText(lines.join('\n'))
 }
 
 /** Runs `metrics` (read-only); resolves `{ stdout, stderr, exitCode }`. */
 async function runMetrics({ claudeRoot, team, json }) {
   return withInstance(claudeRoot, async (sync, root) => {
-    requireTeamFolder(root, team)
+    await usableTeam(sync, root, team)
     const metrics = await sync.previewMetrics({ teamName: team })
-    return { stdout: json ? JSON.stringify(metrics, null, 2) : formatMetrics(metrics), stderr: '', exitCode: 0 }
+    return { stdout: json ? toJson(metrics) : formatMetrics(metrics), stderr: '', exitCode: 0 }
   })
 }
 
-/** Runs `drain` (writes: installs and drains the spool); resolves `{ stdout, stderr, exitCode }`. */
+/** Runs `drain` (writes: drains the spool); resolves `{ stdout, stderr, exitCode }`. */
 async function runDrain({ claudeRoot, json }) {
   return withInstance(claudeRoot, async (sync) => {
     const s = await sync.drainRuntimeTurnSettledEvents()
     const text = `claimed ${s.claimed}, enqueued ${s.enqueued}, unresolved ${s.unresolved}, ignored ${s.ignored}, invalid ${s.invalid}, failed ${s.failed}`
-    return { stdout: json ? JSON.stringify(s, null, 2) : text, stderr: '', exitCode: s.failed > 0 ? 1 : 0 }
+    return { stdout: json ? toJson(s) : text, stderr: '', exitCode: s.failed > 0 ? 1 : 0 }
   })
 }
 
-/** Runs `hook-settings` (writes: installs the spool); resolves `{ stdout, stderr, exitCode }`. */
+/** Runs `hook-settings` (writes: installs the spool and hook); resolves `{ stdout, stderr, exitCode }`. */
 async function runHookSettings({ claudeRoot, provider }) {
   return withInstance(claudeRoot, async (sync) => {
     const settings = await sync.buildRuntimeTurnSettledHookSettings({ provider })
-    // opencode takes no hook settings (its plugin reads the spool root); for
-    // claude and codex `null` means the hook could not be installed.
-    if (settings === null && provider !== 'opencode') {
-      return { stdout: '', stderr: `member-work-sync: the ${provider} hook could not be installed`, exitCode: 1 }
-    }
-    return { stdout: JSON.stringify(settings, null, 2), stderr: '', exitCode: 0 }
+    if (settings === null) return { stdout: '', stderr: `member-work-sync: the ${provider} hook could not be installed`, exitCode: 1 }
+    return { stdout: toJson(settings), stderr: '', exitCode: 0 }
   })
 }
 
-/** The runner of each command. */
+/** `value` as one word of a POSIX shell. */
+function shellWord(value) {
+  return /^[A-Za-z0-9_/.:,@%+=-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`
+}
+
+/** Runs `env` (writes: installs the spool); resolves `{ stdout, stderr, exitCode }`. */
+async function runEnv({ claudeRoot, provider, json }) {
+  return withInstance(claudeRoot, async (sync) => {
+    const environment = await sync.buildRuntimeTurnSettledEnvironment({ provider })
+    if (environment === null) return { stdout: '', stderr: `member-work-sync: the ${provider} spool could not be installed`, exitCode: 1 }
+    if (json) return { stdout: toJson(environment), stderr: '', exitCode: 0 }
+    const lines = Object.entries(environment).map(([name, value]) => `${name}=${shellWord(value)}`)
+    return { stdout: lines.join('\n'), stderr: '', exitCode: 0 }
+  })
+}
+
+/** The runner of each command but watch. */
 const RUNNERS = {
   status: runStatus,
   explain: runExplain,
   metrics: runMetrics,
   drain: runDrain,
   'hook-settings': runHookSettings,
+  env: runEnv,
 }
 
 module.exports = {
@@ -391,10 +598,22 @@ module.exports = {
   runStatus,
   collectStatus,
   formatTeam,
+  formatExplainEntry,
   runExplain,
   runMetrics,
   runDrain,
   runHookSettings,
+  runEnv,
+}
+
+/** Writes text output, its control characters escaped, with a final newline. */
+function print(stream, text) {
+  if (text) stream.write(`${escapeControls(text)}\n`)
+}
+
+/** The message of an error that ends a command (its `Error.code` first, when it has one). */
+function failure(error) {
+  return `${PROGRAM}: ${error.code ? `${error.code}: ` : ''}${error.message}`
 }
 
 if (require.main === module) {
@@ -403,13 +622,13 @@ if (require.main === module) {
     options = parseArgs(process.argv.slice(2))
   } catch (error) {
     if (!(error instanceof UsageError)) throw error
-    console.error(`member-work-sync: ${error.message}\n${USAGE}`)
+    print(process.stderr, `${PROGRAM}: ${error.message}`)
     process.exit(2)
   }
   if (options.action === 'help') {
-    console.log(USAGE)
+    print(process.stdout, options.command ? commandHelp(options.command) : globalHelp())
   } else if (options.action === 'version') {
-    console.log(require('../package.json').version)
+    print(process.stdout, require('../package.json').version)
   } else if (options.action === 'watch') {
     runWatchCommand(options).then(
       (exitCode) => {
@@ -418,19 +637,19 @@ if (require.main === module) {
         process.exit(exitCode)
       },
       (error) => {
-        console.error(`member-work-sync: ${error.code ? `${error.code}: ` : ''}${error.message}`)
+        print(process.stderr, failure(error))
         process.exit(error instanceof UsageError ? 2 : 1)
       },
     )
   } else {
     RUNNERS[options.action](options).then(
       ({ stdout, stderr, exitCode }) => {
-        if (stdout) console.log(stdout)
-        if (stderr) console.error(stderr)
+        print(process.stdout, stdout)
+        print(process.stderr, stderr)
         process.exitCode = exitCode
       },
       (error) => {
-        console.error(`member-work-sync: ${error.code ? `${error.code}: ` : ''}${error.message}`)
+        print(process.stderr, failure(error))
         process.exitCode = 1
       },
     )

@@ -77,4 +77,4 @@ if (require.main === module) {
   }
 }
 
-module.exports = { buildHook, hookFileName, linuxHookTriple, STEM }
+module.exports = { buildHook, hookFileName, linuxHookTriple, main, STEM }

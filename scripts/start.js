@@ -13,7 +13,7 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
-const { runStatus } = require('../bin/member-work-sync.js')
+const { formatExplainEntry, runStatus } = require('../bin/member-work-sync.js')
 
 const TEAM = 'forge'
 /** The member whose turn settles: bob runs Claude Code (model `sonnet`). */
@@ -95,27 +95,31 @@ function memberStore(claudeRoot) {
   return path.join(claudeRoot, 'teams', TEAM, 'members', MEMBER, '.member-work-sync')
 }
 
-/** `explain`: bob's timeline, one line per entry; a reconcile's steps collapse into its outcome. */
+/**
+ * `explain`: bob's timeline as `member-work-sync explain` prints it (date and
+ * time, UTC; lines of at most 100 columns); a reconcile's steps collapse into
+ * its outcome, repeats into a count.
+ */
 async function printExplanation(sync) {
   const explanation = await sync.explain({ teamName: TEAM, memberName: MEMBER })
-  console.log(`explain ${TEAM}/${MEMBER}: ${explanation.entries.length} entries (journal, outbox, status), oldest first:`)
+  console.log(`explain ${TEAM}/${MEMBER}: ${explanation.entries.length} entries (journal, outbox, status), oldest first, UTC:`)
   const quiet = new Set(['reconcile_started', 'agenda_loaded', 'decision_made'])
   let repeated = 0
   let previous = ''
   const flush = () => {
-    if (repeated > 0) console.log(`  ${''.padEnd(20)} (${repeated} more like it)`)
+    if (repeated > 0) console.log(`${''.padEnd(21)}(${repeated} more like it)`)
     repeated = 0
   }
   for (const entry of explanation.entries) {
     if (quiet.has(entry.kind)) continue
-    const text = `${entry.kind.padEnd(48)} ${entry.sentence}`
+    const text = `${entry.kind} ${entry.sentence}`
     if (text === previous) {
       repeated += 1
       continue
     }
     flush()
     previous = text
-    console.log(`  ${entry.at.replace(/\.\d+Z$/, 'Z').padEnd(20)} ${text}`)
+    console.log(formatExplainEntry(entry))
   }
   flush()
   if (explanation.diagnostics.length > 0) console.log(`  diagnostics: ${explanation.diagnostics.join(', ')}`)
