@@ -574,7 +574,12 @@ impl Engine {
     ) -> Result<MemberStatus, WorkSyncError> {
         let (team, member) = (team.as_str(), member.as_str());
         let read = self.with_team(team, || {
-            self.reconciler.read_status(team, member, force_nudge)
+            let read = self.reconciler.read_status(team, member, force_nudge)?;
+            // A read that reconciled plans like every persisted reconcile.
+            if read.reconciled {
+                self.deps.nudges.plan(&read.status);
+            }
+            Ok(read)
         })?;
         if read.queue_refresh {
             self.enqueue(team, member, Trigger::ManualRefresh);
@@ -602,17 +607,13 @@ impl Engine {
     }
 
     /// `refreshStatus` through the team gate: persist, then plan (DATA.md §1).
+    /// A direct request carries no trigger reason (the app records none).
     pub fn refresh_status(
         &self,
         team: &TeamName,
         member: &MemberName,
     ) -> Result<MemberStatus, WorkSyncError> {
-        self.reconcile_and_plan(
-            team.as_str(),
-            member.as_str(),
-            ReconciledBy::Request,
-            &[Trigger::ManualRefresh],
-        )
+        self.reconcile_and_plan(team.as_str(), member.as_str(), ReconciledBy::Request, &[])
     }
 
     /// Reconciles one member through the team gate and plans its nudge.

@@ -74,14 +74,27 @@ pub struct StatusRead {
     /// True when `status` is a stale stored one (its diagnostics say why)
     /// that the queue should refresh with a `manual_refresh`.
     pub queue_refresh: bool,
+    /// True when `status` was reconciled and persisted by this read: like
+    /// every persisted reconcile, it is then due for nudge planning.
+    pub reconciled: bool,
 }
 
 impl StatusRead {
-    /// A status that was just reconciled (or has nothing stored to refresh).
-    fn fresh(status: MemberStatus) -> Self {
+    /// A status that was just reconciled and persisted.
+    fn reconciled(status: MemberStatus) -> Self {
         Self {
             status,
             queue_refresh: false,
+            reconciled: true,
+        }
+    }
+
+    /// A status computed without anything stored to refresh.
+    fn unpersisted(status: MemberStatus) -> Self {
+        Self {
+            status,
+            queue_refresh: false,
+            reconciled: false,
         }
     }
 }
@@ -240,21 +253,16 @@ impl Reconciler {
         check_name("teamName", team)?;
         check_name("memberName", member)?;
         if force_nudge {
+            // The app's refresh route with `forceNudge`: a plain request
+            // reconcile (no trigger reasons) that resets nudge suppression.
             return self
-                .refresh_status_with(
-                    team,
-                    member,
-                    ReconciledBy::Request,
-                    &[Trigger::ManualRefresh],
-                    true,
-                    None,
-                )
-                .map(StatusRead::fresh);
+                .refresh_status_with(team, member, ReconciledBy::Request, &[], true, None)
+                .map(StatusRead::reconciled);
         }
         let now = self.ports.clock.now_ms();
         let stored = self.ports.store.read(team, member)?;
         let Some(mut status) = stored.into_status() else {
-            return Ok(StatusRead::fresh(
+            return Ok(StatusRead::unpersisted(
                 self.unpersisted_status(team, member, now),
             ));
         };
@@ -266,7 +274,7 @@ impl Reconciler {
                 ReconciledBy::Request,
                 &[Trigger::ManualRefresh],
             ) {
-                Ok(fresh) => return Ok(StatusRead::fresh(fresh)),
+                Ok(fresh) => return Ok(StatusRead::reconciled(fresh)),
                 // The stored status plus why it is stale; the queue retries.
                 Err(WorkSyncError::Io(_)) => {}
                 Err(other) => return Err(other),
@@ -279,6 +287,7 @@ impl Reconciler {
         Ok(StatusRead {
             status,
             queue_refresh: stale.iter().any(|s| s.queues_refresh()),
+            reconciled: false,
         })
     }
 
