@@ -11,16 +11,15 @@ use serde_json::{json, Value};
 use super::busy::{Busy, BusyReason};
 use super::ports::{AuditEvent, InboxOutcome, MemberFailure, PortError, Ports};
 use crate::domain::agenda::TeamIndex;
-use crate::domain::metrics::{readiness, MetricKind, MetricsIndex, Readiness, Thresholds};
-use crate::domain::names::normalize_member_name;
+use crate::domain::metrics::{readiness, MetricsIndex, Readiness, Thresholds};
 use crate::domain::nudge::{
-    activation, half_hour_bucket, plan_nudge, rate_limit, readiness_metadata, retry_at,
-    watchdog_cooldown, Activation, AttemptEnd, NudgeIntent, OutboxItem, OutboxStatus, PlannedNudge,
-    WatchdogAlert, MAX_RECOVERIES_PER_HOUR,
+    activation, current_fingerprint_stable_since, half_hour_bucket, plan_nudge, rate_limit,
+    readiness_metadata, retry_at, watchdog_cooldown, Activation, AttemptEnd, NudgeIntent,
+    OutboxItem, OutboxStatus, PlannedNudge, WatchdogAlert, MAX_RECOVERIES_PER_HOUR,
 };
 use crate::domain::status::{MemberStatus, StatusState};
 use crate::domain::team::TeamSnapshot;
-use crate::domain::time::{format_iso, parse_iso, EpochMs, IsoTime};
+use crate::domain::time::{format_iso, EpochMs, IsoTime};
 
 /// Items one claim takes.
 pub const CLAIM_LIMIT: usize = 10;
@@ -133,7 +132,7 @@ impl Nudges {
             return skip("metrics_unavailable", vec![], json!({}));
         };
         let readiness = self.readiness(&index);
-        let since = needs_sync_since(&index, status);
+        let since = current_fingerprint_stable_since(&index.recent_events, status, now);
         let reason = match activation(status, &readiness, since, now) {
             Ok(reason) => reason,
             Err(hold) => {
@@ -513,8 +512,8 @@ impl Nudges {
             return retry("metrics_unavailable".into(), backoff);
         };
         let readiness = self.readiness(metrics);
-        if let Err(hold) = activation(&status, &readiness, needs_sync_since(metrics, &status), now)
-        {
+        let since = current_fingerprint_stable_since(&metrics.recent_events, &status, now);
+        if let Err(hold) = activation(&status, &readiness, since, now) {
             return retry(hold.as_str().into(), backoff);
         }
         let items = match self.ports.outbox.member_items(team, member) {
@@ -567,30 +566,6 @@ impl Nudges {
             Err(failure) => supersede(&format!("inbox_unavailable:{}", failure.reason)),
         }
     }
-}
-
-/// Since when the member has needed sync for the current fingerprint, per the
-/// metric events (the oldest of the latest unbroken run of needs_sync events).
-fn needs_sync_since(index: &MetricsIndex, status: &MemberStatus) -> Option<EpochMs> {
-    let member = normalize_member_name(&status.member_name);
-    let mut events: Vec<_> = index
-        .recent_events
-        .iter()
-        .filter(|e| {
-            e.kind == MetricKind::StatusEvaluated && normalize_member_name(&e.member_name) == member
-        })
-        .collect();
-    events.sort_by_key(|e| parse_iso(&e.recorded_at).unwrap_or(i64::MIN));
-    let mut since = None;
-    for event in events.iter().rev() {
-        if event.state != StatusState::NeedsSync
-            || event.agenda_fingerprint != status.agenda.fingerprint
-        {
-            break;
-        }
-        since = parse_iso(&event.recorded_at);
-    }
-    since
 }
 
 /// A status-only check is exactly what a member that just finished a tool call
