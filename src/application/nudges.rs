@@ -115,42 +115,52 @@ impl Nudges {
         let planned = plan_nudge(status)?;
         let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
         let now = self.ports.clock.now_ms();
-        let skip = |code: &'static str, diagnostics: Vec<String>, extra: Value| {
-            let mut metadata = json!({ "code": code, "outboxId": planned.id, "taskRefs": planned.payload.task_refs });
-            merge(&mut metadata, extra);
-            self.audit(
-                "nudge_planner",
-                "nudge_skipped",
-                team,
-                member,
-                diagnostics,
-                metadata,
-            );
+        // The app's planner line: the code as `reason`, the status summary
+        // and the agenda's tasks; readiness only where it held the nudge back.
+        let line = |planned: bool, code: &'static str, readiness: Option<&Readiness>| {
+            let mut metadata = json!({
+                "agendaFingerprint": status.agenda.fingerprint,
+                "state": status.state,
+                "actionableCount": status.agenda.items.len(),
+                "reason": code,
+            });
+            if let Some(provider) = status.provider_id {
+                metadata["providerId"] = json!(provider);
+            }
+            let diagnostics = match readiness {
+                Some(readiness) => {
+                    merge(&mut metadata, readiness_metadata(readiness));
+                    readiness.diagnostics.clone()
+                }
+                None => vec![],
+            };
+            metadata["taskRefs"] = json!(agenda_task_refs(status));
+            let kind = if planned {
+                "nudge_planned"
+            } else {
+                "nudge_skipped"
+            };
+            self.audit("nudge_planner", kind, team, member, diagnostics, metadata);
             Some(code)
         };
+        let skip = |code: &'static str| line(false, code, None);
         let Ok(index) = self.ports.metrics.read(team) else {
-            return skip("metrics_unavailable", vec![], json!({}));
+            return skip("metrics_unavailable");
         };
         let readiness = self.readiness(&index);
         let since = current_fingerprint_stable_since(&index.recent_events, status, now);
         let reason = match activation(status, &readiness, since, now) {
             Ok(reason) => reason,
-            Err(hold) => {
-                return skip(
-                    hold.as_str(),
-                    readiness.diagnostics.clone(),
-                    readiness_metadata(&readiness),
-                )
-            }
+            Err(hold) => return line(false, hold.as_str(), Some(&readiness)),
         };
         let existing = match self.ports.outbox.member_items(team, member) {
             Ok(items) => items,
-            Err(_) => return skip("outbox_unavailable", vec![], json!({})),
+            Err(_) => return skip("outbox_unavailable"),
         };
         let planned = match self.recovery_intent(status, &planned, &existing, reason, now) {
             Ok(Some(keyed)) => keyed,
             Ok(None) => planned.clone(),
-            Err(code) => return skip(code, vec![], json!({ "reason": reason.as_str() })),
+            Err(code) => return skip(code),
         };
         if let Some(busy) = self
             .ports
@@ -167,20 +177,17 @@ impl Nudges {
                 vec![],
                 context.clone(),
             );
-            return skip("member_busy", vec![], context);
+            return skip("member_busy");
         }
         let Ok((item, outcome)) = self.ports.outbox.ensure(team, member, &planned, now) else {
-            return skip("outbox_unavailable", vec![], json!({}));
+            return skip("outbox_unavailable");
         };
-        self.audit(
-            "nudge_planner",
-            "nudge_planned",
-            team,
-            member,
-            vec![],
-            json!({ "code": outcome.code(), "outboxId": item.id, "status": item.status, "taskRefs": planned.payload.task_refs }),
+        // Planned while the item still awaits delivery (the app's rule).
+        let awaiting = !matches!(
+            item.status,
+            OutboxStatus::Delivered | OutboxStatus::FailedTerminal
         );
-        Some(outcome.code())
+        line(awaiting, outcome.code(), None)
     }
 
     /// Which intent to plan when the base nudge for this agenda already went
@@ -585,6 +592,22 @@ fn ignores_busy(payload: &crate::domain::nudge::NudgePayload, busy: BusyReason) 
             .work_sync_intent_key
             .as_deref()
             .is_some_and(|key| key.starts_with("status-only:"))
+}
+
+/// The journal's task references of a status: every agenda item.
+fn agenda_task_refs(status: &MemberStatus) -> Vec<Value> {
+    status
+        .agenda
+        .items
+        .iter()
+        .map(|item| {
+            let mut task = json!({ "taskId": item.task_id, "teamName": status.team_name });
+            if let Some(display) = &item.display_id {
+                task["displayId"] = json!(display);
+            }
+            task
+        })
+        .collect()
 }
 
 fn merge(target: &mut Value, extra: Value) {

@@ -180,6 +180,8 @@ pub fn is_lead_like(member: &str) -> bool {
 
 /// Diagnostic of a runtime stall (same agenda still needs sync after a runtime signal).
 pub const RUNTIME_STALL: &str = "runtime_stall:same_agenda_still_needs_sync";
+/// Prefix of the diagnostic naming the runtime signal behind a stall.
+pub const STALL_TRIGGER_PREFIX: &str = "runtime_stall:trigger=";
 
 /// Why a nudge may go (DATA.md §5 "Activation"); journaled as its wire
 /// spelling ([`Activation::as_str`]).
@@ -401,7 +403,7 @@ fn needs_task_protocol_repair(status: &MemberStatus) -> bool {
         && status.agenda.items.len() == 1
         && is_owned_in_progress(&status.agenda.items[0])
         && has(RUNTIME_STALL)
-        && has("runtime_stall:trigger=turn_settled")
+        && has(&format!("{STALL_TRIGGER_PREFIX}turn_settled"))
 }
 
 /// Owned work of a native member that has needed sync for
