@@ -677,7 +677,9 @@ impl JournalBatch {
         let mut claimed = entry("turn_settled_claimed", claim.claimed_at_ms);
         claimed.metadata.insert("spoolFile".into(), json!(claim.id));
         // As the app journals them: a claim's and a resolution's reason is the provider.
-        claimed.metadata.insert("reason".into(), json!(event.provider));
+        claimed
+            .metadata
+            .insert("reason".into(), json!(event.provider));
         let mut outcome = entry(kind, now);
         outcome
             .metadata
