@@ -294,9 +294,8 @@ fn watchdog_cooldown_and_busy_members_are_retried_later() {
 }
 
 #[test]
-fn a_busy_member_is_retried_and_the_journal_names_the_tool() {
+fn a_busy_members_nudge_is_planned_then_retried_and_the_journal_names_the_tool() {
     let f = Fixture::new();
-    f.queued_reconcile("jack");
     let now = member_work_sync::domain::time::format_iso(f.services.engine.now_ms());
     f.services.engine.note_team_change(&member_work_sync::application::router::TeamChangeEvent {
         kind: "tool-activity".into(),
@@ -306,20 +305,38 @@ fn a_busy_member_is_retried_and_the_journal_names_the_tool() {
         )),
         ..Default::default()
     });
+    // A running tool does not stop the planner (the app plans all the same) ...
+    f.queued_reconcile("jack");
+    assert_eq!(f.outbox("jack").len(), 1);
+    assert_eq!(f.outbox("jack")[0].status, OutboxStatus::Pending);
+    // ... the dispatcher keeps the item retryable while the member is busy.
     let summary = f.dispatch();
     assert_eq!((summary.claimed, summary.retryable), (1, 1));
     let item = &f.outbox("jack")[0];
+    assert_eq!(item.status, OutboxStatus::FailedRetryable);
     assert_eq!(
         item.last_error.as_deref(),
         Some("member_busy:active_tool_activity")
     );
-    let retried: Vec<Value> = journal_of(&f.root, "jack")
+    let lines: Vec<Value> = journal_of(&f.root, "jack")
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
-        .filter(|l: &Value| l["event"] == "nudge_retryable")
         .collect();
-    assert_eq!(retried.len(), 1);
-    let line = retried[0].to_string();
+    let planned: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["source"] == "nudge_planner")
+        .collect();
+    assert_eq!(planned.len(), 1);
+    assert_eq!(planned[0]["event"], "nudge_planned");
+    // The app journals a busy retry as `member_busy`, its reason the retry reason.
+    let busy: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["source"] == "nudge_dispatcher")
+        .collect();
+    assert_eq!(busy.len(), 1);
+    assert_eq!(busy[0]["event"], "member_busy");
+    assert_eq!(busy[0]["reason"], "member_busy:active_tool_activity");
+    let line = busy[0].to_string();
     assert!(line.contains(r#""toolName":"Bash""#), "{line}");
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::busy::{Busy, BusyReason};
+use super::busy::BusyReason;
 use super::ports::{AuditEvent, InboxOutcome, MemberFailure, PortError, Ports};
 use crate::domain::agenda::TeamIndex;
 use crate::domain::metrics::{readiness, MetricsIndex, Readiness, Thresholds};
@@ -162,23 +162,8 @@ impl Nudges {
             Ok(None) => planned.clone(),
             Err(code) => return skip(code),
         };
-        if let Some(busy) = self
-            .ports
-            .busy
-            .busy_with(team, member, now)
-            .filter(|busy| !ignores_busy(&planned.payload, busy.reason))
-        {
-            let context = busy_context(&busy);
-            self.audit(
-                "nudge_planner",
-                "member_busy",
-                team,
-                member,
-                vec![],
-                context.clone(),
-            );
-            return skip("member_busy");
-        }
+        // A busy member's nudge is planned all the same: the dispatcher keeps
+        // it `failed_retryable` with `member_busy:*` until the member is free.
         let Ok((item, outcome)) = self.ports.outbox.ensure(team, member, &planned, now) else {
             return skip("outbox_unavailable");
         };
@@ -436,10 +421,9 @@ impl Nudges {
             AttemptEnd::Superseded { reason } | AttemptEnd::Terminal { reason } => reason.clone(),
         };
         metadata["reason"] = reason.clone().into();
-        let kind = if reason == "watchdog_cooldown_active" {
-            "watchdog_cooldown_active"
-        } else {
-            kind
+        let kind = match &end {
+            AttemptEnd::Retryable { .. } => retry_event(&reason),
+            _ => kind,
         };
         self.audit(
             "nudge_dispatcher",
@@ -575,17 +559,21 @@ impl Nudges {
     }
 }
 
-/// A status-only check is exactly what a member that just finished a tool call
-/// should get; only an active tool call holds it back.
-/// The journal context of a busy member: the reason, and the tool when named.
-fn busy_context(busy: &Busy) -> serde_json::Value {
-    let mut context = json!({ "reason": busy.reason.as_str() });
-    if let Some(tool) = &busy.tool_name {
-        context["toolName"] = tool.as_str().into();
+/// The journal event of a retry, by its reason (the app's mapping).
+fn retry_event(reason: &str) -> &'static str {
+    if reason.starts_with("member_busy:") {
+        "member_busy"
+    } else {
+        match reason {
+            "watchdog_cooldown_active" => "watchdog_cooldown_active",
+            "team_inactive" => "team_inactive",
+            _ => "nudge_retryable",
+        }
     }
-    context
 }
 
+/// A status-only check is exactly what a member that just finished a tool call
+/// should get; only an active tool call holds it back.
 fn ignores_busy(payload: &crate::domain::nudge::NudgePayload, busy: BusyReason) -> bool {
     busy == BusyReason::RecentToolActivity
         && payload
