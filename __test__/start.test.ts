@@ -20,7 +20,8 @@ describe('npm start', () => {
       /nudge delivered to teams\/forge\/inboxes\/bob\.json \(tasks 7, 12\)/,
       /report accepted: bob is still_working until /,
       /explain forge\/bob: \d+ entries/,
-      /nudge_skipped +nudge not planned: phase 2 is not ready/,
+      // Collecting readiness no longer holds a native member back: the first turn plans.
+      /nudge_planned +nudge planned \(created\)/,
       /nudge_delivered +nudge \S+ delivered to the inbox/,
       /report_accepted +report accepted/,
     ]) {
