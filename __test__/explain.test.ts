@@ -24,7 +24,7 @@ describe('explain()', () => {
       expect(sentences).toContain('reconcile started (triggers: member_spawned)')
       expect(sentences.some((s) => /^decision: needs_sync with 2 actionable item\(s\); diagnostics: .*no_current_report/.test(s))).toBe(true)
       const planned = entries.find((e) => e.kind === 'nudge_planned')!
-      expect(planned.sentence).toMatch(/^nudge \S+ planned \(created, pending\)$/)
+      expect(planned.sentence).toBe('nudge planned (created)')
       const delivered = entries.find((e) => e.kind === 'nudge_delivered')!
       expect(delivered.sentence).toMatch(/^nudge \S+ delivered to the inbox \(attempt 1; tasks #1; #2\)$/)
       expect(delivered.at).toBe('2026-11-22T10:00:30.000Z')

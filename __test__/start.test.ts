@@ -20,7 +20,8 @@ describe('npm start', () => {
       /nudge delivered to teams\/forge\/inboxes\/bob\.json \(tasks 7, 12\)/,
       /report accepted: bob is still_working until /,
       /explain forge\/bob: \d+ entries/,
-      /\n\d{4}-\d\d-\d\d \d\d:\d\d:\d\d {2}nudge not planned: phase 2 is not ready/,
+      // Collecting readiness no longer holds a native member back: the first turn plans.
+      /\n\d{4}-\d\d-\d\d \d\d:\d\d:\d\d {2}nudge planned/,
       /\n\d{4}-\d\d-\d\d \d\d:\d\d:\d\d {2}nudge member-work-sync:forge:bob:[\s\S]{0,120}? delivered to the inbox/,
       /\n\d{4}-\d\d-\d\d \d\d:\d\d:\d\d {2}report accepted/,
     ]) {

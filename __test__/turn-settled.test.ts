@@ -276,26 +276,29 @@ describe('runtime turn-settled pipeline', () => {
         .split('\n')
         .map((line) => JSON.parse(line))
         .filter((e) => e.event.startsWith('turn_settled_'))
-    const outcomes = (member: string) => journal(member).map((e) => [e.event, e.reason])
+    // A claim's and a resolution's reason is the provider, as the app journals them.
+    const byProvider = (e: any) => (e.reason === e.metadata.provider ? '<provider>' : e.reason)
+    const outcomes = (member: string) =>
+      journal(member).map((e) => [e.event, ['turn_settled_claimed', 'turn_settled_resolved'].includes(e.event) ? byProvider(e) : e.reason])
     expect(outcomes('jack')).toEqual([
-      ['turn_settled_claimed', undefined],
-      ['turn_settled_resolved', undefined],
+      ['turn_settled_claimed', '<provider>'],
+      ['turn_settled_resolved', '<provider>'],
     ])
     expect(journal('jack')[0].metadata.spoolFile).toMatch(/^\d{8}T\d{6}Z-\d+-\d+\.codex\.json$/)
     expect(outcomes('bob')).toEqual([
-      ['turn_settled_claimed', undefined],
+      ['turn_settled_claimed', '<provider>'],
       ['turn_settled_unresolved', 'provider_mismatch'],
     ])
     expect(outcomes('team-lead')).toEqual([
-      ['turn_settled_claimed', undefined],
+      ['turn_settled_claimed', '<provider>'],
       ['turn_settled_ignored', 'ignored_lead_turn_settled'],
-      ['turn_settled_claimed', undefined],
+      ['turn_settled_claimed', '<provider>'],
       ['turn_settled_ignored', 'ignored_lead_turn_settled'],
     ])
     // (in spool name order; the providers, whatever the order of the pids)
     expect(journal('team-lead').map((e) => e.metadata.provider).sort()).toEqual(['claude', 'claude', 'opencode', 'opencode'])
     expect(outcomes('old-timer')).toEqual([
-      ['turn_settled_claimed', undefined],
+      ['turn_settled_claimed', '<provider>'],
       ['turn_settled_ignored', 'ignored_inactive_member'],
     ])
     await until(() => events.length > 0)
@@ -318,7 +321,7 @@ describe('runtime turn-settled pipeline', () => {
       .split('\n')
       .map((l) => JSON.parse(l))
     expect(journal.map((e) => [e.event, e.reason])).toEqual([
-      ['turn_settled_claimed', undefined],
+      ['turn_settled_claimed', 'claude'],
       ['turn_settled_unresolved', 'provider_mismatch'],
     ])
     expect(fs.existsSync(path.join(root, 'teams/forge/members/jack/.member-work-sync/status.json'))).toBe(false)

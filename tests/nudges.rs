@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use member_work_sync::application::ports::{Claimed, OutboxStore, PortError};
 use member_work_sync::application::queue::Trigger;
 use member_work_sync::domain::nudge::OutboxStatus;
+use member_work_sync::domain::status::ReconciledBy;
 use member_work_sync::infrastructure::composition::{RootPaths, Services};
 use member_work_sync::infrastructure::outbox_store::FsOutboxStore;
 use member_work_sync::infrastructure::status_store::StorePaths;
@@ -75,20 +76,27 @@ impl Fixture {
     }
 
     /// A queued reconcile of `member`, run like the worker does.
+    /// A reconcile by the queue's hand that plans the member's nudge, without
+    /// the dispatch a queued run does next, so planning and dispatch are
+    /// checked one at a time.
     fn queued_reconcile(&self, member: &str) {
         self.services
             .engine
-            .enqueue("forge", member, Trigger::ManualRefresh);
-        for (key, item) in self.services.engine.take_due() {
-            let ok = self.services.engine.run(&item).is_ok();
-            self.services.engine.finish(&key, &item, ok);
-        }
+            .reconcile_and_plan(
+                "forge",
+                member,
+                ReconciledBy::Queue,
+                &[Trigger::ManualRefresh],
+            )
+            .unwrap();
     }
 
+    /// One pass of the dispatcher alone (the facade's dispatch also
+    /// refreshes stale statuses and dispatches again).
     fn dispatch(&self) -> member_work_sync::application::nudges::DispatchSummary {
         self.services
-            .engine
-            .dispatch_due_nudges(&[team("forge")], "test")
+            .nudges
+            .dispatch_team("forge", "test", &|| true)
             .unwrap()
     }
 
@@ -149,7 +157,7 @@ fn one_nudge_once_then_quiet_after_a_report() {
 }
 
 #[test]
-fn collecting_readiness_holds_non_pickup_nudges_back() {
+fn collecting_readiness_still_targets_a_native_member() {
     let f = Fixture::new();
     fs::remove_file(
         f.root
@@ -157,17 +165,24 @@ fn collecting_readiness_holds_non_pickup_nudges_back() {
     )
     .unwrap();
     f.queued_reconcile("jill");
-    // jill has work besides her review: not a strict pickup, readiness collecting.
-    assert!(f.outbox("jill").is_empty());
+    // jill has work besides her review (not a strict pickup) and readiness is
+    // collecting: as in the app, her native inbox watch is targeted anyway.
+    let items = f.outbox("jill");
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].status, OutboxStatus::Pending);
     let journal = fs::read_to_string(
         f.root
             .join("teams/forge/members/jill/.member-work-sync/journal.jsonl"),
     )
     .unwrap();
-    assert!(
-        journal.contains("\"code\":\"phase2_not_ready\""),
-        "{journal}"
-    );
+    let planned: Vec<Value> = journal
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["source"] == "nudge_planner")
+        .collect();
+    assert_eq!(planned.len(), 1, "{journal}");
+    assert_eq!(planned[0]["event"], "nudge_planned");
+    assert_eq!(planned[0]["reason"], "created");
 }
 
 #[test]
@@ -205,7 +220,12 @@ fn inactive_and_deleting_teams_claim_nothing() {
         .engine
         .prepare_team_deletion(&team("forge"))
         .unwrap();
-    assert_eq!(f.dispatch().claimed, 0);
+    let fenced = f
+        .services
+        .engine
+        .dispatch_due_nudges(&[team("forge")], "test")
+        .unwrap();
+    assert_eq!(fenced.claimed, 0);
     assert_eq!(
         f.outbox("jack")[0].status,
         OutboxStatus::Pending,
@@ -274,9 +294,8 @@ fn watchdog_cooldown_and_busy_members_are_retried_later() {
 }
 
 #[test]
-fn a_busy_member_is_retried_and_the_journal_names_the_tool() {
+fn a_busy_members_nudge_is_planned_then_retried_and_the_journal_names_the_tool() {
     let f = Fixture::new();
-    f.queued_reconcile("jack");
     let now = member_work_sync::domain::time::format_iso(f.services.engine.now_ms());
     f.services.engine.note_team_change(&member_work_sync::application::router::TeamChangeEvent {
         kind: "tool-activity".into(),
@@ -286,20 +305,38 @@ fn a_busy_member_is_retried_and_the_journal_names_the_tool() {
         )),
         ..Default::default()
     });
+    // A running tool does not stop the planner (the app plans all the same) ...
+    f.queued_reconcile("jack");
+    assert_eq!(f.outbox("jack").len(), 1);
+    assert_eq!(f.outbox("jack")[0].status, OutboxStatus::Pending);
+    // ... the dispatcher keeps the item retryable while the member is busy.
     let summary = f.dispatch();
     assert_eq!((summary.claimed, summary.retryable), (1, 1));
     let item = &f.outbox("jack")[0];
+    assert_eq!(item.status, OutboxStatus::FailedRetryable);
     assert_eq!(
         item.last_error.as_deref(),
         Some("member_busy:active_tool_activity")
     );
-    let retried: Vec<Value> = journal_of(&f.root, "jack")
+    let lines: Vec<Value> = journal_of(&f.root, "jack")
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
-        .filter(|l: &Value| l["event"] == "nudge_retryable")
         .collect();
-    assert_eq!(retried.len(), 1);
-    let line = retried[0].to_string();
+    let planned: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["source"] == "nudge_planner")
+        .collect();
+    assert_eq!(planned.len(), 1);
+    assert_eq!(planned[0]["event"], "nudge_planned");
+    // The app journals a busy retry as `member_busy`, its reason the retry reason.
+    let busy: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["source"] == "nudge_dispatcher")
+        .collect();
+    assert_eq!(busy.len(), 1);
+    assert_eq!(busy[0]["event"], "member_busy");
+    assert_eq!(busy[0]["reason"], "member_busy:active_tool_activity");
+    let line = busy[0].to_string();
     assert!(line.contains(r#""toolName":"Bash""#), "{line}");
 }
 
@@ -409,13 +446,13 @@ fn the_hourly_limit_holds_when_the_clock_steps_forward() {
 #[test]
 fn recovery_nudges_lead_to_suppression_after_four_deliveries() {
     let f = Fixture::new();
+    // A queue-side reconcile that plans, and no dispatch of its own.
     let run = |trigger: Trigger| {
-        f.services.engine.enqueue("forge", "jack", trigger);
         f.advance(5_000);
-        for (key, item) in f.services.engine.take_due() {
-            let ok = f.services.engine.run(&item).is_ok();
-            f.services.engine.finish(&key, &item, ok);
-        }
+        f.services
+            .engine
+            .reconcile_and_plan("forge", "jack", ReconciledBy::Queue, &[trigger])
+            .unwrap();
     };
     let keys = |f: &Fixture| -> Vec<String> {
         let mut keys: Vec<String> = f
@@ -502,13 +539,13 @@ fn two_dispatchers_never_deliver_one_item_twice() {
     let a = Services::new(paths(), Some(NOW));
     for i in 0..50 {
         a.engine
-            .enqueue("forge", &format!("w{i}"), Trigger::ManualRefresh);
-    }
-    while a.engine.diagnostics().queued > 0 {
-        for (key, item) in a.engine.take_due() {
-            let ok = a.engine.run(&item).is_ok();
-            a.engine.finish(&key, &item, ok);
-        }
+            .reconcile_and_plan(
+                "forge",
+                &format!("w{i}"),
+                ReconciledBy::Queue,
+                &[Trigger::ManualRefresh],
+            )
+            .unwrap();
     }
     let b = Services::new(paths(), Some(NOW));
     let results: Vec<(usize, usize)> = std::thread::scope(|scope| {
@@ -861,13 +898,14 @@ mod proof_missing_recovery {
             ["proof_missing_recovery"]
         );
 
-        // The reconcile runs after its 5 s delay and plans the targeted nudge.
+        // The reconcile runs after its 5 s delay, plans the targeted nudge
+        // and, like every queued run, dispatches it.
         f.advance(5_000);
         run_due(&f);
         let id = "member-work-sync:forge:jack:proof-missing:m-1";
         let items = f.outbox("jack");
         let item = items.iter().find(|i| i.id == id).expect("recovery item");
-        assert_eq!(item.status, OutboxStatus::Pending);
+        assert_eq!(item.status, OutboxStatus::Delivered);
         assert!(item.payload.text.contains("message \"m-1\""));
         let stored = f
             .services
@@ -884,7 +922,7 @@ mod proof_missing_recovery {
         assert_eq!(again.reason, ScheduleOutcome::CoalescedRecent);
         assert_eq!(again.existing_outbox_id.as_deref(), Some(id));
         assert!(journal_of(&f.root, "jack").contains("proof_missing_recovery_coalesced"));
-        assert_eq!(f.dispatch().delivered, 1);
+        assert_eq!(f.dispatch().delivered, 0);
         assert_eq!(f.inbox("jack")[0]["messageId"], id);
         assert_eq!(f.inbox("jack")[0]["workSyncIntentKey"], "proof-missing:m-1");
         f.advance(10 * MINUTE - 1);

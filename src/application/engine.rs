@@ -20,6 +20,7 @@ use super::reconcile::{check_name, Reconciler, TeamPreview, WorkSyncError};
 use super::report::{ReplaySummary, ReportResult};
 use super::router::{route, settled_turn_source_id, Route, TeamChangeEvent, ToolActivity};
 use super::turn_settled::SettledTurns;
+use crate::domain::decision::needs_background_refresh;
 use crate::domain::metrics::TeamMetrics;
 use crate::domain::names::{team_runtime_key, MemberName, TeamName};
 use crate::domain::recovery::Recovery;
@@ -406,9 +407,28 @@ impl Engine {
                     item,
                 );
             })?;
-        // Queued reconciles (never read-only getStatus) plan phase-2 nudges.
+        // A queued reconcile plans its nudge and then dispatches the team's
+        // due nudges (without the background refresh), as the app's queue does.
         if !self.is_deleting(&item.team_name) {
             self.deps.nudges.plan(&status);
+            let claimed_by = format!("member-work-sync:{}", std::process::id());
+            let dispatched = self.with_team(&item.team_name, || {
+                Ok(self
+                    .deps
+                    .nudges
+                    .dispatch_team(&item.team_name, &claimed_by, &|| !self.is_stopping())?)
+            });
+            if let Err(error) = dispatched.map(|_| ()).or_else(|error| match error {
+                WorkSyncError::TeamQuiesced(_) => Ok(()),
+                other => Err(other),
+            }) {
+                self.log(
+                    LogLevel::Warn,
+                    LogCode::DispatchIncomplete,
+                    format!("nudge dispatch after a queued reconcile failed: {error}"),
+                    item,
+                );
+            }
         }
         Ok(status)
     }
@@ -432,10 +452,14 @@ impl Engine {
         {
             let team = team.as_str();
             let dispatched = self.with_team(team, || {
-                Ok(self
-                    .deps
-                    .nudges
-                    .dispatch_team(team, claimed_by, &|| !self.is_stopping())?)
+                let keep_going = || !self.is_stopping();
+                let nudges = &self.deps.nudges;
+                let mut summary = nudges.dispatch_team(team, claimed_by, &keep_going)?;
+                if keep_going() {
+                    self.refresh_stale_statuses(team);
+                    summary.add(&nudges.dispatch_team(team, claimed_by, &keep_going)?);
+                }
+                Ok(summary)
             });
             match dispatched {
                 Ok(summary) => total.add(&summary),
@@ -449,6 +473,44 @@ impl Engine {
         match first_error {
             Some(error) => Err(error),
             None => Ok(total),
+        }
+    }
+
+    /// The background refresh between a pass's two dispatches, as the app
+    /// does it: every active roster member without a stored status (a
+    /// `startup_scan`) or with one [`needs_background_refresh`] says is stale
+    /// (a `manual_refresh`) is reconciled by the queue's hand, and its nudge
+    /// planned. A member that fails is logged and the others still run.
+    fn refresh_stale_statuses(&self, team: &str) {
+        let now = self.now();
+        for member in self.deps.ports.teams.active_members(team) {
+            if self.is_stopping() {
+                return;
+            }
+            let trigger = match self.deps.ports.store.read(team, &member) {
+                Ok(stored) => match stored.into_status() {
+                    Some(status) if !needs_background_refresh(&status, now) => continue,
+                    Some(_) => Trigger::ManualRefresh,
+                    None => Trigger::StartupScan,
+                },
+                Err(_) => Trigger::StartupScan,
+            };
+            let refreshed =
+                self.reconciler
+                    .refresh_status(team, &member, ReconciledBy::Queue, &[trigger]);
+            match refreshed {
+                Ok(status) => {
+                    self.deps.nudges.plan(&status);
+                }
+                Err(error) => self.deps.ports.log.log(
+                    LogEntry::new(
+                        LogLevel::Warn,
+                        LogCode::DispatchIncomplete,
+                        format!("background status refresh before nudge dispatch failed: {error}"),
+                    )
+                    .with_context(json!({ "teamName": team, "memberName": member })),
+                ),
+            }
         }
     }
 
@@ -574,7 +636,12 @@ impl Engine {
     ) -> Result<MemberStatus, WorkSyncError> {
         let (team, member) = (team.as_str(), member.as_str());
         let read = self.with_team(team, || {
-            self.reconciler.read_status(team, member, force_nudge)
+            let read = self.reconciler.read_status(team, member, force_nudge)?;
+            // A read that reconciled plans like every persisted reconcile.
+            if read.reconciled {
+                self.deps.nudges.plan(&read.status);
+            }
+            Ok(read)
         })?;
         if read.queue_refresh {
             self.enqueue(team, member, Trigger::ManualRefresh);
@@ -602,17 +669,13 @@ impl Engine {
     }
 
     /// `refreshStatus` through the team gate: persist, then plan (DATA.md §1).
+    /// A direct request carries no trigger reason (the app records none).
     pub fn refresh_status(
         &self,
         team: &TeamName,
         member: &MemberName,
     ) -> Result<MemberStatus, WorkSyncError> {
-        self.reconcile_and_plan(
-            team.as_str(),
-            member.as_str(),
-            ReconciledBy::Request,
-            &[Trigger::ManualRefresh],
-        )
+        self.reconcile_and_plan(team.as_str(), member.as_str(), ReconciledBy::Request, &[])
     }
 
     /// Reconciles one member through the team gate and plans its nudge.

@@ -8,20 +8,19 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::busy::{Busy, BusyReason};
+use super::busy::BusyReason;
 use super::delivery_record::DeliveryRecord;
 use super::ports::{AuditEvent, InboxOutcome, MemberFailure, PortError, Ports};
 use crate::domain::agenda::TeamIndex;
-use crate::domain::metrics::{readiness, MetricKind, MetricsIndex, Readiness, Thresholds};
-use crate::domain::names::normalize_member_name;
+use crate::domain::metrics::{readiness, MetricsIndex, Readiness, Thresholds};
 use crate::domain::nudge::{
-    activation, half_hour_bucket, plan_nudge, rate_limit, readiness_metadata, retry_at,
-    watchdog_cooldown, Activation, AttemptEnd, DeliveryTime, NudgeIntent, OutboxItem, OutboxStatus,
-    PlannedNudge, WatchdogAlert, MAX_RECOVERIES_PER_HOUR,
+    activation, current_fingerprint_stable_since, half_hour_bucket, plan_nudge, rate_limit,
+    readiness_metadata, retry_at, watchdog_cooldown, Activation, AttemptEnd, DeliveryTime,
+    NudgeIntent, OutboxItem, OutboxStatus, PlannedNudge, WatchdogAlert, MAX_RECOVERIES_PER_HOUR,
 };
 use crate::domain::status::{MemberStatus, StatusState};
 use crate::domain::team::TeamSnapshot;
-use crate::domain::time::{format_iso, parse_iso, EpochMs, IsoTime, MonotonicMs};
+use crate::domain::time::{format_iso, EpochMs, IsoTime, MonotonicMs};
 
 /// Items one claim takes.
 pub const CLAIM_LIMIT: usize = 10;
@@ -128,72 +127,64 @@ impl Nudges {
         let planned = plan_nudge(status)?;
         let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
         let now = self.ports.clock.now_ms();
-        let skip = |code: &'static str, diagnostics: Vec<String>, extra: Value| {
-            let mut metadata = json!({ "code": code, "outboxId": planned.id, "taskRefs": planned.payload.task_refs });
-            merge(&mut metadata, extra);
-            self.audit(
-                "nudge_planner",
-                "nudge_skipped",
-                team,
-                member,
-                diagnostics,
-                metadata,
-            );
+        // The app's planner line: the code as `reason`, the status summary
+        // and the agenda's tasks; readiness only where it held the nudge back.
+        let line = |planned: bool, code: &'static str, readiness: Option<&Readiness>| {
+            let mut metadata = json!({
+                "agendaFingerprint": status.agenda.fingerprint,
+                "state": status.state,
+                "actionableCount": status.agenda.items.len(),
+                "reason": code,
+            });
+            if let Some(provider) = status.provider_id {
+                metadata["providerId"] = json!(provider);
+            }
+            let diagnostics = match readiness {
+                Some(readiness) => {
+                    merge(&mut metadata, readiness_metadata(readiness));
+                    readiness.diagnostics.clone()
+                }
+                None => vec![],
+            };
+            metadata["taskRefs"] = json!(agenda_task_refs(status));
+            let kind = if planned {
+                "nudge_planned"
+            } else {
+                "nudge_skipped"
+            };
+            self.audit("nudge_planner", kind, team, member, diagnostics, metadata);
             Some(code)
         };
+        let skip = |code: &'static str| line(false, code, None);
         let Ok(index) = self.ports.metrics.read(team) else {
-            return skip("metrics_unavailable", vec![], json!({}));
+            return skip("metrics_unavailable");
         };
         let readiness = self.readiness(&index);
-        let since = needs_sync_since(&index, status);
+        let since = current_fingerprint_stable_since(&index.recent_events, status, now);
         let reason = match activation(status, &readiness, since, now) {
             Ok(reason) => reason,
-            Err(hold) => {
-                return skip(
-                    hold.as_str(),
-                    readiness.diagnostics.clone(),
-                    readiness_metadata(&readiness),
-                )
-            }
+            Err(hold) => return line(false, hold.as_str(), Some(&readiness)),
         };
         let existing = match self.ports.outbox.member_items(team, member) {
             Ok(items) => items,
-            Err(_) => return skip("outbox_unavailable", vec![], json!({})),
+            Err(_) => return skip("outbox_unavailable"),
         };
         let planned = match self.recovery_intent(status, &planned, &existing, reason, now) {
             Ok(Some(keyed)) => keyed,
             Ok(None) => planned.clone(),
-            Err(code) => return skip(code, vec![], json!({ "reason": reason.as_str() })),
+            Err(code) => return skip(code),
         };
-        if let Some(busy) = self
-            .ports
-            .busy
-            .busy_with(team, member, now)
-            .filter(|busy| !ignores_busy(&planned.payload, busy.reason))
-        {
-            let context = busy_context(&busy);
-            self.audit(
-                "nudge_planner",
-                "member_busy",
-                team,
-                member,
-                vec![],
-                context.clone(),
-            );
-            return skip("member_busy", vec![], context);
-        }
+        // A busy member's nudge is planned all the same: the dispatcher keeps
+        // it `failed_retryable` with `member_busy:*` until the member is free.
         let Ok((item, outcome)) = self.ports.outbox.ensure(team, member, &planned, now) else {
-            return skip("outbox_unavailable", vec![], json!({}));
+            return skip("outbox_unavailable");
         };
-        self.audit(
-            "nudge_planner",
-            "nudge_planned",
-            team,
-            member,
-            vec![],
-            json!({ "code": outcome.code(), "outboxId": item.id, "status": item.status, "taskRefs": planned.payload.task_refs }),
+        // Planned while the item still awaits delivery (the app's rule).
+        let awaiting = !matches!(
+            item.status,
+            OutboxStatus::Delivered | OutboxStatus::FailedTerminal
         );
-        Some(outcome.code())
+        line(awaiting, outcome.code(), None)
     }
 
     /// Which intent to plan when the base nudge for this agenda already went
@@ -447,10 +438,9 @@ impl Nudges {
             AttemptEnd::Superseded { reason } | AttemptEnd::Terminal { reason } => reason.clone(),
         };
         metadata["reason"] = reason.clone().into();
-        let kind = if reason == "watchdog_cooldown_active" {
-            "watchdog_cooldown_active"
-        } else {
-            kind
+        let kind = match &end {
+            AttemptEnd::Retryable { .. } => retry_event(&reason),
+            _ => kind,
         };
         self.audit(
             "nudge_dispatcher",
@@ -530,8 +520,8 @@ impl Nudges {
             return retry("metrics_unavailable".into(), backoff);
         };
         let readiness = self.readiness(metrics);
-        if let Err(hold) = activation(&status, &readiness, needs_sync_since(metrics, &status), now)
-        {
+        let since = current_fingerprint_stable_since(&metrics.recent_events, &status, now);
+        if let Err(hold) = activation(&status, &readiness, since, now) {
             return retry(hold.as_str().into(), backoff);
         }
         let items = match self.ports.outbox.member_items(team, member) {
@@ -610,47 +600,44 @@ impl Nudges {
     }
 }
 
-/// Since when the member has needed sync for the current fingerprint, per the
-/// metric events (the oldest of the latest unbroken run of needs_sync events).
-fn needs_sync_since(index: &MetricsIndex, status: &MemberStatus) -> Option<EpochMs> {
-    let member = normalize_member_name(&status.member_name);
-    let mut events: Vec<_> = index
-        .recent_events
-        .iter()
-        .filter(|e| {
-            e.kind == MetricKind::StatusEvaluated && normalize_member_name(&e.member_name) == member
-        })
-        .collect();
-    events.sort_by_key(|e| parse_iso(&e.recorded_at).unwrap_or(i64::MIN));
-    let mut since = None;
-    for event in events.iter().rev() {
-        if event.state != StatusState::NeedsSync
-            || event.agenda_fingerprint != status.agenda.fingerprint
-        {
-            break;
+
+/// The journal event of a retry, by its reason (the app's mapping).
+fn retry_event(reason: &str) -> &'static str {
+    if reason.starts_with("member_busy:") {
+        "member_busy"
+    } else {
+        match reason {
+            "watchdog_cooldown_active" => "watchdog_cooldown_active",
+            "team_inactive" => "team_inactive",
+            _ => "nudge_retryable",
         }
-        since = parse_iso(&event.recorded_at);
     }
-    since
 }
 
 /// A status-only check is exactly what a member that just finished a tool call
 /// should get; only an active tool call holds it back.
-/// The journal context of a busy member: the reason, and the tool when named.
-fn busy_context(busy: &Busy) -> serde_json::Value {
-    let mut context = json!({ "reason": busy.reason.as_str() });
-    if let Some(tool) = &busy.tool_name {
-        context["toolName"] = tool.as_str().into();
-    }
-    context
-}
-
 fn ignores_busy(payload: &crate::domain::nudge::NudgePayload, busy: BusyReason) -> bool {
     busy == BusyReason::RecentToolActivity
         && payload
             .work_sync_intent_key
             .as_deref()
             .is_some_and(|key| key.starts_with("status-only:"))
+}
+
+/// The journal's task references of a status: every agenda item.
+fn agenda_task_refs(status: &MemberStatus) -> Vec<Value> {
+    status
+        .agenda
+        .items
+        .iter()
+        .map(|item| {
+            let mut task = json!({ "taskId": item.task_id, "teamName": status.team_name });
+            if let Some(display) = &item.display_id {
+                task["displayId"] = json!(display);
+            }
+            task
+        })
+        .collect()
 }
 
 fn merge(target: &mut Value, extra: Value) {

@@ -15,7 +15,7 @@ use crate::domain::decision::{
 };
 use crate::domain::metrics::{events_for_write, ReportOutcome};
 use crate::domain::names::{normalize_member_name, validate_name, MemberName, NameError, TeamName};
-use crate::domain::nudge::{is_suppressed, OutboxStatus};
+use crate::domain::nudge::{is_suppressed, OutboxStatus, RUNTIME_STALL, STALL_TRIGGER_PREFIX};
 use crate::domain::recovery::Recovery;
 use crate::domain::status::Report;
 use crate::domain::status::{MemberStatus, ReconciledBy, Shadow, StatusState};
@@ -74,14 +74,27 @@ pub struct StatusRead {
     /// True when `status` is a stale stored one (its diagnostics say why)
     /// that the queue should refresh with a `manual_refresh`.
     pub queue_refresh: bool,
+    /// True when `status` was reconciled and persisted by this read: like
+    /// every persisted reconcile, it is then due for nudge planning.
+    pub reconciled: bool,
 }
 
 impl StatusRead {
-    /// A status that was just reconciled (or has nothing stored to refresh).
-    fn fresh(status: MemberStatus) -> Self {
+    /// A status that was just reconciled and persisted.
+    fn reconciled(status: MemberStatus) -> Self {
         Self {
             status,
             queue_refresh: false,
+            reconciled: true,
+        }
+    }
+
+    /// A status computed without anything stored to refresh.
+    fn unpersisted(status: MemberStatus) -> Self {
+        Self {
+            status,
+            queue_refresh: false,
+            reconciled: false,
         }
     }
 }
@@ -240,21 +253,16 @@ impl Reconciler {
         check_name("teamName", team)?;
         check_name("memberName", member)?;
         if force_nudge {
+            // The app's refresh route with `forceNudge`: a plain request
+            // reconcile (no trigger reasons) that resets nudge suppression.
             return self
-                .refresh_status_with(
-                    team,
-                    member,
-                    ReconciledBy::Request,
-                    &[Trigger::ManualRefresh],
-                    true,
-                    None,
-                )
-                .map(StatusRead::fresh);
+                .refresh_status_with(team, member, ReconciledBy::Request, &[], true, None)
+                .map(StatusRead::reconciled);
         }
         let now = self.ports.clock.now_ms();
         let stored = self.ports.store.read(team, member)?;
         let Some(mut status) = stored.into_status() else {
-            return Ok(StatusRead::fresh(
+            return Ok(StatusRead::unpersisted(
                 self.unpersisted_status(team, member, now),
             ));
         };
@@ -266,7 +274,7 @@ impl Reconciler {
                 ReconciledBy::Request,
                 &[Trigger::ManualRefresh],
             ) {
-                Ok(fresh) => return Ok(StatusRead::fresh(fresh)),
+                Ok(fresh) => return Ok(StatusRead::reconciled(fresh)),
                 // The stored status plus why it is stale; the queue retries.
                 Err(WorkSyncError::Io(_)) => {}
                 Err(other) => return Err(other),
@@ -279,6 +287,7 @@ impl Reconciler {
         Ok(StatusRead {
             status,
             queue_refresh: stale.iter().any(|s| s.queues_refresh()),
+            reconciled: false,
         })
     }
 
@@ -574,7 +583,11 @@ impl Reconciler {
                 member,
                 now,
                 vec![],
-                json!({ "triggerReasons": triggers.iter().map(|t| t.as_str()).collect::<Vec<_>>() }),
+                if triggers.is_empty() {
+                    json!({})
+                } else {
+                    json!({ "triggerReasons": triggers.iter().map(|t| t.as_str()).collect::<Vec<_>>() })
+                },
             ),
             audit_event(
                 SOURCE,
@@ -612,7 +625,8 @@ impl Reconciler {
         status
     }
 
-    /// Journals the decision and the write of a reconciled status.
+    /// Journals the decision, a runtime stall it observed, and the write of
+    /// a reconciled status, in the app's order and shapes.
     fn finish_reconcile(&self, status: &MemberStatus, now: EpochMs) {
         let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
         let decision_kind = if status.state == StatusState::Inactive {
@@ -620,24 +634,70 @@ impl Reconciler {
         } else {
             "decision_made"
         };
-        let summary = json!({
-            "state": status.state,
+        let mut summary = json!({
             "agendaFingerprint": status.agenda.fingerprint,
+            "state": status.state,
             "actionableCount": status.agenda.items.len(),
         });
-        // Both lines in one journal write.
-        let events = [
-            audit_event(
+        if let Some(provider) = status.provider_id {
+            summary["providerId"] = json!(provider);
+        }
+        let trigger_reasons = status
+            .shadow
+            .as_ref()
+            .and_then(|s| s.trigger_reasons.clone());
+        let stall_trigger = status
+            .diagnostics
+            .iter()
+            .find_map(|d| d.strip_prefix(STALL_TRIGGER_PREFIX))
+            .filter(|_| status.diagnostics.iter().any(|d| d == RUNTIME_STALL));
+        let stall_diagnostics: Vec<String> = stall_trigger
+            .map(|t| {
+                vec![
+                    RUNTIME_STALL.to_string(),
+                    format!("{STALL_TRIGGER_PREFIX}{t}"),
+                ]
+            })
+            .unwrap_or_default();
+        let mut events = vec![audit_event(
+            SOURCE,
+            decision_kind,
+            team,
+            member,
+            now,
+            status.diagnostics.clone(),
+            summary.clone(),
+        )];
+        if let Some(trigger) = stall_trigger {
+            let mut stall = summary.clone();
+            stall["reason"] = format!("same_agenda_still_needs_sync_after_{trigger}").into();
+            if let Some(triggers) = &trigger_reasons {
+                stall["triggerReasons"] = json!(triggers);
+            }
+            events.push(audit_event(
                 SOURCE,
-                decision_kind,
+                "runtime_stall_observed",
                 team,
                 member,
                 now,
-                status.diagnostics.clone(),
-                summary.clone(),
-            ),
-            audit_event(SOURCE, "status_written", team, member, now, vec![], summary),
-        ];
+                stall_diagnostics,
+                stall,
+            ));
+        }
+        let mut written = summary;
+        if let Some(triggers) = &trigger_reasons {
+            written["triggerReasons"] = json!(triggers);
+        }
+        events.push(audit_event(
+            "json_store",
+            "status_written",
+            team,
+            member,
+            now,
+            vec![],
+            written,
+        ));
+        // All lines in one journal write.
         self.ports
             .journal
             .record_all(events.into_iter().flatten().collect());
@@ -684,26 +744,23 @@ impl Reconciler {
         accepted_report: Option<Report>,
         effects: Effects,
     ) -> MemberStatus {
-        let audit = |kind: &'static str, metadata: serde_json::Value| {
-            if effects == Effects::Record {
-                let member = normalize_member_name(&agenda.member_name);
-                self.audit(
-                    SOURCE,
-                    kind,
-                    &snapshot.team_name,
-                    &member,
-                    now,
-                    vec![],
-                    metadata,
-                );
-            }
-        };
         let member = normalize_member_name(&agenda.member_name);
         let mut store_diagnostics = Vec::new();
         match &previous {
             StoredStatus::Legacy(_) => {
                 store_diagnostics.push("legacy_fallback_used:status_v1".to_string());
-                audit("legacy_fallback_used", json!({ "store": "status_v1" }));
+                if effects == Effects::Record {
+                    // The app's store journals its own fallback read.
+                    self.audit(
+                        "json_store",
+                        "legacy_fallback_used",
+                        &snapshot.team_name,
+                        &member,
+                        now,
+                        vec![],
+                        json!({ "reason": "status_v1" }),
+                    );
+                }
             }
             StoredStatus::Quarantined { reason } => {
                 store_diagnostics.push(format!("status_store_quarantined:{reason}"))
@@ -781,14 +838,8 @@ impl Reconciler {
                 && !agenda.items.is_empty()
                 && shadow.previous_fingerprint.as_deref() == Some(agenda.fingerprint.as_str())
         }) {
-            diagnostics.push("runtime_stall:same_agenda_still_needs_sync".into());
-            diagnostics.push(format!("runtime_stall:trigger={}", trigger.as_str()));
-            let kind = match trigger {
-                Trigger::TurnSettled => "same_agenda_still_needs_sync_after_turn_settled",
-                Trigger::ToolFinished => "same_agenda_still_needs_sync_after_tool_finished",
-                _ => "same_agenda_still_needs_sync_after_runtime_activity",
-            };
-            audit(kind, json!({ "agendaFingerprint": agenda.fingerprint }));
+            diagnostics.push(RUNTIME_STALL.into());
+            diagnostics.push(format!("{STALL_TRIGGER_PREFIX}{}", trigger.as_str()));
         }
         if let Some(reason) = self.ports.busy.busy(&snapshot.team_name, &member, now) {
             diagnostics.push(format!("member_busy:{}", reason.as_str()));

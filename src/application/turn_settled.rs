@@ -676,13 +676,16 @@ impl JournalBatch {
         };
         let mut claimed = entry("turn_settled_claimed", claim.claimed_at_ms);
         claimed.metadata.insert("spoolFile".into(), json!(claim.id));
+        // As the app journals them: a claim's and a resolution's reason is the provider.
+        claimed
+            .metadata
+            .insert("reason".into(), json!(event.provider));
         let mut outcome = entry(kind, now);
         outcome
             .metadata
             .insert("recordedAt".into(), json!(event.recorded_at));
-        if let Some(reason) = reason {
-            outcome.metadata.insert("reason".into(), json!(reason));
-        }
+        let reason = reason.map_or_else(|| json!(event.provider), |reason| json!(reason));
+        outcome.metadata.insert("reason".into(), reason);
         let lines = self
             .members
             .entry((team.to_string(), member.to_string()))

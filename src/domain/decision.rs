@@ -209,6 +209,61 @@ pub fn staleness_diagnostics(
     diags
 }
 
+/// True when a nudge dispatch pass should reconcile this stored status
+/// before its second dispatch (the app's background stale refresh): a
+/// missing or expired report token, an empty agenda in a state that expects
+/// work, an unreadable evaluation time, a `caught_up` status older than
+/// [`CAUGHT_UP_STALE_MS`], a `needs_sync` one with work older than
+/// [`ACTIONABLE_STALE_MS`], or an accepted work lease that is missing or over.
+pub fn needs_background_refresh(status: &super::status::MemberStatus, now_ms: EpochMs) -> bool {
+    let token_current = status
+        .report_token
+        .as_deref()
+        .is_some_and(|t| !t.trim().is_empty())
+        && status
+            .report_token_expires_at
+            .as_ref()
+            .and_then(IsoTime::ms)
+            .is_some_and(|expires| expires > now_ms);
+    let items = status.agenda.items.len();
+    let empty_but_expecting_work = items == 0
+        && matches!(
+            status.state,
+            StatusState::NeedsSync
+                | StatusState::StillWorking
+                | StatusState::Blocked
+                | StatusState::Unknown
+        );
+    if !token_current || empty_but_expecting_work {
+        return true;
+    }
+    let Some(evaluated) = status.evaluated_at.ms() else {
+        return true;
+    };
+    let age = now_ms - evaluated;
+    if status.state == StatusState::CaughtUp && age > CAUGHT_UP_STALE_MS {
+        return true;
+    }
+    if items == 0 {
+        return false;
+    }
+    if status.state == StatusState::NeedsSync && age > ACTIONABLE_STALE_MS {
+        return true;
+    }
+    let working = matches!(
+        status.state,
+        StatusState::StillWorking | StatusState::Blocked
+    );
+    let lease_current = status
+        .report
+        .as_ref()
+        .filter(|r| r.accepted)
+        .and_then(|r| r.expires_at.as_ref())
+        .and_then(IsoTime::ms)
+        .is_some_and(|expires| expires > now_ms);
+    working && status.report.as_ref().is_some_and(|r| r.accepted) && !lease_current
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

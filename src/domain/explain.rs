@@ -121,7 +121,8 @@ fn busy_words(line: &Value) -> String {
 
 /// Why a nudge was not planned, in words.
 fn skip_words(line: &Value) -> String {
-    let code = text(line, "code");
+    // The code is the line's `reason`; older addon lines kept it as `code`.
+    let code = first_of(line, &["reason", "code"]);
     let detail = match code.as_str() {
         "member_busy" => format!("member busy ({})", busy_words(line)),
         "task_protocol_repair_rate_limited" => format!(
@@ -173,7 +174,16 @@ pub fn sentence_for(line: &Value) -> String {
         ),
         "team_inactive" => format!("decision: inactive (team not running){diags}"),
         "status_written" => format!("status written: {}", t("state")),
-        "legacy_fallback_used" => format!("read the legacy {} store", t("store")),
+        "legacy_fallback_used" => {
+            format!("read the legacy {} store", first_of(line, &["reason", "store"]))
+        }
+        "runtime_stall_observed" => match t("reason").rsplit_once("_after_") {
+            Some((_, trigger)) => format!(
+                "runtime stall: the agenda is unchanged and still needs sync after {}",
+                trigger.replace('_', " ")
+            ),
+            None => format!("runtime stall observed ({})", t("reason")),
+        },
         "same_agenda_still_needs_sync_after_turn_settled" => {
             "runtime stall: the agenda is unchanged and still needs sync after a settled turn"
                 .into()
@@ -216,7 +226,7 @@ pub fn sentence_for(line: &Value) -> String {
             t("originalMessageId"),
             t("reason")
         ),
-        "nudge_planned" => format!("nudge {} planned ({}, {})", t("outboxId"), t("code"), t("status")),
+        "nudge_planned" => format!("nudge planned ({})", first_of(line, &["reason", "code"])),
         "member_busy" => format!("member busy ({}): no nudge now", busy_words(line)),
         "nudge_skipped" if line.get("source").and_then(Value::as_str) == Some("nudge_planner") => {
             format!("nudge not planned: {}", skip_words(line))
@@ -477,6 +487,22 @@ mod tests {
                     "reason": "member_busy:recent_tool_activity", "toolName": "Edit",
                     "nextAttemptAt": "2026-01-01T00:10:00.000Z"}})),
                 "nudge o1 not delivered (member_busy:recent_tool_activity, with Edit); next attempt at 2026-01-01T00:10:00.000Z",
+            ),
+            (
+                base("nudge_skipped", "nudge_planner", json!({"reason": "existing"})),
+                "nudge not planned: the nudge for this agenda already went out",
+            ),
+            (
+                base("nudge_planned", "nudge_planner", json!({"reason": "created"})),
+                "nudge planned (created)",
+            ),
+            (
+                base("runtime_stall_observed", "reconciler", json!({"reason": "same_agenda_still_needs_sync_after_turn_settled"})),
+                "runtime stall: the agenda is unchanged and still needs sync after turn settled",
+            ),
+            (
+                base("legacy_fallback_used", "json_store", json!({"reason": "status_v1"})),
+                "read the legacy status_v1 store",
             ),
             (
                 base("nudge_skipped", "nudge_planner", json!({"metadata": {"code": "task_protocol_repair_rate_limited"}})),

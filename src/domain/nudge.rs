@@ -11,12 +11,12 @@ use serde_json::{json, Value};
 
 use super::agenda::{Agenda, ItemKind};
 use super::fingerprint::{canonical_json, sha256_hex};
-use super::metrics::{Readiness, ReadinessReason, ReadinessState};
+use super::metrics::{MetricEvent, MetricKind, Readiness, ReadinessReason, ReadinessState};
 use super::names::normalize_member_name;
 use super::nudge_text::{agenda_preview, agenda_sync_text, display_id, review_pickup_text};
 use super::retention::Retention;
 use super::review_cycle::ReviewObligation;
-use super::status::{MemberStatus, StatusState};
+use super::status::{MemberStatus, ReportState, StatusState};
 use super::team::ProviderId;
 use super::time::{format_iso, parse_iso, EpochMs, IsoTime, MonotonicMs};
 
@@ -94,15 +94,7 @@ pub struct PlannedNudge {
 
 /// True when every item is a clean review pickup (DATA.md "Strict pickup").
 pub fn is_strict_pickup(agenda: &Agenda) -> bool {
-    !agenda.items.is_empty()
-        && agenda.items.iter().all(|item| {
-            let e = &item.evidence;
-            item.kind == ItemKind::Review
-                && e.review_obligation.as_deref() == Some(ReviewObligation::PickupRequired.as_str())
-                && e.can_bypass_phase2 == Some(true)
-                && e.review_request_event_id.is_some()
-                && e.review_diagnostics.as_ref().is_none_or(|d| d.is_empty())
-        })
+    !agenda.items.is_empty() && agenda.items.iter().all(is_strict_pickup_item)
 }
 
 /// The nudge for a status, if the status is nudgeable at all.
@@ -190,6 +182,8 @@ pub fn is_lead_like(member: &str) -> bool {
 
 /// Diagnostic of a runtime stall (same agenda still needs sync after a runtime signal).
 pub const RUNTIME_STALL: &str = "runtime_stall:same_agenda_still_needs_sync";
+/// Prefix of the diagnostic naming the runtime signal behind a stall.
+pub const STALL_TRIGGER_PREFIX: &str = "runtime_stall:trigger=";
 
 /// Why a nudge may go (DATA.md §5 "Activation"); journaled as its wire
 /// spelling ([`Activation::as_str`]).
@@ -267,33 +261,129 @@ impl ActivationHold {
     }
 }
 
-/// Why a nudge may go, or what holds it back (DATA.md §5 "Activation",
-/// rules in order).
+/// Why a nudge may go, or what holds it back, in the app's order of rules.
+///
+/// A team-wide would-nudge rate or fingerprint churn never holds a nudge
+/// back (a stalled member keeps adding would-nudge samples, so using them
+/// would lock out exactly the members that need a sync); only a high report
+/// rejection rate does, and not for OpenCode members or leads. Deliveries
+/// stay bounded by the outbox's idempotency, the dispatcher's rate limit,
+/// busy checks and cooldowns.
+///
+/// `stable_since` is when the current agenda started needing sync without
+/// an accepted report ([`current_fingerprint_stable_since`]).
 pub fn activation(
     status: &MemberStatus,
     readiness: &Readiness,
-    needs_sync_since_ms: Option<EpochMs>,
+    stable_since: Option<EpochMs>,
     now: EpochMs,
 ) -> Result<Activation, ActivationHold> {
-    let nudgeable = status.state == StatusState::NeedsSync && !status.agenda.items.is_empty();
-    if !nudgeable {
+    if status.state != StatusState::NeedsSync || status.agenda.items.is_empty() {
         return Err(ActivationHold::StatusNotNudgeable);
     }
-    let has = |diag: &str| status.diagnostics.iter().any(|d| d == diag);
-    let stalled = has(RUNTIME_STALL);
-    let lead_like = is_lead_like(&status.member_name);
-    let items = &status.agenda.items;
-    let pickup = is_strict_pickup(&status.agenda);
+    let would_nudge = status.shadow.as_ref().is_some_and(|s| s.would_nudge);
+    let pickup_candidate = would_nudge && is_strict_pickup(&status.agenda);
     let collecting = readiness.state == ReadinessState::CollectingShadowData;
-    // 1. A clean review pickup goes out while shadow data is collected.
-    if collecting && pickup {
+    if collecting && pickup_candidate {
         return Ok(Activation::ReviewPickupRequired);
     }
-    let provider = status.provider_id;
-    let native = matches!(
+    if would_nudge && needs_task_protocol_repair(status) {
+        return Ok(Activation::NativeTaskProtocolRepair);
+    }
+    if let Some(stale) = would_nudge
+        .then(|| stale_native_work(status, stable_since, now))
+        .flatten()
+    {
+        return Ok(stale);
+    }
+    let blocking = readiness
+        .reasons
+        .contains(&ReadinessReason::ReportRejectionRateHigh);
+    if let Some(targeted) = would_nudge.then(|| targeted_recovery(status)).flatten() {
+        if targeted != Activation::NativeTargetedShadowCollecting {
+            return Ok(targeted);
+        }
+        if blocking {
+            return Err(ActivationHold::BlockingMetrics);
+        }
+        if readiness.state != ReadinessState::ShadowReady {
+            return Ok(targeted);
+        }
+    }
+    if blocking {
+        return Err(ActivationHold::BlockingMetrics);
+    }
+    if pickup_candidate {
+        return Ok(Activation::ReviewPickupRequired);
+    }
+    if readiness.state == ReadinessState::ShadowReady {
+        return Ok(Activation::ShadowReady);
+    }
+    Err(ActivationHold::Phase2NotReady)
+}
+
+/// Providers whose members watch their inbox natively.
+fn is_native(provider: Option<ProviderId>) -> bool {
+    matches!(
         provider,
         Some(ProviderId::Anthropic | ProviderId::Codex | ProviderId::Gemini)
-    );
+    )
+}
+
+/// Owned work the board says is in progress.
+fn is_owned_in_progress(item: &super::agenda::ActionableWorkItem) -> bool {
+    item.kind == ItemKind::Work
+        && item.reason == "owned_in_progress_task"
+        && item.evidence.status == "in_progress"
+}
+
+/// Owned work in progress, or owned work still pending.
+fn is_stale_work(item: &super::agenda::ActionableWorkItem) -> bool {
+    is_owned_in_progress(item)
+        || (item.kind == ItemKind::Work
+            && item.reason == "owned_pending_task"
+            && item.evidence.status == "pending")
+}
+
+/// A clean review pickup item (DATA.md "Strict pickup").
+fn is_strict_pickup_item(item: &super::agenda::ActionableWorkItem) -> bool {
+    let e = &item.evidence;
+    item.kind == ItemKind::Review
+        && e.review_obligation.as_deref() == Some(ReviewObligation::PickupRequired.as_str())
+        && e.can_bypass_phase2 == Some(true)
+        && e.review_request_event_id
+            .as_deref()
+            .is_some_and(|id| !id.is_empty())
+        && e.review_diagnostics.as_ref().is_none_or(|d| d.is_empty())
+}
+
+/// True while an accepted `still_working` / `blocked` report of the current
+/// agenda holds a lease that outlives the evaluation.
+pub fn has_active_work_lease(status: &MemberStatus) -> bool {
+    let Some(report) = status.report.as_ref() else {
+        return false;
+    };
+    if !report.accepted
+        || report.agenda_fingerprint != status.agenda.fingerprint
+        || !matches!(
+            report.state,
+            ReportState::StillWorking | ReportState::Blocked
+        )
+    {
+        return false;
+    }
+    match (
+        status.evaluated_at.ms(),
+        report.expires_at.as_ref().and_then(IsoTime::ms),
+    ) {
+        (Some(evaluated), Some(expires)) => expires > evaluated,
+        _ => false,
+    }
+}
+
+/// A native (non-lead) member with no accepted work proof for this agenda.
+fn native_without_proof(status: &MemberStatus, providers: &[ProviderId]) -> bool {
+    let has = |diag: &str| status.diagnostics.iter().any(|d| d == diag);
     let no_proof = [
         "no_current_report",
         "report_lease_missing",
@@ -302,57 +392,105 @@ pub fn activation(
     ]
     .iter()
     .any(|d| has(d));
-    // 2. A Codex member that ended a turn without touching its one in-progress task.
-    if provider == Some(ProviderId::Codex)
-        && !lead_like
-        && no_proof
-        && items.len() == 1
-        && items[0].reason == "owned_in_progress_task"
-        && stalled
-        && has("runtime_stall:trigger=turn_settled")
-    {
-        return Ok(Activation::NativeTaskProtocolRepair);
+    no_proof
+        && status.provider_id.is_some_and(|p| providers.contains(&p))
+        && !is_lead_like(&status.member_name)
+        && !has_active_work_lease(status)
+}
+
+/// A Codex member whose turn settled with its one in-progress task untouched.
+fn needs_task_protocol_repair(status: &MemberStatus) -> bool {
+    let has = |diag: &str| status.diagnostics.iter().any(|d| d == diag);
+    native_without_proof(status, &[ProviderId::Codex])
+        && status.agenda.items.len() == 1
+        && is_owned_in_progress(&status.agenda.items[0])
+        && has(RUNTIME_STALL)
+        && has(&format!("{STALL_TRIGGER_PREFIX}turn_settled"))
+}
+
+/// Owned work of a native member that has needed sync for
+/// [`NATIVE_STALE_MS`] or more under the same agenda.
+fn stale_native_work(
+    status: &MemberStatus,
+    stable_since: Option<EpochMs>,
+    now: EpochMs,
+) -> Option<Activation> {
+    let items = &status.agenda.items;
+    let eligible = native_without_proof(
+        status,
+        &[ProviderId::Anthropic, ProviderId::Codex, ProviderId::Gemini],
+    ) && items
+        .iter()
+        .all(|i| is_stale_work(i) || is_strict_pickup_item(i))
+        && items.iter().any(is_stale_work);
+    let stale = stable_since.is_some_and(|since| now - since >= NATIVE_STALE_MS);
+    if !eligible || !stale {
+        return None;
     }
-    // 3. Stale owned work of a native member (needs sync for ≥ 6 min).
-    let owned_work_or_pickup = items.iter().all(|i| i.kind == ItemKind::Work) || pickup;
-    let any_work = items.iter().any(|i| i.kind == ItemKind::Work);
-    let stale = needs_sync_since_ms.is_some_and(|since| now - since >= NATIVE_STALE_MS);
-    if native && !lead_like && no_proof && owned_work_or_pickup && any_work && stale {
-        let in_progress = items.iter().any(|i| i.reason == "owned_in_progress_task");
-        return Ok(if in_progress {
-            Activation::NativeStaleInProgress
-        } else {
-            Activation::NativeStaleAssignedWork
-        });
+    Some(if items.iter().all(is_owned_in_progress) {
+        Activation::NativeStaleInProgress
+    } else {
+        Activation::NativeStaleAssignedWork
+    })
+}
+
+/// Targeted recovery by delivery capability: OpenCode members, lead-like
+/// members and native inbox watchers, for anything but a clean pickup.
+fn targeted_recovery(status: &MemberStatus) -> Option<Activation> {
+    if is_strict_pickup(&status.agenda) {
+        return None;
     }
-    let rejection_rate_high = readiness
-        .reasons
-        .contains(&ReadinessReason::ReportRejectionRateHigh);
-    // 4. Targeted (a runtime stall), not a pickup, while collecting.
-    if collecting && stalled && !pickup {
-        if provider == Some(ProviderId::Opencode) {
-            return Ok(Activation::OpencodeTargetedShadowCollecting);
-        }
-        if lead_like {
-            return Ok(Activation::LeadTargetedShadowCollecting);
-        }
-        if native && !rejection_rate_high {
-            return Ok(Activation::NativeTargetedShadowCollecting);
-        }
+    if status.provider_id == Some(ProviderId::Opencode) {
+        Some(Activation::OpencodeTargetedShadowCollecting)
+    } else if is_lead_like(&status.member_name) {
+        Some(Activation::LeadTargetedShadowCollecting)
+    } else if is_native(status.provider_id) {
+        Some(Activation::NativeTargetedShadowCollecting)
+    } else {
+        None
     }
-    // 5.
-    if rejection_rate_high {
-        return Err(ActivationHold::BlockingMetrics);
-    }
-    // 6.
-    if pickup {
-        return Ok(Activation::ReviewPickupRequired);
-    }
-    // 7.
-    if readiness.state == ReadinessState::ShadowReady {
-        return Ok(Activation::ShadowReady);
-    }
-    Err(ActivationHold::Phase2NotReady)
+}
+
+/// When the member's current agenda started needing sync, per the team's
+/// recent metric events up to `now`: the earliest `needs_sync` evaluation of
+/// this fingerprint after the last event of another agenda (or the change
+/// into this one) and after the last accepted report of this agenda.
+pub fn current_fingerprint_stable_since(
+    events: &[MetricEvent],
+    status: &MemberStatus,
+    now: EpochMs,
+) -> Option<EpochMs> {
+    let member = normalize_member_name(&status.member_name);
+    let current = status.agenda.fingerprint.as_str();
+    let timed: Vec<(EpochMs, &MetricEvent)> = events
+        .iter()
+        .filter(|e| normalize_member_name(&e.member_name) == member)
+        .filter_map(|e| parse_iso(&e.recorded_at).map(|at| (at, e)))
+        .filter(|(at, _)| *at <= now)
+        .collect();
+    let boundary = timed
+        .iter()
+        .filter(|(_, e)| {
+            e.agenda_fingerprint != current || e.kind == MetricKind::FingerprintChanged
+        })
+        .map(|(at, _)| *at)
+        .max();
+    let accepted = timed
+        .iter()
+        .filter(|(_, e)| e.kind == MetricKind::ReportAccepted && e.agenda_fingerprint == current)
+        .map(|(at, _)| *at)
+        .max();
+    timed
+        .iter()
+        .filter(|(at, e)| {
+            e.kind == MetricKind::StatusEvaluated
+                && e.state == StatusState::NeedsSync
+                && e.agenda_fingerprint == current
+                && boundary.is_none_or(|b| *at >= b)
+                && accepted.is_none_or(|a| *at > a)
+        })
+        .map(|(at, _)| *at)
+        .min()
 }
 
 /// The 30-minute bucket of `now`, as ISO (still-stuck keys).

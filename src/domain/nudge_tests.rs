@@ -130,95 +130,362 @@ fn wire_activation(
         .map_err(ActivationHold::as_str)
 }
 
+/// An owned work item whose board status agrees with its reason.
+fn owned(id: &str, reason: &str, board_status: &str) -> ActionableWorkItem {
+    let mut item = work(id, reason);
+    item.evidence.status = board_status.into();
+    item
+}
+
 #[test]
-fn activation_order() {
-    let s = status(vec![work("1", "owned_pending_task")]);
-    assert_eq!(
-        wire_activation(&s, &collecting(), None, NOW),
-        Err("phase2_not_ready")
+fn activation_follows_the_apps_rules_in_order() {
+    let ready = || with_state(ReadinessState::ShadowReady, vec![]);
+    let noisy = || {
+        with_state(
+            ReadinessState::Blocked,
+            vec![
+                ReadinessReason::WouldNudgeRateHigh,
+                ReadinessReason::FingerprintChurnHigh,
+            ],
+        )
+    };
+    let rejecting = || {
+        with_state(
+            ReadinessState::Blocked,
+            vec![ReadinessReason::ReportRejectionRateHigh],
+        )
+    };
+    let pending = || owned("1", "owned_pending_task", "pending");
+    let in_progress = || owned("2", "owned_in_progress_task", "in_progress");
+    let with = |items: Vec<ActionableWorkItem>, edit: &dyn Fn(&mut MemberStatus)| {
+        let mut s = status(items);
+        edit(&mut s);
+        s
+    };
+    let provider = |p: Option<ProviderId>| move |s: &mut MemberStatus| s.provider_id = p;
+    let lead = |s: &mut MemberStatus| s.member_name = "Team_Lead".into();
+    let plain = |_: &mut MemberStatus| {};
+    let stalled_turn = |s: &mut MemberStatus| {
+        s.provider_id = Some(ProviderId::Codex);
+        s.diagnostics.push(RUNTIME_STALL.into());
+        s.diagnostics
+            .push("runtime_stall:trigger=turn_settled".into());
+    };
+    let stale = Some(NOW - NATIVE_STALE_MS);
+    let fresh = Some(NOW - NATIVE_STALE_MS + 1);
+    type Case = (
+        &'static str,
+        MemberStatus,
+        Readiness,
+        Option<EpochMs>,
+        Result<&'static str, &'static str>,
     );
-    assert_eq!(
-        wire_activation(
-            &s,
-            &with_state(ReadinessState::ShadowReady, vec![]),
+    let cases: Vec<Case> = vec![
+        // Native inbox watchers are targeted in any state but shadow_ready,
+        // noisy rates included; only rejections hold them back.
+        (
+            "native collecting",
+            with(vec![pending()], &plain),
+            collecting(),
             None,
-            NOW
+            Ok("native_targeted_shadow_collecting"),
         ),
-        Ok("shadow_ready")
-    );
-    assert_eq!(
-        wire_activation(
-            &s,
-            &with_state(
-                ReadinessState::Blocked,
-                vec![ReadinessReason::ReportRejectionRateHigh]
+        (
+            "native noisy",
+            with(vec![pending()], &plain),
+            noisy(),
+            None,
+            Ok("native_targeted_shadow_collecting"),
+        ),
+        (
+            "native rejecting",
+            with(vec![pending()], &plain),
+            rejecting(),
+            None,
+            Err("blocking_metrics"),
+        ),
+        (
+            "native ready",
+            with(vec![pending()], &plain),
+            ready(),
+            None,
+            Ok("shadow_ready"),
+        ),
+        // OpenCode and lead-like members: targeted whatever the readiness.
+        (
+            "opencode rejecting",
+            with(vec![pending()], &provider(Some(ProviderId::Opencode))),
+            rejecting(),
+            None,
+            Ok("opencode_targeted_shadow_collecting"),
+        ),
+        (
+            "opencode ready",
+            with(vec![pending()], &provider(Some(ProviderId::Opencode))),
+            ready(),
+            None,
+            Ok("opencode_targeted_shadow_collecting"),
+        ),
+        (
+            "lead noisy",
+            with(vec![pending()], &lead),
+            noisy(),
+            stale,
+            Ok("lead_targeted_shadow_collecting"),
+        ),
+        // Unknown provider: only phase 2 proper.
+        (
+            "no provider collecting",
+            with(vec![pending()], &provider(None)),
+            collecting(),
+            None,
+            Err("phase2_not_ready"),
+        ),
+        (
+            "no provider noisy",
+            with(vec![pending()], &provider(None)),
+            noisy(),
+            None,
+            Err("phase2_not_ready"),
+        ),
+        (
+            "no provider ready",
+            with(vec![pending()], &provider(None)),
+            ready(),
+            None,
+            Ok("shadow_ready"),
+        ),
+        // Stale owned work of a native member: 6 minutes under one agenda.
+        (
+            "stale pending",
+            with(vec![pending()], &plain),
+            rejecting(),
+            stale,
+            Ok("native_stale_assigned_work"),
+        ),
+        (
+            "not yet stale",
+            with(vec![pending()], &plain),
+            rejecting(),
+            fresh,
+            Err("blocking_metrics"),
+        ),
+        (
+            "stale in progress",
+            with(vec![in_progress()], &plain),
+            noisy(),
+            stale,
+            Ok("native_stale_in_progress"),
+        ),
+        (
+            "stale mixed",
+            with(vec![in_progress(), pending()], &plain),
+            noisy(),
+            stale,
+            Ok("native_stale_assigned_work"),
+        ),
+        (
+            "board disagrees",
+            with(vec![work("1", "owned_pending_task")], &plain),
+            rejecting(),
+            stale,
+            Err("blocking_metrics"),
+        ),
+        (
+            "stale lead",
+            with(vec![pending()], &lead),
+            rejecting(),
+            stale,
+            Ok("lead_targeted_shadow_collecting"),
+        ),
+        // A Codex turn that settled with its one in-progress task untouched.
+        (
+            "protocol repair",
+            with(vec![in_progress()], &stalled_turn),
+            rejecting(),
+            None,
+            Ok("native_task_protocol_repair"),
+        ),
+        (
+            "repair needs one task",
+            with(vec![in_progress(), pending()], &stalled_turn),
+            rejecting(),
+            None,
+            Err("blocking_metrics"),
+        ),
+        // Clean pickups: first while collecting, after rejections otherwise.
+        (
+            "pickup collecting",
+            with(vec![pickup("6", "r1")], &plain),
+            collecting(),
+            None,
+            Ok("review_pickup_required"),
+        ),
+        (
+            "pickup noisy",
+            with(vec![pickup("6", "r1")], &plain),
+            noisy(),
+            None,
+            Ok("review_pickup_required"),
+        ),
+        (
+            "pickup rejecting",
+            with(vec![pickup("6", "r1")], &plain),
+            rejecting(),
+            None,
+            Err("blocking_metrics"),
+        ),
+        (
+            "opencode pickup ready",
+            with(
+                vec![pickup("6", "r1")],
+                &provider(Some(ProviderId::Opencode)),
             ),
+            ready(),
             None,
-            NOW
+            Ok("review_pickup_required"),
         ),
-        Err("blocking_metrics")
-    );
-    // Native stale work: needs_sync for ≥ 6 min goes out even while collecting.
-    assert_eq!(
-        wire_activation(&s, &collecting(), Some(NOW - NATIVE_STALE_MS + 1), NOW),
-        Err("phase2_not_ready")
-    );
-    assert_eq!(
-        wire_activation(&s, &collecting(), Some(NOW - NATIVE_STALE_MS), NOW),
-        Ok("native_stale_assigned_work")
-    );
-    let busy = status(vec![work("2", "owned_in_progress_task")]);
-    assert_eq!(
-        wire_activation(&busy, &collecting(), Some(0), NOW),
-        Ok("native_stale_in_progress")
-    );
-    let mut opencode = status(vec![work("1", "owned_pending_task")]);
-    opencode.provider_id = Some(ProviderId::Opencode);
-    assert_eq!(
-        wire_activation(&opencode, &collecting(), Some(0), NOW),
-        Err("phase2_not_ready")
-    );
-    let mut lead = status(vec![work("1", "owned_pending_task")]);
-    lead.member_name = "Team_Lead".into();
-    assert_eq!(
-        wire_activation(&lead, &collecting(), Some(0), NOW),
-        Err("phase2_not_ready")
-    );
-    // Pickups go out while collecting.
-    let p = status(vec![pickup("6", "r1")]);
-    assert_eq!(
-        wire_activation(&p, &collecting(), None, NOW),
-        Ok("review_pickup_required")
-    );
-    let mut oversight = work("5", "task_has_broken_dependency");
-    oversight.kind = ItemKind::BlockedDependency;
-    let mut clarification = work("8", "task_needs_lead_clarification");
-    clarification.kind = ItemKind::Clarification;
-    // Oversight items alone (a lead's clarifications, broken dependencies)
-    // are nudged like any agenda once shadow data is ready.
-    for items in [
-        vec![oversight.clone()],
-        vec![clarification],
-        vec![oversight],
-    ] {
-        let mut lead_only = status(items);
-        lead_only.member_name = "team-lead".into();
+        // Nothing to nudge.
+        (
+            "caught up",
+            with(vec![], &|s: &mut MemberStatus| {
+                s.state = StatusState::CaughtUp
+            }),
+            ready(),
+            None,
+            Err("status_not_nudgeable"),
+        ),
+        (
+            "suppressed",
+            with(vec![pending()], &|s: &mut MemberStatus| {
+                s.shadow.as_mut().unwrap().would_nudge = false
+            }),
+            collecting(),
+            stale,
+            Err("phase2_not_ready"),
+        ),
+    ];
+    for (name, status, readiness, since, expected) in cases {
         assert_eq!(
-            wire_activation(
-                &lead_only,
-                &with_state(ReadinessState::ShadowReady, vec![]),
-                Some(0),
-                NOW
-            ),
-            Ok("shadow_ready")
+            wire_activation(&status, &readiness, since, NOW),
+            expected,
+            "{name}"
         );
     }
-    let mut caught_up = status(vec![]);
-    caught_up.state = StatusState::CaughtUp;
-    assert_eq!(
-        wire_activation(&caught_up, &collecting(), None, NOW),
-        Err("status_not_nudgeable")
+}
+
+#[test]
+fn an_active_work_lease_keeps_stale_native_work_quiet() {
+    let mut s = status(vec![owned("1", "owned_pending_task", "pending")]);
+    s.report = Some(crate::domain::status::Report {
+        state: ReportState::StillWorking,
+        agenda_fingerprint: s.agenda.fingerprint.clone(),
+        member_name: "Jack".into(),
+        team_name: "forge".into(),
+        reported_at: IsoTime::at(NOW - 1),
+        expires_at: Some(IsoTime::at(NOW + 1)),
+        task_ids: None,
+        note: None,
+        source: None,
+        accepted: true,
+        rejection_code: None,
+    });
+    s.diagnostics.push("report_lease_expired".into());
+    let rejecting = with_state(
+        ReadinessState::Blocked,
+        vec![ReadinessReason::ReportRejectionRateHigh],
     );
+    assert!(has_active_work_lease(&s));
+    assert_eq!(
+        wire_activation(&s, &rejecting, Some(0), NOW),
+        Err("blocking_metrics")
+    );
+}
+
+fn metric(kind: MetricKind, state: StatusState, fingerprint: &str, at: EpochMs) -> MetricEvent {
+    MetricEvent {
+        id: format!("{at}"),
+        team_name: "forge".into(),
+        member_name: "jack".into(),
+        kind,
+        state,
+        agenda_fingerprint: fingerprint.into(),
+        recorded_at: format_iso(at),
+        actionable_count: 1,
+        rejection_code: None,
+    }
+}
+
+#[test]
+fn stable_since_starts_after_the_last_other_agenda_and_accepted_report() {
+    let s = status(vec![owned("1", "owned_pending_task", "pending")]);
+    let fp = s.agenda.fingerprint.clone();
+    let evaluated =
+        |fp: &str, at| metric(MetricKind::StatusEvaluated, StatusState::NeedsSync, fp, at);
+    let cases: Vec<(&str, Vec<MetricEvent>, Option<EpochMs>)> = vec![
+        ("none", vec![], None),
+        (
+            "first needs_sync",
+            vec![evaluated(&fp, NOW - 9), evaluated(&fp, NOW - 5)],
+            Some(NOW - 9),
+        ),
+        (
+            "another agenda in between",
+            vec![
+                evaluated(&fp, NOW - 9),
+                evaluated("agenda:v1:other", NOW - 7),
+                evaluated(&fp, NOW - 5),
+            ],
+            Some(NOW - 5),
+        ),
+        (
+            "change into this agenda",
+            vec![
+                evaluated(&fp, NOW - 9),
+                metric(
+                    MetricKind::FingerprintChanged,
+                    StatusState::NeedsSync,
+                    &fp,
+                    NOW - 6,
+                ),
+                evaluated(&fp, NOW - 6),
+            ],
+            Some(NOW - 6),
+        ),
+        (
+            "accepted report",
+            vec![
+                evaluated(&fp, NOW - 9),
+                metric(
+                    MetricKind::ReportAccepted,
+                    StatusState::StillWorking,
+                    &fp,
+                    NOW - 7,
+                ),
+                evaluated(&fp, NOW - 7),
+                evaluated(&fp, NOW - 3),
+            ],
+            Some(NOW - 3),
+        ),
+        ("future events ignored", vec![evaluated(&fp, NOW + 1)], None),
+        (
+            "other states ignored",
+            vec![metric(
+                MetricKind::StatusEvaluated,
+                StatusState::StillWorking,
+                &fp,
+                NOW - 9,
+            )],
+            None,
+        ),
+    ];
+    for (name, events, expected) in cases {
+        assert_eq!(
+            current_fingerprint_stable_since(&events, &s, NOW),
+            expected,
+            "{name}"
+        );
+    }
 }
 
 fn planned() -> PlannedNudge {

@@ -105,6 +105,9 @@ pub struct Services {
     pub log: Arc<LogRelay>,
     /// Durable nudges.
     pub outbox: Arc<dyn OutboxStore>,
+    /// The nudge planner and dispatcher on their own (the engine's
+    /// `dispatch_due_nudges` adds the background status refresh).
+    pub nudges: Arc<Nudges>,
     /// Side-effect-free member timelines (`explain`).
     pub explainer: Arc<Explainer>,
     /// The team reader, whose task cache watches folders (released on dispose).
@@ -159,7 +162,7 @@ impl Services {
             reconciler.clone(),
             EngineDeps {
                 ports: ports.clone(),
-                nudges,
+                nudges: nudges.clone(),
                 settled_turns: settled_turns.clone(),
             },
         ));
@@ -198,6 +201,7 @@ impl Services {
             team_changes: Arc::new(TeamChangeRelay::default()),
             log,
             outbox: ports.outbox.clone(),
+            nudges,
             explainer,
             team_source,
         }
