@@ -7,6 +7,7 @@ use serde_json::json;
 
 use super::index_cache::IndexCache;
 use super::log::{LogCode, LogEntry, LogLevel};
+use super::nudges::Nudges;
 use super::ports::{AuditEvent, PortError, Ports, StoredStatus};
 use super::queue::Trigger;
 use crate::domain::agenda::{Agenda, TeamIndex};
@@ -148,6 +149,8 @@ impl AgendaSource for KeptAgendas<'_> {
 /// Reconciles members, takes their reports and answers status queries.
 pub struct Reconciler {
     pub(super) ports: Arc<Ports>,
+    /// Plans the nudge of a status a rejected report reconciled.
+    pub(super) planner: Nudges,
     /// Task indexes kept between reconciles (one member's reconcile costs
     /// the change since the last one, not the board).
     indexes: IndexCache,
@@ -157,6 +160,7 @@ impl Reconciler {
     /// Wires the use cases to their ports.
     pub fn new(ports: Arc<Ports>) -> Self {
         Self {
+            planner: Nudges::new(ports.clone()),
             ports,
             indexes: IndexCache::default(),
         }
@@ -546,6 +550,25 @@ impl Reconciler {
         status
     }
 
+    /// Journals the write of a status outside a reconcile (a report).
+    pub(super) fn journal_status_written(&self, status: &MemberStatus, now: EpochMs) {
+        let summary = json!({
+            "state": status.state,
+            "agendaFingerprint": status.agenda.fingerprint,
+            "actionableCount": status.agenda.items.len(),
+        });
+        let member = normalize_member_name(&status.member_name);
+        self.audit(
+            SOURCE,
+            "status_written",
+            &status.team_name,
+            &member,
+            now,
+            vec![],
+            summary,
+        );
+    }
+
     /// Journals the decision and the write of a reconciled status.
     fn finish_reconcile(&self, status: &MemberStatus, now: EpochMs) {
         let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
@@ -645,15 +668,16 @@ impl Reconciler {
             StoredStatus::Missing | StoredStatus::Current(_) => {}
         }
         let previous = previous.into_status();
-        let stored_report = previous.as_ref().and_then(|p| p.report.clone());
-        let prior_accepted = accepted_report.clone().or_else(|| {
-            stored_report.clone().filter(|r| r.accepted).or_else(|| {
-                previous
-                    .as_ref()
-                    .and_then(|p| p.last_accepted_report.clone())
+        // The lease input: the report just accepted, else the stored accepted
+        // one, else the lease a later rejected report left behind.
+        let prior_accepted = accepted_report.or_else(|| {
+            previous.as_ref().and_then(|p| {
+                p.report
+                    .clone()
+                    .filter(|r| r.accepted)
+                    .or_else(|| p.last_accepted_report.clone())
             })
         });
-        let previous_report = accepted_report.or(stored_report);
         let on_active_roster = snapshot.is_active() && snapshot.is_active_member(&member);
         let decision = decide(&DecisionInput {
             on_active_roster,
@@ -663,18 +687,13 @@ impl Reconciler {
             accepted_report: prior_accepted.as_ref(),
             now_ms: now,
         });
+        // Only what the decision keeps is carried: never a rejected report.
         let report = match decision.state {
             StatusState::CaughtUp => {
-                previous_report.filter(|r| keeps_caught_up_report(r, &agenda.fingerprint))
+                prior_accepted.filter(|r| keeps_caught_up_report(r, &agenda.fingerprint))
             }
-            _ => previous_report,
-        };
-        // Keep the lease behind a later rejected report.
-        let last_accepted_report = match &report {
-            Some(r) if !r.accepted => {
-                prior_accepted.filter(|_| decision.state != StatusState::CaughtUp)
-            }
-            _ => None,
+            StatusState::StillWorking | StatusState::Blocked => prior_accepted,
+            StatusState::NeedsSync | StatusState::Inactive | StatusState::Unknown => None,
         };
         let previous_reset = previous
             .as_ref()
@@ -758,7 +777,7 @@ impl Reconciler {
             state: decision.state,
             provider_id: snapshot.member(&member).and_then(|m| m.derived_provider()),
             nudge_suppression_reset_at: previous_reset,
-            last_accepted_report,
+            last_accepted_report: None,
             agenda,
             report,
             report_token,
