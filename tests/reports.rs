@@ -561,3 +561,77 @@ fn an_accepted_report_is_written_by_the_report_itself() {
         ["report_received", "status_written", "report_accepted"]
     );
 }
+
+fn team_name() -> member_work_sync::domain::names::TeamName {
+    member_work_sync::domain::names::TeamName::parse("forge").unwrap()
+}
+
+#[test]
+fn a_status_never_stored_is_reportable_at_once() {
+    // The reference's "returns a reportable status with a token when no
+    // stored status exists": the snapshot is listed as not persisted before
+    // its token, and the token is good for a report.
+    let f = Fixture::new();
+    let jack = member_work_sync::domain::names::MemberName::parse("jack").unwrap();
+    let status = f
+        .services
+        .engine
+        .get_status(&team_name(), &jack, false)
+        .unwrap();
+    assert!(status.diagnostics.ends_with(&[
+        "status_snapshot_not_persisted".to_string(),
+        "report_token_issued".to_string()
+    ]));
+    let result = f.report(still_working(&status));
+    assert!(result.accepted, "{}", result.code);
+    assert_eq!(result.status.state, StatusState::StillWorking);
+}
+
+#[test]
+fn inactive_members_get_a_token_and_the_runtime_reason_first() {
+    let f = Fixture::new();
+    f.services
+        .engine
+        .set_team_runtime_state(&team_name(), false, None);
+    let status = f.refresh("jack");
+    assert_eq!(status.state, StatusState::Inactive);
+    assert!(status.report_token.is_some());
+    assert!(status.diagnostics.ends_with(&[
+        "team_runtime_inactive".to_string(),
+        "member_or_team_inactive".to_string(),
+        "report_token_issued".to_string()
+    ]));
+    f.services.engine.set_team_runtime_state(
+        &team_name(),
+        true,
+        Some(vec!["jill".into(), "team-lead".into()]),
+    );
+    let status = f.refresh("jack");
+    assert!(status.diagnostics.ends_with(&[
+        "member_runtime_inactive".to_string(),
+        "member_or_team_inactive".to_string(),
+        "report_token_issued".to_string()
+    ]));
+}
+
+#[test]
+fn unparsable_task_files_are_not_agenda_diagnostics() {
+    // The app reads past a task file it cannot parse; it names none on the
+    // agenda. A preview of the team still lists it.
+    let f = Fixture::new();
+    fs::write(f.root.join("tasks/forge/broken.json"), "{nope").unwrap();
+    let status = f.refresh("jack");
+    assert!(!status
+        .agenda
+        .diagnostics
+        .iter()
+        .any(|d| d.starts_with("task_file_")));
+    assert!(!status
+        .diagnostics
+        .iter()
+        .any(|d| d.starts_with("task_file_")));
+    let preview = f.services.reconciler.preview_team("forge").unwrap();
+    assert!(preview
+        .diagnostics
+        .contains(&"task_file_invalid:broken.json".to_string()));
+}

@@ -312,7 +312,12 @@ impl Reconciler {
         Ok(TeamPreview {
             team_name: snapshot.team_name.clone(),
             config_found: snapshot.config_found,
-            diagnostics: snapshot.diagnostics.clone(),
+            diagnostics: snapshot
+                .diagnostics
+                .iter()
+                .chain(&snapshot.content_diagnostics)
+                .cloned()
+                .collect(),
             statuses,
         })
     }
@@ -392,7 +397,10 @@ impl Reconciler {
         now: EpochMs,
     ) -> MemberStatus {
         let agenda = self.agendas(snapshot).agenda_for(member, &format_iso(now));
-        let mut status = self.build_status(
+        // Nothing stored: nothing to journal; the token comes after the
+        // snapshot's diagnostic, as the app lists them, and only into an
+        // existing team folder (its secret must not create one).
+        let mut status = self.build_status_with(
             snapshot,
             agenda,
             StoredStatus::Missing,
@@ -400,10 +408,14 @@ impl Reconciler {
             ReconciledBy::Request,
             &[],
             None,
+            Effects::Withhold,
         );
         status
             .diagnostics
             .push("status_snapshot_not_persisted".into());
+        if snapshot.config_found {
+            self.issue_token(&mut status, now);
+        }
         status.shadow = Some(Shadow {
             reconciled_by: ReconciledBy::Request,
             would_nudge: false,
@@ -746,32 +758,7 @@ impl Reconciler {
         if let Some(reason) = self.ports.busy.busy(&snapshot.team_name, &member, now) {
             diagnostics.push(format!("member_busy:{}", reason.as_str()));
         }
-        // A changed agenda is an observation, never progress.
-        if shadow.fingerprint_changed {
-            diagnostics.push("agenda_fingerprint_changed".into());
-        }
-        let (report_token, report_token_expires_at) =
-            if decision.state == StatusState::Inactive || effects == Effects::Withhold {
-                (None, None)
-            } else {
-                let expires = now + TOKEN_TTL_MS;
-                match self.ports.tokens.issue(
-                    &snapshot.team_name,
-                    &agenda.member_name,
-                    &agenda.fingerprint,
-                    expires,
-                ) {
-                    Ok(token) => {
-                        diagnostics.push("report_token_issued".into());
-                        (Some(token), Some(IsoTime::at(expires)))
-                    }
-                    Err(_) => {
-                        diagnostics.push("report_token_unavailable".into());
-                        (None, None)
-                    }
-                }
-            };
-        MemberStatus {
+        let mut status = MemberStatus {
             team_name: snapshot.team_name.clone(),
             member_name: agenda.member_name.clone(),
             state: decision.state,
@@ -780,11 +767,35 @@ impl Reconciler {
             last_accepted_report: None,
             agenda,
             report,
-            report_token,
-            report_token_expires_at,
+            report_token: None,
+            report_token_expires_at: None,
             shadow: Some(shadow),
             evaluated_at: IsoTime::at(now),
             diagnostics,
+        };
+        if effects == Effects::Record {
+            self.issue_token(&mut status, now);
+        }
+        status
+    }
+
+    /// Issues the status's report token, its last diagnostic. Every member
+    /// gets one, inactive ones too (as the app does): a member coming back
+    /// can report at once.
+    fn issue_token(&self, status: &mut MemberStatus, now: EpochMs) {
+        let expires = now + TOKEN_TTL_MS;
+        match self.ports.tokens.issue(
+            &status.team_name,
+            &status.member_name,
+            &status.agenda.fingerprint,
+            expires,
+        ) {
+            Ok(token) => {
+                status.diagnostics.push("report_token_issued".into());
+                status.report_token = Some(token);
+                status.report_token_expires_at = Some(IsoTime::at(expires));
+            }
+            Err(_) => status.diagnostics.push("report_token_unavailable".into()),
         }
     }
 
