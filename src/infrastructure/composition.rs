@@ -172,7 +172,6 @@ impl Services {
                     paths.teams_base.clone(),
                     paths.projects.clone(),
                 )),
-                ports.runtime.clone(),
                 ports.journal.clone(),
             )
             .with_codex_sessions(Arc::new(FsCodexSessionLocator::new(
