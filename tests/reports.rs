@@ -292,6 +292,23 @@ fn replay_processes_legacy_intents_once() {
         reports["intents"]["i-stale"]["rejectionCode"],
         "stale_fingerprint"
     );
+    // As the app's replayer records it: the outcome's code on every intent.
+    assert_eq!(
+        reports["intents"]["i-stale"]["resultCode"],
+        "stale_fingerprint"
+    );
+    let jack_reports: Value = serde_json::from_str(
+        &fs::read_to_string(
+            f.root
+                .join("teams/forge/members/jack/.member-work-sync/reports.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        jack_reports["intents"]["i-accept"]["resultCode"],
+        "accepted"
+    );
     let index: Value = serde_json::from_str(
         &fs::read_to_string(
             f.root

@@ -385,6 +385,7 @@ impl Reconciler {
                 };
                 intent.status = status.0;
                 intent.rejection_code = status.1.map(str::to_string);
+                intent.result_code = Some(status.1.unwrap_or("accepted").to_string());
                 intent.retried_with_fresh_token = status.2;
                 intent.processed_at = Some(format_iso(self.ports.clock.now_ms()));
                 self.ports.intents.finish(&intent)?;
