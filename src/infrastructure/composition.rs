@@ -463,7 +463,9 @@ impl Instance {
     /// `resumeTeam`: lifts the deletion fence now, re-scans in the background
     /// (reading the roster is IO; the JS thread never waits for it).
     pub fn resume_team(&self, team: &TeamName) {
-        self.services.engine.lift_deletion_fence(team);
+        if !self.services.engine.lift_deletion_fence(team) {
+            return;
+        }
         let (engine, team) = (self.services.engine.clone(), team.clone());
         self.worker.run_blocking(move || {
             engine.enqueue_startup_scan(&[team]);
