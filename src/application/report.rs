@@ -9,7 +9,7 @@ use super::reconcile::{check_name, AgendaSource, ReconcileOptions, Reconciler, W
 use crate::domain::metrics::{team_metrics, MetricsIndex, ReportOutcome, TeamMetrics};
 use crate::domain::names::normalize_member_name;
 use crate::domain::report::{
-    lease_ms, validate, InvalidPayload, Rejection, ReportRequest, ReportSource, ValidationContext,
+    lease_ms, validate, Rejection, ReportRequest, ReportSource, ValidationContext,
 };
 use crate::domain::status::{MemberStatus, ReconciledBy, Report, Shadow, StatusState};
 use crate::domain::team::TeamSnapshot;
@@ -64,42 +64,27 @@ pub struct ReplaySummary {
 
 impl Reconciler {
     /// Validates and records a report (the JS request object as received).
+    ///
+    /// A malformed request (a state that is none of the three, an oversized
+    /// field, a field of the wrong type) is refused before anything runs, as
+    /// the app's report route refuses it: `InvalidArgument` naming the
+    /// field; nothing is read or written.
     pub fn report(&self, request: &Value) -> Result<ReportResult, WorkSyncError> {
-        let parsed = ReportRequest::parse(request);
-        match parsed {
+        match ReportRequest::parse(request) {
             Ok(request) => self.report_parsed(&request, ReportSource::App),
-            Err(invalid) => self.invalid_payload(request, invalid),
+            Err(invalid) => {
+                // A hostile name is refused as such, before the payload.
+                for field in ["teamName", "memberName"] {
+                    if let Some(Value::String(name)) = request.get(field) {
+                        check_name(field, name)?;
+                    }
+                }
+                Err(WorkSyncError::InvalidArgument {
+                    what: "report request",
+                    reason: invalid.to_string(),
+                })
+            }
         }
-    }
-
-    /// A malformed request: nothing changes; the current status comes back.
-    fn invalid_payload(
-        &self,
-        request: &Value,
-        invalid: InvalidPayload,
-    ) -> Result<ReportResult, WorkSyncError> {
-        let name = |field: &'static str| match request.get(field) {
-            Some(Value::String(name)) => Ok(name.clone()),
-            _ => Err(WorkSyncError::InvalidArgument {
-                what: field,
-                reason: "must be a string".into(),
-            }),
-        };
-        let (team, member) = (name("teamName")?, name("memberName")?);
-        check_name("teamName", &team)?;
-        check_name("memberName", &member)?;
-        let status = match self.ports.store.read(&team, &member)?.into_status() {
-            Some(status) => status,
-            None => self.unpersisted_status(&team, &member, self.ports.clock.now_ms()),
-        };
-        Ok(ReportResult {
-            accepted: false,
-            code: Rejection::InvalidPayload.code(),
-            rejection: Some(Rejection::InvalidPayload),
-            message: format!("{} {invalid}", Rejection::InvalidPayload.message()),
-            status,
-            token_check: TokenCheck::Missing,
-        })
     }
 
     /// A rejection answered from the board alone, with nothing written.
