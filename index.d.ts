@@ -288,7 +288,7 @@ export interface MemberWorkSyncReportRequest {
   source?: 'mcp' | 'app' | 'test'
 }
 
-/** Rejection codes of `report`, in check order (`invalid_payload`: a malformed request). */
+/** Rejection codes of `report`, in check order (`invalid_payload`: a replayed intent whose request is malformed; `report` itself rejects a malformed request with `MWS_INVALID_ARGUMENT`). */
 export type MemberWorkSyncReportRejectionCode =
   | 'team_runtime_inactive'
   | 'member_runtime_inactive'

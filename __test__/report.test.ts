@@ -59,7 +59,7 @@ describe('report()', () => {
     expect(result.status.agenda.fingerprint).not.toBe(old.agenda.fingerprint)
   })
 
-  it('malformed requests resolve as invalid_payload; hostile names reject with MWS_INVALID_ARGUMENT', async () => {
+  it('malformed requests and hostile names reject with MWS_INVALID_ARGUMENT before anything runs', async () => {
     const sync = instance(copyExampleRoot())
     const status = await sync.refreshStatus({ teamName: 'forge', memberName: 'jack' })
     const base = { teamName: 'forge', memberName: 'jack', agendaFingerprint: status.agenda.fingerprint }
@@ -69,9 +69,11 @@ describe('report()', () => {
       { ...base, state: 'blocked', note: 'x'.repeat(1001) },
       { ...base, state: 'blocked', taskIds: [42] },
     ]) {
-      const result = await sync.report(bad as any)
-      expect(result).toMatchObject({ accepted: false, code: 'invalid_payload' })
-      expect(result.status.agenda.fingerprint).toBe(status.agenda.fingerprint)
+      // As the app's report route: refused before the feature, naming the field.
+      await expect(sync.report(bad as any)).rejects.toMatchObject({
+        code: 'MWS_INVALID_ARGUMENT',
+        message: expect.stringMatching(/state|taskIds|note/),
+      })
     }
     await expect(sync.report({ ...base, memberName: '../x', state: 'caught_up' } as any)).rejects.toMatchObject({
       code: 'MWS_INVALID_ARGUMENT',
@@ -141,20 +143,21 @@ describe('metrics, replay and the agent brief', () => {
 })
 
 describe('bounded input', () => {
-  it('an oversized fingerprint is invalid_payload and writes nothing', async () => {
+  it('an oversized fingerprint is refused with MWS_INVALID_ARGUMENT and writes nothing', async () => {
     const root = copyExampleRoot()
     const sync = instance(root)
     const status = await sync.refreshStatus({ teamName: 'forge', memberName: 'jack' })
     const store = path.join(root, 'teams/forge/members/jack/.member-work-sync')
     const before = Object.fromEntries(listFiles(store).map((f) => [f, fs.readFileSync(path.join(store, f))]))
-    const result = await sync.report({
-      teamName: 'forge',
-      memberName: 'jack',
-      state: 'still_working',
-      agendaFingerprint: 'f'.repeat(10 << 20),
-      reportToken: status.reportToken,
-    })
-    expect(result).toMatchObject({ accepted: false, code: 'invalid_payload' })
+    await expect(
+      sync.report({
+        teamName: 'forge',
+        memberName: 'jack',
+        state: 'still_working',
+        agendaFingerprint: 'f'.repeat(10 << 20),
+        reportToken: status.reportToken,
+      }),
+    ).rejects.toMatchObject({ code: 'MWS_INVALID_ARGUMENT', message: expect.stringContaining('agendaFingerprint') })
     const after = Object.fromEntries(listFiles(store).map((f) => [f, fs.readFileSync(path.join(store, f))]))
     expect(after).toEqual(before)
     expect(listFiles(store).filter((f) => f.includes('.invalid.'))).toEqual([])

@@ -249,7 +249,10 @@ describe('runtime turn-settled pipeline', () => {
     hook('codex', '{"provider": "codex"')
 
     const summary = await sync.drainRuntimeTurnSettledEvents()
-    expect(summary).toEqual({ claimed: 8, enqueued: 1, unresolved: 2, ignored: 3, invalid: 2, failed: 0 })
+    // As the app's resolver: a lead's provider-owned turn is checked like any
+    // member's (the lead here runs Claude: a mismatch), a removed member is
+    // not active; only the lead's own Claude turn is ignored.
+    expect(summary).toEqual({ claimed: 8, enqueued: 1, unresolved: 4, ignored: 1, invalid: 2, failed: 0 })
     const reasons = (dir: string) =>
       fs
         .readdirSync(path.join(spool(root), dir))
@@ -260,10 +263,10 @@ describe('runtime turn-settled pipeline', () => {
     expect(reasons('invalid')).toEqual(['invalid_json', 'payload_too_large'])
     expect(reasons('processed')).toEqual([
       'enqueued',
-      'ignored_inactive_member',
       'ignored_lead_turn_settled',
-      'ignored_lead_turn_settled',
+      'member_not_active',
       'no_matching_member_session',
+      'provider_mismatch',
       'provider_mismatch',
     ])
     expect(fs.existsSync(path.join(root, 'teams/forge/members/jack/.member-work-sync/status.json'))).toBe(true)
@@ -276,30 +279,29 @@ describe('runtime turn-settled pipeline', () => {
         .split('\n')
         .map((line) => JSON.parse(line))
         .filter((e) => e.event.startsWith('turn_settled_'))
-    // A claim's and a resolution's reason is the provider, as the app journals them.
-    const byProvider = (e: any) => (e.reason === e.metadata.provider ? '<provider>' : e.reason)
-    const outcomes = (member: string) =>
-      journal(member).map((e) => [e.event, ['turn_settled_claimed', 'turn_settled_resolved'].includes(e.event) ? byProvider(e) : e.reason])
+    const outcomes = (member: string) => journal(member).map((e) => [e.event, e.reason])
+    // The claim's reason is the provider, and so is a resolved outcome's.
     expect(outcomes('jack')).toEqual([
-      ['turn_settled_claimed', '<provider>'],
-      ['turn_settled_resolved', '<provider>'],
+      ['turn_settled_claimed', 'codex'],
+      ['turn_settled_resolved', 'codex'],
     ])
     expect(journal('jack')[0].metadata.spoolFile).toMatch(/^\d{8}T\d{6}Z-\d+-\d+\.codex\.json$/)
     expect(outcomes('bob')).toEqual([
-      ['turn_settled_claimed', '<provider>'],
+      ['turn_settled_claimed', 'codex'],
       ['turn_settled_unresolved', 'provider_mismatch'],
     ])
-    expect(outcomes('team-lead')).toEqual([
-      ['turn_settled_claimed', '<provider>'],
-      ['turn_settled_ignored', 'ignored_lead_turn_settled'],
-      ['turn_settled_claimed', '<provider>'],
-      ['turn_settled_ignored', 'ignored_lead_turn_settled'],
+    // (in spool name order, whatever the order of the pids: compared sorted)
+    expect(outcomes('team-lead').map((o) => o.join(' ')).sort()).toEqual([
+      'turn_settled_claimed claude',
+      'turn_settled_claimed opencode',
+      'turn_settled_ignored ignored_lead_turn_settled',
+      'turn_settled_unresolved provider_mismatch',
     ])
     // (in spool name order; the providers, whatever the order of the pids)
     expect(journal('team-lead').map((e) => e.metadata.provider).sort()).toEqual(['claude', 'claude', 'opencode', 'opencode'])
     expect(outcomes('old-timer')).toEqual([
-      ['turn_settled_claimed', '<provider>'],
-      ['turn_settled_ignored', 'ignored_inactive_member'],
+      ['turn_settled_claimed', 'opencode'],
+      ['turn_settled_unresolved', 'member_not_active'],
     ])
     await until(() => events.length > 0)
     expect(events.map((e) => JSON.parse(e.detail!).memberName)).toEqual(['jack'])

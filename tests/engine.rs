@@ -408,3 +408,47 @@ fn repeated_triggers_coalesce_without_a_journal_line_each() {
         ]
     );
 }
+
+#[test]
+fn a_deleted_team_stays_fenced_until_its_config_is_written_again() {
+    // The app's deletion coordinator: completing a deletion keeps a tombstone;
+    // events of the team are swallowed until a `config` event finds its
+    // `config.json` again, which resumes it once with one startup scan; a
+    // later explicit resume scans no more.
+    let (dir, services) = fixture();
+    let engine = &services.engine;
+    let config = dir.path().join("teams/forge/config.json");
+    let saved = fs::read(&config).unwrap();
+    engine.prepare_team_deletion(&team("forge")).unwrap();
+    fs::remove_file(&config).unwrap();
+    engine.complete_team_deletion(&team("forge")).unwrap();
+
+    let config_event = event("config", Some("config.json"), None);
+    engine.note_team_change(&config_event);
+    engine.note_team_change(&event("member-spawn", Some("jack"), None));
+    assert!(queued(&services).is_empty(), "fenced after completion");
+    assert!(matches!(
+        engine.refresh_status(&team("forge"), &member("jack")),
+        Err(member_work_sync::application::reconcile::WorkSyncError::TeamQuiesced(_))
+    ));
+
+    fs::write(&config, &saved).unwrap();
+    engine.note_team_change(&event("config", Some("members.meta.json"), None));
+    assert!(queued(&services).is_empty(), "only config.json resumes");
+    engine.note_team_change(&config_event);
+    let scanned = queued(&services);
+    assert_eq!(scanned.len(), 5, "one startup scan of the roster");
+    assert!(scanned.iter().all(|(_, t)| t == &["startup_scan"]));
+    assert!(engine
+        .refresh_status(&team("forge"), &member("jack"))
+        .is_ok());
+
+    engine.resume_team(&team("forge")).unwrap();
+    assert_eq!(queued(&services), scanned, "no second scan");
+    let coalesced = engine.diagnostics().coalesced;
+    engine.resume_team(&team("forge")).unwrap();
+    assert!(
+        engine.diagnostics().coalesced > coalesced,
+        "a fresh explicit resume scans"
+    );
+}

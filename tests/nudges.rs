@@ -1019,3 +1019,55 @@ fn a_control_url_is_named_at_the_end_of_every_delivered_text() {
     );
     assert_eq!(row["workSyncPayloadHash"], item.payload_hash.as_str());
 }
+
+#[test]
+fn an_outbox_written_by_the_app_is_read_item_by_item() {
+    // The app's outbox items carry no `payload.agendaFingerprint` (and fields
+    // of its own, like `messageKind`): the file is read, not quarantined,
+    // and the item's fingerprint is the payload's.
+    let f = Fixture::new();
+    let dir = f.root.join("teams/forge/members/jack/.member-work-sync");
+    fs::create_dir_all(&dir).unwrap();
+    let fp = format!("agenda:v1:{}", "a".repeat(64));
+    let id = format!("member-work-sync:forge:jack:{fp}");
+    let item = json!({
+        "id": id, "teamName": "forge", "memberName": "jack", "agendaFingerprint": fp,
+        "payloadHash": "b".repeat(64),
+        "payload": {
+            "from": "system", "to": "jack", "messageKind": "member_work_sync_nudge",
+            "source": "member-work-sync", "actionMode": "do", "workSyncIntent": "agenda_sync",
+            "text": "Work sync check.",
+            "taskRefs": [{ "taskId": "1", "displayId": "1", "teamName": "forge" }]
+        },
+        "status": "delivered", "attemptGeneration": 1, "deliveredMessageId": "m-1",
+        "createdAt": "2026-11-18T10:00:00.000Z", "updatedAt": "2026-11-18T10:01:00.000Z"
+    });
+    let file = dir.join("outbox.json");
+    fs::write(
+        &file,
+        json!({ "schemaVersion": 2, "items": { id.clone(): item } }).to_string(),
+    )
+    .unwrap();
+    let store = FsOutboxStore::new(
+        StorePaths::new(f.root.join("teams")),
+        std::sync::Arc::new(member_work_sync::infrastructure::clock::ManualClock::new(
+            NOW,
+        )),
+    );
+    let items = store.member_items("forge", "jack").unwrap();
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].status, OutboxStatus::Delivered);
+    assert_eq!(items[0].payload.agenda_fingerprint, fp);
+    assert!(file.exists(), "not moved aside");
+    let moved = fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains(".invalid.")
+        })
+        .count();
+    assert_eq!(moved, 0);
+}

@@ -223,9 +223,16 @@ fn malformed_report_changes_nothing() {
     let before = fs::read(&file).unwrap();
     let mut request = still_working(&status);
     request["note"] = json!("x".repeat(1001));
-    let result = f.report(request);
-    assert_eq!((result.accepted, result.code), (false, "invalid_payload"));
-    assert_eq!(result.status.agenda.fingerprint, status.agenda.fingerprint);
+    // Refused before the feature runs, as the app's report route refuses it.
+    let error = f.services.reconciler.report(&request).unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            member_work_sync::application::reconcile::WorkSyncError::InvalidArgument { reason, .. }
+                if reason.contains("note")
+        ),
+        "{error}"
+    );
     assert_eq!(fs::read(&file).unwrap(), before);
 }
 
@@ -291,6 +298,23 @@ fn replay_processes_legacy_intents_once() {
     assert_eq!(
         reports["intents"]["i-stale"]["rejectionCode"],
         "stale_fingerprint"
+    );
+    // As the app's replayer records it: the outcome's code on every intent.
+    assert_eq!(
+        reports["intents"]["i-stale"]["resultCode"],
+        "stale_fingerprint"
+    );
+    let jack_reports: Value = serde_json::from_str(
+        &fs::read_to_string(
+            f.root
+                .join("teams/forge/members/jack/.member-work-sync/reports.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        jack_reports["intents"]["i-accept"]["resultCode"],
+        "accepted"
     );
     let index: Value = serde_json::from_str(
         &fs::read_to_string(
@@ -409,10 +433,10 @@ fn a_rejected_report_does_not_cancel_a_live_lease() {
         StatusState::StillWorking,
         "lease survives the rejected report"
     );
-    assert_eq!(
-        later.report.unwrap().rejection_code.as_deref(),
-        Some("invalid_report_token")
-    );
+    // The rejection itself is not carried into the next reconcile (as in the
+    // reference); the lease it did not cancel is.
+    let carried = later.report.unwrap();
+    assert!(carried.accepted && carried.rejection_code.is_none());
     f.set_now(NOW + 15 * MINUTE);
     assert_eq!(f.refresh("jack").state, StatusState::NeedsSync);
 }
@@ -450,4 +474,223 @@ fn a_lease_never_outlives_its_longest_ttl_after_a_clock_step_back() {
         .map(|&(step, _)| (step, lease_held_after_a_step_back(step)))
         .collect();
     assert_eq!(held, cases);
+}
+
+/// Journal lines of `member` from line `from` on: (event, top-level reason).
+fn journal_since(f: &Fixture, member: &str, from: usize) -> Vec<(String, Option<String>)> {
+    let text = fs::read_to_string(f.root.join(format!(
+        "teams/forge/members/{member}/.member-work-sync/journal.jsonl"
+    )))
+    .unwrap();
+    text.lines()
+        .skip(from)
+        .map(|l| {
+            let line: Value = serde_json::from_str(l).unwrap();
+            (
+                line["event"].as_str().unwrap().to_string(),
+                line["reason"].as_str().map(str::to_string),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_rejected_report_reconciles_in_full_before_the_rejection_is_recorded() {
+    // As the reference's reporter: a refused report first runs a requested
+    // reconcile (journal, status, metric events, nudge planning), then writes
+    // the rejection onto that status.
+    let f = Fixture::new();
+    let old = f.refresh("jack");
+    let task = f.root.join("tasks/forge/1.json");
+    let mut value: Value = serde_json::from_str(&fs::read_to_string(&task).unwrap()).unwrap();
+    value["subject"] = json!("a new subject moves the fingerprint");
+    fs::write(&task, value.to_string()).unwrap();
+    let before = f.journal_types("jack").len();
+    let metrics_before = f.services.reconciler.get_metrics("forge").unwrap();
+
+    let result = f.report(still_working(&old));
+
+    assert_eq!((result.accepted, result.code), (false, "stale_fingerprint"));
+    let status = &result.status;
+    let shadow = status.shadow.as_ref().unwrap();
+    assert_eq!(shadow.reconciled_by, ReconciledBy::Request);
+    assert_eq!(
+        shadow.previous_fingerprint.as_deref(),
+        Some(old.agenda.fingerprint.as_str())
+    );
+    assert!(shadow.fingerprint_changed);
+    assert_ne!(status.agenda.fingerprint, old.agenda.fingerprint);
+    assert_eq!(status.state, StatusState::NeedsSync);
+    assert!(
+        status.report_token.is_some(),
+        "the reconcile issued a token"
+    );
+    assert_eq!(
+        status.diagnostics.last().map(String::as_str),
+        Some("report_rejected:stale_fingerprint")
+    );
+    let report = status.report.as_ref().unwrap();
+    assert_eq!(
+        (report.accepted, report.rejection_code.as_deref()),
+        (false, Some("stale_fingerprint"))
+    );
+    assert_eq!(report.agenda_fingerprint, old.agenda.fingerprint);
+    assert_eq!(report.reported_at, status.evaluated_at);
+    assert!(report.expires_at.is_none());
+
+    let lines = journal_since(&f, "jack", before);
+    let planner_lines = lines
+        .iter()
+        .filter(|(event, _)| event.starts_with("nudge_"))
+        .count();
+    assert_eq!(
+        planner_lines, 1,
+        "the reconciled status went to the planner: {lines:?}"
+    );
+    let events: Vec<&str> = lines
+        .iter()
+        .map(|(event, _)| event.as_str())
+        .filter(|event| !event.starts_with("nudge_"))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            "report_received",
+            "reconcile_started",
+            "agenda_loaded",
+            "decision_made",
+            "status_written",
+            "status_written",
+            "report_rejected"
+        ]
+    );
+    let planner_at = lines
+        .iter()
+        .position(|(event, _)| event.starts_with("nudge_"))
+        .unwrap();
+    assert_eq!(lines[planner_at - 1].0, "status_written");
+    assert_eq!(
+        lines.last().unwrap().1.as_deref(),
+        Some("stale_fingerprint"),
+        "the code is the line's reason"
+    );
+
+    // Two status writes: each adds its evaluation; the second one the rejection.
+    let metrics = f.services.reconciler.get_metrics("forge").unwrap();
+    assert_eq!(
+        metrics.report_rejected_count,
+        metrics_before.report_rejected_count + 1
+    );
+    assert_eq!(
+        metrics.would_nudge_count,
+        metrics_before.would_nudge_count + 2
+    );
+    assert_eq!(
+        metrics.fingerprint_change_count,
+        metrics_before.fingerprint_change_count + 2
+    );
+
+    // The rejection is not an input of the next reconcile.
+    f.set_now(NOW + MINUTE);
+    let next = f.refresh("jack");
+    assert!(next.report.is_none());
+    assert!(next.last_accepted_report.is_none());
+    assert!(!next
+        .diagnostics
+        .iter()
+        .any(|d| d.starts_with("report_rejected")));
+}
+
+#[test]
+fn an_accepted_report_is_written_by_the_report_itself() {
+    let f = Fixture::new();
+    let status = f.refresh("jack");
+    let before = f.journal_types("jack").len();
+    let result = f.report(still_working(&status));
+    assert!(result.accepted);
+    let shadow = result.status.shadow.as_ref().unwrap();
+    assert_eq!(shadow.reconciled_by, ReconciledBy::Report);
+    assert!(shadow.previous_fingerprint.is_none());
+    let events: Vec<String> = journal_since(&f, "jack", before)
+        .into_iter()
+        .map(|(event, _)| event)
+        .collect();
+    assert_eq!(
+        events,
+        ["report_received", "status_written", "report_accepted"]
+    );
+}
+
+fn team_name() -> member_work_sync::domain::names::TeamName {
+    member_work_sync::domain::names::TeamName::parse("forge").unwrap()
+}
+
+#[test]
+fn a_status_never_stored_is_reportable_at_once() {
+    // The reference's "returns a reportable status with a token when no
+    // stored status exists": the snapshot is listed as not persisted before
+    // its token, and the token is good for a report.
+    let f = Fixture::new();
+    let jack = member_work_sync::domain::names::MemberName::parse("jack").unwrap();
+    let status = f
+        .services
+        .engine
+        .get_status(&team_name(), &jack, false)
+        .unwrap();
+    assert!(status.diagnostics.ends_with(&[
+        "status_snapshot_not_persisted".to_string(),
+        "report_token_issued".to_string()
+    ]));
+    let result = f.report(still_working(&status));
+    assert!(result.accepted, "{}", result.code);
+    assert_eq!(result.status.state, StatusState::StillWorking);
+}
+
+#[test]
+fn inactive_members_get_a_token_and_the_runtime_reason_first() {
+    let f = Fixture::new();
+    f.services
+        .engine
+        .set_team_runtime_state(&team_name(), false, None);
+    let status = f.refresh("jack");
+    assert_eq!(status.state, StatusState::Inactive);
+    assert!(status.report_token.is_some());
+    assert!(status.diagnostics.ends_with(&[
+        "team_runtime_inactive".to_string(),
+        "member_or_team_inactive".to_string(),
+        "report_token_issued".to_string()
+    ]));
+    f.services.engine.set_team_runtime_state(
+        &team_name(),
+        true,
+        Some(vec!["jill".into(), "team-lead".into()]),
+    );
+    let status = f.refresh("jack");
+    assert!(status.diagnostics.ends_with(&[
+        "member_runtime_inactive".to_string(),
+        "member_or_team_inactive".to_string(),
+        "report_token_issued".to_string()
+    ]));
+}
+
+#[test]
+fn unparsable_task_files_are_not_agenda_diagnostics() {
+    // The app reads past a task file it cannot parse; it names none on the
+    // agenda. A preview of the team still lists it.
+    let f = Fixture::new();
+    fs::write(f.root.join("tasks/forge/broken.json"), "{nope").unwrap();
+    let status = f.refresh("jack");
+    assert!(!status
+        .agenda
+        .diagnostics
+        .iter()
+        .any(|d| d.starts_with("task_file_")));
+    assert!(!status
+        .diagnostics
+        .iter()
+        .any(|d| d.starts_with("task_file_")));
+    let preview = f.services.reconciler.preview_team("forge").unwrap();
+    assert!(preview
+        .diagnostics
+        .contains(&"task_file_invalid:broken.json".to_string()));
 }

@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use member_work_sync::application::ports::Clock;
-use member_work_sync::application::runtime_state::RuntimeStates;
 use member_work_sync::application::turn_settled::{
     DrainSummary, TeamChangeEvent, TeamChangeSink, TurnSettledIngestor, TurnSettledQueue,
 };
@@ -86,7 +85,6 @@ fn ingestor(home: &Path, clock: Arc<dyn Clock>) -> TurnSettledIngestor {
             teams.clone(),
             home.join("projects"),
         )),
-        Arc::new(RuntimeStates::default()),
         Arc::new(FsAuditJournal::new(StorePaths::new(teams))),
     )
 }

@@ -42,8 +42,15 @@ pub struct EngineDeps {
 #[derive(Debug, Default)]
 struct EngineState {
     queue: QueueCore,
-    /// Normalized names of teams being deleted: no new work, no dispatch.
+    /// Normalized names of teams being deleted, or deleted: no new work, no
+    /// dispatch.
     deleting: HashSet<String>,
+    /// Of those, the deleted ones (`completeTeamDeletion`): fenced until
+    /// their `config.json` is there again or `resumeTeam` is called.
+    deleted: HashSet<String>,
+    /// Deleted teams that came back on their own (their `config.json`
+    /// reappeared) and were re-scanned: a later `resumeTeam` scans no more.
+    auto_resumed: HashSet<String>,
     /// Per-team operations admitted through [`Engine::with_team`] and not yet done.
     in_flight: HashMap<String, usize>,
 }
@@ -207,6 +214,7 @@ impl Engine {
     /// queued (an app forwarding `onTeamChange` back) changes nothing.
     pub fn note_team_change(&self, event: &TeamChangeEvent) {
         if self.is_deleting(&event.team_name) {
+            self.resume_if_recreated(event);
             return;
         }
         if settled_turn_source_id(event).is_some_and(|id| self.deps.settled_turns.contains(&id)) {
@@ -772,6 +780,39 @@ impl Engine {
         Ok(total)
     }
 
+    /// A deleted team whose `config.json` is written again (a `config`
+    /// event for it, and the file is there) comes back once, as the app's
+    /// deletion coordinator does: fence lifted, one startup scan.
+    fn resume_if_recreated(&self, event: &TeamChangeEvent) {
+        let key = team_runtime_key(&event.team_name);
+        let config_written =
+            event.kind == "config" && event.detail.as_deref() == Some("config.json");
+        if !config_written || !self.state().deleted.contains(&key) {
+            return;
+        }
+        let Ok(team) = TeamName::parse(&event.team_name) else {
+            return;
+        };
+        if !self
+            .deps
+            .ports
+            .teams
+            .load_roster(team.as_str())
+            .config_found
+        {
+            return;
+        }
+        {
+            let mut state = self.state();
+            if !state.deleted.remove(&key) {
+                return;
+            }
+            state.deleting.remove(&key);
+            state.auto_resumed.insert(key);
+        }
+        self.enqueue_startup_scan(std::slice::from_ref(&team));
+    }
+
     /// Fences the team, drops its queue and waits for its running reconciles
     /// and every admitted per-team operation.
     pub fn prepare_team_deletion(&self, team: &TeamName) -> Result<(), WorkSyncError> {
@@ -779,6 +820,8 @@ impl Engine {
         let key = team_runtime_key(team);
         let mut state = self.state();
         state.deleting.insert(key.clone());
+        state.deleted.remove(&key);
+        state.auto_resumed.remove(&key);
         state.queue.drop_team(team);
         while state.queue.running_in_team(team) > 0
             || state.in_flight.get(&key).is_some_and(|n| *n > 0)
@@ -788,12 +831,18 @@ impl Engine {
         Ok(())
     }
 
-    /// Lifts the team's deletion fence and forgets its in-memory state
-    /// (queued items, runtime state, tool activity); touches no file.
+    /// Marks the team deleted and forgets its in-memory state (queued items,
+    /// runtime state, tool activity); touches no file. The fence stays (a
+    /// tombstone, also without a `prepareTeamDeletion` first) until the
+    /// team's `config.json` is written again or `resumeTeam` is called.
     pub fn complete_team_deletion(&self, team: &TeamName) -> Result<(), WorkSyncError> {
         let team = team.as_str();
+        let key = team_runtime_key(team);
         let mut state = self.state();
-        state.deleting.remove(&team_runtime_key(team));
+        if !state.auto_resumed.contains(&key) {
+            state.deleting.insert(key.clone());
+            state.deleted.insert(key);
+        }
         state.queue.drop_team(team);
         drop(state);
         self.deps.ports.runtime.forget(team);
@@ -803,8 +852,9 @@ impl Engine {
 
     /// Undoes [`Engine::prepare_team_deletion`] and re-scans the team.
     pub fn resume_team(&self, team: &TeamName) -> Result<(), WorkSyncError> {
-        self.lift_deletion_fence(team);
-        self.enqueue_startup_scan(std::slice::from_ref(team));
+        if self.lift_deletion_fence(team) {
+            self.enqueue_startup_scan(std::slice::from_ref(team));
+        }
         Ok(())
     }
 
@@ -817,11 +867,15 @@ impl Engine {
         self.stopping.load(Ordering::SeqCst)
     }
 
-    /// Lifts the deletion fence without touching the disk (the re-scan is separate).
-    pub fn lift_deletion_fence(&self, team: &TeamName) {
-        self.state()
-            .deleting
-            .remove(&team_runtime_key(team.as_str()));
+    /// Lifts the deletion fence without touching the disk (the re-scan is
+    /// separate). False when the team already came back on its own (its
+    /// re-scan ran then): no second scan.
+    pub fn lift_deletion_fence(&self, team: &TeamName) -> bool {
+        let key = team_runtime_key(team.as_str());
+        let mut state = self.state();
+        state.deleting.remove(&key);
+        state.deleted.remove(&key);
+        !state.auto_resumed.remove(&key)
     }
 
     /// Blocks until no reconcile is running (used by dispose).

@@ -36,7 +36,7 @@ const STILL_STUCK_AFTER_MS: EpochMs = 6 * 60_000;
 const STATUS_ONLY_LEAD: &str = "Your turn ended while this agenda still needs a work sync status. Report still_working, blocked or caught_up with member_work_sync_report.";
 const STILL_STUCK_LEAD: &str =
     "Still stuck: this agenda has not changed since the last work sync check.";
-const TASK_PROTOCOL_LEAD: &str = "Task protocol: your in-progress task has no progress on the board. Update the task or report a real blocker.";
+const TASK_PROTOCOL_LEAD: &str = "Task protocol repair: your last turn ended with this task still in_progress and nothing on the board to show for it.\nKeep finished file work as it is; do not redo it.\nWork done: post a short result comment (task_add_comment), close the task (task_complete), then read member_work_sync_status and send member_work_sync_report with its current agendaFingerprint and reportToken.\nWork not done: comment the task with where it stands or what blocks it, then report still_working or blocked with member_work_sync_report.\nWhere the tools carry the Agent Teams prefix, call mcp__agent-teams__task_add_comment, mcp__agent-teams__task_complete, mcp__agent-teams__member_work_sync_status and mcp__agent-teams__member_work_sync_report.";
 
 /// `dispatchDueNudges` counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -599,7 +599,6 @@ impl Nudges {
         deliveries
     }
 }
-
 
 /// The journal event of a retry, by its reason (the app's mapping).
 fn retry_event(reason: &str) -> &'static str {

@@ -257,6 +257,10 @@ pub struct ReportIntent {
     pub processed_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rejection_code: Option<String>,
+    /// The replay's outcome code, as the app records it: `accepted` or the
+    /// rejection code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_code: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub retried_with_fresh_token: bool,
 }

@@ -7,6 +7,7 @@ use serde_json::json;
 
 use super::index_cache::IndexCache;
 use super::log::{LogCode, LogEntry, LogLevel};
+use super::nudges::Nudges;
 use super::ports::{AuditEvent, PortError, Ports, StoredStatus};
 use super::queue::Trigger;
 use crate::domain::agenda::{Agenda, TeamIndex};
@@ -161,6 +162,8 @@ impl AgendaSource for KeptAgendas<'_> {
 /// Reconciles members, takes their reports and answers status queries.
 pub struct Reconciler {
     pub(super) ports: Arc<Ports>,
+    /// Plans the nudge of a status a rejected report reconciled.
+    pub(super) planner: Nudges,
     /// Task indexes kept between reconciles (one member's reconcile costs
     /// the change since the last one, not the board).
     indexes: IndexCache,
@@ -170,6 +173,7 @@ impl Reconciler {
     /// Wires the use cases to their ports.
     pub fn new(ports: Arc<Ports>) -> Self {
         Self {
+            planner: Nudges::new(ports.clone()),
             ports,
             indexes: IndexCache::default(),
         }
@@ -317,7 +321,12 @@ impl Reconciler {
         Ok(TeamPreview {
             team_name: snapshot.team_name.clone(),
             config_found: snapshot.config_found,
-            diagnostics: snapshot.diagnostics.clone(),
+            diagnostics: snapshot
+                .diagnostics
+                .iter()
+                .chain(&snapshot.content_diagnostics)
+                .cloned()
+                .collect(),
             statuses,
         })
     }
@@ -397,7 +406,10 @@ impl Reconciler {
         now: EpochMs,
     ) -> MemberStatus {
         let agenda = self.agendas(snapshot).agenda_for(member, &format_iso(now));
-        let mut status = self.build_status(
+        // Nothing stored: nothing to journal; the token comes after the
+        // snapshot's diagnostic, as the app lists them, and only into an
+        // existing team folder (its secret must not create one).
+        let mut status = self.build_status_with(
             snapshot,
             agenda,
             StoredStatus::Missing,
@@ -405,10 +417,14 @@ impl Reconciler {
             ReconciledBy::Request,
             &[],
             None,
+            Effects::Withhold,
         );
         status
             .diagnostics
             .push("status_snapshot_not_persisted".into());
+        if snapshot.config_found {
+            self.issue_token(&mut status, now);
+        }
         status.shadow = Some(Shadow {
             reconciled_by: ReconciledBy::Request,
             would_nudge: false,
@@ -625,6 +641,25 @@ impl Reconciler {
         status
     }
 
+    /// Journals the write of a status outside a reconcile (a report).
+    pub(super) fn journal_status_written(&self, status: &MemberStatus, now: EpochMs) {
+        let summary = json!({
+            "state": status.state,
+            "agendaFingerprint": status.agenda.fingerprint,
+            "actionableCount": status.agenda.items.len(),
+        });
+        let member = normalize_member_name(&status.member_name);
+        self.audit(
+            "json_store",
+            "status_written",
+            &status.team_name,
+            &member,
+            now,
+            vec![],
+            summary,
+        );
+    }
+
     /// Journals the decision, a runtime stall it observed, and the write of
     /// a reconciled status, in the app's order and shapes.
     fn finish_reconcile(&self, status: &MemberStatus, now: EpochMs) {
@@ -768,15 +803,16 @@ impl Reconciler {
             StoredStatus::Missing | StoredStatus::Current(_) => {}
         }
         let previous = previous.into_status();
-        let stored_report = previous.as_ref().and_then(|p| p.report.clone());
-        let prior_accepted = accepted_report.clone().or_else(|| {
-            stored_report.clone().filter(|r| r.accepted).or_else(|| {
-                previous
-                    .as_ref()
-                    .and_then(|p| p.last_accepted_report.clone())
+        // The lease input: the report just accepted, else the stored accepted
+        // one, else the lease a later rejected report left behind.
+        let prior_accepted = accepted_report.or_else(|| {
+            previous.as_ref().and_then(|p| {
+                p.report
+                    .clone()
+                    .filter(|r| r.accepted)
+                    .or_else(|| p.last_accepted_report.clone())
             })
         });
-        let previous_report = accepted_report.or(stored_report);
         let on_active_roster = snapshot.is_active() && snapshot.is_active_member(&member);
         let decision = decide(&DecisionInput {
             on_active_roster,
@@ -786,18 +822,13 @@ impl Reconciler {
             accepted_report: prior_accepted.as_ref(),
             now_ms: now,
         });
+        // Only what the decision keeps is carried: never a rejected report.
         let report = match decision.state {
             StatusState::CaughtUp => {
-                previous_report.filter(|r| keeps_caught_up_report(r, &agenda.fingerprint))
+                prior_accepted.filter(|r| keeps_caught_up_report(r, &agenda.fingerprint))
             }
-            _ => previous_report,
-        };
-        // Keep the lease behind a later rejected report.
-        let last_accepted_report = match &report {
-            Some(r) if !r.accepted => {
-                prior_accepted.filter(|_| decision.state != StatusState::CaughtUp)
-            }
-            _ => None,
+            StatusState::StillWorking | StatusState::Blocked => prior_accepted,
+            StatusState::NeedsSync | StatusState::Inactive | StatusState::Unknown => None,
         };
         let previous_reset = previous
             .as_ref()
@@ -844,45 +875,44 @@ impl Reconciler {
         if let Some(reason) = self.ports.busy.busy(&snapshot.team_name, &member, now) {
             diagnostics.push(format!("member_busy:{}", reason.as_str()));
         }
-        // A changed agenda is an observation, never progress.
-        if shadow.fingerprint_changed {
-            diagnostics.push("agenda_fingerprint_changed".into());
-        }
-        let (report_token, report_token_expires_at) =
-            if decision.state == StatusState::Inactive || effects == Effects::Withhold {
-                (None, None)
-            } else {
-                let expires = now + TOKEN_TTL_MS;
-                match self.ports.tokens.issue(
-                    &snapshot.team_name,
-                    &agenda.member_name,
-                    &agenda.fingerprint,
-                    expires,
-                ) {
-                    Ok(token) => {
-                        diagnostics.push("report_token_issued".into());
-                        (Some(token), Some(IsoTime::at(expires)))
-                    }
-                    Err(_) => {
-                        diagnostics.push("report_token_unavailable".into());
-                        (None, None)
-                    }
-                }
-            };
-        MemberStatus {
+        let mut status = MemberStatus {
             team_name: snapshot.team_name.clone(),
             member_name: agenda.member_name.clone(),
             state: decision.state,
             provider_id: snapshot.member(&member).and_then(|m| m.derived_provider()),
             nudge_suppression_reset_at: previous_reset,
-            last_accepted_report,
+            last_accepted_report: None,
             agenda,
             report,
-            report_token,
-            report_token_expires_at,
+            report_token: None,
+            report_token_expires_at: None,
             shadow: Some(shadow),
             evaluated_at: IsoTime::at(now),
             diagnostics,
+        };
+        if effects == Effects::Record {
+            self.issue_token(&mut status, now);
+        }
+        status
+    }
+
+    /// Issues the status's report token, its last diagnostic. Every member
+    /// gets one, inactive ones too (as the app does): a member coming back
+    /// can report at once.
+    fn issue_token(&self, status: &mut MemberStatus, now: EpochMs) {
+        let expires = now + TOKEN_TTL_MS;
+        match self.ports.tokens.issue(
+            &status.team_name,
+            &status.member_name,
+            &status.agenda.fingerprint,
+            expires,
+        ) {
+            Ok(token) => {
+                status.diagnostics.push("report_token_issued".into());
+                status.report_token = Some(token);
+                status.report_token_expires_at = Some(IsoTime::at(expires));
+            }
+            Err(_) => status.diagnostics.push("report_token_unavailable".into()),
         }
     }
 

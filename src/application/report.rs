@@ -5,13 +5,13 @@
 use serde_json::{json, Value};
 
 use super::ports::{IntentStatus, ReportIntent, StoredStatus};
-use super::reconcile::{check_name, AgendaSource, Reconciler, WorkSyncError};
+use super::reconcile::{check_name, AgendaSource, ReconcileOptions, Reconciler, WorkSyncError};
 use crate::domain::metrics::{team_metrics, MetricsIndex, ReportOutcome, TeamMetrics};
 use crate::domain::names::normalize_member_name;
 use crate::domain::report::{
-    lease_ms, validate, InvalidPayload, Rejection, ReportRequest, ReportSource, ValidationContext,
+    lease_ms, validate, Rejection, ReportRequest, ReportSource, ValidationContext,
 };
-use crate::domain::status::{MemberStatus, ReconciledBy, Report, Shadow};
+use crate::domain::status::{MemberStatus, ReconciledBy, Report, Shadow, StatusState};
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs, IsoTime};
 use crate::domain::token::TokenCheck;
@@ -64,42 +64,27 @@ pub struct ReplaySummary {
 
 impl Reconciler {
     /// Validates and records a report (the JS request object as received).
+    ///
+    /// A malformed request (a state that is none of the three, an oversized
+    /// field, a field of the wrong type) is refused before anything runs, as
+    /// the app's report route refuses it: `InvalidArgument` naming the
+    /// field; nothing is read or written.
     pub fn report(&self, request: &Value) -> Result<ReportResult, WorkSyncError> {
-        let parsed = ReportRequest::parse(request);
-        match parsed {
+        match ReportRequest::parse(request) {
             Ok(request) => self.report_parsed(&request, ReportSource::App),
-            Err(invalid) => self.invalid_payload(request, invalid),
+            Err(invalid) => {
+                // A hostile name is refused as such, before the payload.
+                for field in ["teamName", "memberName"] {
+                    if let Some(Value::String(name)) = request.get(field) {
+                        check_name(field, name)?;
+                    }
+                }
+                Err(WorkSyncError::InvalidArgument {
+                    what: "report request",
+                    reason: invalid.to_string(),
+                })
+            }
         }
-    }
-
-    /// A malformed request: nothing changes; the current status comes back.
-    fn invalid_payload(
-        &self,
-        request: &Value,
-        invalid: InvalidPayload,
-    ) -> Result<ReportResult, WorkSyncError> {
-        let name = |field: &'static str| match request.get(field) {
-            Some(Value::String(name)) => Ok(name.clone()),
-            _ => Err(WorkSyncError::InvalidArgument {
-                what: field,
-                reason: "must be a string".into(),
-            }),
-        };
-        let (team, member) = (name("teamName")?, name("memberName")?);
-        check_name("teamName", &team)?;
-        check_name("memberName", &member)?;
-        let status = match self.ports.store.read(&team, &member)?.into_status() {
-            Some(status) => status,
-            None => self.unpersisted_status(&team, &member, self.ports.clock.now_ms()),
-        };
-        Ok(ReportResult {
-            accepted: false,
-            code: Rejection::InvalidPayload.code(),
-            rejection: Some(Rejection::InvalidPayload),
-            message: format!("{} {invalid}", Rejection::InvalidPayload.message()),
-            status,
-            token_check: TokenCheck::Missing,
-        })
     }
 
     /// A rejection answered from the board alone, with nothing written.
@@ -180,118 +165,187 @@ impl Reconciler {
             vec![],
             json!({ "state": request.state, "agendaFingerprint": request.agenda_fingerprint, "source": source.as_str() }),
         );
-        let lease = lease_ms(request.state, &agenda, request.lease_ttl_ms);
-        let record = |accepted: bool, rejection: Option<Rejection>| Report {
-            state: request.state,
-            agenda_fingerprint: request.agenda_fingerprint.clone(),
-            member_name: agenda.member_name.clone(),
-            team_name: team.to_string(),
-            reported_at: IsoTime::at(now),
-            expires_at: if accepted {
-                lease.map(|ms| IsoTime::at(now + ms))
-            } else {
-                None
-            },
-            task_ids: request.task_ids.clone(),
-            note: request.note.clone(),
-            source: Some(source.as_str().to_string()),
-            accepted,
-            rejection_code: rejection.map(|r| r.code().to_string()),
+        let result = match verdict {
+            Ok(()) => {
+                let lease = lease_ms(request.state, &agenda, request.lease_ttl_ms);
+                let report = Report {
+                    state: request.state,
+                    agenda_fingerprint: request.agenda_fingerprint.clone(),
+                    member_name: agenda.member_name.clone(),
+                    team_name: team.to_string(),
+                    reported_at: IsoTime::at(now),
+                    expires_at: lease.map(|ms| IsoTime::at(now + ms)),
+                    task_ids: request.task_ids.clone(),
+                    note: request.note.clone(),
+                    source: Some(source.as_str().to_string()),
+                    accepted: true,
+                    rejection_code: None,
+                };
+                self.record_accepted(&snapshot, &agendas, agenda, report, now)?
+            }
+            Err(rejection) => self.record_rejected(&snapshot, request, source, rejection, now)?,
         };
-        let report = record(verdict.is_ok(), verdict.err());
-        let mut agenda = Some(agenda);
-        let status = self.ports.store.update(team, member, &mut |previous| {
-            let agenda = agenda
-                .take()
-                .unwrap_or_else(|| agendas.agenda_for(member, &format_iso(now)));
-            self.status_after_report(&snapshot, agenda, previous, now, report.clone())
-        })?;
-        let (outcome, kind) = match verdict {
-            Ok(()) => (ReportOutcome::Accepted, "report_accepted"),
-            Err(rejection) => (
-                ReportOutcome::Rejected(rejection.code().into()),
-                "report_rejected",
-            ),
-        };
-        self.record_metrics(&status, Some(&outcome));
-        let code = verdict.err().map_or("accepted", Rejection::code);
-        self.audit(
-            SOURCE,
-            kind,
-            team,
-            member,
-            now,
-            status.diagnostics.clone(),
-            json!({ "code": code }),
-        );
         Ok(ReportResult {
-            accepted: verdict.is_ok(),
-            code,
-            rejection: verdict.err(),
-            message: verdict
-                .err()
-                .map_or(ACCEPTED_MESSAGE, Rejection::message)
-                .to_string(),
-            status,
             token_check,
+            ..result
         })
     }
 
-    /// The status written for a report: an accepted report is the decision's
-    /// lease; a rejected one is recorded on a plain reconcile.
-    fn status_after_report(
+    /// Writes the status of an accepted report (the decision's lease, shadow
+    /// `reconciledBy: report`) and journals it.
+    fn record_accepted(
         &self,
-        snapshot: &crate::domain::team::TeamSnapshot,
+        snapshot: &TeamSnapshot,
+        agendas: &dyn AgendaSource,
+        agenda: crate::domain::agenda::Agenda,
+        report: Report,
+        now: EpochMs,
+    ) -> Result<ReportResult, WorkSyncError> {
+        let (team, member) = (snapshot.team_name.as_str(), report.member_name.clone());
+        let mut agenda = Some(agenda);
+        let status = self.ports.store.update(team, &member, &mut |previous| {
+            let agenda = agenda
+                .take()
+                .unwrap_or_else(|| agendas.agenda_for(&member, &format_iso(now)));
+            self.accepted_status(snapshot, agenda, previous, now, report.clone())
+        })?;
+        self.record_metrics(&status, Some(&ReportOutcome::Accepted));
+        self.journal_status_written(&status, now);
+        self.audit(
+            SOURCE,
+            "report_accepted",
+            team,
+            &normalize_member_name(&member),
+            now,
+            status.diagnostics.clone(),
+            outcome_fields(&status, &status.agenda.fingerprint, status.state, None),
+        );
+        Ok(ReportResult {
+            accepted: true,
+            code: "accepted",
+            rejection: None,
+            message: ACCEPTED_MESSAGE.to_string(),
+            status,
+            token_check: TokenCheck::Valid,
+        })
+    }
+
+    /// A refused report: the member is reconciled in full first (journal,
+    /// metrics, nudge planning, as any requested reconcile), then the
+    /// rejection is recorded on that status.
+    ///
+    /// The rejection is not an input of later reconciles: the next status
+    /// carries only what the decision keeps. One deliberate difference from
+    /// the reference: a live lease of an earlier accepted report survives the
+    /// rejection (kept in `lastAcceptedReport`) instead of being forgotten.
+    fn record_rejected(
+        &self,
+        snapshot: &TeamSnapshot,
+        request: &ReportRequest,
+        source: ReportSource,
+        rejection: Rejection,
+        now: EpochMs,
+    ) -> Result<ReportResult, WorkSyncError> {
+        let team = snapshot.team_name.as_str();
+        let member = request.member_name.as_str();
+        let reconciled = self.reconcile_with(
+            snapshot,
+            &self.agendas(snapshot),
+            member,
+            ReconciledBy::Request,
+            &[],
+            ReconcileOptions::default(),
+        )?;
+        self.planner.plan(&reconciled);
+        let code = rejection.code();
+        let report = Report {
+            state: request.state,
+            agenda_fingerprint: request.agenda_fingerprint.clone(),
+            member_name: reconciled.member_name.clone(),
+            team_name: reconciled.team_name.clone(),
+            reported_at: reconciled.evaluated_at.clone(),
+            expires_at: None,
+            task_ids: request.task_ids.clone(),
+            note: request.note.clone(),
+            source: Some(source.as_str().to_string()),
+            accepted: false,
+            rejection_code: Some(code.to_string()),
+        };
+        let mut rejected = reconciled;
+        let live_lease = matches!(
+            rejected.state,
+            StatusState::StillWorking | StatusState::Blocked
+        );
+        rejected.last_accepted_report = rejected.report.take().filter(|r| r.accepted && live_lease);
+        rejected.report = Some(report);
+        rejected.diagnostics.push(format!("report_rejected:{code}"));
+        let status = self
+            .ports
+            .store
+            .update(team, member, &mut |_| rejected.clone())?;
+        self.record_metrics(&status, Some(&ReportOutcome::Rejected(code.into())));
+        self.journal_status_written(&status, now);
+        self.audit(
+            SOURCE,
+            "report_rejected",
+            team,
+            &normalize_member_name(member),
+            now,
+            status.diagnostics.clone(),
+            outcome_fields(
+                &status,
+                &request.agenda_fingerprint,
+                request.state,
+                Some(code),
+            ),
+        );
+        Ok(ReportResult {
+            accepted: false,
+            code,
+            rejection: Some(rejection),
+            message: rejection.message().to_string(),
+            status,
+            token_check: TokenCheck::Missing,
+        })
+    }
+
+    /// The status written for an accepted report: the decision with the
+    /// report as its lease, reconciled by the report itself.
+    fn accepted_status(
+        &self,
+        snapshot: &TeamSnapshot,
         agenda: crate::domain::agenda::Agenda,
         previous: StoredStatus,
         now: EpochMs,
         report: Report,
     ) -> MemberStatus {
-        if report.accepted {
-            let agenda_diagnostics = agenda.diagnostics.clone();
-            let mut status = self.build_status(
-                snapshot,
-                agenda,
-                previous,
-                now,
-                ReconciledBy::Report,
-                &[],
-                Some(report),
-            );
-            status.shadow = Some(Shadow {
-                reconciled_by: ReconciledBy::Report,
-                would_nudge: false,
-                fingerprint_changed: false,
-                previous_fingerprint: None,
-                trigger_reasons: None,
-                recovery: None,
-            });
-            let token_diag = status
-                .diagnostics
-                .iter()
-                .find(|d| d.starts_with("report_token_"))
-                .cloned();
-            status.diagnostics = agenda_diagnostics;
-            status.diagnostics.push("report_accepted".into());
-            status.diagnostics.extend(token_diag);
-            status
-        } else {
-            let code = report.rejection_code.clone().unwrap_or_default();
-            let mut status = self.build_status(
-                snapshot,
-                agenda,
-                previous,
-                now,
-                ReconciledBy::Report,
-                &[],
-                None,
-            );
-            let accepted_before = status.report.take().filter(|r| r.accepted);
-            status.last_accepted_report = accepted_before.or(status.last_accepted_report.take());
-            status.report = Some(report);
-            status.diagnostics.push(format!("report_rejected:{code}"));
-            status
-        }
+        let agenda_diagnostics = agenda.diagnostics.clone();
+        let mut status = self.build_status(
+            snapshot,
+            agenda,
+            previous,
+            now,
+            ReconciledBy::Report,
+            &[],
+            Some(report),
+        );
+        status.shadow = Some(Shadow {
+            reconciled_by: ReconciledBy::Report,
+            would_nudge: false,
+            fingerprint_changed: false,
+            previous_fingerprint: None,
+            trigger_reasons: None,
+            recovery: None,
+        });
+        let token_diag = status
+            .diagnostics
+            .iter()
+            .find(|d| d.starts_with("report_token_"))
+            .cloned();
+        status.diagnostics = agenda_diagnostics;
+        status.diagnostics.push("report_accepted".into());
+        status.diagnostics.extend(token_diag);
+        status
     }
 
     /// Validates every pending intent of `teams` through the same validator.
@@ -316,6 +370,7 @@ impl Reconciler {
                 };
                 intent.status = status.0;
                 intent.rejection_code = status.1.map(str::to_string);
+                intent.result_code = Some(status.1.unwrap_or("accepted").to_string());
                 intent.retried_with_fresh_token = status.2;
                 intent.processed_at = Some(format_iso(self.ports.clock.now_ms()));
                 self.ports.intents.finish(&intent)?;
@@ -391,6 +446,29 @@ impl Reconciler {
     pub fn agent_brief(&self, team: &str, member: &str) -> Result<Value, WorkSyncError> {
         Ok(agent_brief(&self.get_status(team, member, false)?))
     }
+}
+
+/// The journal fields of a report's outcome line: the fingerprint and state
+/// reported (accepted: the status's), the agenda size, the rejection code as
+/// `reason`, the provider.
+fn outcome_fields(
+    status: &MemberStatus,
+    fingerprint: &str,
+    state: impl serde::Serialize,
+    rejection: Option<&str>,
+) -> Value {
+    let mut fields = json!({
+        "agendaFingerprint": fingerprint,
+        "state": state,
+        "actionableCount": status.agenda.items.len(),
+    });
+    if let Some(code) = rejection {
+        fields["reason"] = json!(code);
+    }
+    if let Some(provider) = status.provider_id {
+        fields["providerId"] = json!(provider);
+    }
+    fields
 }
 
 /// Items shown in the agent brief.

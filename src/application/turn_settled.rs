@@ -12,7 +12,6 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::ports::{AuditEvent, AuditJournal, Clock, PortError, TeamSource};
-use super::runtime_state::RuntimeStates;
 use crate::domain::names::{normalize_member_name, validate_name};
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs};
@@ -187,7 +186,6 @@ pub struct TurnSettledIngestor {
     claude: Arc<dyn ClaudeSessionLocator>,
     /// Native Codex sessions; without one, they stay unresolved.
     codex: Option<Arc<dyn CodexSessionLocator>>,
-    runtime: Arc<RuntimeStates>,
     journal: Arc<dyn AuditJournal>,
     recent: Arc<SettledTurns>,
 }
@@ -269,7 +267,6 @@ impl TurnSettledIngestor {
         spool: Arc<dyn TurnSettledSpool>,
         teams: Arc<dyn TeamSource>,
         claude: Arc<dyn ClaudeSessionLocator>,
-        runtime: Arc<RuntimeStates>,
         journal: Arc<dyn AuditJournal>,
     ) -> Self {
         Self {
@@ -278,7 +275,6 @@ impl TurnSettledIngestor {
             teams,
             claude,
             codex: None,
-            runtime,
             journal,
             recent: Arc::default(),
         }
@@ -536,10 +532,9 @@ impl TurnSettledIngestor {
             ClaudeMatch::Lead { team_name } => return self.lead_turn(team_name, rosters),
         };
         let Some(roster) = self.roster(&team, rosters) else {
-            return unattributed(Decision::Ignored("ignored_inactive_team".into()));
+            return unattributed(Decision::Unresolved("member_not_active".into()));
         };
-        let runtime = self.runtime.activity(&team, &member);
-        let decision = match verify_target(roster, &member, event.provider, runtime) {
+        let decision = match verify_target(roster, &member, event.provider) {
             TargetOutcome::Resolved {
                 team_name,
                 member_name,
@@ -674,7 +669,12 @@ impl JournalBatch {
                 metadata,
             }
         };
+        // As the app's lines: the claim's reason is the provider, and so is
+        // a resolved outcome's; an ignored or unresolved one gives its cause.
         let mut claimed = entry("turn_settled_claimed", claim.claimed_at_ms);
+        claimed
+            .metadata
+            .insert("reason".into(), json!(event.provider));
         claimed.metadata.insert("spoolFile".into(), json!(claim.id));
         // As the app journals them: a claim's and a resolution's reason is the provider.
         claimed

@@ -49,12 +49,14 @@ impl Decision {
 /// Decides the member's state; first matching rule wins.
 pub fn decide(input: &DecisionInput<'_>) -> Decision {
     if !input.on_active_roster || !input.runtime.team_active || !input.runtime.member_active {
-        let mut diagnostics = vec!["member_or_team_inactive"];
+        // The runtime's reason comes first, as the app lists it.
+        let mut diagnostics = Vec::new();
         if !input.runtime.team_active {
             diagnostics.push("team_runtime_inactive");
         } else if !input.runtime.member_active {
             diagnostics.push("member_runtime_inactive");
         }
+        diagnostics.push("member_or_team_inactive");
         return Decision::new(StatusState::Inactive, diagnostics);
     }
     if input.item_count == 0 {
@@ -314,13 +316,13 @@ mod tests {
         i.runtime.team_active = false;
         assert_eq!(
             decide(&i).diagnostics,
-            ["member_or_team_inactive", "team_runtime_inactive"]
+            ["team_runtime_inactive", "member_or_team_inactive"]
         );
         let mut i = input(0, None);
         i.runtime.member_active = false;
         assert_eq!(
             decide(&i).diagnostics,
-            ["member_or_team_inactive", "member_runtime_inactive"]
+            ["member_runtime_inactive", "member_or_team_inactive"]
         );
     }
 

@@ -209,7 +209,10 @@ pub fn sentence_for(line: &Value) -> String {
                 .map_or_else(|| "?".into(), |m| text(m, "source"))
         ),
         "report_accepted" => "report accepted".into(),
-        "report_rejected" => format!("report rejected: {}{diags}", t("code")),
+        "report_rejected" => format!(
+            "report rejected: {}{diags}",
+            first_of(line, &["reason", "code"])
+        ),
         "proof_missing_recovery_scheduled" => format!(
             "proof-missing recovery scheduled for message {} ({})",
             t("originalMessageId"),
@@ -469,6 +472,10 @@ mod tests {
             (
                 base("report_rejected", "reporter", json!({"metadata": {"code": "agenda_fingerprint_mismatch"}})),
                 "report rejected: agenda_fingerprint_mismatch",
+            ),
+            (
+                base("report_rejected", "reporter", json!({"reason": "stale_fingerprint"})),
+                "report rejected: stale_fingerprint",
             ),
             (
                 base("report_received", "reporter", json!({"state": "blocked", "metadata": {"source": "mcp"}})),

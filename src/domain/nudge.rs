@@ -69,6 +69,9 @@ pub struct NudgePayload {
     pub work_sync_intent_key: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub work_sync_review_request_event_ids: Vec<String>,
+    /// The app's payloads carry none (the item has it): empty when read
+    /// from one, then filled in from the item ([`OutboxItem::with_payload_fingerprint`]).
+    #[serde(default)]
     pub agenda_fingerprint: String,
 }
 
@@ -601,6 +604,17 @@ pub struct OutboxItem {
     pub next_attempt_at: Option<IsoTime>,
     pub created_at: IsoTime,
     pub updated_at: IsoTime,
+}
+
+impl OutboxItem {
+    /// An item as the app writes it has no `payload.agendaFingerprint`: the
+    /// item's own fingerprint is the payload's.
+    pub fn with_payload_fingerprint(mut self) -> Self {
+        if self.payload.agenda_fingerprint.is_empty() {
+            self.payload.agenda_fingerprint = self.agenda_fingerprint.clone();
+        }
+        self
+    }
 }
 
 /// Result of putting a planned nudge into the outbox.

@@ -435,8 +435,15 @@ pub struct TeamSnapshot {
     pub tasks: Vec<std::sync::Arc<Task>>,
     /// Kanban entries by task id.
     pub kanban: BTreeMap<String, KanbanEntry>,
-    /// What the reader had to degrade (`kanban_state_invalid`, ...).
+    /// What the reader refused at the file boundary or had to cut
+    /// (`kanban_state_not_a_file`, `task_file_too_large:<name>`,
+    /// `roster_truncated`, ...): carried on every agenda of the team.
     pub diagnostics: Vec<String>,
+    /// Files read past because their content does not parse
+    /// (`task_file_invalid:<name>`, `kanban_state_invalid`, ...). The app
+    /// reads past them silently, so agendas do not carry them; team
+    /// previews list them.
+    pub content_diagnostics: Vec<String>,
 }
 
 impl TeamSnapshot {

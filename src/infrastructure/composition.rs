@@ -182,7 +182,6 @@ impl Services {
                     paths.teams_base.clone(),
                     paths.projects.clone(),
                 )),
-                ports.runtime.clone(),
                 ports.journal.clone(),
             )
             .with_codex_sessions(Arc::new(FsCodexSessionLocator::new(
@@ -492,7 +491,9 @@ impl Instance {
     /// `resumeTeam`: lifts the deletion fence now, re-scans in the background
     /// (reading the roster is IO; the JS thread never waits for it).
     pub fn resume_team(&self, team: &TeamName) {
-        self.services.engine.lift_deletion_fence(team);
+        if !self.services.engine.lift_deletion_fence(team) {
+            return;
+        }
         let (engine, team) = (self.services.engine.clone(), team.clone());
         self.worker.run_blocking(move || {
             engine.enqueue_startup_scan(&[team]);

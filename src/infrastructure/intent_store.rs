@@ -160,6 +160,7 @@ impl FsReportIntentStore {
                         .unwrap_or_else(|| format_iso(self.clock.now_ms())),
                     processed_at: None,
                     rejection_code: None,
+                    result_code: None,
                     retried_with_fresh_token: false,
                 },
                 true,

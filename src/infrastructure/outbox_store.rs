@@ -80,14 +80,17 @@ impl FsOutboxStore {
 
     fn read_items(&self, path: &Path) -> Result<BTreeMap<String, OutboxItem>, PortError> {
         Ok(
-            match read_envelope(
+            match read_envelope::<BTreeMap<String, OutboxItem>>(
                 self.paths.root(),
                 path,
                 SCHEMA_VERSION,
                 "items",
                 self.clock.now_ms(),
             )? {
-                Loaded::Found(items) => items,
+                Loaded::Found(items) => items
+                    .into_iter()
+                    .map(|(id, item)| (id, item.with_payload_fingerprint()))
+                    .collect(),
                 Loaded::Missing | Loaded::Quarantined { .. } => BTreeMap::new(),
             },
         )

@@ -87,8 +87,11 @@ pub type ParseTaskFile = fn(&[u8]) -> TaskFile;
 pub struct TaskBoard {
     /// Tasks in file-name order.
     pub tasks: Vec<Arc<Task>>,
-    /// `tasks_dir_unreadable`, `tasks_truncated`, per-file diagnostics (capped).
+    /// `tasks_dir_unreadable`, `tasks_truncated`, per-file diagnostics of
+    /// files refused at the boundary (capped with the invalid ones).
     pub diagnostics: Vec<String>,
+    /// `task_file_invalid:<name>` of files that do not parse (capped).
+    pub invalid_files: Vec<String>,
 }
 
 /// Reads every task file of `dir` with nothing kept: the reference the
@@ -417,6 +420,7 @@ impl TaskFolder {
         let mut board = TaskBoard {
             tasks: Vec::with_capacity(self.entries.len()),
             diagnostics: Vec::new(),
+            invalid_files: Vec::new(),
         };
         if self.unreadable {
             board.diagnostics.push("tasks_dir_unreadable".into());
@@ -432,7 +436,10 @@ impl TaskFolder {
                 other => {
                     if let Some(diagnostic) = other.diagnostic(name) {
                         if file_diagnostics < MAX_TASK_DIAGNOSTICS {
-                            board.diagnostics.push(diagnostic);
+                            match other {
+                                TaskFile::Invalid => board.invalid_files.push(diagnostic),
+                                _ => board.diagnostics.push(diagnostic),
+                            }
                         }
                         file_diagnostics += 1;
                     }

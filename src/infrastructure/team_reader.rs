@@ -70,11 +70,17 @@ impl FsTeamSource {
 
     /// Every task file of the team, through the cache; `<what>_*` folder
     /// diagnostics as [`open_below`] gives them.
-    fn read_tasks(&self, team_name: &str, diags: &mut Vec<String>) -> Vec<Arc<Task>> {
+    fn read_tasks(
+        &self,
+        team_name: &str,
+        diags: &mut Vec<String>,
+        content: &mut Vec<String>,
+    ) -> Vec<Arc<Task>> {
         match open_below(&self.tasks, team_name, "tasks_dir", diags) {
             Some(dir) => {
                 let board = self.cache.read(team_name, &dir);
                 diags.extend(board.diagnostics);
+                content.extend(board.invalid_files);
                 board.tasks
             }
             None => {
@@ -86,11 +92,13 @@ impl FsTeamSource {
 }
 
 impl FsTeamSource {
-    /// The team's kanban cards; problems become `kanban_state_*` diagnostics.
+    /// The team's kanban cards; problems become `kanban_state_*` diagnostics
+    /// (`kanban_state_invalid` into `content`).
     fn read_kanban(
         &self,
         team_name: &str,
         diags: &mut Vec<String>,
+        content: &mut Vec<String>,
     ) -> BTreeMap<String, KanbanEntry> {
         self.team_dir(team_name, diags)
             .and_then(|dir| {
@@ -100,6 +108,7 @@ impl FsTeamSource {
                     MAX_KANBAN_BYTES,
                     "kanban_state",
                     diags,
+                    content,
                 )
             })
             .map(|k| parse_kanban(&k))
@@ -118,6 +127,7 @@ impl FsTeamSource {
             ..TeamSnapshot::default()
         };
         let diags = &mut snapshot.diagnostics;
+        let content = &mut snapshot.content_diagnostics;
         let Some(team_dir) = self.team_dir(team_name, diags) else {
             return snapshot;
         };
@@ -127,6 +137,7 @@ impl FsTeamSource {
             MAX_CONFIG_BYTES,
             "team_config",
             diags,
+            content,
         );
         let Some(config) = config.as_ref().and_then(TeamConfig::parse) else {
             return snapshot;
@@ -139,6 +150,7 @@ impl FsTeamSource {
             MAX_MEMBERS_META_BYTES,
             "members_meta",
             diags,
+            content,
         )
         .map(|meta| {
             tidy_meta_members(
@@ -202,8 +214,9 @@ impl TeamSource for FsTeamSource {
             return snapshot;
         }
         let diags = &mut snapshot.diagnostics;
-        snapshot.kanban = self.read_kanban(team_name, diags);
-        snapshot.tasks = self.read_tasks(team_name, diags);
+        let content = &mut snapshot.content_diagnostics;
+        snapshot.kanban = self.read_kanban(team_name, diags, content);
+        snapshot.tasks = self.read_tasks(team_name, diags, content);
         snapshot
     }
 
@@ -228,12 +241,23 @@ impl TaskImpactSource for FsTeamSource {
         if validate_name(task_id).is_ok() {
             self.cache.invalidate(team_name, &format!("{task_id}.json"));
         }
-        let task = self.read_task(team_name, task_id)?;
+        // An event may name the task by its display id (`#11111111`), as
+        // the app's routing accepts: found on the board when no file has
+        // that name.
+        let task = match self.read_task(team_name, task_id) {
+            Some(task) => task,
+            None => {
+                let (mut ignored, mut ignored_content) = (Vec::new(), Vec::new());
+                let tasks = self.read_tasks(team_name, &mut ignored, &mut ignored_content);
+                let found = tasks.iter().find(|t| names_task(&tasks, task_id, t))?;
+                Task::clone(found)
+            }
+        };
         let roster = self.read_roster(team_name);
         let lead = roster.lead().map(|m| m.name.clone());
         // Problems reading the board are the reconcile's to report, not routing's.
-        let mut ignored = Vec::new();
-        let kanban = self.read_kanban(team_name, &mut ignored);
+        let (mut ignored, mut ignored_content) = (Vec::new(), Vec::new());
+        let kanban = self.read_kanban(team_name, &mut ignored, &mut ignored_content);
         let kanban_reviewer = kanban
             .get(&task.id)
             .and_then(|entry| entry.reviewer.clone());
@@ -281,7 +305,7 @@ impl TaskImpactSource for FsTeamSource {
         }
         // `blocks` is often missing or stale: the dependents are the open
         // tasks whose `blockedBy` names this one.
-        let all_tasks = self.read_tasks(team_name, &mut ignored);
+        let all_tasks = self.read_tasks(team_name, &mut ignored, &mut ignored_content);
         members.extend(
             all_tasks
                 .iter()
@@ -303,15 +327,19 @@ impl TaskImpactSource for FsTeamSource {
 /// True when a `blockedBy` reference names `task`: by canonical id, or by
 /// display id when no task has that canonical id (a leading `#` is ignored).
 fn names_task(tasks: &[Arc<Task>], reference: &str, task: &Task) -> bool {
-    let reference = reference.trim();
-    let reference = reference.strip_prefix('#').unwrap_or(reference);
+    // Both sides as the app's index keys them: trimmed, one `#` dropped.
+    fn key(reference: &str) -> &str {
+        let reference = reference.trim();
+        reference.strip_prefix('#').unwrap_or(reference)
+    }
+    let reference = key(reference);
     if reference.is_empty() {
         return false;
     }
-    if tasks.iter().any(|t| t.id == reference) {
-        task.id == reference
+    if tasks.iter().any(|t| key(&t.id) == reference) {
+        key(&task.id) == reference
     } else {
-        task.display_id == reference
+        key(&task.display_id) == reference
     }
 }
 
@@ -339,13 +367,15 @@ fn terminal_for_dependents(task: &Task, kanban: &BTreeMap<String, KanbanEntry>) 
 
 /// Reads and parses the capped JSON file `name` in `dir`; problems become
 /// `<what>_not_a_file` / `<what>_too_large` / `<what>_invalid` /
-/// `<what>_unreadable` diagnostics. A missing file is silent.
+/// `<what>_unreadable` diagnostics (`<what>_invalid` into `content`). A
+/// missing file is silent.
 fn read_json(
     dir: &Dir,
     name: &str,
     max: u64,
     what: &str,
     diags: &mut Vec<String>,
+    content: &mut Vec<String>,
 ) -> Option<Value> {
     match dir.read(name, max) {
         Ok(FileRead::Missing) => None,
@@ -360,7 +390,7 @@ fn read_json(
         Ok(FileRead::Bytes(bytes)) => match serde_json::from_slice(&bytes) {
             Ok(value) => Some(value),
             Err(_) => {
-                diags.push(format!("{what}_invalid"));
+                content.push(format!("{what}_invalid"));
                 None
             }
         },
@@ -624,7 +654,7 @@ mod tests {
             MAX_TASK_FILES - MAX_TASK_DIAGNOSTICS - 7
         );
         let per_file = snapshot
-            .diagnostics
+            .content_diagnostics
             .iter()
             .filter(|d| d.starts_with("task_file_invalid:"))
             .count();
@@ -698,8 +728,9 @@ mod tests {
         assert_eq!(ship.history.len(), 1);
         assert_eq!(snapshot.tasks[1].display_id, "123e4567");
         assert_eq!(snapshot.tasks[1].status, TaskStatus::Pending);
+        assert!(snapshot.diagnostics.is_empty());
         assert_eq!(
-            snapshot.diagnostics,
+            snapshot.content_diagnostics,
             ["task_file_invalid:11.json", "task_file_invalid:13.json"]
         );
     }
@@ -829,10 +860,9 @@ mod tests {
         let snapshot = source.load("forge");
         assert_eq!(snapshot.active_member_names(), ["jack"]);
         assert!(snapshot.kanban.is_empty());
-        assert_eq!(
-            snapshot.diagnostics,
-            ["members_meta_invalid", "kanban_state_too_large"]
-        );
+        // Refused at the boundary (agendas carry it) vs read past (they do not).
+        assert_eq!(snapshot.diagnostics, ["kanban_state_too_large"]);
+        assert_eq!(snapshot.content_diagnostics, ["members_meta_invalid"]);
     }
 
     /// A team whose every input is readable, and one task.
@@ -995,6 +1025,36 @@ mod tests {
                 "{fields}"
             );
         }
+    }
+
+    #[test]
+    fn an_event_naming_a_task_by_display_id_routes_to_its_owner_reviewer_and_dependents() {
+        // The reference's impact resolver: a task event may carry the display
+        // id (`#11111111`); owner, requested reviewer and the owner of a task
+        // blocked by it are woken, nobody else.
+        let (root, source) = fixture();
+        write(
+            &root.path().join("teams/forge/config.json"),
+            r#"{"name":"forge","members":[{"name":"team-lead","agentType":"team-lead"},{"name":"alice"},{"name":"bob"},{"name":"tom"},{"name":"zed"}]}"#,
+        );
+        write(
+            &root.path().join("tasks/forge/task-a.json"),
+            r##"{"id":"task-a","displayId":"#11111111","status":"in_progress","owner":"alice","reviewState":"review","historyEvents":[{"id":"e1","type":"review_requested","timestamp":"2026-04-29T00:00:00.000Z","from":"none","to":"review","reviewer":"bob"}]}"##,
+        );
+        write(
+            &root.path().join("tasks/forge/task-b.json"),
+            r#"{"id":"task-b","status":"pending","owner":"tom","blockedBy":["task-a"]}"#,
+        );
+        let expected = Some(vec!["alice".to_string(), "bob".into(), "tom".into()]);
+        for reference in ["#11111111", "11111111", "task-a"] {
+            assert_eq!(
+                source.impacted_members("forge", reference),
+                expected,
+                "{reference}"
+            );
+        }
+        // A name that is no task on the board still falls back to the team.
+        assert_eq!(source.impacted_members("forge", "#99999999"), None);
     }
 
     #[test]

@@ -5,7 +5,6 @@
 use serde::Serialize;
 
 use super::RuntimeProvider;
-use crate::domain::decision::RuntimeActivity;
 use crate::domain::names::{is_reserved_member_name, normalize_member_name};
 use crate::domain::team::{ProviderId, TeamSnapshot};
 
@@ -49,28 +48,26 @@ impl TargetOutcome {
 }
 
 /// Verifies that `member` of `team` may receive a `turn_settled` reconcile for
-/// an event from `provider`.
+/// an event from `provider`, as the app's target resolver does: the member
+/// must be on the roster of an existing, undeleted team (lead included), not
+/// a reserved name, and of the provider that sent the event when its
+/// provider is known. Whether its runtime runs is the reconcile's business
+/// (it records the member inactive), not the resolver's.
 pub fn verify_target(
     team: &TeamSnapshot,
     member: &str,
     provider: RuntimeProvider,
-    runtime: RuntimeActivity,
 ) -> TargetOutcome {
-    if !team.is_active() || !runtime.team_active {
-        return TargetOutcome::ignored("ignored_inactive_team");
-    }
     let normalized = normalize_member_name(member);
-    if is_reserved_member_name(&normalized) {
-        return TargetOutcome::unresolved("reserved_member");
-    }
-    let Some(entry) = team.member(&normalized).filter(|m| !m.is_removed()) else {
-        return TargetOutcome::ignored("ignored_inactive_member");
+    let on_roster = team.config_found && !team.deleted;
+    let Some(entry) = team
+        .member(&normalized)
+        .filter(|m| on_roster && !m.is_removed())
+    else {
+        return TargetOutcome::unresolved("member_not_active");
     };
-    if team
-        .lead()
-        .is_some_and(|lead| normalize_member_name(&lead.name) == normalized)
-    {
-        return TargetOutcome::ignored("ignored_lead_turn_settled");
+    if is_reserved_member_name(&normalize_member_name(&entry.name)) {
+        return TargetOutcome::unresolved("reserved_member");
     }
     let expected = match provider {
         RuntimeProvider::Claude => ProviderId::Anthropic,
@@ -79,9 +76,6 @@ pub fn verify_target(
     };
     if entry.derived_provider().is_some_and(|p| p != expected) {
         return TargetOutcome::unresolved("provider_mismatch");
-    }
-    if !runtime.member_active {
-        return TargetOutcome::ignored("ignored_inactive_member");
     }
     TargetOutcome::Resolved {
         team_name: team.team_name.clone(),
@@ -93,11 +87,6 @@ pub fn verify_target(
 mod tests {
     use super::*;
     use crate::domain::team::TeamMember;
-
-    const ACTIVE: RuntimeActivity = RuntimeActivity {
-        team_active: true,
-        member_active: true,
-    };
 
     fn team() -> TeamSnapshot {
         let member = |name: &str, model: Option<&str>, removed: Option<f64>| TeamMember {
@@ -123,63 +112,78 @@ mod tests {
     }
 
     #[test]
-    fn outcomes_follow_the_roster() {
+    fn outcomes_follow_the_apps_resolver() {
         let t = team();
         let claude = RuntimeProvider::Claude;
-        assert_eq!(
-            verify_target(&t, " JACK ", claude, ACTIVE),
-            TargetOutcome::Resolved {
-                team_name: "forge".into(),
-                member_name: "jack".into()
-            }
-        );
-        assert_eq!(
-            verify_target(&t, "boss", claude, ACTIVE),
-            TargetOutcome::ignored("ignored_lead_turn_settled")
-        );
-        assert_eq!(
-            verify_target(&t, "bob", claude, ACTIVE),
-            TargetOutcome::ignored("ignored_inactive_member")
-        );
-        assert_eq!(
-            verify_target(&t, "ghost", claude, ACTIVE),
-            TargetOutcome::ignored("ignored_inactive_member")
-        );
-        assert_eq!(
-            verify_target(&t, "system", claude, ACTIVE),
-            TargetOutcome::unresolved("reserved_member")
-        );
-        assert_eq!(
-            verify_target(&t, "jill", claude, ACTIVE),
-            TargetOutcome::unresolved("provider_mismatch")
-        );
-        assert!(matches!(
-            verify_target(&t, "jill", RuntimeProvider::Codex, ACTIVE),
-            TargetOutcome::Resolved { .. }
-        ));
-        let stopped = RuntimeActivity {
-            team_active: false,
-            member_active: true,
+        let resolved = |member: &str| TargetOutcome::Resolved {
+            team_name: "forge".into(),
+            member_name: member.into(),
         };
-        assert_eq!(
-            verify_target(&t, "jack", claude, stopped),
-            TargetOutcome::ignored("ignored_inactive_team")
-        );
+        // (team, member, provider, outcome)
         let deleted = TeamSnapshot {
             deleted: true,
             ..team()
         };
-        assert_eq!(
-            verify_target(&deleted, "jack", claude, ACTIVE),
-            TargetOutcome::ignored("ignored_inactive_team")
-        );
-        let down = RuntimeActivity {
-            team_active: true,
-            member_active: false,
+        let missing = TeamSnapshot {
+            config_found: false,
+            ..team()
+        };
+        let cases = [
+            (&t, " JACK ", claude, resolved("jack")),
+            // A lead's turn is reconciled like any member's.
+            (&t, "boss", claude, resolved("boss")),
+            (&t, "boss", RuntimeProvider::Codex, resolved("boss")),
+            (
+                &t,
+                "bob",
+                claude,
+                TargetOutcome::unresolved("member_not_active"),
+            ),
+            (
+                &t,
+                "ghost",
+                claude,
+                TargetOutcome::unresolved("member_not_active"),
+            ),
+            (
+                &t,
+                "jill",
+                claude,
+                TargetOutcome::unresolved("provider_mismatch"),
+            ),
+            (
+                &t,
+                "jack",
+                RuntimeProvider::Codex,
+                TargetOutcome::unresolved("provider_mismatch"),
+            ),
+            (&t, "jill", RuntimeProvider::Codex, resolved("jill")),
+            (
+                &deleted,
+                "jack",
+                claude,
+                TargetOutcome::unresolved("member_not_active"),
+            ),
+            (
+                &missing,
+                "jack",
+                claude,
+                TargetOutcome::unresolved("member_not_active"),
+            ),
+        ];
+        for (team, member, provider, outcome) in cases {
+            assert_eq!(verify_target(team, member, provider), outcome, "{member}");
+        }
+        let with_reserved = TeamSnapshot {
+            members: vec![TeamMember {
+                name: "system".into(),
+                ..TeamMember::default()
+            }],
+            ..team()
         };
         assert_eq!(
-            verify_target(&t, "jack", claude, down),
-            TargetOutcome::ignored("ignored_inactive_member")
+            verify_target(&with_reserved, "system", claude),
+            TargetOutcome::unresolved("reserved_member")
         );
     }
 }

@@ -80,9 +80,11 @@ impl FsSpool {
             let (provider, content, spooled_at_ms) = match parse_spool_name(&id) {
                 SpoolName::Event { provider, stamp_ms } => {
                     let (content, modified_ms) = read_payload(&processing, &claimed);
-                    let spooled_at_ms = match modified_ms {
-                        Some(at) if (at - stamp_ms).abs() > STAMP_TOLERANCE_MS => at,
-                        _ => stamp_ms,
+                    let spooled_at_ms = match (modified_ms, stamp_ms) {
+                        (Some(at), Some(stamp)) if (at - stamp).abs() > STAMP_TOLERANCE_MS => at,
+                        (_, Some(stamp)) => stamp,
+                        // `unknown-time`: when the file was written, else now.
+                        (modified, None) => modified.unwrap_or(now),
                     };
                     (Some(provider), content, spooled_at_ms)
                 }

@@ -11,6 +11,8 @@ pub(super) const HOOK_TEMP_PREFIX: &str = ".turn-settled.";
 const CLAIM_TAG: &str = ".claimed-";
 /// `<result>.meta.json` beside each result.
 pub(super) const META_SUFFIX: &str = ".meta.json";
+/// What the Stop hook stamps a name with when `date` fails, and its `-`.
+const UNKNOWN_TIME_STAMP: &str = "unknown-time-";
 /// Longest name kept as a claim id. The hook's names are about 50 bytes; a
 /// longer one (anyone may write into `incoming/`) would leave no room under
 /// the 255-byte name limit for the claim tag or the `.meta.json` suffix, so
@@ -22,12 +24,16 @@ const SHORTENED_MARK: &str = ".long-name";
 /// What a spool file name says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SpoolName {
-    /// `<YYYYMMDDTHHMMSSZ>-<pid>-<suffix>.<provider>.json` with a known provider.
+    /// A name one of the app's emitters writes, with a known provider:
+    /// `<stamp>-<pid>-<suffix>.<provider>.json` (the Stop hook; its stamp is
+    /// `YYYYMMDDTHHMMSSZ`, or `unknown-time` when `date` failed) or
+    /// `<stamp>-.turn-settled.<pid>-<uuid>.opencode.json` (the OpenCode
+    /// emitter; its stamp also carries milliseconds, `YYYYMMDDTHHMMSSmmmZ`).
     Event {
         /// The provider of the suffix.
         provider: RuntimeProvider,
-        /// The stamp, epoch ms.
-        stamp_ms: EpochMs,
+        /// The stamp, epoch ms; `None` for `unknown-time`.
+        stamp_ms: Option<EpochMs>,
     },
     /// The documented shape, but a provider we do not know.
     UnsupportedProvider,
@@ -35,7 +41,8 @@ pub enum SpoolName {
     Malformed,
 }
 
-/// Parses a spool file name (DATA.md §4).
+/// Parses a spool file name (DATA.md §4). Only plain names: ASCII letters,
+/// digits, `.`, `_` and `-`, never a leading dot (the hooks' temp files).
 pub fn parse_spool_name(name: &str) -> SpoolName {
     let Some(rest) = name.strip_suffix(".json") else {
         return SpoolName::Malformed;
@@ -43,10 +50,14 @@ pub fn parse_spool_name(name: &str) -> SpoolName {
     let Some((head, provider)) = rest.rsplit_once('.') else {
         return SpoolName::Malformed;
     };
-    let Some(stamp_ms) = parse_stamp(head) else {
+    let Some((stamp_ms, after_stamp)) = split_stamp(head) else {
         return SpoolName::Malformed;
     };
-    let Some((pid, suffix)) = head[17..].split_once('-') else {
+    // The OpenCode emitter keeps its temp file's name after the stamp.
+    let after_stamp = after_stamp
+        .strip_prefix(HOOK_TEMP_PREFIX)
+        .unwrap_or(after_stamp);
+    let Some((pid, suffix)) = after_stamp.split_once('-') else {
         return SpoolName::Malformed;
     };
     let suffix_ok = !suffix.is_empty()
@@ -63,6 +74,23 @@ pub fn parse_spool_name(name: &str) -> SpoolName {
         }
         None => SpoolName::Malformed,
     }
+}
+
+/// The stamp an emitter starts a name with and what follows its `-`:
+/// `YYYYMMDDTHHMMSSZ`, `YYYYMMDDTHHMMSSmmmZ` or `unknown-time` (no time).
+fn split_stamp(head: &str) -> Option<(Option<EpochMs>, &str)> {
+    if let Some(rest) = head.strip_prefix(UNKNOWN_TIME_STAMP) {
+        return Some((None, rest));
+    }
+    if let Some(at) = parse_stamp(head) {
+        return Some((Some(at), &head[17..]));
+    }
+    let stamp = head.get(..19)?;
+    if head.as_bytes().get(19) != Some(&b'-') || !stamp.is_ascii() {
+        return None;
+    }
+    let at = chrono::NaiveDateTime::parse_from_str(stamp, "%Y%m%dT%H%M%S%3fZ").ok()?;
+    Some((Some(at.and_utc().timestamp_millis()), &head[20..]))
 }
 
 /// `YYYYMMDDTHHMMSSZ-` at the start of `head`, as epoch ms.
@@ -125,7 +153,32 @@ mod tests {
             parse_spool_name("20261122T100000Z-123-ab.C_1.claude.json"),
             SpoolName::Event {
                 provider: RuntimeProvider::Claude,
-                stamp_ms: crate::domain::time::parse_iso("2026-11-22T10:00:00Z").unwrap()
+                stamp_ms: crate::domain::time::parse_iso("2026-11-22T10:00:00Z")
+            }
+        );
+        // Every name the app's emitters write: the OpenCode emitter's (its
+        // stamp with milliseconds, its temp name kept) and the Stop hook's
+        // when `date` failed.
+        let opencode = "20261122T100000123Z-.turn-settled.4242-0b6f3c2e-9d7a-4f8e-8a51-3c1d2e4f5a6b.opencode.json";
+        assert_eq!(
+            parse_spool_name(opencode),
+            SpoolName::Event {
+                provider: RuntimeProvider::Opencode,
+                stamp_ms: crate::domain::time::parse_iso("2026-11-22T10:00:00.123Z")
+            }
+        );
+        assert_eq!(
+            parse_spool_name("20261122T100000Z-.turn-settled.7-ab.codex.json"),
+            SpoolName::Event {
+                provider: RuntimeProvider::Codex,
+                stamp_ms: crate::domain::time::parse_iso("2026-11-22T10:00:00Z")
+            }
+        );
+        assert_eq!(
+            parse_spool_name("unknown-time-77-Xy12Zq.claude.json"),
+            SpoolName::Event {
+                provider: RuntimeProvider::Claude,
+                stamp_ms: None
             }
         );
         assert!(matches!(
@@ -148,6 +201,11 @@ mod tests {
             "20261122T100000Z-1-a b.claude.json",
             "20261122T100000Z-1-0.json",
             "é",
+            ".turn-settled.4242-ab.opencode.json",
+            "20261122T100000123Z-.turn-settled.-ab.opencode.json",
+            "20261122T100000123Z-.turn-settled.1-a/b.opencode.json",
+            "20261122T1000001234Z-1-0.claude.json",
+            "unknown-time--0.claude.json",
         ] {
             assert_eq!(parse_spool_name(bad), SpoolName::Malformed, "{bad}");
         }

@@ -269,7 +269,10 @@ fn past_retention(
     let mut doomed = Vec::new();
     for (rank, name) in payloads.iter().enumerate() {
         let at = match parse_spool_name(name) {
-            SpoolName::Event { stamp_ms, .. } => Some(stamp_ms),
+            SpoolName::Event {
+                stamp_ms: Some(stamp_ms),
+                ..
+            } => Some(stamp_ms),
             _ => match parse_stamp(name) {
                 Some(at) => Some(at),
                 None => age_of(name),
