@@ -66,6 +66,16 @@ describe('member-work-sync explain, metrics, drain, hook-settings', () => {
     expect(freshSince).toMatchObject({ code: 0, stderr: '' })
     expect(flat(freshSince.stdout)).toMatch(/^No entries for jack in team forge since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC: nothing recorded yet\./)
 
+    // --json keeps stdout JSON and says why on stderr.
+    const freshJson = run('explain', '--claude-root', root, '--team', 'forge', '--member', 'jack', '--json')
+    expect(freshJson.code).toBe(0)
+    expect(JSON.parse(freshJson.stdout).entries).toEqual([])
+    expect(flat(freshJson.stderr)).toMatch(/^member-work-sync: note: No entries for jack in team forge: nothing recorded yet\. /)
+    // The addon keys members trimmed and lower-cased, as the app does: JACK is jack, on the roster.
+    const upper = run('explain', '--claude-root', root, '--team', 'forge', '--member', ' JACK ')
+    expect(upper).toMatchObject({ code: 0, stderr: '' })
+    expect(flat(upper.stdout)).toMatch(/^No entries for jack in team forge: nothing recorded yet\./)
+
     // A name not on the roster (and with no history): exit 1, the roster and a guess.
     const typo = run('explain', '--claude-root', root, '--team', 'forge', '--member', 'jakc')
     expect(typo).toMatchObject({ code: 1, stdout: '' })

@@ -482,6 +482,11 @@ const RECORDED_BY_THE_APP =
   'The journal, outbox, status and metrics are recorded by a running app (an instance with ' +
   'autoStart, as the desktop app runs it) as it reconciles; status and watch show the board now.'
 
+/** A member's identity as the addon's stores key it: JavaScript's trim() and toLowerCase(). */
+function memberKey(name) {
+  return name.trim().toLowerCase()
+}
+
 /** Why `explain` found no entry for a member that is on the roster. */
 async function whyNoEntries(sync, { team, member, sinceMs }) {
   const who = `${field(member)} in team ${field(team)}`
@@ -502,7 +507,10 @@ async function runExplain({ claudeRoot, team, member, sinceMs, json }) {
     const roster = preview.statuses.map((s) => s.memberName)
     const explanation = await sync.explain({ teamName: team, memberName: member, sinceMs })
     const notes = explanation.diagnostics.map((d) => `member-work-sync: note: ${field(d)}`)
-    if (!roster.includes(member)) {
+    // The addon keys members as the app does (trimmed, lower-cased): `JACK` is jack.
+    const onRoster = roster.find((name) => memberKey(name) === memberKey(member))
+    if (onRoster !== undefined) member = onRoster
+    else {
       const absent = `${field(member)} is not on the roster of team ${field(team)}`
       if (explanation.entries.length === 0) {
         const guess = closest(member, roster)
@@ -511,9 +519,14 @@ async function runExplain({ claudeRoot, team, member, sinceMs, json }) {
       }
       notes.push(`member-work-sync: note: ${absent} (any more); showing what was recorded for it`)
     }
+    if (explanation.entries.length === 0) {
+      const why = await whyNoEntries(sync, { team, member, sinceMs })
+      // JSON keeps stdout machine-readable: the reason goes to stderr.
+      if (json) return { stdout: toJson(explanation), stderr: [...notes, `member-work-sync: note: ${why.replace(/\n/g, ' ')}`].join('\n'), exitCode: 0 }
+      return { stdout: why, stderr: notes.join('\n'), exitCode: 0 }
+    }
     const stderr = notes.join('\n')
     if (json) return { stdout: toJson(explanation), stderr, exitCode: 0 }
-    if (explanation.entries.length === 0) return { stdout: await whyNoEntries(sync, { team, member, sinceMs }), stderr, exitCode: 0 }
     const header = `Timeline of ${field(member)} in team ${field(team)}, oldest first (times UTC):`
     return { stdout: [header, ...explanation.entries.map(formatExplainEntry)].join('\n'), stderr, exitCode: 0 }
   })
