@@ -502,7 +502,7 @@ impl FsClaudeSessionLocator {
 /// The names of the folders right below the teams root that can be teams
 /// (not hidden, valid names; links left out when the listing says so), sorted.
 /// A listing only: nothing in them is read.
-fn team_folders(teams: &TrustedRoot) -> Vec<String> {
+pub(crate) fn team_folders(teams: &TrustedRoot) -> Vec<String> {
     let Some(root) = teams.open_dir(teams.path()).ok().flatten() else {
         return vec![];
     };
@@ -522,26 +522,11 @@ fn team_folders(teams: &TrustedRoot) -> Vec<String> {
 /// The team folder `name` in `root` (never a link) with its config, when the
 /// config is named and not deleted: a team the roster reader finds, read the
 /// same way ([`TeamConfig`]).
-fn active_team(root: &Dir, name: &str) -> Option<(Dir, TeamConfig)> {
+pub(crate) fn active_team(root: &Dir, name: &str) -> Option<(Dir, TeamConfig)> {
     let team_dir = subfolder(root, name)?;
     let config = read_json(&team_dir, "config.json", MAX_CONFIG_BYTES)?;
     let config = TeamConfig::parse(&config).filter(|c| !c.deleted)?;
     Some((team_dir, config))
-}
-
-/// Active team folders ([`active_team`]) by name, at most [`MAX_TEAMS`].
-pub(crate) fn active_teams(teams: &TrustedRoot) -> Vec<(String, Dir, TeamConfig)> {
-    let Some(root) = teams.open_dir(teams.path()).ok().flatten() else {
-        return vec![];
-    };
-    team_folders(teams)
-        .into_iter()
-        .filter_map(|name| {
-            let (team_dir, config) = active_team(&root, &name)?;
-            Some((name, team_dir, config))
-        })
-        .take(MAX_TEAMS)
-        .collect()
 }
 
 /// The active teams whose folder name is `name` trimmed and lowercased
@@ -885,7 +870,11 @@ mod tests {
             );
         }
         let teams = TrustedRoot::new(root.path().join("teams"));
-        let resolver: Vec<String> = active_teams(&teams).into_iter().map(|t| t.0).collect();
+        let teams_dir = teams.open_dir(teams.path()).unwrap().unwrap();
+        let resolver: Vec<String> = team_folders(&teams)
+            .into_iter()
+            .filter(|team| active_team(&teams_dir, team).is_some())
+            .collect();
         let reader = crate::infrastructure::team_reader::FsTeamSource::new(
             root.path().join("teams"),
             root.path().join("tasks"),
