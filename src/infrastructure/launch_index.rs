@@ -118,3 +118,55 @@ impl LaunchIndex {
         state.built = Some(Instant::now());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::fs;
+    use std::path::Path;
+
+    fn team(root: &Path, name: &str, session: Option<&str>) {
+        let dir = root.join(name);
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(
+            dir.join("config.json"),
+            json!({"name": name, "members": [{"name": "kim"}]}).to_string(),
+        )
+        .unwrap();
+        if let Some(session) = session {
+            fs::write(
+                dir.join("launch-state.json"),
+                json!({"teamName": name, "members": {"kim": {"runtimeSessionId": session}}})
+                    .to_string(),
+            )
+            .unwrap();
+        }
+    }
+
+    #[test]
+    fn every_launch_state_is_read_within_a_few_builds_and_only_launched_teams_are_kept() {
+        let root = tempfile::tempdir().unwrap();
+        for n in 0..MAX_LAUNCH_STATES + 10 {
+            let session = format!("K{n}");
+            team(
+                root.path(),
+                &format!("t-{n:05}"),
+                (n % 2 == 0).then_some(&*session),
+            );
+        }
+        let last = MAX_LAUNCH_STATES + 8;
+        let index = LaunchIndex::new(TrustedRoot::new(root.path().to_path_buf()));
+        let kim = |n: usize| HashSet::from([(format!("t-{n:05}"), "kim".to_string())]);
+        // (lookup, found) in build order: the first build stops short of
+        // the last folders, the next one comes round to them, and the
+        // first folders keep what the first build found.
+        let found: Vec<bool> = [last, last, 0]
+            .iter()
+            .map(|&n| index.lookup(&format!("K{n}"), Duration::ZERO) == kim(n))
+            .collect();
+        assert_eq!(found, [false, true, true]);
+        let state = index.state.lock().unwrap();
+        assert_eq!(state.teams.len(), (MAX_LAUNCH_STATES + 10) / 2);
+    }
+}
