@@ -396,7 +396,7 @@ fn deliveries_across_a_clock_step(step_back_ms: i64, rounds: usize) -> usize {
 #[test]
 fn the_hourly_limit_holds_when_the_clock_steps_back() {
     // (clock step back in minutes, deliveries within the 25 real minutes)
-    let steps = [0, 20, 80, 24 * 60];
+    let steps = [0, 20, 80, 24 * 60, 365 * 24 * 60];
     let delivered: Vec<(i64, usize)> = steps
         .iter()
         .map(|&minutes| (minutes, deliveries_across_a_clock_step(minutes * MINUTE, 3)))

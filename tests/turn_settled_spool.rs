@@ -14,6 +14,7 @@ use member_work_sync::application::turn_settled::{
     DrainSummary, TeamChangeEvent, TeamChangeSink, TurnSettledIngestor, TurnSettledQueue,
 };
 use member_work_sync::infrastructure::clock::{ManualClock, SystemClock};
+use member_work_sync::infrastructure::codex_sessions::FsCodexSessionLocator;
 use member_work_sync::infrastructure::spool::{FsSpool, SpoolPaths};
 use member_work_sync::infrastructure::status_store::{FsAuditJournal, StorePaths};
 use member_work_sync::infrastructure::team_reader::FsTeamSource;
@@ -705,6 +706,57 @@ fn a_claude_stop_is_attributed_behind_250_old_team_folders() {
         "250 old team folders + forge: drain {:?}, {summary:?}",
         started.elapsed()
     );
+    assert_eq!(
+        (summary.enqueued, summary.unresolved),
+        (1, 0),
+        "{summary:?}"
+    );
+}
+
+/// A native Codex Stop whose session a `forge` member's launch state names
+/// is attributed however many old team folders sort before `forge`, even
+/// when its `transcript_path` is not a session log the locator may read.
+#[test]
+fn a_codex_stop_is_attributed_behind_250_old_team_folders() {
+    let home = claude_home();
+    let root = home.path();
+    for n in 0..250 {
+        let team = format!("aaa-old-{n:04}");
+        let dir = root.join("teams").join(&team);
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(
+            dir.join("config.json"),
+            serde_json::json!({"name": team, "members": [{"name": "kim"}]}).to_string(),
+        )
+        .unwrap();
+        fs::write(
+            dir.join("launch-state.json"),
+            serde_json::json!({"teamName": team, "members": {"kim": {"runtimeSessionId": format!("K{n}")}}})
+                .to_string(),
+        )
+        .unwrap();
+    }
+    fs::write(
+        root.join("teams/forge/launch-state.json"),
+        r#"{"teamName":"forge","members":{"jack":{"runtimeSessionId":"01a20891-4651-7d40-89dc-27d0de2d7f9a"}}}"#,
+    )
+    .unwrap();
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let ingestor = ingestor(root, clock).with_codex_sessions(Arc::new(FsCodexSessionLocator::new(
+        root.join("teams"),
+        root.join("codex/sessions"),
+    )));
+    let incoming = SpoolPaths::for_teams_base(&root.join("teams")).incoming();
+    fs::create_dir_all(&incoming).unwrap();
+    // The real payload: its transcript_path lies outside this home's
+    // sessions root, so only the launch state can name the member.
+    fs::write(
+        incoming.join("20261118T110640Z-0-0.codex.json"),
+        include_bytes!("fixtures/payloads/real-codex-stop-payload.json"),
+    )
+    .unwrap();
+    let summary = drain_all(&ingestor, &NoChanges);
+    eprintln!("250 old team folders + forge, a Codex Stop: {summary:?}");
     assert_eq!(
         (summary.enqueued, summary.unresolved),
         (1, 0),

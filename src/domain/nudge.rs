@@ -29,6 +29,11 @@ pub const MAX_RECOVERIES_PER_HOUR: usize = 2;
 pub const MAX_DELIVERIES_PER_HOUR: usize = 2;
 /// The window [`MAX_DELIVERIES_PER_HOUR`] counts deliveries in.
 pub const DELIVERY_WINDOW_MS: EpochMs = 60 * MINUTE;
+/// How far after now a stored delivery may be dated and still count by the
+/// wall clock (the clock stepped back since it went out). Beyond this only
+/// the in-process monotonic record counts it, so a clock stepped back a year
+/// never blocks a member's nudges for a year.
+pub const MAX_FUTURE_DELIVERY_MS: EpochMs = 24 * 60 * MINUTE;
 /// Needs-sync age before stale native work may be nudged while collecting.
 pub const NATIVE_STALE_MS: EpochMs = 6 * MINUTE;
 /// A claim older than this may be taken over (its dispatcher died).
@@ -866,11 +871,13 @@ pub struct DeliveryTime {
 /// wall-clock time at which the first of them leaves the window.
 ///
 /// A delivery is within the hour when either clock says so. By the wall
-/// clock, one dated after `now` counts too: the clock stepped back since it
-/// went out, and it keeps counting until the clock passes it by an hour. By
-/// the monotonic clock, one this process made less than an hour ago counts
-/// however far the wall clock stepped forward since. Either way the limit
-/// errs toward fewer nudges, never more.
+/// clock, one dated after `now` counts too while it is at most
+/// [`MAX_FUTURE_DELIVERY_MS`] ahead: the clock stepped back since it went
+/// out, and it keeps counting until the clock passes it by an hour. By the
+/// monotonic clock, one this process made less than an hour ago counts
+/// however far the wall clock stepped since. So the limit errs toward fewer
+/// nudges, except for deliveries dated more than a day ahead that another
+/// process (or one before a restart) made.
 pub fn rate_limit(
     deliveries: &[DeliveryTime],
     now: EpochMs,
@@ -879,7 +886,10 @@ pub fn rate_limit(
     let leaves_window = |delivery: &DeliveryTime| {
         let by_wall = delivery
             .wall
-            .filter(|&at| now.saturating_sub(at) < DELIVERY_WINDOW_MS)
+            .filter(|&at| {
+                now.saturating_sub(at) < DELIVERY_WINDOW_MS
+                    && at.saturating_sub(now) <= MAX_FUTURE_DELIVERY_MS
+            })
             .map(|at| at.saturating_add(DELIVERY_WINDOW_MS));
         let by_monotonic = delivery
             .monotonic

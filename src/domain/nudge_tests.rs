@@ -658,7 +658,8 @@ fn rate_limit_second_vs_third_delivery() {
     const MONO: MonotonicMs = 24 * 60 * MINUTE;
     const STEP: EpochMs = 2 * 60 * MINUTE;
     // (deliveries, wall now, next delivery allowed at, why)
-    let cases: [(Vec<DeliveryTime>, EpochMs, Option<EpochMs>, &str); 10] = [
+    const YEAR: EpochMs = 365 * 24 * 60 * MINUTE;
+    let cases: [(Vec<DeliveryTime>, EpochMs, Option<EpochMs>, &str); 13] = [
         (vec![wall(NOW - 10 * MINUTE)], NOW, None, "1 delivered: a 2nd may go"),
         (
             vec![wall(NOW - 10 * MINUTE), wall(NOW - 5 * MINUTE)],
@@ -683,6 +684,27 @@ fn rate_limit_second_vs_third_delivery() {
             NOW,
             Some(NOW + 10 * MINUTE),
             "one from before and one from after a step back",
+        ),
+        (
+            vec![wall(NOW - 50 * MINUTE), wall(NOW + MAX_FUTURE_DELIVERY_MS + MINUTE)],
+            NOW,
+            None,
+            "one dated more than 24 h ahead no longer counts by the wall clock",
+        ),
+        (
+            vec![wall(NOW + YEAR), wall(NOW + YEAR + 5 * MINUTE)],
+            NOW,
+            None,
+            "the clock stepped back a year, stored deliveries only: they do not block a year",
+        ),
+        (
+            vec![
+                here(NOW + YEAR, MONO - 10 * MINUTE),
+                here(NOW + YEAR + 5 * MINUTE, MONO - 5 * MINUTE),
+            ],
+            NOW,
+            Some(NOW + 50 * MINUTE),
+            "the clock stepped back a year in this process: the monotonic record counts both",
         ),
         (
             vec![

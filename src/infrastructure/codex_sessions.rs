@@ -2,7 +2,8 @@
 //! with `session_id` and `transcript_path`, no team or member):
 //!
 //! 1. a member whose `runtimeSessionId` in `<team>/launch-state.json` is the
-//!    session (as for Claude; one distinct member, else ambiguous);
+//!    session (as for Claude; one distinct member, else ambiguous), looked up
+//!    in an incremental [`LaunchIndex`] over every team folder;
 //! 2. else the session log the payload names: only when it lies lexically
 //!    below the configured Codex sessions root (`<CODEX_HOME>/sessions`,
 //!    without `.`/`..`), is a regular file reached without following a link,
@@ -19,10 +20,9 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use super::launch_index::LaunchIndex;
 use super::safe_fs::TrustedRoot;
-use super::transcripts::{
-    active_teams, active_teams_named, known_members, launched_sessions, read_head,
-};
+use super::transcripts::{active_teams_named, known_members, read_head};
 use crate::application::turn_settled::{ClaudeMatch, CodexSessionLocator};
 use crate::domain::turn_settled::codex_log::codex_session_head;
 
@@ -30,13 +30,16 @@ use crate::domain::turn_settled::codex_log::codex_session_head;
 pub struct FsCodexSessionLocator {
     teams: TrustedRoot,
     sessions: TrustedRoot,
+    launched: LaunchIndex,
 }
 
 impl FsCodexSessionLocator {
     /// A locator over `<teamsBase>` and `<CODEX_HOME>/sessions`.
     pub fn new(teams_base: PathBuf, sessions_dir: PathBuf) -> Self {
+        let teams = TrustedRoot::new(teams_base);
         Self {
-            teams: TrustedRoot::new(teams_base),
+            launched: LaunchIndex::new(teams.clone()),
+            teams,
             sessions: TrustedRoot::new(sessions_dir),
         }
     }
@@ -97,12 +100,7 @@ fn single(found: HashSet<(String, String)>) -> ClaudeMatch {
 
 impl CodexSessionLocator for FsCodexSessionLocator {
     fn locate(&self, session_id: &str, transcript_path: Option<&str>) -> ClaudeMatch {
-        let launched: HashSet<(String, String)> = active_teams(&self.teams)
-            .into_iter()
-            .flat_map(|(team, dir, _)| launched_sessions(&dir, &team))
-            .filter(|(_, _, session)| session == session_id)
-            .map(|(team, member, _)| (team, member))
-            .collect();
+        let launched = self.launched.launched(session_id);
         if !launched.is_empty() {
             return single(launched);
         }
@@ -153,6 +151,14 @@ mod tests {
             Self { dir, locator }
         }
 
+        /// A new locator: launch states are indexed for a few seconds.
+        fn reopen(&mut self) {
+            self.locator = FsCodexSessionLocator::new(
+                self.dir.path().join("teams"),
+                self.dir.path().join("codex/sessions"),
+            );
+        }
+
         fn path(&self, rel: &str) -> PathBuf {
             self.dir.path().join(rel)
         }
@@ -197,7 +203,7 @@ mod tests {
 
     #[test]
     fn launch_state_session_ids_come_first_and_ambiguity_is_unresolved() {
-        let home = Home::new();
+        let mut home = Home::new();
         let log = home.log(&format!("codex/sessions/2026/11/23/{LOG_NAME}"));
         home.launch_state("forge", json!({"bob": {"runtimeSessionId": SESSION}}));
         assert_eq!(
@@ -206,6 +212,7 @@ mod tests {
         );
         team(home.dir.path(), "other", &["carol"]);
         home.launch_state("other", json!({"carol": {"runtimeSessionId": SESSION}}));
+        home.reopen();
         assert_eq!(
             home.locator.locate(SESSION, Some(&log)),
             ClaudeMatch::Ambiguous
@@ -215,6 +222,7 @@ mod tests {
             "other",
             json!({"carol": {"runtimeSessionId": SESSION, "launchState": "failed_to_start"}}),
         );
+        home.reopen();
         assert_eq!(
             home.locator.locate(SESSION, Some(&log)),
             member("forge", "bob")

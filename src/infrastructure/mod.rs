@@ -3,13 +3,14 @@
 
 pub mod activity_file;
 pub mod clock;
-pub(crate) mod codex_sessions;
+pub mod codex_sessions;
 pub mod composition;
 pub(crate) mod explain_source;
 pub mod inbox;
 pub(crate) mod intent_store;
 pub(crate) mod journal;
 pub mod json_store;
+pub(crate) mod launch_index;
 pub(crate) mod lock;
 pub(crate) mod metrics_store;
 pub mod outbox_store;

@@ -59,6 +59,9 @@ const MISS_REBUILD_AFTER: Duration = Duration::from_millis(500);
 const MAX_HEAD_BYTES: u64 = 4 * 1024 * 1024;
 /// Most cached attributions.
 const MAX_CACHED: usize = 5000;
+/// Most remembered named teams without an indexed folder (forgotten all at
+/// once when full, as each index build forgets them).
+const MAX_ABSENT: usize = 1000;
 /// Largest `config.json` / `launch-state.json` / `members.meta.json` read.
 const MAX_CONFIG_BYTES: u64 = 10 * 1024 * 1024;
 const MAX_SMALL_JSON_BYTES: u64 = 256 * 1024;
@@ -85,6 +88,10 @@ struct Index {
 }
 
 impl Index {
+    fn is_empty(&self) -> bool {
+        self.launched.is_empty() && self.lead_sessions.is_empty() && self.files.is_empty()
+    }
+
     fn extend(&mut self, other: &Index) {
         self.launched.extend(other.launched.iter().cloned());
         self.lead_sessions
@@ -96,13 +103,48 @@ impl Index {
 /// What the index builds have found so far, per team folder.
 #[derive(Debug, Default)]
 struct IndexState {
-    /// Each indexed team folder's part of the index (empty for a folder
-    /// without an active config).
+    /// Each indexed team folder's part of the index; a folder without an
+    /// active config has none, so the map grows with active teams only.
     teams: BTreeMap<String, Index>,
+    /// Named teams (lowercase) found without an active folder since the
+    /// last build: a Stop naming one again reuses the index instead of
+    /// listing the teams root, until the index expires.
+    absent: HashSet<String>,
     /// The team folder the last build indexed last in turn.
     cursor: Option<String>,
     /// The union of `teams`, and when it was last built.
     merged: Option<(Instant, Arc<Index>)>,
+}
+
+impl IndexState {
+    /// Keeps `part` as the team folder's index, or drops the folder when
+    /// the part is empty.
+    fn keep(&mut self, team: &str, part: Index) {
+        if part.is_empty() {
+            self.teams.remove(team);
+        } else {
+            self.teams.insert(team.to_string(), part);
+        }
+    }
+
+    /// Some indexed team folder is named `team` (lowercase).
+    fn indexes(&self, team: &str) -> bool {
+        self.teams
+            .keys()
+            .any(|folder| folder.trim().to_lowercase() == team)
+    }
+
+    /// Remembers the `named` teams (lowercase) the index has no part for.
+    fn remember_absent(&mut self, named: &[String]) {
+        for team in named {
+            if !self.indexes(team) {
+                if self.absent.len() >= MAX_ABSENT {
+                    self.absent.clear();
+                }
+                self.absent.insert(team.clone());
+            }
+        }
+    }
 }
 
 type CacheKey = (String, PathBuf);
@@ -133,46 +175,42 @@ impl FsClaudeSessionLocator {
     fn index(&self, rebuild_older_than: Duration, named: &[String]) -> (Arc<Index>, Duration) {
         let mut state = self.index.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((built, index)) = state.merged.as_ref() {
-            let seen = |team: &String| {
-                state
-                    .teams
-                    .keys()
-                    .any(|folder| folder.trim().to_lowercase() == *team)
-            };
+            let seen = |team: &String| state.absent.contains(team) || state.indexes(team);
             // Reused without listing the teams root when nothing is missing.
             if built.elapsed() < rebuild_older_than && named.iter().all(seen) {
                 return (index.clone(), built.elapsed());
             }
         }
         let folders = team_folders(&self.teams);
-        let named: Vec<&String> = folders
+        let named_folders: Vec<&String> = folders
             .iter()
             .filter(|folder| named.contains(&folder.trim().to_lowercase()))
             .collect();
-        if let Some((built, index)) = state.merged.as_ref() {
-            let missing: Vec<&String> = named
-                .iter()
-                .copied()
-                .filter(|team| !state.teams.contains_key(*team))
-                .collect();
-            if built.elapsed() < rebuild_older_than && missing.is_empty() {
-                return (index.clone(), built.elapsed());
-            }
+        if let Some((built, index)) = state.merged.clone() {
             if built.elapsed() < rebuild_older_than {
-                let age = built.elapsed();
-                let built = *built;
-                let projects = self.projects_listing();
-                let root = self.teams_root();
-                for team in missing {
-                    let entry = self.index_team(root.as_ref(), projects.as_ref(), team);
-                    state.teams.insert(team.clone(), entry);
+                let missing: Vec<&String> = named_folders
+                    .iter()
+                    .copied()
+                    .filter(|team| !state.teams.contains_key(*team))
+                    .collect();
+                let mut index = index;
+                if !missing.is_empty() {
+                    let projects = self.projects_listing();
+                    let root = self.teams_root();
+                    for team in missing {
+                        let part = self.index_team(root.as_ref(), projects.as_ref(), team);
+                        state.keep(team, part);
+                    }
+                    index = merge(&state.teams);
+                    state.merged = Some((built, index.clone()));
                 }
-                let index = merge(&state.teams);
-                state.merged = Some((built, index.clone()));
-                return (index, age);
+                state.remember_absent(named);
+                return (index, built.elapsed());
             }
         }
-        self.build_step(&mut state, &folders, &named);
+        self.build_step(&mut state, &folders, &named_folders);
+        state.absent.clear();
+        state.remember_absent(named);
         let index = merge(&state.teams);
         state.merged = Some((Instant::now(), index.clone()));
         (index, Duration::ZERO)
@@ -197,8 +235,8 @@ impl FsClaudeSessionLocator {
                 break;
             }
             done.insert(team);
-            let entry = self.index_team(root.as_ref(), projects.as_ref(), team);
-            state.teams.insert(team.clone(), entry);
+            let part = self.index_team(root.as_ref(), projects.as_ref(), team);
+            state.keep(team, part);
         }
         for team in in_turn {
             if done.len() >= MAX_TEAMS {
@@ -207,8 +245,8 @@ impl FsClaudeSessionLocator {
             if !done.insert(team) {
                 continue;
             }
-            let entry = self.index_team(root.as_ref(), projects.as_ref(), team);
-            state.teams.insert(team.clone(), entry);
+            let part = self.index_team(root.as_ref(), projects.as_ref(), team);
+            state.keep(team, part);
             state.cursor = Some(team.clone());
         }
     }
@@ -502,7 +540,7 @@ impl FsClaudeSessionLocator {
 /// The names of the folders right below the teams root that can be teams
 /// (not hidden, valid names; links left out when the listing says so), sorted.
 /// A listing only: nothing in them is read.
-fn team_folders(teams: &TrustedRoot) -> Vec<String> {
+pub(crate) fn team_folders(teams: &TrustedRoot) -> Vec<String> {
     let Some(root) = teams.open_dir(teams.path()).ok().flatten() else {
         return vec![];
     };
@@ -522,26 +560,11 @@ fn team_folders(teams: &TrustedRoot) -> Vec<String> {
 /// The team folder `name` in `root` (never a link) with its config, when the
 /// config is named and not deleted: a team the roster reader finds, read the
 /// same way ([`TeamConfig`]).
-fn active_team(root: &Dir, name: &str) -> Option<(Dir, TeamConfig)> {
+pub(crate) fn active_team(root: &Dir, name: &str) -> Option<(Dir, TeamConfig)> {
     let team_dir = subfolder(root, name)?;
     let config = read_json(&team_dir, "config.json", MAX_CONFIG_BYTES)?;
     let config = TeamConfig::parse(&config).filter(|c| !c.deleted)?;
     Some((team_dir, config))
-}
-
-/// Active team folders ([`active_team`]) by name, at most [`MAX_TEAMS`].
-pub(crate) fn active_teams(teams: &TrustedRoot) -> Vec<(String, Dir, TeamConfig)> {
-    let Some(root) = teams.open_dir(teams.path()).ok().flatten() else {
-        return vec![];
-    };
-    team_folders(teams)
-        .into_iter()
-        .filter_map(|name| {
-            let (team_dir, config) = active_team(&root, &name)?;
-            Some((name, team_dir, config))
-        })
-        .take(MAX_TEAMS)
-        .collect()
 }
 
 /// The active teams whose folder name is `name` trimmed and lowercased
@@ -885,7 +908,11 @@ mod tests {
             );
         }
         let teams = TrustedRoot::new(root.path().join("teams"));
-        let resolver: Vec<String> = active_teams(&teams).into_iter().map(|t| t.0).collect();
+        let teams_dir = teams.open_dir(teams.path()).unwrap().unwrap();
+        let resolver: Vec<String> = team_folders(&teams)
+            .into_iter()
+            .filter(|team| active_team(&teams_dir, team).is_some())
+            .collect();
         let reader = crate::infrastructure::team_reader::FsTeamSource::new(
             root.path().join("teams"),
             root.path().join("tasks"),
@@ -1285,6 +1312,55 @@ mod tests {
         assert_eq!(
             FsClaudeSessionLocator::find(&index, Some("K0"), None),
             member("aaa-old-0000", "kim")
+        );
+    }
+
+    #[test]
+    fn folders_without_an_active_team_take_no_room_in_the_index() {
+        let (root, locator) = example();
+        for n in 0..20 {
+            let dir = root.path().join(format!("teams/empty-{n:02}"));
+            fs::create_dir_all(&dir).unwrap();
+            if n % 2 == 0 {
+                write(
+                    &dir.join("config.json"),
+                    r#"{"name":"x","deletedAt":"2026-01-01"}"#,
+                );
+            }
+        }
+        locator.index(Duration::ZERO, &[]);
+        let state = locator.index.lock().unwrap();
+        let parts: Vec<&String> = state.teams.keys().collect();
+        assert_eq!(parts, ["forge"]);
+    }
+
+    #[test]
+    fn a_named_team_without_a_folder_is_remembered_until_the_index_expires() {
+        let (root, locator) = example();
+        let ghost = vec!["ghost".to_string()];
+        locator.index(INDEX_TTL, &[]);
+        locator.index(INDEX_TTL, &ghost);
+        // The folder appears while the index is fresh: the remembered
+        // absence spares a listing of the teams root per Stop naming it...
+        write(
+            &root.path().join("teams/ghost/config.json"),
+            &json!({"name": "ghost", "members": [{"name": "gus"}]}).to_string(),
+        );
+        write(
+            &root.path().join("teams/ghost/launch-state.json"),
+            &json!({"teamName": "ghost", "members": {"gus": {"runtimeSessionId": "G1"}}})
+                .to_string(),
+        );
+        let (index, _) = locator.index(INDEX_TTL, &ghost);
+        assert_eq!(
+            FsClaudeSessionLocator::find(&index, Some("G1"), None),
+            ClaudeMatch::NoMatch
+        );
+        // ...until the index is rebuilt.
+        let (index, _) = locator.index(Duration::ZERO, &ghost);
+        assert_eq!(
+            FsClaudeSessionLocator::find(&index, Some("G1"), None),
+            member("ghost", "gus")
         );
     }
 }
