@@ -22,12 +22,13 @@
 
 use std::io;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
 use super::install::{put_program, read_executable, refresh_boot_time_now, set_mode_or_replace};
 use super::{FsSpool, SpoolPaths, HOOK_EXECUTABLE_NAME, HOOK_SCRIPT, HOOK_SCRIPT_NAME};
+use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
 use crate::infrastructure::safe_fs::{Dir, FileRead};
 
 /// The hook executable the addon installs, and what it hashes to.
@@ -78,11 +79,58 @@ impl ExecutableGuard {
     }
 }
 
+/// Where a failure to keep the programs is told: the operator log, once
+/// per distinct error (again after a drain that kept them).
+#[derive(Default)]
+pub(super) struct KeepFailures {
+    log: Option<Arc<dyn LogSink>>,
+    /// The last error logged; `None` after programs were kept.
+    last: Mutex<Option<String>>,
+}
+
+impl std::fmt::Debug for KeepFailures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeepFailures").finish_non_exhaustive()
+    }
+}
+
+impl KeepFailures {
+    /// Tells `log`.
+    pub(super) fn new(log: Arc<dyn LogSink>) -> Self {
+        Self {
+            log: Some(log),
+            last: Mutex::default(),
+        }
+    }
+
+    fn note(&self, kept: io::Result<()>) {
+        let error = kept.err().map(|e| e.to_string());
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(error) = error.as_ref().filter(|e| last.as_ref() != Some(*e)) {
+            if let Some(log) = &self.log {
+                log.log(LogEntry::new(
+                    LogLevel::Error,
+                    LogCode::HookProgramsNotKept,
+                    format!("hook programs not kept as the addon wrote them: {error}"),
+                ));
+            }
+        }
+        *last = error;
+    }
+}
+
 fn sha256(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }
 
 impl FsSpool {
+    /// [`FsSpool::keep_programs`]; a failure is logged (see
+    /// [`KeepFailures`]), never a reason to stop claiming: the payloads
+    /// still need their drain, and the next drain tries again.
+    pub(super) fn keep_programs_or_log(&self) {
+        self.keep_failures.note(self.keep_programs());
+    }
+
     /// When a spool was installed: repairs the way to `bin/`, puts back the
     /// script and the executable as the addon writes them, and refreshes
     /// `bin/boot-time`. Run before every drain.
@@ -304,6 +352,62 @@ mod tests {
             .unwrap();
         hook.stdin.take().unwrap().write_all(payload).unwrap();
         assert!(hook.wait().unwrap().success());
+    }
+
+    #[derive(Default)]
+    struct Recorded(Mutex<Vec<LogEntry>>);
+
+    impl LogSink for Recorded {
+        fn log(&self, entry: LogEntry) {
+            self.0.lock().unwrap().push(entry);
+        }
+    }
+
+    /// `chattr <flag> <path>`; false where it cannot be set (not root, or a
+    /// file system without the attribute).
+    fn chattr(flag: &str, path: &Path) -> bool {
+        std::process::Command::new("chattr")
+            .arg(flag)
+            .arg(path)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+    }
+
+    /// Programs that cannot be put back (`bin/` immutable, which stops root
+    /// too) do not stop the drain: the payload waiting is claimed, and the
+    /// failure is logged once however many drains meet it.
+    #[test]
+    fn a_failure_to_keep_the_programs_is_logged_once_and_the_drain_goes_on() {
+        let (_dir, spool) = installed();
+        let log = Arc::new(Recorded::default());
+        let spool = spool.with_log(log.clone());
+        let bin = spool.paths().script().parent().unwrap().to_path_buf();
+        fs::write(spool.paths().script(), b"#!/bin/sh\necho planted\n").unwrap();
+        let name = "20261122T100000Z-1-0.claude.json";
+        fs::write(spool.paths().incoming().join(name), b"{}").unwrap();
+        if !chattr("+i", &bin) {
+            eprintln!("skipped: `chattr +i` needs root and a file system with the attribute");
+            return;
+        }
+        let first = spool.claim(50);
+        let second = spool.claim(50);
+        assert!(chattr("-i", &bin));
+        let first = first.unwrap();
+        assert_eq!(first.len(), 1);
+        assert_eq!(first[0].id, name);
+        assert!(second.unwrap().is_empty());
+        let entries = log.0.lock().unwrap().clone();
+        assert_eq!(entries.len(), 1, "{entries:?}");
+        assert_eq!(entries[0].code, LogCode::HookProgramsNotKept);
+        assert!(
+            entries[0].message.contains(&*bin.to_string_lossy()),
+            "{}",
+            entries[0].message
+        );
+        // Kept again once possible.
+        spool.claim(50).unwrap();
+        assert_ours(&spool, "after chattr -i");
     }
 
     /// With the shipped file gone, a program at the executable's name that
