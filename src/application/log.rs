@@ -51,6 +51,10 @@ pub enum LogCode {
     /// The queue's `activity.json` (for `watch`) could not be written; logged
     /// once per distinct error.
     ActivityWriteFailed,
+    /// The Stop-hook programs in the spool's `bin/` could not be put back as
+    /// the addon wrote them before a drain (the drain went on); logged once
+    /// per distinct error.
+    HookProgramsNotKept,
 }
 
 impl LogCode {
@@ -69,6 +73,7 @@ impl LogCode {
             Self::MetricsWriteFailed => "MWS_LOG_METRICS_WRITE_FAILED",
             Self::StatusWriteFailed => "MWS_LOG_STATUS_WRITE_FAILED",
             Self::ActivityWriteFailed => "MWS_LOG_ACTIVITY_WRITE_FAILED",
+            Self::HookProgramsNotKept => "MWS_LOG_HOOK_PROGRAMS_NOT_KEPT",
         }
     }
 }

@@ -54,6 +54,8 @@ export type MemberWorkSyncLogCode =
   | 'MWS_LOG_STATUS_WRITE_FAILED'
   /** The queue's `activity.json` (read by `member-work-sync watch`) could not be written; once per distinct error. */
   | 'MWS_LOG_ACTIVITY_WRITE_FAILED'
+  /** The Stop-hook programs in the spool's `bin/` could not be put back before a drain (the drain went on); once per distinct error. */
+  | 'MWS_LOG_HOOK_PROGRAMS_NOT_KEPT'
 
 /** One `onLog` entry: a background failure no caller is waiting for. */
 export interface MemberWorkSyncLogEntry {

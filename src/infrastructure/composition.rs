@@ -175,7 +175,9 @@ impl Services {
             TurnSettledIngestor::new(
                 clock.clone(),
                 Arc::new(
-                    FsSpool::new(spool_paths.clone(), clock.clone()).with_retention(retention),
+                    FsSpool::new(spool_paths.clone(), clock.clone())
+                        .with_retention(retention)
+                        .with_log(log.clone()),
                 ),
                 ports.teams.clone(),
                 Arc::new(FsClaudeSessionLocator::new(

@@ -3,7 +3,8 @@
 //! default), and every app window or CLI process may run several instances.
 //!
 //! A [`Registration`] asks for a folder to be watched and names a callback
-//! that decides, per event in that folder, whether to call it. A folder is
+//! that decides, per event in that folder (or on the folder itself), whether
+//! to call it. A folder is
 //! watched once however many registrations ask for it (a second `watch` of
 //! the same folder would share the kernel's watch, and its `unwatch` would
 //! end the other's); it is unwatched with its last registration, and the
@@ -59,8 +60,8 @@ impl Registration {
     }
 
     /// Watches `folder` (not recursively): `wake` is called for each event
-    /// whose path lies directly in it (or that names no path: an error,
-    /// an overflow) and that `filter` accepts.
+    /// whose path lies directly in it or is the folder itself (or that names
+    /// no path: an error, an overflow) and that `filter` accepts.
     pub fn watch(
         &mut self,
         folder: &Path,
@@ -83,16 +84,17 @@ impl Registration {
         }
         let state = shared.as_mut().expect("created above");
         let count = state.watched.get(folder).copied().unwrap_or(0);
-        if count == 0 {
-            if let Err(error) = state
-                .watcher
-                .watch(folder, notify::RecursiveMode::NonRecursive)
-            {
-                if state.watched.is_empty() {
-                    *shared = None;
-                }
-                return Err(error);
+        // Also when others watch it: the folder now at that path may be a
+        // new one (the kernel's watch follows the old one), and watching the
+        // same folder again only adds to its watch.
+        if let Err(error) = state
+            .watcher
+            .watch(folder, notify::RecursiveMode::NonRecursive)
+        {
+            if state.watched.is_empty() {
+                *shared = None;
             }
+            return Err(error);
         }
         state.watched.insert(folder.to_path_buf(), count + 1);
         let mut listeners = lock(&state.listeners);
@@ -146,11 +148,12 @@ fn dispatch(listeners: &Listeners, event: notify::Result<notify::Event>) {
             // An error (a queue overflow) may hide anything: everyone looks.
             Err(_) => true,
             Ok(event) => {
+                // The folder itself too: moved or removed (the watch then
+                // ends, and the folder at its path is a new one to watch).
                 (event.paths.is_empty()
-                    || event
-                        .paths
-                        .iter()
-                        .any(|p| p.parent() == Some(listener.folder.as_path())))
+                    || event.paths.iter().any(|p| {
+                        p.parent() == Some(listener.folder.as_path()) || *p == listener.folder
+                    }))
                     && (listener.filter)(event)
             }
         };

@@ -341,7 +341,8 @@ const MIN_DRAIN_GAP: Duration = Duration::from_secs(1);
 /// watcher sees a new file in `incoming/` (at most one drain a second that
 /// way); one drain at a time, an immediate follow-up when a batch was full,
 /// only the interval after a drain that failed. Without a watcher the
-/// interval alone runs.
+/// interval alone runs. After each drain, a watched folder found replaced
+/// (another folder at its path) is watched again.
 async fn drain_loop(
     schedule: DrainSchedule,
     drain_every: Duration,
@@ -349,25 +350,21 @@ async fn drain_loop(
     passes: Arc<Passes>,
 ) {
     let news = Arc::new(Notify::new());
-    let mut watcher = None;
+    let mut watcher: Option<Watching> = None;
     let mut last_watch_error: Option<String> = None;
     tokio::time::sleep(FIRST_DRAIN).await;
-    let drain = Arc::new(schedule.drain);
+    let DrainSchedule {
+        drain,
+        incoming,
+        programs,
+        watch_failed,
+    } = schedule;
+    let folders = WatchedFolders { incoming, programs };
+    let drain = Arc::new(drain);
     while !stopping.load(Ordering::SeqCst) {
         if watcher.is_none() {
             // The spool may be installed later (first hook settings call): retry each round.
-            if let Some(dir) = (schedule.incoming)() {
-                match watch_incoming(&dir, (schedule.programs)(), news.clone()) {
-                    Ok(watching) => watcher = Some(watching),
-                    Err(error) => {
-                        let error = error.to_string();
-                        if last_watch_error.as_deref() != Some(error.as_str()) {
-                            (schedule.watch_failed)(&dir, &error);
-                            last_watch_error = Some(error);
-                        }
-                    }
-                }
-            }
+            watcher = folders.attach(&news, &watch_failed, &mut last_watch_error);
         }
         let run = drain.clone();
         let pass = passes.enter();
@@ -378,6 +375,14 @@ async fn drain_loop(
         })
         .await
         .unwrap_or(DrainPass::Failed);
+        if watcher.as_ref().is_some_and(|w| w.ids != folders.ids()) {
+            // A watched folder was replaced (by an agent, or by the drain that
+            // repaired the way to `bin/`): the kernel's watch followed the old
+            // one. Watch the folders now there (the old registration first
+            // ends, so the folder's count starts again).
+            drop(watcher.take());
+            watcher = folders.attach(&news, &watch_failed, &mut last_watch_error);
+        }
         let interval = if watcher.is_some() {
             drain_every
         } else {
@@ -402,6 +407,69 @@ async fn drain_loop(
         }
     }
     drop(watcher);
+}
+
+/// The folders a drain scheduler watches.
+struct WatchedFolders {
+    incoming: Box<dyn Fn() -> Option<PathBuf> + Send + Sync>,
+    programs: Box<dyn Fn() -> Option<PathBuf> + Send + Sync>,
+}
+
+/// Which folder is at a path: device and inode (`None`: none there, or a
+/// platform where this is not known, which then never re-attaches).
+type FolderId = Option<(u64, u64)>;
+
+#[cfg(unix)]
+fn folder_id(path: &std::path::Path) -> FolderId {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    meta.is_dir().then(|| (meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+fn folder_id(_path: &std::path::Path) -> FolderId {
+    None
+}
+
+/// A watch, and which folders were at the watched paths when it was set.
+struct Watching {
+    _registration: Registration,
+    ids: [FolderId; 2],
+}
+
+impl WatchedFolders {
+    /// Which folders are at `incoming/` and `bin/` now.
+    fn ids(&self) -> [FolderId; 2] {
+        let id = |path: Option<PathBuf>| path.as_deref().and_then(folder_id);
+        [id((self.incoming)()), id((self.programs)())]
+    }
+
+    /// A watch on `incoming/` (and `bin/`), when `incoming/` exists; a
+    /// failure is told to `watch_failed` once per distinct error.
+    fn attach(
+        &self,
+        news: &Arc<Notify>,
+        watch_failed: &WatchFailed,
+        last_error: &mut Option<String>,
+    ) -> Option<Watching> {
+        // Read before watching: a folder replaced in between shows as stale.
+        let ids = self.ids();
+        let dir = (self.incoming)()?;
+        match watch_incoming(&dir, (self.programs)(), news.clone()) {
+            Ok(registration) => Some(Watching {
+                _registration: registration,
+                ids,
+            }),
+            Err(error) => {
+                let error = error.to_string();
+                if last_error.as_deref() != Some(error.as_str()) {
+                    watch_failed(&dir, &error);
+                    *last_error = Some(error);
+                }
+                None
+            }
+        }
+    }
 }
 
 /// Whether a watcher event may bring a file to drain: a file created in or
@@ -537,6 +605,7 @@ mod tests {
     use super::*;
     use notify::event::{AccessKind, CreateKind, EventKind, ModifyKind, RemoveKind, RenameMode};
     use std::path::PathBuf;
+    use std::sync::atomic::AtomicUsize;
 
     /// How a fake reconcile ends: after how long (virtual time), with what result.
     enum Ends {
@@ -706,6 +775,73 @@ mod tests {
                 "{kind:?} {name}"
             );
         }
+    }
+
+    /// Waits (at most a minute, to fail rather than hang) until `drains`
+    /// reaches `count`, calling `poke` every 100 ms meanwhile.
+    fn wait_for_drains(drains: &AtomicUsize, count: usize, poke: impl Fn()) -> bool {
+        for _ in 0..600 {
+            if drains.load(Ordering::SeqCst) >= count {
+                return true;
+            }
+            poke();
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        false
+    }
+
+    /// `bin/` moved away and made again (by an agent, or by the drain that
+    /// repairs the way to it) is news, and the new `bin/` is watched after
+    /// the drain that follows: a program written there starts a drain. The
+    /// interval is an hour, so every drain after the first is the watcher's.
+    #[test]
+    fn a_replaced_bin_is_news_and_the_new_one_is_watched() {
+        let dir = tempfile::tempdir().unwrap();
+        let incoming = dir.path().join("incoming");
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(&incoming).unwrap();
+        std::fs::create_dir_all(&bin).unwrap();
+        let drains = Arc::new(AtomicUsize::new(0));
+        let counter = drains.clone();
+        let watched_bin = bin.clone();
+        let schedule = DrainSchedule {
+            drain: Box::new(move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+                DrainPass::CaughtUp
+            }),
+            incoming: Box::new(move || Some(incoming.clone())),
+            programs: Box::new(move || Some(watched_bin.clone())),
+            watch_failed: Box::new(|_, _| {}),
+        };
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let stopping = Arc::new(AtomicBool::new(false));
+        runtime.spawn(drain_loop(
+            schedule,
+            Duration::from_secs(3600),
+            stopping.clone(),
+            Arc::default(),
+        ));
+        assert!(wait_for_drains(&drains, 1, || {}), "no first drain");
+        std::fs::rename(&bin, dir.path().join("bin.old")).unwrap();
+        std::fs::create_dir(&bin).unwrap();
+        let replaced = wait_for_drains(&drains, 2, || {});
+        // A program written into the new `bin/`, again until it is seen (the
+        // new watch is set just after the drain the move started).
+        let program = bin.join("turn-settled-hook-v1");
+        let watched = replaced
+            && wait_for_drains(&drains, 3, || {
+                std::fs::write(&program, b"planted").unwrap();
+            });
+        stopping.store(true, Ordering::SeqCst);
+        assert!(replaced, "moving bin/ away started no drain");
+        assert!(
+            watched,
+            "a program written into the new bin/ started no drain"
+        );
     }
 
     /// Drains in 2.5 s of a scheduler whose every drain lists `incoming/`,

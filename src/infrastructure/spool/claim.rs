@@ -39,8 +39,9 @@ impl FsSpool {
     pub(super) fn claim_batch(&self, limit: usize) -> Result<Vec<SpoolClaim>, PortError> {
         // Before every drain (every 15 s with the scheduler): the hook
         // programs are put back as the addon wrote them, and a wall-clock
-        // step moves the boot time, which the hook must not keep.
-        self.keep_programs()?;
+        // step moves the boot time, which the hook must not keep. A failure
+        // there is logged, and the payloads are claimed all the same.
+        self.keep_programs_or_log();
         let now = self.clock.now_ms();
         let Some(incoming) = self.paths.open(Folder::Incoming)? else {
             return Ok(Vec::new());

@@ -22,12 +22,13 @@
 
 use std::io;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
-use super::install::{put_program, read_executable, refresh_boot_time_now};
-use super::{FsSpool, HOOK_EXECUTABLE_NAME, HOOK_SCRIPT, HOOK_SCRIPT_NAME};
+use super::install::{put_program, read_executable, refresh_boot_time_now, set_mode_or_replace};
+use super::{FsSpool, SpoolPaths, HOOK_EXECUTABLE_NAME, HOOK_SCRIPT, HOOK_SCRIPT_NAME};
+use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
 use crate::infrastructure::safe_fs::{Dir, FileRead};
 
 /// The hook executable the addon installs, and what it hashes to.
@@ -54,12 +55,14 @@ impl ExecutableGuard {
             return Ok(());
         };
         let installed = match bin.read(HOOK_EXECUTABLE_NAME, super::MAX_HOOK_EXECUTABLE_BYTES)? {
-            FileRead::Bytes(bytes) => Some(sha256(&bytes)),
+            FileRead::Bytes(bytes) => Some(bytes),
             _ => None,
         };
         let mut expected = self.expected.lock().unwrap_or_else(|p| p.into_inner());
-        if installed.is_some() && installed == *expected {
-            return bin.set_mode(HOOK_EXECUTABLE_NAME, super::install::PROGRAM_MODE);
+        if let Some(bytes) = installed.filter(|bytes| Some(sha256(bytes)) == *expected) {
+            // A hard link an agent made elsewhere: a fresh copy, never a
+            // chmod through the other name (refused, which would fail every drain).
+            return set_mode_or_replace(bin, HOOK_EXECUTABLE_NAME, &bytes);
         }
         match read_executable(source) {
             Ok(bytes) => {
@@ -76,11 +79,58 @@ impl ExecutableGuard {
     }
 }
 
+/// Where a failure to keep the programs is told: the operator log, once
+/// per distinct error (again after a drain that kept them).
+#[derive(Default)]
+pub(super) struct KeepFailures {
+    log: Option<Arc<dyn LogSink>>,
+    /// The last error logged; `None` after programs were kept.
+    last: Mutex<Option<String>>,
+}
+
+impl std::fmt::Debug for KeepFailures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeepFailures").finish_non_exhaustive()
+    }
+}
+
+impl KeepFailures {
+    /// Tells `log`.
+    pub(super) fn new(log: Arc<dyn LogSink>) -> Self {
+        Self {
+            log: Some(log),
+            last: Mutex::default(),
+        }
+    }
+
+    fn note(&self, kept: io::Result<()>) {
+        let error = kept.err().map(|e| e.to_string());
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(error) = error.as_ref().filter(|e| last.as_ref() != Some(*e)) {
+            if let Some(log) = &self.log {
+                log.log(LogEntry::new(
+                    LogLevel::Error,
+                    LogCode::HookProgramsNotKept,
+                    format!("hook programs not kept as the addon wrote them: {error}"),
+                ));
+            }
+        }
+        *last = error;
+    }
+}
+
 fn sha256(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }
 
 impl FsSpool {
+    /// [`FsSpool::keep_programs`]; a failure is logged (see
+    /// [`KeepFailures`]), never a reason to stop claiming: the payloads
+    /// still need their drain, and the next drain tries again.
+    pub(super) fn keep_programs_or_log(&self) {
+        self.keep_failures.note(self.keep_programs());
+    }
+
     /// When a spool was installed: repairs the way to `bin/`, puts back the
     /// script and the executable as the addon writes them, and refreshes
     /// `bin/boot-time`. Run before every drain.
@@ -88,10 +138,16 @@ impl FsSpool {
         if !self.paths.installed()? {
             return Ok(());
         }
-        let bin = self.paths.create_bin_repairing()?;
-        put_program(&bin, HOOK_SCRIPT_NAME, HOOK_SCRIPT.as_bytes())?;
-        self.executable.keep(&bin)?;
-        refresh_boot_time_now(&bin)
+        let (root, bin) = self.paths.create_bin_repairing()?;
+        // Each step runs whatever another one met: the first error is returned.
+        [
+            put_program(&bin, HOOK_SCRIPT_NAME, HOOK_SCRIPT.as_bytes()),
+            self.executable.keep(&bin),
+            refresh_boot_time_now(&bin),
+            SpoolPaths::create_missing_folders(&root),
+        ]
+        .into_iter()
+        .collect()
     }
 }
 
@@ -104,9 +160,9 @@ mod tests {
 
     use super::*;
     use crate::application::turn_settled::TurnSettledSpool;
+    use crate::domain::turn_settled::RuntimeProvider;
     use crate::infrastructure::clock::ManualClock;
     use crate::infrastructure::spool::testing::T0;
-    use crate::infrastructure::spool::SpoolPaths;
 
     const OURS: &[u8] = b"\x7fELF ours";
 
@@ -135,13 +191,51 @@ mod tests {
         }
     }
 
+    /// `.member-work-sync`, `runtime-hooks` and `bin` are folders of mode 0700.
+    fn assert_way_private(spool: &FsSpool, case: &str) {
+        let script = spool.paths().script();
+        let bin = script.parent().unwrap();
+        for folder in [
+            bin,
+            bin.parent().unwrap(),
+            bin.parent().unwrap().parent().unwrap(),
+        ] {
+            let meta = fs::symlink_metadata(folder).unwrap();
+            assert!(meta.is_dir(), "{case}: {folder:?}");
+            assert_eq!(
+                meta.permissions().mode() & 0o777,
+                0o700,
+                "{case}: {folder:?}"
+            );
+        }
+    }
+
     type Tamper = fn(&Path, &Path);
 
     /// Whatever was done to a program, the next drain (its claim) puts the
-    /// addon's back; a link's target is never written or chmod'ed.
+    /// addon's back; a link's target is never written or chmod'ed, nor
+    /// another name of a hard-linked program (`<tmp>/other`).
     #[test]
     fn every_drain_puts_back_a_replaced_program() {
-        let tamperings: [(&str, Tamper); 6] = [
+        let tamperings: [(&str, Tamper); 8] = [
+            ("hard link", |file, outside| {
+                let other = outside.with_file_name("other");
+                fs::hard_link(file, &other).unwrap();
+                fs::set_permissions(&other, fs::Permissions::from_mode(0o600)).unwrap();
+            }),
+            // Run as root (as here) the mode alone cannot stop the repair:
+            // what is checked is that the drain puts 0700 back, which is what
+            // lets the user's own process create the temp file in `bin/`.
+            ("chmod 0500 bin", |file, _| {
+                let bin = file.parent().unwrap();
+                for folder in [
+                    bin,
+                    bin.parent().unwrap(),
+                    bin.parent().unwrap().parent().unwrap(),
+                ] {
+                    fs::set_permissions(folder, fs::Permissions::from_mode(0o500)).unwrap();
+                }
+            }),
             ("overwritten", |file, _| {
                 fs::write(file, b"#!/bin/sh\necho planted\n").unwrap()
             }),
@@ -175,13 +269,23 @@ mod tests {
                 } else {
                     paths.executable()
                 };
-                tamper(&file, &outside);
+                // A drain before: the shipped executable's hash is known.
                 spool.claim(50).unwrap();
+                tamper(&file, &outside);
                 let case = format!("{how}, script: {script}");
+                spool.claim(50).unwrap_or_else(|e| panic!("{case}: {e}"));
                 assert_ours(&spool, &case);
                 assert_eq!(fs::read(&outside).unwrap(), b"theirs", "{case}");
                 let mode = fs::metadata(&outside).unwrap().permissions().mode();
                 assert_eq!(mode & 0o777, 0o600, "{case}");
+                assert_way_private(&spool, &case);
+                let other = dir.path().join("other");
+                if other.exists() {
+                    let meta = fs::symlink_metadata(&other).unwrap();
+                    assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{case}");
+                    let ours = if script { HOOK_SCRIPT.as_bytes() } else { OURS };
+                    assert_eq!(fs::read(&other).unwrap(), ours, "{case}");
+                }
             }
         }
     }
@@ -219,8 +323,91 @@ mod tests {
                     b"planted"
                 );
                 assert_eq!(fs::read_dir(&planted).unwrap().count(), 1, "{rel}");
+                // The hook writes into `incoming/` and never creates it: a
+                // Stop after the repair is spooled and the next drain takes it.
+                let root = &spool.paths().root;
+                for folder in ["incoming", "processing", "processed", "invalid"] {
+                    let meta = fs::symlink_metadata(root.join(folder)).unwrap();
+                    assert!(meta.is_dir(), "{rel}: {folder}");
+                    assert_eq!(meta.permissions().mode() & 0o777, 0o700, "{rel}: {folder}");
+                }
+                run_hook(&spool, b"{\"session_id\":\"s\"}");
+                let claims = spool.claim(50).unwrap();
+                assert_eq!(claims.len(), 1, "{rel}");
+                assert_eq!(claims[0].provider, Some(RuntimeProvider::Claude), "{rel}");
             }
         }
+    }
+
+    /// Runs the installed hook script with `payload` as a Claude Stop.
+    fn run_hook(spool: &FsSpool, payload: &[u8]) {
+        use std::io::Write;
+        use std::process::{Command, Stdio};
+        let mut hook = Command::new("sh")
+            .arg(spool.paths().script())
+            .arg(&spool.paths().root)
+            .args(["claude", "262144"])
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        hook.stdin.take().unwrap().write_all(payload).unwrap();
+        assert!(hook.wait().unwrap().success());
+    }
+
+    #[derive(Default)]
+    struct Recorded(Mutex<Vec<LogEntry>>);
+
+    impl LogSink for Recorded {
+        fn log(&self, entry: LogEntry) {
+            self.0.lock().unwrap().push(entry);
+        }
+    }
+
+    /// `chattr <flag> <path>`; false where it cannot be set (not root, or a
+    /// file system without the attribute).
+    fn chattr(flag: &str, path: &Path) -> bool {
+        std::process::Command::new("chattr")
+            .arg(flag)
+            .arg(path)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+    }
+
+    /// Programs that cannot be put back (`bin/` immutable, which stops root
+    /// too) do not stop the drain: the payload waiting is claimed, and the
+    /// failure is logged once however many drains meet it.
+    #[test]
+    fn a_failure_to_keep_the_programs_is_logged_once_and_the_drain_goes_on() {
+        let (_dir, spool) = installed();
+        let log = Arc::new(Recorded::default());
+        let spool = spool.with_log(log.clone());
+        let bin = spool.paths().script().parent().unwrap().to_path_buf();
+        fs::write(spool.paths().script(), b"#!/bin/sh\necho planted\n").unwrap();
+        let name = "20261122T100000Z-1-0.claude.json";
+        fs::write(spool.paths().incoming().join(name), b"{}").unwrap();
+        if !chattr("+i", &bin) {
+            eprintln!("skipped: `chattr +i` needs root and a file system with the attribute");
+            return;
+        }
+        let first = spool.claim(50);
+        let second = spool.claim(50);
+        assert!(chattr("-i", &bin));
+        let first = first.unwrap();
+        assert_eq!(first.len(), 1);
+        assert_eq!(first[0].id, name);
+        assert!(second.unwrap().is_empty());
+        let entries = log.0.lock().unwrap().clone();
+        assert_eq!(entries.len(), 1, "{entries:?}");
+        assert_eq!(entries[0].code, LogCode::HookProgramsNotKept);
+        assert!(
+            entries[0].message.contains(&*bin.to_string_lossy()),
+            "{}",
+            entries[0].message
+        );
+        // Kept again once possible.
+        spool.claim(50).unwrap();
+        assert_ours(&spool, "after chattr -i");
     }
 
     /// With the shipped file gone, a program at the executable's name that

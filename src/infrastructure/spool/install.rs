@@ -34,7 +34,7 @@ const BOOT_TIME_TOLERANCE_CS: i64 = 50;
 /// Most bytes of `bin/boot-time` read: a boot id and a number.
 const MAX_BOOT_TIME_BYTES: u64 = 256;
 /// Spool folders are the user's own.
-const FOLDER_MODE: u32 = 0o700;
+pub(super) const FOLDER_MODE: u32 = 0o700;
 /// The script is run by `/bin/sh <script>`, and executable for direct use;
 /// the executable is run directly.
 pub(super) const PROGRAM_MODE: u32 = 0o755;
@@ -227,7 +227,7 @@ pub(super) fn put_program(bin: &Dir, name: &str, bytes: &[u8]) -> io::Result<()>
 /// Makes the installed program `name` (content `bytes`) executable. When the
 /// file has another hard link (maybe outside the root), it is replaced by a
 /// fresh copy instead, never chmod'ed through the other name.
-fn set_mode_or_replace(bin: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
+pub(super) fn set_mode_or_replace(bin: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
     match bin.set_mode(name, PROGRAM_MODE) {
         Err(e) if is_hard_linked(&e) => {
             bin.write_atomic(name, bytes, PROGRAM_MODE)?;
@@ -425,6 +425,28 @@ mod tests {
         paths.install().unwrap();
         assert!(fs::symlink_metadata(paths.script()).unwrap().is_file());
         assert_eq!(mode(&outside), 0o600);
+    }
+
+    /// A program with another name (a hard link an agent made, maybe
+    /// outside the root) is replaced by a fresh copy, never chmod'ed through
+    /// that name: the other name keeps its content and mode.
+    #[test]
+    fn a_hard_linked_program_is_replaced_and_its_other_name_untouched() {
+        let (dir, paths) = spool();
+        let source = shipped(dir.path(), b"\x7fELF ours");
+        paths.install_hook(Some(&source)).unwrap();
+        for program in [paths.script(), paths.executable()] {
+            let other = dir.path().join("other");
+            let _ = fs::remove_file(&other);
+            fs::hard_link(&program, &other).unwrap();
+            fs::set_permissions(&other, fs::Permissions::from_mode(0o600)).unwrap();
+            let before = fs::read(&other).unwrap();
+            paths.install_hook(Some(&source)).unwrap();
+            assert_eq!(mode(&program), 0o755, "{program:?}");
+            assert_ne!(inode(&program), inode(&other), "{program:?}");
+            assert_eq!(mode(&other), 0o600, "{program:?}");
+            assert_eq!(fs::read(&other).unwrap(), before, "{program:?}");
+        }
     }
 
     /// A shipped executable: `bytes` in a file of its own.

@@ -65,6 +65,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicI64;
 use std::sync::{Arc, Mutex};
 
+use crate::application::log::LogSink;
 use crate::application::ports::{Clock, PortError};
 use crate::application::turn_settled::{Filing, SpoolClaim, TurnSettledSpool};
 
@@ -78,7 +79,7 @@ pub use paths::SpoolPaths;
 pub use shipped::shipped_hook_executable;
 pub use sweep::{ABANDONED_TEMP_MS, SWEEP_EVERY_MS};
 
-use guard::ExecutableGuard;
+use guard::{ExecutableGuard, KeepFailures};
 use paths::Folder;
 use results::{PruneSchedule, Removals};
 
@@ -99,6 +100,8 @@ pub struct FsSpool {
     removals: Removals,
     /// The hook executable kept in `bin/`.
     executable: ExecutableGuard,
+    /// Where a failure to keep the hook programs is logged.
+    keep_failures: KeepFailures,
 }
 
 impl FsSpool {
@@ -125,6 +128,7 @@ impl FsSpool {
             prunes: PruneSchedule::default(),
             removals: Removals::default(),
             executable: ExecutableGuard::new(executable_source),
+            keep_failures: KeepFailures::default(),
         }
     }
 
@@ -132,6 +136,13 @@ impl FsSpool {
     /// by the defaults.
     pub fn with_retention(mut self, retention: Retention) -> Self {
         self.retention = retention;
+        self
+    }
+
+    /// Logs to `log` when the hook programs cannot be kept (once per
+    /// distinct error): the drain goes on claiming.
+    pub fn with_log(mut self, log: Arc<dyn LogSink>) -> Self {
+        self.keep_failures = KeepFailures::new(log);
         self
     }
 

@@ -3,8 +3,11 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use super::install::FOLDER_MODE;
 use crate::infrastructure::safe_fs::{Dir, FileKind, TrustedRoot};
 
+/// The addon's folder in the teams folder, holding the spool root.
+const MEMBER_WORK_SYNC: &str = ".member-work-sync";
 /// The spool root's own name, in `<teamsBase>/.member-work-sync`.
 const RUNTIME_HOOKS: &str = "runtime-hooks";
 
@@ -59,7 +62,7 @@ impl SpoolPaths {
     /// The spool of a teams dir.
     pub fn for_teams_base(teams_base: &Path) -> Self {
         Self {
-            root: teams_base.join(".member-work-sync").join(RUNTIME_HOOKS),
+            root: teams_base.join(MEMBER_WORK_SYNC).join(RUNTIME_HOOKS),
             teams: TrustedRoot::new(teams_base),
         }
     }
@@ -105,10 +108,32 @@ impl SpoolPaths {
         self.teams.create_dir_all(&self.root)
     }
 
-    /// `bin/`, created with the folders above it, each link, file or other
-    /// non-folder on the way replaced by a real folder (never followed).
-    pub(super) fn create_bin_repairing(&self) -> io::Result<Dir> {
-        self.teams.create_dir_all_replacing(&self.path(Folder::Bin))
+    /// The spool root and `bin/`, created with the folders above them, each
+    /// link, file or other non-folder on the way replaced by a real folder
+    /// (never followed). Each folder on the way (`.member-work-sync`,
+    /// `runtime-hooks`, `bin`) is set to 0700 through its own handle before
+    /// the next is opened: an agent's `chmod 0500` there would otherwise
+    /// keep the programs from being put back (no temp file can be made).
+    pub(super) fn create_bin_repairing(&self) -> io::Result<(Dir, Dir)> {
+        let private = |dir: Dir| dir.set_own_mode(FOLDER_MODE).map(|()| dir);
+        let teams = self.teams.create_dir_all(self.teams.path())?;
+        let parent = private(teams.create_dir_replacing(MEMBER_WORK_SYNC)?)?;
+        let root = private(parent.create_dir_replacing(RUNTIME_HOOKS)?)?;
+        let bin = private(root.create_dir_replacing(Folder::Bin.name())?)?;
+        Ok((root, bin))
+    }
+
+    /// Creates (0700) each spool folder missing from `root`, as install
+    /// does: the hook writes into `incoming/` and never creates it, so a
+    /// spool root repaired by a drain must get it back. A link or file
+    /// there is left for the claim to refuse.
+    pub(super) fn create_missing_folders(root: &Dir) -> io::Result<()> {
+        for folder in Folder::ALL {
+            if root.meta(folder.name())?.is_none() {
+                root.create_dir(folder.name())?.set_own_mode(FOLDER_MODE)?;
+            }
+        }
+        Ok(())
     }
 
     /// Whether a spool was installed: anything at `runtime-hooks`, or a link
