@@ -18,7 +18,8 @@ function loadAs(platform: string, arch: string) {
 describe('the package', () => {
   it.each([
     ['freebsd', 'x64', 'freebsd-x64'],
-    ['win32', 'arm64', 'win32-arm64-gnu'],
+    ['win32', 'arm64', 'win32-arm64-msvc'],
+    ['win32', 'x64', 'win32-x64-gnu'],
     ['darwin', 'ia32', 'darwin-ia32'],
   ])('on %s-%s without a binary the loader names the platform and the package it looked for', (platform, arch, name) => {
     const result = loadAs(platform, arch)
