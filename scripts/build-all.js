@@ -104,6 +104,20 @@ function createNpmDirs() {
   const manifest = JSON.parse(fs.readFileSync(winPackage, 'utf8'))
   delete manifest.libc
   fs.writeFileSync(winPackage, JSON.stringify(manifest, null, 2) + '\n')
+  // napi's README names the triple of the package name (aarch64-pc-windows-msvc);
+  // say what the binary is instead.
+  for (const target of TARGETS.filter((t) => t.zigCargo)) {
+    const text = [
+      `# \`${BINARY}-${target.platform}\``,
+      '',
+      `This is the **${target.triple}** binary for \`${BINARY}\` (and its Stop hook`,
+      `\`${hookFileName(target.os)}\`), under the package name napi-rs gives ${target.os}-${target.cpu}.`,
+      'Like the win32-x64-gnu build it imports only system DLLs and takes Node-API',
+      'from the host node.exe when it loads.',
+      '',
+    ]
+    fs.writeFileSync(path.join(ROOT, 'npm', target.platform, 'README.md'), text.join('\n'))
+  }
   // Each package ships the hook executable beside its `.node` file.
   for (const target of TARGETS) {
     const file = path.join(ROOT, 'npm', target.platform, 'package.json')
