@@ -41,6 +41,8 @@ describe('the package', () => {
     const out = spawnSync('npm', ['pack', '--dry-run', '--json', '--loglevel=error'], { cwd: ROOT, encoding: 'utf8' })
     const files: string[] = JSON.parse(out.stdout)[0].files.map((f: { path: string }) => f.path)
     expect(files).toContain('index.js')
+    expect(files).toContain('lazy.js')
+    expect(files).toContain('lazy.d.ts')
     expect(files).toContain('hooks/turn-settled-hook-v1.sh')
     expect(files.filter((f) => f.endsWith('.node'))).toEqual([])
     // The native hook ships in the platform packages only, its sources nowhere.
