@@ -21,8 +21,10 @@ function isMusl() {
 function platformName() {
   const { platform, arch } = process
   if (platform === 'linux') return `linux-${arch}-${isMusl() ? 'musl' : 'gnu'}`
-  // Built with mingw-w64; it loads in the official (MSVC-built) node.exe too.
-  if (platform === 'win32') return `win32-${arch}-gnu`
+  // x64: built with mingw-w64. arm64: built for aarch64-pc-windows-gnullvm
+  // under napi-rs's usual name for Windows arm64 (scripts/build-all.js).
+  // Both load in the official (MSVC-built) node.exe.
+  if (platform === 'win32') return arch === 'arm64' ? 'win32-arm64-msvc' : `win32-${arch}-gnu`
   return `${platform}-${arch}`
 }
 
@@ -41,7 +43,7 @@ function loadNative() {
     `member-work-sync: no native binary loaded for platform ${platform}. ` +
       `Looked for the local build ${candidates[0]} and the package ${candidates[1]} ` +
       `(an optional dependency; npm run build:all builds it for linux-x64-gnu, linux-arm64-gnu, linux-x64-musl, ` +
-      `linux-arm64-musl, darwin-x64, darwin-arm64 and win32-x64-gnu). ${failures.join('; ')}`,
+      `linux-arm64-musl, darwin-x64, darwin-arm64, win32-x64-gnu and win32-arm64-msvc). ${failures.join('; ')}`,
   )
   error.code = 'MWS_NO_NATIVE_BINARY'
   throw error

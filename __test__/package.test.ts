@@ -18,7 +18,8 @@ function loadAs(platform: string, arch: string) {
 describe('the package', () => {
   it.each([
     ['freebsd', 'x64', 'freebsd-x64'],
-    ['win32', 'arm64', 'win32-arm64-gnu'],
+    ['win32', 'arm64', 'win32-arm64-msvc'],
+    ['win32', 'x64', 'win32-x64-gnu'],
     ['darwin', 'ia32', 'darwin-ia32'],
   ])('on %s-%s without a binary the loader names the platform and the package it looked for', (platform, arch, name) => {
     const result = loadAs(platform, arch)
@@ -40,6 +41,8 @@ describe('the package', () => {
     const out = spawnSync('npm', ['pack', '--dry-run', '--json', '--loglevel=error'], { cwd: ROOT, encoding: 'utf8' })
     const files: string[] = JSON.parse(out.stdout)[0].files.map((f: { path: string }) => f.path)
     expect(files).toContain('index.js')
+    expect(files).toContain('lazy.js')
+    expect(files).toContain('lazy.d.ts')
     expect(files).toContain('hooks/turn-settled-hook-v1.sh')
     expect(files.filter((f) => f.endsWith('.node'))).toEqual([])
     // The native hook ships in the platform packages only, its sources nowhere.

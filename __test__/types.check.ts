@@ -54,3 +54,12 @@ const trigger: MemberWorkSyncTriggerReason = 'turn_settled'
 // @ts-expect-error: not a trigger
 const badTrigger: MemberWorkSyncTriggerReason = 'turn_ended'
 void [reason, badReason, trigger, badTrigger]
+
+// member-work-sync/lazy: resolves to the module itself; the rejection's code is its own.
+import { loadMemberWorkSync } from '../lazy'
+import type { MemberWorkSyncModule, MemberWorkSyncNoNativeBinaryError } from '../index'
+export const lazyModule: Promise<MemberWorkSyncModule> = loadMemberWorkSync()
+export const lazyInstance = loadMemberWorkSync().then((m) => new m.MemberWorkSync({ claudeRoot: '/tmp/x', autoStart: false }))
+export const noBinary: MemberWorkSyncNoNativeBinaryError['code'] = 'MWS_NO_NATIVE_BINARY'
+// @ts-expect-error the missing-binary error has only its own code
+export const noBinaryOther: MemberWorkSyncNoNativeBinaryError['code'] = 'MWS_IO'

@@ -5,7 +5,10 @@
 // symbol `napi_register_module_v1` is exported, a linux-gnu binary needs no
 // glibc symbol version newer than 2.17, a musl binary needs no glibc, and a
 // darwin binary binds every CoreFoundation / FSEvents symbol to its framework
-// (none left to a flat-namespace lookup at load time).
+// (none left to a flat-namespace lookup at load time), a Windows binary
+// (PE, machine 0x8664 for x64, 0xaa64 for arm64) imports only DLLs every
+// Windows has (Node-API itself is resolved from node.exe at load time, so
+// no import names node.exe, a libnode or a toolchain runtime DLL).
 //
 // The hook executable (`checkHookBinary`): the format and CPU are right; on
 // Linux it is statically linked (no program interpreter, no NEEDED library)
@@ -42,8 +45,9 @@ function header(file) {
   if (bytes.toString('latin1', 0, 2) === 'MZ') {
     const pe = bytes.readUInt32LE(0x3c)
     if (bytes.toString('latin1', pe, pe + 4) === 'PE\0\0') {
-      const cpu = { 0x8664: 'x64', 0xaa64: 'arm64' }[bytes.readUInt16LE(pe + 4)] || `machine ${bytes.readUInt16LE(pe + 4)}`
-      return { format: 'PE', cpu }
+      const machine = bytes.readUInt16LE(pe + 4)
+      const cpu = { 0x8664: 'x64', 0xaa64: 'arm64' }[machine] || `machine ${machine}`
+      return { format: 'PE', cpu, machine: `0x${machine.toString(16)}` }
     }
   }
   return { format: 'unknown', cpu: 'unknown' }
@@ -107,14 +111,23 @@ function checkBinary(file, target) {
     const flat = [...binds.matchAll(/flat-namespace\s+(_k?CF\w+|_FSEvent\w+)/g)].map((m) => m[1])
     if (flat.length) problems.push(`binds ${flat.join(', ')} flat, not to a framework (add them to build-support/macos-frameworks.json)`)
   } else {
-    found.exported = new RegExp(`^\\s+\\d+\\s+0x[0-9a-f]+\\s+${REGISTER}$`, 'm').test(objdump(['-p'], file))
+    const headers = objdump(['-p'], file)
+    found.exported = new RegExp(`^\\s+\\d+\\s+0x[0-9a-f]+\\s+${REGISTER}$`, 'm').test(headers)
+    found.needed = windowsImports(headers)
+    const other = found.needed.filter((d) => !WINDOWS_SYSTEM_DLL.test(d))
+    if (other.length) problems.push(`imports ${other.join(', ')}, not a system DLL`)
   }
   if (!found.exported) problems.push(`does not export ${REGISTER}`)
   return { found, problems }
 }
 
-/** DLLs every Windows ships (the hook imports nothing else). */
+/** DLLs every Windows ships (the addon and the hook import nothing else). */
 const WINDOWS_SYSTEM_DLL = /^(kernel32|ntdll|advapi32|bcrypt|bcryptprimitives|ws2_32|userenv|msvcrt|ucrtbase|api-ms-win-[\w-]+)\.dll$/i
+
+/** The DLLs a PE file imports, from `llvm-objdump -p`'s import table. */
+function windowsImports(headers) {
+  return [...headers.matchAll(/DLL Name: (\S+)/g)].map((m) => m[1])
+}
 
 /**
  * Checks the hook executable `file` built for `target` (as in
@@ -141,7 +154,7 @@ function checkHookBinary(file, target) {
     const other = found.needed.filter((d) => !/^\/usr\/lib\/lib[\w.]+\.dylib$/.test(d))
     if (other.length) problems.push(`links ${other.join(', ')}, not a library of the OS`)
   } else {
-    found.needed = [...objdump(['-p'], file).matchAll(/DLL Name: (\S+)/g)].map((m) => m[1])
+    found.needed = windowsImports(objdump(['-p'], file))
     const other = found.needed.filter((d) => !WINDOWS_SYSTEM_DLL.test(d))
     if (other.length) problems.push(`imports ${other.join(', ')}, not a system DLL`)
   }

@@ -8,13 +8,21 @@
 //
 // The hook: linked statically against musl for all four Linux packages (one
 // build per CPU, the same file in the gnu and musl package: no loader, no
-// glibc floor), with zig for darwin, with mingw-w64 for Windows.
+// glibc floor), with zig for darwin and Windows arm64, with mingw-w64 for
+// Windows x64.
 //
 //   linux-x64-gnu, linux-arm64-gnu   cargo-zigbuild against glibc 2.17 (`napi build -x`, target `<triple>.2.17`)
 //   linux-x64-musl, linux-arm64-musl cargo-zigbuild (musl, dynamically linked as Node on Alpine needs)
 //   darwin-x64, darwin-arm64         cargo-zigbuild (zig's libSystem stubs, plus .tbd stubs of the two
 //                                    frameworks the addon binds, from build-support/macos-frameworks.json)
 //   win32-x64-gnu                    mingw-w64 (x86_64-pc-windows-gnu), loads in the official node.exe
+//   win32-arm64-msvc                 cargo-zigbuild for aarch64-pc-windows-gnullvm (zig's llvm-mingw
+//                                    headers and UCRT import libraries; no MSVC linker can be had here).
+//                                    Named as napi-rs names the Windows arm64 package (napi.targets lists
+//                                    aarch64-pc-windows-msvc), which is where Node's usual loaders look;
+//                                    like the x64 mingw build it imports only system DLLs and resolves
+//                                    Node-API from node.exe at load time. `napi build -x` refuses
+//                                    windows-gnu targets, so cargo-zigbuild runs directly.
 //
 // Tools it needs and adds when missing: node_modules (`npm run setup`), the
 // Rust targets (`rustup target add`), `ziglang` and `cargo-zigbuild` (pip),
@@ -42,7 +50,13 @@ const TARGETS = [
   { platform: 'darwin-x64', triple: 'x86_64-apple-darwin', zigTarget: 'x86_64-apple-darwin', os: 'darwin', cpu: 'x64' },
   { platform: 'darwin-arm64', triple: 'aarch64-apple-darwin', zigTarget: 'aarch64-apple-darwin', os: 'darwin', cpu: 'arm64' },
   { platform: 'win32-x64-gnu', triple: 'x86_64-pc-windows-gnu', os: 'win32', cpu: 'x64' },
+  { platform: 'win32-arm64-msvc', triple: 'aarch64-pc-windows-gnullvm', zigCargo: true, os: 'win32', cpu: 'arm64' },
 ]
+
+/** Whether `target` links with zig (through napi's `-x` or cargo-zigbuild directly), else with mingw-w64. */
+function usesZig(target) {
+  return Boolean(target.zigTarget || target.zigCargo)
+}
 
 function run(command, args, options = {}) {
   console.log(`$ ${command} ${args.join(' ')}`)
@@ -90,6 +104,20 @@ function createNpmDirs() {
   const manifest = JSON.parse(fs.readFileSync(winPackage, 'utf8'))
   delete manifest.libc
   fs.writeFileSync(winPackage, JSON.stringify(manifest, null, 2) + '\n')
+  // napi's README names the triple of the package name (aarch64-pc-windows-msvc);
+  // say what the binary is instead.
+  for (const target of TARGETS.filter((t) => t.zigCargo)) {
+    const text = [
+      `# \`${BINARY}-${target.platform}\``,
+      '',
+      `This is the **${target.triple}** binary for \`${BINARY}\` (and its Stop hook`,
+      `\`${hookFileName(target.os)}\`), under the package name napi-rs gives ${target.os}-${target.cpu}.`,
+      'Like the win32-x64-gnu build it imports only system DLLs and takes Node-API',
+      'from the host node.exe when it loads.',
+      '',
+    ]
+    fs.writeFileSync(path.join(ROOT, 'npm', target.platform, 'README.md'), text.join('\n'))
+  }
   // Each package ships the hook executable beside its `.node` file.
   for (const target of TARGETS) {
     const file = path.join(ROOT, 'npm', target.platform, 'package.json')
@@ -137,7 +165,7 @@ function buildTargetHook(target) {
   const targetDir = path.join(ROOT, 'target', 'build-all', 'hook')
   if (target.os === 'linux') return buildHook({ triple: linuxHookTriple(target.cpu), zig: true, dest, targetDir })
   if (target.os === 'darwin') return buildHook({ triple: target.triple, zig: true, dest, targetDir, env: { ...process.env, SDKROOT: macosSdkStub() } })
-  return buildHook({ triple: target.triple, zig: false, dest, targetDir })
+  return buildHook({ triple: target.triple, zig: usesZig(target), dest, targetDir })
 }
 
 /**
@@ -165,8 +193,25 @@ function hookIsHost(target) {
   return target.os === process.platform && target.cpu === process.arch
 }
 
+/**
+ * `cargo zigbuild` of the addon's library for `target` (a windows-gnullvm
+ * triple, which `napi build -x` refuses); returns the built DLL's path.
+ */
+function zigCargoBuild(target) {
+  const args = ['zigbuild', '--release', '--lib', '--package', BINARY, '--target', target.triple]
+  const out = run('cargo', args)
+  if (out.status !== 0) throw new Error(`cargo zigbuild for ${target.platform} exited ${out.status}`)
+  return path.join(ROOT, 'target', target.triple, 'release', `${BINARY.replace(/-/g, '_')}.dll`)
+}
+
 /** Builds `target` into its npm folder; returns the binary's path. */
 function build(target) {
+  const file = `${BINARY}.${target.platform}.node`
+  const dest = path.join(ROOT, 'npm', target.platform, file)
+  if (target.zigCargo) {
+    fs.copyFileSync(zigCargoBuild(target), dest)
+    return dest
+  }
   const outDir = path.join(ROOT, 'target', 'build-all', target.platform)
   fs.rmSync(outDir, { recursive: true, force: true })
   fs.mkdirSync(outDir, { recursive: true })
@@ -176,8 +221,6 @@ function build(target) {
   const env = target.os === 'darwin' ? { ...process.env, SDKROOT: macosSdkStub() } : process.env
   const out = run('npx', args, { env })
   if (out.status !== 0) throw new Error(`napi build for ${target.platform} exited ${out.status}`)
-  const file = `${BINARY}.${target.platform}.node`
-  const dest = path.join(ROOT, 'npm', target.platform, file)
   fs.copyFileSync(path.join(outDir, file), dest)
   return dest
 }
@@ -206,8 +249,13 @@ function loadsHere(file) {
   return out.status === 0 && out.stdout === 'function' ? `loads in Node ${process.version} here${glibc ? ` (glibc ${glibc})` : ''}` : null
 }
 
+/** `PE arm64 (machine 0xaa64)`, `ELF x64`, ... */
+function formatAndCpu(found) {
+  return `${found.format} ${found.cpu}${found.machine ? ` (machine ${found.machine})` : ''}`
+}
+
 function describeHook(found) {
-  const parts = [`${found.format} ${found.cpu}`, `${(found.bytes / 1024).toFixed(0)} KiB`]
+  const parts = [formatAndCpu(found), `${(found.bytes / 1024).toFixed(0)} KiB`]
   if (found.linkage) parts.push(found.linkage)
   if (found.needed && found.needed.length) parts.push(`needs ${found.needed.join(' ')}`)
   if (found.ranHere) parts.push(found.ranHere)
@@ -215,7 +263,7 @@ function describeHook(found) {
 }
 
 function describe(found) {
-  const parts = [`${found.format} ${found.cpu}`, `${(found.bytes / 1048576).toFixed(1)} MiB`, `exports napi_register_module_v1: ${found.exported ? 'yes' : 'NO'}`]
+  const parts = [formatAndCpu(found), `${(found.bytes / 1048576).toFixed(1)} MiB`, `exports napi_register_module_v1: ${found.exported ? 'yes' : 'NO'}`]
   if (found.glibc !== undefined) parts.push(found.glibc ? `newest glibc symbol GLIBC_${found.glibc}` : 'no glibc symbol versions')
   if (found.needed) parts.push(`needs ${found.needed.join(' ')}`)
   if (found.loadedHere) parts.push(found.loadedHere)
@@ -232,13 +280,13 @@ function main() {
   const rustup = run('rustup', ['target', 'add', ...targets.map((t) => t.triple)])
   if (rustup.status !== 0) throw new Error('rustup target add failed')
   const missing = {}
-  if (targets.some((t) => t.zigTarget)) missing.zig = ensureZig()
-  if (targets.some((t) => !t.zigTarget)) missing.mingw = ensureMingw()
+  if (targets.some(usesZig)) missing.zig = ensureZig()
+  if (targets.some((t) => !usesZig(t))) missing.mingw = ensureMingw()
   createNpmDirs()
 
   const results = []
   for (const target of targets) {
-    const lacking = target.zigTarget ? missing.zig : missing.mingw
+    const lacking = usesZig(target) ? missing.zig : missing.mingw
     if (lacking) {
       results.push({ target, outcome: 'skipped', detail: lacking })
       continue
@@ -292,4 +340,4 @@ if (require.main === module) {
   }
 }
 
-module.exports = { TARGETS, build, buildTargetHook, createNpmDirs, ensureMingw, ensureNodeModules, run, works }
+module.exports = { TARGETS, build, buildTargetHook, createNpmDirs, ensureMingw, ensureNodeModules, isHost, run, works }

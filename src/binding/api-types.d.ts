@@ -28,6 +28,19 @@ export interface MemberWorkSyncError extends Error {
   code: MemberWorkSyncErrorCode
 }
 
+/**
+ * What importing the package throws (and `loadMemberWorkSync()` of
+ * `member-work-sync/lazy` rejects with) when no native binary loads for this
+ * platform; the message names the platform, the local file and the platform
+ * package it looked for.
+ */
+export interface MemberWorkSyncNoNativeBinaryError extends Error {
+  code: 'MWS_NO_NATIVE_BINARY'
+}
+
+/** The package's module (`typeof import('member-work-sync')`), as `loadMemberWorkSync()` resolves it. */
+export type MemberWorkSyncModule = typeof import('./index')
+
 /** Stable codes of `onLog` entries. */
 export type MemberWorkSyncLogCode =
   /** A turn-settled spool drain failed as a whole. */
