@@ -56,6 +56,20 @@ impl Dir {
         self.write_replacing(name.as_ref(), bytes, mode, true)
     }
 
+    /// Replaces `name` with `bytes` through a temp file and a rename, so a
+    /// reader sees the old content or the new, never a torn file; `durable`
+    /// adds what makes it survive a power cut (what [`Dir::write_atomic`]
+    /// does), without it for diagnostics that need not.
+    pub fn write_replacing(
+        &self,
+        name: impl AsRef<OsStr>,
+        bytes: &[u8],
+        mode: u32,
+        durable: bool,
+    ) -> io::Result<()> {
+        self.write_replacing_parts(name, &[bytes], mode, durable)
+    }
+
     /// [`Dir::write_atomic`] of `parts` written one after another.
     pub fn write_atomic_parts(
         &self,

@@ -187,18 +187,6 @@ impl Dir {
         Ok(Some(file))
     }
 
-    /// Like [`Dir::write_atomic`] without the flush: for diagnostics that
-    /// must never be torn but need not survive a power cut.
-    pub fn write_replacing(
-        &self,
-        name: impl AsRef<OsStr>,
-        bytes: &[u8],
-        mode: u32,
-        durable: bool,
-    ) -> io::Result<()> {
-        self.write_replacing_parts(name, &[bytes], mode, durable)
-    }
-
     /// [`Dir::write_replacing`] of `parts` written one after another, so a
     /// large file made of pieces is never copied into one buffer first.
     pub fn write_replacing_parts(
