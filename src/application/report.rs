@@ -336,6 +336,8 @@ impl Reconciler {
             previous_fingerprint: None,
             trigger_reasons: None,
             recovery: None,
+            nudge_suppression_reset_at: None,
+            nudge_suppression: None,
         });
         let token_diag = status
             .diagnostics

@@ -594,7 +594,6 @@ mod tests {
             evaluated_at: crate::domain::time::IsoTime::at(0),
             diagnostics: vec![],
             provider_id: None,
-            nudge_suppression_reset_at: None,
             last_accepted_report: None,
         };
         let events = events_for_write(&status, None);
