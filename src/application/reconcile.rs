@@ -14,7 +14,7 @@ use crate::domain::agenda::{Agenda, TeamIndex};
 use crate::domain::decision::{
     decide, keeps_caught_up_report, staleness_diagnostics, DecisionInput,
 };
-use crate::domain::metrics::{events_for_write, ReportOutcome};
+use crate::domain::metrics::events_for_write;
 use crate::domain::names::{normalize_member_name, validate_name, MemberName, NameError, TeamName};
 use crate::domain::nudge::{
     is_suppressed, is_suppression_candidate, suppression_reset_at, OutboxStatus,
@@ -462,7 +462,7 @@ impl Reconciler {
                 .unwrap_or_else(|| index.agenda_for(member, &format_iso(now)));
             self.reconciled_status(snapshot, agenda, previous, now, by, triggers, options)
         })?;
-        self.record_metrics(&status, None);
+        self.record_metrics(&status);
         self.finish_reconcile(&status, now);
         Ok(status)
     }
@@ -1009,11 +1009,8 @@ impl Reconciler {
     /// Adds the metric events of a status write to the team index. Metrics
     /// are observations, so a failure here never fails the write; it is
     /// journaled for the member as `metrics_unavailable` with the error.
-    pub(super) fn record_metrics(&self, status: &MemberStatus, report: Option<&ReportOutcome>) {
-        let recorded = self
-            .ports
-            .metrics
-            .record(status, events_for_write(status, report));
+    pub(super) fn record_metrics(&self, status: &MemberStatus) {
+        let recorded = self.ports.metrics.record(status, events_for_write(status));
         if let Err(error) = recorded {
             self.metrics_failed(status, &error);
         }
@@ -1048,7 +1045,7 @@ impl Reconciler {
     fn record_team_metrics(&self, statuses: &[MemberStatus]) {
         let writes = statuses
             .iter()
-            .map(|status| (status, events_for_write(status, None)))
+            .map(|status| (status, events_for_write(status)))
             .collect();
         let Err(error) = self.ports.metrics.record_all(writes) else {
             return;
