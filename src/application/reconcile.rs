@@ -884,7 +884,12 @@ impl Reconciler {
             team_name: snapshot.team_name.clone(),
             member_name: agenda.member_name.clone(),
             state: decision.state,
-            provider_id: snapshot.member(&member).and_then(|m| m.derived_provider()),
+            // A deleted team's agenda names no provider, as the app's agenda
+            // source answers one without reading its members.
+            provider_id: (!snapshot.deleted)
+                .then(|| snapshot.member(&member))
+                .flatten()
+                .and_then(|m| m.derived_provider()),
             last_accepted_report: None,
             agenda,
             report,
