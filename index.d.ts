@@ -258,6 +258,16 @@ export interface MemberWorkSyncStatus {
     triggerReasons?: MemberWorkSyncTriggerReason[]
     /** Set on the status of a `proof_missing_recovery` reconcile. */
     recovery?: { kind: 'proof_missing'; intentKey: string; originalMessageId: string; taskIds: string[] }
+    /** On a status that would nudge: deliveries before this time do not count towards suppression. */
+    nudgeSuppressionResetAt?: string
+    /** Set when 4 delivered nudges for this fingerprint without an accepted report stopped would-nudging. */
+    nudgeSuppression?: {
+      reason: 'no_accepted_report'
+      agendaFingerprint: string
+      deliveredCount: number
+      suppressedAt: string
+      resetAt?: string
+    }
   }
   /** When the status was evaluated (ISO-8601 UTC). */
   evaluatedAt: string

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use member_work_sync::application::ports::{Claimed, OutboxStore, PortError};
 use member_work_sync::application::queue::Trigger;
 use member_work_sync::domain::nudge::OutboxStatus;
-use member_work_sync::domain::status::ReconciledBy;
+use member_work_sync::domain::status::{ReconciledBy, StatusState};
+use member_work_sync::domain::team::ProviderId;
 use member_work_sync::infrastructure::composition::{RootPaths, Services};
 use member_work_sync::infrastructure::outbox_store::FsOutboxStore;
 use member_work_sync::infrastructure::status_store::StorePaths;
@@ -1070,4 +1071,27 @@ fn an_outbox_written_by_the_app_is_read_item_by_item() {
         })
         .count();
     assert_eq!(moved, 0);
+}
+
+#[test]
+fn a_deleted_teams_statuses_name_no_provider() {
+    let f = Fixture::new();
+    let live = f
+        .services
+        .engine
+        .refresh_status(&team("forge"), &member("jack"))
+        .unwrap();
+    assert_eq!(live.provider_id, Some(ProviderId::Codex));
+    let config = f.root.join("teams/forge/config.json");
+    let mut value: Value = serde_json::from_str(&fs::read_to_string(&config).unwrap()).unwrap();
+    value["deletedAt"] = json!("2026-09-08T08:00:00.000Z");
+    fs::write(&config, value.to_string()).unwrap();
+    f.advance(60_000);
+    let deleted = f
+        .services
+        .engine
+        .refresh_status(&team("forge"), &member("jack"))
+        .unwrap();
+    assert_eq!(deleted.state, StatusState::Inactive);
+    assert_eq!(deleted.provider_id, None);
 }

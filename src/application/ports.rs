@@ -99,6 +99,14 @@ pub enum StoredStatus {
 }
 
 impl StoredStatus {
+    /// The status, wherever it came from, borrowed.
+    pub fn status(&self) -> Option<&MemberStatus> {
+        match self {
+            Self::Missing | Self::Quarantined { .. } => None,
+            Self::Current(s) | Self::Legacy(s) => Some(s),
+        }
+    }
+
     /// The status, wherever it came from.
     pub fn into_status(self) -> Option<MemberStatus> {
         match self {

@@ -14,12 +14,15 @@ use crate::domain::agenda::{Agenda, TeamIndex};
 use crate::domain::decision::{
     decide, keeps_caught_up_report, staleness_diagnostics, DecisionInput,
 };
-use crate::domain::metrics::{events_for_write, ReportOutcome};
+use crate::domain::metrics::events_for_write;
 use crate::domain::names::{normalize_member_name, validate_name, MemberName, NameError, TeamName};
-use crate::domain::nudge::{is_suppressed, OutboxStatus, RUNTIME_STALL, STALL_TRIGGER_PREFIX};
+use crate::domain::nudge::{
+    is_suppressed, is_suppression_candidate, suppression_reset_at, OutboxStatus,
+    SuppressionHistory, RUNTIME_STALL, STALL_TRIGGER_PREFIX, SUPPRESS_AFTER_DELIVERIES,
+};
 use crate::domain::recovery::Recovery;
 use crate::domain::status::Report;
-use crate::domain::status::{MemberStatus, ReconciledBy, Shadow, StatusState};
+use crate::domain::status::{MemberStatus, NudgeSuppression, ReconciledBy, Shadow, StatusState};
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs, IsoTime};
 use crate::domain::token::TOKEN_TTL_MS;
@@ -432,6 +435,8 @@ impl Reconciler {
             previous_fingerprint: None,
             trigger_reasons: None,
             recovery: None,
+            nudge_suppression_reset_at: None,
+            nudge_suppression: None,
         });
         status
     }
@@ -457,7 +462,7 @@ impl Reconciler {
                 .unwrap_or_else(|| index.agenda_for(member, &format_iso(now)));
             self.reconciled_status(snapshot, agenda, previous, now, by, triggers, options)
         })?;
-        self.record_metrics(&status, None);
+        self.record_metrics(&status);
         self.finish_reconcile(&status, now);
         Ok(status)
     }
@@ -633,11 +638,12 @@ impl Reconciler {
         triggers: &[Trigger],
         options: ReconcileOptions<'_>,
     ) -> MemberStatus {
+        let history = previous.status().map(SuppressionHistory::of);
         let mut status = self.build_status(snapshot, agenda, previous, now, by, triggers, None);
         if let Some(shadow) = status.shadow.as_mut() {
             shadow.recovery = options.recovery.cloned();
         }
-        self.apply_suppression(&mut status, options.force_nudge, now);
+        self.apply_suppression(&mut status, history.as_ref(), options.force_nudge, now);
         status
     }
 
@@ -830,9 +836,6 @@ impl Reconciler {
             StatusState::StillWorking | StatusState::Blocked => prior_accepted,
             StatusState::NeedsSync | StatusState::Inactive | StatusState::Unknown => None,
         };
-        let previous_reset = previous
-            .as_ref()
-            .and_then(|p| p.nudge_suppression_reset_at.clone());
         let previous_needs_sync = previous
             .as_ref()
             .is_some_and(|p| p.state == StatusState::NeedsSync);
@@ -851,6 +854,8 @@ impl Reconciler {
             previous_fingerprint,
             trigger_reasons: (!trigger_reasons.is_empty()).then_some(trigger_reasons),
             recovery: None,
+            nudge_suppression_reset_at: None,
+            nudge_suppression: None,
         };
         let mut diagnostics = agenda.diagnostics.clone();
         diagnostics.extend(decision.diagnostics.iter().map(|d| d.to_string()));
@@ -879,8 +884,12 @@ impl Reconciler {
             team_name: snapshot.team_name.clone(),
             member_name: agenda.member_name.clone(),
             state: decision.state,
-            provider_id: snapshot.member(&member).and_then(|m| m.derived_provider()),
-            nudge_suppression_reset_at: previous_reset,
+            // A deleted team's agenda names no provider, as the app's agenda
+            // source answers one without reading its members.
+            provider_id: (!snapshot.deleted)
+                .then(|| snapshot.member(&member))
+                .flatten()
+                .and_then(|m| m.derived_provider()),
             last_accepted_report: None,
             agenda,
             report,
@@ -916,39 +925,35 @@ impl Reconciler {
         }
     }
 
-    /// Nudge suppression (DATA.md §5 "Suppression"): after 4 delivered nudges
-    /// for one fingerprint without an accepted report, stop would-nudging.
-    /// Reset by a fingerprint change, an accepted report, or `force_nudge`.
-    fn apply_suppression(&self, status: &mut MemberStatus, force_nudge: bool, now: EpochMs) {
+    /// Nudge suppression (DATA.md §5 "Suppression", the app's rules): a
+    /// candidate (see [`is_suppression_candidate`]) with 4 delivered nudges
+    /// for its fingerprint since the reset time stops would-nudging.
+    /// `force_nudge` resets the count at this evaluation; otherwise the reset
+    /// time follows [`suppression_reset_at`]. Any other status is left as is.
+    fn apply_suppression(
+        &self,
+        status: &mut MemberStatus,
+        history: Option<&SuppressionHistory>,
+        force_nudge: bool,
+        now: EpochMs,
+    ) {
+        if !is_suppression_candidate(status) {
+            return;
+        }
         let fingerprint = status.agenda.fingerprint.clone();
-        let reset_at = if force_nudge {
+        let reset = if force_nudge {
             status
                 .diagnostics
                 .push("work_sync_suppression_manual_retry_reset".into());
-            Some(now)
-        } else if status
-            .shadow
-            .as_ref()
-            .is_some_and(|s| s.fingerprint_changed)
-        {
-            Some(now)
+            Some(status.evaluated_at.clone())
         } else {
-            let accepted_same_fp = status
-                .report
-                .as_ref()
-                .filter(|r| r.accepted && r.agenda_fingerprint == fingerprint)
-                .and_then(|r| r.reported_at.ms());
-            let previous = status
-                .nudge_suppression_reset_at
-                .as_ref()
-                .and_then(IsoTime::ms);
-            accepted_same_fp.max(previous)
+            suppression_reset_at(status, history)
         };
-        status.nudge_suppression_reset_at = reset_at.map(IsoTime::at);
-        let candidate = status.state == StatusState::NeedsSync
-            && !status.agenda.items.is_empty()
-            && status.shadow.as_ref().is_some_and(|s| s.would_nudge);
-        if !candidate {
+        let reset_at = reset.as_ref().and_then(IsoTime::ms);
+        if let Some(shadow) = status.shadow.as_mut() {
+            shadow.nudge_suppression_reset_at = reset;
+        }
+        if force_nudge {
             return;
         }
         let Ok(items) = self
@@ -969,18 +974,39 @@ impl Reconciler {
         if is_suppressed(delivered) {
             if let Some(shadow) = status.shadow.as_mut() {
                 shadow.would_nudge = false;
+                shadow.nudge_suppression = Some(NudgeSuppression {
+                    reason: "no_accepted_report".into(),
+                    agenda_fingerprint: fingerprint.clone(),
+                    delivered_count: delivered,
+                    suppressed_at: status.evaluated_at.clone(),
+                    reset_at: shadow.nudge_suppression_reset_at.clone(),
+                });
             }
             status
                 .diagnostics
                 .push("work_sync_suppressed_no_accepted_report".into());
+            let mut metadata = json!({
+                "agendaFingerprint": fingerprint,
+                "state": status.state,
+                "actionableCount": status.agenda.items.len(),
+                "deliveredCount": delivered,
+                "suppressionLimit": SUPPRESS_AFTER_DELIVERIES,
+            });
+            if let Some(reset) = status
+                .shadow
+                .as_ref()
+                .and_then(|s| s.nudge_suppression_reset_at.as_ref())
+            {
+                metadata["resetAt"] = json!(reset);
+            }
             self.audit(
-                "nudge_planner",
+                "reconciler",
                 "nudge_suppressed",
                 &status.team_name,
                 &status.member_name,
                 now,
-                vec![],
-                json!({ "agendaFingerprint": fingerprint, "deliveredCount": delivered }),
+                status.diagnostics.clone(),
+                metadata,
             );
         }
     }
@@ -988,11 +1014,8 @@ impl Reconciler {
     /// Adds the metric events of a status write to the team index. Metrics
     /// are observations, so a failure here never fails the write; it is
     /// journaled for the member as `metrics_unavailable` with the error.
-    pub(super) fn record_metrics(&self, status: &MemberStatus, report: Option<&ReportOutcome>) {
-        let recorded = self
-            .ports
-            .metrics
-            .record(status, events_for_write(status, report));
+    pub(super) fn record_metrics(&self, status: &MemberStatus) {
+        let recorded = self.ports.metrics.record(status, events_for_write(status));
         if let Err(error) = recorded {
             self.metrics_failed(status, &error);
         }
@@ -1027,7 +1050,7 @@ impl Reconciler {
     fn record_team_metrics(&self, statuses: &[MemberStatus]) {
         let writes = statuses
             .iter()
-            .map(|status| (status, events_for_write(status, None)))
+            .map(|status| (status, events_for_write(status)))
             .collect();
         let Err(error) = self.ports.metrics.record_all(writes) else {
             return;

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use super::ports::{IntentStatus, ReportIntent, StoredStatus};
 use super::reconcile::{check_name, AgendaSource, ReconcileOptions, Reconciler, WorkSyncError};
-use crate::domain::metrics::{team_metrics, MetricsIndex, ReportOutcome, TeamMetrics};
+use crate::domain::metrics::{team_metrics, MetricsIndex, TeamMetrics};
 use crate::domain::names::normalize_member_name;
 use crate::domain::report::{
     lease_ms, validate, Rejection, ReportRequest, ReportSource, ValidationContext,
@@ -209,7 +209,7 @@ impl Reconciler {
                 .unwrap_or_else(|| agendas.agenda_for(&member, &format_iso(now)));
             self.accepted_status(snapshot, agenda, previous, now, report.clone())
         })?;
-        self.record_metrics(&status, Some(&ReportOutcome::Accepted));
+        self.record_metrics(&status);
         self.journal_status_written(&status, now);
         self.audit(
             SOURCE,
@@ -283,7 +283,7 @@ impl Reconciler {
             .ports
             .store
             .update(team, member, &mut |_| rejected.clone())?;
-        self.record_metrics(&status, Some(&ReportOutcome::Rejected(code.into())));
+        self.record_metrics(&status);
         self.journal_status_written(&status, now);
         self.audit(
             SOURCE,
@@ -336,6 +336,8 @@ impl Reconciler {
             previous_fingerprint: None,
             trigger_reasons: None,
             recovery: None,
+            nudge_suppression_reset_at: None,
+            nudge_suppression: None,
         });
         let token_diag = status
             .diagnostics

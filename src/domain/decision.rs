@@ -432,7 +432,6 @@ mod tests {
             evaluated_at: IsoTime::at(NOW - age_ms),
             diagnostics: vec![],
             provider_id: None,
-            nudge_suppression_reset_at: None,
             last_accepted_report: None,
         }
     }

@@ -69,17 +69,11 @@ pub struct MetricsIndex {
     pub recent_events: Vec<MetricEvent>,
 }
 
-/// How a report took part in a status write.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReportOutcome {
-    /// Accepted.
-    Accepted,
-    /// Rejected with this code.
-    Rejected(String),
-}
-
-/// The metric events of one status write.
-pub fn events_for_write(status: &MemberStatus, report: Option<&ReportOutcome>) -> Vec<MetricEvent> {
+/// The metric events of one status write. The report is the status's own,
+/// as the app counts it: every write of a status that carries an accepted
+/// report (a report, or a later reconcile keeping its lease) is a
+/// `report_accepted`, one that carries a rejected report a `report_rejected`.
+pub fn events_for_write(status: &MemberStatus) -> Vec<MetricEvent> {
     let shadow = status.shadow.as_ref();
     let mut kinds = vec![MetricKind::StatusEvaluated];
     if shadow.is_some_and(|s| s.would_nudge) {
@@ -88,15 +82,13 @@ pub fn events_for_write(status: &MemberStatus, report: Option<&ReportOutcome>) -
     if shadow.is_some_and(|s| s.fingerprint_changed) {
         kinds.push(MetricKind::FingerprintChanged);
     }
-    match report {
-        Some(ReportOutcome::Accepted) => kinds.push(MetricKind::ReportAccepted),
-        Some(ReportOutcome::Rejected(_)) => kinds.push(MetricKind::ReportRejected),
-        None => {}
+    let report = status.report.as_ref();
+    let rejection_code = report.and_then(|r| r.rejection_code.clone());
+    if report.is_some_and(|r| r.accepted) {
+        kinds.push(MetricKind::ReportAccepted);
+    } else if rejection_code.is_some() {
+        kinds.push(MetricKind::ReportRejected);
     }
-    let rejection_code = match report {
-        Some(ReportOutcome::Rejected(code)) => Some(code.clone()),
-        _ => None,
-    };
     let report_state = status
         .report
         .as_ref()
@@ -573,6 +565,62 @@ mod tests {
     }
 
     #[test]
+    fn report_events_follow_the_report_the_status_carries() {
+        use crate::domain::status::{MemberStatus, Report, ReportState};
+        let report = |accepted: bool, code: Option<&str>| Report {
+            state: ReportState::StillWorking,
+            agenda_fingerprint: "fp".into(),
+            member_name: "Jack".into(),
+            team_name: "forge".into(),
+            reported_at: crate::domain::time::IsoTime::at(0),
+            expires_at: None,
+            task_ids: None,
+            note: None,
+            source: None,
+            accepted,
+            rejection_code: code.map(str::to_string),
+        };
+        let cases = [
+            (None, vec![MetricKind::StatusEvaluated], "no report"),
+            (
+                Some(report(true, None)),
+                vec![MetricKind::StatusEvaluated, MetricKind::ReportAccepted],
+                "an accepted report, also one a reconcile keeps",
+            ),
+            (
+                Some(report(false, Some("stale_fingerprint"))),
+                vec![MetricKind::StatusEvaluated, MetricKind::ReportRejected],
+                "a rejected report",
+            ),
+        ];
+        for (carried, kinds, why) in cases {
+            let status = MemberStatus {
+                team_name: "forge".into(),
+                member_name: "Jack".into(),
+                state: StatusState::StillWorking,
+                agenda: crate::domain::agenda::Agenda {
+                    team_name: "forge".into(),
+                    member_name: "Jack".into(),
+                    generated_at: format_iso(0),
+                    fingerprint: "fp".into(),
+                    items: vec![],
+                    diagnostics: vec![],
+                },
+                report: carried,
+                report_token: None,
+                report_token_expires_at: None,
+                shadow: None,
+                evaluated_at: crate::domain::time::IsoTime::at(0),
+                diagnostics: vec![],
+                provider_id: None,
+                last_accepted_report: None,
+            };
+            let got: Vec<MetricKind> = events_for_write(&status).iter().map(|e| e.kind).collect();
+            assert_eq!(got, kinds, "{why}");
+        }
+    }
+
+    #[test]
     fn index_dedupes_sorts_and_keeps_the_last_200() {
         let mut index = MetricsIndex::default();
         let status = crate::domain::status::MemberStatus {
@@ -594,10 +642,9 @@ mod tests {
             evaluated_at: crate::domain::time::IsoTime::at(0),
             diagnostics: vec![],
             provider_id: None,
-            nudge_suppression_reset_at: None,
             last_accepted_report: None,
         };
-        let events = events_for_write(&status, None);
+        let events = events_for_write(&status);
         assert_eq!(events.len(), 1);
         index.record(&status, events.clone());
         index.record(&status, events);

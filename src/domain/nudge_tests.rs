@@ -52,11 +52,12 @@ fn status(items: Vec<ActionableWorkItem>) -> MemberStatus {
             previous_fingerprint: None,
             trigger_reasons: None,
             recovery: None,
+            nudge_suppression_reset_at: None,
+            nudge_suppression: None,
         }),
         evaluated_at: IsoTime::at(NOW),
         diagnostics: vec!["no_current_report".into()],
         provider_id: Some(ProviderId::Anthropic),
-        nudge_suppression_reset_at: None,
         last_accepted_report: None,
     }
 }
@@ -765,6 +766,82 @@ fn rate_limit_second_vs_third_delivery() {
 fn suppression_threshold() {
     assert!(!is_suppressed(3));
     assert!(is_suppressed(4));
+}
+
+#[test]
+fn suppression_reset_time_follows_the_previous_status() {
+    let current = status(vec![work("1", "owned_pending")]);
+    let history = |fingerprint: &str, report: Option<EpochMs>, reset: Option<EpochMs>| {
+        Some(SuppressionHistory {
+            fingerprint: fingerprint.into(),
+            accepted_report_at: report.map(IsoTime::at),
+            reset_at: reset.map(IsoTime::at),
+        })
+    };
+    let cases: Vec<(Option<SuppressionHistory>, Option<EpochMs>, &str)> = vec![
+        (None, None, "no previous status: every delivery counts"),
+        (
+            history("agenda:v1:old", Some(NOW - 5), Some(NOW - 1)),
+            Some(NOW),
+            "a new fingerprint resets at this evaluation",
+        ),
+        (
+            history("agenda:v1:abc", None, None),
+            None,
+            "same fingerprint, nothing to reset",
+        ),
+        (
+            history("agenda:v1:abc", Some(NOW - 9), None),
+            Some(NOW - 9),
+            "an accepted report of the fingerprint",
+        ),
+        (
+            history("agenda:v1:abc", Some(NOW - 9), Some(NOW - 3)),
+            Some(NOW - 3),
+            "the later of report and previous reset",
+        ),
+        (
+            history("agenda:v1:abc", Some(NOW - 2), Some(NOW - 3)),
+            Some(NOW - 2),
+            "the later of report and previous reset",
+        ),
+    ];
+    for (previous, expected, why) in cases {
+        let got = suppression_reset_at(&current, previous.as_ref());
+        assert_eq!(got.and_then(|t| t.ms()), expected, "{why}");
+    }
+}
+
+#[test]
+fn suppression_candidates() {
+    let needs_sync = status(vec![work("1", "owned_pending")]);
+    let mut empty = status(vec![]);
+    empty.shadow.as_mut().unwrap().would_nudge = false;
+    let mut caught_up = needs_sync.clone();
+    caught_up.state = StatusState::CaughtUp;
+    let mut leased = needs_sync.clone();
+    leased.report = Some(crate::domain::status::Report {
+        state: ReportState::StillWorking,
+        agenda_fingerprint: "agenda:v1:abc".into(),
+        member_name: "Jack".into(),
+        team_name: "forge".into(),
+        reported_at: IsoTime::at(NOW - 1),
+        expires_at: Some(IsoTime::at(NOW + 60_000)),
+        task_ids: None,
+        note: None,
+        source: None,
+        accepted: true,
+        rejection_code: None,
+    });
+    let cases = [
+        (needs_sync, true, "needs sync, would nudge"),
+        (empty, false, "empty agenda"),
+        (caught_up, false, "caught up"),
+        (leased, false, "a live accepted work lease"),
+    ];
+    for (status, expected, why) in cases {
+        assert_eq!(is_suppression_candidate(&status), expected, "{why}");
+    }
 }
 
 #[test]

@@ -88,6 +88,31 @@ pub struct Shadow {
     /// (`scheduleProofMissingRecovery`); its nudge carries the recovery's intent key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<Recovery>,
+    /// Deliveries before this time no longer count towards nudge suppression
+    /// (set only on a suppression candidate, see `nudge::suppression_reset_at`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nudge_suppression_reset_at: Option<IsoTime>,
+    /// Why this status stopped would-nudging (absent unless suppressed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nudge_suppression: Option<NudgeSuppression>,
+}
+
+/// A suppressed nudge: enough deliveries for one agenda fingerprint without
+/// an accepted report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NudgeSuppression {
+    /// Always `no_accepted_report` (the only suppression there is).
+    pub reason: String,
+    /// The fingerprint the deliveries were for.
+    pub agenda_fingerprint: String,
+    /// Deliveries counted since the reset time.
+    pub delivered_count: usize,
+    /// The evaluation that suppressed.
+    pub suppressed_at: IsoTime,
+    /// Deliveries before this time were not counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reset_at: Option<IsoTime>,
 }
 
 /// The status of one member.
@@ -115,7 +140,4 @@ pub struct MemberStatus {
     /// rejected report never cancels a live lease.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_accepted_report: Option<Report>,
-    /// Deliveries before this time no longer count towards nudge suppression.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nudge_suppression_reset_at: Option<IsoTime>,
 }

@@ -22,7 +22,7 @@ use super::task_cache::{TaskCache, TaskFile};
 pub use super::task_cache::{MAX_TASK_BYTES, MAX_TASK_DIAGNOSTICS, MAX_TASK_FILES};
 use super::team_config::TeamConfig;
 use crate::application::ports::{TaskImpactSource, TeamSource};
-use crate::domain::js_semantics::{js_trim, number_to_string};
+use crate::domain::js_semantics::{js_trim, locale_compare, number_to_string};
 use crate::domain::names::{normalize_member_name, validate_name};
 use crate::domain::team::{
     merge_team_members, tidy_meta_members, Clarification, HistoryEvent, KanbanColumn, KanbanEntry,
@@ -225,12 +225,16 @@ impl TeamSource for FsTeamSource {
         if !roster.is_active() {
             return Vec::new();
         }
-        roster
+        // In `localeCompare` order, as the app lists them: members are
+        // reconciled, and their metric events recorded, in this order.
+        let mut names: Vec<String> = roster
             .members
             .iter()
             .filter(|m| roster.is_active_member(&normalize_member_name(&m.name)))
             .map(|m| m.name.clone())
-            .collect()
+            .collect();
+        names.sort_by(|a, b| locale_compare(a, b));
+        names
     }
 }
 
@@ -1113,5 +1117,22 @@ mod tests {
             );
             assert_eq!(source.active_members("forge").len(), kept);
         }
+    }
+
+    #[test]
+    fn active_members_are_listed_in_locale_order() {
+        let (root, source) = fixture();
+        write(
+            &root.path().join("teams/forge/config.json"),
+            &serde_json::json!({"name": "forge", "members": [
+                {"name": "zoe"}, {"name": "team-lead"}, {"name": "dev.ops"},
+                {"name": "Carol"}, {"name": "dave"}, {"name": "bob"}
+            ]})
+            .to_string(),
+        );
+        assert_eq!(
+            source.active_members("forge"),
+            ["bob", "Carol", "dave", "dev.ops", "team-lead", "zoe"]
+        );
     }
 }
