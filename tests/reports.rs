@@ -694,3 +694,38 @@ fn unparsable_task_files_are_not_agenda_diagnostics() {
         .diagnostics
         .contains(&"task_file_invalid:broken.json".to_string()));
 }
+
+#[test]
+fn a_runtime_stall_names_when_the_previous_status_was_evaluated() {
+    // The app journals runtime_stall_observed with
+    // metadata.previousEvaluatedAt, the evaluatedAt of the status it replaces.
+    let f = Fixture::new();
+    let first = f.refresh("jack");
+    assert_eq!(first.state, StatusState::NeedsSync);
+    f.set_now(NOW + MINUTE);
+    let before = f.journal_types("jack").len();
+    f.services
+        .reconciler
+        .refresh_status(
+            "forge",
+            "jack",
+            ReconciledBy::Queue,
+            &[Trigger::TurnSettled],
+        )
+        .unwrap();
+    let text = fs::read_to_string(
+        f.root
+            .join("teams/forge/members/jack/.member-work-sync/journal.jsonl"),
+    )
+    .unwrap();
+    let stall: Value = text
+        .lines()
+        .skip(before)
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["event"] == "runtime_stall_observed")
+        .expect("a runtime stall is journaled");
+    assert_eq!(
+        stall["metadata"],
+        json!({"previousEvaluatedAt": first.evaluated_at.as_str()})
+    );
+}

@@ -456,14 +456,16 @@ impl Reconciler {
             return Ok(self.unpersisted_from(snapshot, member, now));
         }
         let mut agenda = Some(self.start_reconcile(index, team, member, now, triggers));
+        let mut previous_evaluated_at = None;
         let status = self.ports.store.update(team, member, &mut |previous| {
             let agenda = agenda
                 .take()
                 .unwrap_or_else(|| index.agenda_for(member, &format_iso(now)));
+            previous_evaluated_at = evaluated_at_of(&previous);
             self.reconciled_status(snapshot, agenda, previous, now, by, triggers, options)
         })?;
         self.record_metrics(&status);
-        self.finish_reconcile(&status, now);
+        self.finish_reconcile(&status, previous_evaluated_at.as_deref(), now);
         Ok(status)
     }
 
@@ -498,10 +500,13 @@ impl Reconciler {
                 (*member, agenda)
             })
             .collect();
+        let mut previous_evaluated_at: std::collections::HashMap<String, Option<String>> =
+            std::collections::HashMap::new();
         let mut build = |member: &str, previous: StoredStatus| {
             let agenda = agendas
                 .remove(member)
                 .unwrap_or_else(|| index.agenda_for(member, &format_iso(now)));
+            previous_evaluated_at.insert(member.to_string(), evaluated_at_of(&previous));
             let options = ReconcileOptions::default();
             self.reconciled_status(snapshot, agenda, previous, now, by, triggers, options)
         };
@@ -534,7 +539,11 @@ impl Reconciler {
             .collect();
         self.record_team_metrics(&written);
         for status in &written {
-            self.finish_reconcile(status, now);
+            let previous = previous_evaluated_at
+                .get(status.member_name.as_str())
+                .cloned()
+                .flatten();
+            self.finish_reconcile(status, previous.as_deref(), now);
         }
         let mut outcomes = persisted.iter().zip(outcomes);
         Ok(unpersisted
@@ -668,7 +677,15 @@ impl Reconciler {
 
     /// Journals the decision, a runtime stall it observed, and the write of
     /// a reconciled status, in the app's order and shapes.
-    fn finish_reconcile(&self, status: &MemberStatus, now: EpochMs) {
+    ///
+    /// `previous_evaluated_at` is when the replaced status was evaluated
+    /// (none when nothing readable was stored), which a stall names.
+    fn finish_reconcile(
+        &self,
+        status: &MemberStatus,
+        previous_evaluated_at: Option<&str>,
+        now: EpochMs,
+    ) {
         let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
         let decision_kind = if status.state == StatusState::Inactive {
             "team_inactive"
@@ -715,6 +732,7 @@ impl Reconciler {
             if let Some(triggers) = &trigger_reasons {
                 stall["triggerReasons"] = json!(triggers);
             }
+            stall["previousEvaluatedAt"] = json!(previous_evaluated_at);
             events.push(audit_event(
                 SOURCE,
                 "runtime_stall_observed",
@@ -1075,6 +1093,13 @@ impl Reconciler {
             self.ports.journal.record(event);
         }
     }
+}
+
+/// When a stored status was evaluated, if one is readable.
+fn evaluated_at_of(previous: &StoredStatus) -> Option<String> {
+    previous
+        .status()
+        .map(|status| status.evaluated_at.as_str().to_string())
 }
 
 /// A journal event; `None` unless `metadata` is an object.
