@@ -1095,3 +1095,37 @@ fn a_deleted_teams_statuses_name_no_provider() {
     assert_eq!(deleted.state, StatusState::Inactive);
     assert_eq!(deleted.provider_id, None);
 }
+
+#[test]
+fn a_hold_found_at_dispatch_is_journaled_as_skipped() {
+    // The app's dispatcher journals a retryable revalidation outcome (here
+    // the hourly limit) by its reason: `nudge_skipped` unless the reason has
+    // its own event; `nudge_retryable` is for a delivery that failed.
+    let f = Fixture::new();
+    for round in 0..3 {
+        let task = f.root.join(format!("tasks/forge/{}.json", 20 + round));
+        fs::write(&task, json!({"id": (20 + round).to_string(), "subject": "More", "status": "pending", "owner": "jack"}).to_string())
+            .unwrap();
+        f.advance(MINUTE);
+        f.queued_reconcile("jack");
+        f.dispatch();
+    }
+    let dispatched: Vec<(String, String)> = journal_of(&f.root, "jack")
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["source"] == "nudge_dispatcher")
+        .map(|l| {
+            (
+                l["event"].as_str().unwrap().to_string(),
+                l["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("nudge_delivered", "inbox_inserted"),
+        ("nudge_delivered", "inbox_inserted"),
+        ("nudge_skipped", "member_nudge_rate_limited"),
+    ]
+    .map(|(e, r)| (e.to_string(), r.to_string()));
+    assert_eq!(dispatched, expected);
+}

@@ -600,15 +600,29 @@ impl Nudges {
     }
 }
 
-/// The journal event of a retry, by its reason (the app's mapping).
+/// Reasons of a retry after a store or the inbox failed (prefixes): where
+/// the app's dispatcher throws and journals `nudge_retryable`.
+const FAILURE_REASONS: [&str; 4] = [
+    "inbox_write_failed:",
+    "outbox_unavailable:",
+    "watchdog_journal_unavailable:",
+    "metrics_unavailable",
+];
+
+/// The journal event of a retry, by its reason (the app's mapping): a
+/// failure is `nudge_retryable`; a hold found by revalidation (readiness,
+/// the hourly limit, an agenda that could not be loaded) is `nudge_skipped`
+/// unless its reason has an event of its own.
 fn retry_event(reason: &str) -> &'static str {
     if reason.starts_with("member_busy:") {
         "member_busy"
+    } else if FAILURE_REASONS.iter().any(|r| reason.starts_with(r)) {
+        "nudge_retryable"
     } else {
         match reason {
             "watchdog_cooldown_active" => "watchdog_cooldown_active",
             "team_inactive" => "team_inactive",
-            _ => "nudge_retryable",
+            _ => "nudge_skipped",
         }
     }
 }
@@ -642,5 +656,31 @@ fn agenda_task_refs(status: &MemberStatus) -> Vec<Value> {
 fn merge(target: &mut Value, extra: Value) {
     if let (Value::Object(target), Value::Object(extra)) = (target, extra) {
         target.extend(extra);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::retry_event;
+
+    #[test]
+    fn retry_events_follow_the_apps_mapping() {
+        let cases = [
+            ("member_busy:active_tool_activity", "member_busy"),
+            ("watchdog_cooldown_active", "watchdog_cooldown_active"),
+            ("team_inactive", "team_inactive"),
+            ("inbox_write_failed:EACCES", "nudge_retryable"),
+            ("outbox_unavailable:disk full", "nudge_retryable"),
+            ("watchdog_journal_unavailable:EIO", "nudge_retryable"),
+            ("metrics_unavailable", "nudge_retryable"),
+            ("blocking_metrics", "nudge_skipped"),
+            ("phase2_not_ready", "nudge_skipped"),
+            ("status_not_nudgeable", "nudge_skipped"),
+            ("member_nudge_rate_limited", "nudge_skipped"),
+            ("agenda_revalidation_failed:EIO", "nudge_skipped"),
+        ];
+        for (reason, event) in cases {
+            assert_eq!(retry_event(reason), event, "{reason}");
+        }
     }
 }

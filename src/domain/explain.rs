@@ -234,6 +234,13 @@ pub fn sentence_for(line: &Value) -> String {
         "nudge_skipped" if line.get("source").and_then(Value::as_str) == Some("nudge_planner") => {
             format!("nudge not planned: {}", skip_words(line))
         }
+        // A hold found at dispatch is journaled as skipped too, with its retry time.
+        "nudge_skipped" if field(line, "nextAttemptAt").is_some() => format!(
+            "nudge {} held back ({}); next attempt at {}",
+            t("outboxId"),
+            t("reason"),
+            t("nextAttemptAt")
+        ),
         "nudge_skipped" => format!("nudge {} given up ({})", t("outboxId"), t("reason")),
         "nudge_delivered" => format!(
             "nudge {} delivered to the inbox (attempt {}; tasks {})",
@@ -535,6 +542,10 @@ mod tests {
             (
                 base("nudge_skipped", "nudge_dispatcher", json!({"reason": "agenda_changed", "metadata": {"outboxId": "o2"}})),
                 "nudge o2 given up (agenda_changed)",
+            ),
+            (
+                base("nudge_skipped", "nudge_dispatcher", json!({"reason": "member_nudge_rate_limited", "metadata": {"outboxId": "o3", "nextAttemptAt": "2026-01-01T01:00:00.000Z"}})),
+                "nudge o3 held back (member_nudge_rate_limited); next attempt at 2026-01-01T01:00:00.000Z",
             ),
             (
                 base("queue_enqueued", "event_queue", json!({"metadata": {"trigger": "proof_missing_recovery"}})),
