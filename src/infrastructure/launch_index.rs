@@ -12,7 +12,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::safe_fs::TrustedRoot;
-use super::transcripts::{active_team, launched_sessions, subfolder, team_folders};
+use super::transcripts::{
+    active_team, folders_in_turn, launched_sessions, subfolder, team_folders,
+};
 
 /// Most launch states (small capped files) read by one index build.
 pub(crate) const MAX_LAUNCH_STATES: usize = 1000;
@@ -94,11 +96,7 @@ impl LaunchIndex {
             .teams
             .retain(|team, _| folders.binary_search(team).is_ok());
         let root = self.teams.open_dir(self.teams.path()).ok().flatten();
-        let start = state
-            .cursor
-            .as_ref()
-            .map_or(0, |cursor| folders.partition_point(|f| f <= cursor));
-        let in_turn = folders[start..].iter().chain(&folders[..start]);
+        let in_turn = folders_in_turn(&folders, state.cursor.as_ref());
         for team in in_turn.take(MAX_LAUNCH_STATES) {
             let launched: Vec<(String, String)> = root
                 .as_ref()

@@ -224,11 +224,7 @@ impl FsClaudeSessionLocator {
             .retain(|team, _| folders.binary_search(team).is_ok());
         let projects = self.projects_listing();
         let root = self.teams_root();
-        let start = state
-            .cursor
-            .as_ref()
-            .map_or(0, |cursor| folders.partition_point(|f| f <= cursor));
-        let in_turn = folders[start..].iter().chain(&folders[..start]);
+        let in_turn = folders_in_turn(folders, state.cursor.as_ref());
         let mut done: HashSet<&String> = HashSet::new();
         for team in named.iter().copied() {
             if done.len() >= MAX_TEAMS {
@@ -555,6 +551,17 @@ pub(crate) fn team_folders(teams: &TrustedRoot) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// `folders` (sorted) in turn after `cursor`, the last folder an earlier
+/// build read, wrapping round: the order of a round-robin index build, so
+/// which folders a capped build reads is never decided by how they sort.
+pub(crate) fn folders_in_turn<'a>(
+    folders: &'a [String],
+    cursor: Option<&String>,
+) -> impl Iterator<Item = &'a String> {
+    let start = cursor.map_or(0, |cursor| folders.partition_point(|f| f <= cursor));
+    folders[start..].iter().chain(&folders[..start])
 }
 
 /// The team folder `name` in `root` (never a link) with its config, when the
