@@ -334,6 +334,59 @@ fn replay_processes_legacy_intents_once() {
     assert_eq!(again.processed, 0);
 }
 
+/// `(event, reason)` of a member's journal lines written by the store (`source: json_store`).
+fn store_journal(root: &Path, member: &str) -> Vec<(String, String)> {
+    let path = root.join(format!(
+        "teams/forge/members/{member}/.member-work-sync/journal.jsonl"
+    ));
+    fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|line| line["source"] == "json_store" && line["event"] != "status_written")
+        .map(|line| {
+            let text = |key: &str| line[key].as_str().unwrap_or_default().to_string();
+            (text("event"), text("reason"))
+        })
+        .collect()
+}
+
+#[test]
+fn replay_journals_each_member_moved_out_of_the_legacy_file_once() {
+    let f = Fixture::new();
+    let jack = f.refresh("jack");
+    let jill = f.refresh("jill");
+    write_legacy_intents(
+        &f.root,
+        json!({
+            "j-1": intent("j-1", still_working(&jack)),
+            "j-2": intent("j-2", still_working(&jack)),
+            "g-1": intent("g-1", still_working(&jill)),
+        }),
+    );
+    f.services
+        .reconciler
+        .replay_pending_reports(&["forge".into()])
+        .unwrap();
+    // As the app's store journals the move: the repaired index, then the fallback.
+    let moved = vec![
+        ("index_repaired".to_string(), "pending_reports".to_string()),
+        (
+            "legacy_fallback_used".to_string(),
+            "pending_reports_v1".to_string(),
+        ),
+    ];
+    assert_eq!(store_journal(&f.root, "jack"), moved);
+    assert_eq!(store_journal(&f.root, "jill"), moved);
+    assert_eq!(store_journal(&f.root, "bob"), vec![]);
+    // The ids are in the member files now: a second replay moves nothing.
+    f.services
+        .reconciler
+        .replay_pending_reports(&["forge".into()])
+        .unwrap();
+    assert_eq!(store_journal(&f.root, "jack"), moved);
+}
+
 #[test]
 fn replay_retries_an_expired_token_once_when_the_agenda_did_not_move() {
     let f = Fixture::new();

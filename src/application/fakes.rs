@@ -14,8 +14,8 @@ use super::log::{LogCode, LogEntry, LogSink};
 use super::nudges::Nudges;
 use super::ports::{
     AuditEvent, AuditJournal, Claimed, Clock, InboxFailure, InboxOutcome, InboxSink, MetricsStore,
-    OutboxStore, PortError, Ports, ReportIntent, ReportIntentStore, ReportTokens, StatusStore,
-    StoredStatus, TaskImpactSource, TeamSource, WatchdogJournal,
+    OutboxStore, PendingIntents, PortError, Ports, ReportIntent, ReportIntentStore, ReportTokens,
+    StatusStore, StoredStatus, TaskImpactSource, TeamSource, WatchdogJournal,
 };
 use super::reconcile::Reconciler;
 use super::runtime_state::RuntimeStates;
@@ -261,8 +261,8 @@ impl ReportIntentStore for NoIntents {
         Ok(())
     }
 
-    fn pending(&self, _: &str) -> Result<Vec<ReportIntent>, PortError> {
-        Ok(Vec::new())
+    fn pending(&self, _: &str) -> Result<PendingIntents, PortError> {
+        Ok(PendingIntents::default())
     }
 
     fn finish(&self, _: &ReportIntent) -> Result<(), PortError> {

@@ -273,13 +273,23 @@ pub struct ReportIntent {
     pub retried_with_fresh_token: bool,
 }
 
+/// What [`ReportIntentStore::pending`] found.
+#[derive(Debug, Default)]
+pub struct PendingIntents {
+    /// Pending intents, oldest first.
+    pub intents: Vec<ReportIntent>,
+    /// Members whose intents this call moved out of the controller's legacy
+    /// `pending-reports.json` into their own files (the app journals that).
+    pub migrated_members: Vec<String>,
+}
+
 /// Per-member report intents plus the team index.
 pub trait ReportIntentStore: Send + Sync {
     /// Records an intent; an existing id is left as it is (idempotent).
     fn record(&self, intent: &ReportIntent) -> Result<(), PortError>;
     /// Pending intents of a team, oldest first, after migrating the
     /// controller's legacy `pending-reports.json`.
-    fn pending(&self, team_name: &str) -> Result<Vec<ReportIntent>, PortError>;
+    fn pending(&self, team_name: &str) -> Result<PendingIntents, PortError>;
     /// Stores the outcome of an intent.
     fn finish(&self, intent: &ReportIntent) -> Result<(), PortError>;
 }

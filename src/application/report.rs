@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use super::ports::{IntentStatus, ReportIntent, StoredStatus};
+use super::ports::{AuditEvent, IntentStatus, ReportIntent, StoredStatus};
 use super::reconcile::{check_name, AgendaSource, ReconcileOptions, Reconciler, WorkSyncError};
 use crate::domain::metrics::{team_metrics, MetricsIndex, TeamMetrics};
 use crate::domain::names::normalize_member_name;
@@ -361,7 +361,9 @@ impl Reconciler {
             .iter()
             .filter(|t| seen.insert(t.trim().to_lowercase()))
         {
-            for mut intent in self.ports.intents.pending(team)? {
+            let pending = self.ports.intents.pending(team)?;
+            self.journal_legacy_migration(team, &pending.migrated_members);
+            for mut intent in pending.intents {
                 let status = match self.replay_one(&intent) {
                     Ok(outcome) => outcome,
                     // Transient failures leave the intent pending for the next replay.
@@ -385,6 +387,32 @@ impl Reconciler {
             }
         }
         Ok(summary)
+    }
+
+    /// Journals, as the app's store does when it moves the controller's
+    /// legacy intents into member files: `index_repaired` for each member,
+    /// then `legacy_fallback_used` for each.
+    fn journal_legacy_migration(&self, team: &str, members: &[String]) {
+        let at_ms = self.ports.clock.now_ms();
+        let line = |kind: &'static str, reason: &str, member: &String| AuditEvent {
+            kind,
+            source: "json_store",
+            team_name: team.to_string(),
+            member_name: normalize_member_name(member),
+            at_ms,
+            diagnostics: Vec::new(),
+            metadata: serde_json::Map::from_iter([("reason".to_string(), Value::from(reason))]),
+        };
+        for member in members {
+            self.ports
+                .journal
+                .record(line("index_repaired", "pending_reports", member));
+        }
+        for member in members {
+            self.ports
+                .journal
+                .record(line("legacy_fallback_used", "pending_reports_v1", member));
+        }
     }
 
     /// Outcome of one intent: status, rejection code, whether a fresh token was used.

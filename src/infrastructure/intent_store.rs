@@ -18,7 +18,9 @@ use super::json_store::{
 use super::lock::StoreLock;
 use super::safe_fs::FileRead;
 use super::status_store::StorePaths;
-use crate::application::ports::{Clock, IntentStatus, PortError, ReportIntent, ReportIntentStore};
+use crate::application::ports::{
+    Clock, IntentStatus, PendingIntents, PortError, ReportIntent, ReportIntentStore,
+};
 use crate::domain::names::member_key;
 use crate::domain::time::{format_iso, parse_iso};
 
@@ -101,7 +103,8 @@ impl FsReportIntentStore {
     }
 
     /// Writes `intent` into its member file (`insert_only`: keep an existing id) and the index.
-    fn write(&self, intent: &ReportIntent, insert_only: bool) -> Result<(), PortError> {
+    /// False when `insert_only` found the id already there (nothing written).
+    fn write(&self, intent: &ReportIntent, insert_only: bool) -> Result<bool, PortError> {
         let index_path = self.index_path(&intent.team_name);
         let member_path = self.member_path(&intent.team_name, &intent.member_name);
         let root = self.paths.root();
@@ -109,20 +112,21 @@ impl FsReportIntentStore {
         let _member_lock = StoreLock::acquire(root, &member_path)?;
         let mut intents = self.read_member(&member_path)?;
         if insert_only && intents.contains_key(&intent.id) {
-            return Ok(());
+            return Ok(false);
         }
         intents.insert(intent.id.clone(), intent.clone());
         write_envelope(root, &member_path, SCHEMA_VERSION, "intents", &intents)?;
         let mut index = self.read_index(&intent.team_name)?;
         index.items.insert(intent.id.clone(), entry(intent));
         write_flat_envelope(root, &index_path, SCHEMA_VERSION, &index)?;
-        Ok(())
+        Ok(true)
     }
 
     /// Moves pending intents of the legacy controller file into member files
-    /// (ids kept, so running this again changes nothing). The legacy file is
-    /// left as it is: the controller owns it.
-    fn migrate_legacy(&self, team: &str) -> Result<(), PortError> {
+    /// (ids kept, so running this again changes nothing) and names the
+    /// members that got one now, each once, in the order first moved. The
+    /// legacy file is left as it is: the controller owns it.
+    fn migrate_legacy(&self, team: &str) -> Result<Vec<String>, PortError> {
         let path = self.team_store_dir(team).join("pending-reports.json");
         // The controller owns this file: read it, never quarantine or rewrite it.
         let legacy: BTreeMap<String, Value> =
@@ -132,8 +136,9 @@ impl FsReportIntentStore {
                     .filter(|v| v.get("schemaVersion") == Some(&Value::from(1)))
                     .and_then(|v| serde_json::from_value(v.get("intents")?.clone()).ok())
                     .unwrap_or_default(),
-                _ => return Ok(()),
+                _ => return Ok(Vec::new()),
             };
+        let mut migrated: Vec<String> = Vec::new();
         for (id, raw) in legacy {
             if raw.get("status").and_then(Value::as_str) != Some("pending") {
                 continue;
@@ -148,11 +153,11 @@ impl FsReportIntentStore {
             if super::super::domain::names::validate_name(&member).is_err() {
                 continue;
             }
-            self.write(
+            let written = self.write(
                 &ReportIntent {
                     id,
                     team_name: team.to_string(),
-                    member_name: member,
+                    member_name: member.clone(),
                     request,
                     reason: text("reason"),
                     status: IntentStatus::Pending,
@@ -165,8 +170,15 @@ impl FsReportIntentStore {
                 },
                 true,
             )?;
+            if written
+                && !migrated
+                    .iter()
+                    .any(|m| member_key(m) == member_key(&member))
+            {
+                migrated.push(member);
+            }
         }
-        Ok(())
+        Ok(migrated)
     }
 }
 
@@ -182,15 +194,15 @@ fn entry(intent: &ReportIntent) -> IndexEntry {
 
 impl ReportIntentStore for FsReportIntentStore {
     fn record(&self, intent: &ReportIntent) -> Result<(), PortError> {
-        self.write(intent, true)
+        self.write(intent, true).map(|_| ())
     }
 
-    fn pending(&self, team: &str) -> Result<Vec<ReportIntent>, PortError> {
+    fn pending(&self, team: &str) -> Result<PendingIntents, PortError> {
         let root = self.paths.root();
         if root.open_dir(&self.paths.team_dir(team))?.is_none() {
-            return Ok(Vec::new());
+            return Ok(PendingIntents::default());
         }
-        self.migrate_legacy(team)?;
+        let migrated_members = self.migrate_legacy(team)?;
         // Member files are the truth; the index is rebuilt from them here.
         let mut all = Vec::new();
         for member_dir in self.paths.member_dirs(team)? {
@@ -210,10 +222,13 @@ impl ReportIntentStore for FsReportIntentStore {
             .filter(|i| i.status == IntentStatus::Pending)
             .collect();
         pending.sort_by_key(|i| (parse_iso(&i.recorded_at).unwrap_or(i64::MIN), i.id.clone()));
-        Ok(pending)
+        Ok(PendingIntents {
+            intents: pending,
+            migrated_members,
+        })
     }
 
     fn finish(&self, intent: &ReportIntent) -> Result<(), PortError> {
-        self.write(intent, false)
+        self.write(intent, false).map(|_| ())
     }
 }
