@@ -68,6 +68,13 @@ export class Team {
     return fs.existsSync(file) ? readJson(file).status : undefined
   }
 
+  /** Rewrites the stored status (`status.json`'s `status`) with `change`, as an older writer or an operator would. */
+  editStatus(member: string, change: (status: any) => any): void {
+    const file = path.join(this.storeDir(member), 'status.json')
+    const stored = readJson(file)
+    writeJson(file, { ...stored, status: change(stored.status) })
+  }
+
   journal(member: string): any[] {
     const file = path.join(this.storeDir(member), 'journal.jsonl')
     if (!fs.existsSync(file)) return []
@@ -115,14 +122,32 @@ export class Team {
     fs.writeFileSync(path.join(incoming, fileName), `${JSON.stringify(payload)}\n`)
   }
 
+  /**
+   * Makes every `failed_retryable` item of the member due at `atIso` and
+   * drops the team's outbox index, as an operator editing the files would.
+   */
+  makeRetriesDue(member: string, atIso: string): void {
+    const file = path.join(this.storeDir(member), 'outbox.json')
+    const outbox = readJson(file)
+    let touched = 0
+    for (const item of Object.values(outbox.items) as any[]) {
+      if (item.status !== 'failed_retryable') continue
+      item.nextAttemptAt = atIso
+      item.updatedAt = atIso
+      touched++
+    }
+    if (touched === 0) throw new Error(`no failed_retryable item in ${file}`)
+    writeJson(file, outbox)
+    fs.rmSync(path.join(this.teamDir, '.member-work-sync/indexes/outbox-index.json'), { force: true })
+  }
+
   processedMeta(fileName: string): any {
     return readJson(path.join(this.spoolDir, 'processed', `${fileName}.meta.json`))
   }
 }
 
-/** A fresh temp Claude root holding one team with `members` and `tasks`. */
-export function makeTeam(name: string, members: MemberSpec[], tasks: TaskSpec[]): Team {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-ref-'))
+/** A team with `members` and `tasks` in a fresh temp Claude root, or beside others in `root`. */
+export function makeTeam(name: string, members: MemberSpec[], tasks: TaskSpec[], root = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-ref-'))): Team {
   const team = new Team(root, name)
   team.writeConfig(members)
   team.writeTasks(tasks)
