@@ -1,7 +1,8 @@
 // Scenarios of the app's composed feature (its createMemberWorkSyncFeature
 // suite) that need no app callback, told again against the addon's public API
 // on a copy of the example team: nudge activation, refreshStatus, and the
-// dispatch pass with its background refresh.
+// dispatch pass with its background refresh. The rest of that suite, and the
+// classification of every scenario, is in reference-scenarios/ (CLASSIFICATION.md).
 import fs from 'node:fs'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'

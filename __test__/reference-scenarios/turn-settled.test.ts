@@ -25,6 +25,13 @@ function opencodeTurn(team: Team, outcome: string, extra: Record<string, unknown
   }
 }
 
+// Spool file names: the app's drain files any `<name>.<provider>.json`; the
+// addon accepts only the names the app's emitters write
+// (`<stamp>-<pid>-<suffix>.<provider>.json`, the OpenCode emitter's
+// `<stamp>-.turn-settled.<pid>-<uuid>.opencode.json`), so these payloads
+// carry a pid in their names where the app's scenarios use free names. The
+// stamps sit at the fixed clock: processed events older than a day are pruned.
+
 /** A team whose one member bob (on `provider`) owns one pending task, with calm shadow history. */
 function readyTeam(name: string, provider: 'codex' | 'opencode', subject: string) {
   const team = makeTeam(name, [{ name: 'bob', providerId: provider }], [pendingTask('bob', subject)])
