@@ -60,8 +60,12 @@ describe('the app feature scenarios, on the addon', () => {
       expect(outboxItems(root, 'jack').map((item) => item.status)).toEqual(['pending'])
 
       await sync.dispatchDueNudges(['forge'])
-      expect(inboxRows(root, 'jack').map((row) => row.messageKind)).toEqual(['member_work_sync_nudge'])
-      expect(outboxItems(root, 'jack').map((item) => item.status)).toEqual(['delivered'])
+      const rows = inboxRows(root, 'jack')
+      expect(rows.map((row) => row.messageKind)).toEqual(['member_work_sync_nudge'])
+      expect(rows[0].text).toContain('mcp__agent-teams__member_work_sync_report')
+      expect(outboxItems(root, 'jack')).toEqual([expect.objectContaining({ status: 'delivered', deliveredMessageId: rows[0].messageId })])
+      expect(journal(root, 'jack').map((line) => line.event)).toContain('nudge_delivered')
+      expect(journal(root, 'jack').some((line) => line.reason === 'phase2_not_ready')).toBe(false)
     } finally {
       await sync.dispose()
     }
