@@ -89,19 +89,82 @@ pub fn record_to_status(record: &StatusRecord) -> Result<MemberStatus, BadColumn
     serde_json::from_value(json).map_err(bad("status_json"))
 }
 
-/// The row of a metric event.
-pub fn metric_event_to_record(event: &MetricEvent) -> Result<MetricEventRecord, BadColumn> {
-    let mut json = serde_json::to_value(event).map_err(bad("event_json"))?;
-    set_team(Some(&mut json), &event.team_name);
-    Ok(MetricEventRecord {
-        team_name: event.team_name.clone(),
-        id: event.id.clone(),
-        member_key: normalize_member_name(&event.member_name),
-        member_name: event.member_name.clone(),
-        kind: enum_text(&event.kind),
-        recorded_at: event.recorded_at.clone(),
-        event_json: js_json::stringify(&json).map_err(bad("event_json"))?,
-    })
+/// The rows of the metric events of one status write. The event JSON is
+/// the app's event of that status (its summary fields, then `id` and
+/// `kind`), which carries more than the addon's [`MetricEvent`] keeps:
+/// `providerId`, `previousFingerprint`, `triggerReasons` and `reportState`.
+pub fn metric_event_records(
+    status: &MemberStatus,
+    events: &[MetricEvent],
+) -> Result<Vec<MetricEventRecord>, BadColumn> {
+    let team = status.team_name.as_str();
+    let mut base = Map::new();
+    base.insert("teamName".into(), Value::String(team.to_string()));
+    base.insert(
+        "memberName".into(),
+        Value::String(status.member_name.clone()),
+    );
+    base.insert("state".into(), Value::String(enum_text(&status.state)));
+    base.insert(
+        "agendaFingerprint".into(),
+        Value::String(status.agenda.fingerprint.clone()),
+    );
+    base.insert(
+        "recordedAt".into(),
+        Value::String(status.evaluated_at.as_str().to_string()),
+    );
+    base.insert(
+        "actionableCount".into(),
+        Value::from(status.agenda.items.len()),
+    );
+    if let Some(provider) = &status.provider_id {
+        base.insert("providerId".into(), Value::String(enum_text(provider)));
+    }
+    let shadow = status.shadow.as_ref();
+    if let Some(previous) = shadow
+        .and_then(|s| s.previous_fingerprint.as_ref())
+        .filter(|p| !p.is_empty())
+    {
+        base.insert(
+            "previousFingerprint".into(),
+            Value::String(previous.clone()),
+        );
+    }
+    if let Some(reasons) = shadow
+        .and_then(|s| s.trigger_reasons.as_ref())
+        .filter(|r| !r.is_empty())
+    {
+        base.insert(
+            "triggerReasons".into(),
+            serde_json::to_value(reasons).map_err(bad("event_json"))?,
+        );
+    }
+    if let Some(report) = &status.report {
+        base.insert(
+            "reportState".into(),
+            Value::String(enum_text(&report.state)),
+        );
+        if let Some(code) = report.rejection_code.as_ref().filter(|c| !c.is_empty()) {
+            base.insert("rejectionCode".into(), Value::String(code.clone()));
+        }
+    }
+    events
+        .iter()
+        .map(|event| {
+            let mut json = base.clone();
+            json.insert("id".into(), Value::String(event.id.clone()));
+            json.insert("kind".into(), Value::String(enum_text(&event.kind)));
+            Ok(MetricEventRecord {
+                team_name: team.to_string(),
+                id: event.id.clone(),
+                member_key: normalize_member_name(&status.member_name),
+                member_name: status.member_name.clone(),
+                kind: enum_text(&event.kind),
+                recorded_at: event.recorded_at.clone(),
+                event_json: js_json::stringify(&json).map_err(bad("event_json"))?,
+            })
+        })
+        .collect()
 }
 
 /// The metric event of a row, its team set to the row's.

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::error::SqliteStoreError;
 use super::gateway::MemberWorkSyncGateway;
 use super::mappers::{
-    intent_to_record, metric_event_to_record, planned_to_record, record_to_intent,
+    intent_to_record, metric_event_records, planned_to_record, record_to_intent,
     record_to_metric_event, record_to_outbox_item, record_to_status, status_to_record, BadColumn,
 };
 use super::records::{EnsureRecordResult, OutboxMark, OutboxRecord, ProcessedIntent};
@@ -112,20 +112,19 @@ impl SqliteStore {
     fn write_status(&self, status: &MemberStatus) -> Result<(), PortError> {
         let key = format!("{}/{}", status.team_name, status.member_name);
         let record = status_to_record(status).map_err(self.bad("member_work_sync_status", &key))?;
-        let events = self.event_records(events_for_write(status))?;
+        let events = self.event_records(status, &events_for_write(status))?;
         Ok(self.db.status_write(&record, &events)?)
     }
 
     fn event_records(
         &self,
-        events: Vec<MetricEvent>,
+        status: &MemberStatus,
+        events: &[MetricEvent],
     ) -> Result<Vec<super::records::MetricEventRecord>, PortError> {
-        events
-            .iter()
-            .map(|e| {
-                metric_event_to_record(e).map_err(self.bad("member_work_sync_metric_events", &e.id))
-            })
-            .collect()
+        metric_event_records(status, events).map_err(self.bad(
+            "member_work_sync_metric_events",
+            &format!("{}/{}", status.team_name, status.member_name),
+        ))
     }
 
     fn item(&self, record: &OutboxRecord) -> Result<OutboxItem, PortError> {
@@ -305,7 +304,7 @@ impl MetricsStore for SqliteStore {
         // transaction, as the app's `mws.status.write`); these are the same
         // rows by id, so writing them again changes nothing unless a caller
         // passes others.
-        let records = self.event_records(events)?;
+        let records = self.event_records(status, &events)?;
         self.teams.run(&status.team_name, || {
             Ok(self.db.metric_events_record(&status.team_name, &records)?)
         })
