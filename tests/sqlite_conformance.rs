@@ -282,10 +282,9 @@ fn the_same_operations_leave_the_reference_rows_after_every_step() {
     let recorded = recording();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("storage").join("app.db");
-    let store = SqliteStore::new(
-        Arc::new(DirectDatabase::open(&path, OpenMode::ReadWrite).unwrap()),
-        path.clone(),
-    );
+    // As an instance opens it: at the first call.
+    let store = SqliteStore::open_lazily(path.clone(), OpenMode::ReadWrite);
+    assert_eq!(store.pending("team-a").unwrap(), Vec::new());
     let reader = Connection::open(&path).unwrap();
     let steps = recorded["steps"].as_array().unwrap();
     assert!(steps.len() > 100, "the recording has every step");
@@ -332,7 +331,9 @@ fn the_same_operations_leave_the_reference_rows_after_every_step() {
 fn reference_database(path: &Path, version: i64) -> Connection {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let connection = Connection::open(path).unwrap();
-    connection.pragma_update(None, "journal_mode", "WAL").unwrap();
+    connection
+        .pragma_update(None, "journal_mode", "WAL")
+        .unwrap();
     let recorded = recording();
     let master = recorded["schema"]["master"].as_array().unwrap();
     for kind in ["table", "index"] {
@@ -342,20 +343,30 @@ fn reference_database(path: &Path, version: i64) -> Connection {
             }
         }
     }
-    connection.pragma_update(None, "user_version", version).unwrap();
+    connection
+        .pragma_update(None, "user_version", version)
+        .unwrap();
     connection
 }
 
 fn master_and_version(connection: &Connection) -> (Vec<Value>, i64) {
     (
-        rows(connection, "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name"),
-        connection.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap(),
+        rows(
+            connection,
+            "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name",
+        ),
+        connection
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap(),
     )
 }
 
 #[test]
 fn opening_a_reference_database_changes_neither_its_schema_nor_its_version() {
-    for (version, extra) in [(4, None), (5, Some("CREATE TABLE later_feature (id TEXT PRIMARY KEY)"))] {
+    for (version, extra) in [
+        (4, None),
+        (5, Some("CREATE TABLE later_feature (id TEXT PRIMARY KEY)")),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("app.db");
         let connection = reference_database(&path, version);
@@ -364,9 +375,17 @@ fn opening_a_reference_database_changes_neither_its_schema_nor_its_version() {
         }
         let before = master_and_version(&connection);
         for mode in [OpenMode::ReadWrite, OpenMode::ReadOnly] {
-            let store = SqliteStore::new(Arc::new(DirectDatabase::open(&path, mode).unwrap()), path.clone());
-            assert_eq!(store.pending("team-a").unwrap(), Vec::new(), "v{version} {mode:?}");
-            assert_eq!(master_and_version(&connection), before, "v{version} {mode:?}");
+            let store = SqliteStore::new(Arc::new(DirectDatabase::open(&path, mode).unwrap()));
+            assert_eq!(
+                store.pending("team-a").unwrap(),
+                Vec::new(),
+                "v{version} {mode:?}"
+            );
+            assert_eq!(
+                master_and_version(&connection),
+                before,
+                "v{version} {mode:?}"
+            );
         }
     }
 }
@@ -379,21 +398,44 @@ fn a_read_only_open_creates_nothing_and_writes_nothing() {
     assert!(!missing.exists() && !missing.parent().unwrap().exists());
 
     let empty = dir.path().join("empty.db");
-    drop(Connection::open(&empty).unwrap().execute_batch("CREATE TABLE other (x)").unwrap());
-    let error = DirectDatabase::open(&empty, OpenMode::ReadOnly).err().unwrap().to_string();
-    assert!(error.contains("no member-work-sync tables") && error.contains("empty.db"), "{error}");
+    drop(
+        Connection::open(&empty)
+            .unwrap()
+            .execute_batch("CREATE TABLE other (x)")
+            .unwrap(),
+    );
+    let error = DirectDatabase::open(&empty, OpenMode::ReadOnly)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        error.contains("no member-work-sync tables") && error.contains("empty.db"),
+        "{error}"
+    );
     let connection = Connection::open(&empty).unwrap();
     assert_eq!(master_and_version(&connection).1, 0);
 
     let path = dir.path().join("app.db");
     reference_database(&path, 4);
-    let store = SqliteStore::new(Arc::new(DirectDatabase::open(&path, OpenMode::ReadOnly).unwrap()), path.clone());
+    let store = SqliteStore::new(Arc::new(
+        DirectDatabase::open(&path, OpenMode::ReadOnly).unwrap(),
+    ));
     let planned = PlannedNudge {
         id: "out-1".into(),
-        payload: serde_json::from_value(json!({"to": "bob", "text": "t", "taskRefs": [], "workSyncIntent": "agenda_sync"})).unwrap(),
+        payload: serde_json::from_value(
+            json!({"to": "bob", "text": "t", "taskRefs": [], "workSyncIntent": "agenda_sync"}),
+        )
+        .unwrap(),
         payload_hash: "h".into(),
         preview: String::new(),
     };
-    let error = store.ensure("team-a", "bob", &planned, 0).err().unwrap().to_string();
-    assert!(error.contains("mws.outbox.ensurePending") && error.contains("app.db"), "{error}");
+    let error = store
+        .ensure("team-a", "bob", &planned, 0)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        error.contains("mws.outbox.ensurePending") && error.contains("app.db"),
+        "{error}"
+    );
 }

@@ -8,12 +8,14 @@
 //! - [`records`], [`mappers`], [`js_json`]: rows and their exact encodings.
 //! - [`gateway`]: the app's `mws.*` ops, the seam to the database.
 //! - [`direct`]: those ops on the addon's own connection (rusqlite).
+//! - [`connector`]: opens the file at first use, again when it was replaced.
 //! - [`store`]: the use cases' ports over a gateway.
 //!
 //! Not yet here (STORAGE.md §2): the legacy JSON importer, the JSON replica,
 //! purge markers, and the gateway that calls the app's storage worker from
 //! inside Electron (it implements [`gateway::MemberWorkSyncGateway`]).
 
+pub mod connector;
 pub mod direct;
 pub mod error;
 pub mod gateway;

@@ -13,6 +13,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::connector::{Connector, DirectFile};
+use super::direct::OpenMode;
 use super::error::SqliteStoreError;
 use super::gateway::MemberWorkSyncGateway;
 use super::mappers::{
@@ -53,7 +55,7 @@ impl KeyedMutex {
 
 /// The SQLite store of one addon instance.
 pub struct SqliteStore {
-    db: Arc<dyn MemberWorkSyncGateway>,
+    connector: Connector,
     /// For error messages: the database path or the gateway's name.
     source: std::path::PathBuf,
     teams: KeyedMutex,
@@ -75,13 +77,27 @@ pub struct RecoveryHit {
 }
 
 impl SqliteStore {
-    /// The store over `db`; `source` names it in errors.
-    pub fn new(db: Arc<dyn MemberWorkSyncGateway>, source: std::path::PathBuf) -> Self {
+    /// The store over `gateway`.
+    pub fn new(gateway: Arc<dyn MemberWorkSyncGateway>) -> Self {
+        Self::over(Connector::Ready(gateway))
+    }
+
+    /// The store over the database file at `path`, opened as `mode` says at
+    /// the first call (and again when the file at the path changes).
+    pub fn open_lazily(path: std::path::PathBuf, mode: OpenMode) -> Self {
+        Self::over(Connector::Direct(DirectFile::new(path, mode)))
+    }
+
+    fn over(connector: Connector) -> Self {
         Self {
-            db,
-            source,
+            source: connector.source(),
+            connector,
             teams: KeyedMutex::default(),
         }
+    }
+
+    fn db(&self) -> Result<Arc<dyn MemberWorkSyncGateway>, SqliteStoreError> {
+        self.connector.gateway()
     }
 
     fn bad(&self, table: &'static str, key: &str) -> impl Fn(BadColumn) -> PortError + '_ {
@@ -100,7 +116,7 @@ impl SqliteStore {
 
     fn read_status(&self, team: &str, member: &str) -> Result<StoredStatus, PortError> {
         let key = normalize_member_name(member);
-        Ok(match self.db.status_read(team, &key)? {
+        Ok(match self.db()?.status_read(team, &key)? {
             None => StoredStatus::Missing,
             Some(record) => StoredStatus::Current(
                 record_to_status(&record)
@@ -113,7 +129,7 @@ impl SqliteStore {
         let key = format!("{}/{}", status.team_name, status.member_name);
         let record = status_to_record(status).map_err(self.bad("member_work_sync_status", &key))?;
         let events = self.event_records(status, &events_for_write(status))?;
-        Ok(self.db.status_write(&record, &events)?)
+        Ok(self.db()?.status_write(&record, &events)?)
     }
 
     fn event_records(
@@ -134,7 +150,7 @@ impl SqliteStore {
     fn metrics_index(&self, team: &str) -> Result<MetricsIndex, PortError> {
         self.teams.run(team, || {
             let mut index = MetricsIndex::default();
-            for record in self.db.status_list(team)? {
+            for record in self.db()?.status_list(team)? {
                 let status = record_to_status(&record).map_err(self.bad(
                     "member_work_sync_status",
                     &format!("{team}/{}", record.member_key),
@@ -152,7 +168,7 @@ impl SqliteStore {
                 );
             }
             index.recent_events = self
-                .db
+                .db()?
                 .metric_events_list(team)?
                 .iter()
                 .map(|r| {
@@ -176,7 +192,7 @@ impl SqliteStore {
     ) -> Result<usize, PortError> {
         let prefix = prefix.map(js_trim).filter(|p| !p.is_empty());
         self.teams.run(team, || {
-            Ok(self.db.outbox_count_recent_delivered(
+            Ok(self.db()?.outbox_count_recent_delivered(
                 team,
                 &normalize_member_name(member),
                 since_iso,
@@ -200,7 +216,7 @@ impl SqliteStore {
         }
         let since = since_iso.map(js_trim).filter(|s| !s.is_empty());
         self.teams.run(team, || {
-            Ok(self.db.outbox_count_delivered_for_agenda(
+            Ok(self.db()?.outbox_count_delivered_for_agenda(
                 team,
                 &normalize_member_name(member),
                 fingerprint,
@@ -217,7 +233,7 @@ impl SqliteStore {
         requested: &[String],
     ) -> Result<Vec<String>, PortError> {
         self.teams.run(team, || {
-            Ok(self.db.outbox_find_delivered_review_pickup_event_ids(
+            Ok(self.db()?.outbox_find_delivered_review_pickup_event_ids(
                 team,
                 &normalize_member_name(member),
                 requested,
@@ -238,7 +254,7 @@ impl SqliteStore {
             return Ok(None);
         }
         let found = self.teams.run(team, || {
-            self.db.outbox_find_recent_recovery_by_intent(
+            self.db()?.outbox_find_recent_recovery_by_intent(
                 team,
                 &normalize_member_name(member),
                 intent_key,
@@ -306,7 +322,9 @@ impl MetricsStore for SqliteStore {
         // passes others.
         let records = self.event_records(status, &events)?;
         self.teams.run(&status.team_name, || {
-            Ok(self.db.metric_events_record(&status.team_name, &records)?)
+            Ok(self
+                .db()?
+                .metric_events_record(&status.team_name, &records)?)
         })
     }
 
@@ -323,14 +341,15 @@ impl ReportIntentStore for SqliteStore {
     fn record(&self, intent: &ReportIntent) -> Result<(), PortError> {
         let record = intent_to_record(intent)
             .map_err(self.bad("member_work_sync_report_intents", &intent.id))?;
-        self.teams
-            .run(&intent.team_name, || Ok(self.db.reports_append(&record)?))
+        self.teams.run(&intent.team_name, || {
+            Ok(self.db()?.reports_append(&record)?)
+        })
     }
 
     fn pending(&self, team_name: &str) -> Result<Vec<ReportIntent>, PortError> {
         let records = self
             .teams
-            .run(team_name, || self.db.reports_list_pending(team_name))?;
+            .run(team_name, || self.db()?.reports_list_pending(team_name))?;
         records
             .iter()
             .map(|r| {
@@ -356,7 +375,7 @@ impl ReportIntentStore for SqliteStore {
         };
         self.teams.run(&intent.team_name, || {
             Ok(self
-                .db
+                .db()?
                 .reports_mark_processed(&intent.team_name, &intent.id, &result)?)
         })
     }
@@ -374,7 +393,7 @@ impl OutboxStore for SqliteStore {
         let record = planned_to_record(team, member, planned, &now_iso)
             .map_err(self.bad("member_work_sync_outbox", &planned.id))?;
         let result = self.teams.run(team, || {
-            self.db.outbox_ensure_pending(&record, &now_iso, None)
+            self.db()?.outbox_ensure_pending(&record, &now_iso, None)
         })?;
         Ok(match result {
             EnsureRecordResult::Created(row) => (self.item(&row)?, EnsureOutcome::Created),
@@ -387,7 +406,7 @@ impl OutboxStore for SqliteStore {
 
     fn member_items(&self, team: &str, member: &str) -> Result<Vec<OutboxItem>, PortError> {
         let rows = self.teams.run(team, || {
-            self.db
+            self.db()?
                 .outbox_member_items(team, &normalize_member_name(member))
         })?;
         rows.iter().map(|r| self.item(r)).collect()
@@ -401,7 +420,7 @@ impl OutboxStore for SqliteStore {
         now: EpochMs,
     ) -> Result<Claimed, PortError> {
         let rows = self.teams.run(team, || {
-            self.db
+            self.db()?
                 .outbox_claim_due(team, claimed_by, &format_iso(now), limit)
         })?;
         Ok(Claimed {
@@ -442,7 +461,7 @@ impl OutboxStore for SqliteStore {
         };
         self.teams.run(&item.team_name, || {
             Ok(self
-                .db
+                .db()?
                 .outbox_mark(&item.team_name, &item.id, &mark, &format_iso(now))?)
         })
     }
@@ -453,6 +472,11 @@ impl OutboxStore for SqliteStore {
     }
 
     fn teams_with_outbox(&self) -> Vec<String> {
-        self.db.outbox_open_teams().unwrap_or_default()
+        // No list when the database cannot be read: the dispatch pass then
+        // has nothing to do, and the next one asks again.
+        self.db()
+            .ok()
+            .and_then(|db| db.outbox_open_teams().ok())
+            .unwrap_or_default()
     }
 }
