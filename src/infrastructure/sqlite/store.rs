@@ -11,7 +11,8 @@
 //! the app.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::ThreadId;
 
 use super::connector::{Connector, DirectFile};
 use super::direct::OpenMode;
@@ -34,13 +35,69 @@ use crate::domain::status::MemberStatus;
 use crate::domain::time::{format_iso, EpochMs};
 
 /// One lock per team name (never removed: a process sees few teams).
+///
+/// Reentrant on its thread: a status update holds its team's lock while the
+/// use case builds the new status, and that build reads the same team's
+/// outbox and metrics through this store.
 #[derive(Default)]
 struct KeyedMutex {
-    locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+    locks: Mutex<HashMap<String, Arc<TeamLock>>>,
+}
+
+/// The holder of one team's lock and how often it took it.
+#[derive(Default)]
+struct TeamLock {
+    held: Mutex<Option<(ThreadId, usize)>>,
+    released: Condvar,
+}
+
+impl TeamLock {
+    fn acquire(&self) {
+        let me = std::thread::current().id();
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            match held.as_mut() {
+                None => {
+                    *held = Some((me, 1));
+                    return;
+                }
+                Some((owner, depth)) if *owner == me => {
+                    *depth += 1;
+                    return;
+                }
+                Some(_) => {
+                    held = self
+                        .released
+                        .wait(held)
+                        .unwrap_or_else(PoisonError::into_inner);
+                }
+            }
+        }
+    }
+
+    fn release(&self) {
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, depth)) = held.as_mut() {
+            *depth -= 1;
+            if *depth == 0 {
+                *held = None;
+                self.released.notify_one();
+            }
+        }
+    }
+}
+
+/// Releases a team lock when dropped (also when the work panics).
+struct Held<'a>(&'a TeamLock);
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.0.release();
+    }
 }
 
 impl KeyedMutex {
-    fn lock_of(&self, key: &str) -> Arc<Mutex<()>> {
+    fn lock_of(&self, key: &str) -> Arc<TeamLock> {
         let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
         locks.entry(key.to_string()).or_default().clone()
     }
@@ -48,7 +105,8 @@ impl KeyedMutex {
     /// Runs `work` holding `key`'s lock.
     fn run<T>(&self, key: &str, work: impl FnOnce() -> T) -> T {
         let lock = self.lock_of(key);
-        let _held = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        lock.acquire();
+        let _held = Held(&lock);
         work()
     }
 }
@@ -478,5 +536,33 @@ impl OutboxStore for SqliteStore {
             .ok()
             .and_then(|db| db.outbox_open_teams().ok())
             .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_team_lock_is_reentrant_on_its_thread_and_exclusive_across_threads() {
+        let teams = Arc::new(KeyedMutex::default());
+        assert_eq!(teams.run("t", || teams.run("t", || 1)), 1);
+        let inside = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let (teams, inside) = (teams.clone(), inside.clone());
+                std::thread::spawn(move || {
+                    for _ in 0..200 {
+                        teams.run("t", || {
+                            let before = inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            std::thread::yield_now();
+                            inside.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                            assert_eq!(before, 0, "two threads inside one team's lock");
+                        })
+                    }
+                })
+            })
+            .collect();
+        threads.into_iter().for_each(|t| t.join().unwrap());
     }
 }
