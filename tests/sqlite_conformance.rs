@@ -324,6 +324,14 @@ fn the_same_operations_leave_the_reference_rows_after_every_step() {
     // metric events must be the 200 newest, with the reference's ids.
     let events = rows(&reader, "SELECT id FROM member_work_sync_metric_events");
     assert_eq!(events.len(), 200);
+    // scripts/sqlite-reference/crosscheck.mjs hands this database to the
+    // reference (does it read the rows without a repair import?).
+    if let Some(keep) = std::env::var_os("MWS_SQLITE_KEEP_DB") {
+        reader
+            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+            .unwrap();
+        std::fs::copy(&path, keep).unwrap();
+    }
 }
 
 /// A database as the reference creates it: the recorded `sqlite_master`
