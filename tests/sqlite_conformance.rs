@@ -406,12 +406,10 @@ fn a_read_only_open_creates_nothing_and_writes_nothing() {
     assert!(!missing.exists() && !missing.parent().unwrap().exists());
 
     let empty = dir.path().join("empty.db");
-    drop(
-        Connection::open(&empty)
-            .unwrap()
-            .execute_batch("CREATE TABLE other (x)")
-            .unwrap(),
-    );
+    Connection::open(&empty)
+        .unwrap()
+        .execute_batch("CREATE TABLE other (x)")
+        .unwrap();
     let error = DirectDatabase::open(&empty, OpenMode::ReadOnly)
         .err()
         .unwrap()
