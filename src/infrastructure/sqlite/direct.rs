@@ -831,3 +831,74 @@ impl MemberWorkSyncGateway for DirectDatabase {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    fn item(id: &str) -> OutboxRecord {
+        OutboxRecord {
+            team_name: "team-a".into(),
+            id: id.into(),
+            member_key: "bob".into(),
+            member_name: "bob".into(),
+            agenda_fingerprint: "agenda:v1:x".into(),
+            payload_hash: "h".into(),
+            status: "pending".into(),
+            attempt_generation: 0,
+            claimed_by: None,
+            claimed_at: None,
+            delivered_message_id: None,
+            delivery_state: None,
+            last_error: None,
+            next_attempt_at: None,
+            created_at: String::new(),
+            updated_at: String::new(),
+            work_sync_intent: "agenda_sync".into(),
+            work_sync_intent_key: None,
+            review_request_event_ids_json: None,
+            delivery_diagnostics_json: None,
+            payload_json: "{}".into(),
+        }
+    }
+
+    #[test]
+    fn a_claim_waits_for_another_connections_write_lock_instead_of_failing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.db");
+        let db = DirectDatabase::open(&path, OpenMode::ReadWrite).unwrap();
+        let now = "2026-07-07T10:00:00.000Z";
+        db.outbox_ensure_pending(&item("out-1"), now, None).unwrap();
+
+        let holder = Connection::open(&path).unwrap();
+        holder
+            .execute_batch(
+                "BEGIN IMMEDIATE; UPDATE member_work_sync_outbox SET last_error = 'held'",
+            )
+            .unwrap();
+        let released = Arc::new(AtomicBool::new(false));
+        let release = {
+            let released = released.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_secs(1));
+                released.store(true, Ordering::SeqCst);
+                holder.execute_batch("COMMIT").unwrap();
+            })
+        };
+        let claimed = db.outbox_claim_due("team-a", "me", now, 10).unwrap();
+        // The claim ran after the other writer committed: it saw its write
+        // (and cleared it, as a claim does) instead of failing with SQLITE_BUSY.
+        assert!(released.load(Ordering::SeqCst));
+        assert_eq!(claimed.len(), 1);
+        assert_eq!(
+            (
+                claimed[0].attempt_generation,
+                claimed[0].last_error.as_deref()
+            ),
+            (1, None)
+        );
+        release.join().unwrap();
+    }
+}
