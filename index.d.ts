@@ -776,6 +776,8 @@ export interface MemberWorkSyncOptions {
    * defaults are those of `autoStart`.
    */
   tuning?: MemberWorkSyncTuningOption
+  /** Where the member-work-sync state is kept; default JSON files. */
+  storage?: MemberWorkSyncStorageOption
 }
 
 /** `getStatus` request. */
@@ -789,6 +791,22 @@ export interface MemberWorkSyncStatusRequest {
    * (or none) reads the stored status.
    */
   forceNudge?: boolean
+}
+
+/**
+ * The `storage` option: where statuses, report intents, the outbox and
+ * metric events are kept. Without it, JSON files under each team's folder.
+ */
+export interface MemberWorkSyncStorageOption {
+  /**
+   * The app's SQLite database (`<userData>/storage/app.db`), opened by the
+   * addon itself at the first call. Only for a process where no other
+   * SQLite library has the file open (not the Electron process of the app,
+   * whose storage worker owns it).
+   */
+  sqlitePath: string
+  /** Open it read-only: nothing is written, not even the schema (default false). */
+  readOnly?: boolean
 }
 
 /** A team (`previewTeam`, `refreshTeam`, `getMetrics`). */

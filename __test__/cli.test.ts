@@ -37,7 +37,7 @@ describe('member-work-sync CLI', () => {
   const argumentCases: [string[], number, RegExp, RegExp][] = [
     [['--help'], 0, /^usage: member-work-sync <command> \[options\]/, /^$/],
     [['-h'], 0, /^usage: member-work-sync <command> \[options\]/, /^$/],
-    [['status', '--help'], 0, /^usage: member-work-sync status \[--claude-root DIR\] \[--team NAME\] \[--json\]\n/, /^$/],
+    [['status', '--help'], 0, /^usage: member-work-sync status \[--claude-root DIR\] \[--sqlite PATH\] \[--team NAME\] \[--json\]\n/, /^$/],
     [['--version'], 0, new RegExp(`^${VERSION.replace(/\./g, '\\.')}\\n$`), /^$/],
     [['-V'], 0, new RegExp(`^${VERSION.replace(/\./g, '\\.')}\\n$`), /^$/],
     [['status', '--team'], 2, /^$/, /^member-work-sync: --team needs a value \(--team NAME\); see member-work-sync status --help\n$/],

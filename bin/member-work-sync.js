@@ -25,17 +25,17 @@ const PROGRAM = 'member-work-sync'
  */
 const COMMANDS = {
   status: {
-    synopsis: 'status [--claude-root DIR] [--team NAME] [--json]',
+    synopsis: 'status [--claude-root DIR] [--sqlite PATH] [--team NAME] [--json]',
     summary: "each member's current state and agenda (read-only)",
     help: `Prints each member's state (caught_up, needs_sync, still_working, blocked,
 inactive), actionable items and agenda fingerprint, computed from the board now.
 Read-only: it writes, moves and creates nothing under the root and prints no
 report token.`,
     required: [],
-    optional: ['team', 'json'],
+    optional: ['team', 'sqlite', 'json'],
   },
   explain: {
-    synopsis: 'explain --team NAME --member NAME [--since AGE] [--claude-root DIR] [--json]',
+    synopsis: 'explain --team NAME --member NAME [--since AGE] [--claude-root DIR] [--sqlite PATH] [--json]',
     summary: "one member's timeline: reconciles, nudges, reports (read-only)",
     help: `Prints one member's timeline, oldest first, one entry per line
 ("YYYY-MM-DD HH:MM:SS  <what happened>", UTC): reconciles and their triggers,
@@ -46,16 +46,16 @@ says so when there is none yet. A member not on the roster or a team whose
 config.json cannot be read exits 1. Read-only; --json prints the complete
 entries (without report tokens).`,
     required: ['team', 'member'],
-    optional: ['since', 'json'],
+    optional: ['since', 'sqlite', 'json'],
   },
   metrics: {
-    synopsis: 'metrics --team NAME [--claude-root DIR] [--json]',
+    synopsis: 'metrics --team NAME [--claude-root DIR] [--sqlite PATH] [--json]',
     summary: "a team's counts and phase-2 readiness (read-only)",
     help: `Prints a team's status counts and its phase-2 readiness, each rate against its
 threshold, from the metric events a running app recorded; says so when there
 are none yet. A team whose config.json cannot be read exits 1. Read-only.`,
     required: ['team'],
-    optional: ['json'],
+    optional: ['sqlite', 'json'],
   },
   drain: {
     synopsis: 'drain [--claude-root DIR] [--json]',
@@ -90,7 +90,7 @@ spool folders under DIR/teams. claude takes no environment (see hook-settings).`
     optional: ['json'],
   },
   watch: {
-    synopsis: 'watch [--claude-root DIR] [--team NAME]',
+    synopsis: 'watch [--claude-root DIR] [--sqlite PATH] [--team NAME]',
     summary: 'a live view of every member, the spool and the app\'s queue (read-only)',
     help: `A live terminal view of every member's state, each team's phase-2 readiness,
 the turn-settled spool backlog, the app's reconcile queue (as a running app
@@ -99,7 +99,7 @@ q or Ctrl-C quits. It re-reads once a second and on file changes. Read-only
 like status: it runs the addon with autoStart false, so it drains no spool,
 sends no nudge and writes nothing. Needs a terminal.`,
     required: [],
-    optional: ['team'],
+    optional: ['team', 'sqlite'],
   },
 }
 
@@ -110,7 +110,19 @@ const OPTIONS = {
   member: { flag: '--member', value: 'NAME', help: 'the member, as on the team roster' },
   since: { flag: '--since', value: 'AGE', help: 'only entries of the last AGE (30s, 15m, 2h, 1d) or since an ISO-8601 time' },
   provider: { flag: '--provider', value: 'NAME', help: 'the runtime' },
+  sqlite: {
+    flag: '--sqlite',
+    value: 'PATH',
+    help: "the app's SQLite database (<userData>/storage/app.db) instead of the JSON files, opened read-only",
+  },
   json: { flag: '--json', value: undefined, help: 'machine-readable output' },
+}
+
+/** The options of an instance that starts no background work, over `root` and, with `sqlite`, that database read-only. */
+function instanceOptions(root, sqlite) {
+  const options = { claudeRoot: root, autoStart: false }
+  if (sqlite) options.storage = { sqlitePath: path.resolve(sqlite), readOnly: true }
+  return options
 }
 
 const PROVIDERS = {
@@ -369,11 +381,11 @@ function openRoot(claudeRoot) {
  * `{ teams: MemberWorkSyncTeamPreview[], problems: string[] }`. A missing root
  * throws a TargetError naming it.
  */
-async function collectStatus({ claudeRoot, team }) {
+async function collectStatus({ claudeRoot, sqlite, team }) {
   const root = checkedRoot(claudeRoot)
   const teamsDir = path.join(root, 'teams')
   const { MemberWorkSync } = require('..')
-  const sync = new MemberWorkSync({ claudeRoot: root, autoStart: false })
+  const sync = new MemberWorkSync(instanceOptions(root, sqlite))
   try {
     const names = team ? [team] : listTeams(teamsDir)
     const teams = []
@@ -407,7 +419,7 @@ async function runStatus(options) {
  * Refuses before touching the screen when there is no terminal, the root
  * cannot be read or the one team asked for cannot be shown.
  */
-async function runWatchCommand({ claudeRoot, team }) {
+async function runWatchCommand({ claudeRoot, sqlite, team }) {
   if (!process.stdin.isTTY || !process.stdout.isTTY) {
     throw new UsageError('watch needs a terminal (stdin and stdout must be a TTY)', 'use status for a one-off view')
   }
@@ -418,7 +430,7 @@ async function runWatchCommand({ claudeRoot, team }) {
   }
   if (team) {
     const { MemberWorkSync } = require('..')
-    const sync = new MemberWorkSync({ claudeRoot: root, autoStart: false })
+    const sync = new MemberWorkSync(instanceOptions(root, sqlite))
     try {
       const { problem } = await inspect(sync, team)
       if (problem) throw new TargetError(problem)
@@ -428,6 +440,7 @@ async function runWatchCommand({ claudeRoot, team }) {
   }
   const target = {
     root,
+    instanceOptions: instanceOptions(root, sqlite),
     teamsDir,
     tasksDir: path.join(root, 'tasks'),
     teamNames: () => (team ? [team] : listTeams(teamsDir)),
@@ -440,11 +453,14 @@ async function runWatchCommand({ claudeRoot, team }) {
 
 // --- explain, metrics, drain, hook-settings, env ----------------------------
 
-/** Runs `work(sync, root)` on an instance over the checked root that starts no background work. */
-async function withInstance(claudeRoot, work) {
+/**
+ * Runs `work(sync, root)` on an instance over the checked root that starts no
+ * background work (over the `sqlite` database read-only when given).
+ */
+async function withInstance(claudeRoot, work, sqlite) {
   const root = checkedRoot(claudeRoot)
   const { MemberWorkSync } = require('..')
-  const sync = new MemberWorkSync({ claudeRoot: root, autoStart: false })
+  const sync = new MemberWorkSync(instanceOptions(root, sqlite))
   try {
     return await work(sync, root)
   } finally {
@@ -501,7 +517,7 @@ async function whyNoEntries(sync, { team, member, sinceMs }) {
 }
 
 /** Runs `explain` (read-only); resolves `{ stdout, stderr, exitCode }`. */
-async function runExplain({ claudeRoot, team, member, sinceMs, json }) {
+async function runExplain({ claudeRoot, sqlite, team, member, sinceMs, json }) {
   return withInstance(claudeRoot, async (sync, root) => {
     const preview = await usableTeam(sync, root, team)
     const roster = preview.statuses.map((s) => s.memberName)
@@ -529,7 +545,7 @@ async function runExplain({ claudeRoot, team, member, sinceMs, json }) {
     if (json) return { stdout: toJson(explanation), stderr, exitCode: 0 }
     const header = `Timeline of ${field(member)} in team ${field(team)}, oldest first (times UTC):`
     return { stdout: [header, ...explanation.entries.map(formatExplainEntry)].join('\n'), stderr, exitCode: 0 }
-  })
+  }, sqlite)
 }
 
 /** `metrics` as text: counts, then phase-2 readiness with each rate against its threshold. */
@@ -553,12 +569,12 @@ function formatMetrics(m) {
 }
 
 /** Runs `metrics` (read-only); resolves `{ stdout, stderr, exitCode }`. */
-async function runMetrics({ claudeRoot, team, json }) {
+async function runMetrics({ claudeRoot, sqlite, team, json }) {
   return withInstance(claudeRoot, async (sync, root) => {
     await usableTeam(sync, root, team)
     const metrics = await sync.previewMetrics({ teamName: team })
     return { stdout: json ? toJson(metrics) : formatMetrics(metrics), stderr: '', exitCode: 0 }
-  })
+  }, sqlite)
 }
 
 /** Runs `drain` (writes: drains the spool); resolves `{ stdout, stderr, exitCode }`. */

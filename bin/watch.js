@@ -282,8 +282,7 @@ async function runWatch(target, inspect, io = { stdin: process.stdin, stdout: pr
     if (view.events.length > MAX_EVENTS) view.events.splice(0, view.events.length - MAX_EVENTS)
   }
   const sync = new MemberWorkSync({
-    claudeRoot: target.root,
-    autoStart: false,
+    ...(target.instanceOptions ?? { claudeRoot: target.root, autoStart: false }),
     // With autoStart false the addon starts no watcher of its own; these only
     // show what a call of ours might report.
     onTeamChange: (event) => pushEvent(`${clock()} ${event.teamName}: ${event.type} change`),

@@ -27,7 +27,8 @@ use crate::domain::names::{MemberName, TeamName};
 use crate::domain::recovery::RecoveryTaskRef;
 use crate::domain::retention::{bounds, Retention};
 use crate::domain::time::{clock_from_js, format_iso, CLOCK_RANGE_MS};
-use crate::infrastructure::composition::{Instance, RootPaths, Tuning};
+use crate::infrastructure::composition::{Instance, RootPaths, Storage, Tuning};
+use crate::infrastructure::sqlite::OpenMode;
 use crate::infrastructure::worker::ScheduleIntervals;
 
 /// Longest `options.controlUrl` accepted.
@@ -71,6 +72,19 @@ pub struct MemberWorkSyncTuningOption {
     pub spool_invalid_max_age_ms: Option<f64>,
 }
 
+/// The `storage` option: where statuses, report intents, the outbox and
+/// metric events are kept. Without it, JSON files under each team's folder.
+#[napi(object)]
+pub struct MemberWorkSyncStorageOption {
+    /// The app's SQLite database (`<userData>/storage/app.db`), opened by the
+    /// addon itself at the first call. Only for a process where no other
+    /// SQLite library has the file open (not the Electron process of the app,
+    /// whose storage worker owns it).
+    pub sqlite_path: String,
+    /// Open it read-only: nothing is written, not even the schema (default false).
+    pub read_only: Option<bool>,
+}
+
 /// The fixed test clock option.
 #[napi(object)]
 pub struct MemberWorkSyncClockOption {
@@ -111,6 +125,8 @@ pub struct MemberWorkSyncOptions {
     /// Scheduler intervals and queue concurrency; every field optional, the
     /// defaults are those of `autoStart`.
     pub tuning: Option<MemberWorkSyncTuningOption>,
+    /// Where the member-work-sync state is kept; default JSON files.
+    pub storage: Option<MemberWorkSyncStorageOption>,
 }
 
 /// One addon instance over one Claude home.
@@ -140,13 +156,24 @@ impl MemberWorkSync {
                 on_log: None,
                 control_url: None,
                 tuning: None,
+                storage: None,
             });
             let tuning = tuning(options.tuning.as_ref());
-            let paths = RootPaths::resolve(
+            let mut paths = RootPaths::resolve(
                 options.claude_root.map(PathBuf::from),
                 options.teams_base_path.map(PathBuf::from),
                 options.tasks_base_path.map(PathBuf::from),
             );
+            if let Some(storage) = options.storage {
+                paths.storage = Storage::Sqlite {
+                    path: PathBuf::from(storage.sqlite_path),
+                    mode: if storage.read_only.unwrap_or(false) {
+                        OpenMode::ReadOnly
+                    } else {
+                        OpenMode::ReadWrite
+                    },
+                };
+            }
             let fixed_now = options.clock.map(|c| c.now_ms as i64);
             let control_url = options
                 .control_url
@@ -687,6 +714,7 @@ fn parse_options(
         }
     }
     check_tuning(json.get("tuning"))?;
+    check_storage(json.get("storage"))?;
     for key in ["claudeRoot", "teamsBasePath", "tasksBasePath"] {
         if !matches!(
             json.get(key),
@@ -800,6 +828,47 @@ pub(crate) fn to_json(value: impl serde::Serialize) -> Result<Value, JsFailure> 
         code: ErrorCode::Io,
         message: format!("could not encode result: {e}"),
     })
+}
+
+/// Checks `options.storage`: `{ sqlitePath: <non-empty string>, readOnly?:
+/// boolean }`. The app's storage gateway (`gateway`) is not taken yet.
+fn check_storage(storage: Option<&Value>) -> Result<(), JsFailure> {
+    let fields = match storage {
+        None | Some(Value::Null) => return Ok(()),
+        Some(Value::Object(fields)) => fields,
+        Some(_) => return Err(JsFailure::invalid("options.storage must be an object")),
+    };
+    if fields.contains_key("gateway") {
+        return Err(JsFailure::invalid(
+            "options.storage.gateway is not supported yet; pass options.storage.sqlitePath \
+             (only in a process where no other SQLite library has the database open)",
+        ));
+    }
+    if let Some(key) = fields
+        .keys()
+        .find(|key| !matches!(key.as_str(), "sqlitePath" | "readOnly"))
+    {
+        return Err(JsFailure::invalid(format!(
+            "options.storage.{key} is not an option (sqlitePath, readOnly)"
+        )));
+    }
+    match fields.get("sqlitePath") {
+        Some(Value::String(path)) if !path.trim().is_empty() => {}
+        _ => {
+            return Err(JsFailure::invalid(
+                "options.storage.sqlitePath must be a non-empty string",
+            ))
+        }
+    }
+    if !matches!(
+        fields.get("readOnly"),
+        None | Some(Value::Null) | Some(Value::Bool(_))
+    ) {
+        return Err(JsFailure::invalid(
+            "options.storage.readOnly must be a boolean",
+        ));
+    }
+    Ok(())
 }
 
 /// Checks `options.tuning` before napi converts it: an object whose fields are

@@ -32,10 +32,29 @@ use super::metrics_store::FsMetricsStore;
 use super::outbox_store::{FsOutboxStore, FsWatchdogJournal};
 use super::report_token::HmacReportTokens;
 use super::spool::{FsSpool, SpoolPaths};
+use super::sqlite::{OpenMode, SqliteStore};
 use super::status_store::{FsAuditJournal, FsStatusStore, StorePaths};
 use super::team_reader::FsTeamSource;
 use super::transcripts::FsClaudeSessionLocator;
 use super::worker::{DrainPass, DrainSchedule, ScheduleIntervals, Worker};
+
+/// Where the member-work-sync state (statuses, report intents, outbox,
+/// metric events) is kept.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Storage {
+    /// The JSON files under each team's folder (the default).
+    #[default]
+    JsonFiles,
+    /// The app's SQLite database (`<userData>/storage/app.db`), opened by
+    /// the addon itself: only where no other SQLite library has the file
+    /// open in this process (the CLI, tests, a process of the user's own).
+    Sqlite {
+        /// The database file.
+        path: PathBuf,
+        /// Read-only: nothing is written, not even the schema.
+        mode: OpenMode,
+    },
+}
 
 /// Where the Claude home and its team and task dirs are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +68,8 @@ pub struct RootPaths {
     /// `<CODEX_HOME>/sessions` (`$CODEX_HOME` ← `~/.codex`): the Codex CLI's
     /// session logs, the only place a native Codex Stop's log is read from.
     pub codex_sessions: PathBuf,
+    /// Where the store is (JSON files unless set after [`RootPaths::resolve`]).
+    pub storage: Storage,
 }
 
 impl RootPaths {
@@ -81,6 +102,7 @@ impl RootPaths {
             tasks_base: tasks_base.unwrap_or_else(|| root.join("tasks")),
             projects: root.join("projects"),
             codex_sessions: codex_home.join("sessions"),
+            storage: Storage::JsonFiles,
         }
     }
 }
@@ -166,10 +188,15 @@ impl Services {
                 settled_turns: settled_turns.clone(),
             },
         ));
-        let explainer = Arc::new(Explainer::new(
-            Arc::new(FsExplainSource::new(store_paths.clone(), clock.clone())),
-            clock.clone(),
-        ));
+        let explain_source = match &paths.storage {
+            Storage::JsonFiles => FsExplainSource::new(store_paths.clone(), clock.clone()),
+            Storage::Sqlite { .. } => FsExplainSource::with_stores(
+                store_paths.clone(),
+                ports.store.clone(),
+                ports.outbox.clone(),
+            ),
+        };
+        let explainer = Arc::new(Explainer::new(Arc::new(explain_source), clock.clone()));
         let spool_paths = SpoolPaths::for_teams_base(&paths.teams_base);
         let turn_settled = Arc::new(
             TurnSettledIngestor::new(
@@ -237,7 +264,7 @@ fn file_ports_reading(
     retention: Retention,
 ) -> Ports {
     let store_paths = StorePaths::new(paths.teams_base.clone());
-    Ports {
+    let json_ports = Ports {
         clock: clock.clone(),
         teams: teams.clone(),
         impacts: teams,
@@ -256,6 +283,21 @@ fn file_ports_reading(
         runtime: Arc::new(RuntimeStates::default()),
         busy: Arc::new(BusySignals::default()),
         log,
+    };
+    match &paths.storage {
+        Storage::JsonFiles => json_ports,
+        // The journal, tokens, inbox and watchdog stay files in both cases:
+        // the app keeps them there too.
+        Storage::Sqlite { path, mode } => {
+            let rows = Arc::new(SqliteStore::open_lazily(path.clone(), *mode));
+            Ports {
+                store: rows.clone(),
+                metrics: rows.clone(),
+                intents: rows.clone(),
+                outbox: rows,
+                ..json_ports
+            }
+        }
     }
 }
 

@@ -11,20 +11,37 @@ use super::json_store::{peek_envelope, Peeked};
 use super::outbox_store;
 use super::status_store::{FsStatusStore, StorePaths};
 use crate::application::explain::{ExplainSource, JournalLines, MAX_ENTRIES};
-use crate::application::ports::{Clock, PortError, StatusStore, StoredStatus};
+use crate::application::ports::{Clock, OutboxStore, PortError, StatusStore, StoredStatus};
 
 /// Reads a member's store files under `paths`.
 pub struct FsExplainSource {
     paths: StorePaths,
-    status: FsStatusStore,
+    status: Arc<dyn StatusStore>,
+    /// The outbox when it is not the member's `outbox.json` (the SQLite store).
+    outbox: Option<Arc<dyn OutboxStore>>,
 }
 
 impl FsExplainSource {
     /// A source under `paths`.
     pub fn new(paths: StorePaths, clock: Arc<dyn Clock>) -> Self {
         Self {
-            status: FsStatusStore::new(paths.clone(), clock),
+            status: Arc::new(FsStatusStore::new(paths.clone(), clock)),
             paths,
+            outbox: None,
+        }
+    }
+
+    /// The journal under `paths`, statuses and outbox items from these
+    /// stores (whose reads have no side effects).
+    pub fn with_stores(
+        paths: StorePaths,
+        status: Arc<dyn StatusStore>,
+        outbox: Arc<dyn OutboxStore>,
+    ) -> Self {
+        Self {
+            paths,
+            status,
+            outbox: Some(outbox),
         }
     }
 }
@@ -58,6 +75,13 @@ impl ExplainSource for FsExplainSource {
         team: &str,
         member: &str,
     ) -> Result<Result<Vec<Value>, String>, PortError> {
+        if let Some(outbox) = &self.outbox {
+            return Ok(Ok(outbox
+                .member_items(team, member)?
+                .iter()
+                .filter_map(|item| serde_json::to_value(item).ok())
+                .collect()));
+        }
         let path = self.paths.member_file(team, member, "outbox.json");
         Ok(
             match peek_envelope::<BTreeMap<String, Value>>(

@@ -20,6 +20,7 @@ pub mod safe_fs;
 mod shared_watcher;
 mod side_by_side;
 pub mod spool;
+pub mod sqlite;
 pub mod status_store;
 pub(crate) mod task_cache;
 mod team_config;

@@ -1,0 +1,71 @@
+//! Failures of the SQLite store, each naming the database and what failed.
+
+use std::path::PathBuf;
+
+/// A failed store operation.
+#[derive(Debug, thiserror::Error)]
+pub enum SqliteStoreError {
+    /// The database could not be opened, set up or migrated.
+    #[error("cannot open the member-work-sync database {path}: {source}")]
+    Open {
+        /// The database file.
+        path: PathBuf,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
+    /// The database's folder could not be created.
+    #[error("cannot create the folder of the member-work-sync database {path}: {source}")]
+    CreateFolder {
+        /// The database file.
+        path: PathBuf,
+        /// What the file system said.
+        source: std::io::Error,
+    },
+    /// `PRAGMA integrity_check` did not answer `ok`; the addon renames and
+    /// repairs nothing (the app owns recovery).
+    #[error("the member-work-sync database {path} failed its integrity check: {answer}")]
+    Integrity {
+        /// The database file.
+        path: PathBuf,
+        /// The first line of the check's answer.
+        answer: String,
+    },
+    /// A read-only open found no member-work-sync tables (and creates none).
+    #[error("the database {path} has no member-work-sync tables (schema version {version})")]
+    MissingTables {
+        /// The database file.
+        path: PathBuf,
+        /// Its `user_version`.
+        version: u32,
+    },
+    /// A statement failed.
+    #[error("member-work-sync database {path}: {op} failed: {source}")]
+    Sql {
+        /// The database file.
+        path: PathBuf,
+        /// The app's op name (`mws.outbox.claimDue`, ...).
+        op: &'static str,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
+    /// A JSON column does not hold what its table says.
+    #[error("member-work-sync database {path}: {table} row {key}: invalid {column}: {detail}")]
+    BadColumn {
+        /// The database file.
+        path: PathBuf,
+        /// The table.
+        table: &'static str,
+        /// The row's key (`team/member` or the id).
+        key: String,
+        /// The column.
+        column: &'static str,
+        /// What is wrong.
+        detail: String,
+    },
+}
+
+impl From<SqliteStoreError> for crate::application::ports::PortError {
+    fn from(error: SqliteStoreError) -> Self {
+        Self::Io(std::io::Error::other(error))
+    }
+}

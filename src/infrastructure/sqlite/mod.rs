@@ -1,0 +1,30 @@
+//! The app's SQLite store for member-work-sync (`<userData>/storage/app.db`,
+//! STORAGE.md): the same four tables and `store_imports`, the same row
+//! encodings and the same op semantics as the app's internal-storage worker,
+//! so statuses, report intents, the outbox and metric events carry over when
+//! the addon and the app's TypeScript feature take turns on one database.
+//!
+//! - [`schema`]: the app's migrations, run as the app runs them.
+//! - [`records`], [`mappers`], [`js_json`]: rows and their exact encodings.
+//! - [`gateway`]: the app's `mws.*` ops, the seam to the database.
+//! - [`direct`]: those ops on the addon's own connection (rusqlite).
+//! - [`connector`]: opens the file at first use, again when it was replaced.
+//! - [`store`]: the use cases' ports over a gateway.
+//!
+//! Not yet here (STORAGE.md §2): the legacy JSON importer, the JSON replica,
+//! purge markers, and the gateway that calls the app's storage worker from
+//! inside Electron (it implements [`gateway::MemberWorkSyncGateway`]).
+
+pub mod connector;
+pub mod direct;
+pub mod error;
+pub mod gateway;
+pub mod js_json;
+pub mod mappers;
+pub mod records;
+pub mod schema;
+pub mod store;
+
+pub use direct::{DirectDatabase, OpenMode};
+pub use error::SqliteStoreError;
+pub use store::SqliteStore;
