@@ -30,13 +30,7 @@ function writeWatchdogAlert(team: Team, alertedAtMs: number): void {
 const idle = { claimed: 0, delivered: 0, superseded: 0, retryable: 0, terminal: 0 }
 
 describe('app scenarios: the delivery loop', () => {
-  // Fails on one fact only: the addon's dispatcher journals this hold as
-  // nudge_skipped/blocking_metrics with its outbox metadata, while the app's
-  // carries the readiness diagnostics (phase2_readiness:<reason>) and the
-  // readiness audit fields (phase2ReadinessState/Reasons, the rates and their
-  // bounds) as the planner's line does. Fix in src/application/nudges.rs
-  // (dispatcher audit), not in this helper's area; flip once fixed.
-  it.fails('a nudge held back by a report-rejection blocker stays retryable, and goes out after the metrics clear and the instance restarts', async () => {
+  it('a nudge held back by a report-rejection blocker stays retryable, and goes out after the metrics clear and the instance restarts', async () => {
     const team = makeTeam('team-safety-restart', [{ name: 'bob', providerId: 'codex' }], [pendingTask('bob', 'Keep unsafe report recovery queued')])
     // The app holds this team's dispatch with a readiness callback while its
     // queued reconcile plans; the addon's refreshStatus plans without dispatching.

@@ -378,7 +378,8 @@ impl Nudges {
         summary: &mut DispatchSummary,
     ) {
         let now = self.ports.clock.now_ms();
-        let end = self.attempt(item, index, metrics, alerts, now);
+        let mut held_by = None;
+        let end = self.attempt(item, index, metrics, alerts, now, &mut held_by);
         if end == AttemptEnd::Delivered {
             // The inbox has it whatever becomes of the outcome write below.
             let at = self.monotonic_now();
@@ -442,17 +443,27 @@ impl Nudges {
             AttemptEnd::Retryable { .. } => retry_event(&reason),
             _ => kind,
         };
+        // Readiness that held the nudge back is journaled as the planner does.
+        let diagnostics = match held_by {
+            Some(readiness) => {
+                merge(&mut metadata, readiness_metadata(&readiness));
+                readiness.diagnostics
+            }
+            None => vec![],
+        };
         self.audit(
             "nudge_dispatcher",
             kind,
             team,
             &item.member_name,
-            vec![],
+            diagnostics,
             metadata,
         );
     }
 
     /// Revalidates one claimed item right before the inbox write, then writes.
+    /// `held_by` is set to the phase 2 readiness when activation holds the
+    /// item back, for the journal line.
     fn attempt(
         &self,
         item: &OutboxItem,
@@ -460,6 +471,7 @@ impl Nudges {
         metrics: Option<&MetricsIndex>,
         alerts: &Result<Vec<WatchdogAlert>, String>,
         now: EpochMs,
+        held_by: &mut Option<Readiness>,
     ) -> AttemptEnd {
         let (team, member) = (item.team_name.as_str(), item.member_name.as_str());
         let supersede = |reason: &str| AttemptEnd::Superseded {
@@ -522,6 +534,7 @@ impl Nudges {
         let readiness = self.readiness(metrics);
         let since = current_fingerprint_stable_since(&metrics.recent_events, &status, now);
         if let Err(hold) = activation(&status, &readiness, since, now) {
+            *held_by = Some(readiness);
             return retry(hold.as_str().into(), backoff);
         }
         let items = match self.ports.outbox.member_items(team, member) {
