@@ -801,7 +801,7 @@ fn an_unreadable_watchdog_journal_holds_nudges_back_without_blocking() {
 }
 
 #[test]
-fn a_fifo_in_place_of_the_inbox_ends_the_nudge_naming_the_path() {
+fn a_fifo_in_place_of_the_inbox_holds_the_nudge_back_naming_the_path() {
     let f = Fixture::new();
     f.queued_reconcile("jack");
     let inbox = f.root.join("teams/forge/inboxes/jack.json");
@@ -815,12 +815,16 @@ fn a_fifo_in_place_of_the_inbox_ends_the_nudge_naming_the_path() {
     .unwrap();
     let summary = f.dispatch();
     assert_eq!(
-        (summary.claimed, summary.superseded, summary.delivered),
+        (summary.claimed, summary.retryable, summary.delivered),
         (1, 1, 0)
     );
-    let reason = f.outbox("jack")[0].last_error.clone().unwrap();
+    // Retryable, as the app keeps a nudge whose inbox write failed: the next
+    // attempt checks the path afresh and never opens what is not a file.
+    let item = &f.outbox("jack")[0];
+    assert_eq!(item.status, OutboxStatus::FailedRetryable);
+    let reason = item.last_error.clone().unwrap();
     assert!(
-        reason.starts_with("inbox_unavailable:") && reason.contains(&inbox.display().to_string()),
+        reason.starts_with("inbox_write_failed:") && reason.contains(&inbox.display().to_string()),
         "{reason}"
     );
     assert!(fs::symlink_metadata(&inbox).unwrap().file_type().is_fifo());

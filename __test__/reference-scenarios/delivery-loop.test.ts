@@ -395,12 +395,7 @@ describe('app scenarios: the delivery loop', () => {
     }
   })
 
-  // Fails: a folder in place of the inbox file makes the addon supersede the
-  // item for good (inbox_unavailable:…, documented in the README's file
-  // boundary), while the app's write fails with EISDIR, keeps the item
-  // failed_retryable and delivers it once the inbox is back. Retrying needs
-  // no read of the folder; a decision for the inbox/dispatcher owners.
-  it.fails('an inbox that cannot be written keeps the nudge retryable, and it is delivered once when the inbox is back', async () => {
+  it('an inbox that cannot be written keeps the nudge retryable, and it is delivered once when the inbox is back', async () => {
     const { team, sync, clock } = codexTeam('team-inbox-retry', [pendingTask('bob', 'Ship sync after inbox retry')])
     try {
       seedShadowReady(team, 'bob')
