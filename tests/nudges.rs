@@ -207,16 +207,42 @@ fn an_agenda_that_changed_since_planning_is_superseded() {
 }
 
 #[test]
-fn inactive_and_deleting_teams_claim_nothing() {
+fn an_inactive_teams_due_nudges_are_superseded_when_dispatched() {
+    // As the app's dispatcher revalidates: a team whose runtime is stopped
+    // gets its due nudges claimed and superseded (`team_inactive`), with no
+    // inbox row; the scheduler passes only active teams.
     let f = Fixture::new();
     f.queued_reconcile("jack");
     f.services
         .engine
         .set_team_runtime_state(&team("forge"), false, None);
-    assert_eq!(f.dispatch().claimed, 0);
-    f.services
+    let summary = f
+        .services
         .engine
-        .set_team_runtime_state(&team("forge"), true, None);
+        .dispatch_due_nudges(&[team("forge")], "test")
+        .unwrap();
+    assert_eq!(
+        (summary.claimed, summary.superseded, summary.delivered),
+        (1, 1, 0)
+    );
+    let item = f.outbox("jack").remove(0);
+    assert_eq!(item.status, OutboxStatus::Superseded);
+    assert_eq!(item.last_error.as_deref(), Some("team_inactive"));
+    let dispatcher: Vec<(String, String)> = lines_from(&f.root, "jack", "nudge_dispatcher")
+        .into_iter()
+        .map(|(e, r, _)| (e, r))
+        .collect();
+    assert_eq!(
+        dispatcher,
+        [("nudge_superseded".to_string(), "team_inactive".to_string())]
+    );
+    assert!(f.inbox("jack").is_empty());
+}
+
+#[test]
+fn deleting_teams_claim_nothing() {
+    let f = Fixture::new();
+    f.queued_reconcile("jack");
     f.services
         .engine
         .prepare_team_deletion(&team("forge"))

@@ -218,10 +218,6 @@ impl Nudges {
         keep_going: &dyn Fn() -> bool,
     ) -> Result<DispatchSummary, PortError> {
         let mut summary = DispatchSummary::default();
-        // Stopped teams never claim or supersede anything.
-        if !self.ports.runtime.activity(team, "").team_active {
-            return Ok(summary);
-        }
         let dispatched = self.dispatch_batches(team, claimed_by, keep_going, &mut summary);
         let indexed = self.ports.outbox.refresh_index(team);
         dispatched.and(indexed).map(|()| summary)
@@ -241,10 +237,7 @@ impl Nudges {
         let started = clock.monotonic();
         let mut board: Option<(Duration, TeamSnapshot)> = None;
         let mut failed_members = BTreeSet::new();
-        while clock.monotonic().saturating_sub(started) < TEAM_BUDGET
-            && keep_going()
-            && self.ports.runtime.activity(team, "").team_active
-        {
+        while clock.monotonic().saturating_sub(started) < TEAM_BUDGET && keep_going() {
             let now = self.ports.clock.now_ms();
             let batch = self
                 .ports
@@ -415,8 +408,9 @@ impl Nudges {
         let backoff = retry_at(&item.id, item.attempt_generation, now);
         let runtime = self.ports.runtime.activity(team, member);
         if !runtime.team_active {
-            // Stopped mid-pass: hand the item back untouched for a later pass.
-            return retry("team_inactive".into(), now);
+            // The app's rule: a stopped team's nudge is superseded; the
+            // reconcile after the team starts again revives it.
+            return supersede("team_inactive");
         }
         if !runtime.member_active {
             return supersede("member_runtime_inactive");
