@@ -1346,3 +1346,43 @@ fn still_stuck_retries_delivered_exactly_an_hour_ago_still_count() {
         ("nudge_skipped", "existing")
     );
 }
+
+#[test]
+fn a_nudge_whose_lease_ran_out_since_the_last_reconcile_is_delivered() {
+    // The app's dispatcher decides again right before delivery, on the board
+    // and the stored lease at that moment: jack's nudge was planned, he then
+    // reported still_working with a one-minute lease and never again; once
+    // the lease has ended the nudge goes out, although the stored status
+    // still says still_working.
+    let f = Fixture::new();
+    f.queued_reconcile("jack");
+    assert_eq!(f.outbox("jack")[0].status, OutboxStatus::Pending);
+    let status = f
+        .services
+        .engine
+        .get_status(&team("forge"), &member("jack"), false)
+        .unwrap();
+    let result = f
+        .services
+        .reconciler
+        .report(
+            &json!({"teamName": "forge", "memberName": "jack", "state": "still_working",
+                        "agendaFingerprint": status.agenda.fingerprint,
+                        "reportToken": status.report_token, "leaseTtlMs": 60_000}),
+        )
+        .unwrap();
+    assert!(result.accepted);
+    let held = f
+        .services
+        .engine
+        .get_status(&team("forge"), &member("jack"), false)
+        .unwrap();
+    assert_eq!(held.state, StatusState::StillWorking);
+    f.advance(2 * MINUTE);
+    let summary = f.dispatch();
+    assert_eq!(
+        (summary.claimed, summary.delivered, summary.superseded),
+        (1, 1, 0)
+    );
+    assert_eq!(f.inbox("jack").len(), 1);
+}

@@ -12,7 +12,8 @@ use super::busy::BusyReason;
 use super::delivery_record::DeliveryRecord;
 use super::ports::{AuditEvent, InboxOutcome, MemberFailure, PortError, Ports};
 use super::review_pickup;
-use crate::domain::agenda::TeamIndex;
+use crate::domain::agenda::{Agenda, TeamIndex};
+use crate::domain::decision::{decide, DecisionInput, RuntimeActivity};
 use crate::domain::metrics::{readiness, MetricsIndex, Readiness, Thresholds};
 use crate::domain::nudge::{
     activation, current_fingerprint_stable_since, plan_nudge, rate_limit, readiness_metadata,
@@ -422,13 +423,13 @@ impl Nudges {
             },
             Err(e) => return retry(format!("agenda_revalidation_failed:{e}"), backoff),
         };
-        // The board right now, not the stored status: an agenda that moved since
-        // planning (or a member that left the roster) never gets this nudge.
-        let agenda = index.agenda_for(member, &format_iso(now));
-        let current = plan_nudge(&status);
-        if agenda.fingerprint != item.agenda_fingerprint
+        // Decided again now, as the app's dispatcher does: the board's agenda
+        // (a member off the roster has an empty one) and the stored lease. An
+        // agenda that moved since planning never gets this nudge.
+        let status = redecided(&status, index.agenda_for(member, &format_iso(now)), now);
+        if status.state != StatusState::NeedsSync
+            || status.agenda.items.is_empty()
             || status.agenda.fingerprint != item.agenda_fingerprint
-            || status.state != StatusState::NeedsSync
         {
             return supersede("status_no_longer_matches_outbox");
         }
@@ -438,19 +439,6 @@ impl Nudges {
             .any(|d| d == "work_sync_suppressed_no_accepted_report")
         {
             return supersede("work_sync_suppressed_no_accepted_report");
-        }
-        // A recovery intent (status-only, still-stuck, task-protocol repair)
-        // wraps the base nudge of the same fingerprint; the base must match exactly.
-        let recovery = item
-            .payload
-            .work_sync_intent_key
-            .as_deref()
-            .is_some_and(|key| !key.starts_with("review-pickup:"));
-        let matches = current
-            .as_ref()
-            .is_some_and(|p| recovery || (p.id == item.id && p.payload_hash == item.payload_hash));
-        if !matches {
-            return supersede("status_no_longer_matches_outbox");
         }
         let Some(metrics) = metrics else {
             return retry("metrics_unavailable".into(), backoff);
@@ -578,6 +566,54 @@ fn ignores_busy(payload: &crate::domain::nudge::NudgePayload, busy: BusyReason) 
             .work_sync_intent_key
             .as_deref()
             .is_some_and(|key| key.starts_with("status-only:"))
+}
+
+/// The stored status as decided again at `now` on the board's `agenda`:
+/// the decision with the stored lease (the accepted report, else the one a
+/// later rejected report left behind), the agenda's and the decision's
+/// diagnostics, and the stored runtime-stall diagnostics while the same
+/// agenda still needs sync. What the app's dispatcher checks a nudge against.
+fn redecided(stored: &MemberStatus, agenda: Agenda, now: EpochMs) -> MemberStatus {
+    let lease = stored
+        .report
+        .clone()
+        .filter(|r| r.accepted)
+        .or_else(|| stored.last_accepted_report.clone());
+    let decision = decide(&DecisionInput {
+        on_active_roster: true,
+        runtime: RuntimeActivity {
+            team_active: true,
+            member_active: true,
+        },
+        item_count: agenda.items.len(),
+        fingerprint: &agenda.fingerprint,
+        accepted_report: lease.as_ref(),
+        now_ms: now,
+    });
+    let mut diagnostics = agenda.diagnostics.clone();
+    diagnostics.extend(decision.diagnostics.iter().map(|d| d.to_string()));
+    let needs_sync = decision.state == StatusState::NeedsSync;
+    if needs_sync && stored.agenda.fingerprint == agenda.fingerprint {
+        for stall in stored
+            .diagnostics
+            .iter()
+            .filter(|d| d.starts_with("runtime_stall:"))
+        {
+            if !diagnostics.contains(stall) {
+                diagnostics.push(stall.clone());
+            }
+        }
+    }
+    let mut status = stored.clone();
+    status.state = decision.state;
+    status.report = lease.filter(|_| decision.state != StatusState::NeedsSync);
+    if let Some(shadow) = status.shadow.as_mut() {
+        shadow.would_nudge = needs_sync && !agenda.items.is_empty();
+    }
+    status.agenda = agenda;
+    status.evaluated_at = IsoTime::at(now);
+    status.diagnostics = diagnostics;
+    status
 }
 
 /// The planner's line fields of a status: its agenda, state and provider,
