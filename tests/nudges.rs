@@ -1386,3 +1386,33 @@ fn a_nudge_whose_lease_ran_out_since_the_last_reconcile_is_delivered() {
     );
     assert_eq!(f.inbox("jack").len(), 1);
 }
+
+#[test]
+fn a_still_stuck_retry_counts_only_still_stuck_deliveries_against_the_hourly_limit() {
+    // The app's dispatcher checks a still-stuck retry against the still-stuck
+    // retries delivered in the hour, not every nudge: after the agenda's nudge
+    // and a status-only check went out within the hour, the retry still goes.
+    let f = Fixture::new();
+    let run = |trigger: Trigger| {
+        f.services
+            .engine
+            .reconcile_and_plan("forge", "jack", ReconciledBy::Queue, &[trigger])
+            .unwrap();
+    };
+    run(Trigger::ManualRefresh);
+    assert_eq!(f.dispatch().delivered, 1, "agenda nudge");
+    f.advance(MINUTE);
+    run(Trigger::TurnSettled);
+    assert_eq!(f.dispatch().delivered, 1, "status-only check");
+    f.advance(7 * MINUTE);
+    run(Trigger::ManualRefresh);
+    let summary = f.dispatch();
+    assert_eq!(
+        (summary.claimed, summary.delivered),
+        (1, 1),
+        "still-stuck retry"
+    );
+    let keys = intent_keys(&f, "jack");
+    assert!(keys[0].starts_with("agenda-sync-still-stuck:"), "{keys:?}");
+    assert_eq!(f.inbox("jack").len(), 3);
+}

@@ -25,7 +25,7 @@ use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs, IsoTime, MonotonicMs};
 
 mod planning;
-use planning::Planning;
+use planning::{Planning, STILL_STUCK_PREFIX};
 
 /// Items one claim takes.
 pub const CLAIM_LIMIT: usize = 10;
@@ -460,8 +460,16 @@ impl Nudges {
             // Without the member's deliveries the rate limit cannot be checked.
             Err(e) => return retry(format!("outbox_unavailable:{e}"), backoff),
         };
+        // A still-stuck retry is held to the still-stuck retries delivered in
+        // the hour (the app's rule), any other nudge to every delivery.
+        let only = item
+            .payload
+            .work_sync_intent_key
+            .as_deref()
+            .filter(|key| key.starts_with(STILL_STUCK_PREFIX))
+            .map(|_| STILL_STUCK_PREFIX);
         if let Some(at) = rate_limit(
-            &self.deliveries(team, member, &items),
+            &self.deliveries(team, member, &items, only),
             now,
             self.monotonic_now(),
         ) {
@@ -510,11 +518,33 @@ impl Nudges {
     /// The member's deliveries: each delivered outbox item by its stored
     /// wall-clock time, joined by id with the monotonic times this process
     /// recorded (including deliveries whose outbox row is gone or unmarked).
-    fn deliveries(&self, team: &str, member: &str, items: &[OutboxItem]) -> Vec<DeliveryTime> {
+    ///
+    /// With `only` (an intent key prefix), just the deliveries of nudges
+    /// whose key starts with it.
+    fn deliveries(
+        &self,
+        team: &str,
+        member: &str,
+        items: &[OutboxItem],
+        only: Option<&str>,
+    ) -> Vec<DeliveryTime> {
         let mut recorded = self.delivered.of(team, member);
+        if let Some(prefix) = only {
+            // A recorded delivery's id ends with its intent key.
+            let marker = format!(":{prefix}");
+            recorded.retain(|d| d.outbox_id.contains(&marker));
+        }
         let mut deliveries: Vec<DeliveryTime> = items
             .iter()
             .filter(|i| i.status == OutboxStatus::Delivered)
+            .filter(|i| {
+                only.is_none_or(|prefix| {
+                    i.payload
+                        .work_sync_intent_key
+                        .as_deref()
+                        .is_some_and(|key| key.starts_with(prefix))
+                })
+            })
             .map(|i| {
                 let here = recorded.iter().position(|d| d.outbox_id == i.id);
                 DeliveryTime {

@@ -20,7 +20,8 @@ const STILL_STUCK_AFTER_MS: EpochMs = 6 * MINUTE;
 
 const STATUS_ONLY_PREFIX: &str = "status-only:";
 const REFRESH_PREFIX: &str = "agenda-sync-refresh:";
-const STILL_STUCK_PREFIX: &str = "agenda-sync-still-stuck:";
+/// Intent key prefix of a still-stuck retry.
+pub(super) const STILL_STUCK_PREFIX: &str = "agenda-sync-still-stuck:";
 const TASK_PROTOCOL_PREFIX: &str = "task-protocol-repair:";
 
 const STATUS_ONLY_LEAD: &str = "Your turn ended while this agenda still needs a work sync status. Report still_working, blocked or caught_up with member_work_sync_report.";
