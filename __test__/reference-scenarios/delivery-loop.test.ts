@@ -243,13 +243,7 @@ describe('app scenarios: the delivery loop', () => {
     }
   })
 
-  // Fails: the addon's dispatcher claims nothing for a stopped team
-  // (dispatch_team returns at once; the item stays pending and goes out when
-  // the team runs again), while the app's revalidation claims the item and
-  // supersedes it with team_inactive (journal nudge_superseded, reason
-  // team_inactive). A decision for src/application/nudges.rs; flip once the
-  // addon supersedes.
-  it.fails('a pending nudge is superseded without delivery once the team is no longer running', async () => {
+  it('a pending nudge is superseded without delivery once the team is no longer running', async () => {
     const team = makeTeam('team-goes-inactive', [{ name: 'bob', providerId: 'codex' }], [pendingTask('bob', 'Ship sync before shutdown')])
     const sync = open(team)
     try {
