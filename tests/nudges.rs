@@ -207,16 +207,42 @@ fn an_agenda_that_changed_since_planning_is_superseded() {
 }
 
 #[test]
-fn inactive_and_deleting_teams_claim_nothing() {
+fn an_inactive_teams_due_nudges_are_superseded_when_dispatched() {
+    // As the app's dispatcher revalidates: a team whose runtime is stopped
+    // gets its due nudges claimed and superseded (`team_inactive`), with no
+    // inbox row; the scheduler passes only active teams.
     let f = Fixture::new();
     f.queued_reconcile("jack");
     f.services
         .engine
         .set_team_runtime_state(&team("forge"), false, None);
-    assert_eq!(f.dispatch().claimed, 0);
-    f.services
+    let summary = f
+        .services
         .engine
-        .set_team_runtime_state(&team("forge"), true, None);
+        .dispatch_due_nudges(&[team("forge")], "test")
+        .unwrap();
+    assert_eq!(
+        (summary.claimed, summary.superseded, summary.delivered),
+        (1, 1, 0)
+    );
+    let item = f.outbox("jack").remove(0);
+    assert_eq!(item.status, OutboxStatus::Superseded);
+    assert_eq!(item.last_error.as_deref(), Some("team_inactive"));
+    let dispatcher: Vec<(String, String)> = lines_from(&f.root, "jack", "nudge_dispatcher")
+        .into_iter()
+        .map(|(e, r, _)| (e, r))
+        .collect();
+    assert_eq!(
+        dispatcher,
+        [("nudge_superseded".to_string(), "team_inactive".to_string())]
+    );
+    assert!(f.inbox("jack").is_empty());
+}
+
+#[test]
+fn deleting_teams_claim_nothing() {
+    let f = Fixture::new();
+    f.queued_reconcile("jack");
     f.services
         .engine
         .prepare_team_deletion(&team("forge"))
@@ -585,21 +611,21 @@ fn two_dispatchers_never_deliver_one_item_twice() {
 #[test]
 fn a_member_removed_after_planning_gets_no_nudge() {
     let f = Fixture::new();
-    f.queued_reconcile("bob");
-    assert_eq!(f.outbox("bob").len(), 1);
+    f.queued_reconcile("kim");
+    assert_eq!(f.outbox("kim").len(), 1);
     let meta = f.root.join("teams/forge/members.meta.json");
     let mut value: Value = serde_json::from_str(&fs::read_to_string(&meta).unwrap()).unwrap();
     value["members"]
         .as_array_mut()
         .unwrap()
-        .push(json!({"name": "bob", "removedAt": 1_790_000_000_000i64}));
+        .push(json!({"name": "kim", "removedAt": 1_790_000_000_000i64}));
     fs::write(&meta, value.to_string()).unwrap();
     let summary = f.dispatch();
     assert_eq!(
         (summary.claimed, summary.superseded, summary.delivered),
         (1, 1, 0)
     );
-    assert!(f.inbox("bob").is_empty());
+    assert!(f.inbox("kim").is_empty());
 }
 
 /// `Nudges` over the fixture's stores, with `outbox` in place of the real one.
@@ -728,8 +754,8 @@ fn an_outcome_that_cannot_be_recorded_is_counted_and_retried_without_a_second_ro
 fn a_member_outbox_that_cannot_be_claimed_from_is_counted_and_the_others_are_served() {
     let f = Fixture::new();
     f.queued_reconcile("jack");
-    f.queued_reconcile("bob");
-    assert_eq!((f.outbox("jack").len(), f.outbox("bob").len()), (1, 1));
+    f.queued_reconcile("kim");
+    assert_eq!((f.outbox("jack").len(), f.outbox("kim").len()), (1, 1));
     // A folder tree too deep to clear where jack's outbox lock file goes
     // (a planted lock that is merely not a file is replaced): no lock, so
     // no claim.
@@ -744,7 +770,7 @@ fn a_member_outbox_that_cannot_be_claimed_from_is_counted_and_the_others_are_ser
         (1, 1, 1),
         "{summary:?}"
     );
-    assert_eq!((f.inbox("jack").len(), f.inbox("bob").len()), (0, 1));
+    assert_eq!((f.inbox("jack").len(), f.inbox("kim").len()), (0, 1));
     assert_eq!(f.outbox("jack")[0].status, OutboxStatus::Pending);
     assert!(journal_of(&f.root, "jack").contains("\"event\":\"outbox_unavailable\""));
 }
@@ -801,7 +827,7 @@ fn an_unreadable_watchdog_journal_holds_nudges_back_without_blocking() {
 }
 
 #[test]
-fn a_fifo_in_place_of_the_inbox_ends_the_nudge_naming_the_path() {
+fn a_fifo_in_place_of_the_inbox_holds_the_nudge_back_naming_the_path() {
     let f = Fixture::new();
     f.queued_reconcile("jack");
     let inbox = f.root.join("teams/forge/inboxes/jack.json");
@@ -815,12 +841,16 @@ fn a_fifo_in_place_of_the_inbox_ends_the_nudge_naming_the_path() {
     .unwrap();
     let summary = f.dispatch();
     assert_eq!(
-        (summary.claimed, summary.superseded, summary.delivered),
+        (summary.claimed, summary.retryable, summary.delivered),
         (1, 1, 0)
     );
-    let reason = f.outbox("jack")[0].last_error.clone().unwrap();
+    // Retryable, as the app keeps a nudge whose inbox write failed: the next
+    // attempt checks the path afresh and never opens what is not a file.
+    let item = &f.outbox("jack")[0];
+    assert_eq!(item.status, OutboxStatus::FailedRetryable);
+    let reason = item.last_error.clone().unwrap();
     assert!(
-        reason.starts_with("inbox_unavailable:") && reason.contains(&inbox.display().to_string()),
+        reason.starts_with("inbox_write_failed:") && reason.contains(&inbox.display().to_string()),
         "{reason}"
     );
     assert!(fs::symlink_metadata(&inbox).unwrap().file_type().is_fifo());
@@ -1128,4 +1158,265 @@ fn a_hold_found_at_dispatch_is_journaled_as_skipped() {
     ]
     .map(|(e, r)| (e.to_string(), r.to_string()));
     assert_eq!(dispatched, expected);
+}
+
+/// `(event, reason, diagnostics)` of each journal line of `member` from `source`.
+fn lines_from(root: &Path, member: &str, source: &str) -> Vec<(String, String, Value)> {
+    journal_of(root, member)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["source"] == source)
+        .map(|l| {
+            (
+                l["event"].as_str().unwrap().to_string(),
+                l["reason"].as_str().unwrap_or_default().to_string(),
+                l.get("diagnostics").cloned().unwrap_or(Value::Null),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_review_pickup_without_a_delivery_port_is_escalated_not_planned() {
+    // bob's only agenda item is the review of task 7 he was asked for: a
+    // clean pickup. With no pickup delivery port (the app's
+    // `reviewPickupDelivery` is not wired) the app plans no outbox item: it
+    // journals the missing port, escalates and skips.
+    let f = Fixture::new();
+    f.queued_reconcile("bob");
+    let status = f
+        .services
+        .engine
+        .get_status(&team("forge"), &member("bob"), false)
+        .unwrap();
+    assert!(member_work_sync::domain::nudge::is_strict_pickup(
+        &status.agenda
+    ));
+    assert!(f.outbox("bob").is_empty());
+    let planner = lines_from(&f.root, "bob", "nudge_planner");
+    let port = "review_pickup_delivery_port_unavailable";
+    assert_eq!(
+        planner,
+        [
+            ("review_pickup_delivery_unavailable", port, json!([port])),
+            ("review_pickup_escalated", port, Value::Null),
+            (
+                "nudge_skipped",
+                "review_pickup_delivery_unavailable",
+                Value::Null
+            ),
+        ]
+        .map(|(e, r, d)| (e.to_string(), r.to_string(), d))
+    );
+    assert_eq!(f.dispatch().claimed, 0);
+    assert!(f.inbox("bob").is_empty());
+}
+
+#[test]
+fn a_stored_review_pickup_is_superseded_and_escalated_at_dispatch() {
+    // A pickup item an older store holds: the app's dispatcher revalidates
+    // it, finds no delivery port and supersedes it, journaling the missing
+    // port and the escalation; nothing reaches the inbox.
+    let f = Fixture::new();
+    f.queued_reconcile("bob");
+    let status = f
+        .services
+        .engine
+        .get_status(&team("forge"), &member("bob"), false)
+        .unwrap();
+    let pickup = member_work_sync::domain::nudge::plan_nudge(&status).unwrap();
+    f.services
+        .outbox
+        .ensure("forge", "bob", &pickup, NOW)
+        .unwrap();
+    let summary = f.dispatch();
+    assert_eq!((summary.claimed, summary.superseded), (1, 1));
+    let items = f.outbox("bob");
+    assert_eq!(items[0].status, OutboxStatus::Superseded);
+    let reason = "review_pickup_delivery_unavailable:delivery_port_unavailable";
+    assert_eq!(items[0].last_error.as_deref(), Some(reason));
+    let dispatcher: Vec<(String, String)> = lines_from(&f.root, "bob", "nudge_dispatcher")
+        .into_iter()
+        .map(|(e, r, _)| (e, r))
+        .collect();
+    assert_eq!(
+        dispatcher,
+        [
+            ("review_pickup_delivery_unavailable", reason),
+            ("review_pickup_escalated", reason)
+        ]
+        .map(|(e, r)| (e.to_string(), r.to_string()))
+    );
+    assert!(f.inbox("bob").is_empty());
+}
+
+/// Rewrites `member`'s outbox with `items` (as the app or an older run left it).
+fn write_outbox(root: &Path, member: &str, items: &[member_work_sync::domain::nudge::OutboxItem]) {
+    let map: serde_json::Map<String, Value> = items
+        .iter()
+        .map(|i| (i.id.clone(), serde_json::to_value(i).unwrap()))
+        .collect();
+    fs::write(
+        root.join(format!(
+            "teams/forge/members/{member}/.member-work-sync/outbox.json"
+        )),
+        json!({ "schemaVersion": 2, "items": map }).to_string(),
+    )
+    .unwrap();
+}
+
+/// The intent keys of `member`'s outbox items, sorted.
+fn intent_keys(f: &Fixture, member: &str) -> Vec<String> {
+    let mut keys: Vec<String> = f
+        .outbox(member)
+        .into_iter()
+        .filter_map(|i| i.payload.work_sync_intent_key)
+        .collect();
+    keys.sort();
+    keys
+}
+
+#[test]
+fn a_still_stuck_retry_is_keyed_by_the_base_hash_and_the_evaluation_bucket() {
+    // As the app plans it: six minutes or more after the base nudge went out
+    // (its last update), `agenda-sync-still-stuck:<fingerprint>:<the base
+    // nudge's payload hash>:<the half hour of the status evaluation>`.
+    let f = Fixture::new();
+    f.queued_reconcile("jack");
+    assert_eq!(f.dispatch().delivered, 1);
+    let base = f.outbox("jack").remove(0);
+    f.advance(6 * MINUTE - 1);
+    f.queued_reconcile("jack");
+    assert!(intent_keys(&f, "jack").is_empty(), "not yet six minutes");
+    f.advance(1);
+    f.queued_reconcile("jack");
+    let status = f
+        .services
+        .engine
+        .get_status(&team("forge"), &member("jack"), false)
+        .unwrap();
+    let evaluated = status.evaluated_at.ms().unwrap();
+    let bucket = member_work_sync::domain::time::format_iso(evaluated - evaluated % (30 * MINUTE));
+    let key = format!(
+        "agenda-sync-still-stuck:{}:{}:{bucket}",
+        base.agenda_fingerprint, base.payload_hash
+    );
+    assert_eq!(intent_keys(&f, "jack"), vec![key.clone()]);
+    let item = f
+        .outbox("jack")
+        .into_iter()
+        .find(|i| i.payload.work_sync_intent_key.as_deref() == Some(key.as_str()))
+        .unwrap();
+    assert_eq!(item.id, format!("member-work-sync:forge:jack:{key}"));
+    assert_eq!(item.status, OutboxStatus::Pending);
+}
+
+#[test]
+fn still_stuck_retries_delivered_exactly_an_hour_ago_still_count() {
+    // Two still-stuck retries went out within the hour up to this evaluation,
+    // the first exactly an hour before it: the app counts both (its window
+    // includes its start), so no third one is planned.
+    let f = Fixture::new();
+    f.queued_reconcile("jack");
+    assert_eq!(f.dispatch().delivered, 1);
+    let mut base = f.outbox("jack").remove(0);
+    f.advance(2 * 60 * MINUTE);
+    let now = f.services.engine.now_ms();
+    let at = |ms: i64| member_work_sync::domain::time::IsoTime::at(ms);
+    base.updated_at = at(now - 90 * MINUTE);
+    let retry = |minutes_ago: i64, bucket: &str| {
+        let mut item = base.clone();
+        let key = format!(
+            "agenda-sync-still-stuck:{}:{}:{bucket}",
+            base.agenda_fingerprint, base.payload_hash
+        );
+        item.id = format!("member-work-sync:forge:jack:{key}");
+        item.payload.work_sync_intent_key = Some(key);
+        item.updated_at = at(now - minutes_ago * MINUTE);
+        item.delivered_at = Some(item.updated_at.clone());
+        item
+    };
+    write_outbox(
+        &f.root,
+        "jack",
+        &[base.clone(), retry(60, "first"), retry(20, "second")],
+    );
+    f.queued_reconcile("jack");
+    assert_eq!(f.outbox("jack").len(), 3, "no third retry");
+    let planner = lines_from(&f.root, "jack", "nudge_planner");
+    let last = planner.last().unwrap();
+    assert_eq!(
+        (last.0.as_str(), last.1.as_str()),
+        ("nudge_skipped", "existing")
+    );
+}
+
+#[test]
+fn a_nudge_whose_lease_ran_out_since_the_last_reconcile_is_delivered() {
+    // The app's dispatcher decides again right before delivery, on the board
+    // and the stored lease at that moment: jack's nudge was planned, he then
+    // reported still_working with a one-minute lease and never again; once
+    // the lease has ended the nudge goes out, although the stored status
+    // still says still_working.
+    let f = Fixture::new();
+    f.queued_reconcile("jack");
+    assert_eq!(f.outbox("jack")[0].status, OutboxStatus::Pending);
+    let status = f
+        .services
+        .engine
+        .get_status(&team("forge"), &member("jack"), false)
+        .unwrap();
+    let result = f
+        .services
+        .reconciler
+        .report(
+            &json!({"teamName": "forge", "memberName": "jack", "state": "still_working",
+                        "agendaFingerprint": status.agenda.fingerprint,
+                        "reportToken": status.report_token, "leaseTtlMs": 60_000}),
+        )
+        .unwrap();
+    assert!(result.accepted);
+    let held = f
+        .services
+        .engine
+        .get_status(&team("forge"), &member("jack"), false)
+        .unwrap();
+    assert_eq!(held.state, StatusState::StillWorking);
+    f.advance(2 * MINUTE);
+    let summary = f.dispatch();
+    assert_eq!(
+        (summary.claimed, summary.delivered, summary.superseded),
+        (1, 1, 0)
+    );
+    assert_eq!(f.inbox("jack").len(), 1);
+}
+
+#[test]
+fn a_still_stuck_retry_counts_only_still_stuck_deliveries_against_the_hourly_limit() {
+    // The app's dispatcher checks a still-stuck retry against the still-stuck
+    // retries delivered in the hour, not every nudge: after the agenda's nudge
+    // and a status-only check went out within the hour, the retry still goes.
+    let f = Fixture::new();
+    let run = |trigger: Trigger| {
+        f.services
+            .engine
+            .reconcile_and_plan("forge", "jack", ReconciledBy::Queue, &[trigger])
+            .unwrap();
+    };
+    run(Trigger::ManualRefresh);
+    assert_eq!(f.dispatch().delivered, 1, "agenda nudge");
+    f.advance(MINUTE);
+    run(Trigger::TurnSettled);
+    assert_eq!(f.dispatch().delivered, 1, "status-only check");
+    f.advance(7 * MINUTE);
+    run(Trigger::ManualRefresh);
+    let summary = f.dispatch();
+    assert_eq!(
+        (summary.claimed, summary.delivered),
+        (1, 1),
+        "still-stuck retry"
+    );
+    let keys = intent_keys(&f, "jack");
+    assert!(keys[0].starts_with("agenda-sync-still-stuck:"), "{keys:?}");
+    assert_eq!(f.inbox("jack").len(), 3);
 }

@@ -30,13 +30,7 @@ function writeWatchdogAlert(team: Team, alertedAtMs: number): void {
 const idle = { claimed: 0, delivered: 0, superseded: 0, retryable: 0, terminal: 0 }
 
 describe('app scenarios: the delivery loop', () => {
-  // Fails on one fact only: the addon's dispatcher journals this hold as
-  // nudge_skipped/blocking_metrics with its outbox metadata, while the app's
-  // carries the readiness diagnostics (phase2_readiness:<reason>) and the
-  // readiness audit fields (phase2ReadinessState/Reasons, the rates and their
-  // bounds) as the planner's line does. Fix in src/application/nudges.rs
-  // (dispatcher audit), not in this helper's area; flip once fixed.
-  it.fails('a nudge held back by a report-rejection blocker stays retryable, and goes out after the metrics clear and the instance restarts', async () => {
+  it('a nudge held back by a report-rejection blocker stays retryable, and goes out after the metrics clear and the instance restarts', async () => {
     const team = makeTeam('team-safety-restart', [{ name: 'bob', providerId: 'codex' }], [pendingTask('bob', 'Keep unsafe report recovery queued')])
     // The app holds this team's dispatch with a readiness callback while its
     // queued reconcile plans; the addon's refreshStatus plans without dispatching.
@@ -249,13 +243,7 @@ describe('app scenarios: the delivery loop', () => {
     }
   })
 
-  // Fails: the addon's dispatcher claims nothing for a stopped team
-  // (dispatch_team returns at once; the item stays pending and goes out when
-  // the team runs again), while the app's revalidation claims the item and
-  // supersedes it with team_inactive (journal nudge_superseded, reason
-  // team_inactive). A decision for src/application/nudges.rs; flip once the
-  // addon supersedes.
-  it.fails('a pending nudge is superseded without delivery once the team is no longer running', async () => {
+  it('a pending nudge is superseded without delivery once the team is no longer running', async () => {
     const team = makeTeam('team-goes-inactive', [{ name: 'bob', providerId: 'codex' }], [pendingTask('bob', 'Ship sync before shutdown')])
     const sync = open(team)
     try {
@@ -401,12 +389,7 @@ describe('app scenarios: the delivery loop', () => {
     }
   })
 
-  // Fails: a folder in place of the inbox file makes the addon supersede the
-  // item for good (inbox_unavailable:…, documented in the README's file
-  // boundary), while the app's write fails with EISDIR, keeps the item
-  // failed_retryable and delivers it once the inbox is back. Retrying needs
-  // no read of the folder; a decision for the inbox/dispatcher owners.
-  it.fails('an inbox that cannot be written keeps the nudge retryable, and it is delivered once when the inbox is back', async () => {
+  it('an inbox that cannot be written keeps the nudge retryable, and it is delivered once when the inbox is back', async () => {
     const { team, sync, clock } = codexTeam('team-inbox-retry', [pendingTask('bob', 'Ship sync after inbox retry')])
     try {
       seedShadowReady(team, 'bob')

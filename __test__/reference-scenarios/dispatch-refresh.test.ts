@@ -54,14 +54,7 @@ describe('app scenarios: refreshes around dispatch and status reads', () => {
     }
   })
 
-  // Fails: the addon's dispatcher revalidates against the stored state
-  // (still_working) and supersedes the item; the background refresh then
-  // revives it and the second pass delivers it (claimed 2, superseded 1,
-  // delivered 1). The app's revalidation decides the state afresh from the
-  // board and the latest accepted report at dispatch time (the lease has
-  // lapsed: needs_sync) and delivers on the first claim (claimed 1,
-  // delivered 1). Fix in src/application/nudges.rs revalidation; flip then.
-  it.fails('a still_working lease that expired is refreshed by the dispatch, whose nudge then goes out', async () => {
+  it('a still_working lease that expired is refreshed by the dispatch, whose nudge then goes out', async () => {
     const team = makeTeam('team-a', [{ name: 'bob', providerId: 'codex' }], [inProgress('Wake after lease expiry')])
     seedYoungNoisy(team, 'bob')
     const sync = open(team)
@@ -79,14 +72,7 @@ describe('app scenarios: refreshes around dispatch and status reads', () => {
     }
   })
 
-  // Fails: the addon's dispatcher revalidates against the stored state
-  // (still_working) and supersedes the item; the background refresh then
-  // revives it and the second pass delivers it (claimed 2, superseded 1,
-  // delivered 1). The app's revalidation decides the state afresh from the
-  // board and the latest accepted report at dispatch time (the lease has
-  // lapsed: needs_sync) and delivers on the first claim (claimed 1,
-  // delivered 1). Fix in src/application/nudges.rs revalidation; flip then.
-  it.fails('a still_working report stored without a lease (an older shape) is refreshed by the dispatch, whose nudge then goes out', async () => {
+  it('a still_working report stored without a lease (an older shape) is refreshed by the dispatch, whose nudge then goes out', async () => {
     const team = makeTeam('team-a', [{ name: 'bob', providerId: 'codex' }], [inProgress('Wake after missing lease')])
     seedYoungNoisy(team, 'bob')
     const sync = open(team)

@@ -441,7 +441,8 @@ impl Engine {
         Ok(status)
     }
 
-    /// `dispatchDueNudges`: deleting and inactive teams claim nothing.
+    /// `dispatchDueNudges`: deleting teams claim nothing; a stopped team's
+    /// due nudges are superseded (`team_inactive`), as the app does.
     ///
     /// Every team is dispatched; if one could not be (its members cannot be
     /// listed, its outbox index cannot be written) the call then fails with

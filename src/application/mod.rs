@@ -14,6 +14,7 @@ pub mod proof_missing;
 pub mod queue;
 pub mod reconcile;
 pub mod report;
+pub mod review_pickup;
 pub mod router;
 pub mod runtime_state;
 pub mod turn_settled;

@@ -11,16 +11,21 @@ use serde_json::{json, Value};
 use super::busy::BusyReason;
 use super::delivery_record::DeliveryRecord;
 use super::ports::{AuditEvent, InboxOutcome, MemberFailure, PortError, Ports};
-use crate::domain::agenda::TeamIndex;
+use super::review_pickup;
+use crate::domain::agenda::{Agenda, TeamIndex};
+use crate::domain::decision::{decide, DecisionInput, RuntimeActivity};
 use crate::domain::metrics::{readiness, MetricsIndex, Readiness, Thresholds};
 use crate::domain::nudge::{
-    activation, current_fingerprint_stable_since, half_hour_bucket, plan_nudge, rate_limit,
-    readiness_metadata, retry_at, watchdog_cooldown, Activation, AttemptEnd, DeliveryTime,
-    NudgeIntent, OutboxItem, OutboxStatus, PlannedNudge, WatchdogAlert, MAX_RECOVERIES_PER_HOUR,
+    activation, current_fingerprint_stable_since, plan_nudge, rate_limit, readiness_metadata,
+    retry_at, watchdog_cooldown, AttemptEnd, DeliveryTime, NudgeIntent, OutboxItem, OutboxStatus,
+    WatchdogAlert,
 };
 use crate::domain::status::{MemberStatus, StatusState};
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs, IsoTime, MonotonicMs};
+
+mod planning;
+use planning::{Planning, STILL_STUCK_PREFIX};
 
 /// Items one claim takes.
 pub const CLAIM_LIMIT: usize = 10;
@@ -30,13 +35,6 @@ const TEAM_BUDGET: Duration = Duration::from_secs(120);
 const BOARD_MAX_AGE: Duration = Duration::from_secs(1);
 /// Retry delay while the member is busy.
 const BUSY_RETRY_MS: EpochMs = 90_000;
-const HOUR_MS: EpochMs = 3_600_000;
-/// Still-stuck follow-ups wait this long after the base nudge.
-const STILL_STUCK_AFTER_MS: EpochMs = 6 * 60_000;
-const STATUS_ONLY_LEAD: &str = "Your turn ended while this agenda still needs a work sync status. Report still_working, blocked or caught_up with member_work_sync_report.";
-const STILL_STUCK_LEAD: &str =
-    "Still stuck: this agenda has not changed since the last work sync check.";
-const TASK_PROTOCOL_LEAD: &str = "Task protocol repair: your last turn ended with this task still in_progress and nothing on the board to show for it.\nKeep finished file work as it is; do not redo it.\nWork done: post a short result comment (task_add_comment), close the task (task_complete), then read member_work_sync_status and send member_work_sync_report with its current agendaFingerprint and reportToken.\nWork not done: comment the task with where it stands or what blocks it, then report still_working or blocked with member_work_sync_report.\nWhere the tools carry the Agent Teams prefix, call mcp__agent-teams__task_add_comment, mcp__agent-teams__task_complete, mcp__agent-teams__member_work_sync_status and mcp__agent-teams__member_work_sync_report.";
 
 /// `dispatchDueNudges` counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -124,159 +122,87 @@ impl Nudges {
     /// read-only `getStatus` never plans). Returns the planner code, if a nudge
     /// was considered at all.
     pub fn plan(&self, status: &MemberStatus) -> Option<&'static str> {
-        let planned = plan_nudge(status)?;
-        let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
+        let base = plan_nudge(status)?;
+        let team = status.team_name.as_str();
         let now = self.ports.clock.now_ms();
-        // The app's planner line: the code as `reason`, the status summary
-        // and the agenda's tasks; readiness only where it held the nudge back.
-        let line = |planned: bool, code: &'static str, readiness: Option<&Readiness>| {
-            let mut metadata = json!({
-                "agendaFingerprint": status.agenda.fingerprint,
-                "state": status.state,
-                "actionableCount": status.agenda.items.len(),
-                "reason": code,
-            });
-            if let Some(provider) = status.provider_id {
-                metadata["providerId"] = json!(provider);
-            }
-            let diagnostics = match readiness {
-                Some(readiness) => {
-                    merge(&mut metadata, readiness_metadata(readiness));
-                    readiness.diagnostics.clone()
-                }
-                None => vec![],
-            };
-            metadata["taskRefs"] = json!(agenda_task_refs(status));
-            let kind = if planned {
-                "nudge_planned"
-            } else {
-                "nudge_skipped"
-            };
-            self.audit("nudge_planner", kind, team, member, diagnostics, metadata);
-            Some(code)
-        };
-        let skip = |code: &'static str| line(false, code, None);
         let Ok(index) = self.ports.metrics.read(team) else {
-            return skip("metrics_unavailable");
+            return Some(self.plan_line(status, false, "metrics_unavailable", None));
         };
         let readiness = self.readiness(&index);
         let since = current_fingerprint_stable_since(&index.recent_events, status, now);
         let reason = match activation(status, &readiness, since, now) {
             Ok(reason) => reason,
-            Err(hold) => return line(false, hold.as_str(), Some(&readiness)),
-        };
-        let existing = match self.ports.outbox.member_items(team, member) {
-            Ok(items) => items,
-            Err(_) => return skip("outbox_unavailable"),
-        };
-        let planned = match self.recovery_intent(status, &planned, &existing, reason, now) {
-            Ok(Some(keyed)) => keyed,
-            Ok(None) => planned.clone(),
-            Err(code) => return skip(code),
-        };
-        // A busy member's nudge is planned all the same: the dispatcher keeps
-        // it `failed_retryable` with `member_busy:*` until the member is free.
-        let Ok((item, outcome)) = self.ports.outbox.ensure(team, member, &planned, now) else {
-            return skip("outbox_unavailable");
-        };
-        // Planned while the item still awaits delivery (the app's rule).
-        let awaiting = !matches!(
-            item.status,
-            OutboxStatus::Delivered | OutboxStatus::FailedTerminal
-        );
-        line(awaiting, outcome.code(), None)
-    }
-
-    /// Which intent to plan when the base nudge for this agenda already went
-    /// out: a status-only check after a settled turn, a still-stuck follow-up
-    /// (at most 2 an hour, not before 6 minutes), or a task-protocol repair.
-    /// `Ok(None)`: the base nudge itself; `Err(code)`: nothing to plan.
-    fn recovery_intent(
-        &self,
-        status: &MemberStatus,
-        base: &PlannedNudge,
-        existing: &[OutboxItem],
-        reason: Activation,
-        now: EpochMs,
-    ) -> Result<Option<PlannedNudge>, &'static str> {
-        let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
-        let fp = &status.agenda.fingerprint;
-        let within_hour = |prefix: &str| {
-            existing
-                .iter()
-                .filter(|i| {
-                    i.payload
-                        .work_sync_intent_key
-                        .as_deref()
-                        .is_some_and(|k| k.starts_with(prefix))
-                })
-                .filter_map(|i| i.delivered_at.as_ref().and_then(IsoTime::ms))
-                .filter(|&at| now - at < HOUR_MS)
-                .count()
-        };
-        if reason == Activation::NativeTaskProtocolRepair {
-            if within_hour("task-protocol-repair:") >= MAX_RECOVERIES_PER_HOUR {
-                return Err("task_protocol_repair_rate_limited");
+            Err(hold) => {
+                return Some(self.plan_line(status, false, hold.as_str(), Some(&readiness)))
             }
-            let mut ids: Vec<&str> = status
-                .agenda
-                .items
-                .iter()
-                .map(|i| i.task_id.as_str())
-                .collect();
-            ids.sort_unstable();
-            let key = format!("task-protocol-repair:{fp}:{}", ids.join("+"));
-            return Ok(Some(base.keyed(team, member, &key, TASK_PROTOCOL_LEAD)));
-        }
-        let delivered_base = existing.iter().find(|i| {
-            i.id == base.id
-                && (i.status == OutboxStatus::Delivered
-                    || (i.status == OutboxStatus::FailedTerminal
-                        && i.last_error.as_deref() == Some("inbox_payload_conflict")))
-        });
-        let Some(delivered_base) = delivered_base else {
-            return Ok(None);
         };
         if base.payload.work_sync_intent == NudgeIntent::ReviewPickup {
-            return Err("review_pickup_already_delivered_still_stuck");
+            if let Err(undeliverable) = review_pickup::delivery() {
+                let why = undeliverable.planner_reason();
+                self.plan_audit(status, "review_pickup_delivery_unavailable", why, true);
+                self.plan_audit(status, "review_pickup_escalated", why, false);
+                return Some(self.plan_line(
+                    status,
+                    false,
+                    review_pickup::UNDELIVERABLE_CODE,
+                    None,
+                ));
+            }
         }
-        let turn_settled = status
-            .shadow
-            .as_ref()
-            .and_then(|s| s.trigger_reasons.as_ref())
-            .is_some_and(|t| t.iter().any(|t| t == "turn_settled"));
-        let status_only_key = format!("status-only:{fp}");
-        let status_only_planned = existing
-            .iter()
-            .any(|i| i.payload.work_sync_intent_key.as_deref() == Some(status_only_key.as_str()));
-        if turn_settled && !status_only_planned {
-            return Ok(Some(base.keyed(
-                team,
-                member,
-                &status_only_key,
-                STATUS_ONLY_LEAD,
-            )));
-        }
-        // A delivered item without a readable delivery time counts as
-        // delivered now: the still-stuck follow-up waits its full delay
-        // rather than firing at once on a damaged record.
-        let delivered_at = delivered_base
-            .delivered_at
-            .as_ref()
-            .and_then(IsoTime::ms)
-            .unwrap_or(now);
-        if reason.allows_still_stuck()
-            && now - delivered_at >= STILL_STUCK_AFTER_MS
-            && within_hour("agenda-sync-still-stuck:") < MAX_RECOVERIES_PER_HOUR
-        {
-            let key = format!(
-                "agenda-sync-still-stuck:{fp}:{}:{}",
-                &base.payload_hash[..12.min(base.payload_hash.len())],
-                half_hour_bucket(now)
-            );
-            return Ok(Some(base.keyed(team, member, &key, STILL_STUCK_LEAD)));
-        }
-        Err("existing")
+        // A busy member's nudge is planned all the same: the dispatcher keeps
+        // it `failed_retryable` with `member_busy:*` until the member is free.
+        let planning = Planning {
+            nudges: self,
+            status,
+            base,
+            reason,
+            evaluated_at: status.evaluated_at.ms().unwrap_or(now),
+        };
+        Some(planning.plan())
+    }
+
+    /// The planner's closing line: `nudge_planned` or `nudge_skipped` with
+    /// the code as `reason`, the status summary and the agenda's tasks;
+    /// readiness only where it held the nudge back. Returns the code.
+    fn plan_line(
+        &self,
+        status: &MemberStatus,
+        planned: bool,
+        code: &'static str,
+        readiness: Option<&Readiness>,
+    ) -> &'static str {
+        let mut metadata = planner_metadata(status, code);
+        let diagnostics = match readiness {
+            Some(readiness) => {
+                merge(&mut metadata, readiness_metadata(readiness));
+                readiness.diagnostics.clone()
+            }
+            None => vec![],
+        };
+        metadata["taskRefs"] = json!(agenda_task_refs(status));
+        let kind = if planned {
+            "nudge_planned"
+        } else {
+            "nudge_skipped"
+        };
+        let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
+        self.audit("nudge_planner", kind, team, member, diagnostics, metadata);
+        code
+    }
+
+    /// A planner line of a review pickup that cannot go out
+    /// (`review_pickup_delivery_unavailable`, which names its reason as its
+    /// one diagnostic, or `review_pickup_escalated`).
+    fn plan_audit(&self, status: &MemberStatus, kind: &'static str, reason: &str, diagnosed: bool) {
+        let mut metadata = planner_metadata(status, reason);
+        metadata["taskRefs"] = json!(agenda_task_refs(status));
+        let diagnostics = if diagnosed {
+            vec![reason.to_string()]
+        } else {
+            vec![]
+        };
+        let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
+        self.audit("nudge_planner", kind, team, member, diagnostics, metadata);
     }
 
     /// Claims and delivers due nudges of one team.
@@ -293,10 +219,6 @@ impl Nudges {
         keep_going: &dyn Fn() -> bool,
     ) -> Result<DispatchSummary, PortError> {
         let mut summary = DispatchSummary::default();
-        // Stopped teams never claim or supersede anything.
-        if !self.ports.runtime.activity(team, "").team_active {
-            return Ok(summary);
-        }
         let dispatched = self.dispatch_batches(team, claimed_by, keep_going, &mut summary);
         let indexed = self.ports.outbox.refresh_index(team);
         dispatched.and(indexed).map(|()| summary)
@@ -316,10 +238,7 @@ impl Nudges {
         let started = clock.monotonic();
         let mut board: Option<(Duration, TeamSnapshot)> = None;
         let mut failed_members = BTreeSet::new();
-        while clock.monotonic().saturating_sub(started) < TEAM_BUDGET
-            && keep_going()
-            && self.ports.runtime.activity(team, "").team_active
-        {
+        while clock.monotonic().saturating_sub(started) < TEAM_BUDGET && keep_going() {
             let now = self.ports.clock.now_ms();
             let batch = self
                 .ports
@@ -378,7 +297,8 @@ impl Nudges {
         summary: &mut DispatchSummary,
     ) {
         let now = self.ports.clock.now_ms();
-        let end = self.attempt(item, index, metrics, alerts, now);
+        let mut held_by = None;
+        let end = self.attempt(item, index, metrics, alerts, now, &mut held_by);
         if end == AttemptEnd::Delivered {
             // The inbox has it whatever becomes of the outcome write below.
             let at = self.monotonic_now();
@@ -388,6 +308,10 @@ impl Nudges {
             AttemptEnd::Delivered => (&mut summary.delivered, "nudge_delivered"),
             AttemptEnd::Retryable { .. } => (&mut summary.retryable, "nudge_retryable"),
             AttemptEnd::Superseded { .. } => (&mut summary.superseded, "nudge_superseded"),
+            AttemptEnd::PickupUndeliverable { .. } => (
+                &mut summary.superseded,
+                "review_pickup_delivery_unavailable",
+            ),
             AttemptEnd::Terminal { .. } => (&mut summary.terminal, "nudge_skipped"),
         };
         match self.ports.outbox.finish(item, &end, now) {
@@ -435,24 +359,47 @@ impl Nudges {
                 }
                 reason.clone()
             }
-            AttemptEnd::Superseded { reason } | AttemptEnd::Terminal { reason } => reason.clone(),
+            AttemptEnd::Superseded { reason }
+            | AttemptEnd::PickupUndeliverable { reason }
+            | AttemptEnd::Terminal { reason } => reason.clone(),
         };
         metadata["reason"] = reason.clone().into();
         let kind = match &end {
             AttemptEnd::Retryable { .. } => retry_event(&reason),
             _ => kind,
         };
+        // Readiness that held the nudge back is journaled as the planner does.
+        let diagnostics = match held_by {
+            Some(readiness) => {
+                merge(&mut metadata, readiness_metadata(&readiness));
+                readiness.diagnostics
+            }
+            None => vec![],
+        };
+        let escalated = matches!(end, AttemptEnd::PickupUndeliverable { .. });
         self.audit(
             "nudge_dispatcher",
             kind,
             team,
             &item.member_name,
-            vec![],
-            metadata,
+            diagnostics,
+            metadata.clone(),
         );
+        if escalated {
+            self.audit(
+                "nudge_dispatcher",
+                "review_pickup_escalated",
+                team,
+                &item.member_name,
+                vec![],
+                metadata,
+            );
+        }
     }
 
     /// Revalidates one claimed item right before the inbox write, then writes.
+    /// `held_by` is set to the phase 2 readiness when activation holds the
+    /// item back, for the journal line.
     fn attempt(
         &self,
         item: &OutboxItem,
@@ -460,6 +407,7 @@ impl Nudges {
         metrics: Option<&MetricsIndex>,
         alerts: &Result<Vec<WatchdogAlert>, String>,
         now: EpochMs,
+        held_by: &mut Option<Readiness>,
     ) -> AttemptEnd {
         let (team, member) = (item.team_name.as_str(), item.member_name.as_str());
         let supersede = |reason: &str| AttemptEnd::Superseded {
@@ -473,8 +421,9 @@ impl Nudges {
         let backoff = retry_at(&item.id, item.attempt_generation, now);
         let runtime = self.ports.runtime.activity(team, member);
         if !runtime.team_active {
-            // Stopped mid-pass: hand the item back untouched for a later pass.
-            return retry("team_inactive".into(), now);
+            // The app's rule: a stopped team's nudge is superseded; the
+            // reconcile after the team starts again revives it.
+            return supersede("team_inactive");
         }
         if !runtime.member_active {
             return supersede("member_runtime_inactive");
@@ -486,13 +435,13 @@ impl Nudges {
             },
             Err(e) => return retry(format!("agenda_revalidation_failed:{e}"), backoff),
         };
-        // The board right now, not the stored status: an agenda that moved since
-        // planning (or a member that left the roster) never gets this nudge.
-        let agenda = index.agenda_for(member, &format_iso(now));
-        let current = plan_nudge(&status);
-        if agenda.fingerprint != item.agenda_fingerprint
+        // Decided again now, as the app's dispatcher does: the board's agenda
+        // (a member off the roster has an empty one) and the stored lease. An
+        // agenda that moved since planning never gets this nudge.
+        let status = redecided(&status, index.agenda_for(member, &format_iso(now)), now);
+        if status.state != StatusState::NeedsSync
+            || status.agenda.items.is_empty()
             || status.agenda.fingerprint != item.agenda_fingerprint
-            || status.state != StatusState::NeedsSync
         {
             return supersede("status_no_longer_matches_outbox");
         }
@@ -503,34 +452,37 @@ impl Nudges {
         {
             return supersede("work_sync_suppressed_no_accepted_report");
         }
-        // A recovery intent (status-only, still-stuck, task-protocol repair)
-        // wraps the base nudge of the same fingerprint; the base must match exactly.
-        let recovery = item
-            .payload
-            .work_sync_intent_key
-            .as_deref()
-            .is_some_and(|key| !key.starts_with("review-pickup:"));
-        let matches = current
-            .as_ref()
-            .is_some_and(|p| recovery || (p.id == item.id && p.payload_hash == item.payload_hash));
-        if !matches {
-            return supersede("status_no_longer_matches_outbox");
-        }
         let Some(metrics) = metrics else {
             return retry("metrics_unavailable".into(), backoff);
         };
         let readiness = self.readiness(metrics);
         let since = current_fingerprint_stable_since(&metrics.recent_events, &status, now);
         if let Err(hold) = activation(&status, &readiness, since, now) {
+            *held_by = Some(readiness);
             return retry(hold.as_str().into(), backoff);
+        }
+        if item.payload.work_sync_intent == NudgeIntent::ReviewPickup {
+            if let Err(undeliverable) = review_pickup::delivery() {
+                return AttemptEnd::PickupUndeliverable {
+                    reason: undeliverable.dispatcher_reason().into(),
+                };
+            }
         }
         let items = match self.ports.outbox.member_items(team, member) {
             Ok(items) => items,
             // Without the member's deliveries the rate limit cannot be checked.
             Err(e) => return retry(format!("outbox_unavailable:{e}"), backoff),
         };
+        // A still-stuck retry is held to the still-stuck retries delivered in
+        // the hour (the app's rule), any other nudge to every delivery.
+        let only = item
+            .payload
+            .work_sync_intent_key
+            .as_deref()
+            .filter(|key| key.starts_with(STILL_STUCK_PREFIX))
+            .map(|_| STILL_STUCK_PREFIX);
         if let Some(at) = rate_limit(
-            &self.deliveries(team, member, &items),
+            &self.deliveries(team, member, &items, only),
             now,
             self.monotonic_now(),
         ) {
@@ -579,11 +531,33 @@ impl Nudges {
     /// The member's deliveries: each delivered outbox item by its stored
     /// wall-clock time, joined by id with the monotonic times this process
     /// recorded (including deliveries whose outbox row is gone or unmarked).
-    fn deliveries(&self, team: &str, member: &str, items: &[OutboxItem]) -> Vec<DeliveryTime> {
+    ///
+    /// With `only` (an intent key prefix), just the deliveries of nudges
+    /// whose key starts with it.
+    fn deliveries(
+        &self,
+        team: &str,
+        member: &str,
+        items: &[OutboxItem],
+        only: Option<&str>,
+    ) -> Vec<DeliveryTime> {
         let mut recorded = self.delivered.of(team, member);
+        if let Some(prefix) = only {
+            // A recorded delivery's id ends with its intent key.
+            let marker = format!(":{prefix}");
+            recorded.retain(|d| d.outbox_id.contains(&marker));
+        }
         let mut deliveries: Vec<DeliveryTime> = items
             .iter()
             .filter(|i| i.status == OutboxStatus::Delivered)
+            .filter(|i| {
+                only.is_none_or(|prefix| {
+                    i.payload
+                        .work_sync_intent_key
+                        .as_deref()
+                        .is_some_and(|key| key.starts_with(prefix))
+                })
+            })
             .map(|i| {
                 let here = recorded.iter().position(|d| d.outbox_id == i.id);
                 DeliveryTime {
@@ -635,6 +609,69 @@ fn ignores_busy(payload: &crate::domain::nudge::NudgePayload, busy: BusyReason) 
             .work_sync_intent_key
             .as_deref()
             .is_some_and(|key| key.starts_with("status-only:"))
+}
+
+/// The stored status as decided again at `now` on the board's `agenda`:
+/// the decision with the stored lease (the accepted report, else the one a
+/// later rejected report left behind), the agenda's and the decision's
+/// diagnostics, and the stored runtime-stall diagnostics while the same
+/// agenda still needs sync. What the app's dispatcher checks a nudge against.
+fn redecided(stored: &MemberStatus, agenda: Agenda, now: EpochMs) -> MemberStatus {
+    let lease = stored
+        .report
+        .clone()
+        .filter(|r| r.accepted)
+        .or_else(|| stored.last_accepted_report.clone());
+    let decision = decide(&DecisionInput {
+        on_active_roster: true,
+        runtime: RuntimeActivity {
+            team_active: true,
+            member_active: true,
+        },
+        item_count: agenda.items.len(),
+        fingerprint: &agenda.fingerprint,
+        accepted_report: lease.as_ref(),
+        now_ms: now,
+    });
+    let mut diagnostics = agenda.diagnostics.clone();
+    diagnostics.extend(decision.diagnostics.iter().map(|d| d.to_string()));
+    let needs_sync = decision.state == StatusState::NeedsSync;
+    if needs_sync && stored.agenda.fingerprint == agenda.fingerprint {
+        for stall in stored
+            .diagnostics
+            .iter()
+            .filter(|d| d.starts_with("runtime_stall:"))
+        {
+            if !diagnostics.contains(stall) {
+                diagnostics.push(stall.clone());
+            }
+        }
+    }
+    let mut status = stored.clone();
+    status.state = decision.state;
+    status.report = lease.filter(|_| decision.state != StatusState::NeedsSync);
+    if let Some(shadow) = status.shadow.as_mut() {
+        shadow.would_nudge = needs_sync && !agenda.items.is_empty();
+    }
+    status.agenda = agenda;
+    status.evaluated_at = IsoTime::at(now);
+    status.diagnostics = diagnostics;
+    status
+}
+
+/// The planner's line fields of a status: its agenda, state and provider,
+/// with `reason`.
+fn planner_metadata(status: &MemberStatus, reason: &str) -> Value {
+    let mut metadata = json!({
+        "agendaFingerprint": status.agenda.fingerprint,
+        "state": status.state,
+        "actionableCount": status.agenda.items.len(),
+        "reason": reason,
+    });
+    if let Some(provider) = status.provider_id {
+        metadata["providerId"] = json!(provider);
+    }
+    metadata
 }
 
 /// The journal's task references of a status: every agenda item.

@@ -132,6 +132,9 @@ fn skip_words(line: &Value) -> String {
         "review_pickup_already_delivered_still_stuck" => {
             "the review pickup nudge already went out".into()
         }
+        "review_pickup_delivery_unavailable" => {
+            "no delivery path for a review pickup nudge".into()
+        }
         "status_not_nudgeable" => "status needs no nudge".into(),
         "phase2_not_ready" => "phase 2 is not ready".into(),
         "blocking_metrics" => "the report rejection rate blocks phase 2".into(),
@@ -260,6 +263,10 @@ pub fn sentence_for(line: &Value) -> String {
             t("nextAttemptAt")
         ),
         "nudge_superseded" => format!("nudge {} superseded ({})", t("outboxId"), t("reason")),
+        "review_pickup_delivery_unavailable" => {
+            format!("review pickup cannot be delivered ({})", t("reason"))
+        }
+        "review_pickup_escalated" => format!("review pickup escalated ({})", t("reason")),
         "outbox_unavailable" => format!("outbox unavailable ({})", t("reason")),
         "turn_settled_claimed" => format!(
             "settled turn picked up from the spool ({} {})",

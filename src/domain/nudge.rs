@@ -754,6 +754,12 @@ pub enum AttemptEnd {
         /// Why.
         reason: String,
     },
+    /// A review pickup no delivery path can take: the item ends superseded,
+    /// the journal says it was undeliverable and escalated.
+    PickupUndeliverable {
+        /// Why.
+        reason: String,
+    },
     /// A conflicting inbox row exists.
     Terminal {
         /// Why.
@@ -789,7 +795,7 @@ pub fn finish_attempt(
             item.last_error = Some(reason.clone());
             item.next_attempt_at = Some(IsoTime::at(*retry_at));
         }
-        AttemptEnd::Superseded { reason } => {
+        AttemptEnd::Superseded { reason } | AttemptEnd::PickupUndeliverable { reason } => {
             item.status = OutboxStatus::Superseded;
             item.last_error = Some(reason.clone());
         }

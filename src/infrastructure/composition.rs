@@ -440,15 +440,19 @@ impl Instance {
             }
         };
         let dispatch: Box<dyn Fn() + Send + Sync> = {
-            let (engine, outbox_teams, log) = (
+            let (engine, outbox_teams, runtime, log) = (
                 services.engine.clone(),
                 services.outbox.clone(),
+                services.runtime.clone(),
                 services.log.clone(),
             );
             Box::new(move || {
+                // Only teams whose runtime is active, as the app's scheduler
+                // lists them: dispatching a stopped team supersedes its nudges.
                 let teams = outbox_teams
                     .teams_with_outbox()
                     .iter()
+                    .filter(|team| runtime.activity(team, "").team_active)
                     .map(|team| team_name(team))
                     .collect::<Result<Vec<_>, _>>();
                 let claimed_by = format!("member-work-sync:{}:scheduled", std::process::id());

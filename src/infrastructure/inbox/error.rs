@@ -23,7 +23,9 @@ pub enum InboxError {
     TeamMissing(PathBuf),
     /// A link, FIFO, folder or socket where the team folder, `inboxes/`, the
     /// inbox or its lock file should be: nothing is opened, followed or written
-    /// through it. The message names the path.
+    /// through it. The message names the path. Retried (as the app retries a
+    /// write that fails with `EISDIR`): the path is checked afresh each time,
+    /// and the item goes out once a regular inbox is back.
     #[error("refusing to deliver: {0}")]
     Refused(#[source] io::Error),
     /// Another writer held the lock for the whole timeout.
@@ -74,10 +76,7 @@ impl InboxError {
     /// True when a later attempt may succeed (the outbox backs off and retries);
     /// false when the same call will always fail.
     pub fn is_retryable(&self) -> bool {
-        !matches!(
-            self,
-            Self::InvalidName { .. } | Self::TeamMissing(_) | Self::Refused(_)
-        )
+        !matches!(self, Self::InvalidName { .. } | Self::TeamMissing(_))
     }
 }
 
@@ -100,7 +99,7 @@ mod tests {
     use std::path::Path;
 
     #[test]
-    fn refusals_are_final_and_io_is_retried() {
+    fn refusals_and_io_are_retried() {
         let path = Path::new("/teams/forge/inboxes/jack.json");
         for (error, refused) in [
             (not_a_file(path), true),
@@ -110,7 +109,7 @@ mod tests {
         ] {
             let error = InboxError::from(error);
             assert_eq!(matches!(error, InboxError::Refused(_)), refused, "{error}");
-            assert_eq!(error.is_retryable(), !refused, "{error}");
+            assert!(error.is_retryable(), "{error}");
         }
     }
 }
