@@ -12,6 +12,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use serde_json::json;
 
+use super::host::Host;
 use super::log::{LogCode, LogEntry, LogLevel};
 use super::nudges::{DispatchSummary, Nudges};
 use super::ports::{AuditEvent, Ports};
@@ -421,6 +422,9 @@ impl Engine {
             self.deps.nudges.plan(&status);
             let claimed_by = format!("member-work-sync:{}", std::process::id());
             let dispatched = self.with_team(&item.team_name, || {
+                if !self.deps.ports.host.can_dispatch_nudges(&item.team_name) {
+                    return Ok(DispatchSummary::default());
+                }
                 Ok(self
                     .deps
                     .nudges
@@ -460,6 +464,10 @@ impl Engine {
         {
             let team = team.as_str();
             let dispatched = self.with_team(team, || {
+                // The app's readiness gate: asked once per team and pass.
+                if !self.deps.ports.host.can_dispatch_nudges(team) {
+                    return Ok(DispatchSummary::default());
+                }
                 let keep_going = || !self.is_stopping();
                 let nudges = &self.deps.nudges;
                 let mut summary = nudges.dispatch_team(team, claimed_by, &keep_going)?;

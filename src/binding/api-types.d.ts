@@ -69,6 +69,14 @@ export type MemberWorkSyncLogCode =
   | 'MWS_LOG_ACTIVITY_WRITE_FAILED'
   /** The Stop-hook programs in the spool's `bin/` could not be put back before a drain (the drain went on); once per distinct error. */
   | 'MWS_LOG_HOOK_PROGRAMS_NOT_KEPT'
+  /** The turn-settled hook could not be installed; runtimes launch without it (once per process). */
+  | 'MWS_LOG_HOOK_UNAVAILABLE'
+  /** The native hook executable is not used; the shell script runs instead (once per process). */
+  | 'MWS_LOG_HOOK_SCRIPT_FALLBACK'
+  /** A host callback (`onHostQuestion`) threw, rejected or answered the wrong shape; its fallback was used (context: `callback`, `waitedMs`). */
+  | 'MWS_LOG_HOST_CALLBACK_FAILED'
+  /** A host callback did not settle within `hostTimeoutMs`; its fallback was used (context: `callback`, `waitedMs`). */
+  | 'MWS_LOG_HOST_CALLBACK_TIMED_OUT'
 
 /** One `onLog` entry: a background failure no caller is waiting for. */
 export interface MemberWorkSyncLogEntry {
@@ -80,6 +88,32 @@ export interface MemberWorkSyncLogEntry {
   message: string
   /** Structured detail (`teamName`, `memberName`, counts, `path`). */
   context?: Record<string, unknown>
+}
+
+/** The questions `onHostQuestion` can answer, by the Electron entry's option names. */
+export type MemberWorkSyncHostQuestionKind =
+  | 'isTeamActive'
+  | 'isMemberActive'
+  | 'canDispatchNudges'
+  | 'listLifecycleActiveTeamNames'
+  | 'resolveControlUrl'
+  | 'priorityBusySignals'
+  | 'extraBusySignals'
+  | 'nudgeDeliveryWake'
+
+/** One question of the addon to the host app; answer it with `settleHostQuestion(id, outcome)`. */
+export interface MemberWorkSyncHostQuestion {
+  /** Pass back to `settleHostQuestion`. */
+  id: number
+  /** Which callback is asked. */
+  kind: MemberWorkSyncHostQuestionKind
+  /**
+   * Its input: the team name (`isTeamActive`, `canDispatchNudges`), null
+   * (`listLifecycleActiveTeamNames`, `resolveControlUrl`), or the object the
+   * app's port takes (`isMemberActive`, the busy signals' `isBusy`,
+   * `nudgeDeliveryWake.schedule`).
+   */
+  input: unknown
 }
 
 /** Why an item is on a member's agenda. */

@@ -9,6 +9,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use crate::application::busy::BusySignals;
 use crate::application::engine::{Engine, EngineDeps};
 use crate::application::explain::Explainer;
+use crate::application::host::{Host, HostRelay};
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogRelay, LogSink};
 use crate::application::nudges::Nudges;
 use crate::application::ports::{Clock, OutboxStore, PortError, Ports};
@@ -103,6 +104,8 @@ pub struct Services {
     pub team_changes: Arc<TeamChangeRelay>,
     /// Background failures for the app's `onLog` (dropped while none is connected).
     pub log: Arc<LogRelay>,
+    /// The host app's answers at decision time (the Electron entry's callbacks).
+    pub host: Arc<HostRelay>,
     /// Durable nudges.
     pub outbox: Arc<dyn OutboxStore>,
     /// The nudge planner and dispatcher on their own (the engine's
@@ -201,6 +204,7 @@ impl Services {
             turn_settled,
             team_changes: Arc::new(TeamChangeRelay::default()),
             log,
+            host: ports.host.clone(),
             outbox: ports.outbox.clone(),
             nudges,
             explainer,
@@ -237,6 +241,7 @@ fn file_ports_reading(
     retention: Retention,
 ) -> Ports {
     let store_paths = StorePaths::new(paths.teams_base.clone());
+    let host = Arc::new(HostRelay::default());
     Ports {
         clock: clock.clone(),
         teams: teams.clone(),
@@ -251,11 +256,16 @@ fn file_ports_reading(
         metrics: Arc::new(FsMetricsStore::new(paths.teams_base.clone(), clock.clone())),
         intents: Arc::new(FsReportIntentStore::new(store_paths.clone(), clock.clone())),
         outbox: Arc::new(FsOutboxStore::new(store_paths, clock).with_retention(retention)),
-        inbox: Arc::new(InboxWriter::new(paths.teams_base.clone()).with_control_url(control_url)),
+        inbox: Arc::new(
+            InboxWriter::new(paths.teams_base.clone())
+                .with_control_url(control_url)
+                .with_host(host.clone()),
+        ),
         watchdog: Arc::new(FsWatchdogJournal::new(paths.teams_base.clone())),
         runtime: Arc::new(RuntimeStates::default()),
         busy: Arc::new(BusySignals::default()),
         log,
+        host,
     }
 }
 
@@ -398,15 +408,21 @@ impl Instance {
             }
         };
         let dispatch: Box<dyn Fn() + Send + Sync> = {
-            let (engine, outbox_teams, log) = (
+            let (engine, outbox_teams, log, host) = (
                 services.engine.clone(),
                 services.outbox.clone(),
                 services.log.clone(),
+                services.host.clone(),
             );
             Box::new(move || {
-                let teams = outbox_teams
-                    .teams_with_outbox()
+                // The app's `listLifecycleActiveTeamNames`, asked per pass,
+                // names the teams; without it, every team with an outbox.
+                let teams = host
+                    .lifecycle_active_teams()
+                    .unwrap_or_else(|| outbox_teams.teams_with_outbox())
                     .iter()
+                    .map(|team| team.trim())
+                    .filter(|team| !team.is_empty())
                     .map(|team| team_name(team))
                     .collect::<Result<Vec<_>, _>>();
                 let claimed_by = format!("member-work-sync:{}:scheduled", std::process::id());
@@ -571,6 +587,7 @@ impl Instance {
         // Release the onTeamChange and onLog callbacks so nothing of ours holds Node.
         self.services.team_changes.disconnect();
         self.services.log.disconnect();
+        self.services.host.disconnect();
     }
 }
 
