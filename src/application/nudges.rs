@@ -583,7 +583,12 @@ impl Nudges {
                 .busy(&busy_question, rank)
                 .map(|busy| AttemptEnd::Retryable {
                     reason: format!("member_busy:{}", busy.reason),
-                    retry_at: busy.retry_at.unwrap_or(now + BUSY_RETRY_MS),
+                    // A retry time already past would be claimed again in
+                    // this very pass: only a future one is taken.
+                    retry_at: busy
+                        .retry_at
+                        .filter(|at| *at > now)
+                        .unwrap_or(now + BUSY_RETRY_MS),
                     busy_tool: None,
                 })
         };
