@@ -192,7 +192,7 @@ export interface MemberWorkSyncFeatureDeps {
   extraBusySignals?: MemberWorkSyncBusySignalPort[]
   /** Scheduled after each recorded delivery; a failure is journaled `nudge_wake_failed`. */
   nudgeDeliveryWake?: MemberWorkSyncNudgeDeliveryWakePort
-  /** Accepted, not honoured yet (the addon's per-trigger delays apply). */
+  /** Every trigger but a manual refresh waits this long (at most five times it); rounded, at least 1 ms. */
   queueQuietWindowMs?: number
   /** Accepted, not asked yet (the addon resolves targets from the team files). */
   runtimeTurnSettledTargetResolver?: RuntimeTurnSettledTargetResolverPort

@@ -39,7 +39,7 @@ const DEP_KEYS = {
   priorityBusySignals: 'signals',
   extraBusySignals: 'signals',
   nudgeDeliveryWake: 'port',
-  queueQuietWindowMs: 'pending',
+  queueQuietWindowMs: 'number',
   runtimeTurnSettledTargetResolver: 'pending',
   proofMissingRecoveryGuard: 'pending',
   reviewPickupDelivery: 'pending',
@@ -193,7 +193,16 @@ function createMemberWorkSyncFeature(deps) {
     teamsBasePath,
     tasksBasePath: deps.tasksBasePath || path.join(claudeRoot, 'tasks'),
     ...(deps.autoStart === undefined ? {} : { autoStart: deps.autoStart }),
-    ...(deps.tuning ? { tuning: deps.tuning } : {}),
+    ...(deps.tuning || deps.queueQuietWindowMs != null
+      ? {
+          tuning: {
+            ...(deps.tuning || {}),
+            ...(deps.queueQuietWindowMs != null
+              ? { queueQuietWindowMs: Math.max(1, Math.round(deps.queueQuietWindowMs)) }
+              : {}),
+          },
+        }
+      : {}),
     ...(deps.clock ? { clock: deps.clock } : {}),
     ...(deps.hostTimeoutMs === undefined ? {} : { hostTimeoutMs: deps.hostTimeoutMs }),
     onLog: (entry) => logTo(deps.logger, entry),

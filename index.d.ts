@@ -623,8 +623,32 @@ export interface MemberWorkSyncQueueDiagnostics {
   mergedEvents: number
   /** When the next queued item is due (ISO-8601 UTC); absent when nothing waits. */
   nextRunAt?: string
-  /** Waiting items: team, member, due time (ISO-8601 UTC) and trigger reasons. */
-  queuedItems: { teamName: string; memberName: string; runAt: string; triggerReasons: MemberWorkSyncTriggerReason[] }[]
+  /** Age of the longest-waiting item since its first trigger, in ms; absent when nothing waits. */
+  oldestQueuedAgeMs?: number
+  /** Age of the longest-running reconcile, in ms; absent when none runs. */
+  oldestRunningAgeMs?: number
+  /** Waiting items, earliest due first (times ISO-8601 UTC; `maxRunAt`: due at the latest however triggers keep coming). */
+  queuedItems: {
+    teamName: string
+    memberName: string
+    firstQueuedAt: string
+    lastQueuedAt: string
+    runAt: string
+    maxRunAt: string
+    triggerReasons: MemberWorkSyncTriggerReason[]
+    /** How many triggers of each reason merged into the item. */
+    triggerReasonCounts: Partial<Record<MemberWorkSyncTriggerReason, number>>
+  }[]
+  /** Running reconciles, earliest started first. */
+  runningItems: {
+    teamName: string
+    memberName: string
+    startedAt: string
+    ageMs: number
+    /** A trigger came while it ran: one follow-up pass is owed. */
+    rerunRequested: boolean
+    triggerReasons: MemberWorkSyncTriggerReason[]
+  }[]
 }
 
 /** One addon instance over one Claude home. */
@@ -877,6 +901,13 @@ export interface MemberWorkSyncTuningOption {
   dispatchIntervalMs?: number
   /** Queued reconciles running at once across all teams (integer, 1 to 8; default 2). */
   queueConcurrency?: number
+  /**
+   * The app's `queueQuietWindowMs`: every trigger but a manual refresh
+   * (and the 30 s of a startup scan or spawned member) waits this long,
+   * and at most five times this (integer, 1 to 86 400 000; default: each
+   * trigger's own delay).
+   */
+  queueQuietWindowMs?: number
   /**
    * Size at which a member's `journal.jsonl` rotates, in bytes (integer,
    * 65 536 to 5 242 880; default 5 242 880).

@@ -264,6 +264,18 @@ describe('the scratch Electron app over member-work-sync/electron', () => {
     // runs each reconcile past the unanswered isTeamActive and canDispatchNudges.
     app.notifyTeamChange({ type: 'lead-activity', teamName: 'forge', detail: 'offline' })
     await until(() => (h.feature.getQueueDiagnostics().reconciled >= 4 ? true : undefined), 15_000)
+    // The diagnostics route serves the queue as the app's does.
+    app.notifyTeamChange({ type: 'task', teamName: 'forge', taskId: '1' })
+    app.notifyTeamChange({ type: 'task', teamName: 'forge', taskId: '1' })
+    const diagnostics = await until(() => {
+      const queue = app.routes.diagnostics().queue!
+      return queue.queuedItems.some((item) => item.triggerReasonCounts.task_changed === 2) ? queue : undefined
+    })
+    expect(diagnostics.runningItems).toEqual(expect.any(Array))
+    expect(diagnostics.oldestQueuedAgeMs).toEqual(expect.any(Number))
+    const item = diagnostics.queuedItems.find((i) => i.memberName === 'jack')!
+    expect(Date.parse(item.firstQueuedAt)).toBeLessThanOrEqual(Date.parse(item.lastQueuedAt))
+    expect(Date.parse(item.runAt)).toBeLessThanOrEqual(Date.parse(item.maxRunAt))
     expect(loggedWith(h, 'MWS_LOG_HOST_CALLBACK_TIMED_OUT', 'isTeamActive')).toBeDefined()
     expect(loggedWith(h, 'MWS_LOG_HOST_CALLBACK_TIMED_OUT', 'canDispatchNudges')).toBeDefined()
     // A dispatch waiting on canDispatchNudges: dispose ends its wait.

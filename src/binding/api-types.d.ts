@@ -623,6 +623,30 @@ export interface MemberWorkSyncQueueDiagnostics {
   mergedEvents: number
   /** When the next queued item is due (ISO-8601 UTC); absent when nothing waits. */
   nextRunAt?: string
-  /** Waiting items: team, member, due time (ISO-8601 UTC) and trigger reasons. */
-  queuedItems: { teamName: string; memberName: string; runAt: string; triggerReasons: MemberWorkSyncTriggerReason[] }[]
+  /** Age of the longest-waiting item since its first trigger, in ms; absent when nothing waits. */
+  oldestQueuedAgeMs?: number
+  /** Age of the longest-running reconcile, in ms; absent when none runs. */
+  oldestRunningAgeMs?: number
+  /** Waiting items, earliest due first (times ISO-8601 UTC; `maxRunAt`: due at the latest however triggers keep coming). */
+  queuedItems: {
+    teamName: string
+    memberName: string
+    firstQueuedAt: string
+    lastQueuedAt: string
+    runAt: string
+    maxRunAt: string
+    triggerReasons: MemberWorkSyncTriggerReason[]
+    /** How many triggers of each reason merged into the item. */
+    triggerReasonCounts: Partial<Record<MemberWorkSyncTriggerReason, number>>
+  }[]
+  /** Running reconciles, earliest started first. */
+  runningItems: {
+    teamName: string
+    memberName: string
+    startedAt: string
+    ageMs: number
+    /** A trigger came while it ran: one follow-up pass is owed. */
+    rerunRequested: boolean
+    triggerReasons: MemberWorkSyncTriggerReason[]
+  }[]
 }

@@ -49,6 +49,11 @@ pub struct MemberWorkSyncTuningOption {
     pub dispatch_interval_ms: Option<f64>,
     /// Queued reconciles running at once across all teams (integer, 1 to 8; default 2).
     pub queue_concurrency: Option<f64>,
+    /// The app's `queueQuietWindowMs`: every trigger but a manual refresh
+    /// (and the 30 s of a startup scan or spawned member) waits this long,
+    /// and at most five times this (integer, 1 to 86 400 000; default: each
+    /// trigger's own delay).
+    pub queue_quiet_window_ms: Option<f64>,
     /// Size at which a member's `journal.jsonl` rotates, in bytes (integer,
     /// 65 536 to 5 242 880; default 5 242 880).
     pub journal_rotate_bytes: Option<f64>,
@@ -937,6 +942,7 @@ fn check_tuning(tuning: Option<&Value>) -> Result<(), JsFailure> {
         ("drainIntervalMs", INTERVAL_MS_BOUNDS),
         ("dispatchIntervalMs", INTERVAL_MS_BOUNDS),
         ("queueConcurrency", QUEUE_CONCURRENCY_BOUNDS),
+        ("queueQuietWindowMs", (1, INTERVAL_MS_BOUNDS.1)),
         ("journalRotateBytes", bounds::JOURNAL_ROTATE_BYTES),
         ("journalRotations", bounds::JOURNAL_ROTATIONS),
         ("outboxFinishedMaxAgeMs", bounds::OUTBOX_FINISHED_MAX_AGE_MS),
@@ -976,6 +982,7 @@ fn tuning(option: Option<&MemberWorkSyncTuningOption>) -> Tuning {
             dispatch_every: millis(option.dispatch_interval_ms).unwrap_or(defaults.dispatch_every),
         },
         queue_concurrency: option.queue_concurrency.map(|n| n as usize),
+        queue_quiet_window_ms: option.queue_quiet_window_ms.map(|ms| ms as i64),
         retention: retention(option),
     }
 }

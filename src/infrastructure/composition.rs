@@ -327,6 +327,8 @@ pub struct Tuning {
     pub intervals: ScheduleIntervals,
     /// Queued reconciles running at once; `None` keeps the queue's default.
     pub queue_concurrency: Option<usize>,
+    /// The app's `queueQuietWindowMs`; `None` keeps each trigger's delay.
+    pub queue_quiet_window_ms: Option<i64>,
     /// How much journal, outbox and spool history is kept.
     pub retention: Retention,
 }
@@ -347,6 +349,9 @@ impl Instance {
         if let Some(concurrency) = tuning.queue_concurrency {
             services.engine.set_queue_concurrency(concurrency);
         }
+        services
+            .engine
+            .set_queue_quiet_window(tuning.queue_quiet_window_ms);
         let schedule = {
             let (ingestor, engine, changes, log) = (
                 services.turn_settled.clone(),
