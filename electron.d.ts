@@ -73,15 +73,29 @@ export interface MemberWorkSyncTaskRef {
   teamName?: string
 }
 
+/** A nudge as it is written into a member inbox. */
+export interface MemberWorkSyncNudgePayload {
+  from: 'system'
+  to: string
+  messageKind: 'member_work_sync_nudge'
+  source: 'member-work-sync'
+  actionMode: 'do'
+  workSyncIntent: 'agenda_sync' | 'review_pickup'
+  workSyncIntentKey?: string
+  workSyncReviewRequestEventIds?: string[]
+  text: string
+  taskRefs: { taskId: string; displayId: string; teamName: string }[]
+}
+
 /** One of the app's busy signals, asked right before a nudge is delivered. */
 export interface MemberWorkSyncBusySignalPort {
   isBusy(input: {
     teamName: string
     memberName: string
     nowIso: string
-    workSyncIntent?: 'agenda_sync' | 'review_pickup'
-    workSyncIntentKey?: string
-    taskRefs?: MemberWorkSyncTaskRef[]
+    workSyncIntent?: MemberWorkSyncNudgePayload['workSyncIntent']
+    workSyncIntentKey?: MemberWorkSyncNudgePayload['workSyncIntentKey']
+    taskRefs?: MemberWorkSyncNudgePayload['taskRefs']
   }): Promise<{ busy: boolean; reason?: string; retryAfterIso?: string }>
 }
 
@@ -124,7 +138,7 @@ export interface MemberWorkSyncReviewPickupDeliveryPort {
     memberName: string
     messageId: string
     providerId?: MemberWorkSyncProviderId | null
-    payload: Record<string, unknown> & { taskRefs: MemberWorkSyncTaskRef[] }
+    payload: MemberWorkSyncNudgePayload
     inserted: boolean
     nowIso: string
   }): Promise<

@@ -89,6 +89,31 @@ export function startMemberWorkSync(ipcMain: IpcMain, services: ScratchServices)
         }
       },
     },
+    // Accepted with the app's shapes; not asked by the addon yet (README).
+    proofMissingRecoveryGuard: {
+      shouldDispatch: async (input) =>
+        input.taskIds.length > 0 ? { ok: true } : { ok: false, reason: 'proof_missing_recovery_suppressed', retryable: false },
+    },
+    reviewPickupDelivery: {
+      canDeliver: (input) =>
+        input.providerId === 'opencode' ? { ok: true } : { ok: false, reason: `provider_not_supported:${input.providerId ?? 'unknown'}` },
+      deliver: async (input) => {
+        const deliveryMetadata: { actionMode: 'do'; taskRefs: { taskId: string; displayId: string; teamName: string }[] } = {
+          actionMode: input.payload.actionMode,
+          taskRefs: input.payload.taskRefs,
+        }
+        return deliveryMetadata.taskRefs.length > 0
+          ? { ok: true, state: 'prompt_accepted', messageId: input.messageId }
+          : { ok: false, reason: 'retryable_failure', message: 'opencode_review_pickup_delivery_not_confirmed' }
+      },
+    },
+    reviewPickupEscalation: {
+      escalate: async (input) => {
+        services.logger.debug('review pickup escalation', {
+          taskRefs: input.taskRefs.map((taskRef) => taskRef.displayId ?? taskRef.taskId.slice(0, 8)),
+        })
+      },
+    },
     logger: services.logger,
     ...(services.hostTimeoutMs === undefined ? {} : { hostTimeoutMs: services.hostTimeoutMs }),
     ...(services.tuning ? { tuning: services.tuning } : {}),

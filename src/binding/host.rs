@@ -276,7 +276,7 @@ impl JsHost {
             retry_at: answer
                 .get("retryAfterIso")
                 .and_then(Value::as_str)
-                .and_then(|iso| parse_iso(iso)),
+                .and_then(parse_iso),
         })
     }
 }

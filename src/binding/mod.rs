@@ -840,10 +840,7 @@ fn check_host_options(json: &Value) -> Result<(), JsFailure> {
         None | Some(Value::Null) => {}
         Some(Value::Array(names)) => {
             for name in names {
-                if !name
-                    .as_str()
-                    .is_some_and(|n| host::QuestionKind::parse(n).is_some())
-                {
+                if name.as_str().and_then(host::QuestionKind::parse).is_none() {
                     return Err(JsFailure::invalid(format!(
                         "options.hostAnswers: unknown question {name}"
                     )));

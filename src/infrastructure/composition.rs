@@ -428,7 +428,7 @@ impl Instance {
                     .iter()
                     .map(|team| team.trim())
                     .filter(|team| !team.is_empty())
-                    .map(|team| team_name(team))
+                    .map(team_name)
                     .collect::<Result<Vec<_>, _>>();
                 let claimed_by = format!("member-work-sync:{}:scheduled", std::process::id());
                 match teams.and_then(|teams| engine.dispatch_due_nudges(&teams, &claimed_by)) {
