@@ -123,7 +123,7 @@ export interface MemberWorkSyncProofMissingRecoveryGuardPort {
   }): Promise<{ ok: true } | { ok: false; reason: string; retryable: boolean; nextAttemptAt?: string }>
 }
 
-/** Accepted, not asked yet (README "Electron entry"). */
+/** Plumbed, not asked by the dispatcher yet (README "Electron entry"). */
 export interface MemberWorkSyncReviewPickupDeliveryPort {
   canDeliver(input: {
     teamName: string
@@ -153,7 +153,7 @@ export interface MemberWorkSyncReviewPickupDeliveryPort {
   >
 }
 
-/** Accepted, not asked yet (README "Electron entry"). */
+/** Plumbed, not asked by the dispatcher yet (README "Electron entry"). */
 export interface MemberWorkSyncReviewPickupEscalationPort {
   escalate(input: {
     teamName: string
@@ -214,9 +214,9 @@ export interface MemberWorkSyncFeatureDeps {
   proofMissingRecoveryGuard?: MemberWorkSyncProofMissingRecoveryGuardPort
   /** Accepted, not asked yet. */
   configFileAccess?: (configPath: string) => Promise<void>
-  /** Accepted, not asked yet. */
+  /** Answered as host questions; the addon's dispatcher does not ask them yet (README). */
   reviewPickupDelivery?: MemberWorkSyncReviewPickupDeliveryPort
-  /** Accepted, not asked yet. */
+  /** Answered as host questions; the addon's dispatcher does not ask them yet (README). */
   reviewPickupEscalation?: MemberWorkSyncReviewPickupEscalationPort
   /** Gets every background failure (`metadata.code`: `MWS_LOG_*`) and the hook installer's messages. */
   logger?: MemberWorkSyncLoggerPort

@@ -19,7 +19,9 @@ const MEMBER_WORK_SYNC_REPORT = 'member-work-sync:report'
 /**
  * Deps keys, each with how it is used. `reader`: the app's own disk readers,
  * accepted and not used (the addon reads the team, task and kanban files
- * itself). `pending`: accepted, not yet asked by the addon (README).
+ * itself). `pending`: accepted, not yet asked by the addon (README). The
+ * review pickup ports are answered as host questions the addon's dispatcher
+ * does not ask yet.
  */
 const DEP_KEYS = {
   teamsBasePath: 'path',
@@ -42,13 +44,26 @@ const DEP_KEYS = {
   queueQuietWindowMs: 'number',
   runtimeTurnSettledTargetResolver: 'pending',
   proofMissingRecoveryGuard: 'pending',
-  reviewPickupDelivery: 'pending',
-  reviewPickupEscalation: 'pending',
+  reviewPickupDelivery: 'reviewPickupDelivery',
+  reviewPickupEscalation: 'reviewPickupEscalation',
   logger: 'logger',
   hostTimeoutMs: 'number',
   tuning: 'object',
   autoStart: 'boolean',
   clock: 'object',
+}
+
+/** What a deps value of each kind must be (other kinds: anything). */
+const DEP_CHECKS = {
+  function: (value) => typeof value === 'function',
+  signals: (value) => Array.isArray(value) && value.every((s) => s && typeof s.isBusy === 'function'),
+  port: (value) => typeof value.schedule === 'function',
+  reviewPickupDelivery: (value) => typeof value.canDeliver === 'function' && typeof value.deliver === 'function',
+  reviewPickupEscalation: (value) => typeof value.escalate === 'function',
+  logger: (value) => ['debug', 'warn', 'error'].every((m) => typeof value[m] === 'function'),
+  path: (value) => typeof value === 'string',
+  number: (value) => typeof value === 'number',
+  boolean: (value) => typeof value === 'boolean',
 }
 
 function invalid(message) {
@@ -75,22 +90,7 @@ function checkDeps(deps) {
   for (const [key, kind] of Object.entries(DEP_KEYS)) {
     const value = deps[key]
     if (value === undefined || value === null) continue
-    const ok =
-      kind === 'function'
-        ? typeof value === 'function'
-        : kind === 'signals'
-          ? Array.isArray(value) && value.every((s) => s && typeof s.isBusy === 'function')
-          : kind === 'port'
-            ? typeof value.schedule === 'function'
-            : kind === 'logger'
-              ? ['debug', 'warn', 'error'].every((m) => typeof value[m] === 'function')
-              : kind === 'path'
-                ? typeof value === 'string'
-                : kind === 'number'
-                  ? typeof value === 'number'
-                  : kind === 'boolean'
-                    ? typeof value === 'boolean'
-                    : true
+    const ok = DEP_CHECKS[kind] ? DEP_CHECKS[kind](value) : true
     if (!ok) throw invalid(`deps.${key} has the wrong type (expected ${kind})`)
   }
 }
@@ -145,6 +145,14 @@ async function answer(deps, kind, input) {
     case 'nudgeDeliveryWake':
       await deps.nudgeDeliveryWake.schedule(input)
       return null
+    // Plumbed for the dispatcher's direct review pickup, which does not ask yet.
+    case 'reviewPickupDelivery.canDeliver':
+      return await deps.reviewPickupDelivery.canDeliver(input)
+    case 'reviewPickupDelivery.deliver':
+      return await deps.reviewPickupDelivery.deliver(input)
+    case 'reviewPickupEscalation.escalate':
+      await deps.reviewPickupEscalation.escalate(input)
+      return null
     default:
       throw new Error(`unknown host question ${kind}`)
   }
@@ -162,6 +170,8 @@ function hostAnswers(deps) {
   for (const key of ['priorityBusySignals', 'extraBusySignals']) {
     if (deps[key] && deps[key].length > 0) kinds.push(key)
   }
+  if (deps.reviewPickupDelivery) kinds.push('reviewPickupDelivery.canDeliver', 'reviewPickupDelivery.deliver')
+  if (deps.reviewPickupEscalation) kinds.push('reviewPickupEscalation.escalate')
   return kinds
 }
 

@@ -100,6 +100,10 @@ export type MemberWorkSyncHostQuestionKind =
   | 'priorityBusySignals'
   | 'extraBusySignals'
   | 'nudgeDeliveryWake'
+  /** Answered by the Electron entry; not asked by the dispatcher yet. */
+  | 'reviewPickupDelivery.canDeliver'
+  | 'reviewPickupDelivery.deliver'
+  | 'reviewPickupEscalation.escalate'
 
 /** One question of the addon to the host app; answer it with `settleHostQuestion(id, outcome)`. */
 export interface MemberWorkSyncHostQuestion {

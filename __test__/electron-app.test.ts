@@ -265,12 +265,15 @@ describe('the scratch Electron app over member-work-sync/electron', () => {
     app.notifyTeamChange({ type: 'lead-activity', teamName: 'forge', detail: 'offline' })
     await until(() => (h.feature.getQueueDiagnostics().reconciled >= 4 ? true : undefined), 15_000)
     // The diagnostics route serves the queue as the app's does.
+    // Two distinct events (an identical one still waiting would be merged
+    // before routing): jack owns tasks 1 and 2.
     app.notifyTeamChange({ type: 'task', teamName: 'forge', taskId: '1' })
-    app.notifyTeamChange({ type: 'task', teamName: 'forge', taskId: '1' })
+    app.notifyTeamChange({ type: 'task', teamName: 'forge', taskId: '2' })
     const diagnostics = await until(() => {
       const queue = app.routes.diagnostics().queue!
-      return queue.queuedItems.some((item) => item.triggerReasonCounts.task_changed === 2) ? queue : undefined
-    })
+      const jack = queue.queuedItems.find((item) => item.memberName === 'jack')
+      return jack?.triggerReasonCounts.task_changed === 2 ? queue : undefined
+    }, 15_000)
     expect(diagnostics.runningItems).toEqual(expect.any(Array))
     expect(diagnostics.oldestQueuedAgeMs).toEqual(expect.any(Number))
     const item = diagnostics.queuedItems.find((i) => i.memberName === 'jack')!

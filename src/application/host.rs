@@ -11,6 +11,7 @@
 
 use std::sync::RwLock;
 
+use crate::domain::nudge::{NudgePayload, TaskRef};
 use crate::domain::team::ProviderId;
 use crate::domain::time::EpochMs;
 
@@ -61,6 +62,83 @@ pub struct DeliveryWake<'a> {
     pub inserted: bool,
 }
 
+/// A review pickup the app may deliver straight to the member's runtime
+/// (`reviewPickupDelivery.deliver`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReviewPickupRequest<'a> {
+    /// Team of the member.
+    pub team_name: &'a str,
+    /// The reviewer.
+    pub member_name: &'a str,
+    /// The inbox message id (the outbox item id).
+    pub message_id: &'a str,
+    /// The member's provider, when its status named one.
+    pub provider_id: Option<ProviderId>,
+    /// The nudge as written into the inbox.
+    pub payload: &'a NudgePayload,
+    /// True when this attempt wrote the inbox row.
+    pub inserted: bool,
+    /// Now, by the instance clock.
+    pub now: EpochMs,
+}
+
+/// Why the app did not deliver a review pickup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReviewPickupFailure {
+    /// The member's runtime cannot take a direct delivery.
+    CapabilityAbsent,
+    /// Worth trying again (also: the callback failed or was late).
+    Retryable,
+    /// Never worth trying again.
+    Terminal,
+}
+
+/// What the app's review pickup delivery answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReviewPickupDelivered {
+    /// The runtime took the prompt; `response_proven` when it also answered.
+    Accepted {
+        /// `response_proven` rather than `prompt_accepted`.
+        response_proven: bool,
+        /// The message id the app delivered.
+        message_id: String,
+        /// The app's diagnostics.
+        diagnostics: Vec<String>,
+    },
+    /// Not delivered.
+    Refused {
+        /// Why.
+        failure: ReviewPickupFailure,
+        /// The app's words.
+        message: String,
+        /// The app's diagnostics.
+        diagnostics: Vec<String>,
+        /// When to try again, when the app said.
+        retry_at: Option<EpochMs>,
+    },
+}
+
+/// A review pickup the app should escalate to the lead (`reviewPickupEscalation.escalate`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReviewPickupEscalation<'a> {
+    /// Team of the reviewer.
+    pub team_name: &'a str,
+    /// The reviewer who did not pick the review up.
+    pub member_name: &'a str,
+    /// Why it is escalated.
+    pub reason: &'a str,
+    /// Now, by the instance clock.
+    pub now: EpochMs,
+    /// The reviewer's agenda fingerprint, when known.
+    pub agenda_fingerprint: Option<&'a str>,
+    /// The review requests still waiting.
+    pub review_request_event_ids: &'a [String],
+    /// Why, in diagnostics.
+    pub diagnostics: &'a [String],
+    /// The tasks concerned.
+    pub task_refs: &'a [TaskRef],
+}
+
 /// The control URL as the host resolves it for one delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ControlUrl {
@@ -93,6 +171,36 @@ pub trait Host: Send + Sync {
     fn busy(&self, question: &BusyQuestion<'_>, rank: BusyRank) -> Option<HostBusy>;
     /// `nudgeDeliveryWake.schedule(...)`; `Err` carries why the wake failed.
     fn delivery_wake(&self, wake: &DeliveryWake<'_>) -> Result<(), String>;
+
+    // The review pickup ports below are plumbed to the app's callbacks but
+    // not asked by the nudge dispatcher yet (README "Electron entry").
+
+    /// `reviewPickupDelivery.canDeliver(...)`: `None` without the option,
+    /// `Err(reason)` when the app refuses (or the call failed).
+    fn review_pickup_can_deliver(
+        &self,
+        _team_name: &str,
+        _member_name: &str,
+        _provider_id: Option<ProviderId>,
+    ) -> Option<Result<(), String>> {
+        None
+    }
+    /// `reviewPickupDelivery.deliver(...)`: `None` without the option; a
+    /// failed or late call is a retryable refusal.
+    fn review_pickup_deliver(
+        &self,
+        _request: &ReviewPickupRequest<'_>,
+    ) -> Option<ReviewPickupDelivered> {
+        None
+    }
+    /// `reviewPickupEscalation.escalate(...)`: `None` without the option,
+    /// `Err` carrying why it failed.
+    fn review_pickup_escalate(
+        &self,
+        _escalation: &ReviewPickupEscalation<'_>,
+    ) -> Option<Result<(), String>> {
+        None
+    }
 }
 
 /// The instance's host: forwards to the connected one; without one (no
@@ -152,6 +260,27 @@ impl Host for HostRelay {
     }
     fn delivery_wake(&self, wake: &DeliveryWake<'_>) -> Result<(), String> {
         self.ask(|h| h.delivery_wake(wake)).unwrap_or(Ok(()))
+    }
+    fn review_pickup_can_deliver(
+        &self,
+        team_name: &str,
+        member_name: &str,
+        provider_id: Option<ProviderId>,
+    ) -> Option<Result<(), String>> {
+        self.ask(|h| h.review_pickup_can_deliver(team_name, member_name, provider_id))
+            .flatten()
+    }
+    fn review_pickup_deliver(
+        &self,
+        request: &ReviewPickupRequest<'_>,
+    ) -> Option<ReviewPickupDelivered> {
+        self.ask(|h| h.review_pickup_deliver(request)).flatten()
+    }
+    fn review_pickup_escalate(
+        &self,
+        escalation: &ReviewPickupEscalation<'_>,
+    ) -> Option<Result<(), String>> {
+        self.ask(|h| h.review_pickup_escalate(escalation)).flatten()
     }
 }
 

@@ -24,8 +24,12 @@ use napi::threadsafe_function::{
 use napi::Status;
 use serde_json::{json, Value};
 
-use crate::application::host::{BusyQuestion, BusyRank, ControlUrl, DeliveryWake, Host, HostBusy};
+use crate::application::host::{
+    BusyQuestion, BusyRank, ControlUrl, DeliveryWake, Host, HostBusy, ReviewPickupDelivered,
+    ReviewPickupEscalation, ReviewPickupFailure, ReviewPickupRequest,
+};
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
+use crate::domain::team::ProviderId;
 use crate::domain::time::{format_iso, parse_iso};
 
 /// Longest wait for one answer unless `hostTimeoutMs` says otherwise.
@@ -62,10 +66,16 @@ pub enum QuestionKind {
     ExtraBusySignals,
     /// `nudgeDeliveryWake.schedule(input)`.
     NudgeDeliveryWake,
+    /// `reviewPickupDelivery.canDeliver(input)`.
+    ReviewPickupCanDeliver,
+    /// `reviewPickupDelivery.deliver(input)`.
+    ReviewPickupDeliver,
+    /// `reviewPickupEscalation.escalate(input)`.
+    ReviewPickupEscalate,
 }
 
 impl QuestionKind {
-    const ALL: [Self; 8] = [
+    const ALL: [Self; 11] = [
         Self::IsTeamActive,
         Self::IsMemberActive,
         Self::CanDispatchNudges,
@@ -74,6 +84,9 @@ impl QuestionKind {
         Self::PriorityBusySignals,
         Self::ExtraBusySignals,
         Self::NudgeDeliveryWake,
+        Self::ReviewPickupCanDeliver,
+        Self::ReviewPickupDeliver,
+        Self::ReviewPickupEscalate,
     ];
 
     /// The option name, as JS spells it.
@@ -87,6 +100,9 @@ impl QuestionKind {
             Self::PriorityBusySignals => "priorityBusySignals",
             Self::ExtraBusySignals => "extraBusySignals",
             Self::NudgeDeliveryWake => "nudgeDeliveryWake",
+            Self::ReviewPickupCanDeliver => "reviewPickupDelivery.canDeliver",
+            Self::ReviewPickupDeliver => "reviewPickupDelivery.deliver",
+            Self::ReviewPickupEscalate => "reviewPickupEscalation.escalate",
         }
     }
 
@@ -383,6 +399,148 @@ impl Host for JsHost {
             Some(Err(_)) => Ok(()),
         }
     }
+
+    fn review_pickup_can_deliver(
+        &self,
+        team_name: &str,
+        member_name: &str,
+        provider_id: Option<ProviderId>,
+    ) -> Option<Result<(), String>> {
+        let kind = QuestionKind::ReviewPickupCanDeliver;
+        let input =
+            json!({ "teamName": team_name, "memberName": member_name, "providerId": provider_id });
+        Some(match self.ask(kind, input)? {
+            Ok(answer) if answer.get("ok") == Some(&Value::Bool(true)) => Ok(()),
+            Ok(answer) => Err(answer
+                .get("reason")
+                .and_then(Value::as_str)
+                .map(clip)
+                .unwrap_or_else(|| "review_pickup_delivery_refused".into())),
+            Err(_) => Err("review_pickup_delivery_check_failed".into()),
+        })
+    }
+
+    fn review_pickup_deliver(
+        &self,
+        request: &ReviewPickupRequest<'_>,
+    ) -> Option<ReviewPickupDelivered> {
+        let kind = QuestionKind::ReviewPickupDeliver;
+        let input = json!({
+            "teamName": request.team_name,
+            "memberName": request.member_name,
+            "messageId": request.message_id,
+            "providerId": request.provider_id,
+            "payload": app_payload(request.payload),
+            "inserted": request.inserted,
+            "nowIso": format_iso(request.now),
+        });
+        let refused = |message: String| ReviewPickupDelivered::Refused {
+            failure: ReviewPickupFailure::Retryable,
+            message,
+            diagnostics: Vec::new(),
+            retry_at: None,
+        };
+        Some(match self.ask(kind, input)? {
+            Ok(answer) => review_pickup_outcome(&answer).unwrap_or_else(|| {
+                self.report(kind, &Unanswered::Unusable, Duration::ZERO);
+                refused("unusable answer".into())
+            }),
+            Err(Unanswered::Failed(error)) => refused(error),
+            Err(_) => refused("no answer".into()),
+        })
+    }
+
+    fn review_pickup_escalate(
+        &self,
+        escalation: &ReviewPickupEscalation<'_>,
+    ) -> Option<Result<(), String>> {
+        let mut input = json!({
+            "teamName": escalation.team_name,
+            "memberName": escalation.member_name,
+            "reason": escalation.reason,
+            "nowIso": format_iso(escalation.now),
+            "reviewRequestEventIds": escalation.review_request_event_ids,
+            "diagnostics": escalation.diagnostics,
+            "taskRefs": escalation.task_refs,
+        });
+        if let Some(fingerprint) = escalation.agenda_fingerprint {
+            input["agendaFingerprint"] = json!(fingerprint);
+        }
+        Some(match self.ask(QuestionKind::ReviewPickupEscalate, input)? {
+            Ok(_) => Ok(()),
+            Err(Unanswered::Failed(error)) => Err(error),
+            Err(_) => Err("no answer".into()),
+        })
+    }
+}
+
+/// The app's nudge payload as its ports get it: the planned payload plus
+/// the fields the app's inbox rows carry as constants.
+fn app_payload(payload: &crate::domain::nudge::NudgePayload) -> Value {
+    let mut value = json!({
+        "from": "system",
+        "to": payload.to,
+        "messageKind": "member_work_sync_nudge",
+        "source": "member-work-sync",
+        "actionMode": "do",
+        "workSyncIntent": payload.work_sync_intent,
+        "text": payload.text,
+        "taskRefs": payload.task_refs,
+    });
+    if let Some(key) = &payload.work_sync_intent_key {
+        value["workSyncIntentKey"] = json!(key);
+    }
+    if !payload.work_sync_review_request_event_ids.is_empty() {
+        value["workSyncReviewRequestEventIds"] = json!(payload.work_sync_review_request_event_ids);
+    }
+    value
+}
+
+/// Strings of an optional `diagnostics` array (others skipped, each clipped).
+fn diagnostics_of(answer: &Value) -> Vec<String> {
+    answer
+        .get("diagnostics")
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(clip)
+                .take(MAX_TEAMS)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A `reviewPickupDelivery.deliver` answer, or `None` when it has the wrong shape.
+fn review_pickup_outcome(answer: &Value) -> Option<ReviewPickupDelivered> {
+    let text = |key: &str| answer.get(key).and_then(Value::as_str).map(clip);
+    match answer.get("ok")? {
+        Value::Bool(true) => Some(ReviewPickupDelivered::Accepted {
+            response_proven: match answer.get("state")?.as_str()? {
+                "prompt_accepted" => false,
+                "response_proven" => true,
+                _ => return None,
+            },
+            message_id: text("messageId")?,
+            diagnostics: diagnostics_of(answer),
+        }),
+        Value::Bool(false) => Some(ReviewPickupDelivered::Refused {
+            failure: match answer.get("reason")?.as_str()? {
+                "capability_absent" => ReviewPickupFailure::CapabilityAbsent,
+                "retryable_failure" => ReviewPickupFailure::Retryable,
+                "terminal_failure" => ReviewPickupFailure::Terminal,
+                _ => return None,
+            },
+            message: text("message").unwrap_or_default(),
+            diagnostics: diagnostics_of(answer),
+            retry_at: answer
+                .get("retryAfterIso")
+                .and_then(Value::as_str)
+                .and_then(parse_iso),
+        }),
+        _ => None,
+    }
 }
 
 /// At most [`MAX_ANSWER_CHARS`] characters of `text`.
@@ -400,6 +558,39 @@ mod tests {
             assert_eq!(QuestionKind::parse(kind.as_str()), Some(kind));
         }
         assert_eq!(QuestionKind::parse("reviewPickupDelivery"), None);
+        assert_eq!(
+            QuestionKind::parse("reviewPickupDelivery.deliver"),
+            Some(QuestionKind::ReviewPickupDeliver)
+        );
+    }
+
+    #[test]
+    fn review_pickup_answers_read_as_the_apps_outcomes() {
+        let cases = [
+            (
+                json!({ "ok": true, "state": "response_proven", "messageId": "m1", "diagnostics": ["d", 3] }),
+                Some(ReviewPickupDelivered::Accepted {
+                    response_proven: true,
+                    message_id: "m1".into(),
+                    diagnostics: vec!["d".into()],
+                }),
+            ),
+            (
+                json!({ "ok": false, "reason": "retryable_failure", "message": "busy", "retryAfterIso": "2026-11-22T10:00:00.000Z" }),
+                Some(ReviewPickupDelivered::Refused {
+                    failure: ReviewPickupFailure::Retryable,
+                    message: "busy".into(),
+                    diagnostics: vec![],
+                    retry_at: parse_iso("2026-11-22T10:00:00.000Z"),
+                }),
+            ),
+            (json!({ "ok": false, "reason": "gone" }), None),
+            (json!({ "ok": true, "state": "prompt_accepted" }), None),
+            (json!("yes"), None),
+        ];
+        for (answer, expected) in cases {
+            assert_eq!(review_pickup_outcome(&answer), expected, "{answer}");
+        }
     }
 
     #[test]
