@@ -1,6 +1,8 @@
 /* Types of `member-work-sync/electron` (electron.js, hand-written): the app's
  * feature API over the addon. */
 import type {
+  MemberWorkSyncReportState,
+  MemberWorkSyncStatusState,
   MemberWorkSyncProofMissingRecoveryScheduleRequest,
   MemberWorkSyncProofMissingRecoveryScheduleResult,
   MemberWorkSyncQueueDiagnostics,
@@ -15,6 +17,8 @@ import type {
 } from './index'
 
 export type {
+  MemberWorkSyncReportState,
+  MemberWorkSyncStatusState,
   MemberWorkSyncQueueDiagnostics,
   MemberWorkSyncReportRequest,
   MemberWorkSyncReportResult,

@@ -17,6 +17,7 @@ import {
   registerMemberWorkSyncIpc,
   removeMemberWorkSyncIpc,
   type MemberWorkSyncBusySignalPort,
+  type MemberWorkSyncReportState,
   type RuntimeTurnSettledProvider,
   type TeamChangeEvent,
 } from 'member-work-sync/electron'
@@ -153,6 +154,8 @@ export const routes = {
   refresh: (teamName: string, memberName: string, body: { forceNudge?: boolean }) =>
     memberWorkSyncFeature?.refreshStatus({ teamName, memberName, ...(body.forceNudge === true ? { forceNudge: true } : {}) }),
   resume: (teamName: string) => memberWorkSyncFeature?.resumeTeam(teamName),
+  report: (teamName: string, memberName: string, body: { state: MemberWorkSyncReportState; agendaFingerprint: string; reportToken?: string }) =>
+    memberWorkSyncFeature?.report({ teamName, memberName, ...body, source: 'app' }),
 }
 
 /** As the app's team deletion. */
