@@ -69,6 +69,14 @@ export type MemberWorkSyncLogCode =
   | 'MWS_LOG_ACTIVITY_WRITE_FAILED'
   /** The Stop-hook programs in the spool's `bin/` could not be put back before a drain (the drain went on); once per distinct error. */
   | 'MWS_LOG_HOOK_PROGRAMS_NOT_KEPT'
+  /** The turn-settled hook could not be installed; runtimes launch without it (once per process). */
+  | 'MWS_LOG_HOOK_UNAVAILABLE'
+  /** The native hook executable is not used; the shell script runs instead (once per process). */
+  | 'MWS_LOG_HOOK_SCRIPT_FALLBACK'
+  /** A host callback (`onHostQuestion`) threw, rejected or answered the wrong shape; its fallback was used (context: `callback`, `waitedMs`). */
+  | 'MWS_LOG_HOST_CALLBACK_FAILED'
+  /** A host callback did not settle within `hostTimeoutMs`; its fallback was used (context: `callback`, `waitedMs`). */
+  | 'MWS_LOG_HOST_CALLBACK_TIMED_OUT'
 
 /** One `onLog` entry: a background failure no caller is waiting for. */
 export interface MemberWorkSyncLogEntry {
@@ -80,6 +88,36 @@ export interface MemberWorkSyncLogEntry {
   message: string
   /** Structured detail (`teamName`, `memberName`, counts, `path`). */
   context?: Record<string, unknown>
+}
+
+/** The questions `onHostQuestion` can answer, by the Electron entry's option names. */
+export type MemberWorkSyncHostQuestionKind =
+  | 'isTeamActive'
+  | 'isMemberActive'
+  | 'canDispatchNudges'
+  | 'listLifecycleActiveTeamNames'
+  | 'resolveControlUrl'
+  | 'priorityBusySignals'
+  | 'extraBusySignals'
+  | 'nudgeDeliveryWake'
+  /** Answered by the Electron entry; not asked by the dispatcher yet. */
+  | 'reviewPickupDelivery.canDeliver'
+  | 'reviewPickupDelivery.deliver'
+  | 'reviewPickupEscalation.escalate'
+
+/** One question of the addon to the host app; answer it with `settleHostQuestion(id, outcome)`. */
+export interface MemberWorkSyncHostQuestion {
+  /** Pass back to `settleHostQuestion`. */
+  id: number
+  /** Which callback is asked. */
+  kind: MemberWorkSyncHostQuestionKind
+  /**
+   * Its input: the team name (`isTeamActive`, `canDispatchNudges`), null
+   * (`listLifecycleActiveTeamNames`, `resolveControlUrl`), or the object the
+   * app's port takes (`isMemberActive`, the busy signals' `isBusy`,
+   * `nudgeDeliveryWake.schedule`).
+   */
+  input: unknown
 }
 
 /** Why an item is on a member's agenda. */
@@ -589,8 +627,32 @@ export interface MemberWorkSyncQueueDiagnostics {
   mergedEvents: number
   /** When the next queued item is due (ISO-8601 UTC); absent when nothing waits. */
   nextRunAt?: string
-  /** Waiting items: team, member, due time (ISO-8601 UTC) and trigger reasons. */
-  queuedItems: { teamName: string; memberName: string; runAt: string; triggerReasons: MemberWorkSyncTriggerReason[] }[]
+  /** Age of the longest-waiting item since its first trigger, in ms; absent when nothing waits. */
+  oldestQueuedAgeMs?: number
+  /** Age of the longest-running reconcile, in ms; absent when none runs. */
+  oldestRunningAgeMs?: number
+  /** Waiting items, earliest due first (times ISO-8601 UTC; `maxRunAt`: due at the latest however triggers keep coming). */
+  queuedItems: {
+    teamName: string
+    memberName: string
+    firstQueuedAt: string
+    lastQueuedAt: string
+    runAt: string
+    maxRunAt: string
+    triggerReasons: MemberWorkSyncTriggerReason[]
+    /** How many triggers of each reason merged into the item. */
+    triggerReasonCounts: Partial<Record<MemberWorkSyncTriggerReason, number>>
+  }[]
+  /** Running reconciles, earliest started first. */
+  runningItems: {
+    teamName: string
+    memberName: string
+    startedAt: string
+    ageMs: number
+    /** A trigger came while it ran: one follow-up pass is owed. */
+    rerunRequested: boolean
+    triggerReasons: MemberWorkSyncTriggerReason[]
+  }[]
 }
 
 /** One addon instance over one Claude home. */
@@ -703,6 +765,12 @@ export declare class MemberWorkSync {
    */
   dispose(): Promise<void>
   /**
+   * Answers host question `id` (from `onHostQuestion`): `{ ok: true,
+   * value }` or `{ ok: false, error }`. An id no longer waited for (its
+   * wait ended) is ignored; never throws for one.
+   */
+  settleHostQuestion(id: number, outcome: { ok: true; value?: unknown } | { ok: false; error: string }): void
+  /**
    * Moves the fixed test clock; only when the instance was built with `options.clock`.
    * A `nowMs` that is not a finite number, or lies outside 1970-01-01 up to
    * 9999-01-01 (what the addon stores as ISO-8601 text), throws
@@ -778,6 +846,24 @@ export interface MemberWorkSyncOptions {
   tuning?: MemberWorkSyncTuningOption
   /** Where the member-work-sync state is kept; default JSON files. */
   storage?: MemberWorkSyncStorageOption
+  /**
+   * Asked by the addon at decision time (the Electron entry's callbacks):
+   * gets `{ id, kind, input }` on the JS thread and answers through
+   * `settleHostQuestion(id, outcome)`. Only the `hostAnswers` kinds are
+   * asked; each wait is bounded by `hostTimeoutMs`.
+   */
+  onHostQuestion?: (question: MemberWorkSyncHostQuestion) => void
+  /**
+   * The questions `onHostQuestion` answers (option names such as
+   * `isTeamActive`, `canDispatchNudges`, `resolveControlUrl`).
+   */
+  hostAnswers?: MemberWorkSyncHostQuestionKind[]
+  /**
+   * Longest wait for one host answer, in ms (integer, 10 to 120 000;
+   * default 5 000). A slow, throwing or never-settling callback costs at
+   * most this, is logged (`MWS_LOG_HOST_CALLBACK_*`) and its fallback used.
+   */
+  hostTimeoutMs?: number
 }
 
 /** `getStatus` request. */
@@ -837,6 +923,13 @@ export interface MemberWorkSyncTuningOption {
   dispatchIntervalMs?: number
   /** Queued reconciles running at once across all teams (integer, 1 to 8; default 2). */
   queueConcurrency?: number
+  /**
+   * The app's `queueQuietWindowMs`: every trigger but a manual refresh
+   * (and the 30 s of a startup scan or spawned member) waits this long,
+   * and at most five times this (integer, 1 to 86 400 000; default: each
+   * trigger's own delay).
+   */
+  queueQuietWindowMs?: number
   /**
    * Size at which a member's `journal.jsonl` rotates, in bytes (integer,
    * 65 536 to 5 242 880; default 5 242 880).

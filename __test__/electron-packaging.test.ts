@@ -15,7 +15,7 @@ const ROOT = path.join(__dirname, '..')
 const HOST_BINARY = fs.readdirSync(ROOT).find((f) => /^member-work-sync\.[\w-]+\.node$/.test(f))!
 const HOST_PLATFORM = HOST_BINARY.slice('member-work-sync.'.length, -'.node'.length)
 const HOOK = process.platform === 'win32' ? 'turn-settled-hook-v1.exe' : 'turn-settled-hook-v1'
-const FALLBACK_LOG = 'member-work-sync: turn-settled hook executable not used, the sh script runs instead: '
+const FALLBACK_LOG = 'turn-settled hook executable not used, the sh script runs instead: '
 
 /** Runs `script` (CommonJS, or an ES module with `esm`) in a fresh Node in `cwd`; parses its last stdout line. */
 function runNode(cwd: string, script: string, esm = false) {
@@ -121,9 +121,10 @@ function claudeHookSettings(app: ReturnType<typeof unpackedApp>) {
   const script = `
     const { MemberWorkSync } = require('./app.asar.unpacked/node_modules/member-work-sync')
     const loaded = Object.keys(require.cache).find((f) => f.endsWith('.node'))
-    const sync = new MemberWorkSync({ claudeRoot: ${JSON.stringify(app.claudeRoot)}, autoStart: false })
+    const logged = []
+    const sync = new MemberWorkSync({ claudeRoot: ${JSON.stringify(app.claudeRoot)}, autoStart: false, onLog: (entry) => logged.push(entry) })
     sync.buildRuntimeTurnSettledHookSettings({ provider: 'claude' })
-      .then((settings) => sync.dispose().then(() => console.log(JSON.stringify({ loaded, command: settings.hooks.Stop[0].hooks[0].command }))))`
+      .then((settings) => sync.dispose().then(() => console.log(JSON.stringify({ loaded, logged, command: settings.hooks.Stop[0].hooks[0].command }))))`
   return runNode(app.resources, script)
 }
 
@@ -136,8 +137,12 @@ describe('Electron packaging: the platform package unpacked from app.asar', () =
     const spoolRoot = path.dirname(bin)
     expect(result.command).toBe(`/bin/sh '${path.join(bin, 'turn-settled-hook-v1.sh')}' '${spoolRoot}' 'claude' '262144' # ${TURN_SETTLED_HOOK_MARKER}`)
     expect(fs.existsSync(path.join(bin, 'turn-settled-hook-v1'))).toBe(false)
-    // Once per process, on stderr: the path it looked at, in app.asar.unpacked.
-    expect(stderr).toBe(`${FALLBACK_LOG}${path.join(app.platform, HOOK)}: not shipped\n`)
+    // Once per process, to onLog (a packaged app has no visible stderr): the
+    // path it looked at, in app.asar.unpacked.
+    expect(result.logged).toEqual([
+      { level: 'warn', code: 'MWS_LOG_HOOK_SCRIPT_FALLBACK', message: `${FALLBACK_LOG}${path.join(app.platform, HOOK)}: not shipped` },
+    ])
+    expect(stderr).toBe('')
   })
 
   it('with the hook executable unpacked beside it, the settings run the executable and nothing is logged', () => {
@@ -146,6 +151,7 @@ describe('Electron packaging: the platform package unpacked from app.asar', () =
     const bin = path.join(app.claudeRoot, 'teams', '.member-work-sync', 'runtime-hooks', 'bin')
     expect(result.command).toBe(`'${path.join(bin, HOOK)}' '${path.dirname(bin)}' 'claude' '262144' # ${TURN_SETTLED_HOOK_MARKER}`)
     expect(fs.readFileSync(path.join(bin, HOOK))).toEqual(fs.readFileSync(path.join(app.platform, HOOK)))
+    expect(result.logged).toEqual([])
     expect(stderr).toBe('')
   })
 })

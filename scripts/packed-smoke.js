@@ -42,6 +42,15 @@ async function main() {
     assert.equal(out.stdout.trim(), 'function function')
   })
 
+  await check('member-work-sync/electron loads as CommonJS and ES module', () => {
+    const electron = require('member-work-sync/electron')
+    assert.equal(typeof electron.createMemberWorkSyncFeature, 'function')
+    const script = "import { createMemberWorkSyncFeature, registerMemberWorkSyncIpc } from 'member-work-sync/electron'; console.log(typeof createMemberWorkSyncFeature, typeof registerMemberWorkSyncIpc)"
+    const out = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: __dirname, encoding: 'utf8' })
+    assert.equal(out.status, 0, out.stderr)
+    assert.equal(out.stdout.trim(), 'function function')
+  })
+
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-packed-smoke-'))
   fs.cpSync(EXAMPLE, root, { recursive: true })
   const sync = new MemberWorkSync({ claudeRoot: root, clock: { nowMs: NOW }, autoStart: false })

@@ -143,6 +143,7 @@ fn run(store: &SqliteStore, step: &Value) -> Value {
             return json!(store
                 .pending(team)
                 .unwrap()
+                .intents
                 .iter()
                 .map(|i| i.id.clone())
                 .collect::<Vec<_>>())
@@ -284,7 +285,7 @@ fn the_same_operations_leave_the_reference_rows_after_every_step() {
     let path = dir.path().join("storage").join("app.db");
     // As an instance opens it: at the first call.
     let store = SqliteStore::open_lazily(path.clone(), OpenMode::ReadWrite);
-    assert_eq!(store.pending("team-a").unwrap(), Vec::new());
+    assert!(store.pending("team-a").unwrap().intents.is_empty());
     let reader = Connection::open(&path).unwrap();
     let steps = recorded["steps"].as_array().unwrap();
     assert!(steps.len() > 100, "the recording has every step");
@@ -384,9 +385,8 @@ fn opening_a_reference_database_changes_neither_its_schema_nor_its_version() {
         let before = master_and_version(&connection);
         for mode in [OpenMode::ReadWrite, OpenMode::ReadOnly] {
             let store = SqliteStore::new(Arc::new(DirectDatabase::open(&path, mode).unwrap()));
-            assert_eq!(
-                store.pending("team-a").unwrap(),
-                Vec::new(),
+            assert!(
+                store.pending("team-a").unwrap().intents.is_empty(),
                 "v{version} {mode:?}"
             );
             assert_eq!(

@@ -12,6 +12,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use serde_json::json;
 
+use super::host::Host;
 use super::log::{LogCode, LogEntry, LogLevel};
 use super::nudges::{DispatchSummary, Nudges};
 use super::ports::{AuditEvent, Ports};
@@ -91,8 +92,35 @@ pub struct QueueDiagnostics {
     /// When the next waiting item is due (ISO-8601 UTC); absent when none waits.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_run_at: Option<String>,
+    /// Age of the longest-waiting item (since its first trigger), in ms;
+    /// absent when none waits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oldest_queued_age_ms: Option<EpochMs>,
+    /// Age of the longest-running reconcile, in ms; absent when none runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oldest_running_age_ms: Option<EpochMs>,
     /// The waiting items.
     pub queued_items: Vec<QueuedItemView>,
+    /// The running reconciles, earliest started first.
+    pub running_items: Vec<RunningItemView>,
+}
+
+/// One running reconcile in the diagnostics.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunningItemView {
+    /// Team of the member.
+    pub team_name: String,
+    /// The member.
+    pub member_name: String,
+    /// When it started (ISO-8601 UTC).
+    pub started_at: String,
+    /// How long it has run, in ms.
+    pub age_ms: EpochMs,
+    /// A trigger arrived while it ran: a follow-up pass is owed.
+    pub rerun_requested: bool,
+    /// The triggers it runs for, wire spelling.
+    pub trigger_reasons: Vec<&'static str>,
 }
 
 /// One waiting item in the diagnostics.
@@ -103,11 +131,19 @@ pub struct QueuedItemView {
     pub team_name: String,
     /// The member, as first queued.
     pub member_name: String,
+    /// When its first trigger came (ISO-8601 UTC).
+    pub first_queued_at: String,
+    /// When its latest trigger came (ISO-8601 UTC).
+    pub last_queued_at: String,
     /// When it is due (ISO-8601 UTC).
     pub run_at: String,
+    /// It runs no later than this however triggers keep coming (ISO-8601 UTC).
+    pub max_run_at: String,
     /// Every distinct trigger merged into it, wire spelling, in the order of
     /// their delays (`manual_refresh` first).
     pub trigger_reasons: Vec<&'static str>,
+    /// How many triggers of each reason merged into it.
+    pub trigger_reason_counts: serde_json::Map<String, serde_json::Value>,
 }
 
 /// The live engine of one addon instance.
@@ -146,6 +182,11 @@ impl Engine {
     /// Sets how many queued reconciles run at once (at least 1).
     pub fn set_queue_concurrency(&self, concurrency: usize) {
         self.state().queue.set_concurrency(concurrency);
+    }
+
+    /// Sets the queue's quiet window (the app's `queueQuietWindowMs`).
+    pub fn set_queue_quiet_window(&self, quiet_window: Option<EpochMs>) {
+        self.state().queue.set_quiet_window(quiet_window);
     }
 
     /// The reconciler behind the queue.
@@ -421,6 +462,9 @@ impl Engine {
             self.deps.nudges.plan(&status);
             let claimed_by = format!("member-work-sync:{}", std::process::id());
             let dispatched = self.with_team(&item.team_name, || {
+                if !self.deps.ports.host.can_dispatch_nudges(&item.team_name) {
+                    return Ok(DispatchSummary::default());
+                }
                 Ok(self
                     .deps
                     .nudges
@@ -461,6 +505,10 @@ impl Engine {
         {
             let team = team.as_str();
             let dispatched = self.with_team(team, || {
+                // The app's readiness gate: asked once per team and pass.
+                if !self.deps.ports.host.can_dispatch_nudges(team) {
+                    return Ok(DispatchSummary::default());
+                }
                 let keep_going = || !self.is_stopping();
                 let nudges = &self.deps.nudges;
                 let mut summary = nudges.dispatch_team(team, claimed_by, &keep_going)?;
@@ -600,10 +648,45 @@ impl Engine {
             .map(|i| QueuedItemView {
                 team_name: i.team_name.clone(),
                 member_name: i.member_name.clone(),
+                first_queued_at: format_iso(i.first_queued_at),
+                last_queued_at: format_iso(i.last_queued_at),
                 run_at: format_iso(i.run_at),
+                max_run_at: format_iso(i.max_run_at),
                 trigger_reasons: i.triggers.iter().map(|t| t.as_str()).collect(),
+                trigger_reason_counts: i
+                    .trigger_counts
+                    .iter()
+                    .map(|(t, n)| (t.as_str().to_string(), json!(n)))
+                    .collect(),
             })
             .collect();
+        let now = self.now();
+        let running = q.running_items();
+        let running_items: Vec<RunningItemView> = running
+            .iter()
+            .filter_map(|i| {
+                let started = i.started_at?;
+                Some(RunningItemView {
+                    team_name: i.team_name.clone(),
+                    member_name: i.member_name.clone(),
+                    started_at: format_iso(started),
+                    age_ms: now.saturating_sub(started).max(0),
+                    rerun_requested: i.rerun.is_some(),
+                    trigger_reasons: i.triggers.iter().map(|t| t.as_str()).collect(),
+                })
+            })
+            .collect();
+        let oldest_queued_age_ms = q
+            .queued_items()
+            .iter()
+            .map(|i| i.first_queued_at)
+            .min()
+            .map(|at| now.saturating_sub(at).max(0));
+        let oldest_running_age_ms = running
+            .iter()
+            .filter_map(|i| i.started_at)
+            .min()
+            .map(|at| now.saturating_sub(at).max(0));
         QueueDiagnostics {
             queued: queued_items.len(),
             running: q.running(),
@@ -615,7 +698,10 @@ impl Engine {
             dropped_events: self.intake.dropped.load(Ordering::Relaxed),
             merged_events: self.intake.merged.load(Ordering::Relaxed),
             next_run_at: q.next_run_at().map(format_iso),
+            oldest_queued_age_ms,
+            oldest_running_age_ms,
             queued_items,
+            running_items,
         }
     }
 

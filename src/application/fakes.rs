@@ -368,6 +368,7 @@ impl FakeWorld {
             runtime: Arc::new(RuntimeStates::default()),
             busy: Arc::new(BusySignals::default()),
             log: log.clone(),
+            host: Arc::default(),
         });
         let settled_turns = Arc::new(SettledTurns::default());
         let engine = Arc::new(Engine::new(

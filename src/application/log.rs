@@ -55,6 +55,15 @@ pub enum LogCode {
     /// the addon wrote them before a drain (the drain went on); logged once
     /// per distinct error.
     HookProgramsNotKept,
+    /// The turn-settled hook could not be installed; runtimes launch without it.
+    HookUnavailable,
+    /// The hook executable is not used; the shell script runs instead.
+    HookScriptFallback,
+    /// A host callback (the Electron entry's options) threw, rejected or
+    /// answered the wrong shape; its fallback was used.
+    HostCallbackFailed,
+    /// A host callback did not settle within its bound; its fallback was used.
+    HostCallbackTimedOut,
 }
 
 impl LogCode {
@@ -74,6 +83,10 @@ impl LogCode {
             Self::StatusWriteFailed => "MWS_LOG_STATUS_WRITE_FAILED",
             Self::ActivityWriteFailed => "MWS_LOG_ACTIVITY_WRITE_FAILED",
             Self::HookProgramsNotKept => "MWS_LOG_HOOK_PROGRAMS_NOT_KEPT",
+            Self::HookUnavailable => "MWS_LOG_HOOK_UNAVAILABLE",
+            Self::HookScriptFallback => "MWS_LOG_HOOK_SCRIPT_FALLBACK",
+            Self::HostCallbackFailed => "MWS_LOG_HOST_CALLBACK_FAILED",
+            Self::HostCallbackTimedOut => "MWS_LOG_HOST_CALLBACK_TIMED_OUT",
         }
     }
 }
@@ -188,6 +201,10 @@ pub(crate) mod tests {
             LogCode::JournalWriteFailed,
             LogCode::MetricsWriteFailed,
             LogCode::ActivityWriteFailed,
+            LogCode::HookUnavailable,
+            LogCode::HookScriptFallback,
+            LogCode::HostCallbackFailed,
+            LogCode::HostCallbackTimedOut,
         ];
         let names: std::collections::BTreeSet<_> = codes.iter().map(|c| c.as_str()).collect();
         assert_eq!(names.len(), codes.len());

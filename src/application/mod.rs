@@ -6,6 +6,7 @@ pub mod engine;
 pub(crate) mod explain;
 #[cfg(test)]
 mod fakes;
+pub mod host;
 pub(crate) mod index_cache;
 pub mod log;
 pub mod nudges;

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use super::busy::BusyReason;
 use super::delivery_record::DeliveryRecord;
+use super::host::{BusyQuestion, BusyRank, DeliveryWake, Host};
 use super::ports::{AuditEvent, InboxOutcome, MemberFailure, PortError, Ports};
 use super::review_pickup;
 use crate::domain::agenda::{Agenda, TeamIndex};
@@ -297,8 +298,16 @@ impl Nudges {
         summary: &mut DispatchSummary,
     ) {
         let now = self.ports.clock.now_ms();
-        let mut held_by = None;
-        let end = self.attempt(item, index, metrics, alerts, now, &mut held_by);
+        let (mut held_by, mut written) = (None, None);
+        let end = self.attempt(
+            item,
+            index,
+            metrics,
+            alerts,
+            now,
+            &mut held_by,
+            &mut written,
+        );
         if end == AttemptEnd::Delivered {
             // The inbox has it whatever becomes of the outcome write below.
             let at = self.monotonic_now();
@@ -395,6 +404,36 @@ impl Nudges {
                 metadata,
             );
         }
+        if let (AttemptEnd::Delivered, Some(written)) = (&end, written) {
+            self.wake(item, &written);
+        }
+    }
+
+    /// Asks the app to wake the member for a delivered nudge
+    /// (`nudgeDeliveryWake`), as the app's dispatcher does after recording
+    /// the delivery; a failed wake is journaled `nudge_wake_failed` and the
+    /// delivery stands.
+    fn wake(&self, item: &OutboxItem, written: &InboxWrite) {
+        let wake = DeliveryWake {
+            team_name: &item.team_name,
+            member_name: &item.member_name,
+            message_id: &item.id,
+            provider_id: written.provider_id,
+            inserted: written.inserted,
+        };
+        if let Err(error) = self.ports.host.delivery_wake(&wake) {
+            self.audit(
+                "nudge_dispatcher",
+                "nudge_wake_failed",
+                &item.team_name,
+                &item.member_name,
+                vec![],
+                json!({
+                    "outboxId": item.id,
+                    "reason": format!("nudge_wake_failed:{error}"),
+                }),
+            );
+        }
     }
 
     /// Revalidates one claimed item right before the inbox write, then writes.
@@ -408,6 +447,7 @@ impl Nudges {
         alerts: &Result<Vec<WatchdogAlert>, String>,
         now: EpochMs,
         held_by: &mut Option<Readiness>,
+        written: &mut Option<InboxWrite>,
     ) -> AttemptEnd {
         let (team, member) = (item.team_name.as_str(), item.member_name.as_str());
         let supersede = |reason: &str| AttemptEnd::Superseded {
@@ -419,7 +459,7 @@ impl Nudges {
             busy_tool: None,
         };
         let backoff = retry_at(&item.id, item.attempt_generation, now);
-        let runtime = self.ports.runtime.activity(team, member);
+        let runtime = self.ports.activity(team, member);
         if !runtime.team_active {
             // The app's rule: a stopped team's nudge is superseded; the
             // reconcile after the team starts again revives it.
@@ -488,6 +528,32 @@ impl Nudges {
         ) {
             return retry("member_nudge_rate_limited".into(), at);
         }
+        let busy_question = BusyQuestion {
+            team_name: team,
+            member_name: member,
+            now,
+            payload: busy_payload(&item.payload),
+        };
+        // The app's busy signals: its priority ones before the tool
+        // activity, its extra ones after, the first busy one deciding.
+        let host_busy = |rank| {
+            self.ports
+                .host
+                .busy(&busy_question, rank)
+                .map(|busy| AttemptEnd::Retryable {
+                    reason: format!("member_busy:{}", busy.reason),
+                    // A retry time already past would be claimed again in
+                    // this very pass: only a future one is taken.
+                    retry_at: busy
+                        .retry_at
+                        .filter(|at| *at > now)
+                        .unwrap_or(now + BUSY_RETRY_MS),
+                    busy_tool: None,
+                })
+        };
+        if let Some(end) = host_busy(BusyRank::Priority) {
+            return end;
+        }
         if let Some(busy) = self
             .ports
             .busy
@@ -514,8 +580,17 @@ impl Nudges {
         if let Some(until) = watchdog_cooldown(alerts, &task_ids, member, now) {
             return retry("watchdog_cooldown_active".into(), until);
         }
+        if let Some(end) = host_busy(BusyRank::Extra) {
+            return end;
+        }
         match self.ports.inbox.deliver(item, now) {
-            Ok(InboxOutcome::Inserted | InboxOutcome::AlreadyPresent) => AttemptEnd::Delivered,
+            Ok(outcome @ (InboxOutcome::Inserted | InboxOutcome::AlreadyPresent)) => {
+                *written = Some(InboxWrite {
+                    inserted: outcome == InboxOutcome::Inserted,
+                    provider_id: status.provider_id,
+                });
+                AttemptEnd::Delivered
+            }
             Ok(InboxOutcome::PayloadConflict) => AttemptEnd::Terminal {
                 reason: "inbox_payload_conflict".into(),
             },
@@ -603,6 +678,27 @@ fn retry_event(reason: &str) -> &'static str {
 
 /// A status-only check is exactly what a member that just finished a tool call
 /// should get; only an active tool call holds it back.
+/// What a delivered attempt wrote, for the wake that follows it.
+#[derive(Debug)]
+struct InboxWrite {
+    /// This attempt wrote the row (false: an earlier one had).
+    inserted: bool,
+    /// The member's provider on the revalidated status.
+    provider_id: Option<crate::domain::team::ProviderId>,
+}
+
+/// The payload fields the app's busy signals get: intent, intent key and task refs.
+fn busy_payload(payload: &crate::domain::nudge::NudgePayload) -> Value {
+    let mut fields = json!({
+        "workSyncIntent": payload.work_sync_intent,
+        "taskRefs": payload.task_refs,
+    });
+    if let Some(key) = &payload.work_sync_intent_key {
+        fields["workSyncIntentKey"] = key.as_str().into();
+    }
+    fields
+}
+
 fn ignores_busy(payload: &crate::domain::nudge::NudgePayload, busy: BusyReason) -> bool {
     busy == BusyReason::RecentToolActivity
         && payload

@@ -5,8 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::busy::BusySignals;
+use super::host::{Host, HostRelay};
 use super::log::LogSink;
 use super::runtime_state::RuntimeStates;
+use crate::domain::decision::RuntimeActivity;
 use crate::domain::status::MemberStatus;
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::EpochMs;
@@ -53,6 +55,39 @@ pub struct Ports {
     pub busy: Arc<BusySignals>,
     /// Receives background failures for `onLog` (dropped while none is connected).
     pub log: Arc<dyn LogSink>,
+    /// The host app's answers at decision time (none while none is connected).
+    pub host: Arc<HostRelay>,
+}
+
+impl Ports {
+    /// Runtime activity of a member at decision time: the host's
+    /// `isTeamActive` / `isMemberActive` answers where it gives them, else
+    /// what `setTeamRuntimeState` last reported. The member is asked about
+    /// only when its team is active, as the app's lifecycle port is.
+    pub fn activity(&self, team_name: &str, member_name: &str) -> RuntimeActivity {
+        let pushed = self.runtime.activity(team_name, member_name);
+        let team_active = self
+            .host
+            .team_active(team_name)
+            .unwrap_or(pushed.team_active);
+        let member_active = team_active
+            && self
+                .host
+                .member_active(team_name, member_name)
+                .unwrap_or(pushed.member_active);
+        RuntimeActivity {
+            team_active,
+            member_active,
+        }
+    }
+
+    /// Whether a team's runtime is active at decision time (the team half of
+    /// [`Ports::activity`]).
+    pub fn team_active(&self, team_name: &str) -> bool {
+        self.host
+            .team_active(team_name)
+            .unwrap_or_else(|| self.runtime.activity(team_name, "").team_active)
+    }
 }
 
 /// The app clock. Leases and tokens are timed by it only.

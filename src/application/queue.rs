@@ -5,7 +5,7 @@
 //! an explicit `now`, so tests drive it with a fake clock. The worker that
 //! sleeps, runs reconciles and calls back lives in infrastructure.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::domain::names::{normalize_member_name, team_runtime_key};
 use crate::domain::recovery::Recovery;
@@ -84,6 +84,12 @@ pub struct QueueItem {
     pub member_name: String,
     /// When it was first queued (this round).
     pub first_queued_at: EpochMs,
+    /// When a trigger last joined it (this round).
+    pub last_queued_at: EpochMs,
+    /// How many triggers of each reason joined it (this round).
+    pub trigger_counts: BTreeMap<Trigger, u32>,
+    /// When its running reconcile started; `None` while not running.
+    pub started_at: Option<EpochMs>,
     /// When it should run.
     pub run_at: EpochMs,
     /// Never later than this.
@@ -94,6 +100,8 @@ pub struct QueueItem {
     pub running: bool,
     /// A trigger arrived while running: one follow-up pass is owed.
     pub rerun: Option<BTreeSet<Trigger>>,
+    /// The follow-up pass's trigger counts.
+    pub rerun_counts: BTreeMap<Trigger, u32>,
     /// Failed attempts so far.
     pub retries: u32,
     /// Waiting to run (false while only running).
@@ -138,6 +146,9 @@ pub struct QueueCore {
     pub counters: QueueCounters,
     /// Reconciles running at once (at least 1).
     concurrency: usize,
+    /// The app's `queueQuietWindowMs`: the delay of every trigger but a
+    /// manual refresh, with five windows as its longest wait.
+    quiet_window: Option<EpochMs>,
 }
 
 impl Default for QueueCore {
@@ -153,6 +164,7 @@ impl QueueCore {
             items: HashMap::new(),
             counters: QueueCounters::default(),
             concurrency: concurrency.max(1),
+            quiet_window: None,
         }
     }
 
@@ -161,19 +173,46 @@ impl QueueCore {
         self.concurrency = concurrency.max(1);
     }
 
+    /// Sets the quiet window (`None`: each trigger's own delay).
+    pub fn set_quiet_window(&mut self, quiet_window: Option<EpochMs>) {
+        self.quiet_window = quiet_window;
+    }
+
+    /// `(runAfter, maxWait)` of `trigger` under the quiet window, as the
+    /// app's queue times it: a startup scan and a spawned member keep the
+    /// 30 s its router asks for; every other trigger but a manual refresh
+    /// waits the window.
+    fn policy(&self, trigger: Trigger) -> (EpochMs, EpochMs) {
+        let (delay, max_wait) = trigger.policy();
+        match self.quiet_window {
+            Some(_) if trigger == Trigger::ManualRefresh => (delay, max_wait),
+            Some(window) => {
+                let delay = match trigger {
+                    Trigger::StartupScan | Trigger::MemberSpawned => delay,
+                    _ => window,
+                };
+                (delay, delay.max(window.saturating_mul(5)))
+            }
+            None => (delay, max_wait),
+        }
+    }
+
     /// Queues or coalesces a trigger for a member. Returns false when it coalesced.
     pub fn enqueue(&mut self, team: &str, member: &str, trigger: Trigger, now: EpochMs) -> bool {
-        let (delay, max_wait) = trigger.policy();
+        let (delay, max_wait) = self.policy(trigger);
         let key = queue_key(team, member);
         let new_run = now + delay;
         match self.items.get_mut(&key) {
             Some(item) if item.running && !item.queued => {
                 item.rerun.get_or_insert_with(BTreeSet::new).insert(trigger);
+                *item.rerun_counts.entry(trigger).or_default() += 1;
                 self.counters.coalesced += 1;
                 false
             }
             Some(item) => {
                 item.triggers.insert(trigger);
+                item.last_queued_at = now;
+                *item.trigger_counts.entry(trigger).or_default() += 1;
                 item.max_run_at = item.max_run_at.max(item.first_queued_at + max_wait);
                 let old = item.run_at;
                 item.run_at = if old <= now || trigger == Trigger::ManualRefresh || new_run < old {
@@ -191,11 +230,15 @@ impl QueueCore {
                         team_name: team.to_string(),
                         member_name: member.to_string(),
                         first_queued_at: now,
+                        last_queued_at: now,
+                        trigger_counts: BTreeMap::from([(trigger, 1)]),
+                        started_at: None,
                         run_at: new_run,
                         max_run_at: now + max_wait,
                         triggers: BTreeSet::from([trigger]),
                         running: false,
                         rerun: None,
+                        rerun_counts: BTreeMap::new(),
                         retries: 0,
                         queued: true,
                         dropped: false,
@@ -261,6 +304,7 @@ impl QueueCore {
                 let item = self.items.get_mut(&key)?;
                 item.running = true;
                 item.queued = false;
+                item.started_at = Some(now);
                 Some((key, item.clone()))
             })
             .collect()
@@ -272,6 +316,7 @@ impl QueueCore {
             return FinishOutcome::Done;
         };
         item.running = false;
+        item.started_at = None;
         if item.dropped {
             self.items.remove(key);
             return FinishOutcome::Done;
@@ -297,8 +342,10 @@ impl QueueCore {
             let (delay, max_wait) = lead.policy();
             let delay = delay.min(FOLLOW_UP_MAX_DELAY_MS);
             item.triggers = rerun;
+            item.trigger_counts = std::mem::take(&mut item.rerun_counts);
             item.recovery = item.rerun_recovery.take();
             item.first_queued_at = now;
+            item.last_queued_at = now;
             item.run_at = now + delay;
             item.max_run_at = now + max_wait.max(delay);
             item.queued = true;
@@ -328,6 +375,7 @@ impl QueueCore {
                 return true;
             }
             item.rerun = None;
+            item.rerun_counts.clear();
             item.rerun_recovery = None;
             if item.running {
                 item.queued = false;
@@ -390,6 +438,19 @@ impl QueueCore {
         items
     }
 
+    /// Running items, earliest started first.
+    pub fn running_items(&self) -> Vec<&QueueItem> {
+        let mut items: Vec<&QueueItem> = self.items.values().filter(|i| i.running).collect();
+        items.sort_by_key(|i| {
+            (
+                i.started_at,
+                i.team_name.clone(),
+                normalize_member_name(&i.member_name),
+            )
+        });
+        items
+    }
+
     /// Number of running reconciles.
     pub fn running(&self) -> usize {
         self.running_count()
@@ -404,6 +465,63 @@ mod tests {
 
     fn key(member: &str) -> QueueKey {
         queue_key("forge", member)
+    }
+
+    #[test]
+    fn items_keep_their_first_and_last_trigger_times_and_reason_counts() {
+        let mut q = QueueCore::default();
+        q.enqueue("forge", "jack", Trigger::TaskChanged, T0);
+        q.enqueue("forge", "jack", Trigger::TaskChanged, T0 + 1_000);
+        q.enqueue("forge", "jack", Trigger::InboxChanged, T0 + 2_000);
+        let item = q.queued_items()[0].clone();
+        assert_eq!(
+            (item.first_queued_at, item.last_queued_at),
+            (T0, T0 + 2_000)
+        );
+        assert_eq!(item.max_run_at, T0 + 60_000);
+        assert_eq!(
+            item.trigger_counts,
+            BTreeMap::from([(Trigger::TaskChanged, 2), (Trigger::InboxChanged, 1)])
+        );
+        let started = T0 + 60_000;
+        q.take_due(started);
+        assert_eq!(q.running_items()[0].started_at, Some(started));
+        // Triggers during the run count towards the follow-up pass only.
+        q.enqueue("forge", "jack", Trigger::TurnSettled, started + 10);
+        q.enqueue("forge", "jack", Trigger::TurnSettled, started + 20);
+        assert_eq!(
+            q.finish(&key("jack"), true, started + 30),
+            FinishOutcome::FollowUp
+        );
+        let follow_up = q.queued_items()[0].clone();
+        assert_eq!(follow_up.started_at, None);
+        assert_eq!(follow_up.first_queued_at, started + 30);
+        assert_eq!(
+            follow_up.trigger_counts,
+            BTreeMap::from([(Trigger::TurnSettled, 2)])
+        );
+    }
+
+    #[test]
+    fn a_quiet_window_times_every_trigger_but_a_manual_refresh_and_the_routers_30_s() {
+        let mut q = QueueCore::default();
+        q.set_quiet_window(Some(1_000));
+        // (trigger, runAfter, maxWait)
+        let cases = [
+            (Trigger::TaskChanged, 1_000, 5_000),
+            (Trigger::TurnSettled, 1_000, 5_000),
+            (Trigger::ManualRefresh, 0, 0),
+            (Trigger::StartupScan, 30_000, 30_000),
+            (Trigger::MemberSpawned, 30_000, 30_000),
+        ];
+        for (trigger, run_after, max_wait) in cases {
+            assert_eq!(q.policy(trigger), (run_after, max_wait), "{trigger:?}");
+        }
+        q.set_quiet_window(None);
+        assert_eq!(
+            q.policy(Trigger::TaskChanged),
+            Trigger::TaskChanged.policy()
+        );
     }
 
     #[test]

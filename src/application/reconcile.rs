@@ -840,7 +840,7 @@ impl Reconciler {
         let on_active_roster = snapshot.is_active() && snapshot.is_active_member(&member);
         let decision = decide(&DecisionInput {
             on_active_roster,
-            runtime: self.ports.runtime.activity(&snapshot.team_name, &member),
+            runtime: self.ports.activity(&snapshot.team_name, &member),
             item_count: agenda.items.len(),
             fingerprint: &agenda.fingerprint,
             accepted_report: prior_accepted.as_ref(),

@@ -131,7 +131,7 @@ impl Reconciler {
         let agendas = self.agendas(&snapshot);
         let agenda = agendas.agenda_for(member, &format_iso(now));
         let normalized = normalize_member_name(member);
-        let runtime = self.ports.runtime.activity(team, &normalized);
+        let runtime = self.ports.activity(team, &normalized);
         let token_check = self.ports.tokens.verify(
             request.report_token.as_deref(),
             team,

@@ -69,6 +69,14 @@ export type MemberWorkSyncLogCode =
   | 'MWS_LOG_ACTIVITY_WRITE_FAILED'
   /** The Stop-hook programs in the spool's `bin/` could not be put back before a drain (the drain went on); once per distinct error. */
   | 'MWS_LOG_HOOK_PROGRAMS_NOT_KEPT'
+  /** The turn-settled hook could not be installed; runtimes launch without it (once per process). */
+  | 'MWS_LOG_HOOK_UNAVAILABLE'
+  /** The native hook executable is not used; the shell script runs instead (once per process). */
+  | 'MWS_LOG_HOOK_SCRIPT_FALLBACK'
+  /** A host callback (`onHostQuestion`) threw, rejected or answered the wrong shape; its fallback was used (context: `callback`, `waitedMs`). */
+  | 'MWS_LOG_HOST_CALLBACK_FAILED'
+  /** A host callback did not settle within `hostTimeoutMs`; its fallback was used (context: `callback`, `waitedMs`). */
+  | 'MWS_LOG_HOST_CALLBACK_TIMED_OUT'
 
 /** One `onLog` entry: a background failure no caller is waiting for. */
 export interface MemberWorkSyncLogEntry {
@@ -80,6 +88,36 @@ export interface MemberWorkSyncLogEntry {
   message: string
   /** Structured detail (`teamName`, `memberName`, counts, `path`). */
   context?: Record<string, unknown>
+}
+
+/** The questions `onHostQuestion` can answer, by the Electron entry's option names. */
+export type MemberWorkSyncHostQuestionKind =
+  | 'isTeamActive'
+  | 'isMemberActive'
+  | 'canDispatchNudges'
+  | 'listLifecycleActiveTeamNames'
+  | 'resolveControlUrl'
+  | 'priorityBusySignals'
+  | 'extraBusySignals'
+  | 'nudgeDeliveryWake'
+  /** Answered by the Electron entry; not asked by the dispatcher yet. */
+  | 'reviewPickupDelivery.canDeliver'
+  | 'reviewPickupDelivery.deliver'
+  | 'reviewPickupEscalation.escalate'
+
+/** One question of the addon to the host app; answer it with `settleHostQuestion(id, outcome)`. */
+export interface MemberWorkSyncHostQuestion {
+  /** Pass back to `settleHostQuestion`. */
+  id: number
+  /** Which callback is asked. */
+  kind: MemberWorkSyncHostQuestionKind
+  /**
+   * Its input: the team name (`isTeamActive`, `canDispatchNudges`), null
+   * (`listLifecycleActiveTeamNames`, `resolveControlUrl`), or the object the
+   * app's port takes (`isMemberActive`, the busy signals' `isBusy`,
+   * `nudgeDeliveryWake.schedule`).
+   */
+  input: unknown
 }
 
 /** Why an item is on a member's agenda. */
@@ -589,6 +627,30 @@ export interface MemberWorkSyncQueueDiagnostics {
   mergedEvents: number
   /** When the next queued item is due (ISO-8601 UTC); absent when nothing waits. */
   nextRunAt?: string
-  /** Waiting items: team, member, due time (ISO-8601 UTC) and trigger reasons. */
-  queuedItems: { teamName: string; memberName: string; runAt: string; triggerReasons: MemberWorkSyncTriggerReason[] }[]
+  /** Age of the longest-waiting item since its first trigger, in ms; absent when nothing waits. */
+  oldestQueuedAgeMs?: number
+  /** Age of the longest-running reconcile, in ms; absent when none runs. */
+  oldestRunningAgeMs?: number
+  /** Waiting items, earliest due first (times ISO-8601 UTC; `maxRunAt`: due at the latest however triggers keep coming). */
+  queuedItems: {
+    teamName: string
+    memberName: string
+    firstQueuedAt: string
+    lastQueuedAt: string
+    runAt: string
+    maxRunAt: string
+    triggerReasons: MemberWorkSyncTriggerReason[]
+    /** How many triggers of each reason merged into the item. */
+    triggerReasonCounts: Partial<Record<MemberWorkSyncTriggerReason, number>>
+  }[]
+  /** Running reconciles, earliest started first. */
+  runningItems: {
+    teamName: string
+    memberName: string
+    startedAt: string
+    ageMs: number
+    /** A trigger came while it ran: one follow-up pass is owed. */
+    rerunRequested: boolean
+    triggerReasons: MemberWorkSyncTriggerReason[]
+  }[]
 }

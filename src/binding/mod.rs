@@ -3,6 +3,7 @@
 
 mod args;
 mod convert;
+pub(crate) mod host;
 pub(crate) mod job;
 mod log;
 pub mod turn_settled;
@@ -49,6 +50,11 @@ pub struct MemberWorkSyncTuningOption {
     pub dispatch_interval_ms: Option<f64>,
     /// Queued reconciles running at once across all teams (integer, 1 to 8; default 2).
     pub queue_concurrency: Option<f64>,
+    /// The app's `queueQuietWindowMs`: every trigger but a manual refresh
+    /// (and the 30 s of a startup scan or spawned member) waits this long,
+    /// and at most five times this (integer, 1 to 86 400 000; default: each
+    /// trigger's own delay).
+    pub queue_quiet_window_ms: Option<f64>,
     /// Size at which a member's `journal.jsonl` rotates, in bytes (integer,
     /// 65 536 to 5 242 880; default 5 242 880).
     pub journal_rotate_bytes: Option<f64>,
@@ -127,12 +133,28 @@ pub struct MemberWorkSyncOptions {
     pub tuning: Option<MemberWorkSyncTuningOption>,
     /// Where the member-work-sync state is kept; default JSON files.
     pub storage: Option<MemberWorkSyncStorageOption>,
+    /// Asked by the addon at decision time (the Electron entry's callbacks):
+    /// gets `{ id, kind, input }` on the JS thread and answers through
+    /// `settleHostQuestion(id, outcome)`. Only the `hostAnswers` kinds are
+    /// asked; each wait is bounded by `hostTimeoutMs`.
+    #[napi(ts_type = "(question: MemberWorkSyncHostQuestion) => void")]
+    pub on_host_question: Option<host::HostQuestionCallback>,
+    /// The questions `onHostQuestion` answers (option names such as
+    /// `isTeamActive`, `canDispatchNudges`, `resolveControlUrl`).
+    #[napi(ts_type = "MemberWorkSyncHostQuestionKind[]")]
+    pub host_answers: Option<Vec<String>>,
+    /// Longest wait for one host answer, in ms (integer, 10 to 120 000;
+    /// default 5 000). A slow, throwing or never-settling callback costs at
+    /// most this, is logged (`MWS_LOG_HOST_CALLBACK_*`) and its fallback used.
+    pub host_timeout_ms: Option<f64>,
 }
 
 /// One addon instance over one Claude home.
 #[napi]
 pub struct MemberWorkSync {
     pub(crate) instance: Arc<Instance>,
+    /// Host questions waiting for `settleHostQuestion`.
+    host_questions: Arc<host::Waiting>,
 }
 
 #[napi]
@@ -157,6 +179,9 @@ impl MemberWorkSync {
                 control_url: None,
                 tuning: None,
                 storage: None,
+                on_host_question: None,
+                host_answers: None,
+                host_timeout_ms: None,
             });
             let tuning = tuning(options.tuning.as_ref());
             let mut paths = RootPaths::resolve(
@@ -199,6 +224,28 @@ impl MemberWorkSync {
                     .log
                     .connect(Box::new(log::JsLogSink(callback)));
             }
+            let waiting = Arc::new(host::Waiting::default());
+            if let Some(callback) = options.on_host_question {
+                let answers = options
+                    .host_answers
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|name| host::QuestionKind::parse(name))
+                    .collect();
+                let timeout = std::time::Duration::from_millis(
+                    options
+                        .host_timeout_ms
+                        .map_or(host::DEFAULT_TIMEOUT_MS, |ms| ms as u64),
+                );
+                let log = instance.services.log.clone();
+                instance.services.host.connect(Box::new(host::JsHost::new(
+                    callback,
+                    answers,
+                    timeout,
+                    waiting.clone(),
+                    log,
+                )));
+            }
             if let Some(callback) = options.on_team_change {
                 instance
                     .services
@@ -207,6 +254,7 @@ impl MemberWorkSync {
             }
             Ok(Self {
                 instance: Arc::new(instance),
+                host_questions: waiting,
             })
         })
     }
@@ -638,11 +686,52 @@ impl MemberWorkSync {
     /// Idempotent; later calls reject with `MWS_DISPOSED`.
     #[napi(catch_unwind, ts_return_type = "Promise<void>")]
     pub fn dispose(&self) -> AsyncTask<Job> {
+        // No host answer is waited for from now on: dispose is never held
+        // by a callback that does not settle.
+        self.host_questions.close();
         let instance = self.instance.clone();
         AsyncTask::new(Job::unit(move || {
             instance.dispose();
             Ok(())
         }))
+    }
+
+    /// Answers host question `id` (from `onHostQuestion`): `{ ok: true,
+    /// value }` or `{ ok: false, error }`. An id no longer waited for (its
+    /// wait ended) is ignored; never throws for one.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "id: number, outcome: { ok: true; value?: unknown } | { ok: false; error: string }"
+    )]
+    pub fn settle_host_question(
+        &self,
+        env: Env,
+        id: f64,
+        outcome: Unknown<'_>,
+    ) -> Result<(), napi::Error<ErrorCode>> {
+        guard("settleHostQuestion", || {
+            let outcome =
+                convert::json_argument(&env, outcome, "outcome").map_err(JsFailure::into_napi)?;
+            let settled = match (outcome.get("ok"), outcome.get("error")) {
+                (Some(Value::Bool(true)), _) => {
+                    Ok(outcome.get("value").cloned().unwrap_or(Value::Null))
+                }
+                (Some(Value::Bool(false)), error) => Err(match error {
+                    Some(Value::String(error)) => error.clone(),
+                    _ => "callback failed".to_string(),
+                }),
+                _ => {
+                    return Err(JsFailure::invalid(
+                        "outcome must be { ok: true, value? } or { ok: false, error }",
+                    )
+                    .into_napi())
+                }
+            };
+            if id.is_finite() && id >= 0.0 {
+                self.host_questions.settle(id as u64, settled);
+            }
+            Ok(())
+        })
     }
 
     /// Moves the fixed test clock; only when the instance was built with `options.clock`.
@@ -747,7 +836,8 @@ fn parse_options(
     // SAFETY: `options` is a live object of this env (checked above).
     let object =
         unsafe { options.cast::<Object>() }.map_err(|e| JsFailure::invalid(e.reason.clone()))?;
-    for key in ["onTeamChange", "onLog"] {
+    check_host_options(&json)?;
+    for key in ["onTeamChange", "onLog", "onHostQuestion"] {
         match object.get::<Unknown>(key) {
             Ok(None) => {}
             Ok(Some(callback))
@@ -770,6 +860,40 @@ fn parse_options(
             convert::clear_pending_exception(env);
             JsFailure::invalid(format!("options: {}", e.reason))
         })
+}
+
+/// `hostAnswers` names known questions; `hostTimeoutMs` is an integer in bounds.
+fn check_host_options(json: &Value) -> Result<(), JsFailure> {
+    match json.get("hostAnswers") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(names)) => {
+            for name in names {
+                if name.as_str().and_then(host::QuestionKind::parse).is_none() {
+                    return Err(JsFailure::invalid(format!(
+                        "options.hostAnswers: unknown question {name}"
+                    )));
+                }
+            }
+        }
+        Some(_) => return Err(JsFailure::invalid("options.hostAnswers must be an array")),
+    }
+    match json.get("hostTimeoutMs") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::Number(ms))
+            if ms.as_f64().is_some_and(|ms| {
+                ms.fract() == 0.0
+                    && ms >= host::TIMEOUT_MS_BOUNDS.0 as f64
+                    && ms <= host::TIMEOUT_MS_BOUNDS.1 as f64
+            }) =>
+        {
+            Ok(())
+        }
+        Some(_) => Err(JsFailure::invalid(format!(
+            "options.hostTimeoutMs must be an integer from {} to {}",
+            host::TIMEOUT_MS_BOUNDS.0,
+            host::TIMEOUT_MS_BOUNDS.1
+        ))),
+    }
 }
 
 /// The `scheduleProofMissingRecovery` request: the three ids are strings,
@@ -884,6 +1008,7 @@ fn check_tuning(tuning: Option<&Value>) -> Result<(), JsFailure> {
         ("drainIntervalMs", INTERVAL_MS_BOUNDS),
         ("dispatchIntervalMs", INTERVAL_MS_BOUNDS),
         ("queueConcurrency", QUEUE_CONCURRENCY_BOUNDS),
+        ("queueQuietWindowMs", (1, INTERVAL_MS_BOUNDS.1)),
         ("journalRotateBytes", bounds::JOURNAL_ROTATE_BYTES),
         ("journalRotations", bounds::JOURNAL_ROTATIONS),
         ("outboxFinishedMaxAgeMs", bounds::OUTBOX_FINISHED_MAX_AGE_MS),
@@ -923,6 +1048,7 @@ fn tuning(option: Option<&MemberWorkSyncTuningOption>) -> Tuning {
             dispatch_every: millis(option.dispatch_interval_ms).unwrap_or(defaults.dispatch_every),
         },
         queue_concurrency: option.queue_concurrency.map(|n| n as usize),
+        queue_quiet_window_ms: option.queue_quiet_window_ms.map(|ms| ms as i64),
         retention: retention(option),
     }
 }

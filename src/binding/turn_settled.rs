@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 use super::args::{typed, RuntimeTurnSettledHookInput};
 use super::job::{guard, ErrorCode, Job, JsFailure};
 use super::{to_json, MemberWorkSync};
+use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
 use crate::application::turn_settled::{TeamChangeEvent, TeamChangeSink};
 use crate::domain::turn_settled::settings::{
     codex_hook_settings_fragment, executable_hook_command, hook_command, hook_settings_fragment,
@@ -59,21 +60,30 @@ impl TeamChangeSink for JsTeamChangeSink {
 }
 
 /// Hook installation failures are logged once per process: launch goes on
-/// without the hook, and a broken spool must not flood the app log.
+/// without the hook, and a broken spool must not flood the app log. They go
+/// to the instance's `onLog` (a packaged app has no visible stderr).
 static INSTALL_FAILURE_LOGGED: AtomicBool = AtomicBool::new(false);
 
-fn log_install_failure(error: &std::io::Error) {
+fn log_install_failure(log: &dyn LogSink, error: &std::io::Error) {
     if !INSTALL_FAILURE_LOGGED.swap(true, Ordering::Relaxed) {
-        eprintln!("member-work-sync: turn-settled hook unavailable, launching without it: {error}");
+        log.log(LogEntry::new(
+            LogLevel::Warn,
+            LogCode::HookUnavailable,
+            format!("turn-settled hook unavailable, launching without it: {error}"),
+        ));
     }
 }
 
 /// Falling back to the script is logged once per process.
 static SCRIPT_FALLBACK_LOGGED: AtomicBool = AtomicBool::new(false);
 
-fn log_script_fallback(why: &str) {
+fn log_script_fallback(log: &dyn LogSink, why: &str) {
     if !SCRIPT_FALLBACK_LOGGED.swap(true, Ordering::Relaxed) {
-        eprintln!("member-work-sync: turn-settled hook executable not used, the sh script runs instead: {why}");
+        log.log(LogEntry::new(
+            LogLevel::Warn,
+            LogCode::HookScriptFallback,
+            format!("turn-settled hook executable not used, the sh script runs instead: {why}"),
+        ));
     }
 }
 
@@ -125,23 +135,28 @@ impl MemberWorkSync {
             let installed = match paths.install_hook(shipped.ok()) {
                 Ok(installed) => installed,
                 Err(error) => {
-                    log_install_failure(&error);
+                    log_install_failure(instance.services.log.as_ref(), &error);
                     return Ok(Value::Null);
                 }
             };
             match (&shipped, &installed.executable_failure) {
-                (_, Some(error)) => log_script_fallback(&error.to_string()),
-                (Err(why), None) => log_script_fallback(why),
+                (_, Some(error)) => {
+                    log_script_fallback(instance.services.log.as_ref(), &error.to_string())
+                }
+                (Err(why), None) => log_script_fallback(instance.services.log.as_ref(), why),
                 (Ok(_), None) => {}
             }
             let no_spelling = || {
-                log_install_failure(&std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    format!(
-                        "{}: no Git Bash (POSIX) spelling of the hook path",
-                        paths.root.display()
+                log_install_failure(
+                    instance.services.log.as_ref(),
+                    &std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        format!(
+                            "{}: no Git Bash (POSIX) spelling of the hook path",
+                            paths.root.display()
+                        ),
                     ),
-                ));
+                );
                 Ok(Value::Null)
             };
             let command = match &installed.program {
@@ -191,7 +206,7 @@ impl MemberWorkSync {
             match paths.install() {
                 Ok(_) => Ok(json!({ SPOOL_ROOT_ENV: paths.root.to_string_lossy() })),
                 Err(error) => {
-                    log_install_failure(&error);
+                    log_install_failure(instance.services.log.as_ref(), &error);
                     Ok(Value::Null)
                 }
             }

@@ -119,14 +119,21 @@ mod tests {
             dropped_events: 0,
             merged_events: 0,
             next_run_at: None,
+            oldest_queued_age_ms: None,
+            oldest_running_age_ms: None,
             queued_items: (0..queued)
                 .map(|n| QueuedItemView {
                     team_name: "forge".into(),
                     member_name: format!("m{n}"),
+                    first_queued_at: "2026-11-23T09:59:45.000Z".into(),
+                    last_queued_at: "2026-11-23T09:59:45.000Z".into(),
                     run_at: "2026-11-23T10:00:00.000Z".into(),
+                    max_run_at: "2026-11-23T10:00:45.000Z".into(),
                     trigger_reasons: vec!["task_changed"],
+                    trigger_reason_counts: serde_json::Map::new(),
                 })
                 .collect(),
+            running_items: Vec::new(),
         }
     }
 

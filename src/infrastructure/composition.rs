@@ -9,6 +9,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use crate::application::busy::BusySignals;
 use crate::application::engine::{Engine, EngineDeps};
 use crate::application::explain::Explainer;
+use crate::application::host::{Host, HostRelay};
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogRelay, LogSink};
 use crate::application::nudges::Nudges;
 use crate::application::ports::{Clock, OutboxStore, PortError, Ports};
@@ -125,6 +126,8 @@ pub struct Services {
     pub team_changes: Arc<TeamChangeRelay>,
     /// Background failures for the app's `onLog` (dropped while none is connected).
     pub log: Arc<LogRelay>,
+    /// The host app's answers at decision time (the Electron entry's callbacks).
+    pub host: Arc<HostRelay>,
     /// Durable nudges.
     pub outbox: Arc<dyn OutboxStore>,
     /// The nudge planner and dispatcher on their own (the engine's
@@ -228,6 +231,7 @@ impl Services {
             turn_settled,
             team_changes: Arc::new(TeamChangeRelay::default()),
             log,
+            host: ports.host.clone(),
             outbox: ports.outbox.clone(),
             nudges,
             explainer,
@@ -264,6 +268,7 @@ fn file_ports_reading(
     retention: Retention,
 ) -> Ports {
     let store_paths = StorePaths::new(paths.teams_base.clone());
+    let host = Arc::new(HostRelay::default());
     let json_ports = Ports {
         clock: clock.clone(),
         teams: teams.clone(),
@@ -278,11 +283,16 @@ fn file_ports_reading(
         metrics: Arc::new(FsMetricsStore::new(paths.teams_base.clone(), clock.clone())),
         intents: Arc::new(FsReportIntentStore::new(store_paths.clone(), clock.clone())),
         outbox: Arc::new(FsOutboxStore::new(store_paths, clock).with_retention(retention)),
-        inbox: Arc::new(InboxWriter::new(paths.teams_base.clone()).with_control_url(control_url)),
+        inbox: Arc::new(
+            InboxWriter::new(paths.teams_base.clone())
+                .with_control_url(control_url)
+                .with_host(host.clone()),
+        ),
         watchdog: Arc::new(FsWatchdogJournal::new(paths.teams_base.clone())),
         runtime: Arc::new(RuntimeStates::default()),
         busy: Arc::new(BusySignals::default()),
         log,
+        host,
     };
     match &paths.storage {
         Storage::JsonFiles => json_ports,
@@ -359,6 +369,8 @@ pub struct Tuning {
     pub intervals: ScheduleIntervals,
     /// Queued reconciles running at once; `None` keeps the queue's default.
     pub queue_concurrency: Option<usize>,
+    /// The app's `queueQuietWindowMs`; `None` keeps each trigger's delay.
+    pub queue_quiet_window_ms: Option<i64>,
     /// How much journal, outbox and spool history is kept.
     pub retention: Retention,
 }
@@ -379,6 +391,9 @@ impl Instance {
         if let Some(concurrency) = tuning.queue_concurrency {
             services.engine.set_queue_concurrency(concurrency);
         }
+        services
+            .engine
+            .set_queue_quiet_window(tuning.queue_quiet_window_ms);
         let schedule = {
             let (ingestor, engine, changes, log) = (
                 services.turn_settled.clone(),
@@ -440,20 +455,31 @@ impl Instance {
             }
         };
         let dispatch: Box<dyn Fn() + Send + Sync> = {
-            let (engine, outbox_teams, runtime, log) = (
+            let (engine, outbox_teams, runtime, log, host) = (
                 services.engine.clone(),
                 services.outbox.clone(),
                 services.runtime.clone(),
                 services.log.clone(),
+                services.host.clone(),
             );
             Box::new(move || {
-                // Only teams whose runtime is active, as the app's scheduler
-                // lists them: dispatching a stopped team supersedes its nudges.
-                let teams = outbox_teams
-                    .teams_with_outbox()
+                // The teams the app's scheduler lists: its
+                // `listLifecycleActiveTeamNames`, asked per pass; without it,
+                // every team with an outbox whose runtime is active (a stopped
+                // team's dispatch would supersede its nudges).
+                let teams = host
+                    .lifecycle_active_teams()
+                    .unwrap_or_else(|| {
+                        outbox_teams
+                            .teams_with_outbox()
+                            .into_iter()
+                            .filter(|team| runtime.activity(team, "").team_active)
+                            .collect()
+                    })
                     .iter()
-                    .filter(|team| runtime.activity(team, "").team_active)
-                    .map(|team| team_name(team))
+                    .map(|team| team.trim())
+                    .filter(|team| !team.is_empty())
+                    .map(team_name)
                     .collect::<Result<Vec<_>, _>>();
                 let claimed_by = format!("member-work-sync:{}:scheduled", std::process::id());
                 match teams.and_then(|teams| engine.dispatch_due_nudges(&teams, &claimed_by)) {
@@ -617,6 +643,7 @@ impl Instance {
         // Release the onTeamChange and onLog callbacks so nothing of ours holds Node.
         self.services.team_changes.disconnect();
         self.services.log.disconnect();
+        self.services.host.disconnect();
     }
 }
 

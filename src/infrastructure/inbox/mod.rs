@@ -28,6 +28,7 @@ mod sink;
 mod turn;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
@@ -37,6 +38,7 @@ pub use row::{
 };
 pub use rows::MAX_INBOX_FILE_BYTES;
 
+use crate::application::host::HostRelay;
 use crate::domain::names::{normalize_member_name, validate_name};
 use crate::infrastructure::safe_fs::{not_a_file, FileKind, TrustedRoot};
 use lock::InboxLock;
@@ -105,6 +107,9 @@ pub struct InboxWriter {
     /// The app's control API URL, named in a line at the end of every
     /// delivered text (the payload and its hash stay as planned).
     control_url: Option<String>,
+    /// Asked per delivery for the app's `resolveControlUrl`, which replaces
+    /// `control_url` when the app has one.
+    host: Option<Arc<HostRelay>>,
 }
 
 impl InboxWriter {
@@ -114,12 +119,19 @@ impl InboxWriter {
             teams: TrustedRoot::new(teams_base),
             timings: InboxTimings::default(),
             control_url: None,
+            host: None,
         }
     }
 
     /// The same writer naming `control_url` in every text it delivers.
     pub fn with_control_url(mut self, control_url: Option<String>) -> Self {
         self.control_url = control_url;
+        self
+    }
+
+    /// The same writer asking `host` for the control URL of each delivery.
+    pub fn with_host(mut self, host: Arc<HostRelay>) -> Self {
+        self.host = Some(host);
         self
     }
 

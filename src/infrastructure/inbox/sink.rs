@@ -4,6 +4,7 @@
 use std::time::SystemTime;
 
 use super::{with_control_url_line, DeliveryOutcome, InboxWriter, NudgeRow, NudgeTaskRef};
+use crate::application::host::{ControlUrl, Host};
 use crate::application::ports::{InboxFailure, InboxOutcome, InboxSink};
 use crate::domain::nudge::{NudgeIntent, OutboxItem};
 use crate::domain::time::{format_iso, EpochMs};
@@ -12,7 +13,19 @@ use crate::infrastructure::clock::epoch_ms;
 impl InboxSink for InboxWriter {
     fn deliver(&self, item: &OutboxItem, now: EpochMs) -> Result<InboxOutcome, InboxFailure> {
         let mut row = row_of(item, now);
-        if let Some(url) = &self.control_url {
+        let resolved = match self.host.as_deref().map(Host::control_url) {
+            None | Some(ControlUrl::NotResolved) => self.control_url.clone(),
+            Some(ControlUrl::Url(url)) => Some(url),
+            // The app's sink requires the URL once it has a resolver: the
+            // delivery fails retryably and waits for the next attempt.
+            Some(ControlUrl::Unavailable(why)) => {
+                return Err(InboxFailure {
+                    retryable: true,
+                    reason: format!("member work sync control URL unavailable: {why}"),
+                })
+            }
+        };
+        if let Some(url) = &resolved {
             row.text = with_control_url_line(&row.text, url);
         }
         // The lock file carries wall-clock time (other processes judge its age),

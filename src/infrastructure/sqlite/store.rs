@@ -24,8 +24,8 @@ use super::mappers::{
 };
 use super::records::{EnsureRecordResult, OutboxMark, OutboxRecord, ProcessedIntent};
 use crate::application::ports::{
-    Claimed, IntentStatus, MetricsStore, OutboxStore, PortError, ReportIntent, ReportIntentStore,
-    StatusStore, StoredStatus,
+    Claimed, IntentStatus, MetricsStore, OutboxStore, PendingIntents, PortError, ReportIntent,
+    ReportIntentStore, StatusStore, StoredStatus,
 };
 use crate::domain::js_semantics::js_trim;
 use crate::domain::metrics::{events_for_write, MemberSummary, MetricEvent, MetricsIndex};
@@ -404,16 +404,22 @@ impl ReportIntentStore for SqliteStore {
         })
     }
 
-    fn pending(&self, team_name: &str) -> Result<Vec<ReportIntent>, PortError> {
+    fn pending(&self, team_name: &str) -> Result<PendingIntents, PortError> {
         let records = self
             .teams
             .run(team_name, || self.db()?.reports_list_pending(team_name))?;
-        records
+        let intents = records
             .iter()
             .map(|r| {
                 record_to_intent(r).map_err(self.bad("member_work_sync_report_intents", &r.id))
             })
-            .collect()
+            .collect::<Result<_, _>>()?;
+        // No legacy `pending-reports.json` is read in a SQLite session (the
+        // importer's job), so none is moved.
+        Ok(PendingIntents {
+            intents,
+            migrated_members: vec![],
+        })
     }
 
     fn finish(&self, intent: &ReportIntent) -> Result<(), PortError> {
@@ -507,9 +513,11 @@ impl OutboxStore for SqliteStore {
                 retry_at: Some(format_iso(*retry_at)),
                 retryable: true,
             },
-            AttemptEnd::Superseded { reason } => OutboxMark::Superseded {
-                reason: reason.clone(),
-            },
+            AttemptEnd::Superseded { reason } | AttemptEnd::PickupUndeliverable { reason } => {
+                OutboxMark::Superseded {
+                    reason: reason.clone(),
+                }
+            }
             AttemptEnd::Terminal { reason } => OutboxMark::Failed {
                 attempt_generation: generation,
                 error: reason.clone(),

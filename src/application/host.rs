@@ -1,0 +1,338 @@
+//! Questions the addon asks the host app at decision time (the Electron
+//! entry's `isTeamActive`, `canDispatchNudges`, `resolveControlUrl`, ...
+//! options), as the app's feature asks its own ports.
+//!
+//! Every question has a fallback: a host that has no answer for it (the
+//! option was not given, the callback threw, timed out or answered
+//! something unusable, the instance is stopping) answers `None`, and the
+//! caller goes on as the addon decides without the host. The host itself
+//! bounds each wait and logs why an answer is missing; callers never block
+//! longer than that bound.
+
+use std::sync::RwLock;
+
+use crate::domain::nudge::{NudgePayload, TaskRef};
+use crate::domain::team::ProviderId;
+use crate::domain::time::EpochMs;
+
+/// A busy verdict from one of the app's busy signals.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostBusy {
+    /// The app's reason (`opencode_prompt_delivery_busy`, `pending_tool_approval`, ...).
+    pub reason: String,
+    /// When to try again, when the signal said.
+    pub retry_at: Option<EpochMs>,
+}
+
+/// What the busy question is about: the nudge about to be delivered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BusyQuestion<'a> {
+    /// Team of the member.
+    pub team_name: &'a str,
+    /// The member.
+    pub member_name: &'a str,
+    /// Now, by the instance clock.
+    pub now: EpochMs,
+    /// The nudge payload's intent fields and task refs, as the app's port gets them.
+    pub payload: serde_json::Value,
+}
+
+/// Which of the app's busy signals a question goes to: the app asks its
+/// priority signals before the addon's tool activity and its extra ones after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BusyRank {
+    /// `priorityBusySignals`.
+    Priority,
+    /// `extraBusySignals`.
+    Extra,
+}
+
+/// A delivered nudge the app may wake its member for (`nudgeDeliveryWake`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryWake<'a> {
+    /// Team of the member.
+    pub team_name: &'a str,
+    /// The member.
+    pub member_name: &'a str,
+    /// The inbox message id (the outbox item id).
+    pub message_id: &'a str,
+    /// The member's provider, when its status named one.
+    pub provider_id: Option<ProviderId>,
+    /// True when this attempt wrote the row; false when it was already there.
+    pub inserted: bool,
+}
+
+/// A review pickup the app may deliver straight to the member's runtime
+/// (`reviewPickupDelivery.deliver`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReviewPickupRequest<'a> {
+    /// Team of the member.
+    pub team_name: &'a str,
+    /// The reviewer.
+    pub member_name: &'a str,
+    /// The inbox message id (the outbox item id).
+    pub message_id: &'a str,
+    /// The member's provider, when its status named one.
+    pub provider_id: Option<ProviderId>,
+    /// The nudge as written into the inbox.
+    pub payload: &'a NudgePayload,
+    /// True when this attempt wrote the inbox row.
+    pub inserted: bool,
+    /// Now, by the instance clock.
+    pub now: EpochMs,
+}
+
+/// Why the app did not deliver a review pickup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReviewPickupFailure {
+    /// The member's runtime cannot take a direct delivery.
+    CapabilityAbsent,
+    /// Worth trying again (also: the callback failed or was late).
+    Retryable,
+    /// Never worth trying again.
+    Terminal,
+}
+
+/// What the app's review pickup delivery answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReviewPickupDelivered {
+    /// The runtime took the prompt; `response_proven` when it also answered.
+    Accepted {
+        /// `response_proven` rather than `prompt_accepted`.
+        response_proven: bool,
+        /// The message id the app delivered.
+        message_id: String,
+        /// The app's diagnostics.
+        diagnostics: Vec<String>,
+    },
+    /// Not delivered.
+    Refused {
+        /// Why.
+        failure: ReviewPickupFailure,
+        /// The app's words.
+        message: String,
+        /// The app's diagnostics.
+        diagnostics: Vec<String>,
+        /// When to try again, when the app said.
+        retry_at: Option<EpochMs>,
+    },
+}
+
+/// A review pickup the app should escalate to the lead (`reviewPickupEscalation.escalate`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReviewPickupEscalation<'a> {
+    /// Team of the reviewer.
+    pub team_name: &'a str,
+    /// The reviewer who did not pick the review up.
+    pub member_name: &'a str,
+    /// Why it is escalated.
+    pub reason: &'a str,
+    /// Now, by the instance clock.
+    pub now: EpochMs,
+    /// The reviewer's agenda fingerprint, when known.
+    pub agenda_fingerprint: Option<&'a str>,
+    /// The review requests still waiting.
+    pub review_request_event_ids: &'a [String],
+    /// Why, in diagnostics.
+    pub diagnostics: &'a [String],
+    /// The tasks concerned.
+    pub task_refs: &'a [TaskRef],
+}
+
+/// The control URL as the host resolves it for one delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ControlUrl {
+    /// The app has no resolver: deliveries use the constructor's `controlUrl`.
+    NotResolved,
+    /// The resolver gave this URL (trimmed, not blank).
+    Url(String),
+    /// The resolver has one but it is unavailable now (blank, threw, timed
+    /// out): the delivery waits and is tried again, as the app's sink does.
+    Unavailable(String),
+}
+
+/// The host app's answers. `None`: no answer, use the fallback.
+pub trait Host: Send + Sync {
+    /// `isTeamActive(teamName)`.
+    fn team_active(&self, team_name: &str) -> Option<bool>;
+    /// `isMemberActive({teamName, memberName})`.
+    fn member_active(&self, team_name: &str, member_name: &str) -> Option<bool>;
+    /// `canDispatchNudges(teamName)`: true without the option; false when
+    /// it failed (the app's readiness check fails closed).
+    fn can_dispatch_nudges(&self, team_name: &str) -> bool;
+    /// `listLifecycleActiveTeamNames()`: the teams a scheduled dispatch
+    /// serves; `None` without the option (the teams with an outbox are
+    /// served), empty when it failed (the pass dispatches nothing).
+    fn lifecycle_active_teams(&self) -> Option<Vec<String>>;
+    /// `resolveControlUrl()`, asked per delivery.
+    fn control_url(&self) -> ControlUrl;
+    /// The app's busy signals of `rank`, in their order; the first busy
+    /// verdict wins. A signal that fails counts as not busy (logged).
+    fn busy(&self, question: &BusyQuestion<'_>, rank: BusyRank) -> Option<HostBusy>;
+    /// `nudgeDeliveryWake.schedule(...)`; `Err` carries why the wake failed.
+    fn delivery_wake(&self, wake: &DeliveryWake<'_>) -> Result<(), String>;
+
+    // The review pickup ports below are plumbed to the app's callbacks but
+    // not asked by the nudge dispatcher yet (README "Electron entry").
+
+    /// `reviewPickupDelivery.canDeliver(...)`: `None` without the option,
+    /// `Err(reason)` when the app refuses (or the call failed).
+    fn review_pickup_can_deliver(
+        &self,
+        _team_name: &str,
+        _member_name: &str,
+        _provider_id: Option<ProviderId>,
+    ) -> Option<Result<(), String>> {
+        None
+    }
+    /// `reviewPickupDelivery.deliver(...)`: `None` without the option; a
+    /// failed or late call is a retryable refusal.
+    fn review_pickup_deliver(
+        &self,
+        _request: &ReviewPickupRequest<'_>,
+    ) -> Option<ReviewPickupDelivered> {
+        None
+    }
+    /// `reviewPickupEscalation.escalate(...)`: `None` without the option,
+    /// `Err` carrying why it failed.
+    fn review_pickup_escalate(
+        &self,
+        _escalation: &ReviewPickupEscalation<'_>,
+    ) -> Option<Result<(), String>> {
+        None
+    }
+}
+
+/// The instance's host: forwards to the connected one; without one (no
+/// Electron entry, or after dispose) every question has no answer.
+#[derive(Default)]
+pub struct HostRelay {
+    host: RwLock<Option<Box<dyn Host>>>,
+}
+
+impl std::fmt::Debug for HostRelay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HostRelay")
+    }
+}
+
+impl HostRelay {
+    /// Asks `host` from now on.
+    pub fn connect(&self, host: Box<dyn Host>) {
+        *self.host.write().unwrap_or_else(|p| p.into_inner()) = Some(host);
+    }
+
+    /// Drops the host (dispose releases the JS callbacks).
+    pub fn disconnect(&self) {
+        *self.host.write().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    fn ask<T>(&self, question: impl FnOnce(&dyn Host) -> T) -> Option<T> {
+        self.host
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_deref()
+            .map(question)
+    }
+}
+
+impl Host for HostRelay {
+    fn team_active(&self, team_name: &str) -> Option<bool> {
+        self.ask(|h| h.team_active(team_name)).flatten()
+    }
+    fn member_active(&self, team_name: &str, member_name: &str) -> Option<bool> {
+        self.ask(|h| h.member_active(team_name, member_name))
+            .flatten()
+    }
+    fn can_dispatch_nudges(&self, team_name: &str) -> bool {
+        self.ask(|h| h.can_dispatch_nudges(team_name))
+            .unwrap_or(true)
+    }
+    fn lifecycle_active_teams(&self) -> Option<Vec<String>> {
+        self.ask(|h| h.lifecycle_active_teams()).flatten()
+    }
+    fn control_url(&self) -> ControlUrl {
+        self.ask(|h| h.control_url())
+            .unwrap_or(ControlUrl::NotResolved)
+    }
+    fn busy(&self, question: &BusyQuestion<'_>, rank: BusyRank) -> Option<HostBusy> {
+        self.ask(|h| h.busy(question, rank)).flatten()
+    }
+    fn delivery_wake(&self, wake: &DeliveryWake<'_>) -> Result<(), String> {
+        self.ask(|h| h.delivery_wake(wake)).unwrap_or(Ok(()))
+    }
+    fn review_pickup_can_deliver(
+        &self,
+        team_name: &str,
+        member_name: &str,
+        provider_id: Option<ProviderId>,
+    ) -> Option<Result<(), String>> {
+        self.ask(|h| h.review_pickup_can_deliver(team_name, member_name, provider_id))
+            .flatten()
+    }
+    fn review_pickup_deliver(
+        &self,
+        request: &ReviewPickupRequest<'_>,
+    ) -> Option<ReviewPickupDelivered> {
+        self.ask(|h| h.review_pickup_deliver(request)).flatten()
+    }
+    fn review_pickup_escalate(
+        &self,
+        escalation: &ReviewPickupEscalation<'_>,
+    ) -> Option<Result<(), String>> {
+        self.ask(|h| h.review_pickup_escalate(escalation)).flatten()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fixed;
+    impl Host for Fixed {
+        fn team_active(&self, _: &str) -> Option<bool> {
+            Some(false)
+        }
+        fn member_active(&self, _: &str, _: &str) -> Option<bool> {
+            None
+        }
+        fn can_dispatch_nudges(&self, _: &str) -> bool {
+            false
+        }
+        fn lifecycle_active_teams(&self) -> Option<Vec<String>> {
+            Some(vec!["forge".into()])
+        }
+        fn control_url(&self) -> ControlUrl {
+            ControlUrl::Url("http://127.0.0.1:1".into())
+        }
+        fn busy(&self, _: &BusyQuestion<'_>, _: BusyRank) -> Option<HostBusy> {
+            None
+        }
+        fn delivery_wake(&self, _: &DeliveryWake<'_>) -> Result<(), String> {
+            Err("down".into())
+        }
+    }
+
+    #[test]
+    fn the_relay_answers_only_while_connected() {
+        let relay = HostRelay::default();
+        let wake = DeliveryWake {
+            team_name: "forge",
+            member_name: "jack",
+            message_id: "m",
+            provider_id: None,
+            inserted: true,
+        };
+        assert_eq!(relay.team_active("forge"), None);
+        assert_eq!(relay.control_url(), ControlUrl::NotResolved);
+        assert_eq!(relay.delivery_wake(&wake), Ok(()));
+        relay.connect(Box::new(Fixed));
+        assert_eq!(relay.team_active("forge"), Some(false));
+        assert_eq!(relay.member_active("forge", "jack"), None);
+        assert_eq!(relay.lifecycle_active_teams(), Some(vec!["forge".into()]));
+        assert_eq!(relay.delivery_wake(&wake), Err("down".into()));
+        assert!(!relay.can_dispatch_nudges("forge"));
+        relay.disconnect();
+        assert!(relay.can_dispatch_nudges("forge"));
+    }
+}
