@@ -162,6 +162,11 @@ impl StatusStore for MemoryStatusStore {
             .map_or(StoredStatus::Missing, StoredStatus::Current))
     }
 
+    fn member_count(&self, team: &str) -> Result<usize, PortError> {
+        let statuses = self.statuses.lock().unwrap();
+        Ok(statuses.keys().filter(|(t, _)| t == team).count())
+    }
+
     fn update(
         &self,
         team: &str,
