@@ -851,13 +851,15 @@ impl Reconciler {
         }
         let previous = previous.into_status();
         // The lease input: the report just accepted, else the stored accepted
-        // one, else the lease a later rejected report left behind.
+        // one, else the lease a later rejected report left behind while it
+        // still holds.
         let prior_accepted = accepted_report.or_else(|| {
             previous.as_ref().and_then(|p| {
-                p.report
-                    .clone()
-                    .filter(|r| r.accepted)
-                    .or_else(|| p.last_accepted_report.clone())
+                p.report.clone().filter(|r| r.accepted).or_else(|| {
+                    p.last_accepted_report
+                        .clone()
+                        .filter(|r| keeps_carried_lease(r, &agenda.fingerprint, now))
+                })
             })
         });
         let on_active_roster = snapshot.is_active() && snapshot.is_active_member(&member);
