@@ -139,7 +139,6 @@ impl Reconciler {
             &request.agenda_fingerprint,
             now,
         )?;
-        let lead = snapshot.lead().map(|m| normalize_member_name(&m.name));
         let verdict = validate(
             request,
             &ValidationContext {
@@ -148,7 +147,6 @@ impl Reconciler {
                 member_runtime_active: runtime.member_active,
                 on_active_roster: snapshot.is_active()
                     && snapshot.active_member_names().contains(&normalized),
-                lead: lead.as_deref(),
                 token: token_check,
             },
         );
