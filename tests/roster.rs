@@ -261,19 +261,20 @@ impl TeamChangeSink for NoChanges {
 }
 
 #[test]
-fn a_turn_settled_payload_journals_only_for_roster_members() {
+fn a_turn_settled_payload_journals_for_any_name_safe_on_disk() {
     let (_dir, root) = common::example_root();
     let services = common::services(&root);
     let incoming = services.spool_paths.incoming();
     fs::create_dir_all(&incoming).unwrap();
     // (member the payload names, journaled) — jack runs Codex; bob does not
-    // (provider_mismatch); old-timer was removed; the others were never members.
+    // (provider_mismatch); old-timer was removed; the others were never
+    // members, which the app journals too (below the store cap).
     let cases = [
         ("jack", true),
         ("bob", true),
         ("old-timer", true),
-        ("made-up", false),
-        ("Nobody 2", false),
+        ("made-up", true),
+        ("Nobody 2", true),
     ];
     for (n, (member, _)) in cases.iter().enumerate() {
         let payload = serde_json::json!({
