@@ -402,3 +402,51 @@ fn a_team_whose_store_cannot_be_written_at_all_fails_the_call() {
         .to_string();
     assert!(error.contains("teams/forge/members"), "{error}");
 }
+
+#[test]
+fn a_team_folder_without_config_gets_inactive_statuses_as_in_the_app() {
+    let (_dir, root) = common::example_root();
+    fs::remove_file(root.join("teams/forge/config.json")).unwrap();
+    let services = common::services(&root);
+    let engine = &services.engine;
+    let status = engine
+        .refresh_status(&team("forge"), &member("jack"))
+        .unwrap();
+    assert_eq!(status.state, StatusState::Inactive);
+    assert_eq!(
+        status.diagnostics,
+        [
+            "team_config_missing",
+            "member_or_team_inactive",
+            "report_token_issued"
+        ]
+    );
+    assert!(member_dir(&root, "jack")
+        .join(".member-work-sync/status.json")
+        .is_file());
+    let result = engine
+        .report(&serde_json::json!({
+            "teamName": "forge", "memberName": "jack", "state": "caught_up",
+            "agendaFingerprint": status.agenda.fingerprint,
+            "reportToken": status.report_token,
+        }))
+        .unwrap();
+    assert_eq!(result.code, "member_inactive");
+    assert_eq!(
+        journal_events(&root, "jack")[4..],
+        [
+            "report_received",
+            "reconcile_started",
+            "agenda_loaded",
+            "team_inactive",
+            "status_written",
+            "status_written",
+            "report_rejected"
+        ]
+    );
+    // No team folder: nothing is created for it.
+    engine
+        .refresh_status(&team("nope"), &member("jack"))
+        .unwrap();
+    assert!(!root.join("teams/nope").exists());
+}

@@ -69,6 +69,7 @@ impl MemoryTeams {
     pub fn put(&self, team: &str, members: &[&str]) {
         let snapshot = TeamSnapshot {
             team_name: team.to_string(),
+            folder_found: true,
             config_found: true,
             members: members
                 .iter()

@@ -109,7 +109,8 @@ impl StatusRead {
 pub const MAX_MEMBER_STORES: usize = 512;
 
 /// Whether `member` of `snapshot`'s team may have a store folder (its
-/// status, journal and metrics): only in an existing team folder. As in the
+/// status, journal and metrics): only in an existing team folder (with or
+/// without its config.json). As in the
 /// app, any name that is safe on disk gets one (a reserved name like `user`,
 /// one off the roster), but a name that is neither on the roster nor already
 /// stored gets one only while the team holds fewer than
@@ -120,9 +121,10 @@ pub(super) fn may_store_member(
     snapshot: &TeamSnapshot,
     member: &str,
 ) -> Result<bool, PortError> {
-    if !snapshot.config_found {
+    if !snapshot.folder_found {
         // No team dir to write into: answer without creating one (and
-        // without resurrecting a deleted team's directory).
+        // without resurrecting a deleted team's directory). A folder whose
+        // config.json is missing is written into, as the app does.
         return Ok(false);
     }
     if snapshot.member(&normalize_member_name(member)).is_some() {
@@ -448,7 +450,7 @@ impl Reconciler {
         status
             .diagnostics
             .push("status_snapshot_not_persisted".into());
-        if snapshot.config_found {
+        if snapshot.folder_found {
             self.issue_token(&mut status, now);
         }
         status.shadow = Some(Shadow {

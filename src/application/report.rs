@@ -117,8 +117,8 @@ impl Reconciler {
         let now = self.ports.clock.now_ms();
         let source = request.source.unwrap_or(default_source);
         let snapshot = self.ports.teams.load(team);
-        if !snapshot.config_found {
-            // No team to write into: refuse without creating its directory
+        if !snapshot.folder_found {
+            // No team folder to write into: refuse without creating it
             // (no journal, no secret, no status file).
             return Ok(self.unpersisted_rejection(
                 &snapshot,

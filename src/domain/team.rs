@@ -449,6 +449,8 @@ pub struct KanbanEntry {
 pub struct TeamSnapshot {
     /// Team name as requested.
     pub team_name: String,
+    /// True when `teams/<team>/` is a real folder (a link is not).
+    pub folder_found: bool,
     /// False when `config.json` is missing or has no name.
     pub config_found: bool,
     /// True when the config has `deletedAt`.

@@ -132,6 +132,7 @@ impl FsTeamSource {
         let Some(team_dir) = self.team_dir(team_name, diags) else {
             return snapshot;
         };
+        snapshot.folder_found = true;
         let config = read_json(
             &team_dir,
             "config.json",
