@@ -132,11 +132,12 @@ describe('metrics, replay and the agent brief', () => {
     expect(brief.agendaFingerprint).toBe(status.agenda.fingerprint)
     expect(brief.reportToken).toBe(status.reportToken)
     expect(brief.actionableCount).toBe(4)
+    // The agenda's first item, in the app's task list order (`#3` before `#6`).
     expect(brief.items[0]).toEqual({
-      taskRef: { taskId: '6', displayId: '#6' },
-      kind: 'review',
-      reason: 'current_cycle_review_assigned',
-      subject: 'Password reset flow',
+      taskRef: { taskId: '3', displayId: '#3' },
+      kind: 'work',
+      reason: 'owned_in_progress_task',
+      subject: 'Write API client',
     })
     expect(fs.readFileSync(path.join(__dirname, '..', 'index.d.ts'), 'utf8')).toContain('getAgentBrief')
   })

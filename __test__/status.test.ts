@@ -20,11 +20,12 @@ describe('refreshStatus / getStatus on the example team', () => {
     expect(status.providerId).toBe('opencode')
     expect(status.evaluatedAt).toBe('2026-11-22T10:00:00.000Z')
     expect(status.agenda.fingerprint).toMatch(/^agenda:v1:[0-9a-f]{64}$/)
+    // In the app's task list order: display labels `#3`, `#6`, `#8`, `#14`.
     expect(status.agenda.items.map((i) => [i.kind, i.taskId, i.reason])).toEqual([
-      ['review', '6', 'current_cycle_review_assigned'],
-      ['work', '14', 'owned_pending_task'],
       ['work', '3', 'owned_in_progress_task'],
+      ['review', '6', 'current_cycle_review_assigned'],
       ['work', '8', 'review_changes_requested'],
+      ['work', '14', 'owned_pending_task'],
     ])
     expect(status.shadow).toMatchObject({ reconciledBy: 'request', wouldNudge: true, fingerprintChanged: false })
     expect(status.diagnostics).toContain('no_current_report')

@@ -969,7 +969,7 @@ mod proof_missing_recovery {
     }
 
     #[test]
-    fn unusable_requests_are_invalid_and_write_nothing_for_made_up_names() {
+    fn unusable_requests_are_invalid_and_a_name_off_the_roster_is_scheduled_as_any() {
         let f = Fixture::new();
         let blank_cases = [
             request("  ", "m-1", &["1"]),
@@ -978,15 +978,12 @@ mod proof_missing_recovery {
                 team_name: " ".into(),
                 ..request("jack", "m-1", &["1"])
             },
-            // Off the roster: no store folder for a made-up name.
-            request("ghost", "m-1", &["1"]),
         ];
         for case in blank_cases {
             let result = schedule(&f, case.clone()).unwrap();
             assert_eq!(result.reason, ScheduleOutcome::Invalid, "{case:?}");
             assert!(!result.scheduled);
         }
-        assert!(!f.root.join("teams/forge/members/ghost").exists());
         assert!(!journal_of(&f.root, "jack").contains("proof_missing_recovery"));
 
         for refs in [&[][..], &["  "][..]] {
@@ -998,6 +995,15 @@ mod proof_missing_recovery {
             .count();
         assert_eq!(suppressed, 2);
         assert_eq!(f.services.engine.diagnostics().queued, 0);
+        // As the app's scheduler: a name off the roster (safe on disk, below
+        // the store cap) is scheduled like any other.
+        assert_eq!(
+            schedule(&f, request("ghost", "m-1", &["1"]))
+                .unwrap()
+                .reason,
+            ScheduleOutcome::Scheduled
+        );
+        assert!(journal_of(&f.root, "ghost").contains("proof_missing_recovery_scheduled"));
 
         assert!(matches!(
             schedule(&f, request("a/b", "m-1", &["1"])),

@@ -494,6 +494,29 @@ fn a_rejected_report_does_not_cancel_a_live_lease() {
     assert_eq!(f.refresh("jack").state, StatusState::NeedsSync);
 }
 
+#[test]
+fn a_lease_kept_past_a_rejection_that_has_ended_leaves_no_current_report() {
+    let f = Fixture::new();
+    let status = f.refresh("jack");
+    let mut report = still_working(&status);
+    report["leaseTtlMs"] = json!(MINUTE);
+    assert!(f.report(report).accepted);
+    let mut forged = still_working(&status);
+    forged["reportToken"] = json!("wrs:v1.e30.AAAA");
+    assert_eq!(f.report(forged).code, "invalid_report_token");
+    // The kept lease has ended: the member has no current report, as in the
+    // app (which forgot the lease at the rejection), not an expired one.
+    f.set_now(NOW + 2 * MINUTE);
+    let later = f.refresh("jack");
+    assert_eq!(later.state, StatusState::NeedsSync);
+    assert!(later.report.is_none());
+    assert!(
+        later.diagnostics.contains(&"no_current_report".to_string()),
+        "{:?}",
+        later.diagnostics
+    );
+}
+
 /// How long a `still_working` lease reported at [`NOW`] keeps the member
 /// `still_working` once the clock steps back `step_back_ms` right after the
 /// report, probing every 15 minutes of the stepped clock.

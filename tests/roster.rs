@@ -1,4 +1,5 @@
-//! Store folders exist only for roster members; huge rosters are capped.
+//! Store folders: any name safe on disk gets one, names off the roster only
+//! up to a cap; huge rosters are capped.
 
 mod common;
 
@@ -6,6 +7,7 @@ use std::fs;
 use std::path::Path;
 
 use member_work_sync::application::engine::Engine;
+use member_work_sync::application::reconcile::MAX_MEMBER_STORES;
 use member_work_sync::application::turn_settled::{
     TeamChangeEvent, TeamChangeSink, TurnSettledQueue,
 };
@@ -39,29 +41,123 @@ fn stored_members(root: &Path) -> Vec<String> {
     keys
 }
 
+/// The journal events of a member of team forge, in order.
+fn journal_events(root: &Path, key: &str) -> Vec<String> {
+    let path = member_dir(root, key).join(".member-work-sync/journal.jsonl");
+    fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            value["event"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
 #[test]
-fn names_off_the_roster_get_an_answer_but_no_store_folder() {
+fn reserved_and_unknown_names_are_stored_inactive_as_the_app_stores_them() {
     let (_dir, root) = common::example_root();
     let services = common::services(&root);
     let engine = &services.engine;
-    engine
-        .refresh_status(&team("forge"), &member("jack"))
+    // A name the app reserves and one nobody has: both are safe on disk, and
+    // the app reconciles and stores them (inactive) like any other name.
+    for (name, first) in [
+        ("user", "member_invalid_or_reserved"),
+        ("ghost", "member_not_active"),
+    ] {
+        let status = engine
+            .refresh_status(&team("forge"), &member(name))
+            .unwrap();
+        assert_eq!(status.state, StatusState::Inactive, "{name}");
+        assert_eq!(
+            status.diagnostics,
+            [first, "member_or_team_inactive", "report_token_issued"],
+            "{name}"
+        );
+        let stored =
+            fs::read_to_string(member_dir(&root, name).join(".member-work-sync/status.json"))
+                .unwrap();
+        assert!(
+            stored.contains("\"state\": \"inactive\""),
+            "{name}: {stored}"
+        );
+        assert_eq!(
+            journal_events(&root, name),
+            [
+                "reconcile_started",
+                "agenda_loaded",
+                "team_inactive",
+                "status_written"
+            ],
+            "{name}"
+        );
+    }
+    // A report from `user` is reconciled in full, then recorded as rejected.
+    let result = engine
+        .report(&serde_json::json!({
+            "teamName": "forge", "memberName": "user", "state": "caught_up",
+            "agendaFingerprint": "agenda:v1:none",
+        }))
         .unwrap();
-    // Every use case that answers with a member's status.
+    assert!(!result.accepted);
+    assert_eq!(result.code, "reserved_or_invalid_member");
+    let report = result.status.report.as_ref().unwrap();
+    assert!(!report.accepted);
+    assert_eq!(
+        report.rejection_code.as_deref(),
+        Some("reserved_or_invalid_member")
+    );
+    assert_eq!(
+        result.status.diagnostics,
+        [
+            "member_invalid_or_reserved",
+            "member_or_team_inactive",
+            "report_token_issued",
+            "report_rejected:reserved_or_invalid_member"
+        ]
+    );
+    assert_eq!(
+        journal_events(&root, "user")[4..],
+        [
+            "report_received",
+            "reconcile_started",
+            "agenda_loaded",
+            "team_inactive",
+            "status_written",
+            "status_written",
+            "report_rejected"
+        ]
+    );
+}
+
+#[test]
+fn names_off_the_roster_get_no_store_folder_past_the_cap() {
+    let (_dir, root) = common::example_root();
+    let services = common::services(&root);
+    let engine = &services.engine;
+    // getStatus never writes for a name with nothing stored.
+    let status = engine
+        .get_status(&team("forge"), &member("ghost"), false)
+        .unwrap();
+    assert!(status
+        .diagnostics
+        .contains(&"status_snapshot_not_persisted".to_string()));
+    assert!(stored_members(&root).is_empty());
+    // A team whose store already holds the cap of member folders.
+    for i in 0..MAX_MEMBER_STORES {
+        fs::create_dir_all(member_dir(&root, &format!("filler-{i:04}"))).unwrap();
+    }
     type Call = fn(&Engine, &str) -> MemberStatus;
-    let calls: [(&str, Call); 3] = [
+    let calls: [(&str, Call); 2] = [
         ("refreshStatus", |e, m| {
             e.refresh_status(&team("forge"), &member(m)).unwrap()
-        }),
-        ("getStatus", |e, m| {
-            e.get_status(&team("forge"), &member(m), false).unwrap()
         }),
         ("getStatus(forceNudge)", |e, m| {
             e.get_status(&team("forge"), &member(m), true).unwrap()
         }),
     ];
     for (what, call) in calls {
-        for name in ["ghost", "Ghost-2", "made up"] {
+        for name in ["ghost", "Ghost-2", "made up", "user"] {
             let status = call(engine, name);
             assert_eq!(status.state, StatusState::Inactive, "{what} {name}");
             assert!(
@@ -72,7 +168,6 @@ fn names_off_the_roster_get_an_answer_but_no_store_folder() {
                 status.diagnostics
             );
         }
-        assert_eq!(stored_members(&root), ["jack"], "{what}");
     }
     for name in ["ghost", "made up"] {
         let result = engine
@@ -83,12 +178,14 @@ fn names_off_the_roster_get_an_answer_but_no_store_folder() {
             .unwrap();
         assert!(!result.accepted, "report {name}");
     }
-    assert_eq!(stored_members(&root), ["jack"], "report");
+    assert_eq!(stored_members(&root).len(), MAX_MEMBER_STORES);
+    // Roster members are stored whatever the count.
     engine.refresh_team(&team("forge")).unwrap();
-    assert_eq!(
-        stored_members(&root),
-        ["bob", "jack", "jill", "kim", "team-lead"]
-    );
+    let stored = stored_members(&root);
+    assert_eq!(stored.len(), MAX_MEMBER_STORES + 5);
+    for name in ["bob", "jack", "jill", "kim", "team-lead"] {
+        assert!(stored.contains(&name.to_string()), "{name}");
+    }
 }
 
 #[test]
@@ -137,15 +234,16 @@ fn refresh_team_covers_at_most_the_capped_roster() {
     assert!(statuses
         .iter()
         .all(|s| s.diagnostics.contains(&"roster_truncated".to_string())));
-    // The dropped members are off the roster: answered, never stored.
+    assert_eq!(stored_members(&root).len(), MAX_ROSTER_MEMBERS);
+    // A dropped member is off the roster: stored inactive, as any name
+    // below the store cap.
     let dropped = format!("m{:04}", MAX_ROSTER_MEMBERS + 1);
     let status = services
         .engine
         .refresh_status(&team("forge"), &member(&dropped))
         .unwrap();
     assert_eq!(status.state, StatusState::Inactive);
-    assert!(!member_dir(&root, &dropped).exists());
-    assert_eq!(stored_members(&root).len(), MAX_ROSTER_MEMBERS);
+    assert!(member_dir(&root, &dropped).exists());
 }
 
 struct NoQueue;
@@ -163,19 +261,20 @@ impl TeamChangeSink for NoChanges {
 }
 
 #[test]
-fn a_turn_settled_payload_journals_only_for_roster_members() {
+fn a_turn_settled_payload_journals_for_any_name_safe_on_disk() {
     let (_dir, root) = common::example_root();
     let services = common::services(&root);
     let incoming = services.spool_paths.incoming();
     fs::create_dir_all(&incoming).unwrap();
     // (member the payload names, journaled) — jack runs Codex; bob does not
-    // (provider_mismatch); old-timer was removed; the others were never members.
+    // (provider_mismatch); old-timer was removed; the others were never
+    // members, which the app journals too (below the store cap).
     let cases = [
         ("jack", true),
         ("bob", true),
         ("old-timer", true),
-        ("made-up", false),
-        ("Nobody 2", false),
+        ("made-up", true),
+        ("Nobody 2", true),
     ];
     for (n, (member, _)) in cases.iter().enumerate() {
         let payload = serde_json::json!({
@@ -302,4 +401,52 @@ fn a_team_whose_store_cannot_be_written_at_all_fails_the_call() {
         .unwrap_err()
         .to_string();
     assert!(error.contains("teams/forge/members"), "{error}");
+}
+
+#[test]
+fn a_team_folder_without_config_gets_inactive_statuses_as_in_the_app() {
+    let (_dir, root) = common::example_root();
+    fs::remove_file(root.join("teams/forge/config.json")).unwrap();
+    let services = common::services(&root);
+    let engine = &services.engine;
+    let status = engine
+        .refresh_status(&team("forge"), &member("jack"))
+        .unwrap();
+    assert_eq!(status.state, StatusState::Inactive);
+    assert_eq!(
+        status.diagnostics,
+        [
+            "team_config_missing",
+            "member_or_team_inactive",
+            "report_token_issued"
+        ]
+    );
+    assert!(member_dir(&root, "jack")
+        .join(".member-work-sync/status.json")
+        .is_file());
+    let result = engine
+        .report(&serde_json::json!({
+            "teamName": "forge", "memberName": "jack", "state": "caught_up",
+            "agendaFingerprint": status.agenda.fingerprint,
+            "reportToken": status.report_token,
+        }))
+        .unwrap();
+    assert_eq!(result.code, "member_inactive");
+    assert_eq!(
+        journal_events(&root, "jack")[4..],
+        [
+            "report_received",
+            "reconcile_started",
+            "agenda_loaded",
+            "team_inactive",
+            "status_written",
+            "status_written",
+            "report_rejected"
+        ]
+    );
+    // No team folder: nothing is created for it.
+    engine
+        .refresh_status(&team("nope"), &member("jack"))
+        .unwrap();
+    assert!(!root.join("teams/nope").exists());
 }

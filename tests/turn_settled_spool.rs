@@ -16,7 +16,7 @@ use member_work_sync::application::turn_settled::{
 use member_work_sync::infrastructure::clock::{ManualClock, SystemClock};
 use member_work_sync::infrastructure::codex_sessions::FsCodexSessionLocator;
 use member_work_sync::infrastructure::spool::{FsSpool, SpoolPaths};
-use member_work_sync::infrastructure::status_store::{FsAuditJournal, StorePaths};
+use member_work_sync::infrastructure::status_store::{FsAuditJournal, FsStatusStore, StorePaths};
 use member_work_sync::infrastructure::team_reader::FsTeamSource;
 use member_work_sync::infrastructure::transcripts::FsClaudeSessionLocator;
 
@@ -80,13 +80,17 @@ fn ingestor(home: &Path, clock: Arc<dyn Clock>) -> TurnSettledIngestor {
     let teams = home.join("teams");
     TurnSettledIngestor::new(
         clock.clone(),
-        Arc::new(FsSpool::new(SpoolPaths::for_teams_base(&teams), clock)),
+        Arc::new(FsSpool::new(
+            SpoolPaths::for_teams_base(&teams),
+            clock.clone(),
+        )),
         Arc::new(FsTeamSource::new(teams.clone(), home.join("tasks"))),
         Arc::new(FsClaudeSessionLocator::new(
             teams.clone(),
             home.join("projects"),
         )),
-        Arc::new(FsAuditJournal::new(StorePaths::new(teams))),
+        Arc::new(FsAuditJournal::new(StorePaths::new(teams.clone()))),
+        Arc::new(FsStatusStore::new(StorePaths::new(teams), clock)),
     )
 }
 
@@ -762,4 +766,67 @@ fn a_codex_stop_is_attributed_behind_250_old_team_folders() {
         (1, 0),
         "{summary:?}"
     );
+}
+
+/// The turn-settled lines of a member's journal in team forge: (event, reason).
+fn turn_settled_lines(root: &Path, member: &str) -> Vec<(String, String)> {
+    let path = root.join(format!(
+        "teams/forge/members/{member}/.member-work-sync/journal.jsonl"
+    ));
+    fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .map(|e| {
+            (
+                e["event"].as_str().unwrap_or_default().to_string(),
+                e["reason"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_unresolved_turn_of_a_reserved_or_unknown_name_is_journaled_for_that_name() {
+    let home = claude_home();
+    let root = home.path();
+    // `system` is on the roster (a reserved name), `user` and `ghost` are not.
+    fs::write(
+        root.join("teams/forge/config.json"),
+        r#"{"name":"forge","members":[{"name":"team-lead","agentType":"team-lead"},{"name":"system"}]}"#,
+    )
+    .unwrap();
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let ingestor = ingestor(root, clock);
+    let incoming = SpoolPaths::for_teams_base(&root.join("teams")).incoming();
+    fs::create_dir_all(&incoming).unwrap();
+    for (n, member) in ["user", "ghost", "system"].into_iter().enumerate() {
+        let payload = format!(
+            r#"{{"provider":"codex","source":"{CODEX_SOURCE}","eventName":"runtime_turn_settled","sessionId":"s-{n}","teamName":"forge","memberName":"{member}","turnId":"t-{n}"}}"#
+        );
+        fs::write(
+            incoming.join(format!("20261118T110640Z-{n}-0.codex.json")),
+            payload,
+        )
+        .unwrap();
+    }
+    let summary = drain_all(&ingestor, &NoChanges);
+    assert_eq!((summary.claimed, summary.unresolved), (3, 3), "{summary:?}");
+    // As the app's ingestor: the claim and the outcome go to the journal of
+    // the name the payload gives, which is safe on disk.
+    let claimed = ("turn_settled_claimed".to_string(), "codex".to_string());
+    for (member, reason) in [
+        ("user", "member_not_active"),
+        ("ghost", "member_not_active"),
+        ("system", "reserved_member"),
+    ] {
+        assert_eq!(
+            turn_settled_lines(root, member),
+            [
+                claimed.clone(),
+                ("turn_settled_unresolved".into(), reason.into())
+            ],
+            "{member}"
+        );
+    }
 }

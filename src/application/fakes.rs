@@ -69,6 +69,7 @@ impl MemoryTeams {
     pub fn put(&self, team: &str, members: &[&str]) {
         let snapshot = TeamSnapshot {
             team_name: team.to_string(),
+            folder_found: true,
             config_found: true,
             members: members
                 .iter()
@@ -160,6 +161,11 @@ impl StatusStore for MemoryStatusStore {
             .get(&Self::key(team, member))
             .cloned()
             .map_or(StoredStatus::Missing, StoredStatus::Current))
+    }
+
+    fn member_count(&self, team: &str) -> Result<usize, PortError> {
+        let statuses = self.statuses.lock().unwrap();
+        Ok(statuses.keys().filter(|(t, _)| t == team).count())
     }
 
     fn update(

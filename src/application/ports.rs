@@ -168,6 +168,10 @@ pub trait StatusStore: Send + Sync {
         build: &mut dyn FnMut(StoredStatus) -> MemberStatus,
     ) -> Result<MemberStatus, PortError>;
 
+    /// How many member folders the team's store holds (real folders only),
+    /// so names off the roster can be given a store only up to a cap.
+    fn member_count(&self, team_name: &str) -> Result<usize, PortError>;
+
     /// [`StatusStore::update`] of several members of one team, made durable
     /// together (one group commit where the store can): each member's lock
     /// is held from its read until every status is written, and each stored

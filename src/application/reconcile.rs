@@ -8,11 +8,11 @@ use serde_json::json;
 use super::index_cache::IndexCache;
 use super::log::{LogCode, LogEntry, LogLevel};
 use super::nudges::Nudges;
-use super::ports::{AuditEvent, PortError, Ports, StoredStatus};
+use super::ports::{AuditEvent, PortError, Ports, StatusStore, StoredStatus};
 use super::queue::Trigger;
 use crate::domain::agenda::{Agenda, TeamIndex};
 use crate::domain::decision::{
-    decide, keeps_caught_up_report, staleness_diagnostics, DecisionInput,
+    decide, keeps_carried_lease, keeps_caught_up_report, staleness_diagnostics, DecisionInput,
 };
 use crate::domain::metrics::events_for_write;
 use crate::domain::names::{normalize_member_name, validate_name, MemberName, NameError, TeamName};
@@ -101,6 +101,44 @@ impl StatusRead {
             reconciled: false,
         }
     }
+}
+
+/// Member store folders a team may hold before a name off its roster stops
+/// getting one (twice the roster cap of the team reader): past it such a
+/// name is answered with an unpersisted status.
+pub const MAX_MEMBER_STORES: usize = 512;
+
+/// Whether `member` of `snapshot`'s team may have a store folder (its
+/// status, journal and metrics): only in an existing team folder (with or
+/// without its config.json). As in the
+/// app, any name that is safe on disk gets one (a reserved name like `user`,
+/// one off the roster), but a name that is neither on the roster nor already
+/// stored gets one only while the team holds fewer than
+/// [`MAX_MEMBER_STORES`]: agents can make names up at will, and the store
+/// must stay bounded.
+pub(super) fn may_store_member(
+    store: &dyn StatusStore,
+    snapshot: &TeamSnapshot,
+    member: &str,
+) -> Result<bool, PortError> {
+    if !snapshot.folder_found {
+        // No team dir to write into: answer without creating one (and
+        // without resurrecting a deleted team's directory). A folder whose
+        // config.json is missing is written into, as the app does.
+        return Ok(false);
+    }
+    if snapshot.member(&normalize_member_name(member)).is_some() {
+        return Ok(true);
+    }
+    // A legacy status lives in the team's shared file: the member's own
+    // folder does not exist yet, so it counts against the cap.
+    if matches!(
+        store.read(&snapshot.team_name, member)?,
+        StoredStatus::Current(_) | StoredStatus::Quarantined { .. }
+    ) {
+        return Ok(true);
+    }
+    Ok(store.member_count(&snapshot.team_name)? < MAX_MEMBER_STORES)
 }
 
 /// Source tag of reconciler audit events.
@@ -365,30 +403,17 @@ impl Reconciler {
     }
 
     /// Whether a status of `member` may be written (with its journal and
-    /// metrics): only into an existing team folder, and only for a roster
-    /// member or a name whose store already exists (a member that has since
-    /// left the roster gets its `inactive` status). Any other name, which an
-    /// agent can make up at will, is answered with an unpersisted status, so
-    /// store folders stay bounded by the (capped) roster.
+    /// metrics): [`may_store_member`].
     pub(super) fn may_persist(
         &self,
         snapshot: &TeamSnapshot,
         member: &str,
     ) -> Result<bool, WorkSyncError> {
-        if !snapshot.config_found {
-            // No team dir to write into: answer without creating one (and
-            // without resurrecting a deleted team's directory).
-            return Ok(false);
-        }
-        if snapshot.member(&normalize_member_name(member)).is_some() {
-            return Ok(true);
-        }
-        // A legacy status lives in the team's shared file: the member's own
-        // folder does not exist yet.
-        Ok(matches!(
-            self.ports.store.read(&snapshot.team_name, member)?,
-            StoredStatus::Current(_) | StoredStatus::Quarantined { .. }
-        ))
+        Ok(may_store_member(
+            self.ports.store.as_ref(),
+            snapshot,
+            member,
+        )?)
     }
 
     /// A status computed from the board but not written (no stored status yet).
@@ -425,7 +450,7 @@ impl Reconciler {
         status
             .diagnostics
             .push("status_snapshot_not_persisted".into());
-        if snapshot.config_found {
+        if snapshot.folder_found {
             self.issue_token(&mut status, now);
         }
         status.shadow = Some(Shadow {
@@ -828,13 +853,15 @@ impl Reconciler {
         }
         let previous = previous.into_status();
         // The lease input: the report just accepted, else the stored accepted
-        // one, else the lease a later rejected report left behind.
+        // one, else the lease a later rejected report left behind while it
+        // still holds.
         let prior_accepted = accepted_report.or_else(|| {
             previous.as_ref().and_then(|p| {
-                p.report
-                    .clone()
-                    .filter(|r| r.accepted)
-                    .or_else(|| p.last_accepted_report.clone())
+                p.report.clone().filter(|r| r.accepted).or_else(|| {
+                    p.last_accepted_report
+                        .clone()
+                        .filter(|r| keeps_carried_lease(r, &agenda.fingerprint, now))
+                })
             })
         });
         let on_active_roster = snapshot.is_active() && snapshot.is_active_member(&member);

@@ -117,8 +117,8 @@ impl Reconciler {
         let now = self.ports.clock.now_ms();
         let source = request.source.unwrap_or(default_source);
         let snapshot = self.ports.teams.load(team);
-        if !snapshot.config_found {
-            // No team to write into: refuse without creating its directory
+        if !snapshot.folder_found {
+            // No team folder to write into: refuse without creating it
             // (no journal, no secret, no status file).
             return Ok(self.unpersisted_rejection(
                 &snapshot,
@@ -139,7 +139,6 @@ impl Reconciler {
             &request.agenda_fingerprint,
             now,
         )?;
-        let lead = snapshot.lead().map(|m| normalize_member_name(&m.name));
         let verdict = validate(
             request,
             &ValidationContext {
@@ -148,7 +147,6 @@ impl Reconciler {
                 member_runtime_active: runtime.member_active,
                 on_active_roster: snapshot.is_active()
                     && snapshot.active_member_names().contains(&normalized),
-                lead: lead.as_deref(),
                 token: token_check,
             },
         );

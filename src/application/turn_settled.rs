@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::ports::{AuditEvent, AuditJournal, Clock, PortError, TeamSource};
+use super::ports::{AuditEvent, AuditJournal, Clock, PortError, StatusStore, TeamSource};
+use super::reconcile::may_store_member;
 use crate::domain::names::{normalize_member_name, validate_name};
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs};
@@ -187,6 +188,8 @@ pub struct TurnSettledIngestor {
     /// Native Codex sessions; without one, they stay unresolved.
     codex: Option<Arc<dyn CodexSessionLocator>>,
     journal: Arc<dyn AuditJournal>,
+    /// Asked whether a name off the roster may still get a journal.
+    store: Arc<dyn StatusStore>,
     recent: Arc<SettledTurns>,
 }
 
@@ -268,6 +271,7 @@ impl TurnSettledIngestor {
         teams: Arc<dyn TeamSource>,
         claude: Arc<dyn ClaudeSessionLocator>,
         journal: Arc<dyn AuditJournal>,
+        store: Arc<dyn StatusStore>,
     ) -> Self {
         Self {
             clock,
@@ -276,6 +280,7 @@ impl TurnSettledIngestor {
             claude,
             codex: None,
             journal,
+            store,
             recent: Arc::default(),
         }
     }
@@ -586,9 +591,11 @@ impl TurnSettledIngestor {
 
     /// Journals an event that was not queued (`outcome` = kind and reason) in
     /// the journal of the member it was attributed to, or else the member its
-    /// payload names, when that member is on its team's roster. Otherwise the
-    /// spool's `.meta.json` is the only record: a journal line must never
-    /// create a team directory, nor a store folder for a made-up name.
+    /// payload names, as the app does, when that member may have a store
+    /// folder ([`may_store_member`]: an existing team, a name safe on disk,
+    /// off the roster only below the cap). Otherwise the spool's
+    /// `.meta.json` is the only record: a journal line must never create a
+    /// team directory, nor grow the store without bound.
     #[allow(clippy::too_many_arguments)]
     fn audit_unqueued(
         &self,
@@ -604,10 +611,14 @@ impl TurnSettledIngestor {
         let Some((team, member)) = target.or_else(named) else {
             return;
         };
-        let on_roster = rosters.get(&team).is_some_and(|roster| {
-            roster.config_found && roster.member(&normalize_member_name(&member)).is_some()
+        if validate_name(&member).is_err() {
+            return;
+        }
+        let may_store = rosters.get(&team).is_some_and(|roster| {
+            // A store that cannot be read is no place for a journal line.
+            may_store_member(self.store.as_ref(), roster, &member).unwrap_or(false)
         });
-        if on_roster && validate_name(&member).is_ok() {
+        if may_store {
             journal.add(outcome, claim, &team, &member, event, now);
         }
     }

@@ -14,7 +14,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::fingerprint::agenda_fingerprint;
-use super::js_semantics::{compare_code_units, js_trim, locale_compare};
+use super::js_semantics::{
+    compare_code_units, js_trim, locale_compare, locale_compare_numeric_base,
+};
 use super::names::{is_reserved_member_name, normalize_member_name};
 use super::review_cycle::{current_review_cycle, ReviewCycle};
 use super::team::{
@@ -577,19 +579,17 @@ impl<'a> TeamIndex<'a> {
             }
             relevant.sort_unstable();
             relevant.dedup();
+            // In the app's task list order (stable: equal labels keep the
+            // order of the task files).
+            relevant.sort_by(|&left, &right| {
+                app_task_order(&tasks.facts[left].task, &tasks.facts[right].task)
+            });
             items = relevant
                 .into_iter()
                 .filter_map(|i| item_for(&tasks.facts[i], &normalized, is_lead))
                 .collect();
-            // Stable: equal keys (tasks sharing an id) keep task order.
-            let mut keyed: Vec<(String, ActionableWorkItem)> = items
-                .into_iter()
-                .map(|item| (item.sort_key(), item))
-                .collect();
-            keyed.sort_by(|(left, _), (right, _)| locale_compare(left, right));
-            items = keyed.into_iter().map(|(_, item)| item).collect();
         }
-        let fingerprint = agenda_fingerprint(&self.snapshot.team_name, &normalized, &items);
+        let fingerprint = fingerprint_of(&self.snapshot.team_name, &normalized, &items);
         Agenda {
             team_name: self.snapshot.team_name.clone(),
             member_name: normalized,
@@ -742,6 +742,38 @@ fn item_for(f: &TaskFacts, member: &str, is_lead: bool) -> Option<ActionableWork
 fn task_reference(reference: &str) -> &str {
     let reference = js_trim(reference);
     reference.strip_prefix('#').unwrap_or(reference)
+}
+
+/// The order the app's task reader lists tasks in, which its agendas keep:
+/// by display label, numeric labels first by value, then the others by
+/// `localeCompare` with numeric collation and case ignored, ties by id the
+/// same way.
+fn app_task_order(left: &Task, right: &Task) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let numeric = |label: &str| {
+        (!label.is_empty() && label.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| label.parse::<f64>().unwrap_or(f64::INFINITY))
+    };
+    let (a, b) = (left.display_id.as_str(), right.display_id.as_str());
+    match (numeric(a), numeric(b)) {
+        (Some(a), Some(b)) => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => locale_compare_numeric_base(a, b)
+            .then_with(|| locale_compare_numeric_base(&left.id, &right.id)),
+    }
+}
+
+/// The fingerprint of `items`, which hashes them in `kind:taskId:displayId`
+/// order ([`ActionableWorkItem::sort_key`] under `localeCompare`), whatever
+/// order the agenda lists them in.
+fn fingerprint_of(team_name: &str, member_name: &str, items: &[ActionableWorkItem]) -> String {
+    // Stable: equal keys (tasks sharing an id) keep agenda order.
+    let mut keyed: Vec<(String, &ActionableWorkItem)> =
+        items.iter().map(|item| (item.sort_key(), item)).collect();
+    keyed.sort_by(|(left, _), (right, _)| locale_compare(left, right));
+    let sorted: Vec<ActionableWorkItem> = keyed.into_iter().map(|(_, item)| item.clone()).collect();
+    agenda_fingerprint(team_name, member_name, &sorted)
 }
 
 /// Trims, drops empties, dedupes and sorts task id lists (UTF-16 code unit

@@ -489,8 +489,24 @@ fn missing_or_deleted_team_gets_no_items() {
     );
 }
 
+/// Asserts that `agenda`'s fingerprint hashes its items in `keys` order.
+fn assert_fingerprinted_in(agenda: &Agenda, keys: &[&str]) {
+    let ordered: Vec<ActionableWorkItem> = keys
+        .iter()
+        .map(|key| {
+            let item = agenda.items.iter().find(|i| i.sort_key() == *key);
+            item.unwrap_or_else(|| panic!("no item {key}")).clone()
+        })
+        .collect();
+    assert_eq!(ordered.len(), agenda.items.len());
+    assert_eq!(
+        agenda_fingerprint(&agenda.team_name, &agenda.member_name, &ordered),
+        agenda.fingerprint
+    );
+}
+
 #[test]
-fn items_are_in_locale_order_of_kind_task_and_display_id() {
+fn the_fingerprint_hashes_items_in_locale_order_of_kind_task_and_display_id() {
     // `localeCompare`: letters before case, so `work:C` sorts after `work:b`
     // (byte order would put it first).
     let mut clarify = task("B", "jack", TaskStatus::Pending);
@@ -501,26 +517,16 @@ fn items_are_in_locale_order_of_kind_task_and_display_id() {
         task("C", "team-lead", TaskStatus::Pending),
         clarify,
     ]);
-    let keys: Vec<String> = agenda(&snapshot, "team-lead")
-        .items
-        .iter()
-        .map(|i| i.sort_key())
-        .collect();
-    assert_eq!(
-        keys,
-        ["clarification:B:#B", "work:a:#a", "work:b:#b", "work:C:#C"]
+    assert_fingerprinted_in(
+        &agenda(&snapshot, "team-lead"),
+        &["clarification:B:#B", "work:a:#a", "work:b:#b", "work:C:#C"],
     );
     // Punctuation before digits: `work:1:` before `work:10:`.
     let snapshot = team(vec![
         task("10", "jack", TaskStatus::Pending),
         task("1", "jack", TaskStatus::Pending),
     ]);
-    let keys: Vec<String> = agenda(&snapshot, "jack")
-        .items
-        .iter()
-        .map(|i| i.sort_key())
-        .collect();
-    assert_eq!(keys, ["work:1:#1", "work:10:#10"]);
+    assert_fingerprinted_in(&agenda(&snapshot, "jack"), &["work:1:#1", "work:10:#10"]);
 }
 
 #[test]
@@ -1029,4 +1035,32 @@ mod incremental {
         }
         assert_same(&mut kept, &snapshot, "every task changed");
     }
+}
+
+#[test]
+fn items_follow_the_apps_task_list_order() {
+    // The app lists tasks by display label (display id): numeric labels
+    // first by value, then the others by `localeCompare` with numeric
+    // collation, case ignored; the agenda keeps that order (only the
+    // fingerprint sorts its own copy).
+    let labelled = |id: &str, label: &str, status| Task {
+        display_id: label.into(),
+        ..task(id, "jack", status)
+    };
+    let snapshot = team(vec![
+        labelled("60", "#60", TaskStatus::Pending),
+        labelled("9", "9", TaskStatus::InProgress),
+        labelled("48", "#48", TaskStatus::Pending),
+        labelled("33", "33", TaskStatus::Pending),
+        labelled("x1", "b10", TaskStatus::Pending),
+        labelled("x2", "B9", TaskStatus::Pending),
+        labelled("100", "100", TaskStatus::Pending),
+    ]);
+    let a = agenda(&snapshot, "jack");
+    let ids: Vec<&str> = a.items.iter().map(|i| i.task_id.as_str()).collect();
+    assert_eq!(ids, ["9", "33", "100", "48", "60", "x2", "x1"]);
+    // The fingerprint does not depend on that order.
+    let mut reordered = snapshot.clone();
+    reordered.tasks.reverse();
+    assert_eq!(agenda(&reordered, "jack").fingerprint, a.fingerprint);
 }

@@ -87,6 +87,25 @@ pub fn decide(input: &DecisionInput<'_>) -> Decision {
     }
 }
 
+/// Whether the accepted report a later rejected report left behind
+/// (`lastAcceptedReport`) still stands in for the member's report: only
+/// while its `still_working` / `blocked` lease for `fingerprint` holds at
+/// `now_ms`. Otherwise the member has no current report, as in the app,
+/// which forgets an accepted report once a rejected one replaces it.
+pub fn keeps_carried_lease(report: &Report, fingerprint: &str, now_ms: EpochMs) -> bool {
+    report.accepted
+        && report.agenda_fingerprint == fingerprint
+        && matches!(
+            report.state,
+            ReportState::StillWorking | ReportState::Blocked
+        )
+        && report
+            .expires_at
+            .as_ref()
+            .and_then(IsoTime::ms)
+            .is_some_and(|expires| lease_holds(expires, now_ms, MAX_LEASE_MS))
+}
+
 /// True when an accepted `caught_up` report for `fingerprint` should stay on a caught-up status.
 pub fn keeps_caught_up_report(report: &Report, fingerprint: &str) -> bool {
     report.accepted
@@ -163,16 +182,20 @@ pub fn staleness_diagnostics(
         status.state,
         StatusState::NeedsSync | StatusState::StillWorking | StatusState::Blocked
     );
-    if status.state != StatusState::Inactive {
-        match status
-            .report_token_expires_at
-            .as_ref()
-            .and_then(IsoTime::ms)
-        {
-            _ if status.report_token.is_none() => diags.push(Staleness::ReportTokenMissing),
-            Some(expires) if lease_holds(expires, now_ms, TOKEN_TTL_MS) => {}
-            _ => diags.push(Staleness::ReportTokenExpired),
-        }
+    // Every status carries a token, an inactive one too (as in the app).
+    let token = status
+        .report_token
+        .as_deref()
+        .filter(|token| !token.trim().is_empty());
+    // An expiry that does not parse counts as no token, as the app reads it.
+    let expires = status
+        .report_token_expires_at
+        .as_ref()
+        .and_then(IsoTime::ms);
+    match (token, expires) {
+        (None, _) | (_, None) => diags.push(Staleness::ReportTokenMissing),
+        (Some(_), Some(expires)) if lease_holds(expires, now_ms, TOKEN_TTL_MS) => {}
+        (Some(_), Some(_)) => diags.push(Staleness::ReportTokenExpired),
     }
     let Some(evaluated) = status.evaluated_at.ms() else {
         diags.push(Staleness::EvaluatedAtInvalid);
@@ -492,5 +515,30 @@ mod tests {
         let mut broken = stored(StatusState::CaughtUp, 0, 0);
         broken.evaluated_at = "garbage".into();
         assert_eq!(stale(&broken, NOW), ["status_evaluated_at_invalid"]);
+    }
+
+    #[test]
+    fn an_inactive_status_is_stale_once_its_report_token_is() {
+        // As in the app, an inactive member gets a report token too, and the
+        // status is refreshed when it is missing or has expired.
+        let current = stored(StatusState::Inactive, 0, 0);
+        assert!(stale(&current, NOW).is_empty());
+        let expired = stored(StatusState::Inactive, 0, 15 * 60_000);
+        assert_eq!(
+            stale(&expired, NOW),
+            ["report_token_expired_refresh_enqueued"]
+        );
+        let mut missing = stored(StatusState::Inactive, 2, 0);
+        missing.report_token = Some(" ".into());
+        assert_eq!(
+            stale(&missing, NOW),
+            ["report_token_missing_refresh_enqueued"]
+        );
+        let mut unreadable = stored(StatusState::Inactive, 2, 0);
+        unreadable.report_token_expires_at = Some(IsoTime::parse("garbage".into()));
+        assert_eq!(
+            stale(&unreadable, NOW),
+            ["report_token_missing_refresh_enqueued"]
+        );
     }
 }

@@ -67,6 +67,24 @@ pub fn locale_compare(left: &str, right: &str) -> Ordering {
     }
 }
 
+static NUMERIC_BASE_COLLATOR: LazyLock<Option<CollatorBorrowed<'static>>> = LazyLock::new(|| {
+    let mut prefs = icu_collator::CollatorPreferences::default();
+    prefs.numeric_ordering = Some(icu_collator::preferences::CollationNumericOrdering::True);
+    let mut options = CollatorOptions::default();
+    options.strength = Some(icu_collator::options::Strength::Primary);
+    Collator::try_new(prefs, options).ok()
+});
+
+/// `left.localeCompare(right, undefined, { numeric: true, sensitivity: 'base' })`:
+/// root collation at primary strength (case and accents ignored) with digit
+/// runs compared by value, the order the app lists tasks in.
+pub fn locale_compare_numeric_base(left: &str, right: &str) -> Ordering {
+    match NUMERIC_BASE_COLLATOR.as_ref() {
+        Some(collator) => collator.compare(left, right),
+        None => compare_code_units(left, right),
+    }
+}
+
 /// `String(number)`: the shortest round-trip digits, laid out by the
 /// ECMAScript `Number::toString` rules (`1`, not `1.0`; `1e+21`, `1.5e-7`).
 pub fn number_to_string(value: f64) -> String {

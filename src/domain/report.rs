@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::agenda::{Agenda, ItemKind, Priority};
 use super::fingerprint::FINGERPRINT_PREFIX;
-use super::names::normalize_member_name;
+use super::names::{is_reserved_member_name, normalize_member_name};
 use super::review_cycle::ReviewObligation;
 use super::status::ReportState;
 use super::time::EpochMs;
@@ -41,12 +41,6 @@ pub const PICKUP_MAX_LEASE_MS: EpochMs = 10 * MINUTE_MS;
 pub const MIN_LEASE_MS: EpochMs = MINUTE_MS;
 /// Longest requested lease.
 pub const MAX_LEASE_MS: EpochMs = 60 * MINUTE_MS;
-
-/// Provider ids and app identities that can never report as a member.
-const RESERVED_REPORTERS: [&str; 6] =
-    ["user", "system", "anthropic", "codex", "gemini", "opencode"];
-/// Names that mean "the lead" in prompts; only the real lead member may use one.
-const LEAD_ALIASES: [&str; 4] = ["lead", "team-lead", "teamlead", "team-leader"];
 
 /// Who sent the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -285,8 +279,6 @@ pub struct ValidationContext<'a> {
     pub member_runtime_active: bool,
     /// Team exists and member is on the active roster.
     pub on_active_roster: bool,
-    /// Normalized name of the team lead, if any.
-    pub lead: Option<&'a str>,
     /// Outcome of verifying the request's token.
     pub token: TokenCheck,
 }
@@ -300,11 +292,9 @@ pub fn validate(request: &ReportRequest, ctx: &ValidationContext<'_>) -> Result<
         return Err(Rejection::MemberRuntimeInactive);
     }
     let member = normalize_member_name(&request.member_name);
-    let is_real_lead = ctx.lead == Some(member.as_str());
-    if member.is_empty()
-        || RESERVED_REPORTERS.contains(&member.as_str())
-        || (LEAD_ALIASES.contains(&member.as_str()) && !is_real_lead)
-    {
+    // Only the app's reserved names (empty, `user`, `system`): a provider id
+    // or a lead alias is a member name like any other there.
+    if is_reserved_member_name(&member) {
         return Err(Rejection::ReservedOrInvalidMember);
     }
     if member != normalize_member_name(&ctx.agenda.member_name) {

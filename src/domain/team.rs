@@ -32,6 +32,30 @@ impl ProviderId {
     }
 }
 
+/// The `providerBackendId` the app's members-meta reader keeps for an entry
+/// with provider `provider` (its `migrateProviderBackendId` rule): none
+/// without a provider or for Anthropic; Codex always runs `codex-native`
+/// (also for a missing or legacy `auto` / `adapter` / `api` backend, but
+/// never another one); Gemini keeps `auto`, `api` or `cli-sdk`, OpenCode
+/// `adapter` or `opencode-cli`. Anything else is dropped, so it never
+/// decides a provider.
+pub fn meta_backend_id(provider: Option<ProviderId>, backend: Option<&str>) -> Option<String> {
+    let backend = backend
+        .map(crate::domain::js_semantics::js_trim)
+        .filter(|b| !b.is_empty());
+    let kept = match (provider?, backend) {
+        (ProviderId::Anthropic, _) => None,
+        (ProviderId::Codex, None | Some("auto" | "adapter" | "api" | "codex-native")) => {
+            Some("codex-native")
+        }
+        (ProviderId::Codex, Some(_)) => None,
+        (ProviderId::Gemini, Some(b @ ("auto" | "api" | "cli-sdk"))) => Some(b),
+        (ProviderId::Opencode, Some(b @ ("adapter" | "opencode-cli"))) => Some(b),
+        (ProviderId::Gemini | ProviderId::Opencode, _) => None,
+    };
+    kept.map(str::to_string)
+}
+
 /// One roster entry after reading `config.json` or `members.meta.json`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TeamMember {
@@ -425,6 +449,8 @@ pub struct KanbanEntry {
 pub struct TeamSnapshot {
     /// Team name as requested.
     pub team_name: String,
+    /// True when `teams/<team>/` is a real folder (a link is not).
+    pub folder_found: bool,
     /// False when `config.json` is missing or has no name.
     pub config_found: bool,
     /// True when the config has `deletedAt`.
@@ -494,6 +520,33 @@ impl TeamSnapshot {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_meta_backend_id_is_kept_only_for_its_provider() {
+        use ProviderId::*;
+        let cases: [(Option<ProviderId>, Option<&str>, Option<&str>); 14] = [
+            (None, Some("codex-native"), None),
+            (None, Some("opencode-cli"), None),
+            (Some(Anthropic), Some("codex-native"), None),
+            (Some(Codex), None, Some("codex-native")),
+            (Some(Codex), Some(" "), Some("codex-native")),
+            (Some(Codex), Some("api"), Some("codex-native")),
+            (Some(Codex), Some(" codex-native "), Some("codex-native")),
+            (Some(Codex), Some("opencode-cli"), None),
+            (Some(Gemini), Some("cli-sdk"), Some("cli-sdk")),
+            (Some(Gemini), Some("codex-native"), None),
+            (Some(Gemini), None, None),
+            (Some(Opencode), Some("opencode-cli"), Some("opencode-cli")),
+            (Some(Opencode), Some("adapter"), Some("adapter")),
+            (Some(Opencode), Some("bogus"), None),
+        ];
+        for (provider, backend, kept) in cases {
+            assert_eq!(
+                meta_backend_id(provider, backend).as_deref(),
+                kept,
+                "{provider:?} {backend:?}"
+            );
+        }
+    }
     fn member(name: &str) -> TeamMember {
         TeamMember {
             name: name.into(),

@@ -215,6 +215,7 @@ impl Services {
                     paths.projects.clone(),
                 )),
                 ports.journal.clone(),
+                ports.store.clone(),
             )
             .with_codex_sessions(Arc::new(FsCodexSessionLocator::new(
                 paths.teams_base.clone(),

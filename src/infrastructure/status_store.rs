@@ -154,6 +154,10 @@ impl StatusStore for FsStatusStore {
         }
     }
 
+    fn member_count(&self, team: &str) -> Result<usize, PortError> {
+        Ok(self.paths.member_dirs(team)?.len())
+    }
+
     fn peek(&self, team: &str, member: &str) -> Result<StoredStatus, PortError> {
         let path = self.paths.member_file(team, member, "status.json");
         match peek_envelope::<MemberStatus>(

@@ -25,8 +25,9 @@ use crate::application::ports::{TaskImpactSource, TeamSource};
 use crate::domain::js_semantics::{js_trim, locale_compare, number_to_string};
 use crate::domain::names::{normalize_member_name, validate_name};
 use crate::domain::team::{
-    merge_team_members, tidy_meta_members, Clarification, HistoryEvent, KanbanColumn, KanbanEntry,
-    MemberOverlay, ProviderId, ReviewState, Task, TaskStatus, TeamMember, TeamSnapshot,
+    merge_team_members, meta_backend_id, tidy_meta_members, Clarification, HistoryEvent,
+    KanbanColumn, KanbanEntry, MemberOverlay, ProviderId, ReviewState, Task, TaskStatus,
+    TeamMember, TeamSnapshot,
 };
 use crate::domain::time::parse_iso;
 
@@ -131,6 +132,7 @@ impl FsTeamSource {
         let Some(team_dir) = self.team_dir(team_name, diags) else {
             return snapshot;
         };
+        snapshot.folder_found = true;
         let config = read_json(
             &team_dir,
             "config.json",
@@ -453,6 +455,10 @@ pub(crate) fn parse_config_member(value: &Value) -> Option<TeamMember> {
 }
 
 pub(crate) fn parse_meta_member(value: &Value) -> Option<MemberOverlay> {
+    let provider_id = value
+        .get("providerId")
+        .and_then(Value::as_str)
+        .and_then(ProviderId::parse);
     Some(MemberOverlay {
         name: trimmed_name(value)?,
         // The members-meta reader trims the agent type (the config reader does not).
@@ -462,11 +468,13 @@ pub(crate) fn parse_meta_member(value: &Value) -> Option<MemberOverlay> {
             .map(js_trim)
             .filter(|t| !t.is_empty())
             .map(str::to_string),
-        provider_id: value
-            .get("providerId")
-            .and_then(Value::as_str)
-            .and_then(ProviderId::parse),
-        provider_backend_id: string(value, "providerBackendId"),
+        provider_id,
+        // The app's members-meta reader keeps a backend id only where it
+        // belongs to the entry's provider.
+        provider_backend_id: meta_backend_id(
+            provider_id,
+            value.get("providerBackendId").and_then(Value::as_str),
+        ),
         model: string(value, "model"),
         effort: effort(value),
         fast_mode: value.get("fastMode").and_then(Value::as_bool),
@@ -713,10 +721,9 @@ mod tests {
             snapshot.active_member_names(),
             ["jack", "jill", "team-lead"]
         );
-        assert_eq!(
-            snapshot.member("jill").unwrap().derived_provider(),
-            Some(ProviderId::Opencode)
-        );
+        // A meta backend id without its provider id names no provider (the
+        // app's members-meta reader drops it).
+        assert_eq!(snapshot.member("jill").unwrap().derived_provider(), None);
         assert_eq!(
             snapshot.member("jack").unwrap().derived_provider(),
             Some(ProviderId::Codex)
@@ -810,6 +817,30 @@ mod tests {
         let agenda = TeamIndex::build(&snapshot).agenda_for("jack", "2026-11-22T10:00:00.000Z");
         let reasons: Vec<_> = agenda.items.iter().map(|i| i.reason.as_str()).collect();
         assert_eq!(reasons, ["owned_pending_task"]);
+    }
+
+    #[test]
+    fn a_meta_backend_id_without_its_provider_names_no_provider() {
+        let (root, source) = fixture();
+        write(
+            &root.path().join("teams/forge/config.json"),
+            r#"{"name":"forge","members":[{"name":" oscar "},{"name":"dave"},{"name":"carl"},{"name":"olga"}]}"#,
+        );
+        // The app's members-meta reader drops a backend id that does not
+        // belong to the entry's provider (none without a provider id).
+        write(
+            &root.path().join("teams/forge/members.meta.json"),
+            r#"{"providerBackendId":"codex-native","members":[{"name":"oscar","providerBackendId":"codex-native"},{"name":"dave","providerBackendId":"opencode-cli","model":"minimax/m2"},{"name":"carl","providerId":"codex","providerBackendId":"api"},{"name":"olga","providerId":"opencode","providerBackendId":"opencode-cli"}]}"#,
+        );
+        let snapshot = source.load("forge");
+        let provider = |name: &str| snapshot.member(name).and_then(TeamMember::derived_provider);
+        assert_eq!(provider("oscar"), None);
+        // dave's model still names OpenCode (`provider/model`).
+        assert_eq!(provider("dave"), Some(ProviderId::Opencode));
+        assert_eq!(provider("carl"), Some(ProviderId::Codex));
+        assert_eq!(provider("olga"), Some(ProviderId::Opencode));
+        let carl = snapshot.member("carl").unwrap();
+        assert_eq!(carl.provider_backend_id.as_deref(), Some("codex-native"));
     }
 
     #[test]

@@ -340,6 +340,13 @@ impl StatusStore for SqliteStore {
         StatusStore::read(self, team_name, member_name)
     }
 
+    fn member_count(&self, team_name: &str) -> Result<usize, PortError> {
+        // The rows stand in for the JSON store's member folders: the cap on
+        // names off the roster bounds them the same way.
+        self.teams
+            .run(team_name, || Ok(self.db()?.status_list(team_name)?.len()))
+    }
+
     fn update(
         &self,
         team_name: &str,
