@@ -12,7 +12,7 @@ mod incoming;
 #[path = "incoming_windows.rs"]
 mod incoming;
 
-use crate::drain_stdin;
+use crate::drain;
 use crate::request::Request;
 pub use incoming::prepare_process;
 use incoming::Incoming;
@@ -28,16 +28,29 @@ const BLOCK: usize = 64 * 1024;
 
 /// How the copy of stdin ended.
 enum Copied {
-    /// Input ended; this many bytes were kept (all of it).
-    Whole(u64),
+    /// Input ended; all of it was kept.
+    Whole,
     /// `max_bytes + 1` bytes were kept; the rest of stdin is still unread.
     Oversized,
 }
 
 /// Captures stdin for `request`; publishes nothing on any failure.
+///
+/// The first block of stdin is read before anything on disk is touched: an
+/// empty payload, which publishes nothing, then costs one read and no file
+/// call at all (creating a temp file only to remove it again was the
+/// costliest thing this hook did, an inode allocated and freed).
 pub fn capture(request: &Request) {
+    let mut buffer = vec![0u8; BLOCK];
+    let limit = request.max_bytes.saturating_add(1);
+    let mut stdin = io::stdin().lock();
+    let first = match read_block(&mut stdin, &mut buffer, limit) {
+        Ok(0) => return,
+        Ok(read) => read,
+        Err(_) => return drain(&mut stdin),
+    };
     let Ok(dir) = Incoming::open(&request.spool_root) else {
-        return drain_stdin();
+        return drain(&mut stdin);
     };
     let pid = std::process::id();
     let Some((suffix, temp_name, file)) = (0..TEMP_ATTEMPTS)
@@ -51,13 +64,12 @@ pub fn capture(request: &Request) {
         })
         .and_then(Result::ok)
     else {
-        return drain_stdin();
+        return drain(&mut stdin);
     };
-    let limit = request.max_bytes.saturating_add(1);
-    let copied = copy_bounded(&mut io::stdin().lock(), file, limit);
+    let copied = copy_bounded(&mut stdin, file, &mut buffer, first, limit);
     let oversized = matches!(copied, Ok(Copied::Oversized));
     let publish = match copied {
-        Ok(Copied::Whole(0)) | Err(_) => None,
+        Err(_) => None,
         Ok(_) => crate::stamp::stamp(SystemTime::now()),
     };
     match publish {
@@ -68,29 +80,45 @@ pub fn capture(request: &Request) {
     }
     // After a failure or an oversized payload, stdin is not at its end yet.
     if oversized || copied.is_err() {
-        drain_stdin();
+        drain(&mut stdin);
     }
 }
 
-/// Copies `input` into `file` until its end or `limit` bytes; an error
-/// from either side (a full disk, a file size limit) is an error.
-fn copy_bounded(input: &mut impl Read, mut file: File, limit: u64) -> io::Result<Copied> {
-    let mut buffer = vec![0u8; BLOCK];
+/// Reads at most `limit` bytes (and at most one buffer) of `input` into
+/// `buffer`; 0 is the input's end.
+fn read_block(input: &mut impl Read, buffer: &mut [u8], limit: u64) -> io::Result<usize> {
+    let room = usize::try_from(limit)
+        .unwrap_or(usize::MAX)
+        .min(buffer.len());
+    loop {
+        match input.read(&mut buffer[..room]) {
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            other => return other,
+        }
+    }
+}
+
+/// Writes the `first` bytes already in `buffer` to `file`, then copies
+/// `input` after them until its end or `limit` bytes in all; an error from
+/// either side (a full disk, a file size limit) is an error.
+fn copy_bounded(
+    input: &mut impl Read,
+    mut file: File,
+    buffer: &mut [u8],
+    first: usize,
+    limit: u64,
+) -> io::Result<Copied> {
+    let mut read = first;
     let mut kept: u64 = 0;
     loop {
-        let room = usize::try_from(limit - kept)
-            .unwrap_or(usize::MAX)
-            .min(BLOCK);
-        let read = match input.read(&mut buffer[..room]) {
-            Ok(0) => return Ok(Copied::Whole(kept)),
-            Ok(read) => read,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-            Err(error) => return Err(error),
-        };
         file.write_all(&buffer[..read])?;
         kept += read as u64;
         if kept == limit {
             return Ok(Copied::Oversized);
+        }
+        read = read_block(input, buffer, limit - kept)?;
+        if read == 0 {
+            return Ok(Copied::Whole);
         }
     }
 }

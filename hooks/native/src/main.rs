@@ -42,10 +42,14 @@ fn run() {
 /// Reads stdin to its end and discards it: the writer may still be sending,
 /// and reading it away spares it a broken pipe.
 pub(crate) fn drain_stdin() {
+    drain(&mut std::io::stdin().lock());
+}
+
+/// Reads `input` to its end and discards it.
+pub(crate) fn drain(input: &mut impl Read) {
     let mut buffer = [0u8; 16 * 1024];
-    let mut stdin = std::io::stdin().lock();
     loop {
-        match stdin.read(&mut buffer) {
+        match input.read(&mut buffer) {
             Ok(0) => return,
             Ok(_) => {}
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
