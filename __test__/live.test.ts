@@ -128,6 +128,30 @@ describe('live wiring (autoStart)', () => {
     }
   })
 
+  it('noteTeamChange reads each string field whole, and past a throwing getter', async () => {
+    // (event, the member it queues). The long detail is read past the
+    // addon's one-call buffer, with two-byte characters across its end.
+    const finish = (pad: string) => JSON.stringify({ action: 'finish', memberName: 'jack', toolUseId: 't1', pad })
+    const cases: [string, object, string][] = [
+      ['long detail', { type: 'tool-activity', teamName: 'forge', detail: finish('é'.repeat(600)) }, 'jack'],
+      ['detail ending near 512 bytes', { type: 'tool-activity', teamName: 'forge', detail: finish('x'.repeat(386) + 'é'.repeat(30)) }, 'jack'],
+      ['throwing runId', { type: 'member-spawn', teamName: 'forge', get runId(): string { throw new Error('boom') }, detail: 'kim' }, 'kim'],
+    ]
+    for (const [label, event, member] of cases) {
+      const sync = new MemberWorkSync({ claudeRoot: copyExampleRoot(), clock: { nowMs: NOW }, autoStart: false })
+      try {
+        sync.noteTeamChange(event as TeamChangeEvent)
+        const d = await until(() => {
+          const d = sync.getQueueDiagnostics()
+          return d.queuedItems.length > 0 ? d : undefined
+        })
+        expect(d.queuedItems.map((i) => i.memberName), label).toEqual([member])
+      } finally {
+        await sync.dispose()
+      }
+    }
+  })
+
   it('noteTeamChange never throws, whatever the input', () => {
     const sync = new MemberWorkSync({ claudeRoot: copyExampleRoot(), autoStart: false })
     const cyclic: any = { type: 'task', teamName: 'forge' }

@@ -4,6 +4,7 @@
 mod args;
 mod convert;
 pub(crate) mod host;
+mod event_fields;
 pub(crate) mod job;
 mod log;
 pub mod turn_settled;
@@ -509,28 +510,19 @@ impl MemberWorkSync {
         };
         // Read only the named string fields: never walk the object (it may be
         // cyclic, huge or a throwing proxy).
-        let text = |key: &str| -> Option<String> {
-            match object.get::<Unknown>(key) {
-                Ok(Some(value)) if matches!(value.get_type(), Ok(ValueType::String)) => {
-                    // SAFETY: checked to be a string.
-                    unsafe { value.cast::<String>() }.ok()
-                }
-                Ok(_) => None,
-                Err(_) => {
-                    convert::clear_pending_exception(env);
-                    None
-                }
-            }
+        let Some(fields) = event_fields::read(env, object.raw()) else {
+            convert::clear_pending_exception(env);
+            return;
         };
-        let (Some(kind), Some(team_name)) = (text("type"), text("teamName")) else {
+        let (Some(kind), Some(team_name)) = (fields.kind, fields.team_name) else {
             return;
         };
         self.instance.worker().note(TeamChangeEvent {
             kind,
             team_name,
-            run_id: text("runId"),
-            detail: text("detail"),
-            task_id: text("taskId"),
+            run_id: fields.run_id,
+            detail: fields.detail,
+            task_id: fields.task_id,
         });
     }
 

@@ -1,0 +1,173 @@
+//! Reads the string fields of a `noteTeamChange` event with as few N-API
+//! calls as the event allows: the call runs on the JS thread for every
+//! change the app sees, duplicates included.
+//!
+//! Two costs of the generic path are avoided. A property read by name
+//! (`napi_get_named_property`) makes a new JS string of the name and looks
+//! it up in V8's string table on every call; here the names are made once
+//! per env, as the keys of a small object (V8 keeps property keys
+//! internalized), and kept through a reference, so a read is a plain keyed
+//! lookup. A string value read through napi-rs asks for its length and then
+//! copies it (two calls); here it is copied into a stack buffer in one call,
+//! and only a value that fills the buffer is read again at its full length.
+
+use std::cell::Cell;
+use std::ffi::CStr;
+use std::ptr;
+
+use napi::sys;
+use napi::Env;
+
+/// The fields read, in [`EventFields`] order.
+const NAMES: [&CStr; 5] = [c"type", c"teamName", c"runId", c"detail", c"taskId"];
+
+/// Bytes read in one call; a value that may not have fit is read again at
+/// its length.
+const STACK_BYTES: usize = 512;
+
+/// The string fields of an event; a field that is missing, not a string or
+/// whose read failed is `None`.
+pub(super) struct EventFields {
+    pub kind: Option<String>,
+    pub team_name: Option<String>,
+    pub run_id: Option<String>,
+    pub detail: Option<String>,
+    pub task_id: Option<String>,
+}
+
+thread_local! {
+    /// This thread's env and the reference to its array of key strings.
+    /// Cleared (and the reference deleted) by the env's cleanup hook, so an
+    /// env that ends never leaves a reference another env could mistake
+    /// for its own.
+    static KEYS: Cell<Option<(sys::napi_env, sys::napi_ref)>> = const { Cell::new(None) };
+}
+
+/// Reads the fields of `object` (a JS object); `None` when the key strings
+/// cannot be had. A throwing getter or proxy trap makes its field `None`
+/// (its exception cleared, so the other fields are still read).
+pub(super) fn read(env: &Env, object: sys::napi_value) -> Option<EventFields> {
+    let keys = keys(env)?;
+    let [kind, team_name, run_id, detail, task_id] =
+        keys.map(|key| key.and_then(|key| string_property(env, object, key)));
+    Some(EventFields {
+        kind,
+        team_name,
+        run_id,
+        detail,
+        task_id,
+    })
+}
+
+/// The key strings of this env, made on first use.
+fn keys(env: &Env) -> Option<[Option<sys::napi_value>; NAMES.len()]> {
+    let raw_env = env.raw();
+    let reference = match KEYS.get() {
+        Some((known, reference)) if known == raw_env => reference,
+        _ => make_keys(raw_env)?,
+    };
+    let mut array = ptr::null_mut();
+    // SAFETY: a live reference of this env (the cleanup hook forgets it
+    // before the env ends).
+    ok(unsafe { sys::napi_get_reference_value(raw_env, reference, &mut array) })?;
+    let mut keys = [None; NAMES.len()];
+    for (index, key) in keys.iter_mut().enumerate() {
+        let mut value = ptr::null_mut();
+        // SAFETY: plain N-API call on an array value of this env.
+        let status = unsafe { sys::napi_get_element(raw_env, array, index as u32, &mut value) };
+        *key = ok(status).map(|()| value);
+    }
+    Some(keys)
+}
+
+/// Makes an object with the field names as keys, keeps a reference to the
+/// array of its keys (V8's own internalized strings) and registers the
+/// cleanup that deletes it with the env.
+fn make_keys(env: sys::napi_env) -> Option<sys::napi_ref> {
+    let mut object = ptr::null_mut();
+    // SAFETY (all calls here): plain N-API calls on values of this env.
+    ok(unsafe { sys::napi_create_object(env, &mut object) })?;
+    for name in NAMES {
+        let mut value = ptr::null_mut();
+        ok(unsafe { sys::napi_get_null(env, &mut value) })?;
+        ok(unsafe { sys::napi_set_named_property(env, object, name.as_ptr(), value) })?;
+    }
+    let mut names = ptr::null_mut();
+    ok(unsafe { sys::napi_get_property_names(env, object, &mut names) })?;
+    let mut reference = ptr::null_mut();
+    ok(unsafe { sys::napi_create_reference(env, names, 1, &mut reference) })?;
+    let hooked = unsafe { sys::napi_add_env_cleanup_hook(env, Some(forget_keys), env.cast()) };
+    if ok(hooked).is_none() {
+        unsafe { sys::napi_delete_reference(env, reference) };
+        return None;
+    }
+    // A previous env of this thread has ended (its hook cleared the cell)
+    // or was never seen: nothing to release.
+    KEYS.set(Some((env, reference)));
+    Some(reference)
+}
+
+/// The env's cleanup hook: deletes its key reference and forgets it.
+unsafe extern "C" fn forget_keys(env: *mut std::ffi::c_void) {
+    let env: sys::napi_env = env.cast();
+    if let Some((known, reference)) = KEYS.get() {
+        if known == env {
+            KEYS.set(None);
+            // SAFETY: cleanup hooks run while the env can still take calls.
+            unsafe { sys::napi_delete_reference(env, reference) };
+        }
+    }
+}
+
+/// `object[key]` when it is a string.
+fn string_property(env: &Env, object: sys::napi_value, key: sys::napi_value) -> Option<String> {
+    let raw_env = env.raw();
+    let mut value = ptr::null_mut();
+    // SAFETY (all calls here): plain N-API calls on values of this env.
+    if ok(unsafe { sys::napi_get_property(raw_env, object, key, &mut value) }).is_none() {
+        super::convert::clear_pending_exception(env);
+        return None;
+    }
+    let mut kind = 0;
+    ok(unsafe { sys::napi_typeof(raw_env, value, &mut kind) })?;
+    if kind != sys::ValueType::napi_string {
+        return None;
+    }
+    let mut buffer = [0u8; STACK_BYTES];
+    let mut written = 0;
+    ok(unsafe {
+        sys::napi_get_value_string_utf8(
+            raw_env,
+            value,
+            buffer.as_mut_ptr().cast(),
+            buffer.len(),
+            &mut written,
+        )
+    })?;
+    // N-API writes whole UTF-8 sequences (at most 4 bytes each) and keeps a
+    // byte for the terminating NUL: with 4 bytes still free, nothing was left
+    // out.
+    if written + 4 < STACK_BYTES {
+        return String::from_utf8(buffer[..written].to_vec()).ok();
+    }
+    let mut length = 0;
+    ok(unsafe {
+        sys::napi_get_value_string_utf8(raw_env, value, ptr::null_mut(), 0, &mut length)
+    })?;
+    let mut whole = vec![0u8; length + 1];
+    ok(unsafe {
+        sys::napi_get_value_string_utf8(
+            raw_env,
+            value,
+            whole.as_mut_ptr().cast(),
+            whole.len(),
+            &mut written,
+        )
+    })?;
+    whole.truncate(written);
+    String::from_utf8(whole).ok()
+}
+
+fn ok(status: sys::napi_status) -> Option<()> {
+    (status == sys::Status::napi_ok).then_some(())
+}
