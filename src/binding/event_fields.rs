@@ -11,7 +11,7 @@
 //! copies it (two calls); here it is copied into a stack buffer in one call,
 //! and only a value that fills the buffer is read again at its full length.
 
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::ffi::CStr;
 use std::ptr;
 
@@ -36,11 +36,12 @@ pub(super) struct EventFields {
 }
 
 thread_local! {
-    /// This thread's env and the reference to its array of key strings.
-    /// Cleared (and the reference deleted) by the env's cleanup hook, so an
-    /// env that ends never leaves a reference another env could mistake
-    /// for its own.
-    static KEYS: Cell<Option<(sys::napi_env, sys::napi_ref)>> = const { Cell::new(None) };
+    /// Each env of this thread (one, unless the addon is loaded into
+    /// several contexts) and the reference to its array of key strings. An
+    /// env's entry is removed (and its reference deleted) by that env's
+    /// cleanup hook, registered once with the entry, so an env that ends
+    /// never leaves an entry another env could mistake for its own.
+    static KEYS: RefCell<Vec<(sys::napi_env, sys::napi_ref)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Reads the fields of `object` (a JS object); `None` when the key strings
@@ -62,9 +63,14 @@ pub(super) fn read(env: &Env, object: sys::napi_value) -> Option<EventFields> {
 /// The key strings of this env, made on first use.
 fn keys(env: &Env) -> Option<[Option<sys::napi_value>; NAMES.len()]> {
     let raw_env = env.raw();
-    let reference = match KEYS.get() {
-        Some((known, reference)) if known == raw_env => reference,
-        _ => make_keys(raw_env)?,
+    let known = KEYS.with_borrow(|keys| {
+        keys.iter()
+            .find(|(env, _)| *env == raw_env)
+            .map(|(_, reference)| *reference)
+    });
+    let reference = match known {
+        Some(reference) => reference,
+        None => make_keys(raw_env)?,
     };
     let mut array = ptr::null_mut();
     // SAFETY: a live reference of this env (the cleanup hook forgets it
@@ -101,21 +107,27 @@ fn make_keys(env: sys::napi_env) -> Option<sys::napi_ref> {
         unsafe { sys::napi_delete_reference(env, reference) };
         return None;
     }
-    // A previous env of this thread has ended (its hook cleared the cell)
-    // or was never seen: nothing to release.
-    KEYS.set(Some((env, reference)));
+    KEYS.with_borrow_mut(|keys| keys.push((env, reference)));
     Some(reference)
 }
 
 /// The env's cleanup hook: deletes its key reference and forgets it.
 unsafe extern "C" fn forget_keys(env: *mut std::ffi::c_void) {
     let env: sys::napi_env = env.cast();
-    if let Some((known, reference)) = KEYS.get() {
-        if known == env {
-            KEYS.set(None);
-            // SAFETY: cleanup hooks run while the env can still take calls.
-            unsafe { sys::napi_delete_reference(env, reference) };
-        }
+    let mut forgotten = Vec::new();
+    // (A thread ending first has dropped its list: nothing to forget.)
+    let _ = KEYS.try_with(|keys| {
+        keys.borrow_mut().retain(|&(known, reference)| {
+            let mine = known == env;
+            if mine {
+                forgotten.push(reference);
+            }
+            !mine
+        });
+    });
+    for reference in forgotten {
+        // SAFETY: cleanup hooks run while the env can still take calls.
+        unsafe { sys::napi_delete_reference(env, reference) };
     }
 }
 
