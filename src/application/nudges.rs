@@ -298,16 +298,8 @@ impl Nudges {
         summary: &mut DispatchSummary,
     ) {
         let now = self.ports.clock.now_ms();
-        let (mut held_by, mut written) = (None, None);
-        let end = self.attempt(
-            item,
-            index,
-            metrics,
-            alerts,
-            now,
-            &mut held_by,
-            &mut written,
-        );
+        let mut notes = AttemptNotes::default();
+        let end = self.attempt(item, index, metrics, alerts, now, &mut notes);
         if end == AttemptEnd::Delivered {
             // The inbox has it whatever becomes of the outcome write below.
             let at = self.monotonic_now();
@@ -378,7 +370,7 @@ impl Nudges {
             _ => kind,
         };
         // Readiness that held the nudge back is journaled as the planner does.
-        let diagnostics = match held_by {
+        let diagnostics = match notes.held_by {
             Some(readiness) => {
                 merge(&mut metadata, readiness_metadata(&readiness));
                 readiness.diagnostics
@@ -404,7 +396,7 @@ impl Nudges {
                 metadata,
             );
         }
-        if let (AttemptEnd::Delivered, Some(written)) = (&end, written) {
+        if let (AttemptEnd::Delivered, Some(written)) = (&end, notes.written) {
             self.wake(item, &written);
         }
     }
@@ -436,9 +428,8 @@ impl Nudges {
         }
     }
 
-    /// Revalidates one claimed item right before the inbox write, then writes.
-    /// `held_by` is set to the phase 2 readiness when activation holds the
-    /// item back, for the journal line.
+    /// Revalidates one claimed item right before the inbox write, then writes;
+    /// `notes` gets the readiness that held it back or what it wrote.
     fn attempt(
         &self,
         item: &OutboxItem,
@@ -446,8 +437,7 @@ impl Nudges {
         metrics: Option<&MetricsIndex>,
         alerts: &Result<Vec<WatchdogAlert>, String>,
         now: EpochMs,
-        held_by: &mut Option<Readiness>,
-        written: &mut Option<InboxWrite>,
+        notes: &mut AttemptNotes,
     ) -> AttemptEnd {
         let (team, member) = (item.team_name.as_str(), item.member_name.as_str());
         let supersede = |reason: &str| AttemptEnd::Superseded {
@@ -498,7 +488,7 @@ impl Nudges {
         let readiness = self.readiness(metrics);
         let since = current_fingerprint_stable_since(&metrics.recent_events, &status, now);
         if let Err(hold) = activation(&status, &readiness, since, now) {
-            *held_by = Some(readiness);
+            notes.held_by = Some(readiness);
             return retry(hold.as_str().into(), backoff);
         }
         if item.payload.work_sync_intent == NudgeIntent::ReviewPickup {
@@ -585,7 +575,7 @@ impl Nudges {
         }
         match self.ports.inbox.deliver(item, now) {
             Ok(outcome @ (InboxOutcome::Inserted | InboxOutcome::AlreadyPresent)) => {
-                *written = Some(InboxWrite {
+                notes.written = Some(InboxWrite {
                     inserted: outcome == InboxOutcome::Inserted,
                     provider_id: status.provider_id,
                 });
@@ -676,8 +666,15 @@ fn retry_event(reason: &str) -> &'static str {
     }
 }
 
-/// A status-only check is exactly what a member that just finished a tool call
-/// should get; only an active tool call holds it back.
+/// What an attempt learned besides its end, for what follows it.
+#[derive(Debug, Default)]
+struct AttemptNotes {
+    /// The phase 2 readiness, when activation held the item back (journaled).
+    held_by: Option<Readiness>,
+    /// What a delivered attempt wrote (for the wake).
+    written: Option<InboxWrite>,
+}
+
 /// What a delivered attempt wrote, for the wake that follows it.
 #[derive(Debug)]
 struct InboxWrite {

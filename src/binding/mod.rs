@@ -3,8 +3,8 @@
 
 mod args;
 mod convert;
-pub(crate) mod host;
 mod event_fields;
+pub(crate) mod host;
 pub(crate) mod job;
 mod log;
 pub mod turn_settled;
