@@ -725,8 +725,11 @@ pub fn is_claimable(item: &OutboxItem, now: EpochMs) -> bool {
     }
 }
 
-/// Claims the item: `claimed`, generation + 1.
+/// Claims the item: `claimed`, generation + 1, the previous attempt's retry
+/// time and error cleared (as the app's store claims).
 pub fn claim(item: &mut OutboxItem, claimed_by: &str, now: EpochMs) {
+    item.next_attempt_at = None;
+    item.last_error = None;
     item.status = OutboxStatus::Claimed;
     item.attempt_generation += 1;
     item.claimed_by = Some(claimed_by.to_string());

@@ -1031,3 +1031,31 @@ fn finished_outbox_items_are_bounded_open_ones_kept() {
     assert_eq!(items.len(), 10 + 2);
     assert!(items.contains_key("item-0009") && !items.contains_key("item-0010"));
 }
+
+#[test]
+fn a_claim_clears_the_retry_time_and_the_last_error() {
+    // As the app's store claims: the retry time and error of the attempt
+    // before are gone, so an item delivered (or superseded) on a retry
+    // carries no stale nextAttemptAt.
+    let (mut item, _) = ensure_pending(None, &planned(), "forge", "jack", NOW);
+    claim(&mut item, "a", NOW);
+    let retry = AttemptEnd::Retryable {
+        reason: "member_busy:active_tool_activity".into(),
+        retry_at: NOW + 90_000,
+        busy_tool: None,
+    };
+    assert!(finish_attempt(&mut item, 1, &retry, NOW));
+    assert!(item.next_attempt_at.is_some());
+    claim(&mut item, "a", NOW + 90_000);
+    assert_eq!(
+        (item.next_attempt_at.as_ref(), item.last_error.as_deref()),
+        (None, None)
+    );
+    assert!(finish_attempt(
+        &mut item,
+        2,
+        &AttemptEnd::Delivered,
+        NOW + 90_001
+    ));
+    assert_eq!(item.next_attempt_at, None);
+}
