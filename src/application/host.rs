@@ -172,8 +172,8 @@ pub trait Host: Send + Sync {
     /// `nudgeDeliveryWake.schedule(...)`; `Err` carries why the wake failed.
     fn delivery_wake(&self, wake: &DeliveryWake<'_>) -> Result<(), String>;
 
-    // The review pickup ports below are plumbed to the app's callbacks but
-    // not asked by the nudge dispatcher yet (README "Electron entry").
+    // The review pickup ports below: `canDeliver` and `escalate` are asked
+    // by the planner and the dispatcher (`application::review_pickup`).
 
     /// `reviewPickupDelivery.canDeliver(...)`: `None` without the option,
     /// `Err(reason)` when the app refuses (or the call failed).

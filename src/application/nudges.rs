@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::busy::BusyReason;
 use super::delivery_record::DeliveryRecord;
-use super::host::{BusyQuestion, BusyRank, DeliveryWake, Host};
+use super::host::{BusyQuestion, BusyRank, DeliveryWake, Host, ReviewPickupEscalation};
 use super::ports::{AuditEvent, InboxOutcome, MemberFailure, PortError, Ports};
 use super::review_pickup;
 use crate::domain::agenda::{Agenda, TeamIndex};
@@ -138,10 +138,13 @@ impl Nudges {
             }
         };
         if base.payload.work_sync_intent == NudgeIntent::ReviewPickup {
-            if let Err(undeliverable) = review_pickup::delivery() {
+            let host = &*self.ports.host;
+            if let Err(undeliverable) =
+                review_pickup::delivery(host, team, &status.member_name, status.provider_id)
+            {
                 let why = undeliverable.planner_reason();
-                self.plan_audit(status, "review_pickup_delivery_unavailable", why, true);
-                self.plan_audit(status, "review_pickup_escalated", why, false);
+                self.plan_audit(status, "review_pickup_delivery_unavailable", &why, true);
+                self.plan_escalation(status, &base.payload, &why);
                 return Some(self.plan_line(
                     status,
                     false,
@@ -204,6 +207,30 @@ impl Nudges {
         };
         let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
         self.audit("nudge_planner", kind, team, member, diagnostics, metadata);
+    }
+
+    /// The planner's `review_pickup_escalated` line, then the app's
+    /// escalation port is asked (the reviewer's status and the pickup's
+    /// review requests and tasks).
+    fn plan_escalation(
+        &self,
+        status: &MemberStatus,
+        payload: &crate::domain::nudge::NudgePayload,
+        reason: &str,
+    ) {
+        self.plan_audit(status, "review_pickup_escalated", reason, false);
+        let now = self.ports.clock.now_ms();
+        let escalation = ReviewPickupEscalation {
+            team_name: &status.team_name,
+            member_name: &status.member_name,
+            reason,
+            now: status.evaluated_at.ms().unwrap_or(now),
+            agenda_fingerprint: Some(&status.agenda.fingerprint),
+            review_request_event_ids: &payload.work_sync_review_request_event_ids,
+            diagnostics: &status.diagnostics,
+            task_refs: &payload.task_refs,
+        };
+        review_pickup::escalate(&*self.ports.host, &escalation);
     }
 
     /// Claims and delivers due nudges of one team.
@@ -395,6 +422,17 @@ impl Nudges {
                 vec![],
                 metadata,
             );
+            let escalation = ReviewPickupEscalation {
+                team_name: &item.team_name,
+                member_name: &item.member_name,
+                reason: &reason,
+                now,
+                agenda_fingerprint: Some(&item.agenda_fingerprint),
+                review_request_event_ids: &item.payload.work_sync_review_request_event_ids,
+                diagnostics: &[],
+                task_refs: &item.payload.task_refs,
+            };
+            review_pickup::escalate(&*self.ports.host, &escalation);
         }
         if let (AttemptEnd::Delivered, Some(written)) = (&end, notes.written) {
             self.wake(item, &written);
@@ -492,9 +530,12 @@ impl Nudges {
             return retry(hold.as_str().into(), backoff);
         }
         if item.payload.work_sync_intent == NudgeIntent::ReviewPickup {
-            if let Err(undeliverable) = review_pickup::delivery() {
+            let host = &*self.ports.host;
+            if let Err(undeliverable) =
+                review_pickup::delivery(host, team, member, status.provider_id)
+            {
                 return AttemptEnd::PickupUndeliverable {
-                    reason: undeliverable.dispatcher_reason().into(),
+                    reason: undeliverable.dispatcher_reason(),
                 };
             }
         }
