@@ -1432,6 +1432,7 @@ fn a_still_stuck_retry_counts_only_still_stuck_deliveries_against_the_hourly_lim
 /// what it is handed.
 struct PickupApp {
     can_deliver: Option<Result<(), String>>,
+    deliver: Option<Result<member_work_sync::application::host::ReviewPickupDelivered, String>>,
     escalations: std::sync::Arc<std::sync::Mutex<Vec<(String, String, Vec<String>)>>>,
 }
 
@@ -1472,6 +1473,12 @@ impl member_work_sync::application::host::Host for PickupApp {
     ) -> Option<Result<(), String>> {
         self.can_deliver.clone()
     }
+    fn review_pickup_deliver(
+        &self,
+        _: &member_work_sync::application::host::ReviewPickupRequest<'_>,
+    ) -> Option<Result<member_work_sync::application::host::ReviewPickupDelivered, String>> {
+        self.deliver.clone()
+    }
     fn review_pickup_escalate(
         &self,
         escalation: &member_work_sync::application::host::ReviewPickupEscalation<'_>,
@@ -1491,6 +1498,7 @@ fn connect_pickup_app(f: &Fixture, can_deliver: Option<Result<(), String>>) -> E
     let escalations = Escalations::default();
     f.services.host.connect(Box::new(PickupApp {
         can_deliver,
+        deliver: None,
         escalations: escalations.clone(),
     }));
     escalations
@@ -1572,4 +1580,92 @@ fn a_stored_review_pickup_the_app_now_refuses_is_superseded_and_escalated() {
     assert_eq!(escalated.len(), 1);
     assert_eq!(escalated[0].1, reason);
     assert!(f.inbox("bob").is_empty());
+}
+
+#[test]
+fn the_apps_review_pickup_delivery_answer_decides_the_items_end() {
+    use member_work_sync::application::host::{ReviewPickupDelivered, ReviewPickupFailure};
+    let refused = |failure, message: &str| {
+        Ok(ReviewPickupDelivered::Refused {
+            failure,
+            message: message.into(),
+            diagnostics: vec![],
+            retry_at: None,
+        })
+    };
+    // (app's answer, item status, last error, dispatcher lines, escalations)
+    let cases: Vec<(_, _, Option<&str>, Vec<(&str, &str)>, usize)> = vec![
+        (
+            Ok(ReviewPickupDelivered::Accepted {
+                response_proven: false,
+                message_id: "opencode-prompt-1".into(),
+                diagnostics: vec![],
+            }),
+            OutboxStatus::Delivered,
+            None,
+            vec![
+                ("review_pickup_member_nudge_delivered", "prompt_accepted"),
+                ("nudge_delivered", "review_pickup:prompt_accepted"),
+            ],
+            0,
+        ),
+        (
+            refused(ReviewPickupFailure::Retryable, "session busy"),
+            OutboxStatus::FailedRetryable,
+            Some("session busy"),
+            vec![("review_pickup_wake_failed_retryable", "session busy")],
+            0,
+        ),
+        (
+            refused(ReviewPickupFailure::CapabilityAbsent, "no opencode session"),
+            OutboxStatus::Superseded,
+            Some("no opencode session"),
+            vec![
+                ("review_pickup_delivery_unavailable", "no opencode session"),
+                ("review_pickup_escalated", "no opencode session"),
+            ],
+            1,
+        ),
+        (
+            refused(ReviewPickupFailure::Terminal, "member removed"),
+            OutboxStatus::FailedTerminal,
+            Some("member removed"),
+            vec![("nudge_skipped", "member removed")],
+            0,
+        ),
+        (
+            Err("Error: bridge down".to_string()),
+            OutboxStatus::FailedRetryable,
+            Some("Error: bridge down"),
+            vec![("nudge_retryable", "Error: bridge down")],
+            0,
+        ),
+    ];
+    for (answer, status, last_error, lines, escalated) in cases {
+        let f = Fixture::new();
+        let escalations = Escalations::default();
+        f.services.host.connect(Box::new(PickupApp {
+            can_deliver: Some(Ok(())),
+            deliver: Some(answer.clone()),
+            escalations: escalations.clone(),
+        }));
+        f.queued_reconcile("bob");
+        f.dispatch();
+        let items = f.outbox("bob");
+        assert_eq!(items.len(), 1, "{answer:?}");
+        assert_eq!(items[0].status, status, "{answer:?}");
+        assert_eq!(items[0].last_error.as_deref(), last_error, "{answer:?}");
+        let dispatcher: Vec<(String, String)> = lines_from(&f.root, "bob", "nudge_dispatcher")
+            .into_iter()
+            .map(|(e, r, _)| (e, r))
+            .collect();
+        let lines: Vec<(String, String)> = lines
+            .into_iter()
+            .map(|(e, r)| (e.to_string(), r.to_string()))
+            .collect();
+        assert_eq!(dispatcher, lines, "{answer:?}");
+        // The inbox row is written before the app is asked, whatever it says.
+        assert_eq!(f.inbox("bob").len(), 1, "{answer:?}");
+        assert_eq!(escalations.lock().unwrap().len(), escalated, "{answer:?}");
+    }
 }

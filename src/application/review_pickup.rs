@@ -30,7 +30,7 @@ impl PickupUndeliverable {
     /// The planner's journal `reason` (and its one diagnostic).
     pub fn planner_reason(&self) -> String {
         match self {
-            Self::NoDeliveryPort => "review_pickup_delivery_port_unavailable".into(),
+            Self::NoDeliveryPort => PORT_UNAVAILABLE.into(),
             Self::Refused(reason) => reason.clone(),
         }
     }
@@ -44,6 +44,10 @@ impl PickupUndeliverable {
         format!("review_pickup_delivery_unavailable:{why}")
     }
 }
+
+/// The dispatcher's reason when the delivery port went away between its
+/// `canDeliver` and its `deliver` (the app's dispatcher without a port).
+pub const PORT_UNAVAILABLE: &str = "review_pickup_delivery_port_unavailable";
 
 /// The planner code of a pickup that cannot be delivered.
 pub const UNDELIVERABLE_CODE: &str = "review_pickup_delivery_unavailable";
