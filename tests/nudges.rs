@@ -1433,7 +1433,7 @@ fn a_still_stuck_retry_counts_only_still_stuck_deliveries_against_the_hourly_lim
 struct PickupApp {
     can_deliver: Option<Result<(), String>>,
     deliver: Option<Result<member_work_sync::application::host::ReviewPickupDelivered, String>>,
-    escalations: std::sync::Arc<std::sync::Mutex<Vec<(String, String, Vec<String>)>>>,
+    escalations: Escalations,
 }
 
 impl member_work_sync::application::host::Host for PickupApp {
@@ -1582,6 +1582,15 @@ fn a_stored_review_pickup_the_app_now_refuses_is_superseded_and_escalated() {
     assert!(f.inbox("bob").is_empty());
 }
 
+/// (app's answer, item status, last error, dispatcher lines, escalations)
+type PickupCase = (
+    Result<member_work_sync::application::host::ReviewPickupDelivered, String>,
+    OutboxStatus,
+    Option<&'static str>,
+    Vec<(&'static str, &'static str)>,
+    usize,
+);
+
 #[test]
 fn the_apps_review_pickup_delivery_answer_decides_the_items_end() {
     use member_work_sync::application::host::{ReviewPickupDelivered, ReviewPickupFailure};
@@ -1593,8 +1602,7 @@ fn the_apps_review_pickup_delivery_answer_decides_the_items_end() {
             retry_at: None,
         })
     };
-    // (app's answer, item status, last error, dispatcher lines, escalations)
-    let cases: Vec<(_, _, Option<&str>, Vec<(&str, &str)>, usize)> = vec![
+    let cases: Vec<PickupCase> = vec![
         (
             Ok(ReviewPickupDelivered::Accepted {
                 response_proven: false,
