@@ -1426,3 +1426,254 @@ fn a_still_stuck_retry_counts_only_still_stuck_deliveries_against_the_hourly_lim
     assert!(keys[0].starts_with("agenda-sync-still-stuck:"), "{keys:?}");
     assert_eq!(f.inbox("jack").len(), 3);
 }
+
+/// An app whose `reviewPickupDelivery.canDeliver` answers `can_deliver`
+/// (`None`: the option is not given) and whose escalation port records
+/// what it is handed.
+struct PickupApp {
+    can_deliver: Option<Result<(), String>>,
+    deliver: Option<Result<member_work_sync::application::host::ReviewPickupDelivered, String>>,
+    escalations: Escalations,
+}
+
+impl member_work_sync::application::host::Host for PickupApp {
+    fn team_active(&self, _: &str) -> Option<bool> {
+        None
+    }
+    fn member_active(&self, _: &str, _: &str) -> Option<bool> {
+        None
+    }
+    fn can_dispatch_nudges(&self, _: &str) -> bool {
+        true
+    }
+    fn lifecycle_active_teams(&self) -> Option<Vec<String>> {
+        None
+    }
+    fn control_url(&self) -> member_work_sync::application::host::ControlUrl {
+        member_work_sync::application::host::ControlUrl::NotResolved
+    }
+    fn busy(
+        &self,
+        _: &member_work_sync::application::host::BusyQuestion<'_>,
+        _: member_work_sync::application::host::BusyRank,
+    ) -> Option<member_work_sync::application::host::HostBusy> {
+        None
+    }
+    fn delivery_wake(
+        &self,
+        _: &member_work_sync::application::host::DeliveryWake<'_>,
+    ) -> Result<(), String> {
+        Ok(())
+    }
+    fn review_pickup_can_deliver(
+        &self,
+        _: &str,
+        _: &str,
+        _: Option<ProviderId>,
+    ) -> Option<Result<(), String>> {
+        self.can_deliver.clone()
+    }
+    fn review_pickup_deliver(
+        &self,
+        _: &member_work_sync::application::host::ReviewPickupRequest<'_>,
+    ) -> Option<Result<member_work_sync::application::host::ReviewPickupDelivered, String>> {
+        self.deliver.clone()
+    }
+    fn review_pickup_escalate(
+        &self,
+        escalation: &member_work_sync::application::host::ReviewPickupEscalation<'_>,
+    ) -> Option<Result<(), String>> {
+        self.escalations.lock().unwrap().push((
+            escalation.member_name.to_string(),
+            escalation.reason.to_string(),
+            escalation.review_request_event_ids.to_vec(),
+        ));
+        Some(Err("the lead's inbox is gone".into()))
+    }
+}
+
+type Escalations = std::sync::Arc<std::sync::Mutex<Vec<(String, String, Vec<String>)>>>;
+
+fn connect_pickup_app(f: &Fixture, can_deliver: Option<Result<(), String>>) -> Escalations {
+    let escalations = Escalations::default();
+    f.services.host.connect(Box::new(PickupApp {
+        can_deliver,
+        deliver: None,
+        escalations: escalations.clone(),
+    }));
+    escalations
+}
+
+#[test]
+fn a_review_pickup_the_app_refuses_is_escalated_to_the_app_with_its_reason() {
+    // The app's `canDeliver` refuses bob's pickup (his runtime cannot take a
+    // direct prompt): the planner journals the app's reason in place of the
+    // missing port, hands the escalation to the app's port (whose failure
+    // changes nothing) and plans nothing.
+    let f = Fixture::new();
+    let escalations = connect_pickup_app(&f, Some(Err("runtime_not_opencode".into())));
+    f.queued_reconcile("bob");
+    assert!(f.outbox("bob").is_empty());
+    let why = "runtime_not_opencode";
+    assert_eq!(
+        lines_from(&f.root, "bob", "nudge_planner"),
+        [
+            ("review_pickup_delivery_unavailable", why, json!([why])),
+            ("review_pickup_escalated", why, Value::Null),
+            (
+                "nudge_skipped",
+                "review_pickup_delivery_unavailable",
+                Value::Null
+            ),
+        ]
+        .map(|(e, r, d)| (e.to_string(), r.to_string(), d))
+    );
+    let escalated = escalations.lock().unwrap().clone();
+    assert_eq!(escalated.len(), 1, "{escalated:?}");
+    assert_eq!(
+        (escalated[0].0.as_str(), escalated[0].1.as_str()),
+        ("bob", why)
+    );
+    assert!(!escalated[0].2.is_empty(), "the review requests are named");
+}
+
+#[test]
+fn a_review_pickup_the_app_can_deliver_is_planned_and_not_escalated() {
+    let f = Fixture::new();
+    let escalations = connect_pickup_app(&f, Some(Ok(())));
+    f.queued_reconcile("bob");
+    let items = f.outbox("bob");
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].status, OutboxStatus::Pending);
+    let planner = lines_from(&f.root, "bob", "nudge_planner");
+    assert_eq!(planner.last().unwrap().0, "nudge_planned", "{planner:?}");
+    assert!(escalations.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_stored_review_pickup_the_app_now_refuses_is_superseded_and_escalated() {
+    // Planned while the app could deliver; by dispatch time it refuses.
+    let f = Fixture::new();
+    connect_pickup_app(&f, Some(Ok(())));
+    f.queued_reconcile("bob");
+    assert_eq!(f.outbox("bob").len(), 1);
+    let escalations = connect_pickup_app(&f, Some(Err("member_offline".into())));
+    let summary = f.dispatch();
+    assert_eq!((summary.claimed, summary.superseded), (1, 1));
+    let items = f.outbox("bob");
+    let reason = "review_pickup_delivery_unavailable:member_offline";
+    assert_eq!(items[0].status, OutboxStatus::Superseded);
+    assert_eq!(items[0].last_error.as_deref(), Some(reason));
+    let dispatcher: Vec<(String, String)> = lines_from(&f.root, "bob", "nudge_dispatcher")
+        .into_iter()
+        .map(|(e, r, _)| (e, r))
+        .collect();
+    assert_eq!(
+        dispatcher,
+        [
+            ("review_pickup_delivery_unavailable", reason),
+            ("review_pickup_escalated", reason)
+        ]
+        .map(|(e, r)| (e.to_string(), r.to_string()))
+    );
+    let escalated = escalations.lock().unwrap().clone();
+    assert_eq!(escalated.len(), 1);
+    assert_eq!(escalated[0].1, reason);
+    assert!(f.inbox("bob").is_empty());
+}
+
+/// (app's answer, item status, last error, dispatcher lines, escalations)
+type PickupCase = (
+    Result<member_work_sync::application::host::ReviewPickupDelivered, String>,
+    OutboxStatus,
+    Option<&'static str>,
+    Vec<(&'static str, &'static str)>,
+    usize,
+);
+
+#[test]
+fn the_apps_review_pickup_delivery_answer_decides_the_items_end() {
+    use member_work_sync::application::host::{ReviewPickupDelivered, ReviewPickupFailure};
+    let refused = |failure, message: &str| {
+        Ok(ReviewPickupDelivered::Refused {
+            failure,
+            message: message.into(),
+            diagnostics: vec![],
+            retry_at: None,
+        })
+    };
+    let cases: Vec<PickupCase> = vec![
+        (
+            Ok(ReviewPickupDelivered::Accepted {
+                response_proven: false,
+                message_id: "opencode-prompt-1".into(),
+                diagnostics: vec![],
+            }),
+            OutboxStatus::Delivered,
+            None,
+            vec![
+                ("review_pickup_member_nudge_delivered", "prompt_accepted"),
+                ("nudge_delivered", "review_pickup:prompt_accepted"),
+            ],
+            0,
+        ),
+        (
+            refused(ReviewPickupFailure::Retryable, "session busy"),
+            OutboxStatus::FailedRetryable,
+            Some("session busy"),
+            vec![("review_pickup_wake_failed_retryable", "session busy")],
+            0,
+        ),
+        (
+            refused(ReviewPickupFailure::CapabilityAbsent, "no opencode session"),
+            OutboxStatus::Superseded,
+            Some("no opencode session"),
+            vec![
+                ("review_pickup_delivery_unavailable", "no opencode session"),
+                ("review_pickup_escalated", "no opencode session"),
+            ],
+            1,
+        ),
+        (
+            refused(ReviewPickupFailure::Terminal, "member removed"),
+            OutboxStatus::FailedTerminal,
+            Some("member removed"),
+            vec![("nudge_skipped", "member removed")],
+            0,
+        ),
+        (
+            Err("Error: bridge down".to_string()),
+            OutboxStatus::FailedRetryable,
+            Some("Error: bridge down"),
+            vec![("nudge_retryable", "Error: bridge down")],
+            0,
+        ),
+    ];
+    for (answer, status, last_error, lines, escalated) in cases {
+        let f = Fixture::new();
+        let escalations = Escalations::default();
+        f.services.host.connect(Box::new(PickupApp {
+            can_deliver: Some(Ok(())),
+            deliver: Some(answer.clone()),
+            escalations: escalations.clone(),
+        }));
+        f.queued_reconcile("bob");
+        f.dispatch();
+        let items = f.outbox("bob");
+        assert_eq!(items.len(), 1, "{answer:?}");
+        assert_eq!(items[0].status, status, "{answer:?}");
+        assert_eq!(items[0].last_error.as_deref(), last_error, "{answer:?}");
+        let dispatcher: Vec<(String, String)> = lines_from(&f.root, "bob", "nudge_dispatcher")
+            .into_iter()
+            .map(|(e, r, _)| (e, r))
+            .collect();
+        let lines: Vec<(String, String)> = lines
+            .into_iter()
+            .map(|(e, r)| (e.to_string(), r.to_string()))
+            .collect();
+        assert_eq!(dispatcher, lines, "{answer:?}");
+        // The inbox row is written before the app is asked, whatever it says.
+        assert_eq!(f.inbox("bob").len(), 1, "{answer:?}");
+        assert_eq!(escalations.lock().unwrap().len(), escalated, "{answer:?}");
+    }
+}

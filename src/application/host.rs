@@ -87,7 +87,7 @@ pub struct ReviewPickupRequest<'a> {
 pub enum ReviewPickupFailure {
     /// The member's runtime cannot take a direct delivery.
     CapabilityAbsent,
-    /// Worth trying again (also: the callback failed or was late).
+    /// Worth trying again.
     Retryable,
     /// Never worth trying again.
     Terminal,
@@ -172,8 +172,8 @@ pub trait Host: Send + Sync {
     /// `nudgeDeliveryWake.schedule(...)`; `Err` carries why the wake failed.
     fn delivery_wake(&self, wake: &DeliveryWake<'_>) -> Result<(), String>;
 
-    // The review pickup ports below are plumbed to the app's callbacks but
-    // not asked by the nudge dispatcher yet (README "Electron entry").
+    // The review pickup ports below: `canDeliver` and `escalate` are asked
+    // by the planner and the dispatcher (`application::review_pickup`).
 
     /// `reviewPickupDelivery.canDeliver(...)`: `None` without the option,
     /// `Err(reason)` when the app refuses (or the call failed).
@@ -185,12 +185,13 @@ pub trait Host: Send + Sync {
     ) -> Option<Result<(), String>> {
         None
     }
-    /// `reviewPickupDelivery.deliver(...)`: `None` without the option; a
-    /// failed or late call is a retryable refusal.
+    /// `reviewPickupDelivery.deliver(...)`: `None` without the option;
+    /// `Err` carrying why when the call threw, was late or answered
+    /// something unusable (the app's dispatcher retries such an attempt).
     fn review_pickup_deliver(
         &self,
         _request: &ReviewPickupRequest<'_>,
-    ) -> Option<ReviewPickupDelivered> {
+    ) -> Option<Result<ReviewPickupDelivered, String>> {
         None
     }
     /// `reviewPickupEscalation.escalate(...)`: `None` without the option,
@@ -273,7 +274,7 @@ impl Host for HostRelay {
     fn review_pickup_deliver(
         &self,
         request: &ReviewPickupRequest<'_>,
-    ) -> Option<ReviewPickupDelivered> {
+    ) -> Option<Result<ReviewPickupDelivered, String>> {
         self.ask(|h| h.review_pickup_deliver(request)).flatten()
     }
     fn review_pickup_escalate(

@@ -10,7 +10,10 @@ use serde_json::{json, Value};
 
 use super::busy::BusyReason;
 use super::delivery_record::DeliveryRecord;
-use super::host::{BusyQuestion, BusyRank, DeliveryWake, Host};
+use super::host::{
+    BusyQuestion, BusyRank, DeliveryWake, Host, ReviewPickupDelivered, ReviewPickupEscalation,
+    ReviewPickupFailure, ReviewPickupRequest,
+};
 use super::ports::{AuditEvent, InboxOutcome, MemberFailure, PortError, Ports};
 use super::review_pickup;
 use crate::domain::agenda::{Agenda, TeamIndex};
@@ -138,10 +141,13 @@ impl Nudges {
             }
         };
         if base.payload.work_sync_intent == NudgeIntent::ReviewPickup {
-            if let Err(undeliverable) = review_pickup::delivery() {
+            let host = &*self.ports.host;
+            if let Err(undeliverable) =
+                review_pickup::delivery(host, team, &status.member_name, status.provider_id)
+            {
                 let why = undeliverable.planner_reason();
-                self.plan_audit(status, "review_pickup_delivery_unavailable", why, true);
-                self.plan_audit(status, "review_pickup_escalated", why, false);
+                self.plan_audit(status, "review_pickup_delivery_unavailable", &why, true);
+                self.plan_escalation(status, &base.payload, &why);
                 return Some(self.plan_line(
                     status,
                     false,
@@ -204,6 +210,30 @@ impl Nudges {
         };
         let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
         self.audit("nudge_planner", kind, team, member, diagnostics, metadata);
+    }
+
+    /// The planner's `review_pickup_escalated` line, then the app's
+    /// escalation port is asked (the reviewer's status and the pickup's
+    /// review requests and tasks).
+    fn plan_escalation(
+        &self,
+        status: &MemberStatus,
+        payload: &crate::domain::nudge::NudgePayload,
+        reason: &str,
+    ) {
+        self.plan_audit(status, "review_pickup_escalated", reason, false);
+        let now = self.ports.clock.now_ms();
+        let escalation = ReviewPickupEscalation {
+            team_name: &status.team_name,
+            member_name: &status.member_name,
+            reason,
+            now: status.evaluated_at.ms().unwrap_or(now),
+            agenda_fingerprint: Some(&status.agenda.fingerprint),
+            review_request_event_ids: &payload.work_sync_review_request_event_ids,
+            diagnostics: &status.diagnostics,
+            task_refs: &payload.task_refs,
+        };
+        review_pickup::escalate(&*self.ports.host, &escalation);
     }
 
     /// Claims and delivers due nudges of one team.
@@ -347,28 +377,53 @@ impl Nudges {
             "taskRefs": item.payload.task_refs,
             "messagePreview": preview.join("; "),
         });
-        let reason = match &end {
-            AttemptEnd::Delivered => "inbox_inserted".to_string(),
-            AttemptEnd::Retryable {
-                reason,
-                retry_at,
-                busy_tool,
-            } => {
+        let reason = match (&end, notes.pickup) {
+            (AttemptEnd::Delivered, Some(PickupAnswer::Delivered { response_proven })) => {
+                format!("review_pickup:{}", PickupAnswer::state(response_proven))
+            }
+            (AttemptEnd::Delivered, _) => "inbox_inserted".to_string(),
+            (
+                AttemptEnd::Retryable {
+                    reason,
+                    retry_at,
+                    busy_tool,
+                },
+                _,
+            ) => {
                 metadata["nextAttemptAt"] = format_iso(*retry_at).into();
                 if let Some(tool) = busy_tool {
                     metadata["toolName"] = tool.as_str().into();
                 }
                 reason.clone()
             }
-            AttemptEnd::Superseded { reason }
-            | AttemptEnd::PickupUndeliverable { reason }
-            | AttemptEnd::Terminal { reason } => reason.clone(),
+            (
+                AttemptEnd::Superseded { reason }
+                | AttemptEnd::PickupUndeliverable { reason }
+                | AttemptEnd::Terminal { reason },
+                _,
+            ) => reason.clone(),
         };
         metadata["reason"] = reason.clone().into();
-        let kind = match &end {
-            AttemptEnd::Retryable { .. } => retry_event(&reason),
+        let kind = match (&end, notes.pickup) {
+            (AttemptEnd::Retryable { .. }, Some(PickupAnswer::RetryableFailure)) => {
+                "review_pickup_wake_failed_retryable"
+            }
+            (AttemptEnd::Retryable { .. }, Some(PickupAnswer::CallFailed)) => "nudge_retryable",
+            (AttemptEnd::Retryable { .. }, _) => retry_event(&reason),
             _ => kind,
         };
+        if let Some(PickupAnswer::Delivered { response_proven }) = notes.pickup {
+            let mut delivered = metadata.clone();
+            delivered["reason"] = PickupAnswer::state(response_proven).into();
+            self.audit(
+                "nudge_dispatcher",
+                "review_pickup_member_nudge_delivered",
+                team,
+                &item.member_name,
+                vec![],
+                delivered,
+            );
+        }
         // Readiness that held the nudge back is journaled as the planner does.
         let diagnostics = match notes.held_by {
             Some(readiness) => {
@@ -395,6 +450,17 @@ impl Nudges {
                 vec![],
                 metadata,
             );
+            let escalation = ReviewPickupEscalation {
+                team_name: &item.team_name,
+                member_name: &item.member_name,
+                reason: &reason,
+                now,
+                agenda_fingerprint: Some(&item.agenda_fingerprint),
+                review_request_event_ids: &item.payload.work_sync_review_request_event_ids,
+                diagnostics: &[],
+                task_refs: &item.payload.task_refs,
+            };
+            review_pickup::escalate(&*self.ports.host, &escalation);
         }
         if let (AttemptEnd::Delivered, Some(written)) = (&end, notes.written) {
             self.wake(item, &written);
@@ -492,9 +558,12 @@ impl Nudges {
             return retry(hold.as_str().into(), backoff);
         }
         if item.payload.work_sync_intent == NudgeIntent::ReviewPickup {
-            if let Err(undeliverable) = review_pickup::delivery() {
+            let host = &*self.ports.host;
+            if let Err(undeliverable) =
+                review_pickup::delivery(host, team, member, status.provider_id)
+            {
                 return AttemptEnd::PickupUndeliverable {
-                    reason: undeliverable.dispatcher_reason().into(),
+                    reason: undeliverable.dispatcher_reason(),
                 };
             }
         }
@@ -575,10 +644,14 @@ impl Nudges {
         }
         match self.ports.inbox.deliver(item, now) {
             Ok(outcome @ (InboxOutcome::Inserted | InboxOutcome::AlreadyPresent)) => {
-                notes.written = Some(InboxWrite {
+                let written = InboxWrite {
                     inserted: outcome == InboxOutcome::Inserted,
                     provider_id: status.provider_id,
-                });
+                };
+                if item.payload.work_sync_intent == NudgeIntent::ReviewPickup {
+                    return self.deliver_pickup(item, &written, now, backoff, notes);
+                }
+                notes.written = Some(written);
                 AttemptEnd::Delivered
             }
             Ok(InboxOutcome::PayloadConflict) => AttemptEnd::Terminal {
@@ -588,6 +661,71 @@ impl Nudges {
                 retry(format!("inbox_write_failed:{}", failure.reason), backoff)
             }
             Err(failure) => supersede(&format!("inbox_unavailable:{}", failure.reason)),
+        }
+    }
+}
+
+impl Nudges {
+    /// Hands a review pickup whose inbox row is written to the app's
+    /// `reviewPickupDelivery.deliver`, as the app's dispatcher does: an
+    /// accepted prompt delivers the item (no wake follows), a retryable
+    /// refusal retries it when the app says (`review_pickup_wake_failed_retryable`),
+    /// an absent capability supersedes and escalates it, a terminal refusal
+    /// fails it for good; a call that threw or did not answer in time is
+    /// retried with the usual backoff (`nudge_retryable`).
+    fn deliver_pickup(
+        &self,
+        item: &OutboxItem,
+        written: &InboxWrite,
+        now: EpochMs,
+        backoff: EpochMs,
+        notes: &mut AttemptNotes,
+    ) -> AttemptEnd {
+        let request = ReviewPickupRequest {
+            team_name: &item.team_name,
+            member_name: &item.member_name,
+            message_id: &item.id,
+            provider_id: written.provider_id,
+            payload: &item.payload,
+            inserted: written.inserted,
+            now,
+        };
+        let retry = |reason: String, at: EpochMs| AttemptEnd::Retryable {
+            reason,
+            retry_at: at,
+            busy_tool: None,
+        };
+        match self.ports.host.review_pickup_deliver(&request) {
+            None => AttemptEnd::PickupUndeliverable {
+                reason: review_pickup::PORT_UNAVAILABLE.into(),
+            },
+            Some(Err(error)) => {
+                notes.pickup = Some(PickupAnswer::CallFailed);
+                retry(error, backoff)
+            }
+            Some(Ok(ReviewPickupDelivered::Accepted {
+                response_proven, ..
+            })) => {
+                notes.pickup = Some(PickupAnswer::Delivered { response_proven });
+                AttemptEnd::Delivered
+            }
+            Some(Ok(ReviewPickupDelivered::Refused {
+                failure,
+                message,
+                retry_at,
+                ..
+            })) => match failure {
+                ReviewPickupFailure::Retryable => {
+                    notes.pickup = Some(PickupAnswer::RetryableFailure);
+                    // A retry time already past would be claimed again in
+                    // this very pass: only a future one is taken.
+                    retry(message, retry_at.filter(|at| *at > now).unwrap_or(backoff))
+                }
+                ReviewPickupFailure::CapabilityAbsent => {
+                    AttemptEnd::PickupUndeliverable { reason: message }
+                }
+                ReviewPickupFailure::Terminal => AttemptEnd::Terminal { reason: message },
+            },
         }
     }
 }
@@ -673,6 +811,33 @@ struct AttemptNotes {
     held_by: Option<Readiness>,
     /// What a delivered attempt wrote (for the wake).
     written: Option<InboxWrite>,
+    /// What the app's review pickup delivery answered, when it was asked.
+    pickup: Option<PickupAnswer>,
+}
+
+/// What the app's review pickup delivery answered, for the journal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PickupAnswer {
+    /// The runtime took the prompt (`response_proven`: and answered it).
+    Delivered {
+        /// `response_proven` rather than `prompt_accepted`.
+        response_proven: bool,
+    },
+    /// The app refused, worth trying again.
+    RetryableFailure,
+    /// The call threw or did not answer in time.
+    CallFailed,
+}
+
+impl PickupAnswer {
+    /// The delivery state the app named.
+    fn state(response_proven: bool) -> &'static str {
+        if response_proven {
+            "response_proven"
+        } else {
+            "prompt_accepted"
+        }
+    }
 }
 
 /// What a delivered attempt wrote, for the wake that follows it.

@@ -423,7 +423,7 @@ impl Host for JsHost {
     fn review_pickup_deliver(
         &self,
         request: &ReviewPickupRequest<'_>,
-    ) -> Option<ReviewPickupDelivered> {
+    ) -> Option<Result<ReviewPickupDelivered, String>> {
         let kind = QuestionKind::ReviewPickupDeliver;
         let input = json!({
             "teamName": request.team_name,
@@ -434,19 +434,14 @@ impl Host for JsHost {
             "inserted": request.inserted,
             "nowIso": format_iso(request.now),
         });
-        let refused = |message: String| ReviewPickupDelivered::Refused {
-            failure: ReviewPickupFailure::Retryable,
-            message,
-            diagnostics: Vec::new(),
-            retry_at: None,
-        };
         Some(match self.ask(kind, input)? {
-            Ok(answer) => review_pickup_outcome(&answer).unwrap_or_else(|| {
+            Ok(answer) => review_pickup_outcome(&answer).ok_or_else(|| {
                 self.report(kind, &Unanswered::Unusable, Duration::ZERO);
-                refused("unusable answer".into())
+                "unusable answer".to_string()
             }),
-            Err(Unanswered::Failed(error)) => refused(error),
-            Err(_) => refused("no answer".into()),
+            Err(Unanswered::Failed(error)) => Err(error),
+            Err(Unanswered::TimedOut) => Err("timed out".into()),
+            Err(_) => Err("no answer".into()),
         })
     }
 

@@ -237,11 +237,11 @@ impl Planning<'_> {
     }
 
     /// A review pickup that already went out (or failed for good) and is
-    /// still on the agenda: escalated, nothing planned. Reached only once a
-    /// pickup delivery port exists ([`super::review_pickup::delivery`]).
+    /// still on the agenda: escalated, nothing planned. Reached only while
+    /// the app can deliver pickups ([`super::review_pickup::delivery`]).
     fn pickup_still_stuck(&self, code: &'static str) -> &'static str {
         self.nudges
-            .plan_audit(self.status, "review_pickup_escalated", code, false);
+            .plan_escalation(self.status, &self.base.payload, code);
         self.skip(code)
     }
 
