@@ -203,39 +203,20 @@ fn read_outbox_row(
 }
 
 /// Rewrites every column but the key and `created_at` (`replaceOutboxRow`).
+/// The parameters are numbered as in [`outbox_params`]; `?15` (`created_at`)
+/// is bound but not used.
 fn replace_outbox_row(connection: &Connection, row: &OutboxRecord) -> rusqlite::Result<()> {
     connection
         .prepare_cached(
             "UPDATE member_work_sync_outbox SET member_key = ?3, member_name = ?4, \
              agenda_fingerprint = ?5, payload_hash = ?6, status = ?7, attempt_generation = ?8, \
              claimed_by = ?9, claimed_at = ?10, delivered_message_id = ?11, delivery_state = ?12, \
-             last_error = ?13, next_attempt_at = ?14, updated_at = ?15, work_sync_intent = ?16, \
-             work_sync_intent_key = ?17, review_request_event_ids_json = ?18, \
-             delivery_diagnostics_json = ?19, payload_json = ?20 \
+             last_error = ?13, next_attempt_at = ?14, updated_at = ?16, work_sync_intent = ?17, \
+             work_sync_intent_key = ?18, review_request_event_ids_json = ?19, \
+             delivery_diagnostics_json = ?20, payload_json = ?21 \
              WHERE team_name = ?1 AND id = ?2",
         )?
-        .execute(params![
-            row.team_name,
-            row.id,
-            row.member_key,
-            row.member_name,
-            row.agenda_fingerprint,
-            row.payload_hash,
-            row.status,
-            row.attempt_generation,
-            row.claimed_by,
-            row.claimed_at,
-            row.delivered_message_id,
-            row.delivery_state,
-            row.last_error,
-            row.next_attempt_at,
-            row.updated_at,
-            row.work_sync_intent,
-            row.work_sync_intent_key,
-            row.review_request_event_ids_json,
-            row.delivery_diagnostics_json,
-            row.payload_json,
-        ])
+        .execute(outbox_params(row))
         .map(drop)
 }
 
@@ -245,30 +226,35 @@ fn insert_outbox_row(connection: &Connection, row: &OutboxRecord) -> rusqlite::R
             "INSERT INTO member_work_sync_outbox ({OUTBOX_COLUMNS}) VALUES \
              (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
         ))?
-        .execute(params![
-            row.team_name,
-            row.id,
-            row.member_key,
-            row.member_name,
-            row.agenda_fingerprint,
-            row.payload_hash,
-            row.status,
-            row.attempt_generation,
-            row.claimed_by,
-            row.claimed_at,
-            row.delivered_message_id,
-            row.delivery_state,
-            row.last_error,
-            row.next_attempt_at,
-            row.created_at,
-            row.updated_at,
-            row.work_sync_intent,
-            row.work_sync_intent_key,
-            row.review_request_event_ids_json,
-            row.delivery_diagnostics_json,
-            row.payload_json,
-        ])
+        .execute(outbox_params(row))
         .map(drop)
+}
+
+/// A row's values in [`OUTBOX_COLUMNS`] order, `?1` to `?21`.
+fn outbox_params(row: &OutboxRecord) -> [&dyn rusqlite::ToSql; 21] {
+    [
+        &row.team_name,
+        &row.id,
+        &row.member_key,
+        &row.member_name,
+        &row.agenda_fingerprint,
+        &row.payload_hash,
+        &row.status,
+        &row.attempt_generation,
+        &row.claimed_by,
+        &row.claimed_at,
+        &row.delivered_message_id,
+        &row.delivery_state,
+        &row.last_error,
+        &row.next_attempt_at,
+        &row.created_at,
+        &row.updated_at,
+        &row.work_sync_intent,
+        &row.work_sync_intent_key,
+        &row.review_request_event_ids_json,
+        &row.delivery_diagnostics_json,
+        &row.payload_json,
+    ]
 }
 
 fn upsert_events(connection: &Connection, events: &[MetricEventRecord]) -> rusqlite::Result<()> {
