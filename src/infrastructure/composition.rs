@@ -300,7 +300,12 @@ fn file_ports_reading(
         // The journal, tokens, inbox and watchdog stay files in both cases:
         // the app keeps them there too.
         Storage::Sqlite { path, mode } => {
-            let rows = Arc::new(SqliteStore::open_lazily(path.clone(), *mode));
+            let rows = SqliteStore::open_lazily(path.clone(), *mode);
+            // Read-only (status, explain, watch, metrics): no replica, import or purge.
+            let rows = Arc::new(match mode {
+                OpenMode::ReadWrite => rows.with_team_files(paths.teams_base.clone()),
+                OpenMode::ReadOnly => rows,
+            });
             Ports {
                 store: rows.clone(),
                 metrics: rows.clone(),

@@ -21,12 +21,14 @@ use rusqlite::{
 
 use super::error::SqliteStoreError;
 use super::gateway::{DbResult, MemberWorkSyncGateway};
+use super::identity::{is_same_team, normalize_team_records};
 use super::records::{
     EnsureRecordResult, MetricEventRecord, OutboxMark, OutboxRecord, ProcessedIntent,
     ReportIntentRecord, StatusRecord, EVENT_COLUMNS, INTENT_COLUMNS, OUTBOX_COLUMNS,
     STATUS_COLUMNS,
 };
 use super::schema::{self, MEMBER_WORK_SYNC_TABLES};
+use super::snapshot::{sort_like_listing, TeamRecords};
 use crate::domain::js_semantics::{js_trim, locale_compare};
 use crate::domain::time::parse_iso;
 
@@ -352,6 +354,93 @@ fn is_outbox_finished(status: &str) -> bool {
 /// the same payload is ensured again.
 fn can_revive(status: &str) -> bool {
     status == "superseded" || (!is_outbox_finished(status) && status != "pending")
+}
+
+/// Every row of the four tables whose team is `team` or an alias of it
+/// (each table read whole, as the app does, then filtered and sorted).
+fn list_team_snapshot(connection: &Connection, team: &str) -> rusqlite::Result<TeamRecords> {
+    fn rows_of<T>(
+        connection: &Connection,
+        columns: &str,
+        table: &str,
+        map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+        team_of: impl Fn(&T) -> &str,
+        team: &str,
+    ) -> rusqlite::Result<Vec<T>> {
+        let mut rows = query_all(
+            connection,
+            &format!("SELECT {columns} FROM {table}"),
+            [],
+            map,
+        )?;
+        rows.retain(|row| is_same_team(team_of(row), team));
+        Ok(rows)
+    }
+    let mut records = TeamRecords {
+        statuses: rows_of(
+            connection,
+            STATUS_COLUMNS,
+            "member_work_sync_status",
+            StatusRecord::from_row,
+            |r| &r.team_name,
+            team,
+        )?,
+        report_intents: rows_of(
+            connection,
+            INTENT_COLUMNS,
+            "member_work_sync_report_intents",
+            ReportIntentRecord::from_row,
+            |r| &r.team_name,
+            team,
+        )?,
+        outbox_items: rows_of(
+            connection,
+            OUTBOX_COLUMNS,
+            "member_work_sync_outbox",
+            OutboxRecord::from_row,
+            |r| &r.team_name,
+            team,
+        )?,
+        metric_events: rows_of(
+            connection,
+            EVENT_COLUMNS,
+            "member_work_sync_metric_events",
+            MetricEventRecord::from_row,
+            |r| &r.team_name,
+            team,
+        )?,
+    };
+    sort_like_listing(&mut records);
+    Ok(records)
+}
+
+/// Inserts every row of `records` (already under their team).
+fn insert_team_records(connection: &Connection, records: &TeamRecords) -> rusqlite::Result<()> {
+    for row in &records.statuses {
+        connection
+            .prepare_cached(&format!(
+                "INSERT INTO member_work_sync_status ({STATUS_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+            ))?
+            .execute(params![row.team_name, row.member_key, row.member_name, row.state, row.evaluated_at, row.provider_id, row.status_json])?;
+    }
+    for row in &records.report_intents {
+        connection
+            .prepare_cached(&format!(
+                "INSERT INTO member_work_sync_report_intents ({INTENT_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+            ))?
+            .execute(params![row.team_name, row.id, row.member_key, row.member_name, row.status, row.reason, row.recorded_at, row.processed_at, row.result_code, row.request_json])?;
+    }
+    for row in &records.outbox_items {
+        insert_outbox_row(connection, row)?;
+    }
+    for row in &records.metric_events {
+        connection
+            .prepare_cached(&format!(
+                "INSERT INTO member_work_sync_metric_events ({EVENT_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+            ))?
+            .execute(params![row.team_name, row.id, row.member_key, row.member_name, row.kind, row.recorded_at, row.event_json])?;
+    }
+    Ok(())
 }
 
 impl MemberWorkSyncGateway for DirectDatabase {
@@ -814,6 +903,70 @@ impl MemberWorkSyncGateway for DirectDatabase {
                 [],
                 |row| row.get(0),
             )
+        })
+    }
+
+    fn team_snapshot(&self, team: &str) -> DbResult<TeamRecords> {
+        self.read("mws.snapshot.list", |c| list_team_snapshot(c, team))
+    }
+
+    fn import_team(&self, team: &str, records: &TeamRecords) -> DbResult<()> {
+        let mut records = records.clone();
+        normalize_team_records(team, &mut records).map_err(|e| SqliteStoreError::BadColumn {
+            path: self.path.clone(),
+            table: "member_work_sync_*",
+            key: team.to_string(),
+            column: e.column,
+            detail: e.detail,
+        })?;
+        self.write("mws.importTeam", |t| {
+            let current = list_team_snapshot(t, team)?;
+            let mut aliases: BTreeSet<&str> = BTreeSet::from([team]);
+            aliases.extend(current.statuses.iter().map(|r| r.team_name.as_str()));
+            aliases.extend(current.report_intents.iter().map(|r| r.team_name.as_str()));
+            aliases.extend(current.outbox_items.iter().map(|r| r.team_name.as_str()));
+            aliases.extend(current.metric_events.iter().map(|r| r.team_name.as_str()));
+            for alias in aliases {
+                for table in [
+                    "member_work_sync_status",
+                    "member_work_sync_report_intents",
+                    "member_work_sync_outbox",
+                    "member_work_sync_metric_events",
+                ] {
+                    t.execute(
+                        &format!("DELETE FROM {table} WHERE team_name = ?1"),
+                        [alias],
+                    )?;
+                }
+            }
+            insert_team_records(t, &records)
+        })
+    }
+
+    fn record_store_import(
+        &self,
+        store_id: &str,
+        team: &str,
+        entry_count: usize,
+        imported_at: &str,
+    ) -> DbResult<()> {
+        self.read("storeImports.record", |c| {
+            c.prepare_cached(
+                "INSERT INTO store_imports (store_id, team_name, imported_at, entry_count) \
+                 VALUES (?1, ?2, ?3, ?4) ON CONFLICT (store_id, team_name) DO UPDATE SET \
+                 imported_at = excluded.imported_at, entry_count = excluded.entry_count",
+            )?
+            .execute(params![store_id, team, imported_at, entry_count as i64])
+            .map(drop)
+        })
+    }
+
+    fn has_store_import(&self, store_id: &str, team: &str) -> DbResult<bool> {
+        self.read("storeImports.has", |c| {
+            c.prepare_cached("SELECT 1 FROM store_imports WHERE store_id = ?1 AND team_name = ?2")?
+                .query_row(params![store_id, team], |_| Ok(()))
+                .optional()
+                .map(|found| found.is_some())
         })
     }
 }

@@ -62,6 +62,27 @@ pub enum SqliteStoreError {
         /// What is wrong.
         detail: String,
     },
+    /// The team's JSON replica is unusable or could not be written.
+    #[error(transparent)]
+    Replica(#[from] super::replica::ReplicaError),
+    /// A team's rows did not read back as they were written.
+    #[error("member-work-sync {what} verification failed for team \"{team}\"; keeping the JSON files as the source of truth")]
+    Verification {
+        /// `import` or `pending primary purge`.
+        what: &'static str,
+        /// The team.
+        team: String,
+    },
+    /// The team's rows or a snapshot of them hold a bad JSON column.
+    #[error("member-work-sync team {team}: invalid {column}: {detail}")]
+    TeamRows {
+        /// The team.
+        team: String,
+        /// The column or field.
+        column: &'static str,
+        /// What is wrong.
+        detail: String,
+    },
 }
 
 impl From<SqliteStoreError> for crate::application::ports::PortError {

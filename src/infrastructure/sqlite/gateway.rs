@@ -9,6 +9,10 @@ use super::records::{
     EnsureRecordResult, MetricEventRecord, OutboxMark, OutboxRecord, ProcessedIntent,
     ReportIntentRecord, StatusRecord,
 };
+use super::snapshot::TeamRecords;
+
+/// The `store_imports` id of member-work-sync's rows.
+pub const MEMBER_WORK_SYNC_STORE_ID: &str = "member-work-sync";
 
 /// A result of the store's database.
 pub type DbResult<T> = Result<T, SqliteStoreError>;
@@ -99,4 +103,22 @@ pub trait MemberWorkSyncGateway: Send + Sync {
     fn outbox_member_items(&self, team: &str, member_key: &str) -> DbResult<Vec<OutboxRecord>>;
     /// Teams with an open outbox row (the dispatch scheduler's list).
     fn outbox_open_teams(&self) -> DbResult<Vec<String>>;
+    /// `mws.snapshot.list`: every row of the team and of its case and
+    /// whitespace aliases (STORAGE.md §2.8), sorted as the app sorts them.
+    fn team_snapshot(&self, team: &str) -> DbResult<TeamRecords>;
+    /// `mws.importTeam`: in one transaction, deletes every row of the team
+    /// and of each alias the listing finds, then inserts `records` under
+    /// `team`.
+    fn import_team(&self, team: &str, records: &TeamRecords) -> DbResult<()>;
+    /// `storeImports.record`: upserts `(store_id, team)` with `imported_at`
+    /// and `entry_count`.
+    fn record_store_import(
+        &self,
+        store_id: &str,
+        team: &str,
+        entry_count: usize,
+        imported_at: &str,
+    ) -> DbResult<()>;
+    /// `storeImports.has`.
+    fn has_store_import(&self, store_id: &str, team: &str) -> DbResult<bool>;
 }

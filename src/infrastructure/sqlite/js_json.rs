@@ -11,7 +11,7 @@
 use std::io;
 
 use serde::Serialize;
-use serde_json::ser::{CompactFormatter, Formatter};
+use serde_json::ser::{CompactFormatter, Formatter, PrettyFormatter};
 
 use crate::domain::js_semantics::number_to_string;
 
@@ -25,8 +25,72 @@ pub fn stringify<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json:
     String::from_utf8(out).map_err(|e| serde_json::Error::io(io::Error::other(e)))
 }
 
+/// `JSON.stringify(value, null, 2)`: two-space indents, `": "` between a
+/// key and its value, `[]` and `{}` for empty ones (the replica's and the
+/// purge marker's layout).
+pub fn stringify_pretty<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
+    let mut out = Vec::with_capacity(1024);
+    let formatter = JsPrettyFormatter(PrettyFormatter::with_indent(b"  "));
+    let mut serializer = serde_json::Serializer::with_formatter(&mut out, formatter);
+    value.serialize(&mut serializer)?;
+    String::from_utf8(out).map_err(|e| serde_json::Error::io(io::Error::other(e)))
+}
+
 /// Compact output with JavaScript's number formatting.
 struct JsFormatter;
+
+/// Pretty output with JavaScript's number formatting.
+struct JsPrettyFormatter(PrettyFormatter<'static>);
+
+impl Formatter for JsPrettyFormatter {
+    fn write_f32<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: f32) -> io::Result<()> {
+        JsFormatter.write_f32(writer, value)
+    }
+    fn write_f64<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: f64) -> io::Result<()> {
+        JsFormatter.write_f64(writer, value)
+    }
+    fn write_u64<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: u64) -> io::Result<()> {
+        JsFormatter.write_u64(writer, value)
+    }
+    fn write_i64<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: i64) -> io::Result<()> {
+        JsFormatter.write_i64(writer, value)
+    }
+    fn begin_array<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.begin_array(writer)
+    }
+    fn end_array<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.end_array(writer)
+    }
+    fn begin_array_value<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        self.0.begin_array_value(writer, first)
+    }
+    fn end_array_value<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.end_array_value(writer)
+    }
+    fn begin_object<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.begin_object(writer)
+    }
+    fn end_object<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.end_object(writer)
+    }
+    fn begin_object_key<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        self.0.begin_object_key(writer, first)
+    }
+    fn begin_object_value<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.begin_object_value(writer)
+    }
+    fn end_object_value<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.end_object_value(writer)
+    }
+}
 
 impl JsFormatter {
     fn write_number<W: ?Sized + io::Write>(writer: &mut W, value: f64) -> io::Result<()> {
@@ -68,7 +132,7 @@ impl Formatter for JsFormatter {
 
 #[cfg(test)]
 mod tests {
-    use super::stringify;
+    use super::{stringify, stringify_pretty};
     use serde_json::json;
 
     #[test]
@@ -99,5 +163,14 @@ mod tests {
         for (value, expected) in cases {
             assert_eq!(stringify(&value).unwrap(), expected, "{value:?}");
         }
+    }
+
+    #[test]
+    fn pretty_prints_what_json_stringify_with_two_spaces_prints() {
+        let value = json!({"a": [], "b": {}, "c": [1.0, {"d": 1e21}], "e": null});
+        assert_eq!(
+            stringify_pretty(&value).unwrap(),
+            "{\n  \"a\": [],\n  \"b\": {},\n  \"c\": [\n    1,\n    {\n      \"d\": 1e+21\n    }\n  ],\n  \"e\": null\n}"
+        );
     }
 }

@@ -44,7 +44,7 @@ fn enum_text<T: Serialize>(value: &T) -> String {
 
 /// Sets `teamName` of a JSON object (in place when present, appended
 /// otherwise, as a JavaScript assignment does); anything else stays.
-fn set_team(value: Option<&mut Value>, team: &str) {
+pub(crate) fn set_team(value: Option<&mut Value>, team: &str) {
     if let Some(Value::Object(object)) = value {
         object.insert("teamName".into(), Value::String(team.to_string()));
     }
@@ -56,7 +56,7 @@ fn object(value: &mut Value) -> Option<&mut Map<String, Value>> {
 
 /// A status's JSON with its own, its agenda's and (when present) its
 /// report's team set to `team`.
-fn normalize_status_json(value: &mut Value, team: &str) {
+pub(crate) fn normalize_status_json(value: &mut Value, team: &str) {
     set_team(Some(value), team);
     if let Some(status) = object(value) {
         set_team(status.get_mut("agenda"), team);

@@ -19,11 +19,16 @@ pub mod connector;
 pub mod direct;
 pub mod error;
 pub mod gateway;
+pub mod identity;
 pub mod js_json;
 pub mod mappers;
+pub mod merge;
 pub mod records;
+pub mod replica;
 pub mod schema;
+pub mod snapshot;
 pub mod store;
+pub mod team_files;
 
 pub use direct::{DirectDatabase, OpenMode};
 pub use error::SqliteStoreError;

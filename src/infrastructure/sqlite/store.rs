@@ -23,6 +23,7 @@ use super::mappers::{
     record_to_metric_event, record_to_outbox_item, record_to_status, status_to_record, BadColumn,
 };
 use super::records::{EnsureRecordResult, OutboxMark, OutboxRecord, ProcessedIntent};
+use super::team_files::{Access, TeamFiles};
 use crate::application::ports::{
     Claimed, IntentStatus, MetricsStore, OutboxStore, PendingIntents, PortError, ReportIntent,
     ReportIntentStore, StatusStore, StoredStatus,
@@ -114,6 +115,8 @@ impl KeyedMutex {
 /// The SQLite store of one addon instance.
 pub struct SqliteStore {
     connector: Connector,
+    /// The team files kept in step with the rows (read-write stores only).
+    team_files: Option<TeamFiles>,
     /// For error messages: the database path or the gateway's name.
     source: std::path::PathBuf,
     teams: KeyedMutex,
@@ -150,8 +153,32 @@ impl SqliteStore {
         Self {
             source: connector.source(),
             connector,
+            team_files: None,
             teams: KeyedMutex::default(),
         }
+    }
+
+    /// The store that also keeps the team files below `teams_base` in step
+    /// with the rows, as the app's SQLite session does: the JSON replica
+    /// (STORAGE.md §2.3). Without it (the read-only CLI) the store touches
+    /// no file of a team.
+    pub fn with_team_files(mut self, teams_base: std::path::PathBuf) -> Self {
+        self.team_files = Some(TeamFiles::new(teams_base));
+        self
+    }
+
+    /// Runs one call of `team` under its lock, inside the team-file
+    /// protocol when the store has one.
+    fn run<T, E: From<SqliteStoreError>>(
+        &self,
+        team: &str,
+        access: Access,
+        work: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        self.teams.run(team, || match &self.team_files {
+            None => work(),
+            Some(files) => files.around(self.db()?.as_ref(), team, access, work),
+        })
     }
 
     fn db(&self) -> Result<Arc<dyn MemberWorkSyncGateway>, SqliteStoreError> {
@@ -206,7 +233,7 @@ impl SqliteStore {
     }
 
     fn metrics_index(&self, team: &str) -> Result<MetricsIndex, PortError> {
-        self.teams.run(team, || {
+        self.run(team, Access::Read, || {
             let mut index = MetricsIndex::default();
             for record in self.db()?.status_list(team)? {
                 let status = record_to_status(&record).map_err(self.bad(
@@ -249,7 +276,7 @@ impl SqliteStore {
         prefix: Option<&str>,
     ) -> Result<usize, PortError> {
         let prefix = prefix.map(js_trim).filter(|p| !p.is_empty());
-        self.teams.run(team, || {
+        self.run(team, Access::Read, || {
             Ok(self.db()?.outbox_count_recent_delivered(
                 team,
                 &normalize_member_name(member),
@@ -273,7 +300,7 @@ impl SqliteStore {
             return Ok(0);
         }
         let since = since_iso.map(js_trim).filter(|s| !s.is_empty());
-        self.teams.run(team, || {
+        self.run(team, Access::Read, || {
             Ok(self.db()?.outbox_count_delivered_for_agenda(
                 team,
                 &normalize_member_name(member),
@@ -290,7 +317,7 @@ impl SqliteStore {
         member: &str,
         requested: &[String],
     ) -> Result<Vec<String>, PortError> {
-        self.teams.run(team, || {
+        self.run(team, Access::Read, || {
             Ok(self.db()?.outbox_find_delivered_review_pickup_event_ids(
                 team,
                 &normalize_member_name(member),
@@ -311,7 +338,7 @@ impl SqliteStore {
         if intent_key.is_empty() {
             return Ok(None);
         }
-        let found = self.teams.run(team, || {
+        let found = self.run(team, Access::Read, || {
             self.db()?.outbox_find_recent_recovery_by_intent(
                 team,
                 &normalize_member_name(member),
@@ -331,8 +358,9 @@ impl SqliteStore {
 
 impl StatusStore for SqliteStore {
     fn read(&self, team_name: &str, member_name: &str) -> Result<StoredStatus, PortError> {
-        self.teams
-            .run(team_name, || self.read_status(team_name, member_name))
+        self.run(team_name, Access::Read, || {
+            self.read_status(team_name, member_name)
+        })
     }
 
     fn peek(&self, team_name: &str, member_name: &str) -> Result<StoredStatus, PortError> {
@@ -343,8 +371,9 @@ impl StatusStore for SqliteStore {
     fn member_count(&self, team_name: &str) -> Result<usize, PortError> {
         // The rows stand in for the JSON store's member folders: the cap on
         // names off the roster bounds them the same way.
-        self.teams
-            .run(team_name, || Ok(self.db()?.status_list(team_name)?.len()))
+        self.run(team_name, Access::Read, || {
+            Ok(self.db()?.status_list(team_name)?.len())
+        })
     }
 
     fn update(
@@ -353,7 +382,7 @@ impl StatusStore for SqliteStore {
         member_name: &str,
         build: &mut dyn FnMut(StoredStatus) -> MemberStatus,
     ) -> Result<MemberStatus, PortError> {
-        self.teams.run(team_name, || {
+        self.run(team_name, Access::Mutation, || {
             let status = build(self.read_status(team_name, member_name)?);
             self.write_status(&status)?;
             Ok(status)
@@ -368,7 +397,7 @@ impl StatusStore for SqliteStore {
     ) -> Result<Vec<MemberStatus>, PortError> {
         // Each status is its own transaction (as the app writes them): after
         // a crash every member holds its old or its new status.
-        self.teams.run(team_name, || {
+        self.run(team_name, Access::Mutation, || {
             let statuses = members
                 .iter()
                 .map(|member| Ok(build(member, self.read_status(team_name, member)?)))
@@ -386,7 +415,7 @@ impl MetricsStore for SqliteStore {
         // rows by id, so writing them again changes nothing unless a caller
         // passes others.
         let records = self.event_records(status, &events)?;
-        self.teams.run(&status.team_name, || {
+        self.run(&status.team_name, Access::Mutation, || {
             Ok(self
                 .db()?
                 .metric_events_record(&status.team_name, &records)?)
@@ -406,15 +435,15 @@ impl ReportIntentStore for SqliteStore {
     fn record(&self, intent: &ReportIntent) -> Result<(), PortError> {
         let record = intent_to_record(intent)
             .map_err(self.bad("member_work_sync_report_intents", &intent.id))?;
-        self.teams.run(&intent.team_name, || {
+        self.run(&intent.team_name, Access::Mutation, || {
             Ok(self.db()?.reports_append(&record)?)
         })
     }
 
     fn pending(&self, team_name: &str) -> Result<PendingIntents, PortError> {
-        let records = self
-            .teams
-            .run(team_name, || self.db()?.reports_list_pending(team_name))?;
+        let records = self.run(team_name, Access::Read, || {
+            self.db()?.reports_list_pending(team_name)
+        })?;
         let intents = records
             .iter()
             .map(|r| {
@@ -444,7 +473,7 @@ impl ReportIntentStore for SqliteStore {
                 .unwrap_or_default(),
             processed_at: intent.processed_at.clone().unwrap_or_default(),
         };
-        self.teams.run(&intent.team_name, || {
+        self.run(&intent.team_name, Access::Mutation, || {
             Ok(self
                 .db()?
                 .reports_mark_processed(&intent.team_name, &intent.id, &result)?)
@@ -463,7 +492,7 @@ impl OutboxStore for SqliteStore {
         let now_iso = format_iso(now);
         let record = planned_to_record(team, member, planned, &now_iso)
             .map_err(self.bad("member_work_sync_outbox", &planned.id))?;
-        let result = self.teams.run(team, || {
+        let result = self.run(team, Access::Mutation, || {
             self.db()?.outbox_ensure_pending(&record, &now_iso, None)
         })?;
         Ok(match result {
@@ -476,7 +505,7 @@ impl OutboxStore for SqliteStore {
     }
 
     fn member_items(&self, team: &str, member: &str) -> Result<Vec<OutboxItem>, PortError> {
-        let rows = self.teams.run(team, || {
+        let rows = self.run(team, Access::Read, || {
             self.db()?
                 .outbox_member_items(team, &normalize_member_name(member))
         })?;
@@ -490,7 +519,7 @@ impl OutboxStore for SqliteStore {
         limit: usize,
         now: EpochMs,
     ) -> Result<Claimed, PortError> {
-        let rows = self.teams.run(team, || {
+        let rows = self.run(team, Access::Mutation, || {
             self.db()?
                 .outbox_claim_due(team, claimed_by, &format_iso(now), limit)
         })?;
@@ -532,7 +561,7 @@ impl OutboxStore for SqliteStore {
                 retryable: false,
             },
         };
-        self.teams.run(&item.team_name, || {
+        self.run(&item.team_name, Access::Mutation, || {
             Ok(self
                 .db()?
                 .outbox_mark(&item.team_name, &item.id, &mark, &format_iso(now))?)

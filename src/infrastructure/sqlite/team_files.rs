@@ -1,0 +1,158 @@
+//! What one store call does around its op in a SQLite session (STORAGE.md
+//! §2.3, `BackendSelectingMemberWorkSyncStore.run`), for a store that owns
+//! the team's files (read-write; the read-only CLI never touches them):
+//!
+//! 1. at the first access to a team in this process, a clean replica is
+//!    merged into the database (the app's JSON session may have run on it);
+//! 2. before a mutation, and at that first access, the replica is marked
+//!    dirty;
+//! 3. the op runs;
+//! 4. then the replica is rewritten clean with the team's whole snapshot,
+//!    and the team counts as prepared. A failure here leaves the replica
+//!    dirty and the team unprepared, so the next call publishes again.
+//!
+//! The caller holds the team's lock. A call made from inside another call
+//! of the same team (the lock is reentrant) runs its op alone: the outer
+//! call publishes once for both.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::{Mutex, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::error::SqliteStoreError;
+use super::gateway::MemberWorkSyncGateway;
+use super::mappers::BadColumn;
+use super::merge::merge_team_records;
+use super::replica::Replica;
+use super::snapshot::{domain_to_records, records_to_domain};
+use crate::domain::time::format_iso;
+
+/// Whether a store call changes the team's rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// A read: publishes only at the team's first access.
+    Read,
+    /// A mutation: fenced by a dirty replica, published after.
+    Mutation,
+}
+
+/// The team files one store keeps in step with the database.
+pub struct TeamFiles {
+    replica: Replica,
+    /// Teams whose replica was merged and published in this process.
+    prepared: Mutex<HashSet<String>>,
+    /// Teams with a call inside the protocol now (on the lock's thread).
+    active: Mutex<HashSet<String>>,
+}
+
+/// The wall clock as `toISOString()` prints it (the replica's `updatedAt`
+/// is the app's `new Date()` too).
+fn wall_clock_iso() -> String {
+    let ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0);
+    format_iso(ms)
+}
+
+fn team_rows(team: &str) -> impl Fn(BadColumn) -> SqliteStoreError + '_ {
+    move |e| SqliteStoreError::TeamRows {
+        team: team.to_string(),
+        column: e.column,
+        detail: e.detail,
+    }
+}
+
+/// Takes a team out of [`TeamFiles::active`] when its call ends.
+struct Active<'a>(&'a TeamFiles, String);
+
+impl Drop for Active<'_> {
+    fn drop(&mut self) {
+        lock(&self.0.active).remove(&self.1);
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl TeamFiles {
+    /// The files of the teams below `teams_base`.
+    pub fn new(teams_base: PathBuf) -> Self {
+        Self {
+            replica: Replica::new(teams_base),
+            prepared: Mutex::default(),
+            active: Mutex::default(),
+        }
+    }
+
+    /// The replicas.
+    pub fn replica(&self) -> &Replica {
+        &self.replica
+    }
+
+    /// Runs `work` (the op) inside the protocol for `team`.
+    pub fn around<T, E: From<SqliteStoreError>>(
+        &self,
+        db: &dyn MemberWorkSyncGateway,
+        team: &str,
+        access: Access,
+        work: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        if !lock(&self.active).insert(team.to_string()) {
+            return work();
+        }
+        let _active = Active(self, team.to_string());
+        let prepared = lock(&self.prepared).contains(team);
+        if !prepared {
+            self.merge_replica(db, team)?;
+        }
+        let publish = access == Access::Mutation || !prepared;
+        if publish {
+            self.replica
+                .mark_dirty(team, &wall_clock_iso())
+                .map_err(SqliteStoreError::from)?;
+        }
+        let result = work()?;
+        if publish && self.publish(db, team).is_ok() {
+            lock(&self.prepared).insert(team.to_string());
+        }
+        Ok(result)
+    }
+
+    /// Merges a clean replica into the team's rows (a dirty one is ignored:
+    /// the direct connection passed its integrity check, so the database is
+    /// the state to republish).
+    fn merge_replica(
+        &self,
+        db: &dyn MemberWorkSyncGateway,
+        team: &str,
+    ) -> Result<(), SqliteStoreError> {
+        let Some(snapshot) = self.replica.read_for_primary(team, true)? else {
+            return Ok(());
+        };
+        let incoming = domain_to_records(team, &snapshot).map_err(team_rows(team))?;
+        let canonical = db.team_snapshot(team)?;
+        let merged = merge_team_records(team, &canonical, &incoming).map_err(team_rows(team))?;
+        db.import_team(team, &merged)
+    }
+
+    /// Writes the replica clean with the team's rows as they are now.
+    pub fn publish(
+        &self,
+        db: &dyn MemberWorkSyncGateway,
+        team: &str,
+    ) -> Result<(), SqliteStoreError> {
+        let rows = db.team_snapshot(team)?;
+        let snapshot = records_to_domain(team, &rows).map_err(team_rows(team))?;
+        Ok(self
+            .replica
+            .write_clean(team, &snapshot, &wall_clock_iso())?)
+    }
+
+    /// Forgets that `team` was prepared (after a purge).
+    pub fn forget(&self, team: &str) {
+        lock(&self.prepared).remove(team);
+    }
+}
