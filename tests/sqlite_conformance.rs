@@ -10,18 +10,16 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
-use member_work_sync::application::ports::{
-    IntentStatus, OutboxStore, ReportIntent, ReportIntentStore, StatusStore,
-};
-use member_work_sync::domain::nudge::{AttemptEnd, NudgePayload, OutboxItem, PlannedNudge};
-use member_work_sync::domain::status::MemberStatus;
-use member_work_sync::domain::time::parse_iso;
+use member_work_sync::application::ports::{OutboxStore, ReportIntentStore};
+use member_work_sync::domain::nudge::PlannedNudge;
 use member_work_sync::infrastructure::sqlite::{DirectDatabase, OpenMode, SqliteStore};
+
+mod sqlite_steps;
+use sqlite_steps::{rows, run};
 
 const TABLES: [(&str, &str); 5] = [
     ("member_work_sync_status", "team_name, member_key"),
@@ -35,34 +33,6 @@ fn recording() -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/sqlite/reference-recording.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn to_json(value: ValueRef<'_>) -> Value {
-    match value {
-        ValueRef::Null => Value::Null,
-        ValueRef::Integer(i) => json!(i),
-        ValueRef::Real(f) => json!(f),
-        ValueRef::Text(t) => Value::String(String::from_utf8_lossy(t).into_owned()),
-        ValueRef::Blob(b) => json!(b),
-    }
-}
-
-/// Rows of a query as objects keyed by column name, in column order (what
-/// better-sqlite3's `.all()` gives).
-fn rows(connection: &Connection, sql: &str) -> Vec<Value> {
-    let mut statement = connection.prepare(sql).unwrap();
-    let names: Vec<String> = statement.column_names().map(|n| n.to_string()).collect();
-    statement
-        .query_map([], |row| {
-            let mut object = Map::new();
-            for (i, name) in names.iter().enumerate() {
-                object.insert(name.clone(), to_json(row.get_ref(i)?));
-            }
-            Ok(Value::Object(object))
-        })
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
 }
 
 fn schema_of(connection: &Connection) -> Value {
@@ -91,184 +61,6 @@ fn a_database_the_addon_creates_has_the_reference_schema() {
     drop(DirectDatabase::open(&path, OpenMode::ReadWrite).unwrap());
     let connection = Connection::open(&path).unwrap();
     assert_eq!(schema_of(&connection), recorded["schema"]);
-}
-
-fn text<'a>(step: &'a Value, field: &str) -> &'a str {
-    step[field]
-        .as_str()
-        .unwrap_or_else(|| panic!("{field} of {step}"))
-}
-
-fn ms(step: &Value, field: &str) -> i64 {
-    parse_iso(text(step, field)).unwrap()
-}
-
-/// What the ports need of an item to end its attempt: team, id, generation.
-fn handle(step: &Value) -> OutboxItem {
-    serde_json::from_value(json!({
-        "id": step["id"], "teamName": step["teamName"], "memberName": "", "agendaFingerprint": "",
-        "payloadHash": "", "payload": {"to": "", "text": "", "taskRefs": [], "workSyncIntent": "agenda_sync"},
-        "status": "claimed", "attemptGeneration": step["attemptGeneration"].as_u64().unwrap_or(0), "createdAt": "", "updatedAt": "",
-    }))
-    .unwrap()
-}
-
-fn run(store: &SqliteStore, step: &Value) -> Value {
-    let team = step["teamName"].as_str().unwrap_or_default();
-    let write = |status: &Value| {
-        let status: MemberStatus = serde_json::from_value(status.clone()).unwrap();
-        let (team, member) = (status.team_name.clone(), status.member_name.clone());
-        store
-            .update(&team, &member, &mut |_| status.clone())
-            .unwrap();
-    };
-    match text(step, "op") {
-        "writeStatus" => write(&step["status"]),
-        "writeStatuses" => {
-            let statuses: Vec<MemberStatus> =
-                serde_json::from_value(step["statuses"].clone()).unwrap();
-            let members: Vec<&str> = statuses.iter().map(|s| s.member_name.as_str()).collect();
-            let mut next = statuses.iter();
-            store
-                .update_all(&statuses[0].team_name, &members, &mut |_, _| {
-                    next.next().unwrap().clone()
-                })
-                .unwrap();
-        }
-        "appendReport" => {
-            let intent: ReportIntent = serde_json::from_value(step["intent"].clone()).unwrap();
-            ReportIntentStore::record(store, &intent).unwrap();
-        }
-        "listPending" => {
-            return json!(store
-                .pending(team)
-                .unwrap()
-                .intents
-                .iter()
-                .map(|i| i.id.clone())
-                .collect::<Vec<_>>())
-        }
-        "markProcessed" => {
-            let status: IntentStatus = serde_json::from_value(step["status"].clone()).unwrap();
-            let intent = ReportIntent {
-                id: text(step, "id").into(),
-                team_name: team.into(),
-                member_name: String::new(),
-                request: Value::Null,
-                reason: None,
-                status,
-                recorded_at: String::new(),
-                processed_at: Some(text(step, "processedAt").into()),
-                rejection_code: None,
-                result_code: Some(text(step, "resultCode").into()),
-                retried_with_fresh_token: false,
-            };
-            ReportIntentStore::finish(store, &intent).unwrap();
-        }
-        "ensure" => {
-            let payload: NudgePayload = serde_json::from_value(step["payload"].clone()).unwrap();
-            let planned = PlannedNudge {
-                id: text(step, "id").into(),
-                payload,
-                payload_hash: text(step, "payloadHash").into(),
-                preview: String::new(),
-            };
-            let (item, outcome) = store
-                .ensure(team, text(step, "memberName"), &planned, ms(step, "nowIso"))
-                .unwrap();
-            return json!({"outcome": outcome.code(), "status": item.status, "attemptGeneration": item.attempt_generation});
-        }
-        "claim" => {
-            let limit = step["limit"].as_u64().unwrap() as usize;
-            let claimed = store
-                .claim_due(team, text(step, "claimedBy"), limit, ms(step, "nowIso"))
-                .unwrap();
-            return json!(claimed
-                .items
-                .iter()
-                .map(|i| json!({"id": i.id, "attemptGeneration": i.attempt_generation}))
-                .collect::<Vec<_>>());
-        }
-        "markDelivered" => {
-            OutboxStore::finish(
-                store,
-                &handle(step),
-                &AttemptEnd::Delivered,
-                ms(step, "nowIso"),
-            )
-            .unwrap();
-        }
-        "markFailed" => {
-            let reason = text(step, "error").to_string();
-            let end = if step["retryable"].as_bool().unwrap() {
-                AttemptEnd::Retryable {
-                    reason,
-                    retry_at: ms(step, "nextAttemptAt"),
-                    busy_tool: None,
-                }
-            } else {
-                AttemptEnd::Terminal { reason }
-            };
-            OutboxStore::finish(store, &handle(step), &end, ms(step, "nowIso")).unwrap();
-        }
-        "markSuperseded" => {
-            let end = AttemptEnd::Superseded {
-                reason: text(step, "reason").into(),
-            };
-            OutboxStore::finish(store, &handle(step), &end, ms(step, "nowIso")).unwrap();
-        }
-        "countRecentDelivered" => {
-            return json!(store
-                .count_recent_delivered(
-                    team,
-                    text(step, "memberName"),
-                    text(step, "sinceIso"),
-                    step["workSyncIntentKeyPrefix"].as_str()
-                )
-                .unwrap())
-        }
-        "countDeliveredForAgenda" => {
-            return json!(store
-                .count_delivered_for_agenda(
-                    team,
-                    text(step, "memberName"),
-                    text(step, "agendaFingerprint"),
-                    step["sinceIso"].as_str()
-                )
-                .unwrap())
-        }
-        "findReviewPickup" => {
-            let ids: Vec<String> =
-                serde_json::from_value(step["reviewRequestEventIds"].clone()).unwrap();
-            return json!(store
-                .find_delivered_review_pickup_event_ids(team, text(step, "memberName"), &ids)
-                .unwrap());
-        }
-        "findRecovery" => {
-            let hit = store
-                .find_recent_recovery_by_intent(
-                    team,
-                    text(step, "memberName"),
-                    text(step, "intentKey"),
-                    text(step, "sinceIso"),
-                )
-                .unwrap();
-            return match hit {
-                None => Value::Null,
-                Some(hit) => {
-                    let mut found = json!({"id": hit.id, "status": hit.status});
-                    if let Some(message) = hit.delivered_message_id {
-                        found["deliveredMessageId"] = json!(message);
-                    }
-                    found["payloadHash"] = json!(hit.payload_hash);
-                    found["updatedAt"] = json!(hit.updated_at);
-                    found
-                }
-            };
-        }
-        other => panic!("unknown step {other}"),
-    }
-    Value::Null
 }
 
 fn sha256_hex(text: &str) -> String {

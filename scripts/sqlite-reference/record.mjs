@@ -120,7 +120,7 @@ export function rowsOf(db) {
 }
 
 /** Runs one scenario step on the reference store; returns what the step answered. */
-async function run(store, gateway, mod, step) {
+export async function run(store, gateway, mod, step) {
   switch (step.op) {
     case 'writeStatus':
       await store.write(step.status);

@@ -1,0 +1,357 @@
+// Records what the reference's own code does with a team's files in a SQLite session, into
+// tests/fixtures/sqlite/team-files-recording.json, which tests/sqlite_team_files.rs replays
+// against the addon (STORAGE.md §2.3, §2.5, §2.7, §2.8):
+//
+// - replica: the steps of scenario.mjs, each run as one call of the app's
+//   BackendSelectingMemberWorkSyncStore (replica fence, importer, op, clean publication); the
+//   replica file after every step (its envelope updatedAt, a wall-clock time, blanked);
+// - prepare: a database and a clean replica that disagree (every merge rule, case aliases in
+//   the database), then one read: the rows and the replica after; also a dirty replica (ignored
+//   under integrity ok) and a clean replica of another team (refused);
+// - merge: mergeMemberWorkSyncSnapshots on record sets (ties, invalid times, duplicates inside
+//   one side, the 200-event cap, member-key folding).
+//
+//   node scripts/sqlite-reference/record-team-files.mjs --mirror DIR --deps DIR [--out FILE]
+//
+// Same --mirror and --deps as record.mjs. No reference code is stored.
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+import { loadReference, rowsOf, run, TABLES } from './record.mjs';
+import { scenario } from './scenario.mjs';
+
+const sha256 = (text) => createHash('sha256').update(text).digest('hex');
+const here = path.dirname(fileURLToPath(import.meta.url));
+const BASE = Date.parse('2026-07-07T10:00:00.000Z');
+const at = (ms) => new Date(BASE + ms).toISOString();
+const MIN = 60_000;
+const MUTATIONS = new Set([
+  'writeStatus',
+  'writeStatuses',
+  'appendReport',
+  'markProcessed',
+  'ensure',
+  'claim',
+  'markDelivered',
+  'markFailed',
+  'markSuperseded',
+]);
+export const UPDATED_AT_BLANK = '<updatedAt>';
+
+/** The replica file's text with the envelope's wall-clock updatedAt blanked (the first,
+ * top-level one; the snapshot's own updatedAt fields are deeper). */
+export function blankUpdatedAt(text) {
+  return text.replace(/^ {2}"updatedAt": "[^"]*"/m, `  "updatedAt": "${UPDATED_AT_BLANK}"`);
+}
+
+function teamOf(step) {
+  return step.teamName ?? step.status?.teamName ?? step.statuses?.[0]?.teamName ?? step.intent?.teamName;
+}
+
+/** A reference SQLite session on a fresh database and teams folder. */
+async function session(reference, work, name) {
+  const { mod, Database } = reference;
+  const root = path.join(work, name);
+  const teams = path.join(root, 'claude', 'teams');
+  fs.mkdirSync(teams, { recursive: true });
+  const databasePath = path.join(root, 'storage', 'app.db');
+  const core = new mod.InternalStorageWorkerCore({ databasePath, createDatabase: (p) => new Database(p) });
+  const gateway = new mod.InProcessGateway(core);
+  await gateway.ping();
+  const paths = new mod.MemberWorkSyncStorePaths(teams);
+  const jsonStore = new mod.JsonMemberWorkSyncStore(paths);
+  const importer = new mod.MemberWorkSyncSqliteImporter({ gateway, jsonStore });
+  const sqliteStore = new mod.SqliteMemberWorkSyncStore({
+    gateway,
+    importer,
+    buildReportIntentId: () => {
+      throw new Error('the scenario gives intent ids');
+    },
+  });
+  const selector = { select: async (sqlite) => sqlite, getBackendInfo: () => ({ integrity: 'ok' }) };
+  const store = new mod.BackendSelectingMemberWorkSyncStore(selector, sqliteStore, jsonStore, {
+    gateway,
+    paths,
+    fallbackRequiresReplica: false,
+  });
+  const db = new Database(databasePath);
+  const call = (team, mutation, action) =>
+    store.run(team, mutation, action, () => {
+      throw new Error('not a JSON session');
+    });
+  return { core, gateway, paths, store, sqliteStore, db, call, teams };
+}
+
+async function recordReplica(reference, work) {
+  const s = await session(reference, work, 'replica');
+  const steps = [];
+  let previous = null;
+  for (const step of scenario()) {
+    const team = teamOf(step);
+    const result = await s.call(team, MUTATIONS.has(step.op), () => run(s.sqliteStore, s.gateway, reference.mod, step));
+    const text = blankUpdatedAt(fs.readFileSync(s.paths.getSqliteFallbackReplicaPath(team), 'utf8'));
+    // A replica is recorded only when it changed since the previous step: in full at the first
+    // and the last step, as its length and sha256 in between.
+    const full = steps.length === 0 || steps.length === scenario().length - 1;
+    const replica = text === previous ? null : full ? text : { bytes: Buffer.byteLength(text), sha256: sha256(text) };
+    steps.push({ op: step.op, team, result: result ?? null, replica });
+    previous = text;
+  }
+  s.db.close();
+  s.core.close();
+  return steps;
+}
+
+function statusOf(team, member, evaluatedAt, extra = {}) {
+  return {
+    teamName: team,
+    memberName: member,
+    state: extra.state ?? 'needs_sync',
+    agenda: {
+      teamName: team,
+      memberName: member.trim().toLowerCase(),
+      generatedAt: evaluatedAt,
+      fingerprint: extra.fingerprint ?? `agenda:v1:${member.trim().toLowerCase()}`,
+      items: [],
+      diagnostics: [],
+    },
+    ...(extra.report ? { report: extra.report } : {}),
+    evaluatedAt,
+    diagnostics: [],
+    ...(extra.providerId ? { providerId: extra.providerId } : {}),
+  };
+}
+
+function intentOf(team, id, member, status, recordedAt, processedAt) {
+  return {
+    id,
+    teamName: team,
+    memberName: member,
+    request: { teamName: team, memberName: member, state: 'caught_up', agendaFingerprint: 'agenda:v1:x', reportToken: 't' },
+    reason: 'control_api_unavailable',
+    status,
+    recordedAt,
+    ...(processedAt ? { processedAt, resultCode: status === 'accepted' ? 'accepted' : 'stale_fingerprint' } : {}),
+  };
+}
+
+function outboxOf(team, id, member, status, attemptGeneration, updatedAt, extra = {}) {
+  return {
+    id,
+    teamName: team,
+    memberName: member,
+    agendaFingerprint: 'agenda:v1:x',
+    payloadHash: extra.payloadHash ?? 'hash-1',
+    payload: {
+      to: member,
+      text: 'sync',
+      taskRefs: [{ teamName: 'other-team', taskId: 't1', displayId: 'abc' }],
+      workSyncIntent: 'agenda_sync',
+      ...(extra.reviewIds ? { workSyncIntent: 'review_pickup', workSyncReviewRequestEventIds: extra.reviewIds } : {}),
+    },
+    status,
+    attemptGeneration,
+    ...(status === 'claimed' ? { claimedBy: 'dispatcher', claimedAt: updatedAt } : {}),
+    ...(status === 'delivered' ? { deliveredMessageId: `${id}-message` } : {}),
+    ...(extra.lastError ? { lastError: extra.lastError } : {}),
+    createdAt: at(0),
+    updatedAt,
+  };
+}
+
+function eventOf(team, id, member, recordedAt, kind = 'status_evaluated', actionableCount = 1) {
+  return {
+    teamName: team,
+    memberName: member,
+    state: 'needs_sync',
+    agendaFingerprint: 'agenda:v1:x',
+    recordedAt,
+    actionableCount,
+    id,
+    kind,
+  };
+}
+
+const domain = (parts) => ({
+  statuses: [],
+  reportIntents: [],
+  outboxItems: [],
+  metricEvents: [],
+  filesToArchive: [],
+  ...parts,
+});
+
+/** A database and a clean replica of Team-A that disagree on every rule. */
+function disagreeing() {
+  const T = 'Team-A';
+  const database = domain({
+    statuses: [
+      statusOf(T, 'bob', at(1 * MIN)),
+      statusOf(T, 'alice', at(1 * MIN), { providerId: 'anthropic' }),
+      statusOf(T, 'carol', at(3 * MIN)),
+      statusOf(T, 'dave', at(1 * MIN)),
+    ],
+    reportIntents: [
+      intentOf(T, 'i1', 'bob', 'accepted', at(0), at(2 * MIN)),
+      intentOf(T, 'i2', 'bob', 'pending', at(0)),
+      intentOf(T, 'i3', 'alice', 'rejected', at(0), at(2 * MIN)),
+      intentOf(T, 'i4', 'alice', 'accepted', at(0), at(2 * MIN)),
+      intentOf(T, 'i5', 'carol', 'pending', at(1 * MIN)),
+    ],
+    outboxItems: [
+      outboxOf(T, 'o1', 'bob', 'pending', 99, at(5 * MIN)),
+      outboxOf(T, 'o2', 'bob', 'delivered', 1, at(2 * MIN)),
+      outboxOf(T, 'o3', 'alice', 'claimed', 2, at(2 * MIN)),
+      outboxOf(T, 'o4', 'alice', 'pending', 1, at(2 * MIN)),
+      outboxOf(T, 'o5', 'dave', 'failed_retryable', 1, at(2 * MIN), { lastError: 'busy' }),
+    ],
+    metricEvents: [eventOf(T, 'e1', 'bob', at(1 * MIN)), eventOf(T, 'e2', 'bob', at(2 * MIN))],
+  });
+  const replica = domain({
+    statuses: [
+      statusOf(T, 'bob', at(2 * MIN), { state: 'caught_up' }),
+      statusOf(T, 'alice', at(1 * MIN), { state: 'still_working' }),
+      statusOf(T, 'carol', at(2 * MIN), { state: 'blocked' }),
+      statusOf(T, 'erin', at(2 * MIN)),
+    ],
+    reportIntents: [
+      intentOf(T, 'i1', 'bob', 'pending', at(1 * MIN)),
+      intentOf(T, 'i2', 'bob', 'rejected', at(0), at(3 * MIN)),
+      intentOf(T, 'i3', 'alice', 'accepted', at(0), at(3 * MIN)),
+      intentOf(T, 'i4', 'alice', 'rejected', at(0), at(2 * MIN)),
+      intentOf(T, 'i5', 'carol', 'pending', at(1 * MIN)),
+    ],
+    outboxItems: [
+      outboxOf(T, 'o1', 'bob', 'delivered', 1, at(1 * MIN)),
+      outboxOf(T, 'o2', 'bob', 'failed_terminal', 5, at(9 * MIN), { lastError: 'gone' }),
+      outboxOf(T, 'o3', 'alice', 'pending', 1, at(9 * MIN)),
+      outboxOf(T, 'o4', 'alice', 'superseded', 1, at(3 * MIN), { lastError: 'agenda_changed' }),
+      outboxOf(T, 'o6', 'erin', 'pending', 0, at(1 * MIN), { reviewIds: ['r2', 'r1'] }),
+    ],
+    metricEvents: [eventOf(T, 'e1', 'bob', at(1 * MIN), 'would_nudge', 3), eventOf(T, 'e3', 'erin', at(30_000))],
+  });
+  return { database, replica };
+}
+
+/** The replica file the app writes for `snapshot`. */
+function replicaText(state, snapshot) {
+  const envelope = { schemaVersion: 1, state, updatedAt: at(0), ...(snapshot ? { snapshot } : {}) };
+  return `${JSON.stringify(envelope, null, 2)}\n`;
+}
+
+async function recordPrepare(reference, work) {
+  const { mod } = reference;
+  const s = await session(reference, work, 'prepare');
+  const { database, replica } = disagreeing();
+  const cases = [
+    { team: 'Team-A', database, replica: replicaText('clean', replica) },
+    { team: 'team-d', database: domain({ statuses: [statusOf('team-d', 'bob', at(MIN))] }), replica: replicaText('dirty') },
+    {
+      team: 'team-x',
+      database: domain({ statuses: [statusOf('team-x', 'bob', at(MIN))] }),
+      replica: replicaText('clean', domain({ statuses: [statusOf('team-y', 'bob', at(MIN))] })),
+    },
+  ];
+  const recorded = [];
+  for (const c of cases) {
+    await s.gateway.importTeam(c.team, mod.snapshotToRecords(c.team, c.database));
+    if (c.team === 'Team-A') {
+      // Rows stranded under case and whitespace aliases of the team.
+      s.db.prepare("UPDATE member_work_sync_status SET team_name = ' TEAM-A' WHERE member_key = 'dave'").run();
+      s.db.prepare("UPDATE member_work_sync_outbox SET team_name = 'team-a' WHERE id = 'o5'").run();
+      s.db.prepare("UPDATE member_work_sync_metric_events SET team_name = 'team-a' WHERE id = 'e2'").run();
+    }
+    const seed = rowsOf(s.db);
+    const replicaPath = s.paths.getSqliteFallbackReplicaPath(c.team);
+    fs.mkdirSync(path.dirname(replicaPath), { recursive: true });
+    fs.writeFileSync(replicaPath, c.replica);
+    let result;
+    try {
+      result = { pending: (await s.store.listPendingReports(c.team)).map((i) => i.id) };
+    } catch (error) {
+      result = { error: String(error.message) };
+    }
+    recorded.push({
+      team: c.team,
+      seed,
+      replicaBefore: c.replica,
+      result,
+      rows: rowsOf(s.db),
+      replicaAfter: blankUpdatedAt(fs.readFileSync(replicaPath, 'utf8')),
+    });
+    for (const t of TABLES) s.db.prepare(`DELETE FROM ${t}`).run();
+  }
+  s.db.close();
+  s.core.close();
+  return recorded;
+}
+
+function recordMerge({ mod }) {
+  const T = 'Team-A';
+  const { database, replica } = disagreeing();
+  const events = (n, offset, team) =>
+    Array.from({ length: n }, (_, i) => eventOf(team, `ev-${String(i + offset).padStart(3, '0')}`, 'bob', at((i + offset) * 1000)));
+  const cases = [
+    { name: 'disagreeing', canonical: database, incoming: replica },
+    {
+      name: 'invalid times lose, ties go to incoming, duplicates fold in order',
+      canonical: domain({
+        statuses: [statusOf(T, 'bob', 'not a time'), statusOf(T, 'Bob', at(MIN), { state: 'blocked' })],
+        reportIntents: [intentOf(T, 'i1', 'bob', 'accepted', at(0), 'never'), intentOf(T, 'i2', 'bob', 'pending', at(MIN))],
+        outboxItems: [outboxOf(T, 'o1', 'bob', 'pending', 3, at(MIN)), outboxOf(T, 'o1', 'bob', 'pending', 2, at(9 * MIN))],
+      }),
+      incoming: domain({
+        statuses: [statusOf('team-a', 'BOB ', 'garbage', { state: 'caught_up' }), statusOf(T, 'carol', 'x'), statusOf(T, 'carol', 'y', { state: 'blocked' })],
+        reportIntents: [intentOf(' TEAM-A', 'i1', 'bob', 'rejected', at(0), at(MIN)), intentOf(T, 'i2', 'bob', 'pending', at(MIN))],
+        outboxItems: [outboxOf('team-a', 'o1', 'bob', 'pending', 3, at(MIN), { payloadHash: 'hash-2' })],
+      }),
+    },
+    {
+      name: 'the 200 newest events, a duplicate id takes the incoming value',
+      canonical: domain({ metricEvents: events(150, 0, T) }),
+      incoming: domain({ metricEvents: [...events(120, 100, 'team-a'), eventOf(T, 'ev-010', 'bob', at(500_000), 'would_nudge')] }),
+    },
+  ];
+  return cases.map((c) => {
+    const canonical = mod.snapshotToRecords(T, c.canonical);
+    const incoming = mod.snapshotToRecords(T, c.incoming);
+    // snapshotToRecords already routes to T; keep the aliases the case spells.
+    c.canonical.statuses.forEach((s, i) => (canonical.statuses[i].teamName = s.teamName));
+    c.incoming.statuses.forEach((s, i) => (incoming.statuses[i].teamName = s.teamName));
+    c.incoming.reportIntents.forEach((r, i) => (incoming.reportIntents[i].teamName = r.teamName));
+    c.incoming.outboxItems.forEach((r, i) => (incoming.outboxItems[i].teamName = r.teamName));
+    c.incoming.metricEvents.forEach((r, i) => (incoming.metricEvents[i].teamName = r.teamName));
+    return { name: c.name, team: T, canonical, incoming, merged: mod.mergeMemberWorkSyncSnapshots(T, canonical, incoming) };
+  });
+}
+
+async function main() {
+  const { values } = parseArgs({
+    options: { mirror: { type: 'string' }, deps: { type: 'string' }, out: { type: 'string' }, ref: { type: 'string' } },
+  });
+  if (!values.mirror || !values.deps) {
+    console.error('usage: record-team-files.mjs --mirror DIR --deps DIR [--out FILE] [--ref REV]');
+    process.exit(2);
+  }
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-sqlite-ref-'));
+  const reference = await loadReference({ mirror: values.mirror, deps: values.deps, ref: values.ref, work });
+  const recording = {
+    about:
+      'Recorded by scripts/sqlite-reference/record-team-files.mjs from the reference code; replayed by tests/sqlite_team_files.rs.',
+    reference: reference.commit,
+    updatedAtBlank: UPDATED_AT_BLANK,
+    replica: await recordReplica(reference, work),
+    prepare: await recordPrepare(reference, work),
+    merge: recordMerge(reference),
+  };
+  const out = values.out ?? path.join(here, '..', '..', 'tests', 'fixtures', 'sqlite', 'team-files-recording.json');
+  fs.writeFileSync(out, `${JSON.stringify(recording, null, 1)}\n`);
+  fs.rmSync(work, { recursive: true, force: true });
+  console.log(`${out}: ${recording.replica.length} replica steps, ${recording.prepare.length} prepare cases, ${recording.merge.length} merge cases`);
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await main();

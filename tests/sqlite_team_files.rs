@@ -1,0 +1,389 @@
+//! The addon's team files in a SQLite session against the reference's own
+//! code: `tests/fixtures/sqlite/team-files-recording.json` holds what the
+//! app's `BackendSelectingMemberWorkSyncStore` (replica fence, importer,
+//! op, clean publication) and `mergeMemberWorkSyncSnapshots` did, bundled
+//! from the app's source and run with better-sqlite3 12
+//! (`node scripts/sqlite-reference/record-team-files.mjs --mirror DIR --deps DIR`
+//! records it again). Here the addon runs the same calls and must leave
+//! the same replica file, byte for byte but the envelope's wall-clock
+//! `updatedAt`, and the same rows.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::Connection;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use member_work_sync::application::ports::ReportIntentStore;
+use member_work_sync::infrastructure::sqlite::merge::merge_team_records;
+use member_work_sync::infrastructure::sqlite::records::{
+    MetricEventRecord, OutboxRecord, ReportIntentRecord, StatusRecord,
+};
+use member_work_sync::infrastructure::sqlite::snapshot::TeamRecords;
+use member_work_sync::infrastructure::sqlite::{DirectDatabase, OpenMode, SqliteStore};
+
+mod sqlite_steps;
+use sqlite_steps::{rows, run};
+
+const TABLES: [(&str, &str); 5] = [
+    ("member_work_sync_status", "team_name, member_key"),
+    ("member_work_sync_report_intents", "team_name, id"),
+    ("member_work_sync_outbox", "team_name, id"),
+    ("member_work_sync_metric_events", "team_name, id"),
+    ("store_imports", "store_id, team_name"),
+];
+
+fn recording() -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/sqlite/team-files-recording.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn sha256_hex(text: &str) -> String {
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A store as a read-write instance builds it, its teams under `dir/teams`.
+fn store_in(dir: &Path) -> (SqliteStore, PathBuf, PathBuf) {
+    let db = dir.join("storage").join("app.db");
+    let teams = dir.join("claude").join("teams");
+    std::fs::create_dir_all(&teams).unwrap();
+    let store =
+        SqliteStore::open_lazily(db.clone(), OpenMode::ReadWrite).with_team_files(teams.clone());
+    (store, db, teams)
+}
+
+fn replica_path(teams: &Path, team: &str) -> PathBuf {
+    teams
+        .join(team)
+        .join(".member-work-sync")
+        .join("sqlite-fallback-replica.json")
+}
+
+/// The replica's text with the envelope's `updatedAt` (the first, top-level
+/// one) blanked as the recording blanks it.
+fn blanked(text: &str, blank: &str) -> String {
+    let mut done = false;
+    text.split_inclusive('\n')
+        .map(|line| {
+            if !done && line.starts_with("  \"updatedAt\": \"") {
+                done = true;
+                let comma = if line.trim_end().ends_with(',') {
+                    ","
+                } else {
+                    ""
+                };
+                format!("  \"updatedAt\": \"{blank}\"{comma}\n")
+            } else {
+                line.to_string()
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn every_call_leaves_the_reference_replica() {
+    let recorded = recording();
+    let blank = recorded["updatedAtBlank"].as_str().unwrap();
+    let scenario = sqlite_steps_scenario();
+    let steps = recorded["replica"].as_array().unwrap();
+    assert_eq!(
+        steps.len(),
+        scenario.len(),
+        "one recorded replica per scenario step"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _db, teams) = store_in(dir.path());
+    let mut previous = String::new();
+    for (n, (recorded_step, step)) in steps.iter().zip(&scenario).enumerate() {
+        let label = format!("step {n} {}", recorded_step["op"]);
+        assert_eq!(
+            run(&store, step),
+            recorded_step["result"],
+            "{label}: answer"
+        );
+        let team = recorded_step["team"].as_str().unwrap();
+        let text = blanked(
+            &std::fs::read_to_string(replica_path(&teams, team)).unwrap(),
+            blank,
+        );
+        match &recorded_step["replica"] {
+            Value::Null => assert_eq!(text, previous, "{label}: replica unchanged"),
+            Value::String(expected) => assert_eq!(&text, expected, "{label}: replica"),
+            digest => {
+                assert_eq!(
+                    json!(text.len()),
+                    digest["bytes"],
+                    "{label}: replica length"
+                );
+                assert_eq!(
+                    json!(sha256_hex(&text)),
+                    digest["sha256"],
+                    "{label}: replica"
+                );
+            }
+        }
+        previous = text;
+    }
+    assert!(previous.contains("\"state\": \"clean\""));
+}
+
+/// The scenario's steps: the conformance recording carries them.
+fn sqlite_steps_scenario() -> Vec<Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/sqlite/reference-recording.json");
+    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    recorded["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].clone())
+        .collect()
+}
+
+fn insert_rows(connection: &Connection, table: &str, rows: &[Value]) {
+    for row in rows {
+        let row = row.as_object().unwrap();
+        let columns: Vec<&str> = row.keys().map(String::as_str).collect();
+        let marks = vec!["?"; columns.len()].join(", ");
+        let values: Vec<rusqlite::types::Value> = row
+            .values()
+            .map(|v| match v {
+                Value::Null => rusqlite::types::Value::Null,
+                Value::Number(n) => rusqlite::types::Value::Integer(n.as_i64().unwrap()),
+                Value::String(s) => rusqlite::types::Value::Text(s.clone()),
+                other => panic!("{other}"),
+            })
+            .collect();
+        connection
+            .execute(
+                &format!(
+                    "INSERT INTO {table} ({}) VALUES ({marks})",
+                    columns.join(", ")
+                ),
+                rusqlite::params_from_iter(values),
+            )
+            .unwrap();
+    }
+}
+
+#[test]
+fn a_first_access_merges_the_replica_as_the_reference_does() {
+    let recorded = recording();
+    let blank = recorded["updatedAtBlank"].as_str().unwrap();
+    for case in recorded["prepare"].as_array().unwrap() {
+        let team = case["team"].as_str().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (store, db, teams) = store_in(dir.path());
+        drop(DirectDatabase::open(&db, OpenMode::ReadWrite).unwrap());
+        let connection = Connection::open(&db).unwrap();
+        for (table, _) in TABLES {
+            insert_rows(&connection, table, case["seed"][table].as_array().unwrap());
+        }
+        let path = replica_path(&teams, team);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, case["replicaBefore"].as_str().unwrap()).unwrap();
+
+        match (store.pending(team), &case["result"]) {
+            (Ok(pending), expected) if expected["pending"].is_array() => {
+                let ids: Vec<&str> = pending.intents.iter().map(|i| i.id.as_str()).collect();
+                assert_eq!(json!(ids), expected["pending"], "{team}");
+            }
+            (Err(error), expected) if expected["error"].is_string() => {
+                let message = expected["error"].as_str().unwrap();
+                assert!(error.to_string().contains(message), "{team}: {error}");
+            }
+            (got, expected) => panic!(
+                "{team}: {:?} where the reference gave {expected}",
+                got.map(|p| p.intents.len())
+            ),
+        }
+        for (table, key) in TABLES {
+            let actual = rows(
+                &connection,
+                &format!("SELECT * FROM {table} ORDER BY {key}"),
+            );
+            assert_eq!(Value::Array(actual), case["rows"][table], "{team}: {table}");
+        }
+        let text = blanked(&std::fs::read_to_string(&path).unwrap(), blank);
+        assert_eq!(
+            text,
+            case["replicaAfter"].as_str().unwrap(),
+            "{team}: replica"
+        );
+    }
+}
+
+fn s(v: &Value, field: &str) -> String {
+    v[field]
+        .as_str()
+        .unwrap_or_else(|| panic!("{field} of {v}"))
+        .to_string()
+}
+
+fn opt(v: &Value, field: &str) -> Option<String> {
+    v[field].as_str().map(str::to_string)
+}
+
+/// Records as the app's mappers print them (camelCase) to rows and back.
+fn to_records(v: &Value) -> TeamRecords {
+    let list = |f: &str| v[f].as_array().unwrap().clone();
+    TeamRecords {
+        statuses: list("statuses")
+            .iter()
+            .map(|r| StatusRecord {
+                team_name: s(r, "teamName"),
+                member_key: s(r, "memberKey"),
+                member_name: s(r, "memberName"),
+                state: s(r, "state"),
+                evaluated_at: s(r, "evaluatedAt"),
+                provider_id: opt(r, "providerId"),
+                status_json: s(r, "statusJson"),
+            })
+            .collect(),
+        report_intents: list("reportIntents")
+            .iter()
+            .map(|r| ReportIntentRecord {
+                team_name: s(r, "teamName"),
+                id: s(r, "id"),
+                member_key: s(r, "memberKey"),
+                member_name: s(r, "memberName"),
+                status: s(r, "status"),
+                reason: s(r, "reason"),
+                recorded_at: s(r, "recordedAt"),
+                processed_at: opt(r, "processedAt"),
+                result_code: opt(r, "resultCode"),
+                request_json: s(r, "requestJson"),
+            })
+            .collect(),
+        outbox_items: list("outboxItems")
+            .iter()
+            .map(|r| OutboxRecord {
+                team_name: s(r, "teamName"),
+                id: s(r, "id"),
+                member_key: s(r, "memberKey"),
+                member_name: s(r, "memberName"),
+                agenda_fingerprint: s(r, "agendaFingerprint"),
+                payload_hash: s(r, "payloadHash"),
+                status: s(r, "status"),
+                attempt_generation: r["attemptGeneration"].as_i64().unwrap(),
+                claimed_by: opt(r, "claimedBy"),
+                claimed_at: opt(r, "claimedAt"),
+                delivered_message_id: opt(r, "deliveredMessageId"),
+                delivery_state: opt(r, "deliveryState"),
+                last_error: opt(r, "lastError"),
+                next_attempt_at: opt(r, "nextAttemptAt"),
+                created_at: s(r, "createdAt"),
+                updated_at: s(r, "updatedAt"),
+                work_sync_intent: s(r, "workSyncIntent"),
+                work_sync_intent_key: opt(r, "workSyncIntentKey"),
+                review_request_event_ids_json: opt(r, "reviewRequestEventIdsJson"),
+                delivery_diagnostics_json: opt(r, "deliveryDiagnosticsJson"),
+                payload_json: s(r, "payloadJson"),
+            })
+            .collect(),
+        metric_events: list("metricEvents")
+            .iter()
+            .map(|r| MetricEventRecord {
+                team_name: s(r, "teamName"),
+                id: s(r, "id"),
+                member_key: s(r, "memberKey"),
+                member_name: s(r, "memberName"),
+                kind: s(r, "kind"),
+                recorded_at: s(r, "recordedAt"),
+                event_json: s(r, "eventJson"),
+            })
+            .collect(),
+    }
+}
+
+/// The identities and the columns that tell the merge rules apart.
+fn summary(records: &TeamRecords) -> Value {
+    json!({
+        "statuses": records.statuses.iter().map(|r| json!([r.team_name, r.member_key, r.state, r.evaluated_at, r.status_json])).collect::<Vec<_>>(),
+        "reportIntents": records.report_intents.iter().map(|r| json!([r.team_name, r.id, r.status, r.recorded_at, r.processed_at, r.request_json])).collect::<Vec<_>>(),
+        "outboxItems": records.outbox_items.iter().map(|r| json!([r.team_name, r.id, r.status, r.attempt_generation, r.updated_at, r.payload_hash, r.payload_json])).collect::<Vec<_>>(),
+        "metricEvents": records.metric_events.iter().map(|r| json!([r.team_name, r.id, r.kind, r.recorded_at, r.event_json])).collect::<Vec<_>>(),
+    })
+}
+
+#[test]
+fn the_record_merge_gives_the_reference_result() {
+    let recorded = recording();
+    for case in recorded["merge"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let merged = merge_team_records(
+            case["team"].as_str().unwrap(),
+            &to_records(&case["canonical"]),
+            &to_records(&case["incoming"]),
+        )
+        .unwrap();
+        let expected = to_records(&case["merged"]);
+        assert_eq!(summary(&merged), summary(&expected), "{name}");
+        assert_eq!(merged, expected, "{name}");
+    }
+}
+
+#[test]
+fn a_read_only_store_touches_no_team_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (writer, db, teams) = store_in(dir.path());
+    assert!(writer.pending("team-a").unwrap().intents.is_empty());
+    let replica = replica_path(&teams, "team-a");
+    std::fs::remove_file(&replica).unwrap();
+    let reader = SqliteStore::open_lazily(db, OpenMode::ReadOnly);
+    assert!(reader.pending("team-a").unwrap().intents.is_empty());
+    assert!(!replica.exists());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_linked_or_fifo_replica_is_refused_and_never_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _db, teams) = store_in(dir.path());
+    let replica = replica_path(&teams, "team-a");
+    std::fs::create_dir_all(replica.parent().unwrap()).unwrap();
+    let outside = dir.path().join("outside.json");
+    let clean = r#"{"schemaVersion":1,"state":"clean","updatedAt":"x","snapshot":{"statuses":[],"reportIntents":[],"outboxItems":[],"metricEvents":[],"filesToArchive":[]}}"#;
+    std::fs::write(&outside, clean).unwrap();
+    std::os::unix::fs::symlink(&outside, &replica).unwrap();
+    let error = store.pending("team-a").unwrap_err().to_string();
+    assert!(error.contains("replica is not a regular file"), "{error}");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), clean);
+
+    std::fs::remove_file(&replica).unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(&replica)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // Opening the FIFO for reading would block this call for ever.
+    let error = store.pending("team-a").unwrap_err().to_string();
+    assert!(error.contains("replica is not a regular file"), "{error}");
+
+    // Once the team is prepared, a link planted at the replica is replaced,
+    // not written through.
+    std::fs::remove_file(&replica).unwrap();
+    assert!(store.pending("team-a").unwrap().intents.is_empty());
+    std::fs::remove_file(&replica).unwrap();
+    std::os::unix::fs::symlink(&outside, &replica).unwrap();
+    let intent: member_work_sync::application::ports::ReportIntent = serde_json::from_value(json!({
+        "id": "i1", "teamName": "team-a", "memberName": "bob", "request": {"teamName": "team-a"},
+        "reason": "r", "status": "pending", "recordedAt": "2026-07-07T10:00:00.000Z"
+    }))
+    .unwrap();
+    ReportIntentStore::record(&store, &intent).unwrap();
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), clean);
+    let text = std::fs::read_to_string(&replica).unwrap();
+    assert!(!std::fs::symlink_metadata(&replica)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(
+        text.contains("\"state\": \"clean\"") && text.contains("\"id\": \"i1\""),
+        "{text}"
+    );
+}
