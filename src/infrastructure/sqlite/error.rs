@@ -65,6 +65,25 @@ pub enum SqliteStoreError {
     /// The team's JSON replica is unusable or could not be written.
     #[error(transparent)]
     Replica(#[from] super::replica::ReplicaError),
+    /// A legacy JSON file could not be read or archived.
+    #[error(transparent)]
+    Legacy(Box<super::legacy_json::LegacyFileError>),
+    /// The legacy JSON import of a team failed; the files stay the source of truth.
+    #[error("member-work-sync legacy JSON import of team \"{team}\" failed: {cause}")]
+    Import {
+        /// The team.
+        team: String,
+        /// The failure.
+        cause: String,
+    },
+    /// The import failed less than a minute ago and is not retried yet.
+    #[error("member-work-sync legacy JSON import of team \"{team}\" failed recently and is not retried yet: {cause}")]
+    ImportCoolingDown {
+        /// The team.
+        team: String,
+        /// The failure.
+        cause: String,
+    },
     /// A team's rows did not read back as they were written.
     #[error("member-work-sync {what} verification failed for team \"{team}\"; keeping the JSON files as the source of truth")]
     Verification {

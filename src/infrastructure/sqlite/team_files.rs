@@ -6,7 +6,8 @@
 //!    merged into the database (the app's JSON session may have run on it);
 //! 2. before a mutation, and at that first access, the replica is marked
 //!    dirty;
-//! 3. the op runs;
+//! 3. the team's legacy JSON files are imported, once per process
+//!    ([`super::importer`]), and the op runs;
 //! 4. then the replica is rewritten clean with the team's whole snapshot,
 //!    and the team counts as prepared. A failure here leaves the replica
 //!    dirty and the team unprepared, so the next call publishes again.
@@ -22,6 +23,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::error::SqliteStoreError;
 use super::gateway::MemberWorkSyncGateway;
+use super::importer::Importer;
+use super::legacy_json::LegacyFiles;
 use super::mappers::BadColumn;
 use super::merge::merge_team_records;
 use super::replica::Replica;
@@ -40,6 +43,7 @@ pub enum Access {
 /// The team files one store keeps in step with the database.
 pub struct TeamFiles {
     replica: Replica,
+    importer: Importer,
     /// Teams whose replica was merged and published in this process.
     prepared: Mutex<HashSet<String>>,
     /// Teams with a call inside the protocol now (on the lock's thread).
@@ -49,11 +53,14 @@ pub struct TeamFiles {
 /// The wall clock as `toISOString()` prints it (the replica's `updatedAt`
 /// is the app's `new Date()` too).
 fn wall_clock_iso() -> String {
-    let ms = SystemTime::now()
+    format_iso(wall_clock_ms())
+}
+
+fn wall_clock_ms() -> i64 {
+    SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0);
-    format_iso(ms)
+        .unwrap_or(0)
 }
 
 fn team_rows(team: &str) -> impl Fn(BadColumn) -> SqliteStoreError + '_ {
@@ -81,7 +88,8 @@ impl TeamFiles {
     /// The files of the teams below `teams_base`.
     pub fn new(teams_base: PathBuf) -> Self {
         Self {
-            replica: Replica::new(teams_base),
+            replica: Replica::new(teams_base.clone()),
+            importer: Importer::new(LegacyFiles::new(teams_base)),
             prepared: Mutex::default(),
             active: Mutex::default(),
         }
@@ -114,6 +122,8 @@ impl TeamFiles {
                 .mark_dirty(team, &wall_clock_iso())
                 .map_err(SqliteStoreError::from)?;
         }
+        self.importer
+            .ensure_imported(db, team, wall_clock_ms(), &wall_clock_iso())?;
         let result = work()?;
         if publish && self.publish(db, team).is_ok() {
             lock(&self.prepared).insert(team.to_string());
@@ -154,5 +164,10 @@ impl TeamFiles {
     /// Forgets that `team` was prepared (after a purge).
     pub fn forget(&self, team: &str) {
         lock(&self.prepared).remove(team);
+    }
+
+    /// The importer.
+    pub fn importer(&self) -> &Importer {
+        &self.importer
     }
 }
