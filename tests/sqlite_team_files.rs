@@ -387,3 +387,174 @@ fn a_linked_or_fifo_replica_is_refused_and_never_followed() {
         "{text}"
     );
 }
+
+/// Every file under `root`, relative and sorted, quarantine times blanked.
+fn tree(root: &Path) -> Vec<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            if entry.file_type().unwrap().is_dir() {
+                walk(root, &path, out);
+            } else {
+                let mut rel = path
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                if let Some(at) = rel.rfind(".invalid.") {
+                    let tail = &rel[at + ".invalid.".len()..];
+                    if !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()) {
+                        rel = format!("{}.invalid.<ms>", &rel[..at]);
+                    }
+                }
+                out.push(rel);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if root.exists() {
+        walk(root, root, &mut out);
+    }
+    out.sort();
+    out
+}
+
+fn write_tree(teams: &Path, files: &Value) {
+    for (rel, text) in files.as_object().unwrap() {
+        let path = teams.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text.as_str().unwrap()).unwrap();
+    }
+}
+
+#[test]
+fn the_legacy_import_gives_the_reference_result() {
+    let recorded = recording();
+    let blank = recorded["updatedAtBlank"].as_str().unwrap();
+    for scenario in recorded["import"].as_array().unwrap() {
+        let name = scenario["name"].as_str().unwrap();
+        let team = scenario["team"].as_str().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (mut store, db, teams) = store_in(dir.path());
+        write_tree(&teams, &scenario["files"]);
+        drop(DirectDatabase::open(&db, OpenMode::ReadWrite).unwrap());
+        let connection = Connection::open(&db).unwrap();
+        for (table, _) in TABLES {
+            insert_rows(
+                &connection,
+                table,
+                scenario["seed"][table].as_array().unwrap(),
+            );
+        }
+        let mut session = 1;
+        for (n, call) in scenario["calls"].as_array().unwrap().iter().enumerate() {
+            let label = format!("{name}, call {n}");
+            if call["newSession"] != json!(session) {
+                // A new process on the same database and files.
+                store = store_in(dir.path()).0;
+                session = call["newSession"].as_i64().unwrap();
+            }
+            for rel in call["remove"].as_array().unwrap() {
+                std::fs::remove_file(teams.join(rel.as_str().unwrap())).unwrap();
+            }
+            write_tree(&teams, &call["write"]);
+            match (store.pending(team), &call["result"]) {
+                (Ok(pending), expected) if expected["pending"].is_array() => {
+                    let ids: Vec<&str> = pending.intents.iter().map(|i| i.id.as_str()).collect();
+                    assert_eq!(json!(ids), expected["pending"], "{label}");
+                }
+                (Err(error), expected) if expected["error"].is_string() => {
+                    let message = expected["error"]
+                        .as_str()
+                        .unwrap()
+                        .replace("<teams>", &teams.to_string_lossy());
+                    assert!(error.to_string().contains(&message), "{label}: {error}");
+                }
+                (got, expected) => panic!(
+                    "{label}: {:?} where the reference gave {expected}",
+                    got.map(|p| p.intents.len())
+                ),
+            }
+            for (table, key) in TABLES {
+                let mut actual = rows(
+                    &connection,
+                    &format!("SELECT * FROM {table} ORDER BY {key}"),
+                );
+                if table == "store_imports" {
+                    for row in &mut actual {
+                        row["imported_at"] = json!("<importedAt>");
+                    }
+                }
+                assert_eq!(
+                    Value::Array(actual),
+                    call["rows"][table],
+                    "{label}: {table}"
+                );
+            }
+            assert_eq!(json!(tree(&teams)), call["files"], "{label}: files");
+            let replica = std::fs::read_to_string(replica_path(&teams, team)).ok();
+            assert_eq!(
+                json!(replica.map(|t| blanked(&t, blank))),
+                call["replica"],
+                "{label}: replica"
+            );
+        }
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_linked_or_fifo_legacy_file_is_quarantined_unopened_and_a_linked_archive_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _db, teams) = store_in(dir.path());
+    let member = teams.join("team-a/members/bob/.member-work-sync");
+    std::fs::create_dir_all(&member).unwrap();
+    let outside = dir.path().join("outside.json");
+    let foreign = r#"{"schemaVersion":2,"status":{"teamName":"team-a","memberName":"bob","state":"caught_up","evaluatedAt":"2026-07-07T10:00:00.000Z","agenda":{"teamName":"team-a","memberName":"bob","fingerprint":"f","items":[],"diagnostics":[]},"diagnostics":[]}}"#;
+    std::fs::write(&outside, foreign).unwrap();
+    std::os::unix::fs::symlink(&outside, member.join("status.json")).unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(member.join("reports.json"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // Neither is opened (the FIFO would block for ever); both are moved
+    // aside as invalid and read as empty, the link's target untouched.
+    assert!(store.pending("team-a").unwrap().intents.is_empty());
+    let files = tree(&teams);
+    assert!(
+        files
+            .contains(&"team-a/members/bob/.member-work-sync/status.json.invalid.<ms>".to_string()),
+        "{files:?}"
+    );
+    assert!(
+        files.contains(
+            &"team-a/members/bob/.member-work-sync/reports.json.invalid.<ms>".to_string()
+        ),
+        "{files:?}"
+    );
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), foreign);
+    let connection = Connection::open(dir.path().join("storage/app.db")).unwrap();
+    assert!(rows(&connection, "SELECT * FROM member_work_sync_status").is_empty());
+
+    // An archive generation that is a link is an error naming it, and the
+    // import is not retried for a minute; nothing is read through it.
+    let (store, _db, teams) = store_in(&dir.path().join("second"));
+    let member = teams.join("team-b/members/bob/.member-work-sync");
+    std::fs::create_dir_all(&member).unwrap();
+    std::os::unix::fs::symlink(&outside, member.join("status.json.pre-sqlite")).unwrap();
+    std::fs::write(
+        teams.join("team-b/members/bob/member.meta.json"),
+        r#"{"memberName":"bob"}"#,
+    )
+    .unwrap();
+    let error = store.pending("team-b").unwrap_err().to_string();
+    assert!(
+        error.contains("status.json.pre-sqlite is not a regular file"),
+        "{error}"
+    );
+    let again = store.pending("team-b").unwrap_err().to_string();
+    assert!(again.contains("not retried yet"), "{again}");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), foreign);
+}

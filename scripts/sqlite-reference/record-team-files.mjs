@@ -329,6 +329,158 @@ function recordMerge({ mod }) {
   });
 }
 
+
+const json = (value) => `${JSON.stringify(value, null, 2)}\n`;
+
+/** Every file under `root` (relative, sorted), quarantine times blanked. */
+function tree(root) {
+  const out = [];
+  const walk = (dir) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else out.push(path.relative(root, full).split(path.sep).join('/').replace(/\.invalid\.\d+$/, '.invalid.<ms>'));
+    }
+  };
+  if (fs.existsSync(root)) walk(root);
+  return out.sort();
+}
+
+/** The import scenarios: files and rows before, then calls, each in a new session when asked. */
+function importScenarios() {
+  const A = 'team-a';
+  const dir = (member) => `${A}/members/${encodeURIComponent(member.trim().toLowerCase())}/.member-work-sync`;
+  const team = `${A}/.member-work-sync`;
+  const canonical = domain({
+    statuses: [statusOf(A, 'bob', at(1 * MIN)), statusOf(A, 'dave', at(1 * MIN))],
+    reportIntents: [intentOf(A, 'i1', 'bob', 'pending', at(0)), intentOf(A, 'i9', 'dave', 'accepted', at(0), at(MIN))],
+    outboxItems: [outboxOf(A, 'o1', 'bob', 'pending', 99, at(5 * MIN)), outboxOf(A, 'o9', 'dave', 'delivered', 1, at(MIN))],
+    metricEvents: [eventOf(A, 'e0', 'dave', at(0))],
+  });
+  const live = {
+    [`${A}/members/bob/member.meta.json`]: json({ schemaVersion: 1, memberName: 'bob', memberKey: 'bob' }),
+    [`${dir('bob')}/status.json`]: json({ schemaVersion: 2, status: statusOf(A, 'bob', at(3 * MIN), { state: 'caught_up' }) }),
+    [`${dir('bob')}/reports.json`]: json({ schemaVersion: 2, intents: { i1: intentOf(A, 'i1', 'bob', 'accepted', at(0), at(2 * MIN)), i2: intentOf(A, 'i2', 'bob', 'pending', at(MIN)) } }),
+    [`${dir('bob')}/outbox.json`]: json({ schemaVersion: 2, items: { o1: outboxOf(A, 'o1', 'bob', 'delivered', 1, at(2 * MIN)), ox: outboxOf('team-b', 'ox', 'bob', 'pending', 0, at(MIN)) } }),
+    [`${dir('carol')}/status.json`]: json({ schemaVersion: 2, status: statusOf(A, 'carol', at(2 * MIN)) }),
+    [`${dir('erin')}/reports.json`]: '{ not json',
+    [`${A}/members/erin/member.meta.json`]: json({ schemaVersion: 1, memberName: 'Erin' }),
+    [`${team}/status.json`]: json({
+      schemaVersion: 1,
+      members: { bob: statusOf(A, 'bob', at(9 * MIN), { state: 'blocked' }), frank: statusOf(A, 'Frank', at(MIN)), gus: statusOf('team-b', 'gus', at(MIN)) },
+      metrics: { recentEvents: [eventOf(A, 'e1', 'bob', at(MIN)), eventOf('team-b', 'e-foreign', 'gus', at(MIN))] },
+    }),
+    [`${team}/pending-reports.json`]: json({ schemaVersion: 1, intents: { i2: intentOf(A, 'i2', 'bob', 'pending', at(2 * MIN)), i3: intentOf(A, 'i3', 'Frank', 'pending', at(MIN)) } }),
+    [`${team}/outbox.json`]: json({ schemaVersion: 1, items: { o1: outboxOf(A, 'o1', 'bob', 'pending', 7, at(9 * MIN)), o3: outboxOf(A, 'o3', 'Frank', 'pending', 0, at(MIN)) } }),
+    [`${team}/indexes/metrics.json`]: json({ schemaVersion: 2, members: {}, recentEvents: [eventOf(A, 'e1', 'bob', at(MIN), 'would_nudge'), eventOf(A, 'e2', 'carol', at(2 * MIN))] }),
+    [`${team}/indexes/outbox-index.json`]: json({ schemaVersion: 2, items: {} }),
+    [`${team}/indexes/pending-reports-index.json`]: json({ schemaVersion: 2, items: {} }),
+    [`${team}/status.json.pre-sqlite`]: json({ schemaVersion: 1, members: {} }),
+  };
+  const blockers = Object.fromEntries(
+    Array.from({ length: 100 }, (_, i) => [`${dir('bob')}/reports.json.pre-sqlite${i === 0 ? '' : `-${i + 1}`}`, '{}\n'])
+  );
+  const archived = {
+    [`${A}/members/bob/member.meta.json`]: json({ schemaVersion: 1, memberName: 'bob' }),
+    [`${dir('bob')}/status.json.pre-sqlite`]: json({ schemaVersion: 2, status: statusOf(A, 'bob', at(1 * MIN)) }),
+    [`${dir('bob')}/status.json.pre-sqlite-2`]: json({ schemaVersion: 2, status: statusOf(A, 'bob', at(2 * MIN), { state: 'blocked' }) }),
+    [`${dir('bob')}/status.json.pre-sqlite-10`]: json({ schemaVersion: 2, status: statusOf(A, 'bob', at(0), { state: 'caught_up' }) }),
+    [`${dir('bob')}/outbox.json.pre-sqlite`]: json({ schemaVersion: 2, items: { o1: outboxOf(A, 'o1', 'bob', 'delivered', 1, at(MIN)) } }),
+    [`${dir('bob')}/outbox.json.pre-sqlite-2`]: json({ schemaVersion: 2, items: { o1: outboxOf(A, 'o1', 'bob', 'pending', 50, at(9 * MIN)), o2: outboxOf(A, 'o2', 'bob', 'pending', 0, at(MIN)) } }),
+    [`${dir('bob')}/reports.json.pre-sqlite-2`]: 'garbage',
+    [`${team}/pending-reports.json.pre-sqlite`]: json({ schemaVersion: 1, intents: { i1: intentOf(A, 'i1', 'bob', 'rejected', at(0), at(MIN)) } }),
+    [`${team}/pending-reports.json.pre-sqlite-3`]: json({ schemaVersion: 1, intents: { i1: intentOf(A, 'i1', 'bob', 'pending', at(5 * MIN)) } }),
+    [`${team}/indexes/metrics.json.pre-sqlite`]: json({ schemaVersion: 2, members: {}, recentEvents: [eventOf(A, 'e1', 'bob', at(MIN))] }),
+  };
+  return [
+    { name: 'live files over canonical rows', files: live, canonical, calls: [{ session: 1 }, { session: 1 }] },
+    {
+      name: 'a partial archive is retried from the surviving subset',
+      files: { ...live, ...blockers },
+      canonical,
+      calls: [
+        { session: 1 },
+        {
+          session: 2,
+          remove: Object.keys(blockers).slice(1),
+          write: { [`${dir('bob')}/outbox.json`]: json({ schemaVersion: 2, items: { o1: outboxOf(A, 'o1', 'bob', 'delivered', 2, at(8 * MIN)) } }) },
+        },
+      ],
+    },
+    {
+      name: 'a lost marker rebuilds from archives in numeric order, a present one skips them',
+      files: archived,
+      canonical: domain({}),
+      calls: [{ session: 1 }, { session: 2, write: { [`${dir('bob')}/status.json.pre-sqlite-11`]: json({ schemaVersion: 2, status: statusOf(A, 'bob', at(99 * MIN)) }) } }],
+    },
+    {
+      name: 'stranded case aliases are folded with the marker set',
+      files: {},
+      canonical,
+      aliases: true,
+      marker: true,
+      team: 'Team-A',
+      calls: [{ session: 1 }],
+    },
+  ];
+}
+
+async function recordImport(reference, work) {
+  const recorded = [];
+  for (const [n, scenario] of importScenarios().entries()) {
+    const name = `import-${n}`;
+    const routing = scenario.team ?? 'team-a';
+    let s = await session(reference, work, name);
+    for (const [rel, text] of Object.entries(scenario.files)) {
+      fs.mkdirSync(path.dirname(path.join(s.teams, rel)), { recursive: true });
+      fs.writeFileSync(path.join(s.teams, rel), text);
+    }
+    await s.gateway.importTeam('team-a', reference.mod.snapshotToRecords('team-a', scenario.canonical));
+    if (scenario.aliases) {
+      s.db.prepare("UPDATE member_work_sync_status SET team_name = ' TEAM-A' WHERE member_key = 'dave'").run();
+      s.db.prepare("UPDATE member_work_sync_outbox SET team_name = 'TEAM-A' WHERE id = 'o9'").run();
+    }
+    if (scenario.marker) await s.gateway.recordStoreImport('member-work-sync', routing, 0);
+    s.db.prepare("UPDATE store_imports SET imported_at = '<importedAt>'").run();
+    const seed = rowsOf(s.db);
+    const calls = [];
+    let current = 1;
+    for (const call of scenario.calls) {
+      if (call.session !== current) {
+        // A new app session (a new process) on the same database and files.
+        s.db.close();
+        s.core.close();
+        s = await session(reference, work, name);
+        current = call.session;
+      }
+      for (const rel of call.remove ?? []) fs.rmSync(path.join(s.teams, rel));
+      for (const [rel, text] of Object.entries(call.write ?? {})) fs.writeFileSync(path.join(s.teams, rel), text);
+      let result;
+      try {
+        result = { pending: (await s.store.listPendingReports(routing)).map((i) => i.id) };
+      } catch (error) {
+        result = { error: String(error.message).replace(s.teams, '<teams>') };
+      }
+      const rows = rowsOf(s.db);
+      rows.store_imports = rows.store_imports.map((r) => ({ ...r, imported_at: '<importedAt>' }));
+      const replicaPath = s.paths.getSqliteFallbackReplicaPath(routing);
+      calls.push({
+        remove: call.remove ?? [],
+        write: call.write ?? {},
+        newSession: call.session,
+        result,
+        rows,
+        files: tree(s.teams),
+        replica: fs.existsSync(replicaPath) ? blankUpdatedAt(fs.readFileSync(replicaPath, 'utf8')) : null,
+      });
+    }
+    s.db.close();
+    s.core.close();
+    recorded.push({ name: scenario.name, team: routing, files: scenario.files, seed, calls });
+  }
+  return recorded;
+}
+
 async function main() {
   const { values } = parseArgs({
     options: { mirror: { type: 'string' }, deps: { type: 'string' }, out: { type: 'string' }, ref: { type: 'string' } },
@@ -347,6 +499,7 @@ async function main() {
     replica: await recordReplica(reference, work),
     prepare: await recordPrepare(reference, work),
     merge: recordMerge(reference),
+    import: await recordImport(reference, work),
   };
   const out = values.out ?? path.join(here, '..', '..', 'tests', 'fixtures', 'sqlite', 'team-files-recording.json');
   fs.writeFileSync(out, `${JSON.stringify(recording, null, 1)}\n`);
