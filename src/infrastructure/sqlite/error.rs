@@ -84,6 +84,17 @@ pub enum SqliteStoreError {
         /// The failure.
         cause: String,
     },
+    /// A purge asked of a store opened read-only.
+    #[error("member-work-sync database {path} is open read-only: team {team} cannot be purged")]
+    ReadOnlyPurge {
+        /// The database file.
+        path: PathBuf,
+        /// The team.
+        team: String,
+    },
+    /// A team purge step failed.
+    #[error(transparent)]
+    Purge(#[from] super::purge::PurgeError),
     /// A team's rows did not read back as they were written.
     #[error("member-work-sync {what} verification failed for team \"{team}\"; keeping the JSON files as the source of truth")]
     Verification {

@@ -363,7 +363,7 @@ impl LegacyFiles {
     }
 
     /// The live files that make a snapshot, team files first.
-    fn candidates(&self, team: &str, members: &[String]) -> Vec<PathBuf> {
+    pub(crate) fn candidates(&self, team: &str, members: &[String]) -> Vec<PathBuf> {
         let mut files = vec![
             self.legacy_status(team),
             self.legacy_reports(team),
@@ -473,7 +473,7 @@ impl LegacyFiles {
     /// The member names the import reads (`scanMemberNamesForImport`):
     /// those of `members/*/member.meta.json`, then metadata-free folders
     /// whose name is a canonical key holding a live or archived file.
-    fn members(&self, team: &str) -> Result<Vec<String>, LegacyFileError> {
+    pub(crate) fn members(&self, team: &str) -> Result<Vec<String>, LegacyFileError> {
         let members_dir = self.root.join(team).join("members");
         let dirs: Vec<String> = match self.root.open_dir(&members_dir) {
             Ok(Some(dir)) => dir
@@ -753,6 +753,25 @@ impl LegacyFiles {
             metric_events: events.into_values(),
             files_to_archive: Vec::new(),
         }))
+    }
+
+    /// Deletes the live file at `path` (the entry itself, never through a
+    /// link); absent is fine. Returns its folder, to sync.
+    pub(crate) fn remove(
+        &self,
+        path: &Path,
+    ) -> Result<Option<crate::infrastructure::safe_fs::Dir>, LegacyFileError> {
+        let (Some(dir_path), Some(name)) = (path.parent(), path.file_name()) else {
+            return Ok(None);
+        };
+        let dir = match self.root.open_dir(dir_path) {
+            Ok(Some(dir)) => dir,
+            Ok(None) => return Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::NotADirectory => return Ok(None),
+            Err(e) => return Err(Self::io(dir_path)(e)),
+        };
+        dir.remove_file(name).map_err(Self::io(path))?;
+        Ok(Some(dir))
     }
 
     /// Renames `path` to its next free `*.pre-sqlite[-N]` generation (the

@@ -25,6 +25,7 @@ pub mod js_json;
 pub mod legacy_json;
 pub mod mappers;
 pub mod merge;
+pub mod purge;
 pub mod records;
 pub mod replica;
 pub mod schema;

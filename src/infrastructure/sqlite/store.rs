@@ -167,6 +167,22 @@ impl SqliteStore {
         self
     }
 
+    /// Deletes `team`'s member-work-sync state with a durable purge marker
+    /// (STORAGE.md §2.9): its live JSON files and its rows (and those of its
+    /// case aliases); `deletion_id` is the team's
+    /// `config.json._backupIdentityId`, which fences the generation. A
+    /// read-only store deletes nothing and says so.
+    pub fn purge_team(&self, team: &str, deletion_id: Option<&str>) -> Result<(), PortError> {
+        self.teams.run(team, || match &self.team_files {
+            None => Err(SqliteStoreError::ReadOnlyPurge {
+                path: self.source.clone(),
+                team: team.to_string(),
+            }
+            .into()),
+            Some(files) => Ok(files.purge_team(self.db()?.as_ref(), team, deletion_id)?),
+        })
+    }
+
     /// Runs one call of `team` under its lock, inside the team-file
     /// protocol when the store has one.
     fn run<T, E: From<SqliteStoreError>>(

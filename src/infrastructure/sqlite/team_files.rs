@@ -2,6 +2,7 @@
 //! §2.3, `BackendSelectingMemberWorkSyncStore.run`), for a store that owns
 //! the team's files (read-write; the read-only CLI never touches them):
 //!
+//! 0. a pending purge marker of the team is finished first ([`super::purge`]);
 //! 1. at the first access to a team in this process, a clean replica is
 //!    merged into the database (the app's JSON session may have run on it);
 //! 2. before a mutation, and at that first access, the replica is marked
@@ -22,13 +23,14 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::error::SqliteStoreError;
-use super::gateway::MemberWorkSyncGateway;
+use super::gateway::{MemberWorkSyncGateway, MEMBER_WORK_SYNC_STORE_ID};
 use super::importer::Importer;
 use super::legacy_json::LegacyFiles;
 use super::mappers::BadColumn;
 use super::merge::merge_team_records;
+use super::purge::PurgeMarkers;
 use super::replica::Replica;
-use super::snapshot::{domain_to_records, records_to_domain};
+use super::snapshot::{domain_to_records, equivalent, records_to_domain};
 use crate::domain::time::format_iso;
 
 /// Whether a store call changes the team's rows.
@@ -44,6 +46,7 @@ pub enum Access {
 pub struct TeamFiles {
     replica: Replica,
     importer: Importer,
+    markers: PurgeMarkers,
     /// Teams whose replica was merged and published in this process.
     prepared: Mutex<HashSet<String>>,
     /// Teams with a call inside the protocol now (on the lock's thread).
@@ -89,7 +92,8 @@ impl TeamFiles {
     pub fn new(teams_base: PathBuf) -> Self {
         Self {
             replica: Replica::new(teams_base.clone()),
-            importer: Importer::new(LegacyFiles::new(teams_base)),
+            importer: Importer::new(LegacyFiles::new(teams_base.clone())),
+            markers: PurgeMarkers::new(teams_base),
             prepared: Mutex::default(),
             active: Mutex::default(),
         }
@@ -112,6 +116,7 @@ impl TeamFiles {
             return work();
         }
         let _active = Active(self, team.to_string());
+        self.apply_pending_purge(db, team)?;
         let prepared = lock(&self.prepared).contains(team);
         if !prepared {
             self.merge_replica(db, team)?;
@@ -164,6 +169,85 @@ impl TeamFiles {
     /// Forgets that `team` was prepared (after a purge).
     pub fn forget(&self, team: &str) {
         lock(&self.prepared).remove(team);
+    }
+
+    /// Deletes `team`'s member-work-sync state (`purgeTeam` in a SQLite
+    /// session): a durable marker first, then the live JSON files and the
+    /// rows, the replica published empty, the marker removed. A crash
+    /// anywhere leaves the marker, and the next access finishes the purge.
+    /// The caller holds the team's lock.
+    pub fn purge_team(
+        &self,
+        db: &dyn MemberWorkSyncGateway,
+        team: &str,
+        deletion_id: Option<&str>,
+    ) -> Result<(), SqliteStoreError> {
+        let marker = self.markers.get_or_create(team, deletion_id)?;
+        self.markers.write(&marker, false)?;
+        self.apply_pending_purge(db, team)?;
+        self.forget(team);
+        Ok(())
+    }
+
+    /// Finishes the JSON half of a marker's purge: deletes the live files
+    /// when the marker's generation is still on disk, or drops a marker
+    /// whose generation is gone (a same-name team made since keeps its
+    /// files). `false` when there is no marker.
+    fn complete_json_purge(&self, team: &str) -> Result<bool, SqliteStoreError> {
+        let Some(marker) = self.markers.read(team)? else {
+            return Ok(false);
+        };
+        if !marker.active_json_state_cleared {
+            if self.markers.is_current(&marker) {
+                self.markers
+                    .purge_active_json(self.importer.files(), &marker)?;
+            } else {
+                self.markers.remove(team)?;
+            }
+        }
+        Ok(true)
+    }
+
+    /// Finishes a pending purge of `team`, when a marker says there is one:
+    /// the rows become exactly what live JSON is left (normally none), the
+    /// replica is published with them, and the marker goes.
+    fn apply_pending_purge(
+        &self,
+        db: &dyn MemberWorkSyncGateway,
+        team: &str,
+    ) -> Result<(), SqliteStoreError> {
+        if !self.complete_json_purge(team)? {
+            return Ok(());
+        }
+        let active = self
+            .importer
+            .files()
+            .read_active(team, wall_clock_ms())
+            .map_err(|e| SqliteStoreError::Legacy(Box::new(e)))?;
+        let domain = active.map(|a| a.to_domain()).unwrap_or_else(|| {
+            serde_json::json!({"statuses": [], "reportIntents": [], "outboxItems": [], "metricEvents": [], "filesToArchive": []})
+        });
+        let expected = domain_to_records(team, &domain).map_err(team_rows(team))?;
+        db.import_team(team, &expected)?;
+        let round_trip = db.team_snapshot(team)?;
+        if !equivalent(&round_trip, &expected) {
+            return Err(SqliteStoreError::Verification {
+                what: "pending primary purge",
+                team: team.to_string(),
+            });
+        }
+        db.record_store_import(
+            MEMBER_WORK_SYNC_STORE_ID,
+            team,
+            expected.entry_count(),
+            &wall_clock_iso(),
+        )?;
+        let snapshot = records_to_domain(team, &round_trip).map_err(team_rows(team))?;
+        self.replica
+            .write_clean(team, &snapshot, &wall_clock_iso())?;
+        self.markers.remove(team)?;
+        self.forget(team);
+        Ok(())
     }
 
     /// The importer.
