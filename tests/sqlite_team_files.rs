@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use member_work_sync::application::ports::ReportIntentStore;
@@ -557,4 +557,88 @@ fn a_linked_or_fifo_legacy_file_is_quarantined_unopened_and_a_linked_archive_ref
     let again = store.pending("team-b").unwrap_err().to_string();
     assert!(again.contains("not retried yet"), "{again}");
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), foreign);
+}
+
+/// Every file under `root` with its text, as the recording lists them.
+fn tree_with_text(root: &Path, blank: &str) -> Value {
+    let files: Map<String, Value> = tree(root)
+        .into_iter()
+        .map(|rel| {
+            let text = std::fs::read_to_string(root.join(&rel)).unwrap_or_default();
+            let text = if rel.ends_with("sqlite-fallback-replica.json") {
+                blanked(&text, blank)
+            } else {
+                text
+            };
+            (rel, Value::String(text))
+        })
+        .collect();
+    Value::Object(files)
+}
+
+fn rows_blanked(connection: &Connection) -> Value {
+    let mut all = Map::new();
+    for (table, key) in TABLES {
+        let mut actual = rows(connection, &format!("SELECT * FROM {table} ORDER BY {key}"));
+        if table == "store_imports" {
+            for row in &mut actual {
+                row["imported_at"] = json!("<importedAt>");
+            }
+        }
+        all.insert(table.to_string(), Value::Array(actual));
+    }
+    Value::Object(all)
+}
+
+#[test]
+fn purge_markers_give_the_reference_result_including_one_left_by_its_crash() {
+    let recorded = recording();
+    let blank = recorded["updatedAtBlank"].as_str().unwrap();
+    for scenario in recorded["purge"].as_array().unwrap() {
+        let name = scenario["name"].as_str().unwrap();
+        let from = scenario["replayFrom"].as_u64().unwrap() as usize;
+        let calls = scenario["calls"].as_array().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let claude = dir.path().join("claude");
+        // The state the reference left before the first replayed call
+        // (after its own JSON-session purge, or its crash).
+        write_tree(&claude, &calls[from]["before"]["files"]);
+        let db = dir.path().join("storage").join("app.db");
+        drop(DirectDatabase::open(&db, OpenMode::ReadWrite).unwrap());
+        let connection = Connection::open(&db).unwrap();
+        for (table, _) in TABLES {
+            insert_rows(
+                &connection,
+                table,
+                calls[from]["before"]["rows"][table].as_array().unwrap(),
+            );
+        }
+        for (n, call) in calls.iter().enumerate().skip(from) {
+            let label = format!("{name}, call {n}");
+            // Every call in a new process, as recorded.
+            let store = store_in(dir.path()).0;
+            let result = match call["purge"].as_str() {
+                Some(id) => store.purge_team("team-a", Some(id)).map(|()| json!({"purged": true})),
+                None => store.pending("team-a").map(|p| {
+                    json!({"pending": p.intents.iter().map(|i| i.id.clone()).collect::<Vec<_>>()})
+                }),
+            };
+            match (result, &call["result"]) {
+                (Ok(got), expected) if expected["error"].is_null() => {
+                    assert_eq!(&got, expected, "{label}")
+                }
+                (Err(error), expected) if expected["error"].is_string() => {
+                    let message = expected["error"].as_str().unwrap();
+                    assert!(error.to_string().contains(message), "{label}: {error}");
+                }
+                (got, expected) => panic!("{label}: {got:?} where the reference gave {expected}"),
+            }
+            assert_eq!(rows_blanked(&connection), call["rows"], "{label}: rows");
+            assert_eq!(
+                tree_with_text(&claude, blank),
+                call["files"],
+                "{label}: files"
+            );
+        }
+    }
 }

@@ -53,7 +53,7 @@ function teamOf(step) {
 }
 
 /** A reference SQLite session on a fresh database and teams folder. */
-async function session(reference, work, name) {
+async function session(reference, work, name, { backend = 'sqlite', wrapGateway = (g) => g } = {}) {
   const { mod, Database } = reference;
   const root = path.join(work, name);
   const teams = path.join(root, 'claude', 'teams');
@@ -72,9 +72,12 @@ async function session(reference, work, name) {
       throw new Error('the scenario gives intent ids');
     },
   });
-  const selector = { select: async (sqlite) => sqlite, getBackendInfo: () => ({ integrity: 'ok' }) };
+  const selector = {
+    select: async (sqlite, json) => (backend === 'sqlite' ? sqlite : json),
+    getBackendInfo: () => ({ integrity: 'ok' }),
+  };
   const store = new mod.BackendSelectingMemberWorkSyncStore(selector, sqliteStore, jsonStore, {
-    gateway,
+    gateway: wrapGateway(gateway),
     paths,
     fallbackRequiresReplica: false,
   });
@@ -83,7 +86,7 @@ async function session(reference, work, name) {
     store.run(team, mutation, action, () => {
       throw new Error('not a JSON session');
     });
-  return { core, gateway, paths, store, sqliteStore, db, call, teams };
+  return { core, gateway, paths, store, sqliteStore, db, call, teams, claude: path.dirname(teams) };
 }
 
 async function recordReplica(reference, work) {
@@ -481,6 +484,140 @@ async function recordImport(reference, work) {
   return recorded;
 }
 
+
+/** Every file under `root` with its text (quarantine times blanked, replica updatedAt blanked). */
+function treeWithText(root) {
+  return Object.fromEntries(
+    tree(root).map((rel) => {
+      const text = fs.readFileSync(path.join(root, rel), 'utf8');
+      return [rel, rel.endsWith('sqlite-fallback-replica.json') ? blankUpdatedAt(text) : text];
+    })
+  );
+}
+
+/** Purge scenarios: state before (files under the Claude root, rows), then calls. The addon
+ * replays from `replayFrom` on (earlier calls are the reference's own JSON-session or crashed
+ * steps, whose end state the replay starts from). */
+function purgeScenarios() {
+  const A = 'team-a';
+  const dir = (member) => `teams/${A}/members/${member}/.member-work-sync`;
+  const team = `teams/${A}/.member-work-sync`;
+  const canonical = domain({
+    statuses: [statusOf(A, 'bob', at(1 * MIN))],
+    reportIntents: [intentOf(A, 'i1', 'bob', 'pending', at(0))],
+    outboxItems: [outboxOf(A, 'o9', 'bob', 'delivered', 1, at(MIN))],
+    metricEvents: [eventOf(A, 'e0', 'bob', at(0))],
+  });
+  const files = (identity) => ({
+    [`teams/${A}/config.json`]: json({ name: A, _backupIdentityId: identity }),
+    [`teams/${A}/members/bob/member.meta.json`]: json({ schemaVersion: 1, memberName: 'bob' }),
+    [`${dir('bob')}/status.json`]: json({ schemaVersion: 2, status: statusOf(A, 'bob', at(2 * MIN)) }),
+    [`${dir('bob')}/outbox.json`]: json({ schemaVersion: 2, items: {} }),
+    [`${dir('bob')}/journal.jsonl`]: '{"kind":"x"}\n',
+    [`${dir('bob')}/reports.json.pre-sqlite`]: json({ schemaVersion: 2, intents: {} }),
+    [`${team}/indexes/metrics.json`]: json({ schemaVersion: 2, members: {}, recentEvents: [] }),
+    [`${team}/report-token-secret.json`]: json({ secret: 'kept' }),
+    [`${team}/status.json.pre-sqlite`]: json({ schemaVersion: 1, members: {} }),
+    [`${team}/foreign.txt`]: 'kept\n',
+  });
+  const recreated = {
+    [`teams/${A}/config.json`]: json({ name: A, _backupIdentityId: 'del-2' }),
+    [`teams/${A}/members/carol/member.meta.json`]: json({ schemaVersion: 1, memberName: 'carol' }),
+    [`teams/${A}/members/carol/.member-work-sync/status.json`]: json({ schemaVersion: 2, status: statusOf(A, 'carol', at(5 * MIN)) }),
+  };
+  const oldMarker = json({ schemaVersion: 2, teamName: A, deletionIdentityId: 'del-1', teamRootIdentity: null, activeJsonStateCleared: false });
+  return [
+    { name: 'a purge in a SQLite session', files: files('del-1'), canonical, replayFrom: 0, calls: [{ purge: 'del-1' }, {}] },
+    {
+      name: 'a marker left by a crash before the empty commit is finished at the next access',
+      files: files('del-1'),
+      canonical,
+      replayFrom: 1,
+      calls: [{ purge: 'del-1', crashImport: true }, {}],
+    },
+    {
+      name: 'a marker of a replaced generation is dropped, the new team imported as the exact state',
+      files: { ...recreated, [`.member-work-sync-deletions/${A}.json`]: oldMarker },
+      canonical,
+      replayFrom: 0,
+      calls: [{}],
+    },
+    {
+      name: 'a second deletion id on the current generation is refused',
+      files: {
+        ...recreated,
+        [`.member-work-sync-deletions/${A}.json`]: json({ schemaVersion: 2, teamName: A, deletionIdentityId: 'del-2', teamRootIdentity: null, activeJsonStateCleared: false }),
+      },
+      canonical,
+      replayFrom: 0,
+      calls: [{ purge: 'del-3' }],
+    },
+    {
+      name: 'a JSON-session purge is finished by the next SQLite session',
+      files: files('del-1'),
+      canonical,
+      replayFrom: 1,
+      calls: [{ purge: 'del-1', backend: 'json' }, {}],
+    },
+  ];
+}
+
+async function recordPurge(reference, work) {
+  const recorded = [];
+  for (const [n, scenario] of purgeScenarios().entries()) {
+    const name = `purge-${n}`;
+    const open = (call) =>
+      session(reference, work, name, {
+        backend: call.backend ?? 'sqlite',
+        wrapGateway: (g) =>
+          call.crashImport
+            ? Object.assign(Object.create(g), {
+                importTeam: async () => {
+                  throw new Error('simulated crash before the purge commit');
+                },
+              })
+            : g,
+      });
+    let s = await open({});
+    const write = (files) => {
+      for (const [rel, text] of Object.entries(files)) {
+        fs.mkdirSync(path.dirname(path.join(s.claude, rel)), { recursive: true });
+        fs.writeFileSync(path.join(s.claude, rel), text);
+      }
+    };
+    const isMarker = (rel) => rel.startsWith('.member-work-sync-deletions/');
+    write(Object.fromEntries(Object.entries(scenario.files).filter(([rel]) => !isMarker(rel))));
+    await s.gateway.importTeam('team-a', reference.mod.snapshotToRecords('team-a', scenario.canonical));
+    // A clean replica of those rows, as an earlier session left it; then the marker.
+    await s.call('team-a', false, async () => null);
+    write(Object.fromEntries(Object.entries(scenario.files).filter(([rel]) => isMarker(rel))));
+    const calls = [];
+    for (const call of scenario.calls) {
+      // Every call in a new session (a new process) on the same database and files.
+      s.db.close();
+      s.core.close();
+      s = await open(call);
+      const before = { files: treeWithText(s.claude), rows: rowsOf(s.db) };
+      before.rows.store_imports = before.rows.store_imports.map((r) => ({ ...r, imported_at: '<importedAt>' }));
+      let result;
+      try {
+        result = call.purge
+          ? (await s.store.purgeTeam('team-a', call.purge), { purged: true })
+          : { pending: (await s.store.listPendingReports('team-a')).map((x) => x.id) };
+      } catch (error) {
+        result = { error: String(error.message) };
+      }
+      const rows = rowsOf(s.db);
+      rows.store_imports = rows.store_imports.map((r) => ({ ...r, imported_at: '<importedAt>' }));
+      calls.push({ purge: call.purge ?? null, backend: call.backend ?? 'sqlite', before, result, rows, files: treeWithText(s.claude) });
+    }
+    s.db.close();
+    s.core.close();
+    recorded.push({ name: scenario.name, replayFrom: scenario.replayFrom, calls });
+  }
+  return recorded;
+}
+
 async function main() {
   const { values } = parseArgs({
     options: { mirror: { type: 'string' }, deps: { type: 'string' }, out: { type: 'string' }, ref: { type: 'string' } },
@@ -500,6 +637,7 @@ async function main() {
     prepare: await recordPrepare(reference, work),
     merge: recordMerge(reference),
     import: await recordImport(reference, work),
+    purge: await recordPurge(reference, work),
   };
   const out = values.out ?? path.join(here, '..', '..', 'tests', 'fixtures', 'sqlite', 'team-files-recording.json');
   fs.writeFileSync(out, `${JSON.stringify(recording, null, 1)}\n`);
