@@ -10,10 +10,17 @@
 //! - [`direct`]: those ops on the addon's own connection (rusqlite).
 //! - [`connector`]: opens the file at first use, again when it was replaced.
 //! - [`store`]: the use cases' ports over a gateway.
+//! - [`team_files`]: what a read-write store does around each call with the
+//!   team's files, as the app's SQLite session does: [`purge`] markers
+//!   finished first, the JSON [`replica`] merged at a team's first access
+//!   ([`merge`], [`identity`]) and fenced dirty/clean around mutations, the
+//!   legacy JSON [`importer`] ([`legacy_json`]) run once per team; whole
+//!   teams as rows or domain snapshots in [`snapshot`].
 //!
-//! Not yet here (STORAGE.md §2): the legacy JSON importer, the JSON replica,
-//! purge markers, and the gateway that calls the app's storage worker from
-//! inside Electron (it implements [`gateway::MemberWorkSyncGateway`]).
+//! Not yet here: the gateway that calls the app's storage worker from inside
+//! Electron (it implements [`gateway::MemberWorkSyncGateway`]), the binding's
+//! `prepareTeamDeletion` reaching [`store::SqliteStore::purge_team`], and the
+//! JSON-session side of the replica (hydrating JSON files from it).
 
 pub mod connector;
 pub mod direct;
