@@ -461,7 +461,7 @@ impl LegacyFiles {
                     digits
                         .parse::<u64>()
                         .ok()
-                        .filter(|g| *g >= 2 && *g <= (1 << 53) - 1)?
+                        .filter(|g| *g >= 2 && *g < (1 << 53))?
                 };
                 Some((generation, dir_path.join(&entry.name)))
             })

@@ -148,8 +148,8 @@ impl Replica {
             envelope.get("state").and_then(Value::as_str),
             envelope.get("updatedAt").map(Value::is_string),
         ) {
-            (Some(v), Some("dirty"), Some(true)) if v == 1.0 => FenceState::Dirty,
-            (Some(v), Some("clean"), Some(true)) if v == 1.0 => FenceState::Clean,
+            (Some(1.0), Some("dirty"), Some(true)) => FenceState::Dirty,
+            (Some(1.0), Some("clean"), Some(true)) => FenceState::Clean,
             _ => return Err(unsafe_replica(UnsafeReplica::InvalidEnvelope)),
         };
         if state == FenceState::Dirty {
