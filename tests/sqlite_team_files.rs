@@ -642,3 +642,40 @@ fn purge_markers_give_the_reference_result_including_one_left_by_its_crash() {
         }
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn a_linked_purge_marker_is_never_followed_and_counts_as_unsafe() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _db, teams) = store_in(dir.path());
+    write_tree(
+        &teams,
+        &json!({"team-a/config.json": "{\"_backupIdentityId\":\"del-1\"}\n"}),
+    );
+    let deletions = dir.path().join("claude/.member-work-sync-deletions");
+    std::fs::create_dir_all(&deletions).unwrap();
+    let outside = dir.path().join("outside.json");
+    let marker = r#"{"schemaVersion":2,"teamName":"team-a","deletionIdentityId":"del-1","teamRootIdentity":null,"activeJsonStateCleared":false}"#;
+    std::fs::write(&outside, marker).unwrap();
+    std::os::unix::fs::symlink(&outside, deletions.join("team-a.json")).unwrap();
+    let member = teams.join("team-a/members/bob/.member-work-sync");
+    std::fs::create_dir_all(&member).unwrap();
+    std::fs::write(
+        teams.join("team-a/members/bob/member.meta.json"),
+        r#"{"memberName":"bob"}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        member.join("outbox.json"),
+        r#"{"schemaVersion":2,"items":{}}"#,
+    )
+    .unwrap();
+    // Not read through the link: an unsafe marker deletes no JSON file (the
+    // live outbox is imported and archived as usual) and only the link
+    // itself is removed.
+    assert!(store.pending("team-a").unwrap().intents.is_empty());
+    assert!(!deletions.join("team-a.json").exists());
+    assert!(std::fs::symlink_metadata(deletions.join("team-a.json")).is_err());
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), marker);
+    assert!(member.join("outbox.json.pre-sqlite").exists());
+}
