@@ -1300,7 +1300,7 @@ async function main() {
 
 if (require.main !== module) {
   // Required for a repro script: the helpers only.
-  module.exports = { exampleRoot, writeShadowHistory, runToEnd, TEAM, Findings, checkStoreFiles, checkSpool, checkNudges, SPOOL_REL }
+  module.exports = { exampleRoot, writeShadowHistory, runToEnd, TEAM, Findings, checkStoreFiles, checkSpool, checkNudges, SPOOL_REL, checkSqlite, sqlitePeer, sqliteSpec }
 } else if (process.argv[2] === '--child') {
   runChild(JSON.parse(process.argv[3])).catch((e) => {
     console.error(e && e.stack ? e.stack : e)
