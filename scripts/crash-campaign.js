@@ -19,6 +19,17 @@
 //          in a busy loop (status.json, reports.json, journal.jsonl, metrics.json);
 //   nudge  `dispatchDueNudges` over several roots with planned nudges
 //          (inboxes/<member>.json, outbox.json).
+//   sqlite (only with --sqlite or --only sqlite) the addon's SQLite store in
+//          direct mode on app.db (examples/sqlite_peer.rs: the store ports
+//          the use cases call): status writes with their metric events,
+//          report intent append and markProcessed, outbox ensure, claim,
+//          delivery into a delivery log standing in for the inboxes (once
+//          per id) and markDelivered, in a loop; killed by the parent.
+//          Each committed step is a line on the pipe; after the kill and
+//          after a restart (clock 6 min ahead: stale claims are taken over)
+//          integrity_check is ok, every committed step is in the database,
+//          a delivered item has exactly one delivery-log line, and after the
+//          restart no claim is stranded and no logged item is undelivered.
 // Kill delays are uniform over the duration of an uninterrupted run of the same
 // child, measured first (calibration) and kept current by the children that
 // finish before their kill plus one uninterrupted child in ten (fsync latency
@@ -35,8 +46,11 @@
 // also runs 6 min ahead so stale spool claims and nudge claims are taken over.
 //
 // Run (after `npm run build`):
-//   node scripts/crash-campaign.js [--trials 200] [--only hook,drain,store,nudge]
-//                                  [--seed N] [--jobs N] [--keep-failed] [--verbose]
+//   node scripts/crash-campaign.js [--trials 200] [--only hook,drain,store,nudge,sqlite]
+//                                  [--sqlite] [--seed N] [--jobs N] [--keep-failed] [--verbose]
+// The sqlite phase runs the sqlite_peer example (build it first:
+// `cargo build --profile dev-release --example sqlite_peer`; MWS_SQLITE_PEER
+// names another build).
 // Env: CRASH_TRIALS, CRASH_ONLY, CRASH_SEED, CRASH_JOBS. Trials at a time:
 // 1 for hooks, 2 otherwise, unless --jobs. --keep-failed keeps the folders of
 // failed trials; --verbose prints every failed trial.
@@ -50,7 +64,9 @@ const path = require('node:path')
 const readline = require('node:readline')
 
 const REPO = path.join(__dirname, '..')
-const PHASES = ['hook', 'drain', 'store', 'nudge']
+const PHASES = ['hook', 'drain', 'store', 'nudge', 'sqlite']
+/** Phases run when --only is not given (sqlite needs the example built: --sqlite adds it). */
+const DEFAULT_PHASES = ['hook', 'drain', 'store', 'nudge']
 const PROJECT = '/home/u/proj'
 const TEAM = 'forge'
 const SPOOL_REL = 'teams/.member-work-sync/runtime-hooks'
@@ -67,6 +83,9 @@ const STORE_ITERATIONS = 2
 const HOOK_LOOP_KINDS = ['small', 'medium', 'large', 'small', 'medium', 'large']
 const CALIBRATION_RUNS = 6
 const REMEASURE_EVERY = 10
+/** The sqlite phase: one fixed clock (the restart's is 6 min ahead), rounds per child. */
+const SQLITE_NOW = Date.parse('2026-07-07T10:00:00.000Z')
+const SQLITE_ROUNDS = 40
 
 // ---------------------------------------------------------------------------
 // Small helpers
@@ -74,7 +93,7 @@ const REMEASURE_EVERY = 10
 function parseArgs(argv) {
   const opts = {
     trials: Number(process.env.CRASH_TRIALS || 200),
-    only: (process.env.CRASH_ONLY || PHASES.join(',')).split(','),
+    only: (process.env.CRASH_ONLY || DEFAULT_PHASES.join(',')).split(','),
     seed: Number(process.env.CRASH_SEED || Date.now() % 1e9),
     jobs: process.env.CRASH_JOBS ? Number(process.env.CRASH_JOBS) : null,
     keepFailed: false,
@@ -90,6 +109,7 @@ function parseArgs(argv) {
     else if (arg === '--only') opts.only = value().split(',')
     else if (arg === '--seed') opts.seed = Number(value())
     else if (arg === '--jobs') opts.jobs = Number(value())
+    else if (arg === '--sqlite') opts.only = [...opts.only.filter((p) => p !== 'sqlite'), 'sqlite']
     else if (arg === '--keep-failed') opts.keepFailed = true
     else if (arg === '--verbose') opts.verbose = true
     else throw new Error(`unknown argument ${arg}`)
@@ -962,6 +982,179 @@ const phases = {
       return { roots, landed: !r.finished && r.readyToDoneMs === null, repro: `${killNote(delayMs, r)} after ready, ${ops}/${roots.length} roots dispatched` }
     },
   },
+
+  sqlite: {
+    jobs: 2,
+    describe: `the addon's SQLite store in direct mode (sqlite_peer): ${SQLITE_ROUNDS} rounds of status write, intent append/markProcessed, outbox ensure/claim/deliver (delivery log)/markDelivered`,
+    async prepare(base) {
+      const peer = sqlitePeer()
+      const template = path.join(base, 'sqlite-template')
+      fs.mkdirSync(template, { recursive: true })
+      // Rows from an earlier session: delivered items, statuses, intents.
+      const r = await runAndKill(peer, ['run', JSON.stringify(sqliteSpec(template, { rounds: 6, firstRound: 0 }))], { delayMs: 60_000 })
+      if (!r.finished) throw new Error(`sqlite template run failed: ${r.stderr}`)
+      return { peer, template }
+    },
+    root(ctx, base, tag) {
+      const root = path.join(base, `sqlite-${tag}`)
+      copyTree(ctx.template, root)
+      return root
+    },
+    async calibrate(ctx, base, jobs) {
+      const times = []
+      await inParallel(CALIBRATION_RUNS, jobs, async (i) => {
+        const root = this.root(ctx, base, `cal${i}`)
+        const r = await runAndKill(ctx.peer, ['run', JSON.stringify(sqliteSpec(root))], { delayMs: 120_000 })
+        if (!r.finished) throw new Error(`sqlite calibration run failed: ${r.stderr}`)
+        times.push(r.elapsedMs)
+        fs.rmSync(root, { recursive: true, force: true })
+      })
+      ctx.duration = new Durations(times)
+      return `spawn→exit ${ctx.duration.current().toFixed(1)} ms (${path.relative(REPO, ctx.peer)})`
+    },
+    async trial(ctx, base, i, rand, f) {
+      const root = this.root(ctx, base, i)
+      const delayMs = i % REMEASURE_EVERY === REMEASURE_EVERY - 1 ? 120_000 : rand() * ctx.duration.current()
+      const r = await runAndKill(ctx.peer, ['run', JSON.stringify(sqliteSpec(root))], { delayMs })
+      if (r.finished) ctx.duration.add(r.elapsedMs)
+      const committed = r.messages
+      const killedAt = sqliteKillPoint(committed)
+      if (!r.finished) f.note(`killed_${killedAt}`)
+      checkSqlite(ctx, root, committed, f, { afterRestart: false })
+      // The restart: the clock 6 min ahead takes over stale claims; it claims and delivers
+      // everything due and writes statuses of its own.
+      const restart = await runAndKill(
+        ctx.peer,
+        ['run', JSON.stringify(sqliteSpec(root, { now: SQLITE_NOW + RESTART_AHEAD_MS, rounds: 3, firstRound: 100_000, ensurePerRound: 0, claimLimit: 1000, intents: false, name: 'restart' }))],
+        { delayMs: 120_000 }
+      )
+      if (!restart.finished) f.fail('restart_failed', restart.stderr)
+      const errors = restart.messages.filter((m) => m.error)
+      if (errors.length) f.fail('restart_surfaced_error', JSON.stringify(errors[0]))
+      checkSqlite(ctx, root, [...committed, ...restart.messages], f, { afterRestart: true })
+      const steps = committed.filter((m) => !m.ready && !m.done).length
+      return { roots: [root], landed: !r.finished, repro: `kill planned at ${delayMs.toFixed(2)} ms after spawn (${r.finished ? 'exited first' : `last committed step: ${killedAt}`}), ${steps} steps committed` }
+    },
+  },
+}
+
+// ---------------------------------------------------------------------------
+// The SQLite phase's peer and checks
+
+
+/** The sqlite_peer executable: MWS_SQLITE_PEER, else the newest build of the example. */
+function sqlitePeer() {
+  const candidates = process.env.MWS_SQLITE_PEER
+    ? [process.env.MWS_SQLITE_PEER]
+    : ['dev-release', 'release', 'debug'].map((p) => path.join(REPO, 'target', p, 'examples', 'sqlite_peer'))
+  const found = candidates.filter((c) => fs.existsSync(c)).sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0]
+  if (!found) throw new Error(`no sqlite_peer build (${candidates.join(', ')}): cargo build --profile dev-release --example sqlite_peer`)
+  return found
+}
+
+function sqliteSpec(root, extra = {}) {
+  return {
+    store: 'sqlite',
+    db: path.join(root, 'storage', 'app.db'),
+    team: TEAM,
+    name: 'addon',
+    now: SQLITE_NOW,
+    rounds: SQLITE_ROUNDS,
+    firstRound: 1000,
+    ensurePerRound: 1,
+    claimLimit: 2,
+    intents: true,
+    inbox: path.join(root, 'delivery-log.jsonl'),
+    ...extra,
+  }
+}
+
+/** The last committed step before the kill (what the kill interrupted came next). */
+function sqliteKillPoint(lines) {
+  const last = [...lines].reverse().find((m) => !m.ready && !m.done)
+  if (!last) return 'before_first_commit'
+  return `after_${Object.keys(last)[0]}`
+}
+
+function sqliteDump(ctx, root) {
+  const out = require('node:child_process').execFileSync(ctx.peer, ['dump', path.join(root, 'storage', 'app.db')], { encoding: 'utf8' })
+  return JSON.parse(out.trim().split('\n').pop())
+}
+
+/**
+ * After a kill (and again after the restart): integrity_check ok; every committed step of the
+ * logs in the database; the status columns and status_json agree, and each status has its
+ * status_evaluated event (one transaction); a delivered item has exactly one delivery-log line;
+ * after the restart no claim is stranded and no logged item is undelivered.
+ */
+function checkSqlite(ctx, root, lines, f, { afterRestart }) {
+  const when = afterRestart ? '_after_restart' : ''
+  let dump
+  try {
+    dump = sqliteDump(ctx, root)
+  } catch (e) {
+    f.fail(`sqlite_unreadable${when}`, e.message)
+    return
+  }
+  if (dump.integrity !== 'ok') f.fail(`integrity_check${when}`, dump.integrity)
+  const outbox = new Map(dump.outbox.map((r) => [r.id, r]))
+  const intents = new Map(dump.intents.map((r) => [r.id, r]))
+  const statuses = new Map(dump.statuses.map((r) => [r.member_key, r]))
+  const events = new Set(dump.events.filter((e) => e.kind === 'status_evaluated').map((e) => `${e.member_key} ${e.recorded_at}`))
+  const logLines = fs.existsSync(path.join(root, 'delivery-log.jsonl'))
+    ? fs.readFileSync(path.join(root, 'delivery-log.jsonl'), 'utf8').split('\n').filter(Boolean)
+    : []
+  const delivered = new Map()
+  for (const line of logLines) {
+    let id
+    try {
+      id = JSON.parse(line).messageId
+    } catch {
+      // A torn last line of the stand-in log (its append is not atomic): not the store's.
+      f.note('delivery_log_torn_line')
+      continue
+    }
+    delivered.set(id, (delivered.get(id) || 0) + 1)
+  }
+  for (const m of lines) {
+    if (m.status) {
+      const row = statuses.get(m.status)
+      if (!row || row.evaluated_at < m.evaluatedAt) f.fail(`committed_status_lost${when}`, `${m.status} ${m.evaluatedAt}: ${JSON.stringify(row)}`)
+    } else if (m.intent) {
+      if (!intents.has(m.intent)) f.fail(`committed_intent_lost${when}`, m.intent)
+    } else if (m.processed) {
+      if (intents.get(m.processed)?.status !== 'accepted') f.fail(`committed_processed_lost${when}`, JSON.stringify(intents.get(m.processed)))
+    } else if (m.ensured) {
+      if (!outbox.has(m.ensured)) f.fail(`committed_outbox_item_lost${when}`, m.ensured)
+    } else if (m.claimed) {
+      const row = outbox.get(m.claimed)
+      if (!row || !['claimed', 'delivered'].includes(row.status) || row.attempt_generation < m.gen) f.fail(`committed_claim_lost${when}`, `${m.claimed} gen ${m.gen}: ${JSON.stringify(row)}`)
+    } else if (m.inbox) {
+      if (!delivered.has(m.inbox)) f.fail(`delivery_log_line_lost${when}`, m.inbox)
+    } else if (m.delivered) {
+      if (outbox.get(m.delivered)?.status !== 'delivered') f.fail(`committed_delivery_lost${when}`, JSON.stringify(outbox.get(m.delivered)))
+    } else if (m.error) {
+      f.fail(`addon_surfaced_error${when}`, JSON.stringify(m))
+    }
+  }
+  for (const row of dump.statuses) {
+    if (row.evaluated_at !== row.json_evaluated_at) f.fail(`status_columns_disagree_with_json${when}`, JSON.stringify(row))
+    if (!events.has(`${row.member_key} ${row.evaluated_at}`)) f.fail(`status_without_its_metric_event${when}`, JSON.stringify(row))
+  }
+  for (const [id, n] of delivered) if (n > 1) f.fail(`delivered_twice${when}`, `${id} ×${n}`)
+  for (const row of dump.outbox) {
+    const n = delivered.get(row.id) || 0
+    if (row.status === 'delivered' && n !== 1) f.fail(`outbox_delivered_without_delivery_log_line${when}`, row.id)
+    if (!afterRestart) {
+      if (row.status === 'claimed') f.note('item_left_claimed_by_kill')
+      if (row.status !== 'delivered' && n > 0) f.note('delivery_log_line_before_markDelivered_at_kill')
+      continue
+    }
+    if (row.status === 'claimed') f.fail('claim_stranded_after_restart', row.id)
+    if (row.status !== 'delivered' && n > 0) f.fail('delivery_log_line_but_outbox_not_delivered_after_restart', `${row.id}: ${row.status}`)
+    if (row.status === 'pending') f.fail('pending_item_not_delivered_after_restart', row.id)
+  }
+  for (const id of delivered.keys()) if (!outbox.has(id)) f.fail(`delivery_log_line_without_outbox_row${when}`, id)
 }
 
 /** Each resolved payload is acted on once: one `turn_settled_resolved` journal event per sourceId. */
@@ -1107,7 +1300,7 @@ async function main() {
 
 if (require.main !== module) {
   // Required for a repro script: the helpers only.
-  module.exports = { exampleRoot, writeShadowHistory, runToEnd, TEAM, Findings, checkStoreFiles, checkSpool, checkNudges, SPOOL_REL }
+  module.exports = { exampleRoot, writeShadowHistory, runToEnd, TEAM, Findings, checkStoreFiles, checkSpool, checkNudges, SPOOL_REL, checkSqlite, sqlitePeer, sqliteSpec }
 } else if (process.argv[2] === '--child') {
   runChild(JSON.parse(process.argv[3])).catch((e) => {
     console.error(e && e.stack ? e.stack : e)
