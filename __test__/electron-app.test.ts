@@ -276,7 +276,7 @@ describe('the scratch Electron app over member-work-sync/electron', () => {
       await app.shutdown(h.ipc as never)
       current = null
     }
-  })
+  }, 60_000)
 
   it('runtimeTurnSettledTargetResolver places a Claude turn by the app’s session owner; throwing or never settling leaves the file for a later drain, logged', async () => {
     for (const behaviour of ['answer', 'throw', 'never'] as const) {
@@ -300,7 +300,7 @@ describe('the scratch Electron app over member-work-sync/electron', () => {
       await app.shutdown(h.ipc as never)
       current = null
     }
-  })
+  }, 60_000)
 
   it('a never-settling callback holds neither the queue nor dispose', async () => {
     const h = start({ autoStart: true, clock: undefined, runtimeSnapshot: () => new Promise(() => {}), canDispatch: () => new Promise(() => {}) })
