@@ -574,6 +574,9 @@ describe('registerMemberWorkSyncIpc scenarios (the app’s, our versions)', () =
     const ipc = new RecordingIpcMain()
     const { facade, calls } = recordingFacade(async (name) => ({ answeredBy: name }))
     registerMemberWorkSyncIpc(ipc, facade)
+    expect([...ipc.handlers.keys()].sort()).toEqual(
+      ['member-work-sync:getMetrics', 'member-work-sync:getStatus', 'member-work-sync:refreshStatus', 'member-work-sync:report'].sort(),
+    )
     const status = { teamName: 'team-a', memberName: 'bob' }
     const refresh = { teamName: 'team-a', memberName: 'bob', forceNudge: true }
     const metrics = { teamName: 'team-a' }
@@ -592,20 +595,35 @@ describe('registerMemberWorkSyncIpc scenarios (the app’s, our versions)', () =
     expect(calls.map(([, request]) => request).every((request, i) => request === [status, refresh, metrics, report][i])).toBe(true)
   })
 
-  it('propagates status, metrics and report errors so the renderer receives the real failure', async () => {
+  it('propagates feature errors so the renderer receives the real status failure', async () => {
     const ipc = new RecordingIpcMain()
     const failure = Object.assign(new Error('status store unavailable'), { code: 'MWS_IO' })
-    const { facade } = recordingFacade(async () => {
-      throw failure
+    const { facade } = recordingFacade(async (name) => {
+      if (name === 'getStatus') throw failure
+      return {}
     })
     registerMemberWorkSyncIpc(ipc, facade)
     await expect(ipc.handlers.get('member-work-sync:getStatus')!({}, { teamName: 'team-a', memberName: 'bob' })).rejects.toBe(failure)
-    await expect(ipc.handlers.get('member-work-sync:getMetrics')!({}, { teamName: 'team-a' })).rejects.toBe(failure)
-    await expect(ipc.handlers.get('member-work-sync:report')!({}, { teamName: 'team-a', memberName: 'bob' })).rejects.toBe(failure)
+  })
+
+  it('propagates metrics and report errors without replacing them', async () => {
+    const ipc = new RecordingIpcMain()
+    const failures: Record<string, Error> = { getMetrics: new Error('metrics failed'), report: new Error('report failed') }
+    const { facade } = recordingFacade(async (name) => {
+      if (failures[name]) throw failures[name]
+      return {}
+    })
+    registerMemberWorkSyncIpc(ipc, facade)
+    await expect(ipc.handlers.get('member-work-sync:getMetrics')!({}, { teamName: 'team-a' })).rejects.toBe(failures.getMetrics)
+    await expect(
+      ipc.handlers.get('member-work-sync:report')!({}, { teamName: 'team-a', memberName: 'bob', state: 'blocked', agendaFingerprint: 'agenda:v1:test' }),
+    ).rejects.toBe(failures.report)
   })
 
   it('removes exactly the member work sync handlers', () => {
     const ipc = new RecordingIpcMain()
+    registerMemberWorkSyncIpc(ipc, recordingFacade(async () => ({})).facade)
+    ipc.handle('unrelated:channel', () => undefined)
     removeMemberWorkSyncIpc(ipc)
     expect(ipc.removed).toEqual([
       'member-work-sync:getStatus',
@@ -613,5 +631,6 @@ describe('registerMemberWorkSyncIpc scenarios (the app’s, our versions)', () =
       'member-work-sync:getMetrics',
       'member-work-sync:report',
     ])
+    expect([...ipc.handlers.keys()]).toEqual(['unrelated:channel'])
   })
 })
