@@ -115,7 +115,11 @@ export interface MemberWorkSyncNudgeDeliveryWakePort {
   }): Promise<void> | void
 }
 
-/** Accepted, not asked yet (README "Electron entry"). */
+/**
+ * Asked right before a queued proof-missing recovery is delivered; `ok:
+ * false` holds it (retryable: retried at `nextAttemptAt`, else superseded).
+ * Throwing or late: retried later (`nudge_retryable`, logged).
+ */
 export interface MemberWorkSyncProofMissingRecoveryGuardPort {
   shouldDispatch(input: {
     teamName: string
@@ -127,7 +131,7 @@ export interface MemberWorkSyncProofMissingRecoveryGuardPort {
   }): Promise<{ ok: true } | { ok: false; reason: string; retryable: boolean; nextAttemptAt?: string }>
 }
 
-/** Plumbed, not asked by the dispatcher yet (README "Electron entry"). */
+/** Asked by the planner and the dispatcher for a review pickup (README "Electron entry"). */
 export interface MemberWorkSyncReviewPickupDeliveryPort {
   canDeliver(input: {
     teamName: string
@@ -157,7 +161,7 @@ export interface MemberWorkSyncReviewPickupDeliveryPort {
   >
 }
 
-/** Plumbed, not asked by the dispatcher yet (README "Electron entry"). */
+/** Handed every `review_pickup_escalated` line (README "Electron entry"). */
 export interface MemberWorkSyncReviewPickupEscalationPort {
   escalate(input: {
     teamName: string
@@ -171,9 +175,37 @@ export interface MemberWorkSyncReviewPickupEscalationPort {
   }): Promise<void> | void
 }
 
-/** Accepted, not asked yet (README "Electron entry"). */
+/** A normalized runtime turn-settled event, as the app's resolver gets it. */
+export interface RuntimeTurnSettledEvent {
+  schemaVersion: 1
+  provider: RuntimeTurnSettledProvider
+  hookEventName: 'Stop'
+  sourceId: string
+  payloadHash: string
+  recordedAt: string
+  sessionId?: string
+  turnId?: string
+  transcriptPath?: string
+  cwd?: string
+  teamName?: string
+  memberName?: string
+  agentId?: string
+  threadId?: string
+  outcome?: string
+}
+
+/** The member a settled turn belongs to, or why none. */
+export type RuntimeTurnSettledTargetResolution =
+  | { ok: true; teamName: string; memberName: string }
+  | { ok: false; reason: string }
+
+/**
+ * Asked for each drained event (not one ignored before resolution) in place
+ * of the addon's own attribution. Throwing or late: the spool file waits
+ * for a later drain (`failed`, logged).
+ */
 export interface RuntimeTurnSettledTargetResolverPort {
-  resolve(input: unknown): Promise<unknown>
+  resolve(event: RuntimeTurnSettledEvent): Promise<RuntimeTurnSettledTargetResolution>
 }
 
 /** The app's deps object. */
@@ -212,15 +244,19 @@ export interface MemberWorkSyncFeatureDeps {
   nudgeDeliveryWake?: MemberWorkSyncNudgeDeliveryWakePort
   /** Every trigger but a manual refresh waits this long (at most five times it); rounded, at least 1 ms. */
   queueQuietWindowMs?: number
-  /** Accepted, not asked yet (the addon resolves targets from the team files). */
+  /** Resolves each drained turn-settled event's member in place of the addon's own attribution. */
   runtimeTurnSettledTargetResolver?: RuntimeTurnSettledTargetResolverPort
-  /** Accepted, not asked yet. */
+  /** Asked right before a queued proof-missing recovery is delivered. */
   proofMissingRecoveryGuard?: MemberWorkSyncProofMissingRecoveryGuardPort
-  /** Accepted, not asked yet. */
+  /**
+   * Asked whether a deleted team's `<teamsBasePath>/<team>/config.json` is
+   * back (a `config` event for it): resolved resumes the team once;
+   * rejecting or late: still deleted (default: the addon reads the file).
+   */
   configFileAccess?: (configPath: string) => Promise<void>
-  /** Answered as host questions; the addon's dispatcher does not ask them yet (README). */
+  /** `canDeliver` asked by the planner and the dispatcher, `deliver` after the inbox write (README). */
   reviewPickupDelivery?: MemberWorkSyncReviewPickupDeliveryPort
-  /** Answered as host questions; the addon's dispatcher does not ask them yet (README). */
+  /** Handed every `review_pickup_escalated` line; a failure is logged only. */
   reviewPickupEscalation?: MemberWorkSyncReviewPickupEscalationPort
   /** Gets every background failure (`metadata.code`: `MWS_LOG_*`) and the hook installer's messages. */
   logger?: MemberWorkSyncLoggerPort

@@ -19,9 +19,7 @@ const MEMBER_WORK_SYNC_REPORT = 'member-work-sync:report'
 /**
  * Deps keys, each with how it is used. `reader`: the app's own disk readers,
  * accepted and not used (the addon reads the team, task and kanban files
- * itself). `pending`: accepted, not yet asked by the addon (README). The
- * review pickup ports are answered as host questions the addon's dispatcher
- * does not ask yet.
+ * itself). Every callback is answered as a host question of the addon.
  */
 const DEP_KEYS = {
   teamsBasePath: 'path',
@@ -37,13 +35,13 @@ const DEP_KEYS = {
   canDispatchNudges: 'function',
   listLifecycleActiveTeamNames: 'function',
   resolveControlUrl: 'function',
-  configFileAccess: 'pending',
+  configFileAccess: 'function',
   priorityBusySignals: 'signals',
   extraBusySignals: 'signals',
   nudgeDeliveryWake: 'port',
   queueQuietWindowMs: 'number',
-  runtimeTurnSettledTargetResolver: 'pending',
-  proofMissingRecoveryGuard: 'pending',
+  runtimeTurnSettledTargetResolver: 'runtimeTurnSettledTargetResolver',
+  proofMissingRecoveryGuard: 'proofMissingRecoveryGuard',
   reviewPickupDelivery: 'reviewPickupDelivery',
   reviewPickupEscalation: 'reviewPickupEscalation',
   logger: 'logger',
@@ -60,6 +58,8 @@ const DEP_CHECKS = {
   port: (value) => typeof value.schedule === 'function',
   reviewPickupDelivery: (value) => typeof value.canDeliver === 'function' && typeof value.deliver === 'function',
   reviewPickupEscalation: (value) => typeof value.escalate === 'function',
+  runtimeTurnSettledTargetResolver: (value) => typeof value.resolve === 'function',
+  proofMissingRecoveryGuard: (value) => typeof value.shouldDispatch === 'function',
   logger: (value) => ['debug', 'warn', 'error'].every((m) => typeof value[m] === 'function'),
   path: (value) => typeof value === 'string',
   number: (value) => typeof value === 'number',
@@ -145,13 +145,20 @@ async function answer(deps, kind, input) {
     case 'nudgeDeliveryWake':
       await deps.nudgeDeliveryWake.schedule(input)
       return null
-    // Plumbed for the dispatcher's direct review pickup, which does not ask yet.
     case 'reviewPickupDelivery.canDeliver':
       return await deps.reviewPickupDelivery.canDeliver(input)
     case 'reviewPickupDelivery.deliver':
       return await deps.reviewPickupDelivery.deliver(input)
     case 'reviewPickupEscalation.escalate':
       await deps.reviewPickupEscalation.escalate(input)
+      return null
+    case 'proofMissingRecoveryGuard.shouldDispatch':
+      return await deps.proofMissingRecoveryGuard.shouldDispatch(input)
+    case 'runtimeTurnSettledTargetResolver.resolve':
+      return await deps.runtimeTurnSettledTargetResolver.resolve(input)
+    case 'configFileAccess':
+      // The addon names the team; the path is the app's coordinator's.
+      await deps.configFileAccess(path.join(deps.teamsBasePath, input, 'config.json'))
       return null
     default:
       throw new Error(`unknown host question ${kind}`)
@@ -172,6 +179,9 @@ function hostAnswers(deps) {
   }
   if (deps.reviewPickupDelivery) kinds.push('reviewPickupDelivery.canDeliver', 'reviewPickupDelivery.deliver')
   if (deps.reviewPickupEscalation) kinds.push('reviewPickupEscalation.escalate')
+  if (deps.proofMissingRecoveryGuard) kinds.push('proofMissingRecoveryGuard.shouldDispatch')
+  if (deps.runtimeTurnSettledTargetResolver) kinds.push('runtimeTurnSettledTargetResolver.resolve')
+  if (deps.configFileAccess) kinds.push('configFileAccess')
   return kinds
 }
 

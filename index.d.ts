@@ -100,10 +100,12 @@ export type MemberWorkSyncHostQuestionKind =
   | 'priorityBusySignals'
   | 'extraBusySignals'
   | 'nudgeDeliveryWake'
-  /** Answered by the Electron entry; not asked by the dispatcher yet. */
   | 'reviewPickupDelivery.canDeliver'
   | 'reviewPickupDelivery.deliver'
   | 'reviewPickupEscalation.escalate'
+  | 'proofMissingRecoveryGuard.shouldDispatch'
+  | 'runtimeTurnSettledTargetResolver.resolve'
+  | 'configFileAccess'
 
 /** One question of the addon to the host app; answer it with `settleHostQuestion(id, outcome)`. */
 export interface MemberWorkSyncHostQuestion {
@@ -113,9 +115,12 @@ export interface MemberWorkSyncHostQuestion {
   kind: MemberWorkSyncHostQuestionKind
   /**
    * Its input: the team name (`isTeamActive`, `canDispatchNudges`), null
-   * (`listLifecycleActiveTeamNames`, `resolveControlUrl`), or the object the
-   * app's port takes (`isMemberActive`, the busy signals' `isBusy`,
-   * `nudgeDeliveryWake.schedule`).
+   * (`listLifecycleActiveTeamNames`, `resolveControlUrl`), the config file's
+   * path (`configFileAccess`), the normalized event
+   * (`runtimeTurnSettledTargetResolver.resolve`), or the object the app's
+   * port takes (`isMemberActive`, the busy signals' `isBusy`,
+   * `nudgeDeliveryWake.schedule`, `proofMissingRecoveryGuard.shouldDispatch`,
+   * the review pickup ports).
    */
   input: unknown
 }

@@ -81,6 +81,9 @@ function start(overrides: Partial<app.ScratchServices> = {}): Harness {
     relayLead: () => {},
     promptDeliveryBusy: { isBusy: async () => ({ busy: false }) },
     toolApprovalBusy: { isBusy: async () => ({ busy: false }) },
+    deliveryStatus: async () => null,
+    sessionOwner: async () => null,
+    configFileAccess: (configPath) => fs.promises.access(configPath),
     logger: { debug: record('debug'), warn: record('warn'), error: record('error') },
     hostTimeoutMs: TIMEOUT_MS,
     autoStart: false,
@@ -253,6 +256,51 @@ describe('the scratch Electron app over member-work-sync/electron', () => {
       await app.shutdown(h2.ipc as never)
     }
   })
+
+  it('configFileAccess probes a deleted team’s config on a config event: answering resumes it; slow is waited for; throwing or never settling keeps it deleted, logged', async () => {
+    for (const behaviour of ['answer', 'slow', 'throw', 'never'] as const) {
+      const asked: unknown[] = []
+      const h = start({ configFileAccess: callback(behaviour, undefined, asked) as (configPath: string) => Promise<void> })
+      await app.deleteTeam('forge')
+      app.notifyTeamChange({ type: 'config', teamName: 'forge', detail: 'config.json' })
+      await until(() => (asked.length > 0 ? true : undefined))
+      expect(asked).toEqual([path.join(h.root, 'teams', 'forge', 'config.json')])
+      if (behaviour === 'answer' || behaviour === 'slow') {
+        await until(() => (h.feature.getQueueDiagnostics().queuedItems.some((item) => item.triggerReasons.includes('startup_scan')) ? true : undefined))
+      } else {
+        const code = behaviour === 'throw' ? 'MWS_LOG_HOST_CALLBACK_FAILED' : 'MWS_LOG_HOST_CALLBACK_TIMED_OUT'
+        await until(() => (h.codes().includes(code) ? true : undefined))
+        expect(h.feature.getQueueDiagnostics().queued).toBe(0)
+        await expect(app.routes.status('forge', 'bob')).rejects.toMatchObject({ code: 'MWS_TEAM_QUIESCED' })
+      }
+      await app.shutdown(h.ipc as never)
+      current = null
+    }
+  }, 60_000)
+
+  it('runtimeTurnSettledTargetResolver places a Claude turn by the app’s session owner; throwing or never settling leaves the file for a later drain, logged', async () => {
+    for (const behaviour of ['answer', 'throw', 'never'] as const) {
+      const owner = { teamName: 'forge', memberName: 'bob' }
+      const h = start({ sessionOwner: callback(behaviour, owner) as app.ScratchServices['sessionOwner'] })
+      const env = await app.runtimeEnvironmentFor(path.join(h.root, 'teams'), 'claude')
+      const spoolRoot = env?.AGENT_TEAMS_RUNTIME_TURN_SETTLED_SPOOL_ROOT ?? path.join(h.root, 'teams/.member-work-sync/runtime-hooks')
+      fs.mkdirSync(path.join(spoolRoot, 'incoming'), { recursive: true })
+      const name = '20261122T095900000Z-4242-lead.claude.json'
+      fs.writeFileSync(path.join(spoolRoot, 'incoming', name), JSON.stringify({ session_id: 'lead-session', hook_event_name: 'Stop', cwd: h.root }))
+      const summary = await h.feature.drainRuntimeTurnSettledEvents()
+      if (behaviour === 'answer') {
+        expect(summary).toMatchObject({ claimed: 1, enqueued: 1, failed: 0 })
+        expect(readJson(path.join(spoolRoot, 'processed', `${name}.meta.json`))).toMatchObject({ outcome: 'enqueued', teamName: 'forge', memberName: 'bob' })
+      } else {
+        expect(summary).toMatchObject({ claimed: 1, enqueued: 0, failed: 1 })
+        expect(fs.readdirSync(path.join(spoolRoot, 'incoming'))).toEqual([name])
+        const code = behaviour === 'throw' ? 'MWS_LOG_HOST_CALLBACK_FAILED' : 'MWS_LOG_HOST_CALLBACK_TIMED_OUT'
+        await until(() => (h.codes().includes(code) ? true : undefined))
+      }
+      await app.shutdown(h.ipc as never)
+      current = null
+    }
+  }, 60_000)
 
   it('a never-settling callback holds neither the queue nor dispose', async () => {
     const h = start({ autoStart: true, clock: undefined, runtimeSnapshot: () => new Promise(() => {}), canDispatch: () => new Promise(() => {}) })

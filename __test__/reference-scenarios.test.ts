@@ -8,6 +8,7 @@ import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 
 import { MemberWorkSync } from '../index.js'
+import { createMemberWorkSyncFeature } from 'member-work-sync/electron'
 import { copyExampleRoot, readJson, writeJson } from './helpers'
 
 const NOW = Date.parse('2026-11-22T10:00:00.000Z')
@@ -50,7 +51,14 @@ function writeNoisyHistory(root: string): void {
 describe('the app feature scenarios, on the addon', () => {
   it('delivers a Codex inbox-watch nudge while shadow data is still collecting', async () => {
     const root = copyExampleRoot()
-    const sync = new MemberWorkSync({ claudeRoot: root, clock: { nowMs: NOW }, autoStart: false })
+    // Through the Electron entry, for the app's delivery wake.
+    const wakes: unknown[] = []
+    const sync = createMemberWorkSyncFeature({
+      teamsBasePath: path.join(root, 'teams'),
+      clock: { nowMs: NOW },
+      autoStart: false,
+      nudgeDeliveryWake: { schedule: (input) => void wakes.push(input) },
+    })
     try {
       expect((await sync.getMetrics({ teamName: 'forge' })).phase2Readiness.state).toBe('collecting_shadow_data')
       const status = await sync.refreshStatus({ teamName: 'forge', memberName: 'jack' })
@@ -66,6 +74,9 @@ describe('the app feature scenarios, on the addon', () => {
       expect(outboxItems(root, 'jack')).toEqual([expect.objectContaining({ status: 'delivered', deliveredMessageId: rows[0].messageId })])
       expect(journal(root, 'jack').map((line) => line.event)).toContain('nudge_delivered')
       expect(journal(root, 'jack').some((line) => line.reason === 'phase2_not_ready')).toBe(false)
+      expect(wakes.filter((wake: any) => wake.memberName === 'jack')).toEqual([
+        { teamName: 'forge', memberName: 'jack', messageId: rows[0].messageId, providerId: 'codex', reason: 'member_work_sync_nudge_inserted', delayMs: 500 },
+      ])
     } finally {
       await sync.dispose()
     }

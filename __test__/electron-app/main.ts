@@ -33,6 +33,12 @@ export interface ScratchServices {
   relayLead(teamName: string): void | Promise<void>
   promptDeliveryBusy: MemberWorkSyncBusySignalPort
   toolApprovalBusy: MemberWorkSyncBusySignalPort
+  /** The app's OpenCode delivery status of a message (null: not an OpenCode recipient, or unknown). */
+  deliveryStatus(teamName: string, messageId: string): Promise<{ proofMissing: boolean; checking: boolean; nextReviewAt?: string; responsePending: boolean } | null>
+  /** A runtime session the app knows the owner of (its live harness's resolver seam). */
+  sessionOwner(sessionId: string): Promise<{ teamName: string; memberName: string } | null>
+  /** How the app checks that a config file is there (`fs.promises.access`). */
+  configFileAccess(configPath: string): Promise<void>
   logger: { debug(m: string, x?: Record<string, unknown>): void; warn(m: string, x?: Record<string, unknown>): void; error(m: string, x?: Record<string, unknown>): void }
   hostTimeoutMs?: number
   tuning?: { dispatchIntervalMs?: number; drainIntervalMs?: number }
@@ -90,11 +96,30 @@ export function startMemberWorkSync(ipcMain: IpcMain, services: ScratchServices)
         }
       },
     },
-    // Accepted with the app's shapes; not asked by the addon yet (README).
+    // As the app's guard: only a delivery still missing its proof gets the recovery.
     proofMissingRecoveryGuard: {
-      shouldDispatch: async (input) =>
-        input.taskIds.length > 0 ? { ok: true } : { ok: false, reason: 'proof_missing_recovery_suppressed', retryable: false },
+      shouldDispatch: async (input) => {
+        const status = await services.deliveryStatus(input.teamName, input.originalMessageId)
+        if (!status) return { ok: true }
+        if (status.proofMissing) {
+          return status.checking
+            ? { ok: false, reason: 'proof_missing_recovery_still_in_grace', retryable: true, ...(status.nextReviewAt ? { nextAttemptAt: status.nextReviewAt } : {}) }
+            : { ok: true }
+        }
+        return status.responsePending
+          ? { ok: false, reason: 'proof_missing_recovery_delivery_still_pending', retryable: true }
+          : { ok: false, reason: 'proof_missing_recovery_suppressed', retryable: false }
+      },
     },
+    // As the app's live harness: a session the app knows decides the member.
+    runtimeTurnSettledTargetResolver: {
+      resolve: async (event) => {
+        if (event.provider !== 'claude') return { ok: false, reason: 'unsupported_provider' }
+        const owner = event.sessionId ? await services.sessionOwner(event.sessionId) : null
+        return owner ? { ok: true, teamName: owner.teamName, memberName: owner.memberName } : { ok: false, reason: 'no_matching_member_session' }
+      },
+    },
+    configFileAccess: (configPath) => services.configFileAccess(configPath),
     reviewPickupDelivery: {
       canDeliver: (input) =>
         input.providerId === 'opencode' ? { ok: true } : { ok: false, reason: `provider_not_supported:${input.providerId ?? 'unknown'}` },

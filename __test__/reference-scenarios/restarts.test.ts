@@ -9,7 +9,9 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 
-import { readJson, writeJson } from '../helpers'
+import { createMemberWorkSyncFeature } from 'member-work-sync/electron'
+
+import { readJson, until, writeJson } from '../helpers'
 import { makeTeam, MINUTE, NOW, open, pendingTask, seedMatureNoisy, Team } from './fixture'
 
 const iso = (ms: number) => new Date(ms).toISOString()
@@ -62,8 +64,22 @@ describe('app scenarios: another process finishes the nudge', () => {
 
       const later = Date.parse(held.nextAttemptAt) + 1000
       seedMatureNoisy(team, 'bob', ['would_nudge', 'fingerprint_changed'], ['bob'], later)
+      // The scheduled pass after the restart, through the Electron entry: the
+      // app's lifecycle list (a blank and a repeated name in it) names the
+      // teams, each asked about once per pass.
+      const passes: string[] = []
+      const scheduled = createMemberWorkSyncFeature({
+        teamsBasePath: path.join(team.root, 'teams'),
+        clock: { nowMs: later },
+        tuning: { dispatchIntervalMs: 100 },
+        listLifecycleActiveTeamNames: async () => (passes.push('list'), [' ', team.name, team.name]),
+        canDispatchNudges: async (teamName) => (passes.push(teamName), true),
+      })
+      await until(() => (team.nudges('bob').length > 0 ? true : undefined))
+      await scheduled.dispose()
+      expect(passes[0]).toBe('list')
+      expect(passes.join(',')).toMatch(new RegExp(`^(list,${team.name},)*list(,${team.name})?$`))
       sync = open(team, { clock: { nowMs: later } })
-      await sync.dispatchDueNudges([team.name])
       const noisy = (await sync.getMetrics({ teamName: team.name })).phase2Readiness
       expect(noisy.state).toBe('blocked')
       expect(noisy.reasons).toEqual(expect.arrayContaining(['would_nudge_rate_high', 'fingerprint_churn_high']))
@@ -151,7 +167,14 @@ describe('app scenarios: another process finishes the nudge', () => {
     expect(row[0].messageId).toBe(crashed.id)
     writeJson(path.join(team.teamDir, 'inboxes/bob.json'), row)
 
-    const sync = open(team, { clock: { nowMs: NOW + 5 * MINUTE + MINUTE } })
+    // The pass after the restart, through the Electron entry for the app's delivery wake.
+    const wakes: unknown[] = []
+    const sync = createMemberWorkSyncFeature({
+      teamsBasePath: path.join(team.root, 'teams'),
+      clock: { nowMs: NOW + 5 * MINUTE + MINUTE },
+      autoStart: false,
+      nudgeDeliveryWake: { schedule: (input) => void wakes.push(input) },
+    })
     try {
       await sync.dispatchDueNudges([team.name])
       expect((await sync.getMetrics({ teamName: team.name })).phase2Readiness.state).toBe('blocked')
@@ -159,6 +182,10 @@ describe('app scenarios: another process finishes the nudge', () => {
       expect(team.outboxItems('bob')).toEqual([expect.objectContaining({ status: 'delivered', attemptGeneration: 2, deliveredMessageId: crashed.id })])
       expect(team.journal('bob').some((line) => line.reason === 'blocking_metrics')).toBe(false)
       expect(team.events('bob').filter((event) => event === 'nudge_delivered')).toHaveLength(1)
+      // The row was already there: one wake, for an existing row.
+      expect(wakes).toEqual([
+        { teamName: team.name, memberName: 'bob', messageId: crashed.id, providerId: 'opencode', reason: 'member_work_sync_nudge_existing', delayMs: 500 },
+      ])
     } finally {
       await sync.dispose()
     }

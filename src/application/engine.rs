@@ -52,6 +52,13 @@ struct EngineState {
     /// Deleted teams that came back on their own (their `config.json`
     /// reappeared) and were re-scanned: a later `resumeTeam` scans no more.
     auto_resumed: HashSet<String>,
+    /// Deleted teams whose `config.json` is being looked for (a `config`
+    /// event came), with the ticket of that look: at most one per team; a
+    /// new deletion or a resume takes the ticket away, so a late answer of
+    /// an older generation changes nothing.
+    config_probes: HashMap<String, u64>,
+    /// The last ticket given out.
+    last_probe: u64,
     /// Per-team operations admitted through [`Engine::with_team`] and not yet done.
     in_flight: HashMap<String, usize>,
 }
@@ -146,6 +153,10 @@ pub struct QueuedItemView {
     pub trigger_reason_counts: serde_json::Map<String, serde_json::Value>,
 }
 
+/// Hands slow engine work (a deleted team's config probe, which may wait
+/// for the app's `configFileAccess`) to another thread.
+pub type Background = Box<dyn Fn(Box<dyn FnOnce(&Engine) + Send>) + Send + Sync>;
+
 /// The live engine of one addon instance.
 pub struct Engine {
     reconciler: Arc<Reconciler>,
@@ -154,6 +165,9 @@ pub struct Engine {
     /// Signalled whenever a reconcile finishes (deletion waits on it).
     finished: Condvar,
     wake: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
+    /// Runs slow work off the caller's thread (the worker's blocking pool);
+    /// without one it runs inline.
+    background: Mutex<Option<Background>>,
     /// Set by [`Engine::stop`]: long passes end between batches.
     stopping: AtomicBool,
     /// Events the intake dropped or merged before routing.
@@ -169,6 +183,7 @@ impl Engine {
             state: Mutex::new(EngineState::default()),
             finished: Condvar::new(),
             wake: Mutex::new(None),
+            background: Mutex::new(None),
             stopping: AtomicBool::new(false),
             intake: IntakeCounters::default(),
         }
@@ -197,6 +212,22 @@ impl Engine {
     /// Installs the hook that wakes the worker when the queue changed.
     pub fn set_wake(&self, wake: Box<dyn Fn() + Send + Sync>) {
         *self.wake.lock().unwrap_or_else(|p| p.into_inner()) = Some(wake);
+    }
+
+    /// Installs where slow work runs (the worker's blocking pool).
+    pub fn set_background(&self, background: Background) {
+        *self.background.lock().unwrap_or_else(|p| p.into_inner()) = Some(background);
+    }
+
+    fn in_background(&self, work: Box<dyn FnOnce(&Engine) + Send>) {
+        let background = self.background.lock().unwrap_or_else(|p| p.into_inner());
+        match background.as_ref() {
+            Some(run) => run(work),
+            None => {
+                drop(background);
+                work(self);
+            }
+        }
     }
 
     fn wake(&self) {
@@ -869,35 +900,64 @@ impl Engine {
 
     /// A deleted team whose `config.json` is written again (a `config`
     /// event for it, and the file is there) comes back once, as the app's
-    /// deletion coordinator does: fence lifted, one startup scan.
+    /// deletion coordinator does: fence lifted, one startup scan. The look
+    /// for the file runs in the background (it may ask the app's
+    /// `configFileAccess`), one at a time per team: events of the team that
+    /// come meanwhile are swallowed and start no second look.
     fn resume_if_recreated(&self, event: &TeamChangeEvent) {
         let key = team_runtime_key(&event.team_name);
         let config_written =
             event.kind == "config" && event.detail.as_deref() == Some("config.json");
-        if !config_written || !self.state().deleted.contains(&key) {
+        if !config_written {
             return;
         }
-        let Ok(team) = TeamName::parse(&event.team_name) else {
+        let Ok(team) = TeamName::parse(event.team_name.trim()) else {
             return;
         };
-        if !self
-            .deps
-            .ports
-            .teams
-            .load_roster(team.as_str())
-            .config_found
-        {
-            return;
-        }
-        {
+        let ticket = {
             let mut state = self.state();
-            if !state.deleted.remove(&key) {
+            if !state.deleted.contains(&key) || state.config_probes.contains_key(&key) {
                 return;
             }
-            state.deleting.remove(&key);
-            state.auto_resumed.insert(key);
+            state.last_probe += 1;
+            let ticket = state.last_probe;
+            state.config_probes.insert(key.clone(), ticket);
+            ticket
+        };
+        self.in_background(Box::new(move |engine: &Engine| {
+            engine.finish_config_probe(&team, &key, ticket);
+        }));
+    }
+
+    /// Looks for the deleted team's `config.json` (the app's
+    /// `configFileAccess` when it gave one: resolved means there; else the
+    /// addon's own read) and resumes the team when it is there and the
+    /// look is still the team's current one.
+    fn finish_config_probe(&self, team: &TeamName, key: &str, ticket: u64) {
+        let found = match self.deps.ports.host.config_file_access(team.as_str()) {
+            Some(found) => found,
+            None => {
+                self.deps
+                    .ports
+                    .teams
+                    .load_roster(team.as_str())
+                    .config_found
+            }
+        };
+        {
+            let mut state = self.state();
+            if state.config_probes.get(key) != Some(&ticket) {
+                // A newer deletion or a resume came meanwhile.
+                return;
+            }
+            state.config_probes.remove(key);
+            if !found || !state.deleted.remove(key) {
+                return;
+            }
+            state.deleting.remove(key);
+            state.auto_resumed.insert(key.to_string());
         }
-        self.enqueue_startup_scan(std::slice::from_ref(&team));
+        self.enqueue_startup_scan(std::slice::from_ref(team));
     }
 
     /// Fences the team, drops its queue and waits for its running reconciles
@@ -909,6 +969,7 @@ impl Engine {
         state.deleting.insert(key.clone());
         state.deleted.remove(&key);
         state.auto_resumed.remove(&key);
+        state.config_probes.remove(&key);
         state.queue.drop_team(team);
         while state.queue.running_in_team(team) > 0
             || state.in_flight.get(&key).is_some_and(|n| *n > 0)
@@ -962,6 +1023,7 @@ impl Engine {
         let mut state = self.state();
         state.deleting.remove(&key);
         state.deleted.remove(&key);
+        state.config_probes.remove(&key);
         !state.auto_resumed.remove(&key)
     }
 

@@ -151,6 +151,54 @@ pub enum ControlUrl {
     Unavailable(String),
 }
 
+/// A queued proof-missing recovery about to be delivered
+/// (`proofMissingRecoveryGuard.shouldDispatch`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecoveryQuestion<'a> {
+    /// Team of the member.
+    pub team_name: &'a str,
+    /// The member.
+    pub member_name: &'a str,
+    /// `proof-missing:<originalMessageId>`.
+    pub intent_key: &'a str,
+    /// The message whose delivery proof was missing.
+    pub original_message_id: &'a str,
+    /// The task ids of the nudge.
+    pub task_ids: Vec<&'a str>,
+    /// Now, by the instance clock.
+    pub now: EpochMs,
+}
+
+/// What the app's proof-missing recovery guard answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecoveryVerdict {
+    /// Deliver the recovery.
+    Dispatch,
+    /// Do not deliver it now.
+    Hold {
+        /// The app's reason (`proof_missing_recovery_suppressed`, ...).
+        reason: String,
+        /// Worth trying again (else the item is superseded).
+        retryable: bool,
+        /// When to try again, when the app said.
+        retry_at: Option<EpochMs>,
+    },
+}
+
+/// What the app's turn-settled target resolver answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SettledTarget {
+    /// The turn was this member's.
+    Member {
+        /// Team dir name.
+        team_name: String,
+        /// The member.
+        member_name: String,
+    },
+    /// No target, for this reason.
+    Unresolved(String),
+}
+
 /// The host app's answers. `None`: no answer, use the fallback.
 pub trait Host: Send + Sync {
     /// `isTeamActive(teamName)`.
@@ -200,6 +248,30 @@ pub trait Host: Send + Sync {
         &self,
         _escalation: &ReviewPickupEscalation<'_>,
     ) -> Option<Result<(), String>> {
+        None
+    }
+    /// `proofMissingRecoveryGuard.shouldDispatch(...)`: `None` without the
+    /// option, `Err` carrying why the call failed (threw, late, unusable).
+    fn proof_missing_recovery(
+        &self,
+        _question: &RecoveryQuestion<'_>,
+    ) -> Option<Result<RecoveryVerdict, String>> {
+        None
+    }
+    /// `runtimeTurnSettledTargetResolver.resolve(event)` (`event` as the
+    /// app's `RuntimeTurnSettledEvent`): `None` without the option, `Err`
+    /// carrying why the call failed.
+    fn turn_settled_target(
+        &self,
+        _event: &serde_json::Value,
+    ) -> Option<Result<SettledTarget, String>> {
+        None
+    }
+    /// `configFileAccess(configPath)`: `None` without the option; `true`
+    /// when it resolved, `false` when it rejected, was late or the
+    /// instance is stopping (the app's coordinator treats a rejection as
+    /// "not there yet").
+    fn config_file_access(&self, _config_path: &str) -> Option<bool> {
         None
     }
 }
@@ -282,6 +354,21 @@ impl Host for HostRelay {
         escalation: &ReviewPickupEscalation<'_>,
     ) -> Option<Result<(), String>> {
         self.ask(|h| h.review_pickup_escalate(escalation)).flatten()
+    }
+    fn proof_missing_recovery(
+        &self,
+        question: &RecoveryQuestion<'_>,
+    ) -> Option<Result<RecoveryVerdict, String>> {
+        self.ask(|h| h.proof_missing_recovery(question)).flatten()
+    }
+    fn turn_settled_target(
+        &self,
+        event: &serde_json::Value,
+    ) -> Option<Result<SettledTarget, String>> {
+        self.ask(|h| h.turn_settled_target(event)).flatten()
+    }
+    fn config_file_access(&self, config_path: &str) -> Option<bool> {
+        self.ask(|h| h.config_file_access(config_path)).flatten()
     }
 }
 

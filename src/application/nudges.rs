@@ -15,7 +15,7 @@ use super::host::{
     ReviewPickupFailure, ReviewPickupRequest,
 };
 use super::ports::{AuditEvent, InboxOutcome, MemberFailure, PortError, Ports};
-use super::review_pickup;
+use super::{proof_missing, review_pickup};
 use crate::domain::agenda::{Agenda, TeamIndex};
 use crate::domain::decision::{decide, DecisionInput, RuntimeActivity};
 use crate::domain::metrics::{readiness, MetricsIndex, Readiness, Thresholds};
@@ -567,6 +567,9 @@ impl Nudges {
                 };
             }
         }
+        if let Some(end) = proof_missing::guard_recovery(&*self.ports.host, item, now, backoff) {
+            return end;
+        }
         let items = match self.ports.outbox.member_items(team, member) {
             Ok(items) => items,
             // Without the member's deliveries the rate limit cannot be checked.
@@ -779,7 +782,8 @@ impl Nudges {
 
 /// Reasons of a retry after a store or the inbox failed (prefixes): where
 /// the app's dispatcher throws and journals `nudge_retryable`.
-const FAILURE_REASONS: [&str; 4] = [
+const FAILURE_REASONS: [&str; 5] = [
+    proof_missing::GUARD_FAILED_PREFIX,
     "inbox_write_failed:",
     "outbox_unavailable:",
     "watchdog_journal_unavailable:",

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use super::host::{Host, SettledTarget};
 use super::ports::{AuditEvent, AuditJournal, Clock, PortError, StatusStore, TeamSource};
 use super::reconcile::may_store_member;
 use crate::domain::names::{normalize_member_name, validate_name};
@@ -191,6 +192,8 @@ pub struct TurnSettledIngestor {
     /// Asked whether a name off the roster may still get a journal.
     store: Arc<dyn StatusStore>,
     recent: Arc<SettledTurns>,
+    /// The app's `runtimeTurnSettledTargetResolver`, when it gave one.
+    host: Option<Arc<dyn Host>>,
 }
 
 /// The `sourceId`s of the newest 4096 turns the drain
@@ -282,7 +285,16 @@ impl TurnSettledIngestor {
             journal,
             store,
             recent: Arc::default(),
+            host: None,
         }
+    }
+
+    /// Asks `host` for each event's target (the app's
+    /// `runtimeTurnSettledTargetResolver`) in place of the addon's own
+    /// attribution, when the host has that callback.
+    pub fn with_host(mut self, host: Arc<dyn Host>) -> Self {
+        self.host = Some(host);
+        self
     }
 
     /// Records handled turns in `turns`, shared with the engine so that a
@@ -326,10 +338,14 @@ impl TurnSettledIngestor {
         // Source ids resolved earlier in this batch: a second delivery of one
         // payload is a duplicate before the first is even filed.
         let mut resolved_ids: HashSet<String> = HashSet::new();
+        // Once the app's resolver failed, the rest of the batch waits for a
+        // later drain without asking it again: one stuck callback costs a
+        // drain one wait, not one per file.
+        let mut resolver_failed = false;
         for claim in &claims {
             let now = self.clock.now_ms();
-            let (disposition, meta, verdict) = match self.judge(claim, &mut rosters, &resolved_ids)
-            {
+            let judged = self.judge(claim, &mut rosters, &resolved_ids, &mut resolver_failed);
+            let (disposition, meta, verdict) = match judged {
                 Judged::Later => {
                     summary.failed += 1;
                     let _ = self.spool.release(claim);
@@ -467,6 +483,7 @@ impl TurnSettledIngestor {
         claim: &SpoolClaim,
         rosters: &mut HashMap<String, TeamSnapshot>,
         resolved_ids: &HashSet<String>,
+        resolver_failed: &mut bool,
     ) -> Judged {
         let payload = match &claim.content {
             ClaimContent::Transient(_) => return Judged::Later,
@@ -484,7 +501,14 @@ impl TurnSettledIngestor {
         };
         match normalized {
             Ok(event) => {
-                let mut attributed = self.decide(&event, rosters);
+                let mut attributed = match self.decide_by_host(&event, rosters, *resolver_failed) {
+                    Some(Ok(attributed)) => attributed,
+                    Some(Err(HostFailed)) => {
+                        *resolver_failed = true;
+                        return Judged::Later;
+                    }
+                    None => self.decide(&event, rosters),
+                };
                 if matches!(attributed.decision, Decision::Resolved { .. })
                     && resolved_ids.contains(&event.source_id)
                 {
@@ -562,6 +586,67 @@ impl TurnSettledIngestor {
         }
     }
 
+    /// The app's resolver's decision, when it has one (`None`: no resolver,
+    /// or an event ignored before resolution, which the app never asks
+    /// about). A resolved member gets its reconcile as the app's
+    /// ingestor queues it, without the addon's roster checks, provided the
+    /// names are safe on disk and the member may have a store folder
+    /// ([`may_store_member`]); otherwise the event is unresolved. A call
+    /// that threw, was late or answered something unusable leaves the claim
+    /// for a later drain, as the app's ingestor leaves a claim whose
+    /// resolution threw (counted `failed`).
+    fn decide_by_host(
+        &self,
+        event: &TurnSettledEvent,
+        rosters: &mut HashMap<String, TeamSnapshot>,
+        failed_before: bool,
+    ) -> Option<Result<Attributed, HostFailed>> {
+        let host = self.host.as_ref()?;
+        if event.ignore_reason().is_some() {
+            return None;
+        }
+        // Only a host with the resolver ever failed it.
+        if failed_before {
+            return Some(Err(HostFailed));
+        }
+        let question = serde_json::to_value(event).ok()?;
+        let answer = match host.turn_settled_target(&question)? {
+            Ok(answer) => answer,
+            Err(_) => return Some(Err(HostFailed)),
+        };
+        let decision = match answer {
+            SettledTarget::Unresolved(reason) => {
+                return Some(Ok(Attributed {
+                    decision: Decision::Unresolved(reason),
+                    target: None,
+                }))
+            }
+            SettledTarget::Member {
+                team_name,
+                member_name,
+            } => {
+                let storable = validate_name(&member_name).is_ok()
+                    && self.roster(&team_name, rosters).is_some_and(|roster| {
+                        may_store_member(self.store.as_ref(), roster, &member_name).unwrap_or(false)
+                    });
+                if !storable {
+                    Decision::Unresolved("resolver_target_unknown".into())
+                } else if self.recent.contains(&event.source_id) {
+                    Decision::Duplicate
+                } else {
+                    Decision::Resolved {
+                        team: team_name.clone(),
+                        member: member_name.clone(),
+                    }
+                }
+            }
+        };
+        Some(Ok(Attributed {
+            decision,
+            target: None,
+        }))
+    }
+
     /// A lead's own turn (seed 000 §9.2): ignored, journaled for the lead.
     fn lead_turn(&self, team: String, rosters: &mut HashMap<String, TeamSnapshot>) -> Attributed {
         let lead = self
@@ -623,6 +708,9 @@ impl TurnSettledIngestor {
         }
     }
 }
+
+/// The app's resolver was asked and gave no usable answer.
+struct HostFailed;
 
 /// A claim, judged.
 enum Judged {

@@ -25,8 +25,9 @@ use napi::Status;
 use serde_json::{json, Value};
 
 use crate::application::host::{
-    BusyQuestion, BusyRank, ControlUrl, DeliveryWake, Host, HostBusy, ReviewPickupDelivered,
-    ReviewPickupEscalation, ReviewPickupFailure, ReviewPickupRequest,
+    BusyQuestion, BusyRank, ControlUrl, DeliveryWake, Host, HostBusy, RecoveryQuestion,
+    RecoveryVerdict, ReviewPickupDelivered, ReviewPickupEscalation, ReviewPickupFailure,
+    ReviewPickupRequest, SettledTarget,
 };
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
 use crate::domain::team::ProviderId;
@@ -72,10 +73,16 @@ pub enum QuestionKind {
     ReviewPickupDeliver,
     /// `reviewPickupEscalation.escalate(input)`.
     ReviewPickupEscalate,
+    /// `proofMissingRecoveryGuard.shouldDispatch(input)`.
+    ProofMissingRecoveryGuard,
+    /// `runtimeTurnSettledTargetResolver.resolve(event)`.
+    TurnSettledTargetResolver,
+    /// `configFileAccess(configPath)`.
+    ConfigFileAccess,
 }
 
 impl QuestionKind {
-    const ALL: [Self; 11] = [
+    const ALL: [Self; 14] = [
         Self::IsTeamActive,
         Self::IsMemberActive,
         Self::CanDispatchNudges,
@@ -87,6 +94,9 @@ impl QuestionKind {
         Self::ReviewPickupCanDeliver,
         Self::ReviewPickupDeliver,
         Self::ReviewPickupEscalate,
+        Self::ProofMissingRecoveryGuard,
+        Self::TurnSettledTargetResolver,
+        Self::ConfigFileAccess,
     ];
 
     /// The option name, as JS spells it.
@@ -103,6 +113,9 @@ impl QuestionKind {
             Self::ReviewPickupCanDeliver => "reviewPickupDelivery.canDeliver",
             Self::ReviewPickupDeliver => "reviewPickupDelivery.deliver",
             Self::ReviewPickupEscalate => "reviewPickupEscalation.escalate",
+            Self::ProofMissingRecoveryGuard => "proofMissingRecoveryGuard.shouldDispatch",
+            Self::TurnSettledTargetResolver => "runtimeTurnSettledTargetResolver.resolve",
+            Self::ConfigFileAccess => "configFileAccess",
         }
     }
 
@@ -123,6 +136,18 @@ enum Unanswered {
     Unusable,
     /// Asked on the JS thread, after dispose, or the call could not be queued.
     NotAsked,
+}
+
+impl Unanswered {
+    /// Why, in words (the caller's fallback records it).
+    fn describe(self) -> String {
+        match self {
+            Self::Failed(error) => error,
+            Self::TimedOut => "timed out".into(),
+            Self::Unusable => "unusable answer".into(),
+            Self::NotAsked => "no answer".into(),
+        }
+    }
 }
 
 /// The questions waiting for an answer, shared with `settleHostQuestion`.
@@ -467,6 +492,91 @@ impl Host for JsHost {
             Err(_) => Err("no answer".into()),
         })
     }
+
+    fn proof_missing_recovery(
+        &self,
+        question: &RecoveryQuestion<'_>,
+    ) -> Option<Result<RecoveryVerdict, String>> {
+        let kind = QuestionKind::ProofMissingRecoveryGuard;
+        let input = json!({
+            "teamName": question.team_name,
+            "memberName": question.member_name,
+            "intentKey": question.intent_key,
+            "originalMessageId": question.original_message_id,
+            "taskIds": question.task_ids,
+            "nowIso": format_iso(question.now),
+        });
+        Some(match self.ask(kind, input)? {
+            Ok(answer) => recovery_verdict(&answer).ok_or_else(|| {
+                self.report(kind, &Unanswered::Unusable, Duration::ZERO);
+                "unusable answer".to_string()
+            }),
+            Err(why) => Err(why.describe()),
+        })
+    }
+
+    fn turn_settled_target(&self, event: &Value) -> Option<Result<SettledTarget, String>> {
+        let kind = QuestionKind::TurnSettledTargetResolver;
+        Some(match self.ask(kind, event.clone())? {
+            Ok(answer) => settled_target(&answer).ok_or_else(|| {
+                self.report(kind, &Unanswered::Unusable, Duration::ZERO);
+                "unusable answer".to_string()
+            }),
+            Err(why) => Err(why.describe()),
+        })
+    }
+
+    fn config_file_access(&self, config_path: &str) -> Option<bool> {
+        // Any settled promise counts (the app's coordinator ignores the
+        // value); a rejection, a late answer or dispose: not there.
+        Some(
+            self.ask(QuestionKind::ConfigFileAccess, json!(config_path))?
+                .is_ok(),
+        )
+    }
+}
+
+/// A `proofMissingRecoveryGuard.shouldDispatch` answer, or `None` when it
+/// has the wrong shape.
+fn recovery_verdict(answer: &Value) -> Option<RecoveryVerdict> {
+    match answer.get("ok")? {
+        Value::Bool(true) => Some(RecoveryVerdict::Dispatch),
+        Value::Bool(false) => {
+            let reason = clip(answer.get("reason")?.as_str()?.trim());
+            if reason.is_empty() {
+                return None;
+            }
+            Some(RecoveryVerdict::Hold {
+                reason,
+                retryable: answer.get("retryable")?.as_bool()?,
+                retry_at: answer
+                    .get("nextAttemptAt")
+                    .and_then(Value::as_str)
+                    .and_then(parse_iso),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// A `runtimeTurnSettledTargetResolver.resolve` answer, or `None` when it
+/// has the wrong shape.
+fn settled_target(answer: &Value) -> Option<SettledTarget> {
+    let text = |key: &str| {
+        answer
+            .get(key)
+            .and_then(Value::as_str)
+            .map(|value| clip(value.trim()))
+            .filter(|value| !value.is_empty())
+    };
+    match answer.get("ok")? {
+        Value::Bool(true) => Some(SettledTarget::Member {
+            team_name: text("teamName")?,
+            member_name: text("memberName")?,
+        }),
+        Value::Bool(false) => Some(SettledTarget::Unresolved(text("reason")?)),
+        _ => None,
+    }
 }
 
 /// The app's nudge payload as its ports get it: the planned payload plus
@@ -585,6 +695,59 @@ mod tests {
         ];
         for (answer, expected) in cases {
             assert_eq!(review_pickup_outcome(&answer), expected, "{answer}");
+        }
+    }
+
+    #[test]
+    fn guard_and_resolver_answers_read_as_the_apps_outcomes() {
+        let guard = [
+            (json!({ "ok": true }), Some(RecoveryVerdict::Dispatch)),
+            (
+                json!({ "ok": false, "reason": " proof_missing_recovery_suppressed ", "retryable": false }),
+                Some(RecoveryVerdict::Hold {
+                    reason: "proof_missing_recovery_suppressed".into(),
+                    retryable: false,
+                    retry_at: None,
+                }),
+            ),
+            (
+                json!({ "ok": false, "reason": "grace", "retryable": true, "nextAttemptAt": "2026-11-22T10:00:00.000Z" }),
+                Some(RecoveryVerdict::Hold {
+                    reason: "grace".into(),
+                    retryable: true,
+                    retry_at: parse_iso("2026-11-22T10:00:00.000Z"),
+                }),
+            ),
+            (json!({ "ok": false, "reason": "grace" }), None),
+            (
+                json!({ "ok": false, "reason": " ", "retryable": true }),
+                None,
+            ),
+            (json!(true), None),
+        ];
+        for (answer, expected) in guard {
+            assert_eq!(recovery_verdict(&answer), expected, "{answer}");
+        }
+        let resolver = [
+            (
+                json!({ "ok": true, "teamName": "forge", "memberName": " bob " }),
+                Some(SettledTarget::Member {
+                    team_name: "forge".into(),
+                    member_name: "bob".into(),
+                }),
+            ),
+            (
+                json!({ "ok": false, "reason": "no_matching_member_session" }),
+                Some(SettledTarget::Unresolved(
+                    "no_matching_member_session".into(),
+                )),
+            ),
+            (json!({ "ok": true, "teamName": "forge" }), None),
+            (json!({ "ok": false }), None),
+            (json!(null), None),
+        ];
+        for (answer, expected) in resolver {
+            assert_eq!(settled_target(&answer), expected, "{answer}");
         }
     }
 

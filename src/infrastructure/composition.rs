@@ -221,7 +221,8 @@ impl Services {
                 paths.teams_base.clone(),
                 paths.codex_sessions.clone(),
             )))
-            .with_settled_turns(settled_turns),
+            .with_settled_turns(settled_turns)
+            .with_host(ports.host.clone()),
         );
         Self {
             reconciler,

@@ -129,6 +129,20 @@ impl Worker {
         let stopping = Arc::new(AtomicBool::new(false));
         let wake = notify.clone();
         engine.set_wake(Box::new(move || wake.notify_one()));
+        // Weak: the engine keeps this hook, the hook must not keep the engine.
+        let (handle, weak_engine) = (runtime.handle().clone(), Arc::downgrade(&engine));
+        let background_stopping = stopping.clone();
+        engine.set_background(Box::new(move |work| {
+            if background_stopping.load(Ordering::SeqCst) {
+                return;
+            }
+            let engine = weak_engine.clone();
+            handle.spawn_blocking(move || {
+                if let Some(engine) = engine.upgrade() {
+                    work(&engine);
+                }
+            });
+        }));
 
         let passes = Arc::new(Passes::default());
         let (events, mut intake) = mpsc::channel::<TeamChangeEvent>(INTAKE_CAPACITY);
