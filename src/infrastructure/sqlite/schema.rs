@@ -196,19 +196,43 @@ pub fn schema_version(connection: &Connection) -> rusqlite::Result<u32> {
 pub fn migrate(connection: &mut Connection) -> rusqlite::Result<()> {
     let current = schema_version(connection)?;
     for migration in MIGRATIONS.iter().filter(|m| m.version > current) {
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        for statement in migration.statements {
-            transaction.execute_batch(statement)?;
-        }
-        transaction.pragma_update(None, "user_version", migration.version)?;
-        transaction.commit()?;
+        apply(connection, migration)?;
     }
     Ok(())
+}
+
+/// Runs one migration unless the database already has it. The version is
+/// read again under the write lock: another process opening the same new
+/// file may have migrated between our first read and our `BEGIN IMMEDIATE`.
+/// `true` when this call ran it.
+fn apply(connection: &mut Connection, migration: &Migration) -> rusqlite::Result<bool> {
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    if schema_version(&transaction)? >= migration.version {
+        return Ok(false);
+    }
+    for statement in migration.statements {
+        transaction.execute_batch(statement)?;
+    }
+    transaction.pragma_update(None, "user_version", migration.version)?;
+    transaction.commit()?;
+    Ok(true)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_migration_another_connection_ran_after_our_first_read_is_not_run_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.db");
+        let mut late = Connection::open(&path).unwrap();
+        assert_eq!(schema_version(&late).unwrap(), 0);
+        let mut first = Connection::open(&path).unwrap();
+        migrate(&mut first).unwrap();
+        assert!(!apply(&mut late, &MIGRATIONS[0]).unwrap());
+        assert_eq!(schema_version(&late).unwrap(), SCHEMA_VERSION);
+    }
 
     #[test]
     fn the_list_ends_at_the_schema_version_and_grows_by_one() {
