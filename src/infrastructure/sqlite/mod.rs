@@ -10,11 +10,14 @@
 //! - [`direct`]: those ops on the addon's own connection (rusqlite).
 //! - [`connector`]: opens the file at first use, again when it was replaced.
 //! - [`store`]: the use cases' ports over a gateway.
+//! - [`app_gateway`]: gateway mode, the ops as calls to the app's own
+//!   storage gateway (inside Electron, where the app's worker owns the file).
+//! - [`session`]: gateway mode's once-per-session choice of SQLite or JSON.
 //!
-//! Not yet here (STORAGE.md §2): the legacy JSON importer, the JSON replica,
-//! purge markers, and the gateway that calls the app's storage worker from
-//! inside Electron (it implements [`gateway::MemberWorkSyncGateway`]).
+//! Not yet here (STORAGE.md §2): the legacy JSON importer, the JSON replica
+//! and purge markers.
 
+pub mod app_gateway;
 pub mod connector;
 pub mod direct;
 pub mod error;
@@ -23,6 +26,7 @@ pub mod js_json;
 pub mod mappers;
 pub mod records;
 pub mod schema;
+pub mod session;
 pub mod store;
 
 pub use direct::{DirectDatabase, OpenMode};
