@@ -303,3 +303,222 @@ impl OutboxStore for SessionStores {
             .unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::infrastructure::sqlite::gateway::DbResult;
+    use crate::infrastructure::sqlite::records::{
+        EnsureRecordResult, MetricEventRecord, OutboxMark, OutboxRecord, ProcessedIntent,
+        ReportIntentRecord, StatusRecord,
+    };
+
+    /// A gateway of an empty database that counts its `statusList` calls.
+    #[derive(Default)]
+    struct Empty {
+        lists: AtomicUsize,
+    }
+
+    impl MemberWorkSyncGateway for Empty {
+        fn status_read(&self, _: &str, _: &str) -> DbResult<Option<StatusRecord>> {
+            Ok(None)
+        }
+        fn status_write(&self, _: &StatusRecord, _: &[MetricEventRecord]) -> DbResult<()> {
+            Ok(())
+        }
+        fn status_list(&self, _: &str) -> DbResult<Vec<StatusRecord>> {
+            self.lists.fetch_add(1, Ordering::SeqCst);
+            Ok(vec![])
+        }
+        fn metric_events_list(&self, _: &str) -> DbResult<Vec<MetricEventRecord>> {
+            Ok(vec![])
+        }
+        fn metric_events_record(&self, _: &str, _: &[MetricEventRecord]) -> DbResult<()> {
+            Ok(())
+        }
+        fn reports_append(&self, _: &ReportIntentRecord) -> DbResult<()> {
+            Ok(())
+        }
+        fn reports_list_pending(&self, _: &str) -> DbResult<Vec<ReportIntentRecord>> {
+            Ok(vec![])
+        }
+        fn reports_mark_processed(&self, _: &str, _: &str, _: &ProcessedIntent) -> DbResult<()> {
+            Ok(())
+        }
+        fn outbox_ensure_pending(
+            &self,
+            record: &OutboxRecord,
+            _: &str,
+            _: Option<&str>,
+        ) -> DbResult<EnsureRecordResult> {
+            Ok(EnsureRecordResult::Created(record.clone()))
+        }
+        fn outbox_claim_due(
+            &self,
+            _: &str,
+            _: &str,
+            _: &str,
+            _: usize,
+        ) -> DbResult<Vec<OutboxRecord>> {
+            Ok(vec![])
+        }
+        fn outbox_mark(&self, _: &str, _: &str, _: &OutboxMark, _: &str) -> DbResult<bool> {
+            Ok(true)
+        }
+        fn outbox_count_recent_delivered(
+            &self,
+            _: &str,
+            _: &str,
+            _: &str,
+            _: Option<&str>,
+        ) -> DbResult<usize> {
+            Ok(0)
+        }
+        fn outbox_count_delivered_for_agenda(
+            &self,
+            _: &str,
+            _: &str,
+            _: &str,
+            _: Option<&str>,
+        ) -> DbResult<usize> {
+            Ok(0)
+        }
+        fn outbox_find_delivered_review_pickup_event_ids(
+            &self,
+            _: &str,
+            _: &str,
+            _: &[String],
+        ) -> DbResult<Vec<String>> {
+            Ok(vec![])
+        }
+        fn outbox_find_recent_recovery_by_intent(
+            &self,
+            _: &str,
+            _: &str,
+            _: &str,
+            _: &str,
+        ) -> DbResult<Option<OutboxRecord>> {
+            Ok(None)
+        }
+        fn outbox_member_items(&self, _: &str, _: &str) -> DbResult<Vec<OutboxRecord>> {
+            Ok(vec![])
+        }
+        fn outbox_open_teams(&self) -> DbResult<Vec<String>> {
+            Ok(vec![])
+        }
+    }
+
+    /// Answers from a script, counting the questions.
+    struct Scripted {
+        answers: Mutex<Vec<SessionAnswer>>,
+        asked: AtomicUsize,
+    }
+
+    impl SessionQuestion for Scripted {
+        fn ask(&self) -> SessionAnswer {
+            self.asked.fetch_add(1, Ordering::SeqCst);
+            // Slow enough that concurrent first calls overlap.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            self.answers.lock().unwrap().remove(0)
+        }
+    }
+
+    #[derive(Default)]
+    struct Codes(Mutex<Vec<LogCode>>);
+
+    impl LogSink for Codes {
+        fn log(&self, entry: LogEntry) {
+            self.0.lock().unwrap().push(entry.code);
+        }
+    }
+
+    /// Session stores whose SQLite side is `sqlite` and whose JSON side is `json`.
+    fn session(
+        answers: Vec<SessionAnswer>,
+    ) -> (
+        Arc<SessionStores>,
+        Arc<Scripted>,
+        Arc<Empty>,
+        Arc<Empty>,
+        Arc<Codes>,
+    ) {
+        let (sqlite, json) = (Arc::new(Empty::default()), Arc::new(Empty::default()));
+        let question = Arc::new(Scripted {
+            answers: Mutex::new(answers),
+            asked: AtomicUsize::new(0),
+        });
+        let json_store = Arc::new(SqliteStore::new(json.clone()));
+        let log = Arc::new(Codes::default());
+        let stores = SessionStores::new(
+            AppStorage {
+                gateway: sqlite.clone(),
+                question: question.clone(),
+            },
+            JsonStores {
+                status: json_store.clone(),
+                metrics: json_store.clone(),
+                intents: json_store.clone(),
+                outbox: json_store,
+            },
+            log.clone(),
+        );
+        (Arc::new(stores), question, sqlite, json, log)
+    }
+
+    #[test]
+    fn the_first_answer_decides_the_whole_session_once() {
+        // (answer, SQLite side used, code logged)
+        let cases = [
+            (
+                SessionAnswer::Sqlite(serde_json::json!({ "integrity": "ok" })),
+                true,
+                LogCode::StorageSqliteSession,
+            ),
+            (
+                SessionAnswer::Unavailable("ping rejected: gone".into()),
+                false,
+                LogCode::StorageJsonFallback,
+            ),
+        ];
+        for (answer, on_sqlite, code) in cases {
+            let (stores, question, sqlite, json, log) = session(vec![answer.clone()]);
+            let threads: Vec<_> = (0..4)
+                .map(|_| {
+                    let stores = stores.clone();
+                    std::thread::spawn(move || stores.member_count("forge").unwrap())
+                })
+                .collect();
+            threads
+                .into_iter()
+                .for_each(|t| assert_eq!(t.join().unwrap(), 0));
+            assert_eq!(question.asked.load(Ordering::SeqCst), 1, "{answer:?}");
+            let (used, unused) = if on_sqlite {
+                (&sqlite, &json)
+            } else {
+                (&json, &sqlite)
+            };
+            assert_eq!(used.lists.load(Ordering::SeqCst), 4, "{answer:?}");
+            assert_eq!(unused.lists.load(Ordering::SeqCst), 0, "{answer:?}");
+            assert_eq!(*log.0.lock().unwrap(), vec![code]);
+        }
+    }
+
+    #[test]
+    fn a_call_that_could_not_ask_fails_and_decides_nothing() {
+        let (stores, question, sqlite, _, log) = session(vec![
+            SessionAnswer::NotAsked("asked on the JS thread".into()),
+            SessionAnswer::Sqlite(serde_json::Value::Null),
+        ]);
+        let error = stores.member_count("forge").unwrap_err().to_string();
+        assert!(
+            error.contains("not decided yet (asked on the JS thread)"),
+            "{error}"
+        );
+        assert!(log.0.lock().unwrap().is_empty());
+        assert_eq!(stores.member_count("forge").unwrap(), 0);
+        assert_eq!(question.asked.load(Ordering::SeqCst), 2);
+        assert_eq!(sqlite.lists.load(Ordering::SeqCst), 1);
+    }
+}
