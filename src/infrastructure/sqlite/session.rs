@@ -434,16 +434,18 @@ mod tests {
         }
     }
 
-    /// Session stores whose SQLite side is `sqlite` and whose JSON side is `json`.
-    fn session(
-        answers: Vec<SessionAnswer>,
-    ) -> (
-        Arc<SessionStores>,
-        Arc<Scripted>,
-        Arc<Empty>,
-        Arc<Empty>,
-        Arc<Codes>,
-    ) {
+    /// Session stores over two empty gateways, and what they were asked.
+    struct Fixture {
+        stores: Arc<SessionStores>,
+        question: Arc<Scripted>,
+        /// The gateway a SQLite session uses.
+        sqlite: Arc<Empty>,
+        /// The one behind the JSON side.
+        json: Arc<Empty>,
+        log: Arc<Codes>,
+    }
+
+    fn session(answers: Vec<SessionAnswer>) -> Fixture {
         let (sqlite, json) = (Arc::new(Empty::default()), Arc::new(Empty::default()));
         let question = Arc::new(Scripted {
             answers: Mutex::new(answers),
@@ -464,7 +466,13 @@ mod tests {
             },
             log.clone(),
         );
-        (Arc::new(stores), question, sqlite, json, log)
+        Fixture {
+            stores: Arc::new(stores),
+            question,
+            sqlite,
+            json,
+            log,
+        }
     }
 
     #[test]
@@ -483,7 +491,13 @@ mod tests {
             ),
         ];
         for (answer, on_sqlite, code) in cases {
-            let (stores, question, sqlite, json, log) = session(vec![answer.clone()]);
+            let Fixture {
+                stores,
+                question,
+                sqlite,
+                json,
+                log,
+            } = session(vec![answer.clone()]);
             let threads: Vec<_> = (0..4)
                 .map(|_| {
                     let stores = stores.clone();
@@ -507,7 +521,13 @@ mod tests {
 
     #[test]
     fn a_call_that_could_not_ask_fails_and_decides_nothing() {
-        let (stores, question, sqlite, _, log) = session(vec![
+        let Fixture {
+            stores,
+            question,
+            sqlite,
+            log,
+            ..
+        } = session(vec![
             SessionAnswer::NotAsked("asked on the JS thread".into()),
             SessionAnswer::Sqlite(serde_json::Value::Null),
         ]);
