@@ -224,8 +224,12 @@ export interface MemberWorkSyncFeatureDeps {
   kanbanManager?: unknown
   /** Accepted and not used: the addon reads members meta itself. */
   membersMetaStore?: unknown
-  /** Accepted and not used: the addon keeps its own JSON store. */
-  internalStorageBackend?: unknown
+  /**
+   * The app's storage backend (`{ gateway, selector }`): the addon keeps its
+   * state in the app's SQLite database through `gateway`, or in the JSON
+   * files when `selector` decides a JSON session (README, gateway mode).
+   */
+  internalStorageBackend?: { gateway: object; selector?: object; fallbackRequiresReplica?: boolean } | null
   /** Asked at every runtime-activity check (reconcile, report, dispatch). */
   isTeamActive?: (teamName: string) => Promise<boolean> | boolean
   /** Asked after `isTeamActive` said active (only with `isTeamActive`). */

@@ -29,7 +29,7 @@ const DEP_KEYS = {
   taskReader: 'reader',
   kanbanManager: 'reader',
   membersMetaStore: 'reader',
-  internalStorageBackend: 'reader',
+  internalStorageBackend: 'storageBackend',
   isTeamActive: 'function',
   isMemberActive: 'function',
   canDispatchNudges: 'function',
@@ -56,6 +56,7 @@ const DEP_CHECKS = {
   function: (value) => typeof value === 'function',
   signals: (value) => Array.isArray(value) && value.every((s) => s && typeof s.isBusy === 'function'),
   port: (value) => typeof value.schedule === 'function',
+  storageBackend: (value) => typeof value === 'object' && value.gateway !== null && typeof value.gateway === 'object',
   reviewPickupDelivery: (value) => typeof value.canDeliver === 'function' && typeof value.deliver === 'function',
   reviewPickupEscalation: (value) => typeof value.escalate === 'function',
   runtimeTurnSettledTargetResolver: (value) => typeof value.resolve === 'function',
@@ -225,6 +226,16 @@ function createMemberWorkSyncFeature(deps) {
       : {}),
     ...(deps.clock ? { clock: deps.clock } : {}),
     ...(deps.hostTimeoutMs === undefined ? {} : { hostTimeoutMs: deps.hostTimeoutMs }),
+    // The app's storage worker owns app.db: the addon calls its gateway and
+    // takes its selector's session decision (SQLite or the JSON files).
+    ...(deps.internalStorageBackend
+      ? {
+          storage: {
+            gateway: deps.internalStorageBackend.gateway,
+            ...(deps.internalStorageBackend.selector ? { selector: deps.internalStorageBackend.selector } : {}),
+          },
+        }
+      : {}),
     onLog: (entry) => logTo(deps.logger, entry),
     ...(answers.length > 0
       ? {

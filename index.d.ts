@@ -77,6 +77,65 @@ export type MemberWorkSyncLogCode =
   | 'MWS_LOG_HOST_CALLBACK_FAILED'
   /** A host callback did not settle within `hostTimeoutMs`; its fallback was used (context: `callback`, `waitedMs`). */
   | 'MWS_LOG_HOST_CALLBACK_TIMED_OUT'
+  /** Gateway mode (`storage.gateway`): the app's storage answered its first ping; this session keeps its state in the app's SQLite database (context: `integrity`, `schemaVersion`, `databasePath`). */
+  | 'MWS_LOG_STORAGE_SQLITE_SESSION'
+  /** Gateway mode: the app's storage did not answer its first ping (threw, rejected, timed out); this session keeps its state in the JSON files (context: `reason`). */
+  | 'MWS_LOG_STORAGE_JSON_FALLBACK'
+
+/**
+ * The app's storage gateway (its `MemberWorkSyncStorageGateway`, what it
+ * passes `createMemberWorkSyncFeature` as `internalStorageBackend.gateway`):
+ * every method returns a promise; rows are the app's records
+ * (`MemberWorkSync*Record`: camelCase columns, JSON columns as strings,
+ * `null` for an absent column). The addon calls each method with `this`
+ * bound to the gateway, from its worker threads, waiting at most
+ * `storage.callTimeoutMs` for the promise.
+ */
+export interface MemberWorkSyncStorageGateway {
+  ping(): Promise<unknown>
+  statusRead(teamName: string, memberKey: string): Promise<unknown>
+  statusWrite(record: unknown, events: unknown[]): Promise<unknown>
+  statusList(teamName: string): Promise<unknown>
+  metricEventsList(teamName: string): Promise<unknown>
+  reportsAppend(record: unknown): Promise<unknown>
+  reportsListPending(teamName: string): Promise<unknown>
+  reportsMarkProcessed(teamName: string, id: string, result: { status: string; resultCode: string; processedAt: string }): Promise<unknown>
+  outboxEnsurePending(input: { record: unknown; nowIso: string; nextAttemptAt: string | null }): Promise<unknown>
+  outboxClaimDue(input: { teamName: string; claimedBy: string; nowIso: string; limit: number }): Promise<unknown>
+  outboxMarkDelivered(input: Record<string, unknown>): Promise<unknown>
+  outboxMarkSuperseded(input: Record<string, unknown>): Promise<unknown>
+  outboxMarkFailed(input: Record<string, unknown>): Promise<unknown>
+  outboxCountRecentDelivered(input: Record<string, unknown>): Promise<unknown>
+  outboxCountDeliveredForAgenda(input: Record<string, unknown>): Promise<unknown>
+  outboxFindDeliveredReviewPickupEventIds(input: Record<string, unknown>): Promise<unknown>
+  outboxFindRecentRecoveryByIntent(input: Record<string, unknown>): Promise<unknown>
+  listTeamSnapshot(teamName: string): Promise<unknown>
+  importTeam(teamName: string, snapshot: unknown): Promise<unknown>
+  recordStoreImport(storeId: string, teamName: string, entryCount: number): Promise<unknown>
+  hasStoreImport(storeId: string, teamName: string): Promise<unknown>
+}
+
+/** The app's backend selector (`internalStorageBackend.selector`): its once-per-session decision. */
+export interface MemberWorkSyncStorageSelector {
+  select<T>(sqliteBackend: T, jsonBackend: T): Promise<T>
+  getBackendInfo(): unknown
+}
+
+/**
+ * Gateway mode of `storage` (merged with the `sqlitePath` fields declared
+ * below): give `gateway` instead of `sqlitePath`. The first store call asks
+ * `selector.select` (or, without a selector, `gateway.ping()`) once: an
+ * answer keeps the session's state in the app's database through the
+ * gateway, a failure in the JSON files (`MWS_LOG_STORAGE_*` says which).
+ */
+export interface MemberWorkSyncStorageOption {
+  /** The app's storage gateway: the addon then never opens the database itself. */
+  gateway?: MemberWorkSyncStorageGateway
+  /** The app's session selector, so the addon takes the app's decision. */
+  selector?: MemberWorkSyncStorageSelector
+  /** Longest wait for one gateway call, in ms (integer, 10 to 120 000; default 30 000). */
+  callTimeoutMs?: number
+}
 
 /** One `onLog` entry: a background failure no caller is waiting for. */
 export interface MemberWorkSyncLogEntry {
@@ -887,15 +946,18 @@ export interface MemberWorkSyncStatusRequest {
 /**
  * The `storage` option: where statuses, report intents, the outbox and
  * metric events are kept. Without it, JSON files under each team's folder.
+ * Either `sqlitePath` (direct mode) or `gateway` (gateway mode, its fields
+ * declared in `api-types.d.ts`: a gateway is an object of methods, read by
+ * `storage_gateway`, not converted here).
  */
 export interface MemberWorkSyncStorageOption {
   /**
    * The app's SQLite database (`<userData>/storage/app.db`), opened by the
    * addon itself at the first call. Only for a process where no other
    * SQLite library has the file open (not the Electron process of the app,
-   * whose storage worker owns it).
+   * whose storage worker owns it: pass `gateway` there).
    */
-  sqlitePath: string
+  sqlitePath?: string
   /** Open it read-only: nothing is written, not even the schema (default false). */
   readOnly?: boolean
 }

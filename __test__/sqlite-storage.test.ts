@@ -22,7 +22,7 @@ describe('storage: { sqlitePath }', () => {
     [{ sqlitePath: '  ' }, /options\.storage\.sqlitePath must be a non-empty string/],
     [{ sqlitePath: 'app.db', readOnly: 'yes' }, /options\.storage\.readOnly must be a boolean/],
     [{ sqlitePath: 'app.db', path: 'x' }, /options\.storage\.path is not an option/],
-    [{ gateway: {} }, /options\.storage\.gateway is not supported yet/],
+    [{ gateway: {} }, /options\.storage\.gateway is not the app's storage gateway: no method ping/],
   ]
   it.each(invalid)('refuses storage %j', (storage, message) => {
     expect(() => new MemberWorkSync({ claudeRoot: copyExampleRoot(), autoStart: false, storage } as any)).toThrow(

@@ -64,6 +64,12 @@ pub enum LogCode {
     HostCallbackFailed,
     /// A host callback did not settle within its bound; its fallback was used.
     HostCallbackTimedOut,
+    /// Gateway mode: the app's storage answered its first ping, the session
+    /// keeps its state in the app's SQLite database.
+    StorageSqliteSession,
+    /// Gateway mode: the app's storage did not answer its first ping, the
+    /// session keeps its state in the JSON files.
+    StorageJsonFallback,
 }
 
 impl LogCode {
@@ -87,6 +93,8 @@ impl LogCode {
             Self::HookScriptFallback => "MWS_LOG_HOOK_SCRIPT_FALLBACK",
             Self::HostCallbackFailed => "MWS_LOG_HOST_CALLBACK_FAILED",
             Self::HostCallbackTimedOut => "MWS_LOG_HOST_CALLBACK_TIMED_OUT",
+            Self::StorageSqliteSession => "MWS_LOG_STORAGE_SQLITE_SESSION",
+            Self::StorageJsonFallback => "MWS_LOG_STORAGE_JSON_FALLBACK",
         }
     }
 }

@@ -7,6 +7,7 @@ mod event_fields;
 pub(crate) mod host;
 pub(crate) mod job;
 mod log;
+mod storage_gateway;
 pub mod turn_settled;
 
 use std::path::PathBuf;
@@ -81,13 +82,16 @@ pub struct MemberWorkSyncTuningOption {
 
 /// The `storage` option: where statuses, report intents, the outbox and
 /// metric events are kept. Without it, JSON files under each team's folder.
+/// Either `sqlitePath` (direct mode) or `gateway` (gateway mode, its fields
+/// declared in `api-types.d.ts`: a gateway is an object of methods, read by
+/// `storage_gateway`, not converted here).
 #[napi(object)]
 pub struct MemberWorkSyncStorageOption {
     /// The app's SQLite database (`<userData>/storage/app.db`), opened by the
     /// addon itself at the first call. Only for a process where no other
     /// SQLite library has the file open (not the Electron process of the app,
-    /// whose storage worker owns it).
-    pub sqlite_path: String,
+    /// whose storage worker owns it: pass `gateway` there).
+    pub sqlite_path: Option<String>,
     /// Open it read-only: nothing is written, not even the schema (default false).
     pub read_only: Option<bool>,
 }
@@ -156,6 +160,8 @@ pub struct MemberWorkSync {
     pub(crate) instance: Arc<Instance>,
     /// Host questions waiting for `settleHostQuestion`.
     host_questions: Arc<host::Waiting>,
+    /// Ends the waits for the app's storage gateway (gateway mode).
+    storage_close: Option<storage_gateway::StorageClose>,
 }
 
 #[napi]
@@ -168,7 +174,8 @@ impl MemberWorkSync {
     )]
     pub fn new(env: Env, options: Option<Unknown<'_>>) -> Result<Self, napi::Error<ErrorCode>> {
         guard("constructor", || {
-            let options = parse_options(&env, options).map_err(JsFailure::into_napi)?;
+            let (options, app_storage) =
+                parse_options(&env, options).map_err(JsFailure::into_napi)?;
             let options = options.unwrap_or(MemberWorkSyncOptions {
                 claude_root: None,
                 teams_base_path: None,
@@ -190,9 +197,12 @@ impl MemberWorkSync {
                 options.teams_base_path.map(PathBuf::from),
                 options.tasks_base_path.map(PathBuf::from),
             );
-            if let Some(storage) = options.storage {
+            let storage_close = app_storage.as_ref().map(|(_, close)| close.clone());
+            if let Some((app, _)) = app_storage {
+                paths.storage = Storage::Gateway(app);
+            } else if let Some(storage) = options.storage {
                 paths.storage = Storage::Sqlite {
-                    path: PathBuf::from(storage.sqlite_path),
+                    path: PathBuf::from(storage.sqlite_path.unwrap_or_default()),
                     mode: if storage.read_only.unwrap_or(false) {
                         OpenMode::ReadOnly
                     } else {
@@ -256,6 +266,7 @@ impl MemberWorkSync {
             Ok(Self {
                 instance: Arc::new(instance),
                 host_questions: waiting,
+                storage_close,
             })
         })
     }
@@ -681,6 +692,9 @@ impl MemberWorkSync {
         // No host answer is waited for from now on: dispose is never held
         // by a callback that does not settle.
         self.host_questions.close();
+        if let Some(close) = &self.storage_close {
+            close.close();
+        }
         let instance = self.instance.clone();
         AsyncTask::new(Job::unit(move || {
             instance.dispose();
@@ -769,18 +783,25 @@ fn clock_ms(now_ms: f64, field: &str) -> Result<i64, JsFailure> {
 /// Checks the constructor options (types, finite clock) with the bounded
 /// converter, then lets napi build the struct (the callback becomes a
 /// threadsafe function). Bad options throw `MWS_INVALID_ARGUMENT`.
-fn parse_options(
-    env: &Env,
-    options: Option<Unknown<'_>>,
-) -> Result<Option<MemberWorkSyncOptions>, JsFailure> {
+fn parse_options(env: &Env, options: Option<Unknown<'_>>) -> Result<ParsedOptions, JsFailure> {
     let Some(options) = options else {
-        return Ok(None);
+        return Ok((None, None));
     };
     match options.get_type() {
-        Ok(ValueType::Undefined | ValueType::Null) => return Ok(None),
+        Ok(ValueType::Undefined | ValueType::Null) => return Ok((None, None)),
         Ok(ValueType::Object) => {}
         _ => return Err(JsFailure::invalid("options must be an object")),
     }
+    // SAFETY: napi just reported an object of this env.
+    let object =
+        unsafe { options.cast::<Object>() }.map_err(|e| JsFailure::invalid(e.reason.clone()))?;
+    // A gateway is an object of methods (and of the app's internals), not
+    // data: it is read on its own, and the rest of the options without it.
+    let app_storage = storage_gateway::parse(env, &object)?;
+    let options = match app_storage {
+        Some(_) => without_key(env, &object, "storage")?,
+        None => options,
+    };
     let json = convert::json_argument(env, options, "options")?;
     match json.get("controlUrl") {
         None | Some(Value::Null) => {}
@@ -847,11 +868,41 @@ fn parse_options(
     }
     // SAFETY: plain conversion of a checked object on the JS thread.
     unsafe { <MemberWorkSyncOptions as FromNapiValue>::from_napi_value(env.raw(), options.raw()) }
-        .map(Some)
+        .map(|options| (Some(options), app_storage))
         .map_err(|e| {
             convert::clear_pending_exception(env);
             JsFailure::invalid(format!("options: {}", e.reason))
         })
+}
+
+/// The constructor options, and the app's storage when `storage.gateway` names it.
+type ParsedOptions = (
+    Option<MemberWorkSyncOptions>,
+    Option<(
+        crate::infrastructure::sqlite::session::AppStorage,
+        storage_gateway::StorageClose,
+    )>,
+);
+
+/// A shallow copy of `object` without `key` (the caller's object is left as it is).
+fn without_key<'env>(
+    env: &'env Env,
+    object: &Object<'_>,
+    key: &str,
+) -> Result<Unknown<'env>, JsFailure> {
+    let failed = |e: napi::Error| {
+        convert::clear_pending_exception(env);
+        JsFailure::invalid(format!("options: {}", e.reason))
+    };
+    let mut copy = Object::new(env).map_err(failed)?;
+    for name in Object::keys(object).map_err(failed)? {
+        if name != key {
+            if let Some(value) = object.get::<Unknown>(&name).map_err(failed)? {
+                copy.set(&name, value).map_err(failed)?;
+            }
+        }
+    }
+    Ok(copy.to_unknown())
 }
 
 /// `hostAnswers` names known questions; `hostTimeoutMs` is an integer in bounds.
@@ -946,26 +997,20 @@ pub(crate) fn to_json(value: impl serde::Serialize) -> Result<Value, JsFailure> 
     })
 }
 
-/// Checks `options.storage`: `{ sqlitePath: <non-empty string>, readOnly?:
-/// boolean }`. The app's storage gateway (`gateway`) is not taken yet.
+/// Checks `options.storage` without a gateway (`storage_gateway` reads
+/// that one): `{ sqlitePath: <non-empty string>, readOnly?: boolean }`.
 fn check_storage(storage: Option<&Value>) -> Result<(), JsFailure> {
     let fields = match storage {
         None | Some(Value::Null) => return Ok(()),
         Some(Value::Object(fields)) => fields,
         Some(_) => return Err(JsFailure::invalid("options.storage must be an object")),
     };
-    if fields.contains_key("gateway") {
-        return Err(JsFailure::invalid(
-            "options.storage.gateway is not supported yet; pass options.storage.sqlitePath \
-             (only in a process where no other SQLite library has the database open)",
-        ));
-    }
     if let Some(key) = fields
         .keys()
         .find(|key| !matches!(key.as_str(), "sqlitePath" | "readOnly"))
     {
         return Err(JsFailure::invalid(format!(
-            "options.storage.{key} is not an option (sqlitePath, readOnly)"
+            "options.storage.{key} is not an option (sqlitePath, readOnly; or gateway, selector, callTimeoutMs)"
         )));
     }
     match fields.get("sqlitePath") {

@@ -33,6 +33,7 @@ use super::metrics_store::FsMetricsStore;
 use super::outbox_store::{FsOutboxStore, FsWatchdogJournal};
 use super::report_token::HmacReportTokens;
 use super::spool::{FsSpool, SpoolPaths};
+use super::sqlite::session::{AppStorage, JsonStores, SessionStores};
 use super::sqlite::{OpenMode, SqliteStore};
 use super::status_store::{FsAuditJournal, FsStatusStore, StorePaths};
 use super::team_reader::FsTeamSource;
@@ -55,6 +56,10 @@ pub enum Storage {
         /// Read-only: nothing is written, not even the schema.
         mode: OpenMode,
     },
+    /// The app's storage gateway (inside Electron, where the app's worker
+    /// owns the database): SQLite through it or the JSON files, as its
+    /// answer to the session's first question decides.
+    Gateway(AppStorage),
 }
 
 /// Where the Claude home and its team and task dirs are.
@@ -193,7 +198,7 @@ impl Services {
         ));
         let explain_source = match &paths.storage {
             Storage::JsonFiles => FsExplainSource::new(store_paths.clone(), clock.clone()),
-            Storage::Sqlite { .. } => FsExplainSource::with_stores(
+            Storage::Sqlite { .. } | Storage::Gateway(_) => FsExplainSource::with_stores(
                 store_paths.clone(),
                 ports.store.clone(),
                 ports.outbox.clone(),
@@ -307,6 +312,27 @@ fn file_ports_reading(
                 OpenMode::ReadWrite => rows.with_team_files(paths.teams_base.clone()),
                 OpenMode::ReadOnly => rows,
             });
+            Ports {
+                store: rows.clone(),
+                metrics: rows.clone(),
+                intents: rows.clone(),
+                outbox: rows,
+                ..json_ports
+            }
+        }
+        Storage::Gateway(app) => {
+            let json = JsonStores {
+                status: json_ports.store.clone(),
+                metrics: json_ports.metrics.clone(),
+                intents: json_ports.intents.clone(),
+                outbox: json_ports.outbox.clone(),
+            };
+            let rows = Arc::new(SessionStores::new(
+                app.clone(),
+                json,
+                json_ports.log.clone(),
+                paths.teams_base.clone(),
+            ));
             Ports {
                 store: rows.clone(),
                 metrics: rows.clone(),

@@ -48,6 +48,17 @@ pub enum SqliteStoreError {
         /// What SQLite said.
         source: rusqlite::Error,
     },
+    /// A call to the app's storage gateway (gateway mode) failed: it threw,
+    /// rejected, did not settle in time, or answered the wrong shape.
+    #[error("member-work-sync storage gateway: {op} ({method}) failed: {detail}")]
+    Gateway {
+        /// The app's op name (`mws.outbox.claimDue`, ...).
+        op: &'static str,
+        /// The gateway method called (`outboxClaimDue`, ...).
+        method: &'static str,
+        /// Why.
+        detail: String,
+    },
     /// A JSON column does not hold what its table says.
     #[error("member-work-sync database {path}: {table} row {key}: invalid {column}: {detail}")]
     BadColumn {

@@ -16,12 +16,15 @@
 //!   ([`merge`], [`identity`]) and fenced dirty/clean around mutations, the
 //!   legacy JSON [`importer`] ([`legacy_json`]) run once per team; whole
 //!   teams as rows or domain snapshots in [`snapshot`].
+//! - [`app_gateway`]: gateway mode, the ops as calls to the app's own
+//!   storage gateway (inside Electron, where the app's worker owns the file).
+//! - [`session`]: gateway mode's once-per-session choice of SQLite or JSON.
 //!
-//! Not yet here: the gateway that calls the app's storage worker from inside
-//! Electron (it implements [`gateway::MemberWorkSyncGateway`]), the binding's
-//! `prepareTeamDeletion` reaching [`store::SqliteStore::purge_team`], and the
-//! JSON-session side of the replica (hydrating JSON files from it).
+//! Not yet here: the binding's `prepareTeamDeletion` reaching
+//! [`store::SqliteStore::purge_team`], and the JSON-session side of the
+//! replica (hydrating JSON files from it).
 
+pub mod app_gateway;
 pub mod connector;
 pub mod direct;
 pub mod error;
@@ -36,6 +39,7 @@ pub mod purge;
 pub mod records;
 pub mod replica;
 pub mod schema;
+pub mod session;
 pub mod snapshot;
 pub mod store;
 pub mod team_files;

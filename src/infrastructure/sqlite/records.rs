@@ -2,12 +2,14 @@
 //! the app's column order, with the app's encodings: TEXT timestamps as
 //! `toISOString()` prints them, absent optional fields as NULL, JSON columns
 //! as `JSON.stringify` prints them. These are what the app's worker ops take
-//! and return (`MemberWorkSync*Record`), so a gateway can pass them through.
+//! and return (`MemberWorkSync*Record`, camelCase fields, `null` for an
+//! absent column), so a gateway can pass them through.
 
 use rusqlite::Row;
 
 /// A `member_work_sync_status` row.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct StatusRecord {
     /// The routing team, exactly as passed.
     pub team_name: String,
@@ -26,7 +28,8 @@ pub struct StatusRecord {
 }
 
 /// A `member_work_sync_report_intents` row.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ReportIntentRecord {
     /// The routing team.
     pub team_name: String,
@@ -51,7 +54,8 @@ pub struct ReportIntentRecord {
 }
 
 /// A `member_work_sync_outbox` row.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct OutboxRecord {
     /// The routing team.
     pub team_name: String,
@@ -99,7 +103,8 @@ pub struct OutboxRecord {
 }
 
 /// A `member_work_sync_metric_events` row.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct MetricEventRecord {
     /// The routing team.
     pub team_name: String,

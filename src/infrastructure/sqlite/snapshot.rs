@@ -19,8 +19,10 @@ use super::records::{MetricEventRecord, OutboxRecord, ReportIntentRecord, Status
 use crate::domain::js_semantics::locale_compare;
 use crate::domain::names::normalize_member_name;
 
-/// Every row of one team in the four tables.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Every row of one team in the four tables; as JSON, the app's
+/// `MemberWorkSyncTeamSnapshotRecords` (what gateway mode sends and reads).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TeamRecords {
     /// `member_work_sync_status`.
     pub statuses: Vec<StatusRecord>,

@@ -427,10 +427,13 @@ impl StatusStore for SqliteStore {
 impl MetricsStore for SqliteStore {
     fn record(&self, status: &MemberStatus, events: Vec<MetricEvent>) -> Result<(), PortError> {
         // The status write already stored the events of the status (one
-        // transaction, as the app's `mws.status.write`); these are the same
-        // rows by id, so writing them again changes nothing unless a caller
-        // passes others.
+        // transaction, as the app's `mws.status.write`): the same rows by id
+        // are not written again (the app's gateway has no op for it); only
+        // other events are.
         let records = self.event_records(status, &events)?;
+        if records == self.event_records(status, &events_for_write(status))? {
+            return Ok(());
+        }
         self.run(&status.team_name, Access::Mutation, || {
             Ok(self
                 .db()?

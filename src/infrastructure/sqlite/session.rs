@@ -1,0 +1,571 @@
+//! Gateway mode's session decision (STORAGE.md §2.1): the first store call
+//! of the instance asks the app's storage once; when it answers, the whole
+//! session keeps its state in the app's SQLite database (through the
+//! gateway), otherwise in the JSON files. There is no switch later: after a
+//! SQLite decision a failing op fails its call (§2.2), after a JSON one the
+//! storage is not asked again.
+//!
+//! The decision waits for the JS thread, so it is made on the first call
+//! from a worker thread; a call on the JS thread itself (which could not
+//! answer while it waits) fails and decides nothing.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::json;
+
+use super::gateway::MemberWorkSyncGateway;
+use super::store::SqliteStore;
+use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
+use crate::application::ports::{
+    Claimed, MetricsStore, OutboxStore, PendingIntents, PortError, ReportIntent, ReportIntentStore,
+    StatusStore, StoredStatus,
+};
+use crate::domain::metrics::{MetricEvent, MetricsIndex};
+use crate::domain::nudge::{AttemptEnd, EnsureOutcome, OutboxItem, PlannedNudge};
+use crate::domain::status::MemberStatus;
+use crate::domain::time::EpochMs;
+
+/// What the app's storage answered to the session's first question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionAnswer {
+    /// It answered: a SQLite session. The backend info as the app's ping
+    /// gives it (`{ driver, databasePath, schemaVersion, integrity }`), or
+    /// whatever else it resolved to.
+    Sqlite(serde_json::Value),
+    /// It threw, rejected or did not answer in time: a JSON session.
+    Unavailable(String),
+    /// Asked on the JS thread (or after dispose): no answer, nothing decided.
+    NotAsked(String),
+}
+
+/// Asks the app's storage whether this session is a SQLite one.
+pub trait SessionQuestion: Send + Sync {
+    /// The app's decision: its selector's when it gave one, else its
+    /// gateway's first `ping()`.
+    fn ask(&self) -> SessionAnswer;
+}
+
+/// The app's storage in gateway mode: its gateway and the question that
+/// decides the session.
+#[derive(Clone)]
+pub struct AppStorage {
+    /// The `mws.*` ops, as calls to the app's gateway.
+    pub gateway: Arc<dyn MemberWorkSyncGateway>,
+    /// The session's first question.
+    pub question: Arc<dyn SessionQuestion>,
+}
+
+impl std::fmt::Debug for AppStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AppStorage(<the app's gateway>)")
+    }
+}
+
+/// One app storage is equal only to itself.
+impl PartialEq for AppStorage {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.gateway, &other.gateway) && Arc::ptr_eq(&self.question, &other.question)
+    }
+}
+
+impl Eq for AppStorage {}
+
+/// The backend of the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backend {
+    Sqlite,
+    JsonFiles,
+}
+
+/// The JSON stores a JSON session uses (the default ports' stores).
+pub struct JsonStores {
+    /// Statuses.
+    pub status: Arc<dyn StatusStore>,
+    /// Metric events.
+    pub metrics: Arc<dyn MetricsStore>,
+    /// Report intents.
+    pub intents: Arc<dyn ReportIntentStore>,
+    /// Outboxes.
+    pub outbox: Arc<dyn OutboxStore>,
+}
+
+/// The four stores of gateway mode: SQLite through the app's gateway or
+/// the JSON files, as the session's first answer decides.
+pub struct SessionStores {
+    question: Arc<dyn SessionQuestion>,
+    decided: Mutex<Option<Backend>>,
+    sqlite: SqliteStore,
+    json: JsonStores,
+    log: Arc<dyn LogSink>,
+}
+
+impl SessionStores {
+    /// Stores that ask the app's storage at their first call, then use its
+    /// gateway or `json` for the rest of the session; the decision goes to `log`.
+    /// A SQLite session keeps the team files under `teams_base` (replica,
+    /// legacy import, purge markers) as the app's SQLite session does.
+    pub fn new(
+        app: AppStorage,
+        json: JsonStores,
+        log: Arc<dyn LogSink>,
+        teams_base: std::path::PathBuf,
+    ) -> Self {
+        Self {
+            question: app.question,
+            decided: Mutex::new(None),
+            sqlite: SqliteStore::new(app.gateway).with_team_files(teams_base),
+            json,
+            log,
+        }
+    }
+
+    /// The session's backend, asked for once (calls wait for the first answer).
+    fn backend(&self) -> Result<Backend, PortError> {
+        let mut decided = self.decided.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(backend) = *decided {
+            return Ok(backend);
+        }
+        let backend = match self.question.ask() {
+            SessionAnswer::Sqlite(info) => {
+                let field = |key: &str| info.get(key).cloned().unwrap_or(serde_json::Value::Null);
+                let recovered = info.get("integrity").and_then(|v| v.as_str()) == Some("recovered");
+                self.log.log(
+                    LogEntry::new(
+                        if recovered {
+                            LogLevel::Warn
+                        } else {
+                            LogLevel::Info
+                        },
+                        LogCode::StorageSqliteSession,
+                        format!(
+                            "member-work-sync storage: sqlite for this session (the app's storage \
+                             answered; schemaVersion={} integrity={} db={})",
+                            field("schemaVersion"),
+                            field("integrity"),
+                            field("databasePath"),
+                        ),
+                    )
+                    .with_context(json!({
+                        "integrity": field("integrity"),
+                        "schemaVersion": field("schemaVersion"),
+                        "databasePath": field("databasePath"),
+                    })),
+                );
+                Backend::Sqlite
+            }
+            SessionAnswer::Unavailable(reason) => {
+                self.log.log(
+                    LogEntry::new(
+                        LogLevel::Error,
+                        LogCode::StorageJsonFallback,
+                        format!(
+                            "member-work-sync storage: the app's storage did not answer its first \
+                             ping ({reason}); JSON files for this session"
+                        ),
+                    )
+                    .with_context(json!({ "reason": reason })),
+                );
+                Backend::JsonFiles
+            }
+            SessionAnswer::NotAsked(why) => {
+                return Err(PortError::Io(std::io::Error::other(format!(
+                    "member-work-sync storage: the session's backend is not decided yet ({why})"
+                ))))
+            }
+        };
+        *decided = Some(backend);
+        Ok(backend)
+    }
+
+    fn status(&self) -> Result<&dyn StatusStore, PortError> {
+        Ok(match self.backend()? {
+            Backend::Sqlite => &self.sqlite,
+            Backend::JsonFiles => self.json.status.as_ref(),
+        })
+    }
+
+    fn metrics(&self) -> Result<&dyn MetricsStore, PortError> {
+        Ok(match self.backend()? {
+            Backend::Sqlite => &self.sqlite,
+            Backend::JsonFiles => self.json.metrics.as_ref(),
+        })
+    }
+
+    fn intents(&self) -> Result<&dyn ReportIntentStore, PortError> {
+        Ok(match self.backend()? {
+            Backend::Sqlite => &self.sqlite,
+            Backend::JsonFiles => self.json.intents.as_ref(),
+        })
+    }
+
+    fn outbox(&self) -> Result<&dyn OutboxStore, PortError> {
+        Ok(match self.backend()? {
+            Backend::Sqlite => &self.sqlite,
+            Backend::JsonFiles => self.json.outbox.as_ref(),
+        })
+    }
+}
+
+impl StatusStore for SessionStores {
+    fn read(&self, team_name: &str, member_name: &str) -> Result<StoredStatus, PortError> {
+        self.status()?.read(team_name, member_name)
+    }
+
+    fn peek(&self, team_name: &str, member_name: &str) -> Result<StoredStatus, PortError> {
+        self.status()?.peek(team_name, member_name)
+    }
+
+    fn update(
+        &self,
+        team_name: &str,
+        member_name: &str,
+        build: &mut dyn FnMut(StoredStatus) -> MemberStatus,
+    ) -> Result<MemberStatus, PortError> {
+        self.status()?.update(team_name, member_name, build)
+    }
+
+    fn member_count(&self, team_name: &str) -> Result<usize, PortError> {
+        self.status()?.member_count(team_name)
+    }
+
+    fn update_all(
+        &self,
+        team_name: &str,
+        members: &[&str],
+        build: &mut dyn FnMut(&str, StoredStatus) -> MemberStatus,
+    ) -> Result<Vec<MemberStatus>, PortError> {
+        self.status()?.update_all(team_name, members, build)
+    }
+}
+
+impl MetricsStore for SessionStores {
+    fn record(&self, status: &MemberStatus, events: Vec<MetricEvent>) -> Result<(), PortError> {
+        self.metrics()?.record(status, events)
+    }
+
+    fn record_all(&self, writes: Vec<(&MemberStatus, Vec<MetricEvent>)>) -> Result<(), PortError> {
+        self.metrics()?.record_all(writes)
+    }
+
+    fn read(&self, team_name: &str) -> Result<MetricsIndex, PortError> {
+        self.metrics()?.read(team_name)
+    }
+
+    fn peek(&self, team_name: &str) -> Result<MetricsIndex, PortError> {
+        self.metrics()?.peek(team_name)
+    }
+}
+
+impl ReportIntentStore for SessionStores {
+    fn record(&self, intent: &ReportIntent) -> Result<(), PortError> {
+        self.intents()?.record(intent)
+    }
+
+    fn pending(&self, team_name: &str) -> Result<PendingIntents, PortError> {
+        self.intents()?.pending(team_name)
+    }
+
+    fn finish(&self, intent: &ReportIntent) -> Result<(), PortError> {
+        self.intents()?.finish(intent)
+    }
+}
+
+impl OutboxStore for SessionStores {
+    fn ensure(
+        &self,
+        team: &str,
+        member: &str,
+        planned: &PlannedNudge,
+        now: EpochMs,
+    ) -> Result<(OutboxItem, EnsureOutcome), PortError> {
+        self.outbox()?.ensure(team, member, planned, now)
+    }
+
+    fn member_items(&self, team: &str, member: &str) -> Result<Vec<OutboxItem>, PortError> {
+        self.outbox()?.member_items(team, member)
+    }
+
+    fn claim_due(
+        &self,
+        team: &str,
+        claimed_by: &str,
+        limit: usize,
+        now: EpochMs,
+    ) -> Result<Claimed, PortError> {
+        self.outbox()?.claim_due(team, claimed_by, limit, now)
+    }
+
+    fn finish(&self, item: &OutboxItem, end: &AttemptEnd, now: EpochMs) -> Result<bool, PortError> {
+        self.outbox()?.finish(item, end, now)
+    }
+
+    fn refresh_index(&self, team: &str) -> Result<(), PortError> {
+        self.outbox()?.refresh_index(team)
+    }
+
+    fn teams_with_outbox(&self) -> Vec<String> {
+        // Undecided (asked on the JS thread): nothing to list this pass.
+        self.outbox()
+            .map(|outbox| outbox.teams_with_outbox())
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::infrastructure::sqlite::gateway::DbResult;
+    use crate::infrastructure::sqlite::records::{
+        EnsureRecordResult, MetricEventRecord, OutboxMark, OutboxRecord, ProcessedIntent,
+        ReportIntentRecord, StatusRecord,
+    };
+    use crate::infrastructure::sqlite::snapshot::TeamRecords;
+
+    /// A gateway of an empty database that counts its `statusList` calls.
+    #[derive(Default)]
+    struct Empty {
+        lists: AtomicUsize,
+    }
+
+    impl MemberWorkSyncGateway for Empty {
+        fn status_read(&self, _: &str, _: &str) -> DbResult<Option<StatusRecord>> {
+            Ok(None)
+        }
+        fn status_write(&self, _: &StatusRecord, _: &[MetricEventRecord]) -> DbResult<()> {
+            Ok(())
+        }
+        fn status_list(&self, _: &str) -> DbResult<Vec<StatusRecord>> {
+            self.lists.fetch_add(1, Ordering::SeqCst);
+            Ok(vec![])
+        }
+        fn metric_events_list(&self, _: &str) -> DbResult<Vec<MetricEventRecord>> {
+            Ok(vec![])
+        }
+        fn metric_events_record(&self, _: &str, _: &[MetricEventRecord]) -> DbResult<()> {
+            Ok(())
+        }
+        fn reports_append(&self, _: &ReportIntentRecord) -> DbResult<()> {
+            Ok(())
+        }
+        fn reports_list_pending(&self, _: &str) -> DbResult<Vec<ReportIntentRecord>> {
+            Ok(vec![])
+        }
+        fn reports_mark_processed(&self, _: &str, _: &str, _: &ProcessedIntent) -> DbResult<()> {
+            Ok(())
+        }
+        fn outbox_ensure_pending(
+            &self,
+            record: &OutboxRecord,
+            _: &str,
+            _: Option<&str>,
+        ) -> DbResult<EnsureRecordResult> {
+            Ok(EnsureRecordResult::Created(record.clone()))
+        }
+        fn outbox_claim_due(
+            &self,
+            _: &str,
+            _: &str,
+            _: &str,
+            _: usize,
+        ) -> DbResult<Vec<OutboxRecord>> {
+            Ok(vec![])
+        }
+        fn outbox_mark(&self, _: &str, _: &str, _: &OutboxMark, _: &str) -> DbResult<bool> {
+            Ok(true)
+        }
+        fn outbox_count_recent_delivered(
+            &self,
+            _: &str,
+            _: &str,
+            _: &str,
+            _: Option<&str>,
+        ) -> DbResult<usize> {
+            Ok(0)
+        }
+        fn outbox_count_delivered_for_agenda(
+            &self,
+            _: &str,
+            _: &str,
+            _: &str,
+            _: Option<&str>,
+        ) -> DbResult<usize> {
+            Ok(0)
+        }
+        fn outbox_find_delivered_review_pickup_event_ids(
+            &self,
+            _: &str,
+            _: &str,
+            _: &[String],
+        ) -> DbResult<Vec<String>> {
+            Ok(vec![])
+        }
+        fn outbox_find_recent_recovery_by_intent(
+            &self,
+            _: &str,
+            _: &str,
+            _: &str,
+            _: &str,
+        ) -> DbResult<Option<OutboxRecord>> {
+            Ok(None)
+        }
+        fn outbox_member_items(&self, _: &str, _: &str) -> DbResult<Vec<OutboxRecord>> {
+            Ok(vec![])
+        }
+        fn outbox_open_teams(&self) -> DbResult<Vec<String>> {
+            Ok(vec![])
+        }
+        fn team_snapshot(&self, _: &str) -> DbResult<TeamRecords> {
+            Ok(TeamRecords::default())
+        }
+        fn import_team(&self, _: &str, _: &TeamRecords) -> DbResult<()> {
+            Ok(())
+        }
+        fn record_store_import(&self, _: &str, _: &str, _: usize, _: &str) -> DbResult<()> {
+            Ok(())
+        }
+        fn has_store_import(&self, _: &str, _: &str) -> DbResult<bool> {
+            Ok(false)
+        }
+    }
+
+    /// Answers from a script, counting the questions.
+    struct Scripted {
+        answers: Mutex<Vec<SessionAnswer>>,
+        asked: AtomicUsize,
+    }
+
+    impl SessionQuestion for Scripted {
+        fn ask(&self) -> SessionAnswer {
+            self.asked.fetch_add(1, Ordering::SeqCst);
+            // Slow enough that concurrent first calls overlap.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            self.answers.lock().unwrap().remove(0)
+        }
+    }
+
+    #[derive(Default)]
+    struct Codes(Mutex<Vec<LogCode>>);
+
+    impl LogSink for Codes {
+        fn log(&self, entry: LogEntry) {
+            self.0.lock().unwrap().push(entry.code);
+        }
+    }
+
+    /// Session stores over two empty gateways, and what they were asked.
+    struct Fixture {
+        stores: Arc<SessionStores>,
+        question: Arc<Scripted>,
+        /// The gateway a SQLite session uses.
+        sqlite: Arc<Empty>,
+        /// The one behind the JSON side.
+        json: Arc<Empty>,
+        log: Arc<Codes>,
+        /// The teams folder a SQLite session keeps its team files in.
+        _teams: tempfile::TempDir,
+    }
+
+    fn session(answers: Vec<SessionAnswer>) -> Fixture {
+        let (sqlite, json) = (Arc::new(Empty::default()), Arc::new(Empty::default()));
+        let question = Arc::new(Scripted {
+            answers: Mutex::new(answers),
+            asked: AtomicUsize::new(0),
+        });
+        let json_store = Arc::new(SqliteStore::new(json.clone()));
+        let log = Arc::new(Codes::default());
+        let teams = tempfile::tempdir().unwrap();
+        let stores = SessionStores::new(
+            AppStorage {
+                gateway: sqlite.clone(),
+                question: question.clone(),
+            },
+            JsonStores {
+                status: json_store.clone(),
+                metrics: json_store.clone(),
+                intents: json_store.clone(),
+                outbox: json_store,
+            },
+            log.clone(),
+            teams.path().to_path_buf(),
+        );
+        Fixture {
+            stores: Arc::new(stores),
+            question,
+            sqlite,
+            json,
+            log,
+            _teams: teams,
+        }
+    }
+
+    #[test]
+    fn the_first_answer_decides_the_whole_session_once() {
+        // (answer, SQLite side used, code logged)
+        let cases = [
+            (
+                SessionAnswer::Sqlite(serde_json::json!({ "integrity": "ok" })),
+                true,
+                LogCode::StorageSqliteSession,
+            ),
+            (
+                SessionAnswer::Unavailable("ping rejected: gone".into()),
+                false,
+                LogCode::StorageJsonFallback,
+            ),
+        ];
+        for (answer, on_sqlite, code) in cases {
+            let Fixture {
+                stores,
+                question,
+                sqlite,
+                json,
+                log,
+                _teams,
+            } = session(vec![answer.clone()]);
+            let threads: Vec<_> = (0..4)
+                .map(|_| {
+                    let stores = stores.clone();
+                    std::thread::spawn(move || stores.member_count("forge").unwrap())
+                })
+                .collect();
+            threads
+                .into_iter()
+                .for_each(|t| assert_eq!(t.join().unwrap(), 0));
+            assert_eq!(question.asked.load(Ordering::SeqCst), 1, "{answer:?}");
+            let (used, unused) = if on_sqlite {
+                (&sqlite, &json)
+            } else {
+                (&json, &sqlite)
+            };
+            assert_eq!(used.lists.load(Ordering::SeqCst), 4, "{answer:?}");
+            assert_eq!(unused.lists.load(Ordering::SeqCst), 0, "{answer:?}");
+            assert_eq!(*log.0.lock().unwrap(), vec![code]);
+        }
+    }
+
+    #[test]
+    fn a_call_that_could_not_ask_fails_and_decides_nothing() {
+        let Fixture {
+            stores,
+            question,
+            sqlite,
+            log,
+            _teams,
+            ..
+        } = session(vec![
+            SessionAnswer::NotAsked("asked on the JS thread".into()),
+            SessionAnswer::Sqlite(serde_json::Value::Null),
+        ]);
+        let error = stores.member_count("forge").unwrap_err().to_string();
+        assert!(
+            error.contains("not decided yet (asked on the JS thread)"),
+            "{error}"
+        );
+        assert!(log.0.lock().unwrap().is_empty());
+        assert_eq!(stores.member_count("forge").unwrap(), 0);
+        assert_eq!(question.asked.load(Ordering::SeqCst), 2);
+        assert_eq!(sqlite.lists.load(Ordering::SeqCst), 1);
+    }
+}
