@@ -1398,6 +1398,40 @@ fn a_nudge_whose_lease_ran_out_since_the_last_reconcile_is_delivered() {
 }
 
 #[test]
+fn a_nudge_stays_due_once_a_rejected_report_replaced_the_lease() {
+    // As the app's dispatcher: the stored report decides again right before
+    // delivery, and a rejected report holds no lease even where an accepted
+    // one came before it. The nudge is not overtaken (superseded) but held
+    // back by the readiness metrics (one report in two rejected) for a retry.
+    let f = Fixture::new();
+    f.queued_reconcile("jack");
+    let status = f
+        .services
+        .engine
+        .get_status(&team("forge"), &member("jack"), false)
+        .unwrap();
+    let report = |token: Value| {
+        f.services
+            .reconciler
+            .report(
+                &json!({"teamName": "forge", "memberName": "jack", "state": "still_working",
+                        "agendaFingerprint": status.agenda.fingerprint, "reportToken": token}),
+            )
+            .unwrap()
+    };
+    assert!(report(json!(status.report_token)).accepted);
+    assert_eq!(report(json!("garbage")).code, "invalid_report_token");
+    let summary = f.dispatch();
+    assert_eq!(
+        (summary.claimed, summary.superseded, summary.retryable),
+        (1, 0, 1)
+    );
+    let item = &f.outbox("jack")[0];
+    assert_eq!(item.status, OutboxStatus::FailedRetryable);
+    assert_eq!(item.last_error.as_deref(), Some("blocking_metrics"));
+}
+
+#[test]
 fn a_still_stuck_retry_counts_only_still_stuck_deliveries_against_the_hourly_limit() {
     // The app's dispatcher checks a still-stuck retry against the still-stuck
     // retries delivered in the hour, not every nudge: after the agenda's nudge

@@ -875,11 +875,7 @@ fn ignores_busy(payload: &crate::domain::nudge::NudgePayload, busy: BusyReason) 
 /// diagnostics, and the stored runtime-stall diagnostics while the same
 /// agenda still needs sync. What the app's dispatcher checks a nudge against.
 fn redecided(stored: &MemberStatus, agenda: Agenda, now: EpochMs) -> MemberStatus {
-    let lease = stored
-        .report
-        .clone()
-        .filter(|r| r.accepted)
-        .or_else(|| stored.last_accepted_report.clone());
+    let lease = stored.report.clone().filter(|r| r.accepted);
     let decision = decide(&DecisionInput {
         on_active_roster: true,
         runtime: RuntimeActivity {

@@ -12,7 +12,7 @@ use super::ports::{AuditEvent, PortError, Ports, StatusStore, StoredStatus};
 use super::queue::Trigger;
 use crate::domain::agenda::{Agenda, TeamIndex};
 use crate::domain::decision::{
-    decide, keeps_carried_lease, keeps_caught_up_report, staleness_diagnostics, DecisionInput,
+    decide, keeps_caught_up_report, staleness_diagnostics, DecisionInput,
 };
 use crate::domain::metrics::events_for_write;
 use crate::domain::names::{normalize_member_name, validate_name, MemberName, NameError, TeamName};
@@ -852,17 +852,13 @@ impl Reconciler {
             StoredStatus::Missing | StoredStatus::Current(_) => {}
         }
         let previous = previous.into_status();
-        // The lease input: the report just accepted, else the stored accepted
-        // one, else the lease a later rejected report left behind while it
-        // still holds.
+        // The lease input: the report just accepted, else the stored one if
+        // it was accepted. As in the app, a rejected report that replaced an
+        // accepted one leaves no lease behind.
         let prior_accepted = accepted_report.or_else(|| {
-            previous.as_ref().and_then(|p| {
-                p.report.clone().filter(|r| r.accepted).or_else(|| {
-                    p.last_accepted_report
-                        .clone()
-                        .filter(|r| keeps_carried_lease(r, &agenda.fingerprint, now))
-                })
-            })
+            previous
+                .as_ref()
+                .and_then(|p| p.report.clone().filter(|r| r.accepted))
         });
         let on_active_roster = snapshot.is_active() && snapshot.is_active_member(&member);
         let decision = decide(&DecisionInput {
@@ -935,7 +931,6 @@ impl Reconciler {
                 .then(|| snapshot.member(&member))
                 .flatten()
                 .and_then(|m| m.derived_provider()),
-            last_accepted_report: None,
             agenda,
             report,
             report_token: None,

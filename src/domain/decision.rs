@@ -87,25 +87,6 @@ pub fn decide(input: &DecisionInput<'_>) -> Decision {
     }
 }
 
-/// Whether the accepted report a later rejected report left behind
-/// (`lastAcceptedReport`) still stands in for the member's report: only
-/// while its `still_working` / `blocked` lease for `fingerprint` holds at
-/// `now_ms`. Otherwise the member has no current report, as in the app,
-/// which forgets an accepted report once a rejected one replaces it.
-pub fn keeps_carried_lease(report: &Report, fingerprint: &str, now_ms: EpochMs) -> bool {
-    report.accepted
-        && report.agenda_fingerprint == fingerprint
-        && matches!(
-            report.state,
-            ReportState::StillWorking | ReportState::Blocked
-        )
-        && report
-            .expires_at
-            .as_ref()
-            .and_then(IsoTime::ms)
-            .is_some_and(|expires| lease_holds(expires, now_ms, MAX_LEASE_MS))
-}
-
 /// True when an accepted `caught_up` report for `fingerprint` should stay on a caught-up status.
 pub fn keeps_caught_up_report(report: &Report, fingerprint: &str) -> bool {
     report.accepted
@@ -455,7 +436,6 @@ mod tests {
             evaluated_at: IsoTime::at(NOW - age_ms),
             diagnostics: vec![],
             provider_id: None,
-            last_accepted_report: None,
         }
     }
 

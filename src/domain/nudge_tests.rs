@@ -58,7 +58,6 @@ fn status(items: Vec<ActionableWorkItem>) -> MemberStatus {
         evaluated_at: IsoTime::at(NOW),
         diagnostics: vec!["no_current_report".into()],
         provider_id: Some(ProviderId::Anthropic),
-        last_accepted_report: None,
     }
 }
 
