@@ -398,6 +398,16 @@ fn at_most_two_deliveries_per_member_hour() {
         waiting.last_error.as_deref(),
         Some("member_nudge_rate_limited")
     );
+    // As the app: retried an hour after the refusal, not when the first
+    // delivery (two minutes earlier) leaves the window.
+    let refused_at = f.services.engine.now_ms();
+    assert_eq!(
+        waiting
+            .next_attempt_at
+            .as_ref()
+            .and_then(member_work_sync::domain::time::IsoTime::ms),
+        Some(refused_at + 60 * MINUTE)
+    );
 }
 
 /// Deliveries to jack when the clock steps back `step_back_ms` after his
