@@ -522,7 +522,31 @@ fn recovery_nudges_lead_to_suppression_after_four_deliveries() {
     assert_eq!(f.inbox("jack").len(), 4);
     // Four deliveries for one fingerprint without an accepted report: suppressed.
     f.advance(61 * MINUTE);
+    let lines_before = journal_of(&f.root, "jack").lines().count();
     run(Trigger::ManualRefresh);
+    // Journaled as the app does: the decision, then the suppression, then the write.
+    let kinds: Vec<String> = journal_of(&f.root, "jack")
+        .lines()
+        .skip(lines_before)
+        .map(|line| {
+            serde_json::from_str::<Value>(line).unwrap()["event"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .filter(|kind| !kind.starts_with("queue_"))
+        .collect();
+    assert_eq!(
+        kinds[..5],
+        [
+            "reconcile_started",
+            "agenda_loaded",
+            "decision_made",
+            "nudge_suppressed",
+            "status_written"
+        ],
+        "{kinds:?}"
+    );
     let status = f
         .services
         .engine
