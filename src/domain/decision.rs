@@ -194,17 +194,17 @@ pub fn staleness_diagnostics(
     if items > 0 && actionable_state && age > ACTIONABLE_STALE_MS {
         diags.push(Staleness::StatusStale);
     }
-    if matches!(
-        status.state,
-        StatusState::StillWorking | StatusState::Blocked
-    ) {
-        let lease = status
-            .report
-            .as_ref()
-            .filter(|r| r.accepted)
-            .and_then(|r| r.expires_at.as_ref())
-            .and_then(IsoTime::ms);
-        match lease {
+    // As the app: only a working status whose stored report was accepted
+    // has a lease to check; a rejected report (or none) leaves nothing to
+    // be missing or over.
+    let accepted = status.report.as_ref().filter(|r| r.accepted);
+    if let Some(report) = accepted.filter(|_| {
+        matches!(
+            status.state,
+            StatusState::StillWorking | StatusState::Blocked
+        )
+    }) {
+        match report.expires_at.as_ref().and_then(IsoTime::ms) {
             None => diags.push(Staleness::AcceptedReportLeaseMissing),
             Some(expires) if !lease_holds(expires, now_ms, MAX_LEASE_MS) => {
                 diags.push(Staleness::AcceptedReportLeaseExpired)
@@ -463,7 +463,16 @@ mod tests {
             stale(&stored(StatusState::NeedsSync, 0, 0), NOW),
             ["empty_agenda_state_refresh_enqueued"]
         );
+        // Working without an accepted report (none, or a rejected one):
+        // no lease to check, as in the app.
         let mut leased = stored(StatusState::StillWorking, 1, 0);
+        assert!(stale(&leased, NOW).is_empty());
+        let mut rejected = report(ReportState::CaughtUp, "fp", None);
+        rejected.accepted = false;
+        rejected.rejection_code = Some("invalid_report_token".into());
+        leased.report = Some(rejected);
+        assert!(stale(&leased, NOW).is_empty());
+        leased.report = Some(report(ReportState::StillWorking, "fp", None));
         assert_eq!(
             stale(&leased, NOW),
             ["accepted_report_lease_missing_refresh_enqueued"]
