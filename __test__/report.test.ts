@@ -59,6 +59,31 @@ describe('report()', () => {
     expect(result.status.agenda.fingerprint).not.toBe(old.agenda.fingerprint)
   })
 
+  // The app's token verifier treats an empty token as missing (`identity_untrusted`)
+  // and anything not split by '.' into exactly `wrs:v1`, a payload and a signature as
+  // invalid (`invalid_report_token`); the rejection code is appended to the
+  // reconciled status's diagnostics. These are the behaviour driver's malformed tokens.
+  it.each([
+    ['', 'identity_untrusted'],
+    ['garbage', 'invalid_report_token'],
+    ['wrs:v1:e30.AAAA', 'invalid_report_token'],
+    ['wrs:v1:' + 'A'.repeat(40), 'invalid_report_token'],
+  ])('a malformed token %j is rejected as %s', async (reportToken, code) => {
+    const sync = instance(copyExampleRoot())
+    const status = await sync.refreshStatus({ teamName: 'forge', memberName: 'jack' })
+    const result = await sync.report({
+      teamName: 'forge',
+      memberName: 'jack',
+      state: 'still_working',
+      agendaFingerprint: status.agenda.fingerprint,
+      reportToken,
+    })
+    expect(result).toMatchObject({ accepted: false, code })
+    expect(result.status.report).toMatchObject({ accepted: false, rejectionCode: code })
+    expect(result.status.diagnostics.at(-1)).toBe(`report_rejected:${code}`)
+    expect(result.status.diagnostics.filter((d) => d.startsWith('report_rejected:'))).toEqual([`report_rejected:${code}`])
+  })
+
   it('malformed requests and hostile names reject with MWS_INVALID_ARGUMENT before anything runs', async () => {
     const sync = instance(copyExampleRoot())
     const status = await sync.refreshStatus({ teamName: 'forge', memberName: 'jack' })

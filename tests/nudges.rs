@@ -398,6 +398,16 @@ fn at_most_two_deliveries_per_member_hour() {
         waiting.last_error.as_deref(),
         Some("member_nudge_rate_limited")
     );
+    // As the app: retried an hour after the refusal, not when the first
+    // delivery (two minutes earlier) leaves the window.
+    let refused_at = f.services.engine.now_ms();
+    assert_eq!(
+        waiting
+            .next_attempt_at
+            .as_ref()
+            .and_then(member_work_sync::domain::time::IsoTime::ms),
+        Some(refused_at + 60 * MINUTE)
+    );
 }
 
 /// Deliveries to jack when the clock steps back `step_back_ms` after his
@@ -512,7 +522,31 @@ fn recovery_nudges_lead_to_suppression_after_four_deliveries() {
     assert_eq!(f.inbox("jack").len(), 4);
     // Four deliveries for one fingerprint without an accepted report: suppressed.
     f.advance(61 * MINUTE);
+    let lines_before = journal_of(&f.root, "jack").lines().count();
     run(Trigger::ManualRefresh);
+    // Journaled as the app does: the decision, then the suppression, then the write.
+    let kinds: Vec<String> = journal_of(&f.root, "jack")
+        .lines()
+        .skip(lines_before)
+        .map(|line| {
+            serde_json::from_str::<Value>(line).unwrap()["event"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .filter(|kind| !kind.starts_with("queue_"))
+        .collect();
+    assert_eq!(
+        kinds[..5],
+        [
+            "reconcile_started",
+            "agenda_loaded",
+            "decision_made",
+            "nudge_suppressed",
+            "status_written"
+        ],
+        "{kinds:?}"
+    );
     let status = f
         .services
         .engine
@@ -1395,6 +1429,40 @@ fn a_nudge_whose_lease_ran_out_since_the_last_reconcile_is_delivered() {
         (1, 1, 0)
     );
     assert_eq!(f.inbox("jack").len(), 1);
+}
+
+#[test]
+fn a_nudge_stays_due_once_a_rejected_report_replaced_the_lease() {
+    // As the app's dispatcher: the stored report decides again right before
+    // delivery, and a rejected report holds no lease even where an accepted
+    // one came before it. The nudge is not overtaken (superseded) but held
+    // back by the readiness metrics (one report in two rejected) for a retry.
+    let f = Fixture::new();
+    f.queued_reconcile("jack");
+    let status = f
+        .services
+        .engine
+        .get_status(&team("forge"), &member("jack"), false)
+        .unwrap();
+    let report = |token: Value| {
+        f.services
+            .reconciler
+            .report(
+                &json!({"teamName": "forge", "memberName": "jack", "state": "still_working",
+                        "agendaFingerprint": status.agenda.fingerprint, "reportToken": token}),
+            )
+            .unwrap()
+    };
+    assert!(report(json!(status.report_token)).accepted);
+    assert_eq!(report(json!("garbage")).code, "invalid_report_token");
+    let summary = f.dispatch();
+    assert_eq!(
+        (summary.claimed, summary.superseded, summary.retryable),
+        (1, 0, 1)
+    );
+    let item = &f.outbox("jack")[0];
+    assert_eq!(item.status, OutboxStatus::FailedRetryable);
+    assert_eq!(item.last_error.as_deref(), Some("blocking_metrics"));
 }
 
 #[test]

@@ -20,9 +20,9 @@ use crate::domain::agenda::{Agenda, TeamIndex};
 use crate::domain::decision::{decide, DecisionInput, RuntimeActivity};
 use crate::domain::metrics::{readiness, MetricsIndex, Readiness, Thresholds};
 use crate::domain::nudge::{
-    activation, current_fingerprint_stable_since, plan_nudge, rate_limit, readiness_metadata,
+    activation, current_fingerprint_stable_since, is_rate_limited, plan_nudge, readiness_metadata,
     retry_at, watchdog_cooldown, AttemptEnd, DeliveryTime, NudgeIntent, OutboxItem, OutboxStatus,
-    WatchdogAlert,
+    WatchdogAlert, DELIVERY_WINDOW_MS,
 };
 use crate::domain::status::{MemberStatus, StatusState};
 use crate::domain::team::TeamSnapshot;
@@ -583,12 +583,16 @@ impl Nudges {
             .as_deref()
             .filter(|key| key.starts_with(STILL_STUCK_PREFIX))
             .map(|_| STILL_STUCK_PREFIX);
-        if let Some(at) = rate_limit(
+        if is_rate_limited(
             &self.deliveries(team, member, &items, only),
             now,
             self.monotonic_now(),
         ) {
-            return retry("member_nudge_rate_limited".into(), at);
+            // As the app: an hour from now, whenever the oldest delivery leaves the window.
+            return retry(
+                "member_nudge_rate_limited".into(),
+                now.saturating_add(DELIVERY_WINDOW_MS),
+            );
         }
         let busy_question = BusyQuestion {
             team_name: team,
@@ -879,11 +883,7 @@ fn ignores_busy(payload: &crate::domain::nudge::NudgePayload, busy: BusyReason) 
 /// diagnostics, and the stored runtime-stall diagnostics while the same
 /// agenda still needs sync. What the app's dispatcher checks a nudge against.
 fn redecided(stored: &MemberStatus, agenda: Agenda, now: EpochMs) -> MemberStatus {
-    let lease = stored
-        .report
-        .clone()
-        .filter(|r| r.accepted)
-        .or_else(|| stored.last_accepted_report.clone());
+    let lease = stored.report.clone().filter(|r| r.accepted);
     let decision = decide(&DecisionInput {
         on_active_roster: true,
         runtime: RuntimeActivity {

@@ -12,7 +12,7 @@ use super::ports::{AuditEvent, PortError, Ports, StatusStore, StoredStatus};
 use super::queue::Trigger;
 use crate::domain::agenda::{Agenda, TeamIndex};
 use crate::domain::decision::{
-    decide, keeps_carried_lease, keeps_caught_up_report, staleness_diagnostics, DecisionInput,
+    decide, keeps_caught_up_report, staleness_diagnostics, DecisionInput,
 };
 use crate::domain::metrics::events_for_write;
 use crate::domain::names::{normalize_member_name, validate_name, MemberName, NameError, TeamName};
@@ -143,6 +143,13 @@ pub(super) fn may_store_member(
 
 /// Source tag of reconciler audit events.
 const SOURCE: &str = "reconciler";
+
+/// A nudge suppression a reconcile decided: its journal line's diagnostics
+/// and metadata, written after the decision's line as the app writes it.
+struct SuppressedNudge {
+    diagnostics: Vec<String>,
+    metadata: serde_json::Value,
+}
 
 /// How one reconcile differs from a plain one.
 #[derive(Debug, Clone, Copy, Default)]
@@ -482,15 +489,24 @@ impl Reconciler {
         }
         let mut agenda = Some(self.start_reconcile(index, team, member, now, triggers));
         let mut previous_evaluated_at = None;
+        let mut suppressed = None;
         let status = self.ports.store.update(team, member, &mut |previous| {
             let agenda = agenda
                 .take()
                 .unwrap_or_else(|| index.agenda_for(member, &format_iso(now)));
             previous_evaluated_at = evaluated_at_of(&previous);
-            self.reconciled_status(snapshot, agenda, previous, now, by, triggers, options)
+            let (status, suppression) =
+                self.reconciled_status(snapshot, agenda, previous, now, by, triggers, options);
+            suppressed = suppression;
+            status
         })?;
         self.record_metrics(&status);
-        self.finish_reconcile(&status, previous_evaluated_at.as_deref(), now);
+        self.finish_reconcile(
+            &status,
+            previous_evaluated_at.as_deref(),
+            suppressed.as_ref(),
+            now,
+        );
         Ok(status)
     }
 
@@ -527,13 +543,21 @@ impl Reconciler {
             .collect();
         let mut previous_evaluated_at: std::collections::HashMap<String, Option<String>> =
             std::collections::HashMap::new();
+        let mut suppressed: std::collections::HashMap<String, SuppressedNudge> =
+            std::collections::HashMap::new();
         let mut build = |member: &str, previous: StoredStatus| {
             let agenda = agendas
                 .remove(member)
                 .unwrap_or_else(|| index.agenda_for(member, &format_iso(now)));
             previous_evaluated_at.insert(member.to_string(), evaluated_at_of(&previous));
             let options = ReconcileOptions::default();
-            self.reconciled_status(snapshot, agenda, previous, now, by, triggers, options)
+            let (status, suppression) =
+                self.reconciled_status(snapshot, agenda, previous, now, by, triggers, options);
+            match suppression {
+                Some(suppression) => suppressed.insert(member.to_string(), suppression),
+                None => suppressed.remove(member),
+            };
+            status
         };
         let outcomes: Vec<Result<MemberStatus, PortError>> =
             match self.ports.store.update_all(team, &persisted, &mut build) {
@@ -563,12 +587,10 @@ impl Reconciler {
             .filter_map(|outcome| outcome.as_ref().ok().cloned())
             .collect();
         self.record_team_metrics(&written);
-        for status in &written {
-            let previous = previous_evaluated_at
-                .get(status.member_name.as_str())
-                .cloned()
-                .flatten();
-            self.finish_reconcile(status, previous.as_deref(), now);
+        for (member, outcome) in persisted.iter().zip(&outcomes) {
+            let Ok(status) = outcome else { continue };
+            let previous = previous_evaluated_at.get(*member).cloned().flatten();
+            self.finish_reconcile(status, previous.as_deref(), suppressed.get(*member), now);
         }
         let mut outcomes = persisted.iter().zip(outcomes);
         Ok(unpersisted
@@ -660,7 +682,8 @@ impl Reconciler {
         agenda
     }
 
-    /// The status a reconcile writes: built, with its recovery, suppressed.
+    /// The status a reconcile writes: built, with its recovery, suppressed;
+    /// and the suppression decided on it, journaled after the decision.
     #[allow(clippy::too_many_arguments)]
     fn reconciled_status(
         &self,
@@ -671,14 +694,14 @@ impl Reconciler {
         by: ReconciledBy,
         triggers: &[Trigger],
         options: ReconcileOptions<'_>,
-    ) -> MemberStatus {
+    ) -> (MemberStatus, Option<SuppressedNudge>) {
         let history = previous.status().map(SuppressionHistory::of);
         let mut status = self.build_status(snapshot, agenda, previous, now, by, triggers, None);
         if let Some(shadow) = status.shadow.as_mut() {
             shadow.recovery = options.recovery.cloned();
         }
-        self.apply_suppression(&mut status, history.as_ref(), options.force_nudge, now);
-        status
+        let suppressed = self.apply_suppression(&mut status, history.as_ref(), options.force_nudge);
+        (status, suppressed)
     }
 
     /// Journals the write of a status outside a reconcile (a report).
@@ -700,8 +723,9 @@ impl Reconciler {
         );
     }
 
-    /// Journals the decision, a runtime stall it observed, and the write of
-    /// a reconciled status, in the app's order and shapes.
+    /// Journals the decision, a runtime stall it observed, a suppression
+    /// decided on the status, and the write of a reconciled status, in the
+    /// app's order and shapes.
     ///
     /// `previous_evaluated_at` is when the replaced status was evaluated
     /// (none when nothing readable was stored), which a stall names.
@@ -709,6 +733,7 @@ impl Reconciler {
         &self,
         status: &MemberStatus,
         previous_evaluated_at: Option<&str>,
+        suppressed: Option<&SuppressedNudge>,
         now: EpochMs,
     ) {
         let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
@@ -766,6 +791,17 @@ impl Reconciler {
                 now,
                 stall_diagnostics,
                 stall,
+            ));
+        }
+        if let Some(suppressed) = suppressed {
+            events.push(audit_event(
+                SOURCE,
+                "nudge_suppressed",
+                team,
+                member,
+                now,
+                suppressed.diagnostics.clone(),
+                suppressed.metadata.clone(),
             ));
         }
         let mut written = summary;
@@ -852,17 +888,13 @@ impl Reconciler {
             StoredStatus::Missing | StoredStatus::Current(_) => {}
         }
         let previous = previous.into_status();
-        // The lease input: the report just accepted, else the stored accepted
-        // one, else the lease a later rejected report left behind while it
-        // still holds.
+        // The lease input: the report just accepted, else the stored one if
+        // it was accepted. As in the app, a rejected report that replaced an
+        // accepted one leaves no lease behind.
         let prior_accepted = accepted_report.or_else(|| {
-            previous.as_ref().and_then(|p| {
-                p.report.clone().filter(|r| r.accepted).or_else(|| {
-                    p.last_accepted_report
-                        .clone()
-                        .filter(|r| keeps_carried_lease(r, &agenda.fingerprint, now))
-                })
-            })
+            previous
+                .as_ref()
+                .and_then(|p| p.report.clone().filter(|r| r.accepted))
         });
         let on_active_roster = snapshot.is_active() && snapshot.is_active_member(&member);
         let decision = decide(&DecisionInput {
@@ -935,7 +967,6 @@ impl Reconciler {
                 .then(|| snapshot.member(&member))
                 .flatten()
                 .and_then(|m| m.derived_provider()),
-            last_accepted_report: None,
             agenda,
             report,
             report_token: None,
@@ -975,15 +1006,15 @@ impl Reconciler {
     /// for its fingerprint since the reset time stops would-nudging.
     /// `force_nudge` resets the count at this evaluation; otherwise the reset
     /// time follows [`suppression_reset_at`]. Any other status is left as is.
+    /// Returns the suppression for the journal.
     fn apply_suppression(
         &self,
         status: &mut MemberStatus,
         history: Option<&SuppressionHistory>,
         force_nudge: bool,
-        now: EpochMs,
-    ) {
+    ) -> Option<SuppressedNudge> {
         if !is_suppression_candidate(status) {
-            return;
+            return None;
         }
         let fingerprint = status.agenda.fingerprint.clone();
         let reset = if force_nudge {
@@ -999,14 +1030,14 @@ impl Reconciler {
             shadow.nudge_suppression_reset_at = reset;
         }
         if force_nudge {
-            return;
+            return None;
         }
         let Ok(items) = self
             .ports
             .outbox
             .member_items(&status.team_name, &status.member_name)
         else {
-            return;
+            return None;
         };
         let delivered = items
             .iter()
@@ -1016,44 +1047,40 @@ impl Reconciler {
                 reset_at.is_none_or(|reset| at.is_some_and(|at| at >= reset))
             })
             .count();
-        if is_suppressed(delivered) {
-            if let Some(shadow) = status.shadow.as_mut() {
-                shadow.would_nudge = false;
-                shadow.nudge_suppression = Some(NudgeSuppression {
-                    reason: "no_accepted_report".into(),
-                    agenda_fingerprint: fingerprint.clone(),
-                    delivered_count: delivered,
-                    suppressed_at: status.evaluated_at.clone(),
-                    reset_at: shadow.nudge_suppression_reset_at.clone(),
-                });
-            }
-            status
-                .diagnostics
-                .push("work_sync_suppressed_no_accepted_report".into());
-            let mut metadata = json!({
-                "agendaFingerprint": fingerprint,
-                "state": status.state,
-                "actionableCount": status.agenda.items.len(),
-                "deliveredCount": delivered,
-                "suppressionLimit": SUPPRESS_AFTER_DELIVERIES,
-            });
-            if let Some(reset) = status
-                .shadow
-                .as_ref()
-                .and_then(|s| s.nudge_suppression_reset_at.as_ref())
-            {
-                metadata["resetAt"] = json!(reset);
-            }
-            self.audit(
-                "reconciler",
-                "nudge_suppressed",
-                &status.team_name,
-                &status.member_name,
-                now,
-                status.diagnostics.clone(),
-                metadata,
-            );
+        if !is_suppressed(delivered) {
+            return None;
         }
+        if let Some(shadow) = status.shadow.as_mut() {
+            shadow.would_nudge = false;
+            shadow.nudge_suppression = Some(NudgeSuppression {
+                reason: "no_accepted_report".into(),
+                agenda_fingerprint: fingerprint.clone(),
+                delivered_count: delivered,
+                suppressed_at: status.evaluated_at.clone(),
+                reset_at: shadow.nudge_suppression_reset_at.clone(),
+            });
+        }
+        status
+            .diagnostics
+            .push("work_sync_suppressed_no_accepted_report".into());
+        let mut metadata = json!({
+            "agendaFingerprint": fingerprint,
+            "state": status.state,
+            "actionableCount": status.agenda.items.len(),
+            "deliveredCount": delivered,
+            "suppressionLimit": SUPPRESS_AFTER_DELIVERIES,
+        });
+        if let Some(reset) = status
+            .shadow
+            .as_ref()
+            .and_then(|s| s.nudge_suppression_reset_at.as_ref())
+        {
+            metadata["resetAt"] = json!(reset);
+        }
+        Some(SuppressedNudge {
+            diagnostics: status.diagnostics.clone(),
+            metadata,
+        })
     }
 
     /// Adds the metric events of a status write to the team index. Metrics

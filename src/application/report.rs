@@ -11,7 +11,7 @@ use crate::domain::names::normalize_member_name;
 use crate::domain::report::{
     lease_ms, validate, Rejection, ReportRequest, ReportSource, ValidationContext,
 };
-use crate::domain::status::{MemberStatus, ReconciledBy, Report, Shadow, StatusState};
+use crate::domain::status::{MemberStatus, ReconciledBy, Report, Shadow};
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs, IsoTime};
 use crate::domain::token::TokenCheck;
@@ -232,10 +232,9 @@ impl Reconciler {
     /// metrics, nudge planning, as any requested reconcile), then the
     /// rejection is recorded on that status.
     ///
-    /// The rejection is not an input of later reconciles: the next status
-    /// carries only what the decision keeps. One deliberate difference from
-    /// the reference: a live lease of an earlier accepted report survives the
-    /// rejection (kept in `lastAcceptedReport`) instead of being forgotten.
+    /// The rejection replaces the stored report and is not an input of later
+    /// reconciles, as in the app: the next status carries only what the
+    /// decision keeps, so the lease of an earlier accepted report ends here.
     fn record_rejected(
         &self,
         snapshot: &TeamSnapshot,
@@ -270,11 +269,6 @@ impl Reconciler {
             rejection_code: Some(code.to_string()),
         };
         let mut rejected = reconciled;
-        let live_lease = matches!(
-            rejected.state,
-            StatusState::StillWorking | StatusState::Blocked
-        );
-        rejected.last_accepted_report = rejected.report.take().filter(|r| r.accepted && live_lease);
         rejected.report = Some(report);
         rejected.diagnostics.push(format!("report_rejected:{code}"));
         let status = self

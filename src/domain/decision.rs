@@ -87,25 +87,6 @@ pub fn decide(input: &DecisionInput<'_>) -> Decision {
     }
 }
 
-/// Whether the accepted report a later rejected report left behind
-/// (`lastAcceptedReport`) still stands in for the member's report: only
-/// while its `still_working` / `blocked` lease for `fingerprint` holds at
-/// `now_ms`. Otherwise the member has no current report, as in the app,
-/// which forgets an accepted report once a rejected one replaces it.
-pub fn keeps_carried_lease(report: &Report, fingerprint: &str, now_ms: EpochMs) -> bool {
-    report.accepted
-        && report.agenda_fingerprint == fingerprint
-        && matches!(
-            report.state,
-            ReportState::StillWorking | ReportState::Blocked
-        )
-        && report
-            .expires_at
-            .as_ref()
-            .and_then(IsoTime::ms)
-            .is_some_and(|expires| lease_holds(expires, now_ms, MAX_LEASE_MS))
-}
-
 /// True when an accepted `caught_up` report for `fingerprint` should stay on a caught-up status.
 pub fn keeps_caught_up_report(report: &Report, fingerprint: &str) -> bool {
     report.accepted
@@ -213,17 +194,17 @@ pub fn staleness_diagnostics(
     if items > 0 && actionable_state && age > ACTIONABLE_STALE_MS {
         diags.push(Staleness::StatusStale);
     }
-    if matches!(
-        status.state,
-        StatusState::StillWorking | StatusState::Blocked
-    ) {
-        let lease = status
-            .report
-            .as_ref()
-            .filter(|r| r.accepted)
-            .and_then(|r| r.expires_at.as_ref())
-            .and_then(IsoTime::ms);
-        match lease {
+    // As the app: only a working status whose stored report was accepted
+    // has a lease to check; a rejected report (or none) leaves nothing to
+    // be missing or over.
+    let accepted = status.report.as_ref().filter(|r| r.accepted);
+    if let Some(report) = accepted.filter(|_| {
+        matches!(
+            status.state,
+            StatusState::StillWorking | StatusState::Blocked
+        )
+    }) {
+        match report.expires_at.as_ref().and_then(IsoTime::ms) {
             None => diags.push(Staleness::AcceptedReportLeaseMissing),
             Some(expires) if !lease_holds(expires, now_ms, MAX_LEASE_MS) => {
                 diags.push(Staleness::AcceptedReportLeaseExpired)
@@ -455,7 +436,6 @@ mod tests {
             evaluated_at: IsoTime::at(NOW - age_ms),
             diagnostics: vec![],
             provider_id: None,
-            last_accepted_report: None,
         }
     }
 
@@ -483,7 +463,16 @@ mod tests {
             stale(&stored(StatusState::NeedsSync, 0, 0), NOW),
             ["empty_agenda_state_refresh_enqueued"]
         );
+        // Working without an accepted report (none, or a rejected one):
+        // no lease to check, as in the app.
         let mut leased = stored(StatusState::StillWorking, 1, 0);
+        assert!(stale(&leased, NOW).is_empty());
+        let mut rejected = report(ReportState::CaughtUp, "fp", None);
+        rejected.accepted = false;
+        rejected.rejection_code = Some("invalid_report_token".into());
+        leased.report = Some(rejected);
+        assert!(stale(&leased, NOW).is_empty());
+        leased.report = Some(report(ReportState::StillWorking, "fp", None));
         assert_eq!(
             stale(&leased, NOW),
             ["accepted_report_lease_missing_refresh_enqueued"]

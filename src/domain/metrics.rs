@@ -613,7 +613,6 @@ mod tests {
                 evaluated_at: crate::domain::time::IsoTime::at(0),
                 diagnostics: vec![],
                 provider_id: None,
-                last_accepted_report: None,
             };
             let got: Vec<MetricKind> = events_for_write(&status).iter().map(|e| e.kind).collect();
             assert_eq!(got, kinds, "{why}");
@@ -642,7 +641,6 @@ mod tests {
             evaluated_at: crate::domain::time::IsoTime::at(0),
             diagnostics: vec![],
             provider_id: None,
-            last_accepted_report: None,
         };
         let events = events_for_write(&status);
         assert_eq!(events.len(), 1);

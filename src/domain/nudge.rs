@@ -875,9 +875,10 @@ pub struct DeliveryTime {
     pub monotonic: Option<MonotonicMs>,
 }
 
-/// Whether a member may get another nudge now: `None` when fewer than
-/// [`MAX_DELIVERIES_PER_HOUR`] deliveries are within the last hour, else the
-/// wall-clock time at which the first of them leaves the window.
+/// Whether a member must not get another nudge now: true when at least
+/// [`MAX_DELIVERIES_PER_HOUR`] deliveries are within the last hour. The
+/// dispatcher then retries the item [`DELIVERY_WINDOW_MS`] after `now`, as
+/// the app does, and checks the limit again.
 ///
 /// A delivery is within the hour when either clock says so. By the wall
 /// clock, one dated after `now` counts too while it is at most
@@ -887,28 +888,22 @@ pub struct DeliveryTime {
 /// however far the wall clock stepped since. So the limit errs toward fewer
 /// nudges, except for deliveries dated more than a day ahead that another
 /// process (or one before a restart) made.
-pub fn rate_limit(
+pub fn is_rate_limited(
     deliveries: &[DeliveryTime],
     now: EpochMs,
     now_monotonic: MonotonicMs,
-) -> Option<EpochMs> {
-    let leaves_window = |delivery: &DeliveryTime| {
-        let by_wall = delivery
-            .wall
-            .filter(|&at| {
-                now.saturating_sub(at) < DELIVERY_WINDOW_MS
-                    && at.saturating_sub(now) <= MAX_FUTURE_DELIVERY_MS
-            })
-            .map(|at| at.saturating_add(DELIVERY_WINDOW_MS));
+) -> bool {
+    let within_hour = |delivery: &DeliveryTime| {
+        let by_wall = delivery.wall.is_some_and(|at| {
+            now.saturating_sub(at) < DELIVERY_WINDOW_MS
+                && at.saturating_sub(now) <= MAX_FUTURE_DELIVERY_MS
+        });
         let by_monotonic = delivery
             .monotonic
-            .map(|at| DELIVERY_WINDOW_MS.saturating_sub(now_monotonic.saturating_sub(at)))
-            .filter(|&left| left > 0)
-            .map(|left| now.saturating_add(left));
-        by_wall.max(by_monotonic)
+            .is_some_and(|at| now_monotonic.saturating_sub(at) < DELIVERY_WINDOW_MS);
+        by_wall || by_monotonic
     };
-    let recent: Vec<EpochMs> = deliveries.iter().filter_map(leaves_window).collect();
-    (recent.len() >= MAX_DELIVERIES_PER_HOUR).then(|| recent.iter().min().copied().unwrap_or(now))
+    deliveries.iter().filter(|d| within_hour(d)).count() >= MAX_DELIVERIES_PER_HOUR
 }
 
 /// Suppression: after [`SUPPRESS_AFTER_DELIVERIES`] deliveries for one

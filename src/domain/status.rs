@@ -136,8 +136,4 @@ pub struct MemberStatus {
     pub diagnostics: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_id: Option<ProviderId>,
-    /// The last accepted report while `report` holds a later rejected one: a
-    /// rejected report never cancels a live lease.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_accepted_report: Option<Report>,
 }

@@ -37,6 +37,22 @@ struct IndexEntry {
     created_at: String,
 }
 
+/// An item as `outbox.json` keeps it: the domain item and its place in the
+/// team's planning order.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredItem {
+    #[serde(flatten)]
+    item: OutboxItem,
+    /// 1 + the highest sequence in the team's outboxes when the item was
+    /// first planned; kept by every later update. The app claims items due at
+    /// the same time in the order its outbox index first saw them, and this
+    /// is that order kept where it survives an index rebuild. Items written
+    /// before it (or by the app) have none and go first, by id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    plan_sequence: Option<u64>,
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct OutboxIndex {
     #[serde(default)]
@@ -79,8 +95,16 @@ impl FsOutboxStore {
     }
 
     fn read_items(&self, path: &Path) -> Result<BTreeMap<String, OutboxItem>, PortError> {
+        Ok(self
+            .read_stored(path)?
+            .into_iter()
+            .map(|(id, stored)| (id, stored.item))
+            .collect())
+    }
+
+    fn read_stored(&self, path: &Path) -> Result<BTreeMap<String, StoredItem>, PortError> {
         Ok(
-            match read_envelope::<BTreeMap<String, OutboxItem>>(
+            match read_envelope::<BTreeMap<String, StoredItem>>(
                 self.paths.root(),
                 path,
                 SCHEMA_VERSION,
@@ -89,11 +113,27 @@ impl FsOutboxStore {
             )? {
                 Loaded::Found(items) => items
                     .into_iter()
-                    .map(|(id, item)| (id, item.with_payload_fingerprint()))
+                    .map(|(id, stored)| {
+                        let item = stored.item.with_payload_fingerprint();
+                        (id, StoredItem { item, ..stored })
+                    })
                     .collect(),
                 Loaded::Missing | Loaded::Quarantined { .. } => BTreeMap::new(),
             },
         )
+    }
+
+    /// The planning sequence a newly planned item of `team` gets: one past the
+    /// highest in its outboxes (read without locks, as claims do: two
+    /// processes planning at once may share one, and their items then go by id).
+    fn next_plan_sequence(&self, team: &str) -> Result<u64, PortError> {
+        let (items, _unreadable) = self.team_items(team)?;
+        Ok(items
+            .iter()
+            .filter_map(|(_, sequence)| *sequence)
+            .max()
+            .unwrap_or(0)
+            + 1)
     }
 
     /// Read-modify-write of one member's outbox under its lock. Returns the
@@ -106,17 +146,43 @@ impl FsOutboxStore {
     ) -> Result<R, PortError> {
         let member_path = self.member_path(team, member);
         let _member_lock = StoreLock::acquire(self.paths.root(), &member_path)?;
-        let mut items = self.read_items(&member_path)?;
+        let (mut items, sequences): (BTreeMap<_, _>, BTreeMap<_, _>) = self
+            .read_stored(&member_path)?
+            .into_iter()
+            .map(|(id, stored)| ((id.clone(), stored.item), (id, stored.plan_sequence)))
+            .unzip();
         let (result, changed) = change(&mut items);
         if changed {
             // Every write also drops finished items no rule looks at any more.
             prune_finished(&mut items, self.clock.now_ms(), &self.retention);
+            let mut next_sequence = None;
+            let mut stored = BTreeMap::new();
+            for (id, item) in items {
+                let plan_sequence = match sequences.get(&id) {
+                    Some(kept) => *kept,
+                    None => {
+                        let next = match next_sequence {
+                            Some(next) => next,
+                            None => self.next_plan_sequence(team)?,
+                        };
+                        next_sequence = Some(next + 1);
+                        Some(next)
+                    }
+                };
+                stored.insert(
+                    id,
+                    StoredItem {
+                        item,
+                        plan_sequence,
+                    },
+                );
+            }
             write_envelope(
                 self.paths.root(),
                 &member_path,
                 SCHEMA_VERSION,
                 "items",
-                &items,
+                &stored,
             )?;
         }
         Ok(result)
@@ -131,22 +197,31 @@ impl FsOutboxStore {
                 .team_items(team)?
                 .0
                 .iter()
-                .map(|item| (item.id.clone(), entry(item)))
+                .map(|(item, _)| (item.id.clone(), entry(item)))
                 .collect(),
         };
         write_flat_envelope(self.paths.root(), &index_path, SCHEMA_VERSION, &index)?;
         Ok(())
     }
 
-    /// Every member outbox of a team, read without locks (claims re-check
-    /// under lock), and the member outboxes that could not be read.
-    fn team_items(&self, team: &str) -> Result<(Vec<OutboxItem>, Vec<MemberFailure>), PortError> {
+    /// Every item of a team's member outboxes with its planning sequence,
+    /// read without locks (claims re-check under lock), and the member
+    /// outboxes that could not be read.
+    #[allow(clippy::type_complexity)]
+    fn team_items(
+        &self,
+        team: &str,
+    ) -> Result<(Vec<(OutboxItem, Option<u64>)>, Vec<MemberFailure>), PortError> {
         let (mut all, mut failures) = (Vec::new(), Vec::new());
         for member_dir in self.paths.member_dirs(team)? {
             let path = member_dir.join(".member-work-sync").join("outbox.json");
             // One unreadable member outbox must not block the whole team.
-            match self.read_items(&path) {
-                Ok(items) => all.extend(items.into_values()),
+            match self.read_stored(&path) {
+                Ok(items) => all.extend(
+                    items
+                        .into_values()
+                        .map(|stored| (stored.item, stored.plan_sequence)),
+                ),
                 Err(error) => failures.push(MemberFailure {
                     member_key: member_dir
                         .file_name()
@@ -209,18 +284,21 @@ impl OutboxStore for FsOutboxStore {
         now: EpochMs,
     ) -> Result<Claimed, PortError> {
         let (items, mut failures) = self.team_items(team)?;
-        let mut candidates: Vec<OutboxItem> =
-            items.into_iter().filter(|i| is_claimable(i, now)).collect();
-        let order = |i: &OutboxItem| {
+        let mut candidates: Vec<(OutboxItem, Option<u64>)> = items
+            .into_iter()
+            .filter(|(i, _)| is_claimable(i, now))
+            .collect();
+        let due = |i: &OutboxItem| {
             i.next_attempt_at
                 .as_ref()
                 .or(Some(&i.updated_at))
                 .and_then(IsoTime::ms)
                 .unwrap_or(i64::MIN)
         };
-        candidates.sort_by_key(|i| (order(i), i.id.clone()));
+        // As the app: by due time, then in planning order.
+        candidates.sort_by_key(|(i, sequence)| (due(i), *sequence, i.id.clone()));
         let mut claimed = Vec::new();
-        for candidate in candidates {
+        for (candidate, _) in candidates {
             if claimed.len() >= limit {
                 break;
             }
@@ -335,5 +413,97 @@ impl WatchdogJournal for FsWatchdogJournal {
             .into_iter()
             .filter_map(|row| serde_json::from_value(row).ok())
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::infrastructure::clock::ManualClock;
+    use serde_json::json;
+
+    const NOW: EpochMs = 1_795_000_000_000;
+
+    fn planned(member: &str) -> PlannedNudge {
+        let payload: crate::domain::nudge::NudgePayload = serde_json::from_value(json!({
+            "to": member, "text": "sync", "taskRefs": [], "workSyncIntent": "agenda_sync",
+            "agendaFingerprint": format!("agenda:v1:{member}"),
+        }))
+        .unwrap();
+        PlannedNudge {
+            id: format!("member-work-sync:forge:{member}:agenda:v1:{member}"),
+            payload_hash: payload.hash(),
+            payload,
+            preview: String::new(),
+        }
+    }
+
+    fn store_at(dir: &Path, now: EpochMs) -> FsOutboxStore {
+        FsOutboxStore::new(
+            StorePaths::new(dir.join("teams")),
+            Arc::new(ManualClock::new(now)),
+        )
+    }
+
+    fn claimed_members(store: &FsOutboxStore, now: EpochMs) -> Vec<OutboxItem> {
+        let claimed = store.claim_due("forge", "test", 10, now).unwrap();
+        assert!(claimed.failures.is_empty());
+        claimed.items
+    }
+
+    fn names(items: &[OutboxItem]) -> Vec<&str> {
+        items.iter().map(|i| i.member_name.as_str()).collect()
+    }
+
+    #[test]
+    fn items_due_at_the_same_time_are_claimed_in_planning_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_at(dir.path(), NOW);
+        // Planned in this order, all due at NOW; by id it would be amy, bob, zed.
+        for member in ["zed", "amy", "bob"] {
+            store
+                .ensure("forge", member, &planned(member), NOW)
+                .unwrap();
+        }
+        let claimed = claimed_members(&store, NOW);
+        assert_eq!(names(&claimed), ["zed", "amy", "bob"]);
+
+        // Each retried for the same time: the order survives the rewrites.
+        let later = NOW + 60_000;
+        let store = store_at(dir.path(), later);
+        for item in claimed.iter().rev() {
+            let retry = AttemptEnd::Retryable {
+                reason: "test".into(),
+                retry_at: later,
+                busy_tool: None,
+            };
+            assert!(store.finish(item, &retry, later).unwrap());
+        }
+        assert_eq!(
+            names(&claimed_members(&store, later)),
+            ["zed", "amy", "bob"]
+        );
+    }
+
+    #[test]
+    fn items_without_a_planning_sequence_go_first_by_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_at(dir.path(), NOW);
+        store.ensure("forge", "zed", &planned("zed"), NOW).unwrap();
+        // Written as the app (or an older addon) writes it: no sequence.
+        for member in ["dan", "cat"] {
+            let folder = dir
+                .path()
+                .join(format!("teams/forge/members/{member}/.member-work-sync"));
+            std::fs::create_dir_all(&folder).unwrap();
+            let (item, _) = ensure_pending(None, &planned(member), "forge", member, NOW);
+            let file = json!({"schemaVersion": 2, "items": {item.id.clone(): item}});
+            std::fs::write(folder.join("outbox.json"), file.to_string()).unwrap();
+        }
+        store.ensure("forge", "amy", &planned("amy"), NOW).unwrap();
+        assert_eq!(
+            names(&claimed_members(&store, NOW)),
+            ["cat", "dan", "zed", "amy"]
+        );
     }
 }

@@ -356,7 +356,6 @@ mod tests {
             evaluated_at: "2026-11-22T10:00:00.000Z".into(),
             diagnostics,
             provider_id: None,
-            last_accepted_report: None,
         }
     }
 
