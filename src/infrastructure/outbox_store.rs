@@ -9,7 +9,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::json_store::{
-    peek_flat_envelope, read_envelope, write_envelope, write_flat_envelope, Loaded, Peeked,
+    peek_flat_envelope, read_envelope, replace_flat_view, write_envelope, write_flat_envelope,
+    Loaded, Peeked,
 };
 use super::lock::StoreLock;
 use super::safe_fs::{not_a_file, FileKind, FileRead, TrustedRoot};
@@ -164,7 +165,10 @@ impl FsOutboxStore {
         if index.items == stored.items {
             return Ok(());
         }
-        write_flat_envelope(self.paths.root(), &index_path, SCHEMA_VERSION, &index)?;
+        // A view of the member outboxes, which are durable: rebuilt in full
+        // when missing or unusable (here and by every dispatch pass), read
+        // by the addon only for its existence, which a replacement keeps.
+        replace_flat_view(self.paths.root(), &index_path, SCHEMA_VERSION, &index)?;
         Ok(())
     }
 
