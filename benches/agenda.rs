@@ -237,6 +237,54 @@ fn one_task_change(c: &mut Criterion) {
     group.finish();
 }
 
+/// The floor of a cold agenda: every task file of the folder listed, read
+/// and parsed by serde into a JSON value, in name order, and nothing else.
+fn read_and_parse_floor(task_dir: &Path) -> usize {
+    let mut names: Vec<_> = std::fs::read_dir(task_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_str().is_some_and(|n| n.ends_with(".json")))
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .map(|name| {
+            let bytes = std::fs::read(task_dir.join(name)).unwrap();
+            serde_json::from_slice::<serde_json::Value>(&bytes)
+                .unwrap()
+                .as_object()
+                .map_or(0, serde_json::Map::len)
+        })
+        .sum()
+}
+
+/// One member's agenda from disk with nothing kept: a fresh reader loads
+/// the board (config, kanban, every task file), the index is built and the
+/// agenda computed.
+fn agenda_from_disk_cold(root: &Path) -> usize {
+    let source = FsTeamSource::new(root.join("teams"), root.join("tasks"));
+    let snapshot = source.load("bench");
+    TeamIndex::build(&snapshot)
+        .agenda_for("member-1", NOW)
+        .items
+        .len()
+}
+
+/// A cold agenda against its floor (the same files read and parsed by
+/// serde alone), alternated in one run: `npm run bench -- agenda_from_disk`.
+fn cold_agenda_against_floor(c: &mut Criterion) {
+    let root = tempfile::tempdir().unwrap();
+    write_team_to_disk(root.path(), &synthetic_team(50, 10_000));
+    assert!(agenda_from_disk_cold(root.path()) > 0);
+    let mut group = c.benchmark_group("agenda_from_disk_cold_50x10000");
+    group.sample_size(10);
+    group.bench_function("floor_read_and_serde_parse", |b| {
+        b.iter(|| read_and_parse_floor(&root.path().join("tasks/bench")))
+    });
+    group.bench_function("agenda", |b| b.iter(|| agenda_from_disk_cold(root.path())));
+    group.finish();
+}
+
 /// One requested reconcile of `member-1` after a task change.
 fn reconcile_member_1(services: &Services) -> MemberStatus {
     services
@@ -250,5 +298,11 @@ fn reconcile_member_1(services: &Services) -> MemberStatus {
         .unwrap()
 }
 
-criterion_group!(benches, in_memory, from_disk, one_task_change);
+criterion_group!(
+    benches,
+    in_memory,
+    from_disk,
+    one_task_change,
+    cold_agenda_against_floor
+);
 criterion_main!(benches);

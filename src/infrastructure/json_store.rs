@@ -189,6 +189,36 @@ pub fn write_flat_envelope<T: Serialize>(
     write_json(root, path, &Value::Object(envelope))
 }
 
+/// [`write_flat_envelope`] for a derived view that replaces a file already
+/// there: still a temp file and a rename (a reader sees the old content or
+/// the new), but nothing is synced. For files rebuilt from durable ones
+/// whenever missing or unusable, where a power cut losing the replacement
+/// (or leaving it torn) costs a rebuild and loses no state. A file not yet
+/// there is written durably: its existence may be what a reader looks for.
+pub fn replace_flat_view<T: Serialize>(
+    root: &TrustedRoot,
+    path: &Path,
+    version: u64,
+    value: &T,
+) -> io::Result<()> {
+    let mut envelope = serde_json::Map::new();
+    envelope.insert("schemaVersion".into(), Value::from(version));
+    if let Value::Object(fields) = serde_json::to_value(value).map_err(io::Error::other)? {
+        envelope.extend(fields);
+    }
+    let envelope = Value::Object(envelope);
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return write_json(root, path, &envelope);
+    };
+    match root.open_dir(dir)? {
+        Some(folder) if folder.meta(name)?.is_some() => {
+            let text = render_json(path, &envelope)?;
+            folder.write_replacing(name, text.as_bytes(), 0o644, false)
+        }
+        _ => write_json(root, path, &envelope),
+    }
+}
+
 /// Writes `{schemaVersion: version, <field>: value}` atomically, pretty-printed like the app.
 pub fn write_envelope<T: Serialize>(
     root: &TrustedRoot,

@@ -8,7 +8,10 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::json_store::{read_envelope, write_envelope, write_flat_envelope, Loaded};
+use super::json_store::{
+    peek_flat_envelope, read_envelope, replace_flat_view, write_envelope, write_flat_envelope,
+    Loaded, Peeked,
+};
 use super::lock::StoreLock;
 use super::safe_fs::{not_a_file, FileKind, FileRead, TrustedRoot};
 use super::status_store::StorePaths;
@@ -192,6 +195,52 @@ impl FsOutboxStore {
     fn write_index(&self, team: &str) -> Result<(), PortError> {
         let index_path = self.index_path(team);
         let _index_lock = StoreLock::acquire(self.paths.root(), &index_path)?;
+        self.rebuild_index(team, &index_path)
+    }
+
+    /// Brings the team index up to date after one member's outbox changed
+    /// (index lock first): the index as it is, with that member's entries
+    /// replaced by what its outbox holds now. Only that member's file is
+    /// read, not every member's, and nothing is written when the index
+    /// already says so. A missing or unusable index, or a member outbox that
+    /// cannot be read, is rebuilt in full as [`FsOutboxStore::write_index`]
+    /// does. The other members' entries are as current as the index was:
+    /// every dispatch pass rebuilds it in full ([`OutboxStore::refresh_index`]),
+    /// the app's store likewise upserts one item per ensure.
+    fn write_member_index(&self, team: &str, member: &str) -> Result<(), PortError> {
+        let index_path = self.index_path(team);
+        let _index_lock = StoreLock::acquire(self.paths.root(), &index_path)?;
+        let Peeked::Found(stored) =
+            peek_flat_envelope::<OutboxIndex>(self.paths.root(), &index_path, SCHEMA_VERSION)?
+        else {
+            return self.rebuild_index(team, &index_path);
+        };
+        let Ok(items) = self.read_items(&self.member_path(team, member)) else {
+            return self.rebuild_index(team, &index_path);
+        };
+        let key = member_key(member);
+        let mut index = OutboxIndex {
+            items: stored.items.clone(),
+        };
+        index
+            .items
+            .retain(|id, entry| entry.member_key != key && !items.contains_key(id));
+        index
+            .items
+            .extend(items.values().map(|item| (item.id.clone(), entry(item))));
+        if index.items == stored.items {
+            return Ok(());
+        }
+        // A view of the member outboxes, which are durable: rebuilt in full
+        // when missing or unusable (here and by every dispatch pass), read
+        // by the addon only for its existence, which a replacement keeps.
+        replace_flat_view(self.paths.root(), &index_path, SCHEMA_VERSION, &index)?;
+        Ok(())
+    }
+
+    /// Rewrites the team index from every member file; the caller holds the
+    /// index lock.
+    fn rebuild_index(&self, team: &str, index_path: &Path) -> Result<(), PortError> {
         let index = OutboxIndex {
             items: self
                 .team_items(team)?
@@ -200,7 +249,7 @@ impl FsOutboxStore {
                 .map(|(item, _)| (item.id.clone(), entry(item)))
                 .collect(),
         };
-        write_flat_envelope(self.paths.root(), &index_path, SCHEMA_VERSION, &index)?;
+        write_flat_envelope(self.paths.root(), index_path, SCHEMA_VERSION, &index)?;
         Ok(())
     }
 
@@ -265,7 +314,7 @@ impl OutboxStore for FsOutboxStore {
             items.insert(item.id.clone(), item.clone());
             ((item, outcome), changed)
         })?;
-        self.write_index(team)?;
+        self.write_member_index(team, member)?;
         Ok(result)
     }
 
@@ -419,23 +468,40 @@ impl WatchdogJournal for FsWatchdogJournal {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::nudge::{NudgeIntent, NudgePayload};
     use crate::infrastructure::clock::ManualClock;
     use serde_json::json;
 
     const NOW: EpochMs = 1_795_000_000_000;
 
-    fn planned(member: &str) -> PlannedNudge {
-        let payload: crate::domain::nudge::NudgePayload = serde_json::from_value(json!({
-            "to": member, "text": "sync", "taskRefs": [], "workSyncIntent": "agenda_sync",
-            "agendaFingerprint": format!("agenda:v1:{member}"),
-        }))
-        .unwrap();
+    fn store(root: &Path) -> FsOutboxStore {
+        FsOutboxStore::new(
+            StorePaths::new(root.join("teams")),
+            Arc::new(ManualClock::new(NOW)),
+        )
+    }
+
+    fn planned(member: &str, fingerprint: &str) -> PlannedNudge {
+        let payload = NudgePayload {
+            to: member.into(),
+            text: format!("sync {fingerprint}"),
+            task_refs: vec![],
+            work_sync_intent: NudgeIntent::AgendaSync,
+            work_sync_intent_key: None,
+            work_sync_review_request_event_ids: vec![],
+            agenda_fingerprint: fingerprint.into(),
+        };
         PlannedNudge {
-            id: format!("member-work-sync:forge:{member}:agenda:v1:{member}"),
+            id: format!("member-work-sync:forge:{member}:{fingerprint}"),
             payload_hash: payload.hash(),
             payload,
             preview: String::new(),
         }
+    }
+
+    /// A nudge for `member` on its own agenda fingerprint.
+    fn planned_member(member: &str) -> PlannedNudge {
+        planned(member, &format!("agenda:v1:{member}"))
     }
 
     fn store_at(dir: &Path, now: EpochMs) -> FsOutboxStore {
@@ -462,7 +528,7 @@ mod tests {
         // Planned in this order, all due at NOW; by id it would be amy, bob, zed.
         for member in ["zed", "amy", "bob"] {
             store
-                .ensure("forge", member, &planned(member), NOW)
+                .ensure("forge", member, &planned_member(member), NOW)
                 .unwrap();
         }
         let claimed = claimed_members(&store, NOW);
@@ -489,21 +555,116 @@ mod tests {
     fn items_without_a_planning_sequence_go_first_by_id() {
         let dir = tempfile::tempdir().unwrap();
         let store = store_at(dir.path(), NOW);
-        store.ensure("forge", "zed", &planned("zed"), NOW).unwrap();
+        store
+            .ensure("forge", "zed", &planned_member("zed"), NOW)
+            .unwrap();
         // Written as the app (or an older addon) writes it: no sequence.
         for member in ["dan", "cat"] {
             let folder = dir
                 .path()
                 .join(format!("teams/forge/members/{member}/.member-work-sync"));
             std::fs::create_dir_all(&folder).unwrap();
-            let (item, _) = ensure_pending(None, &planned(member), "forge", member, NOW);
+            let (item, _) = ensure_pending(None, &planned_member(member), "forge", member, NOW);
             let file = json!({"schemaVersion": 2, "items": {item.id.clone(): item}});
             std::fs::write(folder.join("outbox.json"), file.to_string()).unwrap();
         }
-        store.ensure("forge", "amy", &planned("amy"), NOW).unwrap();
+        store
+            .ensure("forge", "amy", &planned_member("amy"), NOW)
+            .unwrap();
         assert_eq!(
             names(&claimed_members(&store, NOW)),
             ["cat", "dan", "zed", "amy"]
         );
+    }
+
+    fn index_text(store: &FsOutboxStore) -> String {
+        std::fs::read_to_string(store.index_path("forge")).unwrap()
+    }
+
+    /// The index as a full rebuild from every member file writes it.
+    fn rebuilt(store: &FsOutboxStore) -> String {
+        store.refresh_index("forge").unwrap();
+        index_text(store)
+    }
+
+    #[test]
+    fn an_ensure_leaves_the_index_a_full_rebuild_would_write() {
+        // Each case: the ensures (member, fingerprint) in order, then whether
+        // another writer changed a member file behind the index before the
+        // last ensure (a claim, which does not touch the index).
+        let cases: &[(&[(&str, &str)], bool)] = &[
+            (&[("jack", "a")], false),
+            (&[("jack", "a"), ("jill", "b"), ("jack", "c")], false),
+            (&[("jack", "a"), ("jack", "a")], false),
+            (&[("jack", "a"), ("jill", "b"), ("jill", "b")], true),
+        ];
+        for (ensures, claimed_between) in cases {
+            let tmp = tempfile::tempdir().unwrap();
+            let store = store(tmp.path());
+            let (last, first) = ensures.split_last().unwrap();
+            for (member, fingerprint) in first {
+                store
+                    .ensure("forge", member, &planned(member, fingerprint), NOW)
+                    .unwrap();
+            }
+            if *claimed_between {
+                store.claim_due("forge", "dispatcher", 10, NOW).unwrap();
+                // A dispatch pass ends with a full rebuild.
+                store.refresh_index("forge").unwrap();
+            }
+            store
+                .ensure("forge", last.0, &planned(last.0, last.1), NOW)
+                .unwrap();
+            let incremental = index_text(&store);
+            assert_eq!(incremental, rebuilt(&store), "{ensures:?}");
+        }
+    }
+
+    #[test]
+    fn an_unusable_or_missing_index_is_rebuilt_from_every_member() {
+        for damage in [None, Some("{not json"), Some("{\"schemaVersion\": 99}")] {
+            let tmp = tempfile::tempdir().unwrap();
+            let store = store(tmp.path());
+            store
+                .ensure("forge", "jack", &planned("jack", "a"), NOW)
+                .unwrap();
+            let index = store.index_path("forge");
+            match damage {
+                None => std::fs::remove_file(&index).unwrap(),
+                Some(text) => std::fs::write(&index, text).unwrap(),
+            }
+            store
+                .ensure("forge", "jill", &planned("jill", "b"), NOW)
+                .unwrap();
+            let written = index_text(&store);
+            assert!(
+                written.contains("member-work-sync:forge:jack:a"),
+                "{damage:?}"
+            );
+            assert_eq!(written, rebuilt(&store), "{damage:?}");
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_ensure_that_changes_no_entry_leaves_the_index_file_alone() {
+        use std::os::unix::fs::MetadataExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let store = store(tmp.path());
+        store
+            .ensure("forge", "jack", &planned("jack", "a"), NOW)
+            .unwrap();
+        let inode = || std::fs::metadata(store.index_path("forge")).unwrap().ino();
+        let before = inode();
+        // The same nudge again: the outbox item and its index entry stay as they are.
+        store
+            .ensure("forge", "jack", &planned("jack", "a"), NOW)
+            .unwrap();
+        assert_eq!(inode(), before, "not replaced");
+        // Another nudge: the entry is added, so the file is replaced.
+        store
+            .ensure("forge", "jack", &planned("jack", "b"), NOW)
+            .unwrap();
+        assert_ne!(inode(), before, "replaced");
     }
 }

@@ -154,6 +154,15 @@ impl Dir {
 
     /// Opens `name` for reading if it is a regular file.
     pub fn open_file(&self, name: impl AsRef<OsStr>) -> io::Result<Option<File>> {
+        Ok(self.open_file_stat(name)?.map(|(file, _)| file))
+    }
+
+    /// [`Dir::open_file`] with the handle's `fstat`, the one that found it a
+    /// regular file (a reader that wants the stamp needs no second call).
+    pub(super) fn open_file_stat(
+        &self,
+        name: impl AsRef<OsStr>,
+    ) -> io::Result<Option<(File, Stat)>> {
         let name = self.component(name.as_ref())?;
         let fd = match rfs::openat(&self.fd, name, FILE_FLAGS | OFlags::RDONLY, Mode::empty()) {
             Ok(fd) => fd,
@@ -168,7 +177,7 @@ impl Dir {
         if FileType::from_raw_mode(stat.st_mode as _) != FileType::RegularFile {
             return Err(not_a_file(&self.child(name)));
         }
-        Ok(Some(File::from(fd)))
+        Ok(Some((File::from(fd), stat)))
     }
 
     /// [`Dir::write_replacing`] of `parts` written one after another, so a

@@ -119,8 +119,12 @@ impl Dir {
     /// handle before reading.
     pub fn read_stamped(&self, name: impl AsRef<OsStr>, max: u64) -> io::Result<StampedRead> {
         let name = name.as_ref();
-        let file = match self.open_file(name) {
-            Ok(Some(file)) => file,
+        #[cfg(unix)]
+        let opened = self.open_file_stat(name);
+        #[cfg(windows)]
+        let opened = self.open_file(name);
+        let opened = match opened {
+            Ok(Some(opened)) => opened,
             Ok(None) => {
                 return Ok(StampedRead {
                     read: FileRead::Missing,
@@ -137,9 +141,9 @@ impl Dir {
         };
         let path = || self.path().join(name);
         #[cfg(unix)]
-        let stamp = Stamp::of(&rfs::fstat(&file).map_err(|e| with_path(&path(), e))?);
+        let (file, stamp) = (opened.0, Stamp::of(&opened.1));
         #[cfg(windows)]
-        let stamp = stamp_of_file(&file, &path())?;
+        let (stamp, file) = (stamp_of_file(&opened, &path())?, opened);
         let mut bytes = Vec::with_capacity(stamp.len.min(max) as usize + 1);
         file.take(max.saturating_add(1))
             .read_to_end(&mut bytes)
