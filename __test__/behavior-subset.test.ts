@@ -6,7 +6,7 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 
 import { MemberWorkSync } from '../index.js'
 // @ts-expect-error plain ES module shared with the recorder, no types
@@ -48,38 +48,38 @@ function diffStep(rec: RecordedStep, recObs: unknown, result: unknown, obs: unkn
 }
 
 describe('behaviour subset: the addon against the recorded reference (seed 1)', () => {
-  it('every recorded step matches, apart from the listed known differences', async () => {
-    const tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'mws-behavior-subset-')))
-    const unexplained: string[] = []
-    const applied = new Map<string, number>()
-    let compared = 0
-    try {
-      for (const rec of fixture.cases) {
-        const run = await runCase({ SEED: fixture.seed, ci: rec.index, caseDir: path.join(tmp, rec.id), MemberWorkSync, recorded: rec })
-        expect(run.steps.length, `${rec.id}: step count`).toBe(rec.steps.length)
-        let recObs: unknown = null
-        run.steps.forEach((step: any, i: number) => {
-          const recStep = rec.steps[i]
-          recObs = expandObservation(recObs, recStep.obs)
-          expect(step.label, `${rec.id} step ${i}: the replay drew other steps than the recording`).toEqual(recStep.label)
-          compared++
-          for (const d of diffStep(recStep, recObs, step.result.ad, step.obs.ad)) {
-            const rule = KNOWN.find((k) => k.matches(d, recStep))
-            if (rule) {
-              applied.set(rule.name, (applied.get(rule.name) ?? 0) + 1)
-              continue
-            }
-            unexplained.push(
-              `${rec.id} (seed ${fixture.seed}, index ${rec.index}) step ${i} ${JSON.stringify(recStep.label)} at ${recStep.now}: ${d.kind}` +
-                `${d.member ? ` [${d.member}]` : ''}\n    reference: ${JSON.stringify(d.up)}\n    addon:     ${JSON.stringify(d.ad)}`,
-            )
-          }
-        })
-      }
-    } finally {
-      fs.rmSync(tmp, { recursive: true, force: true })
-    }
+  // One test per recorded case, so each stays well inside vitest's per-test limit on a loaded
+  // machine and a failure names its case.
+  const tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'mws-behavior-subset-')))
+  const applied = new Map<string, number>()
+  let compared = 0
+  afterAll(() => {
+    fs.rmSync(tmp, { recursive: true, force: true })
     console.log(`behaviour subset: ${fixture.cases.length} cases, ${compared} steps compared; known differences excused: ${[...applied].map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`)
+  })
+
+  it.each(fixture.cases.map((rec) => [rec.id, rec] as const))('%s: every recorded step matches, apart from the listed known differences', async (_id, rec) => {
+    const unexplained: string[] = []
+    const run = await runCase({ SEED: fixture.seed, ci: rec.index, caseDir: path.join(tmp, rec.id), MemberWorkSync, recorded: rec })
+    expect(run.steps.length, `${rec.id}: step count`).toBe(rec.steps.length)
+    let recObs: unknown = null
+    run.steps.forEach((step: any, i: number) => {
+      const recStep = rec.steps[i]
+      recObs = expandObservation(recObs, recStep.obs)
+      expect(step.label, `${rec.id} step ${i}: the replay drew other steps than the recording`).toEqual(recStep.label)
+      compared++
+      for (const d of diffStep(recStep, recObs, step.result.ad, step.obs.ad)) {
+        const rule = KNOWN.find((k) => k.matches(d, recStep))
+        if (rule) {
+          applied.set(rule.name, (applied.get(rule.name) ?? 0) + 1)
+          continue
+        }
+        unexplained.push(
+          `${rec.id} (seed ${fixture.seed}, index ${rec.index}) step ${i} ${JSON.stringify(recStep.label)} at ${recStep.now}: ${d.kind}` +
+            `${d.member ? ` [${d.member}]` : ''}\n    reference: ${JSON.stringify(d.up)}\n    addon:     ${JSON.stringify(d.ad)}`,
+        )
+      }
+    })
     expect(unexplained.length, `${unexplained.length} unexplained differences, the first 20:\n${unexplained.slice(0, 20).join('\n')}\n`).toBe(0)
   })
 })
