@@ -806,10 +806,11 @@ export declare class MemberWorkSync {
   /** Counters and waiting items of the reconcile queue. */
   getQueueDiagnostics(): MemberWorkSyncQueueDiagnostics
   /**
-   * Drops the team's queued work, fences new work and waits for running reconciles.
-   * `deletionIdentityId` (the app's id of this deletion) must be a string
-   * when given; it keys the purge of an SQLite replica, which this addon
-   * does not keep, so it changes nothing here.
+   * Drops the team's queued work, fences new work, waits for running
+   * reconciles, then purges the team's SQLite rows and team files (with
+   * `storage`; JSON files are kept). `deletionIdentityId` (the app's id of
+   * this deletion, `config.json._backupIdentityId`) must be a string when
+   * given; it fences the purge marker's generation.
    */
   prepareTeamDeletion(teamName: string, deletionIdentityId?: string | undefined | null): Promise<void>
   /** Forgets the in-memory state of a deleted team. */

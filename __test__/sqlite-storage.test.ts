@@ -59,6 +59,40 @@ describe('storage: { sqlitePath }', () => {
     expect(fs.readFileSync(db)).toEqual(before)
   })
 
+  it('prepareTeamDeletion purges the team\'s rows once it is idle and leaves the replica clean and empty; the JSON store keeps its files', async () => {
+    const root = copyExampleRoot()
+    const db = path.join(root, 'userData', 'storage', 'app.db')
+    const replica = path.join(root, 'teams', 'forge', '.member-work-sync', 'sqlite-fallback-replica.json')
+    const metricsOf = () => JSON.parse(cli('metrics', '--claude-root', root, '--team', 'forge', '--sqlite', db, '--json').stdout)
+    const sync = new MemberWorkSync({ claudeRoot: root, autoStart: false, clock: { nowMs: NOW }, storage: { sqlitePath: db } })
+    try {
+      await sync.refreshTeam({ teamName: 'forge' })
+      expect(metricsOf().memberCount).toBe(5)
+      expect(fs.existsSync(replica)).toBe(true)
+      await sync.prepareTeamDeletion('forge', 'backup-1')
+    } finally {
+      await sync.dispose()
+    }
+    expect(metricsOf().memberCount).toBe(0)
+    // The replica is left clean with the team's (now empty) snapshot, as the app leaves it.
+    const published = JSON.parse(fs.readFileSync(replica, 'utf8'))
+    expect(published.state).toBe('clean')
+    expect(published.snapshot).toMatchObject({ statuses: [], reportIntents: [], outboxItems: [], metricEvents: [] })
+    expect(fs.readdirSync(root).filter((f) => f.includes('deletions'))
+      .flatMap((d) => fs.readdirSync(path.join(root, d)))).toEqual([])
+
+    const jsonRoot = copyExampleRoot()
+    const json = new MemberWorkSync({ claudeRoot: jsonRoot, autoStart: false, clock: { nowMs: NOW } })
+    try {
+      await json.refreshTeam({ teamName: 'forge' })
+      await json.prepareTeamDeletion('forge', 'backup-1')
+    } finally {
+      await json.dispose()
+    }
+    const kept = fs.readdirSync(path.join(jsonRoot, 'teams', 'forge', 'members'), { recursive: true }) as string[]
+    expect(kept.filter((f) => /(^|\/)status\.json$/.test(f))).toHaveLength(5)
+  })
+
   it('the CLI opens a missing database read-only: an error naming it, no file made', () => {
     const root = copyExampleRoot()
     const db = path.join(root, 'nowhere', 'app.db')

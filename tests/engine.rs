@@ -236,7 +236,7 @@ fn inactive_and_deleting_teams_never_reconcile() {
     services.runtime.set("forge", true, None);
     services
         .engine
-        .prepare_team_deletion(&team("forge"))
+        .prepare_team_deletion(&team("forge"), None)
         .unwrap();
     services
         .engine
@@ -286,7 +286,7 @@ fn deletion_waits_for_admitted_operations_and_refuses_new_ones() {
             })
         });
         entered_rx.recv().unwrap();
-        let deleting = scope.spawn(|| engine.prepare_team_deletion(&team("forge")));
+        let deleting = scope.spawn(|| engine.prepare_team_deletion(&team("forge"), None));
         std::thread::sleep(std::time::Duration::from_millis(50));
         assert!(!deleting.is_finished(), "waits for the admitted operation");
         release_tx.send(()).unwrap();
@@ -419,7 +419,7 @@ fn a_deleted_team_stays_fenced_until_its_config_is_written_again() {
     let engine = &services.engine;
     let config = dir.path().join("teams/forge/config.json");
     let saved = fs::read(&config).unwrap();
-    engine.prepare_team_deletion(&team("forge")).unwrap();
+    engine.prepare_team_deletion(&team("forge"), None).unwrap();
     fs::remove_file(&config).unwrap();
     engine.complete_team_deletion(&team("forge")).unwrap();
 

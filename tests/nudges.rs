@@ -245,7 +245,7 @@ fn deleting_teams_claim_nothing() {
     f.queued_reconcile("jack");
     f.services
         .engine
-        .prepare_team_deletion(&team("forge"))
+        .prepare_team_deletion(&team("forge"), None)
         .unwrap();
     let fenced = f
         .services
@@ -1049,7 +1049,7 @@ mod proof_missing_recovery {
         ));
         f.services
             .engine
-            .prepare_team_deletion(&team("forge"))
+            .prepare_team_deletion(&team("forge"), None)
             .unwrap();
         assert!(matches!(
             schedule(&f, request("jack", "m-1", &["1"])),

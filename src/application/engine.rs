@@ -960,9 +960,15 @@ impl Engine {
         self.enqueue_startup_scan(std::slice::from_ref(team));
     }
 
-    /// Fences the team, drops its queue and waits for its running reconciles
-    /// and every admitted per-team operation.
-    pub fn prepare_team_deletion(&self, team: &TeamName) -> Result<(), WorkSyncError> {
+    /// Fences the team, drops its queue, waits for its running reconciles
+    /// and every admitted per-team operation, then purges its stored state
+    /// (the SQLite rows and team files; the JSON store keeps its files), as
+    /// the app's deletion coordinator does once the team is idle.
+    pub fn prepare_team_deletion(
+        &self,
+        team: &TeamName,
+        deletion_id: Option<&str>,
+    ) -> Result<(), WorkSyncError> {
         let team = team.as_str();
         let key = team_runtime_key(team);
         let mut state = self.state();
@@ -976,6 +982,8 @@ impl Engine {
         {
             state = self.finished.wait(state).unwrap_or_else(|p| p.into_inner());
         }
+        drop(state);
+        self.deps.ports.purge.purge_team(team, deletion_id)?;
         Ok(())
     }
 

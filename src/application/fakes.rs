@@ -375,6 +375,7 @@ impl FakeWorld {
             busy: Arc::new(BusySignals::default()),
             log: log.clone(),
             host: Arc::default(),
+            purge: Arc::new(crate::application::ports::KeepOnDeletion),
         });
         let settled_turns = Arc::new(SettledTurns::default());
         let engine = Arc::new(Engine::new(

@@ -57,6 +57,8 @@ pub struct Ports {
     pub log: Arc<dyn LogSink>,
     /// The host app's answers at decision time (none while none is connected).
     pub host: Arc<HostRelay>,
+    /// Deletes a team's stored state when `prepareTeamDeletion` admits it.
+    pub purge: Arc<dyn TeamPurge>,
 }
 
 impl Ports {
@@ -437,6 +439,24 @@ pub trait InboxSink: Send + Sync {
         item: &crate::domain::nudge::OutboxItem,
         now: EpochMs,
     ) -> Result<InboxOutcome, InboxFailure>;
+}
+
+/// Where a deleted team's stored state goes (the app's `purgeTeam`).
+pub trait TeamPurge: Send + Sync {
+    /// Deletes `team`'s stored member-work-sync state durably, for the
+    /// generation `deletion_id` names (`config.json._backupIdentityId`)
+    /// when given. Runs after the team is fenced and idle.
+    fn purge_team(&self, team: &str, deletion_id: Option<&str>) -> Result<(), PortError>;
+}
+
+/// The JSON files' store keeps a deleted team's state, as the app's JSON
+/// store does: its files go with the team folder the app deletes.
+pub struct KeepOnDeletion;
+
+impl TeamPurge for KeepOnDeletion {
+    fn purge_team(&self, _team: &str, _deletion_id: Option<&str>) -> Result<(), PortError> {
+        Ok(())
+    }
 }
 
 /// The app watchdog's recent alerts (`stall-monitor-journal.json`).

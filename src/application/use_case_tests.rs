@@ -223,7 +223,10 @@ fn team_deletion_waits_for_an_admitted_reconcile() {
     let deletion = {
         let (world, trail) = (world.clone(), trail.clone());
         thread::spawn(move || {
-            world.engine.prepare_team_deletion(&team("forge")).unwrap();
+            world
+                .engine
+                .prepare_team_deletion(&team("forge"), None)
+                .unwrap();
             trail.lock().unwrap().push("deletion returned");
         })
     };

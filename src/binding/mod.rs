@@ -595,10 +595,11 @@ impl MemberWorkSync {
         })
     }
 
-    /// Drops the team's queued work, fences new work and waits for running reconciles.
-    /// `deletionIdentityId` (the app's id of this deletion) must be a string
-    /// when given; it keys the purge of an SQLite replica, which this addon
-    /// does not keep, so it changes nothing here.
+    /// Drops the team's queued work, fences new work, waits for running
+    /// reconciles, then purges the team's SQLite rows and team files (with
+    /// `storage`; JSON files are kept). `deletionIdentityId` (the app's id of
+    /// this deletion, `config.json._backupIdentityId`) must be a string when
+    /// given; it fences the purge marker's generation.
     #[napi(
         catch_unwind,
         ts_args_type = "teamName: string, deletionIdentityId?: string | undefined | null",
@@ -616,13 +617,13 @@ impl MemberWorkSync {
             .transpose();
         self.unit_job(move |i| {
             let team = typed::<String>(team_name?, "teamName")?;
-            // The id keys an SQLite replica this addon does not keep: checked, unused.
-            if let Some(id) = deletion_identity_id? {
-                typed::<Option<String>>(id, "deletionIdentityId")?;
-            }
+            let deletion_id = match deletion_identity_id? {
+                Some(id) => typed::<Option<String>>(id, "deletionIdentityId")?,
+                None => None,
+            };
             Ok(i.services
                 .engine
-                .prepare_team_deletion(&team_name_arg(&team)?)?)
+                .prepare_team_deletion(&team_name_arg(&team)?, deletion_id.as_deref())?)
         })
     }
 

@@ -12,7 +12,7 @@ use crate::application::explain::Explainer;
 use crate::application::host::{Host, HostRelay};
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogRelay, LogSink};
 use crate::application::nudges::Nudges;
-use crate::application::ports::{Clock, OutboxStore, PortError, Ports};
+use crate::application::ports::{Clock, KeepOnDeletion, OutboxStore, PortError, Ports};
 use crate::application::queue::Trigger;
 use crate::application::reconcile::team_name;
 use crate::application::reconcile::Reconciler;
@@ -300,6 +300,7 @@ fn file_ports_reading(
         busy: Arc::new(BusySignals::default()),
         log,
         host,
+        purge: Arc::new(KeepOnDeletion),
     };
     match &paths.storage {
         Storage::JsonFiles => json_ports,
@@ -316,7 +317,8 @@ fn file_ports_reading(
                 store: rows.clone(),
                 metrics: rows.clone(),
                 intents: rows.clone(),
-                outbox: rows,
+                outbox: rows.clone(),
+                purge: rows,
                 ..json_ports
             }
         }
@@ -337,7 +339,8 @@ fn file_ports_reading(
                 store: rows.clone(),
                 metrics: rows.clone(),
                 intents: rows.clone(),
-                outbox: rows,
+                outbox: rows.clone(),
+                purge: rows,
                 ..json_ports
             }
         }

@@ -20,9 +20,8 @@
 //!   storage gateway (inside Electron, where the app's worker owns the file).
 //! - [`session`]: gateway mode's once-per-session choice of SQLite or JSON.
 //!
-//! Not yet here: the binding's `prepareTeamDeletion` reaching
-//! [`store::SqliteStore::purge_team`], and the JSON-session side of the
-//! replica (hydrating JSON files from it).
+//! Not yet here: the JSON-session side of the replica (hydrating JSON files
+//! from it) and a JSON session's own purge marker.
 
 pub mod app_gateway;
 pub mod connector;

@@ -18,7 +18,7 @@ use super::store::SqliteStore;
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
 use crate::application::ports::{
     Claimed, MetricsStore, OutboxStore, PendingIntents, PortError, ReportIntent, ReportIntentStore,
-    StatusStore, StoredStatus,
+    StatusStore, StoredStatus, TeamPurge,
 };
 use crate::domain::metrics::{MetricEvent, MetricsIndex};
 use crate::domain::nudge::{AttemptEnd, EnsureOutcome, OutboxItem, PlannedNudge};
@@ -203,6 +203,17 @@ impl SessionStores {
             Backend::Sqlite => &self.sqlite,
             Backend::JsonFiles => self.json.outbox.as_ref(),
         })
+    }
+}
+
+/// A SQLite session purges the rows and team files; a JSON session keeps
+/// the JSON files, which go with the team folder the app deletes.
+impl TeamPurge for SessionStores {
+    fn purge_team(&self, team: &str, deletion_id: Option<&str>) -> Result<(), PortError> {
+        match self.backend()? {
+            Backend::Sqlite => self.sqlite.purge_team(team, deletion_id),
+            Backend::JsonFiles => Ok(()),
+        }
     }
 }
 

@@ -26,7 +26,7 @@ use super::records::{EnsureRecordResult, OutboxMark, OutboxRecord, ProcessedInte
 use super::team_files::{Access, TeamFiles};
 use crate::application::ports::{
     Claimed, IntentStatus, MetricsStore, OutboxStore, PendingIntents, PortError, ReportIntent,
-    ReportIntentStore, StatusStore, StoredStatus,
+    ReportIntentStore, StatusStore, StoredStatus, TeamPurge,
 };
 use crate::domain::js_semantics::js_trim;
 use crate::domain::metrics::{events_for_write, MemberSummary, MetricEvent, MetricsIndex};
@@ -421,6 +421,12 @@ impl StatusStore for SqliteStore {
             statuses.iter().try_for_each(|s| self.write_status(s))?;
             Ok(statuses)
         })
+    }
+}
+
+impl TeamPurge for SqliteStore {
+    fn purge_team(&self, team: &str, deletion_id: Option<&str>) -> Result<(), PortError> {
+        SqliteStore::purge_team(self, team, deletion_id)
     }
 }
 
