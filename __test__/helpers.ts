@@ -32,8 +32,12 @@ export function listFiles(dir: string): string[] {
   return out.sort()
 }
 
-/** Polls `probe` until it returns a value (not undefined); throws after `timeoutMs`. */
-export async function until<T>(probe: () => T | undefined, timeoutMs = 5000): Promise<T> {
+/**
+ * Polls `probe` until it returns a value (not undefined); throws after `timeoutMs`. The limit only
+ * bounds a hang: a queued reconcile on a machine shared with compiles can take seconds, and 5 s turned
+ * that into a failure at load 15 on 2 cores.
+ */
+export async function until<T>(probe: () => T | undefined, timeoutMs = 15_000): Promise<T> {
   const started = Date.now()
   for (;;) {
     const value = probe()
