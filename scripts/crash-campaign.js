@@ -109,6 +109,8 @@ const IMPORT_PURGE_ROUND = 4
 const IMPORT_MEMBERS = ['gina', 'hank']
 /** A child whose only op is the first status write (it runs the import): the import window. */
 const IMPORT_ONLY = { rounds: 1, intents: false, ensurePerRound: 0, claimLimit: 0 }
+/** A child that stops after the round of its purge: the purge trials' window. */
+const UNTIL_PURGE = { rounds: IMPORT_PURGE_ROUND + 1, purgeAtRound: IMPORT_PURGE_ROUND }
 const IMPORT_RECORDING = path.join(__dirname, '..', 'tests', 'fixtures', 'sqlite', 'team-files-recording.json')
 
 // ---------------------------------------------------------------------------
@@ -1114,18 +1116,30 @@ const phases = {
         importTimes.push(r.elapsedMs)
         fs.rmSync(root, { recursive: true, force: true })
       })
+      // The purge window's end: a child that stops after the round of its purge.
+      const purgeTimes = []
+      await inParallel(CALIBRATION_RUNS, jobs, async (i) => {
+        const root = this.root(ctx, base, `cal-purge${i}`)
+        const r = await runAndKill(ctx.peer, ['run', JSON.stringify(importSpec(root, UNTIL_PURGE))], { delayMs: 120_000 })
+        if (!r.finished || !r.messages.some((m) => m.purged)) throw new Error(`sqlite-import purge calibration run failed: ${r.stderr}`)
+        purgeTimes.push(r.elapsedMs)
+        fs.rmSync(root, { recursive: true, force: true })
+      })
       ctx.duration = new Durations(times)
       ctx.importDuration = new Durations(importTimes)
-      return `spawn→exit ${ctx.duration.current().toFixed(1)} ms, through the first op (the import) ${ctx.importDuration.current().toFixed(1)} ms (${path.relative(REPO, ctx.peer)})`
+      ctx.purgeDuration = new Durations(purgeTimes)
+      return `spawn→exit ${ctx.duration.current().toFixed(1)} ms, through the first op (the import) ${ctx.importDuration.current().toFixed(1)} ms, through the purge's round ${ctx.purgeDuration.current().toFixed(1)} ms (${path.relative(REPO, ctx.peer)})`
     },
     async trial(ctx, base, i, rand, f) {
       const root = this.root(ctx, base, i)
       const purge = i % 3 === 2
       // Every other trial kills uniformly over the first op's window (process start, import,
-      // publication), the others over the whole run (mutations, purge).
+      // publication); a purge trial otherwise over the run through its purge's round, the others
+      // over the whole run.
       const inImport = i % 2 === 1
       const remeasure = i % REMEASURE_EVERY === REMEASURE_EVERY - 1
-      const delayMs = remeasure ? 120_000 : rand() * (inImport ? ctx.importDuration : ctx.duration).current()
+      const window = inImport ? ctx.importDuration : purge ? ctx.purgeDuration : ctx.duration
+      const delayMs = remeasure ? 120_000 : rand() * window.current()
       const r = await runAndKill(ctx.peer, ['run', JSON.stringify(importSpec(root, { purgeAtRound: purge ? IMPORT_PURGE_ROUND : undefined }))], { delayMs })
       if (r.finished) ctx.duration.add(r.elapsedMs)
       if (!r.finished && r.messages.some((m) => m.purging) && !r.messages.some((m) => m.purged)) f.note('killed_between_purging_and_purged')
