@@ -5,11 +5,15 @@
 //!   sqlite_peer hold DB ID MS            BEGIN IMMEDIATE, make ID due, keep the lock MS ms
 //!   sqlite_peer hold-back DB ID NOW_MS   ID becomes failed_retryable, due in a year
 //!   sqlite_peer dump DB                  integrity_check and the rows the checks read
+//!   sqlite_peer seed DB FILE             the schema, then the rows of FILE ({table: [row]})
+//!   sqlite_peer dump-team DB TEAMS TEAM  integrity_check, every row, TEAM's replica state
 //!   sqlite_peer bench '<spec json>'      status write+read and outbox claim+deliver per second
 //!
 //! `run` and `bench` take `"store": "sqlite"` with `"db"`, or `"json"` with
-//! `"teams"` (a `teams/` folder). Built with
-//! `cargo build --release --example sqlite_peer`.
+//! `"teams"` (a `teams/` folder). `"sqlite"` with `"teams"` too keeps the
+//! team files in step (replica, legacy import, purge markers), and `run`
+//! then takes `"purgeAtRound"`. Built with
+//! `cargo build --profile dev-release --example sqlite_peer`.
 
 #[path = "../tests/sqlite_peer/mod.rs"]
 mod sqlite_peer;
@@ -23,7 +27,7 @@ use serde_json::{json, Value};
 
 use member_work_sync::domain::nudge::AttemptEnd;
 use member_work_sync::domain::time::format_iso;
-use sqlite_peer::{dump, hold, hold_back, planned, say, status, Spec, Stores};
+use sqlite_peer::{dump, dump_team, hold, hold_back, planned, say, seed, status, Spec, Stores};
 
 fn stores(spec: &Value) -> Stores {
     match spec["store"].as_str() {
@@ -31,7 +35,13 @@ fn stores(spec: &Value) -> Stores {
             Path::new(spec["teams"].as_str().expect("spec.teams")),
             spec["now"].as_i64().expect("spec.now"),
         ),
-        _ => Stores::sqlite(Path::new(spec["db"].as_str().expect("spec.db"))),
+        _ => {
+            let db = Path::new(spec["db"].as_str().expect("spec.db"));
+            match spec["teams"].as_str() {
+                Some(teams) => Stores::sqlite_with_team_files(db, Path::new(teams)),
+                None => Stores::sqlite(db),
+            }
+        }
     }
 }
 
@@ -129,6 +139,13 @@ fn main() -> ExitCode {
         "dump" => dump(&PathBuf::from(arg(1)))
             .map(|v| say(&mut out, v))
             .map_err(|e| e.to_string()),
+        "seed" => std::fs::read_to_string(arg(2))
+            .map_err(|e| format!("{}: {e}", arg(2)))
+            .and_then(|text| serde_json::from_str::<Value>(&text).map_err(|e| e.to_string()))
+            .and_then(|rows| seed(Path::new(arg(1)), &rows)),
+        "dump-team" => {
+            dump_team(Path::new(arg(1)), Path::new(arg(2)), arg(3)).map(|v| say(&mut out, v))
+        }
         "bench" => {
             let spec: Value = serde_json::from_str(arg(1))
                 .map_err(|e| e.to_string())
@@ -136,7 +153,7 @@ fn main() -> ExitCode {
             bench(&spec, &mut out)
         }
         other => Err(format!(
-            "unknown command {other:?} (run, hold, hold-back, dump, bench)"
+            "unknown command {other:?} (run, hold, hold-back, dump, seed, dump-team, bench)"
         )),
     };
     match result {

@@ -30,6 +30,22 @@
 //          integrity_check is ok, every committed step is in the database,
 //          a delivered item has exactly one delivery-log line, and after the
 //          restart no claim is stranded and no logged item is undelivered.
+//   sqlite-import (with --sqlite or --only sqlite-import) the same store with
+//          its team files (teams/ given): the team and rows of the recorded
+//          import scenario "live files over canonical rows"
+//          (tests/fixtures/sqlite/team-files-recording.json) are the start;
+//          the first op imports the legacy JSON files, then mutations run
+//          fenced by the JSON replica, with purgeTeam in one trial of three.
+//          Every other trial is killed uniformly over the first op's window
+//          (start, import, publication), the others over the whole run. After
+//          the kill and after a restart: integrity_check ok; the import all
+//          or nothing (the seed rows, or the reference's merged rows with or
+//          without its store_imports row), after the restart done once (the
+//          reference's rows, store_imports row and files: every live file
+//          archived, no second generation); the replica absent, dirty, or
+//          clean and equal to the rows; a purge all or nothing, no marker
+//          left; every committed step there (those before a purge that took
+//          effect gone with it).
 // Kill delays are uniform over the duration of an uninterrupted run of the same
 // child, measured first (calibration) and kept current by the children that
 // finish before their kill plus one uninterrupted child in ten (fsync latency
@@ -46,9 +62,9 @@
 // also runs 6 min ahead so stale spool claims and nudge claims are taken over.
 //
 // Run (after `npm run build`):
-//   node scripts/crash-campaign.js [--trials 200] [--only hook,drain,store,nudge,sqlite]
+//   node scripts/crash-campaign.js [--trials 200] [--only hook,drain,store,nudge,sqlite,sqlite-import]
 //                                  [--sqlite] [--seed N] [--jobs N] [--keep-failed] [--verbose]
-// The sqlite phase runs the sqlite_peer example (build it first:
+// The sqlite phases run the sqlite_peer example (build it first:
 // `cargo build --profile dev-release --example sqlite_peer`; MWS_SQLITE_PEER
 // names another build).
 // Env: CRASH_TRIALS, CRASH_ONLY, CRASH_SEED, CRASH_JOBS. Trials at a time:
@@ -64,7 +80,7 @@ const path = require('node:path')
 const readline = require('node:readline')
 
 const REPO = path.join(__dirname, '..')
-const PHASES = ['hook', 'drain', 'store', 'nudge', 'sqlite']
+const PHASES = ['hook', 'drain', 'store', 'nudge', 'sqlite', 'sqlite-import']
 /** Phases run when --only is not given (sqlite needs the example built: --sqlite adds it). */
 const DEFAULT_PHASES = ['hook', 'drain', 'store', 'nudge']
 const PROJECT = '/home/u/proj'
@@ -86,6 +102,16 @@ const REMEASURE_EVERY = 10
 /** The sqlite phase: one fixed clock (the restart's is 6 min ahead), rounds per child. */
 const SQLITE_NOW = Date.parse('2026-07-07T10:00:00.000Z')
 const SQLITE_ROUNDS = 40
+/** The sqlite-import phase: the recorded legacy team, rounds per child, a purge in one trial of three. */
+const IMPORT_TEAM = 'team-a'
+const IMPORT_ROUNDS = 8
+const IMPORT_PURGE_ROUND = 4
+const IMPORT_MEMBERS = ['gina', 'hank']
+/** A child whose only op is the first status write (it runs the import): the import window. */
+const IMPORT_ONLY = { rounds: 1, intents: false, ensurePerRound: 0, claimLimit: 0 }
+/** A child that stops after the round of its purge: the purge trials' window. */
+const UNTIL_PURGE = { rounds: IMPORT_PURGE_ROUND + 1, purgeAtRound: IMPORT_PURGE_ROUND }
+const IMPORT_RECORDING = path.join(__dirname, '..', 'tests', 'fixtures', 'sqlite', 'team-files-recording.json')
 
 // ---------------------------------------------------------------------------
 // Small helpers
@@ -109,7 +135,7 @@ function parseArgs(argv) {
     else if (arg === '--only') opts.only = value().split(',')
     else if (arg === '--seed') opts.seed = Number(value())
     else if (arg === '--jobs') opts.jobs = Number(value())
-    else if (arg === '--sqlite') opts.only = [...opts.only.filter((p) => p !== 'sqlite'), 'sqlite']
+    else if (arg === '--sqlite') opts.only = [...opts.only.filter((p) => !p.startsWith('sqlite')), 'sqlite', 'sqlite-import']
     else if (arg === '--keep-failed') opts.keepFailed = true
     else if (arg === '--verbose') opts.verbose = true
     else throw new Error(`unknown argument ${arg}`)
@@ -1036,6 +1062,114 @@ const phases = {
       return { roots: [root], landed: !r.finished, repro: `kill planned at ${delayMs.toFixed(2)} ms after spawn (${r.finished ? 'exited first' : `last committed step: ${killedAt}`}), ${steps} steps committed` }
     },
   },
+
+  'sqlite-import': {
+    jobs: 2,
+    describe: `the addon's SQLite store with its team files (sqlite_peer, teams/ given): the first op imports the recorded legacy JSON team (live files over earlier rows, one archive generation already there, an invalid file quarantined), then ${IMPORT_ROUNDS} rounds of mutations fenced by the JSON replica; purgeTeam at round ${IMPORT_PURGE_ROUND} in one trial of three`,
+    async prepare(base) {
+      const peer = sqlitePeer()
+      const scenario = JSON.parse(fs.readFileSync(IMPORT_RECORDING, 'utf8')).import.find((s) => s.name === 'live files over canonical rows')
+      if (!scenario || scenario.team !== IMPORT_TEAM) throw new Error(`no 'live files over canonical rows' import scenario in ${IMPORT_RECORDING}`)
+      const template = path.join(base, 'sqlite-import-template')
+      const teams = path.join(template, 'claude', 'teams')
+      for (const [rel, text] of Object.entries(scenario.files)) {
+        fs.mkdirSync(path.dirname(path.join(teams, rel)), { recursive: true })
+        fs.writeFileSync(path.join(teams, rel), text)
+      }
+      fs.mkdirSync(path.join(template, 'storage'), { recursive: true })
+      const seedFile = path.join(base, 'sqlite-import-seed.json')
+      fs.writeFileSync(seedFile, JSON.stringify(scenario.seed))
+      require('node:child_process').execFileSync(peer, ['seed', path.join(template, 'storage', 'app.db'), seedFile])
+      const imported = scenario.calls[0]
+      return {
+        peer,
+        template,
+        seed: scenario.seed,
+        // The reference's rows and files after its import of this team.
+        expectedRows: imported.rows,
+        expectedFiles: imported.files.filter((f) => !f.endsWith('sqlite-fallback-replica.json')),
+        liveFiles: Object.keys(scenario.files).filter((f) => !f.includes('.pre-sqlite') && !f.endsWith('member.meta.json')),
+      }
+    },
+    root(ctx, base, tag) {
+      const root = path.join(base, `sqlite-import-${tag}`)
+      copyTree(ctx.template, root)
+      return root
+    },
+    async calibrate(ctx, base, jobs) {
+      const times = []
+      await inParallel(CALIBRATION_RUNS, jobs, async (i) => {
+        const root = this.root(ctx, base, `cal${i}`)
+        const r = await runAndKill(ctx.peer, ['run', JSON.stringify(importSpec(root, { purgeAtRound: i % 2 ? IMPORT_PURGE_ROUND : undefined }))], { delayMs: 120_000 })
+        if (!r.finished) throw new Error(`sqlite-import calibration run failed: ${r.stderr}`)
+        const errors = r.messages.filter((m) => m.error)
+        if (errors.length) throw new Error(`sqlite-import calibration run surfaced ${JSON.stringify(errors[0])}`)
+        times.push(r.elapsedMs)
+        fs.rmSync(root, { recursive: true, force: true })
+      })
+      // The import window: a child whose only op is the first status write (import, op, publication).
+      const importTimes = []
+      await inParallel(CALIBRATION_RUNS, jobs, async (i) => {
+        const root = this.root(ctx, base, `cal-import${i}`)
+        const r = await runAndKill(ctx.peer, ['run', JSON.stringify(importSpec(root, IMPORT_ONLY))], { delayMs: 120_000 })
+        if (!r.finished) throw new Error(`sqlite-import calibration run failed: ${r.stderr}`)
+        importTimes.push(r.elapsedMs)
+        fs.rmSync(root, { recursive: true, force: true })
+      })
+      // The purge window's end: a child that stops after the round of its purge.
+      const purgeTimes = []
+      await inParallel(CALIBRATION_RUNS, jobs, async (i) => {
+        const root = this.root(ctx, base, `cal-purge${i}`)
+        const r = await runAndKill(ctx.peer, ['run', JSON.stringify(importSpec(root, UNTIL_PURGE))], { delayMs: 120_000 })
+        if (!r.finished || !r.messages.some((m) => m.purged)) throw new Error(`sqlite-import purge calibration run failed: ${r.stderr}`)
+        purgeTimes.push(r.elapsedMs)
+        fs.rmSync(root, { recursive: true, force: true })
+      })
+      ctx.duration = new Durations(times)
+      ctx.importDuration = new Durations(importTimes)
+      ctx.purgeDuration = new Durations(purgeTimes)
+      return `spawn→exit ${ctx.duration.current().toFixed(1)} ms, through the first op (the import) ${ctx.importDuration.current().toFixed(1)} ms, through the purge's round ${ctx.purgeDuration.current().toFixed(1)} ms (${path.relative(REPO, ctx.peer)})`
+    },
+    async trial(ctx, base, i, rand, f) {
+      const root = this.root(ctx, base, i)
+      const purge = i % 3 === 2
+      // Every other trial kills uniformly over the first op's window (process start, import,
+      // publication); a purge trial otherwise over the run through its purge's round, the others
+      // over the whole run.
+      const inImport = i % 2 === 1
+      const remeasure = i % REMEASURE_EVERY === REMEASURE_EVERY - 1
+      const window = inImport ? ctx.importDuration : purge ? ctx.purgeDuration : ctx.duration
+      const delayMs = remeasure ? 120_000 : rand() * window.current()
+      const r = await runAndKill(ctx.peer, ['run', JSON.stringify(importSpec(root, { purgeAtRound: purge ? IMPORT_PURGE_ROUND : undefined }))], { delayMs })
+      if (r.finished) ctx.duration.add(r.elapsedMs)
+      if (!r.finished && r.messages.some((m) => m.purging) && !r.messages.some((m) => m.purged)) f.note('killed_between_purging_and_purged')
+      const committed = r.messages
+      const killedAt = sqliteKillPoint(committed)
+      const markerAtKill = purgeMarkers(root).length > 0
+      if (listDir(path.join(root, 'claude', '.member-work-sync-deletions')).some((e) => STORE_TEMP.test(e.name))) f.note('purge_marker_temp_file_left_by_kill')
+      const afterKill = checkImport(ctx, root, committed, f, { afterRestart: false, markerAtKill })
+      if (!r.finished) {
+        f.note(`killed_${killedAt}`)
+        f.note(`landed_${afterKill.landing}`)
+      }
+      // Dead writers' temp files (the replica's) as two hours old: the restart's write sweeps them.
+      const leftovers = ageLeftovers(path.join(root, 'claude'))
+      if (leftovers) f.note('temp_files_left_by_kill', leftovers)
+      // The restart: a new process on the same files and database; its first op finishes
+      // whatever the kill interrupted (purge, import, publication), then claims everything due.
+      const restart = await runAndKill(
+        ctx.peer,
+        ['run', JSON.stringify(importSpec(root, { now: SQLITE_NOW + RESTART_AHEAD_MS, rounds: 3, firstRound: 100_000, ensurePerRound: 0, claimLimit: 1000, intents: false, name: 'restart' }))],
+        { delayMs: 120_000 }
+      )
+      if (!restart.finished) f.fail('restart_failed', restart.stderr)
+      const errors = restart.messages.filter((m) => m.error)
+      if (errors.length) f.fail('restart_surfaced_error', JSON.stringify(errors[0]))
+      checkImport(ctx, root, [...committed, ...restart.messages], f, { afterRestart: true, markerAtKill, purgedAtKill: afterKill.purged })
+      const steps = committed.filter((m) => !m.ready && !m.done).length
+      return { roots: [root], landed: !r.finished, repro: `${purge ? 'purge trial, ' : ''}kill planned at ${delayMs.toFixed(2)} ms after spawn (${r.finished ? 'exited first' : `last committed step: ${killedAt}, ${afterKill.landing}`}), ${steps} steps committed` }
+    },
+  },
 }
 
 // ---------------------------------------------------------------------------
@@ -1155,6 +1289,204 @@ function checkSqlite(ctx, root, lines, f, { afterRestart }) {
     if (row.status === 'pending') f.fail('pending_item_not_delivered_after_restart', row.id)
   }
   for (const id of delivered.keys()) if (!outbox.has(id)) f.fail(`delivery_log_line_without_outbox_row${when}`, id)
+}
+
+function importSpec(root, extra = {}) {
+  return sqliteSpec(root, {
+    teams: path.join(root, 'claude', 'teams'),
+    team: IMPORT_TEAM,
+    members: IMPORT_MEMBERS,
+    rounds: IMPORT_ROUNDS,
+    ...extra,
+  })
+}
+
+/**
+ * The purge markers: files of the deletions folder beside teams/ but a killed write's temp file
+ * (not a marker; swept at the next marker write into that folder, which a restart does not make).
+ */
+function purgeMarkers(root) {
+  return listDir(path.join(root, 'claude', '.member-work-sync-deletions'))
+    .map((e) => e.name)
+    .filter((name) => !STORE_TEMP.test(name))
+}
+
+/** Every file below `dir`, relative and sorted, a quarantined file's stamp as `<ms>` (the recording's form). */
+function filesBelow(dir) {
+  const out = []
+  const walk = (d) => {
+    for (const e of listDir(d)) {
+      const p = path.join(d, e.name)
+      if (e.isDirectory()) walk(p)
+      else out.push(path.relative(dir, p).split(path.sep).join('/').replace(/\.invalid\.\d+$/, '.invalid.<ms>'))
+    }
+  }
+  walk(dir)
+  return out.sort()
+}
+
+/** A row as one comparable string (columns sorted; store_imports' wall clock blanked). */
+function rowKey(table, row) {
+  const r = { ...row }
+  if (table === 'store_imports') r.imported_at = '<importedAt>'
+  return JSON.stringify(Object.keys(r).sort().map((k) => [k, r[k]]))
+}
+
+const IMPORT_TABLES = ['member_work_sync_status', 'member_work_sync_report_intents', 'member_work_sync_outbox', 'member_work_sync_metric_events']
+const ROW_ID = { member_work_sync_status: (r) => r.member_key, store_imports: (r) => r.store_id }
+
+/**
+ * The sqlite-import phase's checks, after the kill and again after the restart:
+ * - integrity_check ok;
+ * - the import is all or nothing: without a store_imports row the team's rows are exactly the seed
+ *   (import not committed) or exactly the reference's merged rows (committed, marker not yet
+ *   recorded); with one, every row of the reference's import result is there (a legacy outbox row
+ *   our claims moved only as present), and after the restart the files below teams/ are exactly
+ *   the reference's (every live file archived once, no second generation) and store_imports is the
+ *   reference's row;
+ * - the replica is absent (no op ran yet) or dirty, or clean with exactly the rows' snapshot; after
+ *   the restart always clean and equal (a clean one that differs is allowed only while a purge
+ *   marker is pending: the marker's completion republishes it);
+ * - a purge is all or nothing: the legacy rows and the steps committed before it are all there or
+ *   all gone, gone whenever the marker was on disk at the kill or `purged` was said; no marker
+ *   survives the restart;
+ * - every step committed after the purge (or in a run without one) is in the database, and a
+ *   delivered item of ours has exactly one delivery-log line.
+ */
+function checkImport(ctx, root, lines, f, { afterRestart, markerAtKill, purgedAtKill }) {
+  const when = afterRestart ? '_after_restart' : ''
+  let dump
+  try {
+    const out = require('node:child_process').execFileSync(ctx.peer, ['dump-team', path.join(root, 'storage', 'app.db'), path.join(root, 'claude', 'teams'), IMPORT_TEAM], { encoding: 'utf8' })
+    dump = JSON.parse(out.trim().split('\n').pop())
+  } catch (e) {
+    f.fail(`sqlite_unreadable${when}`, e.message)
+    return { landing: 'unreadable', purged: false }
+  }
+  if (dump.integrity !== 'ok') f.fail(`integrity_check${when}`, dump.integrity)
+  const rows = dump.rows
+  const keysOf = (table, list) => new Set(list.map((r) => rowKey(table, r)))
+  const idOf = (table, r) => (ROW_ID[table] || ((x) => x.id))(r)
+  const markers = purgeMarkers(root)
+  if (afterRestart && markers.length) f.fail('purge_marker_left_after_restart', markers.join(', '))
+
+  // Where the purge stands: said, pending (marker), or by the rows (legacy all gone).
+  const purgingAt = lines.findIndex((m) => m.purging)
+  const said = lines.some((m) => m.purged)
+  const legacyIds = IMPORT_TABLES.flatMap((t) => ctx.expectedRows[t].map((r) => `${t} ${idOf(t, r)}`))
+  const present = new Set(IMPORT_TABLES.flatMap((t) => rows[t].map((r) => `${t} ${idOf(t, r)}`)))
+  const legacyPresent = legacyIds.filter((id) => present.has(id)).length
+  const imported = rows.store_imports.some((r) => r.team_name === IMPORT_TEAM)
+  let purged = false
+  if (purgingAt >= 0) {
+    if (legacyPresent !== 0 && legacyPresent !== legacyIds.length) f.fail(`purge_not_all_or_nothing${when}`, `${legacyPresent}/${legacyIds.length} legacy rows left`)
+    purged = legacyPresent === 0 && imported
+    if ((said || (afterRestart && (markerAtKill || purgedAtKill))) && !purged) f.fail(`purge_undone${when}`, `${legacyPresent} legacy rows left`)
+  }
+
+  // The import: all or nothing, once.
+  let landing
+  const liveLeft = ctx.liveFiles.filter((rel) => fs.existsSync(path.join(root, 'claude', 'teams', rel))).length
+  const teamRows = (table) => rows[table].filter((r) => r.team_name === IMPORT_TEAM)
+  if (!imported) {
+    const same = (expected) => IMPORT_TABLES.every((t) => {
+      const a = keysOf(t, teamRows(t))
+      const b = keysOf(t, expected[t] || [])
+      return a.size === b.size && [...a].every((k) => b.has(k))
+    })
+    if (same(ctx.seed)) landing = 'before_import_commit'
+    else if (same(ctx.expectedRows)) landing = 'import_committed_before_store_imports'
+    else f.fail(`import_partial${when}`, IMPORT_TABLES.map((t) => `${t} ${teamRows(t).length}`).join(', '))
+    if (afterRestart) f.fail('import_not_done_after_restart', 'no store_imports row')
+  } else {
+    landing = liveLeft ? 'archive_renames' : 'after_import'
+    if (!purged) {
+      for (const t of IMPORT_TABLES) {
+        const have = new Map(rows[t].map((r) => [idOf(t, r), r]))
+        for (const want of ctx.expectedRows[t]) {
+          const got = have.get(idOf(t, want))
+          const moved = t === 'member_work_sync_outbox' && got && ['addon', 'restart'].includes(got.claimed_by)
+          if (!got || (!moved && rowKey(t, got) !== rowKey(t, want))) f.fail(`legacy_row_lost_or_changed${when}`, `${t} ${idOf(t, want)}: ${JSON.stringify(got)}`)
+        }
+      }
+    }
+    if (afterRestart) {
+      const want = ctx.expectedRows.store_imports.map((r) => rowKey('store_imports', r))
+      const got = rows.store_imports.map((r) => rowKey('store_imports', r))
+      // A purge records its own import of the (empty) live state.
+      if (!purged && JSON.stringify(got) !== JSON.stringify(want)) f.fail('store_imports_differs_after_restart', JSON.stringify(rows.store_imports))
+    }
+  }
+  if (afterRestart) {
+    const files = filesBelow(path.join(root, 'claude', 'teams')).filter((rel) => !rel.endsWith('sqlite-fallback-replica.json'))
+    if (JSON.stringify(files) !== JSON.stringify(ctx.expectedFiles)) {
+      const extra = files.filter((x) => !ctx.expectedFiles.includes(x))
+      const missing = ctx.expectedFiles.filter((x) => !files.includes(x))
+      f.fail('team_files_differ_after_restart', `extra ${extra.join(', ') || '-'}; missing ${missing.join(', ') || '-'}`)
+    }
+  }
+
+  // The replica fence.
+  const replica = dump.replica
+  if (replica.state === 'unreadable') f.fail(`replica_unreadable${when}`, replica.detail)
+  if (replica.state === 'clean' && !replica.equalsRows) {
+    if (markers.length) f.note('clean_replica_stale_while_purge_marker_pending')
+    else f.fail(`clean_replica_differs_from_rows${when}`, 'clean replica snapshot != team rows')
+  }
+  if (afterRestart && replica.state !== 'clean') f.fail('replica_not_clean_after_restart', replica.state)
+  if (afterRestart && replica.state === 'clean' && !replica.equalsRows) f.fail('clean_replica_differs_from_rows_after_restart', 'clean replica snapshot != team rows')
+  if (!afterRestart) landing = `${landing || 'unclassified'}_replica_${replica.state}${markers.length ? '_purge_marker' : ''}`
+
+  // Committed steps: those before a purge that took effect are gone with it.
+  const kept = purged ? lines.slice(purgingAt + 1) : lines
+  if (purgingAt >= 0 && !purged) {
+    // Not purged: nothing before it may be gone either (all or nothing).
+  }
+  const outbox = new Map(rows.member_work_sync_outbox.map((r) => [r.id, r]))
+  const intents = new Map(rows.member_work_sync_report_intents.map((r) => [r.id, r]))
+  const statuses = new Map(rows.member_work_sync_status.map((r) => [r.member_key, r]))
+  if (purged) {
+    for (const m of lines.slice(0, purgingAt)) {
+      const id = m.intent || m.ensured
+      if (id && (intents.has(id) || outbox.has(id))) f.fail(`row_survived_purge${when}`, id)
+    }
+  }
+  const logFile = path.join(root, 'delivery-log.jsonl')
+  const delivered = new Map()
+  for (const line of fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').split('\n').filter(Boolean) : []) {
+    try {
+      const id = JSON.parse(line).messageId
+      delivered.set(id, (delivered.get(id) || 0) + 1)
+    } catch {
+      f.note('delivery_log_torn_line')
+    }
+  }
+  for (const m of kept) {
+    if (m.status) {
+      const row = statuses.get(m.status)
+      if (!row || row.evaluated_at < m.evaluatedAt) f.fail(`committed_status_lost${when}`, `${m.status} ${m.evaluatedAt}: ${JSON.stringify(row)}`)
+    } else if (m.intent) {
+      if (!intents.has(m.intent)) f.fail(`committed_intent_lost${when}`, m.intent)
+    } else if (m.processed) {
+      if (intents.get(m.processed)?.status !== 'accepted') f.fail(`committed_processed_lost${when}`, JSON.stringify(intents.get(m.processed)))
+    } else if (m.ensured) {
+      if (!outbox.has(m.ensured)) f.fail(`committed_outbox_item_lost${when}`, m.ensured)
+    } else if (m.delivered) {
+      if (outbox.get(m.delivered)?.status !== 'delivered') f.fail(`committed_delivery_lost${when}`, JSON.stringify(outbox.get(m.delivered)))
+    } else if (m.error) {
+      f.fail(`addon_surfaced_error${when}`, JSON.stringify(m))
+    }
+  }
+  for (const [id, n] of delivered) if (n > 1) f.fail(`delivered_twice${when}`, `${id} ×${n}`)
+  for (const row of rows.member_work_sync_outbox) {
+    if (!['addon', 'restart'].includes(row.claimed_by)) continue
+    const n = delivered.get(row.id) || 0
+    if (row.status === 'delivered' && n !== 1) f.fail(`outbox_delivered_without_delivery_log_line${when}`, row.id)
+    if (afterRestart && row.status === 'claimed') f.fail('claim_stranded_after_restart', row.id)
+    if (afterRestart && row.status !== 'delivered' && n > 0) f.fail('delivery_log_line_but_outbox_not_delivered_after_restart', `${row.id}: ${row.status}`)
+  }
+  if (afterRestart) for (const row of rows.member_work_sync_outbox) if (row.status === 'pending' && row.id.startsWith('addon-')) f.fail('pending_item_not_delivered_after_restart', row.id)
+  return { landing, purged }
 }
 
 /** Each resolved payload is acted on once: one `turn_settled_resolved` journal event per sourceId. */

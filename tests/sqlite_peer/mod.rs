@@ -27,7 +27,9 @@ use member_work_sync::domain::status::MemberStatus;
 use member_work_sync::domain::time::{format_iso, EpochMs};
 use member_work_sync::infrastructure::clock::ManualClock;
 use member_work_sync::infrastructure::outbox_store::FsOutboxStore;
-use member_work_sync::infrastructure::sqlite::{OpenMode, SqliteStore};
+use member_work_sync::infrastructure::sqlite::gateway::MemberWorkSyncGateway;
+use member_work_sync::infrastructure::sqlite::snapshot::records_to_domain;
+use member_work_sync::infrastructure::sqlite::{DirectDatabase, OpenMode, SqliteStore};
 use member_work_sync::infrastructure::status_store::{FsStatusStore, StorePaths};
 
 /// The three stores a peer writes through.
@@ -37,19 +39,36 @@ pub struct Stores {
     /// The JSON store's intents are not reachable from outside the crate
     /// (and not measured): SQLite only.
     pub intents: Option<Arc<dyn ReportIntentStore>>,
+    /// The SQLite store itself, for `purge_team`: SQLite only.
+    pub sqlite: Option<Arc<SqliteStore>>,
 }
 
 impl Stores {
     /// The addon's SQLite store on `db` (direct mode), opened at the first call.
     pub fn sqlite(db: &Path) -> Self {
-        let rows = Arc::new(SqliteStore::open_lazily(
+        Self::over_sqlite(SqliteStore::open_lazily(
             db.to_path_buf(),
             OpenMode::ReadWrite,
-        ));
+        ))
+    }
+
+    /// The addon's SQLite store on `db` that also keeps the team files
+    /// below `teams_base` in step (the JSON replica, the legacy import,
+    /// purge markers), as a read-write instance does.
+    pub fn sqlite_with_team_files(db: &Path, teams_base: &Path) -> Self {
+        Self::over_sqlite(
+            SqliteStore::open_lazily(db.to_path_buf(), OpenMode::ReadWrite)
+                .with_team_files(teams_base.to_path_buf()),
+        )
+    }
+
+    fn over_sqlite(store: SqliteStore) -> Self {
+        let rows = Arc::new(store);
         Self {
             status: rows.clone(),
             outbox: rows.clone(),
-            intents: Some(rows),
+            intents: Some(rows.clone()),
+            sqlite: Some(rows),
         }
     }
 
@@ -61,6 +80,7 @@ impl Stores {
             status: Arc::new(FsStatusStore::new(paths.clone(), clock.clone())),
             outbox: Arc::new(FsOutboxStore::new(paths, clock)),
             intents: None,
+            sqlite: None,
         }
     }
 }
@@ -148,6 +168,9 @@ pub struct Spec {
     pub inbox: Option<PathBuf>,
     /// Statuses get `evaluatedAt` = now - (rounds left) s, each one new.
     pub first_round: u64,
+    /// The round (counted from `first_round`) that begins with
+    /// `purge_team` of the team (SQLite with team files only).
+    pub purge_at_round: Option<u64>,
 }
 
 /// Counters of a loop.
@@ -205,6 +228,15 @@ pub fn run(stores: &Stores, spec: &Spec, out: &mut impl Write) -> Tally {
             break;
         }
         tally.rounds += 1;
+        if let (Some(at), Some(store)) = (spec.purge_at_round, &stores.sqlite) {
+            if round == spec.first_round + at {
+                say(out, json!({"purging": team}));
+                match store.purge_team(team, None) {
+                    Ok(()) => say(out, json!({"purged": team})),
+                    Err(e) => fail(&mut tally, out, "purge", &e),
+                }
+            }
+        }
         let member = spec.members[(round as usize) % spec.members.len()].as_str();
         // A status write (with its metric events) and a read back.
         let evaluated_at = format_iso(spec.now - 3_600_000 + (round as i64 % 3_000_000));
@@ -329,6 +361,7 @@ impl Spec {
             intents: v["intents"].as_bool().unwrap_or(false),
             inbox: v["inbox"].as_str().map(PathBuf::from),
             first_round: number("firstRound", 0),
+            purge_at_round: v["purgeAtRound"].as_u64(),
         }
     }
 }
@@ -361,6 +394,113 @@ pub fn hold_back(db: &Path, id: &str, now: EpochMs) -> rusqlite::Result<usize> {
         "UPDATE member_work_sync_outbox SET status = 'failed_retryable', next_attempt_at = ?2 WHERE id = ?1",
         rusqlite::params![id, format_iso(now + 365 * 86_400_000)],
     )
+}
+
+/// The tables of the team-file checks, each with its listing order.
+pub const TEAM_TABLES: [(&str, &str); 5] = [
+    ("member_work_sync_status", "team_name, member_key"),
+    ("member_work_sync_report_intents", "team_name, id"),
+    ("member_work_sync_outbox", "team_name, id"),
+    ("member_work_sync_metric_events", "team_name, id"),
+    ("store_imports", "store_id, team_name"),
+];
+
+fn rows_as_json(connection: &rusqlite::Connection, sql: &str) -> rusqlite::Result<Vec<Value>> {
+    let mut statement = connection.prepare(sql)?;
+    let names: Vec<String> = statement.column_names().map(|s| s.to_string()).collect();
+    let rows = statement.query_map([], |row| {
+        let mut object = serde_json::Map::new();
+        for (i, name) in names.iter().enumerate() {
+            let value = match row.get_ref(i)? {
+                rusqlite::types::ValueRef::Integer(n) => json!(n),
+                rusqlite::types::ValueRef::Text(t) => json!(String::from_utf8_lossy(t)),
+                rusqlite::types::ValueRef::Null => Value::Null,
+                other => json!(format!("{other:?}")),
+            };
+            object.insert(name.clone(), value);
+        }
+        Ok(Value::Object(object))
+    })?;
+    rows.collect()
+}
+
+/// Creates `db` with the app's schema (the store's own migrations) and
+/// inserts `rows` (`{table: [{column: value}]}`, as the team-files
+/// recording lists a seed).
+pub fn seed(db: &Path, rows: &Value) -> Result<(), String> {
+    drop(DirectDatabase::open(db, OpenMode::ReadWrite).map_err(|e| e.to_string())?);
+    let connection = rusqlite::Connection::open(db).map_err(|e| e.to_string())?;
+    for (table, _) in TEAM_TABLES {
+        for row in rows[table].as_array().into_iter().flatten() {
+            let row = row.as_object().ok_or("a seed row is not an object")?;
+            let columns: Vec<&str> = row.keys().map(String::as_str).collect();
+            let values: Vec<rusqlite::types::Value> = row
+                .values()
+                .map(|v| match v {
+                    Value::Null => rusqlite::types::Value::Null,
+                    Value::Number(n) => rusqlite::types::Value::Integer(n.as_i64().unwrap_or(0)),
+                    Value::String(s) => rusqlite::types::Value::Text(s.clone()),
+                    other => rusqlite::types::Value::Text(other.to_string()),
+                })
+                .collect();
+            connection
+                .execute(
+                    &format!(
+                        "INSERT INTO {table} ({}) VALUES ({})",
+                        columns.join(", "),
+                        vec!["?"; columns.len()].join(", ")
+                    ),
+                    rusqlite::params_from_iter(values),
+                )
+                .map_err(|e| format!("{table}: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// What a team's files and rows are after a kill: `PRAGMA
+/// integrity_check`, every row of the five tables, and the replica of
+/// `team` below `teams_base`: `absent`, `dirty`, `clean` (with whether its
+/// snapshot is exactly the team's rows as the store would publish them),
+/// or `unreadable`.
+pub fn dump_team(db: &Path, teams_base: &Path, team: &str) -> Result<Value, String> {
+    let connection = rusqlite::Connection::open(db).map_err(|e| e.to_string())?;
+    connection
+        .busy_timeout(Duration::from_secs(30))
+        .map_err(|e| e.to_string())?;
+    let integrity: Vec<String> = connection
+        .prepare("PRAGMA integrity_check")
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        .map_err(|e| e.to_string())?;
+    let mut rows = serde_json::Map::new();
+    for (table, key) in TEAM_TABLES {
+        let listed = rows_as_json(
+            &connection,
+            &format!("SELECT * FROM {table} ORDER BY {key}"),
+        )
+        .map_err(|e| format!("{table}: {e}"))?;
+        rows.insert(table.to_string(), Value::Array(listed));
+    }
+    let replica_path = teams_base
+        .join(team)
+        .join(".member-work-sync")
+        .join("sqlite-fallback-replica.json");
+    let replica = match std::fs::read(&replica_path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => json!({"state": "absent"}),
+        Err(e) => json!({"state": "unreadable", "detail": e.to_string()}),
+        Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
+            Err(e) => json!({"state": "unreadable", "detail": e.to_string()}),
+            Ok(envelope) if envelope["state"] == "clean" => {
+                let database =
+                    DirectDatabase::open(db, OpenMode::ReadOnly).map_err(|e| e.to_string())?;
+                let records = database.team_snapshot(team).map_err(|e| e.to_string())?;
+                let published = records_to_domain(team, &records).map_err(|e| e.detail)?;
+                json!({"state": "clean", "equalsRows": envelope["snapshot"] == published})
+            }
+            Ok(envelope) => json!({"state": envelope["state"].clone()}),
+        },
+    };
+    Ok(json!({"integrity": integrity.join("; "), "rows": rows, "replica": replica}))
 }
 
 /// `PRAGMA integrity_check` and the rows the checks read, as JSON.

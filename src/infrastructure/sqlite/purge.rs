@@ -335,3 +335,40 @@ impl PurgeMarkers {
         self.write(marker, true)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Node's `JSON.parse` is correctly rounded; a marker's `birthtimeMs`
+    /// (milliseconds with a nanosecond fraction, 17 digits) must read back
+    /// as the number written, or the generation counts as changed.
+    #[test]
+    fn a_root_identity_reads_back_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let teams = dir.path().join("teams");
+        std::fs::create_dir_all(teams.join("team-a")).unwrap();
+        let markers = PurgeMarkers::new(teams);
+        for birthtime_ms in [
+            1_764_273_077_198.793_5,
+            1_764_273_063_889.922,
+            1_700_000_000_123.456_7,
+        ] {
+            let identity = RootIdentity {
+                dev: 66_306.0,
+                ino: 1_234_567.0,
+                birthtime_ms,
+            };
+            let marker = PurgeMarker {
+                team_name: "team-a".into(),
+                deletion_identity_id: None,
+                team_root_identity: Some(identity),
+                active_json_state_cleared: false,
+                recovery_safe: true,
+            };
+            markers.write(&marker, false).unwrap();
+            let read = markers.read("team-a").unwrap().unwrap();
+            assert_eq!(read.team_root_identity, Some(identity), "{birthtime_ms}");
+        }
+    }
+}

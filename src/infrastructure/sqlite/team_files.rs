@@ -190,20 +190,19 @@ impl TeamFiles {
     }
 
     /// Finishes the JSON half of a marker's purge: deletes the live files
-    /// when the marker's generation is still on disk, or drops a marker
-    /// whose generation is gone (a same-name team made since keeps its
-    /// files). `false` when there is no marker.
+    /// when the marker's generation is still on disk; a same-name team made
+    /// since keeps its files. `false` when there is no marker. The marker
+    /// of a gone generation stays until the rows and the replica are
+    /// published (the end of [`Self::apply_pending_purge`]): removed here, a
+    /// crash before that publication left the old generation's clean
+    /// replica, which the next process merged back into the rows.
     fn complete_json_purge(&self, team: &str) -> Result<bool, SqliteStoreError> {
         let Some(marker) = self.markers.read(team)? else {
             return Ok(false);
         };
-        if !marker.active_json_state_cleared {
-            if self.markers.is_current(&marker) {
-                self.markers
-                    .purge_active_json(self.importer.files(), &marker)?;
-            } else {
-                self.markers.remove(team)?;
-            }
+        if !marker.active_json_state_cleared && self.markers.is_current(&marker) {
+            self.markers
+                .purge_active_json(self.importer.files(), &marker)?;
         }
         Ok(true)
     }
@@ -253,5 +252,38 @@ impl TeamFiles {
     /// The importer.
     pub fn importer(&self) -> &Importer {
         &self.importer
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::infrastructure::sqlite::purge::{PurgeMarker, RootIdentity};
+
+    /// A marker whose generation is gone (the team recreated) is removed
+    /// only with the rest of the purge (rows, replica): a crash after its
+    /// JSON half must leave it, or the next process merges the old
+    /// generation's clean replica back into the rows.
+    #[test]
+    fn a_marker_of_a_gone_generation_stays_until_the_purge_is_published() {
+        let dir = tempfile::tempdir().unwrap();
+        let teams = dir.path().join("teams");
+        std::fs::create_dir_all(teams.join("team-a")).unwrap();
+        let files = TeamFiles::new(teams);
+        let gone = PurgeMarker {
+            team_name: "team-a".into(),
+            deletion_identity_id: None,
+            team_root_identity: Some(RootIdentity {
+                dev: 1.0,
+                ino: 2.0,
+                birthtime_ms: 3.0,
+            }),
+            active_json_state_cleared: false,
+            recovery_safe: true,
+        };
+        files.markers.write(&gone, false).unwrap();
+        assert!(!files.markers.is_current(&gone));
+        assert!(files.complete_json_purge("team-a").unwrap());
+        assert!(files.markers.read("team-a").unwrap().is_some());
     }
 }
