@@ -1,8 +1,8 @@
 //! The store's one seam to the database: the app's `mws.*` worker ops, row
 //! for row (STORAGE.md §3). [`super::direct::DirectDatabase`] runs them with
-//! the addon's own SQLite; the Electron entry's gateway (a later step) will
-//! run them as calls to the app's storage worker, so the store above never
-//! knows which process holds the file.
+//! the addon's own SQLite; [`super::app_gateway::AppGateway`] runs them as
+//! calls to the app's storage gateway (gateway mode, inside Electron), so the
+//! store above never knows which process holds the file.
 
 use super::error::SqliteStoreError;
 use super::records::{
