@@ -127,7 +127,12 @@ async function main() {
   }
 }
 
-main().catch((error) => {
-  console.error(error)
-  process.exit(1)
-})
+// The board is shared with scripts/bench-status-after-change.js.
+module.exports = { MEMBERS, TASKS, memberName, writeFixture }
+
+if (require.main === module) {
+  main().catch((error) => {
+    console.error(error)
+    process.exit(1)
+  })
+}

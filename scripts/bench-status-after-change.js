@@ -11,52 +11,10 @@ const os = require('node:os')
 const path = require('node:path')
 const { MemberWorkSync } = require(path.resolve(process.argv[4] || path.join(__dirname, '..')))
 
-const MEMBERS = 50
-const TASKS = 10_000
+const { MEMBERS, TASKS, memberName, writeFixture } = require('./bench-board-memory.js')
 const ROUNDS = Number(process.argv[2]) || 5
 const CHANGES = Number(process.argv[3]) || 40
 const FLOOR_PASSES = 3
-
-function memberName(i) {
-  return i === 0 ? 'team-lead' : `member-${i}`
-}
-
-/** The same board as `scripts/bench-board-memory.js`. */
-function writeFixture(root) {
-  const team = path.join(root, 'teams', 'bench')
-  const tasks = path.join(root, 'tasks', 'bench')
-  fs.mkdirSync(team, { recursive: true })
-  fs.mkdirSync(tasks, { recursive: true })
-  const members = Array.from({ length: MEMBERS }, (_, i) => ({
-    name: memberName(i),
-    agentType: i === 0 ? 'team-lead' : 'general-purpose',
-    model: 'claude-sonnet-4-5',
-  }))
-  fs.writeFileSync(path.join(team, 'config.json'), JSON.stringify({ name: 'bench', members }))
-  for (let i = 0; i < TASKS; i++) {
-    const owner = memberName(1 + (i % (MEMBERS - 1)))
-    const reviewer = memberName(1 + ((i + 1) % (MEMBERS - 1)))
-    const status = ['pending', 'in_progress', 'completed', 'completed', 'completed'][i % 5]
-    const task = {
-      id: String(i),
-      displayId: `#${i}`,
-      subject: `Task number ${i}`,
-      description: `Do the work of task ${i}. `.repeat(17),
-      status,
-      owner,
-      blockedBy: i % 7 === 3 ? [String(i - 1)] : [],
-      blocks: [],
-      reviewState: i % 5 === 3 ? 'needsFix' : 'none',
-      historyEvents: [
-        { id: `c${i}`, type: 'created', timestamp: '2026-11-20T08:00:00Z', actor: owner },
-        ...(i % 5 === 2
-          ? [{ id: `r${i}`, type: 'review_requested', timestamp: '2026-11-20T09:00:00Z', from: 'none', to: 'review', reviewer, actor: owner }]
-          : []),
-      ],
-    }
-    fs.writeFileSync(path.join(tasks, `${i}.json`), JSON.stringify(task, null, 2))
-  }
-}
 
 const ms = (started) => Number(process.hrtime.bigint() - started) / 1e6
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1]
