@@ -436,10 +436,10 @@ impl MetricsStore for SqliteStore {
         // transaction, as the app's `mws.status.write`): the same rows by id
         // are not written again (the app's gateway has no op for it); only
         // other events are.
-        let records = self.event_records(status, &events)?;
-        if records == self.event_records(status, &events_for_write(status))? {
+        if events == events_for_write(status) {
             return Ok(());
         }
+        let records = self.event_records(status, &events)?;
         self.run(&status.team_name, Access::Mutation, || {
             Ok(self
                 .db()?
