@@ -3,7 +3,7 @@
 // mode (examples/sqlite_peer.rs, another process). Both write statuses with their metric events,
 // append report intents, and create, claim and deliver outbox items of one shared team, on one
 // fixed clock (the app takes a claimedAt in the future for stale: two clocks apart would both
-// claim an item legitimately, see STORAGE.md §6.5 check 21).
+// claim an item legitimately).
 //
 // Checked at the end: PRAGMA integrity_check is ok; no item was claimed twice (each side's log of
 // what it claimed and delivered, and every delivered row holds the generation and claimer one log
@@ -11,7 +11,7 @@
 // this process holds the write lock (BEGIN IMMEDIATE, then an UPDATE that makes an item due) for
 // one second, a fresh addon process's claim waits for it and then claims that item (it could not
 // see it without waiting for the commit). The reference's own errors (its deferred transactions
-// meet SQLITE_BUSY when the addon writes between their read and their write, STORAGE.md §4.2) are
+// meet SQLITE_BUSY when the addon writes between their read and their write) are
 // counted and printed, not hidden.
 //
 //   cargo build --release --example sqlite_peer
@@ -281,7 +281,7 @@ async function main() {
   console.log(
     `  reference (its worker core on better-sqlite3, this process): ${tally.statuses} status writes, ${tally.intents} intents, ${tally.ensured} ensured, ${log.claimed.length} claimed, ${log.delivered.length} delivered (${perSec(log.delivered.length)}/s)`
   )
-  console.log(`  reference errors (not hidden; deferred transactions, STORAGE.md §4.2): ${JSON.stringify(referenceErrors)}`)
+  console.log(`  reference errors (not hidden; deferred transactions): ${JSON.stringify(referenceErrors)}`)
   console.log(`  reference claims left 'claimed' by a failed markDelivered: ${log.claimed.length - log.delivered.length}`)
   console.log(`  rows: outbox ${rows.length} (${rows.filter((r) => r.status === 'delivered').length} delivered, ${rows.filter((r) => r.status === 'claimed').length} left claimed), ${JSON.stringify(counts)}`)
   console.log(`  lock test: held ${waiter.heldMs} ms; the waiter process exited ${waiter.returnedAfterMs} ms after the lock was taken`)

@@ -1,6 +1,6 @@
 // Records what the reference's own code does with a team's files in a SQLite session, into
 // tests/fixtures/sqlite/team-files-recording.json, which tests/sqlite_team_files.rs replays
-// against the addon (STORAGE.md §2.3, §2.5, §2.7, §2.8):
+// against the addon (the replica, the importer's merge, team identity):
 //
 // - replica: the steps of scenario.mjs, each run as one call of the app's
 //   BackendSelectingMemberWorkSyncStore (replica fence, importer, op, clean publication); the

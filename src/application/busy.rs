@@ -1,4 +1,4 @@
-//! The busy signal: tool activity makes a member busy (DATA.md §5 "Busy").
+//! The busy signal: tool activity makes a member busy.
 //!
 //! The app reports tool calls as `tool-activity` events. A running call makes
 //! its member busy until it finishes (or goes stale, its finish lost); a

@@ -1,6 +1,5 @@
 //! Live wiring: team change events → routes → the coalescing queue →
-//! reconciles, plus team lifecycle fences (DATA.md §1 facade, §5 "Queue",
-//! "Router"; seed 003 §11.2.1, §16.4).
+//! reconciles, plus team lifecycle fences.
 //!
 //! Everything here is synchronous and clock-driven; the infrastructure worker
 //! decides *when* to call [`Engine::take_due`] / [`Engine::run`] /
@@ -794,7 +793,7 @@ impl Engine {
         operation()
     }
 
-    /// `refreshStatus` through the team gate: persist, then plan (DATA.md §1).
+    /// `refreshStatus` through the team gate: persist, then plan.
     /// A direct request carries no trigger reason (the app records none).
     pub fn refresh_status(
         &self,

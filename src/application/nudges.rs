@@ -1,6 +1,5 @@
 //! Phase 2 use cases: plan a nudge after a queued reconcile, and dispatch due
-//! nudges with revalidation right before the inbox write (DATA.md §5
-//! "Nudge", "Activation", "Planner codes", "Dispatcher"; seed 003 §15).
+//! nudges with revalidation right before the inbox write.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

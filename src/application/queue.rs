@@ -1,4 +1,4 @@
-//! The per-member coalescing reconcile queue (DATA.md §5 "Queue"; seed 003 §11.2.1).
+//! The per-member coalescing reconcile queue.
 //!
 //! [`QueueCore`] is the pure state machine: every rule (delays, coalescing,
 //! max-wait bound, follow-up pass, retries, concurrency) is decided here with

@@ -1,5 +1,5 @@
 //! The level-triggered reconciler: rebuild the agenda from the board, decide,
-//! persist the status, audit each step (DATA.md §5 "Reconcile", §1 facade).
+//! persist the status, audit each step.
 
 use std::sync::Arc;
 
@@ -282,7 +282,7 @@ impl Reconciler {
         )
     }
 
-    /// The stored status; stale ones are refreshed (DATA.md §1 `getStatus`).
+    /// The stored status; stale ones are refreshed.
     /// `force_nudge` reconciles now and resets nudge suppression.
     pub fn get_status(
         &self,
@@ -1001,7 +1001,7 @@ impl Reconciler {
         }
     }
 
-    /// Nudge suppression (DATA.md §5 "Suppression", the app's rules): a
+    /// Nudge suppression: a
     /// candidate (see [`is_suppression_candidate`]) with 4 delivered nudges
     /// for its fingerprint since the reset time stops would-nudging.
     /// `force_nudge` resets the count at this evaluation; otherwise the reset

@@ -1,6 +1,6 @@
 //! The reporter: validates a member's report against its current agenda and
 //! persists the outcome; replays recorded intents; serves metrics and the
-//! agent read surface (DATA.md §5 "Report", "Readiness"; seed 003 §10–§12).
+//! agent read surface.
 
 use serde_json::{json, Value};
 

@@ -1,4 +1,4 @@
-//! Maps team change events to reconcile triggers and targets (DATA.md §5 "Router").
+//! Maps team change events to reconcile triggers and targets.
 //!
 //! `route` is pure and total: any input, however malformed, yields a route
 //! (often [`Route::Ignore`]); resolving "the members a task touches" needs the
@@ -10,7 +10,7 @@ use super::queue::Trigger;
 use crate::domain::names::validate_name;
 use crate::domain::time::{parse_iso, EpochMs};
 
-/// A team change event from the app (API.md `TeamChangeEvent`).
+/// A team change event from the app.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct TeamChangeEvent {
     /// `config`, `inbox`, `task`, `tool-activity`, `member-turn-settled`, ...;

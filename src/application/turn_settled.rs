@@ -1,4 +1,4 @@
-//! Drains the runtime turn-settled spool (seed 000 §4.2, §7, §9): claim a
+//! Drains the runtime turn-settled spool: claim a
 //! bounded batch, normalize, resolve the member, record the outcome, and hand
 //! every resolved member to the queue once.
 //!
@@ -121,7 +121,7 @@ pub enum ClaudeMatch {
     },
 }
 
-/// Finds the team member a Claude session belongs to (TRANSCRIPTS.md).
+/// Finds the team member a Claude session belongs to.
 pub trait ClaudeSessionLocator: Send + Sync {
     /// Looks up by exact transcript path and by session id.
     fn locate(&self, session_id: Option<&str>, transcript_path: Option<&str>) -> ClaudeMatch;
@@ -141,7 +141,7 @@ pub trait TurnSettledQueue {
     fn enqueue(&self, team_name: &str, member_name: &str) -> Result<(), String>;
 }
 
-/// An event the addon reports to the app (API.md `TeamChangeEvent`).
+/// An event the addon reports to the app.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TeamChangeEvent {
@@ -647,7 +647,7 @@ impl TurnSettledIngestor {
         }))
     }
 
-    /// A lead's own turn (seed 000 §9.2): ignored, journaled for the lead.
+    /// A lead's own turn: ignored, journaled for the lead.
     fn lead_turn(&self, team: String, rosters: &mut HashMap<String, TeamSnapshot>) -> Attributed {
         let lead = self
             .roster(&team, rosters)

@@ -8,7 +8,7 @@ use napi::{sys, Env, JsError, Task};
 
 use crate::application::reconcile::WorkSyncError;
 
-/// Stable error codes of the JS surface (API.md "Errors").
+/// Stable error codes of the JS surface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorCode {
     /// An argument or option is malformed or names an unsafe team or member;

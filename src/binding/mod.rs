@@ -103,7 +103,7 @@ pub struct MemberWorkSyncClockOption {
     pub now_ms: f64,
 }
 
-/// Constructor options (API.md `MemberWorkSyncOptions`).
+/// Constructor options.
 #[napi(object, object_to_js = false)]
 pub struct MemberWorkSyncOptions {
     /// Claude home; default `$CLAUDE_CONFIG_DIR`, else `~/.claude`.

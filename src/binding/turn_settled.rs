@@ -1,4 +1,4 @@
-//! napi surface of the runtime turn-settled pipeline (seed 000, API.md):
+//! napi surface of the runtime turn-settled pipeline:
 //! hook settings and environment, the drain, the pure settings merge and the
 //! `onTeamChange` delivery.
 
@@ -229,7 +229,7 @@ impl MemberWorkSync {
     }
 }
 
-/// Hook-aware merge of a settings patch into a settings object (seed 000 §5).
+/// Hook-aware merge of a settings patch into a settings object.
 #[napi(
     catch_unwind,
     ts_args_type = "base: Record<string, unknown>, patch: Record<string, unknown>",

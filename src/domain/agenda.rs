@@ -1,4 +1,4 @@
-//! The actionable agenda of a member (DATA.md §5 "Agenda"; seed 003 §8).
+//! The actionable agenda of a member.
 //!
 //! [`TaskIndex`] derives everything per task once (effective review state,
 //! workflow column, dependency resolution, review cycle) and buckets tasks by
@@ -600,7 +600,7 @@ impl<'a> TeamIndex<'a> {
         }
     }
 }
-/// Applies the first matching agenda rule (DATA.md §5 "Agenda" 1–6) to one task.
+/// Applies the first matching agenda rule to one task.
 ///
 /// Names in evidence (`owner`, `reviewer`, `reviewStartedBy`) and the assignee
 /// are normalized; `reviewState` is always there (`none` included), as the
@@ -789,7 +789,7 @@ fn tidy_ids(ids: &[String]) -> Vec<String> {
     ids
 }
 
-/// The review state after history (DATA.md §3 "Effective reviewState"),
+/// The review state after history,
 /// clamped by status, by the reference task reader's rule: the last review
 /// event decides (its `to`, `none` when that is missing or unknown); a later
 /// reopening to in_progress/deleted means none; one to pending keeps only a

@@ -1,4 +1,4 @@
-//! The decision policy: caught up, valid lease, or needs sync (DATA.md §5 "Decision").
+//! The decision policy: caught up, valid lease, or needs sync.
 
 use super::report::MAX_LEASE_MS;
 use super::status::{Report, ReportState, StatusState};
@@ -98,7 +98,7 @@ pub fn keeps_caught_up_report(report: &Report, fingerprint: &str) -> bool {
 pub const CAUGHT_UP_STALE_MS: EpochMs = 5 * 60 * 1000;
 /// Age after which a status with work is refreshed.
 pub const ACTIONABLE_STALE_MS: EpochMs = 2 * 60 * 1000;
-/// Why a stored status is out of date (DATA.md §1 `getStatus`). Its wire
+/// Why a stored status is out of date. Its wire
 /// spelling ([`Staleness::as_str`]) is added to the status diagnostics when
 /// the stored status is returned as is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,7 +151,7 @@ impl Staleness {
     }
 }
 
-/// Why a stored status should be refreshed (DATA.md §1 `getStatus`), in
+/// Why a stored status should be refreshed, in
 /// diagnostic order; empty when it is current.
 pub fn staleness_diagnostics(
     status: &super::status::MemberStatus,

@@ -1,4 +1,4 @@
-//! The agenda fingerprint: `agenda:v1:<sha256 hex of canonical JSON>` (DATA.md §5 "Fingerprint").
+//! The agenda fingerprint: `agenda:v1:<sha256 hex of canonical JSON>`.
 //!
 //! Only board facts go in: `reason`, `generatedAt` and diagnostics stay out, so
 //! rewording a reason never looks like new work.

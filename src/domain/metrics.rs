@@ -1,4 +1,4 @@
-//! Shadow metrics and phase-2 readiness (DATA.md §5 "Readiness").
+//! Shadow metrics and phase-2 readiness.
 
 use std::collections::BTreeMap;
 

@@ -1,6 +1,5 @@
 //! Phase 2 nudges: what to send, when it may go, and the outbox item
-//! lifecycle (DATA.md §5 "Suppression", "Nudge", "Activation", "Planner
-//! codes", "Dispatcher"; seed 003 §15).
+//! lifecycle.
 //!
 //! Pure: every function takes `now` and the facts it needs.
 
@@ -100,7 +99,7 @@ pub struct PlannedNudge {
     pub preview: String,
 }
 
-/// True when every item is a clean review pickup (DATA.md "Strict pickup").
+/// True when every item is a clean review pickup.
 pub fn is_strict_pickup(agenda: &Agenda) -> bool {
     !agenda.items.is_empty() && agenda.items.iter().all(is_strict_pickup_item)
 }
@@ -193,7 +192,7 @@ pub const RUNTIME_STALL: &str = "runtime_stall:same_agenda_still_needs_sync";
 /// Prefix of the diagnostic naming the runtime signal behind a stall.
 pub const STALL_TRIGGER_PREFIX: &str = "runtime_stall:trigger=";
 
-/// Why a nudge may go (DATA.md §5 "Activation"); journaled as its wire
+/// Why a nudge may go; journaled as its wire
 /// spelling ([`Activation::as_str`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Activation {
@@ -353,7 +352,7 @@ fn is_stale_work(item: &super::agenda::ActionableWorkItem) -> bool {
             && item.evidence.status == "pending")
 }
 
-/// A clean review pickup item (DATA.md "Strict pickup").
+/// A clean review pickup item.
 fn is_strict_pickup_item(item: &super::agenda::ActionableWorkItem) -> bool {
     let e = &item.evidence;
     item.kind == ItemKind::Review

@@ -1,4 +1,4 @@
-//! Member reports: request shape, the validator and lease rules (DATA.md §5 "Report").
+//! Member reports: request shape, the validator and lease rules.
 //!
 //! `validate` is pure: it decides, the reporter use case persists.
 

@@ -1,4 +1,4 @@
-//! The current review cycle of a task in the review column (DATA.md §5 "Review cycle").
+//! The current review cycle of a task in the review column.
 //!
 //! Only the reviewer of the *current* cycle owes a review: older requests and
 //! `review_started` events from closed cycles do not count.

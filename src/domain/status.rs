@@ -1,4 +1,4 @@
-//! The persisted status of a member and the reports it carries (API.md control-plane types).
+//! The persisted status of a member and the reports it carries.
 
 use serde::{Deserialize, Serialize};
 

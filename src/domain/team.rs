@@ -1,4 +1,4 @@
-//! The team as read from disk: roster, tasks and kanban state (DATA.md §3).
+//! The team as read from disk: roster, tasks and kanban state.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -83,7 +83,7 @@ impl TeamMember {
         self.removed_at.is_some_and(|at| at != 0.0 && !at.is_nan())
     }
 
-    /// The provider: explicit id, else backend id, else model name (DATA.md §3 "Provider").
+    /// The provider: explicit id, else backend id, else model name.
     pub fn derived_provider(&self) -> Option<ProviderId> {
         if let Some(id) = self.provider_id {
             return Some(id);
@@ -139,7 +139,7 @@ pub struct MemberOverlay {
     pub removed_at: Option<f64>,
 }
 
-/// Merges the config roster with `members.meta.json` (DATA.md §3 `mergeTeamMembers`).
+/// Merges the config roster with `members.meta.json`.
 ///
 /// Keys are `trim().toLowerCase()`; config comes first (a later duplicate wins),
 /// then each meta entry overlays the member with the same key or adds one.

@@ -1,4 +1,4 @@
-//! Report tokens: `wrs:v1.<b64url payload>.<b64url signature>` (DATA.md §5 "Token").
+//! Report tokens: `wrs:v1.<b64url payload>.<b64url signature>`.
 //!
 //! This module owns the wire format and the claim checks; signing with the
 //! team secret (HMAC-SHA256) is done by the infrastructure that holds it.

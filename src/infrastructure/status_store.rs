@@ -1,5 +1,5 @@
 //! Per-member status files under `teams/<team>/members/<key>/.member-work-sync/`
-//! (DATA.md §4), with the legacy v1 team-level `status.json` as read fallback.
+//!, with the legacy v1 team-level `status.json` as read fallback.
 
 use std::collections::BTreeMap;
 use std::io;

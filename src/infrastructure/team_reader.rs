@@ -1,4 +1,4 @@
-//! Reads a team from the Claude agent-teams layout (DATA.md §3): `config.json`,
+//! Reads a team from the Claude agent-teams layout: `config.json`,
 //! `members.meta.json`, `kanban-state.json` and the task files.
 //!
 //! Every read goes through [`safe_fs`](super::safe_fs) below the teams and

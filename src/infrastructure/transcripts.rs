@@ -1,4 +1,4 @@
-//! Finds the team member behind a Claude session (TRANSCRIPTS.md): first the
+//! Finds the team member behind a Claude session: first the
 //! exact evidence of `launch-state.json` (`runtimeSessionId`), then the
 //! attributed transcripts under `<claudeRoot>/projects/`. `cwd` is never used.
 //!
@@ -7,7 +7,7 @@
 //! id is the parent's turn (usually the lead's), never a match for the newest
 //! teammate file there; those files match by exact path only. A Stop from a
 //! team's lead session (`leadSessionId`, `sessionHistory`) is the lead's own
-//! turn, which seed 000 §9.2 ignores; attributing it to a teammate would
+//! turn, which the turn-settled signal ignores; attributing it to a teammate would
 //! reconcile the wrong member.
 //!
 //! The index of attributed files is rebuilt at most every few seconds (a drain
@@ -684,7 +684,7 @@ fn project_folders(projects: &Dir) -> Vec<String> {
 }
 
 /// The project folders whose transcripts may belong to a team: those its
-/// project paths encode to (TRANSCRIPTS.md §1, Claude's spelling first), and,
+/// project paths encode to, and,
 /// when none of them holds one of the team's lead sessions, every folder
 /// that does (a project that moved, or a path spelled in a way not derived
 /// here).
@@ -855,7 +855,7 @@ mod tests {
         fs::write(path, text).unwrap();
     }
 
-    /// The TRANSCRIPTS.md §6 example.
+    /// A lead and two teammates with transcripts of each kind under one project.
     fn example() -> (tempfile::TempDir, FsClaudeSessionLocator) {
         let root = tempfile::tempdir().unwrap();
         let home = root.path();

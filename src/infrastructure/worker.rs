@@ -346,7 +346,7 @@ const DRAIN_EVERY: Duration = Duration::from_secs(15);
 /// Retry interval while the spool's `incoming/` does not exist yet.
 const WATCHER_RETRY: Duration = Duration::from_secs(1);
 /// Least time from one drain's start to the next one a watcher event starts
-/// (DATA.md §5: ≥ 1 s): a file that keeps failing and is released back to
+///: a file that keeps failing and is released back to
 /// `incoming/` must not turn the watcher into a busy loop.
 const MIN_DRAIN_GAP: Duration = Duration::from_secs(1);
 

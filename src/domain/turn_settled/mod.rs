@@ -1,4 +1,4 @@
-//! The runtime turn-settled signal (seed 000): a provider's Stop hook says "a
+//! The runtime turn-settled signal: a provider's Stop hook says "a
 //! turn ended"; the app turns that into a reconcile of the member who ran it.
 //!
 //! Pure parts only: provider names, payload normalizers, the managed hook

@@ -1,5 +1,4 @@
-//! Provider payload → normalized turn-settled event (DATA.md §3 "Turn-settled
-//! payloads", §5 "Schedulers/spool").
+//! Provider payload → normalized turn-settled event.
 //!
 //! Only identity fields survive normalization: the assistant's message text
 //! (`last_assistant_message` and the like) is never copied, so it can never be
@@ -24,7 +23,7 @@ const OPENCODE_NON_TERMINAL_OUTCOMES: [&str; 5] = [
     "unknown",
 ];
 
-/// Why a payload is not a turn-settled event (DATA.md §3 failure reasons).
+/// Why a payload is not a turn-settled event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NormalizeFailure {
     /// Not JSON.

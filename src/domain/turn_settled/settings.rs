@@ -1,5 +1,5 @@
 //! The managed Stop hook command, its settings fragment, and the hook-aware
-//! settings merge (seed 000 §5, DATA.md §5 "Hook settings").
+//! settings merge.
 
 use serde_json::{json, Map, Value};
 
@@ -123,7 +123,7 @@ pub fn codex_hook_settings_fragment(command: &str) -> Value {
     json!({ CONFIG_OVERRIDES_KEY: codex_hook_overrides(command) })
 }
 
-/// Merges a settings `patch` into `base` (seed 000 §5.3).
+/// Merges a settings `patch` into `base`.
 ///
 /// * `hooks`: per event, the base entries stay in order and patch entries not
 ///   already present are appended; when the patch carries a managed hook (one

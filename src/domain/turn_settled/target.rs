@@ -1,5 +1,5 @@
 //! Checks a candidate (team, member) of a turn-settled event against the
-//! active roster (seed 000 §9): only an active, non-lead member of an active
+//! active roster: only an active, non-lead member of an active
 //! team whose provider fits the runtime is a target.
 
 use serde::Serialize;
@@ -21,7 +21,7 @@ pub enum TargetOutcome {
     },
     /// A proven target that must not be acted on (lead, inactive team or member).
     Ignored {
-        /// Seed 000 §9 metric name, e.g. `ignored_lead_turn_settled`.
+        /// The metric name it is counted under, e.g. `ignored_lead_turn_settled`.
         reason: String,
     },
     /// No single active target could be proven.

@@ -1,4 +1,4 @@
-//! Attribution of Claude transcripts to team members (TRANSCRIPTS.md §1–§3):
+//! Attribution of Claude transcripts to team members:
 //! project dir names, and which member a transcript head belongs to.
 //! Pure functions over already-parsed JSON lines.
 
@@ -164,7 +164,7 @@ fn path<'a>(value: &'a Value, keys: &[&str]) -> Option<&'a Value> {
     keys.iter().try_fold(value, |v, k| v.get(*k))
 }
 
-/// The text of an authored user turn, if `line` is one (TRANSCRIPTS.md §3).
+/// The text of an authored user turn, if `line` is one.
 fn authored_user_text(line: &Value) -> Option<String> {
     let message = line.get("message")?;
     let role = message
@@ -231,7 +231,7 @@ pub fn named_teams(lines: &[Value]) -> Vec<String> {
 }
 
 /// The member a root (member-session) transcript belongs to: it must name the
-/// team and a known member within its head (TRANSCRIPTS.md §2). `team` and
+/// team and a known member within its head. `team` and
 /// `known` are lowercase; the member comes back trimmed, in its original case.
 pub fn attribute_root(lines: &[Value], team: &str, known: &HashSet<String>) -> Option<String> {
     let mut team_matched = false;
@@ -273,7 +273,7 @@ pub fn attribute_root(lines: &[Value], team: &str, known: &HashSet<String>) -> O
     }
 }
 
-/// The member a subagent transcript belongs to (TRANSCRIPTS.md §3): the
+/// The member a subagent transcript belongs to: the
 /// strongest signal wins, the earliest within a level.
 pub fn attribute_subagent(lines: &[Value], known: &HashSet<String>) -> Option<String> {
     let is_known = |name: &str| known.contains(&name.trim().to_lowercase());

@@ -1,5 +1,5 @@
 //! Idempotent nudge delivery into a member's inbox,
-//! `teams/<team>/inboxes/<member>.json` (DATA.md §3 "Inbox").
+//! `teams/<team>/inboxes/<member>.json`.
 //!
 //! The inbox is not an addon store: the desktop app's `TeamInboxWriter` and the
 //! agents read and write the same file. So the file keeps the app's format

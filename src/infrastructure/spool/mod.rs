@@ -1,5 +1,4 @@
-//! The runtime turn-settled spool (DATA.md §4 "Runtime spool", §5
-//! "Schedulers/spool"): `<teamsBase>/.member-work-sync/runtime-hooks/` with
+//! The runtime turn-settled spool: `<teamsBase>/.member-work-sync/runtime-hooks/` with
 //! `bin/ incoming/ processing/ processed/ invalid/`.
 //!
 //! Every state change is one `rename(2)` inside the spool, so a file is always

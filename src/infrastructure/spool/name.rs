@@ -1,4 +1,4 @@
-//! Spool file names: what the hook names a payload (DATA.md §4), and the
+//! Spool file names: what the hook names a payload, and the
 //! names the drain gives a claim, a result's meta file and an abandoned hook
 //! temp file.
 
@@ -41,7 +41,7 @@ pub enum SpoolName {
     Malformed,
 }
 
-/// Parses a spool file name (DATA.md §4). Only plain names: ASCII letters,
+/// Parses a spool file name. Only plain names: ASCII letters,
 /// digits, `.`, `_` and `-`, never a leading dot (the hooks' temp files).
 pub fn parse_spool_name(name: &str) -> SpoolName {
     let Some(rest) = name.strip_suffix(".json") else {

@@ -3,7 +3,7 @@
 //! `createMemberWorkSyncFeature` as `internalStorageBackend.gateway`). All
 //! SQL then runs in the app's storage worker, the only SQLite copy with the
 //! file open: inside Electron the addon must not open `app.db` itself
-//! (STORAGE.md §4.3).
+//!.
 //!
 //! Rows cross as the app's records (`MemberWorkSync*Record`: camelCase
 //! fields, `null` for an absent column), the same values the direct mode

@@ -2,7 +2,7 @@
 //! constructor reads no files), and again when the file at the path is no
 //! longer the one open: the app's corruption recovery renames `app.db*` and
 //! starts a new file, and a connection left on the renamed one would write
-//! where the app never reads (STORAGE.md §4.2).
+//! where the app never reads.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};

@@ -1,7 +1,8 @@
 //! The app's worker ops on the addon's own SQLite connection (rusqlite,
 //! bundled SQLite): for the CLI, tests and processes where no other SQLite
-//! copy has the file open (STORAGE.md §4.3 explains why never inside the
-//! Electron process).
+//! copy has the file open. Never inside the Electron process: POSIX locks
+//! are per process, so this copy and the app's worker would not lock
+//! against each other there.
 //!
 //! The connection is set up as the app's worker sets up its own (WAL,
 //! `busy_timeout=5000`, `synchronous=NORMAL`). Every read-modify-write runs

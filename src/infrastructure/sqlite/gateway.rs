@@ -1,5 +1,5 @@
 //! The store's one seam to the database: the app's `mws.*` worker ops, row
-//! for row (STORAGE.md §3). [`super::direct::DirectDatabase`] runs them with
+//! for row. [`super::direct::DirectDatabase`] runs them with
 //! the addon's own SQLite; [`super::app_gateway::AppGateway`] runs them as
 //! calls to the app's storage gateway (gateway mode, inside Electron), so the
 //! store above never knows which process holds the file.
@@ -104,7 +104,7 @@ pub trait MemberWorkSyncGateway: Send + Sync {
     /// Teams with an open outbox row (the dispatch scheduler's list).
     fn outbox_open_teams(&self) -> DbResult<Vec<String>>;
     /// `mws.snapshot.list`: every row of the team and of its case and
-    /// whitespace aliases (STORAGE.md §2.8), sorted as the app sorts them.
+    /// whitespace aliases, sorted as the app sorts them.
     fn team_snapshot(&self, team: &str) -> DbResult<TeamRecords>;
     /// `mws.importTeam`: in one transaction, deletes every row of the team
     /// and of each alias the listing finds, then inserts `records` under

@@ -1,4 +1,4 @@
-//! Team identity (STORAGE.md §2.8): which team strings name one team, and
+//! Team identity: which team strings name one team, and
 //! the rewrite that puts a team's rows under the routing spelling.
 //!
 //! The routing argument is authoritative. Rows stored under a case or

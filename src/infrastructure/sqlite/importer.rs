@@ -1,11 +1,11 @@
 //! The one-time import of a team's legacy JSON files into the database
-//! (STORAGE.md §2.6, `MemberWorkSyncSqliteImporter.ensureImported`), run
+//!, run
 //! before every op of a read-write store, real work once per team per
 //! process:
 //!
 //! 1. read the live files; when `store_imports` has no row for the team,
 //!    also every archived generation (a lost marker must not lose rows);
-//! 2. merge archived then live rows over the database's (§2.7): the JSON
+//! 2. merge archived then live rows over the database's ([`super::merge`]): the JSON
 //!    wins by identity, database rows the files lack stay;
 //! 3. replace the team's rows in one transaction (also when only case
 //!    aliases needed folding), read them back and compare;

@@ -1,6 +1,6 @@
 //! Column strings exactly as JavaScript's `JSON.stringify` prints a value:
 //! the app compares stored JSON columns with their re-stringified form and
-//! rewrites a team whose rows differ (STORAGE.md §1.5), so every byte counts.
+//! rewrites a team whose rows differ, so every byte counts.
 //!
 //! serde_json already prints compact JSON with the escapes `JSON.stringify`
 //! uses (the short forms `\b \f \n \r \t`, `\u00xx` in lowercase for the

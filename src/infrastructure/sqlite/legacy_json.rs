@@ -1,5 +1,5 @@
 //! The legacy JSON files of a team as the app's importer reads them
-//! (STORAGE.md §2.6, `JsonMemberWorkSyncStore.readSnapshotForImport` and
+//! (`JsonMemberWorkSyncStore.readSnapshotForImport` and
 //! `readArchivedSnapshotForImport`), and their archiving as `*.pre-sqlite`
 //! generations (`archiveFileWithGenerations`).
 //!

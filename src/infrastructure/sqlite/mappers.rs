@@ -1,5 +1,5 @@
 //! Domain values to rows and back, as the app's mappers do it
-//! (`memberWorkSyncSqliteMappers`, STORAGE.md §1.4, §2.8): the routing team
+//! (`memberWorkSyncSqliteMappers`): the routing team
 //! is written into the row and into the team fields nested in the JSON
 //! columns (status, agenda, report, request, event; never the outbox
 //! payload, whose task refs may name other teams and whose bytes its hash

@@ -1,4 +1,4 @@
-//! The record merge (STORAGE.md §2.7, `mergeMemberWorkSyncSnapshots`): how
+//! The record merge: how
 //! two versions of a team's rows become one, for a replica merged into the
 //! database and for a legacy JSON import. Both sides are first put under the
 //! routing team; rows fold by identity, the canonical side first, then the

@@ -1,5 +1,5 @@
-//! The app's SQLite store for member-work-sync (`<userData>/storage/app.db`,
-//! STORAGE.md): the same four tables and `store_imports`, the same row
+//! The app's SQLite store for member-work-sync (`<userData>/storage/app.db`):
+//! the same four tables and `store_imports`, the same row
 //! encodings and the same op semantics as the app's internal-storage worker,
 //! so statuses, report intents, the outbox and metric events carry over when
 //! the addon and the app's TypeScript feature take turns on one database.

@@ -1,4 +1,4 @@
-//! Team deletion through durable purge markers (STORAGE.md §2.9): a marker
+//! Team deletion through durable purge markers: a marker
 //! at `<claudeRoot>/.member-work-sync-deletions/<team key>.json` says a
 //! team's member-work-sync state is being deleted, and whoever finds it
 //! (this process after a crash, or the next SQLite session after a JSON

@@ -1,5 +1,4 @@
-//! The JSON replica of a team's rows (STORAGE.md §2.5,
-//! `InternalStorageJsonReplica`):
+//! The JSON replica of a team's rows (the app's `InternalStorageJsonReplica`):
 //! `teams/<team>/.member-work-sync/sqlite-fallback-replica.json`.
 //!
 //! It is the app's way back when its database cannot be opened: a JSON

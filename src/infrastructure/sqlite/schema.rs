@@ -1,5 +1,4 @@
-//! The app's schema, run exactly as its worker runs it (STORAGE.md §1.3,
-//! §4.4): the append-only list of versions, each version's statements and
+//! The app's schema, run exactly as its worker runs it: the append-only list of versions, each version's statements and
 //! `PRAGMA user_version = <v>` in one transaction. The statements are the
 //! app's text byte for byte (whitespace included), because SQLite keeps that
 //! text in `sqlite_master` and the app compares nothing else; every one is

@@ -1,8 +1,8 @@
-//! Gateway mode's session decision (STORAGE.md §2.1): the first store call
+//! Gateway mode's session decision: the first store call
 //! of the instance asks the app's storage once; when it answers, the whole
 //! session keeps its state in the app's SQLite database (through the
 //! gateway), otherwise in the JSON files. There is no switch later: after a
-//! SQLite decision a failing op fails its call (§2.2), after a JSON one the
+//! SQLite decision a failing op fails its call, after a JSON one the
 //! storage is not asked again.
 //!
 //! The decision waits for the JS thread, so it is made on the first call

@@ -160,7 +160,7 @@ impl SqliteStore {
 
     /// The store that also keeps the team files below `teams_base` in step
     /// with the rows, as the app's SQLite session does: the JSON replica
-    /// (STORAGE.md §2.3). Without it (the read-only CLI) the store touches
+    ///. Without it (the read-only CLI) the store touches
     /// no file of a team.
     pub fn with_team_files(mut self, teams_base: std::path::PathBuf) -> Self {
         self.team_files = Some(TeamFiles::new(teams_base));
@@ -168,7 +168,7 @@ impl SqliteStore {
     }
 
     /// Deletes `team`'s member-work-sync state with a durable purge marker
-    /// (STORAGE.md §2.9): its live JSON files and its rows (and those of its
+    ///: its live JSON files and its rows (and those of its
     /// case aliases); `deletion_id` is the team's
     /// `config.json._backupIdentityId`, which fences the generation. A
     /// read-only store deletes nothing and says so.

@@ -1,5 +1,5 @@
-//! What one store call does around its op in a SQLite session (STORAGE.md
-//! §2.3, `BackendSelectingMemberWorkSyncStore.run`), for a store that owns
+//! What one store call does around its op in a SQLite session (the app's
+//! `BackendSelectingMemberWorkSyncStore.run`), for a store that owns
 //! the team's files (read-write; the read-only CLI never touches them):
 //!
 //! 0. a pending purge marker of the team is finished first ([`super::purge`]);
