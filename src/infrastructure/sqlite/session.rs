@@ -14,7 +14,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::json;
 
 use super::gateway::MemberWorkSyncGateway;
-use super::store::SqliteStore;
+use super::json_session::JsonSessionFiles;
+use super::store::{KeyedMutex, SqliteStore};
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
 use crate::application::ports::{
     Claimed, MetricsStore, OutboxStore, PendingIntents, PortError, ReportIntent, ReportIntentStore,
@@ -53,6 +54,9 @@ pub struct AppStorage {
     pub gateway: Arc<dyn MemberWorkSyncGateway>,
     /// The session's first question.
     pub question: Arc<dyn SessionQuestion>,
+    /// `fallbackRequiresReplica`: a JSON session fails a team's calls when
+    /// the team has no replica (the app passes `false` in production).
+    pub fallback_requires_replica: bool,
 }
 
 impl std::fmt::Debug for AppStorage {
@@ -64,7 +68,9 @@ impl std::fmt::Debug for AppStorage {
 /// One app storage is equal only to itself.
 impl PartialEq for AppStorage {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.gateway, &other.gateway) && Arc::ptr_eq(&self.question, &other.question)
+        Arc::ptr_eq(&self.gateway, &other.gateway)
+            && Arc::ptr_eq(&self.question, &other.question)
+            && self.fallback_requires_replica == other.fallback_requires_replica
     }
 }
 
@@ -96,6 +102,10 @@ pub struct SessionStores {
     decided: Mutex<Option<Backend>>,
     sqlite: SqliteStore,
     json: JsonStores,
+    /// A JSON session's replica hydration and purge markers.
+    json_files: JsonSessionFiles,
+    /// One lock per team for a JSON session's calls (the SQLite store has its own).
+    teams: KeyedMutex,
     log: Arc<dyn LogSink>,
 }
 
@@ -113,8 +123,10 @@ impl SessionStores {
         Self {
             question: app.question,
             decided: Mutex::new(None),
-            sqlite: SqliteStore::new(app.gateway).with_team_files(teams_base),
+            sqlite: SqliteStore::new(app.gateway).with_team_files(teams_base.clone()),
             json,
+            json_files: JsonSessionFiles::new(teams_base, app.fallback_requires_replica),
+            teams: KeyedMutex::default(),
             log,
         }
     }
@@ -129,6 +141,9 @@ impl SessionStores {
             SessionAnswer::Sqlite(info) => {
                 let field = |key: &str| info.get(key).cloned().unwrap_or(serde_json::Value::Null);
                 let recovered = info.get("integrity").and_then(|v| v.as_str()) == Some("recovered");
+                if recovered {
+                    self.sqlite.database_recovered();
+                }
                 self.log.log(
                     LogEntry::new(
                         if recovered {
@@ -163,7 +178,10 @@ impl SessionStores {
                              ping ({reason}); JSON files for this session"
                         ),
                     )
-                    .with_context(json!({ "reason": reason })),
+                    .with_context(json!({
+                        "reason": reason,
+                        "fallbackRequiresReplica": self.json_files.replica_required(),
+                    })),
                 );
                 Backend::JsonFiles
             }
@@ -177,53 +195,87 @@ impl SessionStores {
         Ok(backend)
     }
 
-    fn status(&self) -> Result<&dyn StatusStore, PortError> {
-        Ok(match self.backend()? {
-            Backend::Sqlite => &self.sqlite,
-            Backend::JsonFiles => self.json.status.as_ref(),
+    /// Runs a JSON-store call of `team` under the team's lock, after the
+    /// JSON session's team-file step (a pending purge finished, the replica
+    /// hydrated once); the lock is reentrant, so a status build that reads
+    /// the same team's outbox and metrics runs inside it.
+    fn json_call<T>(
+        &self,
+        team: &str,
+        work: impl FnOnce() -> Result<T, PortError>,
+    ) -> Result<T, PortError> {
+        self.teams.run(team, || {
+            self.json_files.before_call(team)?;
+            work()
         })
     }
 
-    fn metrics(&self) -> Result<&dyn MetricsStore, PortError> {
-        Ok(match self.backend()? {
-            Backend::Sqlite => &self.sqlite,
-            Backend::JsonFiles => self.json.metrics.as_ref(),
-        })
+    fn status<T>(
+        &self,
+        team: &str,
+        work: impl FnOnce(&dyn StatusStore) -> Result<T, PortError>,
+    ) -> Result<T, PortError> {
+        match self.backend()? {
+            Backend::Sqlite => work(&self.sqlite),
+            Backend::JsonFiles => self.json_call(team, || work(self.json.status.as_ref())),
+        }
     }
 
-    fn intents(&self) -> Result<&dyn ReportIntentStore, PortError> {
-        Ok(match self.backend()? {
-            Backend::Sqlite => &self.sqlite,
-            Backend::JsonFiles => self.json.intents.as_ref(),
-        })
+    fn metrics<T>(
+        &self,
+        team: &str,
+        work: impl FnOnce(&dyn MetricsStore) -> Result<T, PortError>,
+    ) -> Result<T, PortError> {
+        match self.backend()? {
+            Backend::Sqlite => work(&self.sqlite),
+            Backend::JsonFiles => self.json_call(team, || work(self.json.metrics.as_ref())),
+        }
     }
 
-    fn outbox(&self) -> Result<&dyn OutboxStore, PortError> {
-        Ok(match self.backend()? {
-            Backend::Sqlite => &self.sqlite,
-            Backend::JsonFiles => self.json.outbox.as_ref(),
-        })
+    fn intents<T>(
+        &self,
+        team: &str,
+        work: impl FnOnce(&dyn ReportIntentStore) -> Result<T, PortError>,
+    ) -> Result<T, PortError> {
+        match self.backend()? {
+            Backend::Sqlite => work(&self.sqlite),
+            Backend::JsonFiles => self.json_call(team, || work(self.json.intents.as_ref())),
+        }
+    }
+
+    fn outbox<T>(
+        &self,
+        team: &str,
+        work: impl FnOnce(&dyn OutboxStore) -> Result<T, PortError>,
+    ) -> Result<T, PortError> {
+        match self.backend()? {
+            Backend::Sqlite => work(&self.sqlite),
+            Backend::JsonFiles => self.json_call(team, || work(self.json.outbox.as_ref())),
+        }
     }
 }
 
-/// A SQLite session purges the rows and team files; a JSON session keeps
-/// the JSON files, which go with the team folder the app deletes.
+/// A SQLite session purges the rows and team files; a JSON session deletes
+/// the live JSON files behind a purge marker the next SQLite session
+/// finishes (STORAGE.md §2.9).
 impl TeamPurge for SessionStores {
     fn purge_team(&self, team: &str, deletion_id: Option<&str>) -> Result<(), PortError> {
         match self.backend()? {
             Backend::Sqlite => self.sqlite.purge_team(team, deletion_id),
-            Backend::JsonFiles => Ok(()),
+            Backend::JsonFiles => self.teams.run(team, || {
+                Ok(self.json_files.purge_team(team, deletion_id)?)
+            }),
         }
     }
 }
 
 impl StatusStore for SessionStores {
     fn read(&self, team_name: &str, member_name: &str) -> Result<StoredStatus, PortError> {
-        self.status()?.read(team_name, member_name)
+        self.status(team_name, |s| s.read(team_name, member_name))
     }
 
     fn peek(&self, team_name: &str, member_name: &str) -> Result<StoredStatus, PortError> {
-        self.status()?.peek(team_name, member_name)
+        self.status(team_name, |s| s.peek(team_name, member_name))
     }
 
     fn update(
@@ -232,11 +284,11 @@ impl StatusStore for SessionStores {
         member_name: &str,
         build: &mut dyn FnMut(StoredStatus) -> MemberStatus,
     ) -> Result<MemberStatus, PortError> {
-        self.status()?.update(team_name, member_name, build)
+        self.status(team_name, |s| s.update(team_name, member_name, build))
     }
 
     fn member_count(&self, team_name: &str) -> Result<usize, PortError> {
-        self.status()?.member_count(team_name)
+        self.status(team_name, |s| s.member_count(team_name))
     }
 
     fn update_all(
@@ -245,39 +297,49 @@ impl StatusStore for SessionStores {
         members: &[&str],
         build: &mut dyn FnMut(&str, StoredStatus) -> MemberStatus,
     ) -> Result<Vec<MemberStatus>, PortError> {
-        self.status()?.update_all(team_name, members, build)
+        self.status(team_name, |s| s.update_all(team_name, members, build))
     }
 }
 
 impl MetricsStore for SessionStores {
     fn record(&self, status: &MemberStatus, events: Vec<MetricEvent>) -> Result<(), PortError> {
-        self.metrics()?.record(status, events)
+        self.metrics(&status.team_name, |m| m.record(status, events))
     }
 
     fn record_all(&self, writes: Vec<(&MemberStatus, Vec<MetricEvent>)>) -> Result<(), PortError> {
-        self.metrics()?.record_all(writes)
+        let Some((first, _)) = writes.first() else {
+            return Ok(());
+        };
+        let team = first.team_name.clone();
+        if writes.iter().any(|(status, _)| status.team_name != team) {
+            // Each team under its own lock, one at a time.
+            return writes
+                .into_iter()
+                .try_for_each(|(status, events)| MetricsStore::record(self, status, events));
+        }
+        self.metrics(&team, |m| m.record_all(writes))
     }
 
     fn read(&self, team_name: &str) -> Result<MetricsIndex, PortError> {
-        self.metrics()?.read(team_name)
+        self.metrics(team_name, |m| m.read(team_name))
     }
 
     fn peek(&self, team_name: &str) -> Result<MetricsIndex, PortError> {
-        self.metrics()?.peek(team_name)
+        self.metrics(team_name, |m| m.peek(team_name))
     }
 }
 
 impl ReportIntentStore for SessionStores {
     fn record(&self, intent: &ReportIntent) -> Result<(), PortError> {
-        self.intents()?.record(intent)
+        self.intents(&intent.team_name, |i| i.record(intent))
     }
 
     fn pending(&self, team_name: &str) -> Result<PendingIntents, PortError> {
-        self.intents()?.pending(team_name)
+        self.intents(team_name, |i| i.pending(team_name))
     }
 
     fn finish(&self, intent: &ReportIntent) -> Result<(), PortError> {
-        self.intents()?.finish(intent)
+        self.intents(&intent.team_name, |i| i.finish(intent))
     }
 }
 
@@ -289,11 +351,11 @@ impl OutboxStore for SessionStores {
         planned: &PlannedNudge,
         now: EpochMs,
     ) -> Result<(OutboxItem, EnsureOutcome), PortError> {
-        self.outbox()?.ensure(team, member, planned, now)
+        self.outbox(team, |o| o.ensure(team, member, planned, now))
     }
 
     fn member_items(&self, team: &str, member: &str) -> Result<Vec<OutboxItem>, PortError> {
-        self.outbox()?.member_items(team, member)
+        self.outbox(team, |o| o.member_items(team, member))
     }
 
     fn claim_due(
@@ -303,22 +365,25 @@ impl OutboxStore for SessionStores {
         limit: usize,
         now: EpochMs,
     ) -> Result<Claimed, PortError> {
-        self.outbox()?.claim_due(team, claimed_by, limit, now)
+        self.outbox(team, |o| o.claim_due(team, claimed_by, limit, now))
     }
 
     fn finish(&self, item: &OutboxItem, end: &AttemptEnd, now: EpochMs) -> Result<bool, PortError> {
-        self.outbox()?.finish(item, end, now)
+        self.outbox(&item.team_name, |o| o.finish(item, end, now))
     }
 
     fn refresh_index(&self, team: &str) -> Result<(), PortError> {
-        self.outbox()?.refresh_index(team)
+        self.outbox(team, |o| o.refresh_index(team))
     }
 
     fn teams_with_outbox(&self) -> Vec<String> {
+        // No team to prepare: the listing reads the folders as they are.
         // Undecided (asked on the JS thread): nothing to list this pass.
-        self.outbox()
-            .map(|outbox| outbox.teams_with_outbox())
-            .unwrap_or_default()
+        match self.backend() {
+            Ok(Backend::Sqlite) => self.sqlite.teams_with_outbox(),
+            Ok(Backend::JsonFiles) => self.json.outbox.teams_with_outbox(),
+            Err(_) => Vec::new(),
+        }
     }
 }
 
@@ -491,6 +556,7 @@ mod tests {
             AppStorage {
                 gateway: sqlite.clone(),
                 question: question.clone(),
+                fallback_requires_replica: false,
             },
             JsonStores {
                 status: json_store.clone(),

@@ -1,0 +1,389 @@
+//! A JSON session's hydration from the replica (STORAGE.md §2.4, the JSON
+//! store's `restoreReplicaSnapshot`): the last clean replica (canonical)
+//! merged with the team's live JSON (incoming) by the domain rules
+//! (`mergeDomainSnapshots`, §2.7), then written back as the v2 per-member
+//! files and the three team indexes. Live JSON a previous JSON session
+//! wrote is merged, not overwritten, so an older replica rolls nothing back.
+//!
+//! The domain merge differs from the record merge ([`super::merge`]) in two
+//! rules: an intent is processed whenever it is not pending, and a tie of
+//! two processed intents goes to incoming; metric events are not capped by
+//! the merge (the restore keeps the last 200 by time, then id).
+//!
+//! The files lie under the Claude root: written atomically through
+//! [`TrustedRoot`] (no link followed), as the JSON stores write them.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Map, Value};
+
+use super::js_json;
+use super::legacy_json::{
+    compare_iso, pick_domain_intent, pick_domain_outbox, LegacyFileError, LegacyFiles,
+    LegacySnapshot,
+};
+use crate::domain::js_semantics::{js_trim, locale_compare};
+use crate::domain::names::{member_key, normalize_member_name};
+use crate::domain::time::format_iso;
+use crate::infrastructure::json_store::MAX_STORE_FILE_BYTES;
+use crate::infrastructure::safe_fs::{FileRead, TrustedRoot};
+
+/// Metric events the restored metrics index keeps (the newest by time, then id).
+pub const RESTORED_METRIC_EVENTS: usize = 200;
+/// A `member.meta.json` larger than this is rewritten unread.
+const MAX_MEMBER_META_BYTES: u64 = 64 * 1024;
+
+/// A restore that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RestoreError {
+    /// The live JSON could not be read.
+    #[error(transparent)]
+    Live(#[from] LegacyFileError),
+    /// A file could not be written.
+    #[error("member-work-sync replica restore: cannot write {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// What the file system said.
+        source: io::Error,
+    },
+}
+
+/// A team's rows in the domain form, as the merge produces them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DomainRows {
+    /// Member statuses.
+    pub statuses: Vec<Value>,
+    /// Report intents.
+    pub report_intents: Vec<Value>,
+    /// Outbox items.
+    pub outbox_items: Vec<Value>,
+    /// Metric events.
+    pub metric_events: Vec<Value>,
+}
+
+fn rows(snapshot: &Value, field: &str) -> Vec<Value> {
+    snapshot
+        .get(field)
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn text<'a>(row: &'a Value, field: &str) -> Option<&'a str> {
+    row.get(field).and_then(Value::as_str)
+}
+
+fn member_of(row: &Value) -> String {
+    text(row, "memberName")
+        .map(normalize_member_name)
+        .unwrap_or_default()
+}
+
+fn id_of(row: &Value) -> String {
+    text(row, "id").unwrap_or_default().to_string()
+}
+
+/// The later evaluation; a tie goes to incoming.
+fn pick_domain_status(canonical: Value, incoming: Value) -> Value {
+    if compare_iso(
+        text(&incoming, "evaluatedAt"),
+        text(&canonical, "evaluatedAt"),
+    )
+    .is_ge()
+    {
+        incoming
+    } else {
+        canonical
+    }
+}
+
+/// Rows folded by identity, canonical first, sorted by identity
+/// (`localeCompare`).
+fn merge_rows(
+    canonical: Vec<Value>,
+    incoming: Vec<Value>,
+    identity: fn(&Value) -> String,
+    pick: fn(Value, Value) -> Value,
+) -> Vec<Value> {
+    let mut merged: Vec<(String, Value)> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for (row, from_incoming) in canonical
+        .into_iter()
+        .map(|r| (r, false))
+        .chain(incoming.into_iter().map(|r| (r, true)))
+    {
+        let key = identity(&row);
+        match index.get(&key) {
+            // Canonical duplicates replace (a `Map.set`); incoming ones pick.
+            Some(&at) if from_incoming => {
+                let current = std::mem::take(&mut merged[at].1);
+                merged[at].1 = pick(current, row);
+            }
+            Some(&at) => merged[at].1 = row,
+            None => {
+                index.insert(key.clone(), merged.len());
+                merged.push((key, row));
+            }
+        }
+    }
+    merged.sort_by(|a, b| locale_compare(&a.0, &b.0));
+    merged.into_iter().map(|(_, row)| row).collect()
+}
+
+/// `replica` (canonical, a domain snapshot already under the routing team)
+/// merged with the live JSON (`mergeDomainSnapshots`); without live JSON,
+/// the replica's rows as they are.
+pub fn merge_domain_snapshots(replica: &Value, live: Option<&LegacySnapshot>) -> DomainRows {
+    let (statuses, intents, outbox, events) = (
+        rows(replica, "statuses"),
+        rows(replica, "reportIntents"),
+        rows(replica, "outboxItems"),
+        rows(replica, "metricEvents"),
+    );
+    let Some(live) = live else {
+        return DomainRows {
+            statuses,
+            report_intents: intents,
+            outbox_items: outbox,
+            metric_events: events,
+        };
+    };
+    DomainRows {
+        statuses: merge_rows(
+            statuses,
+            live.statuses.clone(),
+            member_of,
+            pick_domain_status,
+        ),
+        report_intents: merge_rows(
+            intents,
+            live.report_intents.clone(),
+            id_of,
+            pick_domain_intent,
+        ),
+        outbox_items: merge_rows(outbox, live.outbox_items.clone(), id_of, pick_domain_outbox),
+        metric_events: merge_rows(events, live.metric_events.clone(), id_of, |_, next| next),
+    }
+}
+
+/// The events the restored index keeps: sorted by `recordedAt`, then id
+/// (both compared as strings, `localeCompare`), the last
+/// [`RESTORED_METRIC_EVENTS`].
+pub fn newest_events(events: &[Value]) -> Vec<Value> {
+    let mut events = events.to_vec();
+    events.sort_by(|a, b| {
+        let (left, right) = (
+            text(a, "recordedAt").unwrap_or_default(),
+            text(b, "recordedAt").unwrap_or_default(),
+        );
+        match left == right {
+            true => locale_compare(&id_of(a), &id_of(b)),
+            false => locale_compare(left, right),
+        }
+    });
+    let excess = events.len().saturating_sub(RESTORED_METRIC_EVENTS);
+    events.drain(..excess);
+    events
+}
+
+/// Rows grouped by member key, groups in order of first appearance.
+fn group_by_member(rows: &[Value]) -> Vec<Vec<&Value>> {
+    let mut groups: Vec<Vec<&Value>> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for row in rows {
+        let key = member_of(row);
+        match index.get(&key) {
+            Some(&at) => groups[at].push(row),
+            None => {
+                index.insert(key, groups.len());
+                groups.push(vec![row]);
+            }
+        }
+    }
+    groups
+}
+
+/// Copies `field` of `row` into `out` when it is truthy (a non-empty string).
+fn put_present(out: &mut Map<String, Value>, row: &Value, field: &str, to: &str) {
+    if let Some(value) = row.get(field).filter(|v| match v {
+        Value::String(s) => !s.is_empty(),
+        Value::Null | Value::Bool(false) => false,
+        _ => true,
+    }) {
+        out.insert(to.into(), value.clone());
+    }
+}
+
+fn field(row: &Value, name: &str) -> Value {
+    row.get(name).cloned().unwrap_or(Value::Null)
+}
+
+/// Writes the team's files from a clean replica merged with its live JSON.
+pub struct Restore<'a> {
+    /// The teams folder.
+    pub root: &'a TrustedRoot,
+    /// The live JSON reader.
+    pub files: &'a LegacyFiles,
+    /// The wall clock (quarantine names, `member.meta.json`'s `updatedAt`).
+    pub now_ms: i64,
+}
+
+impl Restore<'_> {
+    fn write(&self, path: &Path, value: &Value) -> Result<(), RestoreError> {
+        let error = |source| RestoreError::Write {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut text = js_json::stringify_pretty(value).map_err(|e| error(io::Error::other(e)))?;
+        text.push('\n');
+        if text.len() as u64 > MAX_STORE_FILE_BYTES {
+            return Err(error(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{} bytes is more than a store file may hold", text.len()),
+            )));
+        }
+        self.root.write_atomic(path, text.as_bytes()).map_err(error)
+    }
+
+    fn member_dir(&self, team: &str, member: &str) -> PathBuf {
+        self.root
+            .join(team)
+            .join("members")
+            .join(member_key(js_trim(member)))
+    }
+
+    fn member_file(&self, team: &str, member: &str, name: &str) -> PathBuf {
+        self.member_dir(team, member)
+            .join(".member-work-sync")
+            .join(name)
+    }
+
+    fn index(&self, team: &str, name: &str) -> PathBuf {
+        self.root
+            .join(team)
+            .join(".member-work-sync")
+            .join("indexes")
+            .join(name)
+    }
+
+    /// `member.meta.json` naming the member, unless a valid one already does
+    /// (`ensureMemberMeta`: version 1, this name and key, an `updatedAt`).
+    fn ensure_member_meta(&self, team: &str, member: &str) -> Result<(), RestoreError> {
+        let name = js_trim(member);
+        let key = member_key(name);
+        let path = self.member_dir(team, member).join("member.meta.json");
+        if let Ok(FileRead::Bytes(bytes)) = self.root.read(&path, MAX_MEMBER_META_BYTES) {
+            if let Ok(meta) = serde_json::from_slice::<Value>(&bytes) {
+                let current = meta.get("schemaVersion").and_then(Value::as_f64) == Some(1.0)
+                    && text(&meta, "memberName") == Some(name)
+                    && text(&meta, "memberKey") == Some(&key)
+                    && text(&meta, "updatedAt").is_some();
+                if current {
+                    return Ok(());
+                }
+            }
+        }
+        let meta = json!({
+            "schemaVersion": 1,
+            "memberName": name,
+            "memberKey": key,
+            "updatedAt": format_iso(self.now_ms),
+        });
+        self.write(&path, &meta)
+    }
+
+    /// Hydrates `team`'s live JSON from `replica` (a clean replica snapshot
+    /// already under `team`): merged with the live files, written back as
+    /// member status, reports and outbox files and the metrics, pending
+    /// reports and outbox indexes. Nothing is deleted: live files the merge
+    /// does not rewrite (the v1 team files) stay as they are.
+    pub fn run(&self, team: &str, replica: &Value) -> Result<(), RestoreError> {
+        let live = self.files.read_active(team, self.now_ms)?;
+        let merged = merge_domain_snapshots(replica, live.as_ref());
+
+        let mut members = Map::new();
+        for status in &merged.statuses {
+            let member = text(status, "memberName").unwrap_or_default();
+            self.ensure_member_meta(team, member)?;
+            let file = json!({ "schemaVersion": 2, "status": status });
+            self.write(&self.member_file(team, member, "status.json"), &file)?;
+            let agenda = status.get("agenda");
+            let mut summary = Map::new();
+            summary.insert("memberName".into(), field(status, "memberName"));
+            summary.insert("state".into(), field(status, "state"));
+            summary.insert(
+                "agendaFingerprint".into(),
+                agenda
+                    .and_then(|a| a.get("fingerprint"))
+                    .cloned()
+                    .unwrap_or(Value::Null),
+            );
+            summary.insert(
+                "actionableCount".into(),
+                Value::from(
+                    agenda
+                        .and_then(|a| a.get("items"))
+                        .and_then(Value::as_array)
+                        .map_or(0, Vec::len),
+                ),
+            );
+            summary.insert("evaluatedAt".into(), field(status, "evaluatedAt"));
+            put_present(&mut summary, status, "providerId", "providerId");
+            members.insert(normalize_member_name(member), Value::Object(summary));
+        }
+        let metrics = json!({
+            "schemaVersion": 2,
+            "members": members,
+            "recentEvents": newest_events(&merged.metric_events),
+        });
+        self.write(&self.index(team, "metrics.json"), &metrics)?;
+
+        let mut report_index = Map::new();
+        for group in group_by_member(&merged.report_intents) {
+            let member = text(group[0], "memberName").unwrap_or_default();
+            let key = normalize_member_name(member);
+            let mut intents = Map::new();
+            for intent in group {
+                intents.insert(id_of(intent), intent.clone());
+                let mut entry = Map::new();
+                entry.insert("memberKey".into(), Value::from(key.clone()));
+                entry.insert("memberName".into(), field(intent, "memberName"));
+                entry.insert("status".into(), field(intent, "status"));
+                entry.insert("recordedAt".into(), field(intent, "recordedAt"));
+                put_present(&mut entry, intent, "processedAt", "processedAt");
+                report_index.insert(id_of(intent), Value::Object(entry));
+            }
+            self.ensure_member_meta(team, member)?;
+            let file = json!({ "schemaVersion": 2, "intents": intents });
+            self.write(&self.member_file(team, member, "reports.json"), &file)?;
+        }
+        let file = json!({ "schemaVersion": 2, "items": report_index });
+        self.write(&self.index(team, "pending-reports-index.json"), &file)?;
+
+        let mut outbox_index = Map::new();
+        for group in group_by_member(&merged.outbox_items) {
+            let member = text(group[0], "memberName").unwrap_or_default();
+            let key = normalize_member_name(member);
+            let mut items = Map::new();
+            for item in group {
+                items.insert(id_of(item), item.clone());
+                let mut entry = Map::new();
+                entry.insert("memberKey".into(), Value::from(key.clone()));
+                entry.insert("memberName".into(), field(item, "memberName"));
+                entry.insert("status".into(), field(item, "status"));
+                put_present(&mut entry, item, "nextAttemptAt", "nextAttemptAt");
+                entry.insert("updatedAt".into(), field(item, "updatedAt"));
+                entry.insert("createdAt".into(), field(item, "createdAt"));
+                outbox_index.insert(id_of(item), Value::Object(entry));
+            }
+            self.ensure_member_meta(team, member)?;
+            let file = json!({ "schemaVersion": 2, "items": items });
+            self.write(&self.member_file(team, member, "outbox.json"), &file)?;
+        }
+        let file = json!({ "schemaVersion": 2, "items": outbox_index });
+        self.write(&self.index(team, "outbox-index.json"), &file)
+    }
+}
