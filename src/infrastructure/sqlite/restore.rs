@@ -387,3 +387,216 @@ impl Restore<'_> {
         self.write(&self.index(team, "outbox-index.json"), &file)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn live(rows: DomainRows) -> LegacySnapshot {
+        LegacySnapshot {
+            statuses: rows.statuses,
+            report_intents: rows.report_intents,
+            outbox_items: rows.outbox_items,
+            metric_events: rows.metric_events,
+            files_to_archive: Vec::new(),
+        }
+    }
+
+    fn snapshot(rows: &DomainRows) -> Value {
+        json!({
+            "statuses": rows.statuses,
+            "reportIntents": rows.report_intents,
+            "outboxItems": rows.outbox_items,
+            "metricEvents": rows.metric_events,
+            "filesToArchive": [],
+        })
+    }
+
+    fn status(member: &str, at: &str, state: &str) -> Value {
+        json!({"memberName": member, "evaluatedAt": at, "state": state})
+    }
+
+    fn intent(id: &str, status: &str, recorded: &str, processed: Option<&str>) -> Value {
+        let mut row =
+            json!({"id": id, "memberName": "bob", "status": status, "recordedAt": recorded});
+        if let Some(at) = processed {
+            row["processedAt"] = json!(at);
+        }
+        row
+    }
+
+    fn item(id: &str, status: &str, generation: u64, updated: &str) -> Value {
+        json!({"id": id, "memberName": "bob", "status": status, "attemptGeneration": generation, "updatedAt": updated})
+    }
+
+    const T1: &str = "2026-07-07T10:01:00.000Z";
+    const T2: &str = "2026-07-07T10:02:00.000Z";
+
+    /// The domain rules (`mergeDomainSnapshots`), one row pair per rule:
+    /// (what, replica row, live row, which wins).
+    #[test]
+    fn the_domain_merge_picks_as_the_app_does() {
+        enum Side {
+            Replica,
+            Live,
+        }
+        let cases: Vec<(&str, &str, Value, Value, Side)> = vec![
+            (
+                "status: later wins",
+                "statuses",
+                status("bob", T2, "blocked"),
+                status("bob", T1, "caught_up"),
+                Side::Replica,
+            ),
+            (
+                "status: a tie goes to live",
+                "statuses",
+                status("bob", T1, "blocked"),
+                status("Bob ", T1, "caught_up"),
+                Side::Live,
+            ),
+            (
+                "status: a valid time beats an invalid one",
+                "statuses",
+                status("bob", T1, "blocked"),
+                status("bob", "never", "caught_up"),
+                Side::Replica,
+            ),
+            (
+                "status: two invalid times tie",
+                "statuses",
+                status("bob", "x", "blocked"),
+                status("bob", "y", "caught_up"),
+                Side::Live,
+            ),
+            (
+                "intent: processed beats pending",
+                "reportIntents",
+                intent("i1", "rejected", T1, Some(T1)),
+                intent("i1", "pending", T2, None),
+                Side::Replica,
+            ),
+            (
+                "intent: two processed, a tie goes to live",
+                "reportIntents",
+                intent("i1", "accepted", T1, Some(T2)),
+                intent("i1", "rejected", T1, Some(T2)),
+                Side::Live,
+            ),
+            (
+                "intent: two processed, the later wins",
+                "reportIntents",
+                intent("i1", "accepted", T1, Some(T2)),
+                intent("i1", "rejected", T1, Some(T1)),
+                Side::Replica,
+            ),
+            (
+                "intent: two pending, the later record wins",
+                "reportIntents",
+                intent("i1", "pending", T2, None),
+                intent("i1", "pending", T1, None),
+                Side::Replica,
+            ),
+            (
+                "outbox: delivered beats generation 99",
+                "outboxItems",
+                item("o1", "delivered", 1, T1),
+                item("o1", "pending", 99, T2),
+                Side::Replica,
+            ),
+            (
+                "outbox: failed_terminal beats claimed",
+                "outboxItems",
+                item("o1", "claimed", 5, T2),
+                item("o1", "failed_terminal", 1, T1),
+                Side::Live,
+            ),
+            (
+                "outbox: then the higher generation",
+                "outboxItems",
+                item("o1", "claimed", 3, T1),
+                item("o1", "pending", 2, T2),
+                Side::Replica,
+            ),
+            (
+                "outbox: then the later or equal update",
+                "outboxItems",
+                item("o1", "pending", 2, T1),
+                item("o1", "superseded", 2, T1),
+                Side::Live,
+            ),
+            (
+                "event: live replaces",
+                "metricEvents",
+                json!({"id": "e1", "kind": "would_nudge"}),
+                json!({"id": "e1", "kind": "status_evaluated"}),
+                Side::Live,
+            ),
+        ];
+        for (what, field, replica_row, live_row, winner) in cases {
+            let mut replica = DomainRows::default();
+            let mut incoming = DomainRows::default();
+            let (r, l) = match field {
+                "statuses" => (&mut replica.statuses, &mut incoming.statuses),
+                "reportIntents" => (&mut replica.report_intents, &mut incoming.report_intents),
+                "outboxItems" => (&mut replica.outbox_items, &mut incoming.outbox_items),
+                _ => (&mut replica.metric_events, &mut incoming.metric_events),
+            };
+            r.push(replica_row.clone());
+            l.push(live_row.clone());
+            let merged = merge_domain_snapshots(&snapshot(&replica), Some(&live(incoming)));
+            let got = match field {
+                "statuses" => merged.statuses,
+                "reportIntents" => merged.report_intents,
+                "outboxItems" => merged.outbox_items,
+                _ => merged.metric_events,
+            };
+            let want = match winner {
+                Side::Replica => replica_row,
+                Side::Live => live_row,
+            };
+            assert_eq!(got, vec![want], "{what}");
+        }
+    }
+
+    #[test]
+    fn the_merge_sorts_by_identity_and_without_live_json_keeps_the_replica_order() {
+        let replica = DomainRows {
+            report_intents: vec![
+                intent("b", "pending", T1, None),
+                intent("a", "pending", T1, None),
+            ],
+            ..DomainRows::default()
+        };
+        let ids =
+            |rows: &DomainRows| -> Vec<String> { rows.report_intents.iter().map(id_of).collect() };
+        let alone = merge_domain_snapshots(&snapshot(&replica), None);
+        assert_eq!(ids(&alone), ["b", "a"]);
+        let merged =
+            merge_domain_snapshots(&snapshot(&replica), Some(&live(DomainRows::default())));
+        assert_eq!(ids(&merged), ["a", "b"]);
+    }
+
+    /// The restored index keeps the 200 newest events by (recordedAt, id),
+    /// compared as strings.
+    #[test]
+    fn the_restored_index_keeps_the_200_newest_events() {
+        let event = |id: String, at: String| json!({"id": id, "recordedAt": at});
+        let mut events: Vec<Value> = (0..250)
+            .rev()
+            .map(|i| {
+                event(
+                    format!("ev-{i:03}"),
+                    format!("2026-07-07T10:{:02}:00.000Z", i / 10),
+                )
+            })
+            .collect();
+        // Same time as ev-249: ordered by id.
+        events.push(event("ev-248b".into(), "2026-07-07T10:24:00.000Z".into()));
+        let kept = newest_events(&events);
+        assert_eq!(kept.len(), RESTORED_METRIC_EVENTS);
+        let ids: Vec<String> = kept.iter().map(id_of).collect();
+        assert_eq!(ids.first().map(String::as_str), Some("ev-051"));
+        assert_eq!(&ids[ids.len() - 3..], ["ev-248", "ev-248b", "ev-249"]);
+    }
+}
