@@ -489,3 +489,119 @@ describe('gateway mode: the session decision and failures', () => {
     )
   })
 })
+
+describe('gateway mode: a JSON session and the replica (STORAGE.md §2.4, §2.9)', () => {
+  const rejecting = (calls: Call[]) => emptyGateway(calls, { ping: () => Promise.reject(new Error('ABI mismatch')) })
+  const open = (root: string, gateway: unknown, extra: Record<string, unknown> = {}) =>
+    new MemberWorkSync({ claudeRoot: root, autoStart: false, clock: { nowMs: NOW }, storage: { gateway, callTimeoutMs: 200, ...extra } })
+  const replicaPath = (root: string) => path.join(root, 'teams/forge/.member-work-sync/sqlite-fallback-replica.json')
+  const jackStatus = (root: string) => path.join(root, 'teams/forge/members/jack/.member-work-sync/status.json')
+  const writeReplica = (root: string, envelope: unknown) => {
+    fs.mkdirSync(path.dirname(replicaPath(root)), { recursive: true })
+    fs.writeFileSync(replicaPath(root), `${JSON.stringify(envelope, null, 2)}\n`)
+  }
+
+  // (case, replica envelope or null, fallbackRequiresReplica, the app's reason)
+  const unsafe: [string, unknown, boolean, string][] = [
+    ['dirty', { schemaVersion: 1, state: 'dirty', updatedAt: '2026-11-22T09:00:00.000Z' }, false, 'last SQLite publication is dirty'],
+    ['missing where required', null, true, 'replica is missing'],
+    ['of another envelope', { schemaVersion: 2, state: 'clean', updatedAt: 'x' }, false, 'replica envelope is invalid'],
+  ]
+  it.each(unsafe)('a replica %s fails every call of the team with MWS_IO, naming the team and the replica, and writes nothing', async (_case, envelope, required, reason) => {
+    const root = copyExampleRoot()
+    if (envelope !== null) writeReplica(root, envelope)
+    const before = envelope === null ? null : fs.readFileSync(replicaPath(root), 'utf8')
+    const calls: Call[] = []
+    const sync = open(root, rejecting(calls), { fallbackRequiresReplica: required })
+    try {
+      for (let call = 0; call < 2; call += 1) {
+        const error: any = await sync.refreshTeam({ teamName: 'forge' }).then(() => null, (e) => e)
+        expect(error).toMatchObject({ code: 'MWS_IO' })
+        expect(error.message).toContain(`Internal storage JSON fallback is unsafe: ${reason}`)
+        expect(error.message).toContain('"forge"')
+        expect(error.message).toContain(replicaPath(root))
+      }
+    } finally {
+      await sync.dispose()
+    }
+    expect(calls.map((c) => c.method)).toEqual(['ping'])
+    expect(fs.existsSync(jackStatus(root))).toBe(false)
+    expect(envelope === null ? fs.existsSync(replicaPath(root)) : fs.readFileSync(replicaPath(root), 'utf8')).toBe(before ?? false)
+  })
+
+  it('a clean replica is restored into the JSON files before the first call is served, and never rewritten', async () => {
+    // A status as the addon stores it, then a later one in the replica (the last SQLite session's).
+    const first = copyExampleRoot()
+    const plain = new MemberWorkSync({ claudeRoot: first, autoStart: false, clock: { nowMs: NOW } })
+    try {
+      await plain.refreshTeam({ teamName: 'forge' })
+    } finally {
+      await plain.dispose()
+    }
+    const stored = readJson(jackStatus(first)).status
+    const later = { ...stored, state: 'blocked', evaluatedAt: '2026-11-22T11:00:00.000Z' }
+    const root = copyExampleRoot()
+    writeReplica(root, {
+      schemaVersion: 1,
+      state: 'clean',
+      updatedAt: '2026-11-22T11:00:01.000Z',
+      snapshot: { statuses: [later], reportIntents: [], outboxItems: [], metricEvents: [], filesToArchive: [] },
+    })
+    const replica = fs.readFileSync(replicaPath(root), 'utf8')
+    const calls: Call[] = []
+    const sync = open(root, rejecting(calls))
+    try {
+      const metrics: any = await sync.getMetrics({ teamName: 'forge' })
+      expect(readJson(jackStatus(root))).toEqual({ schemaVersion: 2, status: later })
+      expect(JSON.stringify(metrics)).toContain('blocked')
+    } finally {
+      await sync.dispose()
+    }
+    expect(calls.map((c) => c.method)).toEqual(['ping'])
+    expect(fs.readFileSync(replicaPath(root), 'utf8')).toBe(replica)
+  })
+
+  it('prepareTeamDeletion in a JSON session deletes the live JSON behind a purge marker left for the next SQLite session', async () => {
+    const root = copyExampleRoot()
+    const config = path.join(root, 'teams/forge/config.json')
+    fs.writeFileSync(config, JSON.stringify({ ...readJson(config), _backupIdentityId: 'del-1' }))
+    const calls: Call[] = []
+    const sync = open(root, rejecting(calls))
+    try {
+      await sync.refreshTeam({ teamName: 'forge' })
+      expect(fs.existsSync(jackStatus(root))).toBe(true)
+      await sync.prepareTeamDeletion('forge', 'del-1')
+    } finally {
+      await sync.dispose()
+    }
+    expect(fs.existsSync(jackStatus(root))).toBe(false)
+    expect(readJson(path.join(root, '.member-work-sync-deletions/forge.json'))).toMatchObject({
+      schemaVersion: 2,
+      teamName: 'forge',
+      deletionIdentityId: 'del-1',
+      activeJsonStateCleared: true,
+    })
+    expect(calls.map((c) => c.method)).toEqual(['ping'])
+  })
+
+  it("the Electron entry passes the app's fallbackRequiresReplica on", async () => {
+    const root = copyExampleRoot()
+    const feature = createMemberWorkSyncFeature({
+      teamsBasePath: path.join(root, 'teams'),
+      autoStart: false,
+      clock: { nowMs: NOW },
+      internalStorageBackend: { gateway: rejecting([]), fallbackRequiresReplica: true },
+    })
+    try {
+      await expect(feature.refreshStatus({ teamName: 'forge', memberName: 'jack' })).rejects.toThrow(/replica is missing/)
+    } finally {
+      await feature.dispose()
+    }
+  })
+
+  it('refuses a fallbackRequiresReplica that is not a boolean', () => {
+    expect(() => open(copyExampleRoot(), emptyGateway([]), { fallbackRequiresReplica: 'yes' })).toThrow(
+      expect.objectContaining({ code: 'MWS_INVALID_ARGUMENT', message: expect.stringMatching(/fallbackRequiresReplica must be a boolean/) }),
+    )
+  })
+})
