@@ -327,6 +327,78 @@ describe.skipIf(missing !== null)(`gateway mode on the reference's own store${mi
     a.core.close()
   })
 
+  it("a JSON session hydrates the team's files from a clean replica exactly as the reference's JSON session does", async () => {
+    // Live JSON as the addon writes it (a plain refresh), then a replica of a later SQLite session.
+    const base = copyExampleRoot()
+    const plain = new MemberWorkSync({ claudeRoot: base, autoStart: false, clock: { nowMs: NOW } })
+    try {
+      await plain.refreshTeam({ teamName: 'forge' })
+    } finally {
+      await plain.dispose()
+    }
+    const memberStatus = (m: string) => readJson(path.join(base, `teams/forge/members/${m}/.member-work-sync/status.json`)).status
+    const later = (m: string, state: string) => ({ ...memberStatus(m), state, evaluatedAt: new Date(NOW + 3_600_000).toISOString() })
+    const event = (id: string, memberName: string, ms: number) => ({
+      id, teamName: 'FORGE', memberName, kind: 'would_nudge', state: 'needs_sync', agendaFingerprint: 'agenda:v1:x', actionableCount: 2, recordedAt: new Date(ms).toISOString(),
+    })
+    const envelope = {
+      schemaVersion: 1,
+      state: 'clean',
+      updatedAt: new Date(NOW + 3_600_000).toISOString(),
+      snapshot: {
+        statuses: [later('jack', 'blocked'), { ...memberStatus('bob'), evaluatedAt: new Date(NOW - 3_600_000).toISOString(), state: 'inactive' }],
+        reportIntents: [{
+          id: 'intent-1', teamName: 'forge', memberName: 'jack', reason: 'control_api_unavailable', status: 'accepted',
+          request: { teamName: 'forge', memberName: 'jack', state: 'caught_up', agendaFingerprint: 'agenda:v1:x' },
+          recordedAt: new Date(NOW - 60_000).toISOString(), processedAt: new Date(NOW).toISOString(), resultCode: 'accepted',
+        }],
+        outboxItems: [],
+        metricEvents: Array.from({ length: 230 }, (_, i) => event(`ev-${String(i).padStart(3, '0')}`, i % 2 ? 'jack' : 'bob', NOW - 230_000 + i * 1000)),
+        filesToArchive: [],
+      },
+    }
+    const withReplica = () => {
+      const root = fs.mkdtempSync(path.join(work, 'hydrate-'))
+      fs.cpSync(base, root, { recursive: true })
+      const file = path.join(root, 'teams/forge/.member-work-sync/sqlite-fallback-replica.json')
+      fs.writeFileSync(file, `${JSON.stringify(envelope, null, 2)}\n`)
+      return root
+    }
+    const theirs = withReplica()
+    const ours = withReplica()
+    const { mod } = reference
+    const paths = new mod.MemberWorkSyncStorePaths(path.join(theirs, 'teams'))
+    const jsonStore = new mod.JsonMemberWorkSyncStore(paths)
+    const selector = { select: async (_sqlite: unknown, json: unknown) => json, getBackendInfo: () => null }
+    const store = new mod.BackendSelectingMemberWorkSyncStore(selector, null, jsonStore, { gateway: null, paths, fallbackRequiresReplica: false })
+    await store.run('forge', false, () => { throw new Error('not a SQLite session') }, async () => null)
+    const sync = new MemberWorkSync({ claudeRoot: ours, autoStart: false, clock: { nowMs: NOW }, storage: { gateway: emptyGateway([], { ping: () => Promise.reject(new Error('down')) }) } })
+    try {
+      await sync.getMetrics({ teamName: 'forge' })
+    } finally {
+      await sync.dispose()
+    }
+    /** The team's member-work-sync files, member.meta.json's wall-clock updatedAt blanked. */
+    const files = (root: string) => {
+      const out: Record<string, string> = {}
+      const walk = (dir: string) => {
+        for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+          const full = path.join(dir, entry.name)
+          if (entry.isDirectory()) walk(full)
+          else if (full.includes('.member-work-sync') || entry.name === 'member.meta.json') {
+            out[path.relative(path.join(root, 'teams', 'forge'), full)] = fs.readFileSync(full, 'utf8').replace(/"updatedAt": "[^"]*"/, '"updatedAt": "-"')
+          }
+        }
+      }
+      walk(path.join(root, 'teams', 'forge'))
+      return out
+    }
+    const expected = files(theirs)
+    expect(Object.keys(expected)).toContain('members/jack/.member-work-sync/reports.json')
+    expect(JSON.parse(expected['.member-work-sync/indexes/metrics.json']).recentEvents).toHaveLength(200)
+    expect(files(ours)).toEqual(expected)
+  })
+
   it('an op that fails mid-session fails its call, naming the op, and the session stays on the gateway', async () => {
     const a = await seeded('midsession', true)
     const calls: Call[] = []
