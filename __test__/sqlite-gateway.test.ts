@@ -358,7 +358,7 @@ describe.skipIf(missing !== null)(`gateway mode on the reference's own store${mi
       },
     }
     const withReplica = () => {
-      const root = fs.mkdtempSync(path.join(work, 'hydrate-'))
+      const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-hydrate-'))
       fs.cpSync(base, root, { recursive: true })
       const file = path.join(root, 'teams/forge/.member-work-sync/sqlite-fallback-replica.json')
       fs.writeFileSync(file, `${JSON.stringify(envelope, null, 2)}\n`)
@@ -394,9 +394,11 @@ describe.skipIf(missing !== null)(`gateway mode on the reference's own store${mi
       return out
     }
     const expected = files(theirs)
+    const got = files(ours)
+    for (const root of [base, theirs, ours]) fs.rmSync(root, { recursive: true, force: true })
     expect(Object.keys(expected)).toContain('members/jack/.member-work-sync/reports.json')
     expect(JSON.parse(expected['.member-work-sync/indexes/metrics.json']).recentEvents).toHaveLength(200)
-    expect(files(ours)).toEqual(expected)
+    expect(got).toEqual(expected)
   })
 
   it('an op that fails mid-session fails its call, naming the op, and the session stays on the gateway', async () => {

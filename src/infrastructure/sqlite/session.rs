@@ -3,7 +3,10 @@
 //! session keeps its state in the app's SQLite database (through the
 //! gateway), otherwise in the JSON files. There is no switch later: after a
 //! SQLite decision a failing op fails its call (§2.2), after a JSON one the
-//! storage is not asked again.
+//! storage is not asked again. A JSON session runs each call of a team under
+//! that team's lock, after [`super::json_session`]'s step (a pending purge
+//! finished, the replica hydrated once or refusing the call); a SQLite one
+//! whose ping answered `integrity: 'recovered'` refuses a dirty replica.
 //!
 //! The decision waits for the JS thread, so it is made on the first call
 //! from a worker thread; a call on the JS thread itself (which could not
