@@ -233,6 +233,11 @@ function createMemberWorkSyncFeature(deps) {
           storage: {
             gateway: deps.internalStorageBackend.gateway,
             ...(deps.internalStorageBackend.selector ? { selector: deps.internalStorageBackend.selector } : {}),
+            // The app passes false in production; a JSON session then hydrates
+            // from the replica when there is one and fails closed on an unsafe one.
+            ...(deps.internalStorageBackend.fallbackRequiresReplica == null
+              ? {}
+              : { fallbackRequiresReplica: deps.internalStorageBackend.fallbackRequiresReplica }),
           },
         }
       : {}),

@@ -127,6 +127,11 @@ export interface MemberWorkSyncStorageSelector {
  * `selector.select` (or, without a selector, `gateway.ping()`) once: an
  * answer keeps the session's state in the app's database through the
  * gateway, a failure in the JSON files (`MWS_LOG_STORAGE_*` says which).
+ * A JSON session finishes a team's pending purge, else hydrates the team's
+ * JSON files once from its replica (`sqlite-fallback-replica.json`) before
+ * serving it; a dirty, malformed or foreign replica fails the team's calls
+ * (`MWS_IO`, the message names the team and the replica), as the app fails
+ * closed.
  */
 export interface MemberWorkSyncStorageOption {
   /** The app's storage gateway: the addon then never opens the database itself. */
@@ -135,6 +140,8 @@ export interface MemberWorkSyncStorageOption {
   selector?: MemberWorkSyncStorageSelector
   /** Longest wait for one gateway call, in ms (integer, 10 to 120 000; default 30 000). */
   callTimeoutMs?: number
+  /** The app's `fallbackRequiresReplica`: a JSON session also fails a team's calls when the team has no replica (default false, as the app in production). */
+  fallbackRequiresReplica?: boolean
 }
 
 /** One `onLog` entry: a background failure no caller is waiting for. */

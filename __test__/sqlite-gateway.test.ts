@@ -327,6 +327,80 @@ describe.skipIf(missing !== null)(`gateway mode on the reference's own store${mi
     a.core.close()
   })
 
+  it("a JSON session hydrates the team's files from a clean replica exactly as the reference's JSON session does", async () => {
+    // Live JSON as the addon writes it (a plain refresh), then a replica of a later SQLite session.
+    const base = copyExampleRoot()
+    const plain = new MemberWorkSync({ claudeRoot: base, autoStart: false, clock: { nowMs: NOW } })
+    try {
+      await plain.refreshTeam({ teamName: 'forge' })
+    } finally {
+      await plain.dispose()
+    }
+    const memberStatus = (m: string) => readJson(path.join(base, `teams/forge/members/${m}/.member-work-sync/status.json`)).status
+    const later = (m: string, state: string) => ({ ...memberStatus(m), state, evaluatedAt: new Date(NOW + 3_600_000).toISOString() })
+    const event = (id: string, memberName: string, ms: number) => ({
+      id, teamName: 'FORGE', memberName, kind: 'would_nudge', state: 'needs_sync', agendaFingerprint: 'agenda:v1:x', actionableCount: 2, recordedAt: new Date(ms).toISOString(),
+    })
+    const envelope = {
+      schemaVersion: 1,
+      state: 'clean',
+      updatedAt: new Date(NOW + 3_600_000).toISOString(),
+      snapshot: {
+        statuses: [later('jack', 'blocked'), { ...memberStatus('bob'), evaluatedAt: new Date(NOW - 3_600_000).toISOString(), state: 'inactive' }],
+        reportIntents: [{
+          id: 'intent-1', teamName: 'forge', memberName: 'jack', reason: 'control_api_unavailable', status: 'accepted',
+          request: { teamName: 'forge', memberName: 'jack', state: 'caught_up', agendaFingerprint: 'agenda:v1:x' },
+          recordedAt: new Date(NOW - 60_000).toISOString(), processedAt: new Date(NOW).toISOString(), resultCode: 'accepted',
+        }],
+        outboxItems: [],
+        metricEvents: Array.from({ length: 230 }, (_, i) => event(`ev-${String(i).padStart(3, '0')}`, i % 2 ? 'jack' : 'bob', NOW - 230_000 + i * 1000)),
+        filesToArchive: [],
+      },
+    }
+    const withReplica = () => {
+      const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-hydrate-'))
+      fs.cpSync(base, root, { recursive: true })
+      const file = path.join(root, 'teams/forge/.member-work-sync/sqlite-fallback-replica.json')
+      fs.writeFileSync(file, `${JSON.stringify(envelope, null, 2)}\n`)
+      return root
+    }
+    const theirs = withReplica()
+    const ours = withReplica()
+    const { mod } = reference
+    const paths = new mod.MemberWorkSyncStorePaths(path.join(theirs, 'teams'))
+    const jsonStore = new mod.JsonMemberWorkSyncStore(paths)
+    const selector = { select: async (_sqlite: unknown, json: unknown) => json, getBackendInfo: () => null }
+    const store = new mod.BackendSelectingMemberWorkSyncStore(selector, null, jsonStore, { gateway: null, paths, fallbackRequiresReplica: false })
+    await store.run('forge', false, () => { throw new Error('not a SQLite session') }, async () => null)
+    const sync = new MemberWorkSync({ claudeRoot: ours, autoStart: false, clock: { nowMs: NOW }, storage: { gateway: emptyGateway([], { ping: () => Promise.reject(new Error('down')) }) } })
+    try {
+      await sync.getMetrics({ teamName: 'forge' })
+    } finally {
+      await sync.dispose()
+    }
+    /** The team's member-work-sync files, member.meta.json's wall-clock updatedAt blanked. */
+    const files = (root: string) => {
+      const out: Record<string, string> = {}
+      const walk = (dir: string) => {
+        for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+          const full = path.join(dir, entry.name)
+          if (entry.isDirectory()) walk(full)
+          else if (full.includes('.member-work-sync') || entry.name === 'member.meta.json') {
+            out[path.relative(path.join(root, 'teams', 'forge'), full)] = fs.readFileSync(full, 'utf8').replace(/"updatedAt": "[^"]*"/, '"updatedAt": "-"')
+          }
+        }
+      }
+      walk(path.join(root, 'teams', 'forge'))
+      return out
+    }
+    const expected = files(theirs)
+    const got = files(ours)
+    for (const root of [base, theirs, ours]) fs.rmSync(root, { recursive: true, force: true })
+    expect(Object.keys(expected)).toContain('members/jack/.member-work-sync/reports.json')
+    expect(JSON.parse(expected['.member-work-sync/indexes/metrics.json']).recentEvents).toHaveLength(200)
+    expect(got).toEqual(expected)
+  })
+
   it('an op that fails mid-session fails its call, naming the op, and the session stays on the gateway', async () => {
     const a = await seeded('midsession', true)
     const calls: Call[] = []
@@ -486,6 +560,122 @@ describe('gateway mode: the session decision and failures', () => {
     if (storage.gateway === 'G') storage.gateway = emptyGateway([])
     expect(() => new MemberWorkSync({ claudeRoot: copyExampleRoot(), autoStart: false, storage } as any)).toThrow(
       expect.objectContaining({ code: 'MWS_INVALID_ARGUMENT', message: expect.stringMatching(message) }),
+    )
+  })
+})
+
+describe('gateway mode: a JSON session and the replica and purge markers', () => {
+  const rejecting = (calls: Call[]) => emptyGateway(calls, { ping: () => Promise.reject(new Error('ABI mismatch')) })
+  const open = (root: string, gateway: unknown, extra: Record<string, unknown> = {}) =>
+    new MemberWorkSync({ claudeRoot: root, autoStart: false, clock: { nowMs: NOW }, storage: { gateway, callTimeoutMs: 200, ...extra } })
+  const replicaPath = (root: string) => path.join(root, 'teams/forge/.member-work-sync/sqlite-fallback-replica.json')
+  const jackStatus = (root: string) => path.join(root, 'teams/forge/members/jack/.member-work-sync/status.json')
+  const writeReplica = (root: string, envelope: unknown) => {
+    fs.mkdirSync(path.dirname(replicaPath(root)), { recursive: true })
+    fs.writeFileSync(replicaPath(root), `${JSON.stringify(envelope, null, 2)}\n`)
+  }
+
+  // (case, replica envelope or null, fallbackRequiresReplica, the app's reason)
+  const unsafe: [string, unknown, boolean, string][] = [
+    ['dirty', { schemaVersion: 1, state: 'dirty', updatedAt: '2026-11-22T09:00:00.000Z' }, false, 'last SQLite publication is dirty'],
+    ['missing where required', null, true, 'replica is missing'],
+    ['of another envelope', { schemaVersion: 2, state: 'clean', updatedAt: 'x' }, false, 'replica envelope is invalid'],
+  ]
+  it.each(unsafe)('a replica %s fails every call of the team with MWS_IO, naming the team and the replica, and writes nothing', async (_case, envelope, required, reason) => {
+    const root = copyExampleRoot()
+    if (envelope !== null) writeReplica(root, envelope)
+    const before = envelope === null ? null : fs.readFileSync(replicaPath(root), 'utf8')
+    const calls: Call[] = []
+    const sync = open(root, rejecting(calls), { fallbackRequiresReplica: required })
+    try {
+      for (let call = 0; call < 2; call += 1) {
+        const error: any = await sync.refreshTeam({ teamName: 'forge' }).then(() => null, (e) => e)
+        expect(error).toMatchObject({ code: 'MWS_IO' })
+        expect(error.message).toContain(`Internal storage JSON fallback is unsafe: ${reason}`)
+        expect(error.message).toContain('"forge"')
+        expect(error.message).toContain(replicaPath(root))
+      }
+    } finally {
+      await sync.dispose()
+    }
+    expect(calls.map((c) => c.method)).toEqual(['ping'])
+    expect(fs.existsSync(jackStatus(root))).toBe(false)
+    expect(envelope === null ? fs.existsSync(replicaPath(root)) : fs.readFileSync(replicaPath(root), 'utf8')).toBe(before ?? false)
+  })
+
+  it('a clean replica is restored into the JSON files before the first call is served, and never rewritten', async () => {
+    // A status as the addon stores it, then a later one in the replica (the last SQLite session's).
+    const first = copyExampleRoot()
+    const plain = new MemberWorkSync({ claudeRoot: first, autoStart: false, clock: { nowMs: NOW } })
+    try {
+      await plain.refreshTeam({ teamName: 'forge' })
+    } finally {
+      await plain.dispose()
+    }
+    const stored = readJson(jackStatus(first)).status
+    const later = { ...stored, state: 'blocked', evaluatedAt: '2026-11-22T11:00:00.000Z' }
+    const root = copyExampleRoot()
+    writeReplica(root, {
+      schemaVersion: 1,
+      state: 'clean',
+      updatedAt: '2026-11-22T11:00:01.000Z',
+      snapshot: { statuses: [later], reportIntents: [], outboxItems: [], metricEvents: [], filesToArchive: [] },
+    })
+    const replica = fs.readFileSync(replicaPath(root), 'utf8')
+    const calls: Call[] = []
+    const sync = open(root, rejecting(calls))
+    try {
+      const metrics: any = await sync.getMetrics({ teamName: 'forge' })
+      expect(readJson(jackStatus(root))).toEqual({ schemaVersion: 2, status: later })
+      expect(JSON.stringify(metrics)).toContain('blocked')
+    } finally {
+      await sync.dispose()
+    }
+    expect(calls.map((c) => c.method)).toEqual(['ping'])
+    expect(fs.readFileSync(replicaPath(root), 'utf8')).toBe(replica)
+  })
+
+  it('prepareTeamDeletion in a JSON session deletes the live JSON behind a purge marker left for the next SQLite session', async () => {
+    const root = copyExampleRoot()
+    const config = path.join(root, 'teams/forge/config.json')
+    fs.writeFileSync(config, JSON.stringify({ ...readJson(config), _backupIdentityId: 'del-1' }))
+    const calls: Call[] = []
+    const sync = open(root, rejecting(calls))
+    try {
+      await sync.refreshTeam({ teamName: 'forge' })
+      expect(fs.existsSync(jackStatus(root))).toBe(true)
+      await sync.prepareTeamDeletion('forge', 'del-1')
+    } finally {
+      await sync.dispose()
+    }
+    expect(fs.existsSync(jackStatus(root))).toBe(false)
+    expect(readJson(path.join(root, '.member-work-sync-deletions/forge.json'))).toMatchObject({
+      schemaVersion: 2,
+      teamName: 'forge',
+      deletionIdentityId: 'del-1',
+      activeJsonStateCleared: true,
+    })
+    expect(calls.map((c) => c.method)).toEqual(['ping'])
+  })
+
+  it("the Electron entry passes the app's fallbackRequiresReplica on", async () => {
+    const root = copyExampleRoot()
+    const feature = createMemberWorkSyncFeature({
+      teamsBasePath: path.join(root, 'teams'),
+      autoStart: false,
+      clock: { nowMs: NOW },
+      internalStorageBackend: { gateway: rejecting([]), fallbackRequiresReplica: true },
+    })
+    try {
+      await expect(feature.refreshStatus({ teamName: 'forge', memberName: 'jack' })).rejects.toThrow(/replica is missing/)
+    } finally {
+      await feature.dispose()
+    }
+  })
+
+  it('refuses a fallbackRequiresReplica that is not a boolean', () => {
+    expect(() => open(copyExampleRoot(), emptyGateway([]), { fallbackRequiresReplica: 'yes' })).toThrow(
+      expect.objectContaining({ code: 'MWS_INVALID_ARGUMENT', message: expect.stringMatching(/fallbackRequiresReplica must be a boolean/) }),
     )
   })
 })

@@ -15,6 +15,7 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use member_work_sync::application::ports::ReportIntentStore;
+use member_work_sync::infrastructure::sqlite::json_session::JsonSessionFiles;
 use member_work_sync::infrastructure::sqlite::merge::merge_team_records;
 use member_work_sync::infrastructure::sqlite::records::{
     MetricEventRecord, OutboxRecord, ReportIntentRecord, StatusRecord,
@@ -678,4 +679,140 @@ fn a_linked_purge_marker_is_never_followed_and_counts_as_unsafe() {
     assert!(std::fs::symlink_metadata(deletions.join("team-a.json")).is_err());
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), marker);
     assert!(member.join("outbox.json.pre-sqlite").exists());
+}
+
+/// Every file under `root` with its text as the hydration recording lists
+/// them: quarantine times in names, the replica's and `member.meta.json`'s
+/// wall-clock `updatedAt` blanked.
+fn hydrated_tree(root: &Path, blank: &str) -> Map<String, Value> {
+    fn walk(root: &Path, dir: &Path, blank: &str, out: &mut Map<String, Value>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            if entry.file_type().unwrap().is_dir() {
+                walk(root, &path, blank, out);
+                continue;
+            }
+            let mut rel = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            let mut text = std::fs::read_to_string(&path).unwrap();
+            if rel.ends_with("sqlite-fallback-replica.json") {
+                text = blanked(&text, blank);
+            }
+            if rel.ends_with("member.meta.json") {
+                if let Some(at) = text.find("\"updatedAt\": \"") {
+                    let start = at + "\"updatedAt\": \"".len();
+                    let end = start + text[start..].find('"').unwrap();
+                    text.replace_range(start..end, blank);
+                }
+            }
+            if let Some(at) = rel.rfind(".invalid.") {
+                rel = format!("{}.invalid.<ms>", &rel[..at]);
+            }
+            out.insert(rel, Value::String(text));
+        }
+    }
+    let mut out = Map::new();
+    if root.exists() {
+        walk(root, root, blank, &mut out);
+    }
+    out.sort_keys();
+    out
+}
+
+/// A JSON session's first call of a team against the
+/// reference's `BackendSelectingMemberWorkSyncStore` in a JSON session: the
+/// same files, byte for byte (wall-clock fields blanked), when the JSON
+/// store is about to serve the call, or the same refusal, call after call.
+#[test]
+fn a_json_session_hydrates_from_the_replica_as_the_reference_does() {
+    let recorded = recording();
+    let blank = recorded["updatedAtBlank"].as_str().unwrap();
+    let cases = recorded["hydrate"].as_array().unwrap();
+    assert!(cases.len() >= 9, "the recording holds the hydration cases");
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let claude = dir.path().join("claude");
+        write_tree(&claude, &case["before"]);
+        std::fs::create_dir_all(claude.join("teams")).unwrap();
+        let session = JsonSessionFiles::new(
+            claude.join("teams"),
+            case["requiresReplica"].as_bool().unwrap(),
+        );
+        for (n, call) in case["calls"].as_array().unwrap().iter().enumerate() {
+            let label = format!("{name}, call {n}");
+            match (
+                session.before_call("team-a"),
+                call["result"]["error"].as_str(),
+            ) {
+                (Ok(()), None) => {}
+                (Err(error), Some(expected)) => {
+                    // The reference's reason, up to the parser's own words.
+                    let reason = expected.split(": SyntaxError").next().unwrap();
+                    let message = error.to_string();
+                    assert!(message.contains(reason), "{label}: {message}");
+                    assert!(message.contains("\"team-a\""), "{label}: {message}");
+                    assert!(
+                        message.contains("sqlite-fallback-replica.json"),
+                        "{label}: {message}"
+                    );
+                }
+                (got, expected) => panic!("{label}: {got:?} where the reference gave {expected:?}"),
+            }
+            let expected = call["files"].as_object().unwrap();
+            let got = hydrated_tree(&claude, blank);
+            for (rel, text) in expected {
+                assert_eq!(got.get(rel), Some(text), "{label}: {rel}");
+            }
+            assert_eq!(
+                got.keys().collect::<Vec<_>>(),
+                expected.keys().collect::<Vec<_>>(),
+                "{label}: the files"
+            );
+        }
+    }
+}
+
+/// `purgeTeam` in a JSON session against the reference's: the recorded
+/// JSON-session purge (the first call of its scenario) leaves the same
+/// files and the marker cleared, for the next SQLite session.
+#[test]
+fn a_json_session_purge_leaves_the_reference_files_and_marker() {
+    let recorded = recording();
+    let blank = recorded["updatedAtBlank"].as_str().unwrap();
+    let scenario = recorded["purge"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["calls"][0]["backend"] == "json")
+        .expect("the recording holds a JSON-session purge");
+    let call = &scenario["calls"][0];
+    let dir = tempfile::tempdir().unwrap();
+    let claude = dir.path().join("claude");
+    write_tree(&claude, &call["before"]["files"]);
+    let session = JsonSessionFiles::new(claude.join("teams"), false);
+    session
+        .purge_team("team-a", call["purge"].as_str())
+        .unwrap();
+    let mut got = hydrated_tree(&claude, blank);
+    let mut expected = call["files"].as_object().unwrap().clone();
+    // The team folder's (dev, inode, birth time) are this machine's.
+    for files in [&mut got, &mut expected] {
+        let marker = files
+            .get_mut(".member-work-sync-deletions/team-a.json")
+            .expect("the marker stays");
+        let mut parsed: Value = serde_json::from_str(marker.as_str().unwrap()).unwrap();
+        assert!(parsed["teamRootIdentity"]["ino"].is_number(), "{parsed}");
+        parsed["teamRootIdentity"] = json!("<identity>");
+        *marker = parsed;
+    }
+    assert_eq!(got, expected);
+    assert_eq!(
+        got[".member-work-sync-deletions/team-a.json"]["activeJsonStateCleared"],
+        json!(true)
+    );
 }

@@ -53,7 +53,7 @@ function teamOf(step) {
 }
 
 /** A reference SQLite session on a fresh database and teams folder. */
-async function session(reference, work, name, { backend = 'sqlite', wrapGateway = (g) => g } = {}) {
+async function session(reference, work, name, { backend = 'sqlite', wrapGateway = (g) => g, requiresReplica = false } = {}) {
   const { mod, Database } = reference;
   const root = path.join(work, name);
   const teams = path.join(root, 'claude', 'teams');
@@ -79,7 +79,7 @@ async function session(reference, work, name, { backend = 'sqlite', wrapGateway 
   const store = new mod.BackendSelectingMemberWorkSyncStore(selector, sqliteStore, jsonStore, {
     gateway: wrapGateway(gateway),
     paths,
-    fallbackRequiresReplica: false,
+    fallbackRequiresReplica: requiresReplica,
   });
   const db = new Database(databasePath);
   const call = (team, mutation, action) =>
@@ -618,6 +618,125 @@ async function recordPurge(reference, work) {
   return recorded;
 }
 
+/** Hydration scenarios of a JSON session: files under the Claude root and the
+ * replica's text before the session's first call of the team. */
+function hydrateScenarios() {
+  const A = 'team-a';
+  const live = Object.fromEntries(
+    Object.entries(importScenarios()[0].files).map(([rel, text]) => [`teams/${rel}`, text])
+  );
+  const events = (n, offset, team) =>
+    Array.from({ length: n }, (_, i) => eventOf(team, `ev-${String(i + offset).padStart(3, '0')}`, 'bob', at((i + offset) * 1000)));
+  const replica = domain({
+    statuses: [
+      statusOf(A, 'bob', at(9 * MIN), { state: 'still_working', providerId: 'anthropic' }),
+      statusOf('TEAM-A ', 'carol', at(1 * MIN), { state: 'blocked' }),
+      statusOf(A, 'Dave', at(4 * MIN)),
+    ],
+    reportIntents: [
+      intentOf(A, 'i1', 'bob', 'rejected', at(0), at(2 * MIN)),
+      intentOf(A, 'i2', 'bob', 'pending', at(3 * MIN)),
+      intentOf('Team-A', 'i3', 'Frank', 'accepted', at(0), at(MIN)),
+      intentOf(A, 'i7', 'Dave', 'pending', at(MIN)),
+    ],
+    outboxItems: [
+      outboxOf(A, 'o1', 'bob', 'pending', 9, at(9 * MIN)),
+      outboxOf(A, 'o3', 'Frank', 'delivered', 1, at(MIN)),
+      outboxOf(A, 'o7', 'Dave', 'failed_retryable', 2, at(2 * MIN), { lastError: 'busy', nextAttemptAt: at(7 * MIN) }),
+    ],
+    metricEvents: [...events(190, 0, A), eventOf(A, 'e1', 'bob', at(MIN), 'report_accepted', 0), eventOf('Team-A', 'e9', 'Dave', at(MIN))],
+  });
+  const config = { [`teams/${A}/config.json`]: json({ name: A, _backupIdentityId: 'del-1' }) };
+  const marker = {
+    [`.member-work-sync-deletions/${A}.json`]: json({ schemaVersion: 2, teamName: A, deletionIdentityId: 'del-1', teamRootIdentity: null, activeJsonStateCleared: false }),
+  };
+  return [
+    { name: 'no replica: the live JSON is used as it is', files: live, replica: null },
+    { name: 'no replica where the session requires one', files: live, replica: null, requiresReplica: true },
+    { name: 'a dirty replica fails every call', files: live, replica: replicaText('dirty'), calls: 2 },
+    { name: 'a malformed replica', files: live, replica: '{ "schemaVersion": 1, \n' },
+    { name: 'an envelope of another version', files: live, replica: json({ schemaVersion: 2, state: 'clean', updatedAt: at(0), snapshot: domain({}) }) },
+    { name: 'a clean replica of another team', files: live, replica: replicaText('clean', domain({ statuses: [statusOf('team-y', 'bob', at(MIN))] })) },
+    { name: 'a clean replica merged with the live JSON', files: live, replica: replicaText('clean', replica), calls: 2 },
+    { name: 'a clean replica without live JSON', files: {}, replica: replicaText('clean', replica) },
+    {
+      name: 'a purge marker: its JSON purge is finished and the replica not read',
+      files: { ...live, ...config, ...marker },
+      replica: replicaText('dirty'),
+    },
+  ];
+}
+
+/** Every file under `root` with its text, the wall-clock parts blanked: the replica's and
+ * member.meta.json's updatedAt, quarantine times in names. */
+function hydratedTree(root) {
+  const out = {};
+  const walk = (dir) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) {
+        walk(full);
+        continue;
+      }
+      const rel = path.relative(root, full).split(path.sep).join('/');
+      let text = fs.readFileSync(full, 'utf8');
+      if (rel.endsWith('sqlite-fallback-replica.json')) text = blankUpdatedAt(text);
+      if (rel.endsWith('member.meta.json')) text = text.replace(/"updatedAt": "[^"]*"/, `"updatedAt": "${UPDATED_AT_BLANK}"`);
+      out[rel.replace(/\.invalid\.\d+$/, '.invalid.<ms>')] = text;
+    }
+  };
+  if (fs.existsSync(root)) walk(root);
+  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+async function recordHydrate(reference, work) {
+  const recorded = [];
+  for (const [n, scenario] of hydrateScenarios().entries()) {
+    const s = await session(reference, work, `hydrate-${n}`, { backend: 'json', requiresReplica: scenario.requiresReplica ?? false });
+    for (const [rel, text] of Object.entries(scenario.files)) {
+      fs.mkdirSync(path.dirname(path.join(s.claude, rel)), { recursive: true });
+      fs.writeFileSync(path.join(s.claude, rel), text);
+    }
+    const replicaPath = s.paths.getSqliteFallbackReplicaPath('team-a');
+    if (scenario.replica !== null) {
+      fs.mkdirSync(path.dirname(replicaPath), { recursive: true });
+      fs.writeFileSync(replicaPath, scenario.replica);
+    }
+    const before = hydratedTree(s.claude);
+    const calls = [];
+    for (let i = 0; i < (scenario.calls ?? 1); i += 1) {
+      let result;
+      // The files as the JSON store is about to serve the call: the hydration's own work.
+      let served = null;
+      try {
+        await s.store.run(
+          'team-a',
+          false,
+          () => {
+            throw new Error('not a SQLite session');
+          },
+          async () => {
+            served = hydratedTree(s.claude);
+          }
+        );
+        result = { served: true };
+      } catch (error) {
+        result = { error: String(error.message).replace(s.claude, '<claude>') };
+      }
+      calls.push({ result, files: served ?? hydratedTree(s.claude) });
+    }
+    s.db.close();
+    s.core.close();
+    recorded.push({
+      name: scenario.name,
+      requiresReplica: scenario.requiresReplica ?? false,
+      before,
+      calls,
+    });
+  }
+  return recorded;
+}
+
 async function main() {
   const { values } = parseArgs({
     options: { mirror: { type: 'string' }, deps: { type: 'string' }, out: { type: 'string' }, ref: { type: 'string' } },
@@ -638,6 +757,7 @@ async function main() {
     merge: recordMerge(reference),
     import: await recordImport(reference, work),
     purge: await recordPurge(reference, work),
+    hydrate: await recordHydrate(reference, work),
   };
   const out = values.out ?? path.join(here, '..', '..', 'tests', 'fixtures', 'sqlite', 'team-files-recording.json');
   fs.writeFileSync(out, `${JSON.stringify(recording, null, 1)}\n`);

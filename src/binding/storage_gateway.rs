@@ -91,16 +91,33 @@ pub(crate) fn parse(
         }
     };
     for key in Object::keys(&storage).map_err(|e| invalid(env, e.reason.clone()))? {
-        if !matches!(key.as_str(), "gateway" | "selector" | "callTimeoutMs") {
+        if !matches!(
+            key.as_str(),
+            "gateway" | "selector" | "callTimeoutMs" | "fallbackRequiresReplica"
+        ) {
             return Err(invalid(
                 env,
                 format!(
-                    "options.storage.{key} is not an option with a gateway (gateway, selector, callTimeoutMs)"
+                    "options.storage.{key} is not an option with a gateway (gateway, selector, callTimeoutMs, fallbackRequiresReplica)"
                 ),
             ));
         }
     }
     let timeout = call_timeout(env, &storage)?;
+    let fallback_requires_replica = match storage.get::<Unknown>("fallbackRequiresReplica") {
+        Ok(None) => false,
+        Ok(Some(value)) if matches!(value.get_type(), Ok(ValueType::Undefined)) => false,
+        Ok(Some(value)) if matches!(value.get_type(), Ok(ValueType::Boolean)) => {
+            // SAFETY: napi just reported a boolean.
+            unsafe { value.cast::<bool>() }.map_err(|e| invalid(env, e.reason.clone()))?
+        }
+        _ => {
+            return Err(invalid(
+                env,
+                "options.storage.fallbackRequiresReplica must be a boolean",
+            ))
+        }
+    };
     if !matches!(gateway.get_type(), Ok(ValueType::Object)) {
         return Err(invalid(
             env,
@@ -165,6 +182,7 @@ pub(crate) fn parse(
         AppStorage {
             gateway: Arc::new(AppGateway::new(SharedCaller(js.clone()))),
             question: js,
+            fallback_requires_replica,
         },
         closed,
     )))

@@ -166,7 +166,7 @@ fn member_of(row: &Value) -> String {
         .unwrap_or_default()
 }
 
-fn compare_iso(left: Option<&str>, right: Option<&str>) -> std::cmp::Ordering {
+pub(super) fn compare_iso(left: Option<&str>, right: Option<&str>) -> std::cmp::Ordering {
     use crate::domain::time::parse_iso;
     let ms = |v: Option<&str>| v.filter(|v| !v.is_empty()).and_then(parse_iso);
     match (ms(left), ms(right)) {
@@ -179,7 +179,7 @@ fn compare_iso(left: Option<&str>, right: Option<&str>) -> std::cmp::Ordering {
 
 /// `pickDomainReportIntent`: processed (any non-pending status) beats
 /// pending; otherwise the later or equal time wins (ties to incoming).
-fn pick_domain_intent(canonical: Value, incoming: Value) -> Value {
+pub(super) fn pick_domain_intent(canonical: Value, incoming: Value) -> Value {
     let processed = |v: &Value| str_of(v, "status") != Some("pending");
     let (c, i) = (processed(&canonical), processed(&incoming));
     if c != i {
@@ -198,7 +198,7 @@ fn pick_domain_intent(canonical: Value, incoming: Value) -> Value {
 
 /// `pickDomainOutboxItem`: delivery proof, then generation, then the later
 /// or equal update.
-fn pick_domain_outbox(canonical: Value, incoming: Value) -> Value {
+pub(super) fn pick_domain_outbox(canonical: Value, incoming: Value) -> Value {
     let rank = |v: &Value| match str_of(v, "status") {
         Some("delivered") => 2,
         Some("failed_terminal") => 1,

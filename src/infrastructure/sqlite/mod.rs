@@ -19,9 +19,12 @@
 //! - [`app_gateway`]: gateway mode, the ops as calls to the app's own
 //!   storage gateway (inside Electron, where the app's worker owns the file).
 //! - [`session`]: gateway mode's once-per-session choice of SQLite or JSON.
-//!
-//! Not yet here: the JSON-session side of the replica (hydrating JSON files
-//! from it) and a JSON session's own purge marker.
+//! - [`json_session`]: what a gateway JSON session does around the JSON
+//!   stores, as the app's does: a pending purge marker's JSON half finished
+//!   first, else the team's JSON files hydrated once from a clean replica
+//!   ([`restore`], the domain merge) and every call refused while the
+//!   replica is unsafe; `purgeTeam` deleting the live JSON behind a marker
+//!   the next SQLite session finishes.
 
 pub mod app_gateway;
 pub mod connector;
@@ -31,12 +34,14 @@ pub mod gateway;
 pub mod identity;
 pub mod importer;
 pub mod js_json;
+pub mod json_session;
 pub mod legacy_json;
 pub mod mappers;
 pub mod merge;
 pub mod purge;
 pub mod records;
 pub mod replica;
+pub mod restore;
 pub mod schema;
 pub mod session;
 pub mod snapshot;

@@ -31,6 +31,9 @@ pub const MAX_REPLICA_BYTES: u64 = 64 * 1024 * 1024;
 /// reasons, and the two the addon adds for what it refuses to open).
 #[derive(Debug, thiserror::Error)]
 pub enum UnsafeReplica {
+    /// No replica, where a JSON session requires one (`fallbackRequiresReplica`).
+    #[error("replica is missing")]
+    Missing,
     /// A link, FIFO, folder or device where the file should be: not opened.
     #[error("replica is not a regular file")]
     NotAFile,
@@ -128,12 +131,31 @@ impl Replica {
         team: &str,
         allow_dirty: bool,
     ) -> Result<Option<Value>, ReplicaError> {
+        self.read(team, false, allow_dirty)
+    }
+
+    /// The clean snapshot a JSON session hydrates from (`readClean`): `None`
+    /// when there is no replica and `required` is false; a missing one when
+    /// required, a dirty one and any unusable content are errors.
+    pub fn read_clean(&self, team: &str, required: bool) -> Result<Option<Value>, ReplicaError> {
+        self.read(team, required, false)
+    }
+
+    fn read(
+        &self,
+        team: &str,
+        required: bool,
+        allow_dirty: bool,
+    ) -> Result<Option<Value>, ReplicaError> {
         let path = self.path(team);
         let unsafe_replica = |reason| ReplicaError::Unsafe {
             path: path.clone(),
             reason,
         };
         let bytes = match self.teams.read(&path, MAX_REPLICA_BYTES) {
+            Ok(FileRead::Missing) if required => {
+                return Err(unsafe_replica(UnsafeReplica::Missing))
+            }
             Ok(FileRead::Missing) => return Ok(None),
             Ok(FileRead::NotAFile) => return Err(unsafe_replica(UnsafeReplica::NotAFile)),
             Ok(FileRead::TooLarge) => return Err(unsafe_replica(UnsafeReplica::TooLarge)),

@@ -3,7 +3,10 @@
 //! session keeps its state in the app's SQLite database (through the
 //! gateway), otherwise in the JSON files. There is no switch later: after a
 //! SQLite decision a failing op fails its call, after a JSON one the
-//! storage is not asked again.
+//! storage is not asked again. A JSON session runs each call of a team under
+//! that team's lock, after [`super::json_session`]'s step (a pending purge
+//! finished, the replica hydrated once or refusing the call); a SQLite one
+//! whose ping answered `integrity: 'recovered'` refuses a dirty replica.
 //!
 //! The decision waits for the JS thread, so it is made on the first call
 //! from a worker thread; a call on the JS thread itself (which could not
@@ -14,7 +17,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::json;
 
 use super::gateway::MemberWorkSyncGateway;
-use super::store::SqliteStore;
+use super::json_session::JsonSessionFiles;
+use super::store::{KeyedMutex, SqliteStore};
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
 use crate::application::ports::{
     Claimed, MetricsStore, OutboxStore, PendingIntents, PortError, ReportIntent, ReportIntentStore,
@@ -53,6 +57,9 @@ pub struct AppStorage {
     pub gateway: Arc<dyn MemberWorkSyncGateway>,
     /// The session's first question.
     pub question: Arc<dyn SessionQuestion>,
+    /// `fallbackRequiresReplica`: a JSON session fails a team's calls when
+    /// the team has no replica (the app passes `false` in production).
+    pub fallback_requires_replica: bool,
 }
 
 impl std::fmt::Debug for AppStorage {
@@ -64,7 +71,9 @@ impl std::fmt::Debug for AppStorage {
 /// One app storage is equal only to itself.
 impl PartialEq for AppStorage {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.gateway, &other.gateway) && Arc::ptr_eq(&self.question, &other.question)
+        Arc::ptr_eq(&self.gateway, &other.gateway)
+            && Arc::ptr_eq(&self.question, &other.question)
+            && self.fallback_requires_replica == other.fallback_requires_replica
     }
 }
 
@@ -96,6 +105,10 @@ pub struct SessionStores {
     decided: Mutex<Option<Backend>>,
     sqlite: SqliteStore,
     json: JsonStores,
+    /// A JSON session's replica hydration and purge markers.
+    json_files: JsonSessionFiles,
+    /// One lock per team for a JSON session's calls (the SQLite store has its own).
+    teams: KeyedMutex,
     log: Arc<dyn LogSink>,
 }
 
@@ -113,8 +126,10 @@ impl SessionStores {
         Self {
             question: app.question,
             decided: Mutex::new(None),
-            sqlite: SqliteStore::new(app.gateway).with_team_files(teams_base),
+            sqlite: SqliteStore::new(app.gateway).with_team_files(teams_base.clone()),
             json,
+            json_files: JsonSessionFiles::new(teams_base, app.fallback_requires_replica),
+            teams: KeyedMutex::default(),
             log,
         }
     }
@@ -129,6 +144,9 @@ impl SessionStores {
             SessionAnswer::Sqlite(info) => {
                 let field = |key: &str| info.get(key).cloned().unwrap_or(serde_json::Value::Null);
                 let recovered = info.get("integrity").and_then(|v| v.as_str()) == Some("recovered");
+                if recovered {
+                    self.sqlite.database_recovered();
+                }
                 self.log.log(
                     LogEntry::new(
                         if recovered {
@@ -163,7 +181,10 @@ impl SessionStores {
                              ping ({reason}); JSON files for this session"
                         ),
                     )
-                    .with_context(json!({ "reason": reason })),
+                    .with_context(json!({
+                        "reason": reason,
+                        "fallbackRequiresReplica": self.json_files.replica_required(),
+                    })),
                 );
                 Backend::JsonFiles
             }
@@ -177,53 +198,87 @@ impl SessionStores {
         Ok(backend)
     }
 
-    fn status(&self) -> Result<&dyn StatusStore, PortError> {
-        Ok(match self.backend()? {
-            Backend::Sqlite => &self.sqlite,
-            Backend::JsonFiles => self.json.status.as_ref(),
+    /// Runs a JSON-store call of `team` under the team's lock, after the
+    /// JSON session's team-file step (a pending purge finished, the replica
+    /// hydrated once); the lock is reentrant, so a status build that reads
+    /// the same team's outbox and metrics runs inside it.
+    fn json_call<T>(
+        &self,
+        team: &str,
+        work: impl FnOnce() -> Result<T, PortError>,
+    ) -> Result<T, PortError> {
+        self.teams.run(team, || {
+            self.json_files.before_call(team)?;
+            work()
         })
     }
 
-    fn metrics(&self) -> Result<&dyn MetricsStore, PortError> {
-        Ok(match self.backend()? {
-            Backend::Sqlite => &self.sqlite,
-            Backend::JsonFiles => self.json.metrics.as_ref(),
-        })
+    fn status<T>(
+        &self,
+        team: &str,
+        work: impl FnOnce(&dyn StatusStore) -> Result<T, PortError>,
+    ) -> Result<T, PortError> {
+        match self.backend()? {
+            Backend::Sqlite => work(&self.sqlite),
+            Backend::JsonFiles => self.json_call(team, || work(self.json.status.as_ref())),
+        }
     }
 
-    fn intents(&self) -> Result<&dyn ReportIntentStore, PortError> {
-        Ok(match self.backend()? {
-            Backend::Sqlite => &self.sqlite,
-            Backend::JsonFiles => self.json.intents.as_ref(),
-        })
+    fn metrics<T>(
+        &self,
+        team: &str,
+        work: impl FnOnce(&dyn MetricsStore) -> Result<T, PortError>,
+    ) -> Result<T, PortError> {
+        match self.backend()? {
+            Backend::Sqlite => work(&self.sqlite),
+            Backend::JsonFiles => self.json_call(team, || work(self.json.metrics.as_ref())),
+        }
     }
 
-    fn outbox(&self) -> Result<&dyn OutboxStore, PortError> {
-        Ok(match self.backend()? {
-            Backend::Sqlite => &self.sqlite,
-            Backend::JsonFiles => self.json.outbox.as_ref(),
-        })
+    fn intents<T>(
+        &self,
+        team: &str,
+        work: impl FnOnce(&dyn ReportIntentStore) -> Result<T, PortError>,
+    ) -> Result<T, PortError> {
+        match self.backend()? {
+            Backend::Sqlite => work(&self.sqlite),
+            Backend::JsonFiles => self.json_call(team, || work(self.json.intents.as_ref())),
+        }
+    }
+
+    fn outbox<T>(
+        &self,
+        team: &str,
+        work: impl FnOnce(&dyn OutboxStore) -> Result<T, PortError>,
+    ) -> Result<T, PortError> {
+        match self.backend()? {
+            Backend::Sqlite => work(&self.sqlite),
+            Backend::JsonFiles => self.json_call(team, || work(self.json.outbox.as_ref())),
+        }
     }
 }
 
-/// A SQLite session purges the rows and team files; a JSON session keeps
-/// the JSON files, which go with the team folder the app deletes.
+/// A SQLite session purges the rows and team files; a JSON session deletes
+/// the live JSON files behind a purge marker the next SQLite session
+/// finishes.
 impl TeamPurge for SessionStores {
     fn purge_team(&self, team: &str, deletion_id: Option<&str>) -> Result<(), PortError> {
         match self.backend()? {
             Backend::Sqlite => self.sqlite.purge_team(team, deletion_id),
-            Backend::JsonFiles => Ok(()),
+            Backend::JsonFiles => self.teams.run(team, || {
+                Ok(self.json_files.purge_team(team, deletion_id)?)
+            }),
         }
     }
 }
 
 impl StatusStore for SessionStores {
     fn read(&self, team_name: &str, member_name: &str) -> Result<StoredStatus, PortError> {
-        self.status()?.read(team_name, member_name)
+        self.status(team_name, |s| s.read(team_name, member_name))
     }
 
     fn peek(&self, team_name: &str, member_name: &str) -> Result<StoredStatus, PortError> {
-        self.status()?.peek(team_name, member_name)
+        self.status(team_name, |s| s.peek(team_name, member_name))
     }
 
     fn update(
@@ -232,11 +287,11 @@ impl StatusStore for SessionStores {
         member_name: &str,
         build: &mut dyn FnMut(StoredStatus) -> MemberStatus,
     ) -> Result<MemberStatus, PortError> {
-        self.status()?.update(team_name, member_name, build)
+        self.status(team_name, |s| s.update(team_name, member_name, build))
     }
 
     fn member_count(&self, team_name: &str) -> Result<usize, PortError> {
-        self.status()?.member_count(team_name)
+        self.status(team_name, |s| s.member_count(team_name))
     }
 
     fn update_all(
@@ -245,39 +300,49 @@ impl StatusStore for SessionStores {
         members: &[&str],
         build: &mut dyn FnMut(&str, StoredStatus) -> MemberStatus,
     ) -> Result<Vec<MemberStatus>, PortError> {
-        self.status()?.update_all(team_name, members, build)
+        self.status(team_name, |s| s.update_all(team_name, members, build))
     }
 }
 
 impl MetricsStore for SessionStores {
     fn record(&self, status: &MemberStatus, events: Vec<MetricEvent>) -> Result<(), PortError> {
-        self.metrics()?.record(status, events)
+        self.metrics(&status.team_name, |m| m.record(status, events))
     }
 
     fn record_all(&self, writes: Vec<(&MemberStatus, Vec<MetricEvent>)>) -> Result<(), PortError> {
-        self.metrics()?.record_all(writes)
+        let Some((first, _)) = writes.first() else {
+            return Ok(());
+        };
+        let team = first.team_name.clone();
+        if writes.iter().any(|(status, _)| status.team_name != team) {
+            // Each team under its own lock, one at a time.
+            return writes
+                .into_iter()
+                .try_for_each(|(status, events)| MetricsStore::record(self, status, events));
+        }
+        self.metrics(&team, |m| m.record_all(writes))
     }
 
     fn read(&self, team_name: &str) -> Result<MetricsIndex, PortError> {
-        self.metrics()?.read(team_name)
+        self.metrics(team_name, |m| m.read(team_name))
     }
 
     fn peek(&self, team_name: &str) -> Result<MetricsIndex, PortError> {
-        self.metrics()?.peek(team_name)
+        self.metrics(team_name, |m| m.peek(team_name))
     }
 }
 
 impl ReportIntentStore for SessionStores {
     fn record(&self, intent: &ReportIntent) -> Result<(), PortError> {
-        self.intents()?.record(intent)
+        self.intents(&intent.team_name, |i| i.record(intent))
     }
 
     fn pending(&self, team_name: &str) -> Result<PendingIntents, PortError> {
-        self.intents()?.pending(team_name)
+        self.intents(team_name, |i| i.pending(team_name))
     }
 
     fn finish(&self, intent: &ReportIntent) -> Result<(), PortError> {
-        self.intents()?.finish(intent)
+        self.intents(&intent.team_name, |i| i.finish(intent))
     }
 }
 
@@ -289,11 +354,11 @@ impl OutboxStore for SessionStores {
         planned: &PlannedNudge,
         now: EpochMs,
     ) -> Result<(OutboxItem, EnsureOutcome), PortError> {
-        self.outbox()?.ensure(team, member, planned, now)
+        self.outbox(team, |o| o.ensure(team, member, planned, now))
     }
 
     fn member_items(&self, team: &str, member: &str) -> Result<Vec<OutboxItem>, PortError> {
-        self.outbox()?.member_items(team, member)
+        self.outbox(team, |o| o.member_items(team, member))
     }
 
     fn claim_due(
@@ -303,22 +368,25 @@ impl OutboxStore for SessionStores {
         limit: usize,
         now: EpochMs,
     ) -> Result<Claimed, PortError> {
-        self.outbox()?.claim_due(team, claimed_by, limit, now)
+        self.outbox(team, |o| o.claim_due(team, claimed_by, limit, now))
     }
 
     fn finish(&self, item: &OutboxItem, end: &AttemptEnd, now: EpochMs) -> Result<bool, PortError> {
-        self.outbox()?.finish(item, end, now)
+        self.outbox(&item.team_name, |o| o.finish(item, end, now))
     }
 
     fn refresh_index(&self, team: &str) -> Result<(), PortError> {
-        self.outbox()?.refresh_index(team)
+        self.outbox(team, |o| o.refresh_index(team))
     }
 
     fn teams_with_outbox(&self) -> Vec<String> {
+        // No team to prepare: the listing reads the folders as they are.
         // Undecided (asked on the JS thread): nothing to list this pass.
-        self.outbox()
-            .map(|outbox| outbox.teams_with_outbox())
-            .unwrap_or_default()
+        match self.backend() {
+            Ok(Backend::Sqlite) => self.sqlite.teams_with_outbox(),
+            Ok(Backend::JsonFiles) => self.json.outbox.teams_with_outbox(),
+            Err(_) => Vec::new(),
+        }
     }
 }
 
@@ -474,11 +542,17 @@ mod tests {
         /// The one behind the JSON side.
         json: Arc<Empty>,
         log: Arc<Codes>,
-        /// The teams folder a SQLite session keeps its team files in.
+        /// The teams folder both sessions keep their team files in.
+        teams: std::path::PathBuf,
+        /// The temp folder holding it.
         _teams: tempfile::TempDir,
     }
 
     fn session(answers: Vec<SessionAnswer>) -> Fixture {
+        session_requiring(answers, false)
+    }
+
+    fn session_requiring(answers: Vec<SessionAnswer>, replica_required: bool) -> Fixture {
         let (sqlite, json) = (Arc::new(Empty::default()), Arc::new(Empty::default()));
         let question = Arc::new(Scripted {
             answers: Mutex::new(answers),
@@ -486,11 +560,15 @@ mod tests {
         });
         let json_store = Arc::new(SqliteStore::new(json.clone()));
         let log = Arc::new(Codes::default());
-        let teams = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        // Purge markers go beside `teams/`: both inside the temp folder.
+        let teams = dir.path().join("claude").join("teams");
+        std::fs::create_dir_all(&teams).unwrap();
         let stores = SessionStores::new(
             AppStorage {
                 gateway: sqlite.clone(),
                 question: question.clone(),
+                fallback_requires_replica: replica_required,
             },
             JsonStores {
                 status: json_store.clone(),
@@ -499,7 +577,7 @@ mod tests {
                 outbox: json_store,
             },
             log.clone(),
-            teams.path().to_path_buf(),
+            teams.clone(),
         );
         Fixture {
             stores: Arc::new(stores),
@@ -507,7 +585,8 @@ mod tests {
             sqlite,
             json,
             log,
-            _teams: teams,
+            teams,
+            _teams: dir,
         }
     }
 
@@ -533,7 +612,7 @@ mod tests {
                 sqlite,
                 json,
                 log,
-                _teams,
+                ..
             } = session(vec![answer.clone()]);
             let threads: Vec<_> = (0..4)
                 .map(|_| {
@@ -563,7 +642,6 @@ mod tests {
             question,
             sqlite,
             log,
-            _teams,
             ..
         } = session(vec![
             SessionAnswer::NotAsked("asked on the JS thread".into()),
@@ -578,5 +656,248 @@ mod tests {
         assert_eq!(stores.member_count("forge").unwrap(), 0);
         assert_eq!(question.asked.load(Ordering::SeqCst), 2);
         assert_eq!(sqlite.lists.load(Ordering::SeqCst), 1);
+    }
+    const TEAM: &str = "team-a";
+
+    fn write(path: &std::path::Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    fn replica_file(teams: &std::path::Path) -> std::path::PathBuf {
+        teams
+            .join(TEAM)
+            .join(".member-work-sync/sqlite-fallback-replica.json")
+    }
+
+    fn metrics_index(teams: &std::path::Path) -> std::path::PathBuf {
+        teams
+            .join(TEAM)
+            .join(".member-work-sync/indexes/metrics.json")
+    }
+
+    fn marker_file(teams: &std::path::Path) -> std::path::PathBuf {
+        teams
+            .parent()
+            .unwrap()
+            .join(".member-work-sync-deletions")
+            .join(format!("{TEAM}.json"))
+    }
+
+    fn json_session() -> SessionAnswer {
+        SessionAnswer::Unavailable("ping rejected: gone".into())
+    }
+
+    const EMPTY: &str = r#"{"statuses":[],"reportIntents":[],"outboxItems":[],"metricEvents":[],"filesToArchive":[]}"#;
+
+    fn envelope(state: &str, snapshot: Option<&str>) -> String {
+        match snapshot {
+            Some(s) => format!(
+                r#"{{"schemaVersion":1,"state":"{state}","updatedAt":"2026-07-07T10:00:00.000Z","snapshot":{s}}}"#
+            ),
+            None => format!(
+                r#"{{"schemaVersion":1,"state":"{state}","updatedAt":"2026-07-07T10:00:00.000Z"}}"#
+            ),
+        }
+    }
+
+    /// The replica a JSON session meets at a team's first
+    /// call. (case, replica text, fallbackRequiresReplica, the refusal or
+    /// None when the JSON stores serve the call.)
+    #[test]
+    fn a_json_session_serves_a_team_only_from_a_safe_replica() {
+        let other_team = EMPTY.replace(
+            r#""metricEvents":[]"#,
+            r#""metricEvents":[{"id":"e1","teamName":"team-b","memberName":"bob","kind":"would_nudge","state":"needs_sync","agendaFingerprint":"f","actionableCount":1,"recordedAt":"2026-07-07T10:00:00.000Z"}]"#,
+        );
+        let cases: Vec<(&str, Option<String>, bool, Option<&str>)> = vec![
+            ("missing", None, false, None),
+            ("missing, required", None, true, Some("replica is missing")),
+            (
+                "dirty",
+                Some(envelope("dirty", None)),
+                false,
+                Some("last SQLite publication is dirty"),
+            ),
+            (
+                "malformed",
+                Some("{ nope".into()),
+                false,
+                Some("replica is malformed"),
+            ),
+            (
+                "another envelope",
+                Some(r#"{"schemaVersion":2}"#.into()),
+                false,
+                Some("replica envelope is invalid"),
+            ),
+            (
+                "another team's",
+                Some(envelope("clean", Some(&other_team))),
+                false,
+                Some("clean replica snapshot is invalid"),
+            ),
+            ("clean", Some(envelope("clean", Some(EMPTY))), false, None),
+            (
+                "clean, required",
+                Some(envelope("clean", Some(EMPTY))),
+                true,
+                None,
+            ),
+        ];
+        for (case, replica, required, refusal) in cases {
+            let Fixture {
+                stores,
+                json,
+                sqlite,
+                teams,
+                _teams,
+                ..
+            } = session_requiring(vec![json_session()], required);
+            if let Some(text) = &replica {
+                write(&replica_file(&teams), text);
+            }
+            for call in 0..2 {
+                let result = stores.member_count(TEAM);
+                match refusal {
+                    None => assert_eq!(result.unwrap(), 0, "{case}, call {call}"),
+                    Some(reason) => {
+                        let message = result.unwrap_err().to_string();
+                        for part in [
+                            "Internal storage JSON fallback is unsafe: ",
+                            reason,
+                            "\"team-a\"",
+                            replica_file(&teams).to_str().unwrap(),
+                        ] {
+                            assert!(message.contains(part), "{case}, call {call}: {message}");
+                        }
+                    }
+                }
+            }
+            let served = if refusal.is_none() { 2 } else { 0 };
+            assert_eq!(json.lists.load(Ordering::SeqCst), served, "{case}");
+            assert_eq!(sqlite.lists.load(Ordering::SeqCst), 0, "{case}");
+            // Only a clean replica is restored (its indexes written); the
+            // replica itself is never written by a JSON session.
+            let restored = replica
+                .as_deref()
+                .is_some_and(|r| r.contains(r#""state":"clean""#))
+                && refusal.is_none();
+            assert_eq!(metrics_index(&teams).exists(), restored, "{case}");
+            let after = std::fs::read_to_string(replica_file(&teams)).ok();
+            assert_eq!(after, replica, "{case}");
+        }
+    }
+
+    /// Hydration runs once per team per session: files the first call
+    /// restored and a later one removed are not restored again.
+    #[test]
+    fn a_json_session_hydrates_a_team_once() {
+        let Fixture {
+            stores,
+            teams,
+            _teams,
+            ..
+        } = session(vec![json_session()]);
+        write(&replica_file(&teams), &envelope("clean", Some(EMPTY)));
+        stores.member_count(TEAM).unwrap();
+        std::fs::remove_file(metrics_index(&teams)).unwrap();
+        stores.member_count(TEAM).unwrap();
+        assert!(!metrics_index(&teams).exists());
+    }
+
+    /// A JSON session's purge writes the marker, deletes
+    /// the live JSON of the generation and leaves the marker cleared for
+    /// the next SQLite session; it asks nothing of the app's database.
+    #[test]
+    fn a_json_session_purge_deletes_the_live_json_behind_a_marker() {
+        let Fixture {
+            stores,
+            sqlite,
+            teams,
+            _teams,
+            ..
+        } = session(vec![json_session()]);
+        write(
+            &teams.join(TEAM).join("config.json"),
+            r#"{"_backupIdentityId":"del-1"}"#,
+        );
+        let status = teams
+            .join(TEAM)
+            .join("members/bob/.member-work-sync/status.json");
+        let kept = teams
+            .join(TEAM)
+            .join("members/bob/.member-work-sync/journal.jsonl");
+        write(&status, "{}");
+        write(&kept, "{}\n");
+        stores.purge_team(TEAM, Some("del-1")).unwrap();
+        assert!(!status.exists());
+        assert!(kept.exists());
+        let marker: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(marker_file(&teams)).unwrap()).unwrap();
+        assert_eq!(marker["deletionIdentityId"], "del-1");
+        assert_eq!(marker["activeJsonStateCleared"], true);
+        assert_eq!(sqlite.lists.load(Ordering::SeqCst), 0);
+    }
+
+    /// A marker met at a team's first call: its JSON half is finished and
+    /// the replica (here dirty, which would refuse the call) is not read.
+    #[test]
+    fn a_pending_purge_is_finished_first_and_the_replica_left_unread() {
+        let Fixture {
+            stores,
+            teams,
+            _teams,
+            ..
+        } = session(vec![json_session()]);
+        write(
+            &teams.join(TEAM).join("config.json"),
+            r#"{"_backupIdentityId":"del-1"}"#,
+        );
+        let status = teams
+            .join(TEAM)
+            .join("members/bob/.member-work-sync/status.json");
+        write(&status, "{}");
+        write(&replica_file(&teams), &envelope("dirty", None));
+        write(
+            &marker_file(&teams),
+            r#"{"schemaVersion":2,"teamName":"team-a","deletionIdentityId":"del-1","teamRootIdentity":null,"activeJsonStateCleared":false}"#,
+        );
+        assert_eq!(stores.member_count(TEAM).unwrap(), 0);
+        assert!(!status.exists());
+        let marker = std::fs::read_to_string(marker_file(&teams)).unwrap();
+        assert!(
+            marker.contains(r#""activeJsonStateCleared": true"#),
+            "{marker}"
+        );
+    }
+
+    /// A dirty replica is republished over when the
+    /// app's database opened cleanly, and fails the call when its ping
+    /// answered `integrity: 'recovered'` (the database may have lost what
+    /// the replica fenced).
+    #[test]
+    fn a_recovered_database_refuses_a_dirty_replica() {
+        for (integrity, refused) in [("ok", false), ("recovered", true)] {
+            let Fixture {
+                stores,
+                teams,
+                _teams,
+                ..
+            } = session(vec![SessionAnswer::Sqlite(
+                serde_json::json!({ "integrity": integrity }),
+            )]);
+            write(&replica_file(&teams), &envelope("dirty", None));
+            let result = stores.member_count(TEAM);
+            assert_eq!(result.is_err(), refused, "{integrity}: {result:?}");
+            if let Err(error) = result {
+                assert!(
+                    error
+                        .to_string()
+                        .contains("last SQLite publication is dirty"),
+                    "{error}"
+                );
+            }
+        }
     }
 }

@@ -41,7 +41,7 @@ use crate::domain::time::{format_iso, EpochMs};
 /// use case builds the new status, and that build reads the same team's
 /// outbox and metrics through this store.
 #[derive(Default)]
-struct KeyedMutex {
+pub(crate) struct KeyedMutex {
     locks: Mutex<HashMap<String, Arc<TeamLock>>>,
 }
 
@@ -104,7 +104,7 @@ impl KeyedMutex {
     }
 
     /// Runs `work` holding `key`'s lock.
-    fn run<T>(&self, key: &str, work: impl FnOnce() -> T) -> T {
+    pub(crate) fn run<T>(&self, key: &str, work: impl FnOnce() -> T) -> T {
         let lock = self.lock_of(key);
         lock.acquire();
         let _held = Held(&lock);
@@ -165,6 +165,15 @@ impl SqliteStore {
     pub fn with_team_files(mut self, teams_base: std::path::PathBuf) -> Self {
         self.team_files = Some(TeamFiles::new(teams_base));
         self
+    }
+
+    /// The database was recovered at open (the app's ping answered
+    /// `integrity: 'recovered'`): a dirty replica then fails a team's first
+    /// call instead of being published over.
+    pub fn database_recovered(&self) {
+        if let Some(files) = &self.team_files {
+            files.database_recovered();
+        }
     }
 
     /// Deletes `team`'s member-work-sync state with a durable purge marker

@@ -19,6 +19,7 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -51,6 +52,10 @@ pub struct TeamFiles {
     prepared: Mutex<HashSet<String>>,
     /// Teams with a call inside the protocol now (on the lock's thread).
     active: Mutex<HashSet<String>>,
+    /// The database was rebuilt at open (the app's ping answered
+    /// `integrity: 'recovered'`): a dirty replica may hold state the
+    /// database lost, so it fails the call instead of being republished over.
+    database_recovered: AtomicBool,
 }
 
 /// The wall clock as `toISOString()` prints it (the replica's `updatedAt`
@@ -96,7 +101,15 @@ impl TeamFiles {
             markers: PurgeMarkers::new(teams_base),
             prepared: Mutex::default(),
             active: Mutex::default(),
+            database_recovered: AtomicBool::new(false),
         }
+    }
+
+    /// The session's database was recovered at open (`integrity:
+    /// 'recovered'`): from now on a dirty replica met at a team's first
+    /// access fails the call.
+    pub fn database_recovered(&self) {
+        self.database_recovered.store(true, Ordering::SeqCst);
     }
 
     /// The replicas.
@@ -136,15 +149,18 @@ impl TeamFiles {
         Ok(result)
     }
 
-    /// Merges a clean replica into the team's rows (a dirty one is ignored:
-    /// the direct connection passed its integrity check, so the database is
-    /// the state to republish).
+    /// Merges a clean replica into the team's rows (a dirty one is ignored
+    /// when the database passed its integrity check, so it is the state to
+    /// republish; after a recovered open it fails the call).
     fn merge_replica(
         &self,
         db: &dyn MemberWorkSyncGateway,
         team: &str,
     ) -> Result<(), SqliteStoreError> {
-        let Some(snapshot) = self.replica.read_for_primary(team, true)? else {
+        let Some(snapshot) = self
+            .replica
+            .read_for_primary(team, !self.database_recovered.load(Ordering::SeqCst))?
+        else {
             return Ok(());
         };
         let incoming = domain_to_records(team, &snapshot).map_err(team_rows(team))?;
