@@ -4,6 +4,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 
+import { tempDir } from './helpers'
+
 const NAPI_CARGO = path.join(__dirname, '..', 'scripts', 'napi-cargo.js')
 const FORCE = 'NAPI_FORCE_BUILD_MEMBER_WORK_SYNC'
 
@@ -21,7 +23,7 @@ function napiCargo(env: Record<string, string | undefined>, script = `printf %s 
 
 describe('scripts/napi-cargo.js', () => {
   it("keeps napi's force-rebuild value for the builds after the one that set it", () => {
-    const folder = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'napi-cargo-')), 'member-work-sync-0123')
+    const folder = path.join(tempDir('napi-cargo-'), 'member-work-sync-0123')
     // (napi sets the variable to, cargo sees)
     const builds: [string | undefined, string][] = [
       ['1700000000000', '1700000000000'], // the folder had no file for the crate: napi forces, the value is recorded

@@ -12,7 +12,7 @@ import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 
 import { createMemberWorkSyncFeature, type MemberWorkSyncFeatureDeps } from 'member-work-sync/electron'
-import { readJson, until, writeJson } from './helpers'
+import { readJson, tempDir, until, writeJson } from './helpers'
 
 interface Deferred {
   promise: Promise<void>
@@ -32,7 +32,7 @@ function deferred(): Deferred {
 
 /** A Claude root with team `teamName`: bob (on `provider`) owns one pending task. */
 function teamRoot(teamName: string, provider?: string): string {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-electron-cb-'))
+  const root = tempDir('mws-electron-cb-')
   writeTeam(root, teamName, provider)
   return root
 }

@@ -9,6 +9,7 @@ import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 
 import { TURN_SETTLED_HOOK_MARKER } from '../index.js'
+import { tempDir } from './helpers'
 
 const ROOT = path.join(__dirname, '..')
 /** The host's binary `npm run build` leaves in the package root, and its platform name. */
@@ -28,7 +29,7 @@ function runNode(cwd: string, script: string, esm = false) {
 
 /** A folder outside the repository holding the package's JavaScript and no binary. */
 function packageWithoutBinary(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-lazy-'))
+  const dir = tempDir('mws-lazy-')
   for (const file of ['index.js', 'lazy.js', 'package.json']) fs.copyFileSync(path.join(ROOT, file), path.join(dir, file))
   return dir
 }
@@ -101,7 +102,7 @@ describe('member-work-sync/lazy', () => {
  * the hook executable beside the `.node` file.
  */
 function unpackedApp(withHook: boolean) {
-  const resources = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-asar-'))
+  const resources = tempDir('mws-asar-')
   fs.writeFileSync(path.join(resources, 'app.asar'), 'stand-in for the archive')
   const modules = path.join(resources, 'app.asar.unpacked', 'node_modules')
   const main = path.join(modules, 'member-work-sync')
@@ -113,7 +114,7 @@ function unpackedApp(withHook: boolean) {
   fs.writeFileSync(path.join(platform, 'package.json'), JSON.stringify({ name: `member-work-sync-${HOST_PLATFORM}`, version: '0.1.0', main: binary }))
   fs.copyFileSync(path.join(ROOT, HOST_BINARY), path.join(platform, binary))
   if (withHook) fs.copyFileSync(path.join(ROOT, HOOK), path.join(platform, HOOK))
-  return { resources, platform, claudeRoot: fs.mkdtempSync(path.join(os.tmpdir(), 'mws-asar-root-')) }
+  return { resources, platform, claudeRoot: tempDir('mws-asar-root-') }
 }
 
 /** In a fresh Node started in `resources`: loads the package from app.asar.unpacked, builds the Claude hook settings. */

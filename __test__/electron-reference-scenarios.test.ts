@@ -15,12 +15,12 @@ import {
   type MemberWorkSyncFeatureDeps,
   type MemberWorkSyncFeatureFacade,
 } from 'member-work-sync/electron'
-import { readJson, until, writeJson, writeShadowHistory } from './helpers'
+import { readJson, tempDir, until, writeJson, writeShadowHistory } from './helpers'
 import { makeTeam, pendingTask, seedYoungNoisy, type TaskSpec } from './reference-scenarios/fixture'
 
 /** A Claude root with one team of one member (`bob`) owning one pending task. */
 function oneMemberTeam(teamName: string, provider?: string): string {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-electron-ref-'))
+  const root = tempDir('mws-electron-ref-')
   writeJson(path.join(root, 'teams', teamName, 'config.json'), {
     name: teamName,
     members: [{ name: 'team-lead', agentType: 'team-lead' }, { name: 'bob', ...(provider ? { providerId: provider } : {}) }],
@@ -96,7 +96,7 @@ describe('createMemberWorkSyncFeature scenarios (the app’s, our versions)', ()
   })
 
   it('checks nudge dispatch readiness sequentially', async () => {
-    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-electron-ref-'))
+    const root = tempDir('mws-electron-ref-')
     const asked: { team: string; firstReleased: boolean }[] = []
     let released = false
     let releaseFirst!: () => void
@@ -209,7 +209,7 @@ describe('createMemberWorkSyncFeature scenarios (the app’s, our versions)', ()
   })
 
   it('builds the OpenCode bridge environment before the feature exists', async () => {
-    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-electron-ref-'))
+    const root = tempDir('mws-electron-ref-')
     const env = await buildMemberWorkSyncRuntimeTurnSettledEnvironment({ teamsBasePath: path.join(root, 'teams'), provider: 'opencode' })
     expect(env).toEqual({ AGENT_TEAMS_RUNTIME_TURN_SETTLED_SPOOL_ROOT: expect.stringContaining(root) })
   })
@@ -534,7 +534,7 @@ function warnings() {
 
 /** Two hours of calm shadow history for `team` (writeShadowHistory writes it for forge). */
 function writeShadowHistoryFor(root: string, team: string) {
-  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-shadow-'))
+  const scratch = tempDir('mws-shadow-')
   writeShadowHistory(scratch, Date.now())
   const metrics = readJson(path.join(scratch, 'teams/forge/.member-work-sync/indexes/metrics.json'))
   for (const event of metrics.recentEvents) event.teamName = team

@@ -1,10 +1,27 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { afterAll } from 'vitest'
+
+/** Temp dirs made by this test file, removed when the file is done. */
+const tempDirs: string[] = []
+afterAll(() => {
+  for (const dir of tempDirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true })
+}, 120_000)
+
+/**
+ * A fresh empty dir under the OS temp dir, named `<prefix>XXXXXX`, removed
+ * (with all it holds) once the test file that made it has run.
+ */
+export function tempDir(prefix: string, parent: string = os.tmpdir()): string {
+  const dir = fs.mkdtempSync(path.join(parent, prefix))
+  tempDirs.push(dir)
+  return dir
+}
 
 /** A fresh copy of the bundled example Claude root in a temp dir. */
 export function copyExampleRoot(): string {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-test-'))
+  const root = tempDir('mws-test-')
   fs.cpSync(path.join(__dirname, '..', 'examples', 'claude-root'), root, { recursive: true })
   return root
 }

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { createMemberWorkSyncFeature } from '../electron.js'
 import { MemberWorkSync } from '../index.js'
-import { copyExampleRoot, readJson } from './helpers'
+import { copyExampleRoot, readJson, tempDir } from './helpers'
 // @ts-ignore: plain ES module without types
 import { loadReference, referenceStore, rowsOf } from '../scripts/sqlite-reference/record.mjs'
 
@@ -188,7 +188,7 @@ describe.skipIf(missing !== null)(`gateway mode on the reference's own store${mi
   }, 120_000)
   afterAll(() => {
     if (work) fs.rmSync(work, { recursive: true, force: true })
-  })
+  }, 120_000)
 
   /** A fresh reference database with the shadow history; its core stays open when `keep`. */
   async function seeded(name: string, keep: boolean) {
@@ -358,7 +358,7 @@ describe.skipIf(missing !== null)(`gateway mode on the reference's own store${mi
       },
     }
     const withReplica = () => {
-      const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-hydrate-'))
+      const root = tempDir('mws-hydrate-')
       fs.cpSync(base, root, { recursive: true })
       const file = path.join(root, 'teams/forge/.member-work-sync/sqlite-fallback-replica.json')
       fs.writeFileSync(file, `${JSON.stringify(envelope, null, 2)}\n`)

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest'
 
 import { MemberWorkSync, mergeRuntimeHookSettings, TURN_SETTLED_HOOK_MARKER } from '../index.js'
 import type { TeamChangeEvent } from '../index.js'
-import { copyExampleRoot, readJson, writeJson } from './helpers'
+import { copyExampleRoot, readJson, tempDir, writeJson } from './helpers'
 
 const NOW = Date.parse('2026-11-22T10:00:00.000Z')
 const PROJECT = '/home/u/proj'
@@ -153,7 +153,7 @@ describe('runtime turn-settled pipeline', () => {
 
   it('native codex Stop payloads: hook overrides, then attribution by launch state or session log', async () => {
     const root = claudeRoot()
-    const codexHome = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-codex-home-'))
+    const codexHome = tempDir('mws-codex-home-')
     const previous = process.env.CODEX_HOME
     process.env.CODEX_HOME = codexHome
     const sync = instance(root)
@@ -401,7 +401,7 @@ describe('runtime turn-settled pipeline', () => {
   })
 
   it('launch goes on without the hook when the spool cannot be installed', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-ts-'))
+    const dir = tempDir('mws-ts-')
     const notADir = path.join(dir, 'file')
     fs.writeFileSync(notADir, '')
     const sync = new MemberWorkSync({ claudeRoot: dir, teamsBasePath: notADir, autoStart: false })

@@ -8,7 +8,7 @@ import path from 'node:path'
 
 import { MemberWorkSync } from '../../index.js'
 import type { MemberWorkSyncOptions } from '../../index.js'
-import { readJson, writeJson } from '../helpers'
+import { readJson, tempDir, writeJson } from '../helpers'
 
 /** The fixed instant every scenario starts at. */
 export const NOW = Date.parse('2026-11-22T10:00:00.000Z')
@@ -147,7 +147,7 @@ export class Team {
 }
 
 /** A team with `members` and `tasks` in a fresh temp Claude root, or beside others in `root`. */
-export function makeTeam(name: string, members: MemberSpec[], tasks: TaskSpec[], root = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-ref-'))): Team {
+export function makeTeam(name: string, members: MemberSpec[], tasks: TaskSpec[], root = tempDir('mws-ref-')): Team {
   const team = new Team(root, name)
   team.writeConfig(members)
   team.writeTasks(tasks)
