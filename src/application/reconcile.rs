@@ -46,6 +46,12 @@ pub enum WorkSyncError {
     TeamQuiesced(String),
 }
 
+impl From<std::io::Error> for WorkSyncError {
+    fn from(error: std::io::Error) -> Self {
+        Self::Io(PortError::Io(error))
+    }
+}
+
 /// A team name from the caller, checked (`invalid teamName: ...` otherwise).
 pub fn team_name(name: &str) -> Result<TeamName, WorkSyncError> {
     TeamName::parse(name).map_err(|e| WorkSyncError::InvalidArgument {

@@ -31,6 +31,7 @@ use crate::domain::recovery::RecoveryTaskRef;
 use crate::domain::retention::{bounds, Retention};
 use crate::domain::time::{clock_from_js, format_iso, CLOCK_RANGE_MS};
 use crate::infrastructure::composition::{Instance, RootPaths, Storage, Tuning};
+use crate::infrastructure::safe_fs::with_folder_syncs_deferred;
 use crate::infrastructure::sqlite::OpenMode;
 use crate::infrastructure::worker::ScheduleIntervals;
 
@@ -322,7 +323,21 @@ impl MemberWorkSync {
         let request = convert::json_argument(&env, request, "request");
         self.job(move |i| {
             let (team, member) = member_request(request?)?;
-            to_json(i.services.engine.refresh_status(&team, &member)?)
+            // The status, the metrics index and (when a nudge is planned)
+            // the member outbox and outbox index are each synced before
+            // their renames, and their folders once, together, before the
+            // answer: the member folder holds both the status and the
+            // outbox. Each file is old or new after any crash, and every
+            // mix a power cut can leave before the end is one the readers
+            // take: metrics ahead of the status count an evaluation that
+            // happened (the next reconcile records its own); an outbox item
+            // ahead of the status is revalidated against the stored status
+            // by the dispatcher (`status_no_longer_matches_outbox`) and
+            // planned again by the next reconcile; the outbox index is a
+            // view rebuilt from the outboxes.
+            let status =
+                with_folder_syncs_deferred(|| i.services.engine.refresh_status(&team, &member))?;
+            to_json(status)
         })
     }
 

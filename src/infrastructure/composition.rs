@@ -276,18 +276,21 @@ fn file_ports_reading(
 ) -> Ports {
     let store_paths = StorePaths::new(paths.teams_base.clone());
     let host = Arc::new(HostRelay::default());
+    let metrics = Arc::new(FsMetricsStore::new(paths.teams_base.clone(), clock.clone()));
     let json_ports = Ports {
         clock: clock.clone(),
         teams: teams.clone(),
         impacts: teams,
-        store: Arc::new(FsStatusStore::new(store_paths.clone(), clock.clone())),
+        store: Arc::new(
+            FsStatusStore::new(store_paths.clone(), clock.clone()).with_metrics(metrics.clone()),
+        ),
         journal: Arc::new(
             FsAuditJournal::new(store_paths.clone())
                 .with_log(log.clone())
                 .with_retention(retention),
         ),
         tokens: Arc::new(HmacReportTokens::new(paths.teams_base.clone())),
-        metrics: Arc::new(FsMetricsStore::new(paths.teams_base.clone(), clock.clone())),
+        metrics,
         intents: Arc::new(FsReportIntentStore::new(store_paths.clone(), clock.clone())),
         outbox: Arc::new(FsOutboxStore::new(store_paths, clock).with_retention(retention)),
         inbox: Arc::new(

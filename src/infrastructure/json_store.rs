@@ -262,7 +262,27 @@ pub fn stage_envelope<T: Serialize>(
         field.into(),
         serde_json::to_value(value).map_err(io::Error::other)?,
     );
-    let text = render_json(path, &Value::Object(envelope))?;
+    stage_value(root, path, &Value::Object(envelope))
+}
+
+/// [`write_flat_envelope`] staged for a group commit, as [`stage_envelope`].
+pub fn stage_flat_envelope<T: Serialize>(
+    root: &TrustedRoot,
+    path: &Path,
+    version: u64,
+    value: &T,
+) -> io::Result<Staged> {
+    let mut envelope = serde_json::Map::new();
+    envelope.insert("schemaVersion".into(), Value::from(version));
+    if let Value::Object(fields) = serde_json::to_value(value).map_err(io::Error::other)? {
+        envelope.extend(fields);
+    }
+    stage_value(root, path, &Value::Object(envelope))
+}
+
+/// `value` rendered and staged beside `path`.
+fn stage_value(root: &TrustedRoot, path: &Path, value: &Value) -> io::Result<Staged> {
+    let text = render_json(path, value)?;
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,

@@ -4,12 +4,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::json_store::{
-    peek_flat_envelope, read_flat_envelope, write_flat_envelope, Loaded, Peeked,
+    peek_flat_envelope, read_flat_envelope, stage_flat_envelope, write_flat_envelope, Loaded,
+    Peeked,
 };
 use super::lock::StoreLock;
-use super::safe_fs::TrustedRoot;
+use super::safe_fs::{Staged, TrustedRoot};
 use crate::application::ports::{Clock, MetricsStore, PortError};
-use crate::domain::metrics::{MetricEvent, MetricsIndex};
+use crate::domain::metrics::{events_for_write, MetricEvent, MetricsIndex};
 use crate::domain::status::MemberStatus;
 
 /// Envelope version of the index.
@@ -48,13 +49,36 @@ impl FsMetricsStore {
     }
 }
 
+impl FsMetricsStore {
+    /// The index with the write of `status` recorded (its own events,
+    /// [`events_for_write`]), staged beside the index for the status
+    /// store's group commit, with the index lock, which the caller holds
+    /// until the staged file is committed or dropped. The reconciler's own
+    /// [`MetricsStore::record`] of that write then finds it recorded and
+    /// writes nothing.
+    pub fn stage_record(&self, status: &MemberStatus) -> Result<(StoreLock, Staged), PortError> {
+        let path = self.path(&status.team_name);
+        let lock = StoreLock::acquire(&self.root, &path)?;
+        let mut index = self.load(&path)?;
+        index.record(status, events_for_write(status));
+        let staged = stage_flat_envelope(&self.root, &path, SCHEMA_VERSION, &index)?;
+        Ok((lock, staged))
+    }
+}
+
 impl MetricsStore for FsMetricsStore {
+    /// Written only when the index changes: a write the status store
+    /// already recorded with its status ([`FsMetricsStore::stage_record`])
+    /// is not written again (recording is idempotent: events dedupe by id).
     fn record(&self, status: &MemberStatus, events: Vec<MetricEvent>) -> Result<(), PortError> {
         let path = self.path(&status.team_name);
         let _lock = StoreLock::acquire(&self.root, &path)?;
-        let mut index = self.load(&path)?;
+        let loaded = self.load(&path)?;
+        let mut index = loaded.clone();
         index.record(status, events);
-        write_flat_envelope(&self.root, &path, SCHEMA_VERSION, &index)?;
+        if index != loaded {
+            write_flat_envelope(&self.root, &path, SCHEMA_VERSION, &index)?;
+        }
         Ok(())
     }
 

@@ -2,9 +2,9 @@
 //! `indexes/outbox-index.json`. Lock order: index, then member file.
 
 use crate::domain::retention::Retention;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
@@ -13,7 +13,7 @@ use super::json_store::{
     Loaded, Peeked,
 };
 use super::lock::StoreLock;
-use super::safe_fs::{not_a_file, FileKind, FileRead, TrustedRoot};
+use super::safe_fs::{not_a_file, FileKind, FileRead, Stamp, TrustedRoot};
 use super::status_store::StorePaths;
 use crate::application::ports::{
     Claimed, Clock, MemberFailure, OutboxStore, PortError, WatchdogJournal,
@@ -67,6 +67,18 @@ pub struct FsOutboxStore {
     paths: StorePaths,
     clock: Arc<dyn Clock>,
     retention: Retention,
+    /// Per team, the highest planning sequence of its outboxes as this
+    /// process last knew it, and the stamp its outbox index had then (see
+    /// [`FsOutboxStore::next_plan_sequence`]).
+    plan_sequences: Mutex<HashMap<String, KnownSequence>>,
+}
+
+/// The highest planning sequence of a team's outboxes, known while the
+/// team's outbox index keeps `index`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct KnownSequence {
+    index: Stamp,
+    highest: u64,
 }
 
 impl FsOutboxStore {
@@ -76,6 +88,7 @@ impl FsOutboxStore {
             paths,
             clock,
             retention: Retention::default(),
+            plan_sequences: Mutex::new(HashMap::new()),
         }
     }
 
@@ -129,14 +142,63 @@ impl FsOutboxStore {
     /// The planning sequence a newly planned item of `team` gets: one past the
     /// highest in its outboxes (read without locks, as claims do: two
     /// processes planning at once may share one, and their items then go by id).
+    ///
+    /// Every item that gets a sequence is new to its outbox, and every
+    /// ensure then adds it to the team's outbox index (a crash before that
+    /// leaves the index to the next dispatch pass's rebuild), so while the
+    /// index keeps the stamp it had when this process last learnt the
+    /// highest sequence, no other writer has planned an item since: the
+    /// highest it knew holds, and the team's outboxes are not read again.
+    /// Any other stamp (or none) reads them all.
     fn next_plan_sequence(&self, team: &str) -> Result<u64, PortError> {
+        let index = self.index_stamp(team);
+        if let (Some(index), Some(known)) = (index, self.known_sequence(team)) {
+            if known.index == index {
+                return Ok(known.highest + 1);
+            }
+        }
         let (items, _unreadable) = self.team_items(team)?;
-        Ok(items
+        let highest = items
             .iter()
             .filter_map(|(_, sequence)| *sequence)
             .max()
-            .unwrap_or(0)
-            + 1)
+            .unwrap_or(0);
+        // Noted with the stamp from before the read: an index changed
+        // during it does not match next time.
+        if let Some(index) = index {
+            self.note_sequence(team, Some(KnownSequence { index, highest }));
+        }
+        Ok(highest + 1)
+    }
+
+    /// The stamp of the team's outbox index; `None` when there is none or
+    /// it cannot be read.
+    fn index_stamp(&self, team: &str) -> Option<Stamp> {
+        let path = self.index_path(team);
+        let folder = self.paths.root().open_dir(path.parent()?).ok()??;
+        match folder.stamp(path.file_name()?).ok()?? {
+            (FileKind::File, stamp) => Some(stamp),
+            _ => None,
+        }
+    }
+
+    fn known_sequence(&self, team: &str) -> Option<KnownSequence> {
+        let known = self
+            .plan_sequences
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        known.get(team).copied()
+    }
+
+    fn note_sequence(&self, team: &str, known: Option<KnownSequence>) {
+        let mut sequences = self
+            .plan_sequences
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        match known {
+            Some(known) => sequences.insert(team.to_string(), known),
+            None => sequences.remove(team),
+        };
     }
 
     /// Read-modify-write of one member's outbox under its lock. Returns the
@@ -210,14 +272,52 @@ impl FsOutboxStore {
     fn write_member_index(&self, team: &str, member: &str) -> Result<(), PortError> {
         let index_path = self.index_path(team);
         let _index_lock = StoreLock::acquire(self.paths.root(), &index_path)?;
+        // The highest planning sequence stays known across this write only
+        // if nobody changed the index since it was learnt (under the index
+        // lock, so no other ensure writes it meanwhile).
+        let known = self
+            .known_sequence(team)
+            .filter(|known| self.index_stamp(team) == Some(known.index));
         let Peeked::Found(stored) =
             peek_flat_envelope::<OutboxIndex>(self.paths.root(), &index_path, SCHEMA_VERSION)?
         else {
+            self.note_sequence(team, None);
             return self.rebuild_index(team, &index_path);
         };
-        let Ok(items) = self.read_items(&self.member_path(team, member)) else {
+        let Ok(stored_items) = self.read_stored(&self.member_path(team, member)) else {
+            self.note_sequence(team, None);
             return self.rebuild_index(team, &index_path);
         };
+        let member_highest = stored_items
+            .values()
+            .filter_map(|stored| stored.plan_sequence)
+            .max()
+            .unwrap_or(0);
+        let items: BTreeMap<String, OutboxItem> = stored_items
+            .into_iter()
+            .map(|(id, stored)| (id, stored.item))
+            .collect();
+        let written = self.write_member_entries(&index_path, stored, member, &items);
+        let after = self.index_stamp(team);
+        self.note_sequence(
+            team,
+            known.zip(after).map(|(known, index)| KnownSequence {
+                index,
+                highest: known.highest.max(member_highest),
+            }),
+        );
+        written
+    }
+
+    /// The index `stored` with `member`'s entries replaced by `items`,
+    /// written unless unchanged ([`FsOutboxStore::write_member_index`]).
+    fn write_member_entries(
+        &self,
+        index_path: &Path,
+        stored: OutboxIndex,
+        member: &str,
+        items: &BTreeMap<String, OutboxItem>,
+    ) -> Result<(), PortError> {
         let key = member_key(member);
         let mut index = OutboxIndex {
             items: stored.items.clone(),
@@ -234,7 +334,7 @@ impl FsOutboxStore {
         // A view of the member outboxes, which are durable: rebuilt in full
         // when missing or unusable (here and by every dispatch pass), read
         // by the addon only for its existence, which a replacement keeps.
-        replace_flat_view(self.paths.root(), &index_path, SCHEMA_VERSION, &index)?;
+        replace_flat_view(self.paths.root(), index_path, SCHEMA_VERSION, &index)?;
         Ok(())
     }
 
@@ -548,6 +648,30 @@ mod tests {
         assert_eq!(
             names(&claimed_members(&store, later)),
             ["zed", "amy", "bob"]
+        );
+    }
+
+    /// Two stores on one root stand for two processes: each one's kept
+    /// highest sequence gives way to what the other planned meanwhile.
+    #[test]
+    fn items_planned_by_two_processes_in_turn_are_claimed_in_planning_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let (first, second) = (store_at(dir.path(), NOW), store_at(dir.path(), NOW));
+        for (store, member) in [
+            (&first, "zed"),
+            (&first, "amy"),
+            (&second, "yan"),
+            (&second, "bob"),
+            (&first, "xia"),
+            (&first, "cat"),
+        ] {
+            store
+                .ensure("forge", member, &planned_member(member), NOW)
+                .unwrap();
+        }
+        assert_eq!(
+            names(&claimed_members(&first, NOW)),
+            ["zed", "amy", "yan", "bob", "xia", "cat"]
         );
     }
 

@@ -13,7 +13,8 @@ use super::json_store::{
     peek_envelope, read_envelope, stage_envelope, write_envelope, Loaded, Peeked,
 };
 use super::lock::StoreLock;
-use super::safe_fs::{commit, FileKind, TrustedRoot};
+use super::metrics_store::FsMetricsStore;
+use super::safe_fs::{commit, commit_with_companion, FileKind, TrustedRoot};
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
 use crate::application::ports::{
     AuditEvent, AuditJournal, Clock, PortError, StatusStore, StoredStatus,
@@ -89,12 +90,66 @@ impl StorePaths {
 pub struct FsStatusStore {
     paths: StorePaths,
     clock: Arc<dyn Clock>,
+    /// The team metrics index a member's status write also records into,
+    /// in the same group commit.
+    metrics: Option<Arc<FsMetricsStore>>,
 }
 
 impl FsStatusStore {
     /// A store under `paths`, naming quarantined files with `clock`.
     pub fn new(paths: StorePaths, clock: Arc<dyn Clock>) -> Self {
-        Self { paths, clock }
+        Self {
+            paths,
+            clock,
+            metrics: None,
+        }
+    }
+
+    /// Records each member's status write ([`StatusStore::update`]) into
+    /// `metrics` in the same group commit as the status: the two files'
+    /// data are synced side by side, then both renamed, then their folders
+    /// synced, instead of one file after the other. The caller's metrics
+    /// write of that status then finds it recorded and writes nothing.
+    /// After a crash each file is old or new; the status is renamed first,
+    /// so a kill leaves the index behind the status, never ahead, and a
+    /// power cut that keeps the index's rename but not the status's leaves
+    /// the events of an evaluation that happened (the next reconcile
+    /// records its own).
+    pub fn with_metrics(mut self, metrics: Arc<FsMetricsStore>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Writes `status` to `path` (the caller holds its lock), with its
+    /// metrics in one group commit when the store keeps them. Metrics that
+    /// cannot be staged, synced or renamed (their folder unusable) leave
+    /// the status write alone: the caller's own metrics write then finds
+    /// them unrecorded, writes them and reports a failure.
+    fn write_status(&self, path: &std::path::Path, status: &MemberStatus) -> Result<(), PortError> {
+        let Some(metrics) = &self.metrics else {
+            write_envelope(
+                self.paths.root(),
+                path,
+                STATUS_SCHEMA_VERSION,
+                "status",
+                status,
+            )?;
+            return Ok(());
+        };
+        let staged = stage_envelope(
+            self.paths.root(),
+            path,
+            STATUS_SCHEMA_VERSION,
+            "status",
+            status,
+        )?;
+        match metrics.stage_record(status) {
+            Ok((_metrics_lock, staged_metrics)) => {
+                commit_with_companion(vec![staged], staged_metrics)?;
+            }
+            Err(_) => commit(vec![staged])?,
+        }
+        Ok(())
     }
 
     fn read_legacy(&self, team: &str, member: &str) -> Result<Option<MemberStatus>, PortError> {
@@ -197,13 +252,7 @@ impl StatusStore for FsStatusStore {
         let _lock = StoreLock::acquire(self.paths.root(), &path)?;
         let previous = self.read(team, member)?;
         let status = build(previous);
-        write_envelope(
-            self.paths.root(),
-            &path,
-            STATUS_SCHEMA_VERSION,
-            "status",
-            &status,
-        )?;
+        self.write_status(&path, &status)?;
         self.write_member_meta(&status)?;
         Ok(status)
     }
@@ -523,6 +572,36 @@ mod tests {
         }
         assert!(left <= kills * GROUP.len());
         assert!(rounds.iter().any(|r| *r > 0), "the child never committed");
+    }
+
+    #[test]
+    fn a_status_write_records_its_metrics_and_unusable_metrics_leave_it_alone() {
+        use crate::application::ports::MetricsStore;
+        use crate::domain::metrics::events_for_write;
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(7));
+        let metrics = Arc::new(FsMetricsStore::new(dir.path().to_path_buf(), clock.clone()));
+        let store = FsStatusStore::new(StorePaths::new(dir.path().to_path_buf()), clock)
+            .with_metrics(metrics.clone());
+        bump(&store, "jack", 1);
+        let index = metrics.read("forge").unwrap();
+        assert_eq!(index.members["jack"].member_name, "jack");
+        assert_eq!(index.recent_events.len(), 1, "{index:?}");
+        // The reconciler's own record of that write finds it and writes nothing.
+        let index_file = dir
+            .path()
+            .join("forge/.member-work-sync/indexes/metrics.json");
+        let inode = std::fs::metadata(&index_file).unwrap().ino();
+        let status = store.read("forge", "jack").unwrap().into_status().unwrap();
+        metrics.record(&status, events_for_write(&status)).unwrap();
+        assert_eq!(std::fs::metadata(&index_file).unwrap().ino(), inode);
+        // A file where the index folder belongs: the status is written all the same.
+        std::fs::remove_dir_all(index_file.parent().unwrap()).unwrap();
+        std::fs::write(index_file.parent().unwrap(), "not a folder").unwrap();
+        bump(&store, "jack", 1);
+        let status = store.read("forge", "jack").unwrap().into_status().unwrap();
+        assert_eq!(status.diagnostics.len(), 2);
     }
 
     #[test]

@@ -207,7 +207,8 @@ impl Dir {
             return Err(with_path(&target, e));
         }
         if durable {
-            self.sync()?;
+            // Now, or at the end of a request's deferred folder syncs.
+            super::folder_syncs::sync_entries(self)?;
         }
         temp::note_write(self);
         Ok(())

@@ -19,6 +19,9 @@
 //! * Many such writes can be made durable together ([`Dir::stage`] then
 //!   [`commit`]): one write-back for all, then the renames, then one fsync
 //!   per folder; each file is still either old or new after a crash.
+//! * A request that replaces several files can defer their folder syncs to
+//!   its end ([`with_folder_syncs_deferred`]): one sync per folder, side by
+//!   side, before its result is handed back.
 //! * [`Stamp`]s and [`DirWatch`] let a reader keep what it parsed until a
 //!   file changes.
 //! * Appends write whole lines only and first terminate a torn tail, so a
@@ -49,6 +52,7 @@ mod dir;
 #[cfg(windows)]
 #[path = "dir_windows.rs"]
 mod dir;
+mod folder_syncs;
 mod kinds;
 mod root;
 mod staged;
@@ -59,9 +63,10 @@ mod watch;
 mod windows_name;
 
 pub use dir::Dir;
+pub use folder_syncs::with_folder_syncs_deferred;
 pub use kinds::{Entry, FileKind, FileRead, Meta};
 pub use root::TrustedRoot;
-pub use staged::{commit, sync_staged, Staged};
+pub use staged::{commit, commit_with_companion, sync_staged, Staged};
 pub use stamp::{Stamp, StampedRead, SETTLE_MARGIN};
 pub use temp::{is_temp_name, TEMP_ABANDONED_MS, TEMP_MARK};
 pub use watch::{Changes, DirWatch};

@@ -222,12 +222,47 @@ pub fn commit(staged: Vec<Staged>) -> io::Result<()> {
     let mut synced = HashSet::new();
     for dir in &published {
         if synced.insert(dir.path().to_path_buf()) {
-            if let Err(e) = dir.sync() {
+            // Now, or at the end of a request's deferred folder syncs.
+            if let Err(e) = super::folder_syncs::sync_entries(dir) {
                 result = result.and(Err(e));
             }
         }
     }
     result
+}
+
+/// [`commit`] of `staged` with `companion` along: the companion's data is
+/// synced side by side with the others', it is published after them and its
+/// folder synced with theirs. A companion that fails to sync or publish is
+/// dropped (its temp file removed) without failing the commit: `Ok(false)`,
+/// and its target keeps its old content. For a derived file written with
+/// the files it derives from (a team's metrics index with a member's
+/// status), whose own writer retries it.
+pub fn commit_with_companion(staged: Vec<Staged>, companion: Staged) -> io::Result<bool> {
+    let mut all = staged;
+    all.push(companion);
+    let mut synced = sync_staged(&all).into_iter();
+    let companion = all.pop().expect("the companion was pushed");
+    let companion_synced = synced.next_back().is_some_and(|r| r.is_ok());
+    synced.collect::<io::Result<()>>()?;
+    let mut published = Vec::with_capacity(all.len() + 1);
+    for file in all {
+        let dir = file.dir.try_clone()?;
+        file.publish()?;
+        published.push(dir);
+    }
+    let companion_published = companion_synced
+        && match companion.dir.try_clone() {
+            Ok(dir) => companion.publish().map(|()| published.push(dir)).is_ok(),
+            Err(_) => false,
+        };
+    let mut folders = HashSet::new();
+    for dir in &published {
+        if folders.insert(dir.path().to_path_buf()) {
+            super::folder_syncs::sync_entries(dir)?;
+        }
+    }
+    Ok(companion_published)
 }
 
 #[cfg(test)]
@@ -378,6 +413,39 @@ mod tests {
             b"precious"
         );
         assert!(dir.stage_new("../escape", b"x", 0o600).is_err());
+    }
+
+    #[test]
+    fn a_companion_that_cannot_be_published_is_dropped_and_the_commit_stands() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = TrustedRoot::new(tmp.path());
+        let open = |p: &str| root.create_dir_all(&tmp.path().join(p)).unwrap();
+        // A full folder where the companion's file belongs: no rename replaces it.
+        std::fs::create_dir_all(tmp.path().join("b/index.json/inside")).unwrap();
+        let recorded = commit_with_companion(
+            vec![open("a").stage("status.json", b"new", 0o644).unwrap()],
+            open("b").stage("index.json", b"index", 0o644).unwrap(),
+        );
+        assert!(!recorded.unwrap());
+        assert_eq!(
+            std::fs::read(tmp.path().join("a/status.json")).unwrap(),
+            b"new"
+        );
+        assert_eq!(names(&tmp.path().join("b")), ["index.json"], "temp removed");
+        let recorded = commit_with_companion(
+            vec![open("a").stage("status.json", b"newer", 0o644).unwrap()],
+            open("c").stage("index.json", b"index", 0o644).unwrap(),
+        );
+        assert!(recorded.unwrap());
+        assert_eq!(
+            std::fs::read(tmp.path().join("a/status.json")).unwrap(),
+            b"newer"
+        );
+        assert_eq!(
+            std::fs::read(tmp.path().join("c/index.json")).unwrap(),
+            b"index"
+        );
+        assert_eq!(names(&tmp.path().join("a")), ["status.json"]);
     }
 
     #[test]

@@ -1,0 +1,194 @@
+//! Folder syncs deferred to the end of one request
+//! ([`with_folder_syncs_deferred`]).
+//!
+//! A durable replacement ([`Dir::write_atomic`]) syncs the temp file's data,
+//! renames it over the target, then syncs the folder so the rename survives a
+//! power cut. A request that replaces several files (a member's status and
+//! outbox, the team's metrics index) would wait on one folder sync per file.
+//! Inside this scope the folder syncs wait for its end instead, and run then
+//! once per folder, side by side, before the scope's result is handed back.
+//!
+//! What holds as before: every file's data is synced before its rename, so
+//! each target is, after any crash, its old or its new content; and
+//! everything the scope wrote is durable before its caller gets the result.
+//! What the scope changes: until its end, a power cut may keep a later
+//! rename and lose an earlier one (in another folder, or in the same one:
+//! POSIX orders neither). A caller opens the scope only around work whose
+//! files are each valid on their own in any such mix, and says why where it
+//! opens it. Only this thread's writes are deferred: a write on another
+//! thread, or a [`commit`](super::commit), syncs its folders at once.
+
+use std::cell::RefCell;
+use std::io;
+
+use super::dir::Dir;
+use crate::infrastructure::side_by_side::map_side_by_side;
+
+thread_local! {
+    /// The folders whose sync waits for the end of this thread's scope;
+    /// `None` outside a scope.
+    static DEFERRED: RefCell<Option<Vec<Dir>>> = const { RefCell::new(None) };
+}
+
+/// Runs `work` with the folder syncs of its durable replacements deferred to
+/// its end (see the module docs), then syncs each folder once. The work's
+/// error comes first; a failed folder sync fails work that succeeded. Inside
+/// an open scope, `work` joins it: the outer scope syncs.
+pub fn with_folder_syncs_deferred<T, E: From<io::Error>>(
+    work: impl FnOnce() -> Result<T, E>,
+) -> Result<T, E> {
+    if DEFERRED.with(|deferred| deferred.borrow().is_some()) {
+        return work();
+    }
+    let scope = Scope::open();
+    let result = work();
+    let synced = scope.close();
+    match (result, synced) {
+        (Ok(value), Ok(())) => Ok(value),
+        (Ok(_), Err(error)) => Err(E::from(error)),
+        (Err(error), _) => Err(error),
+    }
+}
+
+/// Makes the entries of `dir` (a rename just made) durable: now, or at the
+/// end of this thread's [`with_folder_syncs_deferred`] scope.
+pub(super) fn sync_entries(dir: &Dir) -> io::Result<()> {
+    let deferred = DEFERRED.with(|deferred| {
+        let mut deferred = deferred.borrow_mut();
+        let Some(folders) = deferred.as_mut() else {
+            return false;
+        };
+        if folders.iter().any(|folder| folder.path() == dir.path()) {
+            return true;
+        }
+        // Without a handle of its own the folder is synced now.
+        match dir.try_clone() {
+            Ok(handle) => {
+                folders.push(handle);
+                true
+            }
+            Err(_) => false,
+        }
+    });
+    if deferred {
+        Ok(())
+    } else {
+        dir.sync()
+    }
+}
+
+/// An open scope of this thread. Dropped without [`Scope::close`] (the work
+/// panicked), it still syncs what was deferred, ignoring failures.
+struct Scope {
+    closed: bool,
+}
+
+impl Scope {
+    fn open() -> Self {
+        DEFERRED.with(|deferred| *deferred.borrow_mut() = Some(Vec::new()));
+        Self { closed: false }
+    }
+
+    /// Ends the scope and syncs every deferred folder, side by side.
+    fn close(mut self) -> io::Result<()> {
+        self.closed = true;
+        sync_all(take())
+    }
+}
+
+impl Drop for Scope {
+    fn drop(&mut self) {
+        if !self.closed {
+            let _ = sync_all(take());
+        }
+    }
+}
+
+fn take() -> Vec<Dir> {
+    DEFERRED
+        .with(|deferred| deferred.borrow_mut().take())
+        .unwrap_or_default()
+}
+
+fn sync_all(folders: Vec<Dir>) -> io::Result<()> {
+    map_side_by_side(&folders, folders.len(), Dir::sync)
+        .into_iter()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::infrastructure::safe_fs::TrustedRoot;
+
+    /// The folders waiting in this thread's scope.
+    fn waiting() -> Option<Vec<std::path::PathBuf>> {
+        DEFERRED.with(|deferred| {
+            deferred
+                .borrow()
+                .as_ref()
+                .map(|folders| folders.iter().map(|f| f.path().to_path_buf()).collect())
+        })
+    }
+
+    #[test]
+    fn a_scope_defers_each_folder_once_and_ends_with_none_waiting() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = TrustedRoot::new(tmp.path());
+        let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+        let written: io::Result<()> = with_folder_syncs_deferred(|| {
+            root.write_atomic(&a.join("status.json"), b"s")?;
+            root.write_atomic(&a.join("outbox.json"), b"o")?;
+            root.write_atomic(&b.join("metrics.json"), b"m")?;
+            // Nested: joins this scope.
+            with_folder_syncs_deferred(|| root.write_atomic(&b.join("x.json"), b"x"))?;
+            assert_eq!(waiting(), Some(vec![a.clone(), b.clone()]));
+            Ok(())
+        });
+        written.unwrap();
+        assert_eq!(waiting(), None);
+        for (path, content) in [
+            ("a/status.json", "s"),
+            ("a/outbox.json", "o"),
+            ("b/x.json", "x"),
+        ] {
+            assert_eq!(
+                std::fs::read_to_string(tmp.path().join(path)).unwrap(),
+                content
+            );
+        }
+    }
+
+    #[test]
+    fn outside_a_scope_nothing_waits_and_a_failed_work_keeps_its_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = TrustedRoot::new(tmp.path());
+        root.write_atomic(&tmp.path().join("a/s.json"), b"s")
+            .unwrap();
+        assert_eq!(waiting(), None);
+        let failed: io::Result<()> = with_folder_syncs_deferred(|| {
+            root.write_atomic(&tmp.path().join("a/s.json"), b"new")?;
+            Err(io::Error::other("later step failed"))
+        });
+        assert_eq!(failed.unwrap_err().to_string(), "later step failed");
+        assert_eq!(waiting(), None);
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("a/s.json")).unwrap(),
+            "new"
+        );
+    }
+
+    #[test]
+    fn a_panicking_work_leaves_no_scope_open() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = TrustedRoot::new(tmp.path());
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _: io::Result<()> = with_folder_syncs_deferred(|| {
+                root.write_atomic(&tmp.path().join("a/s.json"), b"s")?;
+                panic!("work panicked");
+            });
+        }));
+        assert!(panicked.is_err());
+        assert_eq!(waiting(), None);
+    }
+}
