@@ -17,6 +17,7 @@ use super::host::{
 use super::ports::{AuditEvent, InboxOutcome, MemberFailure, PortError, Ports};
 use super::{proof_missing, review_pickup};
 use crate::domain::agenda::{Agenda, TeamIndex};
+use crate::domain::audit::AuditKind;
 use crate::domain::decision::{decide, DecisionInput, RuntimeActivity};
 use crate::domain::metrics::{readiness, MetricsIndex, Readiness, Thresholds};
 use crate::domain::nudge::{
@@ -98,7 +99,7 @@ impl Nudges {
     fn audit(
         &self,
         source: &'static str,
-        kind: &'static str,
+        kind: AuditKind,
         team: &str,
         member: &str,
         diagnostics: Vec<String>,
@@ -146,7 +147,12 @@ impl Nudges {
                 review_pickup::delivery(host, team, &status.member_name, status.provider_id)
             {
                 let why = undeliverable.planner_reason();
-                self.plan_audit(status, "review_pickup_delivery_unavailable", &why, true);
+                self.plan_audit(
+                    status,
+                    AuditKind::ReviewPickupDeliveryUnavailable,
+                    &why,
+                    true,
+                );
                 self.plan_escalation(status, &base.payload, &why);
                 return Some(self.plan_line(
                     status,
@@ -188,9 +194,9 @@ impl Nudges {
         };
         metadata["taskRefs"] = json!(agenda_task_refs(status));
         let kind = if planned {
-            "nudge_planned"
+            AuditKind::NudgePlanned
         } else {
-            "nudge_skipped"
+            AuditKind::NudgeSkipped
         };
         let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
         self.audit("nudge_planner", kind, team, member, diagnostics, metadata);
@@ -200,7 +206,7 @@ impl Nudges {
     /// A planner line of a review pickup that cannot go out
     /// (`review_pickup_delivery_unavailable`, which names its reason as its
     /// one diagnostic, or `review_pickup_escalated`).
-    fn plan_audit(&self, status: &MemberStatus, kind: &'static str, reason: &str, diagnosed: bool) {
+    fn plan_audit(&self, status: &MemberStatus, kind: AuditKind, reason: &str, diagnosed: bool) {
         let mut metadata = planner_metadata(status, reason);
         metadata["taskRefs"] = json!(agenda_task_refs(status));
         let diagnostics = if diagnosed {
@@ -221,7 +227,7 @@ impl Nudges {
         payload: &crate::domain::nudge::NudgePayload,
         reason: &str,
     ) {
-        self.plan_audit(status, "review_pickup_escalated", reason, false);
+        self.plan_audit(status, AuditKind::ReviewPickupEscalated, reason, false);
         let now = self.ports.clock.now_ms();
         let escalation = ReviewPickupEscalation {
             team_name: &status.team_name,
@@ -309,7 +315,7 @@ impl Nudges {
         summary.failed += 1;
         self.audit(
             "nudge_dispatcher",
-            "outbox_unavailable",
+            AuditKind::OutboxUnavailable,
             team,
             &failure.member_key,
             vec![],
@@ -336,14 +342,14 @@ impl Nudges {
             self.delivered.record(team, &item.member_name, &item.id, at);
         }
         let (counter, kind) = match &end {
-            AttemptEnd::Delivered => (&mut summary.delivered, "nudge_delivered"),
-            AttemptEnd::Retryable { .. } => (&mut summary.retryable, "nudge_retryable"),
-            AttemptEnd::Superseded { .. } => (&mut summary.superseded, "nudge_superseded"),
+            AttemptEnd::Delivered => (&mut summary.delivered, AuditKind::NudgeDelivered),
+            AttemptEnd::Retryable { .. } => (&mut summary.retryable, AuditKind::NudgeRetryable),
+            AttemptEnd::Superseded { .. } => (&mut summary.superseded, AuditKind::NudgeSuperseded),
             AttemptEnd::PickupUndeliverable { .. } => (
                 &mut summary.superseded,
-                "review_pickup_delivery_unavailable",
+                AuditKind::ReviewPickupDeliveryUnavailable,
             ),
-            AttemptEnd::Terminal { .. } => (&mut summary.terminal, "nudge_skipped"),
+            AttemptEnd::Terminal { .. } => (&mut summary.terminal, AuditKind::NudgeSkipped),
         };
         match self.ports.outbox.finish(item, &end, now) {
             Ok(true) => *counter += 1,
@@ -355,7 +361,7 @@ impl Nudges {
                 summary.failed += 1;
                 self.audit(
                     "nudge_dispatcher",
-                    "outbox_unavailable",
+                    AuditKind::OutboxUnavailable,
                     team,
                     &item.member_name,
                     vec![],
@@ -406,9 +412,11 @@ impl Nudges {
         metadata["reason"] = reason.clone().into();
         let kind = match (&end, notes.pickup) {
             (AttemptEnd::Retryable { .. }, Some(PickupAnswer::RetryableFailure)) => {
-                "review_pickup_wake_failed_retryable"
+                AuditKind::ReviewPickupWakeFailedRetryable
             }
-            (AttemptEnd::Retryable { .. }, Some(PickupAnswer::CallFailed)) => "nudge_retryable",
+            (AttemptEnd::Retryable { .. }, Some(PickupAnswer::CallFailed)) => {
+                AuditKind::NudgeRetryable
+            }
             (AttemptEnd::Retryable { .. }, _) => retry_event(&reason),
             _ => kind,
         };
@@ -417,7 +425,7 @@ impl Nudges {
             delivered["reason"] = PickupAnswer::state(response_proven).into();
             self.audit(
                 "nudge_dispatcher",
-                "review_pickup_member_nudge_delivered",
+                AuditKind::ReviewPickupMemberNudgeDelivered,
                 team,
                 &item.member_name,
                 vec![],
@@ -444,7 +452,7 @@ impl Nudges {
         if escalated {
             self.audit(
                 "nudge_dispatcher",
-                "review_pickup_escalated",
+                AuditKind::ReviewPickupEscalated,
                 team,
                 &item.member_name,
                 vec![],
@@ -482,7 +490,7 @@ impl Nudges {
         if let Err(error) = self.ports.host.delivery_wake(&wake) {
             self.audit(
                 "nudge_dispatcher",
-                "nudge_wake_failed",
+                AuditKind::NudgeWakeFailed,
                 &item.team_name,
                 &item.member_name,
                 vec![],
@@ -798,16 +806,16 @@ const FAILURE_REASONS: [&str; 5] = [
 /// failure is `nudge_retryable`; a hold found by revalidation (readiness,
 /// the hourly limit, an agenda that could not be loaded) is `nudge_skipped`
 /// unless its reason has an event of its own.
-fn retry_event(reason: &str) -> &'static str {
+fn retry_event(reason: &str) -> AuditKind {
     if reason.starts_with("member_busy:") {
-        "member_busy"
+        AuditKind::MemberBusy
     } else if FAILURE_REASONS.iter().any(|r| reason.starts_with(r)) {
-        "nudge_retryable"
+        AuditKind::NudgeRetryable
     } else {
         match reason {
-            "watchdog_cooldown_active" => "watchdog_cooldown_active",
-            "team_inactive" => "team_inactive",
-            _ => "nudge_skipped",
+            "watchdog_cooldown_active" => AuditKind::WatchdogCooldownActive,
+            "team_inactive" => AuditKind::TeamInactive,
+            _ => AuditKind::NudgeSkipped,
         }
     }
 }

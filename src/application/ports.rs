@@ -196,8 +196,8 @@ pub trait StatusStore: Send + Sync {
 /// One audit journal event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditEvent {
-    /// `reconcile_started`, `agenda_loaded`, ...
-    pub kind: &'static str,
+    /// What the line records (`event`).
+    pub kind: crate::domain::audit::AuditKind,
     /// `reconciler`, `reporter`, ...
     pub source: &'static str,
     /// Team whose journal gets the line.

@@ -11,6 +11,7 @@ use super::nudges::Nudges;
 use super::ports::{AuditEvent, PortError, Ports, StatusStore, StoredStatus};
 use super::queue::Trigger;
 use crate::domain::agenda::{Agenda, TeamIndex};
+use crate::domain::audit::AuditKind;
 use crate::domain::decision::{
     decide, keeps_caught_up_report, staleness_diagnostics, DecisionInput,
 };
@@ -629,7 +630,7 @@ impl Reconciler {
         );
         self.audit(
             SOURCE,
-            "status_write_failed",
+            AuditKind::StatusWriteFailed,
             team,
             member,
             now,
@@ -655,7 +656,7 @@ impl Reconciler {
         let events = [
             audit_event(
                 SOURCE,
-                "reconcile_started",
+                AuditKind::ReconcileStarted,
                 team,
                 member,
                 now,
@@ -668,7 +669,7 @@ impl Reconciler {
             ),
             audit_event(
                 SOURCE,
-                "agenda_loaded",
+                AuditKind::AgendaLoaded,
                 team,
                 member,
                 now,
@@ -714,7 +715,7 @@ impl Reconciler {
         let member = normalize_member_name(&status.member_name);
         self.audit(
             "json_store",
-            "status_written",
+            AuditKind::StatusWritten,
             &status.team_name,
             &member,
             now,
@@ -738,9 +739,9 @@ impl Reconciler {
     ) {
         let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
         let decision_kind = if status.state == StatusState::Inactive {
-            "team_inactive"
+            AuditKind::TeamInactive
         } else {
-            "decision_made"
+            AuditKind::DecisionMade
         };
         let mut summary = json!({
             "agendaFingerprint": status.agenda.fingerprint,
@@ -785,7 +786,7 @@ impl Reconciler {
             stall["previousEvaluatedAt"] = json!(previous_evaluated_at);
             events.push(audit_event(
                 SOURCE,
-                "runtime_stall_observed",
+                AuditKind::RuntimeStallObserved,
                 team,
                 member,
                 now,
@@ -796,7 +797,7 @@ impl Reconciler {
         if let Some(suppressed) = suppressed {
             events.push(audit_event(
                 SOURCE,
-                "nudge_suppressed",
+                AuditKind::NudgeSuppressed,
                 team,
                 member,
                 now,
@@ -810,7 +811,7 @@ impl Reconciler {
         }
         events.push(audit_event(
             "json_store",
-            "status_written",
+            AuditKind::StatusWritten,
             team,
             member,
             now,
@@ -873,7 +874,7 @@ impl Reconciler {
                     // The app's store journals its own fallback read.
                     self.audit(
                         "json_store",
-                        "legacy_fallback_used",
+                        AuditKind::LegacyFallbackUsed,
                         &snapshot.team_name,
                         &member,
                         now,
@@ -1108,7 +1109,7 @@ impl Reconciler {
         );
         self.audit(
             "reconciler",
-            "metrics_unavailable",
+            AuditKind::MetricsUnavailable,
             &status.team_name,
             &status.member_name,
             self.ports.clock.now_ms(),
@@ -1136,7 +1137,7 @@ impl Reconciler {
     pub(super) fn audit(
         &self,
         source: &'static str,
-        kind: &'static str,
+        kind: AuditKind,
         team: &str,
         member: &str,
         at_ms: EpochMs,
@@ -1159,7 +1160,7 @@ fn evaluated_at_of(previous: &StoredStatus) -> Option<String> {
 /// A journal event; `None` unless `metadata` is an object.
 fn audit_event(
     source: &'static str,
-    kind: &'static str,
+    kind: AuditKind,
     team: &str,
     member: &str,
     at_ms: EpochMs,

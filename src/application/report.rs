@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 use super::ports::{AuditEvent, IntentStatus, ReportIntent, StoredStatus};
 use super::reconcile::{check_name, AgendaSource, ReconcileOptions, Reconciler, WorkSyncError};
+use crate::domain::audit::AuditKind;
 use crate::domain::metrics::{team_metrics, MetricsIndex, TeamMetrics};
 use crate::domain::names::normalize_member_name;
 use crate::domain::report::{
@@ -156,7 +157,7 @@ impl Reconciler {
             let rejection = verdict.err().unwrap_or(Rejection::MemberInactive);
             return Ok(self.unpersisted_rejection(&snapshot, member, now, rejection));
         }
-        self.audit(SOURCE, "report_received",
+        self.audit(SOURCE, AuditKind::ReportReceived,
             team,
             member,
             now,
@@ -211,7 +212,7 @@ impl Reconciler {
         self.journal_status_written(&status, now);
         self.audit(
             SOURCE,
-            "report_accepted",
+            AuditKind::ReportAccepted,
             team,
             &normalize_member_name(&member),
             now,
@@ -279,7 +280,7 @@ impl Reconciler {
         self.journal_status_written(&status, now);
         self.audit(
             SOURCE,
-            "report_rejected",
+            AuditKind::ReportRejected,
             team,
             &normalize_member_name(member),
             now,
@@ -386,7 +387,7 @@ impl Reconciler {
     /// then `legacy_fallback_used` for each.
     fn journal_legacy_migration(&self, team: &str, members: &[String]) {
         let at_ms = self.ports.clock.now_ms();
-        let line = |kind: &'static str, reason: &str, member: &String| AuditEvent {
+        let line = |kind: AuditKind, reason: &str, member: &String| AuditEvent {
             kind,
             source: "json_store",
             team_name: team.to_string(),
@@ -398,12 +399,14 @@ impl Reconciler {
         for member in members {
             self.ports
                 .journal
-                .record(line("index_repaired", "pending_reports", member));
+                .record(line(AuditKind::IndexRepaired, "pending_reports", member));
         }
         for member in members {
-            self.ports
-                .journal
-                .record(line("legacy_fallback_used", "pending_reports_v1", member));
+            self.ports.journal.record(line(
+                AuditKind::LegacyFallbackUsed,
+                "pending_reports_v1",
+                member,
+            ));
         }
     }
 

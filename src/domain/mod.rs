@@ -4,6 +4,7 @@
 //! deterministic in its inputs, which is what lets `cargo test` pin the rules.
 
 pub mod agenda;
+pub mod audit;
 pub(crate) mod decision;
 pub(crate) mod explain;
 pub(crate) mod fingerprint;

@@ -190,7 +190,7 @@ fn event_json(event: &AuditEvent) -> Value {
         }
     };
     let mut map = serde_json::Map::new();
-    map.insert("event".into(), event.kind.into());
+    map.insert("event".into(), event.kind.as_str().into());
     map.insert("timestamp".into(), format_iso(event.at_ms).into());
     map.insert("teamName".into(), event.team_name.clone().into());
     map.insert("memberName".into(), event.member_name.clone().into());
@@ -226,13 +226,14 @@ fn bound(value: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::audit::AuditKind;
     use serde_json::json;
     use std::fs;
     use std::io::Write;
 
     fn event(diags: Vec<String>) -> AuditEvent {
         AuditEvent {
-            kind: "reconcile_started",
+            kind: AuditKind::ReconcileStarted,
             source: "reconciler",
             team_name: "forge".into(),
             member_name: "jack".into(),
@@ -471,7 +472,7 @@ mod tests {
         )
         .unwrap();
         let mut second = event(vec!["second".into()]);
-        second.kind = "decision_made";
+        second.kind = AuditKind::DecisionMade;
         append_all(
             &root,
             &path,
