@@ -19,6 +19,7 @@ use super::{proof_missing, review_pickup};
 use crate::domain::agenda::{Agenda, TeamIndex};
 use crate::domain::audit::AuditKind;
 use crate::domain::decision::{decide, DecisionInput, RuntimeActivity};
+use crate::domain::diagnostic::Diagnostic;
 use crate::domain::metrics::{readiness, MetricsIndex, Readiness, Thresholds};
 use crate::domain::nudge::{
     activation, current_fingerprint_stable_since, is_rate_limited, plan_nudge, readiness_metadata,
@@ -910,7 +911,7 @@ fn redecided(stored: &MemberStatus, agenda: Agenda, now: EpochMs) -> MemberStatu
         for stall in stored
             .diagnostics
             .iter()
-            .filter(|d| d.starts_with("runtime_stall:"))
+            .filter(|d| Diagnostic::parse(d).is_some_and(Diagnostic::is_runtime_stall))
         {
             if !diagnostics.contains(stall) {
                 diagnostics.push(stall.clone());

@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use crate::domain::diagnostic::StallTrigger;
 use crate::domain::names::{normalize_member_name, team_runtime_key};
 use crate::domain::recovery::Recovery;
 use crate::domain::time::EpochMs;
@@ -63,6 +64,17 @@ impl Trigger {
             Self::ProofMissingRecovery | Self::TurnSettled | Self::ToolFinished => (5_000, 30_000),
             Self::TaskChanged | Self::InboxChanged | Self::RuntimeActivity => (15_000, 60_000),
             Self::StartupScan | Self::ConfigChanged | Self::MemberSpawned => (30_000, 90_000),
+        }
+    }
+}
+
+/// The queue trigger of a runtime signal behind a stall.
+impl From<StallTrigger> for Trigger {
+    fn from(trigger: StallTrigger) -> Self {
+        match trigger {
+            StallTrigger::TurnSettled => Self::TurnSettled,
+            StallTrigger::ToolFinished => Self::ToolFinished,
+            StallTrigger::RuntimeActivity => Self::RuntimeActivity,
         }
     }
 }

@@ -15,11 +15,12 @@ use crate::domain::audit::AuditKind;
 use crate::domain::decision::{
     decide, keeps_caught_up_report, staleness_diagnostics, DecisionInput,
 };
+use crate::domain::diagnostic::{has, parsed, Diagnostic, StallTrigger};
 use crate::domain::metrics::events_for_write;
 use crate::domain::names::{normalize_member_name, validate_name, MemberName, NameError, TeamName};
 use crate::domain::nudge::{
     is_suppressed, is_suppression_candidate, suppression_reset_at, OutboxStatus,
-    SuppressionHistory, RUNTIME_STALL, STALL_TRIGGER_PREFIX, SUPPRESS_AFTER_DELIVERIES,
+    SuppressionHistory, SUPPRESS_AFTER_DELIVERIES,
 };
 use crate::domain::recovery::Recovery;
 use crate::domain::status::Report;
@@ -638,7 +639,9 @@ impl Reconciler {
             json!({}),
         );
         let mut status = self.unpersisted_from(snapshot, member, now);
-        status.diagnostics.push("status_write_failed".into());
+        status
+            .diagnostics
+            .push(Diagnostic::StatusWriteFailed.as_str().into());
         status
     }
 
@@ -755,16 +758,17 @@ impl Reconciler {
             .shadow
             .as_ref()
             .and_then(|s| s.trigger_reasons.clone());
-        let stall_trigger = status
-            .diagnostics
-            .iter()
-            .find_map(|d| d.strip_prefix(STALL_TRIGGER_PREFIX))
-            .filter(|_| status.diagnostics.iter().any(|d| d == RUNTIME_STALL));
+        let stall_trigger = parsed(&status.diagnostics)
+            .find_map(|d| match d {
+                Diagnostic::StallTrigger(trigger) => Some(trigger),
+                _ => None,
+            })
+            .filter(|_| has(&status.diagnostics, Diagnostic::RuntimeStall));
         let stall_diagnostics: Vec<String> = stall_trigger
             .map(|t| {
                 vec![
-                    RUNTIME_STALL.to_string(),
-                    format!("{STALL_TRIGGER_PREFIX}{t}"),
+                    Diagnostic::RuntimeStall.as_str().to_string(),
+                    Diagnostic::StallTrigger(t).as_str().to_string(),
                 ]
             })
             .unwrap_or_default();
@@ -779,7 +783,8 @@ impl Reconciler {
         )];
         if let Some(trigger) = stall_trigger {
             let mut stall = summary.clone();
-            stall["reason"] = format!("same_agenda_still_needs_sync_after_{trigger}").into();
+            stall["reason"] =
+                format!("same_agenda_still_needs_sync_after_{}", trigger.as_str()).into();
             if let Some(triggers) = &trigger_reasons {
                 stall["triggerReasons"] = json!(triggers);
             }
@@ -939,21 +944,17 @@ impl Reconciler {
         diagnostics.extend(decision.diagnostics.iter().map(|d| d.to_string()));
         diagnostics.extend(store_diagnostics);
         // Runtime stall: a runtime signal arrived, yet the same agenda still needs sync.
-        let stall_trigger = [
-            Trigger::TurnSettled,
-            Trigger::ToolFinished,
-            Trigger::RuntimeActivity,
-        ]
-        .into_iter()
-        .find(|t| triggers.contains(t));
+        let stall_trigger = StallTrigger::PRIORITY
+            .into_iter()
+            .find(|t| triggers.contains(&Trigger::from(*t)));
         if let Some(trigger) = stall_trigger.filter(|_| {
             previous_needs_sync
                 && decision.state == StatusState::NeedsSync
                 && !agenda.items.is_empty()
                 && shadow.previous_fingerprint.as_deref() == Some(agenda.fingerprint.as_str())
         }) {
-            diagnostics.push(RUNTIME_STALL.into());
-            diagnostics.push(format!("{STALL_TRIGGER_PREFIX}{}", trigger.as_str()));
+            diagnostics.push(Diagnostic::RuntimeStall.as_str().into());
+            diagnostics.push(Diagnostic::StallTrigger(trigger).as_str().into());
         }
         if let Some(reason) = self.ports.busy.busy(&snapshot.team_name, &member, now) {
             diagnostics.push(format!("member_busy:{}", reason.as_str()));
@@ -994,11 +995,15 @@ impl Reconciler {
             expires,
         ) {
             Ok(token) => {
-                status.diagnostics.push("report_token_issued".into());
+                status
+                    .diagnostics
+                    .push(Diagnostic::ReportTokenIssued.as_str().into());
                 status.report_token = Some(token);
                 status.report_token_expires_at = Some(IsoTime::at(expires));
             }
-            Err(_) => status.diagnostics.push("report_token_unavailable".into()),
+            Err(_) => status
+                .diagnostics
+                .push(Diagnostic::ReportTokenUnavailable.as_str().into()),
         }
     }
 

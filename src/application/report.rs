@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use super::ports::{AuditEvent, IntentStatus, ReportIntent, StoredStatus};
 use super::reconcile::{check_name, AgendaSource, ReconcileOptions, Reconciler, WorkSyncError};
 use crate::domain::audit::AuditKind;
+use crate::domain::diagnostic::Diagnostic;
 use crate::domain::metrics::{team_metrics, MetricsIndex, TeamMetrics};
 use crate::domain::names::normalize_member_name;
 use crate::domain::report::{
@@ -335,10 +336,12 @@ impl Reconciler {
         let token_diag = status
             .diagnostics
             .iter()
-            .find(|d| d.starts_with("report_token_"))
+            .find(|d| Diagnostic::parse(d).is_some_and(Diagnostic::is_report_token))
             .cloned();
         status.diagnostics = agenda_diagnostics;
-        status.diagnostics.push("report_accepted".into());
+        status
+            .diagnostics
+            .push(Diagnostic::ReportAccepted.as_str().into());
         status.diagnostics.extend(token_diag);
         status
     }

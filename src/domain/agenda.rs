@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::diagnostic::Diagnostic;
 use super::fingerprint::agenda_fingerprint;
 use super::js_semantics::{
     compare_code_units, js_trim, locale_compare, locale_compare_numeric_base,
@@ -559,13 +560,13 @@ impl<'a> TeamIndex<'a> {
         let mut diagnostics = self.snapshot.diagnostics.clone();
         let mut items = Vec::new();
         if !self.snapshot.config_found {
-            diagnostics.push("team_config_missing".into());
+            diagnostics.push(Diagnostic::TeamConfigMissing.as_str().into());
         } else if self.snapshot.deleted {
-            diagnostics.push("team_deleted".into());
+            diagnostics.push(Diagnostic::TeamDeleted.as_str().into());
         } else if is_reserved_member_name(&normalized) {
-            diagnostics.push("member_invalid_or_reserved".into());
+            diagnostics.push(Diagnostic::MemberInvalidOrReserved.as_str().into());
         } else if !self.active.contains(&normalized) {
-            diagnostics.push("member_not_active".into());
+            diagnostics.push(Diagnostic::MemberNotActive.as_str().into());
         } else {
             let is_lead = self.lead.as_deref() == Some(normalized.as_str());
             let tasks = &*self.tasks;

@@ -6,6 +6,7 @@
 pub mod agenda;
 pub mod audit;
 pub(crate) mod decision;
+pub mod diagnostic;
 pub(crate) mod explain;
 pub(crate) mod fingerprint;
 pub(crate) mod js_semantics;

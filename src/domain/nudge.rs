@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::agenda::{Agenda, ItemKind};
+use super::diagnostic::{has, parsed, Diagnostic, StallTrigger};
 use super::fingerprint::{canonical_json, sha256_hex};
 use super::metrics::{MetricEvent, MetricKind, Readiness, ReadinessReason, ReadinessState};
 use super::names::normalize_member_name;
@@ -187,11 +188,6 @@ pub fn is_lead_like(member: &str) -> bool {
         "lead" | "team-lead" | "teamlead" | "team-leader"
     )
 }
-
-/// Diagnostic of a runtime stall (same agenda still needs sync after a runtime signal).
-pub const RUNTIME_STALL: &str = "runtime_stall:same_agenda_still_needs_sync";
-/// Prefix of the diagnostic naming the runtime signal behind a stall.
-pub const STALL_TRIGGER_PREFIX: &str = "runtime_stall:trigger=";
 
 /// Why a nudge may go (DATA.md §5 "Activation"); journaled as its wire
 /// spelling ([`Activation::as_str`]).
@@ -391,15 +387,15 @@ pub fn has_active_work_lease(status: &MemberStatus) -> bool {
 
 /// A native (non-lead) member with no accepted work proof for this agenda.
 fn native_without_proof(status: &MemberStatus, providers: &[ProviderId]) -> bool {
-    let has = |diag: &str| status.diagnostics.iter().any(|d| d == diag);
-    let no_proof = [
-        "no_current_report",
-        "report_lease_missing",
-        "report_lease_expired",
-        "report_fingerprint_stale",
-    ]
-    .iter()
-    .any(|d| has(d));
+    let no_proof = parsed(&status.diagnostics).any(|d| {
+        matches!(
+            d,
+            Diagnostic::NoCurrentReport
+                | Diagnostic::ReportLeaseMissing
+                | Diagnostic::ReportLeaseExpired
+                | Diagnostic::ReportFingerprintStale
+        )
+    });
     no_proof
         && status.provider_id.is_some_and(|p| providers.contains(&p))
         && !is_lead_like(&status.member_name)
@@ -408,12 +404,12 @@ fn native_without_proof(status: &MemberStatus, providers: &[ProviderId]) -> bool
 
 /// A Codex member whose turn settled with its one in-progress task untouched.
 fn needs_task_protocol_repair(status: &MemberStatus) -> bool {
-    let has = |diag: &str| status.diagnostics.iter().any(|d| d == diag);
+    let has = |diagnostic| has(&status.diagnostics, diagnostic);
     native_without_proof(status, &[ProviderId::Codex])
         && status.agenda.items.len() == 1
         && is_owned_in_progress(&status.agenda.items[0])
-        && has(RUNTIME_STALL)
-        && has(&format!("{STALL_TRIGGER_PREFIX}turn_settled"))
+        && has(Diagnostic::RuntimeStall)
+        && has(Diagnostic::StallTrigger(StallTrigger::TurnSettled))
 }
 
 /// Owned work of a native member that has needed sync for

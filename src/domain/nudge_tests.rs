@@ -167,7 +167,7 @@ fn activation_follows_the_apps_rules_in_order() {
     let plain = |_: &mut MemberStatus| {};
     let stalled_turn = |s: &mut MemberStatus| {
         s.provider_id = Some(ProviderId::Codex);
-        s.diagnostics.push(RUNTIME_STALL.into());
+        s.diagnostics.push(Diagnostic::RuntimeStall.as_str().into());
         s.diagnostics
             .push("runtime_stall:trigger=turn_settled".into());
     };
