@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::agenda::{Agenda, ItemKind};
+use super::agenda::{Agenda, ItemKind, ItemReason};
 use super::diagnostic::{has, parsed, Diagnostic, StallTrigger};
 use super::fingerprint::{canonical_json, sha256_hex};
 use super::metrics::{MetricEvent, MetricKind, Readiness, ReadinessReason, ReadinessState};
@@ -18,7 +18,7 @@ use super::nudge_text::{agenda_preview, agenda_sync_text, display_id, review_pic
 use super::retention::Retention;
 use super::review_cycle::ReviewObligation;
 use super::status::{MemberStatus, ReportState, StatusState};
-use super::team::ProviderId;
+use super::team::{ProviderId, TaskStatus};
 use super::time::{format_iso, parse_iso, EpochMs, IsoTime, MonotonicMs};
 
 const MINUTE: EpochMs = 60_000;
@@ -337,16 +337,16 @@ fn is_native(provider: Option<ProviderId>) -> bool {
 /// Owned work the board says is in progress.
 fn is_owned_in_progress(item: &super::agenda::ActionableWorkItem) -> bool {
     item.kind == ItemKind::Work
-        && item.reason == "owned_in_progress_task"
-        && item.evidence.status == "in_progress"
+        && item.reason == ItemReason::OwnedInProgressTask
+        && item.evidence.status == TaskStatus::InProgress.as_str()
 }
 
 /// Owned work in progress, or owned work still pending.
 fn is_stale_work(item: &super::agenda::ActionableWorkItem) -> bool {
     is_owned_in_progress(item)
         || (item.kind == ItemKind::Work
-            && item.reason == "owned_pending_task"
-            && item.evidence.status == "pending")
+            && item.reason == ItemReason::OwnedPendingTask
+            && item.evidence.status == TaskStatus::Pending.as_str())
 }
 
 /// A clean review pickup item (DATA.md "Strict pickup").
