@@ -41,6 +41,26 @@ pub enum Trigger {
 }
 
 impl Trigger {
+    /// Every trigger (the reference's ten).
+    pub const ALL: [Trigger; 10] = [
+        Self::ManualRefresh,
+        Self::ProofMissingRecovery,
+        Self::TurnSettled,
+        Self::ToolFinished,
+        Self::TaskChanged,
+        Self::InboxChanged,
+        Self::RuntimeActivity,
+        Self::StartupScan,
+        Self::ConfigChanged,
+        Self::MemberSpawned,
+    ];
+
+    /// The trigger a wire spelling names (a stored status's
+    /// `shadow.triggerReasons`); `None` for one outside the set.
+    pub fn parse(spelling: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.as_str() == spelling)
+    }
+
     /// Wire spelling.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -477,6 +497,16 @@ mod tests {
 
     fn key(member: &str) -> QueueKey {
         queue_key("forge", member)
+    }
+
+    #[test]
+    fn every_trigger_round_trips_through_its_one_spelling() {
+        let mut seen = std::collections::HashSet::new();
+        for trigger in Trigger::ALL {
+            assert!(seen.insert(trigger.as_str()), "{trigger:?} spelled twice");
+            assert_eq!(Trigger::parse(trigger.as_str()), Some(trigger));
+        }
+        assert_eq!(Trigger::parse("Turn_Settled"), None);
     }
 
     #[test]

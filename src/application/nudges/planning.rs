@@ -5,6 +5,7 @@
 //! minutes) or a task-protocol repair instead of the base.
 
 use super::Nudges;
+use crate::application::queue::Trigger;
 use crate::domain::nudge::{
     half_hour_bucket, has_active_work_lease, Activation, EnsureOutcome, NudgeIntent, OutboxItem,
     OutboxStatus, PlannedNudge, MAX_RECOVERIES_PER_HOUR,
@@ -120,7 +121,10 @@ impl Planning<'_> {
             .shadow
             .as_ref()
             .and_then(|s| s.trigger_reasons.as_ref())
-            .is_some_and(|t| t.iter().any(|t| t == "turn_settled"));
+            .is_some_and(|t| {
+                t.iter()
+                    .any(|t| Trigger::parse(t) == Some(Trigger::TurnSettled))
+            });
         turn_settled
             && self.plain_agenda_sync()
             && item.status == OutboxStatus::Delivered
