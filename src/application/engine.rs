@@ -21,7 +21,7 @@ use super::reconcile::{check_name, Reconciler, TeamPreview, WorkSyncError};
 use super::report::{ReplaySummary, ReportResult};
 use super::router::{route, settled_turn_source_id, Route, TeamChangeEvent, ToolActivity};
 use super::turn_settled::SettledTurns;
-use crate::domain::audit::AuditKind;
+use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::decision::needs_background_refresh;
 use crate::domain::metrics::TeamMetrics;
 use crate::domain::names::{team_runtime_key, MemberName, TeamName};
@@ -29,7 +29,7 @@ use crate::domain::recovery::Recovery;
 use crate::domain::status::{MemberStatus, ReconciledBy};
 use crate::domain::time::{format_iso, EpochMs};
 
-const SOURCE: &str = "event_queue";
+const SOURCE: AuditSource = AuditSource::EventQueue;
 
 /// What the engine needs besides the reconciler.
 pub struct EngineDeps {

@@ -17,7 +17,7 @@ use super::host::{
 use super::ports::{AuditEvent, InboxOutcome, MemberFailure, PortError, Ports};
 use super::{proof_missing, review_pickup};
 use crate::domain::agenda::{Agenda, TeamIndex};
-use crate::domain::audit::AuditKind;
+use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::decision::{decide, DecisionInput, RuntimeActivity};
 use crate::domain::diagnostic::Diagnostic;
 use crate::domain::metrics::{readiness, MetricsIndex, Readiness, Thresholds};
@@ -99,7 +99,7 @@ impl Nudges {
 
     fn audit(
         &self,
-        source: &'static str,
+        source: AuditSource,
         kind: AuditKind,
         team: &str,
         member: &str,
@@ -200,7 +200,14 @@ impl Nudges {
             AuditKind::NudgeSkipped
         };
         let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
-        self.audit("nudge_planner", kind, team, member, diagnostics, metadata);
+        self.audit(
+            AuditSource::NudgePlanner,
+            kind,
+            team,
+            member,
+            diagnostics,
+            metadata,
+        );
         code
     }
 
@@ -216,7 +223,14 @@ impl Nudges {
             vec![]
         };
         let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
-        self.audit("nudge_planner", kind, team, member, diagnostics, metadata);
+        self.audit(
+            AuditSource::NudgePlanner,
+            kind,
+            team,
+            member,
+            diagnostics,
+            metadata,
+        );
     }
 
     /// The planner's `review_pickup_escalated` line, then the app's
@@ -315,7 +329,7 @@ impl Nudges {
     fn member_failed(&self, team: &str, failure: &MemberFailure, summary: &mut DispatchSummary) {
         summary.failed += 1;
         self.audit(
-            "nudge_dispatcher",
+            AuditSource::NudgeDispatcher,
             AuditKind::OutboxUnavailable,
             team,
             &failure.member_key,
@@ -361,7 +375,7 @@ impl Nudges {
             Err(error) => {
                 summary.failed += 1;
                 self.audit(
-                    "nudge_dispatcher",
+                    AuditSource::NudgeDispatcher,
                     AuditKind::OutboxUnavailable,
                     team,
                     &item.member_name,
@@ -425,7 +439,7 @@ impl Nudges {
             let mut delivered = metadata.clone();
             delivered["reason"] = PickupAnswer::state(response_proven).into();
             self.audit(
-                "nudge_dispatcher",
+                AuditSource::NudgeDispatcher,
                 AuditKind::ReviewPickupMemberNudgeDelivered,
                 team,
                 &item.member_name,
@@ -443,7 +457,7 @@ impl Nudges {
         };
         let escalated = matches!(end, AttemptEnd::PickupUndeliverable { .. });
         self.audit(
-            "nudge_dispatcher",
+            AuditSource::NudgeDispatcher,
             kind,
             team,
             &item.member_name,
@@ -452,7 +466,7 @@ impl Nudges {
         );
         if escalated {
             self.audit(
-                "nudge_dispatcher",
+                AuditSource::NudgeDispatcher,
                 AuditKind::ReviewPickupEscalated,
                 team,
                 &item.member_name,
@@ -490,7 +504,7 @@ impl Nudges {
         };
         if let Err(error) = self.ports.host.delivery_wake(&wake) {
             self.audit(
-                "nudge_dispatcher",
+                AuditSource::NudgeDispatcher,
                 AuditKind::NudgeWakeFailed,
                 &item.team_name,
                 &item.member_name,

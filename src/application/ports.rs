@@ -198,8 +198,8 @@ pub trait StatusStore: Send + Sync {
 pub struct AuditEvent {
     /// What the line records (`event`).
     pub kind: crate::domain::audit::AuditKind,
-    /// `reconciler`, `reporter`, ...
-    pub source: &'static str,
+    /// Which part of the addon wrote the line (`source`).
+    pub source: crate::domain::audit::AuditSource,
     /// Team whose journal gets the line.
     pub team_name: String,
     /// Member whose journal gets the line (normalized).

@@ -15,7 +15,7 @@ use serde_json::json;
 use super::engine::Engine;
 use super::host::{Host, RecoveryQuestion, RecoveryVerdict};
 use super::reconcile::{check_name, WorkSyncError};
-use crate::domain::audit::AuditKind;
+use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::nudge::{AttemptEnd, OutboxItem};
 use crate::domain::recovery::{
     intent_key, normalize_task_refs, recent_recovery, Recovery, RecoveryTaskRef, DEFAULT_REASON,
@@ -80,7 +80,7 @@ pub(crate) fn guard_recovery(
 }
 
 /// Source tag of the scheduler's audit events.
-const SOURCE: &str = "proof_missing_recovery_scheduler";
+const SOURCE: AuditSource = AuditSource::ProofMissingRecoveryScheduler;
 /// Longest `originalMessageId` accepted (it becomes part of an outbox id).
 pub const MAX_MESSAGE_ID_CHARS: usize = 256;
 /// Most task refs in one request.

@@ -11,7 +11,7 @@ use super::nudges::Nudges;
 use super::ports::{AuditEvent, PortError, Ports, StatusStore, StoredStatus};
 use super::queue::Trigger;
 use crate::domain::agenda::{Agenda, TeamIndex};
-use crate::domain::audit::AuditKind;
+use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::decision::{
     decide, keeps_caught_up_report, staleness_diagnostics, DecisionInput,
 };
@@ -144,7 +144,7 @@ pub(super) fn may_store_member(
 }
 
 /// Source tag of reconciler audit events.
-const SOURCE: &str = "reconciler";
+const SOURCE: AuditSource = AuditSource::Reconciler;
 
 /// A nudge suppression a reconcile decided: its journal line's diagnostics
 /// and metadata, written after the decision's line as the app writes it.
@@ -717,7 +717,7 @@ impl Reconciler {
         });
         let member = normalize_member_name(&status.member_name);
         self.audit(
-            "json_store",
+            AuditSource::JsonStore,
             AuditKind::StatusWritten,
             &status.team_name,
             &member,
@@ -815,7 +815,7 @@ impl Reconciler {
             written["triggerReasons"] = json!(triggers);
         }
         events.push(audit_event(
-            "json_store",
+            AuditSource::JsonStore,
             AuditKind::StatusWritten,
             team,
             member,
@@ -878,7 +878,7 @@ impl Reconciler {
                 if effects == Effects::Record {
                     // The app's store journals its own fallback read.
                     self.audit(
-                        "json_store",
+                        AuditSource::JsonStore,
                         AuditKind::LegacyFallbackUsed,
                         &snapshot.team_name,
                         &member,
@@ -1113,7 +1113,7 @@ impl Reconciler {
             })),
         );
         self.audit(
-            "reconciler",
+            SOURCE,
             AuditKind::MetricsUnavailable,
             &status.team_name,
             &status.member_name,
@@ -1141,7 +1141,7 @@ impl Reconciler {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn audit(
         &self,
-        source: &'static str,
+        source: AuditSource,
         kind: AuditKind,
         team: &str,
         member: &str,
@@ -1164,7 +1164,7 @@ fn evaluated_at_of(previous: &StoredStatus) -> Option<String> {
 
 /// A journal event; `None` unless `metadata` is an object.
 fn audit_event(
-    source: &'static str,
+    source: AuditSource,
     kind: AuditKind,
     team: &str,
     member: &str,

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use super::ports::{AuditEvent, IntentStatus, ReportIntent, StoredStatus};
 use super::reconcile::{check_name, AgendaSource, ReconcileOptions, Reconciler, WorkSyncError};
-use crate::domain::audit::AuditKind;
+use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::diagnostic::Diagnostic;
 use crate::domain::metrics::{team_metrics, MetricsIndex, TeamMetrics};
 use crate::domain::names::normalize_member_name;
@@ -18,7 +18,7 @@ use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs, IsoTime};
 use crate::domain::token::TokenCheck;
 
-const SOURCE: &str = "reporter";
+const SOURCE: AuditSource = AuditSource::Reporter;
 /// Replay reason under which an expired token may be retried once with a fresh one.
 const CONTROL_API_UNAVAILABLE: &str = "control_api_unavailable";
 /// Message of an accepted report.
@@ -392,7 +392,7 @@ impl Reconciler {
         let at_ms = self.ports.clock.now_ms();
         let line = |kind: AuditKind, reason: &str, member: &String| AuditEvent {
             kind,
-            source: "json_store",
+            source: AuditSource::JsonStore,
             team_name: team.to_string(),
             member_name: normalize_member_name(member),
             at_ms,

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use super::host::{Host, SettledTarget};
 use super::ports::{AuditEvent, AuditJournal, Clock, PortError, StatusStore, TeamSource};
 use super::reconcile::may_store_member;
-use crate::domain::audit::AuditKind;
+use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::names::{normalize_member_name, validate_name};
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs};
@@ -25,7 +25,7 @@ use crate::domain::turn_settled::RuntimeProvider;
 /// Most files claimed per drain.
 pub const DRAIN_BATCH: usize = 50;
 /// Audit source of the ingestor's journal events.
-const SOURCE: &str = "runtime_turn_settled_ingestor";
+const SOURCE: AuditSource = AuditSource::RuntimeTurnSettledIngestor;
 /// Source ids remembered to mark repeated deliveries of one payload as duplicates.
 const RECENT_SOURCE_IDS: usize = 4096;
 

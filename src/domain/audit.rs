@@ -152,6 +152,60 @@ impl AuditKind {
     }
 }
 
+/// Which part of the addon wrote a journal line (the line's `source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AuditSource {
+    /// The team-change event queue.
+    EventQueue,
+    /// The reconciler.
+    Reconciler,
+    /// The status store (writes and legacy reads).
+    JsonStore,
+    /// Member reports.
+    Reporter,
+    /// The phase-2 nudge planner.
+    NudgePlanner,
+    /// The outbox dispatcher.
+    NudgeDispatcher,
+    /// The proof-missing recovery scheduler.
+    ProofMissingRecoveryScheduler,
+    /// The drain of settled runtime turns.
+    RuntimeTurnSettledIngestor,
+}
+
+impl AuditSource {
+    /// Every source.
+    pub const ALL: [AuditSource; 8] = [
+        Self::EventQueue,
+        Self::Reconciler,
+        Self::JsonStore,
+        Self::Reporter,
+        Self::NudgePlanner,
+        Self::NudgeDispatcher,
+        Self::ProofMissingRecoveryScheduler,
+        Self::RuntimeTurnSettledIngestor,
+    ];
+
+    /// The wire spelling (the line's `source`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::EventQueue => "event_queue",
+            Self::Reconciler => "reconciler",
+            Self::JsonStore => "json_store",
+            Self::Reporter => "reporter",
+            Self::NudgePlanner => "nudge_planner",
+            Self::NudgeDispatcher => "nudge_dispatcher",
+            Self::ProofMissingRecoveryScheduler => "proof_missing_recovery_scheduler",
+            Self::RuntimeTurnSettledIngestor => "runtime_turn_settled_ingestor",
+        }
+    }
+
+    /// The source a wire spelling names; `None` for one this addon does not write.
+    pub fn parse(spelling: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == spelling)
+    }
+}
+
 /// Written as its wire spelling (a log entry's context names the kind).
 impl serde::Serialize for AuditKind {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -189,6 +243,12 @@ mod tests {
             "queue_enqueued"
         );
         assert_eq!(AuditKind::parse("brand_new_kind"), None);
+        let mut sources = std::collections::HashSet::new();
+        for source in AuditSource::ALL {
+            assert!(sources.insert(source.as_str()), "{source:?} spelled twice");
+            assert_eq!(AuditSource::parse(source.as_str()), Some(source));
+        }
+        assert_eq!(AuditSource::parse("x"), None);
         assert_eq!(AuditKind::parse("Queue_Enqueued"), None);
     }
 }

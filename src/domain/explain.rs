@@ -7,11 +7,11 @@
 //! lives in [`sentence_for`]; an unknown kind passes through with its raw
 //! fields.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::audit::AuditKind;
-use super::nudge::{MAX_RECOVERIES_PER_HOUR, SUPPRESS_AFTER_DELIVERIES};
+use super::audit::{AuditKind, AuditSource};
+use super::nudge::{OutboxStatus, MAX_RECOVERIES_PER_HOUR, SUPPRESS_AFTER_DELIVERIES};
 use super::time::{format_iso, parse_iso, EpochMs};
 
 /// Where an entry came from.
@@ -240,7 +240,10 @@ pub fn sentence_for(line: &Value) -> String {
         ),
         Some(AuditKind::NudgePlanned) => format!("nudge planned ({})", first_of(line, &["reason", "code"])),
         Some(AuditKind::MemberBusy) => format!("member busy ({}): no nudge now", busy_words(line)),
-        Some(AuditKind::NudgeSkipped) if line.get("source").and_then(Value::as_str) == Some("nudge_planner") => {
+        Some(AuditKind::NudgeSkipped)
+            if line.get("source").and_then(Value::as_str).and_then(AuditSource::parse)
+                == Some(AuditSource::NudgePlanner) =>
+        {
             format!("nudge not planned: {}", skip_words(line))
         }
         // A hold found at dispatch is journaled as skipped too, with its retry time.
@@ -362,16 +365,20 @@ pub fn outbox_entry(item: Value) -> ExplainEntry {
         .and_then(Value::as_str)
         .unwrap_or("?")
         .to_string();
-    let (at_key, sentence) = match status.as_str() {
-        "delivered" => (
+    // A status outside the lifecycle (another writer's) is shown as read.
+    let lifecycle = item
+        .get("status")
+        .and_then(|s| OutboxStatus::deserialize(s).ok());
+    let (at_key, sentence) = match lifecycle {
+        Some(OutboxStatus::Delivered) => (
             "deliveredAt",
             format!("outbox: nudge {} ({intent}) delivered", t("id")),
         ),
-        "pending" => (
+        Some(OutboxStatus::Pending) => (
             "updatedAt",
             format!("outbox: nudge {} ({intent}) waiting for dispatch", t("id")),
         ),
-        "claimed" => (
+        Some(OutboxStatus::Claimed) => (
             "claimedAt",
             format!(
                 "outbox: nudge {} ({intent}) claimed by {}",
@@ -379,7 +386,7 @@ pub fn outbox_entry(item: Value) -> ExplainEntry {
                 t("claimedBy")
             ),
         ),
-        "failed_retryable" => (
+        Some(OutboxStatus::FailedRetryable) => (
             "updatedAt",
             format!(
                 "outbox: nudge {} ({intent}) failed ({}); next attempt at {}",
@@ -388,7 +395,7 @@ pub fn outbox_entry(item: Value) -> ExplainEntry {
                 t("nextAttemptAt")
             ),
         ),
-        "failed_terminal" => (
+        Some(OutboxStatus::FailedTerminal) => (
             "updatedAt",
             format!(
                 "outbox: nudge {} ({intent}) failed for good ({})",
@@ -396,7 +403,7 @@ pub fn outbox_entry(item: Value) -> ExplainEntry {
                 t("lastError")
             ),
         ),
-        "superseded" => (
+        Some(OutboxStatus::Superseded) => (
             "updatedAt",
             format!(
                 "outbox: nudge {} ({intent}) superseded ({})",
@@ -404,9 +411,9 @@ pub fn outbox_entry(item: Value) -> ExplainEntry {
                 t("lastError")
             ),
         ),
-        other => (
+        None => (
             "updatedAt",
-            format!("outbox: nudge {} ({intent}) is {other}", t("id")),
+            format!("outbox: nudge {} ({intent}) is {status}", t("id")),
         ),
     };
     let at_ms = match time_of(&item, at_key) {
@@ -613,6 +620,25 @@ mod tests {
             status_entry(status).sentence,
             "stored status: needs_sync with 2 actionable item(s); last report still_working rejected (stale); diagnostics: a"
         );
+    }
+
+    #[test]
+    fn an_outbox_status_outside_the_lifecycle_is_shown_as_read() {
+        for (status, sentence) in [
+            (
+                json!("archived"),
+                "outbox: nudge o1 (agenda_sync) is archived",
+            ),
+            (json!(3), "outbox: nudge o1 (agenda_sync) is 3"),
+            (
+                json!("failed_retryable"),
+                "outbox: nudge o1 (agenda_sync) failed (?); next attempt at ?",
+            ),
+        ] {
+            let item = json!({"id": "o1", "status": status, "updatedAt": "2026-01-01T00:06:00.000Z",
+                "payload": {"workSyncIntent": "agenda_sync"}});
+            assert_eq!(outbox_entry(item).sentence, sentence);
+        }
     }
 
     #[test]

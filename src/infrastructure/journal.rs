@@ -194,7 +194,7 @@ fn event_json(event: &AuditEvent) -> Value {
     map.insert("timestamp".into(), format_iso(event.at_ms).into());
     map.insert("teamName".into(), event.team_name.clone().into());
     map.insert("memberName".into(), event.member_name.clone().into());
-    map.insert("source".into(), event.source.into());
+    map.insert("source".into(), event.source.as_str().into());
     lift(&mut map, &LIFTED_BEFORE_DIAGNOSTICS);
     if !event.diagnostics.is_empty() {
         map.insert("diagnostics".into(), event.diagnostics.clone().into());
@@ -226,7 +226,7 @@ fn bound(value: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::audit::AuditKind;
+    use crate::domain::audit::{AuditKind, AuditSource};
     use serde_json::json;
     use std::fs;
     use std::io::Write;
@@ -234,7 +234,7 @@ mod tests {
     fn event(diags: Vec<String>) -> AuditEvent {
         AuditEvent {
             kind: AuditKind::ReconcileStarted,
-            source: "reconciler",
+            source: AuditSource::Reconciler,
             team_name: "forge".into(),
             member_name: "jack".into(),
             at_ms: 0,
