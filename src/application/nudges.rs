@@ -24,7 +24,7 @@ use crate::domain::metrics::{readiness, MetricsIndex, Readiness, Thresholds};
 use crate::domain::nudge::{
     activation, current_fingerprint_stable_since, is_rate_limited, plan_nudge, readiness_metadata,
     retry_at, watchdog_cooldown, AttemptEnd, DeliveryTime, NudgeIntent, OutboxItem, OutboxStatus,
-    WatchdogAlert, DELIVERY_WINDOW_MS,
+    PlannerCode, WatchdogAlert, DELIVERY_WINDOW_MS,
 };
 use crate::domain::status::{MemberStatus, StatusState};
 use crate::domain::team::TeamSnapshot;
@@ -127,20 +127,18 @@ impl Nudges {
     /// Plans the nudge of a freshly reconciled status (queued reconciles only;
     /// read-only `getStatus` never plans). Returns the planner code, if a nudge
     /// was considered at all.
-    pub fn plan(&self, status: &MemberStatus) -> Option<&'static str> {
+    pub fn plan(&self, status: &MemberStatus) -> Option<PlannerCode> {
         let base = plan_nudge(status)?;
         let team = status.team_name.as_str();
         let now = self.ports.clock.now_ms();
         let Ok(index) = self.ports.metrics.read(team) else {
-            return Some(self.plan_line(status, false, "metrics_unavailable", None));
+            return Some(self.plan_line(status, false, PlannerCode::MetricsUnavailable, None));
         };
         let readiness = self.readiness(&index);
         let since = current_fingerprint_stable_since(&index.recent_events, status, now);
         let reason = match activation(status, &readiness, since, now) {
             Ok(reason) => reason,
-            Err(hold) => {
-                return Some(self.plan_line(status, false, hold.as_str(), Some(&readiness)))
-            }
+            Err(hold) => return Some(self.plan_line(status, false, hold.into(), Some(&readiness))),
         };
         if base.payload.work_sync_intent == NudgeIntent::ReviewPickup {
             let host = &*self.ports.host;
@@ -158,7 +156,7 @@ impl Nudges {
                 return Some(self.plan_line(
                     status,
                     false,
-                    review_pickup::UNDELIVERABLE_CODE,
+                    PlannerCode::ReviewPickupDeliveryUnavailable,
                     None,
                 ));
             }
@@ -182,10 +180,10 @@ impl Nudges {
         &self,
         status: &MemberStatus,
         planned: bool,
-        code: &'static str,
+        code: PlannerCode,
         readiness: Option<&Readiness>,
-    ) -> &'static str {
-        let mut metadata = planner_metadata(status, code);
+    ) -> PlannerCode {
+        let mut metadata = planner_metadata(status, code.as_str());
         let diagnostics = match readiness {
             Some(readiness) => {
                 merge(&mut metadata, readiness_metadata(readiness));

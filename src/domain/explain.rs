@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::audit::{AuditKind, AuditSource};
-use super::nudge::{OutboxStatus, MAX_RECOVERIES_PER_HOUR, SUPPRESS_AFTER_DELIVERIES};
+use super::nudge::{OutboxStatus, PlannerCode, MAX_RECOVERIES_PER_HOUR, SUPPRESS_AFTER_DELIVERIES};
 use super::time::{format_iso, parse_iso, EpochMs};
 
 /// Where an entry came from.
@@ -124,23 +124,23 @@ fn busy_words(line: &Value) -> String {
 fn skip_words(line: &Value) -> String {
     // The code is the line's `reason`; older addon lines kept it as `code`.
     let code = first_of(line, &["reason", "code"]);
-    let detail = match code.as_str() {
-        "member_busy" => format!("member busy ({})", busy_words(line)),
-        "task_protocol_repair_rate_limited" => format!(
+    let detail = match PlannerCode::parse(&code) {
+        Some(PlannerCode::MemberBusy) => format!("member busy ({})", busy_words(line)),
+        Some(PlannerCode::TaskProtocolRepairRateLimited) => format!(
             "task-protocol repair rate limited ({MAX_RECOVERIES_PER_HOUR}/{MAX_RECOVERIES_PER_HOUR} per hour used)"
         ),
-        "existing" => "the nudge for this agenda already went out".into(),
-        "review_pickup_already_delivered_still_stuck" => {
+        Some(PlannerCode::Existing) => "the nudge for this agenda already went out".into(),
+        Some(PlannerCode::ReviewPickupAlreadyDeliveredStillStuck) => {
             "the review pickup nudge already went out".into()
         }
-        "review_pickup_delivery_unavailable" => {
+        Some(PlannerCode::ReviewPickupDeliveryUnavailable) => {
             "no delivery path for a review pickup nudge".into()
         }
-        "status_not_nudgeable" => "status needs no nudge".into(),
-        "phase2_not_ready" => "phase 2 is not ready".into(),
-        "blocking_metrics" => "the report rejection rate blocks phase 2".into(),
-        "metrics_unavailable" => "the team metrics could not be read".into(),
-        "outbox_unavailable" => "the outbox could not be read or written".into(),
+        Some(PlannerCode::StatusNotNudgeable) => "status needs no nudge".into(),
+        Some(PlannerCode::Phase2NotReady) => "phase 2 is not ready".into(),
+        Some(PlannerCode::BlockingMetrics) => "the report rejection rate blocks phase 2".into(),
+        Some(PlannerCode::MetricsUnavailable) => "the team metrics could not be read".into(),
+        Some(PlannerCode::OutboxUnavailable) => "the outbox could not be read or written".into(),
         _ => code.clone(),
     };
     match readiness_words(line) {

@@ -1058,3 +1058,27 @@ fn a_claim_clears_the_retry_time_and_the_last_error() {
     ));
     assert_eq!(item.next_attempt_at, None);
 }
+
+#[test]
+fn planner_codes_have_one_spelling_each() {
+    let mut seen = std::collections::HashSet::new();
+    for code in PlannerCode::ALL {
+        assert!(seen.insert(code.as_str()), "{code:?} spelled twice");
+        assert_eq!(PlannerCode::parse(code.as_str()), Some(code));
+    }
+    for hold in [
+        ActivationHold::StatusNotNudgeable,
+        ActivationHold::BlockingMetrics,
+        ActivationHold::Phase2NotReady,
+    ] {
+        assert_eq!(PlannerCode::from(hold).as_str(), hold.as_str());
+    }
+    for outcome in [
+        EnsureOutcome::Created,
+        EnsureOutcome::Existing,
+        EnsureOutcome::PayloadConflict,
+    ] {
+        assert_eq!(PlannerCode::from(outcome).as_str(), outcome.code());
+    }
+    assert_eq!(PlannerCode::parse("brand_new_code"), None);
+}
