@@ -20,6 +20,7 @@ use super::reconcile::{check_name, Reconciler, TeamPreview, WorkSyncError};
 use super::report::{ReplaySummary, ReportResult};
 use super::router::{route, settled_turn_source_id, Route, TeamChangeEvent, ToolActivity};
 use super::turn_settled::SettledTurns;
+use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::decision::needs_background_refresh;
 use crate::domain::metrics::TeamMetrics;
 use crate::domain::names::{team_runtime_key, MemberName, TeamName};
@@ -27,7 +28,7 @@ use crate::domain::recovery::Recovery;
 use crate::domain::status::{MemberStatus, ReconciledBy};
 use crate::domain::time::{format_iso, EpochMs};
 
-const SOURCE: &str = "event_queue";
+const SOURCE: AuditSource = AuditSource::EventQueue;
 
 /// What the engine needs besides the reconciler.
 pub struct EngineDeps {
@@ -264,7 +265,7 @@ impl Engine {
             })));
     }
 
-    fn audit(&self, kind: &'static str, team: &str, member: &str, metadata: serde_json::Value) {
+    fn audit(&self, kind: AuditKind, team: &str, member: &str, metadata: serde_json::Value) {
         let serde_json::Value::Object(metadata) = metadata else {
             return;
         };
@@ -382,9 +383,9 @@ impl Engine {
             fresh
         };
         let kind = if fresh {
-            "queue_enqueued"
+            AuditKind::QueueEnqueued
         } else {
-            "queue_coalesced"
+            AuditKind::QueueCoalesced
         };
         self.audit(kind, team, member, json!({ "reason": trigger.as_str() }));
         self.wake();
@@ -402,9 +403,9 @@ impl Engine {
             state.queue.enqueue_recovery(team, member, recovery, now)
         };
         let kind = if fresh {
-            "queue_enqueued"
+            AuditKind::QueueEnqueued
         } else {
-            "queue_coalesced"
+            AuditKind::QueueCoalesced
         };
         let trigger = Trigger::ProofMissingRecovery.as_str();
         self.audit(kind, team, member, json!({ "trigger": trigger }));
@@ -453,7 +454,7 @@ impl Engine {
         }
         for item in &dropped {
             self.audit(
-                "queue_dropped",
+                AuditKind::QueueDropped,
                 &item.team_name,
                 &item.member_name,
                 json!({ "reason": "team_inactive" }),
@@ -620,7 +621,7 @@ impl Engine {
         match outcome {
             _ if deleting => {}
             FinishOutcome::Done | FinishOutcome::FollowUp => self.audit(
-                "queue_reconciled",
+                AuditKind::QueueReconciled,
                 team,
                 member,
                 json!({ "followUp": outcome == FinishOutcome::FollowUp }),
@@ -633,7 +634,7 @@ impl Engine {
                     item,
                 );
                 self.audit(
-                    "queue_retry_scheduled",
+                    AuditKind::QueueRetryScheduled,
                     team,
                     member,
                     json!({ "runAt": format_iso(at) }),
@@ -647,7 +648,7 @@ impl Engine {
                     item,
                 );
                 self.audit(
-                    "queue_dropped",
+                    AuditKind::QueueDropped,
                     team,
                     member,
                     json!({ "reason": "reconcile_failed_max_retries" }),

@@ -16,12 +16,14 @@ use super::host::{
 use super::ports::{AuditEvent, InboxOutcome, MemberFailure, PortError, Ports};
 use super::{proof_missing, review_pickup};
 use crate::domain::agenda::{Agenda, TeamIndex};
+use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::decision::{decide, DecisionInput, RuntimeActivity};
+use crate::domain::diagnostic::Diagnostic;
 use crate::domain::metrics::{readiness, MetricsIndex, Readiness, Thresholds};
 use crate::domain::nudge::{
     activation, current_fingerprint_stable_since, is_rate_limited, plan_nudge, readiness_metadata,
     retry_at, watchdog_cooldown, AttemptEnd, DeliveryTime, NudgeIntent, OutboxItem, OutboxStatus,
-    WatchdogAlert, DELIVERY_WINDOW_MS,
+    PlannerCode, WatchdogAlert, DELIVERY_WINDOW_MS,
 };
 use crate::domain::status::{MemberStatus, StatusState};
 use crate::domain::team::TeamSnapshot;
@@ -96,8 +98,8 @@ impl Nudges {
 
     fn audit(
         &self,
-        source: &'static str,
-        kind: &'static str,
+        source: AuditSource,
+        kind: AuditKind,
         team: &str,
         member: &str,
         diagnostics: Vec<String>,
@@ -124,20 +126,18 @@ impl Nudges {
     /// Plans the nudge of a freshly reconciled status (queued reconciles only;
     /// read-only `getStatus` never plans). Returns the planner code, if a nudge
     /// was considered at all.
-    pub fn plan(&self, status: &MemberStatus) -> Option<&'static str> {
+    pub fn plan(&self, status: &MemberStatus) -> Option<PlannerCode> {
         let base = plan_nudge(status)?;
         let team = status.team_name.as_str();
         let now = self.ports.clock.now_ms();
         let Ok(index) = self.ports.metrics.read(team) else {
-            return Some(self.plan_line(status, false, "metrics_unavailable", None));
+            return Some(self.plan_line(status, false, PlannerCode::MetricsUnavailable, None));
         };
         let readiness = self.readiness(&index);
         let since = current_fingerprint_stable_since(&index.recent_events, status, now);
         let reason = match activation(status, &readiness, since, now) {
             Ok(reason) => reason,
-            Err(hold) => {
-                return Some(self.plan_line(status, false, hold.as_str(), Some(&readiness)))
-            }
+            Err(hold) => return Some(self.plan_line(status, false, hold.into(), Some(&readiness))),
         };
         if base.payload.work_sync_intent == NudgeIntent::ReviewPickup {
             let host = &*self.ports.host;
@@ -145,12 +145,17 @@ impl Nudges {
                 review_pickup::delivery(host, team, &status.member_name, status.provider_id)
             {
                 let why = undeliverable.planner_reason();
-                self.plan_audit(status, "review_pickup_delivery_unavailable", &why, true);
+                self.plan_audit(
+                    status,
+                    AuditKind::ReviewPickupDeliveryUnavailable,
+                    &why,
+                    true,
+                );
                 self.plan_escalation(status, &base.payload, &why);
                 return Some(self.plan_line(
                     status,
                     false,
-                    review_pickup::UNDELIVERABLE_CODE,
+                    PlannerCode::ReviewPickupDeliveryUnavailable,
                     None,
                 ));
             }
@@ -174,10 +179,10 @@ impl Nudges {
         &self,
         status: &MemberStatus,
         planned: bool,
-        code: &'static str,
+        code: PlannerCode,
         readiness: Option<&Readiness>,
-    ) -> &'static str {
-        let mut metadata = planner_metadata(status, code);
+    ) -> PlannerCode {
+        let mut metadata = planner_metadata(status, code.as_str());
         let diagnostics = match readiness {
             Some(readiness) => {
                 merge(&mut metadata, readiness_metadata(readiness));
@@ -187,19 +192,26 @@ impl Nudges {
         };
         metadata["taskRefs"] = json!(agenda_task_refs(status));
         let kind = if planned {
-            "nudge_planned"
+            AuditKind::NudgePlanned
         } else {
-            "nudge_skipped"
+            AuditKind::NudgeSkipped
         };
         let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
-        self.audit("nudge_planner", kind, team, member, diagnostics, metadata);
+        self.audit(
+            AuditSource::NudgePlanner,
+            kind,
+            team,
+            member,
+            diagnostics,
+            metadata,
+        );
         code
     }
 
     /// A planner line of a review pickup that cannot go out
     /// (`review_pickup_delivery_unavailable`, which names its reason as its
     /// one diagnostic, or `review_pickup_escalated`).
-    fn plan_audit(&self, status: &MemberStatus, kind: &'static str, reason: &str, diagnosed: bool) {
+    fn plan_audit(&self, status: &MemberStatus, kind: AuditKind, reason: &str, diagnosed: bool) {
         let mut metadata = planner_metadata(status, reason);
         metadata["taskRefs"] = json!(agenda_task_refs(status));
         let diagnostics = if diagnosed {
@@ -208,7 +220,14 @@ impl Nudges {
             vec![]
         };
         let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
-        self.audit("nudge_planner", kind, team, member, diagnostics, metadata);
+        self.audit(
+            AuditSource::NudgePlanner,
+            kind,
+            team,
+            member,
+            diagnostics,
+            metadata,
+        );
     }
 
     /// The planner's `review_pickup_escalated` line, then the app's
@@ -220,7 +239,7 @@ impl Nudges {
         payload: &crate::domain::nudge::NudgePayload,
         reason: &str,
     ) {
-        self.plan_audit(status, "review_pickup_escalated", reason, false);
+        self.plan_audit(status, AuditKind::ReviewPickupEscalated, reason, false);
         let now = self.ports.clock.now_ms();
         let escalation = ReviewPickupEscalation {
             team_name: &status.team_name,
@@ -307,8 +326,8 @@ impl Nudges {
     fn member_failed(&self, team: &str, failure: &MemberFailure, summary: &mut DispatchSummary) {
         summary.failed += 1;
         self.audit(
-            "nudge_dispatcher",
-            "outbox_unavailable",
+            AuditSource::NudgeDispatcher,
+            AuditKind::OutboxUnavailable,
             team,
             &failure.member_key,
             vec![],
@@ -335,14 +354,14 @@ impl Nudges {
             self.delivered.record(team, &item.member_name, &item.id, at);
         }
         let (counter, kind) = match &end {
-            AttemptEnd::Delivered => (&mut summary.delivered, "nudge_delivered"),
-            AttemptEnd::Retryable { .. } => (&mut summary.retryable, "nudge_retryable"),
-            AttemptEnd::Superseded { .. } => (&mut summary.superseded, "nudge_superseded"),
+            AttemptEnd::Delivered => (&mut summary.delivered, AuditKind::NudgeDelivered),
+            AttemptEnd::Retryable { .. } => (&mut summary.retryable, AuditKind::NudgeRetryable),
+            AttemptEnd::Superseded { .. } => (&mut summary.superseded, AuditKind::NudgeSuperseded),
             AttemptEnd::PickupUndeliverable { .. } => (
                 &mut summary.superseded,
-                "review_pickup_delivery_unavailable",
+                AuditKind::ReviewPickupDeliveryUnavailable,
             ),
-            AttemptEnd::Terminal { .. } => (&mut summary.terminal, "nudge_skipped"),
+            AttemptEnd::Terminal { .. } => (&mut summary.terminal, AuditKind::NudgeSkipped),
         };
         match self.ports.outbox.finish(item, &end, now) {
             Ok(true) => *counter += 1,
@@ -353,8 +372,8 @@ impl Nudges {
             Err(error) => {
                 summary.failed += 1;
                 self.audit(
-                    "nudge_dispatcher",
-                    "outbox_unavailable",
+                    AuditSource::NudgeDispatcher,
+                    AuditKind::OutboxUnavailable,
                     team,
                     &item.member_name,
                     vec![],
@@ -405,9 +424,11 @@ impl Nudges {
         metadata["reason"] = reason.clone().into();
         let kind = match (&end, notes.pickup) {
             (AttemptEnd::Retryable { .. }, Some(PickupAnswer::RetryableFailure)) => {
-                "review_pickup_wake_failed_retryable"
+                AuditKind::ReviewPickupWakeFailedRetryable
             }
-            (AttemptEnd::Retryable { .. }, Some(PickupAnswer::CallFailed)) => "nudge_retryable",
+            (AttemptEnd::Retryable { .. }, Some(PickupAnswer::CallFailed)) => {
+                AuditKind::NudgeRetryable
+            }
             (AttemptEnd::Retryable { .. }, _) => retry_event(&reason),
             _ => kind,
         };
@@ -415,8 +436,8 @@ impl Nudges {
             let mut delivered = metadata.clone();
             delivered["reason"] = PickupAnswer::state(response_proven).into();
             self.audit(
-                "nudge_dispatcher",
-                "review_pickup_member_nudge_delivered",
+                AuditSource::NudgeDispatcher,
+                AuditKind::ReviewPickupMemberNudgeDelivered,
                 team,
                 &item.member_name,
                 vec![],
@@ -433,7 +454,7 @@ impl Nudges {
         };
         let escalated = matches!(end, AttemptEnd::PickupUndeliverable { .. });
         self.audit(
-            "nudge_dispatcher",
+            AuditSource::NudgeDispatcher,
             kind,
             team,
             &item.member_name,
@@ -442,8 +463,8 @@ impl Nudges {
         );
         if escalated {
             self.audit(
-                "nudge_dispatcher",
-                "review_pickup_escalated",
+                AuditSource::NudgeDispatcher,
+                AuditKind::ReviewPickupEscalated,
                 team,
                 &item.member_name,
                 vec![],
@@ -480,8 +501,8 @@ impl Nudges {
         };
         if let Err(error) = self.ports.host.delivery_wake(&wake) {
             self.audit(
-                "nudge_dispatcher",
-                "nudge_wake_failed",
+                AuditSource::NudgeDispatcher,
+                AuditKind::NudgeWakeFailed,
                 &item.team_name,
                 &item.member_name,
                 vec![],
@@ -797,16 +818,16 @@ const FAILURE_REASONS: [&str; 5] = [
 /// failure is `nudge_retryable`; a hold found by revalidation (readiness,
 /// the hourly limit, an agenda that could not be loaded) is `nudge_skipped`
 /// unless its reason has an event of its own.
-fn retry_event(reason: &str) -> &'static str {
+fn retry_event(reason: &str) -> AuditKind {
     if reason.starts_with("member_busy:") {
-        "member_busy"
+        AuditKind::MemberBusy
     } else if FAILURE_REASONS.iter().any(|r| reason.starts_with(r)) {
-        "nudge_retryable"
+        AuditKind::NudgeRetryable
     } else {
         match reason {
-            "watchdog_cooldown_active" => "watchdog_cooldown_active",
-            "team_inactive" => "team_inactive",
-            _ => "nudge_skipped",
+            "watchdog_cooldown_active" => AuditKind::WatchdogCooldownActive,
+            "team_inactive" => AuditKind::TeamInactive,
+            _ => AuditKind::NudgeSkipped,
         }
     }
 }
@@ -901,7 +922,7 @@ fn redecided(stored: &MemberStatus, agenda: Agenda, now: EpochMs) -> MemberStatu
         for stall in stored
             .diagnostics
             .iter()
-            .filter(|d| d.starts_with("runtime_stall:"))
+            .filter(|d| Diagnostic::parse(d).is_some_and(Diagnostic::is_runtime_stall))
         {
             if !diagnostics.contains(stall) {
                 diagnostics.push(stall.clone());

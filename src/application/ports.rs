@@ -196,10 +196,10 @@ pub trait StatusStore: Send + Sync {
 /// One audit journal event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditEvent {
-    /// `reconcile_started`, `agenda_loaded`, ...
-    pub kind: &'static str,
-    /// `reconciler`, `reporter`, ...
-    pub source: &'static str,
+    /// What the line records (`event`).
+    pub kind: crate::domain::audit::AuditKind,
+    /// Which part of the addon wrote the line (`source`).
+    pub source: crate::domain::audit::AuditSource,
     /// Team whose journal gets the line.
     pub team_name: String,
     /// Member whose journal gets the line (normalized).

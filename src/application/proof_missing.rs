@@ -15,6 +15,7 @@ use serde_json::json;
 use super::engine::Engine;
 use super::host::{Host, RecoveryQuestion, RecoveryVerdict};
 use super::reconcile::{check_name, WorkSyncError};
+use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::nudge::{AttemptEnd, OutboxItem};
 use crate::domain::recovery::{
     intent_key, normalize_task_refs, recent_recovery, Recovery, RecoveryTaskRef, DEFAULT_REASON,
@@ -79,7 +80,7 @@ pub(crate) fn guard_recovery(
 }
 
 /// Source tag of the scheduler's audit events.
-const SOURCE: &str = "proof_missing_recovery_scheduler";
+const SOURCE: AuditSource = AuditSource::ProofMissingRecoveryScheduler;
 /// Longest `originalMessageId` accepted (it becomes part of an outbox id).
 pub const MAX_MESSAGE_ID_CHARS: usize = 256;
 /// Most task refs in one request.
@@ -191,13 +192,13 @@ impl Engine {
             return Ok(ScheduleResult::invalid());
         }
         let now = ports.clock.now_ms();
-        let audit = |kind: &'static str, metadata: serde_json::Value| {
+        let audit = |kind: AuditKind, metadata: serde_json::Value| {
             reconciler.audit(SOURCE, kind, team, member, now, vec![], metadata);
         };
         let task_refs = normalize_task_refs(task_refs);
         if task_refs.is_empty() {
             audit(
-                "proof_missing_recovery_suppressed",
+                AuditKind::ProofMissingRecoverySuppressed,
                 json!({ "reason": "missing_task_refs", "originalMessageId": message_id }),
             );
             return Ok(ScheduleResult::invalid());
@@ -206,7 +207,7 @@ impl Engine {
         let items = ports.outbox.member_items(team, member)?;
         if let Some(existing) = recent_recovery(&items, &key, now - RECENT_WINDOW_MS) {
             audit(
-                "proof_missing_recovery_coalesced",
+                AuditKind::ProofMissingRecoveryCoalesced,
                 json!({
                     "reason": existing.status,
                     "intentKey": key,
@@ -226,7 +227,7 @@ impl Engine {
             .filter(|r| !r.is_empty())
             .unwrap_or_else(|| DEFAULT_REASON.to_string());
         audit(
-            "proof_missing_recovery_scheduled",
+            AuditKind::ProofMissingRecoveryScheduled,
             json!({
                 "reason": reason,
                 "taskRefs": task_refs,

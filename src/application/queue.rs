@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use crate::domain::diagnostic::StallTrigger;
 use crate::domain::names::{normalize_member_name, team_runtime_key};
 use crate::domain::recovery::Recovery;
 use crate::domain::time::EpochMs;
@@ -40,6 +41,26 @@ pub enum Trigger {
 }
 
 impl Trigger {
+    /// Every trigger (the reference's ten).
+    pub const ALL: [Trigger; 10] = [
+        Self::ManualRefresh,
+        Self::ProofMissingRecovery,
+        Self::TurnSettled,
+        Self::ToolFinished,
+        Self::TaskChanged,
+        Self::InboxChanged,
+        Self::RuntimeActivity,
+        Self::StartupScan,
+        Self::ConfigChanged,
+        Self::MemberSpawned,
+    ];
+
+    /// The trigger a wire spelling names (a stored status's
+    /// `shadow.triggerReasons`); `None` for one outside the set.
+    pub fn parse(spelling: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.as_str() == spelling)
+    }
+
     /// Wire spelling.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -63,6 +84,17 @@ impl Trigger {
             Self::ProofMissingRecovery | Self::TurnSettled | Self::ToolFinished => (5_000, 30_000),
             Self::TaskChanged | Self::InboxChanged | Self::RuntimeActivity => (15_000, 60_000),
             Self::StartupScan | Self::ConfigChanged | Self::MemberSpawned => (30_000, 90_000),
+        }
+    }
+}
+
+/// The queue trigger of a runtime signal behind a stall.
+impl From<StallTrigger> for Trigger {
+    fn from(trigger: StallTrigger) -> Self {
+        match trigger {
+            StallTrigger::TurnSettled => Self::TurnSettled,
+            StallTrigger::ToolFinished => Self::ToolFinished,
+            StallTrigger::RuntimeActivity => Self::RuntimeActivity,
         }
     }
 }
@@ -465,6 +497,16 @@ mod tests {
 
     fn key(member: &str) -> QueueKey {
         queue_key("forge", member)
+    }
+
+    #[test]
+    fn every_trigger_round_trips_through_its_one_spelling() {
+        let mut seen = std::collections::HashSet::new();
+        for trigger in Trigger::ALL {
+            assert!(seen.insert(trigger.as_str()), "{trigger:?} spelled twice");
+            assert_eq!(Trigger::parse(trigger.as_str()), Some(trigger));
+        }
+        assert_eq!(Trigger::parse("Turn_Settled"), None);
     }
 
     #[test]

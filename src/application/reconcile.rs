@@ -11,14 +11,16 @@ use super::nudges::Nudges;
 use super::ports::{AuditEvent, PortError, Ports, StatusStore, StoredStatus};
 use super::queue::Trigger;
 use crate::domain::agenda::{Agenda, TeamIndex};
+use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::decision::{
     decide, keeps_caught_up_report, staleness_diagnostics, DecisionInput,
 };
+use crate::domain::diagnostic::{has, parsed, Diagnostic, StallTrigger};
 use crate::domain::metrics::events_for_write;
 use crate::domain::names::{normalize_member_name, validate_name, MemberName, NameError, TeamName};
 use crate::domain::nudge::{
     is_suppressed, is_suppression_candidate, suppression_reset_at, OutboxStatus,
-    SuppressionHistory, RUNTIME_STALL, STALL_TRIGGER_PREFIX, SUPPRESS_AFTER_DELIVERIES,
+    SuppressionHistory, SUPPRESS_AFTER_DELIVERIES,
 };
 use crate::domain::recovery::Recovery;
 use crate::domain::status::Report;
@@ -148,7 +150,7 @@ pub(super) fn may_store_member(
 }
 
 /// Source tag of reconciler audit events.
-const SOURCE: &str = "reconciler";
+const SOURCE: AuditSource = AuditSource::Reconciler;
 
 /// A nudge suppression a reconcile decided: its journal line's diagnostics
 /// and metadata, written after the decision's line as the app writes it.
@@ -635,7 +637,7 @@ impl Reconciler {
         );
         self.audit(
             SOURCE,
-            "status_write_failed",
+            AuditKind::StatusWriteFailed,
             team,
             member,
             now,
@@ -643,7 +645,9 @@ impl Reconciler {
             json!({}),
         );
         let mut status = self.unpersisted_from(snapshot, member, now);
-        status.diagnostics.push("status_write_failed".into());
+        status
+            .diagnostics
+            .push(Diagnostic::StatusWriteFailed.as_str().into());
         status
     }
 
@@ -661,7 +665,7 @@ impl Reconciler {
         let events = [
             audit_event(
                 SOURCE,
-                "reconcile_started",
+                AuditKind::ReconcileStarted,
                 team,
                 member,
                 now,
@@ -674,7 +678,7 @@ impl Reconciler {
             ),
             audit_event(
                 SOURCE,
-                "agenda_loaded",
+                AuditKind::AgendaLoaded,
                 team,
                 member,
                 now,
@@ -719,8 +723,8 @@ impl Reconciler {
         });
         let member = normalize_member_name(&status.member_name);
         self.audit(
-            "json_store",
-            "status_written",
+            AuditSource::JsonStore,
+            AuditKind::StatusWritten,
             &status.team_name,
             &member,
             now,
@@ -744,9 +748,9 @@ impl Reconciler {
     ) {
         let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
         let decision_kind = if status.state == StatusState::Inactive {
-            "team_inactive"
+            AuditKind::TeamInactive
         } else {
-            "decision_made"
+            AuditKind::DecisionMade
         };
         let mut summary = json!({
             "agendaFingerprint": status.agenda.fingerprint,
@@ -760,16 +764,17 @@ impl Reconciler {
             .shadow
             .as_ref()
             .and_then(|s| s.trigger_reasons.clone());
-        let stall_trigger = status
-            .diagnostics
-            .iter()
-            .find_map(|d| d.strip_prefix(STALL_TRIGGER_PREFIX))
-            .filter(|_| status.diagnostics.iter().any(|d| d == RUNTIME_STALL));
+        let stall_trigger = parsed(&status.diagnostics)
+            .find_map(|d| match d {
+                Diagnostic::StallTrigger(trigger) => Some(trigger),
+                _ => None,
+            })
+            .filter(|_| has(&status.diagnostics, Diagnostic::RuntimeStall));
         let stall_diagnostics: Vec<String> = stall_trigger
             .map(|t| {
                 vec![
-                    RUNTIME_STALL.to_string(),
-                    format!("{STALL_TRIGGER_PREFIX}{t}"),
+                    Diagnostic::RuntimeStall.as_str().to_string(),
+                    Diagnostic::StallTrigger(t).as_str().to_string(),
                 ]
             })
             .unwrap_or_default();
@@ -784,14 +789,15 @@ impl Reconciler {
         )];
         if let Some(trigger) = stall_trigger {
             let mut stall = summary.clone();
-            stall["reason"] = format!("same_agenda_still_needs_sync_after_{trigger}").into();
+            stall["reason"] =
+                format!("same_agenda_still_needs_sync_after_{}", trigger.as_str()).into();
             if let Some(triggers) = &trigger_reasons {
                 stall["triggerReasons"] = json!(triggers);
             }
             stall["previousEvaluatedAt"] = json!(previous_evaluated_at);
             events.push(audit_event(
                 SOURCE,
-                "runtime_stall_observed",
+                AuditKind::RuntimeStallObserved,
                 team,
                 member,
                 now,
@@ -802,7 +808,7 @@ impl Reconciler {
         if let Some(suppressed) = suppressed {
             events.push(audit_event(
                 SOURCE,
-                "nudge_suppressed",
+                AuditKind::NudgeSuppressed,
                 team,
                 member,
                 now,
@@ -815,8 +821,8 @@ impl Reconciler {
             written["triggerReasons"] = json!(triggers);
         }
         events.push(audit_event(
-            "json_store",
-            "status_written",
+            AuditSource::JsonStore,
+            AuditKind::StatusWritten,
             team,
             member,
             now,
@@ -878,8 +884,8 @@ impl Reconciler {
                 if effects == Effects::Record {
                     // The app's store journals its own fallback read.
                     self.audit(
-                        "json_store",
-                        "legacy_fallback_used",
+                        AuditSource::JsonStore,
+                        AuditKind::LegacyFallbackUsed,
                         &snapshot.team_name,
                         &member,
                         now,
@@ -944,21 +950,17 @@ impl Reconciler {
         diagnostics.extend(decision.diagnostics.iter().map(|d| d.to_string()));
         diagnostics.extend(store_diagnostics);
         // Runtime stall: a runtime signal arrived, yet the same agenda still needs sync.
-        let stall_trigger = [
-            Trigger::TurnSettled,
-            Trigger::ToolFinished,
-            Trigger::RuntimeActivity,
-        ]
-        .into_iter()
-        .find(|t| triggers.contains(t));
+        let stall_trigger = StallTrigger::PRIORITY
+            .into_iter()
+            .find(|t| triggers.contains(&Trigger::from(*t)));
         if let Some(trigger) = stall_trigger.filter(|_| {
             previous_needs_sync
                 && decision.state == StatusState::NeedsSync
                 && !agenda.items.is_empty()
                 && shadow.previous_fingerprint.as_deref() == Some(agenda.fingerprint.as_str())
         }) {
-            diagnostics.push(RUNTIME_STALL.into());
-            diagnostics.push(format!("{STALL_TRIGGER_PREFIX}{}", trigger.as_str()));
+            diagnostics.push(Diagnostic::RuntimeStall.as_str().into());
+            diagnostics.push(Diagnostic::StallTrigger(trigger).as_str().into());
         }
         if let Some(reason) = self.ports.busy.busy(&snapshot.team_name, &member, now) {
             diagnostics.push(format!("member_busy:{}", reason.as_str()));
@@ -999,11 +1001,15 @@ impl Reconciler {
             expires,
         ) {
             Ok(token) => {
-                status.diagnostics.push("report_token_issued".into());
+                status
+                    .diagnostics
+                    .push(Diagnostic::ReportTokenIssued.as_str().into());
                 status.report_token = Some(token);
                 status.report_token_expires_at = Some(IsoTime::at(expires));
             }
-            Err(_) => status.diagnostics.push("report_token_unavailable".into()),
+            Err(_) => status
+                .diagnostics
+                .push(Diagnostic::ReportTokenUnavailable.as_str().into()),
         }
     }
 
@@ -1113,8 +1119,8 @@ impl Reconciler {
             })),
         );
         self.audit(
-            "reconciler",
-            "metrics_unavailable",
+            SOURCE,
+            AuditKind::MetricsUnavailable,
             &status.team_name,
             &status.member_name,
             self.ports.clock.now_ms(),
@@ -1141,8 +1147,8 @@ impl Reconciler {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn audit(
         &self,
-        source: &'static str,
-        kind: &'static str,
+        source: AuditSource,
+        kind: AuditKind,
         team: &str,
         member: &str,
         at_ms: EpochMs,
@@ -1164,8 +1170,8 @@ fn evaluated_at_of(previous: &StoredStatus) -> Option<String> {
 
 /// A journal event; `None` unless `metadata` is an object.
 fn audit_event(
-    source: &'static str,
-    kind: &'static str,
+    source: AuditSource,
+    kind: AuditKind,
     team: &str,
     member: &str,
     at_ms: EpochMs,

@@ -6,6 +6,8 @@ use serde_json::{json, Value};
 
 use super::ports::{AuditEvent, IntentStatus, ReportIntent, StoredStatus};
 use super::reconcile::{check_name, AgendaSource, ReconcileOptions, Reconciler, WorkSyncError};
+use crate::domain::audit::{AuditKind, AuditSource};
+use crate::domain::diagnostic::Diagnostic;
 use crate::domain::metrics::{team_metrics, MetricsIndex, TeamMetrics};
 use crate::domain::names::normalize_member_name;
 use crate::domain::report::{
@@ -16,7 +18,7 @@ use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs, IsoTime};
 use crate::domain::token::TokenCheck;
 
-const SOURCE: &str = "reporter";
+const SOURCE: AuditSource = AuditSource::Reporter;
 /// Replay reason under which an expired token may be retried once with a fresh one.
 const CONTROL_API_UNAVAILABLE: &str = "control_api_unavailable";
 /// Message of an accepted report.
@@ -156,7 +158,7 @@ impl Reconciler {
             let rejection = verdict.err().unwrap_or(Rejection::MemberInactive);
             return Ok(self.unpersisted_rejection(&snapshot, member, now, rejection));
         }
-        self.audit(SOURCE, "report_received",
+        self.audit(SOURCE, AuditKind::ReportReceived,
             team,
             member,
             now,
@@ -211,7 +213,7 @@ impl Reconciler {
         self.journal_status_written(&status, now);
         self.audit(
             SOURCE,
-            "report_accepted",
+            AuditKind::ReportAccepted,
             team,
             &normalize_member_name(&member),
             now,
@@ -279,7 +281,7 @@ impl Reconciler {
         self.journal_status_written(&status, now);
         self.audit(
             SOURCE,
-            "report_rejected",
+            AuditKind::ReportRejected,
             team,
             &normalize_member_name(member),
             now,
@@ -334,10 +336,12 @@ impl Reconciler {
         let token_diag = status
             .diagnostics
             .iter()
-            .find(|d| d.starts_with("report_token_"))
+            .find(|d| Diagnostic::parse(d).is_some_and(Diagnostic::is_report_token))
             .cloned();
         status.diagnostics = agenda_diagnostics;
-        status.diagnostics.push("report_accepted".into());
+        status
+            .diagnostics
+            .push(Diagnostic::ReportAccepted.as_str().into());
         status.diagnostics.extend(token_diag);
         status
     }
@@ -386,9 +390,9 @@ impl Reconciler {
     /// then `legacy_fallback_used` for each.
     fn journal_legacy_migration(&self, team: &str, members: &[String]) {
         let at_ms = self.ports.clock.now_ms();
-        let line = |kind: &'static str, reason: &str, member: &String| AuditEvent {
+        let line = |kind: AuditKind, reason: &str, member: &String| AuditEvent {
             kind,
-            source: "json_store",
+            source: AuditSource::JsonStore,
             team_name: team.to_string(),
             member_name: normalize_member_name(member),
             at_ms,
@@ -398,12 +402,14 @@ impl Reconciler {
         for member in members {
             self.ports
                 .journal
-                .record(line("index_repaired", "pending_reports", member));
+                .record(line(AuditKind::IndexRepaired, "pending_reports", member));
         }
         for member in members {
-            self.ports
-                .journal
-                .record(line("legacy_fallback_used", "pending_reports_v1", member));
+            self.ports.journal.record(line(
+                AuditKind::LegacyFallbackUsed,
+                "pending_reports_v1",
+                member,
+            ));
         }
     }
 

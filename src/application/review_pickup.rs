@@ -49,9 +49,6 @@ impl PickupUndeliverable {
 /// `canDeliver` and its `deliver` (the app's dispatcher without a port).
 pub const PORT_UNAVAILABLE: &str = "review_pickup_delivery_port_unavailable";
 
-/// The planner code of a pickup that cannot be delivered.
-pub const UNDELIVERABLE_CODE: &str = "review_pickup_delivery_unavailable";
-
 /// Whether review pickups to `member` can be delivered now, asked of the
 /// app's `reviewPickupDelivery.canDeliver` (never, without the option).
 pub fn delivery(

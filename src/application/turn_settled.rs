@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use super::host::{Host, SettledTarget};
 use super::ports::{AuditEvent, AuditJournal, Clock, PortError, StatusStore, TeamSource};
 use super::reconcile::may_store_member;
+use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::names::{normalize_member_name, validate_name};
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs};
@@ -24,7 +25,7 @@ use crate::domain::turn_settled::RuntimeProvider;
 /// Most files claimed per drain.
 pub const DRAIN_BATCH: usize = 50;
 /// Audit source of the ingestor's journal events.
-const SOURCE: &str = "runtime_turn_settled_ingestor";
+const SOURCE: AuditSource = AuditSource::RuntimeTurnSettledIngestor;
 /// Source ids remembered to mark repeated deliveries of one payload as duplicates.
 const RECENT_SOURCE_IDS: usize = 4096;
 
@@ -408,7 +409,7 @@ impl TurnSettledIngestor {
                 Decision::Resolved { team, member } => {
                     self.recent.remember(&event.source_id);
                     summary.enqueued += 1;
-                    let outcome = ("turn_settled_resolved", None);
+                    let outcome = (AuditKind::TurnSettledResolved, None);
                     journal.add(outcome, claim, &team, &member, &event, now);
                     changes.emit(TeamChangeEvent {
                         kind: "member-turn-settled".into(),
@@ -427,7 +428,7 @@ impl TurnSettledIngestor {
                 Decision::Duplicate => summary.ignored += 1,
                 Decision::Ignored(reason) => {
                     summary.ignored += 1;
-                    let outcome = ("turn_settled_ignored", Some(reason.as_str()));
+                    let outcome = (AuditKind::TurnSettledIgnored, Some(reason.as_str()));
                     self.audit_unqueued(
                         outcome,
                         claim,
@@ -440,7 +441,7 @@ impl TurnSettledIngestor {
                 }
                 Decision::Unresolved(reason) => {
                     summary.unresolved += 1;
-                    let outcome = ("turn_settled_unresolved", Some(reason.as_str()));
+                    let outcome = (AuditKind::TurnSettledUnresolved, Some(reason.as_str()));
                     self.audit_unqueued(
                         outcome,
                         claim,
@@ -684,7 +685,7 @@ impl TurnSettledIngestor {
     #[allow(clippy::too_many_arguments)]
     fn audit_unqueued(
         &self,
-        outcome: (&'static str, Option<&str>),
+        outcome: (AuditKind, Option<&str>),
         claim: &SpoolClaim,
         event: &TurnSettledEvent,
         target: Option<(String, String)>,
@@ -747,7 +748,7 @@ impl JournalBatch {
     /// what became of it.
     fn add(
         &mut self,
-        (kind, reason): (&'static str, Option<&str>),
+        (kind, reason): (AuditKind, Option<&str>),
         claim: &SpoolClaim,
         team: &str,
         member: &str,
@@ -770,7 +771,7 @@ impl JournalBatch {
         };
         // As the app's lines: the claim's reason is the provider, and so is
         // a resolved outcome's; an ignored or unresolved one gives its cause.
-        let mut claimed = entry("turn_settled_claimed", claim.claimed_at_ms);
+        let mut claimed = entry(AuditKind::TurnSettledClaimed, claim.claimed_at_ms);
         claimed
             .metadata
             .insert("reason".into(), json!(event.provider));

@@ -10,6 +10,7 @@ use super::ports::{StatusStore, StoredStatus};
 use super::queue::{FinishOutcome, Trigger, MAX_RETRIES, RETRY_DELAY_MS};
 use super::reconcile::WorkSyncError;
 use super::router::TeamChangeEvent;
+use crate::domain::audit::AuditKind;
 use crate::domain::time::EpochMs;
 
 /// A checked team name of a test.
@@ -131,12 +132,12 @@ fn finish_outcome(
         .cloned()
         .unwrap();
     match last.kind {
-        "queue_reconciled" if last.metadata["followUp"] == true => FinishOutcome::FollowUp,
-        "queue_reconciled" => FinishOutcome::Done,
-        "queue_retry_scheduled" => FinishOutcome::RetryScheduled(
+        AuditKind::QueueReconciled if last.metadata["followUp"] == true => FinishOutcome::FollowUp,
+        AuditKind::QueueReconciled => FinishOutcome::Done,
+        AuditKind::QueueRetryScheduled => FinishOutcome::RetryScheduled(
             crate::domain::time::parse_iso(last.metadata["runAt"].as_str().unwrap()).unwrap(),
         ),
-        "queue_dropped" => FinishOutcome::DroppedAfterRetries,
+        AuditKind::QueueDropped => FinishOutcome::DroppedAfterRetries,
         other => panic!("unexpected journal kind {other}"),
     }
 }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::diagnostic::Diagnostic;
 use super::fingerprint::agenda_fingerprint;
 use super::js_semantics::{
     compare_code_units, js_trim, locale_compare, locale_compare_numeric_base,
@@ -47,6 +48,87 @@ impl ItemKind {
             Self::Clarification => "clarification",
             Self::BlockedDependency => "blocked_dependency",
         }
+    }
+}
+
+/// Why an item is on the agenda (the reference's seven reasons).
+///
+/// A stored agenda (a status the app or another version wrote) may carry a
+/// reason outside this set: it is kept as [`ItemReason::Unrecognized`] and
+/// written back as read, and no rule treats it as one of the seven.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ItemReason {
+    /// The lead must answer a clarification.
+    TaskNeedsLeadClarification,
+    /// A dependency of the task cannot resolve (lead).
+    TaskHasBrokenDependency,
+    /// The task's reviewer is its owner (lead).
+    SelfReviewInvalid,
+    /// The member reviews the task in the current review cycle.
+    CurrentCycleReviewAssigned,
+    /// Review asked the owner for changes.
+    ReviewChangesRequested,
+    /// Owned work not started yet.
+    OwnedPendingTask,
+    /// Owned work in progress.
+    OwnedInProgressTask,
+    /// A spelling outside the set, as read.
+    Unrecognized(String),
+}
+
+impl ItemReason {
+    /// The known reasons.
+    pub const KNOWN: [ItemReason; 7] = [
+        Self::TaskNeedsLeadClarification,
+        Self::TaskHasBrokenDependency,
+        Self::SelfReviewInvalid,
+        Self::CurrentCycleReviewAssigned,
+        Self::ReviewChangesRequested,
+        Self::OwnedPendingTask,
+        Self::OwnedInProgressTask,
+    ];
+
+    /// The wire spelling.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::TaskNeedsLeadClarification => "task_needs_lead_clarification",
+            Self::TaskHasBrokenDependency => "task_has_broken_dependency",
+            Self::SelfReviewInvalid => "self_review_invalid",
+            Self::CurrentCycleReviewAssigned => "current_cycle_review_assigned",
+            Self::ReviewChangesRequested => "review_changes_requested",
+            Self::OwnedPendingTask => "owned_pending_task",
+            Self::OwnedInProgressTask => "owned_in_progress_task",
+            Self::Unrecognized(spelling) => spelling,
+        }
+    }
+}
+
+/// Reads a wire spelling; one outside the set is kept as read.
+impl From<&str> for ItemReason {
+    fn from(spelling: &str) -> Self {
+        Self::KNOWN
+            .into_iter()
+            .find(|r| r.as_str() == spelling)
+            .unwrap_or_else(|| Self::Unrecognized(spelling.to_string()))
+    }
+}
+
+impl Serialize for ItemReason {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ItemReason {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let spelling = Cow::<'de, str>::deserialize(deserializer)?;
+        Ok(Self::from(spelling.as_ref()))
+    }
+}
+
+impl std::fmt::Display for ItemReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -122,7 +204,7 @@ pub struct ActionableWorkItem {
     /// Urgency.
     pub priority: Priority,
     /// Why (not part of the fingerprint).
-    pub reason: String,
+    pub reason: ItemReason,
     /// Board facts.
     pub evidence: Evidence,
 }
@@ -559,13 +641,13 @@ impl<'a> TeamIndex<'a> {
         let mut diagnostics = self.snapshot.diagnostics.clone();
         let mut items = Vec::new();
         if !self.snapshot.config_found {
-            diagnostics.push("team_config_missing".into());
+            diagnostics.push(Diagnostic::TeamConfigMissing.as_str().into());
         } else if self.snapshot.deleted {
-            diagnostics.push("team_deleted".into());
+            diagnostics.push(Diagnostic::TeamDeleted.as_str().into());
         } else if is_reserved_member_name(&normalized) {
-            diagnostics.push("member_invalid_or_reserved".into());
+            diagnostics.push(Diagnostic::MemberInvalidOrReserved.as_str().into());
         } else if !self.active.contains(&normalized) {
-            diagnostics.push("member_not_active".into());
+            diagnostics.push(Diagnostic::MemberNotActive.as_str().into());
         } else {
             let is_lead = self.lead.as_deref() == Some(normalized.as_str());
             let tasks = &*self.tasks;
@@ -609,7 +691,7 @@ fn item_for(f: &TaskFacts, member: &str, is_lead: bool) -> Option<ActionableWork
     let task = &*f.task;
     let review_state = Some(f.review_state.as_str().to_string());
     let subject = js_trim(&task.subject);
-    let base = |kind, priority, reason: &str, evidence| ActionableWorkItem {
+    let base = |kind, priority, reason: ItemReason, evidence| ActionableWorkItem {
         task_id: task.id.clone(),
         display_id: (!task.display_id.is_empty()).then(|| task.display_id.clone()),
         subject: if subject.is_empty() {
@@ -620,7 +702,7 @@ fn item_for(f: &TaskFacts, member: &str, is_lead: bool) -> Option<ActionableWork
         kind,
         assignee: member.to_string(),
         priority,
-        reason: reason.to_string(),
+        reason,
         evidence,
     };
     let status = task.status.as_str().to_string();
@@ -636,7 +718,7 @@ fn item_for(f: &TaskFacts, member: &str, is_lead: bool) -> Option<ActionableWork
         return Some(base(
             ItemKind::Clarification,
             Priority::NeedsClarification,
-            "task_needs_lead_clarification",
+            ItemReason::TaskNeedsLeadClarification,
             evidence,
         ));
     }
@@ -652,7 +734,7 @@ fn item_for(f: &TaskFacts, member: &str, is_lead: bool) -> Option<ActionableWork
         return Some(base(
             ItemKind::BlockedDependency,
             Priority::Blocked,
-            "task_has_broken_dependency",
+            ItemReason::TaskHasBrokenDependency,
             evidence,
         ));
     }
@@ -681,7 +763,7 @@ fn item_for(f: &TaskFacts, member: &str, is_lead: bool) -> Option<ActionableWork
             return Some(base(
                 ItemKind::Clarification,
                 Priority::NeedsClarification,
-                "self_review_invalid",
+                ItemReason::SelfReviewInvalid,
                 evidence,
             ));
         }
@@ -707,7 +789,7 @@ fn item_for(f: &TaskFacts, member: &str, is_lead: bool) -> Option<ActionableWork
             return Some(base(
                 ItemKind::Review,
                 Priority::ReviewRequested,
-                "current_cycle_review_assigned",
+                ItemReason::CurrentCycleReviewAssigned,
                 evidence,
             ));
         }
@@ -721,11 +803,11 @@ fn item_for(f: &TaskFacts, member: &str, is_lead: bool) -> Option<ActionableWork
         return None;
     }
     let reason = if f.needs_fix_actionable {
-        "review_changes_requested"
+        ItemReason::ReviewChangesRequested
     } else {
         match task.status {
-            TaskStatus::Pending => "owned_pending_task",
-            TaskStatus::InProgress => "owned_in_progress_task",
+            TaskStatus::Pending => ItemReason::OwnedPendingTask,
+            TaskStatus::InProgress => ItemReason::OwnedInProgressTask,
             TaskStatus::Completed | TaskStatus::Deleted => return None,
         }
     };

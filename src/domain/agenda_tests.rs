@@ -1064,3 +1064,20 @@ fn items_follow_the_apps_task_list_order() {
     reordered.tasks.reverse();
     assert_eq!(agenda(&reordered, "jack").fingerprint, a.fingerprint);
 }
+
+#[test]
+fn item_reasons_read_and_write_their_one_spelling_and_keep_foreign_ones() {
+    let mut seen = std::collections::HashSet::new();
+    for reason in ItemReason::KNOWN {
+        assert!(
+            seen.insert(reason.as_str().to_string()),
+            "{reason} spelled twice"
+        );
+        let wire = serde_json::to_value(&reason).unwrap();
+        assert_eq!(wire, reason.as_str());
+        assert_eq!(serde_json::from_value::<ItemReason>(wire).unwrap(), reason);
+    }
+    let foreign: ItemReason = serde_json::from_value(serde_json::json!("new_app_reason")).unwrap();
+    assert_eq!(foreign, ItemReason::Unrecognized("new_app_reason".into()));
+    assert_eq!(serde_json::to_value(&foreign).unwrap(), "new_app_reason");
+}

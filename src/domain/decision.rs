@@ -1,5 +1,6 @@
 //! The decision policy: caught up, valid lease, or needs sync.
 
+use super::diagnostic::Diagnostic;
 use super::report::MAX_LEASE_MS;
 use super::status::{Report, ReportState, StatusState};
 use super::time::{lease_holds, EpochMs, IsoTime};
@@ -37,11 +38,11 @@ pub struct Decision {
     /// Resulting state.
     pub state: StatusState,
     /// Reasons, in order.
-    pub diagnostics: Vec<&'static str>,
+    pub diagnostics: Vec<Diagnostic>,
 }
 
 impl Decision {
-    fn new(state: StatusState, diagnostics: Vec<&'static str>) -> Self {
+    fn new(state: StatusState, diagnostics: Vec<Diagnostic>) -> Self {
         Self { state, diagnostics }
     }
 }
@@ -52,36 +53,39 @@ pub fn decide(input: &DecisionInput<'_>) -> Decision {
         // The runtime's reason comes first, as the app lists it.
         let mut diagnostics = Vec::new();
         if !input.runtime.team_active {
-            diagnostics.push("team_runtime_inactive");
+            diagnostics.push(Diagnostic::TeamRuntimeInactive);
         } else if !input.runtime.member_active {
-            diagnostics.push("member_runtime_inactive");
+            diagnostics.push(Diagnostic::MemberRuntimeInactive);
         }
-        diagnostics.push("member_or_team_inactive");
+        diagnostics.push(Diagnostic::MemberOrTeamInactive);
         return Decision::new(StatusState::Inactive, diagnostics);
     }
     if input.item_count == 0 {
-        return Decision::new(StatusState::CaughtUp, vec!["agenda_empty"]);
+        return Decision::new(StatusState::CaughtUp, vec![Diagnostic::AgendaEmpty]);
     }
     let Some(report) = input.accepted_report.filter(|r| r.accepted) else {
-        return Decision::new(StatusState::NeedsSync, vec!["no_current_report"]);
+        return Decision::new(StatusState::NeedsSync, vec![Diagnostic::NoCurrentReport]);
     };
     if report.agenda_fingerprint != input.fingerprint {
-        return Decision::new(StatusState::NeedsSync, vec!["report_fingerprint_stale"]);
+        return Decision::new(
+            StatusState::NeedsSync,
+            vec![Diagnostic::ReportFingerprintStale],
+        );
     }
     let (leased_state, lease_diag) = match report.state {
-        ReportState::StillWorking => (StatusState::StillWorking, "lease_still_working"),
-        ReportState::Blocked => (StatusState::Blocked, "lease_blocked"),
+        ReportState::StillWorking => (StatusState::StillWorking, Diagnostic::LeaseStillWorking),
+        ReportState::Blocked => (StatusState::Blocked, Diagnostic::LeaseBlocked),
         ReportState::CaughtUp => {
             return Decision::new(
                 StatusState::NeedsSync,
-                vec!["caught_up_report_not_valid_for_non_empty_agenda"],
+                vec![Diagnostic::CaughtUpReportNotValidForNonEmptyAgenda],
             )
         }
     };
     match report.expires_at.as_ref().and_then(IsoTime::ms) {
-        None => Decision::new(StatusState::NeedsSync, vec!["report_lease_missing"]),
+        None => Decision::new(StatusState::NeedsSync, vec![Diagnostic::ReportLeaseMissing]),
         Some(expires) if !lease_holds(expires, input.now_ms, MAX_LEASE_MS) => {
-            Decision::new(StatusState::NeedsSync, vec!["report_lease_expired"])
+            Decision::new(StatusState::NeedsSync, vec![Diagnostic::ReportLeaseExpired])
         }
         Some(_) => Decision::new(leased_state, vec![lease_diag]),
     }
@@ -314,7 +318,10 @@ mod tests {
         i.on_active_roster = false;
         assert_eq!(
             decide(&i),
-            Decision::new(StatusState::Inactive, vec!["member_or_team_inactive"])
+            Decision::new(
+                StatusState::Inactive,
+                vec![Diagnostic::MemberOrTeamInactive]
+            )
         );
         let mut i = input(3, None);
         i.runtime.team_active = false;
@@ -334,7 +341,7 @@ mod tests {
     fn empty_agenda_is_caught_up() {
         assert_eq!(
             decide(&input(0, None)),
-            Decision::new(StatusState::CaughtUp, vec!["agenda_empty"])
+            Decision::new(StatusState::CaughtUp, vec![Diagnostic::AgendaEmpty])
         );
     }
 
@@ -354,7 +361,10 @@ mod tests {
         let live = report(ReportState::StillWorking, "fp", Some(NOW + 60_000));
         assert_eq!(
             decide(&input(2, Some(&live))),
-            Decision::new(StatusState::StillWorking, vec!["lease_still_working"])
+            Decision::new(
+                StatusState::StillWorking,
+                vec![Diagnostic::LeaseStillWorking]
+            )
         );
         let blocked = report(ReportState::Blocked, "fp", Some(NOW + 60_000));
         assert_eq!(

@@ -7,10 +7,11 @@
 //! lives in [`sentence_for`]; an unknown kind passes through with its raw
 //! fields.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::nudge::{MAX_RECOVERIES_PER_HOUR, SUPPRESS_AFTER_DELIVERIES};
+use super::audit::{AuditKind, AuditSource};
+use super::nudge::{OutboxStatus, PlannerCode, MAX_RECOVERIES_PER_HOUR, SUPPRESS_AFTER_DELIVERIES};
 use super::time::{format_iso, parse_iso, EpochMs};
 
 /// Where an entry came from.
@@ -123,23 +124,23 @@ fn busy_words(line: &Value) -> String {
 fn skip_words(line: &Value) -> String {
     // The code is the line's `reason`; older addon lines kept it as `code`.
     let code = first_of(line, &["reason", "code"]);
-    let detail = match code.as_str() {
-        "member_busy" => format!("member busy ({})", busy_words(line)),
-        "task_protocol_repair_rate_limited" => format!(
+    let detail = match PlannerCode::parse(&code) {
+        Some(PlannerCode::MemberBusy) => format!("member busy ({})", busy_words(line)),
+        Some(PlannerCode::TaskProtocolRepairRateLimited) => format!(
             "task-protocol repair rate limited ({MAX_RECOVERIES_PER_HOUR}/{MAX_RECOVERIES_PER_HOUR} per hour used)"
         ),
-        "existing" => "the nudge for this agenda already went out".into(),
-        "review_pickup_already_delivered_still_stuck" => {
+        Some(PlannerCode::Existing) => "the nudge for this agenda already went out".into(),
+        Some(PlannerCode::ReviewPickupAlreadyDeliveredStillStuck) => {
             "the review pickup nudge already went out".into()
         }
-        "review_pickup_delivery_unavailable" => {
+        Some(PlannerCode::ReviewPickupDeliveryUnavailable) => {
             "no delivery path for a review pickup nudge".into()
         }
-        "status_not_nudgeable" => "status needs no nudge".into(),
-        "phase2_not_ready" => "phase 2 is not ready".into(),
-        "blocking_metrics" => "the report rejection rate blocks phase 2".into(),
-        "metrics_unavailable" => "the team metrics could not be read".into(),
-        "outbox_unavailable" => "the outbox could not be read or written".into(),
+        Some(PlannerCode::StatusNotNudgeable) => "status needs no nudge".into(),
+        Some(PlannerCode::Phase2NotReady) => "phase 2 is not ready".into(),
+        Some(PlannerCode::BlockingMetrics) => "the report rejection rate blocks phase 2".into(),
+        Some(PlannerCode::MetricsUnavailable) => "the team metrics could not be read".into(),
+        Some(PlannerCode::OutboxUnavailable) => "the outbox could not be read or written".into(),
         _ => code.clone(),
     };
     match readiness_words(line) {
@@ -148,135 +149,150 @@ fn skip_words(line: &Value) -> String {
     }
 }
 
+/// Stall lines an older addon journaled under their reason as the event
+/// kind, with the words for the runtime signal each names.
+const LEGACY_STALL_KINDS: [(&str, &str); 3] = [
+    (
+        "same_agenda_still_needs_sync_after_turn_settled",
+        "a settled turn",
+    ),
+    (
+        "same_agenda_still_needs_sync_after_tool_finished",
+        "a tool finished",
+    ),
+    (
+        "same_agenda_still_needs_sync_after_runtime_activity",
+        "runtime activity",
+    ),
+];
+
 /// The sentence of one journal line (the table of known event kinds).
 pub fn sentence_for(line: &Value) -> String {
     let kind = text(line, "event");
     let t = |key: &str| text(line, key);
     let diags = diagnostics_suffix(line);
-    match kind.as_str() {
-        "queue_enqueued" => format!("reconcile queued ({})", first_of(line, &["reason", "trigger"])),
-        "queue_coalesced" => format!(
+    match AuditKind::parse(&kind) {
+        Some(AuditKind::QueueEnqueued) => format!("reconcile queued ({})", first_of(line, &["reason", "trigger"])),
+        Some(AuditKind::QueueCoalesced) => format!(
             "reconcile request merged into a queued one ({})",
             first_of(line, &["reason", "trigger"])
         ),
-        "queue_dropped" => format!("queued reconcile dropped ({})", t("reason")),
-        "queue_reconciled" => match field(line, "followUp").and_then(Value::as_bool) {
+        Some(AuditKind::QueueDropped) => format!("queued reconcile dropped ({})", t("reason")),
+        Some(AuditKind::QueueReconciled) => match field(line, "followUp").and_then(Value::as_bool) {
             Some(true) => "queued reconcile ran; another one follows".into(),
             _ => "queued reconcile ran".into(),
         },
-        "queue_retry_scheduled" => format!("queued reconcile failed; retry at {}", t("runAt")),
-        "reconcile_started" => format!("reconcile started (triggers: {})", t("triggerReasons")),
-        "agenda_loaded" => format!(
+        Some(AuditKind::QueueRetryScheduled) => format!("queued reconcile failed; retry at {}", t("runAt")),
+        Some(AuditKind::ReconcileStarted) => format!("reconcile started (triggers: {})", t("triggerReasons")),
+        Some(AuditKind::AgendaLoaded) => format!(
             "agenda loaded: {} actionable item(s){diags}",
             t("actionableCount")
         ),
-        "decision_made" => format!(
+        Some(AuditKind::DecisionMade) => format!(
             "decision: {} with {} actionable item(s){diags}",
             t("state"),
             t("actionableCount")
         ),
-        "team_inactive" => format!("decision: inactive (team not running){diags}"),
-        "status_written" => format!("status written: {}", t("state")),
-        "legacy_fallback_used" => {
+        Some(AuditKind::TeamInactive) => format!("decision: inactive (team not running){diags}"),
+        Some(AuditKind::StatusWritten) => format!("status written: {}", t("state")),
+        Some(AuditKind::LegacyFallbackUsed) => {
             format!("read the legacy {} store", first_of(line, &["reason", "store"]))
         }
-        "runtime_stall_observed" => match t("reason").rsplit_once("_after_") {
+        Some(AuditKind::RuntimeStallObserved) => match t("reason").rsplit_once("_after_") {
             Some((_, trigger)) => format!(
                 "runtime stall: the agenda is unchanged and still needs sync after {}",
                 trigger.replace('_', " ")
             ),
             None => format!("runtime stall observed ({})", t("reason")),
         },
-        "same_agenda_still_needs_sync_after_turn_settled" => {
-            "runtime stall: the agenda is unchanged and still needs sync after a settled turn"
-                .into()
-        }
-        "same_agenda_still_needs_sync_after_tool_finished" => {
-            "runtime stall: the agenda is unchanged and still needs sync after a tool finished"
-                .into()
-        }
-        "same_agenda_still_needs_sync_after_runtime_activity" => {
-            "runtime stall: the agenda is unchanged and still needs sync after runtime activity"
-                .into()
-        }
-        "nudge_suppressed" => format!(
+        Some(AuditKind::NudgeSuppressed) => format!(
             "nudges suppressed: {} deliveries for this agenda without an accepted report (limit {SUPPRESS_AFTER_DELIVERIES})",
             t("deliveredCount")
         ),
-        "metrics_unavailable" => format!("metric events could not be recorded{diags}"),
+        Some(AuditKind::MetricsUnavailable) => format!("metric events could not be recorded{diags}"),
         // The caller's `source` stays in `metadata` (the line's own names the reporter).
-        "report_received" => format!(
+        Some(AuditKind::ReportReceived) => format!(
             "report received: {} (via {})",
             t("state"),
             line.get("metadata")
                 .map_or_else(|| "?".into(), |m| text(m, "source"))
         ),
-        "report_accepted" => "report accepted".into(),
-        "report_rejected" => format!(
+        Some(AuditKind::ReportAccepted) => "report accepted".into(),
+        Some(AuditKind::ReportRejected) => format!(
             "report rejected: {}{diags}",
             first_of(line, &["reason", "code"])
         ),
-        "proof_missing_recovery_scheduled" => format!(
+        Some(AuditKind::ProofMissingRecoveryScheduled) => format!(
             "proof-missing recovery scheduled for message {} ({})",
             t("originalMessageId"),
             t("reason")
         ),
-        "proof_missing_recovery_coalesced" => format!(
+        Some(AuditKind::ProofMissingRecoveryCoalesced) => format!(
             "proof-missing recovery for message {} merged into outbox item {} ({})",
             t("originalMessageId"),
             t("existingOutboxId"),
             t("reason")
         ),
-        "proof_missing_recovery_suppressed" => format!(
+        Some(AuditKind::ProofMissingRecoverySuppressed) => format!(
             "proof-missing recovery for message {} not scheduled ({})",
             t("originalMessageId"),
             t("reason")
         ),
-        "nudge_planned" => format!("nudge planned ({})", first_of(line, &["reason", "code"])),
-        "member_busy" => format!("member busy ({}): no nudge now", busy_words(line)),
-        "nudge_skipped" if line.get("source").and_then(Value::as_str) == Some("nudge_planner") => {
+        Some(AuditKind::NudgePlanned) => format!("nudge planned ({})", first_of(line, &["reason", "code"])),
+        Some(AuditKind::MemberBusy) => format!("member busy ({}): no nudge now", busy_words(line)),
+        Some(AuditKind::NudgeSkipped)
+            if line.get("source").and_then(Value::as_str).and_then(AuditSource::parse)
+                == Some(AuditSource::NudgePlanner) =>
+        {
             format!("nudge not planned: {}", skip_words(line))
         }
         // A hold found at dispatch is journaled as skipped too, with its retry time.
-        "nudge_skipped" if field(line, "nextAttemptAt").is_some() => format!(
+        Some(AuditKind::NudgeSkipped) if field(line, "nextAttemptAt").is_some() => format!(
             "nudge {} held back ({}); next attempt at {}",
             t("outboxId"),
             t("reason"),
             t("nextAttemptAt")
         ),
-        "nudge_skipped" => format!("nudge {} given up ({})", t("outboxId"), t("reason")),
-        "nudge_delivered" => format!(
+        Some(AuditKind::NudgeSkipped) => format!("nudge {} given up ({})", t("outboxId"), t("reason")),
+        Some(AuditKind::NudgeDelivered) => format!(
             "nudge {} delivered to the inbox (attempt {}; tasks {})",
             t("outboxId"),
             t("attemptGeneration"),
             t("messagePreview")
         ),
-        "nudge_retryable" => format!(
+        Some(AuditKind::NudgeRetryable) => format!(
             "nudge {} not delivered ({}); next attempt at {}",
             t("outboxId"),
             busy_words(line),
             t("nextAttemptAt")
         ),
-        "watchdog_cooldown_active" => format!(
+        Some(AuditKind::WatchdogCooldownActive) => format!(
             "nudge {} held back: watchdog cooldown until {}",
             t("outboxId"),
             t("nextAttemptAt")
         ),
-        "nudge_superseded" => format!("nudge {} superseded ({})", t("outboxId"), t("reason")),
-        "review_pickup_delivery_unavailable" => {
+        Some(AuditKind::NudgeSuperseded) => format!("nudge {} superseded ({})", t("outboxId"), t("reason")),
+        Some(AuditKind::ReviewPickupDeliveryUnavailable) => {
             format!("review pickup cannot be delivered ({})", t("reason"))
         }
-        "review_pickup_escalated" => format!("review pickup escalated ({})", t("reason")),
-        "outbox_unavailable" => format!("outbox unavailable ({})", t("reason")),
-        "turn_settled_claimed" => format!(
+        Some(AuditKind::ReviewPickupEscalated) => format!("review pickup escalated ({})", t("reason")),
+        Some(AuditKind::OutboxUnavailable) => format!("outbox unavailable ({})", t("reason")),
+        Some(AuditKind::TurnSettledClaimed) => format!(
             "settled turn picked up from the spool ({} {})",
             t("provider"),
             t("sourceId")
         ),
-        "turn_settled_resolved" => "settled turn attributed to this member".into(),
-        "turn_settled_ignored" => format!("settled turn ignored ({})", t("reason")),
-        "turn_settled_unresolved" => format!("settled turn not attributed ({})", t("reason")),
-        _ => format!("{kind}{}", raw_suffix(line)),
+        Some(AuditKind::TurnSettledResolved) => "settled turn attributed to this member".into(),
+        Some(AuditKind::TurnSettledIgnored) => format!("settled turn ignored ({})", t("reason")),
+        Some(AuditKind::TurnSettledUnresolved) => format!("settled turn not attributed ({})", t("reason")),
+        None => match LEGACY_STALL_KINDS.iter().find(|(spelling, _)| *spelling == kind) {
+            Some((_, trigger)) => format!(
+                "runtime stall: the agenda is unchanged and still needs sync after {trigger}"
+            ),
+            None => format!("{kind}{}", raw_suffix(line)),
+        },
+        // Known kinds without a sentence of their own read like unknown ones.
+        Some(_) => format!("{kind}{}", raw_suffix(line)),
     }
 }
 
@@ -349,16 +365,20 @@ pub fn outbox_entry(item: Value) -> ExplainEntry {
         .and_then(Value::as_str)
         .unwrap_or("?")
         .to_string();
-    let (at_key, sentence) = match status.as_str() {
-        "delivered" => (
+    // A status outside the lifecycle (another writer's) is shown as read.
+    let lifecycle = item
+        .get("status")
+        .and_then(|s| OutboxStatus::deserialize(s).ok());
+    let (at_key, sentence) = match lifecycle {
+        Some(OutboxStatus::Delivered) => (
             "deliveredAt",
             format!("outbox: nudge {} ({intent}) delivered", t("id")),
         ),
-        "pending" => (
+        Some(OutboxStatus::Pending) => (
             "updatedAt",
             format!("outbox: nudge {} ({intent}) waiting for dispatch", t("id")),
         ),
-        "claimed" => (
+        Some(OutboxStatus::Claimed) => (
             "claimedAt",
             format!(
                 "outbox: nudge {} ({intent}) claimed by {}",
@@ -366,7 +386,7 @@ pub fn outbox_entry(item: Value) -> ExplainEntry {
                 t("claimedBy")
             ),
         ),
-        "failed_retryable" => (
+        Some(OutboxStatus::FailedRetryable) => (
             "updatedAt",
             format!(
                 "outbox: nudge {} ({intent}) failed ({}); next attempt at {}",
@@ -375,7 +395,7 @@ pub fn outbox_entry(item: Value) -> ExplainEntry {
                 t("nextAttemptAt")
             ),
         ),
-        "failed_terminal" => (
+        Some(OutboxStatus::FailedTerminal) => (
             "updatedAt",
             format!(
                 "outbox: nudge {} ({intent}) failed for good ({})",
@@ -383,7 +403,7 @@ pub fn outbox_entry(item: Value) -> ExplainEntry {
                 t("lastError")
             ),
         ),
-        "superseded" => (
+        Some(OutboxStatus::Superseded) => (
             "updatedAt",
             format!(
                 "outbox: nudge {} ({intent}) superseded ({})",
@@ -391,9 +411,9 @@ pub fn outbox_entry(item: Value) -> ExplainEntry {
                 t("lastError")
             ),
         ),
-        other => (
+        None => (
             "updatedAt",
-            format!("outbox: nudge {} ({intent}) is {other}", t("id")),
+            format!("outbox: nudge {} ({intent}) is {status}", t("id")),
         ),
     };
     let at_ms = match time_of(&item, at_key) {
@@ -600,6 +620,25 @@ mod tests {
             status_entry(status).sentence,
             "stored status: needs_sync with 2 actionable item(s); last report still_working rejected (stale); diagnostics: a"
         );
+    }
+
+    #[test]
+    fn an_outbox_status_outside_the_lifecycle_is_shown_as_read() {
+        for (status, sentence) in [
+            (
+                json!("archived"),
+                "outbox: nudge o1 (agenda_sync) is archived",
+            ),
+            (json!(3), "outbox: nudge o1 (agenda_sync) is 3"),
+            (
+                json!("failed_retryable"),
+                "outbox: nudge o1 (agenda_sync) failed (?); next attempt at ?",
+            ),
+        ] {
+            let item = json!({"id": "o1", "status": status, "updatedAt": "2026-01-01T00:06:00.000Z",
+                "payload": {"workSyncIntent": "agenda_sync"}});
+            assert_eq!(outbox_entry(item).sentence, sentence);
+        }
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! deterministic in its inputs, which is what lets `cargo test` pin the rules.
 
 pub mod agenda;
+pub mod audit;
 pub(crate) mod decision;
+pub mod diagnostic;
 pub(crate) mod explain;
 pub(crate) mod fingerprint;
 pub(crate) mod js_semantics;

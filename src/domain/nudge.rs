@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::agenda::{Agenda, ItemKind};
+use super::agenda::{Agenda, ItemKind, ItemReason};
+use super::diagnostic::{has, parsed, Diagnostic, StallTrigger};
 use super::fingerprint::{canonical_json, sha256_hex};
 use super::metrics::{MetricEvent, MetricKind, Readiness, ReadinessReason, ReadinessState};
 use super::names::normalize_member_name;
@@ -16,7 +17,7 @@ use super::nudge_text::{agenda_preview, agenda_sync_text, display_id, review_pic
 use super::retention::Retention;
 use super::review_cycle::ReviewObligation;
 use super::status::{MemberStatus, ReportState, StatusState};
-use super::team::ProviderId;
+use super::team::{ProviderId, TaskStatus};
 use super::time::{format_iso, parse_iso, EpochMs, IsoTime, MonotonicMs};
 
 const MINUTE: EpochMs = 60_000;
@@ -187,11 +188,6 @@ pub fn is_lead_like(member: &str) -> bool {
     )
 }
 
-/// Diagnostic of a runtime stall (same agenda still needs sync after a runtime signal).
-pub const RUNTIME_STALL: &str = "runtime_stall:same_agenda_still_needs_sync";
-/// Prefix of the diagnostic naming the runtime signal behind a stall.
-pub const STALL_TRIGGER_PREFIX: &str = "runtime_stall:trigger=";
-
 /// Why a nudge may go; journaled as its wire
 /// spelling ([`Activation::as_str`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -340,16 +336,16 @@ fn is_native(provider: Option<ProviderId>) -> bool {
 /// Owned work the board says is in progress.
 fn is_owned_in_progress(item: &super::agenda::ActionableWorkItem) -> bool {
     item.kind == ItemKind::Work
-        && item.reason == "owned_in_progress_task"
-        && item.evidence.status == "in_progress"
+        && item.reason == ItemReason::OwnedInProgressTask
+        && item.evidence.status == TaskStatus::InProgress.as_str()
 }
 
 /// Owned work in progress, or owned work still pending.
 fn is_stale_work(item: &super::agenda::ActionableWorkItem) -> bool {
     is_owned_in_progress(item)
         || (item.kind == ItemKind::Work
-            && item.reason == "owned_pending_task"
-            && item.evidence.status == "pending")
+            && item.reason == ItemReason::OwnedPendingTask
+            && item.evidence.status == TaskStatus::Pending.as_str())
 }
 
 /// A clean review pickup item.
@@ -390,15 +386,15 @@ pub fn has_active_work_lease(status: &MemberStatus) -> bool {
 
 /// A native (non-lead) member with no accepted work proof for this agenda.
 fn native_without_proof(status: &MemberStatus, providers: &[ProviderId]) -> bool {
-    let has = |diag: &str| status.diagnostics.iter().any(|d| d == diag);
-    let no_proof = [
-        "no_current_report",
-        "report_lease_missing",
-        "report_lease_expired",
-        "report_fingerprint_stale",
-    ]
-    .iter()
-    .any(|d| has(d));
+    let no_proof = parsed(&status.diagnostics).any(|d| {
+        matches!(
+            d,
+            Diagnostic::NoCurrentReport
+                | Diagnostic::ReportLeaseMissing
+                | Diagnostic::ReportLeaseExpired
+                | Diagnostic::ReportFingerprintStale
+        )
+    });
     no_proof
         && status.provider_id.is_some_and(|p| providers.contains(&p))
         && !is_lead_like(&status.member_name)
@@ -407,12 +403,12 @@ fn native_without_proof(status: &MemberStatus, providers: &[ProviderId]) -> bool
 
 /// A Codex member whose turn settled with its one in-progress task untouched.
 fn needs_task_protocol_repair(status: &MemberStatus) -> bool {
-    let has = |diag: &str| status.diagnostics.iter().any(|d| d == diag);
+    let has = |diagnostic| has(&status.diagnostics, diagnostic);
     native_without_proof(status, &[ProviderId::Codex])
         && status.agenda.items.len() == 1
         && is_owned_in_progress(&status.agenda.items[0])
-        && has(RUNTIME_STALL)
-        && has(&format!("{STALL_TRIGGER_PREFIX}turn_settled"))
+        && has(Diagnostic::RuntimeStall)
+        && has(Diagnostic::StallTrigger(StallTrigger::TurnSettled))
 }
 
 /// Owned work of a native member that has needed sync for
@@ -635,11 +631,114 @@ pub enum EnsureOutcome {
 impl EnsureOutcome {
     /// Planner code.
     pub fn code(self) -> &'static str {
+        PlannerCode::from(self).as_str()
+    }
+}
+
+/// The planner's verdict on one status, journaled as the `reason` of its
+/// `nudge_planned` / `nudge_skipped` line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlannerCode {
+    /// A new pending item.
+    Created,
+    /// The item was already there (or a recovery is not due yet).
+    Existing,
+    /// Same id, other payload, and the old one was delivered or terminal.
+    PayloadConflict,
+    /// Not `needs_sync`, or nothing on the agenda.
+    StatusNotNudgeable,
+    /// The report rejection rate is too high.
+    BlockingMetrics,
+    /// Shadow data does not support phase 2 yet.
+    Phase2NotReady,
+    /// The team metrics could not be read.
+    MetricsUnavailable,
+    /// The outbox could not be read or written.
+    OutboxUnavailable,
+    /// The hour's task-protocol repairs are used up.
+    TaskProtocolRepairRateLimited,
+    /// No delivery path takes a review pickup.
+    ReviewPickupDeliveryUnavailable,
+    /// The review pickup nudge went out and the pickup is still on the agenda.
+    ReviewPickupAlreadyDeliveredStillStuck,
+    /// The review pickup nudge failed for good and is still on the agenda.
+    ReviewPickupDeliveryFailedStillStuck,
+    /// Older versions skipped a busy member's nudge with this code (the
+    /// planner now plans it and the dispatcher waits); read back only.
+    MemberBusy,
+}
+
+impl PlannerCode {
+    /// Every code.
+    pub const ALL: [PlannerCode; 13] = [
+        Self::Created,
+        Self::Existing,
+        Self::PayloadConflict,
+        Self::StatusNotNudgeable,
+        Self::BlockingMetrics,
+        Self::Phase2NotReady,
+        Self::MetricsUnavailable,
+        Self::OutboxUnavailable,
+        Self::TaskProtocolRepairRateLimited,
+        Self::ReviewPickupDeliveryUnavailable,
+        Self::ReviewPickupAlreadyDeliveredStillStuck,
+        Self::ReviewPickupDeliveryFailedStillStuck,
+        Self::MemberBusy,
+    ];
+
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
         match self {
             Self::Created => "created",
             Self::Existing => "existing",
             Self::PayloadConflict => "payload_conflict",
+            Self::StatusNotNudgeable => ActivationHold::StatusNotNudgeable.as_str(),
+            Self::BlockingMetrics => ActivationHold::BlockingMetrics.as_str(),
+            Self::Phase2NotReady => ActivationHold::Phase2NotReady.as_str(),
+            Self::MetricsUnavailable => "metrics_unavailable",
+            Self::OutboxUnavailable => "outbox_unavailable",
+            Self::TaskProtocolRepairRateLimited => "task_protocol_repair_rate_limited",
+            Self::ReviewPickupDeliveryUnavailable => "review_pickup_delivery_unavailable",
+            Self::ReviewPickupAlreadyDeliveredStillStuck => {
+                "review_pickup_already_delivered_still_stuck"
+            }
+            Self::ReviewPickupDeliveryFailedStillStuck => {
+                "review_pickup_delivery_failed_still_stuck"
+            }
+            Self::MemberBusy => "member_busy",
         }
+    }
+
+    /// The code a wire spelling names; `None` for one outside the set.
+    pub fn parse(spelling: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == spelling)
+    }
+}
+
+impl From<EnsureOutcome> for PlannerCode {
+    fn from(outcome: EnsureOutcome) -> Self {
+        match outcome {
+            EnsureOutcome::Created => Self::Created,
+            EnsureOutcome::Existing => Self::Existing,
+            EnsureOutcome::PayloadConflict => Self::PayloadConflict,
+        }
+    }
+}
+
+impl From<ActivationHold> for PlannerCode {
+    fn from(hold: ActivationHold) -> Self {
+        match hold {
+            ActivationHold::StatusNotNudgeable => Self::StatusNotNudgeable,
+            ActivationHold::BlockingMetrics => Self::BlockingMetrics,
+            ActivationHold::Phase2NotReady => Self::Phase2NotReady,
+        }
+    }
+}
+
+/// Compares with a wire spelling (for assertions on planner codes).
+impl PartialEq<&str> for PlannerCode {
+    fn eq(&self, spelling: &&str) -> bool {
+        self.as_str() == *spelling
     }
 }
 

@@ -167,7 +167,7 @@ fn activation_follows_the_apps_rules_in_order() {
     let plain = |_: &mut MemberStatus| {};
     let stalled_turn = |s: &mut MemberStatus| {
         s.provider_id = Some(ProviderId::Codex);
-        s.diagnostics.push(RUNTIME_STALL.into());
+        s.diagnostics.push(Diagnostic::RuntimeStall.as_str().into());
         s.diagnostics
             .push("runtime_stall:trigger=turn_settled".into());
     };
@@ -1057,4 +1057,28 @@ fn a_claim_clears_the_retry_time_and_the_last_error() {
         NOW + 90_001
     ));
     assert_eq!(item.next_attempt_at, None);
+}
+
+#[test]
+fn planner_codes_have_one_spelling_each() {
+    let mut seen = std::collections::HashSet::new();
+    for code in PlannerCode::ALL {
+        assert!(seen.insert(code.as_str()), "{code:?} spelled twice");
+        assert_eq!(PlannerCode::parse(code.as_str()), Some(code));
+    }
+    for hold in [
+        ActivationHold::StatusNotNudgeable,
+        ActivationHold::BlockingMetrics,
+        ActivationHold::Phase2NotReady,
+    ] {
+        assert_eq!(PlannerCode::from(hold).as_str(), hold.as_str());
+    }
+    for outcome in [
+        EnsureOutcome::Created,
+        EnsureOutcome::Existing,
+        EnsureOutcome::PayloadConflict,
+    ] {
+        assert_eq!(PlannerCode::from(outcome).as_str(), outcome.code());
+    }
+    assert_eq!(PlannerCode::parse("brand_new_code"), None);
 }

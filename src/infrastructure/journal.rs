@@ -190,11 +190,11 @@ fn event_json(event: &AuditEvent) -> Value {
         }
     };
     let mut map = serde_json::Map::new();
-    map.insert("event".into(), event.kind.into());
+    map.insert("event".into(), event.kind.as_str().into());
     map.insert("timestamp".into(), format_iso(event.at_ms).into());
     map.insert("teamName".into(), event.team_name.clone().into());
     map.insert("memberName".into(), event.member_name.clone().into());
-    map.insert("source".into(), event.source.into());
+    map.insert("source".into(), event.source.as_str().into());
     lift(&mut map, &LIFTED_BEFORE_DIAGNOSTICS);
     if !event.diagnostics.is_empty() {
         map.insert("diagnostics".into(), event.diagnostics.clone().into());
@@ -226,14 +226,15 @@ fn bound(value: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::audit::{AuditKind, AuditSource};
     use serde_json::json;
     use std::fs;
     use std::io::Write;
 
     fn event(diags: Vec<String>) -> AuditEvent {
         AuditEvent {
-            kind: "reconcile_started",
-            source: "reconciler",
+            kind: AuditKind::ReconcileStarted,
+            source: AuditSource::Reconciler,
             team_name: "forge".into(),
             member_name: "jack".into(),
             at_ms: 0,
@@ -471,7 +472,7 @@ mod tests {
         )
         .unwrap();
         let mut second = event(vec!["second".into()]);
-        second.kind = "decision_made";
+        second.kind = AuditKind::DecisionMade;
         append_all(
             &root,
             &path,

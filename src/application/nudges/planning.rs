@@ -5,9 +5,10 @@
 //! minutes) or a task-protocol repair instead of the base.
 
 use super::Nudges;
+use crate::application::queue::Trigger;
 use crate::domain::nudge::{
     half_hour_bucket, has_active_work_lease, Activation, EnsureOutcome, NudgeIntent, OutboxItem,
-    OutboxStatus, PlannedNudge, MAX_RECOVERIES_PER_HOUR,
+    OutboxStatus, PlannedNudge, PlannerCode, MAX_RECOVERIES_PER_HOUR,
 };
 use crate::domain::status::MemberStatus;
 use crate::domain::time::EpochMs;
@@ -53,27 +54,27 @@ fn awaits_delivery(item: &OutboxItem) -> bool {
 
 impl Planning<'_> {
     /// Plans, journals the outcome and returns the planner code.
-    pub(super) fn plan(&self) -> &'static str {
+    pub(super) fn plan(&self) -> PlannerCode {
         if self.reason == Activation::NativeTaskProtocolRepair {
             return self.task_protocol_repair();
         }
         let Ok((item, outcome)) = self.ensure(&self.base) else {
-            return self.skip("outbox_unavailable");
+            return self.skip(PlannerCode::OutboxUnavailable);
         };
         if outcome == EnsureOutcome::PayloadConflict {
             return self.after_conflict(&item);
         }
         if self.is_pickup() && item.status == OutboxStatus::Delivered {
-            return self.pickup_still_stuck("review_pickup_already_delivered_still_stuck");
+            return self.pickup_still_stuck(PlannerCode::ReviewPickupAlreadyDeliveredStillStuck);
         }
         self.follow_up(&item, outcome)
     }
 
     /// The base item went out with another text: a refresh of it when it was
     /// delivered for this agenda, else a still-stuck retry or the conflict.
-    fn after_conflict(&self, item: &OutboxItem) -> &'static str {
+    fn after_conflict(&self, item: &OutboxItem) -> PlannerCode {
         if self.is_pickup() && item.status == OutboxStatus::Delivered {
-            return self.pickup_still_stuck("review_pickup_already_delivered_still_stuck");
+            return self.pickup_still_stuck(PlannerCode::ReviewPickupAlreadyDeliveredStillStuck);
         }
         if self.plain_agenda_sync()
             && item.status == OutboxStatus::Delivered
@@ -86,21 +87,21 @@ impl Planning<'_> {
             );
             let refresh = self.keyed(&key, REFRESH_LEAD);
             return match self.ensure(&refresh) {
-                Err(_) => self.skip("outbox_unavailable"),
-                Ok((_, EnsureOutcome::PayloadConflict)) => self.skip("payload_conflict"),
+                Err(_) => self.skip(PlannerCode::OutboxUnavailable),
+                Ok((_, EnsureOutcome::PayloadConflict)) => self.skip(PlannerCode::PayloadConflict),
                 Ok((refreshed, outcome)) => self.follow_up(&refreshed, outcome),
             };
         }
         if let Some(code) = self.still_stuck(item) {
             return code;
         }
-        self.skip("payload_conflict")
+        self.skip(PlannerCode::PayloadConflict)
     }
 
     /// What follows `item` (the base or its refresh) for this agenda: a
     /// status-only check after a settled turn, a still-stuck retry, else
     /// the item itself.
-    fn follow_up(&self, item: &OutboxItem, outcome: EnsureOutcome) -> &'static str {
+    fn follow_up(&self, item: &OutboxItem, outcome: EnsureOutcome) -> PlannerCode {
         if self.status_only_due(item) {
             return self.status_only();
         }
@@ -108,9 +109,9 @@ impl Planning<'_> {
             return code;
         }
         if self.is_pickup() && item.status == OutboxStatus::FailedTerminal {
-            return self.pickup_still_stuck("review_pickup_delivery_failed_still_stuck");
+            return self.pickup_still_stuck(PlannerCode::ReviewPickupDeliveryFailedStillStuck);
         }
-        self.line(awaits_delivery(item), outcome.code())
+        self.line(awaits_delivery(item), outcome.into())
     }
 
     /// The member's turn settled and the agenda nudge already went out.
@@ -120,21 +121,24 @@ impl Planning<'_> {
             .shadow
             .as_ref()
             .and_then(|s| s.trigger_reasons.as_ref())
-            .is_some_and(|t| t.iter().any(|t| t == "turn_settled"));
+            .is_some_and(|t| {
+                t.iter()
+                    .any(|t| Trigger::parse(t) == Some(Trigger::TurnSettled))
+            });
         turn_settled
             && self.plain_agenda_sync()
             && item.status == OutboxStatus::Delivered
             && !has_active_work_lease(self.status)
     }
 
-    fn status_only(&self) -> &'static str {
+    fn status_only(&self) -> PlannerCode {
         let key = format!("{STATUS_ONLY_PREFIX}{}", self.status.agenda.fingerprint);
         match self.ensure(&self.keyed(&key, STATUS_ONLY_LEAD)) {
-            Err(_) => self.skip("outbox_unavailable"),
-            Ok((_, EnsureOutcome::PayloadConflict)) => self.skip("payload_conflict"),
+            Err(_) => self.skip(PlannerCode::OutboxUnavailable),
+            Ok((_, EnsureOutcome::PayloadConflict)) => self.skip(PlannerCode::PayloadConflict),
             Ok((item, outcome)) => match self.still_stuck(&item) {
                 Some(code) => code,
-                None => self.line(awaits_delivery(&item), outcome.code()),
+                None => self.line(awaits_delivery(&item), outcome.into()),
             },
         }
     }
@@ -143,7 +147,7 @@ impl Planning<'_> {
     /// it went out (or met a conflicting inbox row) six minutes or more ago,
     /// at most [`MAX_RECOVERIES_PER_HOUR`] an hour, one per half hour.
     /// `None`: no retry is due, the caller goes on.
-    fn still_stuck(&self, previous: &OutboxItem) -> Option<&'static str> {
+    fn still_stuck(&self, previous: &OutboxItem) -> Option<PlannerCode> {
         let went_out = previous.status == OutboxStatus::Delivered
             || (previous.status == OutboxStatus::FailedTerminal
                 && previous.last_error.as_deref() == Some("inbox_payload_conflict"));
@@ -164,7 +168,7 @@ impl Planning<'_> {
             Err(code) => return Some(self.skip(code)),
         };
         if recent >= MAX_RECOVERIES_PER_HOUR {
-            return Some(self.skip("existing"));
+            return Some(self.skip(PlannerCode::Existing));
         }
         let key = format!(
             "{STILL_STUCK_PREFIX}{}:{}:{}",
@@ -173,20 +177,20 @@ impl Planning<'_> {
             half_hour_bucket(self.evaluated_at)
         );
         Some(match self.ensure(&self.keyed(&key, STILL_STUCK_LEAD)) {
-            Err(_) => self.skip("outbox_unavailable"),
-            Ok((_, EnsureOutcome::PayloadConflict)) => self.skip("payload_conflict"),
-            Ok((item, outcome)) => self.line(awaits_delivery(&item), outcome.code()),
+            Err(_) => self.skip(PlannerCode::OutboxUnavailable),
+            Ok((_, EnsureOutcome::PayloadConflict)) => self.skip(PlannerCode::PayloadConflict),
+            Ok((item, outcome)) => self.line(awaits_delivery(&item), outcome.into()),
         })
     }
 
     /// A Codex member's turn left its one in-progress task untouched: a
     /// repair nudge in place of the base, at most
     /// [`MAX_RECOVERIES_PER_HOUR`] an hour.
-    fn task_protocol_repair(&self) -> &'static str {
+    fn task_protocol_repair(&self) -> PlannerCode {
         match self.delivered_within_window(TASK_PROTOCOL_PREFIX) {
             Err(code) => return self.skip(code),
             Ok(recent) if recent >= MAX_RECOVERIES_PER_HOUR => {
-                return self.skip("task_protocol_repair_rate_limited")
+                return self.skip(PlannerCode::TaskProtocolRepairRateLimited)
             }
             Ok(_) => {}
         }
@@ -205,23 +209,23 @@ impl Planning<'_> {
             ids.join("+")
         );
         match self.ensure(&self.keyed(&key, TASK_PROTOCOL_LEAD)) {
-            Err(_) => self.skip("outbox_unavailable"),
-            Ok((_, EnsureOutcome::PayloadConflict)) => self.skip("payload_conflict"),
-            Ok((item, outcome)) => self.line(awaits_delivery(&item), outcome.code()),
+            Err(_) => self.skip(PlannerCode::OutboxUnavailable),
+            Ok((_, EnsureOutcome::PayloadConflict)) => self.skip(PlannerCode::PayloadConflict),
+            Ok((item, outcome)) => self.line(awaits_delivery(&item), outcome.into()),
         }
     }
 
     /// The member's delivered nudges whose intent key starts with `prefix`,
     /// delivered (last updated) within the hour up to this evaluation, its
     /// start included.
-    fn delivered_within_window(&self, prefix: &str) -> Result<usize, &'static str> {
+    fn delivered_within_window(&self, prefix: &str) -> Result<usize, PlannerCode> {
         let (team, member) = self.names();
         let items = self
             .nudges
             .ports
             .outbox
             .member_items(team, member)
-            .map_err(|_| "outbox_unavailable")?;
+            .map_err(|_| PlannerCode::OutboxUnavailable)?;
         let since = self.evaluated_at - RECOVERY_WINDOW_MS;
         Ok(items
             .iter()
@@ -239,9 +243,9 @@ impl Planning<'_> {
     /// A review pickup that already went out (or failed for good) and is
     /// still on the agenda: escalated, nothing planned. Reached only while
     /// the app can deliver pickups ([`super::review_pickup::delivery`]).
-    fn pickup_still_stuck(&self, code: &'static str) -> &'static str {
+    fn pickup_still_stuck(&self, code: PlannerCode) -> PlannerCode {
         self.nudges
-            .plan_escalation(self.status, &self.base.payload, code);
+            .plan_escalation(self.status, &self.base.payload, code.as_str());
         self.skip(code)
     }
 
@@ -278,11 +282,11 @@ impl Planning<'_> {
         )
     }
 
-    fn line(&self, planned: bool, code: &'static str) -> &'static str {
+    fn line(&self, planned: bool, code: PlannerCode) -> PlannerCode {
         self.nudges.plan_line(self.status, planned, code, None)
     }
 
-    fn skip(&self, code: &'static str) -> &'static str {
+    fn skip(&self, code: PlannerCode) -> PlannerCode {
         self.line(false, code)
     }
 }
