@@ -61,7 +61,7 @@ mod windows_name;
 pub use dir::Dir;
 pub use kinds::{Entry, FileKind, FileRead, Meta};
 pub use root::TrustedRoot;
-pub use staged::{commit, sync_staged, Staged};
+pub use staged::{commit, sync_staged, sync_with_folders, Staged};
 pub use stamp::{Stamp, StampedRead, SETTLE_MARGIN};
 pub use temp::{is_temp_name, TEMP_ABANDONED_MS, TEMP_MARK};
 pub use watch::{Changes, DirWatch};
