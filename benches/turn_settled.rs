@@ -8,11 +8,17 @@
 //!    alongside; then whether 50 of 50 captures through a pipe at 256 KiB and
 //!    1 MiB are complete, for both. `npm run bench:turn-settled` builds the
 //!    executable first (`scripts/build-hook.js`);
-//! 2. drain throughput of 1,000 and 10,000 pending Claude Stop files, with
-//!    Claude transcript resolution, (a) handing members to a queue (what the
-//!    event queue issue wires) and (b) reconciling directly (today's wiring);
-//!    then, for scale, the floor of a drain's file system work at 10,000
-//!    pending files (its system calls alone, see [`drain_floor`]).
+//! 2. drain throughput of 10,000 pending Claude Stop files, with Claude
+//!    transcript resolution, handing members to the queue port as the addon
+//!    does, in rounds interleaved with floors of a drain's file system work
+//!    over the same count (its system calls alone, see [`drain_floor`]): the
+//!    floor of the group commit (one outcome record synced per batch), the
+//!    floor syncing every meta, and the calls with no sync at all. One
+//!    figure: the drain's events/s and its ratio to the group-commit floor
+//!    of the same round, as medians. (This bench used to print a second
+//!    drain figure, reconciling each event's member inside the drain: that
+//!    is one full durable reconcile per event on top of the drain, which the
+//!    addon never does, and it ran at less than half the drain's rate.)
 //!
 //! Prints figures only; no thresholds (timings belong to machines, not tests).
 
@@ -22,11 +28,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use member_work_sync::application::queue::Trigger;
 use member_work_sync::application::turn_settled::{
     TeamChangeEvent, TeamChangeSink, TurnSettledQueue,
 };
-use member_work_sync::domain::status::ReconciledBy;
 use member_work_sync::domain::turn_settled::settings::{executable_hook_command, hook_command};
 use member_work_sync::domain::turn_settled::{RuntimeProvider, MAX_PAYLOAD_BYTES};
 use member_work_sync::infrastructure::composition::{RootPaths, Services};
@@ -271,26 +275,39 @@ impl TurnSettledQueue for Counting {
     }
 }
 
-struct Reconcile<'a>(&'a Services);
-
-impl TurnSettledQueue for Reconcile<'_> {
-    fn enqueue(&self, team: &str, member: &str) -> Result<(), String> {
-        self.0
-            .reconciler
-            .refresh_status(team, member, ReconciledBy::Queue, &[Trigger::TurnSettled])
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    }
-}
-
 struct Discard;
 
 impl TeamChangeSink for Discard {
     fn emit(&self, _: TeamChangeEvent) {}
 }
 
-fn drain_throughput(count: usize, reconcile: bool) {
-    let dir = tempfile::tempdir().expect("temp dir");
+/// A temp folder for one timed run, in the target dir like the hook's (see
+/// [`hook_latency`]). Removed by [`tear_down`], outside the timed part.
+fn run_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir")
+}
+
+/// Writes out what was written so far, so the timed part that follows pays
+/// for no one else's writeback.
+fn settle_disk() {
+    // SAFETY: sync(2) takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+}
+
+/// Removes a run's folder and waits for the disk: on a file system mounted
+/// with `discard`, the removal of 10,000 files is paid at the next journal
+/// commits, which would otherwise fall into the next timed run (the drain or
+/// floor measured right after another one's teardown ran slower by it).
+fn tear_down(dir: tempfile::TempDir) {
+    drop(dir);
+    settle_disk();
+}
+
+/// How long draining `count` pending files takes, drain after drain until
+/// one claims nothing, handing members to the queue port as the addon does
+/// (its reconciles run later, coalesced per member).
+fn drain_throughput(count: usize) -> Duration {
+    let dir = run_dir();
     claude_home(dir.path());
     let services = Services::new(
         RootPaths::resolve(Some(dir.path().to_path_buf()), None, None),
@@ -300,52 +317,63 @@ fn drain_throughput(count: usize, reconcile: bool) {
     // The hooks wrote these files long before the drain: their writeback is
     // not the drain's cost (the drain's first sync would otherwise flush the
     // whole set up along with its own outcomes).
-    // SAFETY: sync(2) takes no arguments and cannot fail.
-    unsafe { libc::sync() };
+    settle_disk();
     let counting = Counting(std::cell::Cell::new(0));
-    let direct = Reconcile(&services);
-    let queue: &dyn TurnSettledQueue = if reconcile { &direct } else { &counting };
     let start = Instant::now();
-    let (mut enqueued, mut drains) = (0, 0);
+    let mut enqueued = 0;
     loop {
-        let summary = services.turn_settled.drain(queue, &Discard).expect("drain");
+        let summary = services
+            .turn_settled
+            .drain(&counting, &Discard)
+            .expect("drain");
         if summary.claimed == 0 {
             break;
         }
         enqueued += summary.enqueued;
-        drains += 1;
     }
+    // Retention's removals still under way belong to this drain.
+    services.turn_settled.settle();
     let elapsed = start.elapsed();
     assert_eq!(enqueued as usize, count, "every event resolves");
-    println!(
-        "  {count:>6} files, {:<22} {:7.0} ms  {:8.0} events/s  ({drains} drains)",
-        if reconcile {
-            "reconciling directly:"
-        } else {
-            "to the queue port:"
-        },
-        elapsed.as_secs_f64() * 1e3,
-        count as f64 / elapsed.as_secs_f64()
-    );
+    drop(services);
+    tear_down(dir);
+    elapsed
 }
 
+/// How a floor makes a batch's outcomes durable before its moves.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum FloorSyncs {
+    /// The batch's outcomes written into one file beside the metas and that
+    /// file's data synced side by side with the results folder, the metas
+    /// themselves not (the group commit: the least the guarantee needs, two
+    /// sync rounds per batch).
+    OneRecord,
+    /// Each meta synced (writeback of all started first, fsyncs on 8
+    /// threads).
+    EveryMeta,
+    /// Nothing synced at all: the renames, reads and writes alone, for scale
+    /// (no guarantee).
+    None,
+}
+
+/// Files per drain (the drain's `DRAIN_BATCH`).
+const BATCH: usize = 50;
+
 /// The floor of a drain's file system work over `count` pending files: the
-/// system calls a drain makes per batch of 50 with the guarantees it keeps
-/// (claim rename, payload read; meta created in place, written and synced
-/// with the writeback of all started first and the fsyncs on 8 threads;
-/// results folder synced; payload moved; `processing/` and the results
-/// folder synced side by side) plus retention's two unlinks per event past
-/// 1,000 results (on 8 threads, overlapping the next batches, as the drain
-/// does), and nothing else: no JSON, no attribution, no journal, one
-/// listing, folders opened once.
-fn drain_floor(count: usize) {
-    let dir = tempfile::tempdir().expect("temp dir");
+/// system calls a drain needs per batch of [`BATCH`] to keep its guarantees
+/// (claim rename, payload read; meta created in place and written; the
+/// batch's outcomes made durable as `syncs` says, and the results folder
+/// synced; payloads moved; `processing/` and the results folder synced side by side)
+/// plus retention's two unlinks per event past 1,000 results (on 8 threads,
+/// overlapping the next batches, as the drain does), and nothing else: no
+/// JSON, no attribution, no journal, one listing, folders opened once.
+fn drain_floor(count: usize, syncs: FloorSyncs) -> Duration {
+    let dir = run_dir();
     let paths = SpoolPaths::for_teams_base(&dir.path().join("teams"));
     fill_spool(&paths, count);
     let (incoming, processing, processed) =
         (paths.incoming(), paths.processing(), paths.processed());
-    // SAFETY: sync(2) takes no arguments and cannot fail.
-    unsafe { libc::sync() };
+    settle_disk();
     let start = Instant::now();
     let mut names: Vec<String> = fs::read_dir(&incoming)
         .expect("incoming")
@@ -355,45 +383,74 @@ fn drain_floor(count: usize) {
     names.sort_unstable();
     let processing_dir = fs::File::open(&processing).expect("processing");
     let processed_dir = fs::File::open(&processed).expect("processed");
+    let sync_dir = |dir: &fs::File| {
+        if syncs != FloorSyncs::None {
+            dir.sync_all().expect("folder sync");
+        }
+    };
     let mut kept = std::collections::VecDeque::new();
     let mut removal: Option<std::thread::JoinHandle<()>> = None;
-    for batch in names.chunks(50) {
+    for batch in names.chunks(BATCH) {
         let mut metas = Vec::with_capacity(batch.len());
+        let mut record = Vec::new();
         for name in batch {
             let claimed = processing.join(format!("{name}.claimed-1"));
             fs::rename(incoming.join(name), &claimed).expect("claim");
             let payload = fs::read(&claimed).expect("payload");
+            let meta_bytes = &payload[..payload.len().min(700)];
             let mut meta = fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
                 .open(processed.join(format!("{name}.meta.json")))
                 .expect("meta");
-            meta.write_all(&payload[..payload.len().min(700)])
-                .expect("meta write");
+            meta.write_all(meta_bytes).expect("meta write");
+            record.extend_from_slice(meta_bytes);
             metas.push(meta);
         }
-        // As `sync_staged`: writeback started first where Linux offers it.
-        #[cfg(target_os = "linux")]
-        for meta in &metas {
-            use std::os::fd::AsRawFd;
-            // SAFETY: a valid open descriptor; the call reads no memory of ours.
-            unsafe {
-                libc::sync_file_range(meta.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
+        match syncs {
+            FloorSyncs::OneRecord => {
+                let mut file = fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(processed.join(format!(".outcomes-{}", batch[0])))
+                    .expect("record");
+                file.write_all(&record).expect("record write");
+                // As the drain: the record's data and the folder's names
+                // synced side by side, one round before the moves.
+                std::thread::scope(|scope| {
+                    scope.spawn(|| file.sync_data().expect("record sync"));
+                    sync_dir(&processed_dir);
+                });
+                kept.push_back(format!(".outcomes-{}", batch[0]));
             }
+            FloorSyncs::EveryMeta => {
+                // As `sync_staged`: writeback started first where Linux offers it.
+                #[cfg(target_os = "linux")]
+                for meta in &metas {
+                    use std::os::fd::AsRawFd;
+                    // SAFETY: a valid open descriptor; the call reads no memory of ours.
+                    unsafe {
+                        libc::sync_file_range(meta.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
+                    }
+                }
+                std::thread::scope(|scope| {
+                    for part in metas.chunks(metas.len().div_ceil(8)) {
+                        scope.spawn(move || part.iter().for_each(|m| m.sync_data().expect("sync")));
+                    }
+                });
+            }
+            FloorSyncs::None => {}
         }
-        std::thread::scope(|scope| {
-            for part in metas.chunks(metas.len().div_ceil(8)) {
-                scope.spawn(move || part.iter().for_each(|m| m.sync_data().expect("sync")));
-            }
-        });
-        processed_dir.sync_all().expect("folder sync");
+        if syncs != FloorSyncs::OneRecord {
+            sync_dir(&processed_dir);
+        }
         for name in batch {
             let claimed = processing.join(format!("{name}.claimed-1"));
             fs::rename(claimed, processed.join(name)).expect("move");
         }
         std::thread::scope(|scope| {
-            scope.spawn(|| processing_dir.sync_all().expect("folder sync"));
-            processed_dir.sync_all().expect("folder sync");
+            scope.spawn(|| sync_dir(&processing_dir));
+            sync_dir(&processed_dir);
         });
         kept.extend(batch.iter().cloned());
         if kept.len() > 1_100 {
@@ -422,27 +479,90 @@ fn drain_floor(count: usize) {
         running.join().expect("removal");
     }
     let elapsed = start.elapsed();
+    tear_down(dir);
+    elapsed
+}
+
+/// Events per second of `count` events in `elapsed`.
+fn rate(count: usize, elapsed: Duration) -> f64 {
+    count as f64 / elapsed.as_secs_f64()
+}
+
+/// The median of `values`.
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// Drain rounds at `count` files. Each round times, one after another, the
+/// drain and the floors (in an order rotated round by round, so drift in the
+/// machine's load hits each alike), every run on a fresh spool whose payloads
+/// and earlier teardown are on disk before its clock starts. Per round: each
+/// rate and the drain's ratio to the group-commit floor; then the medians.
+fn drain_rounds(count: usize, rounds: usize) {
     println!(
-        "  {count:>6} files, {:<22} {:7.0} ms  {:8.0} events/s",
-        "floor (syscalls only):",
-        elapsed.as_secs_f64() * 1e3,
-        count as f64 / elapsed.as_secs_f64()
+        "drain of {count} Claude Stop files to the queue port (transcript resolution included), \
+         {rounds} rounds, events/s:"
+    );
+    println!(
+        "  {:>5}  {:>7}  {:>12}  {:>7}  {:>15}  {:>12}",
+        "round", "drain", "floor: record", "ratio", "floor: each meta", "no syncs"
+    );
+    let mut columns = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+    let mut ratios = Vec::new();
+    for round in 0..rounds {
+        let mut rates = [0.0; 4];
+        for k in 0..4 {
+            let which = (k + round) % 4;
+            let elapsed = match which {
+                0 => drain_throughput(count),
+                1 => drain_floor(count, FloorSyncs::OneRecord),
+                2 => drain_floor(count, FloorSyncs::EveryMeta),
+                _ => drain_floor(count, FloorSyncs::None),
+            };
+            rates[which] = rate(count, elapsed);
+        }
+        let ratio = rates[0] / rates[1];
+        ratios.push(ratio);
+        println!(
+            "  {:>5}  {:>7.0}  {:>12.0}  {:>6.2}×  {:>15.0}  {:>12.0}",
+            round + 1,
+            rates[0],
+            rates[1],
+            ratio,
+            rates[2],
+            rates[3]
+        );
+        for (column, rate) in columns.iter_mut().zip(rates) {
+            column.push(rate);
+        }
+    }
+    let [drain, record, each_meta, none] = columns.map(median);
+    println!(
+        "  {:>5}  {drain:>7.0}  {record:>12.0}  {:>6.2}×  {each_meta:>15.0}  {none:>12.0}",
+        "median",
+        median(ratios)
     );
 }
 
 fn main() {
-    // `cargo bench --bench turn_settled [-- hook|drain]`: cargo adds `--bench`.
+    // `cargo bench --bench turn_settled [-- hook|drain|drain-once]`: cargo
+    // adds `--bench`. `drain-once` times one drain of 10,000 files and
+    // nothing else (to run under strace or perf).
     let only = std::env::args().skip(1).find(|a| !a.starts_with("--"));
     let wanted = |part: &str| only.as_deref().is_none_or(|o| o == part);
+    if only.as_deref() == Some("drain-once") {
+        let elapsed = drain_throughput(10_000);
+        println!(
+            "one drain of 10000 files: {:.0} events/s",
+            rate(10_000, elapsed)
+        );
+        return;
+    }
     if wanted("hook") {
         hook_latency();
     }
     if wanted("drain") {
-        println!("drain throughput (Claude Stop files, transcript resolution included):");
-        for count in [1_000, 10_000] {
-            drain_throughput(count, false);
-            drain_throughput(count, true);
-        }
-        drain_floor(10_000);
+        drain_rounds(10_000, 3);
     }
 }

@@ -371,15 +371,18 @@ fn four_drainer_processes_process_each_of_two_thousand_events_once() {
     assert!(seen.values().all(|n| *n == 1));
     assert_eq!(fs::read_dir(paths.incoming()).unwrap().count(), 0);
     assert_eq!(fs::read_dir(paths.processing()).unwrap().count(), 0);
-    // Retention keeps the newest 1,000 results.
+    // Retention keeps the newest 1,000 results (beside their metas and the
+    // batches' outcome records, which are hidden).
     let kept = fs::read_dir(paths.processed())
         .unwrap()
         .filter(|e| {
-            !e.as_ref()
+            let name = e
+                .as_ref()
                 .unwrap()
                 .file_name()
                 .to_string_lossy()
-                .ends_with(".meta.json")
+                .into_owned();
+            !name.ends_with(".meta.json") && !name.starts_with('.')
         })
         .count();
     assert_eq!(kept, 1000);
@@ -560,8 +563,11 @@ fn a_read_only_spool_fails_the_drain_instead_of_claiming_nothing() {
 
 /// Every outcome is durable before its claim leaves `processing/`: a drain
 /// of three events and one bad payload, traced with strace, writes each
-/// (new) meta file in place, syncs its data, syncs the results folder after
-/// that, and only then moves the payload out of `processing/`; the moves
+/// (new) meta file in place, makes its outcome durable (the three processed
+/// ones in one outcome record whose data is synced once, the lone invalid
+/// one by syncing its meta), syncs the results folder once that is written
+/// (side by side with the data's sync), and only once both syncs returned
+/// moves the payload out of `processing/`; the moves
 /// are synced before the events are acted on. (The meta files used to be
 /// written without any sync.) A meta that replaces an older one goes through
 /// a temp file and a rename instead: see the spool's unit tests. Skipped
@@ -632,17 +638,58 @@ fn outcomes_are_synced_before_their_claims_move() {
     for (i, id) in ids.iter().enumerate() {
         let folder = if i == 3 { "/invalid" } else { "/processed" };
         let meta = format!("{id}.meta.json");
-        // Written in place (a new result's meta has no temp file to rename).
-        let meta_synced =
-            first(&|l| l.contains("fdatasync(") && l.contains(&format!("{folder}/{meta}>")))
-                .unwrap_or_else(|| panic!("{id}: meta data never synced\n{trace}"));
+        // The outcome's durable copy: the invalid one, alone in its folder,
+        // is its meta, synced itself; the three processed ones are written
+        // together into one outcome record, synced once, their metas not.
+        let own_sync =
+            first(&|l| l.contains("fdatasync(") && l.contains(&format!("{folder}/{meta}>")));
+        let record_sync =
+            first(&|l| l.contains("fdatasync(") && l.contains(&format!("{folder}/.outcomes-")));
+        let meta_synced = if i == 3 {
+            assert_eq!(record_sync, None, "{id}: no record for a single outcome");
+            own_sync.unwrap_or_else(|| panic!("{id}: meta data never synced\n{trace}"))
+        } else {
+            assert_eq!(own_sync, None, "{id}: a recorded meta is not synced itself");
+            let record = fs::read_dir(paths.processed())
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .find(|p| {
+                    p.file_name()
+                        .unwrap()
+                        .to_string_lossy()
+                        .starts_with(".outcomes-")
+                })
+                .expect("the batch's outcome record");
+            let record: serde_json::Value =
+                serde_json::from_slice(&fs::read(record).unwrap()).unwrap();
+            let meta: serde_json::Value =
+                serde_json::from_slice(&fs::read(paths.processed().join(&meta)).unwrap()).unwrap();
+            let at = record["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .position(|r| r == id.as_str());
+            let at = at.unwrap_or_else(|| panic!("{id}: not in the record {record}"));
+            assert_eq!(record["metas"][at], meta, "{id}: the record holds the meta");
+            record_sync.unwrap_or_else(|| panic!("{id}: outcome record never synced\n{trace}"))
+        };
         let meta_renamed = first(&|l| l.contains("rename") && l.contains(&format!("\"{meta}\"")));
         assert_eq!(meta_renamed, None, "{id}: a new meta is not renamed");
         // (Not the claim, which renames `<id>` to `<id>.claimed-<ms>`.)
         let moved = first(&|l| l.contains("rename") && l.contains(&format!(", \"{id}\") = 0")))
             .unwrap_or_else(|| panic!("{id}: payload never moved"));
         let meta_done = done(meta_synced);
-        let folder_synced = synced_within(meta_synced.min(moved), moved, &|l| {
+        // The folder's sync may wait side by side with the data's (one
+        // round): it must begin once the durable copy is written (its name
+        // is in the folder by then) and end before the move.
+        let durable_copy = if i == 3 {
+            format!("{folder}/{meta}>")
+        } else {
+            format!("{folder}/.outcomes-")
+        };
+        let written = first(&|l| l.contains("write(") && l.contains(&durable_copy))
+            .unwrap_or_else(|| panic!("{id}: durable copy never written\n{trace}"));
+        let folder_synced = synced_within(written.min(moved), moved, &|l| {
             l.contains("fsync(") && l.contains(&format!("{folder}>"))
         });
         let moves_synced = synced_within(moved.min(acted), acted, &|l| {

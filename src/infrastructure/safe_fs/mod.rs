@@ -66,7 +66,7 @@ pub use dir::Dir;
 pub use folder_syncs::with_folder_syncs_deferred;
 pub use kinds::{Entry, FileKind, FileRead, Meta};
 pub use root::TrustedRoot;
-pub use staged::{commit, commit_with_companion, sync_staged, Staged};
+pub use staged::{commit, commit_with_companion, sync_staged, sync_with_folders, Staged};
 pub use stamp::{Stamp, StampedRead, SETTLE_MARGIN};
 pub use temp::{is_temp_name, TEMP_ABANDONED_MS, TEMP_MARK};
 pub use watch::{Changes, DirWatch};

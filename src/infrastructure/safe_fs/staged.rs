@@ -149,6 +149,12 @@ impl Staged {
         }
     }
 
+    /// Whether the file was written as its target itself
+    /// ([`Dir::stage_new`]): nothing is left to rename.
+    pub fn is_in_place(&self) -> bool {
+        matches!(self.written, Written::InPlace)
+    }
+
     /// The file's data, to disk.
     fn sync(&self) -> io::Result<()> {
         self.file
@@ -179,10 +185,11 @@ fn set_mode(_file: &File, _mode: u32) -> io::Result<()> {
 
 /// Makes the data of every staged file durable, one result per file, in
 /// order. Writeback of all of them starts before the first fsync waits.
-pub fn sync_staged(staged: &[Staged]) -> Vec<io::Result<()>> {
+pub fn sync_staged<S: std::borrow::Borrow<Staged> + Sync>(staged: &[S]) -> Vec<io::Result<()>> {
     #[cfg(target_os = "linux")]
     for file in staged {
         use std::os::fd::AsRawFd;
+        let file: &Staged = file.borrow();
         // A hint only (start writeback, wait for nothing): a failure shows
         // in the fsync that follows.
         // SAFETY: a valid open descriptor; the call reads no memory of ours.
@@ -192,7 +199,36 @@ pub fn sync_staged(staged: &[Staged]) -> Vec<io::Result<()>> {
     }
     // The waits overlap too: a file system without a journal writes each
     // file's inode on its own, one round trip to the disk per fsync.
-    map_side_by_side(staged, SYNC_THREADS, Staged::sync)
+    map_side_by_side(staged, SYNC_THREADS, |file| file.borrow().sync())
+}
+
+/// One wait on the disk of [`sync_with_folders`].
+enum Wait<'a> {
+    Data(&'a Staged),
+    Names(&'a Dir),
+}
+
+/// Makes the data of every staged file and the names in every folder of
+/// `folders` durable in one round: all the fsyncs wait side by side, so the
+/// batch pays one wait where [`sync_staged`] then [`Dir::sync`] pay two.
+/// Only for files with nothing left to rename ([`Staged::is_in_place`]):
+/// the names synced are those already in place. One result per file, then
+/// one per folder, in order.
+pub fn sync_with_folders<S: std::borrow::Borrow<Staged> + Sync>(
+    staged: &[S],
+    folders: &[&Dir],
+) -> (Vec<io::Result<()>>, Vec<io::Result<()>>) {
+    let waits: Vec<Wait<'_>> = staged
+        .iter()
+        .map(|file| Wait::Data(file.borrow()))
+        .chain(folders.iter().map(|dir| Wait::Names(dir)))
+        .collect();
+    let mut results = map_side_by_side(&waits, SYNC_THREADS, |wait| match wait {
+        Wait::Data(file) => file.sync(),
+        Wait::Names(dir) => dir.sync(),
+    });
+    let of_folders = results.split_off(staged.len());
+    (results, of_folders)
 }
 
 /// Threads [`sync_staged`] waits on fsyncs with.

@@ -27,11 +27,26 @@
 //! `payload_not_a_file`. Any other failure to rename, list or remove (a
 //! read-only spool) is an error too, never an empty drain.
 //!
-//! Outcomes are durable: a drain files its whole batch at once, meta files
-//! synced (writeback of all of them started before the first fsync waits,
-//! and the fsyncs waiting side by side) and their folders synced before any
-//! claim moves, and the moves synced before any event is acted on: a few
-//! syncs per batch instead of several per event. The hook's payloads, the
+//! Outcomes are durable: a drain files its whole batch at once (group
+//! commit, `results`), in two sync rounds per batch and none per event:
+//!
+//! 1. each result's `<result>.meta.json` is written beside it, unsynced, and
+//!    the batch's outcomes bound for one results folder are written into one
+//!    outcome record there (`outcomes`; a folder's lone outcome, a drain at
+//!    rest, is its meta itself);
+//! 2. round one: the records' data and the results folders synced side by
+//!    side. **The commit point** follows: each payload's rename from
+//!    `processing/` into its results folder. Before it, the event is
+//!    unfiled (a crash leaves the claim for recovery; a meta or record it
+//!    left is superseded by the retry's newer filing); after it, the outcome is on disk in
+//!    its synced record, whatever happens to the unsynced meta copy;
+//! 3. round two: `processing/` and the results folders synced side by side,
+//!    before any event of the batch is acted on.
+//!
+//! A kill leaves each meta whole as written (the page cache survives); a
+//! power cut may leave the meta of a committed result torn or empty, and
+//! the next process's first filing or drain rewrites, durably, every meta
+//! that differs from its record. The hook's payloads, the
 //! claims and the boot-time file are not synced: a payload the hook spooled
 //! just before a power cut is lost like any unsynced write, and a claim lost
 //! with it goes back to `incoming/` by recovery.
@@ -45,12 +60,14 @@
 //! One job per file: [`paths`](SpoolPaths) (where the folders are),
 //! `install` (layout, script, boot time), `name` (spool file names), `claim`
 //! (claim, recovery, release), `payload` (reading a claim), `results`
-//! (commit and retention), `sweep` (abandoned hook temp files).
+//! (commit and retention), `outcomes` (the batches' durable outcome
+//! records), `sweep` (abandoned hook temp files).
 
 mod claim;
 mod guard;
 mod install;
 mod name;
+mod outcomes;
 mod paths;
 mod payload;
 mod results;
@@ -61,7 +78,7 @@ mod testing;
 
 use crate::domain::retention::Retention;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicI64;
+use std::sync::atomic::{AtomicBool, AtomicI64};
 use std::sync::{Arc, Mutex};
 
 use crate::application::log::LogSink;
@@ -101,6 +118,10 @@ pub struct FsSpool {
     executable: ExecutableGuard,
     /// Where a failure to keep the hook programs is logged.
     keep_failures: KeepFailures,
+    /// Whether the meta files were repaired from their outcome records
+    /// (see `outcomes`); `repairing` runs one repair at a time.
+    metas_repaired: AtomicBool,
+    repairing: Mutex<()>,
 }
 
 impl FsSpool {
@@ -128,6 +149,8 @@ impl FsSpool {
             removals: Removals::default(),
             executable: ExecutableGuard::new(executable_source),
             keep_failures: KeepFailures::default(),
+            metas_repaired: AtomicBool::new(false),
+            repairing: Mutex::new(()),
         }
     }
 
@@ -167,6 +190,8 @@ impl TurnSettledSpool for FsSpool {
     /// Sweeps abandoned hook temp files and applies retention to both result
     /// folders; every step runs, and the first failure is returned.
     fn after_drain(&self) -> Result<(), PortError> {
+        // A drain that filed nothing repairs here (see `outcomes`).
+        self.repair_metas_once(&[]);
         let now = self.clock.now_ms();
         let steps = [
             self.sweep_abandoned_temps(now),

@@ -11,37 +11,47 @@ use serde_json::Value;
 
 use super::claim::STALE_CLAIM_MS;
 use super::name::{claimed_name, meta_name, parse_spool_name, parse_stamp, SpoolName, META_SUFFIX};
+use super::outcomes;
 use super::paths::Folder;
 use super::sweep::SWEEP_EVERY_MS;
 use super::FsSpool;
 use crate::application::ports::PortError;
 use crate::application::turn_settled::{Disposition, Filing};
 use crate::domain::time::EpochMs;
-use crate::infrastructure::safe_fs::{is_temp_name, sync_staged, Dir, Staged};
+use crate::infrastructure::safe_fs::{is_temp_name, sync_staged, sync_with_folders, Dir, Staged};
 use crate::infrastructure::side_by_side::map_side_by_side;
 
 impl FsSpool {
     /// Files a batch of claims (see [`TurnSettledSpool::file`]), each with
-    /// its meta file, in four steps with one sync pass between each:
+    /// its meta file, in four steps, two sync rounds per batch:
     ///
-    /// 1. every meta file is written (in place when it is new, see
-    ///    [`stage_meta`]) and the batch's data synced ([`sync_staged`]:
-    ///    writeback of all of them starts before the first fsync waits, and
-    ///    the waits overlap);
-    /// 2. meta files written to a temp file are renamed into place, and the
-    ///    results folders are synced side by side: every outcome is durable
-    ///    before its claim moves;
+    /// 1. each meta file is written beside its target (in place when it is
+    ///    new, see [`stage_meta`]); where a results folder gets two or more
+    ///    of the batch's outcomes, they are written into one outcome record
+    ///    ([`outcomes`](super::outcomes)), the metas' durable copy, and the
+    ///    metas left unsynced; a folder's single outcome is its meta, synced
+    ///    itself (one fsync either way, and no record at rest);
+    /// 2. the records' and single metas' data and the results folders are
+    ///    synced, side by side in one round when every meta was written in
+    ///    place (else data first, then the renames of the replacing metas,
+    ///    then the folders): every outcome is durable (in its record) before
+    ///    its claim moves;
     /// 3. each payload is renamed from `processing/` into its results folder,
     ///    the commit point (`Ok(false)`: the claim was lost to another
     ///    drainer's recovery);
     /// 4. `processing/` and the results folders are synced side by side, so
     ///    no event is acted on before its move is on disk.
     ///
-    /// A filing whose meta cannot be written or synced, or whose results
-    /// folder cannot be opened (a link planted where `invalid/` should be)
-    /// or synced, is an error and its claim stays in `processing/` (the
-    /// caller releases it); the other filings of the batch go on. A failure
-    /// to sync the folders after the moves cannot take them back: they stand.
+    /// The first batch a spool files starts by repairing, from the records,
+    /// the meta files a power cut may have torn (see
+    /// [`outcomes::repair_metas`](super::outcomes::repair_metas)).
+    ///
+    /// A filing whose meta or record cannot be written or synced, or whose
+    /// results folder cannot be opened (a link planted where `invalid/`
+    /// should be) or synced, is an error and its claim stays in
+    /// `processing/` (the caller releases it); the other filings of the
+    /// batch go on. A failure to sync the folders after the moves cannot take
+    /// them back: they stand.
     /// [`TurnSettledSpool::file`]: crate::application::turn_settled::TurnSettledSpool::file
     pub(super) fn file_batch(&self, filings: &[Filing<'_>]) -> Vec<Result<bool, PortError>> {
         let mut results: Vec<Option<Result<bool, PortError>>> = Vec::new();
@@ -78,6 +88,7 @@ impl FsSpool {
                 folders.push((folder, self.paths.create(folder)));
             }
         }
+        let mut unrecorded: Vec<(Folder, io::Error)> = Vec::new();
         let dir_of = |folder: Folder| -> io::Result<&Dir> {
             match folders.iter().find(|(f, _)| *f == folder) {
                 Some((_, Ok(dir))) => Ok(dir),
@@ -85,7 +96,9 @@ impl FsSpool {
                 None => unreachable!("every filing's folder was opened"),
             }
         };
-        // 1. Meta files beside their targets, their data synced as one pass.
+        self.repair_metas_once(&folders);
+        // 1. Meta files beside their targets, unsynced; the batch's outcomes
+        //    in one record per results folder.
         let mut staged = Vec::new();
         let mut owners = Vec::new();
         for (i, filing) in filings.iter().enumerate() {
@@ -99,23 +112,89 @@ impl FsSpool {
                 Err(error) => results[i] = Some(Err(error.into())),
             }
         }
-        let synced = sync_staged(&staged);
-        // 2. In place, then each results folder synced once.
-        let mut placed = Vec::new();
-        for ((i, file), sync) in owners.into_iter().zip(staged).zip(synced) {
-            match sync.and_then(|()| file.publish()) {
-                Ok(()) => placed.push(i),
-                Err(error) => results[i] = Some(Err(error.into())),
+        // A folder with one outcome: its meta synced itself costs what a
+        // record would. With more: one record for all of them.
+        let now = self.clock.now_ms();
+        let mut records: Vec<(Folder, Staged)> = Vec::new();
+        let mut singles: Vec<(Folder, usize)> = Vec::new();
+        for (folder, dir) in &folders {
+            let mine: Vec<usize> = (0..owners.len())
+                .filter(|&k| folder_of(filings[owners[k]].disposition) == *folder)
+                .collect();
+            let Ok(dir) = dir else {
+                continue;
+            };
+            match mine[..] {
+                [] => {}
+                [k] => singles.push((*folder, k)),
+                _ => {
+                    let outcomes: Vec<(&str, &Value)> = mine
+                        .iter()
+                        .map(|&k| &filings[owners[k]])
+                        .map(|filing| (filing.claim.id.as_str(), &filing.meta))
+                        .collect();
+                    match outcomes::stage_record(dir, &outcomes, now) {
+                        Ok(record) => records.push((*folder, record)),
+                        Err(error) => unrecorded.push((*folder, error)),
+                    }
+                }
             }
         }
+        let durable: Vec<(Folder, &Staged)> = records
+            .iter()
+            .map(|(folder, record)| (*folder, record))
+            .chain(singles.iter().map(|&(folder, k)| (folder, &staged[k])))
+            .collect();
+        let files: Vec<&Staged> = durable.iter().map(|(_, file)| *file).collect();
         let opened: Vec<(Folder, &Dir)> = folders
             .iter()
             .filter_map(|(folder, dir)| Some((*folder, dir.as_ref().ok()?)))
             .collect();
         let dirs: Vec<&Dir> = opened.iter().map(|(_, dir)| *dir).collect();
+        // 2. The outcomes' data and the results folders' names synced. When
+        //    every file of the batch was written in place (new results: the
+        //    drain's usual batch), all its names are in place already, and
+        //    the data syncs and the folder syncs wait side by side in one
+        //    round. A meta replacing an older one is renamed into place only
+        //    once the outcomes' data is durable (a power cut between could
+        //    otherwise leave an older committed result beside a torn meta
+        //    with no durable record to repair it from), so such a batch
+        //    syncs the data, renames, then syncs the folders.
+        let one_round = staged.iter().all(Staged::is_in_place);
+        let (synced, folders_synced) = if one_round {
+            sync_with_folders(&files, &dirs)
+        } else {
+            (sync_staged(&files), Vec::new())
+        };
+        for ((folder, _), synced) in durable.iter().zip(synced) {
+            if let Err(error) = synced {
+                unrecorded.push((*folder, error));
+            }
+        }
+        for (_, record) in records {
+            // Written in place: publishing only marks it kept.
+            let _ = record.publish();
+        }
+        let mut placed = Vec::new();
+        for (i, file) in owners.into_iter().zip(staged) {
+            let folder = folder_of(filings[i].disposition);
+            if let Some((_, error)) = unrecorded.iter().find(|(f, _)| *f == folder) {
+                results[i] = Some(Err(copy_error(error).into()));
+                continue;
+            }
+            match file.publish() {
+                Ok(()) => placed.push(i),
+                Err(error) => results[i] = Some(Err(error.into())),
+            }
+        }
+        let folders_synced = if one_round {
+            folders_synced
+        } else {
+            sync_dirs(&dirs)
+        };
         let unsynced: Vec<(Folder, io::Error)> = opened
             .iter()
-            .zip(sync_dirs(&dirs))
+            .zip(folders_synced)
             .filter_map(|((folder, _), synced)| Some((*folder, synced.err()?)))
             .collect();
         // 3. The commit point: each payload moves into its results folder.
@@ -140,6 +219,37 @@ impl FsSpool {
         moved_into.extend(dirs);
         let _ = sync_dirs(&moved_into);
         Ok(())
+    }
+
+    /// Repairs the meta files of the results folders from their outcome
+    /// records, once per spool (a power cut restarts the process, so its
+    /// first drain comes after any cut), at its first filing or at the end of
+    /// its first drain, whichever comes first; `folders` are those the
+    /// filing opened (the others are opened here). A folder that fails is
+    /// tried again at the next filing or drain.
+    pub(super) fn repair_metas_once(&self, folders: &[(Folder, io::Result<Dir>)]) {
+        if self.metas_repaired.load(Ordering::Acquire) {
+            return;
+        }
+        let _serial = self.repairing.lock().unwrap_or_else(|p| p.into_inner());
+        if self.metas_repaired.load(Ordering::Acquire) {
+            return;
+        }
+        let mut repaired = true;
+        for folder in [Folder::Processed, Folder::Invalid] {
+            let opened = folders.iter().find(|(f, _)| *f == folder);
+            let result = match opened {
+                Some((_, Ok(dir))) => outcomes::repair_metas(dir, meta_bytes),
+                Some((_, Err(_))) => Err(io::Error::other("results folder not opened")),
+                None => match self.paths.open(folder) {
+                    Ok(Some(dir)) => outcomes::repair_metas(&dir, meta_bytes),
+                    Ok(None) => Ok(()),
+                    Err(error) => Err(error),
+                },
+            };
+            repaired &= result.is_ok();
+        }
+        self.metas_repaired.store(repaired, Ordering::Release);
     }
 
     /// Applies retention to `folder` (see [`past_retention`]) when it is due (see
@@ -263,6 +373,9 @@ fn past_retention(
         if leftover && age_of(name).is_some_and(|at| now - at > STALE_CLAIM_MS) {
             let _ = dir.remove_tree(name);
         }
+    }
+    for record in outcomes::spent_records(dir, &names, &present, age_of, now) {
+        let _ = dir.remove_tree(record);
     }
     // Names start with the hook's UTC stamp, so name order is time order.
     payloads.sort_unstable_by(|a, b| b.cmp(a));

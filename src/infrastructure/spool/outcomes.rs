@@ -1,0 +1,335 @@
+//! Outcome records: one durable file per filed batch and results folder,
+//! holding the meta of every result the batch files there.
+//!
+//! A drain makes a batch's outcomes durable with one fsync per results
+//! folder (the record's) instead of one per meta file: the record is
+//! written and synced, and its folder synced, before any claim of the batch
+//! moves; each `<result>.meta.json` is then a copy written without a sync.
+//! A kill (the process dies, the page cache survives) leaves every meta
+//! file as it was written, whole before its payload moved. A power cut can
+//! leave a meta file of a committed result torn or missing; the first drain
+//! of the next process ([`repair_metas`]) rewrites, durably, every meta
+//! file of a committed result that differs from its record, so after that
+//! drain's start a committed payload sits beside a whole meta again.
+//!
+//! A record is named `.outcomes-<n>-<newest result>` (hidden: never taken
+//! for a result; `<n>` from 0 up, past a name taken), and holds its filing
+//! time: the latest filing of a result wins. Result names start with the
+//! hook's stamp and retention removes results oldest name first, so a
+//! record whose newest result sorts before every result left names none
+//! that is left: retention removes it then, without reading it, once it is
+//! older than a claim may live ([`STALE_CLAIM_MS`]: a younger one may belong
+//! to a batch whose moves are under way).
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::claim::STALE_CLAIM_MS;
+use super::name::meta_name;
+use crate::domain::time::EpochMs;
+use crate::infrastructure::safe_fs::{Dir, FileRead, Staged};
+
+/// Name prefix of outcome records.
+const RECORD_PREFIX: &str = ".outcomes-";
+
+/// Largest record read back (a batch of 50 metas is a few KiB each at most).
+const MAX_RECORD_BYTES: u64 = 8 << 20;
+
+/// Largest meta file compared with its record.
+const MAX_META_BYTES: u64 = 1 << 20;
+
+/// Names tried for a new record past a taken one.
+const NAME_ATTEMPTS: u32 = 64;
+
+/// Permission bits of records, as of meta files.
+const RECORD_MODE: u32 = 0o600;
+
+/// Whether `name` is an outcome record's.
+pub(super) fn is_record_name(name: &str) -> bool {
+    name.starts_with(RECORD_PREFIX)
+}
+
+/// Names tried per record: `<n>` of its name from 0 below this.
+const NAME_ATTEMPTS_PER_RECORD: u32 = NAME_ATTEMPTS;
+
+/// One batch's outcomes in one results folder.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Record {
+    /// When the batch was filed (the later filing of a result wins).
+    filed_at: EpochMs,
+    /// Result names, in filing order.
+    results: Vec<String>,
+    /// Each result's meta, in the same order.
+    metas: Vec<Value>,
+}
+
+/// The newest result a record names, from its name.
+fn newest_result(record_name: &str) -> Option<&str> {
+    let rest = record_name.strip_prefix(RECORD_PREFIX)?;
+    let (n, newest) = rest.split_once('-')?;
+    n.bytes().all(|b| b.is_ascii_digit()).then_some(newest)
+}
+
+/// Stages (unsynced, in place) the record of `outcomes` (result name and
+/// meta, at least one) in `dir`, filed at `now`.
+pub(super) fn stage_record(
+    dir: &Dir,
+    outcomes: &[(&str, &Value)],
+    now: EpochMs,
+) -> io::Result<Staged> {
+    let record = Record {
+        filed_at: now,
+        results: outcomes.iter().map(|(name, _)| name.to_string()).collect(),
+        metas: outcomes.iter().map(|(_, meta)| (*meta).clone()).collect(),
+    };
+    let newest = record.results.iter().max().cloned().unwrap_or_default();
+    let mut bytes = serde_json::to_vec(&record).map_err(io::Error::other)?;
+    bytes.push(b'\n');
+    for n in 0..NAME_ATTEMPTS_PER_RECORD {
+        let name = format!("{RECORD_PREFIX}{n}-{newest}");
+        if let Some(staged) = dir.try_clone()?.stage_new(&name, &bytes, RECORD_MODE)? {
+            return Ok(staged);
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!("{}: no free outcome record name", dir.path().display()),
+    ))
+}
+
+/// Rewrites, durably, each meta file of a result present in `dir` that
+/// differs from the newest record naming it (see the module docs), with
+/// `meta_bytes` making a meta file's content. A record that cannot be read
+/// or parsed is skipped: it was torn before its sync, so none of its claims
+/// moved. Only a folder that cannot be listed, or a meta that cannot be
+/// written, is an error.
+pub(super) fn repair_metas(
+    dir: &Dir,
+    meta_bytes: impl Fn(&Value) -> io::Result<Vec<u8>>,
+) -> io::Result<()> {
+    let mut records: Vec<Record> = Vec::new();
+    for entry in dir.entries()? {
+        if !is_record_name(&entry.name) {
+            continue;
+        }
+        let Ok(FileRead::Bytes(bytes)) = dir.read(&entry.name, MAX_RECORD_BYTES) else {
+            continue;
+        };
+        if let Ok(record) = serde_json::from_slice::<Record>(&bytes) {
+            records.push(record);
+        }
+    }
+    records.sort_by_key(|record| record.filed_at);
+    let mut newest: HashMap<String, Value> = HashMap::new();
+    for record in records {
+        newest.extend(record.results.into_iter().zip(record.metas));
+    }
+    for (result, meta) in newest {
+        if dir.meta(&result)?.is_none() {
+            continue;
+        }
+        let want = meta_bytes(&meta)?;
+        let name = meta_name(&result);
+        if !matches!(dir.read(&name, MAX_META_BYTES), Ok(FileRead::Bytes(have)) if have == want) {
+            dir.write_atomic(&name, &want, RECORD_MODE)?;
+        }
+    }
+    Ok(())
+}
+
+/// The records of `names` (a listing of a results folder of `dir`) that
+/// retention removes: none of their results is in `present`, and they are
+/// older than [`STALE_CLAIM_MS`] (`age_of` gives an entry's modification
+/// time). Mostly decided from the name alone: a record whose newest result
+/// is left is kept, one whose newest result sorts before every result left
+/// is spent; only the rest (a result name that is no hook stamp, say) are
+/// read. A record that cannot be read whole or parsed is spent: torn before
+/// its sync (none of its claims moved) or not ours.
+pub(super) fn spent_records(
+    dir: &Dir,
+    names: &[String],
+    present: &HashSet<&str>,
+    age_of: impl Fn(&str) -> Option<EpochMs>,
+    now: EpochMs,
+) -> Vec<String> {
+    let oldest_left = present.iter().min();
+    let none_left = |name: &str| -> bool {
+        if let Some(newest) = newest_result(name) {
+            if present.contains(newest) {
+                return false;
+            }
+            if oldest_left.is_none_or(|oldest| newest < *oldest) {
+                return true;
+            }
+        }
+        let Ok(FileRead::Bytes(bytes)) = dir.read(name, MAX_RECORD_BYTES) else {
+            return true;
+        };
+        serde_json::from_slice::<Record>(&bytes).map_or(true, |record| {
+            !record.results.iter().any(|r| present.contains(r.as_str()))
+        })
+    };
+    names
+        .iter()
+        .filter(|name| is_record_name(name))
+        .filter(|name| age_of(name).is_some_and(|at| now - at > STALE_CLAIM_MS))
+        .filter(|name| none_left(name))
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::application::ports::Clock;
+    use crate::application::turn_settled::{Disposition, Filing, SpoolClaim, TurnSettledSpool};
+    use crate::infrastructure::clock::SystemClock;
+    use crate::infrastructure::spool::paths::Folder;
+    use crate::infrastructure::spool::testing::{names, set_mtime, spool};
+    use crate::infrastructure::spool::FsSpool;
+    use std::fs;
+    use std::path::Path;
+
+    /// `count` claims named `<stamp of now>-<pid>-<i>.codex.json`.
+    fn claimed(spool: &FsSpool, pid: u32, count: usize) -> Vec<SpoolClaim> {
+        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
+        for i in 0..count {
+            let name = format!("{stamp}-{pid}-{i:04}.codex.json");
+            fs::write(spool.paths().incoming().join(name), b"{}").unwrap();
+        }
+        spool.claim(count).unwrap()
+    }
+
+    fn records(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| is_record_name(name))
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn file_all(spool: &FsSpool, claims: &[SpoolClaim]) -> Vec<Value> {
+        let metas: Vec<Value> = (0..claims.len())
+            .map(|i| serde_json::json!({"outcome": "enqueued", "n": i}))
+            .collect();
+        let filings: Vec<Filing<'_>> = claims
+            .iter()
+            .zip(&metas)
+            .map(|(claim, meta)| Filing {
+                claim,
+                disposition: Disposition::Processed,
+                meta: meta.clone(),
+            })
+            .collect();
+        assert!(spool.file(&filings).iter().all(|r| matches!(r, Ok(true))));
+        metas
+    }
+
+    /// A filed batch leaves one record in its results folder holding every
+    /// meta of the batch, in filing order.
+    #[test]
+    fn a_batch_is_recorded_whole_in_one_record() {
+        let (_dir, spool, _) = spool(SystemClock.now_ms());
+        let claims = claimed(&spool, 1, 3);
+        let metas = file_all(&spool, &claims);
+        let processed = spool.paths().processed();
+        let [record] = &records(&processed)[..] else {
+            panic!("one record: {:?}", records(&processed));
+        };
+        let record: Record = serde_json::from_slice(&fs::read(processed.join(record)).unwrap())
+            .expect("a whole record");
+        let ids: Vec<String> = claims.iter().map(|c| c.id.clone()).collect();
+        assert_eq!(record.results, ids);
+        assert_eq!(record.metas, metas);
+    }
+
+    /// The first filing of a new spool (a process after a power cut)
+    /// rewrites from the records each meta of a committed result that is
+    /// torn, emptied or missing, and leaves a meta whole as it is and one
+    /// whose payload never moved in alone.
+    #[test]
+    fn the_first_filing_repairs_the_metas_a_power_cut_tore() {
+        let (dir, spool, clock) = spool(SystemClock.now_ms());
+        let claims = claimed(&spool, 1, 4);
+        let metas = file_all(&spool, &claims);
+        let processed = spool.paths().processed();
+        let meta_of = |i: usize| processed.join(meta_name(&claims[i].id));
+        let whole = fs::read(meta_of(0)).unwrap();
+        // (meta, what the cut left)
+        fs::write(meta_of(1), b"{\"outc").unwrap();
+        fs::write(meta_of(2), b"").unwrap();
+        fs::remove_file(meta_of(3)).unwrap();
+        // A result whose payload never moved in: its meta is not touched.
+        fs::remove_file(processed.join(&claims[0].id)).unwrap();
+        fs::write(meta_of(0), b"torn, uncommitted").unwrap();
+        drop(spool);
+        let restarted = FsSpool::new(
+            crate::infrastructure::spool::SpoolPaths::for_teams_base(&dir.path().join("teams")),
+            clock,
+        );
+        let next = claimed(&restarted, 2, 1);
+        file_all(&restarted, &next);
+        for (i, meta) in metas.iter().enumerate().skip(1) {
+            let repaired: Value = serde_json::from_slice(&fs::read(meta_of(i)).unwrap())
+                .unwrap_or_else(|e| panic!("meta {i}: {e}"));
+            assert_eq!(&repaired, meta, "meta {i}");
+        }
+        assert_eq!(fs::read(meta_of(0)).unwrap(), b"torn, uncommitted");
+        assert_ne!(whole, b"torn, uncommitted");
+        assert!(names(&processed).iter().all(|n| !n.starts_with('.')));
+    }
+
+    /// Retention removes a record once none of its results is left (told
+    /// from its name, or read when its name cannot tell) and it is older
+    /// than a claim may live, and only then.
+    #[test]
+    fn a_record_goes_with_its_last_result_once_no_claim_can_be_under_way() {
+        let (_dir, spool, _) = spool(SystemClock.now_ms());
+        let claims = claimed(&spool, 1, 2);
+        file_all(&spool, &claims);
+        let processed = spool.paths().processed();
+        let dir = spool.paths.open(Folder::Processed).unwrap().unwrap();
+        let [record] = &records(&processed)[..] else {
+            panic!("one record");
+        };
+        assert_eq!(newest_result(record), Some(claims[1].id.as_str()));
+        let now = SystemClock.now_ms();
+        let old = now - STALE_CLAIM_MS - 1;
+        set_mtime(&processed.join(record), old);
+        let listing = |dir: &Path| -> Vec<String> {
+            fs::read_dir(dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        };
+        let age_of = |name: &str| dir.meta(name).ok().flatten().map(|m| m.modified_ms);
+        let names = listing(&processed);
+        let later = format!("{}~", claims[1].id);
+        // (results left, spent once old)
+        let cases: [(&[&str], bool); 5] = [
+            (&[claims[1].id.as_str()], false),
+            (&[claims[0].id.as_str()], false),
+            (&[claims[0].id.as_str(), later.as_str()], false),
+            (&[later.as_str()], true),
+            (&[], true),
+        ];
+        for (left, spent) in cases {
+            let present: HashSet<&str> = left.iter().copied().collect();
+            let want = if spent { vec![record.clone()] } else { vec![] };
+            assert_eq!(
+                spent_records(&dir, &names, &present, age_of, now),
+                want,
+                "{left:?}"
+            );
+        }
+        set_mtime(&processed.join(record), now);
+        let present = HashSet::new();
+        assert!(spent_records(&dir, &names, &present, age_of, now).is_empty());
+    }
+}
