@@ -46,24 +46,25 @@ pub(crate) fn parse_task_file(bytes: &[u8]) -> TaskParse {
     }
 }
 
-/// The fields of a task object that a [`Task`] is made of, as found.
+/// The fields of a task object that a [`Task`] is made of, as found (the
+/// ones only compared, borrowed from the file where they can be).
 #[derive(Default)]
-struct TaskFields {
+struct TaskFields<'de> {
     id: Id,
     display_id: Option<String>,
     subject: Option<String>,
-    status: Option<String>,
+    status: Option<Cow<'de, str>>,
     owner: Option<String>,
     blocked_by: Vec<String>,
     blocks: Vec<String>,
-    needs_clarification: Option<String>,
-    review_state: Option<String>,
+    needs_clarification: Option<Cow<'de, str>>,
+    review_state: Option<Cow<'de, str>>,
     history: Vec<HistoryEvent>,
     /// `metadata._internal` is `true`.
     internal: bool,
 }
 
-impl TaskFields {
+impl TaskFields<'_> {
     fn into_parse(self) -> TaskParse {
         if self.internal {
             return TaskParse::Skipped;
@@ -219,7 +220,7 @@ impl<K> Visitor<'_> for KeyOf<K> {
     }
 }
 
-impl<'de> Deserialize<'de> for TaskFields {
+impl<'de> Deserialize<'de> for TaskFields<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_map(TaskFieldsVisitor)
     }
@@ -228,11 +229,11 @@ impl<'de> Deserialize<'de> for TaskFields {
 struct TaskFieldsVisitor;
 
 impl<'de> Visitor<'de> for TaskFieldsVisitor {
-    type Value = TaskFields;
+    type Value = TaskFields<'de>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a task object")
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TaskFields, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TaskFields<'de>, A::Error> {
         let mut fields = TaskFields::default();
         // A repeated key overwrites: the last value counts, as in a `Value`.
         while let Some(key) = map.next_key_seed(KeyOf(TaskKey::of))? {
@@ -240,12 +241,14 @@ impl<'de> Visitor<'de> for TaskFieldsVisitor {
                 TaskKey::Id => fields.id = map.next_value::<IdValue>()?.0,
                 TaskKey::DisplayId => fields.display_id = text(&mut map)?,
                 TaskKey::Subject => fields.subject = text(&mut map)?,
-                TaskKey::Status => fields.status = text(&mut map)?,
+                TaskKey::Status => fields.status = map.next_value::<Text>()?.0,
                 TaskKey::Owner => fields.owner = text(&mut map)?,
                 TaskKey::BlockedBy => fields.blocked_by = map.next_value::<TextList>()?.0,
                 TaskKey::Blocks => fields.blocks = map.next_value::<TextList>()?.0,
-                TaskKey::NeedsClarification => fields.needs_clarification = text(&mut map)?,
-                TaskKey::ReviewState => fields.review_state = text(&mut map)?,
+                TaskKey::NeedsClarification => {
+                    fields.needs_clarification = map.next_value::<Text>()?.0
+                }
+                TaskKey::ReviewState => fields.review_state = map.next_value::<Text>()?.0,
                 TaskKey::HistoryEvents => fields.history = map.next_value::<History>()?.0,
                 TaskKey::Metadata => fields.internal = map.next_value::<Metadata>()?.internal,
                 TaskKey::Other => {
