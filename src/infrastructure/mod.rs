@@ -23,6 +23,7 @@ pub mod spool;
 pub mod sqlite;
 pub mod status_store;
 pub(crate) mod task_cache;
+mod task_file;
 mod team_config;
 pub mod team_reader;
 pub mod transcripts;

@@ -20,14 +20,15 @@ use serde_json::Value;
 use super::safe_fs::{Dir, FileRead, TrustedRoot};
 use super::task_cache::{TaskCache, TaskFile};
 pub use super::task_cache::{MAX_TASK_BYTES, MAX_TASK_DIAGNOSTICS, MAX_TASK_FILES};
+use super::task_file::{parse_task_file, TaskParse};
 use super::team_config::TeamConfig;
 use crate::application::ports::{TaskImpactSource, TeamSource};
-use crate::domain::js_semantics::{js_trim, locale_compare, number_to_string};
+use crate::domain::js_semantics::{js_trim, locale_compare};
 use crate::domain::names::{normalize_member_name, validate_name};
 use crate::domain::team::{
-    merge_team_members, meta_backend_id, tidy_meta_members, Clarification, HistoryEvent,
-    KanbanColumn, KanbanEntry, MemberOverlay, ProviderId, ReviewState, Task, TaskStatus,
-    TeamMember, TeamSnapshot,
+    merge_team_members, meta_backend_id, tidy_meta_members, Clarification, KanbanColumn,
+    KanbanEntry, MemberOverlay, ProviderId, ReviewState, Task, TaskStatus, TeamMember,
+    TeamSnapshot,
 };
 use crate::domain::time::parse_iso;
 
@@ -59,7 +60,7 @@ impl FsTeamSource {
         Self {
             teams: TrustedRoot::new(teams_base),
             tasks: TrustedRoot::new(tasks_base),
-            cache: Arc::new(TaskCache::new(parse_task_file)),
+            cache: Arc::new(TaskCache::new(read_task_file)),
         }
     }
 
@@ -176,7 +177,7 @@ impl FsTeamSource {
         validate_name(task_id).ok()?;
         let dir = open_below(&self.tasks, team_name, "tasks_dir", &mut Vec::new())?;
         match dir.read(format!("{task_id}.json"), MAX_TASK_BYTES).ok()? {
-            FileRead::Bytes(bytes) => match parse_task(&serde_json::from_slice(&bytes).ok()?) {
+            FileRead::Bytes(bytes) => match parse_task_file(&bytes) {
                 TaskParse::Task(task) => Some(task),
                 TaskParse::Skipped | TaskParse::Invalid => None,
             },
@@ -509,119 +510,13 @@ fn parse_kanban(value: &Value) -> BTreeMap<String, KanbanEntry> {
         .collect()
 }
 
-/// A task file's bytes, by [`parse_task`]'s rules.
-fn parse_task_file(bytes: &[u8]) -> TaskFile {
-    match serde_json::from_slice::<Value>(bytes) {
-        Ok(value) => match parse_task(&value) {
-            TaskParse::Task(task) => TaskFile::Task(Arc::new(task)),
-            TaskParse::Skipped => TaskFile::Skipped,
-            TaskParse::Invalid => TaskFile::Invalid,
-        },
-        Err(_) => TaskFile::Invalid,
+/// A task file's bytes, by [`parse_task_file`]'s rules.
+fn read_task_file(bytes: &[u8]) -> TaskFile {
+    match parse_task_file(bytes) {
+        TaskParse::Task(task) => TaskFile::Task(Arc::new(task)),
+        TaskParse::Skipped => TaskFile::Skipped,
+        TaskParse::Invalid => TaskFile::Invalid,
     }
-}
-
-/// Outcome of parsing one task file.
-#[derive(Debug)]
-enum TaskParse {
-    Task(Task),
-    /// Internal or deleted: never on an agenda, not an error.
-    Skipped,
-    /// Not a task object.
-    Invalid,
-}
-
-/// One task file, by the reference task reader's rules: `status: deleted`
-/// and `metadata._internal` files are skipped; `id` is a string as written or
-/// a number in its JavaScript spelling (anything else: empty); `deletedAt` is
-/// ignored; `blockedBy` / `blocks` keep string entries only; history keeps
-/// objects with a string `id`, `timestamp` and `type`.
-fn parse_task(value: &Value) -> TaskParse {
-    let Some(obj) = value.as_object() else {
-        return TaskParse::Invalid;
-    };
-    if value.pointer("/metadata/_internal") == Some(&Value::Bool(true)) {
-        return TaskParse::Skipped;
-    }
-    let status = TaskStatus::parse(obj.get("status").and_then(Value::as_str));
-    if status == TaskStatus::Deleted {
-        return TaskParse::Skipped;
-    }
-    let id = match obj.get("id") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Number(n)) => n.as_f64().map(number_to_string).unwrap_or_default(),
-        _ => String::new(),
-    };
-    let display_id = match obj.get("displayId").and_then(Value::as_str).map(js_trim) {
-        Some(d) if !d.is_empty() => d.to_string(),
-        _ => derive_display_id(&id),
-    };
-    let ids = |key: &str| -> Vec<String> {
-        array(value, key)
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect()
-    };
-    TaskParse::Task(Task {
-        display_id,
-        subject: string(value, "subject").unwrap_or_default(),
-        status,
-        owner: string(value, "owner"),
-        blocked_by: ids("blockedBy"),
-        blocks: ids("blocks"),
-        needs_clarification: match obj.get("needsClarification").and_then(Value::as_str) {
-            Some("lead") => Some(Clarification::Lead),
-            Some("user") => Some(Clarification::User),
-            _ => None,
-        },
-        review_state: obj
-            .get("reviewState")
-            .and_then(Value::as_str)
-            .map_or(ReviewState::None, ReviewState::parse),
-        history: array(value, "historyEvents")
-            .filter_map(parse_history_event)
-            .collect(),
-        id,
-    })
-}
-
-fn parse_history_event(value: &Value) -> Option<HistoryEvent> {
-    let id = value.get("id")?.as_str()?.to_string();
-    let timestamp = value.get("timestamp")?.as_str()?.to_string();
-    let kind = value.get("type")?.as_str()?.to_string();
-    Some(HistoryEvent {
-        at_ms: parse_iso(&timestamp),
-        id,
-        timestamp,
-        kind,
-        from: string(value, "from"),
-        to: string(value, "to"),
-        reviewer: string(value, "reviewer"),
-        actor: string(value, "actor"),
-    })
-}
-
-/// The display id of a task without one: the first 8 characters (lowercased)
-/// of a canonical UUID id, else the trimmed id.
-fn derive_display_id(id: &str) -> String {
-    let id = js_trim(id);
-    if is_uuid(id) {
-        id[..8].to_lowercase()
-    } else {
-        id.to_string()
-    }
-}
-
-/// A canonical task UUID: 8-4-4-4-12 hex digits, version 1–5, variant 8/9/a/b.
-fn is_uuid(id: &str) -> bool {
-    let bytes = id.as_bytes();
-    bytes.len() == 36
-        && bytes.iter().enumerate().all(|(i, b)| match i {
-            8 | 13 | 18 | 23 => *b == b'-',
-            14 => (b'1'..=b'5').contains(b),
-            19 => matches!(b.to_ascii_lowercase(), b'8' | b'9' | b'a' | b'b'),
-            _ => b.is_ascii_hexdigit(),
-        })
 }
 
 #[cfg(test)]
