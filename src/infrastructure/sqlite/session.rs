@@ -213,15 +213,29 @@ impl SessionStores {
         })
     }
 
+    /// `work` on the session's store: `sqlite`, or `json` after the JSON
+    /// session's step for `team` (under the team's lock).
+    fn on<S: ?Sized, T>(
+        &self,
+        team: &str,
+        sqlite: &S,
+        json: &S,
+        work: impl FnOnce(&S) -> Result<T, PortError>,
+    ) -> Result<T, PortError> {
+        match self.backend()? {
+            Backend::Sqlite => work(sqlite),
+            Backend::JsonFiles => self.json_call(team, || work(json)),
+        }
+    }
+
     fn status<T>(
         &self,
         team: &str,
         work: impl FnOnce(&dyn StatusStore) -> Result<T, PortError>,
     ) -> Result<T, PortError> {
-        match self.backend()? {
-            Backend::Sqlite => work(&self.sqlite),
-            Backend::JsonFiles => self.json_call(team, || work(self.json.status.as_ref())),
-        }
+        self.on::<dyn StatusStore, T>(team, &self.sqlite, self.json.status.as_ref(), |store| {
+            work(store)
+        })
     }
 
     fn metrics<T>(
@@ -229,10 +243,9 @@ impl SessionStores {
         team: &str,
         work: impl FnOnce(&dyn MetricsStore) -> Result<T, PortError>,
     ) -> Result<T, PortError> {
-        match self.backend()? {
-            Backend::Sqlite => work(&self.sqlite),
-            Backend::JsonFiles => self.json_call(team, || work(self.json.metrics.as_ref())),
-        }
+        self.on::<dyn MetricsStore, T>(team, &self.sqlite, self.json.metrics.as_ref(), |store| {
+            work(store)
+        })
     }
 
     fn intents<T>(
@@ -240,10 +253,12 @@ impl SessionStores {
         team: &str,
         work: impl FnOnce(&dyn ReportIntentStore) -> Result<T, PortError>,
     ) -> Result<T, PortError> {
-        match self.backend()? {
-            Backend::Sqlite => work(&self.sqlite),
-            Backend::JsonFiles => self.json_call(team, || work(self.json.intents.as_ref())),
-        }
+        self.on::<dyn ReportIntentStore, T>(
+            team,
+            &self.sqlite,
+            self.json.intents.as_ref(),
+            |store| work(store),
+        )
     }
 
     fn outbox<T>(
@@ -251,10 +266,9 @@ impl SessionStores {
         team: &str,
         work: impl FnOnce(&dyn OutboxStore) -> Result<T, PortError>,
     ) -> Result<T, PortError> {
-        match self.backend()? {
-            Backend::Sqlite => work(&self.sqlite),
-            Backend::JsonFiles => self.json_call(team, || work(self.json.outbox.as_ref())),
-        }
+        self.on::<dyn OutboxStore, T>(team, &self.sqlite, self.json.outbox.as_ref(), |store| {
+            work(store)
+        })
     }
 }
 
