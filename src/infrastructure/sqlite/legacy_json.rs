@@ -150,7 +150,8 @@ impl Keyed {
     }
 }
 
-fn str_of<'a>(row: &'a Value, field: &str) -> Option<&'a str> {
+/// A row's string field (`None` when absent or not a string).
+pub(super) fn str_of<'a>(row: &'a Value, field: &str) -> Option<&'a str> {
     row.get(field).and_then(Value::as_str)
 }
 
@@ -160,7 +161,7 @@ fn team_of(row: &Value) -> String {
 }
 
 /// `normalizeMemberKey`.
-fn member_of(row: &Value) -> String {
+pub(super) fn member_of(row: &Value) -> String {
     str_of(row, "memberName")
         .map(normalize_member_name)
         .unwrap_or_default()

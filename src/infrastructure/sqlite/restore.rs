@@ -21,8 +21,8 @@ use serde_json::{json, Map, Value};
 
 use super::js_json;
 use super::legacy_json::{
-    compare_iso, pick_domain_intent, pick_domain_outbox, LegacyFileError, LegacyFiles,
-    LegacySnapshot,
+    compare_iso, member_of, pick_domain_intent, pick_domain_outbox, str_of, LegacyFileError,
+    LegacyFiles, LegacySnapshot,
 };
 use crate::domain::js_semantics::{js_trim, locale_compare};
 use crate::domain::names::{member_key, normalize_member_name};
@@ -72,25 +72,15 @@ fn rows(snapshot: &Value, field: &str) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-fn text<'a>(row: &'a Value, field: &str) -> Option<&'a str> {
-    row.get(field).and_then(Value::as_str)
-}
-
-fn member_of(row: &Value) -> String {
-    text(row, "memberName")
-        .map(normalize_member_name)
-        .unwrap_or_default()
-}
-
 fn id_of(row: &Value) -> String {
-    text(row, "id").unwrap_or_default().to_string()
+    str_of(row, "id").unwrap_or_default().to_string()
 }
 
 /// The later evaluation; a tie goes to incoming.
 fn pick_domain_status(canonical: Value, incoming: Value) -> Value {
     if compare_iso(
-        text(&incoming, "evaluatedAt"),
-        text(&canonical, "evaluatedAt"),
+        str_of(&incoming, "evaluatedAt"),
+        str_of(&canonical, "evaluatedAt"),
     )
     .is_ge()
     {
@@ -176,8 +166,8 @@ pub fn newest_events(events: &[Value]) -> Vec<Value> {
     let mut events = events.to_vec();
     events.sort_by(|a, b| {
         let (left, right) = (
-            text(a, "recordedAt").unwrap_or_default(),
-            text(b, "recordedAt").unwrap_or_default(),
+            str_of(a, "recordedAt").unwrap_or_default(),
+            str_of(b, "recordedAt").unwrap_or_default(),
         );
         match left == right {
             true => locale_compare(&id_of(a), &id_of(b)),
@@ -278,9 +268,9 @@ impl Restore<'_> {
         if let Ok(FileRead::Bytes(bytes)) = self.root.read(&path, MAX_MEMBER_META_BYTES) {
             if let Ok(meta) = serde_json::from_slice::<Value>(&bytes) {
                 let current = meta.get("schemaVersion").and_then(Value::as_f64) == Some(1.0)
-                    && text(&meta, "memberName") == Some(name)
-                    && text(&meta, "memberKey") == Some(&key)
-                    && text(&meta, "updatedAt").is_some();
+                    && str_of(&meta, "memberName") == Some(name)
+                    && str_of(&meta, "memberKey") == Some(&key)
+                    && str_of(&meta, "updatedAt").is_some();
                 if current {
                     return Ok(());
                 }
@@ -306,7 +296,7 @@ impl Restore<'_> {
 
         let mut members = Map::new();
         for status in &merged.statuses {
-            let member = text(status, "memberName").unwrap_or_default();
+            let member = str_of(status, "memberName").unwrap_or_default();
             self.ensure_member_meta(team, member)?;
             let file = json!({ "schemaVersion": 2, "status": status });
             self.write(&self.member_file(team, member, "status.json"), &file)?;
@@ -343,7 +333,7 @@ impl Restore<'_> {
 
         let mut report_index = Map::new();
         for group in group_by_member(&merged.report_intents) {
-            let member = text(group[0], "memberName").unwrap_or_default();
+            let member = str_of(group[0], "memberName").unwrap_or_default();
             let key = normalize_member_name(member);
             let mut intents = Map::new();
             for intent in group {
@@ -365,7 +355,7 @@ impl Restore<'_> {
 
         let mut outbox_index = Map::new();
         for group in group_by_member(&merged.outbox_items) {
-            let member = text(group[0], "memberName").unwrap_or_default();
+            let member = str_of(group[0], "memberName").unwrap_or_default();
             let key = normalize_member_name(member);
             let mut items = Map::new();
             for item in group {
