@@ -239,32 +239,10 @@ const SYNC_THREADS: usize = 8;
 /// files removed), the ones published stay, and their folders are still
 /// synced.
 pub fn commit(staged: Vec<Staged>) -> io::Result<()> {
-    let mut result = sync_staged(&staged).into_iter().collect::<io::Result<()>>();
+    let synced = sync_staged(&staged).into_iter().collect::<io::Result<()>>();
     let mut published = Vec::with_capacity(staged.len());
-    for file in staged {
-        if result.is_err() {
-            break;
-        }
-        // A folder handle kept to sync it after the loop; without one the
-        // file is not published, like a failed rename.
-        match file.dir.try_clone() {
-            Ok(dir) => match file.publish() {
-                Ok(()) => published.push(dir),
-                Err(e) => result = Err(e),
-            },
-            Err(e) => result = Err(e),
-        }
-    }
-    let mut synced = HashSet::new();
-    for dir in &published {
-        if synced.insert(dir.path().to_path_buf()) {
-            // Now, or at the end of a request's deferred folder syncs.
-            if let Err(e) = super::folder_syncs::sync_entries(dir) {
-                result = result.and(Err(e));
-            }
-        }
-    }
-    result
+    let result = synced.and_then(|()| publish_each(staged, &mut published));
+    result.and(sync_folders(&published))
 }
 
 /// [`commit`] of `staged` with `companion` along: the companion's data is
@@ -282,23 +260,38 @@ pub fn commit_with_companion(staged: Vec<Staged>, companion: Staged) -> io::Resu
     let companion_synced = synced.next_back().is_some_and(|r| r.is_ok());
     synced.collect::<io::Result<()>>()?;
     let mut published = Vec::with_capacity(all.len() + 1);
-    for file in all {
+    let result = publish_each(all, &mut published);
+    let companion_published =
+        result.is_ok() && companion_synced && publish_each(vec![companion], &mut published).is_ok();
+    result.and(sync_folders(&published))?;
+    Ok(companion_published)
+}
+
+/// Publishes `files` in order, keeping a handle on each one's folder in
+/// `published` to sync it after; stops at the first failure (a file whose
+/// folder cannot be kept is not published, like a failed rename), and the
+/// files left are dropped (their temp files removed).
+fn publish_each(files: Vec<Staged>, published: &mut Vec<Dir>) -> io::Result<()> {
+    for file in files {
         let dir = file.dir.try_clone()?;
         file.publish()?;
         published.push(dir);
     }
-    let companion_published = companion_synced
-        && match companion.dir.try_clone() {
-            Ok(dir) => companion.publish().map(|()| published.push(dir)).is_ok(),
-            Err(_) => false,
-        };
-    let mut folders = HashSet::new();
-    for dir in &published {
-        if folders.insert(dir.path().to_path_buf()) {
-            super::folder_syncs::sync_entries(dir)?;
+    Ok(())
+}
+
+/// Syncs each folder in `published` once (now, or at the end of a request's
+/// deferred folder syncs), every one of them even after a failure; the
+/// first error is returned.
+fn sync_folders(published: &[Dir]) -> io::Result<()> {
+    let mut synced = HashSet::new();
+    let mut result = Ok(());
+    for dir in published {
+        if synced.insert(dir.path().to_path_buf()) {
+            result = result.and(super::folder_syncs::sync_entries(dir));
         }
     }
-    Ok(companion_published)
+    result
 }
 
 #[cfg(test)]
