@@ -1,14 +1,13 @@
 //! The [`Dir`] methods that are the same on every platform: they are built
-//! only on the platform's own primitives (`component`, `open_file`,
+//! only on the platform's own primitives (`component`, `read_stamped`, `open_file`,
 //! `write_replacing`, `meta`, `remove_file`, `remove_empty_dir`). Included by both `dir.rs` (Unix)
 //! and `dir_windows.rs` as their child module, so it sees `Dir`'s fields.
 
 use std::ffi::OsStr;
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use super::super::kinds::{FileKind, FileRead};
-use super::super::with_path;
 use super::{Dir, MAX_REMOVE_DEPTH};
 
 /// Writes `parts` to `file` one after another.
@@ -27,25 +26,13 @@ impl Dir {
     }
 
     /// Reads `name` whole if it is a regular file of at most `max` bytes.
+    ///
+    /// [`Dir::read_stamped`] without the stamp: the buffer is sized from the
+    /// `fstat` that found the file regular, so a read is open, `fstat`, the
+    /// reads and close (asking the handle for its size again would cost every
+    /// read one more system call).
     pub fn read(&self, name: impl AsRef<OsStr>, max: u64) -> io::Result<FileRead> {
-        let name = self.component(name.as_ref())?;
-        let file = match self.open_file(name) {
-            Ok(Some(file)) => file,
-            Ok(None) => return Ok(FileRead::Missing),
-            Err(e) if e.kind() == io::ErrorKind::InvalidData => return Ok(FileRead::NotAFile),
-            Err(e) => return Err(e),
-        };
-        // Sized from the handle, so a large file is one allocation, not a
-        // series of doublings that briefly hold one and a half copies.
-        let expected = file.metadata().map_or(0, |meta| meta.len()).min(max);
-        let mut bytes = Vec::with_capacity(usize::try_from(expected).unwrap_or(0) + 1);
-        file.take(max.saturating_add(1))
-            .read_to_end(&mut bytes)
-            .map_err(|e| with_path(&self.child(name), e))?;
-        if bytes.len() as u64 > max {
-            return Ok(FileRead::TooLarge);
-        }
-        Ok(FileRead::Bytes(bytes))
+        self.read_stamped(name, max).map(|stamped| stamped.read)
     }
 
     /// Atomically replaces `name` with `bytes`: a temp file beside it, made
