@@ -22,8 +22,8 @@ use incoming::Incoming;
 const TEMP_ATTEMPTS: u32 = 8;
 /// Final names tried past the temp file's suffix when one is taken.
 const NAME_ATTEMPTS: u32 = 64;
-/// Bytes copied per read: a pipe's usual capacity. (A larger buffer costs
-/// more in page faults than it saves in reads.)
+/// Bytes of the first read, the one made before anything on disk is
+/// touched: a pipe's usual capacity, so a usual Stop payload is whole in it.
 const BLOCK: usize = 64 * 1024;
 
 /// How the copy of stdin ended.
@@ -66,7 +66,7 @@ pub fn capture(request: &Request) {
     else {
         return drain(&mut stdin);
     };
-    let copied = copy_bounded(&mut stdin, file, &mut buffer, first, limit);
+    let copied = copy_bounded(&mut stdin, file, &buffer, first, limit);
     let oversized = matches!(copied, Ok(Copied::Oversized));
     let publish = match copied {
         Err(_) => None,
@@ -101,25 +101,32 @@ fn read_block(input: &mut impl Read, buffer: &mut [u8], limit: u64) -> io::Resul
 /// Writes the `first` bytes already in `buffer` to `file`, then copies
 /// `input` after them until its end or `limit` bytes in all; an error from
 /// either side (a full disk, a file size limit) is an error.
+///
+/// The rest goes through `io::copy`, which on Linux moves it inside the
+/// kernel (`copy_file_range` from a file, `splice` from a pipe): a 1 MiB
+/// payload costs a few calls, as a plain `cat > file` does, not 16 reads
+/// and 16 writes. Elsewhere it reads straight into the writer's buffer, one
+/// [`BLOCK`] a call.
 fn copy_bounded(
     input: &mut impl Read,
-    mut file: File,
-    buffer: &mut [u8],
+    file: File,
+    buffer: &[u8],
     first: usize,
     limit: u64,
 ) -> io::Result<Copied> {
-    let mut read = first;
-    let mut kept: u64 = 0;
-    loop {
-        file.write_all(&buffer[..read])?;
-        kept += read as u64;
-        if kept == limit {
-            return Ok(Copied::Oversized);
-        }
-        read = read_block(input, buffer, limit - kept)?;
-        if read == 0 {
-            return Ok(Copied::Whole);
-        }
+    let mut file = io::BufWriter::with_capacity(BLOCK, file);
+    file.write_all(&buffer[..first])?;
+    let kept = first as u64;
+    let rest = if kept == limit {
+        0
+    } else {
+        io::copy(&mut input.take(limit - kept), &mut file)?
+    };
+    file.flush()?;
+    if kept + rest == limit {
+        Ok(Copied::Oversized)
+    } else {
+        Ok(Copied::Whole)
     }
 }
 
