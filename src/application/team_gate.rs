@@ -259,8 +259,9 @@ mod tests {
 
     #[test]
     fn a_late_probe_answer_of_an_older_deletion_changes_nothing() {
-        // (what comes between the start and the answer of the look)
-        let cases: [(&str, fn(&mut TeamGate)); 2] = [
+        /// What comes between the start and the answer of the look.
+        type Between = fn(&mut TeamGate);
+        let cases: [(&str, Between); 2] = [
             ("a new deletion", |g| {
                 g.quiesce("forge");
                 g.mark_deleted("forge");
