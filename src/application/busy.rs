@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use super::router::ToolActivity;
 use crate::domain::names::{normalize_member_name, team_runtime_key};
 use crate::domain::time::EpochMs;
 
@@ -128,6 +129,31 @@ impl BusySignals {
         }
         let call = make(calls.get(tool_id));
         calls.insert(tool_id.to_string(), call);
+    }
+
+    /// Records one tool activity event of the member; an event without a
+    /// time happened `now`, a finish without a call id records nothing.
+    pub fn note(&self, team: &str, member: &str, activity: &ToolActivity, now: EpochMs) {
+        match activity {
+            ToolActivity::Started {
+                tool_id,
+                tool_name,
+                at,
+            } => self.tool_started(
+                team,
+                member,
+                tool_id,
+                tool_name.as_deref(),
+                at.unwrap_or(now),
+                now,
+            ),
+            ToolActivity::Finished { tool_id, at } => {
+                if let Some(tool_id) = tool_id {
+                    self.tool_finished(team, member, tool_id, at.unwrap_or(now), now);
+                }
+            }
+            ToolActivity::Reset { tool_ids } => self.tools_reset(team, member, tool_ids),
+        }
     }
 
     /// A tool call started. Event times in the future are clamped to `now`.

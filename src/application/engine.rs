@@ -5,8 +5,8 @@
 //! decides *when* to call [`Engine::take_due`] / [`Engine::run`] /
 //! [`Engine::finish`] and is woken through the `wake` hook.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use serde_json::json;
@@ -16,9 +16,13 @@ use super::log::{LogCode, LogEntry, LogLevel};
 use super::nudges::{DispatchSummary, Nudges};
 use super::ports::{AuditEvent, Ports};
 use super::queue::{queue_key, FinishOutcome, QueueCore, QueueItem, QueueKey, Trigger};
+pub use super::queue_diagnostics::{
+    IntakeCounters, QueueDiagnostics, QueuedItemView, RunningItemView,
+};
 use super::reconcile::{check_name, Reconciler, TeamPreview, WorkSyncError};
 use super::report::{ReplaySummary, ReportResult};
 use super::router::{route, settled_turn_source_id, Route, TeamChangeEvent, ToolActivity};
+use super::team_gate::TeamGate;
 use super::turn_settled::SettledTurns;
 use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::decision::needs_background_refresh;
@@ -29,6 +33,10 @@ use crate::domain::status::{MemberStatus, ReconciledBy};
 use crate::domain::time::{format_iso, EpochMs};
 
 const SOURCE: AuditSource = AuditSource::EventQueue;
+
+/// Team lifecycle use cases over the gate (deletion, resume, admission).
+#[path = "team_lifecycle.rs"]
+mod team_lifecycle;
 
 /// What the engine needs besides the reconciler.
 pub struct EngineDeps {
@@ -43,114 +51,8 @@ pub struct EngineDeps {
 #[derive(Debug, Default)]
 struct EngineState {
     queue: QueueCore,
-    /// Normalized names of teams being deleted, or deleted: no new work, no
-    /// dispatch.
-    deleting: HashSet<String>,
-    /// Of those, the deleted ones (`completeTeamDeletion`): fenced until
-    /// their `config.json` is there again or `resumeTeam` is called.
-    deleted: HashSet<String>,
-    /// Deleted teams that came back on their own (their `config.json`
-    /// reappeared) and were re-scanned: a later `resumeTeam` scans no more.
-    auto_resumed: HashSet<String>,
-    /// Deleted teams whose `config.json` is being looked for (a `config`
-    /// event came), with the ticket of that look: at most one per team; a
-    /// new deletion or a resume takes the ticket away, so a late answer of
-    /// an older generation changes nothing.
-    config_probes: HashMap<String, u64>,
-    /// The last ticket given out.
-    last_probe: u64,
-    /// Per-team operations admitted through [`Engine::with_team`] and not yet done.
-    in_flight: HashMap<String, usize>,
-}
-
-/// Team change events that never reached routing, counted for the
-/// diagnostics (the worker's intake counts them).
-#[derive(Debug, Default)]
-pub struct IntakeCounters {
-    /// Dropped because the intake channel was full.
-    pub dropped: AtomicU64,
-    /// Identical to an event still waiting for the intake: merged into it.
-    pub merged: AtomicU64,
-}
-
-/// `getQueueDiagnostics` result: the queue now, and counters since start.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct QueueDiagnostics {
-    /// Items waiting to run.
-    pub queued: usize,
-    /// Reconciles running now.
-    pub running: usize,
-    /// Triggers that created a new item, since start.
-    pub enqueued: u64,
-    /// Triggers merged into a queued or running item, since start.
-    pub coalesced: u64,
-    /// Reconciles finished, since start.
-    pub reconciled: u64,
-    /// Items dropped (retries exhausted, or their team's queue dropped).
-    pub dropped: u64,
-    /// Failed reconcile attempts, since start.
-    pub failed: u64,
-    /// Events dropped because the intake was full, since start.
-    pub dropped_events: u64,
-    /// Events merged into an identical one still waiting for the intake,
-    /// since start.
-    pub merged_events: u64,
-    /// When the next waiting item is due (ISO-8601 UTC); absent when none waits.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_run_at: Option<String>,
-    /// Age of the longest-waiting item (since its first trigger), in ms;
-    /// absent when none waits.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub oldest_queued_age_ms: Option<EpochMs>,
-    /// Age of the longest-running reconcile, in ms; absent when none runs.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub oldest_running_age_ms: Option<EpochMs>,
-    /// The waiting items.
-    pub queued_items: Vec<QueuedItemView>,
-    /// The running reconciles, earliest started first.
-    pub running_items: Vec<RunningItemView>,
-}
-
-/// One running reconcile in the diagnostics.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunningItemView {
-    /// Team of the member.
-    pub team_name: String,
-    /// The member.
-    pub member_name: String,
-    /// When it started (ISO-8601 UTC).
-    pub started_at: String,
-    /// How long it has run, in ms.
-    pub age_ms: EpochMs,
-    /// A trigger arrived while it ran: a follow-up pass is owed.
-    pub rerun_requested: bool,
-    /// The triggers it runs for, wire spelling.
-    pub trigger_reasons: Vec<&'static str>,
-}
-
-/// One waiting item in the diagnostics.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct QueuedItemView {
-    /// Team of the member, as first queued.
-    pub team_name: String,
-    /// The member, as first queued.
-    pub member_name: String,
-    /// When its first trigger came (ISO-8601 UTC).
-    pub first_queued_at: String,
-    /// When its latest trigger came (ISO-8601 UTC).
-    pub last_queued_at: String,
-    /// When it is due (ISO-8601 UTC).
-    pub run_at: String,
-    /// It runs no later than this however triggers keep coming (ISO-8601 UTC).
-    pub max_run_at: String,
-    /// Every distinct trigger merged into it, wire spelling, in the order of
-    /// their delays (`manual_refresh` first).
-    pub trigger_reasons: Vec<&'static str>,
-    /// How many triggers of each reason merged into it.
-    pub trigger_reason_counts: serde_json::Map<String, serde_json::Value>,
+    /// Deletion fences, and the operations admitted through [`Engine::with_team`].
+    gate: TeamGate,
 }
 
 /// Hands slow engine work (a deleted team's config probe, which may wait
@@ -250,7 +152,7 @@ impl Engine {
     }
 
     fn is_deleting(&self, team: &str) -> bool {
-        self.state().deleting.contains(&team_runtime_key(team))
+        self.state().gate.is_fenced(team)
     }
 
     /// An operator log entry about a queued item.
@@ -317,28 +219,12 @@ impl Engine {
                 }
             }
             Route::Tool { member, activity } => {
-                let now = self.now();
-                let busy = &self.deps.ports.busy;
-                match activity {
-                    ToolActivity::Started {
-                        tool_id,
-                        tool_name,
-                        at,
-                    } => busy.tool_started(
-                        team,
-                        &member,
-                        &tool_id,
-                        tool_name.as_deref(),
-                        at.unwrap_or(now),
-                        now,
-                    ),
-                    ToolActivity::Finished { tool_id, at } => {
-                        if let Some(tool_id) = tool_id {
-                            busy.tool_finished(team, &member, &tool_id, at.unwrap_or(now), now);
-                        }
-                        self.enqueue(team, &member, Trigger::ToolFinished);
-                    }
-                    ToolActivity::Reset { tool_ids } => busy.tools_reset(team, &member, &tool_ids),
+                self.deps
+                    .ports
+                    .busy
+                    .note(team, &member, &activity, self.now());
+                if matches!(activity, ToolActivity::Finished { .. }) {
+                    self.enqueue(team, &member, Trigger::ToolFinished);
                 }
             }
             Route::ToolResetTeam => self.deps.ports.busy.forget_team(team),
@@ -366,7 +252,7 @@ impl Engine {
         let now = self.now();
         let fresh = {
             let mut state = self.state();
-            if state.deleting.contains(&team_runtime_key(team)) {
+            if state.gate.is_fenced(team) {
                 return;
             }
             let repeat = state.queue.holds(team, member, trigger);
@@ -397,7 +283,7 @@ impl Engine {
         let now = self.now();
         let fresh = {
             let mut state = self.state();
-            if state.deleting.contains(&team_runtime_key(team)) {
+            if state.gate.is_fenced(team) {
                 return;
             }
             state.queue.enqueue_recovery(team, member, recovery, now)
@@ -440,7 +326,7 @@ impl Engine {
                     .runtime
                     .activity(&item.team_name, &item.member_name)
                     .team_active;
-                let deleting = state.deleting.contains(&team_runtime_key(&item.team_name));
+                let deleting = state.gate.is_fenced(&item.team_name);
                 if team_down || deleting {
                     state.queue.drop_taken(&key);
                     // A deleting team's directory must not be recreated by a journal line.
@@ -610,10 +496,7 @@ impl Engine {
         let (outcome, deleting) = {
             let mut state = self.state();
             let outcome = state.queue.finish(key, succeeded, self.now());
-            (
-                outcome,
-                state.deleting.contains(&team_runtime_key(&item.team_name)),
-            )
+            (outcome, state.gate.is_fenced(&item.team_name))
         };
         let (team, member) = (item.team_name.as_str(), item.member_name.as_str());
         // Audit before waking a waiting deletion, and never for a team being
@@ -671,69 +554,7 @@ impl Engine {
 
     /// `getQueueDiagnostics`.
     pub fn diagnostics(&self) -> QueueDiagnostics {
-        let state = self.state();
-        let q = &state.queue;
-        let queued_items: Vec<QueuedItemView> = q
-            .queued_items()
-            .into_iter()
-            .map(|i| QueuedItemView {
-                team_name: i.team_name.clone(),
-                member_name: i.member_name.clone(),
-                first_queued_at: format_iso(i.first_queued_at),
-                last_queued_at: format_iso(i.last_queued_at),
-                run_at: format_iso(i.run_at),
-                max_run_at: format_iso(i.max_run_at),
-                trigger_reasons: i.triggers.iter().map(|t| t.as_str()).collect(),
-                trigger_reason_counts: i
-                    .trigger_counts
-                    .iter()
-                    .map(|(t, n)| (t.as_str().to_string(), json!(n)))
-                    .collect(),
-            })
-            .collect();
-        let now = self.now();
-        let running = q.running_items();
-        let running_items: Vec<RunningItemView> = running
-            .iter()
-            .filter_map(|i| {
-                let started = i.started_at?;
-                Some(RunningItemView {
-                    team_name: i.team_name.clone(),
-                    member_name: i.member_name.clone(),
-                    started_at: format_iso(started),
-                    age_ms: now.saturating_sub(started).max(0),
-                    rerun_requested: i.rerun.is_some(),
-                    trigger_reasons: i.triggers.iter().map(|t| t.as_str()).collect(),
-                })
-            })
-            .collect();
-        let oldest_queued_age_ms = q
-            .queued_items()
-            .iter()
-            .map(|i| i.first_queued_at)
-            .min()
-            .map(|at| now.saturating_sub(at).max(0));
-        let oldest_running_age_ms = running
-            .iter()
-            .filter_map(|i| i.started_at)
-            .min()
-            .map(|at| now.saturating_sub(at).max(0));
-        QueueDiagnostics {
-            queued: queued_items.len(),
-            running: q.running(),
-            enqueued: q.counters.enqueued,
-            coalesced: q.counters.coalesced,
-            reconciled: q.counters.reconciled,
-            dropped: q.counters.dropped,
-            failed: q.counters.failed,
-            dropped_events: self.intake.dropped.load(Ordering::Relaxed),
-            merged_events: self.intake.merged.load(Ordering::Relaxed),
-            next_run_at: q.next_run_at().map(format_iso),
-            oldest_queued_age_ms,
-            oldest_running_age_ms,
-            queued_items,
-            running_items,
-        }
+        QueueDiagnostics::of(&self.state().queue, &self.intake, self.now())
     }
 
     /// Records the supervisor's view of `team` (read by every later reconcile
@@ -773,25 +594,6 @@ impl Engine {
             self.enqueue(team, member, Trigger::ManualRefresh);
         }
         Ok(read.status)
-    }
-
-    /// Runs one per-team operation through the team's gate: refused while the
-    /// team is being deleted, and counted so deletion can wait for it.
-    pub fn with_team<R>(
-        &self,
-        team: &str,
-        operation: impl FnOnce() -> Result<R, WorkSyncError>,
-    ) -> Result<R, WorkSyncError> {
-        let key = team_runtime_key(team);
-        {
-            let mut state = self.state();
-            if state.deleting.contains(&key) {
-                return Err(WorkSyncError::TeamQuiesced(team.to_string()));
-            }
-            *state.in_flight.entry(key.clone()).or_default() += 1;
-        }
-        let _admitted = Admitted { engine: self, key };
-        operation()
     }
 
     /// `refreshStatus` through the team gate: persist, then plan.
@@ -898,122 +700,6 @@ impl Engine {
         Ok(total)
     }
 
-    /// A deleted team whose `config.json` is written again (a `config`
-    /// event for it, and the file is there) comes back once, as the app's
-    /// deletion coordinator does: fence lifted, one startup scan. The look
-    /// for the file runs in the background (it may ask the app's
-    /// `configFileAccess`), one at a time per team: events of the team that
-    /// come meanwhile are swallowed and start no second look.
-    fn resume_if_recreated(&self, event: &TeamChangeEvent) {
-        let key = team_runtime_key(&event.team_name);
-        let config_written =
-            event.kind == "config" && event.detail.as_deref() == Some("config.json");
-        if !config_written {
-            return;
-        }
-        let Ok(team) = TeamName::parse(event.team_name.trim()) else {
-            return;
-        };
-        let ticket = {
-            let mut state = self.state();
-            if !state.deleted.contains(&key) || state.config_probes.contains_key(&key) {
-                return;
-            }
-            state.last_probe += 1;
-            let ticket = state.last_probe;
-            state.config_probes.insert(key.clone(), ticket);
-            ticket
-        };
-        self.in_background(Box::new(move |engine: &Engine| {
-            engine.finish_config_probe(&team, &key, ticket);
-        }));
-    }
-
-    /// Looks for the deleted team's `config.json` (the app's
-    /// `configFileAccess` when it gave one: resolved means there; else the
-    /// addon's own read) and resumes the team when it is there and the
-    /// look is still the team's current one.
-    fn finish_config_probe(&self, team: &TeamName, key: &str, ticket: u64) {
-        let found = match self.deps.ports.host.config_file_access(team.as_str()) {
-            Some(found) => found,
-            None => {
-                self.deps
-                    .ports
-                    .teams
-                    .load_roster(team.as_str())
-                    .config_found
-            }
-        };
-        {
-            let mut state = self.state();
-            if state.config_probes.get(key) != Some(&ticket) {
-                // A newer deletion or a resume came meanwhile.
-                return;
-            }
-            state.config_probes.remove(key);
-            if !found || !state.deleted.remove(key) {
-                return;
-            }
-            state.deleting.remove(key);
-            state.auto_resumed.insert(key.to_string());
-        }
-        self.enqueue_startup_scan(std::slice::from_ref(team));
-    }
-
-    /// Fences the team, drops its queue, waits for its running reconciles
-    /// and every admitted per-team operation, then purges its stored state
-    /// (the SQLite rows and team files; the JSON store keeps its files), as
-    /// the app's deletion coordinator does once the team is idle.
-    pub fn prepare_team_deletion(
-        &self,
-        team: &TeamName,
-        deletion_id: Option<&str>,
-    ) -> Result<(), WorkSyncError> {
-        let team = team.as_str();
-        let key = team_runtime_key(team);
-        let mut state = self.state();
-        state.deleting.insert(key.clone());
-        state.deleted.remove(&key);
-        state.auto_resumed.remove(&key);
-        state.config_probes.remove(&key);
-        state.queue.drop_team(team);
-        while state.queue.running_in_team(team) > 0
-            || state.in_flight.get(&key).is_some_and(|n| *n > 0)
-        {
-            state = self.finished.wait(state).unwrap_or_else(|p| p.into_inner());
-        }
-        drop(state);
-        self.deps.ports.purge.purge_team(team, deletion_id)?;
-        Ok(())
-    }
-
-    /// Marks the team deleted and forgets its in-memory state (queued items,
-    /// runtime state, tool activity); touches no file. The fence stays (a
-    /// tombstone, also without a `prepareTeamDeletion` first) until the
-    /// team's `config.json` is written again or `resumeTeam` is called.
-    pub fn complete_team_deletion(&self, team: &TeamName) -> Result<(), WorkSyncError> {
-        let team = team.as_str();
-        let key = team_runtime_key(team);
-        let mut state = self.state();
-        if !state.auto_resumed.contains(&key) {
-            state.deleting.insert(key.clone());
-            state.deleted.insert(key);
-        }
-        state.queue.drop_team(team);
-        drop(state);
-        self.deps.ports.runtime.forget(team);
-        self.deps.ports.busy.forget_team(team);
-        Ok(())
-    }
-
-    /// Undoes [`Engine::prepare_team_deletion`] and re-scans the team.
-    pub fn resume_team(&self, team: &TeamName) -> Result<(), WorkSyncError> {
-        if self.lift_deletion_fence(team) {
-            self.enqueue_startup_scan(std::slice::from_ref(team));
-        }
-        Ok(())
-    }
-
     /// Asks long passes (nudge dispatch) to end at the next batch boundary.
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::SeqCst);
@@ -1023,43 +709,11 @@ impl Engine {
         self.stopping.load(Ordering::SeqCst)
     }
 
-    /// Lifts the deletion fence without touching the disk (the re-scan is
-    /// separate). False when the team already came back on its own (its
-    /// re-scan ran then): no second scan.
-    pub fn lift_deletion_fence(&self, team: &TeamName) -> bool {
-        let key = team_runtime_key(team.as_str());
-        let mut state = self.state();
-        state.deleting.remove(&key);
-        state.deleted.remove(&key);
-        state.config_probes.remove(&key);
-        !state.auto_resumed.remove(&key)
-    }
-
     /// Blocks until no reconcile is running (used by dispose).
     pub fn wait_idle(&self) {
         let mut state = self.state();
         while state.queue.running() > 0 {
             state = self.finished.wait(state).unwrap_or_else(|p| p.into_inner());
         }
-    }
-}
-
-/// Counts one admitted operation until dropped (also on panic).
-struct Admitted<'a> {
-    engine: &'a Engine,
-    key: String,
-}
-
-impl Drop for Admitted<'_> {
-    fn drop(&mut self) {
-        let mut state = self.engine.state();
-        if let Some(count) = state.in_flight.get_mut(&self.key) {
-            *count = count.saturating_sub(1);
-            if *count == 0 {
-                state.in_flight.remove(&self.key);
-            }
-        }
-        drop(state);
-        self.engine.finished.notify_all();
     }
 }

@@ -24,7 +24,7 @@ use crate::domain::metrics::{MetricEvent, MetricsIndex};
 use crate::domain::names::normalize_member_name;
 use crate::domain::nudge::{AttemptEnd, EnsureOutcome, OutboxItem, PlannedNudge, WatchdogAlert};
 use crate::domain::status::MemberStatus;
-use crate::domain::team::{TeamMember, TeamSnapshot};
+use crate::domain::team::{ReviewState, Task, TaskStatus, TeamMember, TeamSnapshot};
 use crate::domain::time::EpochMs;
 use crate::domain::token::TokenCheck;
 
@@ -84,6 +84,26 @@ impl MemoryTeams {
             .lock()
             .unwrap()
             .insert(team.to_string(), snapshot);
+    }
+
+    /// Gives `owner` a pending task `id` on the team's board.
+    pub fn give_task(&self, team: &str, id: &str, owner: &str) {
+        let task = Task {
+            id: id.into(),
+            display_id: format!("#{id}"),
+            subject: format!("Task {id}"),
+            status: TaskStatus::Pending,
+            owner: Some(owner.into()),
+            blocked_by: vec![],
+            blocks: vec![],
+            needs_clarification: None,
+            review_state: ReviewState::None,
+            history: vec![],
+        };
+        let mut teams = self.teams.lock().unwrap();
+        if let Some(snapshot) = teams.get_mut(team) {
+            snapshot.tasks.push(Arc::new(task));
+        }
     }
 }
 
@@ -276,10 +296,21 @@ impl ReportIntentStore for NoIntents {
     }
 }
 
-/// An outbox that holds nothing and refuses new nudges.
-struct EmptyOutbox;
+/// An outbox that refuses new nudges and holds only the items a test puts
+/// in it.
+#[derive(Default)]
+pub struct MemoryOutbox {
+    items: Mutex<Vec<OutboxItem>>,
+}
 
-impl OutboxStore for EmptyOutbox {
+impl MemoryOutbox {
+    /// Holds `item` (as if it had been planned and dispatched).
+    pub fn put(&self, item: OutboxItem) {
+        self.items.lock().unwrap().push(item);
+    }
+}
+
+impl OutboxStore for MemoryOutbox {
     fn ensure(
         &self,
         _: &str,
@@ -292,8 +323,14 @@ impl OutboxStore for EmptyOutbox {
         )))
     }
 
-    fn member_items(&self, _: &str, _: &str) -> Result<Vec<OutboxItem>, PortError> {
-        Ok(Vec::new())
+    fn member_items(&self, team: &str, member: &str) -> Result<Vec<OutboxItem>, PortError> {
+        let member = normalize_member_name(member);
+        let items = self.items.lock().unwrap();
+        Ok(items
+            .iter()
+            .filter(|i| i.team_name == team && normalize_member_name(&i.member_name) == member)
+            .cloned()
+            .collect())
     }
 
     fn claim_due(&self, _: &str, _: &str, _: usize, _: EpochMs) -> Result<Claimed, PortError> {
@@ -348,6 +385,10 @@ pub struct FakeWorld {
     pub log: Arc<RecordingLog>,
     /// The turns the drain handled.
     pub settled_turns: Arc<SettledTurns>,
+    /// Its board.
+    pub teams: Arc<MemoryTeams>,
+    /// Its outbox.
+    pub outbox: Arc<MemoryOutbox>,
 }
 
 impl FakeWorld {
@@ -359,6 +400,7 @@ impl FakeWorld {
         let store = Arc::new(MemoryStatusStore::default());
         let journal = Arc::new(RecordingJournal::default());
         let log = Arc::new(RecordingLog::default());
+        let outbox = Arc::new(MemoryOutbox::default());
         let ports = Arc::new(Ports {
             clock: clock.clone(),
             teams: teams.clone(),
@@ -368,7 +410,7 @@ impl FakeWorld {
             tokens: Arc::new(PlainTokens),
             metrics: Arc::new(NoMetrics),
             intents: Arc::new(NoIntents),
-            outbox: Arc::new(EmptyOutbox),
+            outbox: outbox.clone(),
             inbox: Arc::new(NoInbox),
             watchdog: Arc::new(NoAlerts),
             runtime: Arc::new(RuntimeStates::default()),
@@ -393,6 +435,8 @@ impl FakeWorld {
             journal,
             log,
             settled_turns,
+            teams,
+            outbox,
         }
     }
 }

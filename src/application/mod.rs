@@ -13,11 +13,13 @@ pub mod nudges;
 pub mod ports;
 pub mod proof_missing;
 pub mod queue;
+pub(crate) mod queue_diagnostics;
 pub mod reconcile;
 pub mod report;
 pub mod review_pickup;
 pub mod router;
 pub mod runtime_state;
+pub(crate) mod team_gate;
 pub mod turn_settled;
 #[cfg(test)]
 mod use_case_tests;

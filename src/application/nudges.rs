@@ -25,6 +25,8 @@ use crate::domain::nudge::{
     retry_at, watchdog_cooldown, AttemptEnd, DeliveryTime, NudgeIntent, OutboxItem, OutboxStatus,
     PlannerCode, WatchdogAlert, DELIVERY_WINDOW_MS,
 };
+use crate::domain::nudge_suppression;
+use crate::domain::runtime_stall;
 use crate::domain::status::{MemberStatus, StatusState};
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs, IsoTime, MonotonicMs};
@@ -561,12 +563,8 @@ impl Nudges {
         {
             return supersede("status_no_longer_matches_outbox");
         }
-        if status
-            .diagnostics
-            .iter()
-            .any(|d| d == "work_sync_suppressed_no_accepted_report")
-        {
-            return supersede("work_sync_suppressed_no_accepted_report");
+        if nudge_suppression::is_recorded(&status) {
+            return supersede(Diagnostic::NudgeSuppressed.as_str());
         }
         let Some(metrics) = metrics else {
             return retry("metrics_unavailable".into(), backoff);
@@ -917,23 +915,16 @@ fn redecided(stored: &MemberStatus, agenda: Agenda, now: EpochMs) -> MemberStatu
     });
     let mut diagnostics = agenda.diagnostics.clone();
     diagnostics.extend(decision.diagnostics.iter().map(|d| d.to_string()));
-    let needs_sync = decision.state == StatusState::NeedsSync;
-    if needs_sync && stored.agenda.fingerprint == agenda.fingerprint {
-        for stall in stored
-            .diagnostics
-            .iter()
-            .filter(|d| Diagnostic::parse(d).is_some_and(Diagnostic::is_runtime_stall))
-        {
-            if !diagnostics.contains(stall) {
-                diagnostics.push(stall.clone());
-            }
+    for stall in runtime_stall::carried(stored, decision.state, &agenda.fingerprint) {
+        if !diagnostics.contains(stall) {
+            diagnostics.push(stall.clone());
         }
     }
     let mut status = stored.clone();
     status.state = decision.state;
     status.report = lease.filter(|_| decision.state != StatusState::NeedsSync);
     if let Some(shadow) = status.shadow.as_mut() {
-        shadow.would_nudge = needs_sync && !agenda.items.is_empty();
+        shadow.would_nudge = decision.state == StatusState::NeedsSync && !agenda.items.is_empty();
     }
     status.agenda = agenda;
     status.evaluated_at = IsoTime::at(now);

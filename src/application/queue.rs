@@ -88,13 +88,15 @@ impl Trigger {
     }
 }
 
-/// The queue trigger of a runtime signal behind a stall.
-impl From<StallTrigger> for Trigger {
-    fn from(trigger: StallTrigger) -> Self {
-        match trigger {
-            StallTrigger::TurnSettled => Self::TurnSettled,
-            StallTrigger::ToolFinished => Self::ToolFinished,
-            StallTrigger::RuntimeActivity => Self::RuntimeActivity,
+impl Trigger {
+    /// The runtime signal a trigger is, as a stall names it (none for a
+    /// trigger that is no runtime signal).
+    pub fn runtime_signal(self) -> Option<StallTrigger> {
+        match self {
+            Self::TurnSettled => Some(StallTrigger::TurnSettled),
+            Self::ToolFinished => Some(StallTrigger::ToolFinished),
+            Self::RuntimeActivity => Some(StallTrigger::RuntimeActivity),
+            _ => None,
         }
     }
 }

@@ -15,16 +15,14 @@ use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::decision::{
     decide, keeps_caught_up_report, staleness_diagnostics, DecisionInput,
 };
-use crate::domain::diagnostic::{has, parsed, Diagnostic, StallTrigger};
+use crate::domain::diagnostic::Diagnostic;
 use crate::domain::metrics::events_for_write;
 use crate::domain::names::{normalize_member_name, validate_name, MemberName, NameError, TeamName};
-use crate::domain::nudge::{
-    is_suppressed, is_suppression_candidate, suppression_reset_at, OutboxStatus,
-    SuppressionHistory, SUPPRESS_AFTER_DELIVERIES,
-};
+use crate::domain::nudge_suppression::{self, SuppressedNudge, SuppressionHistory};
 use crate::domain::recovery::Recovery;
+use crate::domain::runtime_stall::{RuntimeStall, StallCheck};
 use crate::domain::status::Report;
-use crate::domain::status::{MemberStatus, NudgeSuppression, ReconciledBy, Shadow, StatusState};
+use crate::domain::status::{MemberStatus, ReconciledBy, Shadow, StatusState};
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs, IsoTime};
 use crate::domain::token::TOKEN_TTL_MS;
@@ -151,13 +149,6 @@ pub(super) fn may_store_member(
 
 /// Source tag of reconciler audit events.
 const SOURCE: AuditSource = AuditSource::Reconciler;
-
-/// A nudge suppression a reconcile decided: its journal line's diagnostics
-/// and metadata, written after the decision's line as the app writes it.
-struct SuppressedNudge {
-    diagnostics: Vec<String>,
-    metadata: serde_json::Value,
-}
 
 /// How one reconcile differs from a plain one.
 #[derive(Debug, Clone, Copy, Default)]
@@ -764,20 +755,7 @@ impl Reconciler {
             .shadow
             .as_ref()
             .and_then(|s| s.trigger_reasons.clone());
-        let stall_trigger = parsed(&status.diagnostics)
-            .find_map(|d| match d {
-                Diagnostic::StallTrigger(trigger) => Some(trigger),
-                _ => None,
-            })
-            .filter(|_| has(&status.diagnostics, Diagnostic::RuntimeStall));
-        let stall_diagnostics: Vec<String> = stall_trigger
-            .map(|t| {
-                vec![
-                    Diagnostic::RuntimeStall.as_str().to_string(),
-                    Diagnostic::StallTrigger(t).as_str().to_string(),
-                ]
-            })
-            .unwrap_or_default();
+        let runtime_stall = RuntimeStall::recorded_in(&status.diagnostics);
         let mut events = vec![audit_event(
             SOURCE,
             decision_kind,
@@ -787,10 +765,9 @@ impl Reconciler {
             status.diagnostics.clone(),
             summary.clone(),
         )];
-        if let Some(trigger) = stall_trigger {
+        if let Some(runtime_stall) = runtime_stall {
             let mut stall = summary.clone();
-            stall["reason"] =
-                format!("same_agenda_still_needs_sync_after_{}", trigger.as_str()).into();
+            stall["reason"] = runtime_stall.reason().into();
             if let Some(triggers) = &trigger_reasons {
                 stall["triggerReasons"] = json!(triggers);
             }
@@ -801,7 +778,7 @@ impl Reconciler {
                 team,
                 member,
                 now,
-                stall_diagnostics,
+                runtime_stall.diagnostics(),
                 stall,
             ));
         }
@@ -949,19 +926,16 @@ impl Reconciler {
         let mut diagnostics = agenda.diagnostics.clone();
         diagnostics.extend(decision.diagnostics.iter().map(|d| d.to_string()));
         diagnostics.extend(store_diagnostics);
-        // Runtime stall: a runtime signal arrived, yet the same agenda still needs sync.
-        let stall_trigger = StallTrigger::PRIORITY
-            .into_iter()
-            .find(|t| triggers.contains(&Trigger::from(*t)));
-        if let Some(trigger) = stall_trigger.filter(|_| {
-            previous_needs_sync
-                && decision.state == StatusState::NeedsSync
-                && !agenda.items.is_empty()
-                && shadow.previous_fingerprint.as_deref() == Some(agenda.fingerprint.as_str())
-        }) {
-            diagnostics.push(Diagnostic::RuntimeStall.as_str().into());
-            diagnostics.push(Diagnostic::StallTrigger(trigger).as_str().into());
-        }
+        let signals: Vec<_> = triggers.iter().filter_map(|t| t.runtime_signal()).collect();
+        let stall = RuntimeStall::observe(&StallCheck {
+            signals: &signals,
+            previous_needs_sync,
+            previous_fingerprint: shadow.previous_fingerprint.as_deref(),
+            state: decision.state,
+            fingerprint: &agenda.fingerprint,
+            item_count: agenda.items.len(),
+        });
+        diagnostics.extend(stall.into_iter().flat_map(RuntimeStall::diagnostics));
         if let Some(reason) = self.ports.busy.busy(&snapshot.team_name, &member, now) {
             diagnostics.push(format!("member_busy:{}", reason.as_str()));
         }
@@ -1013,86 +987,19 @@ impl Reconciler {
         }
     }
 
-    /// Nudge suppression: a
-    /// candidate (see [`is_suppression_candidate`]) with 4 delivered nudges
-    /// for its fingerprint since the reset time stops would-nudging.
-    /// `force_nudge` resets the count at this evaluation; otherwise the reset
-    /// time follows [`suppression_reset_at`]. Any other status is left as is.
-    /// Returns the suppression for the journal.
+    /// Nudge suppression (see [`nudge_suppression`]) over the member's outbox.
     fn apply_suppression(
         &self,
         status: &mut MemberStatus,
         history: Option<&SuppressionHistory>,
         force_nudge: bool,
     ) -> Option<SuppressedNudge> {
-        if !is_suppression_candidate(status) {
-            return None;
-        }
-        let fingerprint = status.agenda.fingerprint.clone();
-        let reset = if force_nudge {
-            status
-                .diagnostics
-                .push("work_sync_suppression_manual_retry_reset".into());
-            Some(status.evaluated_at.clone())
-        } else {
-            suppression_reset_at(status, history)
-        };
-        let reset_at = reset.as_ref().and_then(IsoTime::ms);
-        if let Some(shadow) = status.shadow.as_mut() {
-            shadow.nudge_suppression_reset_at = reset;
-        }
-        if force_nudge {
-            return None;
-        }
-        let Ok(items) = self
-            .ports
-            .outbox
+        let count = nudge_suppression::reset_count(status, history, force_nudge)?;
+        let outbox = &self.ports.outbox;
+        let items = outbox
             .member_items(&status.team_name, &status.member_name)
-        else {
-            return None;
-        };
-        let delivered = items
-            .iter()
-            .filter(|i| i.agenda_fingerprint == fingerprint && i.status == OutboxStatus::Delivered)
-            .filter(|i| {
-                let at = i.delivered_at.as_ref().and_then(IsoTime::ms);
-                reset_at.is_none_or(|reset| at.is_some_and(|at| at >= reset))
-            })
-            .count();
-        if !is_suppressed(delivered) {
-            return None;
-        }
-        if let Some(shadow) = status.shadow.as_mut() {
-            shadow.would_nudge = false;
-            shadow.nudge_suppression = Some(NudgeSuppression {
-                reason: "no_accepted_report".into(),
-                agenda_fingerprint: fingerprint.clone(),
-                delivered_count: delivered,
-                suppressed_at: status.evaluated_at.clone(),
-                reset_at: shadow.nudge_suppression_reset_at.clone(),
-            });
-        }
-        status
-            .diagnostics
-            .push("work_sync_suppressed_no_accepted_report".into());
-        let mut metadata = json!({
-            "agendaFingerprint": fingerprint,
-            "state": status.state,
-            "actionableCount": status.agenda.items.len(),
-            "deliveredCount": delivered,
-            "suppressionLimit": SUPPRESS_AFTER_DELIVERIES,
-        });
-        if let Some(reset) = status
-            .shadow
-            .as_ref()
-            .and_then(|s| s.nudge_suppression_reset_at.as_ref())
-        {
-            metadata["resetAt"] = json!(reset);
-        }
-        Some(SuppressedNudge {
-            diagnostics: status.diagnostics.clone(),
-            metadata,
-        })
+            .ok()?;
+        nudge_suppression::suppress(status, &count, &items)
     }
 
     /// Adds the metric events of a status write to the team index. Metrics

@@ -211,6 +211,12 @@ pub fn settled_turn_source_id(event: &TeamChangeEvent) -> Option<String> {
         .map(str::to_string)
 }
 
+/// True for a `config` event announcing the team's `config.json` written
+/// (what brings a deleted team back).
+pub fn announces_config_written(event: &TeamChangeEvent) -> bool {
+    event.kind == "config" && event.detail.as_deref() == Some("config.json")
+}
+
 /// Routes one event.
 pub fn route(event: &TeamChangeEvent) -> Route {
     if validate_name(&event.team_name).is_err() {

@@ -81,11 +81,17 @@ pub enum Diagnostic {
     RuntimeStall,
     /// The runtime signal behind [`Diagnostic::RuntimeStall`].
     StallTrigger(StallTrigger),
+    /// Nudges stopped: enough were delivered for this agenda without an
+    /// accepted report.
+    NudgeSuppressed,
+    /// A forced nudge (`getStatus({ forceNudge: true })`) reset the
+    /// suppression count at this evaluation.
+    SuppressionManualReset,
 }
 
 impl Diagnostic {
     /// Every diagnostic.
-    pub const ALL: [Diagnostic; 23] = [
+    pub const ALL: [Diagnostic; 25] = [
         Self::TeamRuntimeInactive,
         Self::MemberRuntimeInactive,
         Self::MemberOrTeamInactive,
@@ -109,6 +115,8 @@ impl Diagnostic {
         Self::StallTrigger(StallTrigger::TurnSettled),
         Self::StallTrigger(StallTrigger::ToolFinished),
         Self::StallTrigger(StallTrigger::RuntimeActivity),
+        Self::NudgeSuppressed,
+        Self::SuppressionManualReset,
     ];
 
     /// The wire spelling.
@@ -141,6 +149,8 @@ impl Diagnostic {
             Self::StallTrigger(StallTrigger::RuntimeActivity) => {
                 "runtime_stall:trigger=runtime_activity"
             }
+            Self::NudgeSuppressed => "work_sync_suppressed_no_accepted_report",
+            Self::SuppressionManualReset => "work_sync_suppression_manual_retry_reset",
         }
     }
 

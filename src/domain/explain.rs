@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::audit::{AuditKind, AuditSource};
-use super::nudge::{OutboxStatus, PlannerCode, MAX_RECOVERIES_PER_HOUR, SUPPRESS_AFTER_DELIVERIES};
+use super::nudge::{OutboxStatus, PlannerCode, MAX_RECOVERIES_PER_HOUR};
+use super::nudge_suppression::SUPPRESS_AFTER_DELIVERIES;
 use super::time::{format_iso, parse_iso, EpochMs};
 
 /// Where an entry came from.

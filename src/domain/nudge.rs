@@ -21,8 +21,6 @@ use super::team::{ProviderId, TaskStatus};
 use super::time::{format_iso, parse_iso, EpochMs, IsoTime, MonotonicMs};
 
 const MINUTE: EpochMs = 60_000;
-/// Delivered nudges for one fingerprint before suppression (without an accepted report).
-pub const SUPPRESS_AFTER_DELIVERIES: usize = 4;
 /// Recovery nudges of one kind per member per hour.
 pub const MAX_RECOVERIES_PER_HOUR: usize = 2;
 /// Deliveries per member per hour.
@@ -1002,80 +1000,6 @@ pub fn is_rate_limited(
         by_wall || by_monotonic
     };
     deliveries.iter().filter(|d| within_hour(d)).count() >= MAX_DELIVERIES_PER_HOUR
-}
-
-/// Suppression: after [`SUPPRESS_AFTER_DELIVERIES`] deliveries for one
-/// fingerprint since `reset_at` without an accepted report, stop nudging.
-pub fn is_suppressed(deliveries_for_fp_since_reset: usize) -> bool {
-    deliveries_for_fp_since_reset >= SUPPRESS_AFTER_DELIVERIES
-}
-
-/// What suppression needs to know of a member's previous status.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SuppressionHistory {
-    /// The previous agenda fingerprint.
-    pub fingerprint: String,
-    /// When the previous status's accepted report of that fingerprint was made.
-    pub accepted_report_at: Option<IsoTime>,
-    /// The previous status's reset time.
-    pub reset_at: Option<IsoTime>,
-}
-
-impl SuppressionHistory {
-    /// The history a previous status leaves.
-    pub fn of(previous: &MemberStatus) -> Self {
-        let fingerprint = previous.agenda.fingerprint.clone();
-        let accepted_report_at = previous
-            .report
-            .as_ref()
-            .filter(|r| r.accepted && r.agenda_fingerprint == fingerprint)
-            .map(|r| r.reported_at.clone());
-        Self {
-            fingerprint,
-            accepted_report_at,
-            reset_at: previous
-                .shadow
-                .as_ref()
-                .and_then(|s| s.nudge_suppression_reset_at.clone()),
-        }
-    }
-}
-
-/// True for a status suppression applies to: it would nudge about a
-/// non-empty agenda that no live accepted work lease covers.
-pub fn is_suppression_candidate(status: &MemberStatus) -> bool {
-    status.state == StatusState::NeedsSync
-        && status.shadow.as_ref().is_some_and(|s| s.would_nudge)
-        && !status.agenda.items.is_empty()
-        && !has_active_work_lease(status)
-}
-
-/// When deliveries start counting towards suppression, as the app decides:
-/// nothing without a previous status (every delivery counts); this
-/// evaluation when the fingerprint changed; else the later of the previous
-/// accepted report of this fingerprint and the previous reset time.
-pub fn suppression_reset_at(
-    status: &MemberStatus,
-    previous: Option<&SuppressionHistory>,
-) -> Option<IsoTime> {
-    let previous = previous?;
-    if previous.fingerprint != status.agenda.fingerprint {
-        return Some(status.evaluated_at.clone());
-    }
-    let report_at = previous.accepted_report_at.as_ref();
-    let reset_at = previous.reset_at.as_ref();
-    [report_at, reset_at]
-        .into_iter()
-        .flatten()
-        .filter_map(|at| at.ms().map(|ms| (ms, at)))
-        .fold(
-            None,
-            |latest: Option<(EpochMs, &IsoTime)>, (ms, at)| match latest {
-                Some((best, _)) if best >= ms => latest,
-                _ => Some((ms, at)),
-            },
-        )
-        .map(|(_, at)| at.clone())
 }
 
 /// The audit metadata block of a phase-2 readiness gate.
