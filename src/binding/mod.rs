@@ -16,6 +16,7 @@ use std::sync::Arc;
 use napi::bindgen_prelude::{AsyncTask, FromNapiValue, JsValue, Object, Unknown, ValueType};
 use napi::Env;
 use napi_derive::napi;
+use serde::Serialize;
 use serde_json::Value;
 
 use self::args::{
@@ -25,6 +26,7 @@ use self::args::{
 use self::job::{guard, ErrorCode, Job, JsFailure, JsonValue};
 use crate::application::proof_missing::ProofMissingRequest;
 use crate::application::reconcile::{member_name, team_name};
+use crate::application::report::ReportResult;
 use crate::application::router::TeamChangeEvent;
 use crate::domain::names::{MemberName, TeamName};
 use crate::domain::recovery::RecoveryTaskRef;
@@ -106,6 +108,7 @@ pub struct MemberWorkSyncClockOption {
 
 /// Constructor options.
 #[napi(object, object_to_js = false)]
+#[derive(Default)]
 pub struct MemberWorkSyncOptions {
     /// Claude home; default `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
     pub claude_root: Option<String>,
@@ -175,23 +178,8 @@ impl MemberWorkSync {
     )]
     pub fn new(env: Env, options: Option<Unknown<'_>>) -> Result<Self, napi::Error<ErrorCode>> {
         guard("constructor", || {
-            let (options, app_storage) =
-                parse_options(&env, options).map_err(JsFailure::into_napi)?;
-            let options = options.unwrap_or(MemberWorkSyncOptions {
-                claude_root: None,
-                teams_base_path: None,
-                tasks_base_path: None,
-                clock: None,
-                auto_start: None,
-                on_team_change: None,
-                on_log: None,
-                control_url: None,
-                tuning: None,
-                storage: None,
-                on_host_question: None,
-                host_answers: None,
-                host_timeout_ms: None,
-            });
+            let (options, app_storage) = parse_options(&env, options)?;
+            let options = options.unwrap_or_default();
             let tuning = tuning(options.tuning.as_ref());
             let mut paths = RootPaths::resolve(
                 options.claude_root.map(PathBuf::from),
@@ -223,12 +211,9 @@ impl MemberWorkSync {
                 control_url,
                 tuning,
             )
-            .map_err(|e| {
-                JsFailure {
-                    code: ErrorCode::Io,
-                    message: format!("could not start the worker: {e}"),
-                }
-                .into_napi()
+            .map_err(|e| JsFailure {
+                code: ErrorCode::Io,
+                message: format!("could not start the worker: {e}"),
             })?;
             if let Some(callback) = options.on_log {
                 instance
@@ -270,6 +255,38 @@ impl MemberWorkSync {
                 storage_close,
             })
         })
+        .map_err(JsFailure::into_napi)
+    }
+
+    /// The shape of every Promise method: `arg` is converted to JSON here,
+    /// on the JS thread, by the bounded converter (named `what` in its
+    /// failure, which rejects the Promise after the disposed check); `work`
+    /// then runs on the thread pool unless the instance was disposed, and its
+    /// result is handed to JS as JSON.
+    fn call<R: Serialize>(
+        &self,
+        env: &Env,
+        arg: Unknown<'_>,
+        what: &'static str,
+        work: impl FnOnce(&Instance, Value) -> Result<R, JsFailure> + Send + 'static,
+    ) -> AsyncTask<Job> {
+        let arg = convert::json_argument(env, arg, what);
+        self.job(move |i| to_json(work(i, arg?)?))
+    }
+
+    /// [`MemberWorkSync::call`] for a `Promise<void>` method: resolves `undefined`.
+    fn call_void(
+        &self,
+        env: &Env,
+        arg: Unknown<'_>,
+        what: &'static str,
+        work: impl FnOnce(&Instance, Value) -> Result<(), JsFailure> + Send + 'static,
+    ) -> AsyncTask<Job> {
+        let arg = convert::json_argument(env, arg, what);
+        let instance = self.instance.clone();
+        AsyncTask::new(Job::unit(move || {
+            instance.admit(|| work(&instance, arg?))?
+        }))
     }
 
     /// Runs `work` off the JS thread unless the instance was disposed.
@@ -281,19 +298,19 @@ impl MemberWorkSync {
         AsyncTask::new(Job::new(move || instance.admit(|| work(&instance))?))
     }
 
-    /// [`MemberWorkSync::job`] for a `Promise<void>` method: resolves `undefined`.
-    fn unit_job(
+    /// The shape of every synchronous method: `work` runs on the JS thread
+    /// unless the instance was disposed; a panic in it becomes `MWS_INTERNAL`
+    /// naming `what`.
+    fn sync<T>(
         &self,
-        work: impl FnOnce(&Instance) -> Result<(), JsFailure> + Send + 'static,
-    ) -> AsyncTask<Job> {
-        let instance = self.instance.clone();
-        AsyncTask::new(Job::unit(move || instance.admit(|| work(&instance))?))
-    }
-
-    fn live(&self) -> Result<(), napi::Error<ErrorCode>> {
-        self.instance
-            .live()
-            .map_err(|e| JsFailure::from(e).into_napi())
+        what: &str,
+        work: impl FnOnce(&Instance) -> Result<T, JsFailure>,
+    ) -> Result<T, napi::Error<ErrorCode>> {
+        guard(what, || {
+            self.instance.live()?;
+            work(&self.instance)
+        })
+        .map_err(JsFailure::into_napi)
     }
 
     /// The stored status of a member; stale ones are refreshed.
@@ -303,13 +320,12 @@ impl MemberWorkSync {
         ts_return_type = "Promise<MemberWorkSyncStatus>"
     )]
     pub fn get_status(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
-        let request = convert::json_argument(&env, request, "request");
-        self.job(move |i| {
-            let request: MemberWorkSyncStatusRequest = typed(request?, "request")?;
+        self.call(&env, request, "request", |i, request| {
+            let request: MemberWorkSyncStatusRequest = typed(request, "request")?;
             let team = team_name_arg(&request.team_name)?;
             let member = member_name(&request.member_name)?;
             let force_nudge = request.force_nudge == Some(true);
-            to_json(i.services.engine.get_status(&team, &member, force_nudge)?)
+            Ok(i.services.engine.get_status(&team, &member, force_nudge)?)
         })
     }
 
@@ -320,9 +336,8 @@ impl MemberWorkSync {
         ts_return_type = "Promise<MemberWorkSyncStatus>"
     )]
     pub fn refresh_status(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
-        let request = convert::json_argument(&env, request, "request");
-        self.job(move |i| {
-            let (team, member) = member_request(request?)?;
+        self.call(&env, request, "request", |i, request| {
+            let (team, member) = member_request(request)?;
             // The status, the metrics index and (when a nudge is planned)
             // the member outbox and outbox index are each synced before
             // their renames, and their folders once, together, before the
@@ -335,9 +350,9 @@ impl MemberWorkSync {
             // by the dispatcher (`status_no_longer_matches_outbox`) and
             // planned again by the next reconcile; the outbox index is a
             // view rebuilt from the outboxes.
-            let status =
-                with_folder_syncs_deferred(|| i.services.engine.refresh_status(&team, &member))?;
-            to_json(status)
+            Ok(with_folder_syncs_deferred(|| {
+                i.services.engine.refresh_status(&team, &member)
+            })?)
         })
     }
 
@@ -351,10 +366,9 @@ impl MemberWorkSync {
         ts_return_type = "Promise<MemberWorkSyncStatus>"
     )]
     pub fn preview_status(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
-        let request = convert::json_argument(&env, request, "request");
-        self.job(move |i| {
-            let (team, member) = member_request(request?)?;
-            to_json(i.services.engine.preview_status(&team, &member)?)
+        self.call(&env, request, "request", |i, request| {
+            let (team, member) = member_request(request)?;
+            Ok(i.services.engine.preview_status(&team, &member)?)
         })
     }
 
@@ -367,10 +381,8 @@ impl MemberWorkSync {
         ts_return_type = "Promise<MemberWorkSyncTeamPreview>"
     )]
     pub fn preview_team(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
-        let request = convert::json_argument(&env, request, "request");
-        self.job(move |i| {
-            let team = team_request(request?)?;
-            to_json(i.services.engine.preview_team(&team)?)
+        self.call(&env, request, "request", |i, request| {
+            Ok(i.services.engine.preview_team(&team_request(request)?)?)
         })
     }
 
@@ -381,10 +393,8 @@ impl MemberWorkSync {
         ts_return_type = "Promise<MemberWorkSyncStatus[]>"
     )]
     pub fn refresh_team(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
-        let request = convert::json_argument(&env, request, "request");
-        self.job(move |i| {
-            let team = team_request(request?)?;
-            to_json(i.services.engine.refresh_team(&team)?)
+        self.call(&env, request, "request", |i, request| {
+            Ok(i.services.engine.refresh_team(&team_request(request)?)?)
         })
     }
 
@@ -396,16 +406,8 @@ impl MemberWorkSync {
         ts_return_type = "Promise<MemberWorkSyncReportResult>"
     )]
     pub fn report(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
-        let request = convert::json_argument(&env, request, "request");
-        self.job(move |i| {
-            let request = request?;
-            let result = i.services.engine.report(&request)?;
-            Ok(serde_json::json!({
-                "accepted": result.accepted,
-                "code": result.code,
-                "message": result.message,
-                "status": to_json(result.status)?,
-            }))
+        self.call(&env, request, "request", |i, request| {
+            report_result(i.services.engine.report(&request)?)
         })
     }
 
@@ -425,10 +427,9 @@ impl MemberWorkSync {
         env: Env,
         request: Unknown<'_>,
     ) -> AsyncTask<Job> {
-        let request = convert::json_argument(&env, request, "request");
-        self.job(move |i| {
-            let request = proof_missing_request(request?)?;
-            to_json(i.services.engine.schedule_proof_missing_recovery(request)?)
+        self.call(&env, request, "request", |i, request| {
+            let request = proof_missing_request(request)?;
+            Ok(i.services.engine.schedule_proof_missing_recovery(request)?)
         })
     }
 
@@ -442,14 +443,13 @@ impl MemberWorkSync {
         ts_return_type = "Promise<MemberWorkSyncExplanation>"
     )]
     pub fn explain(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
-        let request = convert::json_argument(&env, request, "request");
-        self.job(move |i| {
-            let request: MemberWorkSyncExplainRequest = typed(request?, "request")?;
+        self.call(&env, request, "request", |i, request| {
+            let request: MemberWorkSyncExplainRequest = typed(request, "request")?;
             let team = team_name_arg(&request.team_name)?;
             let member = member_name(&request.member_name)?;
             // JSON numbers are finite (the converter turns NaN and ±Infinity into null).
             let since_ms = request.since_ms.map(|ms| ms as i64);
-            to_json(i.services.explainer.explain(&team, &member, since_ms)?)
+            Ok(i.services.explainer.explain(&team, &member, since_ms)?)
         })
     }
 
@@ -460,10 +460,8 @@ impl MemberWorkSync {
         ts_return_type = "Promise<MemberWorkSyncTeamMetrics>"
     )]
     pub fn get_metrics(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
-        let request = convert::json_argument(&env, request, "request");
-        self.job(move |i| {
-            let team = team_request(request?)?;
-            to_json(i.services.engine.get_metrics(&team)?)
+        self.call(&env, request, "request", |i, request| {
+            Ok(i.services.engine.get_metrics(&team_request(request)?)?)
         })
     }
 
@@ -475,10 +473,8 @@ impl MemberWorkSync {
         ts_return_type = "Promise<MemberWorkSyncTeamMetrics>"
     )]
     pub fn preview_metrics(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
-        let request = convert::json_argument(&env, request, "request");
-        self.job(move |i| {
-            let team = team_request(request?)?;
-            to_json(i.services.engine.preview_metrics(&team)?)
+        self.call(&env, request, "request", |i, request| {
+            Ok(i.services.engine.preview_metrics(&team_request(request)?)?)
         })
     }
 
@@ -489,10 +485,10 @@ impl MemberWorkSync {
         ts_return_type = "Promise<{ processed: number; accepted: number; rejected: number; superseded: number }>"
     )]
     pub fn replay_pending_reports(&self, env: Env, team_names: Unknown<'_>) -> AsyncTask<Job> {
-        let team_names = convert::json_argument(&env, team_names, "team_names");
-        self.job(move |i| {
-            let teams = team_list(team_names?)?;
-            to_json(i.services.engine.replay_pending_reports(&teams)?)
+        self.call(&env, team_names, "team_names", |i, team_names| {
+            Ok(i.services
+                .engine
+                .replay_pending_reports(&team_list(team_names)?)?)
         })
     }
 
@@ -503,9 +499,8 @@ impl MemberWorkSync {
         ts_return_type = "Promise<MemberWorkSyncAgentBrief>"
     )]
     pub fn get_agent_brief(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
-        let request = convert::json_argument(&env, request, "request");
-        self.job(move |i| {
-            let (team, member) = member_request(request?)?;
+        self.call(&env, request, "request", |i, request| {
+            let (team, member) = member_request(request)?;
             Ok(i.services.engine.agent_brief(&team, &member)?)
         })
     }
@@ -564,22 +559,14 @@ impl MemberWorkSync {
         team_name: Unknown<'_>,
         state: Unknown<'_>,
     ) -> Result<(), napi::Error<ErrorCode>> {
-        guard("setTeamRuntimeState", || {
-            self.live()?;
-            let team_name = convert::json_argument(&env, team_name, "teamName")
-                .map_err(JsFailure::into_napi)?;
-            let state =
-                convert::json_argument(&env, state, "state").map_err(JsFailure::into_napi)?;
-            let team = typed::<String>(team_name, "teamName")
-                .and_then(|team| team_name_arg(&team))
-                .map_err(JsFailure::into_napi)?;
-            let state: MemberWorkSyncTeamRuntimeState =
-                typed(state, "state").map_err(JsFailure::into_napi)?;
-            self.instance.services.engine.set_team_runtime_state(
-                &team,
-                state.active,
-                state.active_members,
-            );
+        self.sync("setTeamRuntimeState", |i| {
+            let team_name = convert::json_argument(&env, team_name, "teamName")?;
+            let state = convert::json_argument(&env, state, "state")?;
+            let team = team_name_arg(&typed::<String>(team_name, "teamName")?)?;
+            let state: MemberWorkSyncTeamRuntimeState = typed(state, "state")?;
+            i.services
+                .engine
+                .set_team_runtime_state(&team, state.active, state.active_members);
             Ok(())
         })
     }
@@ -591,10 +578,10 @@ impl MemberWorkSync {
         ts_return_type = "Promise<void>"
     )]
     pub fn enqueue_startup_scan(&self, env: Env, team_names: Unknown<'_>) -> AsyncTask<Job> {
-        let team_names = convert::json_argument(&env, team_names, "team_names");
-        self.unit_job(move |i| {
-            let teams = team_list(team_names?)?;
-            i.services.engine.enqueue_startup_scan(&teams);
+        self.call_void(&env, team_names, "team_names", |i, team_names| {
+            i.services
+                .engine
+                .enqueue_startup_scan(&team_list(team_names)?);
             Ok(())
         })
     }
@@ -602,11 +589,8 @@ impl MemberWorkSync {
     /// Counters and waiting items of the reconcile queue.
     #[napi(catch_unwind, ts_return_type = "MemberWorkSyncQueueDiagnostics")]
     pub fn get_queue_diagnostics(&self) -> Result<JsonValue, napi::Error<ErrorCode>> {
-        guard("getQueueDiagnostics", || {
-            self.live()?;
-            to_json(self.instance.services.engine.diagnostics())
-                .map(JsonValue)
-                .map_err(JsFailure::into_napi)
+        self.sync("getQueueDiagnostics", |i| {
+            to_json(i.services.engine.diagnostics()).map(JsonValue)
         })
     }
 
@@ -626,12 +610,11 @@ impl MemberWorkSync {
         team_name: Unknown<'_>,
         deletion_identity_id: Option<Unknown<'_>>,
     ) -> AsyncTask<Job> {
-        let team_name = convert::json_argument(&env, team_name, "team_name");
         let deletion_identity_id = deletion_identity_id
             .map(|id| convert::json_argument(&env, id, "deletionIdentityId"))
             .transpose();
-        self.unit_job(move |i| {
-            let team = typed::<String>(team_name?, "teamName")?;
+        self.call_void(&env, team_name, "team_name", |i, team_name| {
+            let team = typed::<String>(team_name, "teamName")?;
             let deletion_id = match deletion_identity_id? {
                 Some(id) => typed::<Option<String>>(id, "deletionIdentityId")?,
                 None => None,
@@ -649,18 +632,9 @@ impl MemberWorkSync {
         env: Env,
         team_name: Unknown<'_>,
     ) -> Result<(), napi::Error<ErrorCode>> {
-        guard("completeTeamDeletion", || {
-            self.live()?;
-            let team_name = convert::json_argument(&env, team_name, "team_name")
-                .map_err(JsFailure::into_napi)?;
-            let team = typed::<String>(team_name, "teamName")
-                .and_then(|team| team_name_arg(&team))
-                .map_err(JsFailure::into_napi)?;
-            self.instance
-                .services
-                .engine
-                .complete_team_deletion(&team)
-                .map_err(|e| JsFailure::from(e).into_napi())
+        self.sync("completeTeamDeletion", |i| {
+            let team = team_arg(&env, team_name)?;
+            Ok(i.services.engine.complete_team_deletion(&team)?)
         })
     }
 
@@ -671,14 +645,8 @@ impl MemberWorkSync {
         env: Env,
         team_name: Unknown<'_>,
     ) -> Result<(), napi::Error<ErrorCode>> {
-        guard("resumeTeam", || {
-            self.live()?;
-            let team_name = convert::json_argument(&env, team_name, "team_name")
-                .map_err(JsFailure::into_napi)?;
-            let team = typed::<String>(team_name, "teamName")
-                .and_then(|team| team_name_arg(&team))
-                .map_err(JsFailure::into_napi)?;
-            self.instance.resume_team(&team);
+        self.sync("resumeTeam", |i| {
+            i.resume_team(&team_arg(&env, team_name)?);
             Ok(())
         })
     }
@@ -693,11 +661,10 @@ impl MemberWorkSync {
         ts_return_type = "Promise<{ claimed: number; delivered: number; superseded: number; retryable: number; terminal: number; failed: number }>"
     )]
     pub fn dispatch_due_nudges(&self, env: Env, team_names: Unknown<'_>) -> AsyncTask<Job> {
-        let team_names = convert::json_argument(&env, team_names, "team_names");
-        self.job(move |i| {
-            let teams = team_list(team_names?)?;
+        self.call(&env, team_names, "team_names", |i, team_names| {
+            let teams = team_list(team_names)?;
             let claimed_by = format!("member-work-sync:{}", std::process::id());
-            to_json(i.services.engine.dispatch_due_nudges(&teams, &claimed_by)?)
+            Ok(i.services.engine.dispatch_due_nudges(&teams, &claimed_by)?)
         })
     }
 
@@ -731,9 +698,9 @@ impl MemberWorkSync {
         id: f64,
         outcome: Unknown<'_>,
     ) -> Result<(), napi::Error<ErrorCode>> {
+        // Not `sync`: answers still arriving after dispose are not errors.
         guard("settleHostQuestion", || {
-            let outcome =
-                convert::json_argument(&env, outcome, "outcome").map_err(JsFailure::into_napi)?;
+            let outcome = convert::json_argument(&env, outcome, "outcome")?;
             let settled = match (outcome.get("ok"), outcome.get("error")) {
                 (Some(Value::Bool(true)), _) => {
                     Ok(outcome.get("value").cloned().unwrap_or(Value::Null))
@@ -745,8 +712,7 @@ impl MemberWorkSync {
                 _ => {
                     return Err(JsFailure::invalid(
                         "outcome must be { ok: true, value? } or { ok: false, error }",
-                    )
-                    .into_napi())
+                    ))
                 }
             };
             if id.is_finite() && id >= 0.0 {
@@ -754,6 +720,7 @@ impl MemberWorkSync {
             }
             Ok(())
         })
+        .map_err(JsFailure::into_napi)
     }
 
     /// Moves the fixed test clock; only when the instance was built with `options.clock`.
@@ -766,17 +733,14 @@ impl MemberWorkSync {
         env: Env,
         now_ms: Unknown<'_>,
     ) -> Result<(), napi::Error<ErrorCode>> {
-        guard("setClockForTesting", || {
-            self.live()?;
+        self.sync("setClockForTesting", |i| {
             // JSON numbers are finite: NaN and ±Infinity arrive as null and are refused.
-            let now_ms = convert::json_argument(&env, now_ms, "nowMs")
-                .and_then(|now_ms| typed::<f64>(now_ms, "nowMs"))
-                .and_then(|now_ms| clock_ms(now_ms, "nowMs"))
-                .map_err(JsFailure::into_napi)?;
-            if self.instance.set_test_clock(now_ms) {
+            let now_ms = convert::json_argument(&env, now_ms, "nowMs")?;
+            let now_ms = clock_ms(typed::<f64>(now_ms, "nowMs")?, "nowMs")?;
+            if i.set_test_clock(now_ms) {
                 Ok(())
             } else {
-                Err(JsFailure::invalid("setClockForTesting needs options.clock").into_napi())
+                Err(JsFailure::invalid("setClockForTesting needs options.clock"))
             }
         })
     }
@@ -988,6 +952,13 @@ fn member_request(request: Value) -> Result<(TeamName, MemberName), JsFailure> {
     ))
 }
 
+/// A `teamName` argument: converted (named `team_name` in a conversion
+/// failure), a string, then a checked name.
+fn team_arg(env: &Env, team_name: Unknown<'_>) -> Result<TeamName, JsFailure> {
+    let team_name = convert::json_argument(env, team_name, "team_name")?;
+    team_name_arg(&typed::<String>(team_name, "teamName")?)
+}
+
 /// The checked team of a [`MemberWorkSyncTeamRequest`].
 fn team_request(request: Value) -> Result<TeamName, JsFailure> {
     team_name_arg(&typed::<MemberWorkSyncTeamRequest>(request, "request")?.team_name)
@@ -1004,6 +975,17 @@ fn team_list(value: Value) -> Result<Vec<TeamName>, JsFailure> {
         .iter()
         .map(|team| team_name_arg(team))
         .collect()
+}
+
+/// The JS `MemberWorkSyncReportResult` of a report: the status, and the
+/// outcome without the token check (which only replay uses).
+fn report_result(result: ReportResult) -> Result<Value, JsFailure> {
+    Ok(serde_json::json!({
+        "accepted": result.accepted,
+        "code": result.code,
+        "message": result.message,
+        "status": to_json(result.status)?,
+    }))
 }
 
 pub(crate) fn to_json(value: impl serde::Serialize) -> Result<Value, JsFailure> {
