@@ -7,6 +7,8 @@ mod event_fields;
 pub(crate) mod host;
 pub(crate) mod job;
 mod log;
+#[cfg(test)]
+mod result_shapes;
 mod storage_gateway;
 pub mod turn_settled;
 
