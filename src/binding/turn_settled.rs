@@ -124,9 +124,8 @@ impl MemberWorkSync {
         env: Env,
         input: Unknown<'_>,
     ) -> AsyncTask<Job> {
-        let input = super::convert::json_argument(&env, input, "input");
-        self.job(move |instance| {
-            let provider = provider_arg(input?)?;
+        self.call(&env, input, "input", |instance, input| {
+            let provider = provider_arg(input)?;
             if provider == RuntimeProvider::Opencode {
                 return Ok(Value::Null);
             }
@@ -197,9 +196,8 @@ impl MemberWorkSync {
         env: Env,
         input: Unknown<'_>,
     ) -> AsyncTask<Job> {
-        let input = super::convert::json_argument(&env, input, "input");
-        self.job(move |instance| {
-            if provider_arg(input?)? == RuntimeProvider::Claude {
+        self.call(&env, input, "input", |instance, input| {
+            if provider_arg(input)? == RuntimeProvider::Claude {
                 return Ok(Value::Null);
             }
             let paths = &instance.services.spool_paths;
@@ -241,13 +239,12 @@ pub fn merge_runtime_hook_settings(
     patch: Unknown<'_>,
 ) -> Result<Value, napi::Error<ErrorCode>> {
     guard("mergeRuntimeHookSettings", || {
-        let base =
-            super::convert::json_argument(&env, base, "base").map_err(JsFailure::into_napi)?;
-        let patch =
-            super::convert::json_argument(&env, patch, "patch").map_err(JsFailure::into_napi)?;
+        let base = super::convert::json_argument(&env, base, "base")?;
+        let patch = super::convert::json_argument(&env, patch, "patch")?;
         let (Value::Object(base), Value::Object(patch)) = (&base, &patch) else {
-            return Err(JsFailure::invalid("base and patch must be plain objects").into_napi());
+            return Err(JsFailure::invalid("base and patch must be plain objects"));
         };
         Ok(Value::Object(merge_settings(base, patch)))
     })
+    .map_err(JsFailure::into_napi)
 }
