@@ -92,12 +92,17 @@ impl Dir {
     }
 
     fn remove_tree_at(&self, name: &OsStr, depth: usize) -> io::Result<()> {
+        // Almost every entry removed is a file or a link: one unlink, no
+        // `lstat` first (retention removes two per drained event). A folder
+        // refuses the unlink (EISDIR, EPERM, access denied) and only then
+        // is looked at.
+        let unlink_failed = match self.remove_file(name) {
+            Ok(_) => return Ok(()),
+            Err(e) => e,
+        };
         match self.meta(name)? {
             None => return Ok(()),
-            Some(meta) if meta.kind != FileKind::Dir => {
-                self.remove_file(name)?;
-                return Ok(());
-            }
+            Some(meta) if meta.kind != FileKind::Dir => return Err(unlink_failed),
             Some(_) => {}
         }
         if depth == 0 {
