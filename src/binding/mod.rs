@@ -30,10 +30,10 @@ use crate::domain::names::{MemberName, TeamName};
 use crate::domain::recovery::RecoveryTaskRef;
 use crate::domain::retention::{bounds, Retention};
 use crate::domain::time::{clock_from_js, format_iso, CLOCK_RANGE_MS};
-use crate::infrastructure::composition::{Instance, RootPaths, Storage, Tuning};
 use crate::infrastructure::safe_fs::with_folder_syncs_deferred;
 use crate::infrastructure::sqlite::OpenMode;
-use crate::infrastructure::worker::ScheduleIntervals;
+use crate::runtime::composition::{Instance, RootPaths, Storage, Tuning};
+use crate::runtime::worker::ScheduleIntervals;
 
 /// Longest `options.controlUrl` accepted.
 const MAX_CONTROL_URL_CHARS: usize = 2048;

@@ -12,10 +12,10 @@ use std::time::Duration;
 use tokio::runtime::Runtime;
 use tokio::sync::{mpsc, Notify};
 
+use super::shared_watcher::Registration;
 use crate::application::engine::Engine;
 use crate::application::queue::RECONCILE_TIMEOUT_MS;
 use crate::application::router::TeamChangeEvent;
-use crate::infrastructure::shared_watcher::Registration;
 
 /// Longest the driver sleeps before looking again (it is woken earlier by new
 /// work or a moved test clock).
