@@ -16,9 +16,9 @@ use super::engine::Engine;
 use super::host::{Host, RecoveryQuestion, RecoveryVerdict};
 use super::reconcile::{check_name, WorkSyncError};
 use crate::domain::audit::{AuditKind, AuditSource};
-use crate::domain::nudge::{AttemptEnd, OutboxItem};
+use crate::domain::nudge::{recent_recovery, AttemptEnd, OutboxItem};
 use crate::domain::recovery::{
-    intent_key, normalize_task_refs, recent_recovery, Recovery, RecoveryTaskRef, DEFAULT_REASON,
+    intent_key, normalize_task_refs, Recovery, RecoveryTaskRef, DEFAULT_REASON,
     PROOF_MISSING_INTENT_PREFIX, RECENT_WINDOW_MS,
 };
 use crate::domain::time::EpochMs;
