@@ -5,7 +5,8 @@
 //!   root's paths) and an instance's lifecycle ([`composition::Instance`]:
 //!   start, schedules, dispose).
 //! - `worker`: the instance's own threads: the team change intake, the
-//!   reconcile queue driver and the spool drain schedule.
+//!   reconcile queue driver, the nudge dispatch and activity schedules;
+//!   `worker::drain`, the turn-settled drain schedule and its spool watch.
 //! - `shared_watcher`: the one file watcher a process shares between its
 //!   instances' spool watches.
 //! - `activity_file`: the queue view a driving instance publishes for other
