@@ -21,7 +21,10 @@ import sys
 
 root = sys.argv[1] if len(sys.argv) > 1 else 'src'
 
-mods = {}
+# Module of each file: by its place in src/, or by the `#[path = ".."] mod
+# name;` that declares it (a platform twin such as `dir_windows.rs` is then
+# the same module as `dir.rs`, its edges counted for both).
+module_of = {}
 for dirpath, _, files in os.walk(root):
     for f in files:
         if not f.endswith('.rs'):
@@ -30,7 +33,16 @@ for dirpath, _, files in os.walk(root):
         rel = os.path.relpath(path, root)[:-3].split(os.sep)
         if rel[-1] in ('mod', 'lib'):
             rel = rel[:-1]
-        mods['::'.join(rel)] = path
+        module_of[os.path.normpath(path)] = '::'.join(rel)
+PATH_ATTR = re.compile(r'#\[path\s*=\s*"([^"]+)"\]\s*(?:#\[[^\]]*\]\s*)*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;')
+for path, module in list(module_of.items()):
+    for target, name in PATH_ATTR.findall(open(path, encoding='utf-8').read()):
+        declared = os.path.normpath(os.path.join(os.path.dirname(path), target))
+        if declared in module_of:
+            module_of[declared] = (module + '::' + name) if module else name
+mods = {}
+for path, module in module_of.items():
+    mods.setdefault(module, []).append(path)
 
 
 def source(path):
@@ -85,8 +97,8 @@ EXTERN_OR_STD = ('std', 'core', 'alloc')
 uses = {}
 reexports = {m: {} for m in mods}
 inline = {}
-for m, p in mods.items():
-    text = source(p)
+for m, paths in mods.items():
+    text = '\n'.join(source(p) for p in paths)
     uses[m] = []
     for vis, tree in USE.findall(text):
         for segs, alias in expand(tree):
