@@ -16,8 +16,8 @@ use member_work_sync::domain::team::{
     Clarification, HistoryEvent, ReviewState, Task, TaskStatus, TeamMember, TeamSnapshot,
 };
 use member_work_sync::domain::time::parse_iso;
-use member_work_sync::infrastructure::composition::{RootPaths, Services};
 use member_work_sync::infrastructure::team_reader::FsTeamSource;
+use member_work_sync::runtime::composition::{RootPaths, Services};
 
 const NOW: &str = "2026-11-22T10:00:00.000Z";
 

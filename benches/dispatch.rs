@@ -14,7 +14,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use member_work_sync::application::queue::Trigger;
 use member_work_sync::domain::names::TeamName;
 use member_work_sync::domain::status::ReconciledBy;
-use member_work_sync::infrastructure::composition::{RootPaths, Services};
+use member_work_sync::runtime::composition::{RootPaths, Services};
 use serde_json::json;
 
 const MEMBERS: usize = 50;

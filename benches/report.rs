@@ -6,8 +6,8 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use member_work_sync::application::ports::ReportTokens;
 use member_work_sync::application::queue::Trigger;
 use member_work_sync::domain::status::ReconciledBy;
-use member_work_sync::infrastructure::composition::{RootPaths, Services};
 use member_work_sync::infrastructure::report_token::HmacReportTokens;
+use member_work_sync::runtime::composition::{RootPaths, Services};
 use serde_json::json;
 
 fn tokens(c: &mut Criterion) {

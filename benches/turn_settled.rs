@@ -33,8 +33,8 @@ use member_work_sync::application::turn_settled::{
 };
 use member_work_sync::domain::turn_settled::settings::{executable_hook_command, hook_command};
 use member_work_sync::domain::turn_settled::{RuntimeProvider, MAX_PAYLOAD_BYTES};
-use member_work_sync::infrastructure::composition::{RootPaths, Services};
 use member_work_sync::infrastructure::spool::{HookProgram, SpoolPaths, HOOK_EXECUTABLE_NAME};
+use member_work_sync::runtime::composition::{RootPaths, Services};
 
 const MEMBERS: [&str; 4] = ["ann", "ben", "cal", "dee"];
 

@@ -1,7 +1,8 @@
 //! member-work-sync: keeps every agent-team member's work in sync with the board.
 //!
 //! Layers, innermost first: [`domain`] (pure rules), [`application`] (use cases
-//! over ports), [`infrastructure`] (files, locks, clocks) and [`binding`] (napi).
+//! over ports), [`infrastructure`] (files, locks, clocks), [`runtime`] (wiring,
+//! instance lifecycle, schedules) and [`binding`] (napi).
 //!
 //! Public surface: only the modules the binding, the benches and the
 //! integration tests (`tests/`) reach are `pub`; every other module is
@@ -14,3 +15,4 @@ pub mod application;
 pub mod binding;
 pub mod domain;
 pub mod infrastructure;
+pub mod runtime;

@@ -5,7 +5,7 @@ mod common;
 use std::fs;
 
 use member_work_sync::application::router::TeamChangeEvent;
-use member_work_sync::infrastructure::composition::Services;
+use member_work_sync::runtime::composition::Services;
 
 /// A checked team name of a test.
 fn team(name: &str) -> member_work_sync::domain::names::TeamName {

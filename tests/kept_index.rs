@@ -9,7 +9,7 @@ use std::path::Path;
 
 use member_work_sync::application::queue::Trigger;
 use member_work_sync::domain::status::ReconciledBy;
-use member_work_sync::infrastructure::composition::{RootPaths, Services};
+use member_work_sync::runtime::composition::{RootPaths, Services};
 use serde_json::{json, Value};
 
 const ROSTER: [&str; 4] = ["team-lead", "jack", "jill", "bob"];

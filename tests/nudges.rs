@@ -13,9 +13,9 @@ use member_work_sync::application::queue::Trigger;
 use member_work_sync::domain::nudge::OutboxStatus;
 use member_work_sync::domain::status::{ReconciledBy, StatusState};
 use member_work_sync::domain::team::ProviderId;
-use member_work_sync::infrastructure::composition::{RootPaths, Services};
 use member_work_sync::infrastructure::outbox_store::FsOutboxStore;
 use member_work_sync::infrastructure::status_store::StorePaths;
+use member_work_sync::runtime::composition::{RootPaths, Services};
 use serde_json::{json, Value};
 
 /// A checked team name of a test.
@@ -670,7 +670,7 @@ fn dispatcher(
     use member_work_sync::application::nudges::Nudges;
     use member_work_sync::application::ports::Ports;
     use member_work_sync::infrastructure::clock::ManualClock;
-    use member_work_sync::infrastructure::composition::{file_ports, RootPaths};
+    use member_work_sync::runtime::composition::{file_ports, RootPaths};
     use std::sync::Arc;
     let paths = RootPaths::resolve(Some(root.to_path_buf()), None, None);
     let ports = file_ports(

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use member_work_sync::domain::names::{MemberName, TeamName};
 use member_work_sync::domain::status::{MemberStatus, StatusState};
-use member_work_sync::infrastructure::composition::{RootPaths, Services};
+use member_work_sync::runtime::composition::{RootPaths, Services};
 use serde_json::{json, Value};
 
 /// One agenda item as `(kind, taskId, reason)`.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use member_work_sync::application::queue::Trigger;
 use member_work_sync::domain::status::{MemberStatus, ReconciledBy, StatusState};
-use member_work_sync::infrastructure::composition::Services;
+use member_work_sync::runtime::composition::Services;
 use serde_json::{json, Value};
 
 struct Fixture {

@@ -14,8 +14,8 @@ use member_work_sync::application::ports::StatusStore;
 use member_work_sync::application::queue::Trigger;
 use member_work_sync::domain::status::{MemberStatus, ReconciledBy};
 use member_work_sync::domain::time::format_iso;
-use member_work_sync::infrastructure::composition::{RootPaths, Services, Storage};
 use member_work_sync::infrastructure::sqlite::{OpenMode, SqliteStore};
+use member_work_sync::runtime::composition::{RootPaths, Services, Storage};
 
 fn services(root: &Path, db: &Path, mode: OpenMode) -> Services {
     let mut paths = RootPaths::resolve(Some(root.to_path_buf()), None, None);

@@ -17,10 +17,10 @@ use sha2::{Digest, Sha256};
 use member_work_sync::application::ports::ReportIntentStore;
 use member_work_sync::infrastructure::sqlite::json_session::JsonSessionFiles;
 use member_work_sync::infrastructure::sqlite::merge::merge_team_records;
+use member_work_sync::infrastructure::sqlite::records::TeamRecords;
 use member_work_sync::infrastructure::sqlite::records::{
     MetricEventRecord, OutboxRecord, ReportIntentRecord, StatusRecord,
 };
-use member_work_sync::infrastructure::sqlite::snapshot::TeamRecords;
 use member_work_sync::infrastructure::sqlite::{DirectDatabase, OpenMode, SqliteStore};
 
 mod sqlite_steps;

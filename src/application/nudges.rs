@@ -14,7 +14,7 @@ use super::host::{
     ReviewPickupFailure, ReviewPickupRequest,
 };
 use super::ports::{AuditEvent, InboxOutcome, MemberFailure, PortError, Ports};
-use super::{proof_missing, review_pickup};
+use super::review_pickup;
 use crate::domain::agenda::{Agenda, TeamIndex};
 use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::decision::{decide, DecisionInput, RuntimeActivity};
@@ -32,6 +32,7 @@ use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs, IsoTime, MonotonicMs};
 
 mod planning;
+mod recovery_guard;
 use planning::{Planning, STILL_STUCK_PREFIX};
 
 /// Items one claim takes.
@@ -585,7 +586,7 @@ impl Nudges {
                 };
             }
         }
-        if let Some(end) = proof_missing::guard_recovery(&*self.ports.host, item, now, backoff) {
+        if let Some(end) = recovery_guard::guard_recovery(&*self.ports.host, item, now, backoff) {
             return end;
         }
         let items = match self.ports.outbox.member_items(team, member) {
@@ -805,7 +806,7 @@ impl Nudges {
 /// Reasons of a retry after a store or the inbox failed (prefixes): where
 /// the app's dispatcher throws and journals `nudge_retryable`.
 const FAILURE_REASONS: [&str; 5] = [
-    proof_missing::GUARD_FAILED_PREFIX,
+    recovery_guard::GUARD_FAILED_PREFIX,
     "inbox_write_failed:",
     "outbox_unavailable:",
     "watchdog_journal_unavailable:",

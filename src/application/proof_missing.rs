@@ -13,71 +13,12 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::engine::Engine;
-use super::host::{Host, RecoveryQuestion, RecoveryVerdict};
 use super::reconcile::{check_name, WorkSyncError};
 use crate::domain::audit::{AuditKind, AuditSource};
-use crate::domain::nudge::{AttemptEnd, OutboxItem};
+use crate::domain::nudge::recent_recovery;
 use crate::domain::recovery::{
-    intent_key, normalize_task_refs, recent_recovery, Recovery, RecoveryTaskRef, DEFAULT_REASON,
-    PROOF_MISSING_INTENT_PREFIX, RECENT_WINDOW_MS,
+    intent_key, normalize_task_refs, Recovery, RecoveryTaskRef, DEFAULT_REASON, RECENT_WINDOW_MS,
 };
-use crate::domain::time::EpochMs;
-
-/// Retry reason prefix of a guard call that threw or did not answer in
-/// time: the app's dispatcher retries such an attempt (`nudge_retryable`).
-pub const GUARD_FAILED_PREFIX: &str = "proof_missing_recovery_guard_failed:";
-
-/// The app's `proofMissingRecoveryGuard`, asked right before a queued
-/// proof-missing recovery is delivered (after readiness and the review
-/// pickup check, before the hourly limit and the busy signals, as the
-/// app's dispatcher asks it): `None` lets the delivery go on (not a
-/// recovery, no guard, or the guard said go); otherwise how the attempt
-/// ends: a retryable hold waits until the guard's time (a past one: the
-/// usual `backoff`), any other hold supersedes the item, a failed call is
-/// retried with the backoff.
-pub(crate) fn guard_recovery(
-    host: &dyn Host,
-    item: &OutboxItem,
-    now: EpochMs,
-    backoff: EpochMs,
-) -> Option<AttemptEnd> {
-    let intent_key = item.payload.work_sync_intent_key.as_deref()?.trim();
-    let original_message_id = intent_key.strip_prefix(PROOF_MISSING_INTENT_PREFIX)?.trim();
-    if original_message_id.is_empty() {
-        return None;
-    }
-    let question = RecoveryQuestion {
-        team_name: &item.team_name,
-        member_name: &item.member_name,
-        intent_key,
-        original_message_id,
-        task_ids: item
-            .payload
-            .task_refs
-            .iter()
-            .map(|r| r.task_id.as_str())
-            .collect(),
-        now,
-    };
-    match host.proof_missing_recovery(&question)? {
-        Ok(RecoveryVerdict::Dispatch) => None,
-        Ok(RecoveryVerdict::Hold {
-            reason,
-            retryable: true,
-            retry_at,
-        }) => Some(AttemptEnd::Retryable {
-            reason,
-            retry_at: retry_at.filter(|at| *at > now).unwrap_or(backoff),
-            busy_tool: None,
-        }),
-        Ok(RecoveryVerdict::Hold { reason, .. }) => Some(AttemptEnd::Superseded { reason }),
-        Err(error) => Some(AttemptEnd::Retryable {
-            reason: format!("{GUARD_FAILED_PREFIX}{error}"),
-            retry_at: backoff,
-            busy_tool: None,
-        }),
-    }
-}
 
 /// Source tag of the scheduler's audit events.
 const SOURCE: AuditSource = AuditSource::ProofMissingRecoveryScheduler;

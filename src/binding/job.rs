@@ -86,8 +86,8 @@ pub(crate) fn guard<T, E: From<JsFailure>>(
     })
 }
 
-impl From<crate::infrastructure::composition::Disposed> for JsFailure {
-    fn from(error: crate::infrastructure::composition::Disposed) -> Self {
+impl From<crate::runtime::composition::Disposed> for JsFailure {
+    fn from(error: crate::runtime::composition::Disposed) -> Self {
         Self {
             code: ErrorCode::Disposed,
             message: error.to_string(),

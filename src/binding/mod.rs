@@ -33,7 +33,7 @@ use crate::application::report::ReportResult;
 use crate::application::router::TeamChangeEvent;
 use crate::domain::names::{MemberName, TeamName};
 use crate::domain::recovery::RecoveryTaskRef;
-use crate::infrastructure::composition::Instance;
+use crate::runtime::composition::Instance;
 use crate::infrastructure::safe_fs::with_folder_syncs_deferred;
 
 /// One addon instance over one Claude home.

@@ -14,9 +14,9 @@ use super::job::{ErrorCode, JsFailure};
 use super::{convert, host, log, storage_gateway, turn_settled, MemberWorkSync};
 use crate::domain::retention::{bounds, Retention};
 use crate::domain::time::{clock_from_js, format_iso, CLOCK_RANGE_MS};
-use crate::infrastructure::composition::{Instance, RootPaths, Storage, Tuning};
+use crate::runtime::composition::{Instance, RootPaths, Storage, Tuning};
 use crate::infrastructure::sqlite::OpenMode;
-use crate::infrastructure::worker::ScheduleIntervals;
+use crate::runtime::worker::ScheduleIntervals;
 
 /// Longest `options.controlUrl` accepted.
 const MAX_CONTROL_URL_CHARS: usize = 2048;

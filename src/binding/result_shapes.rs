@@ -287,7 +287,7 @@ mod tests {
     use super::*;
     use crate::binding::{report_result, to_json};
     use crate::domain::names::{MemberName, TeamName};
-    use crate::infrastructure::composition::{Instance, RootPaths, Tuning};
+    use crate::runtime::composition::{Instance, RootPaths, Tuning};
 
     /// 2026-11-18T11:06:40Z.
     const NOW: i64 = 1_795_000_000_000;

@@ -3,10 +3,10 @@
 //! Only board facts go in: `reason`, `generatedAt` and diagnostics stay out, so
 //! rewording a reason never looks like new work.
 
+use serde::Serialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::agenda::ActionableWorkItem;
 use super::js_semantics::compare_code_units;
 
 /// Prefix of every fingerprint.
@@ -83,13 +83,16 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     out
 }
 
-/// Fingerprint of `items`, which must already be in [`ActionableWorkItem::sort_key`]
-/// order (by `localeCompare`); `member_name` is the normalized name. `reason`
-/// stays out; the evidence lists in [`SORTED_EVIDENCE_LISTS`] go in sorted.
-pub fn agenda_fingerprint(
+/// Fingerprint of an agenda's `items` (its actionable work items, which must
+/// already be in `ActionableWorkItem::sort_key` order by `localeCompare`), as
+/// their JSON; `member_name` is the normalized name. `reason` stays out; the
+/// evidence lists in [`SORTED_EVIDENCE_LISTS`] go in sorted. Generic over the
+/// item so the hash rule does not depend on the agenda module that builds
+/// the items.
+pub fn agenda_fingerprint<Item: Serialize>(
     team_name: &str,
     member_name: &str,
-    items: &[ActionableWorkItem],
+    items: &[Item],
 ) -> String {
     let items: Vec<Value> = items
         .iter()
@@ -163,11 +166,11 @@ mod tests {
 
     #[test]
     fn empty_agenda_fingerprint_is_stable_and_scoped() {
-        let a = agenda_fingerprint("forge", "jack", &[]);
+        let a = agenda_fingerprint::<Value>("forge", "jack", &[]);
         assert!(a.starts_with(FINGERPRINT_PREFIX));
         assert_eq!(a.len(), FINGERPRINT_PREFIX.len() + 64);
-        assert_eq!(a, agenda_fingerprint("forge", "jack", &[]));
-        assert_ne!(a, agenda_fingerprint("forge", "jill", &[]));
-        assert_ne!(a, agenda_fingerprint("other", "jack", &[]));
+        assert_eq!(a, agenda_fingerprint::<Value>("forge", "jack", &[]));
+        assert_ne!(a, agenda_fingerprint::<Value>("forge", "jill", &[]));
+        assert_ne!(a, agenda_fingerprint::<Value>("other", "jack", &[]));
     }
 }

@@ -575,6 +575,29 @@ pub fn prune_finished(
     items.len() != before
 }
 
+/// The most recently updated outbox item of `intent_key` that was updated at
+/// or after `since` and is still live (neither terminal nor superseded; a
+/// delivered one counts, so a delivered recovery is not sent again at once).
+pub fn recent_recovery<'a>(
+    items: &'a [OutboxItem],
+    intent_key: &str,
+    since: EpochMs,
+) -> Option<&'a OutboxItem> {
+    items
+        .iter()
+        .filter(|item| item.payload.work_sync_intent_key.as_deref() == Some(intent_key))
+        .filter(|item| {
+            !matches!(
+                item.status,
+                OutboxStatus::FailedTerminal | OutboxStatus::Superseded
+            )
+        })
+        .filter_map(|item| item.updated_at.ms().map(|at| (at, item)))
+        .filter(|(at, _)| *at >= since)
+        .max_by_key(|(at, _)| *at)
+        .map(|(_, item)| item)
+}
+
 /// One durable nudge (per-member `outbox.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -2,12 +2,12 @@
 //! unanswered on the board and asks for one nudge about the tasks concerned
 //! (`scheduleProofMissingRecovery`).
 //!
-//! Pure: normalizing the request's task refs, the intent key, and finding a
-//! recent outbox item of the same intent (which makes a new request coalesce).
+//! Pure: normalizing the request's task refs and the intent key. Finding a
+//! recent outbox item of the same intent (which makes a new request coalesce)
+//! is the outbox's own question: `nudge::recent_recovery`.
 
 use serde::{Deserialize, Serialize};
 
-use super::nudge::{OutboxItem, OutboxStatus};
 use super::time::EpochMs;
 
 /// Prefix of a proof-missing recovery's intent key.
@@ -96,29 +96,6 @@ pub fn normalize_task_refs(refs: Vec<RecoveryTaskRef>) -> Vec<RecoveryTaskRef> {
         .collect();
     normalized.sort_by(|a, b| a.task_id.cmp(&b.task_id));
     normalized
-}
-
-/// The most recently updated outbox item of `intent_key` that was updated at
-/// or after `since` and is still live (neither terminal nor superseded; a
-/// delivered one counts, so a delivered recovery is not sent again at once).
-pub fn recent_recovery<'a>(
-    items: &'a [OutboxItem],
-    intent_key: &str,
-    since: EpochMs,
-) -> Option<&'a OutboxItem> {
-    items
-        .iter()
-        .filter(|item| item.payload.work_sync_intent_key.as_deref() == Some(intent_key))
-        .filter(|item| {
-            !matches!(
-                item.status,
-                OutboxStatus::FailedTerminal | OutboxStatus::Superseded
-            )
-        })
-        .filter_map(|item| item.updated_at.ms().map(|at| (at, item)))
-        .filter(|(at, _)| *at >= since)
-        .max_by_key(|(at, _)| *at)
-        .map(|(_, item)| item)
 }
 
 #[cfg(test)]

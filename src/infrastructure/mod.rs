@@ -1,10 +1,9 @@
 //! File-system adapters over one file boundary (`safe_fs`): locks, versioned stores, the audit
-//! journal, the team-data reader, report tokens and clocks.
+//! journal, the team-data reader, report tokens and clocks. The wiring that
+//! plugs them into the use cases lives in `crate::runtime`.
 
-pub mod activity_file;
 pub mod clock;
 pub mod codex_sessions;
-pub mod composition;
 pub(crate) mod explain_source;
 pub mod inbox;
 pub(crate) mod intent_store;
@@ -17,7 +16,6 @@ pub mod outbox_store;
 pub(crate) mod process;
 pub mod report_token;
 pub mod safe_fs;
-mod shared_watcher;
 mod side_by_side;
 pub mod spool;
 pub mod sqlite;
@@ -27,4 +25,3 @@ mod task_file;
 mod team_config;
 pub mod team_reader;
 pub mod transcripts;
-pub(crate) mod worker;

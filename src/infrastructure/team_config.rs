@@ -5,8 +5,8 @@
 
 use serde_json::Value;
 
-use super::team_reader::parse_config_member;
-use crate::domain::team::TeamMember;
+use crate::domain::js_semantics::js_trim;
+use crate::domain::team::{ProviderId, TeamMember};
 use crate::domain::turn_settled::transcript::project_path_candidates;
 
 /// What the addon reads from a team's `config.json`.
@@ -69,6 +69,49 @@ fn array_items<'a>(value: &'a Value, key: &str) -> impl Iterator<Item = &'a Valu
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
+}
+
+/// `value[key]` when a string.
+pub(super) fn string(value: &Value, key: &str) -> Option<String> {
+    value.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+/// A member entry's `name`, trimmed as JavaScript trims, when not blank.
+pub(super) fn trimmed_name(value: &Value) -> Option<String> {
+    let name = js_trim(value.get("name")?.as_str()?);
+    (!name.is_empty()).then(|| name.to_string())
+}
+
+/// A member entry's `effort`, a string or a number written as one.
+pub(super) fn effort(value: &Value) -> Option<String> {
+    match value.get("effort")? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// One `members` entry of `config.json`, as the roster reader reads it.
+fn parse_config_member(value: &Value) -> Option<TeamMember> {
+    Some(TeamMember {
+        name: trimmed_name(value)?,
+        agent_type: string(value, "agentType"),
+        provider_id: value
+            .get("providerId")
+            .and_then(Value::as_str)
+            .and_then(ProviderId::parse),
+        provider_backend_id: string(value, "providerBackendId"),
+        model: string(value, "model"),
+        effort: effort(value),
+        fast_mode: value.get("fastMode").and_then(Value::as_bool),
+        // Any JavaScript-truthy value marks a config member removed.
+        removed_at: match value.get("removedAt") {
+            Some(Value::Number(n)) => n.as_f64(),
+            Some(Value::Bool(true) | Value::Array(_) | Value::Object(_)) => Some(1.0),
+            Some(Value::String(s)) if !s.is_empty() => Some(1.0),
+            _ => None,
+        },
+    })
 }
 
 #[cfg(test)]

@@ -21,14 +21,13 @@ use super::safe_fs::{Dir, FileRead, TrustedRoot};
 use super::task_cache::{TaskCache, TaskFile};
 pub use super::task_cache::{MAX_TASK_BYTES, MAX_TASK_DIAGNOSTICS, MAX_TASK_FILES};
 use super::task_file::{parse_task_file, TaskParse};
-use super::team_config::TeamConfig;
+use super::team_config::{effort, string, trimmed_name, TeamConfig};
 use crate::application::ports::{TaskImpactSource, TeamSource};
 use crate::domain::js_semantics::{js_trim, locale_compare};
 use crate::domain::names::{normalize_member_name, validate_name};
 use crate::domain::team::{
     merge_team_members, meta_backend_id, tidy_meta_members, Clarification, KanbanColumn,
-    KanbanEntry, MemberOverlay, ProviderId, ReviewState, Task, TaskStatus, TeamMember,
-    TeamSnapshot,
+    KanbanEntry, MemberOverlay, ProviderId, ReviewState, Task, TaskStatus, TeamSnapshot,
 };
 use crate::domain::time::parse_iso;
 
@@ -416,45 +415,6 @@ fn array<'a>(value: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> {
         .flatten()
 }
 
-fn string(value: &Value, key: &str) -> Option<String> {
-    value.get(key).and_then(Value::as_str).map(str::to_string)
-}
-
-fn trimmed_name(value: &Value) -> Option<String> {
-    let name = js_trim(value.get("name")?.as_str()?);
-    (!name.is_empty()).then(|| name.to_string())
-}
-
-fn effort(value: &Value) -> Option<String> {
-    match value.get("effort")? {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
-pub(crate) fn parse_config_member(value: &Value) -> Option<TeamMember> {
-    Some(TeamMember {
-        name: trimmed_name(value)?,
-        agent_type: string(value, "agentType"),
-        provider_id: value
-            .get("providerId")
-            .and_then(Value::as_str)
-            .and_then(ProviderId::parse),
-        provider_backend_id: string(value, "providerBackendId"),
-        model: string(value, "model"),
-        effort: effort(value),
-        fast_mode: value.get("fastMode").and_then(Value::as_bool),
-        // Any JavaScript-truthy value marks a config member removed.
-        removed_at: match value.get("removedAt") {
-            Some(Value::Number(n)) => n.as_f64(),
-            Some(Value::Bool(true) | Value::Array(_) | Value::Object(_)) => Some(1.0),
-            Some(Value::String(s)) if !s.is_empty() => Some(1.0),
-            _ => None,
-        },
-    })
-}
-
 pub(crate) fn parse_meta_member(value: &Value) -> Option<MemberOverlay> {
     let provider_id = value
         .get("providerId")
@@ -523,6 +483,7 @@ fn read_task_file(bytes: &[u8]) -> TaskFile {
 mod tests {
     use super::*;
     use crate::domain::agenda::TeamIndex;
+    use crate::domain::team::TeamMember;
     use crate::infrastructure::safe_fs::mkfifo;
     use std::fs;
     use std::path::Path;

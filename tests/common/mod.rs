@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use member_work_sync::infrastructure::composition::{RootPaths, Services};
+use member_work_sync::runtime::composition::{RootPaths, Services};
 
 /// 2026-11-18T11:06:40Z, the manual clock's start.
 pub const NOW: i64 = 1_795_000_000_000;

@@ -6,7 +6,7 @@ use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use super::paths::{Folder, SpoolPaths};
+use super::paths::{Folder, SpoolPaths, FOLDER_MODE};
 use crate::infrastructure::clock::epoch_ms;
 use crate::infrastructure::json_store::quarantine_in;
 use crate::infrastructure::safe_fs::{is_hard_linked, Dir, FileKind, FileRead};
@@ -33,8 +33,6 @@ pub const BOOT_TIME_FILE_NAME: &str = "boot-time";
 const BOOT_TIME_TOLERANCE_CS: i64 = 50;
 /// Most bytes of `bin/boot-time` read: a boot id and a number.
 const MAX_BOOT_TIME_BYTES: u64 = 256;
-/// Spool folders are the user's own.
-pub(super) const FOLDER_MODE: u32 = 0o700;
 /// The script is run by `/bin/sh <script>`, and executable for direct use;
 /// the executable is run directly.
 pub(super) const PROGRAM_MODE: u32 = 0o755;

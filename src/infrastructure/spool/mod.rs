@@ -77,6 +77,7 @@ mod sweep;
 mod testing;
 
 use crate::domain::retention::Retention;
+use crate::domain::time::EpochMs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64};
 use std::sync::{Arc, Mutex};
@@ -93,9 +94,15 @@ pub use install::{
 pub use name::{parse_spool_name, SpoolName};
 pub use paths::SpoolPaths;
 pub use shipped::shipped_hook_executable;
-pub use sweep::{ABANDONED_TEMP_MS, SWEEP_EVERY_MS};
+pub use sweep::ABANDONED_TEMP_MS;
 
 use guard::{ExecutableGuard, KeepFailures};
+
+/// How often a full listing of a spool folder is paid for: `incoming/` is
+/// swept for abandoned temp files at most this often, and a results folder
+/// is pruned at least this often. Once per drain would cost more than the
+/// drain itself when thousands are pending.
+pub const SWEEP_EVERY_MS: EpochMs = 10 * 60 * 1000;
 use paths::Folder;
 use results::{PruneSchedule, Removals};
 

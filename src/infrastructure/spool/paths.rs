@@ -3,8 +3,10 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::install::FOLDER_MODE;
 use crate::infrastructure::safe_fs::{Dir, FileKind, TrustedRoot};
+
+/// Spool folders are the user's own.
+pub(super) const FOLDER_MODE: u32 = 0o700;
 
 /// The addon's folder in the teams folder, holding the spool root.
 const MEMBER_WORK_SYNC: &str = ".member-work-sync";

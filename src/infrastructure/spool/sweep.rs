@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use super::name::{meta_name, shorten, HOOK_TEMP_PREFIX};
 use super::paths::Folder;
 use super::results::write_meta;
-use super::FsSpool;
+use super::{FsSpool, SWEEP_EVERY_MS};
 use crate::domain::time::{format_iso, EpochMs};
 use crate::infrastructure::process::process_alive;
 
@@ -14,10 +14,6 @@ use crate::infrastructure::process::process_alive;
 /// before its rename (a hook takes milliseconds; runtimes stop a hook after a
 /// timeout of a minute or so).
 pub const ABANDONED_TEMP_MS: EpochMs = 60 * 60 * 1000;
-
-/// How often `incoming/` is swept for abandoned temp files: a full listing
-/// per drain would cost more than the drain itself when thousands are pending.
-pub const SWEEP_EVERY_MS: EpochMs = 10 * 60 * 1000;
 
 impl FsSpool {
     /// Moves hook temp files abandoned for [`ABANDONED_TEMP_MS`] to `invalid/`

@@ -17,11 +17,11 @@ use serde_json::{json, Value};
 
 use super::error::SqliteStoreError;
 use super::gateway::{DbResult, MemberWorkSyncGateway};
+use super::records::TeamRecords;
 use super::records::{
     EnsureRecordResult, MetricEventRecord, OutboxMark, OutboxRecord, ProcessedIntent,
     ReportIntentRecord, StatusRecord,
 };
-use super::snapshot::TeamRecords;
 
 /// A method of the app's `MemberWorkSyncStorageGateway` (its ports.ts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

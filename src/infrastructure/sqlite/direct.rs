@@ -23,13 +23,14 @@ use rusqlite::{
 use super::error::SqliteStoreError;
 use super::gateway::{DbResult, MemberWorkSyncGateway};
 use super::identity::{is_same_team, normalize_team_records};
+use super::records::TeamRecords;
 use super::records::{
     EnsureRecordResult, MetricEventRecord, OutboxMark, OutboxRecord, ProcessedIntent,
     ReportIntentRecord, StatusRecord, EVENT_COLUMNS, INTENT_COLUMNS, OUTBOX_COLUMNS,
     STATUS_COLUMNS,
 };
 use super::schema::{self, MEMBER_WORK_SYNC_TABLES};
-use super::snapshot::{sort_like_listing, TeamRecords};
+use super::snapshot::sort_like_listing;
 use crate::domain::js_semantics::{js_trim, locale_compare};
 use crate::domain::time::parse_iso;
 

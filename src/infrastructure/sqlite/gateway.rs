@@ -5,11 +5,11 @@
 //! store above never knows which process holds the file.
 
 use super::error::SqliteStoreError;
+use super::records::TeamRecords;
 use super::records::{
     EnsureRecordResult, MetricEventRecord, OutboxMark, OutboxRecord, ProcessedIntent,
     ReportIntentRecord, StatusRecord,
 };
-use super::snapshot::TeamRecords;
 
 /// The `store_imports` id of member-work-sync's rows.
 pub const MEMBER_WORK_SYNC_STORE_ID: &str = "member-work-sync";

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::js_json;
 use super::mappers::{normalize_status_json, set_team, BadColumn};
-use super::snapshot::TeamRecords;
+use super::records::TeamRecords;
 use crate::domain::js_semantics::js_trim;
 
 /// The comparison form of a team name: trimmed and lowercased.

@@ -24,7 +24,8 @@ use super::error::SqliteStoreError;
 use super::gateway::{MemberWorkSyncGateway, MEMBER_WORK_SYNC_STORE_ID};
 use super::legacy_json::{LegacyFiles, LegacySnapshot};
 use super::merge::merge_team_records;
-use super::snapshot::{domain_to_records, equivalent, TeamRecords};
+use super::records::TeamRecords;
+use super::snapshot::{domain_to_records, equivalent};
 
 /// How long a failed import is rethrown (`IMPORT_FAILURE_RETRY_COOLDOWN_MS`).
 pub const IMPORT_FAILURE_COOLDOWN: Duration = Duration::from_millis(60_000);

@@ -14,8 +14,8 @@ use std::collections::HashMap;
 
 use super::identity::normalize_team_records;
 use super::mappers::BadColumn;
+use super::records::TeamRecords;
 use super::records::{OutboxRecord, ReportIntentRecord, StatusRecord};
-use super::snapshot::TeamRecords;
 use crate::domain::js_semantics::locale_compare;
 use crate::domain::time::parse_iso;
 

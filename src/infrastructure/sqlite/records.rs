@@ -263,3 +263,30 @@ pub enum OutboxMark {
         retryable: bool,
     },
 }
+
+/// Every row of one team in the four tables; as JSON, the app's
+/// `MemberWorkSyncTeamSnapshotRecords` (what gateway mode sends and reads).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TeamRecords {
+    /// `member_work_sync_status`.
+    pub statuses: Vec<StatusRecord>,
+    /// `member_work_sync_report_intents`.
+    pub report_intents: Vec<ReportIntentRecord>,
+    /// `member_work_sync_outbox`.
+    pub outbox_items: Vec<OutboxRecord>,
+    /// `member_work_sync_metric_events`.
+    pub metric_events: Vec<MetricEventRecord>,
+}
+
+impl TeamRecords {
+    /// Statuses, intents and outbox items: the `entry_count` of `store_imports`.
+    pub fn entry_count(&self) -> usize {
+        self.statuses.len() + self.report_intents.len() + self.outbox_items.len()
+    }
+
+    /// Whether there is no row at all.
+    pub fn is_empty(&self) -> bool {
+        self.entry_count() == 0 && self.metric_events.is_empty()
+    }
+}

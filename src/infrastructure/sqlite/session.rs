@@ -410,11 +410,11 @@ mod tests {
 
     use super::*;
     use crate::infrastructure::sqlite::gateway::DbResult;
+    use crate::infrastructure::sqlite::records::TeamRecords;
     use crate::infrastructure::sqlite::records::{
         EnsureRecordResult, MetricEventRecord, OutboxMark, OutboxRecord, ProcessedIntent,
         ReportIntentRecord, StatusRecord,
     };
-    use crate::infrastructure::sqlite::snapshot::TeamRecords;
 
     /// A gateway of an empty database that counts its `statusList` calls.
     #[derive(Default)]

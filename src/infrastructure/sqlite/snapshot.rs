@@ -1,4 +1,4 @@
-//! A team's whole state as rows ([`TeamRecords`], what `mws.snapshot.list`
+//! A team's whole state as rows ([`TeamRecords`](super::records::TeamRecords), what `mws.snapshot.list`
 //! returns and `mws.importTeam` takes) and as the domain snapshot the JSON
 //! replica carries (`{statuses, reportIntents, outboxItems, metricEvents,
 //! filesToArchive: []}`, the camelCase objects of the v2 JSON files), with
@@ -15,36 +15,11 @@ use serde_json::{Map, Value};
 use super::identity::{normalize_team_records, team_key};
 use super::js_json;
 use super::mappers::BadColumn;
-use super::records::{MetricEventRecord, OutboxRecord, ReportIntentRecord, StatusRecord};
+use super::records::{
+    MetricEventRecord, OutboxRecord, ReportIntentRecord, StatusRecord, TeamRecords,
+};
 use crate::domain::js_semantics::locale_compare;
 use crate::domain::names::normalize_member_name;
-
-/// Every row of one team in the four tables; as JSON, the app's
-/// `MemberWorkSyncTeamSnapshotRecords` (what gateway mode sends and reads).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TeamRecords {
-    /// `member_work_sync_status`.
-    pub statuses: Vec<StatusRecord>,
-    /// `member_work_sync_report_intents`.
-    pub report_intents: Vec<ReportIntentRecord>,
-    /// `member_work_sync_outbox`.
-    pub outbox_items: Vec<OutboxRecord>,
-    /// `member_work_sync_metric_events`.
-    pub metric_events: Vec<MetricEventRecord>,
-}
-
-impl TeamRecords {
-    /// Statuses, intents and outbox items: the `entry_count` of `store_imports`.
-    pub fn entry_count(&self) -> usize {
-        self.statuses.len() + self.report_intents.len() + self.outbox_items.len()
-    }
-
-    /// Whether there is no row at all.
-    pub fn is_empty(&self) -> bool {
-        self.entry_count() == 0 && self.metric_events.is_empty()
-    }
-}
 
 fn sorted<T: Clone>(rows: &[T], key: impl Fn(&T) -> &str) -> Vec<T> {
     let mut rows = rows.to_vec();

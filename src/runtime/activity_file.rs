@@ -18,9 +18,9 @@ use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
-use super::safe_fs::{FileRead, TrustedRoot};
 use crate::application::engine::QueueDiagnostics;
 use crate::domain::time::{format_iso, EpochMs};
+use crate::infrastructure::safe_fs::{FileRead, TrustedRoot};
 
 /// The file's name, in the teams base's `.member-work-sync/` folder.
 pub const ACTIVITY_FILE: &str = "activity.json";

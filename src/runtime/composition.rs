@@ -24,21 +24,21 @@ use crate::domain::names::TeamName;
 use crate::domain::status::ReconciledBy;
 
 use super::activity_file::ActivityFile;
-use super::clock::{ManualClock, SystemClock};
-use super::codex_sessions::FsCodexSessionLocator;
-use super::explain_source::FsExplainSource;
-use super::inbox::InboxWriter;
-use super::intent_store::FsReportIntentStore;
-use super::metrics_store::FsMetricsStore;
-use super::outbox_store::{FsOutboxStore, FsWatchdogJournal};
-use super::report_token::HmacReportTokens;
-use super::spool::{FsSpool, SpoolPaths};
-use super::sqlite::session::{AppStorage, JsonStores, SessionStores};
-use super::sqlite::{OpenMode, SqliteStore};
-use super::status_store::{FsAuditJournal, FsStatusStore, StorePaths};
-use super::team_reader::FsTeamSource;
-use super::transcripts::FsClaudeSessionLocator;
 use super::worker::{DrainPass, DrainSchedule, ScheduleIntervals, Worker};
+use crate::infrastructure::clock::{ManualClock, SystemClock};
+use crate::infrastructure::codex_sessions::FsCodexSessionLocator;
+use crate::infrastructure::explain_source::FsExplainSource;
+use crate::infrastructure::inbox::InboxWriter;
+use crate::infrastructure::intent_store::FsReportIntentStore;
+use crate::infrastructure::metrics_store::FsMetricsStore;
+use crate::infrastructure::outbox_store::{FsOutboxStore, FsWatchdogJournal};
+use crate::infrastructure::report_token::HmacReportTokens;
+use crate::infrastructure::spool::{FsSpool, SpoolPaths};
+use crate::infrastructure::sqlite::session::{AppStorage, JsonStores, SessionStores};
+use crate::infrastructure::sqlite::{OpenMode, SqliteStore};
+use crate::infrastructure::status_store::{FsAuditJournal, FsStatusStore, StorePaths};
+use crate::infrastructure::team_reader::FsTeamSource;
+use crate::infrastructure::transcripts::FsClaudeSessionLocator;
 
 /// Where the member-work-sync state (statuses, report intents, outbox,
 /// metric events) is kept.

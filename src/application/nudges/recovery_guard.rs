@@ -1,0 +1,65 @@
+//! The delivery-time guard of a proof-missing recovery nudge: the app's
+//! `proofMissingRecoveryGuard`, asked by the dispatch right before a queued
+//! recovery is written to the inbox. (Scheduling the recovery is the
+//! `proof_missing` use case; this is the delivery's own check.)
+
+use crate::application::host::{Host, RecoveryQuestion, RecoveryVerdict};
+use crate::domain::nudge::{AttemptEnd, OutboxItem};
+use crate::domain::recovery::PROOF_MISSING_INTENT_PREFIX;
+use crate::domain::time::EpochMs;
+
+/// Retry reason prefix of a guard call that threw or did not answer in
+/// time: the app's dispatcher retries such an attempt (`nudge_retryable`).
+pub(super) const GUARD_FAILED_PREFIX: &str = "proof_missing_recovery_guard_failed:";
+
+/// The app's `proofMissingRecoveryGuard`, asked right before a queued
+/// proof-missing recovery is delivered (after readiness and the review
+/// pickup check, before the hourly limit and the busy signals, as the
+/// app's dispatcher asks it): `None` lets the delivery go on (not a
+/// recovery, no guard, or the guard said go); otherwise how the attempt
+/// ends: a retryable hold waits until the guard's time (a past one: the
+/// usual `backoff`), any other hold supersedes the item, a failed call is
+/// retried with the backoff.
+pub(super) fn guard_recovery(
+    host: &dyn Host,
+    item: &OutboxItem,
+    now: EpochMs,
+    backoff: EpochMs,
+) -> Option<AttemptEnd> {
+    let intent_key = item.payload.work_sync_intent_key.as_deref()?.trim();
+    let original_message_id = intent_key.strip_prefix(PROOF_MISSING_INTENT_PREFIX)?.trim();
+    if original_message_id.is_empty() {
+        return None;
+    }
+    let question = RecoveryQuestion {
+        team_name: &item.team_name,
+        member_name: &item.member_name,
+        intent_key,
+        original_message_id,
+        task_ids: item
+            .payload
+            .task_refs
+            .iter()
+            .map(|r| r.task_id.as_str())
+            .collect(),
+        now,
+    };
+    match host.proof_missing_recovery(&question)? {
+        Ok(RecoveryVerdict::Dispatch) => None,
+        Ok(RecoveryVerdict::Hold {
+            reason,
+            retryable: true,
+            retry_at,
+        }) => Some(AttemptEnd::Retryable {
+            reason,
+            retry_at: retry_at.filter(|at| *at > now).unwrap_or(backoff),
+            busy_tool: None,
+        }),
+        Ok(RecoveryVerdict::Hold { reason, .. }) => Some(AttemptEnd::Superseded { reason }),
+        Err(error) => Some(AttemptEnd::Retryable {
+            reason: format!("{GUARD_FAILED_PREFIX}{error}"),
+            retry_at: backoff,
+            busy_tool: None,
+        }),
+    }
+}
