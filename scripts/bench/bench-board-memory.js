@@ -4,7 +4,7 @@
 // task cache included, against a bare Node process; each measured in its own
 // process. Also prints the mean refreshStatus latency seen from JS.
 //
-// Run: npm run build && node scripts/bench-board-memory.js [rounds]
+// Run: npm run build && node scripts/bench/bench-board-memory.js [rounds]
 const { spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
@@ -65,7 +65,7 @@ function rssAfterSettling() {
 }
 
 async function worker(root, rounds) {
-  const { MemberWorkSync } = require('..')
+  const { MemberWorkSync } = require('../..')
   const sync = new MemberWorkSync({ claudeRoot: root, autoStart: false })
   const taskFile = path.join(root, 'tasks', 'bench', '0.json')
   const original = fs.readFileSync(taskFile, 'utf8')
@@ -127,7 +127,7 @@ async function main() {
   }
 }
 
-// The board is shared with scripts/bench-status-after-change.js.
+// The board is shared with scripts/bench/bench-status-after-change.js.
 module.exports = { MEMBERS, TASKS, memberName, writeFixture }
 
 if (require.main === module) {

@@ -5,19 +5,19 @@
 // after start (the watcher attaches within the 1 s retry; before that retry
 // existed, this case waited for the 15 s drain interval: ~14.8 s measured).
 // The queue's own turn_settled delay (5 s) is reported separately.
-// Run: node scripts/bench-turn-settled-latency.js
+// Run: node scripts/bench/bench-turn-settled-latency.js
 const { spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { MemberWorkSync } = require('..')
+const { MemberWorkSync } = require('../..')
 
 const TRIGGER_DELAY_MS = 5000
 const PROJECT = '/home/u/proj'
 
 function exampleRoot() {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-latency-'))
-  fs.cpSync(path.join(__dirname, '..', 'examples', 'claude-root'), root, { recursive: true })
+  fs.cpSync(path.join(__dirname, '..', '..', 'examples', 'claude-root'), root, { recursive: true })
   const configFile = path.join(root, 'teams/forge/config.json')
   const config = JSON.parse(fs.readFileSync(configFile, 'utf8'))
   fs.writeFileSync(configFile, JSON.stringify({ ...config, projectPath: PROJECT }))

@@ -2,18 +2,18 @@
 // How long `npm start` takes, run twice in a row in this checkout, and how
 // long `npm test`'s build step (`npm run pretest`: install, build) takes after
 // them. On a fresh clone the first start compiles everything; the second, with
-// nothing changed, should compile nothing (scripts/build.js, scripts/napi-cargo.js).
+// nothing changed, should compile nothing (scripts/build/build.js, scripts/build/napi-cargo.js).
 // Each command's output goes to a log file under the system temp folder; a
 // command that fails stops the run with its exit status.
 //
-// Usage: node scripts/measure-start.js      (from a fresh clone: git clone <repo> x && cd x)
+// Usage: node scripts/bench/measure-start.js      (from a fresh clone: git clone <repo> x && cd x)
 
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
 
-const ROOT = path.join(__dirname, '..')
+const ROOT = path.join(__dirname, '..', '..')
 const STEPS = [
   ['first npm start', ['start']],
   ['second npm start', ['start']],

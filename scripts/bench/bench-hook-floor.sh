@@ -12,16 +12,16 @@
 # then per size the least and the median of the rounds' median ratios.
 # HOOK overrides the executable (default: the built one beside the package);
 # BEFORE names a second executable measured in the same runs (an older build
-# to compare with). Needs hyperfine and `node scripts/build-hook.js`.
+# to compare with). Needs hyperfine and `node scripts/build/build-hook.js`.
 #
-# Usage: [HOOK=...] [BEFORE=...] sh scripts/bench-hook-floor.sh [rounds] [runs]
+# Usage: [HOOK=...] [BEFORE=...] sh scripts/bench/bench-hook-floor.sh [rounds] [runs]
 set -eu
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 HOOK=${HOOK:-$ROOT/turn-settled-hook-v1}
 BEFORE=${BEFORE:-}
 ROUNDS=${1:-3}
 RUNS=${2:-60}
-[ -x "$HOOK" ] || { echo "bench-hook-floor: build the hook first (node scripts/build-hook.js)" >&2; exit 1; }
+[ -x "$HOOK" ] || { echo "bench-hook-floor: build the hook first (node scripts/build/build-hook.js)" >&2; exit 1; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/mws-hook-floor.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/spool/incoming"

@@ -1,5 +1,5 @@
 'use strict'
-// The Windows smoke test, run by scripts/test-windows.js with a Windows
+// The Windows smoke test, run by scripts/check/test-windows.js with a Windows
 // node.exe under wine, as `smoke.js` in a scratch app whose node_modules hold
 // the packed member-work-sync and member-work-sync-win32-x64-gnu packages, next
 // to `claude-root/` (a copy of examples/claude-root). It loads the addon

@@ -6,11 +6,11 @@
 // of already-queued members, with autoStart false and true.
 // The call is reported as the mean, and the least and the median of blocks
 // of 1,000 calls (the least is what the call costs when nothing preempts it).
-// Run: node scripts/bench-note-team-change.js [events] [package-dir]
+// Run: node scripts/bench/bench-note-team-change.js [events] [package-dir]
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { MemberWorkSync } = require(path.resolve(process.argv[3] || path.join(__dirname, '..')))
+const { MemberWorkSync } = require(path.resolve(process.argv[3] || path.join(__dirname, '..', '..')))
 
 const N = Math.ceil((Number(process.argv[2]) || 200_000) / 1_000) * 1_000
 const WARM_UP = 20_000
@@ -37,7 +37,7 @@ async function settle() {
 
 async function run(autoStart) {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-bench-'))
-  fs.cpSync(path.join(__dirname, '..', 'examples', 'claude-root'), root, { recursive: true })
+  fs.cpSync(path.join(__dirname, '..', '..', 'examples', 'claude-root'), root, { recursive: true })
   // Long drain and dispatch intervals: only the events' own work is measured.
   const sync = new MemberWorkSync({
     claudeRoot: root,

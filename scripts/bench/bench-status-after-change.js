@@ -5,11 +5,11 @@
 // read + JSON.parse of the 10,000 task files. Rounds alternate the two; each
 // round prints both medians, their ratio and the load average.
 //
-// Run: npm run build && node scripts/bench-status-after-change.js [rounds] [changes-per-round] [package-dir]
+// Run: npm run build && node scripts/bench/bench-status-after-change.js [rounds] [changes-per-round] [package-dir]
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { MemberWorkSync } = require(path.resolve(process.argv[4] || path.join(__dirname, '..')))
+const { MemberWorkSync } = require(path.resolve(process.argv[4] || path.join(__dirname, '..', '..')))
 
 const { MEMBERS, TASKS, memberName, writeFixture } = require('./bench-board-memory.js')
 const ROUNDS = Number(process.argv[2]) || 5

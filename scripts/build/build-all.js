@@ -2,7 +2,7 @@
 // `npm run build:all`: builds the addon for every platform the desktop app
 // ships on, into napi-rs platform packages `npm/<platform>/`, with the native
 // turn-settled hook (`hooks/native`, `turn-settled-hook-v1[.exe]`) beside each
-// `.node` file, checks each binary (scripts/binary-checks.js) and lists the
+// `.node` file, checks each binary (scripts/build/binary-checks.js) and lists the
 // built packages as the main package's optionalDependencies. Nothing is
 // published.
 //
@@ -30,7 +30,7 @@
 // A target whose tools cannot be had is skipped and reported; a target that
 // fails to build or check fails the run (exit 1).
 //
-// Usage: node scripts/build-all.js [--only <platform>[,<platform>...]]
+// Usage: node scripts/build/build-all.js [--only <platform>[,<platform>...]]
 
 const fs = require('node:fs')
 const path = require('node:path')
@@ -38,7 +38,7 @@ const { spawnSync } = require('node:child_process')
 const { checkBinary, checkHookBinary } = require('./binary-checks.js')
 const { buildHook, hookFileName, linuxHookTriple } = require('./build-hook.js')
 
-const ROOT = path.join(__dirname, '..')
+const ROOT = path.join(__dirname, '..', '..')
 const BINARY = 'member-work-sync'
 
 /** Every shipped platform: napi-rs name, Rust triple, how it is built. */

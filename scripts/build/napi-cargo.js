@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 'use strict'
-// The cargo that `npm run build` (scripts/build.js) has `napi build` run, by
+// The cargo that `npm run build` (scripts/build/build.js) has `napi build` run, by
 // napi's own `CARGO` override: it runs the real cargo with the arguments and
 // environment napi gives it, except that it keeps napi's "force a rebuild"
 // variable stable from one build to the next.
@@ -18,7 +18,7 @@
 // gets napi's new value, so the crate is still rebuilt exactly when the type
 // definitions must be written again.
 //
-// Usage (by scripts/build.js only): CARGO=scripts/napi-cargo.js napi build ...
+// Usage (by scripts/build/build.js only): CARGO=scripts/build/napi-cargo.js napi build ...
 
 const fs = require('node:fs')
 const { spawnSync } = require('node:child_process')

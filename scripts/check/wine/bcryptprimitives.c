@@ -3,7 +3,7 @@
  * wine lacks it; Windows has shipped it since Windows 8 and newer wine has
  * it). Rust's standard library and the getrandom crate take random bytes
  * from its ProcessPrng; this one draws them from RtlGenRandom (advapi32),
- * wine's system random source. scripts/test-windows.js compiles it with
+ * wine's system random source. scripts/check/test-windows.js compiles it with
  * mingw-w64 into the test's wine prefix when that prefix has no such DLL.
  * It is never part of a built package.
  */

@@ -62,7 +62,7 @@
 // also runs 6 min ahead so stale spool claims and nudge claims are taken over.
 //
 // Run (after `npm run build`):
-//   node scripts/crash-campaign.js [--trials 200] [--only hook,drain,store,nudge,sqlite,sqlite-import]
+//   node scripts/crash/crash-campaign.js [--trials 200] [--only hook,drain,store,nudge,sqlite,sqlite-import]
 //                                  [--sqlite] [--seed N] [--jobs N] [--keep-failed] [--verbose]
 // The sqlite phases run the sqlite_peer example (build it first:
 // `cargo build --profile dev-release --example sqlite_peer`; MWS_SQLITE_PEER
@@ -79,7 +79,7 @@ const os = require('node:os')
 const path = require('node:path')
 const readline = require('node:readline')
 
-const REPO = path.join(__dirname, '..')
+const REPO = path.join(__dirname, '..', '..')
 const PHASES = ['hook', 'drain', 'store', 'nudge', 'sqlite', 'sqlite-import']
 /** Phases run when --only is not given (sqlite needs the example built: --sqlite adds it). */
 const DEFAULT_PHASES = ['hook', 'drain', 'store', 'nudge']
@@ -111,7 +111,7 @@ const IMPORT_MEMBERS = ['gina', 'hank']
 const IMPORT_ONLY = { rounds: 1, intents: false, ensurePerRound: 0, claimLimit: 0 }
 /** A child that stops after the round of its purge: the purge trials' window. */
 const UNTIL_PURGE = { rounds: IMPORT_PURGE_ROUND + 1, purgeAtRound: IMPORT_PURGE_ROUND }
-const IMPORT_RECORDING = path.join(__dirname, '..', 'tests', 'fixtures', 'sqlite', 'team-files-recording.json')
+const IMPORT_RECORDING = path.join(__dirname, '..', '..', 'tests', 'fixtures', 'sqlite', 'team-files-recording.json')
 
 // ---------------------------------------------------------------------------
 // Small helpers

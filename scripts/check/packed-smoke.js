@@ -1,5 +1,5 @@
 'use strict'
-// The packed-install smoke test, run by scripts/packed-install-check.js as
+// The packed-install smoke test, run by scripts/check/packed-install-check.js as
 // `smoke.js` in a scratch app whose node_modules were installed (npm or pnpm)
 // from the packed main package and platform packages, next to `claude-root/`
 // (a copy of examples/claude-root). It loads the addon through the package's

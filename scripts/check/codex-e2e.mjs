@@ -16,7 +16,7 @@ import assert from 'node:assert/strict'
 
 const require = createRequire(import.meta.url)
 const here = path.dirname(new URL(import.meta.url).pathname)
-const { MemberWorkSync } = require(path.join(here, '..', 'index.js'))
+const { MemberWorkSync } = require(path.join(here, '..', '..', 'index.js'))
 const CODEX_VERSION = '0.169.0'
 
 function codexBin() {
@@ -57,7 +57,7 @@ function fakeResponses() {
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-codex-e2e-'))
 const claudeRoot = path.join(work, 'claude')
-fs.cpSync(path.join(here, '..', 'examples', 'claude-root'), claudeRoot, { recursive: true })
+fs.cpSync(path.join(here, '..', '..', 'examples', 'claude-root'), claudeRoot, { recursive: true })
 const configFile = path.join(claudeRoot, 'teams/forge/config.json')
 const config = JSON.parse(fs.readFileSync(configFile, 'utf8'))
 config.members.push({ name: 'nia', model: 'gpt-5-codex', agentType: 'general-purpose' })

@@ -1,7 +1,7 @@
 'use strict'
 // `npm run test:packed`: installs the package as an app gets it, from the
 // tarballs `npm pack` makes, with npm and with pnpm, and runs
-// scripts/packed-smoke.js in each scratch app (load, `member-work-sync/lazy`,
+// scripts/check/packed-smoke.js in each scratch app (load, `member-work-sync/lazy`,
 // ES module import, `refreshStatus` on a temp root, the hook executable from
 // the platform package).
 //
@@ -21,15 +21,15 @@
 // from the npm registry when not cached). Everything lives under
 // target/packed-install/.
 //
-// Usage: node scripts/packed-install-check.js
+// Usage: node scripts/check/packed-install-check.js
 
 const fs = require('node:fs')
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
-const { TARGETS, isHost, run } = require('./build-all.js')
-const { hookFileName } = require('./build-hook.js')
+const { TARGETS, isHost, run } = require('../build/build-all.js')
+const { hookFileName } = require('../build/build-hook.js')
 
-const ROOT = path.join(__dirname, '..')
+const ROOT = path.join(__dirname, '..', '..')
 const WORK = path.join(ROOT, 'target', 'packed-install')
 const PACKS = path.join(WORK, 'packs')
 const PNPM = 'pnpm@9'
@@ -126,7 +126,7 @@ function installAndSmoke(manager, mainTarball, platformTarballs, host) {
 function main() {
   const host = TARGETS.find(isHost)
   if (!host) throw new Error(`no platform package for this machine (${process.platform}-${process.arch})`)
-  if (!built(host)) must(run(process.execPath, [path.join(__dirname, 'build-all.js'), '--only', host.platform]), `build:all --only ${host.platform}`)
+  if (!built(host)) must(run(process.execPath, [path.join(__dirname, '..', 'build', 'build-all.js'), '--only', host.platform]), `build:all --only ${host.platform}`)
   fs.rmSync(PACKS, { recursive: true, force: true })
   fs.mkdirSync(PACKS, { recursive: true })
   const platforms = TARGETS.filter(built)

@@ -9,7 +9,7 @@
 // high-water mark (VmHWM, reset through /proc/self/clear_refs on Linux);
 // elsewhere it is the lifetime maxRSS, so the figure is an upper bound.
 //
-// Run: npm run build && node scripts/bench-hostile-inbox.js [package-dir]
+// Run: npm run build && node scripts/bench/bench-hostile-inbox.js [package-dir]
 // (package-dir: another build's package folder, to measure it on the same inputs).
 const { spawnSync } = require('node:child_process')
 const fs = require('node:fs')
@@ -52,7 +52,7 @@ function writeShadowHistory(root) {
 /** A root of the example team with one nudge to jack planned and due. */
 async function plannedRoot(pkg) {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-hostile-inbox-'))
-  fs.cpSync(path.join(__dirname, '..', 'examples', 'claude-root'), root, { recursive: true })
+  fs.cpSync(path.join(__dirname, '..', '..', 'examples', 'claude-root'), root, { recursive: true })
   writeShadowHistory(root)
   const { MemberWorkSync } = require(pkg)
   // A requested reconcile plans the nudge and leaves it due. (A queued one
@@ -130,7 +130,7 @@ async function dispatchChild(pkg, root) {
 async function main() {
   const [mode, ...rest] = process.argv.slice(2)
   if (mode === '--dispatch') return dispatchChild(rest[0], rest[1])
-  const pkg = path.resolve(mode ?? path.join(__dirname, '..'))
+  const pkg = path.resolve(mode ?? path.join(__dirname, '..', '..'))
   let failed = false
   for (const element of ['0', '{}']) {
     const root = await plannedRoot(pkg)

@@ -1,19 +1,19 @@
 'use strict'
 // How long a host callback that never settles holds a reconcile, a
 // dispatch and dispose (README "Electron entry"). Usage:
-//   node scripts/measure-host-timeouts.js [hostTimeoutMs]
+//   node scripts/bench/measure-host-timeouts.js [hostTimeoutMs]
 // Prints one line per case with the wall time in ms. A measurement, not a test.
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { createMemberWorkSyncFeature } = require('../electron.js')
+const { createMemberWorkSyncFeature } = require('../../electron.js')
 
 const timeoutMs = process.argv[2] ? Number(process.argv[2]) : undefined
 const never = () => new Promise(() => {})
 
 function root() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-host-timeouts-'))
-  fs.cpSync(path.join(__dirname, '..', 'examples', 'claude-root'), dir, { recursive: true })
+  fs.cpSync(path.join(__dirname, '..', '..', 'examples', 'claude-root'), dir, { recursive: true })
   return path.join(dir, 'teams')
 }
 

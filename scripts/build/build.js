@@ -1,17 +1,17 @@
 'use strict'
 // `npm run build`: the addon for this machine (`member-work-sync.<platform>.node`
 // and `index.d.ts`, by `napi build`) and the native Stop hook beside it
-// (scripts/build-hook.js). Run again with nothing changed, it compiles nothing:
-// on POSIX `napi build` runs cargo through scripts/napi-cargo.js, which keeps
+// (scripts/build/build-hook.js). Run again with nothing changed, it compiles nothing:
+// on POSIX `napi build` runs cargo through scripts/build/napi-cargo.js, which keeps
 // napi's force-rebuild variable stable between builds (see there why).
 // `npm run build:all` builds the shipped platform packages separately.
 //
-// Usage: node scripts/build.js
+// Usage: node scripts/build/build.js
 
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
 
-const ROOT = path.join(__dirname, '..')
+const ROOT = path.join(__dirname, '..', '..')
 /** The dev loop's profile (Cargo.toml `dev-release`); `build:all` ships `release`. */
 const NAPI_ARGS = ['build', '--platform', '--profile', 'dev-release', '--strip', '--no-js', '--package', 'member-work-sync']
 

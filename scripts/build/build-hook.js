@@ -11,13 +11,13 @@
 // host's own target when the musl target is not installed
 // (`rustup target add x86_64-unknown-linux-musl` adds it).
 //
-// Usage: node scripts/build-hook.js
+// Usage: node scripts/build/build-hook.js
 
 const fs = require('node:fs')
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
 
-const ROOT = path.join(__dirname, '..')
+const ROOT = path.join(__dirname, '..', '..')
 const PACKAGE = 'turn-settled-hook'
 const STEM = 'turn-settled-hook-v1'
 

@@ -8,13 +8,13 @@
 // nothing to do, is left out. An edited package.json, a pulled lockfile or a
 // missing node_modules installs again; `npm install` always does.
 //
-// Usage: node scripts/setup.js
+// Usage: node scripts/build/setup.js
 
 const fs = require('node:fs')
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
 
-const ROOT = path.join(__dirname, '..')
+const ROOT = path.join(__dirname, '..', '..')
 
 /** Modification time of `file` in ms, or undefined when it is absent. */
 function modifiedMs(file) {

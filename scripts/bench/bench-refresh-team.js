@@ -3,7 +3,7 @@
 // persisted), timed through the addon. Pass another build's package folder
 // to compare two builds on the same machine state, e.g. alternately:
 //
-//   npm run build && node scripts/bench-refresh-team.js [package-dir] [rounds]
+//   npm run build && node scripts/bench/bench-refresh-team.js [package-dir] [rounds]
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
@@ -34,7 +34,7 @@ function writeFixture(root) {
 }
 
 async function main() {
-  const packageDir = path.resolve(process.argv[2] ?? path.join(__dirname, '..'))
+  const packageDir = path.resolve(process.argv[2] ?? path.join(__dirname, '..', '..'))
   const rounds = Number(process.argv[3] ?? 20)
   const { MemberWorkSync } = require(packageDir)
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mws-refresh-team-'))
