@@ -18,6 +18,6 @@ pub mod report;
 pub mod review_pickup;
 pub mod router;
 pub mod runtime_state;
-pub mod turn_settled;
 #[cfg(test)]
-mod use_case_tests;
+mod tests;
+pub mod turn_settled;

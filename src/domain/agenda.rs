@@ -958,5 +958,4 @@ fn workflow_column(
 }
 
 #[cfg(test)]
-#[path = "agenda_tests.rs"]
 mod tests;

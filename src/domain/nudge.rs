@@ -1095,5 +1095,4 @@ pub fn readiness_metadata(readiness: &Readiness) -> Value {
 }
 
 #[cfg(test)]
-#[path = "nudge_tests.rs"]
 mod tests;

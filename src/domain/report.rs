@@ -377,5 +377,4 @@ pub fn lease_ms(state: ReportState, agenda: &Agenda, requested_ms: Option<f64>) 
 }
 
 #[cfg(test)]
-#[path = "report_tests.rs"]
 mod tests;
