@@ -39,7 +39,7 @@ pub enum Route {
         /// The team went offline: drop its queue and re-check everyone now.
         offline: bool,
     },
-    /// One member.
+    /// A change that concerns one member only: only that member is queued.
     Member {
         /// The member, as the event named it (trimmed).
         member: String,
@@ -74,7 +74,7 @@ pub enum Route {
 pub enum ToolActivity {
     /// A call started.
     Started {
-        /// Call id.
+        /// The tool call's id (`toolUseId`); its finish is matched by it.
         tool_id: String,
         /// Tool name (`Bash`, `Edit`, ...), when given.
         tool_name: Option<String>,
@@ -90,7 +90,7 @@ pub enum ToolActivity {
     },
     /// Forget the listed calls, or all of the member's calls when empty.
     Reset {
-        /// Call ids.
+        /// The ids of the tool calls to forget (`toolUseIds`).
         tool_ids: Vec<String>,
     },
 }

@@ -84,7 +84,8 @@ pub enum Diagnostic {
 }
 
 impl Diagnostic {
-    /// Every diagnostic.
+    /// Every diagnostic, in declaration order; the tests check that each has
+    /// one spelling.
     pub const ALL: [Diagnostic; 23] = [
         Self::TeamRuntimeInactive,
         Self::MemberRuntimeInactive,

@@ -26,7 +26,7 @@ const OPENCODE_NON_TERMINAL_OUTCOMES: [&str; 5] = [
 /// Why a payload is not a turn-settled event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NormalizeFailure {
-    /// Not JSON.
+    /// The payload does not parse as JSON.
     InvalidJson,
     /// JSON, but not an object.
     PayloadNotObject,
@@ -67,7 +67,7 @@ impl NormalizeFailure {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnSettledEvent {
-    /// Always 1.
+    /// Always 1: the version of this event's shape (`schemaVersion`).
     pub schema_version: u8,
     /// The runtime that emitted it.
     pub provider: RuntimeProvider,

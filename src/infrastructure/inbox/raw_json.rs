@@ -49,11 +49,13 @@ pub(super) enum Layout {
 /// A member of a row object that delivery reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Field {
-    /// `messageId`.
+    /// `messageId`: a row with the nudge's id is the nudge, already there.
     MessageId = 0,
-    /// `workSyncPayloadHash`.
+    /// `workSyncPayloadHash`: the same hash makes that row the same nudge,
+    /// another one a conflict.
     PayloadHash = 1,
-    /// `messageKind`.
+    /// `messageKind`: must be the nudge kind for the row to be the same
+    /// nudge.
     MessageKind = 2,
 }
 

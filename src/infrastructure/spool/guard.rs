@@ -95,7 +95,8 @@ impl std::fmt::Debug for KeepFailures {
 }
 
 impl KeepFailures {
-    /// Tells `log`.
+    /// Logs each new failure to keep the programs to `log`, once per
+    /// distinct error.
     pub(super) fn new(log: Arc<dyn LogSink>) -> Self {
         Self {
             log: Some(log),

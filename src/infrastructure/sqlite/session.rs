@@ -88,13 +88,13 @@ enum Backend {
 
 /// The JSON stores a JSON session uses (the default ports' stores).
 pub struct JsonStores {
-    /// Statuses.
+    /// Member statuses, in the JSON status store.
     pub status: Arc<dyn StatusStore>,
-    /// Metric events.
+    /// Metric events, in the JSON metrics store.
     pub metrics: Arc<dyn MetricsStore>,
-    /// Report intents.
+    /// Report intents, in the JSON intent store.
     pub intents: Arc<dyn ReportIntentStore>,
-    /// Outboxes.
+    /// Nudge outbox items, in the JSON outbox store.
     pub outbox: Arc<dyn OutboxStore>,
 }
 

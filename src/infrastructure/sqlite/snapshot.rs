@@ -24,13 +24,13 @@ use crate::domain::names::normalize_member_name;
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TeamRecords {
-    /// `member_work_sync_status`.
+    /// The team's rows of `member_work_sync_status`.
     pub statuses: Vec<StatusRecord>,
-    /// `member_work_sync_report_intents`.
+    /// The team's rows of `member_work_sync_report_intents`.
     pub report_intents: Vec<ReportIntentRecord>,
-    /// `member_work_sync_outbox`.
+    /// The team's rows of `member_work_sync_outbox`.
     pub outbox_items: Vec<OutboxRecord>,
-    /// `member_work_sync_metric_events`.
+    /// The team's rows of `member_work_sync_metric_events`.
     pub metric_events: Vec<MetricEventRecord>,
 }
 

@@ -127,7 +127,7 @@ pub struct SqliteStore {
 pub struct RecoveryHit {
     /// The outbox id.
     pub id: String,
-    /// Its status.
+    /// The outbox item's status as stored (`pending`, `delivered`, ...).
     pub status: String,
     /// The inbox message id of its delivery.
     pub delivered_message_id: Option<String>,
@@ -335,7 +335,9 @@ impl SqliteStore {
         })
     }
 
-    /// `findDeliveredReviewPickupRequestEventIds`.
+    /// `findDeliveredReviewPickupRequestEventIds`: the ids of `requested`
+    /// (trimmed, sorted) that a review pickup already delivered to `member`
+    /// carried.
     pub fn find_delivered_review_pickup_event_ids(
         &self,
         team: &str,
