@@ -41,8 +41,8 @@ pub struct BusyQuestion<'a> {
 /// priority signals before the addon's tool activity and its extra ones after.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BusyRank {
-    /// The app's `priorityBusySignals`, asked before the addon's own tool
-    /// activity.
+    /// The app's `priorityBusySignals`, asked before the addon's tool
+    /// activity is looked at.
     Priority,
     /// The app's `extraBusySignals`, asked after it.
     Extra,

@@ -104,8 +104,8 @@ impl LogCode {
 pub struct LogEntry {
     /// How bad it is, passed to the host's logger as `level`.
     pub level: LogLevel,
-    /// The stable code a host can match on; messages may change, codes do
-    /// not.
+    /// The stable code a host can match on (messages may change, codes
+    /// stay).
     pub code: LogCode,
     /// Human message (names the path where there is one).
     pub message: String,

@@ -174,8 +174,8 @@ pub enum AuditSource {
 }
 
 impl AuditSource {
-    /// Every source, in declaration order; the tests check that each has one
-    /// spelling.
+    /// Every source, in declaration order; the tests check that no two share
+    /// a spelling.
     pub const ALL: [AuditSource; 8] = [
         Self::EventQueue,
         Self::Reconciler,

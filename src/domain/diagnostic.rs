@@ -84,8 +84,8 @@ pub enum Diagnostic {
 }
 
 impl Diagnostic {
-    /// Every diagnostic, in declaration order; the tests check that each has
-    /// one spelling.
+    /// Every diagnostic, in declaration order; the tests check that no two
+    /// share a spelling.
     pub const ALL: [Diagnostic; 23] = [
         Self::TeamRuntimeInactive,
         Self::MemberRuntimeInactive,

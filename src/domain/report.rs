@@ -82,8 +82,8 @@ pub struct ReportRequest {
     pub report_token: Option<String>,
     /// Task refs the report covers (as given).
     pub task_ids: Option<Vec<String>>,
-    /// The member's free-text note: stored with the report, never decides
-    /// anything.
+    /// The member's free-text note, stored with the report; no rule
+    /// reads it.
     pub note: Option<String>,
     /// Ignored for leases; kept for the record.
     pub reported_at: Option<String>,

@@ -54,8 +54,8 @@ pub(super) enum Field {
     /// `workSyncPayloadHash`: the same hash makes that row the same nudge,
     /// another one a conflict.
     PayloadHash = 1,
-    /// `messageKind`: must be the nudge kind for the row to be the same
-    /// nudge.
+    /// `messageKind`: the row is the same nudge only when this is the
+    /// nudge kind.
     MessageKind = 2,
 }
 

@@ -160,8 +160,8 @@ fn team_of(row: &Value) -> String {
     str_of(row, "teamName").map(team_key).unwrap_or_default()
 }
 
-/// `normalizeMemberKey` of a row's `memberName`: a non-string is the empty
-/// key.
+/// `normalizeMemberKey` of a row's `memberName` (a non-string gives the
+/// empty key).
 pub(super) fn member_of(row: &Value) -> String {
     str_of(row, "memberName")
         .map(normalize_member_name)

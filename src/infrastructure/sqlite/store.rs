@@ -335,9 +335,8 @@ impl SqliteStore {
         })
     }
 
-    /// `findDeliveredReviewPickupRequestEventIds`: the ids of `requested`
-    /// (trimmed, sorted) that a review pickup already delivered to `member`
-    /// carried.
+    /// `findDeliveredReviewPickupRequestEventIds`: which ids of `requested`
+    /// (trimmed, sorted) a review pickup delivered to `member` carried.
     pub fn find_delivered_review_pickup_event_ids(
         &self,
         team: &str,
