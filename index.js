@@ -22,7 +22,7 @@ function platformName() {
   const { platform, arch } = process
   if (platform === 'linux') return `linux-${arch}-${isMusl() ? 'musl' : 'gnu'}`
   // x64: built with mingw-w64. arm64: built for aarch64-pc-windows-gnullvm
-  // under napi-rs's usual name for Windows arm64 (scripts/build-all.js).
+  // under napi-rs's usual name for Windows arm64 (scripts/build/build-all.js).
   // Both load in the official (MSVC-built) node.exe.
   if (platform === 'win32') return arch === 'arm64' ? 'win32-arm64-msvc' : `win32-${arch}-gnu`
   return `${platform}-${arch}`

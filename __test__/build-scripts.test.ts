@@ -6,11 +6,11 @@ import { describe, expect, it } from 'vitest'
 
 import { tempDir } from './helpers'
 
-const NAPI_CARGO = path.join(__dirname, '..', 'scripts', 'napi-cargo.js')
+const NAPI_CARGO = path.join(__dirname, '..', 'scripts', 'build', 'napi-cargo.js')
 const FORCE = 'NAPI_FORCE_BUILD_MEMBER_WORK_SYNC'
 
 /**
- * Runs scripts/napi-cargo.js as `napi build` runs it, with `sh -c <script>`
+ * Runs scripts/build/napi-cargo.js as `napi build` runs it, with `sh -c <script>`
  * (through env) in place of the real cargo, and the given variables.
  */
 function napiCargo(env: Record<string, string | undefined>, script = `printf %s "$${FORCE}"`) {
@@ -21,7 +21,7 @@ function napiCargo(env: Record<string, string | undefined>, script = `printf %s 
   return { code: out.status, stdout: out.stdout, stderr: out.stderr }
 }
 
-describe('scripts/napi-cargo.js', () => {
+describe('scripts/build/napi-cargo.js', () => {
   it("keeps napi's force-rebuild value for the builds after the one that set it", () => {
     const folder = path.join(tempDir('napi-cargo-'), 'member-work-sync-0123')
     // (napi sets the variable to, cargo sees)

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest'
 
 describe('npm start', () => {
   it('walks the example team through hook, drain, phase 2, nudge, report and timeline', () => {
-    const out = spawnSync(process.execPath, [path.join(__dirname, '..', 'scripts', 'start.js')], { encoding: 'utf8', timeout: 60_000 })
+    const out = spawnSync(process.execPath, [path.join(__dirname, '..', 'scripts', 'demo', 'start.js')], { encoding: 'utf8', timeout: 60_000 })
     expect(out.stderr).toBe('')
     expect(out.status).toBe(0)
     const stdout = out.stdout

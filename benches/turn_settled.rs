@@ -7,7 +7,7 @@
 //!    0 B to 1 MiB (target ≤ 2×), with the `sh` script fallback's command
 //!    alongside; then whether 50 of 50 captures through a pipe at 256 KiB and
 //!    1 MiB are complete, for both. `npm run bench:turn-settled` builds the
-//!    executable first (`scripts/build-hook.js`);
+//!    executable first (`scripts/build/build-hook.js`);
 //! 2. drain throughput of 10,000 pending Claude Stop files, with Claude
 //!    transcript resolution, handing members to the queue port as the addon
 //!    does, in rounds interleaved with floors of a drain's file system work
@@ -96,7 +96,7 @@ fn shipped_executable() -> std::path::PathBuf {
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join(HOOK_EXECUTABLE_NAME);
     assert!(
         shipped.is_file(),
-        "{}: missing; run `node scripts/build-hook.js` (npm run bench:turn-settled does)",
+        "{}: missing; run `node scripts/build/build-hook.js` (npm run bench:turn-settled does)",
         shipped.display()
     );
     shipped

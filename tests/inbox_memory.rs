@@ -57,7 +57,7 @@ fn nudge() -> NudgeRow {
 }
 
 /// `[e,e,…]` of 8 MiB: enough that a tree of its rows (32 bytes per `0`)
-/// would be far over the bound; `scripts/bench-hostile-inbox.js` measures 31 MiB.
+/// would be far over the bound; `scripts/bench/bench-hostile-inbox.js` measures 31 MiB.
 fn hostile(element: &str) -> Vec<u8> {
     let size = 8 * MIB;
     let mut bytes = Vec::with_capacity(size);

@@ -38,7 +38,7 @@ pub enum BusyReason {
 }
 
 impl BusyReason {
-    /// Wire spelling.
+    /// The spelling after `member_busy:` in a held nudge's reason.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::ActiveToolActivity => "active_tool_activity",

@@ -42,7 +42,8 @@ pub trait ExplainSource: Send + Sync {
     fn status(&self, team: &str, member: &str) -> Result<StoredStatus, PortError>;
 }
 
-/// `explain` result.
+/// What `explain` answers: one member's timeline from the journal and its
+/// stored files, with what could not be read.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Explanation {

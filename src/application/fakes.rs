@@ -375,11 +375,11 @@ impl WatchdogJournal for NoAlerts {
 pub struct FakeWorld {
     /// The engine under test.
     pub engine: Arc<Engine>,
-    /// Its clock.
+    /// The engine's clock; a test moves it by hand.
     pub clock: Arc<FakeClock>,
     /// Its status store.
     pub store: Arc<MemoryStatusStore>,
-    /// Its journal.
+    /// The engine's journal, recording every event for the test to read.
     pub journal: Arc<RecordingJournal>,
     /// Its operator log.
     pub log: Arc<RecordingLog>,

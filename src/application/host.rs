@@ -29,7 +29,7 @@ pub struct HostBusy {
 pub struct BusyQuestion<'a> {
     /// Team of the member.
     pub team_name: &'a str,
-    /// The member.
+    /// The member the nudge would be delivered to.
     pub member_name: &'a str,
     /// Now, by the instance clock.
     pub now: EpochMs,
@@ -41,9 +41,10 @@ pub struct BusyQuestion<'a> {
 /// priority signals before the addon's tool activity and its extra ones after.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BusyRank {
-    /// `priorityBusySignals`.
+    /// The app's `priorityBusySignals`, asked before the addon's tool
+    /// activity is looked at.
     Priority,
-    /// `extraBusySignals`.
+    /// The app's `extraBusySignals`, asked after it.
     Extra,
 }
 
@@ -52,7 +53,7 @@ pub enum BusyRank {
 pub struct DeliveryWake<'a> {
     /// Team of the member.
     pub team_name: &'a str,
-    /// The member.
+    /// The member the nudge was delivered to.
     pub member_name: &'a str,
     /// The inbox message id (the outbox item id).
     pub message_id: &'a str,
@@ -68,7 +69,7 @@ pub struct DeliveryWake<'a> {
 pub struct ReviewPickupRequest<'a> {
     /// Team of the member.
     pub team_name: &'a str,
-    /// The reviewer.
+    /// The reviewer the pickup is for.
     pub member_name: &'a str,
     /// The inbox message id (the outbox item id).
     pub message_id: &'a str,
@@ -107,7 +108,7 @@ pub enum ReviewPickupDelivered {
     },
     /// Not delivered.
     Refused {
-        /// Why.
+        /// Whether the item may be tried again, and by which path.
         failure: ReviewPickupFailure,
         /// The app's words.
         message: String,
@@ -157,7 +158,7 @@ pub enum ControlUrl {
 pub struct RecoveryQuestion<'a> {
     /// Team of the member.
     pub team_name: &'a str,
-    /// The member.
+    /// The member the recovery would be delivered to.
     pub member_name: &'a str,
     /// `proof-missing:<originalMessageId>`.
     pub intent_key: &'a str,
@@ -192,7 +193,7 @@ pub enum SettledTarget {
     Member {
         /// Team dir name.
         team_name: String,
-        /// The member.
+        /// The member whose turn it was, as the app named it.
         member_name: String,
     },
     /// No target, for this reason.

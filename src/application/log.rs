@@ -102,9 +102,10 @@ impl LogCode {
 /// One log entry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LogEntry {
-    /// Severity.
+    /// How bad it is, passed to the host's logger as `level`.
     pub level: LogLevel,
-    /// Stable code.
+    /// The stable code a host can match on (messages may change, codes
+    /// stay).
     pub code: LogCode,
     /// Human message (names the path where there is one).
     pub message: String,

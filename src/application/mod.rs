@@ -20,6 +20,6 @@ pub mod review_pickup;
 pub mod router;
 pub mod runtime_state;
 pub(crate) mod team_gate;
-pub mod turn_settled;
 #[cfg(test)]
-mod use_case_tests;
+mod tests;
+pub mod turn_settled;

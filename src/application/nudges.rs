@@ -44,7 +44,7 @@ const BOARD_MAX_AGE: Duration = Duration::from_secs(1);
 /// Retry delay while the member is busy.
 const BUSY_RETRY_MS: EpochMs = 90_000;
 
-/// `dispatchDueNudges` counts.
+/// What one `dispatchDueNudges` call did, counted per outcome.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct DispatchSummary {
     /// Items claimed for an attempt.

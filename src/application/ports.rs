@@ -121,7 +121,7 @@ pub trait TeamSource: Send + Sync {
 /// A stored status and how it was found.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StoredStatus {
-    /// Nothing stored.
+    /// No status stored for the member yet (never reconciled, or purged).
     Missing,
     /// The member's own status file.
     Current(MemberStatus),
@@ -214,7 +214,8 @@ pub struct AuditEvent {
 
 /// Append-only audit trail. Audit failures never fail the use case.
 pub trait AuditJournal: Send + Sync {
-    /// Records `event`.
+    /// Appends `event` to the trail; a failure is the journal's to report,
+    /// never the caller's.
     fn record(&self, event: AuditEvent);
 
     /// Records events of one member and moment, in order; one write where the
@@ -427,7 +428,8 @@ pub struct InboxFailure {
     /// Worth trying again later (lock timeout, corrupt inbox, IO); false for
     /// a missing team dir, a symlinked inbox or an invalid name.
     pub retryable: bool,
-    /// What happened.
+    /// The failure as text; the item's `lastError` carries it after
+    /// `inbox_write_failed:` or `inbox_unavailable:`.
     pub reason: String,
 }
 

@@ -59,7 +59,8 @@ pub enum ScheduleOutcome {
     Invalid,
 }
 
-/// `scheduleProofMissingRecovery` result.
+/// What `scheduleProofMissingRecovery` answers: whether a recovery was
+/// queued, and under which intent key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScheduleResult {

@@ -61,7 +61,8 @@ impl Trigger {
         Self::ALL.into_iter().find(|t| t.as_str() == spelling)
     }
 
-    /// Wire spelling.
+    /// The spelling in a stored status's `shadow.triggerReasons` and in the
+    /// journal; [`Self::parse`] reads it back.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::ManualRefresh => "manual_refresh",
@@ -112,7 +113,8 @@ pub fn queue_key(team: &str, member: &str) -> QueueKey {
 /// One queued member.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueueItem {
-    /// Team.
+    /// The team as the first trigger named it (the key uses its runtime
+    /// key).
     pub team_name: String,
     /// Member as first enqueued.
     pub member_name: String,

@@ -54,7 +54,8 @@ pub struct SpoolClaim {
     pub spooled_at_ms: EpochMs,
     /// The provider its name declares.
     pub provider: Option<RuntimeProvider>,
-    /// Its content.
+    /// What reading the claimed file gave: the payload, or why it could not
+    /// be read.
     pub content: ClaimContent,
 }
 
@@ -70,9 +71,9 @@ pub enum Disposition {
 /// A claim and the outcome (`meta`) it is filed with.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Filing<'a> {
-    /// The claim.
+    /// The claimed spool file being filed.
     pub claim: &'a SpoolClaim,
-    /// Its folder.
+    /// The folder it is filed into (`processed/` or `invalid/`).
     pub disposition: Disposition,
     /// The outcome, stored beside the payload.
     pub meta: Value,
@@ -162,7 +163,8 @@ pub trait TeamChangeSink: Send + Sync {
     fn emit(&self, event: TeamChangeEvent);
 }
 
-/// `RuntimeTurnSettledDrainSummary`.
+/// What one drain did, counted per outcome; `drainRuntimeTurnSettledEvents`
+/// answers it (the app's `RuntimeTurnSettledDrainSummary`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct DrainSummary {
     /// Spool files this drain claimed (at most [`DRAIN_BATCH`]).

@@ -40,7 +40,8 @@ pub enum ItemKind {
 }
 
 impl ItemKind {
-    /// Wire spelling.
+    /// The item's `kind` in an agenda and its status, and the first part of
+    /// its fingerprint sort key.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Work => "work",
@@ -201,11 +202,13 @@ pub struct ActionableWorkItem {
     pub kind: ItemKind,
     /// The member the item is for.
     pub assignee: String,
-    /// Urgency.
+    /// How urgent the item is; set by its kind (review, blocker,
+    /// clarification, or ordinary work).
     pub priority: Priority,
     /// Why (not part of the fingerprint).
     pub reason: ItemReason,
-    /// Board facts.
+    /// The board facts the item was derived from (status, owner, review,
+    /// blockers, history ids).
     pub evidence: Evidence,
 }
 
@@ -226,7 +229,7 @@ impl ActionableWorkItem {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Agenda {
-    /// Team.
+    /// The team the agenda was computed in.
     pub team_name: String,
     /// Member, normalized (trimmed, lowercased), as the reference reports it.
     pub member_name: String,
@@ -958,5 +961,4 @@ fn workflow_column(
 }
 
 #[cfg(test)]
-#[path = "agenda_tests.rs"]
 mod tests;

@@ -157,11 +157,11 @@ impl AuditKind {
 pub enum AuditSource {
     /// The team-change event queue.
     EventQueue,
-    /// The reconciler.
+    /// The reconciler, when it writes a member's status.
     Reconciler,
     /// The status store (writes and legacy reads).
     JsonStore,
-    /// Member reports.
+    /// The handling of a member's report (accepted, rejected, replayed).
     Reporter,
     /// The phase-2 nudge planner.
     NudgePlanner,
@@ -174,7 +174,8 @@ pub enum AuditSource {
 }
 
 impl AuditSource {
-    /// Every source.
+    /// Every source, in declaration order; the tests check that no two share
+    /// a spelling.
     pub const ALL: [AuditSource; 8] = [
         Self::EventQueue,
         Self::Reconciler,

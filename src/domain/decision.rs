@@ -28,14 +28,14 @@ pub struct DecisionInput<'a> {
     pub fingerprint: &'a str,
     /// Latest accepted report, if any.
     pub accepted_report: Option<&'a Report>,
-    /// Now.
+    /// The time of the decision: leases and tokens are checked against it.
     pub now_ms: EpochMs,
 }
 
 /// The outcome: a state and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
-    /// Resulting state.
+    /// The state the member's status takes.
     pub state: StatusState,
     /// Reasons, in order.
     pub diagnostics: Vec<Diagnostic>,

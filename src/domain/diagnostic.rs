@@ -90,7 +90,8 @@ pub enum Diagnostic {
 }
 
 impl Diagnostic {
-    /// Every diagnostic.
+    /// Every diagnostic, in declaration order; the tests check that no two
+    /// share a spelling.
     pub const ALL: [Diagnostic; 25] = [
         Self::TeamRuntimeInactive,
         Self::MemberRuntimeInactive,

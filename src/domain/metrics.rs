@@ -183,7 +183,7 @@ impl Default for Thresholds {
     }
 }
 
-/// Readiness state.
+/// Where a team stands on the way to phase 2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReadinessState {
@@ -214,7 +214,8 @@ pub enum ReadinessReason {
 }
 
 impl ReadinessReason {
-    /// Wire spelling.
+    /// The spelling in the readiness `reasons` of `getMetrics`, and after
+    /// `phase2_readiness:` in its diagnostics.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::InsufficientMembers => "insufficient_members",
@@ -227,7 +228,8 @@ impl ReadinessReason {
     }
 }
 
-/// Measured rates.
+/// The rates readiness is assessed on, measured over the team's recent
+/// metric events.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(missing_docs)]
@@ -330,7 +332,8 @@ pub fn readiness(index: &MetricsIndex, thresholds: Thresholds) -> Readiness {
     }
 }
 
-/// `getMetrics` result.
+/// What `getMetrics` answers for a team: counts over its recent metric
+/// events, the events themselves and the phase-2 readiness.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(missing_docs)]

@@ -90,7 +90,8 @@ impl NudgePayload {
 pub struct PlannedNudge {
     /// `member-work-sync:<team>:<member lc>:<intentKey ?? fp>`.
     pub id: String,
-    /// Content.
+    /// What the member's inbox message will say; its hash tells a changed
+    /// nudge from the one already in the outbox.
     pub payload: NudgePayload,
     /// `payload.hash()`.
     pub payload_hash: String,
@@ -650,7 +651,8 @@ pub enum EnsureOutcome {
 }
 
 impl EnsureOutcome {
-    /// Planner code.
+    /// The planner code journaled for this outcome (`created`, `existing`,
+    /// `payload_conflict`).
     pub fn code(self) -> &'static str {
         PlannerCode::from(self).as_str()
     }
@@ -690,7 +692,8 @@ pub enum PlannerCode {
 }
 
 impl PlannerCode {
-    /// Every code.
+    /// Every code, in declaration order; the tests check that each has one
+    /// spelling and parses back from it.
     pub const ALL: [PlannerCode; 13] = [
         Self::Created,
         Self::Existing,
@@ -863,9 +866,9 @@ pub enum AttemptEnd {
     Delivered,
     /// Try again at the given time.
     Retryable {
-        /// Why.
+        /// Why the attempt failed; becomes the item's `lastError`.
         reason: String,
-        /// When.
+        /// When the item is due again; becomes its `nextAttemptAt`.
         retry_at: EpochMs,
         /// The tool the member was busy with, when the app named it; only
         /// the journal carries it.
@@ -873,18 +876,18 @@ pub enum AttemptEnd {
     },
     /// Never going out (no longer true, or rate-limited for good).
     Superseded {
-        /// Why.
+        /// Why it will never go out; becomes the item's `lastError`.
         reason: String,
     },
     /// A review pickup no delivery path can take: the item ends superseded,
     /// the journal says it was undeliverable and escalated.
     PickupUndeliverable {
-        /// Why.
+        /// Why no path could take it; becomes the item's `lastError`.
         reason: String,
     },
     /// A conflicting inbox row exists.
     Terminal {
-        /// Why.
+        /// The conflict found in the inbox; becomes the item's `lastError`.
         reason: String,
     },
 }
@@ -1042,5 +1045,4 @@ pub fn readiness_metadata(readiness: &Readiness) -> Value {
 }
 
 #[cfg(test)]
-#[path = "nudge_tests.rs"]
 mod tests;

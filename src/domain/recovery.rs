@@ -30,7 +30,7 @@ pub enum RecoveryKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Recovery {
-    /// Always `proof_missing`.
+    /// Always `proof_missing`, the only recovery there is.
     pub kind: RecoveryKind,
     /// `proof-missing:<originalMessageId>`.
     pub intent_key: String,

@@ -48,14 +48,15 @@ pub const MAX_LEASE_MS: EpochMs = 60 * MINUTE_MS;
 pub enum ReportSource {
     /// The member's MCP tool.
     Mcp,
-    /// The app.
+    /// The app itself, on the member's behalf.
     App,
-    /// A test.
+    /// A test harness; recorded like any other report.
     Test,
 }
 
 impl ReportSource {
-    /// Wire spelling.
+    /// The spelling in a report request and in stored reports (`mcp`, `app`,
+    /// `test`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Mcp => "mcp",
@@ -68,7 +69,8 @@ impl ReportSource {
 /// A well-formed report request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReportRequest {
-    /// Team.
+    /// The team the report is for, as given (checked against the roster when
+    /// the report is handled).
     pub team_name: String,
     /// Reporting member.
     pub member_name: String,
@@ -80,13 +82,14 @@ pub struct ReportRequest {
     pub report_token: Option<String>,
     /// Task refs the report covers (as given).
     pub task_ids: Option<Vec<String>>,
-    /// Advisory note.
+    /// The member's free-text note, stored with the report; no rule
+    /// reads it.
     pub note: Option<String>,
     /// Ignored for leases; kept for the record.
     pub reported_at: Option<String>,
     /// Requested lease length.
     pub lease_ttl_ms: Option<f64>,
-    /// Origin.
+    /// Who sent it (`source`), when the request says; `None` when absent.
     pub source: Option<ReportSource>,
 }
 
@@ -377,5 +380,4 @@ pub fn lease_ms(state: ReportState, agenda: &Agenda, requested_ms: Option<f64>) 
 }
 
 #[cfg(test)]
-#[path = "report_tests.rs"]
 mod tests;

@@ -58,7 +58,7 @@ pub mod bounds {
     /// `journal_rotate_bytes`: 64 KiB up to the default (readers cap a
     /// journal file at the default size plus one append).
     pub const JOURNAL_ROTATE_BYTES: (u64, u64) = (64 * 1024, 5 * 1024 * 1024);
-    /// `journal_rotations`.
+    /// `journal_rotations`: from one rotated journal generation kept to 20.
     pub const JOURNAL_ROTATIONS: (u64, u64) = (1, 20);
     /// `outbox_finished_max_age_ms`: at least the hour the rate limit looks back.
     pub const OUTBOX_FINISHED_MAX_AGE_MS: (u64, u64) = (HOUR_MS as u64, 90 * DAY_MS as u64);

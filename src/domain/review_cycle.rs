@@ -17,7 +17,7 @@ pub enum ReviewObligation {
 }
 
 impl ReviewObligation {
-    /// Wire spelling.
+    /// The spelling in an item's `evidence.reviewObligation`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::PickupRequired => "review_pickup_required",

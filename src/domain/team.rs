@@ -15,7 +15,7 @@ pub enum ProviderId {
     Codex,
     /// Google Gemini.
     Gemini,
-    /// OpenCode.
+    /// The OpenCode CLI.
     Opencode,
 }
 
@@ -67,7 +67,8 @@ pub struct TeamMember {
     pub provider_id: Option<ProviderId>,
     /// Backend hint (`codex-native`, `opencode-cli`, ...).
     pub provider_backend_id: Option<String>,
-    /// Model name.
+    /// The model the member runs (`model`), as written; names the provider
+    /// when neither the provider nor the backend id does.
     pub model: Option<String>,
     /// Reasoning effort, kept only to honour the merge rules.
     pub effort: Option<String>,
@@ -121,17 +122,19 @@ fn provider_from_model(model: &str) -> Option<ProviderId> {
 pub struct MemberOverlay {
     /// Display name, trimmed, non-empty.
     pub name: String,
-    /// `agentType`.
+    /// `agentType`, trimmed; replaces the config's when set.
     pub agent_type: Option<String>,
     /// Valid provider id.
     pub provider_id: Option<ProviderId>,
-    /// `providerBackendId`.
+    /// `providerBackendId`, kept only when it belongs to `provider_id`;
+    /// replaces the config's unless the config's runtime is kept.
     pub provider_backend_id: Option<String>,
-    /// `model`.
+    /// `model`; replaces the config's unless the config's runtime is kept.
     pub model: Option<String>,
-    /// `effort`.
+    /// `effort`; replaces the config's only when this entry names a provider
+    /// or the config has none.
     pub effort: Option<String>,
-    /// `fastMode`.
+    /// `fastMode`; replaces the config's on the same terms as `effort`.
     pub fast_mode: Option<bool>,
     /// `removedAt` when it is a number. Every entry states it: `None` (no
     /// number) clears a removal the config recorded, as the reference's
@@ -292,7 +295,7 @@ pub enum TaskStatus {
     InProgress,
     /// Done by its owner (may still be in review).
     Completed,
-    /// Deleted.
+    /// Deleted: never on an agenda, and terminal for the tasks it blocks.
     Deleted,
 }
 
@@ -327,7 +330,7 @@ pub enum ReviewState {
     Review,
     /// The reviewer asked for changes.
     NeedsFix,
-    /// Approved.
+    /// The reviewer approved it: its review is over.
     Approved,
 }
 
@@ -408,7 +411,7 @@ pub struct Task {
     pub display_id: String,
     /// Subject as written (empty when missing).
     pub subject: String,
-    /// Status.
+    /// Status as written (`pending` when missing or unknown).
     pub status: TaskStatus,
     /// Owner name as written.
     pub owner: Option<String>,
@@ -427,16 +430,17 @@ pub struct Task {
 /// Kanban column a task was moved to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KanbanColumn {
-    /// In review.
+    /// The card sits in the review column: the task is under review.
     Review,
-    /// Approved.
+    /// The card sits in the approved column: the review is over.
     Approved,
 }
 
 /// One `kanban-state.json` task entry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KanbanEntry {
-    /// Column.
+    /// The column the card was moved to (entries in any other column are
+    /// not read).
     pub column: KanbanColumn,
     /// When the card moved, parsed.
     pub moved_at_ms: Option<i64>,

@@ -20,7 +20,7 @@ pub const MAX_TOKEN_BYTES: usize = 4096;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TokenClaims {
-    /// Always 1.
+    /// Always 1; a token of any other version is invalid.
     pub version: u8,
     /// Team the token was issued for.
     pub team_name: String,
@@ -28,7 +28,7 @@ pub struct TokenClaims {
     pub member_name: String,
     /// Agenda fingerprint at issue time.
     pub agenda_fingerprint: String,
-    /// ISO expiry.
+    /// When the token stops being accepted (ISO-8601 UTC).
     pub expires_at: String,
 }
 

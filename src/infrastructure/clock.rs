@@ -8,7 +8,8 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::application::ports::Clock;
 use crate::domain::time::EpochMs;
 
-/// Wall-clock time.
+/// The production clock: wall-clock time for stamps and deadlines (0 before
+/// the epoch), the OS's monotonic clock for durations.
 #[derive(Debug, Default)]
 pub struct SystemClock;
 

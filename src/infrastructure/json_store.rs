@@ -27,9 +27,9 @@ const QUARANTINE_TAG: &str = ".invalid.";
 /// Result of reading a store file.
 #[derive(Debug)]
 pub enum Loaded<T> {
-    /// No file.
+    /// No file at the path (never written, or removed).
     Missing,
-    /// Parsed content.
+    /// The file's content, parsed and of the expected schema.
     Found(T),
     /// The file was bad and has been moved aside.
     Quarantined {
@@ -100,9 +100,9 @@ fn read_versioned<T>(
 /// described, never moved.
 #[derive(Debug)]
 pub enum Peeked<T> {
-    /// No file.
+    /// No file at the path (never written, or removed).
     Missing,
-    /// Parsed content.
+    /// The file's content, parsed and of the expected schema.
     Found(T),
     /// The file is bad; a writing read would quarantine it for this reason.
     Unusable {

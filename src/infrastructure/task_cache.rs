@@ -52,7 +52,7 @@ pub const REVALIDATE_EVERY: Duration = Duration::from_secs(30);
 /// What one task file amounts to.
 #[derive(Debug, Clone)]
 pub enum TaskFile {
-    /// A task.
+    /// A task that can be on an agenda, shared with the cache.
     Task(Arc<Task>),
     /// Internal or deleted: never on an agenda, not an error.
     Skipped,

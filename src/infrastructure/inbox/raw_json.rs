@@ -49,11 +49,13 @@ pub(super) enum Layout {
 /// A member of a row object that delivery reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Field {
-    /// `messageId`.
+    /// `messageId`: a row with the nudge's id is the nudge, already there.
     MessageId = 0,
-    /// `workSyncPayloadHash`.
+    /// `workSyncPayloadHash`: the same hash makes that row the same nudge,
+    /// another one a conflict.
     PayloadHash = 1,
-    /// `messageKind`.
+    /// `messageKind`: the row is the same nudge only when this is the
+    /// nudge kind.
     MessageKind = 2,
 }
 

@@ -55,7 +55,8 @@ pub struct DirWatch {
 
 #[cfg(target_os = "linux")]
 impl DirWatch {
-    /// Watches `dir`.
+    /// Starts noticing changes in `dir` (not its subfolders) until dropped;
+    /// [`Self::drain`] returns them.
     pub fn new(dir: &Dir) -> io::Result<Self> {
         use std::os::fd::{AsFd, AsRawFd};
         let hub = hub::Hub::shared().map_err(|e| super::with_path(dir.path(), e))?;

@@ -175,7 +175,8 @@ impl FsSpool {
         self
     }
 
-    /// The paths.
+    /// Where this spool's folders are, under
+    /// `<teamsBase>/.member-work-sync/runtime-hooks`.
     pub fn paths(&self) -> &SpoolPaths {
         &self.paths
     }

@@ -37,7 +37,7 @@ pub enum SpoolName {
     },
     /// The documented shape, but a provider we do not know.
     UnsupportedProvider,
-    /// Anything else.
+    /// Any other name: not an event file; the drain files it as invalid.
     Malformed,
 }
 

@@ -168,7 +168,9 @@ pub struct AppGateway<C> {
     caller: C,
 }
 
-/// `outboxEnsurePending`'s answer.
+/// What the app's gateway answers to `outboxEnsurePending`: the outcome
+/// (`created` or `existing` with `ok`, `payload_conflict` without), the item
+/// as stored and, on a conflict, both payload hashes.
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct EnsureAnswer {

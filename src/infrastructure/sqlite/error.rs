@@ -35,7 +35,7 @@ pub enum SqliteStoreError {
     MissingTables {
         /// The database file.
         path: PathBuf,
-        /// Its `user_version`.
+        /// The database's `user_version` (0 when it cannot be read).
         version: u32,
     },
     /// A statement failed.
@@ -56,7 +56,7 @@ pub enum SqliteStoreError {
         op: &'static str,
         /// The gateway method called (`outboxClaimDue`, ...).
         method: &'static str,
-        /// Why.
+        /// What the gateway threw or answered, or that it timed out.
         detail: String,
     },
     /// A JSON column does not hold what its table says.
@@ -64,11 +64,11 @@ pub enum SqliteStoreError {
     BadColumn {
         /// The database file.
         path: PathBuf,
-        /// The table.
+        /// The table holding the row.
         table: &'static str,
         /// The row's key (`team/member` or the id).
         key: String,
-        /// The column.
+        /// The JSON column that does not parse or has the wrong shape.
         column: &'static str,
         /// What is wrong.
         detail: String,
@@ -82,17 +82,17 @@ pub enum SqliteStoreError {
     /// The legacy JSON import of a team failed; the files stay the source of truth.
     #[error("member-work-sync legacy JSON import of team \"{team}\" failed: {cause}")]
     Import {
-        /// The team.
+        /// The team whose files were being imported.
         team: String,
-        /// The failure.
+        /// The step's error, as text.
         cause: String,
     },
     /// The import failed less than a minute ago and is not retried yet.
     #[error("member-work-sync legacy JSON import of team \"{team}\" failed recently and is not retried yet: {cause}")]
     ImportCoolingDown {
-        /// The team.
+        /// The team whose import is not retried yet.
         team: String,
-        /// The failure.
+        /// The error of the failed import, as text.
         cause: String,
     },
     /// A purge asked of a store opened read-only.
@@ -100,7 +100,7 @@ pub enum SqliteStoreError {
     ReadOnlyPurge {
         /// The database file.
         path: PathBuf,
-        /// The team.
+        /// The team the purge was asked for.
         team: String,
     },
     /// A team purge step failed.
@@ -111,13 +111,13 @@ pub enum SqliteStoreError {
     Verification {
         /// `import` or `pending primary purge`.
         what: &'static str,
-        /// The team.
+        /// The team whose rows were checked.
         team: String,
     },
     /// The team's rows or a snapshot of them hold a bad JSON column.
     #[error("member-work-sync team {team}: invalid {column}: {detail}")]
     TeamRows {
-        /// The team.
+        /// The team whose rows were read.
         team: String,
         /// The column or field.
         column: &'static str,

@@ -35,7 +35,7 @@ pub enum JsonSessionError {
     /// The replica cannot be used: the team's calls fail until it can.
     #[error("member-work-sync team \"{team}\": {source}")]
     Replica {
-        /// The team.
+        /// The team whose replica was read.
         team: String,
         /// Why (the message names the replica file).
         source: ReplicaError,
@@ -43,9 +43,9 @@ pub enum JsonSessionError {
     /// The clean replica's rows could not be put under the team.
     #[error("member-work-sync team \"{team}\": replica {column} is invalid: {detail}")]
     ReplicaRows {
-        /// The team.
+        /// The team whose replica was read.
         team: String,
-        /// The field.
+        /// The snapshot field whose rows do not fit.
         column: &'static str,
         /// What is wrong.
         detail: String,
@@ -53,17 +53,17 @@ pub enum JsonSessionError {
     /// Hydrating the JSON files from the replica failed.
     #[error("member-work-sync team \"{team}\": {source}")]
     Restore {
-        /// The team.
+        /// The team whose files were being restored.
         team: String,
-        /// What failed.
+        /// The restore step that failed.
         source: RestoreError,
     },
     /// A purge step failed.
     #[error("member-work-sync team \"{team}\": {source}")]
     Purge {
-        /// The team.
+        /// The team being purged.
         team: String,
-        /// What failed.
+        /// The purge step that failed.
         source: PurgeError,
     },
 }

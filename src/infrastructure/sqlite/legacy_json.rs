@@ -38,7 +38,7 @@ pub enum LegacyFileError {
     /// The file system failed.
     #[error("member-work-sync legacy JSON {path}: {source}")]
     Io {
-        /// The file.
+        /// The legacy file or archive being read, written or deleted.
         path: PathBuf,
         /// What the file system said.
         source: io::Error,
@@ -46,13 +46,13 @@ pub enum LegacyFileError {
     /// An archive generation that is a link, FIFO, folder or device.
     #[error("member-work-sync legacy JSON archive {path} is not a regular file; not opened")]
     NotAFile {
-        /// The archive.
+        /// The archive generation found in its place.
         path: PathBuf,
     },
     /// Bigger than [`MAX_LEGACY_FILE_BYTES`].
     #[error("member-work-sync legacy JSON {path} is larger than {MAX_LEGACY_FILE_BYTES} bytes")]
     TooLarge {
-        /// The file.
+        /// The file that was not read.
         path: PathBuf,
     },
     /// Every generation up to [`MAX_ARCHIVE_ATTEMPTS`] is taken.
@@ -66,13 +66,13 @@ pub enum LegacyFileError {
 /// A team's rows read from legacy files, in the domain (camelCase) form.
 #[derive(Debug, Clone, Default)]
 pub struct LegacySnapshot {
-    /// Member statuses.
+    /// Member statuses, archived generations first, then the live file's.
     pub statuses: Vec<Value>,
-    /// Report intents.
+    /// Report intents, in the same order.
     pub report_intents: Vec<Value>,
-    /// Outbox items.
+    /// Outbox items, in the same order.
     pub outbox_items: Vec<Value>,
-    /// Metric events.
+    /// Metric events, in the same order.
     pub metric_events: Vec<Value>,
     /// The live files read, to archive once imported.
     pub files_to_archive: Vec<PathBuf>,
@@ -160,7 +160,8 @@ fn team_of(row: &Value) -> String {
     str_of(row, "teamName").map(team_key).unwrap_or_default()
 }
 
-/// `normalizeMemberKey`.
+/// `normalizeMemberKey` of a row's `memberName` (a non-string gives the
+/// empty key).
 pub(super) fn member_of(row: &Value) -> String {
     str_of(row, "memberName")
         .map(normalize_member_name)

@@ -21,7 +21,7 @@ use crate::domain::time::IsoTime;
 #[derive(Debug, thiserror::Error)]
 #[error("{column}: {detail}")]
 pub struct BadColumn {
-    /// The column.
+    /// The column (or the field inside it) that does not parse or fit.
     pub column: &'static str,
     /// What is wrong.
     pub detail: String,

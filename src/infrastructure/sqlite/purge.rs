@@ -40,7 +40,7 @@ pub enum PurgeError {
     /// The file system failed.
     #[error("member-work-sync purge marker {path}: {source}")]
     Io {
-        /// The file.
+        /// The purge marker being read, written or removed.
         path: PathBuf,
         /// What the file system said.
         source: io::Error,
@@ -56,7 +56,7 @@ pub enum PurgeError {
         "member-work-sync purge already belongs to another deletion generation for \"{team}\""
     )]
     OtherGeneration {
-        /// The team.
+        /// The team whose purge belongs to another deletion.
         team: String,
     },
 }
@@ -64,9 +64,10 @@ pub enum PurgeError {
 /// `lstat` of a team folder as Node reports it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RootIdentity {
-    /// `dev`.
+    /// `dev`: the device holding the folder.
     pub dev: f64,
-    /// `ino`.
+    /// `ino`: the folder's inode number; with `dev` and the birth time it
+    /// tells a recreated team folder from the one the marker fences.
     pub ino: f64,
     /// `birthtimeMs`: seconds × 1000 + nanoseconds / 10⁶.
     pub birthtime_ms: f64,

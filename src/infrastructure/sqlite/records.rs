@@ -228,7 +228,7 @@ pub struct ProcessedIntent {
     pub status: String,
     /// `accepted` or the rejection code.
     pub result_code: String,
-    /// When.
+    /// When the intent was marked processed (ISO time).
     pub processed_at: String,
 }
 
@@ -248,14 +248,14 @@ pub enum OutboxMark {
     },
     /// `markSuperseded`: any row that is not finished, whatever its generation.
     Superseded {
-        /// Why.
+        /// Why it will never go out; stored as the row's `last_error`.
         reason: String,
     },
     /// `markFailed`: only the current claim generation.
     Failed {
         /// The claim generation.
         attempt_generation: i64,
-        /// Why.
+        /// Why the attempt failed; stored as the row's `last_error`.
         error: String,
         /// `failed_retryable` (with its retry time) or `failed_terminal`.
         retry_at: Option<String>,

@@ -40,10 +40,10 @@ pub enum UnsafeReplica {
     /// Bigger than [`MAX_REPLICA_BYTES`].
     #[error("replica is larger than {MAX_REPLICA_BYTES} bytes")]
     TooLarge,
-    /// Reading failed.
+    /// Opening or reading the file failed.
     #[error("{0}")]
     Unreadable(io::Error),
-    /// Not JSON.
+    /// The content does not parse as JSON (the parser's message).
     #[error("replica is malformed: {0}")]
     Malformed(String),
     /// Not `{schemaVersion: 1, state: dirty|clean, updatedAt: string}`.
@@ -65,7 +65,7 @@ pub enum ReplicaError {
     Unsafe {
         /// The replica file.
         path: PathBuf,
-        /// Why.
+        /// What is wrong with it.
         reason: UnsafeReplica,
     },
     /// Writing it failed.

@@ -44,7 +44,7 @@ pub enum RestoreError {
     /// A file could not be written.
     #[error("member-work-sync replica restore: cannot write {path}: {source}")]
     Write {
-        /// The file.
+        /// The JSON store file being written.
         path: PathBuf,
         /// What the file system said.
         source: io::Error,
@@ -54,13 +54,13 @@ pub enum RestoreError {
 /// A team's rows in the domain form, as the merge produces them.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DomainRows {
-    /// Member statuses.
+    /// Member statuses, merged by member.
     pub statuses: Vec<Value>,
-    /// Report intents.
+    /// Report intents, merged by id.
     pub report_intents: Vec<Value>,
-    /// Outbox items.
+    /// Outbox items, merged by id.
     pub outbox_items: Vec<Value>,
-    /// Metric events.
+    /// Metric events, merged by id.
     pub metric_events: Vec<Value>,
 }
 

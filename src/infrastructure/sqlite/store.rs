@@ -127,7 +127,7 @@ pub struct SqliteStore {
 pub struct RecoveryHit {
     /// The outbox id.
     pub id: String,
-    /// Its status.
+    /// The outbox item's status as stored (`pending`, `delivered`, ...).
     pub status: String,
     /// The inbox message id of its delivery.
     pub delivered_message_id: Option<String>,
@@ -335,7 +335,8 @@ impl SqliteStore {
         })
     }
 
-    /// `findDeliveredReviewPickupRequestEventIds`.
+    /// `findDeliveredReviewPickupRequestEventIds`: which ids of `requested`
+    /// (trimmed, sorted) a review pickup delivered to `member` carried.
     pub fn find_delivered_review_pickup_event_ids(
         &self,
         team: &str,

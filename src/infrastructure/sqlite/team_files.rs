@@ -112,7 +112,8 @@ impl TeamFiles {
         self.database_recovered.store(true, Ordering::SeqCst);
     }
 
-    /// The replicas.
+    /// The replicas of the teams this session serves (the JSON fallback
+    /// each team's publication writes).
     pub fn replica(&self) -> &Replica {
         &self.replica
     }
@@ -265,7 +266,7 @@ impl TeamFiles {
         Ok(())
     }
 
-    /// The importer.
+    /// The importer of the teams' legacy JSON files into the database.
     pub fn importer(&self) -> &Importer {
         &self.importer
     }
