@@ -31,7 +31,7 @@ use crate::domain::recovery::RecoveryTaskRef;
 use crate::domain::retention::{bounds, Retention};
 use crate::domain::time::{clock_from_js, format_iso, CLOCK_RANGE_MS};
 use crate::infrastructure::composition::{Instance, RootPaths, Storage, Tuning};
-use crate::infrastructure::safe_fs::with_folder_syncs_deferred;
+use crate::infrastructure::safe_fs::{join_trailing, with_folder_syncs_trailing};
 use crate::infrastructure::sqlite::OpenMode;
 use crate::infrastructure::worker::ScheduleIntervals;
 
@@ -325,18 +325,24 @@ impl MemberWorkSync {
             let (team, member) = member_request(request?)?;
             // The status, the metrics index and (when a nudge is planned)
             // the member outbox and outbox index are each synced before
-            // their renames, and their folders once, together, before the
-            // answer: the member folder holds both the status and the
-            // outbox. Each file is old or new after any crash, and every
-            // mix a power cut can leave before the end is one the readers
-            // take: metrics ahead of the status count an evaluation that
-            // happened (the next reconcile records its own); an outbox item
-            // ahead of the status is revalidated against the stored status
-            // by the dispatcher (`status_no_longer_matches_outbox`) and
-            // planned again by the next reconcile; the outbox index is a
-            // view rebuilt from the outboxes.
+            // their renames; their folders are synced once each, together,
+            // after the answer (trailing), and before any later durable
+            // rename of this process and at dispose. Each file is old or new
+            // after any crash, and every mix a power cut can leave is one
+            // the readers take: metrics ahead of the status count an
+            // evaluation that happened (the next reconcile records its
+            // own); an outbox item ahead of the status is revalidated
+            // against the stored status by the dispatcher
+            // (`status_no_longer_matches_outbox`) and planned again by the
+            // next reconcile; the outbox index is a view rebuilt from the
+            // outboxes. A status the caller saw and a power cut undid is
+            // the old whole file, which the level-triggered reconciler
+            // brings up to date at its next pass; nothing written after it
+            // (a delivery of the nudge planned here, the next status) can
+            // be durable before it, since every durable write joins the
+            // trailing syncs first.
             let status =
-                with_folder_syncs_deferred(|| i.services.engine.refresh_status(&team, &member))?;
+                with_folder_syncs_trailing(|| i.services.engine.refresh_status(&team, &member))?;
             to_json(status)
         })
     }
@@ -714,6 +720,9 @@ impl MemberWorkSync {
         let instance = self.instance.clone();
         AsyncTask::new(Job::unit(move || {
             instance.dispose();
+            // The folder syncs that trail answered requests, before dispose
+            // resolves.
+            join_trailing().map_err(crate::application::reconcile::WorkSyncError::from)?;
             Ok(())
         }))
     }
