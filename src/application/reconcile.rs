@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use super::busy::BusyReason;
 use super::index_cache::IndexCache;
 use super::log::{LogCode, LogEntry, LogLevel};
 use super::nudges::Nudges;
@@ -12,19 +13,17 @@ use super::ports::{AuditEvent, PortError, Ports, StatusStore, StoredStatus};
 use super::queue::Trigger;
 use crate::domain::agenda::{Agenda, TeamIndex};
 use crate::domain::audit::{AuditKind, AuditSource};
-use crate::domain::decision::{
-    decide, keeps_caught_up_report, staleness_diagnostics, DecisionInput,
-};
+use crate::domain::decision::staleness_diagnostics;
 use crate::domain::diagnostic::{has, parsed, Diagnostic, StallTrigger};
 use crate::domain::metrics::events_for_write;
 use crate::domain::names::{normalize_member_name, validate_name, MemberName, NameError, TeamName};
 use crate::domain::nudge::{
-    is_suppressed, is_suppression_candidate, suppression_reset_at, OutboxStatus,
+    is_suppressed, is_suppression_candidate, suppression_reset_at, OutboxItem, OutboxStatus,
     SuppressionHistory, SUPPRESS_AFTER_DELIVERIES,
 };
 use crate::domain::recovery::Recovery;
-use crate::domain::status::Report;
 use crate::domain::status::{MemberStatus, NudgeSuppression, ReconciledBy, Shadow, StatusState};
+use crate::domain::status_assembly::{assemble, grant_token, StatusInputs, TokenGrant};
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs, IsoTime};
 use crate::domain::token::TOKEN_TTL_MS;
@@ -154,6 +153,7 @@ const SOURCE: AuditSource = AuditSource::Reconciler;
 
 /// A nudge suppression a reconcile decided: its journal line's diagnostics
 /// and metadata, written after the decision's line as the app writes it.
+#[derive(Debug, Clone)]
 struct SuppressedNudge {
     diagnostics: Vec<String>,
     metadata: serde_json::Value,
@@ -401,16 +401,7 @@ impl Reconciler {
             StoredStatus::Missing
         };
         let agenda = index.agenda_for(member, &format_iso(now));
-        let mut status = self.build_status_with(
-            snapshot,
-            agenda,
-            previous,
-            now,
-            ReconciledBy::Request,
-            &[],
-            None,
-            Effects::Withhold,
-        );
+        let mut status = self.board_status(snapshot, agenda, previous, now);
         status
             .diagnostics
             .push("status_snapshot_not_persisted".into());
@@ -452,22 +443,16 @@ impl Reconciler {
         // Nothing stored: nothing to journal; the token comes after the
         // snapshot's diagnostic, as the app lists them, and only into an
         // existing team folder (its secret must not create one).
-        let mut status = self.build_status_with(
-            snapshot,
-            agenda,
-            StoredStatus::Missing,
-            now,
-            ReconciledBy::Request,
-            &[],
-            None,
-            Effects::Withhold,
-        );
+        let token = if snapshot.folder_found {
+            self.grant_token(&snapshot.team_name, &agenda, now)
+        } else {
+            TokenGrant::Withheld
+        };
+        let mut status = self.board_status(snapshot, agenda, StoredStatus::Missing, now);
         status
             .diagnostics
             .push("status_snapshot_not_persisted".into());
-        if snapshot.folder_found {
-            self.issue_token(&mut status, now);
-        }
+        grant_token(&mut status, token);
         status.shadow = Some(Shadow {
             reconciled_by: ReconciledBy::Request,
             would_nudge: false,
@@ -495,26 +480,15 @@ impl Reconciler {
         if !self.may_persist(snapshot, member)? {
             return Ok(self.unpersisted_from(snapshot, member, now));
         }
-        let mut agenda = Some(self.start_reconcile(index, team, member, now, triggers));
-        let mut previous_evaluated_at = None;
-        let mut suppressed = None;
+        let agenda = self.start_reconcile(index, team, member, now, triggers);
+        let prepared = self.prepare(snapshot, agenda, now, by, triggers, options);
+        let mut found = Found::default();
         let status = self.ports.store.update(team, member, &mut |previous| {
-            let agenda = agenda
-                .take()
-                .unwrap_or_else(|| index.agenda_for(member, &format_iso(now)));
-            previous_evaluated_at = evaluated_at_of(&previous);
-            let (status, suppression) =
-                self.reconciled_status(snapshot, agenda, previous, now, by, triggers, options);
-            suppressed = suppression;
-            status
+            let reconciled = self.reconciled_status(&prepared, previous);
+            found = Found::of(&reconciled);
+            reconciled.status
         })?;
-        self.record_metrics(&status);
-        self.finish_reconcile(
-            &status,
-            previous_evaluated_at.as_deref(),
-            suppressed.as_ref(),
-            now,
-        );
+        self.after_write(&status, &found, now);
         Ok(status)
     }
 
@@ -542,30 +516,31 @@ impl Reconciler {
                 unpersisted.push(Some(self.unpersisted_from(snapshot, member, now)));
             }
         }
-        let mut agendas: std::collections::HashMap<&str, Agenda> = persisted
+        let options = ReconcileOptions::default();
+        let prepared: std::collections::HashMap<&str, Prepared> = persisted
             .iter()
             .map(|member| {
                 let agenda = self.start_reconcile(index, team, member, now, triggers);
-                (*member, agenda)
+                let prepared = self.prepare(snapshot, agenda, now, by, triggers, options);
+                (*member, prepared)
             })
             .collect();
-        let mut previous_evaluated_at: std::collections::HashMap<String, Option<String>> =
-            std::collections::HashMap::new();
-        let mut suppressed: std::collections::HashMap<String, SuppressedNudge> =
+        let mut found: std::collections::HashMap<String, Found> =
             std::collections::HashMap::new();
         let mut build = |member: &str, previous: StoredStatus| {
-            let agenda = agendas
-                .remove(member)
-                .unwrap_or_else(|| index.agenda_for(member, &format_iso(now)));
-            previous_evaluated_at.insert(member.to_string(), evaluated_at_of(&previous));
-            let options = ReconcileOptions::default();
-            let (status, suppression) =
-                self.reconciled_status(snapshot, agenda, previous, now, by, triggers, options);
-            match suppression {
-                Some(suppression) => suppressed.insert(member.to_string(), suppression),
-                None => suppressed.remove(member),
+            let reconciled = match prepared.get(member) {
+                Some(prepared) => self.reconciled_status(prepared, previous),
+                // Every member written was prepared; a name the store hands
+                // back otherwise is prepared now (outside any lock of ours
+                // but its own).
+                None => {
+                    let agenda = index.agenda_for(member, &format_iso(now));
+                    let prepared = self.prepare(snapshot, agenda, now, by, triggers, options);
+                    self.reconciled_status(&prepared, previous)
+                }
             };
-            status
+            found.insert(member.to_string(), Found::of(&reconciled));
+            reconciled.status
         };
         let outcomes: Vec<Result<MemberStatus, PortError>> =
             match self.ports.store.update_all(team, &persisted, &mut build) {
@@ -594,11 +569,21 @@ impl Reconciler {
             .iter()
             .filter_map(|outcome| outcome.as_ref().ok().cloned())
             .collect();
+        for (member, outcome) in persisted.iter().zip(&outcomes) {
+            if let (Ok(status), Some(true)) = (outcome, found.get(*member).map(|f| f.legacy)) {
+                self.journal_legacy_read(status, now);
+            }
+        }
         self.record_team_metrics(&written);
         for (member, outcome) in persisted.iter().zip(&outcomes) {
             let Ok(status) = outcome else { continue };
-            let previous = previous_evaluated_at.get(*member).cloned().flatten();
-            self.finish_reconcile(status, previous.as_deref(), suppressed.get(*member), now);
+            let found = found.get(*member);
+            self.finish_reconcile(
+                status,
+                found.and_then(|f| f.previous_evaluated_at.as_deref()),
+                found.and_then(|f| f.suppressed.as_ref()),
+                now,
+            );
         }
         let mut outcomes = persisted.iter().zip(outcomes);
         Ok(unpersisted
@@ -692,26 +677,71 @@ impl Reconciler {
         agenda
     }
 
-    /// The status a reconcile writes: built, with its recovery, suppressed;
-    /// and the suppression decided on it, journaled after the decision.
-    #[allow(clippy::too_many_arguments)]
-    fn reconciled_status(
+    /// What a reconcile of `agenda`'s member reads before it takes the
+    /// member's status lock: the status inputs and, when the status can be
+    /// a suppression candidate, the member's outbox.
+    fn prepare(
         &self,
         snapshot: &TeamSnapshot,
         agenda: Agenda,
-        previous: StoredStatus,
         now: EpochMs,
         by: ReconciledBy,
         triggers: &[Trigger],
         options: ReconcileOptions<'_>,
-    ) -> (MemberStatus, Option<SuppressedNudge>) {
-        let history = previous.status().map(SuppressionHistory::of);
-        let mut status = self.build_status(snapshot, agenda, previous, now, by, triggers, None);
-        if let Some(shadow) = status.shadow.as_mut() {
-            shadow.recovery = options.recovery.cloned();
+    ) -> Prepared {
+        let mut inputs = self.status_inputs(snapshot, agenda, now, by, triggers, Effects::Record);
+        inputs.recovery = options.recovery.cloned();
+        let outbox = (!options.force_nudge && inputs.can_need_sync())
+            .then(|| {
+                self.ports
+                    .outbox
+                    .member_items(&inputs.team_name, &inputs.agenda.member_name)
+                    .ok()
+            })
+            .flatten();
+        Prepared {
+            inputs,
+            outbox,
+            force_nudge: options.force_nudge,
         }
-        let suppressed = self.apply_suppression(&mut status, history.as_ref(), options.force_nudge);
-        (status, suppressed)
+    }
+
+    /// The status a reconcile writes, from what it read and the stored
+    /// status (under the member's status lock: no store call here):
+    /// assembled, then suppressed.
+    fn reconciled_status(&self, prepared: &Prepared, previous: StoredStatus) -> Reconciled {
+        let history = previous.status().map(SuppressionHistory::of);
+        let previous_evaluated_at = evaluated_at_of(&previous);
+        let (inputs, legacy) = with_previous(prepared.inputs.clone(), previous);
+        let mut status = assemble(inputs);
+        let suppressed = self.apply_suppression(
+            &mut status,
+            history.as_ref(),
+            prepared.force_nudge,
+            prepared.outbox.as_deref(),
+        );
+        Reconciled {
+            status,
+            suppressed,
+            previous_evaluated_at,
+            legacy,
+        }
+    }
+
+    /// Journals what a reconcile's locked update found beside its status
+    /// (a legacy fallback read), then records its metrics and journals the
+    /// decision ([`Reconciler::finish_reconcile`]).
+    fn after_write(&self, status: &MemberStatus, found: &Found, now: EpochMs) {
+        if found.legacy {
+            self.journal_legacy_read(status, now);
+        }
+        self.record_metrics(status);
+        self.finish_reconcile(
+            status,
+            found.previous_evaluated_at.as_deref(),
+            found.suppressed.as_ref(),
+            now,
+        );
     }
 
     /// Journals the write of a status outside a reconcile (a report).
@@ -835,182 +865,104 @@ impl Reconciler {
             .record_all(events.into_iter().flatten().collect());
     }
 
-    /// Builds the new status from the agenda and what was stored before.
-    ///
-    /// `accepted_report` replaces the stored report as the decision's input
-    /// (the reporter passes the report it just accepted).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn build_status(
+    /// Everything a status of `agenda`'s member is assembled from but the
+    /// stored status, read now, before the member's status lock is taken:
+    /// the runtime, whether the member is busy and, with
+    /// [`Effects::Record`], the report token.
+    pub(super) fn status_inputs(
         &self,
         snapshot: &TeamSnapshot,
         agenda: Agenda,
-        previous: StoredStatus,
         now: EpochMs,
         by: ReconciledBy,
         triggers: &[Trigger],
-        accepted_report: Option<Report>,
-    ) -> MemberStatus {
-        self.build_status_with(
-            snapshot,
-            agenda,
-            previous,
-            now,
-            by,
-            triggers,
-            accepted_report,
-            Effects::Record,
-        )
-    }
-
-    /// [`Reconciler::build_status`]; with [`Effects::Withhold`] nothing is
-    /// journaled and no report token is issued.
-    #[allow(clippy::too_many_arguments)]
-    fn build_status_with(
-        &self,
-        snapshot: &TeamSnapshot,
-        agenda: Agenda,
-        previous: StoredStatus,
-        now: EpochMs,
-        by: ReconciledBy,
-        triggers: &[Trigger],
-        accepted_report: Option<Report>,
         effects: Effects,
-    ) -> MemberStatus {
+    ) -> StatusInputs {
         let member = normalize_member_name(&agenda.member_name);
-        let mut store_diagnostics = Vec::new();
-        match &previous {
-            StoredStatus::Legacy(_) => {
-                store_diagnostics.push("legacy_fallback_used:status_v1".to_string());
-                if effects == Effects::Record {
-                    // The app's store journals its own fallback read.
-                    self.audit(
-                        AuditSource::JsonStore,
-                        AuditKind::LegacyFallbackUsed,
-                        &snapshot.team_name,
-                        &member,
-                        now,
-                        vec![],
-                        json!({ "reason": "status_v1" }),
-                    );
-                }
-            }
-            StoredStatus::Quarantined { reason } => {
-                store_diagnostics.push(format!("status_store_quarantined:{reason}"))
-            }
-            StoredStatus::Missing | StoredStatus::Current(_) => {}
-        }
-        let previous = previous.into_status();
-        // The lease input: the report just accepted, else the stored one if
-        // it was accepted. As in the app, a rejected report that replaced an
-        // accepted one leaves no lease behind.
-        let prior_accepted = accepted_report.or_else(|| {
-            previous
-                .as_ref()
-                .and_then(|p| p.report.clone().filter(|r| r.accepted))
-        });
-        let on_active_roster = snapshot.is_active() && snapshot.is_active_member(&member);
-        let decision = decide(&DecisionInput {
-            on_active_roster,
-            runtime: self.ports.activity(&snapshot.team_name, &member),
-            item_count: agenda.items.len(),
-            fingerprint: &agenda.fingerprint,
-            accepted_report: prior_accepted.as_ref(),
-            now_ms: now,
-        });
-        // Only what the decision keeps is carried: never a rejected report.
-        let report = match decision.state {
-            StatusState::CaughtUp => {
-                prior_accepted.filter(|r| keeps_caught_up_report(r, &agenda.fingerprint))
-            }
-            StatusState::StillWorking | StatusState::Blocked => prior_accepted,
-            StatusState::NeedsSync | StatusState::Inactive | StatusState::Unknown => None,
+        let token = match effects {
+            Effects::Record => self.grant_token(&snapshot.team_name, &agenda, now),
+            Effects::Withhold => TokenGrant::Withheld,
         };
-        let previous_needs_sync = previous
-            .as_ref()
-            .is_some_and(|p| p.state == StatusState::NeedsSync);
-        let previous_fingerprint = previous.map(|p| p.agenda.fingerprint);
-        // Sorted by wire spelling, as stored.
-        let mut trigger_reasons: Vec<String> =
-            triggers.iter().map(|t| t.as_str().to_string()).collect();
-        trigger_reasons.sort();
-        trigger_reasons.dedup();
-        let shadow = Shadow {
-            reconciled_by: by,
-            would_nudge: decision.state == StatusState::NeedsSync && !agenda.items.is_empty(),
-            fingerprint_changed: previous_fingerprint
-                .as_ref()
-                .is_some_and(|p| *p != agenda.fingerprint),
-            previous_fingerprint,
-            trigger_reasons: (!trigger_reasons.is_empty()).then_some(trigger_reasons),
-            recovery: None,
-            nudge_suppression_reset_at: None,
-            nudge_suppression: None,
-        };
-        let mut diagnostics = agenda.diagnostics.clone();
-        diagnostics.extend(decision.diagnostics.iter().map(|d| d.to_string()));
-        diagnostics.extend(store_diagnostics);
-        // Runtime stall: a runtime signal arrived, yet the same agenda still needs sync.
-        let stall_trigger = StallTrigger::PRIORITY
-            .into_iter()
-            .find(|t| triggers.contains(&Trigger::from(*t)));
-        if let Some(trigger) = stall_trigger.filter(|_| {
-            previous_needs_sync
-                && decision.state == StatusState::NeedsSync
-                && !agenda.items.is_empty()
-                && shadow.previous_fingerprint.as_deref() == Some(agenda.fingerprint.as_str())
-        }) {
-            diagnostics.push(Diagnostic::RuntimeStall.as_str().into());
-            diagnostics.push(Diagnostic::StallTrigger(trigger).as_str().into());
-        }
-        if let Some(reason) = self.ports.busy.busy(&snapshot.team_name, &member, now) {
-            diagnostics.push(format!("member_busy:{}", reason.as_str()));
-        }
-        let mut status = MemberStatus {
+        StatusInputs {
             team_name: snapshot.team_name.clone(),
-            member_name: agenda.member_name.clone(),
-            state: decision.state,
+            on_active_roster: snapshot.is_active() && snapshot.is_active_member(&member),
             // A deleted team's agenda names no provider, as the app's agenda
             // source answers one without reading its members.
             provider_id: (!snapshot.deleted)
                 .then(|| snapshot.member(&member))
                 .flatten()
                 .and_then(|m| m.derived_provider()),
+            runtime: self.ports.activity(&snapshot.team_name, &member),
+            member_busy: self
+                .ports
+                .busy
+                .busy(&snapshot.team_name, &member, now)
+                .map(BusyReason::as_str),
             agenda,
-            report,
-            report_token: None,
-            report_token_expires_at: None,
-            shadow: Some(shadow),
-            evaluated_at: IsoTime::at(now),
-            diagnostics,
-        };
-        if effects == Effects::Record {
-            self.issue_token(&mut status, now);
+            previous: None,
+            store_diagnostic: None,
+            now,
+            by,
+            trigger_reasons: triggers.iter().map(|t| t.as_str().to_string()).collect(),
+            stall_trigger: StallTrigger::PRIORITY
+                .into_iter()
+                .find(|t| triggers.contains(&Trigger::from(*t))),
+            accepted_report: None,
+            recovery: None,
+            token,
         }
-        status
     }
 
-    /// Issues the status's report token, its last diagnostic. Every member
-    /// gets one, inactive ones too (as the app does): a member coming back
-    /// can report at once.
-    fn issue_token(&self, status: &mut MemberStatus, now: EpochMs) {
+    /// A status built from `snapshot`'s board alone with nothing stored
+    /// (no journal line, no token).
+    fn board_status(
+        &self,
+        snapshot: &TeamSnapshot,
+        agenda: Agenda,
+        previous: StoredStatus,
+        now: EpochMs,
+    ) -> MemberStatus {
+        let inputs = self.status_inputs(
+            snapshot,
+            agenda,
+            now,
+            ReconciledBy::Request,
+            &[],
+            Effects::Withhold,
+        );
+        assemble(with_previous(inputs, previous).0)
+    }
+
+    /// The report token of `agenda`'s fingerprint for its member. Every
+    /// member gets one, inactive ones too (as the app does): a member coming
+    /// back can report at once.
+    fn grant_token(&self, team: &str, agenda: &Agenda, now: EpochMs) -> TokenGrant {
         let expires = now + TOKEN_TTL_MS;
-        match self.ports.tokens.issue(
-            &status.team_name,
-            &status.member_name,
-            &status.agenda.fingerprint,
-            expires,
-        ) {
-            Ok(token) => {
-                status
-                    .diagnostics
-                    .push(Diagnostic::ReportTokenIssued.as_str().into());
-                status.report_token = Some(token);
-                status.report_token_expires_at = Some(IsoTime::at(expires));
-            }
-            Err(_) => status
-                .diagnostics
-                .push(Diagnostic::ReportTokenUnavailable.as_str().into()),
+        match self
+            .ports
+            .tokens
+            .issue(team, &agenda.member_name, &agenda.fingerprint, expires)
+        {
+            Ok(token) => TokenGrant::Issued {
+                token,
+                expires_at: IsoTime::at(expires),
+            },
+            Err(_) => TokenGrant::Unavailable,
         }
+    }
+
+    /// Journals the legacy fallback read of a status, as the app's store
+    /// journals its own (after the write it fed).
+    pub(super) fn journal_legacy_read(&self, status: &MemberStatus, now: EpochMs) {
+        self.audit(
+            AuditSource::JsonStore,
+            AuditKind::LegacyFallbackUsed,
+            &status.team_name,
+            &normalize_member_name(&status.member_name),
+            now,
+            vec![],
+            json!({ "reason": "status_v1" }),
+        );
     }
 
     /// Nudge suppression: a
@@ -1019,11 +971,14 @@ impl Reconciler {
     /// `force_nudge` resets the count at this evaluation; otherwise the reset
     /// time follows [`suppression_reset_at`]. Any other status is left as is.
     /// Returns the suppression for the journal.
+    /// `outbox` is the member's outbox, read before the status lock (`None`
+    /// when it could not be read).
     fn apply_suppression(
         &self,
         status: &mut MemberStatus,
         history: Option<&SuppressionHistory>,
         force_nudge: bool,
+        outbox: Option<&[OutboxItem]>,
     ) -> Option<SuppressedNudge> {
         if !is_suppression_candidate(status) {
             return None;
@@ -1044,13 +999,7 @@ impl Reconciler {
         if force_nudge {
             return None;
         }
-        let Ok(items) = self
-            .ports
-            .outbox
-            .member_items(&status.team_name, &status.member_name)
-        else {
-            return None;
-        };
+        let items = outbox?;
         let delivered = items
             .iter()
             .filter(|i| i.agenda_fingerprint == fingerprint && i.status == OutboxStatus::Delivered)
@@ -1159,6 +1108,60 @@ impl Reconciler {
             self.ports.journal.record(event);
         }
     }
+}
+
+/// What a reconcile read before taking the member's status lock.
+#[derive(Debug)]
+struct Prepared {
+    /// Every status input but the stored status.
+    inputs: StatusInputs,
+    /// The member's outbox, read when the status can be a suppression candidate.
+    outbox: Option<Vec<OutboxItem>>,
+    /// Reset nudge suppression at this evaluation.
+    force_nudge: bool,
+}
+
+/// A status a reconcile assembled under the lock, with what it found.
+struct Reconciled {
+    status: MemberStatus,
+    suppressed: Option<SuppressedNudge>,
+    previous_evaluated_at: Option<String>,
+    legacy: bool,
+}
+
+/// What a reconcile's locked update found beside the status it wrote, for
+/// the journal after the lock.
+#[derive(Default)]
+struct Found {
+    /// The suppression decided on the status.
+    suppressed: Option<SuppressedNudge>,
+    /// When the replaced status was evaluated.
+    previous_evaluated_at: Option<String>,
+    /// The stored status was read from the legacy team file.
+    legacy: bool,
+}
+
+impl Found {
+    fn of(reconciled: &Reconciled) -> Self {
+        Self {
+            suppressed: reconciled.suppressed.clone(),
+            previous_evaluated_at: reconciled.previous_evaluated_at.clone(),
+            legacy: reconciled.legacy,
+        }
+    }
+}
+
+/// `inputs` with the stored status they replace, and whether it was read
+/// from the legacy team file (which the caller journals).
+pub(super) fn with_previous(mut inputs: StatusInputs, previous: StoredStatus) -> (StatusInputs, bool) {
+    let legacy = matches!(previous, StoredStatus::Legacy(_));
+    inputs.store_diagnostic = match &previous {
+        StoredStatus::Legacy(_) => Some("legacy_fallback_used:status_v1".to_string()),
+        StoredStatus::Quarantined { reason } => Some(format!("status_store_quarantined:{reason}")),
+        StoredStatus::Missing | StoredStatus::Current(_) => None,
+    };
+    inputs.previous = previous.into_status();
+    (inputs, legacy)
 }
 
 /// When a stored status was evaluated, if one is readable.

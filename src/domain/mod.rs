@@ -19,6 +19,7 @@ pub(crate) mod report;
 pub mod retention;
 pub(crate) mod review_cycle;
 pub mod status;
+pub mod status_assembly;
 pub mod team;
 pub mod time;
 pub(crate) mod token;
