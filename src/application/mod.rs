@@ -18,6 +18,7 @@ pub mod report;
 pub mod review_pickup;
 pub mod router;
 pub mod runtime_state;
+mod status_write;
 pub mod turn_settled;
 #[cfg(test)]
 mod use_case_tests;

@@ -5,16 +5,16 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::busy::BusyReason;
 use super::index_cache::IndexCache;
 use super::log::{LogCode, LogEntry, LogLevel};
 use super::nudges::Nudges;
 use super::ports::{AuditEvent, PortError, Ports, StatusStore, StoredStatus};
 use super::queue::Trigger;
+use super::status_write::with_previous;
 use crate::domain::agenda::{Agenda, TeamIndex};
 use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::decision::staleness_diagnostics;
-use crate::domain::diagnostic::{has, parsed, Diagnostic, StallTrigger};
+use crate::domain::diagnostic::{has, parsed, Diagnostic};
 use crate::domain::metrics::events_for_write;
 use crate::domain::names::{normalize_member_name, validate_name, MemberName, NameError, TeamName};
 use crate::domain::nudge::{
@@ -26,7 +26,6 @@ use crate::domain::status::{MemberStatus, NudgeSuppression, ReconciledBy, Shadow
 use crate::domain::status_assembly::{assemble, grant_token, StatusInputs, TokenGrant};
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs, IsoTime};
-use crate::domain::token::TOKEN_TTL_MS;
 
 /// Why a use case failed.
 #[derive(Debug, thiserror::Error)]
@@ -525,8 +524,7 @@ impl Reconciler {
                 (*member, prepared)
             })
             .collect();
-        let mut found: std::collections::HashMap<String, Found> =
-            std::collections::HashMap::new();
+        let mut found: std::collections::HashMap<String, Found> = std::collections::HashMap::new();
         let mut build = |member: &str, previous: StoredStatus| {
             let reconciled = match prepared.get(member) {
                 Some(prepared) => self.reconciled_status(prepared, previous),
@@ -865,54 +863,6 @@ impl Reconciler {
             .record_all(events.into_iter().flatten().collect());
     }
 
-    /// Everything a status of `agenda`'s member is assembled from but the
-    /// stored status, read now, before the member's status lock is taken:
-    /// the runtime, whether the member is busy and, with
-    /// [`Effects::Record`], the report token.
-    pub(super) fn status_inputs(
-        &self,
-        snapshot: &TeamSnapshot,
-        agenda: Agenda,
-        now: EpochMs,
-        by: ReconciledBy,
-        triggers: &[Trigger],
-        effects: Effects,
-    ) -> StatusInputs {
-        let member = normalize_member_name(&agenda.member_name);
-        let token = match effects {
-            Effects::Record => self.grant_token(&snapshot.team_name, &agenda, now),
-            Effects::Withhold => TokenGrant::Withheld,
-        };
-        StatusInputs {
-            team_name: snapshot.team_name.clone(),
-            on_active_roster: snapshot.is_active() && snapshot.is_active_member(&member),
-            // A deleted team's agenda names no provider, as the app's agenda
-            // source answers one without reading its members.
-            provider_id: (!snapshot.deleted)
-                .then(|| snapshot.member(&member))
-                .flatten()
-                .and_then(|m| m.derived_provider()),
-            runtime: self.ports.activity(&snapshot.team_name, &member),
-            member_busy: self
-                .ports
-                .busy
-                .busy(&snapshot.team_name, &member, now)
-                .map(BusyReason::as_str),
-            agenda,
-            previous: None,
-            store_diagnostic: None,
-            now,
-            by,
-            trigger_reasons: triggers.iter().map(|t| t.as_str().to_string()).collect(),
-            stall_trigger: StallTrigger::PRIORITY
-                .into_iter()
-                .find(|t| triggers.contains(&Trigger::from(*t))),
-            accepted_report: None,
-            recovery: None,
-            token,
-        }
-    }
-
     /// A status built from `snapshot`'s board alone with nothing stored
     /// (no journal line, no token).
     fn board_status(
@@ -931,38 +881,6 @@ impl Reconciler {
             Effects::Withhold,
         );
         assemble(with_previous(inputs, previous).0)
-    }
-
-    /// The report token of `agenda`'s fingerprint for its member. Every
-    /// member gets one, inactive ones too (as the app does): a member coming
-    /// back can report at once.
-    fn grant_token(&self, team: &str, agenda: &Agenda, now: EpochMs) -> TokenGrant {
-        let expires = now + TOKEN_TTL_MS;
-        match self
-            .ports
-            .tokens
-            .issue(team, &agenda.member_name, &agenda.fingerprint, expires)
-        {
-            Ok(token) => TokenGrant::Issued {
-                token,
-                expires_at: IsoTime::at(expires),
-            },
-            Err(_) => TokenGrant::Unavailable,
-        }
-    }
-
-    /// Journals the legacy fallback read of a status, as the app's store
-    /// journals its own (after the write it fed).
-    pub(super) fn journal_legacy_read(&self, status: &MemberStatus, now: EpochMs) {
-        self.audit(
-            AuditSource::JsonStore,
-            AuditKind::LegacyFallbackUsed,
-            &status.team_name,
-            &normalize_member_name(&status.member_name),
-            now,
-            vec![],
-            json!({ "reason": "status_v1" }),
-        );
     }
 
     /// Nudge suppression: a
@@ -1149,19 +1067,6 @@ impl Found {
             legacy: reconciled.legacy,
         }
     }
-}
-
-/// `inputs` with the stored status they replace, and whether it was read
-/// from the legacy team file (which the caller journals).
-pub(super) fn with_previous(mut inputs: StatusInputs, previous: StoredStatus) -> (StatusInputs, bool) {
-    let legacy = matches!(previous, StoredStatus::Legacy(_));
-    inputs.store_diagnostic = match &previous {
-        StoredStatus::Legacy(_) => Some("legacy_fallback_used:status_v1".to_string()),
-        StoredStatus::Quarantined { reason } => Some(format!("status_store_quarantined:{reason}")),
-        StoredStatus::Missing | StoredStatus::Current(_) => None,
-    };
-    inputs.previous = previous.into_status();
-    (inputs, legacy)
 }
 
 /// When a stored status was evaluated, if one is readable.

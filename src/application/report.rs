@@ -6,8 +6,9 @@ use serde_json::{json, Value};
 
 use super::ports::{AuditEvent, IntentStatus, ReportIntent};
 use super::reconcile::{
-    check_name, with_previous, AgendaSource, Effects, ReconcileOptions, Reconciler, WorkSyncError,
+    check_name, AgendaSource, Effects, ReconcileOptions, Reconciler, WorkSyncError,
 };
+use super::status_write::with_previous;
 use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::metrics::{team_metrics, MetricsIndex, TeamMetrics};
 use crate::domain::names::normalize_member_name;
@@ -220,11 +221,7 @@ impl Reconciler {
             legacy = from_legacy;
             assemble_accepted(inputs)
         })?;
-        if legacy {
-            self.journal_legacy_read(&status, now);
-        }
-        self.record_metrics(&status);
-        self.journal_status_written(&status, now);
+        self.status_written(&status, legacy, now);
         self.audit(
             SOURCE,
             AuditKind::ReportAccepted,
@@ -291,8 +288,7 @@ impl Reconciler {
             .ports
             .store
             .update(team, member, &mut |_| rejected.clone())?;
-        self.record_metrics(&status);
-        self.journal_status_written(&status, now);
+        self.status_written(&status, false, now);
         self.audit(
             SOURCE,
             AuditKind::ReportRejected,

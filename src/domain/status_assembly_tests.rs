@@ -139,10 +139,7 @@ fn each_input_lands_where_the_status_says() {
                 ..inputs()
             },
             state: StatusState::Inactive,
-            diagnostics: vec![
-                "agenda_note".into(),
-                diag(Diagnostic::MemberOrTeamInactive),
-            ],
+            diagnostics: vec!["agenda_note".into(), diag(Diagnostic::MemberOrTeamInactive)],
             carried: None,
             would_nudge: false,
             fingerprint_changed: false,
@@ -252,7 +249,10 @@ fn each_input_lands_where_the_status_says() {
         assert_eq!(status.state, case.state, "{}", case.name);
         assert_eq!(status.diagnostics, case.diagnostics, "{}", case.name);
         assert_eq!(
-            status.report.as_ref().map(|r| r.agenda_fingerprint.as_str()),
+            status
+                .report
+                .as_ref()
+                .map(|r| r.agenda_fingerprint.as_str()),
             case.carried,
             "{}",
             case.name
@@ -272,7 +272,11 @@ fn each_input_lands_where_the_status_says() {
 fn the_shadow_keeps_sorted_triggers_and_the_token_its_expiry() {
     let status = assemble(StatusInputs {
         previous: Some(stored(StatusState::NeedsSync, "old", None)),
-        trigger_reasons: vec!["task_changed".into(), "manual".into(), "task_changed".into()],
+        trigger_reasons: vec![
+            "task_changed".into(),
+            "manual".into(),
+            "task_changed".into(),
+        ],
         ..inputs()
     });
     let shadow = status.shadow.unwrap();
@@ -290,7 +294,10 @@ fn the_shadow_keeps_sorted_triggers_and_the_token_its_expiry() {
 #[test]
 fn an_accepted_report_writes_its_own_shadow_and_diagnostics() {
     let cases = [
-        (TokenGrant::Unavailable, Some(Diagnostic::ReportTokenUnavailable)),
+        (
+            TokenGrant::Unavailable,
+            Some(Diagnostic::ReportTokenUnavailable),
+        ),
         (TokenGrant::Withheld, None),
     ];
     for (token, token_diagnostic) in cases {
