@@ -10,22 +10,21 @@ use super::log::{LogCode, LogEntry, LogLevel};
 use super::nudges::Nudges;
 use super::ports::{AuditEvent, PortError, Ports, StatusStore, StoredStatus};
 use super::queue::Trigger;
+use super::status_write::with_previous;
 use crate::domain::agenda::{Agenda, TeamIndex};
 use crate::domain::audit::{AuditKind, AuditSource};
-use crate::domain::decision::{
-    decide, keeps_caught_up_report, staleness_diagnostics, DecisionInput,
-};
+use crate::domain::decision::staleness_diagnostics;
 use crate::domain::diagnostic::Diagnostic;
 use crate::domain::metrics::events_for_write;
 use crate::domain::names::{normalize_member_name, validate_name, MemberName, NameError, TeamName};
+use crate::domain::nudge::OutboxItem;
 use crate::domain::nudge_suppression::{self, SuppressedNudge, SuppressionHistory};
 use crate::domain::recovery::Recovery;
-use crate::domain::runtime_stall::{RuntimeStall, StallCheck};
-use crate::domain::status::Report;
+use crate::domain::runtime_stall::RuntimeStall;
 use crate::domain::status::{MemberStatus, ReconciledBy, Shadow, StatusState};
+use crate::domain::status_assembly::{assemble, grant_token, StatusInputs, TokenGrant};
 use crate::domain::team::TeamSnapshot;
-use crate::domain::time::{format_iso, EpochMs, IsoTime};
-use crate::domain::token::TOKEN_TTL_MS;
+use crate::domain::time::{format_iso, EpochMs};
 
 /// Why a use case failed.
 #[derive(Debug, thiserror::Error)]
@@ -392,16 +391,7 @@ impl Reconciler {
             StoredStatus::Missing
         };
         let agenda = index.agenda_for(member, &format_iso(now));
-        let mut status = self.build_status_with(
-            snapshot,
-            agenda,
-            previous,
-            now,
-            ReconciledBy::Request,
-            &[],
-            None,
-            Effects::Withhold,
-        );
+        let mut status = self.board_status(snapshot, agenda, previous, now);
         status
             .diagnostics
             .push("status_snapshot_not_persisted".into());
@@ -443,22 +433,16 @@ impl Reconciler {
         // Nothing stored: nothing to journal; the token comes after the
         // snapshot's diagnostic, as the app lists them, and only into an
         // existing team folder (its secret must not create one).
-        let mut status = self.build_status_with(
-            snapshot,
-            agenda,
-            StoredStatus::Missing,
-            now,
-            ReconciledBy::Request,
-            &[],
-            None,
-            Effects::Withhold,
-        );
+        let token = if snapshot.folder_found {
+            self.grant_token(&snapshot.team_name, &agenda, now)
+        } else {
+            TokenGrant::Withheld
+        };
+        let mut status = self.board_status(snapshot, agenda, StoredStatus::Missing, now);
         status
             .diagnostics
             .push("status_snapshot_not_persisted".into());
-        if snapshot.folder_found {
-            self.issue_token(&mut status, now);
-        }
+        grant_token(&mut status, token);
         status.shadow = Some(Shadow {
             reconciled_by: ReconciledBy::Request,
             would_nudge: false,
@@ -486,26 +470,15 @@ impl Reconciler {
         if !self.may_persist(snapshot, member)? {
             return Ok(self.unpersisted_from(snapshot, member, now));
         }
-        let mut agenda = Some(self.start_reconcile(index, team, member, now, triggers));
-        let mut previous_evaluated_at = None;
-        let mut suppressed = None;
+        let agenda = self.start_reconcile(index, team, member, now, triggers);
+        let prepared = self.prepare(snapshot, agenda, now, by, triggers, options);
+        let mut found = Found::default();
         let status = self.ports.store.update(team, member, &mut |previous| {
-            let agenda = agenda
-                .take()
-                .unwrap_or_else(|| index.agenda_for(member, &format_iso(now)));
-            previous_evaluated_at = evaluated_at_of(&previous);
-            let (status, suppression) =
-                self.reconciled_status(snapshot, agenda, previous, now, by, triggers, options);
-            suppressed = suppression;
-            status
+            let reconciled = self.reconciled_status(&prepared, previous);
+            found = Found::of(&reconciled);
+            reconciled.status
         })?;
-        self.record_metrics(&status);
-        self.finish_reconcile(
-            &status,
-            previous_evaluated_at.as_deref(),
-            suppressed.as_ref(),
-            now,
-        );
+        self.after_write(&status, &found, now);
         Ok(status)
     }
 
@@ -533,30 +506,30 @@ impl Reconciler {
                 unpersisted.push(Some(self.unpersisted_from(snapshot, member, now)));
             }
         }
-        let mut agendas: std::collections::HashMap<&str, Agenda> = persisted
+        let options = ReconcileOptions::default();
+        let prepared: std::collections::HashMap<&str, Prepared> = persisted
             .iter()
             .map(|member| {
                 let agenda = self.start_reconcile(index, team, member, now, triggers);
-                (*member, agenda)
+                let prepared = self.prepare(snapshot, agenda, now, by, triggers, options);
+                (*member, prepared)
             })
             .collect();
-        let mut previous_evaluated_at: std::collections::HashMap<String, Option<String>> =
-            std::collections::HashMap::new();
-        let mut suppressed: std::collections::HashMap<String, SuppressedNudge> =
-            std::collections::HashMap::new();
+        let mut found: std::collections::HashMap<String, Found> = std::collections::HashMap::new();
         let mut build = |member: &str, previous: StoredStatus| {
-            let agenda = agendas
-                .remove(member)
-                .unwrap_or_else(|| index.agenda_for(member, &format_iso(now)));
-            previous_evaluated_at.insert(member.to_string(), evaluated_at_of(&previous));
-            let options = ReconcileOptions::default();
-            let (status, suppression) =
-                self.reconciled_status(snapshot, agenda, previous, now, by, triggers, options);
-            match suppression {
-                Some(suppression) => suppressed.insert(member.to_string(), suppression),
-                None => suppressed.remove(member),
+            let reconciled = match prepared.get(member) {
+                Some(prepared) => self.reconciled_status(prepared, previous),
+                // Every member written was prepared; a name the store hands
+                // back otherwise is prepared now (outside any lock of ours
+                // but its own).
+                None => {
+                    let agenda = index.agenda_for(member, &format_iso(now));
+                    let prepared = self.prepare(snapshot, agenda, now, by, triggers, options);
+                    self.reconciled_status(&prepared, previous)
+                }
             };
-            status
+            found.insert(member.to_string(), Found::of(&reconciled));
+            reconciled.status
         };
         let outcomes: Vec<Result<MemberStatus, PortError>> =
             match self.ports.store.update_all(team, &persisted, &mut build) {
@@ -585,11 +558,21 @@ impl Reconciler {
             .iter()
             .filter_map(|outcome| outcome.as_ref().ok().cloned())
             .collect();
+        for (member, outcome) in persisted.iter().zip(&outcomes) {
+            if let (Ok(status), Some(true)) = (outcome, found.get(*member).map(|f| f.legacy)) {
+                self.journal_legacy_read(status, now);
+            }
+        }
         self.record_team_metrics(&written);
         for (member, outcome) in persisted.iter().zip(&outcomes) {
             let Ok(status) = outcome else { continue };
-            let previous = previous_evaluated_at.get(*member).cloned().flatten();
-            self.finish_reconcile(status, previous.as_deref(), suppressed.get(*member), now);
+            let found = found.get(*member);
+            self.finish_reconcile(
+                status,
+                found.and_then(|f| f.previous_evaluated_at.as_deref()),
+                found.and_then(|f| f.suppressed.as_ref()),
+                now,
+            );
         }
         let mut outcomes = persisted.iter().zip(outcomes);
         Ok(unpersisted
@@ -683,26 +666,71 @@ impl Reconciler {
         agenda
     }
 
-    /// The status a reconcile writes: built, with its recovery, suppressed;
-    /// and the suppression decided on it, journaled after the decision.
-    #[allow(clippy::too_many_arguments)]
-    fn reconciled_status(
+    /// What a reconcile of `agenda`'s member reads before it takes the
+    /// member's status lock: the status inputs and, when the status can be
+    /// a suppression candidate, the member's outbox.
+    fn prepare(
         &self,
         snapshot: &TeamSnapshot,
         agenda: Agenda,
-        previous: StoredStatus,
         now: EpochMs,
         by: ReconciledBy,
         triggers: &[Trigger],
         options: ReconcileOptions<'_>,
-    ) -> (MemberStatus, Option<SuppressedNudge>) {
-        let history = previous.status().map(SuppressionHistory::of);
-        let mut status = self.build_status(snapshot, agenda, previous, now, by, triggers, None);
-        if let Some(shadow) = status.shadow.as_mut() {
-            shadow.recovery = options.recovery.cloned();
+    ) -> Prepared {
+        let mut inputs = self.status_inputs(snapshot, agenda, now, by, triggers, Effects::Record);
+        inputs.recovery = options.recovery.cloned();
+        let outbox = (!options.force_nudge && inputs.can_need_sync())
+            .then(|| {
+                self.ports
+                    .outbox
+                    .member_items(&inputs.team_name, &inputs.agenda.member_name)
+                    .ok()
+            })
+            .flatten();
+        Prepared {
+            inputs,
+            outbox,
+            force_nudge: options.force_nudge,
         }
-        let suppressed = self.apply_suppression(&mut status, history.as_ref(), options.force_nudge);
-        (status, suppressed)
+    }
+
+    /// The status a reconcile writes, from what it read and the stored
+    /// status (under the member's status lock: no store call here):
+    /// assembled, then suppressed.
+    fn reconciled_status(&self, prepared: &Prepared, previous: StoredStatus) -> Reconciled {
+        let history = previous.status().map(SuppressionHistory::of);
+        let previous_evaluated_at = evaluated_at_of(&previous);
+        let (inputs, legacy) = with_previous(prepared.inputs.clone(), previous);
+        let mut status = assemble(inputs);
+        let suppressed = self.apply_suppression(
+            &mut status,
+            history.as_ref(),
+            prepared.force_nudge,
+            prepared.outbox.as_deref(),
+        );
+        Reconciled {
+            status,
+            suppressed,
+            previous_evaluated_at,
+            legacy,
+        }
+    }
+
+    /// Journals what a reconcile's locked update found beside its status
+    /// (a legacy fallback read), then records its metrics and journals the
+    /// decision ([`Reconciler::finish_reconcile`]).
+    fn after_write(&self, status: &MemberStatus, found: &Found, now: EpochMs) {
+        if found.legacy {
+            self.journal_legacy_read(status, now);
+        }
+        self.record_metrics(status);
+        self.finish_reconcile(
+            status,
+            found.previous_evaluated_at.as_deref(),
+            found.suppressed.as_ref(),
+            now,
+        );
     }
 
     /// Journals the write of a status outside a reconcile (a report).
@@ -812,194 +840,38 @@ impl Reconciler {
             .record_all(events.into_iter().flatten().collect());
     }
 
-    /// Builds the new status from the agenda and what was stored before.
-    ///
-    /// `accepted_report` replaces the stored report as the decision's input
-    /// (the reporter passes the report it just accepted).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn build_status(
+    /// A status built from `snapshot`'s board alone with nothing stored
+    /// (no journal line, no token).
+    fn board_status(
         &self,
         snapshot: &TeamSnapshot,
         agenda: Agenda,
         previous: StoredStatus,
         now: EpochMs,
-        by: ReconciledBy,
-        triggers: &[Trigger],
-        accepted_report: Option<Report>,
     ) -> MemberStatus {
-        self.build_status_with(
+        let inputs = self.status_inputs(
             snapshot,
             agenda,
-            previous,
             now,
-            by,
-            triggers,
-            accepted_report,
-            Effects::Record,
-        )
+            ReconciledBy::Request,
+            &[],
+            Effects::Withhold,
+        );
+        assemble(with_previous(inputs, previous).0)
     }
 
-    /// [`Reconciler::build_status`]; with [`Effects::Withhold`] nothing is
-    /// journaled and no report token is issued.
-    #[allow(clippy::too_many_arguments)]
-    fn build_status_with(
-        &self,
-        snapshot: &TeamSnapshot,
-        agenda: Agenda,
-        previous: StoredStatus,
-        now: EpochMs,
-        by: ReconciledBy,
-        triggers: &[Trigger],
-        accepted_report: Option<Report>,
-        effects: Effects,
-    ) -> MemberStatus {
-        let member = normalize_member_name(&agenda.member_name);
-        let mut store_diagnostics = Vec::new();
-        match &previous {
-            StoredStatus::Legacy(_) => {
-                store_diagnostics.push("legacy_fallback_used:status_v1".to_string());
-                if effects == Effects::Record {
-                    // The app's store journals its own fallback read.
-                    self.audit(
-                        AuditSource::JsonStore,
-                        AuditKind::LegacyFallbackUsed,
-                        &snapshot.team_name,
-                        &member,
-                        now,
-                        vec![],
-                        json!({ "reason": "status_v1" }),
-                    );
-                }
-            }
-            StoredStatus::Quarantined { reason } => {
-                store_diagnostics.push(format!("status_store_quarantined:{reason}"))
-            }
-            StoredStatus::Missing | StoredStatus::Current(_) => {}
-        }
-        let previous = previous.into_status();
-        // The lease input: the report just accepted, else the stored one if
-        // it was accepted. As in the app, a rejected report that replaced an
-        // accepted one leaves no lease behind.
-        let prior_accepted = accepted_report.or_else(|| {
-            previous
-                .as_ref()
-                .and_then(|p| p.report.clone().filter(|r| r.accepted))
-        });
-        let on_active_roster = snapshot.is_active() && snapshot.is_active_member(&member);
-        let decision = decide(&DecisionInput {
-            on_active_roster,
-            runtime: self.ports.activity(&snapshot.team_name, &member),
-            item_count: agenda.items.len(),
-            fingerprint: &agenda.fingerprint,
-            accepted_report: prior_accepted.as_ref(),
-            now_ms: now,
-        });
-        // Only what the decision keeps is carried: never a rejected report.
-        let report = match decision.state {
-            StatusState::CaughtUp => {
-                prior_accepted.filter(|r| keeps_caught_up_report(r, &agenda.fingerprint))
-            }
-            StatusState::StillWorking | StatusState::Blocked => prior_accepted,
-            StatusState::NeedsSync | StatusState::Inactive | StatusState::Unknown => None,
-        };
-        let previous_needs_sync = previous
-            .as_ref()
-            .is_some_and(|p| p.state == StatusState::NeedsSync);
-        let previous_fingerprint = previous.map(|p| p.agenda.fingerprint);
-        // Sorted by wire spelling, as stored.
-        let mut trigger_reasons: Vec<String> =
-            triggers.iter().map(|t| t.as_str().to_string()).collect();
-        trigger_reasons.sort();
-        trigger_reasons.dedup();
-        let shadow = Shadow {
-            reconciled_by: by,
-            would_nudge: decision.state == StatusState::NeedsSync && !agenda.items.is_empty(),
-            fingerprint_changed: previous_fingerprint
-                .as_ref()
-                .is_some_and(|p| *p != agenda.fingerprint),
-            previous_fingerprint,
-            trigger_reasons: (!trigger_reasons.is_empty()).then_some(trigger_reasons),
-            recovery: None,
-            nudge_suppression_reset_at: None,
-            nudge_suppression: None,
-        };
-        let mut diagnostics = agenda.diagnostics.clone();
-        diagnostics.extend(decision.diagnostics.iter().map(|d| d.to_string()));
-        diagnostics.extend(store_diagnostics);
-        let signals: Vec<_> = triggers.iter().filter_map(|t| t.runtime_signal()).collect();
-        let stall = RuntimeStall::observe(&StallCheck {
-            signals: &signals,
-            previous_needs_sync,
-            previous_fingerprint: shadow.previous_fingerprint.as_deref(),
-            state: decision.state,
-            fingerprint: &agenda.fingerprint,
-            item_count: agenda.items.len(),
-        });
-        diagnostics.extend(stall.into_iter().flat_map(RuntimeStall::diagnostics));
-        if let Some(reason) = self.ports.busy.busy(&snapshot.team_name, &member, now) {
-            diagnostics.push(format!("member_busy:{}", reason.as_str()));
-        }
-        let mut status = MemberStatus {
-            team_name: snapshot.team_name.clone(),
-            member_name: agenda.member_name.clone(),
-            state: decision.state,
-            // A deleted team's agenda names no provider, as the app's agenda
-            // source answers one without reading its members.
-            provider_id: (!snapshot.deleted)
-                .then(|| snapshot.member(&member))
-                .flatten()
-                .and_then(|m| m.derived_provider()),
-            agenda,
-            report,
-            report_token: None,
-            report_token_expires_at: None,
-            shadow: Some(shadow),
-            evaluated_at: IsoTime::at(now),
-            diagnostics,
-        };
-        if effects == Effects::Record {
-            self.issue_token(&mut status, now);
-        }
-        status
-    }
-
-    /// Issues the status's report token, its last diagnostic. Every member
-    /// gets one, inactive ones too (as the app does): a member coming back
-    /// can report at once.
-    fn issue_token(&self, status: &mut MemberStatus, now: EpochMs) {
-        let expires = now + TOKEN_TTL_MS;
-        match self.ports.tokens.issue(
-            &status.team_name,
-            &status.member_name,
-            &status.agenda.fingerprint,
-            expires,
-        ) {
-            Ok(token) => {
-                status
-                    .diagnostics
-                    .push(Diagnostic::ReportTokenIssued.as_str().into());
-                status.report_token = Some(token);
-                status.report_token_expires_at = Some(IsoTime::at(expires));
-            }
-            Err(_) => status
-                .diagnostics
-                .push(Diagnostic::ReportTokenUnavailable.as_str().into()),
-        }
-    }
-
-    /// Nudge suppression (see [`nudge_suppression`]) over the member's outbox.
+    /// Nudge suppression (see [`nudge_suppression`]) over the member's
+    /// outbox, read before the status lock (`None` when it could not be
+    /// read: nothing is suppressed).
     fn apply_suppression(
         &self,
         status: &mut MemberStatus,
         history: Option<&SuppressionHistory>,
         force_nudge: bool,
+        outbox: Option<&[OutboxItem]>,
     ) -> Option<SuppressedNudge> {
         let count = nudge_suppression::reset_count(status, history, force_nudge)?;
-        let outbox = &self.ports.outbox;
-        let items = outbox
-            .member_items(&status.team_name, &status.member_name)
-            .ok()?;
-        nudge_suppression::suppress(status, &count, &items)
+        nudge_suppression::suppress(status, &count, outbox?)
     }
 
     /// Adds the metric events of a status write to the team index. Metrics
@@ -1064,6 +936,47 @@ impl Reconciler {
     ) {
         if let Some(event) = audit_event(source, kind, team, member, at_ms, diagnostics, metadata) {
             self.ports.journal.record(event);
+        }
+    }
+}
+
+/// What a reconcile read before taking the member's status lock.
+#[derive(Debug)]
+struct Prepared {
+    /// Every status input but the stored status.
+    inputs: StatusInputs,
+    /// The member's outbox, read when the status can be a suppression candidate.
+    outbox: Option<Vec<OutboxItem>>,
+    /// Reset nudge suppression at this evaluation.
+    force_nudge: bool,
+}
+
+/// A status a reconcile assembled under the lock, with what it found.
+struct Reconciled {
+    status: MemberStatus,
+    suppressed: Option<SuppressedNudge>,
+    previous_evaluated_at: Option<String>,
+    legacy: bool,
+}
+
+/// What a reconcile's locked update found beside the status it wrote, for
+/// the journal after the lock.
+#[derive(Default)]
+struct Found {
+    /// The suppression decided on the status.
+    suppressed: Option<SuppressedNudge>,
+    /// When the replaced status was evaluated.
+    previous_evaluated_at: Option<String>,
+    /// The stored status was read from the legacy team file.
+    legacy: bool,
+}
+
+impl Found {
+    fn of(reconciled: &Reconciled) -> Self {
+        Self {
+            suppressed: reconciled.suppressed.clone(),
+            previous_evaluated_at: reconciled.previous_evaluated_at.clone(),
+            legacy: reconciled.legacy,
         }
     }
 }

@@ -4,16 +4,19 @@
 
 use serde_json::{json, Value};
 
-use super::ports::{AuditEvent, IntentStatus, ReportIntent, StoredStatus};
-use super::reconcile::{check_name, AgendaSource, ReconcileOptions, Reconciler, WorkSyncError};
+use super::ports::{AuditEvent, IntentStatus, ReportIntent};
+use super::reconcile::{
+    check_name, AgendaSource, Effects, ReconcileOptions, Reconciler, WorkSyncError,
+};
+use super::status_write::with_previous;
 use crate::domain::audit::{AuditKind, AuditSource};
-use crate::domain::diagnostic::Diagnostic;
 use crate::domain::metrics::{team_metrics, MetricsIndex, TeamMetrics};
 use crate::domain::names::normalize_member_name;
 use crate::domain::report::{
     lease_ms, validate, Rejection, ReportRequest, ReportSource, ValidationContext,
 };
-use crate::domain::status::{MemberStatus, ReconciledBy, Report, Shadow};
+use crate::domain::status::{MemberStatus, ReconciledBy, Report};
+use crate::domain::status_assembly::assemble_accepted;
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs, IsoTime};
 use crate::domain::token::TokenCheck;
@@ -181,7 +184,7 @@ impl Reconciler {
                     accepted: true,
                     rejection_code: None,
                 };
-                self.record_accepted(&snapshot, &agendas, agenda, report, now)?
+                self.record_accepted(&snapshot, agenda, report, now)?
             }
             Err(rejection) => self.record_rejected(&snapshot, request, source, rejection, now)?,
         };
@@ -192,25 +195,33 @@ impl Reconciler {
     }
 
     /// Writes the status of an accepted report (the decision's lease, shadow
-    /// `reconciledBy: report`) and journals it.
+    /// `reconciledBy: report`) and journals it. Its inputs are read first;
+    /// the member's status lock covers only the stored status's read, the
+    /// pure assembly and the write.
     fn record_accepted(
         &self,
         snapshot: &TeamSnapshot,
-        agendas: &dyn AgendaSource,
         agenda: crate::domain::agenda::Agenda,
         report: Report,
         now: EpochMs,
     ) -> Result<ReportResult, WorkSyncError> {
         let (team, member) = (snapshot.team_name.as_str(), report.member_name.clone());
-        let mut agenda = Some(agenda);
+        let mut inputs = self.status_inputs(
+            snapshot,
+            agenda,
+            now,
+            ReconciledBy::Report,
+            &[],
+            Effects::Record,
+        );
+        inputs.accepted_report = Some(report);
+        let mut legacy = false;
         let status = self.ports.store.update(team, &member, &mut |previous| {
-            let agenda = agenda
-                .take()
-                .unwrap_or_else(|| agendas.agenda_for(&member, &format_iso(now)));
-            self.accepted_status(snapshot, agenda, previous, now, report.clone())
+            let (inputs, from_legacy) = with_previous(inputs.clone(), previous);
+            legacy = from_legacy;
+            assemble_accepted(inputs)
         })?;
-        self.record_metrics(&status);
-        self.journal_status_written(&status, now);
+        self.status_written(&status, legacy, now);
         self.audit(
             SOURCE,
             AuditKind::ReportAccepted,
@@ -277,8 +288,7 @@ impl Reconciler {
             .ports
             .store
             .update(team, member, &mut |_| rejected.clone())?;
-        self.record_metrics(&status);
-        self.journal_status_written(&status, now);
+        self.status_written(&status, false, now);
         self.audit(
             SOURCE,
             AuditKind::ReportRejected,
@@ -301,49 +311,6 @@ impl Reconciler {
             status,
             token_check: TokenCheck::Missing,
         })
-    }
-
-    /// The status written for an accepted report: the decision with the
-    /// report as its lease, reconciled by the report itself.
-    fn accepted_status(
-        &self,
-        snapshot: &TeamSnapshot,
-        agenda: crate::domain::agenda::Agenda,
-        previous: StoredStatus,
-        now: EpochMs,
-        report: Report,
-    ) -> MemberStatus {
-        let agenda_diagnostics = agenda.diagnostics.clone();
-        let mut status = self.build_status(
-            snapshot,
-            agenda,
-            previous,
-            now,
-            ReconciledBy::Report,
-            &[],
-            Some(report),
-        );
-        status.shadow = Some(Shadow {
-            reconciled_by: ReconciledBy::Report,
-            would_nudge: false,
-            fingerprint_changed: false,
-            previous_fingerprint: None,
-            trigger_reasons: None,
-            recovery: None,
-            nudge_suppression_reset_at: None,
-            nudge_suppression: None,
-        });
-        let token_diag = status
-            .diagnostics
-            .iter()
-            .find(|d| Diagnostic::parse(d).is_some_and(Diagnostic::is_report_token))
-            .cloned();
-        status.diagnostics = agenda_diagnostics;
-        status
-            .diagnostics
-            .push(Diagnostic::ReportAccepted.as_str().into());
-        status.diagnostics.extend(token_diag);
-        status
     }
 
     /// Validates every pending intent of `teams` through the same validator.

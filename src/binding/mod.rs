@@ -33,8 +33,8 @@ use crate::application::report::ReportResult;
 use crate::application::router::TeamChangeEvent;
 use crate::domain::names::{MemberName, TeamName};
 use crate::domain::recovery::RecoveryTaskRef;
+use crate::infrastructure::safe_fs::{join_trailing, with_folder_syncs_trailing};
 use crate::runtime::composition::Instance;
-use crate::infrastructure::safe_fs::with_folder_syncs_deferred;
 
 /// One addon instance over one Claude home.
 #[napi]
@@ -140,17 +140,23 @@ impl MemberWorkSync {
             let (team, member) = member_request(request)?;
             // The status, the metrics index and (when a nudge is planned)
             // the member outbox and outbox index are each synced before
-            // their renames, and their folders once, together, before the
-            // answer: the member folder holds both the status and the
-            // outbox. Each file is old or new after any crash, and every
-            // mix a power cut can leave before the end is one the readers
-            // take: metrics ahead of the status count an evaluation that
-            // happened (the next reconcile records its own); an outbox item
-            // ahead of the status is revalidated against the stored status
-            // by the dispatcher (`status_no_longer_matches_outbox`) and
-            // planned again by the next reconcile; the outbox index is a
-            // view rebuilt from the outboxes.
-            Ok(with_folder_syncs_deferred(|| {
+            // their renames; their folders are synced once each, together,
+            // after the answer (trailing), and before any later durable
+            // rename of this process and at dispose. Each file is old or new
+            // after any crash, and every mix a power cut can leave is one
+            // the readers take: metrics ahead of the status count an
+            // evaluation that happened (the next reconcile records its
+            // own); an outbox item ahead of the status is revalidated
+            // against the stored status by the dispatcher
+            // (`status_no_longer_matches_outbox`) and planned again by the
+            // next reconcile; the outbox index is a view rebuilt from the
+            // outboxes. A status the caller saw and a power cut undid is
+            // the old whole file, which the level-triggered reconciler
+            // brings up to date at its next pass; nothing written after it
+            // (a delivery of the nudge planned here, the next status) can
+            // be durable before it, since every durable write joins the
+            // trailing syncs first.
+            Ok(with_folder_syncs_trailing(|| {
                 i.services.engine.refresh_status(&team, &member)
             })?)
         })
@@ -481,6 +487,9 @@ impl MemberWorkSync {
         let instance = self.instance.clone();
         AsyncTask::new(Job::unit(move || {
             instance.dispose();
+            // The folder syncs that trail answered requests, before dispose
+            // resolves.
+            join_trailing().map_err(crate::application::reconcile::WorkSyncError::from)?;
             Ok(())
         }))
     }

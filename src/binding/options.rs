@@ -14,8 +14,8 @@ use super::job::{ErrorCode, JsFailure};
 use super::{convert, host, log, storage_gateway, turn_settled, MemberWorkSync};
 use crate::domain::retention::{bounds, Retention};
 use crate::domain::time::{clock_from_js, format_iso, CLOCK_RANGE_MS};
-use crate::runtime::composition::{Instance, RootPaths, Storage, Tuning};
 use crate::infrastructure::sqlite::OpenMode;
+use crate::runtime::composition::{Instance, RootPaths, Storage, Tuning};
 use crate::runtime::worker::ScheduleIntervals;
 
 /// Longest `options.controlUrl` accepted.

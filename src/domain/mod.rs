@@ -21,6 +21,7 @@ pub mod retention;
 pub(crate) mod review_cycle;
 pub mod runtime_stall;
 pub mod status;
+pub mod status_assembly;
 pub mod team;
 pub mod time;
 pub(crate) mod token;

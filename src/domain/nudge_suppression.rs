@@ -221,5 +221,4 @@ pub fn is_recorded(status: &MemberStatus) -> bool {
 }
 
 #[cfg(test)]
-#[path = "nudge_suppression_tests.rs"]
 mod tests;

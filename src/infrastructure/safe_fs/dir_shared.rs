@@ -54,6 +54,11 @@ impl Dir {
         mode: u32,
         durable: bool,
     ) -> io::Result<()> {
+        if durable {
+            // An earlier request's trailing folder syncs first: this rename
+            // must not be durable while an earlier one is not.
+            crate::infrastructure::safe_fs::join_trailing()?;
+        }
         self.write_replacing_parts(name, &[bytes], mode, durable)
     }
 
@@ -64,6 +69,7 @@ impl Dir {
         parts: &[&[u8]],
         mode: u32,
     ) -> io::Result<()> {
+        crate::infrastructure::safe_fs::join_trailing()?;
         self.write_replacing_parts(name.as_ref(), parts, mode, true)
     }
 

@@ -17,9 +17,21 @@
 //! files are each valid on their own in any such mix, and says why where it
 //! opens it. Only this thread's writes are deferred: a write on another
 //! thread, or a [`commit`](super::commit), syncs its folders at once.
+//!
+//! [`with_folder_syncs_trailing`] goes one step further for a request whose
+//! answer needs its files visible but not yet durable against a power cut:
+//! the scope's folder syncs run on a thread of their own after the scope
+//! ends, while the answer goes back. They are joined ([`join_trailing`])
+//! before any later durable replacement of this process renames anything,
+//! and at dispose: no file written later can be durable while an earlier
+//! rename is not, so every mix a power cut can leave is one a scope of
+//! [`with_folder_syncs_deferred`] could leave too, with the one difference
+//! that the caller may have seen the newer files.
 
 use std::cell::RefCell;
 use std::io;
+use std::sync::Mutex;
+use std::thread::JoinHandle;
 
 use super::dir::Dir;
 use crate::infrastructure::side_by_side::map_side_by_side;
@@ -48,6 +60,50 @@ pub fn with_folder_syncs_deferred<T, E: From<io::Error>>(
         (Ok(_), Err(error)) => Err(E::from(error)),
         (Err(error), _) => Err(error),
     }
+}
+
+/// Runs `work` like [`with_folder_syncs_deferred`], but its folder syncs
+/// trail it: they start on a thread of their own when `work` ends and are
+/// joined by the next durable replacement ([`join_trailing`]) or at
+/// dispose, not waited for here. A failed trailing sync is retried and
+/// reported by whoever joins it. Inside an open scope, `work` joins it.
+pub fn with_folder_syncs_trailing<T, E: From<io::Error>>(
+    work: impl FnOnce() -> Result<T, E>,
+) -> Result<T, E> {
+    if DEFERRED.with(|deferred| deferred.borrow().is_some()) {
+        return work();
+    }
+    let scope = Scope::open();
+    let result = work();
+    let synced = scope.trail();
+    match (result, synced) {
+        (Ok(value), Ok(())) => Ok(value),
+        (Ok(_), Err(error)) => Err(E::from(error)),
+        (Err(error), _) => Err(error),
+    }
+}
+
+/// Folder syncs handed off by ended trailing scopes, maybe still running:
+/// each thread answers the folders whose sync failed.
+static TRAILING: Mutex<Vec<JoinHandle<Vec<Dir>>>> = Mutex::new(Vec::new());
+
+/// Waits for every trailing folder sync handed off so far (see
+/// [`with_folder_syncs_trailing`]). Folders whose sync failed (or whose
+/// thread could not run) are synced again here; the first failure is
+/// returned. Called before a durable replacement renames anything, and at
+/// dispose.
+pub fn join_trailing() -> io::Result<()> {
+    let handles = std::mem::take(&mut *TRAILING.lock().unwrap_or_else(|p| p.into_inner()));
+    let mut result = Ok(());
+    for handle in handles {
+        // A panicked sync thread (none is expected) left its folders unknown:
+        // nothing to retry, and nothing of it is reported as synced.
+        let failed = handle.join().unwrap_or_default();
+        for dir in failed {
+            result = result.and(dir.sync());
+        }
+    }
+    result
 }
 
 /// Makes the entries of `dir` (a rename just made) durable: now, or at the
@@ -87,6 +143,49 @@ impl Scope {
     fn open() -> Self {
         DEFERRED.with(|deferred| *deferred.borrow_mut() = Some(Vec::new()));
         Self { closed: false }
+    }
+
+    /// Ends the scope and hands its folders to a thread that syncs them,
+    /// side by side, for [`join_trailing`] to wait for. Without a thread
+    /// they are synced now, and a failure is returned.
+    fn trail(mut self) -> io::Result<()> {
+        self.closed = true;
+        let folders = take();
+        if folders.is_empty() {
+            return Ok(());
+        }
+        // Shared with the thread so that, if none can be started, the
+        // folders are still here to sync now.
+        let handed = std::sync::Arc::new(Mutex::new(Some(folders)));
+        let for_thread = handed.clone();
+        let spawned = std::thread::Builder::new()
+            .name("mws-folder-sync".into())
+            .spawn(move || {
+                let folders = for_thread
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .take()
+                    .unwrap_or_default();
+                let results = map_side_by_side(&folders, folders.len(), Dir::sync);
+                folders
+                    .into_iter()
+                    .zip(results)
+                    .filter_map(|(dir, synced)| synced.is_err().then_some(dir))
+                    .collect()
+            });
+        match spawned {
+            Ok(handle) => {
+                TRAILING
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(handle);
+                Ok(())
+            }
+            Err(_) => {
+                let folders = handed.lock().unwrap_or_else(|p| p.into_inner()).take();
+                sync_all(folders.unwrap_or_default())
+            }
+        }
     }
 
     /// Ends the scope and syncs every deferred folder, side by side.
@@ -176,6 +275,34 @@ mod tests {
             std::fs::read_to_string(tmp.path().join("a/s.json")).unwrap(),
             "new"
         );
+    }
+
+    #[test]
+    fn a_trailing_scope_hands_its_folders_off_and_a_join_waits_for_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = TrustedRoot::new(tmp.path());
+        let cases: [(&str, io::Result<()>); 2] = [
+            ("a", Ok(())),
+            ("b", Err(io::Error::other("later step failed"))),
+        ];
+        for (folder, outcome) in cases {
+            let file = tmp.path().join(folder).join("status.json");
+            let expected = outcome.as_ref().map_err(ToString::to_string).cloned();
+            let result: io::Result<()> = with_folder_syncs_trailing(|| {
+                root.write_atomic(&file, folder.as_bytes())?;
+                assert_eq!(waiting(), Some(vec![tmp.path().join(folder)]));
+                outcome
+            });
+            // The work's own outcome; the file is in place, no scope open.
+            assert_eq!(result.map_err(|e| e.to_string()), expected);
+            assert_eq!(waiting(), None);
+            assert_eq!(std::fs::read_to_string(&file).unwrap(), folder);
+            // The next durable write joins the handed-off syncs first.
+            root.write_atomic(&tmp.path().join(folder).join("next.json"), b"n")
+                .unwrap();
+            join_trailing().unwrap();
+            assert!(TRAILING.lock().unwrap().is_empty());
+        }
     }
 
     #[test]

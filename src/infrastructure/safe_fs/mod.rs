@@ -21,7 +21,9 @@
 //!   per folder; each file is still either old or new after a crash.
 //! * A request that replaces several files can defer their folder syncs to
 //!   its end ([`with_folder_syncs_deferred`]): one sync per folder, side by
-//!   side, before its result is handed back.
+//!   side, before its result is handed back; or let them trail it
+//!   ([`with_folder_syncs_trailing`]): they run after it, and the next
+//!   durable replacement waits for them first ([`join_trailing`]).
 //! * [`Stamp`]s and [`DirWatch`] let a reader keep what it parsed until a
 //!   file changes.
 //! * Appends write whole lines only and first terminate a torn tail, so a
@@ -63,7 +65,7 @@ mod watch;
 mod windows_name;
 
 pub use dir::Dir;
-pub use folder_syncs::with_folder_syncs_deferred;
+pub use folder_syncs::{join_trailing, with_folder_syncs_deferred, with_folder_syncs_trailing};
 pub use kinds::{Entry, FileKind, FileRead, Meta};
 pub use root::TrustedRoot;
 pub use staged::{commit, commit_with_companion, sync_staged, sync_with_folders, Staged};

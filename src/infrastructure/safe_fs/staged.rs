@@ -186,6 +186,11 @@ fn set_mode(_file: &File, _mode: u32) -> io::Result<()> {
 /// Makes the data of every staged file durable, one result per file, in
 /// order. Writeback of all of them starts before the first fsync waits.
 pub fn sync_staged<S: std::borrow::Borrow<Staged> + Sync>(staged: &[S]) -> Vec<io::Result<()>> {
+    // An earlier request's trailing folder syncs first (their renames
+    // before any of these): see `folder_syncs::join_trailing`.
+    if let Err(error) = super::folder_syncs::join_trailing() {
+        return staged.iter().map(|_| Err(clone_error(&error))).collect();
+    }
     #[cfg(target_os = "linux")]
     for file in staged {
         use std::os::fd::AsRawFd;
@@ -218,6 +223,12 @@ pub fn sync_with_folders<S: std::borrow::Borrow<Staged> + Sync>(
     staged: &[S],
     folders: &[&Dir],
 ) -> (Vec<io::Result<()>>, Vec<io::Result<()>>) {
+    if let Err(error) = super::folder_syncs::join_trailing() {
+        return (
+            staged.iter().map(|_| Err(clone_error(&error))).collect(),
+            folders.iter().map(|_| Err(clone_error(&error))).collect(),
+        );
+    }
     let waits: Vec<Wait<'_>> = staged
         .iter()
         .map(|file| Wait::Data(file.borrow()))
@@ -229,6 +240,11 @@ pub fn sync_with_folders<S: std::borrow::Borrow<Staged> + Sync>(
     });
     let of_folders = results.split_off(staged.len());
     (results, of_folders)
+}
+
+/// `error` again, for each result it fails.
+fn clone_error(error: &io::Error) -> io::Error {
+    io::Error::new(error.kind(), error.to_string())
 }
 
 /// Threads [`sync_staged`] waits on fsyncs with.

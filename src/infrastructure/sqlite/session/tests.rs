@@ -2,11 +2,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::*;
 use crate::infrastructure::sqlite::gateway::DbResult;
+use crate::infrastructure::sqlite::records::TeamRecords;
 use crate::infrastructure::sqlite::records::{
     EnsureRecordResult, MetricEventRecord, OutboxMark, OutboxRecord, ProcessedIntent,
     ReportIntentRecord, StatusRecord,
 };
-use crate::infrastructure::sqlite::records::TeamRecords;
 
 /// A gateway of an empty database that counts its `statusList` calls.
 #[derive(Default)]

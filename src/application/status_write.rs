@@ -1,0 +1,130 @@
+//! Writing a member's status, shared by the reconciler and the reporter:
+//! the inputs a status is assembled from, read before the member's status
+//! lock, and what is journaled and recorded after the write.
+
+use serde_json::json;
+
+use super::busy::BusyReason;
+use super::ports::StoredStatus;
+use super::queue::Trigger;
+use super::reconcile::{Effects, Reconciler};
+use crate::domain::agenda::Agenda;
+use crate::domain::audit::{AuditKind, AuditSource};
+use crate::domain::diagnostic::StallTrigger;
+use crate::domain::names::normalize_member_name;
+use crate::domain::status::{MemberStatus, ReconciledBy};
+use crate::domain::status_assembly::{StatusInputs, TokenGrant};
+use crate::domain::team::TeamSnapshot;
+use crate::domain::time::{EpochMs, IsoTime};
+use crate::domain::token::TOKEN_TTL_MS;
+
+impl Reconciler {
+    /// Everything a status of `agenda`'s member is assembled from but the
+    /// stored status, read now, before the member's status lock is taken:
+    /// the runtime, whether the member is busy and, with
+    /// [`Effects::Record`], the report token.
+    pub(super) fn status_inputs(
+        &self,
+        snapshot: &TeamSnapshot,
+        agenda: Agenda,
+        now: EpochMs,
+        by: ReconciledBy,
+        triggers: &[Trigger],
+        effects: Effects,
+    ) -> StatusInputs {
+        let member = normalize_member_name(&agenda.member_name);
+        let token = match effects {
+            Effects::Record => self.grant_token(&snapshot.team_name, &agenda, now),
+            Effects::Withhold => TokenGrant::Withheld,
+        };
+        StatusInputs {
+            team_name: snapshot.team_name.clone(),
+            on_active_roster: snapshot.is_active() && snapshot.is_active_member(&member),
+            // A deleted team's agenda names no provider, as the app's agenda
+            // source answers one without reading its members.
+            provider_id: (!snapshot.deleted)
+                .then(|| snapshot.member(&member))
+                .flatten()
+                .and_then(|m| m.derived_provider()),
+            runtime: self.ports.activity(&snapshot.team_name, &member),
+            member_busy: self
+                .ports
+                .busy
+                .busy(&snapshot.team_name, &member, now)
+                .map(BusyReason::as_str),
+            agenda,
+            previous: None,
+            store_diagnostic: None,
+            now,
+            by,
+            trigger_reasons: triggers.iter().map(|t| t.as_str().to_string()).collect(),
+            stall_trigger: StallTrigger::PRIORITY.into_iter().find(|t| {
+                triggers
+                    .iter()
+                    .any(|trigger| trigger.runtime_signal() == Some(*t))
+            }),
+            accepted_report: None,
+            recovery: None,
+            token,
+        }
+    }
+
+    /// The report token of `agenda`'s fingerprint for its member. Every
+    /// member gets one, inactive ones too (as the app does): a member coming
+    /// back can report at once.
+    pub(super) fn grant_token(&self, team: &str, agenda: &Agenda, now: EpochMs) -> TokenGrant {
+        let expires = now + TOKEN_TTL_MS;
+        match self
+            .ports
+            .tokens
+            .issue(team, &agenda.member_name, &agenda.fingerprint, expires)
+        {
+            Ok(token) => TokenGrant::Issued {
+                token,
+                expires_at: IsoTime::at(expires),
+            },
+            Err(_) => TokenGrant::Unavailable,
+        }
+    }
+
+    /// Journals the legacy fallback read of a status, as the app's store
+    /// journals its own (after the write it fed).
+    pub(super) fn journal_legacy_read(&self, status: &MemberStatus, now: EpochMs) {
+        self.audit(
+            AuditSource::JsonStore,
+            AuditKind::LegacyFallbackUsed,
+            &status.team_name,
+            &normalize_member_name(&status.member_name),
+            now,
+            vec![],
+            json!({ "reason": "status_v1" }),
+        );
+    }
+
+    /// Journals and records a status written outside a reconcile (a
+    /// report): the legacy fallback read it replaced (`legacy`), its metric
+    /// events, its `status_written` line.
+    pub(super) fn status_written(&self, status: &MemberStatus, legacy: bool, now: EpochMs) {
+        if legacy {
+            self.journal_legacy_read(status, now);
+        }
+        self.record_metrics(status);
+        self.journal_status_written(status, now);
+    }
+}
+
+/// `inputs` with the stored status they replace, and whether it was read
+/// from the legacy team file (which the caller journals).
+pub(super) fn with_previous(
+    mut inputs: StatusInputs,
+    previous: StoredStatus,
+) -> (StatusInputs, bool) {
+    let legacy = matches!(previous, StoredStatus::Legacy(_));
+    inputs.store_diagnostic = match &previous {
+        StoredStatus::Legacy(_) => Some("legacy_fallback_used:status_v1".to_string()),
+        StoredStatus::Quarantined { reason } => Some(format!("status_store_quarantined:{reason}")),
+        StoredStatus::Missing | StoredStatus::Current(_) => None,
+    };
+    inputs.previous = previous.into_status();
+    (inputs, legacy)
+}
