@@ -45,6 +45,7 @@ pub trait ExplainSource: Send + Sync {
 /// `explain` result.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Explanation {
     /// The team asked about.
     pub team_name: String,

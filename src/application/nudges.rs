@@ -45,6 +45,7 @@ const BUSY_RETRY_MS: EpochMs = 90_000;
 
 /// `dispatchDueNudges` counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct DispatchSummary {
     /// Items claimed for an attempt.
     pub claimed: usize,

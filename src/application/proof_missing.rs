@@ -109,6 +109,7 @@ pub struct ProofMissingRequest {
 /// What the scheduler did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum ScheduleOutcome {
     /// A recovery reconcile was queued.
     Scheduled,
@@ -121,6 +122,7 @@ pub enum ScheduleOutcome {
 /// `scheduleProofMissingRecovery` result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS), ts(optional_fields))]
 pub struct ScheduleResult {
     /// True only for [`ScheduleOutcome::Scheduled`].
     pub scheduled: bool,

@@ -164,6 +164,7 @@ pub trait TeamChangeSink: Send + Sync {
 
 /// `RuntimeTurnSettledDrainSummary`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct DrainSummary {
     /// Spool files this drain claimed (at most [`DRAIN_BATCH`]).
     pub claimed: u32,

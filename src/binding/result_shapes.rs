@@ -4,10 +4,10 @@
 //! serialize them, are walked against the declared TypeScript. A field the
 //! Rust side adds, renames or drops, a required field that is absent, or a
 //! value of another kind (string, number, boolean, literal, array, object)
-//! fails with its path. Why not generate the types (`ts-rs`, `specta`): the
-//! result types live in `application` and `domain`, which would then carry a
-//! binding concern, and a generated file would still need this comparison
-//! to keep the documented d.ts (literal unions, comments) honest.
+//! fails with its path. `rust_types.rs` checks the same declarations against
+//! the Rust types themselves (every field, not only those the example
+//! fills); this test checks what the types cannot say (a field typed
+//! `string` that only ever holds the declared literals).
 
 use std::collections::HashMap;
 
@@ -48,6 +48,20 @@ impl Declarations {
             interfaces,
             aliases,
         }
+    }
+
+    /// The type `name` declares: an interface as its `{ body }`, an alias as
+    /// its right-hand side.
+    pub(super) fn named(&self, name: &str) -> Option<String> {
+        match self.interfaces.get(name) {
+            Some(body) => Some(format!("{{{body}}}")),
+            None => self.aliases.get(name).cloned(),
+        }
+    }
+
+    /// The names of every declared interface.
+    pub(super) fn interface_names(&self) -> impl Iterator<Item = &str> {
+        self.interfaces.keys().map(String::as_str)
     }
 
     /// Every mismatch between `value` and the TypeScript type `ty`, each
@@ -229,7 +243,7 @@ fn closing(text: &str) -> usize {
 }
 
 /// `text` split at `separator` outside brackets and quotes.
-fn split_top(text: &str, separator: char) -> Vec<&str> {
+pub(super) fn split_top(text: &str, separator: char) -> Vec<&str> {
     split_where(text, |c| c == separator)
 }
 
@@ -242,7 +256,7 @@ fn split_fields(body: &str) -> Vec<&str> {
         .collect()
 }
 
-fn split_where(text: &str, at: impl Fn(char) -> bool) -> Vec<&str> {
+pub(super) fn split_where(text: &str, at: impl Fn(char) -> bool) -> Vec<&str> {
     let (mut parts, mut depth, mut quoted, mut start) = (Vec::new(), 0i32, false, 0);
     for (i, c) in text.char_indices() {
         match c {
@@ -262,7 +276,7 @@ fn split_where(text: &str, at: impl Fn(char) -> bool) -> Vec<&str> {
 
 /// The TypeScript a napi method of `source` declares it returns
 /// (`ts_return_type`, without `Promise<>`).
-fn declared_return(source: &str, method: &str) -> String {
+pub(super) fn declared_return(source: &str, method: &str) -> String {
     let at = source
         .find(&format!("pub fn {method}("))
         .unwrap_or_else(|| panic!("no method {method}"));
@@ -285,7 +299,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::binding::{report_result, to_json};
+    use crate::binding::{to_json, ReportOutcome};
     use crate::domain::names::{MemberName, TeamName};
     use crate::infrastructure::composition::{Instance, RootPaths, Tuning};
 
@@ -320,7 +334,7 @@ mod tests {
         let jack = MemberName::parse("jack").unwrap();
 
         let status = to_json(engine.refresh_status(&team, &jack).unwrap()).unwrap();
-        let reported = report_result(
+        let reported = to_json(ReportOutcome::from(
             engine
                 .report(&json!({
                     "teamName": "forge",
@@ -332,17 +346,17 @@ mod tests {
                     "note": "on it",
                 }))
                 .unwrap(),
-        )
+        ))
         .unwrap();
         assert_eq!(reported["accepted"], json!(true), "{reported}");
-        let rejected = report_result(
+        let rejected = to_json(ReportOutcome::from(
             engine
                 .report(&json!({
                     "teamName": "forge", "memberName": "jack", "state": "caught_up",
                     "agendaFingerprint": "agenda:v1:stale",
                 }))
                 .unwrap(),
-        )
+        ))
         .unwrap();
         let teams = [team.clone()];
         // (method, its result)
