@@ -14,193 +14,11 @@
 //! 64-bit integers are `number` there (`Config::with_large_int`).
 
 use std::any::TypeId;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::fmt;
+use std::collections::{BTreeSet, HashSet};
 
 use ts_rs::{Config, TypeVisitor, TS};
 
-use super::result_shapes::{declared_return, split_top, split_where, Declarations};
-
-/// A TypeScript type, in the form both sides are compared in.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Ty {
-    /// `string`, `number`, `boolean`, `null`, `unknown` (or an unresolved name).
-    Prim(String),
-    /// A string (`'x'`) or number literal.
-    Literal(String),
-    /// `T[]` / `Array<T>`.
-    Array(Box<Ty>),
-    /// `Record<K, V>`, `Partial<Record<K, V>>`, `{ [key in K]?: V }`.
-    Map(Box<Ty>, Box<Ty>),
-    /// An object type: field → (optional, type).
-    Object(BTreeMap<String, (bool, Ty)>),
-    /// A union, flattened, sorted and without duplicates.
-    Union(Vec<Ty>),
-    /// A declared name of the hand side (mismatches below it are named after it).
-    Named(String, Box<Ty>),
-}
-
-impl fmt::Display for Ty {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Ty::Prim(name) | Ty::Literal(name) | Ty::Named(name, _) => f.write_str(name),
-            Ty::Array(item) => write!(f, "{item}[]"),
-            Ty::Map(key, value) => write!(f, "Record<{key}, {value}>"),
-            Ty::Object(fields) => {
-                f.write_str("{ ")?;
-                for (name, (optional, ty)) in fields {
-                    write!(f, "{name}{}: {ty}; ", if *optional { "?" } else { "" })?;
-                }
-                f.write_str("}")
-            }
-            Ty::Union(members) => {
-                let members: Vec<String> = members.iter().map(Ty::to_string).collect();
-                f.write_str(&members.join(" | "))
-            }
-        }
-    }
-}
-
-/// Reads TypeScript type expressions against one side's declarations.
-struct Reader<'a> {
-    declarations: &'a Declarations,
-    /// Hand side: keep declared names (for the mismatch paths).
-    keep_names: bool,
-}
-
-impl Reader<'_> {
-    fn read(&self, ty: &str) -> Ty {
-        let ty = ty.trim().trim_end_matches(';').trim();
-        let ty = ty.strip_prefix('|').unwrap_or(ty).trim();
-        let members = split_top(ty, '|');
-        if members.len() > 1 {
-            return union(members.iter().map(|m| self.read(m)));
-        }
-        if let Some(item) = ty.strip_suffix("[]") {
-            return Ty::Array(Box::new(self.read(item)));
-        }
-        if let Some(item) = generic(ty, "Array") {
-            return Ty::Array(Box::new(self.read(item)));
-        }
-        if let Some(inner) = ty.strip_prefix('(').and_then(|t| t.strip_suffix(')')) {
-            return self.read(inner);
-        }
-        if let Some(inner) = generic(ty, "Partial")
-            .or(Some(ty))
-            .and_then(|t| generic(t, "Record"))
-        {
-            if let [key, value] = split_top(inner, ',').as_slice() {
-                return Ty::Map(Box::new(self.read(key)), Box::new(self.read(value)));
-            }
-        }
-        if let Some(body) = ty.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
-            return self.object(body.trim());
-        }
-        if let Some(text) = ty
-            .strip_prefix('\'')
-            .and_then(|t| t.strip_suffix('\''))
-            .or_else(|| ty.strip_prefix('"').and_then(|t| t.strip_suffix('"')))
-        {
-            return Ty::Literal(format!("'{text}'"));
-        }
-        if ty.parse::<f64>().is_ok() {
-            return Ty::Literal(ty.to_string());
-        }
-        match ty {
-            "string" | "number" | "boolean" | "null" | "unknown" | "undefined" => {
-                return Ty::Prim(ty.to_string())
-            }
-            // ts-rs's name for serde_json's Value: any JSON.
-            "JsonValue" => return Ty::Prim("unknown".to_string()),
-            _ => {}
-        }
-        if let Some((owner, field)) = ty.strip_suffix("']").and_then(|t| t.split_once("['")) {
-            if let Ty::Object(fields) = self.unnamed(self.read(owner)) {
-                if let Some((_, ty)) = fields.get(field) {
-                    return ty.clone();
-                }
-            }
-            return Ty::Prim(format!("unresolved {ty}"));
-        }
-        match self.declarations.named(ty) {
-            Some(body) if self.keep_names => Ty::Named(ty.to_string(), Box::new(self.read(&body))),
-            Some(body) => self.read(&body),
-            None => Ty::Prim(format!("unresolved {ty}")),
-        }
-    }
-
-    fn unnamed(&self, ty: Ty) -> Ty {
-        match ty {
-            Ty::Named(_, inner) => self.unnamed(*inner),
-            ty => ty,
-        }
-    }
-
-    /// An object type's body: `name?: type` fields split at `;`, `,` or a
-    /// line end; `| undefined` counts as `?`.
-    fn object(&self, body: &str) -> Ty {
-        if let Some(rest) = body.strip_prefix("[key in ") {
-            if let Some((key, value)) = rest.split_once(']') {
-                let value = value.trim_start_matches('?').trim_start_matches(':');
-                return Ty::Map(Box::new(self.read(key)), Box::new(self.read(value)));
-            }
-        }
-        let mut fields = BTreeMap::new();
-        for field in split_where(body, |c| c == ';' || c == ',' || c == '\n') {
-            let Some((name, ty)) = field.split_once(':') else {
-                continue;
-            };
-            let name = name.trim().trim_start_matches("readonly ").trim();
-            let (name, mut optional) = match name.strip_suffix('?') {
-                Some(name) => (name, true),
-                None => (name, false),
-            };
-            let mut ty = self.read(ty);
-            if let Ty::Union(members) = &ty {
-                if members.contains(&Ty::Prim("undefined".to_string())) {
-                    optional = true;
-                    ty = union(
-                        members
-                            .iter()
-                            .filter(|m| **m != Ty::Prim("undefined".to_string()))
-                            .cloned(),
-                    );
-                }
-            }
-            fields.insert(name.trim_matches('"').to_string(), (optional, ty));
-        }
-        Ty::Object(fields)
-    }
-}
-
-/// `Name<inner>` → `inner`.
-fn generic<'t>(ty: &'t str, name: &str) -> Option<&'t str> {
-    ty.strip_prefix(name)?.strip_prefix('<')?.strip_suffix('>')
-}
-
-/// The union of `members`, flattened (a named union too), sorted, deduplicated;
-/// a single member stands alone.
-fn union(members: impl Iterator<Item = Ty>) -> Ty {
-    fn flatten(ty: Ty, into: &mut Vec<Ty>) {
-        match ty {
-            Ty::Union(members) => members.into_iter().for_each(|m| flatten(m, into)),
-            Ty::Named(name, inner) if matches!(*inner, Ty::Union(_)) => {
-                let _ = name;
-                flatten(*inner, into)
-            }
-            ty => into.push(ty),
-        }
-    }
-    let mut flat = Vec::new();
-    members.for_each(|m| flatten(m, &mut flat));
-    flat.sort();
-    flat.dedup();
-    if flat.len() == 1 {
-        flat.pop().unwrap()
-    } else {
-        Ty::Union(flat)
-    }
-}
+use super::result_shapes::{declared_return, Declarations, Reader, Ty};
 
 /// What a comparison found.
 #[derive(Debug, Default)]
@@ -311,12 +129,14 @@ impl Findings {
 }
 
 /// Whether the declared `hand` only narrows the Rust primitive `rust`: string
-/// literals of a `string`, number literals of a `number`, anything of JSON.
+/// literals of a `string`, number literals of a `number`, `true` or
+/// `false` of a `boolean`, anything of JSON.
 fn narrows(hand: &Ty, rust: &str) -> bool {
     match (hand, rust) {
         (_, "unknown") => true,
         (Ty::Literal(text), "string") => text.starts_with('\''),
-        (Ty::Literal(text), "number") => !text.starts_with('\''),
+        (Ty::Literal(text), "number") => text.parse::<f64>().is_ok(),
+        (Ty::Literal(text), "boolean") => text == "true" || text == "false",
         (Ty::Map(key, _), "string") => matches!(**key, Ty::Prim(ref p) if p == "string"),
         _ => false,
     }
