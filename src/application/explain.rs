@@ -46,6 +46,7 @@ pub trait ExplainSource: Send + Sync {
 /// stored files, with what could not be read.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Explanation {
     /// The team asked about.
     pub team_name: String,

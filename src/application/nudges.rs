@@ -46,6 +46,7 @@ const BUSY_RETRY_MS: EpochMs = 90_000;
 
 /// What one `dispatchDueNudges` call did, counted per outcome.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct DispatchSummary {
     /// Items claimed for an attempt.
     pub claimed: usize,

@@ -50,6 +50,7 @@ pub struct ProofMissingRequest {
 /// What the scheduler did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum ScheduleOutcome {
     /// A recovery reconcile was queued.
     Scheduled,
@@ -63,6 +64,7 @@ pub enum ScheduleOutcome {
 /// queued, and under which intent key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS), ts(optional_fields))]
 pub struct ScheduleResult {
     /// True only for [`ScheduleOutcome::Scheduled`].
     pub scheduled: bool,

@@ -22,6 +22,7 @@ pub struct IntakeCounters {
 /// `getQueueDiagnostics` result: the queue now, and counters since start.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS), ts(optional_fields))]
 pub struct QueueDiagnostics {
     /// Items waiting to run.
     pub queued: usize,
@@ -61,6 +62,7 @@ pub struct QueueDiagnostics {
 /// One running reconcile in the diagnostics.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct RunningItemView {
     /// Team of the member.
     pub team_name: String,
@@ -79,6 +81,7 @@ pub struct RunningItemView {
 /// One waiting item in the diagnostics.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct QueuedItemView {
     /// Team of the member, as first queued.
     pub team_name: String,

@@ -170,6 +170,7 @@ pub(super) enum Effects {
 /// A team as [`Reconciler::preview_team`] sees it.
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct TeamPreview {
     /// Team name as requested.
     pub team_name: String,

@@ -56,6 +56,7 @@ impl ReplaySummary {
 
 /// Counts returned by `replayPendingReports`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ReplaySummary {
     /// Pending intents validated by this replay.
     pub processed: usize,

@@ -166,6 +166,7 @@ pub trait TeamChangeSink: Send + Sync {
 /// What one drain did, counted per outcome; `drainRuntimeTurnSettledEvents`
 /// answers it (the app's `RuntimeTurnSettledDrainSummary`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct DrainSummary {
     /// Spool files this drain claimed (at most [`DRAIN_BATCH`]).
     pub claimed: u32,

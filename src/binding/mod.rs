@@ -10,6 +10,8 @@ mod log;
 mod options;
 #[cfg(test)]
 mod result_shapes;
+#[cfg(test)]
+mod rust_types;
 mod storage_gateway;
 pub mod turn_settled;
 
@@ -33,6 +35,7 @@ use crate::application::report::ReportResult;
 use crate::application::router::TeamChangeEvent;
 use crate::domain::names::{MemberName, TeamName};
 use crate::domain::recovery::RecoveryTaskRef;
+use crate::domain::status::MemberStatus;
 use crate::infrastructure::safe_fs::{join_trailing, with_folder_syncs_trailing};
 use crate::runtime::composition::Instance;
 
@@ -213,7 +216,7 @@ impl MemberWorkSync {
     )]
     pub fn report(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
         self.call(&env, request, "request", |i, request| {
-            report_result(i.services.engine.report(&request)?)
+            Ok(ReportOutcome::from(i.services.engine.report(&request)?))
         })
     }
 
@@ -613,15 +616,26 @@ fn team_list(value: Value) -> Result<Vec<TeamName>, JsFailure> {
         .collect()
 }
 
-/// The JS `MemberWorkSyncReportResult` of a report: the status, and the
-/// outcome without the token check (which only replay uses).
-fn report_result(result: ReportResult) -> Result<Value, JsFailure> {
-    Ok(serde_json::json!({
-        "accepted": result.accepted,
-        "code": result.code,
-        "message": result.message,
-        "status": to_json(result.status)?,
-    }))
+/// The JS `MemberWorkSyncReportResult`: a report's outcome and the status
+/// after it, without the token check (which only replay uses).
+#[derive(Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+struct ReportOutcome {
+    accepted: bool,
+    code: &'static str,
+    message: String,
+    status: MemberStatus,
+}
+
+impl From<ReportResult> for ReportOutcome {
+    fn from(result: ReportResult) -> Self {
+        Self {
+            accepted: result.accepted,
+            code: result.code,
+            message: result.message,
+            status: result.status,
+        }
+    }
 }
 
 pub(crate) fn to_json(value: impl serde::Serialize) -> Result<Value, JsFailure> {

@@ -4,12 +4,14 @@
 //! serialize them, are walked against the declared TypeScript. A field the
 //! Rust side adds, renames or drops, a required field that is absent, or a
 //! value of another kind (string, number, boolean, literal, array, object)
-//! fails with its path. Why not generate the types (`ts-rs`, `specta`): the
-//! result types live in `application` and `domain`, which would then carry a
-//! binding concern, and a generated file would still need this comparison
-//! to keep the documented d.ts (literal unions, comments) honest.
+//! fails with its path. The declarations are read into one type form
+//! ([`Ty`]), which `rust_types.rs` compares with the Rust types themselves
+//! (every field, not only those the example fills); this test checks what
+//! the types cannot say (a field typed `string` that only ever holds the
+//! declared literals).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
 
 use serde_json::Value;
 
@@ -50,133 +52,299 @@ impl Declarations {
         }
     }
 
-    /// Every mismatch between `value` and the TypeScript type `ty`, each
-    /// naming its path under `path`.
-    pub(crate) fn check(&self, value: &Value, ty: &str, path: &str) -> Vec<String> {
-        let ty = ty.trim();
-        let alternatives = split_top(ty.trim_start_matches('|'), '|');
-        if alternatives.len() > 1 {
-            let failures: Vec<_> = alternatives
-                .iter()
-                .map(|alternative| self.check(value, alternative, path))
-                .collect();
-            return if failures.iter().any(Vec::is_empty) {
-                Vec::new()
-            } else {
-                vec![format!("{path}: {value} is none of `{ty}`")]
-            };
+    /// The type `name` declares: an interface as its `{ body }`, an alias as
+    /// its right-hand side.
+    pub(super) fn named(&self, name: &str) -> Option<String> {
+        match self.interfaces.get(name) {
+            Some(body) => Some(format!("{{{body}}}")),
+            None => self.aliases.get(name).cloned(),
+        }
+    }
+
+    /// The type the TypeScript expression `ty` means here.
+    pub(super) fn read(&self, ty: &str) -> Ty {
+        Reader {
+            declarations: self,
+            keep_names: false,
+        }
+        .read(ty)
+    }
+
+    /// The names of every declared interface.
+    pub(super) fn interface_names(&self) -> impl Iterator<Item = &str> {
+        self.interfaces.keys().map(String::as_str)
+    }
+}
+
+/// A TypeScript type, in the form both sides are compared in.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Ty {
+    /// `string`, `number`, `boolean`, `null`, `unknown` (or an unresolved name).
+    Prim(String),
+    /// A string (`'x'`), number or boolean literal.
+    Literal(String),
+    /// `T[]` / `Array<T>`.
+    Array(Box<Ty>),
+    /// `Record<K, V>`, `Partial<Record<K, V>>`, `{ [key in K]?: V }`.
+    Map(Box<Ty>, Box<Ty>),
+    /// An object type: field → (optional, type).
+    Object(BTreeMap<String, (bool, Ty)>),
+    /// A union, flattened, sorted and without duplicates.
+    Union(Vec<Ty>),
+    /// A declared name of the hand side (mismatches below it are named after it).
+    Named(String, Box<Ty>),
+}
+
+impl fmt::Display for Ty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ty::Prim(name) | Ty::Literal(name) | Ty::Named(name, _) => f.write_str(name),
+            Ty::Array(item) if matches!(**item, Ty::Union(_)) => write!(f, "({item})[]"),
+            Ty::Array(item) => write!(f, "{item}[]"),
+            Ty::Map(key, value) => write!(f, "Record<{key}, {value}>"),
+            Ty::Object(fields) => {
+                f.write_str("{ ")?;
+                for (name, (optional, ty)) in fields {
+                    write!(f, "{name}{}: {ty}; ", if *optional { "?" } else { "" })?;
+                }
+                f.write_str("}")
+            }
+            Ty::Union(members) => {
+                let members: Vec<String> = members.iter().map(Ty::to_string).collect();
+                f.write_str(&members.join(" | "))
+            }
+        }
+    }
+}
+
+/// Reads TypeScript type expressions against one side's declarations.
+pub(super) struct Reader<'a> {
+    pub(super) declarations: &'a Declarations,
+    /// Hand side: keep declared names (for the mismatch paths).
+    pub(super) keep_names: bool,
+}
+
+impl Reader<'_> {
+    /// The type `ty` (a TypeScript type expression) means.
+    pub(super) fn read(&self, ty: &str) -> Ty {
+        let ty = ty.trim().trim_end_matches(';').trim();
+        let ty = ty.strip_prefix('|').unwrap_or(ty).trim();
+        let members = split_top(ty, '|');
+        if members.len() > 1 {
+            return union(members.iter().map(|m| self.read(m)));
         }
         if let Some(item) = ty.strip_suffix("[]") {
-            let item = item.trim_start_matches('(').trim_end_matches(')');
-            return match value {
-                Value::Array(items) => items
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(i, v)| self.check(v, item, &format!("{path}[{i}]")))
-                    .collect(),
-                _ => vec![format!("{path}: {value} is not an array (`{ty}`)")],
+            return Ty::Array(Box::new(self.read(item)));
+        }
+        if let Some(item) = generic(ty, "Array") {
+            return Ty::Array(Box::new(self.read(item)));
+        }
+        if let Some(inner) = ty.strip_prefix('(').and_then(|t| t.strip_suffix(')')) {
+            return self.read(inner);
+        }
+        if let Some(inner) = generic(ty, "Partial")
+            .or(Some(ty))
+            .and_then(|t| generic(t, "Record"))
+        {
+            if let [key, value] = split_top(inner, ',').as_slice() {
+                return Ty::Map(Box::new(self.read(key)), Box::new(self.read(value)));
+            }
+        }
+        if let Some(body) = ty.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
+            return self.object(body.trim());
+        }
+        if let Some(text) = ty
+            .strip_prefix('\'')
+            .and_then(|t| t.strip_suffix('\''))
+            .or_else(|| ty.strip_prefix('"').and_then(|t| t.strip_suffix('"')))
+        {
+            return Ty::Literal(format!("'{text}'"));
+        }
+        if ty.parse::<f64>().is_ok() {
+            return Ty::Literal(ty.to_string());
+        }
+        match ty {
+            "true" | "false" => return Ty::Literal(ty.to_string()),
+            "string" | "number" | "boolean" | "null" | "unknown" | "undefined" => {
+                return Ty::Prim(ty.to_string())
+            }
+            // ts-rs's name for serde_json's Value: any JSON.
+            "JsonValue" => return Ty::Prim("unknown".to_string()),
+            _ => {}
+        }
+        if let Some((owner, field)) = ty.strip_suffix("']").and_then(|t| t.split_once("['")) {
+            if let Ty::Object(fields) = self.unnamed(self.read(owner)) {
+                if let Some((_, ty)) = fields.get(field) {
+                    return ty.clone();
+                }
+            }
+            return Ty::Prim(format!("unresolved {ty}"));
+        }
+        match self.declarations.named(ty) {
+            Some(body) if self.keep_names => Ty::Named(ty.to_string(), Box::new(self.read(&body))),
+            Some(body) => self.read(&body),
+            None => Ty::Prim(format!("unresolved {ty}")),
+        }
+    }
+
+    fn unnamed(&self, ty: Ty) -> Ty {
+        match ty {
+            Ty::Named(_, inner) => self.unnamed(*inner),
+            ty => ty,
+        }
+    }
+
+    /// An object type's body: `name?: type` fields split at `;`, `,` or a
+    /// line end; `| undefined` counts as `?`.
+    fn object(&self, body: &str) -> Ty {
+        if let Some(rest) = body.strip_prefix("[key in ") {
+            if let Some((key, value)) = rest.split_once(']') {
+                let value = value.trim_start_matches('?').trim_start_matches(':');
+                return Ty::Map(Box::new(self.read(key)), Box::new(self.read(value)));
+            }
+        }
+        let mut fields = BTreeMap::new();
+        for field in split_where(body, |c| c == ';' || c == ',' || c == '\n') {
+            let Some((name, ty)) = field.split_once(':') else {
+                continue;
             };
-        }
-        if ty.starts_with('{') {
-            return self.check_fields(value, &ty[1..ty.len() - 1], path);
-        }
-        let fits = match ty {
-            "string" => value.is_string(),
-            "number" => value.is_number(),
-            "boolean" => value.is_boolean(),
-            "true" | "false" => value.as_bool() == Some(ty == "true"),
-            "null" => value.is_null(),
-            "unknown" => true,
-            literal if literal.starts_with('\'') => {
-                value.as_str() == Some(literal.trim_matches('\''))
+            let name = name.trim().trim_start_matches("readonly ").trim();
+            let (name, mut optional) = match name.strip_suffix('?') {
+                Some(name) => (name, true),
+                None => (name, false),
+            };
+            let mut ty = self.read(ty);
+            if let Ty::Union(members) = &ty {
+                if members.contains(&Ty::Prim("undefined".to_string())) {
+                    optional = true;
+                    ty = union(
+                        members
+                            .iter()
+                            .filter(|m| **m != Ty::Prim("undefined".to_string()))
+                            .cloned(),
+                    );
+                }
             }
-            number if number.parse::<f64>().is_ok() => value.as_f64() == number.parse::<f64>().ok(),
-            record if record.starts_with("Record<") || record.starts_with("Partial<Record<") => {
-                return self.check_record(value, record, path);
+            fields.insert(name.trim_matches('"').to_string(), (optional, ty));
+        }
+        Ty::Object(fields)
+    }
+}
+
+/// `Name<inner>` → `inner`.
+fn generic<'t>(ty: &'t str, name: &str) -> Option<&'t str> {
+    ty.strip_prefix(name)?.strip_prefix('<')?.strip_suffix('>')
+}
+
+/// The union of `members`, flattened (a named union too), sorted, deduplicated;
+/// a single member stands alone.
+fn union(members: impl Iterator<Item = Ty>) -> Ty {
+    fn flatten(ty: Ty, into: &mut Vec<Ty>) {
+        match ty {
+            Ty::Union(members) => members.into_iter().for_each(|m| flatten(m, into)),
+            Ty::Named(name, inner) if matches!(*inner, Ty::Union(_)) => {
+                let _ = name;
+                flatten(*inner, into)
             }
-            indexed if indexed.ends_with("']") => {
-                let (owner, field) = indexed[..indexed.len() - 2]
-                    .split_once("['")
-                    .unwrap_or_default();
-                let field_type = self.interfaces.get(owner).and_then(|body| {
-                    split_fields(body).into_iter().find_map(|entry| {
-                        let (name, ty) = entry.split_once(':')?;
-                        (name.trim().trim_end_matches('?') == field).then_some(ty)
-                    })
-                });
-                return match field_type {
-                    Some(ty) => self.check(value, ty, path),
-                    None => vec![format!("{path}: unknown type `{indexed}`")],
+            ty => into.push(ty),
+        }
+    }
+    let mut flat = Vec::new();
+    members.for_each(|m| flatten(m, &mut flat));
+    flat.sort();
+    flat.dedup();
+    if flat.len() == 1 {
+        flat.pop().unwrap()
+    } else {
+        Ty::Union(flat)
+    }
+}
+
+impl Ty {
+    /// Every mismatch between `value` and this type, each naming its path
+    /// under `path`.
+    pub(super) fn check(&self, value: &Value, path: &str) -> Vec<String> {
+        let fits = match self {
+            Ty::Named(_, ty) => return ty.check(value, path),
+            Ty::Union(members) => {
+                return if members.iter().any(|m| m.check(value, path).is_empty()) {
+                    Vec::new()
+                } else {
+                    vec![format!("{path}: {value} is none of `{self}`")]
                 };
             }
-            name => {
-                if let Some(body) = self.interfaces.get(name) {
-                    return self.check_fields(value, body, path);
-                }
-                if let Some(alias) = self.aliases.get(name) {
-                    return self.check(value, alias, path);
-                }
-                return vec![format!("{path}: unknown type `{name}`")];
+            Ty::Array(item) => {
+                return match value {
+                    Value::Array(items) => items
+                        .iter()
+                        .enumerate()
+                        .flat_map(|(i, v)| item.check(v, &format!("{path}[{i}]")))
+                        .collect(),
+                    _ => vec![format!("{path}: {value} is not an array (`{self}`)")],
+                };
             }
+            Ty::Map(key, item) => {
+                let Value::Object(object) = value else {
+                    return vec![format!("{path}: {value} is not `{self}`")];
+                };
+                return object
+                    .iter()
+                    .flat_map(|(k, v)| {
+                        let at = format!("{path}.{k}");
+                        let mut failures = key.check(&Value::String(k.clone()), &at);
+                        failures.extend(item.check(v, &at));
+                        failures
+                    })
+                    .collect();
+            }
+            Ty::Object(fields) => return check_fields(fields, value, path),
+            Ty::Prim(name) => match name.as_str() {
+                "string" => value.is_string(),
+                "number" => value.is_number(),
+                "boolean" => value.is_boolean(),
+                "null" => value.is_null(),
+                "unknown" => true,
+                unresolved => {
+                    let name = unresolved.trim_start_matches("unresolved ");
+                    return vec![format!("{path}: unknown type `{name}`")];
+                }
+            },
+            Ty::Literal(text) => match text.strip_prefix('\'') {
+                Some(text) => value.as_str() == text.strip_suffix('\''),
+                None if text == "true" || text == "false" => {
+                    value.as_bool() == Some(text == "true")
+                }
+                None => value.as_f64() == text.parse::<f64>().ok(),
+            },
         };
         if fits {
             Vec::new()
         } else {
-            vec![format!("{path}: {value} is not `{ty}`")]
+            vec![format!("{path}: {value} is not `{self}`")]
         }
     }
+}
 
-    /// `value` against `Record<K, V>` (or `Partial<>` of one): every key
-    /// a `K`, every value a `V`.
-    fn check_record(&self, value: &Value, record: &str, path: &str) -> Vec<String> {
-        let inner = record.trim_start_matches("Partial<").trim_end_matches('>');
-        let inner = &inner["Record<".len()..];
-        let parts = split_top(inner, ',');
-        let (Value::Object(object), [key, item]) = (value, parts.as_slice()) else {
-            return vec![format!("{path}: {value} is not `{record}`")];
-        };
-        object
-            .iter()
-            .flat_map(|(k, v)| {
-                let at = format!("{path}.{k}");
-                let mut failures = self.check(&Value::String(k.clone()), key, &at);
-                failures.extend(self.check(v, item, &at));
-                failures
-            })
-            .collect()
-    }
-
-    /// `value` against an object type's fields (`name?: type` entries).
-    fn check_fields(&self, value: &Value, body: &str, path: &str) -> Vec<String> {
-        let Value::Object(object) = value else {
-            return vec![format!("{path}: {value} is not an object")];
-        };
-        let mut failures = Vec::new();
-        let mut declared = Vec::new();
-        for field in split_fields(body) {
-            let Some((name, ty)) = field.split_once(':') else {
-                failures.push(format!("{path}: cannot read the field `{field}`"));
-                continue;
-            };
-            let name = name.trim().trim_start_matches("readonly ");
-            let (name, optional) = match name.strip_suffix('?') {
-                Some(name) => (name, true),
-                None => (name, false),
-            };
-            declared.push(name.to_string());
-            match object.get(name) {
-                Some(field) => failures.extend(self.check(field, ty, &format!("{path}.{name}"))),
-                None if !optional => failures.push(format!("{path}.{name}: required, absent")),
-                None => {}
-            }
+/// `value` against an object type's fields: each declared one present
+/// (unless optional) and of its type, and none other.
+fn check_fields(fields: &BTreeMap<String, (bool, Ty)>, value: &Value, path: &str) -> Vec<String> {
+    let Value::Object(object) = value else {
+        return vec![format!("{path}: {value} is not an object")];
+    };
+    let mut failures = Vec::new();
+    for (name, (optional, ty)) in fields {
+        match object.get(name) {
+            Some(field) => failures.extend(ty.check(field, &format!("{path}.{name}"))),
+            None if !optional => failures.push(format!("{path}.{name}: required, absent")),
+            None => {}
         }
-        for key in object.keys() {
-            if !declared.contains(key) {
-                failures.push(format!("{path}.{key}: returned, not declared"));
-            }
-        }
-        failures
     }
+    for key in object.keys() {
+        if !fields.contains_key(key) {
+            failures.push(format!("{path}.{key}: returned, not declared"));
+        }
+    }
+    failures
 }
 
 /// `source` without `/* */` and `//` comments.
@@ -233,15 +401,6 @@ fn split_top(text: &str, separator: char) -> Vec<&str> {
     split_where(text, |c| c == separator)
 }
 
-/// An object type's body split into its fields (at `;` or line ends).
-fn split_fields(body: &str) -> Vec<&str> {
-    split_where(body, |c| c == ';' || c == '\n')
-        .into_iter()
-        .map(str::trim)
-        .filter(|field| !field.is_empty())
-        .collect()
-}
-
 fn split_where(text: &str, at: impl Fn(char) -> bool) -> Vec<&str> {
     let (mut parts, mut depth, mut quoted, mut start) = (Vec::new(), 0i32, false, 0);
     for (i, c) in text.char_indices() {
@@ -262,7 +421,7 @@ fn split_where(text: &str, at: impl Fn(char) -> bool) -> Vec<&str> {
 
 /// The TypeScript a napi method of `source` declares it returns
 /// (`ts_return_type`, without `Promise<>`).
-fn declared_return(source: &str, method: &str) -> String {
+pub(super) fn declared_return(source: &str, method: &str) -> String {
     let at = source
         .find(&format!("pub fn {method}("))
         .unwrap_or_else(|| panic!("no method {method}"));
@@ -285,7 +444,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::binding::{report_result, to_json};
+    use crate::binding::{to_json, ReportOutcome};
     use crate::domain::names::{MemberName, TeamName};
     use crate::runtime::composition::{Instance, RootPaths, Tuning};
 
@@ -320,7 +479,7 @@ mod tests {
         let jack = MemberName::parse("jack").unwrap();
 
         let status = to_json(engine.refresh_status(&team, &jack).unwrap()).unwrap();
-        let reported = report_result(
+        let reported = to_json(ReportOutcome::from(
             engine
                 .report(&json!({
                     "teamName": "forge",
@@ -332,17 +491,17 @@ mod tests {
                     "note": "on it",
                 }))
                 .unwrap(),
-        )
+        ))
         .unwrap();
         assert_eq!(reported["accepted"], json!(true), "{reported}");
-        let rejected = report_result(
+        let rejected = to_json(ReportOutcome::from(
             engine
                 .report(&json!({
                     "teamName": "forge", "memberName": "jack", "state": "caught_up",
                     "agendaFingerprint": "agenda:v1:stale",
                 }))
                 .unwrap(),
-        )
+        ))
         .unwrap();
         let teams = [team.clone()];
         // (method, its result)
@@ -429,7 +588,7 @@ mod tests {
         let mut failures = Vec::new();
         for (method, result) in &results {
             let declared = declared_return(&sources, method);
-            failures.extend(declarations.check(result, &declared, method));
+            failures.extend(declarations.read(&declared).check(result, method));
         }
         instance.dispose();
         assert!(failures.is_empty(), "{failures:#?}");
@@ -464,13 +623,13 @@ mod tests {
             (json!([]), vec!["T: [] is not an object"]),
         ] {
             assert_eq!(
-                declarations.check(&value, "Thing", "T"),
+                declarations.read("Thing").check(&value, "T"),
                 expected,
                 "{value}"
             );
         }
         assert_eq!(
-            declarations.check(&json!(1), "Missing", "T"),
+            declarations.read("Missing").check(&json!(1), "T"),
             ["T: unknown type `Missing`"]
         );
     }

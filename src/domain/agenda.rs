@@ -28,6 +28,7 @@ use super::team::{
 /// What a member has to do about a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum ItemKind {
     /// Owned work: pending, in progress or changes requested.
     Work,
@@ -136,6 +137,7 @@ impl std::fmt::Display for ItemReason {
 /// How urgent an item is; fixed per kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum Priority {
     /// Ordinary owned work.
     Normal,
@@ -151,6 +153,7 @@ pub enum Priority {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(missing_docs)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(optional_fields))]
 pub struct Evidence {
     pub status: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -190,6 +193,7 @@ pub struct Evidence {
 /// One thing a member should act on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS), ts(optional_fields))]
 pub struct ActionableWorkItem {
     /// Canonical task id.
     pub task_id: String,
@@ -228,6 +232,7 @@ impl ActionableWorkItem {
 /// A member's agenda with its fingerprint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Agenda {
     /// The team the agenda was computed in.
     pub team_name: String,

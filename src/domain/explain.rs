@@ -18,6 +18,7 @@ use super::time::{format_iso, parse_iso, EpochMs};
 /// Where an entry came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum EntryOrigin {
     /// A line of `journal.jsonl` (or a rotation).
     Journal,
@@ -30,6 +31,7 @@ pub enum EntryOrigin {
 /// One timeline entry.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ExplainEntry {
     /// When it happened (epoch ms; 0 when the source had no usable time).
     pub at_ms: EpochMs,

@@ -18,6 +18,7 @@ pub const MAX_RECENT_EVENTS: usize = 200;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[allow(missing_docs)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum MetricKind {
     StatusEvaluated,
     WouldNudge,
@@ -30,6 +31,7 @@ pub enum MetricKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(missing_docs)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(optional_fields))]
 pub struct MetricEvent {
     pub id: String,
     pub team_name: String,
@@ -161,6 +163,7 @@ impl MetricsIndex {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(missing_docs)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Thresholds {
     pub min_observed_members: usize,
     pub min_status_events: usize,
@@ -186,6 +189,7 @@ impl Default for Thresholds {
 /// Where a team stands on the way to phase 2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum ReadinessState {
     /// Not enough shadow data yet.
     CollectingShadowData,
@@ -198,6 +202,7 @@ pub enum ReadinessState {
 /// Why readiness is not `shadow_ready`: collecting reasons first, then blocking ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum ReadinessReason {
     /// Fewer members observed than `minObservedMembers`.
     InsufficientMembers,
@@ -233,6 +238,7 @@ impl ReadinessReason {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(missing_docs)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Rates {
     pub observation_hours: f64,
     pub status_event_count: usize,
@@ -245,6 +251,7 @@ pub struct Rates {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(missing_docs)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Readiness {
     pub state: ReadinessState,
     pub reasons: Vec<ReadinessReason>,
@@ -337,6 +344,7 @@ pub fn readiness(index: &MetricsIndex, thresholds: Thresholds) -> Readiness {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(missing_docs)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct TeamMetrics {
     pub team_name: String,
     pub generated_at: String,

@@ -20,6 +20,7 @@ pub const DEFAULT_REASON: &str = "protocol_proof_missing";
 /// The kind of a targeted recovery (only one exists).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum RecoveryKind {
     /// A message's delivery proof (reply or task progress) is missing.
     ProofMissing,
@@ -29,6 +30,7 @@ pub enum RecoveryKind {
 /// `shadow.recovery` and turned into the nudge's intent key and text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Recovery {
     /// Always `proof_missing`, the only recovery there is.
     pub kind: RecoveryKind,

@@ -10,6 +10,7 @@ use super::time::IsoTime;
 /// What the reconciler concluded about a member.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum StatusState {
     /// Nothing actionable.
     CaughtUp,
@@ -28,6 +29,7 @@ pub enum StatusState {
 /// What a member said about its agenda.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum ReportState {
     /// Working on the agenda.
     StillWorking,
@@ -41,6 +43,7 @@ pub enum ReportState {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(missing_docs)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(optional_fields))]
 pub struct Report {
     pub state: ReportState,
     pub agenda_fingerprint: String,
@@ -63,6 +66,7 @@ pub struct Report {
 /// Who triggered the evaluation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum ReconciledBy {
     /// A direct API call.
     Request,
@@ -76,6 +80,7 @@ pub enum ReconciledBy {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(missing_docs)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(optional_fields))]
 pub struct Shadow {
     pub reconciled_by: ReconciledBy,
     pub would_nudge: bool,
@@ -101,6 +106,7 @@ pub struct Shadow {
 /// an accepted report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(ts_rs::TS), ts(optional_fields))]
 pub struct NudgeSuppression {
     /// Always `no_accepted_report` (the only suppression there is).
     pub reason: String,
@@ -119,6 +125,7 @@ pub struct NudgeSuppression {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(missing_docs)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(optional_fields))]
 pub struct MemberStatus {
     pub team_name: String,
     pub member_name: String,

@@ -8,6 +8,7 @@ use super::names::{is_reserved_member_name, normalize_member_name};
 /// The runtime a member runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum ProviderId {
     /// Claude Code.
     Anthropic,
