@@ -46,7 +46,8 @@ pub struct NudgePayload {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub work_sync_review_request_event_ids: Vec<String>,
     /// The app's payloads carry none (the item has it): empty when read
-    /// from one, then filled in from the item ([`OutboxItem::with_payload_fingerprint`]).
+    /// from one, then filled in from the item
+    /// ([`OutboxItem::with_payload_fingerprint`](super::OutboxItem::with_payload_fingerprint)).
     #[serde(default)]
     pub agenda_fingerprint: String,
 }
