@@ -19,7 +19,6 @@ pub mod report;
 pub mod review_pickup;
 pub mod router;
 pub mod runtime_state;
-mod status_write;
 pub(crate) mod team_gate;
 #[cfg(test)]
 mod tests;

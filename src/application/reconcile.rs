@@ -1,16 +1,18 @@
 //! The level-triggered reconciler: rebuild the agenda from the board, decide,
 //! persist the status, audit each step.
 
+pub(super) mod status_write;
+
 use std::sync::Arc;
 
 use serde_json::json;
 
+use self::status_write::with_previous;
 use super::index_cache::IndexCache;
 use super::log::{LogCode, LogEntry, LogLevel};
 use super::nudges::Nudges;
 use super::ports::{AuditEvent, PortError, Ports, StatusStore, StoredStatus};
 use super::queue::Trigger;
-use super::status_write::with_previous;
 use crate::domain::agenda::{Agenda, TeamIndex};
 use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::decision::staleness_diagnostics;

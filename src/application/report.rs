@@ -5,10 +5,10 @@
 use serde_json::{json, Value};
 
 use super::ports::{AuditEvent, IntentStatus, ReportIntent};
+use super::reconcile::status_write::with_previous;
 use super::reconcile::{
     check_name, AgendaSource, Effects, ReconcileOptions, Reconciler, WorkSyncError,
 };
-use super::status_write::with_previous;
 use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::metrics::{team_metrics, MetricsIndex, TeamMetrics};
 use crate::domain::names::normalize_member_name;

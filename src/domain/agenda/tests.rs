@@ -1,7 +1,14 @@
 //! One test per agenda rule and per review-cycle outcome the agenda exposes.
 
+use std::collections::{BTreeMap, HashMap};
+
+use super::task_index::MAX_INCREMENTAL_CHANGE;
 use super::*;
-use crate::domain::team::{HistoryEvent, KanbanEntry, TeamMember};
+use crate::domain::fingerprint::agenda_fingerprint;
+use crate::domain::team::{
+    Clarification, HistoryEvent, KanbanColumn, KanbanEntry, ReviewState, Task, TaskStatus,
+    TeamMember, TeamSnapshot,
+};
 use crate::domain::time::parse_iso;
 
 const NOW: &str = "2026-11-22T10:00:00.000Z";

@@ -1,9 +1,18 @@
 //! Nudge planning, activation, outbox transitions, backoff, cooldown, rate limit.
 
+use std::collections::BTreeMap;
+
 use super::*;
-use crate::domain::agenda::{ActionableWorkItem, Evidence, Priority};
-use crate::domain::metrics::{readiness, MetricsIndex, Thresholds};
-use crate::domain::status::{ReconciledBy, Shadow};
+use crate::domain::agenda::{ActionableWorkItem, Agenda, Evidence, ItemKind, Priority};
+use crate::domain::diagnostic::Diagnostic;
+use crate::domain::metrics::{
+    readiness, MetricEvent, MetricKind, MetricsIndex, Readiness, ReadinessReason, ReadinessState,
+    Thresholds,
+};
+use crate::domain::retention::Retention;
+use crate::domain::status::{MemberStatus, ReconciledBy, ReportState, Shadow, StatusState};
+use crate::domain::team::ProviderId;
+use crate::domain::time::{format_iso, EpochMs, IsoTime, MonotonicMs};
 
 const NOW: EpochMs = 1_800_000_000_000;
 

@@ -14,7 +14,7 @@ use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, RenameFlags, Stat
 use rustix::io::Errno;
 
 use super::kinds::{Entry, FileKind, Meta};
-use super::temp::{self, TempName};
+use super::temp::TempName;
 use super::{hard_linked, not_a_file, not_a_folder, with_path};
 use crate::domain::time::EpochMs;
 
@@ -32,9 +32,18 @@ const DIR_FLAGS: OFlags = OFlags::NOFOLLOW
 /// Deepest folder tree [`Dir::remove_tree`] descends into.
 const MAX_REMOVE_DEPTH: usize = 8;
 
+#[path = "dir_folder_syncs.rs"]
+mod folder_syncs;
 #[path = "dir_shared.rs"]
 mod shared;
+#[path = "dir_stamp.rs"]
+mod stamp;
+#[path = "dir_sweep.rs"]
+mod sweep;
+pub(super) use folder_syncs::sync_entries;
+pub use folder_syncs::{join_trailing, with_folder_syncs_deferred, with_folder_syncs_trailing};
 use shared::write_all_parts;
+pub(super) use sweep::note_write;
 
 impl FileKind {
     pub(super) fn of(file_type: FileType) -> Self {
@@ -208,9 +217,9 @@ impl Dir {
         }
         if durable {
             // Now, or at the end of a request's deferred folder syncs.
-            super::folder_syncs::sync_entries(self)?;
+            sync_entries(self)?;
         }
-        temp::note_write(self);
+        note_write(self);
         Ok(())
     }
 
@@ -235,7 +244,7 @@ impl Dir {
             Err(e) => Err(with_path(&self.child(name), e)),
         };
         let _ = rfs::unlinkat(&self.fd, &temp_name, AtFlags::empty());
-        temp::note_write(self);
+        note_write(self);
         linked
     }
 

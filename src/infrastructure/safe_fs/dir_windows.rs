@@ -38,7 +38,7 @@ use windows_sys::Win32::Storage::FileSystem::{
 
 use super::kinds::{Entry, FileKind, Meta};
 use super::stamp::Stamp;
-use super::temp::{self, TempName};
+use super::temp::TempName;
 use super::windows_name::is_plain_name;
 use super::{hard_linked, not_a_file, not_a_folder, with_path};
 use crate::infrastructure::clock::epoch_ms;
@@ -53,9 +53,18 @@ const SHARE_PINNED: u32 = FILE_SHARE_READ | FILE_SHARE_WRITE;
 /// Deepest folder tree [`Dir::remove_tree`] descends into.
 const MAX_REMOVE_DEPTH: usize = 8;
 
+#[path = "dir_folder_syncs.rs"]
+mod folder_syncs;
 #[path = "dir_shared.rs"]
 mod shared;
+#[path = "dir_stamp.rs"]
+mod stamp;
+#[path = "dir_sweep.rs"]
+mod sweep;
+pub(super) use folder_syncs::sync_entries;
+pub use folder_syncs::{join_trailing, with_folder_syncs_deferred, with_folder_syncs_trailing};
 use shared::write_all_parts;
+pub(super) use sweep::note_write;
 
 /// Attempts of a rename or delete that meets a sharing violation (a virus
 /// scanner or indexer holding the file for a moment), and the pause between.
@@ -220,7 +229,7 @@ impl Dir {
         }
         // No folder fsync: Windows has none (a folder handle cannot be
         // flushed); NTFS records the rename in its metadata journal.
-        temp::note_write(self);
+        note_write(self);
         Ok(())
     }
 
@@ -248,7 +257,7 @@ impl Dir {
             Err(e) => Err(with_path(&self.child(name), e)),
         };
         let _ = while_shared(|| fs::remove_file(&temp_path));
-        temp::note_write(self);
+        note_write(self);
         linked
     }
 

@@ -54,7 +54,6 @@ mod dir;
 #[cfg(windows)]
 #[path = "dir_windows.rs"]
 mod dir;
-mod folder_syncs;
 mod kinds;
 mod root;
 mod staged;
@@ -64,8 +63,7 @@ mod watch;
 #[cfg(any(windows, test))]
 mod windows_name;
 
-pub use dir::Dir;
-pub use folder_syncs::{join_trailing, with_folder_syncs_deferred, with_folder_syncs_trailing};
+pub use dir::{join_trailing, with_folder_syncs_deferred, with_folder_syncs_trailing, Dir};
 pub use kinds::{Entry, FileKind, FileRead, Meta};
 pub use root::TrustedRoot;
 pub use staged::{commit, commit_with_companion, sync_staged, sync_with_folders, Staged};

@@ -29,7 +29,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use super::dir::Dir;
-use super::{temp, with_path};
+use super::with_path;
 use crate::infrastructure::side_by_side::map_side_by_side;
 
 /// New content for one file, written beside it under a temp name, not yet
@@ -138,7 +138,7 @@ impl Staged {
         match self.dir.rename(temp_name, &self.dir, &self.name, true) {
             Ok(true) => {
                 self.published = true;
-                temp::note_write(&self.dir);
+                super::dir::note_write(&self.dir);
                 Ok(())
             }
             Ok(false) => Err(with_path(
@@ -187,8 +187,8 @@ fn set_mode(_file: &File, _mode: u32) -> io::Result<()> {
 /// order. Writeback of all of them starts before the first fsync waits.
 pub fn sync_staged<S: std::borrow::Borrow<Staged> + Sync>(staged: &[S]) -> Vec<io::Result<()>> {
     // An earlier request's trailing folder syncs first (their renames
-    // before any of these): see `folder_syncs::join_trailing`.
-    if let Err(error) = super::folder_syncs::join_trailing() {
+    // before any of these): see `join_trailing`.
+    if let Err(error) = super::join_trailing() {
         return staged.iter().map(|_| Err(clone_error(&error))).collect();
     }
     #[cfg(target_os = "linux")]
@@ -223,7 +223,7 @@ pub fn sync_with_folders<S: std::borrow::Borrow<Staged> + Sync>(
     staged: &[S],
     folders: &[&Dir],
 ) -> (Vec<io::Result<()>>, Vec<io::Result<()>>) {
-    if let Err(error) = super::folder_syncs::join_trailing() {
+    if let Err(error) = super::join_trailing() {
         return (
             staged.iter().map(|_| Err(clone_error(&error))).collect(),
             folders.iter().map(|_| Err(clone_error(&error))).collect(),
@@ -304,7 +304,7 @@ fn sync_folders(published: &[Dir]) -> io::Result<()> {
     let mut result = Ok(());
     for dir in published {
         if synced.insert(dir.path().to_path_buf()) {
-            result = result.and(super::folder_syncs::sync_entries(dir));
+            result = result.and(super::dir::sync_entries(dir));
         }
     }
     result

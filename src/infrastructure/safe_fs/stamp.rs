@@ -12,21 +12,12 @@
 //! happen: a stamp whose `ctime` lies more than [`SETTLE_MARGIN`] before the
 //! moment the file was opened cannot be repeated by a later change.
 
-use std::ffi::OsStr;
-use std::io::{self, Read};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 #[cfg(unix)]
-use rustix::fs::{self as rfs, AtFlags, FileType, Stat};
-#[cfg(unix)]
-use rustix::io::Errno;
+use rustix::fs::Stat;
 
-#[cfg(windows)]
-use super::dir::stamp_of_file;
-use super::dir::Dir;
-#[cfg(unix)]
-use super::FileKind;
-use super::{with_path, FileRead};
+use super::FileRead;
 
 /// How far a stamp's `ctime` must lie before the moment its file was opened
 /// for the stamp to be trusted: more than the coarsest timestamp granularity
@@ -54,7 +45,7 @@ pub struct Stamp {
 impl Stamp {
     #[cfg(unix)]
     #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
-    fn of(stat: &Stat) -> Self {
+    pub(super) fn of(stat: &Stat) -> Self {
         let ns = |secs: i64, nanos: i64| i128::from(secs) * 1_000_000_000 + i128::from(nanos);
         Self {
             dev: stat.st_dev as u64,
@@ -89,80 +80,10 @@ pub struct StampedRead {
     pub stamp: Option<Stamp>,
 }
 
-impl Dir {
-    /// What is at `name` and its stamp, without following a link; `None`
-    /// when nothing is. (Windows: `dir_windows.rs`.)
-    #[cfg(unix)]
-    pub fn stamp(&self, name: impl AsRef<OsStr>) -> io::Result<Option<(FileKind, Stamp)>> {
-        let name = self.component(name.as_ref())?;
-        let path = || self.path().join(name);
-        match rfs::statat(self.fd(), name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(stat) => Ok(Some((
-                FileKind::of(FileType::from_raw_mode(stat.st_mode as _)),
-                Stamp::of(&stat),
-            ))),
-            Err(Errno::NOENT) => Ok(None),
-            Err(e) => Err(with_path(&path(), e)),
-        }
-    }
-
-    /// The folder's own stamp (its device and inode say which folder it is).
-    /// (Windows: `dir_windows.rs`.)
-    #[cfg(unix)]
-    pub fn own_stamp(&self) -> io::Result<Stamp> {
-        rfs::fstat(self.fd())
-            .map(|stat| Stamp::of(&stat))
-            .map_err(|e| with_path(self.path(), e))
-    }
-
-    /// [`Dir::read`] that also returns the file's stamp, taken from the open
-    /// handle before reading.
-    pub fn read_stamped(&self, name: impl AsRef<OsStr>, max: u64) -> io::Result<StampedRead> {
-        let name = name.as_ref();
-        #[cfg(unix)]
-        let opened = self.open_file_stat(name);
-        #[cfg(windows)]
-        let opened = self.open_file(name);
-        let opened = match opened {
-            Ok(Some(opened)) => opened,
-            Ok(None) => {
-                return Ok(StampedRead {
-                    read: FileRead::Missing,
-                    stamp: None,
-                })
-            }
-            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
-                return Ok(StampedRead {
-                    read: FileRead::NotAFile,
-                    stamp: None,
-                })
-            }
-            Err(e) => return Err(e),
-        };
-        let path = || self.path().join(name);
-        #[cfg(unix)]
-        let (file, stamp) = (opened.0, Stamp::of(&opened.1));
-        #[cfg(windows)]
-        let (stamp, file) = (stamp_of_file(&opened, &path())?, opened);
-        let mut bytes = Vec::with_capacity(stamp.len.min(max) as usize + 1);
-        file.take(max.saturating_add(1))
-            .read_to_end(&mut bytes)
-            .map_err(|e| with_path(&path(), e))?;
-        let read = if bytes.len() as u64 > max {
-            FileRead::TooLarge
-        } else {
-            FileRead::Bytes(bytes)
-        };
-        Ok(StampedRead {
-            read,
-            stamp: Some(stamp),
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::infrastructure::safe_fs::FileKind;
     use crate::infrastructure::safe_fs::TrustedRoot;
 
     #[test]

@@ -4,10 +4,10 @@
 
 use serde_json::json;
 
-use super::busy::BusyReason;
-use super::ports::StoredStatus;
-use super::queue::Trigger;
-use super::reconcile::{Effects, Reconciler};
+use super::{Effects, Reconciler};
+use crate::application::busy::BusyReason;
+use crate::application::ports::StoredStatus;
+use crate::application::queue::Trigger;
 use crate::domain::agenda::Agenda;
 use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::diagnostic::StallTrigger;
@@ -23,7 +23,7 @@ impl Reconciler {
     /// stored status, read now, before the member's status lock is taken:
     /// the runtime, whether the member is busy and, with
     /// [`Effects::Record`], the report token.
-    pub(super) fn status_inputs(
+    pub(in crate::application) fn status_inputs(
         &self,
         snapshot: &TeamSnapshot,
         agenda: Agenda,
@@ -72,7 +72,12 @@ impl Reconciler {
     /// The report token of `agenda`'s fingerprint for its member. Every
     /// member gets one, inactive ones too (as the app does): a member coming
     /// back can report at once.
-    pub(super) fn grant_token(&self, team: &str, agenda: &Agenda, now: EpochMs) -> TokenGrant {
+    pub(in crate::application) fn grant_token(
+        &self,
+        team: &str,
+        agenda: &Agenda,
+        now: EpochMs,
+    ) -> TokenGrant {
         let expires = now + TOKEN_TTL_MS;
         match self
             .ports
@@ -89,7 +94,7 @@ impl Reconciler {
 
     /// Journals the legacy fallback read of a status, as the app's store
     /// journals its own (after the write it fed).
-    pub(super) fn journal_legacy_read(&self, status: &MemberStatus, now: EpochMs) {
+    pub(in crate::application) fn journal_legacy_read(&self, status: &MemberStatus, now: EpochMs) {
         self.audit(
             AuditSource::JsonStore,
             AuditKind::LegacyFallbackUsed,
@@ -104,7 +109,12 @@ impl Reconciler {
     /// Journals and records a status written outside a reconcile (a
     /// report): the legacy fallback read it replaced (`legacy`), its metric
     /// events, its `status_written` line.
-    pub(super) fn status_written(&self, status: &MemberStatus, legacy: bool, now: EpochMs) {
+    pub(in crate::application) fn status_written(
+        &self,
+        status: &MemberStatus,
+        legacy: bool,
+        now: EpochMs,
+    ) {
         if legacy {
             self.journal_legacy_read(status, now);
         }
@@ -115,7 +125,7 @@ impl Reconciler {
 
 /// `inputs` with the stored status they replace, and whether it was read
 /// from the legacy team file (which the caller journals).
-pub(super) fn with_previous(
+pub(in crate::application) fn with_previous(
     mut inputs: StatusInputs,
     previous: StoredStatus,
 ) -> (StatusInputs, bool) {

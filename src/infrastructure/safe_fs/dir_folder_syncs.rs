@@ -16,7 +16,7 @@
 //! POSIX orders neither). A caller opens the scope only around work whose
 //! files are each valid on their own in any such mix, and says why where it
 //! opens it. Only this thread's writes are deferred: a write on another
-//! thread, or a [`commit`](super::commit), syncs its folders at once.
+//! thread, or a [`commit`](super::super::commit), syncs its folders at once.
 //!
 //! [`with_folder_syncs_trailing`] goes one step further for a request whose
 //! answer needs its files visible but not yet durable against a power cut:
@@ -33,7 +33,7 @@ use std::io;
 use std::sync::Mutex;
 use std::thread::JoinHandle;
 
-use super::dir::Dir;
+use super::Dir;
 use crate::infrastructure::side_by_side::map_side_by_side;
 
 thread_local! {
@@ -108,7 +108,7 @@ pub fn join_trailing() -> io::Result<()> {
 
 /// Makes the entries of `dir` (a rename just made) durable: now, or at the
 /// end of this thread's [`with_folder_syncs_deferred`] scope.
-pub(super) fn sync_entries(dir: &Dir) -> io::Result<()> {
+pub(in crate::infrastructure::safe_fs) fn sync_entries(dir: &Dir) -> io::Result<()> {
     let deferred = DEFERRED.with(|deferred| {
         let mut deferred = deferred.borrow_mut();
         let Some(folders) = deferred.as_mut() else {

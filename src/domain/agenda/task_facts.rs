@@ -1,0 +1,215 @@
+//! What one task alone says for every agenda: its effective review state
+//! (the kanban card over the task's history), its workflow column, whether
+//! it is finished, who owns and reviews it, and its tidied references.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use crate::domain::js_semantics::{compare_code_units, js_trim};
+use crate::domain::names::normalize_member_name;
+use crate::domain::review_cycle::{current_review_cycle, ReviewCycle};
+use crate::domain::team::{
+    Clarification, HistoryEvent, KanbanColumn, KanbanEntry, ReviewState, Task, TaskStatus,
+};
+/// A task reference as the index keys it: trimmed, one leading `#` removed.
+pub(super) fn task_reference(reference: &str) -> &str {
+    let reference = js_trim(reference);
+    reference.strip_prefix('#').unwrap_or(reference)
+}
+
+/// Trims, drops empties, dedupes and sorts task id lists (UTF-16 code unit
+/// order, JavaScript's default sort).
+fn tidy_ids(ids: &[String]) -> Vec<String> {
+    let set: BTreeSet<&str> = ids
+        .iter()
+        .map(|id| js_trim(id))
+        .filter(|id| !id.is_empty())
+        .collect();
+    let mut ids: Vec<String> = set.into_iter().map(str::to_string).collect();
+    ids.sort_by(|a, b| compare_code_units(a, b));
+    ids
+}
+
+/// Everything derived from one task: what the task and its kanban card
+/// alone say ([`TaskFacts::local`]), then its dependencies, resolved
+/// against the whole board ([`TaskIndex::resolve_dependencies`](super::TaskIndex::resolve_dependencies)).
+#[derive(Debug, Clone)]
+pub(super) struct TaskFacts {
+    pub(super) task: Arc<Task>,
+    pub(super) review_state: ReviewState,
+    pub(super) column: Option<KanbanColumn>,
+    pub(super) needs_fix_actionable: bool,
+    terminal: bool,
+    /// A task waiting on this one may go ahead.
+    pub(super) finished_for_dependency: bool,
+    pub(super) owner: Option<String>,
+    /// `blockedBy`, tidied ([`tidy_ids`]).
+    pub(super) blocked_by: Vec<String>,
+    pub(super) blocks: Vec<String>,
+    pub(super) broken: Vec<String>,
+    pub(super) waiting: Vec<String>,
+    pub(super) cycle: Option<ReviewCycle>,
+    pub(super) cycle_reviewer: Option<String>,
+}
+
+impl TaskFacts {
+    /// What `task` and its kanban card say, without looking at other tasks
+    /// (`broken` and `waiting` are left empty).
+    pub(super) fn local(task: &Arc<Task>, kanban: &BTreeMap<String, KanbanEntry>) -> Self {
+        let card = kanban.get(&task.id);
+        let review_state = effective_review_state(task);
+        let column = workflow_column(task, review_state, card);
+        let deleted = task.status == TaskStatus::Deleted;
+        let needs_fix_actionable =
+            review_state == ReviewState::NeedsFix && !deleted && column.is_none();
+        let terminal = deleted
+            || column == Some(KanbanColumn::Approved)
+            || (column != Some(KanbanColumn::Review)
+                && review_state != ReviewState::NeedsFix
+                && task.status == TaskStatus::Completed);
+        let finished_for_dependency = match column {
+            Some(KanbanColumn::Approved) => true,
+            Some(KanbanColumn::Review) => false,
+            None => review_state != ReviewState::NeedsFix && task.status == TaskStatus::Completed,
+        };
+        let cycle = (column == Some(KanbanColumn::Review))
+            .then(|| {
+                let kanban_reviewer = card.and_then(|k| k.reviewer.as_deref());
+                current_review_cycle(&task.history, kanban_reviewer)
+            })
+            .flatten();
+        let cycle_reviewer = cycle.as_ref().map(|c| c.reviewer.clone());
+        Self {
+            task: task.clone(),
+            review_state,
+            column,
+            needs_fix_actionable,
+            terminal,
+            finished_for_dependency,
+            owner: task
+                .owner
+                .as_deref()
+                .map(normalize_member_name)
+                .filter(|o| !o.is_empty()),
+            blocked_by: tidy_ids(&task.blocked_by),
+            blocks: tidy_ids(&task.blocks),
+            broken: Vec::new(),
+            waiting: Vec::new(),
+            cycle,
+            cycle_reviewer,
+        }
+    }
+
+    pub(super) fn is_self_review(&self) -> bool {
+        self.column == Some(KanbanColumn::Review)
+            && self.owner.is_some()
+            && self.owner == self.cycle_reviewer
+    }
+
+    /// Whether the task can be on any agenda: it has an id and is not
+    /// finished outside review.
+    pub(super) fn listed(&self) -> bool {
+        !(self.task.id.is_empty() || (self.terminal && self.column != Some(KanbanColumn::Review)))
+    }
+
+    /// Whether the lead oversees the task (a listed one).
+    pub(super) fn lead_oversees(&self) -> bool {
+        self.task.needs_clarification == Some(Clarification::Lead)
+            || !self.broken.is_empty()
+            || self.is_self_review()
+    }
+
+    /// The references other tasks name this one by (id, display id).
+    pub(super) fn references(&self) -> impl Iterator<Item = &str> {
+        [self.task.id.as_str(), self.task.display_id.as_str()]
+            .into_iter()
+            .map(task_reference)
+            .filter(|r| !r.is_empty())
+    }
+}
+
+/// The review state after history,
+/// clamped by status, by the reference task reader's rule: the last review
+/// event decides (its `to`, `none` when that is missing or unknown); a later
+/// reopening to in_progress/deleted means none; one to pending keeps only a
+/// needsFix of the review event right before it (none across a boundary).
+/// Without any of these events the task's own `reviewState` applies.
+pub fn effective_review_state(task: &Task) -> ReviewState {
+    let state = review_state_from_history(&task.history).unwrap_or(task.review_state);
+    match task.status {
+        TaskStatus::InProgress | TaskStatus::Deleted => ReviewState::None,
+        TaskStatus::Pending if state != ReviewState::NeedsFix => ReviewState::None,
+        _ => state,
+    }
+}
+
+fn is_review_event(event: &HistoryEvent) -> bool {
+    matches!(
+        event.kind.as_str(),
+        "review_requested" | "review_changes_requested" | "review_approved" | "review_started"
+    )
+}
+
+fn review_state_to(event: &HistoryEvent) -> ReviewState {
+    event
+        .to
+        .as_deref()
+        .map_or(ReviewState::None, ReviewState::parse)
+}
+
+fn review_state_from_history(history: &[HistoryEvent]) -> Option<ReviewState> {
+    for (i, event) in history.iter().enumerate().rev() {
+        if is_review_event(event) {
+            return Some(review_state_to(event));
+        }
+        if event.kind != "status_changed" {
+            continue;
+        }
+        match event.to.as_deref() {
+            Some("in_progress" | "deleted") => return Some(ReviewState::None),
+            Some("pending") => {
+                for previous in history[..i].iter().rev() {
+                    if is_review_event(previous) {
+                        return Some(if review_state_to(previous) == ReviewState::NeedsFix {
+                            ReviewState::NeedsFix
+                        } else {
+                            ReviewState::None
+                        });
+                    }
+                    let boundary = previous.kind == "task_created"
+                        || (previous.kind == "status_changed"
+                            && matches!(
+                                previous.to.as_deref(),
+                                Some("in_progress" | "pending" | "deleted")
+                            ));
+                    if boundary {
+                        return Some(ReviewState::None);
+                    }
+                }
+                return Some(ReviewState::None);
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The workflow column: none for deleted/pending tasks; else the kanban card's
+/// column; else from the review state. The card counts however old it is.
+fn workflow_column(
+    task: &Task,
+    review_state: ReviewState,
+    kanban: Option<&KanbanEntry>,
+) -> Option<KanbanColumn> {
+    if task.status == TaskStatus::Deleted || task.status == TaskStatus::Pending {
+        return None;
+    }
+    if let Some(entry) = kanban {
+        return Some(entry.column);
+    }
+    match review_state {
+        ReviewState::Approved => Some(KanbanColumn::Approved),
+        ReviewState::Review => Some(KanbanColumn::Review),
+        _ => None,
+    }
+}

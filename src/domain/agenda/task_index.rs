@@ -1,0 +1,275 @@
+//! The board's tasks indexed once: their facts, their dependencies resolved
+//! against the whole board, and buckets by the members they can concern;
+//! kept between reads, it follows a changed board in time proportional to
+//! the change.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use crate::domain::team::{KanbanEntry, Task, TaskStatus};
+/// Changed tasks (window sizes summed) up to which [`TaskIndex::refresh`]
+/// updates the index in place; a bigger change is a full build, which is
+/// cheaper per task.
+pub(super) const MAX_INCREMENTAL_CHANGE: usize = 256;
+
+use super::task_facts::{task_reference, TaskFacts};
+
+/// The task side of a team's agendas: every task's facts, its dependencies
+/// resolved, and the tasks bucketed by the members they can concern.
+///
+/// [`TaskIndex::refresh`] brings it to a new task list in time proportional
+/// to the change (plus one pointer comparison per task): tasks are told
+/// apart by their `Arc`, which the task cache keeps for unchanged files, and
+/// only the changed tasks and the tasks that name them are looked at again.
+/// The result is exactly what [`TaskIndex::build`] gives for the new list
+/// (the tests compare the two over random change sequences).
+#[derive(Debug, Clone, Default)]
+pub struct TaskIndex {
+    kanban: BTreeMap<String, KanbanEntry>,
+    pub(super) facts: Vec<TaskFacts>,
+    /// Task positions by canonical id reference ([`task_reference`]).
+    pub(super) by_id: HashMap<String, Vec<usize>>,
+    /// Task positions by display id reference.
+    pub(super) by_display: HashMap<String, Vec<usize>>,
+    /// Positions of the tasks whose `blockedBy` names a reference.
+    pub(super) dependents: HashMap<String, Vec<usize>>,
+    /// Listed task positions by owner and current-cycle reviewer, sorted.
+    pub(super) by_member: HashMap<String, Vec<usize>>,
+    /// Listed task positions the lead oversees, sorted.
+    pub(super) lead_oversight: Vec<usize>,
+}
+
+impl TaskIndex {
+    /// Derives the facts of every task (`kanban` holds their cards).
+    pub fn build(tasks: &[Arc<Task>], kanban: &BTreeMap<String, KanbanEntry>) -> Self {
+        let mut index = Self {
+            kanban: kanban.clone(),
+            facts: tasks.iter().map(|t| TaskFacts::local(t, kanban)).collect(),
+            ..Self::default()
+        };
+        for i in 0..tasks.len() {
+            index.add_references(i);
+        }
+        for i in 0..tasks.len() {
+            index.resolve_dependencies(i);
+            index.add_to_buckets(i);
+        }
+        index
+    }
+
+    /// Brings the index to `tasks` and `kanban`: in place when a few tasks
+    /// changed (see the type docs), by a full build otherwise.
+    pub fn refresh(&mut self, tasks: &[Arc<Task>], kanban: &BTreeMap<String, KanbanEntry>) {
+        // A first read takes the full build, the path the golden corpus checks.
+        if *kanban != self.kanban || self.facts.is_empty() {
+            *self = Self::build(tasks, kanban);
+            return;
+        }
+        let same = |(f, t): (&TaskFacts, &Arc<Task>)| Arc::ptr_eq(&f.task, t);
+        let prefix = self
+            .facts
+            .iter()
+            .zip(tasks)
+            .take_while(|p| same(*p))
+            .count();
+        let suffix = self.facts[prefix..]
+            .iter()
+            .rev()
+            .zip(tasks[prefix..].iter().rev())
+            .take_while(|p| same(*p))
+            .count();
+        let removed = prefix..self.facts.len() - suffix;
+        let added = prefix..tasks.len() - suffix;
+        if removed.is_empty() && added.is_empty() {
+            return;
+        }
+        if removed.len() + added.len() > MAX_INCREMENTAL_CHANGE {
+            *self = Self::build(tasks, kanban);
+            return;
+        }
+        // References whose resolution may change: the old and new tasks'.
+        let mut touched: BTreeSet<String> = BTreeSet::new();
+        for i in removed.clone() {
+            touched.extend(self.facts[i].references().map(str::to_string));
+            self.remove_from_buckets(i);
+            self.remove_references(i);
+        }
+        let fresh: Vec<TaskFacts> = tasks[added.clone()]
+            .iter()
+            .map(|t| TaskFacts::local(t, kanban))
+            .collect();
+        self.facts.splice(removed.clone(), fresh);
+        if removed.len() != added.len() {
+            self.shift_positions(removed.end, added.len() as isize - removed.len() as isize);
+        }
+        for i in added.clone() {
+            touched.extend(self.facts[i].references().map(str::to_string));
+            self.add_references(i);
+        }
+        let dependents: BTreeSet<usize> = touched
+            .iter()
+            .filter_map(|reference| self.dependents.get(reference))
+            .flatten()
+            .copied()
+            .filter(|i| !added.contains(i))
+            .collect();
+        // Each dependent moves within bucket lists as long as the board: past
+        // the limit, one full build is cheaper (a task thousands wait on).
+        if removed.len() + added.len() + dependents.len() > MAX_INCREMENTAL_CHANGE {
+            *self = Self::build(tasks, kanban);
+            return;
+        }
+        for &i in &dependents {
+            self.remove_from_buckets(i);
+        }
+        for i in added.chain(dependents) {
+            self.resolve_dependencies(i);
+            self.add_to_buckets(i);
+        }
+    }
+
+    /// Files task `i` under its references and the ones it waits on.
+    fn add_references(&mut self, i: usize) {
+        let f = &self.facts[i];
+        for (map, reference) in [
+            (&mut self.by_id, &f.task.id),
+            (&mut self.by_display, &f.task.display_id),
+        ] {
+            let reference = task_reference(reference);
+            if !reference.is_empty() {
+                map.entry(reference.to_string()).or_default().push(i);
+            }
+        }
+        let waits_on: BTreeSet<&str> = f.blocked_by.iter().map(|d| task_reference(d)).collect();
+        for reference in waits_on {
+            self.dependents
+                .entry(reference.to_string())
+                .or_default()
+                .push(i);
+        }
+    }
+
+    /// Undoes [`TaskIndex::add_references`] of task `i`.
+    fn remove_references(&mut self, i: usize) {
+        let f = &self.facts[i];
+        let unfile = |map: &mut HashMap<String, Vec<usize>>, reference: &str| {
+            if let Some(positions) = map.get_mut(reference) {
+                positions.retain(|&p| p != i);
+                if positions.is_empty() {
+                    map.remove(reference);
+                }
+            }
+        };
+        unfile(&mut self.by_id, task_reference(&f.task.id));
+        unfile(&mut self.by_display, task_reference(&f.task.display_id));
+        for dep in &f.blocked_by {
+            unfile(&mut self.dependents, task_reference(dep));
+        }
+    }
+
+    /// The task a reference names: the only task with that canonical id,
+    /// else (no task has it) the only one with that display id.
+    fn resolve(&self, reference: &str) -> Option<usize> {
+        let reference = task_reference(reference);
+        match self.by_id.get(reference).map(Vec::as_slice) {
+            Some([only]) => Some(*only),
+            Some(_) => None,
+            None => match self.by_display.get(reference).map(Vec::as_slice) {
+                Some([only]) => Some(*only),
+                _ => None,
+            },
+        }
+    }
+
+    /// Sorts the dependencies of task `i` into broken and still waiting.
+    fn resolve_dependencies(&mut self, i: usize) {
+        let mut broken = Vec::new();
+        let mut waiting = Vec::new();
+        for dep in &self.facts[i].blocked_by {
+            match self.resolve(dep) {
+                Some(j) if self.facts[j].task.status != TaskStatus::Deleted => {
+                    if !self.facts[j].finished_for_dependency {
+                        waiting.push(dep.clone());
+                    }
+                }
+                _ => broken.push(dep.clone()),
+            }
+        }
+        let f = &mut self.facts[i];
+        f.broken = broken;
+        f.waiting = waiting;
+    }
+
+    /// The buckets task `i` belongs in, by its facts.
+    fn buckets(&self, i: usize) -> (Vec<&str>, bool) {
+        let f = &self.facts[i];
+        if !f.listed() {
+            return (Vec::new(), false);
+        }
+        let mut members: Vec<&str> = f.owner.as_deref().into_iter().collect();
+        if let Some(reviewer) = &f.cycle_reviewer {
+            if f.owner.as_ref() != Some(reviewer) {
+                members.push(reviewer);
+            }
+        }
+        (members, f.lead_oversees())
+    }
+
+    fn add_to_buckets(&mut self, i: usize) {
+        let (members, lead) = self.buckets(i);
+        let members: Vec<String> = members.into_iter().map(str::to_string).collect();
+        for member in members {
+            insert_sorted(self.by_member.entry(member).or_default(), i);
+        }
+        if lead {
+            insert_sorted(&mut self.lead_oversight, i);
+        }
+    }
+
+    fn remove_from_buckets(&mut self, i: usize) {
+        let (members, lead) = self.buckets(i);
+        let members: Vec<String> = members.into_iter().map(str::to_string).collect();
+        for member in members {
+            if let Some(positions) = self.by_member.get_mut(&member) {
+                remove_sorted(positions, i);
+                if positions.is_empty() {
+                    self.by_member.remove(&member);
+                }
+            }
+        }
+        if lead {
+            remove_sorted(&mut self.lead_oversight, i);
+        }
+    }
+
+    /// Moves every position from `from` on by `by` (tasks were inserted or
+    /// removed before them); the order of every list is kept.
+    fn shift_positions(&mut self, from: usize, by: isize) {
+        let shift = |positions: &mut Vec<usize>| {
+            for p in positions.iter_mut().filter(|p| **p >= from) {
+                *p = p.wrapping_add_signed(by);
+            }
+        };
+        for map in [
+            &mut self.by_id,
+            &mut self.by_display,
+            &mut self.dependents,
+            &mut self.by_member,
+        ] {
+            map.values_mut().for_each(shift);
+        }
+        shift(&mut self.lead_oversight);
+    }
+}
+
+fn insert_sorted(positions: &mut Vec<usize>, i: usize) {
+    if let Err(at) = positions.binary_search(&i) {
+        positions.insert(at, i);
+    }
+}
+
+fn remove_sorted(positions: &mut Vec<usize>, i: usize) {
+    if let Ok(at) = positions.binary_search(&i) {
+        positions.remove(at);
+    }
+}

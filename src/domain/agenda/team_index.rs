@@ -1,0 +1,264 @@
+//! A team's agendas: the [`TaskIndex`] paired with the roster of one
+//! snapshot, building each member's items in the app's order and the
+//! agenda's fingerprint.
+
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+
+use crate::domain::diagnostic::Diagnostic;
+use crate::domain::fingerprint::agenda_fingerprint;
+use crate::domain::js_semantics::{js_trim, locale_compare, locale_compare_numeric_base};
+use crate::domain::names::{is_reserved_member_name, normalize_member_name};
+use crate::domain::team::{Clarification, KanbanColumn, Task, TaskStatus, TeamSnapshot};
+/// A team's snapshot with its [`TaskIndex`]; builds agendas for any member
+/// of the team.
+#[derive(Debug)]
+pub struct TeamIndex<'a> {
+    snapshot: &'a TeamSnapshot,
+    pub(super) tasks: Cow<'a, TaskIndex>,
+    lead: Option<String>,
+    active: BTreeSet<String>,
+}
+
+use super::item::{ActionableWorkItem, Agenda, Evidence, ItemKind, ItemReason, Priority};
+use super::task_facts::TaskFacts;
+use super::task_index::TaskIndex;
+
+impl<'a> TeamIndex<'a> {
+    /// Derives the facts of every task of `snapshot`.
+    pub fn build(snapshot: &'a TeamSnapshot) -> Self {
+        let tasks = TaskIndex::build(&snapshot.tasks, &snapshot.kanban);
+        Self::over(snapshot, Cow::Owned(tasks))
+    }
+
+    /// The index of `snapshot` from a kept [`TaskIndex`], first brought to
+    /// the snapshot's tasks ([`TaskIndex::refresh`]).
+    pub fn cached(snapshot: &'a TeamSnapshot, tasks: &'a mut TaskIndex) -> Self {
+        tasks.refresh(&snapshot.tasks, &snapshot.kanban);
+        Self::over(snapshot, Cow::Borrowed(tasks))
+    }
+
+    fn over(snapshot: &'a TeamSnapshot, tasks: Cow<'a, TaskIndex>) -> Self {
+        Self {
+            snapshot,
+            tasks,
+            lead: snapshot.lead().map(|m| normalize_member_name(&m.name)),
+            active: snapshot.active_member_names().into_iter().collect(),
+        }
+    }
+    /// The agenda of `member_name`, stamped with `generated_at`.
+    pub fn agenda_for(&self, member_name: &str, generated_at: &str) -> Agenda {
+        let normalized = normalize_member_name(member_name);
+        let mut diagnostics = self.snapshot.diagnostics.clone();
+        let mut items = Vec::new();
+        if !self.snapshot.config_found {
+            diagnostics.push(Diagnostic::TeamConfigMissing.as_str().into());
+        } else if self.snapshot.deleted {
+            diagnostics.push(Diagnostic::TeamDeleted.as_str().into());
+        } else if is_reserved_member_name(&normalized) {
+            diagnostics.push(Diagnostic::MemberInvalidOrReserved.as_str().into());
+        } else if !self.active.contains(&normalized) {
+            diagnostics.push(Diagnostic::MemberNotActive.as_str().into());
+        } else {
+            let is_lead = self.lead.as_deref() == Some(normalized.as_str());
+            let tasks = &*self.tasks;
+            let mut relevant: Vec<usize> = tasks
+                .by_member
+                .get(&normalized)
+                .cloned()
+                .unwrap_or_default();
+            if is_lead {
+                relevant.extend_from_slice(&tasks.lead_oversight);
+            }
+            relevant.sort_unstable();
+            relevant.dedup();
+            // In the app's task list order (stable: equal labels keep the
+            // order of the task files).
+            relevant.sort_by(|&left, &right| {
+                app_task_order(&tasks.facts[left].task, &tasks.facts[right].task)
+            });
+            items = relevant
+                .into_iter()
+                .filter_map(|i| item_for(&tasks.facts[i], &normalized, is_lead))
+                .collect();
+        }
+        let fingerprint = fingerprint_of(&self.snapshot.team_name, &normalized, &items);
+        Agenda {
+            team_name: self.snapshot.team_name.clone(),
+            member_name: normalized,
+            generated_at: generated_at.to_string(),
+            fingerprint,
+            items,
+            diagnostics,
+        }
+    }
+}
+/// Applies the first matching agenda rule to one task.
+///
+/// Names in evidence (`owner`, `reviewer`, `reviewStartedBy`) and the assignee
+/// are normalized; `reviewState` is always there (`none` included), as the
+/// reference's task reader always sets it.
+fn item_for(f: &TaskFacts, member: &str, is_lead: bool) -> Option<ActionableWorkItem> {
+    let task = &*f.task;
+    let review_state = Some(f.review_state.as_str().to_string());
+    let subject = js_trim(&task.subject);
+    let base = |kind, priority, reason: ItemReason, evidence| ActionableWorkItem {
+        task_id: task.id.clone(),
+        display_id: (!task.display_id.is_empty()).then(|| task.display_id.clone()),
+        subject: if subject.is_empty() {
+            "Untitled task".to_string()
+        } else {
+            subject.to_string()
+        },
+        kind,
+        assignee: member.to_string(),
+        priority,
+        reason,
+        evidence,
+    };
+    let status = task.status.as_str().to_string();
+
+    if is_lead && task.needs_clarification == Some(Clarification::Lead) {
+        let evidence = Evidence {
+            status,
+            owner: f.owner.clone(),
+            review_state,
+            needs_clarification: Some("lead".into()),
+            ..Evidence::default()
+        };
+        return Some(base(
+            ItemKind::Clarification,
+            Priority::NeedsClarification,
+            ItemReason::TaskNeedsLeadClarification,
+            evidence,
+        ));
+    }
+    if is_lead && !f.broken.is_empty() {
+        let evidence = Evidence {
+            status,
+            owner: f.owner.clone(),
+            review_state,
+            blocked_by_task_ids: Some(f.broken.clone()),
+            blocker_task_ids: (!f.blocks.is_empty()).then(|| f.blocks.clone()),
+            ..Evidence::default()
+        };
+        return Some(base(
+            ItemKind::BlockedDependency,
+            Priority::Blocked,
+            ItemReason::TaskHasBrokenDependency,
+            evidence,
+        ));
+    }
+    if f.column == Some(KanbanColumn::Review) {
+        let cycle = f.cycle.as_ref()?;
+        let history_event_ids =
+            (!cycle.history_event_ids.is_empty()).then(|| cycle.history_event_ids.clone());
+        let request = cycle.request.as_ref();
+        let started = cycle.started.as_ref();
+        if is_lead && f.is_self_review() {
+            let mut diagnostics: Vec<String> =
+                cycle.diagnostics.iter().map(|d| d.to_string()).collect();
+            diagnostics.push("self_review_invalid".into());
+            diagnostics.sort();
+            diagnostics.dedup();
+            let evidence = Evidence {
+                status,
+                owner: f.owner.clone(),
+                reviewer: Some(cycle.reviewer.clone()),
+                review_state: Some("review".into()),
+                review_request_event_id: request.and_then(|r| r.id.clone()),
+                history_event_ids,
+                review_diagnostics: Some(diagnostics),
+                ..Evidence::default()
+            };
+            return Some(base(
+                ItemKind::Clarification,
+                Priority::NeedsClarification,
+                ItemReason::SelfReviewInvalid,
+                evidence,
+            ));
+        }
+        if cycle.reviewer == member && !f.is_self_review() {
+            let evidence = Evidence {
+                status,
+                owner: f.owner.clone(),
+                reviewer: Some(member.to_string()),
+                review_state: Some("review".into()),
+                review_cycle_id: Some(cycle.id.clone()),
+                review_obligation: Some(cycle.obligation.as_str().into()),
+                can_bypass_phase2: Some(cycle.can_bypass_phase2),
+                review_request_event_id: request.and_then(|r| r.id.clone()),
+                review_requested_at: request.and_then(|r| r.timestamp.clone()),
+                review_started_event_id: started.and_then(|s| s.id.clone()),
+                review_started_at: started.and_then(|s| s.timestamp.clone()),
+                review_started_by: started.and_then(|s| s.who.clone()),
+                history_event_ids,
+                review_diagnostics: (!cycle.diagnostics.is_empty())
+                    .then(|| cycle.diagnostics.iter().map(|d| d.to_string()).collect()),
+                ..Evidence::default()
+            };
+            return Some(base(
+                ItemKind::Review,
+                Priority::ReviewRequested,
+                ItemReason::CurrentCycleReviewAssigned,
+                evidence,
+            ));
+        }
+        return None;
+    }
+    if f.owner.as_deref() != Some(member)
+        || task.needs_clarification.is_some()
+        || !f.waiting.is_empty()
+        || !f.broken.is_empty()
+    {
+        return None;
+    }
+    let reason = if f.needs_fix_actionable {
+        ItemReason::ReviewChangesRequested
+    } else {
+        match task.status {
+            TaskStatus::Pending => ItemReason::OwnedPendingTask,
+            TaskStatus::InProgress => ItemReason::OwnedInProgressTask,
+            TaskStatus::Completed | TaskStatus::Deleted => return None,
+        }
+    };
+    let evidence = Evidence {
+        status,
+        owner: Some(member.to_string()),
+        review_state,
+        ..Evidence::default()
+    };
+    Some(base(ItemKind::Work, Priority::Normal, reason, evidence))
+}
+
+/// The order the app's task reader lists tasks in, which its agendas keep:
+/// by display label, numeric labels first by value, then the others by
+/// `localeCompare` with numeric collation and case ignored, ties by id the
+/// same way.
+fn app_task_order(left: &Task, right: &Task) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let numeric = |label: &str| {
+        (!label.is_empty() && label.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| label.parse::<f64>().unwrap_or(f64::INFINITY))
+    };
+    let (a, b) = (left.display_id.as_str(), right.display_id.as_str());
+    match (numeric(a), numeric(b)) {
+        (Some(a), Some(b)) => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => locale_compare_numeric_base(a, b)
+            .then_with(|| locale_compare_numeric_base(&left.id, &right.id)),
+    }
+}
+
+/// The fingerprint of `items`, which hashes them in `kind:taskId:displayId`
+/// order ([`ActionableWorkItem::sort_key`] under `localeCompare`), whatever
+/// order the agenda lists them in.
+fn fingerprint_of(team_name: &str, member_name: &str, items: &[ActionableWorkItem]) -> String {
+    // Stable: equal keys (tasks sharing an id) keep agenda order.
+    let mut keyed: Vec<(String, &ActionableWorkItem)> =
+        items.iter().map(|item| (item.sort_key(), item)).collect();
+    keyed.sort_by(|(left, _), (right, _)| locale_compare(left, right));
+    let sorted: Vec<ActionableWorkItem> = keyed.into_iter().map(|(_, item)| item.clone()).collect();
+    agenda_fingerprint(team_name, member_name, &sorted)
+}
