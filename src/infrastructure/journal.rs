@@ -51,8 +51,10 @@ pub fn append_all(
             format!("{}: not a journal path", path.display()),
         ));
     };
-    let _lock = StoreLock::acquire(root, path)?;
+    // The folder walked to once, for the lock and the journal both (it
+    // used to be walked to from the root twice per append).
     let dir = root.create_dir_all(dir)?;
+    let _lock = StoreLock::acquire_in(&dir, path)?;
     let at_ms = events.first().map_or(0, |e| e.at_ms);
     if let Some(meta) = dir.meta(name)? {
         if meta.kind != FileKind::File {

@@ -12,7 +12,7 @@ use std::sync::{Condvar, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::safe_fs::{FileKind, TrustedRoot};
+use super::safe_fs::{Dir, FileKind, TrustedRoot};
 
 /// How long a writer waits for the lock before giving up.
 pub const LOCK_TIMEOUT: Duration = Duration::from_secs(5);
@@ -50,6 +50,20 @@ impl StoreLock {
             file: None,
         };
         lock.file = Some(lock_file(root, target, started)?);
+        Ok(lock)
+    }
+
+    /// [`StoreLock::acquire`] of `target`, a file in `dir`, the handle of its
+    /// folder the caller opened already: the folder is not walked to again
+    /// from the root.
+    pub fn acquire_in(dir: &Dir, target: &Path) -> io::Result<Self> {
+        let started = Instant::now();
+        claim_in_process(target, started)?;
+        let mut lock = Self {
+            path: target.to_path_buf(),
+            file: None,
+        };
+        lock.file = Some(lock_file_in(dir, target, started)?);
         Ok(lock)
     }
 }
@@ -91,15 +105,26 @@ fn claim_in_process(target: &Path, started: Instant) -> io::Result<()> {
 }
 
 fn lock_file(root: &TrustedRoot, target: &Path, started: Instant) -> io::Result<File> {
-    let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{}: not a store file path", target.display()),
-        ));
+    let Some(dir) = target.parent() else {
+        return Err(not_a_store_file(target));
+    };
+    lock_file_in(&root.create_dir_all(dir)?, target, started)
+}
+
+fn not_a_store_file(target: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("{}: not a store file path", target.display()),
+    )
+}
+
+/// The lock file of `target` in `dir` (its folder), opened and locked.
+fn lock_file_in(dir: &Dir, target: &Path, started: Instant) -> io::Result<File> {
+    let Some(name) = target.file_name() else {
+        return Err(not_a_store_file(target));
     };
     let mut lock_name = name.to_owned();
     lock_name.push(".lock");
-    let dir = root.create_dir_all(dir)?;
     // A lock file holds nothing: a link, FIFO or folder planted in its place
     // is removed (the entry itself, never what a link points to) rather than
     // blocking the store for good.

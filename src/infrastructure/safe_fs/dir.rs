@@ -166,6 +166,15 @@ impl Dir {
         Ok(self.open_file_stat(name)?.map(|(file, _)| file))
     }
 
+    /// [`Dir::open_file`] with what the handle's `fstat` (the one that found
+    /// it a regular file) says of it: a reader that wants its size or
+    /// modification time needs no second call.
+    pub fn open_file_meta(&self, name: impl AsRef<OsStr>) -> io::Result<Option<(File, Meta)>> {
+        Ok(self
+            .open_file_stat(name)?
+            .map(|(file, stat)| (file, Meta::of(&stat))))
+    }
+
     /// [`Dir::open_file`] with the handle's `fstat`, the one that found it a
     /// regular file (a reader that wants the stamp needs no second call).
     pub(super) fn open_file_stat(

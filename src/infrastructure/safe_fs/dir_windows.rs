@@ -176,6 +176,17 @@ impl Dir {
         }
     }
 
+    /// [`Dir::open_file`] with what the opened handle says of the file.
+    pub fn open_file_meta(&self, name: impl AsRef<OsStr>) -> io::Result<Option<(File, Meta)>> {
+        let Some(file) = self.open_file(name.as_ref())? else {
+            return Ok(None);
+        };
+        let meta = file
+            .metadata()
+            .map_err(|e| with_path(&self.child(name.as_ref()), e))?;
+        Ok(Some((file, meta_of(&meta))))
+    }
+
     /// Opens `name` for reading if it is a regular file.
     pub fn open_file(&self, name: impl AsRef<OsStr>) -> io::Result<Option<File>> {
         let name = self.component(name.as_ref())?;

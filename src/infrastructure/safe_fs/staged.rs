@@ -27,17 +27,19 @@ use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::dir::Dir;
 use super::with_path;
 use crate::infrastructure::side_by_side::map_side_by_side;
 
 /// New content for one file, written beside it under a temp name, not yet
-/// synced and not yet in place. It holds its own handle of the folder, so a
-/// batch may span folders.
+/// synced and not yet in place. It holds a handle of its folder (its own,
+/// or one shared by a batch staged in that folder: [`Staged::new_in`]), so
+/// a batch may span folders.
 #[derive(Debug)]
 pub struct Staged {
-    dir: Dir,
+    dir: Arc<Dir>,
     name: OsString,
     /// Where the content is written.
     written: Written,
@@ -64,18 +66,9 @@ impl Dir {
     /// `mode`, set on the handle so the umask cannot change them). Nothing
     /// is synced and nothing is at `name` yet: see [`sync_staged`],
     /// [`Staged::publish`] and [`commit`]. Takes the folder handle along;
-    /// use [`Dir::try_clone`] to stage several files in one folder.
+    /// use [`Staged::replacing_in`] to stage several files in one folder.
     pub fn stage(self, name: impl AsRef<OsStr>, bytes: &[u8], mode: u32) -> io::Result<Staged> {
-        let name = name.as_ref().to_os_string();
-        let (temp_name, file) = self.create_temp_for(&name, mode)?;
-        Staged::write(
-            self,
-            name,
-            Written::Temp(temp_name.into()),
-            file,
-            bytes,
-            mode,
-        )
+        Staged::replacing_in(&Arc::new(self), name, bytes, mode)
     }
 
     /// Writes `bytes` to `name` itself, created only if nothing (a link
@@ -88,18 +81,44 @@ impl Dir {
         bytes: &[u8],
         mode: u32,
     ) -> io::Result<Option<Staged>> {
-        let name = name.as_ref().to_os_string();
-        let Some(file) = self.create_exclusive(&name, mode)? else {
-            return Ok(None);
-        };
-        Staged::write(self, name, Written::InPlace, file, bytes, mode).map(Some)
+        Staged::new_in(&Arc::new(self), name, bytes, mode)
     }
 }
 
 impl Staged {
+    /// [`Dir::stage`] in `dir`, a folder handle shared by the files a batch
+    /// stages there: each file keeps the handle alive, and no file costs a
+    /// handle of its own (a `dup` and a `close` each).
+    pub fn replacing_in(
+        dir: &Arc<Dir>,
+        name: impl AsRef<OsStr>,
+        bytes: &[u8],
+        mode: u32,
+    ) -> io::Result<Staged> {
+        let name = name.as_ref().to_os_string();
+        let (temp_name, file) = dir.create_temp_for(&name, mode)?;
+        let written = Written::Temp(temp_name.into());
+        Staged::write(Arc::clone(dir), name, written, file, bytes, mode)
+    }
+
+    /// [`Dir::stage_new`] in `dir`, a folder handle shared as with
+    /// [`Staged::replacing_in`].
+    pub fn new_in(
+        dir: &Arc<Dir>,
+        name: impl AsRef<OsStr>,
+        bytes: &[u8],
+        mode: u32,
+    ) -> io::Result<Option<Staged>> {
+        let name = name.as_ref().to_os_string();
+        let Some(file) = dir.create_exclusive(&name, mode)? else {
+            return Ok(None);
+        };
+        Staged::write(Arc::clone(dir), name, Written::InPlace, file, bytes, mode).map(Some)
+    }
+
     /// `bytes` into the freshly created `file`, `written` in `dir`.
     fn write(
-        dir: Dir,
+        dir: Arc<Dir>,
         name: OsString,
         written: Written,
         file: File,
@@ -284,12 +303,12 @@ pub fn commit_with_companion(staged: Vec<Staged>, companion: Staged) -> io::Resu
 }
 
 /// Publishes `files` in order, keeping a handle on each one's folder in
-/// `published` to sync it after; stops at the first failure (a file whose
-/// folder cannot be kept is not published, like a failed rename), and the
-/// files left are dropped (their temp files removed).
-fn publish_each(files: Vec<Staged>, published: &mut Vec<Dir>) -> io::Result<()> {
+/// `published` (the file's own, shared: no second handle opened) to sync it
+/// after; stops at the first failure, and the files left are dropped (their
+/// temp files removed).
+fn publish_each(files: Vec<Staged>, published: &mut Vec<Arc<Dir>>) -> io::Result<()> {
     for file in files {
-        let dir = file.dir.try_clone()?;
+        let dir = Arc::clone(&file.dir);
         file.publish()?;
         published.push(dir);
     }
@@ -299,7 +318,7 @@ fn publish_each(files: Vec<Staged>, published: &mut Vec<Dir>) -> io::Result<()> 
 /// Syncs each folder in `published` once (now, or at the end of a request's
 /// deferred folder syncs), every one of them even after a failure; the
 /// first error is returned.
-fn sync_folders(published: &[Dir]) -> io::Result<()> {
+fn sync_folders(published: &[Arc<Dir>]) -> io::Result<()> {
     let mut synced = HashSet::new();
     let mut result = Ok(());
     for dir in published {

@@ -31,6 +31,7 @@ use super::claim::STALE_CLAIM_MS;
 use super::name::meta_name;
 use crate::domain::time::EpochMs;
 use crate::infrastructure::safe_fs::{Dir, FileRead, Staged};
+use std::sync::Arc;
 
 /// Name prefix of outcome records.
 const RECORD_PREFIX: &str = ".outcomes-";
@@ -75,9 +76,9 @@ fn newest_result(record_name: &str) -> Option<&str> {
 }
 
 /// Stages (unsynced, in place) the record of `outcomes` (result name and
-/// meta, at least one) in `dir`, filed at `now`.
+/// meta, at least one) in `dir` (the batch's shared handle), filed at `now`.
 pub(super) fn stage_record(
-    dir: &Dir,
+    dir: &Arc<Dir>,
     outcomes: &[(&str, &Value)],
     now: EpochMs,
 ) -> io::Result<Staged> {
@@ -91,7 +92,7 @@ pub(super) fn stage_record(
     bytes.push(b'\n');
     for n in 0..NAME_ATTEMPTS_PER_RECORD {
         let name = format!("{RECORD_PREFIX}{n}-{newest}");
-        if let Some(staged) = dir.try_clone()?.stage_new(&name, &bytes, RECORD_MODE)? {
+        if let Some(staged) = Staged::new_in(dir, &name, &bytes, RECORD_MODE)? {
             return Ok(staged);
         }
     }

@@ -6,7 +6,6 @@ use std::io::{ErrorKind, Read};
 use crate::application::turn_settled::ClaimContent;
 use crate::domain::time::EpochMs;
 use crate::domain::turn_settled::MAX_PAYLOAD_BYTES;
-use crate::infrastructure::clock::epoch_ms;
 use crate::infrastructure::safe_fs::Dir;
 
 /// The payload of the claimed file `name` in `processing` and the file's
@@ -19,8 +18,10 @@ use crate::infrastructure::safe_fs::Dir;
 /// of failing every drain for good. Other errors are transient: the claim is
 /// released for a later drain.
 pub(super) fn read_payload(processing: &Dir, name: &str) -> (ClaimContent, Option<EpochMs>) {
-    let file = match processing.open_file(name) {
-        Ok(Some(file)) => file,
+    // Size and time from the `fstat` that found it a regular file: no
+    // second call per payload.
+    let (file, meta) = match processing.open_file_meta(name) {
+        Ok(Some(opened)) => opened,
         Ok(None) => {
             let gone = format!(
                 "{}: claimed file vanished",
@@ -37,13 +38,9 @@ pub(super) fn read_payload(processing: &Dir, name: &str) -> (ClaimContent, Optio
         }
         Err(e) => return (ClaimContent::Transient(e.to_string()), None),
     };
-    let metadata = file.metadata().ok();
-    let modified = metadata
-        .as_ref()
-        .and_then(|m| m.modified().ok())
-        .and_then(epoch_ms);
-    let size = metadata.map_or(0, |m| m.len());
-    (read_bounded(file, size), modified)
+    // (A time before 1970 is no time, as `epoch_ms` of it always was.)
+    let modified = (meta.modified_ms >= 0).then_some(meta.modified_ms);
+    (read_bounded(file, meta.len), modified)
 }
 
 /// At most [`MAX_PAYLOAD_BYTES`] + 1 bytes of `file`, whose size was `size`

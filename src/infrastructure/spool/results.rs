@@ -80,15 +80,17 @@ impl FsSpool {
         };
         // Each results folder opened once; one that cannot be (a link where
         // `invalid/` should be) fails only the filings bound for it.
-        let mut folders: Vec<(Folder, io::Result<Dir>)> = Vec::new();
+        // The handle is shared by every file the batch stages there (see
+        // `stage_meta`).
+        let mut folders: Vec<(Folder, io::Result<Arc<Dir>>)> = Vec::new();
         for filing in filings {
             let folder = folder_of(filing.disposition);
             if !folders.iter().any(|(f, _)| *f == folder) {
-                folders.push((folder, self.paths.create(folder)));
+                folders.push((folder, self.paths.create(folder).map(Arc::new)));
             }
         }
         let mut unrecorded: Vec<(Folder, io::Error)> = Vec::new();
-        let dir_of = |folder: Folder| -> io::Result<&Dir> {
+        let dir_of = |folder: Folder| -> io::Result<&Arc<Dir>> {
             match folders.iter().find(|(f, _)| *f == folder) {
                 Some((_, Ok(dir))) => Ok(dir),
                 Some((_, Err(error))) => Err(copy_error(error)),
@@ -147,7 +149,7 @@ impl FsSpool {
         let files: Vec<&Staged> = durable.iter().map(|(_, file)| *file).collect();
         let opened: Vec<(Folder, &Dir)> = folders
             .iter()
-            .filter_map(|(folder, dir)| Some((*folder, dir.as_ref().ok()?)))
+            .filter_map(|(folder, dir)| Some((*folder, &**dir.as_ref().ok()?)))
             .collect();
         let dirs: Vec<&Dir> = opened.iter().map(|(_, dir)| *dir).collect();
         // 2. The outcomes' data and the results folders' names synced. When
@@ -226,7 +228,7 @@ impl FsSpool {
     /// its first drain, whichever comes first; `folders` are those the
     /// filing opened (the others are opened here). A folder that fails is
     /// tried again at the next filing or drain.
-    pub(super) fn repair_metas_once(&self, folders: &[(Folder, io::Result<Dir>)]) {
+    pub(super) fn repair_metas_once(&self, folders: &[(Folder, io::Result<Arc<Dir>>)]) {
         if self.metas_repaired.load(Ordering::Acquire) {
             return;
         }
@@ -316,14 +318,19 @@ fn folder_of(disposition: Disposition) -> Folder {
 /// same name, a meta left by a crash, another drainer's filing of a
 /// recovered claim), the new meta replaces the old atomically (temp file +
 /// rename): a committed payload only ever sits beside a whole meta.
-fn stage_meta(dir: &Dir, id: &str, bytes: &[u8]) -> io::Result<Staged> {
+///
+/// `dir` is the batch's one handle of the results folder, shared by every
+/// meta staged there: a second handle per file (a `dup` and a `close`)
+/// reached the same folder, so sharing it changes no name, no order and no
+/// sync.
+fn stage_meta(dir: &Arc<Dir>, id: &str, bytes: &[u8]) -> io::Result<Staged> {
     let name = meta_name(id);
     if dir.meta(id)?.is_none() {
-        if let Some(staged) = dir.try_clone()?.stage_new(&name, bytes, META_MODE)? {
+        if let Some(staged) = Staged::new_in(dir, &name, bytes, META_MODE)? {
             return Ok(staged);
         }
     }
-    dir.try_clone()?.stage(&name, bytes, META_MODE)
+    Staged::replacing_in(dir, &name, bytes, META_MODE)
 }
 
 /// A meta file's content: pretty JSON and a final newline.
