@@ -11,6 +11,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use member_work_sync::application::ports::TeamSource;
 use member_work_sync::application::queue::Trigger;
 use member_work_sync::domain::agenda::{TaskIndex, TeamIndex};
+use member_work_sync::domain::names::{MemberName, TeamName};
 use member_work_sync::domain::status::{MemberStatus, ReconciledBy};
 use member_work_sync::domain::team::{
     Clarification, HistoryEvent, ReviewState, Task, TaskStatus, TeamMember, TeamSnapshot,
@@ -173,8 +174,9 @@ fn from_disk(c: &mut Criterion) {
     );
     let mut group = c.benchmark_group("refresh_team_from_disk");
     group.sample_size(20);
+    let team = TeamName::parse("bench").unwrap();
     group.bench_function("20x1000", |b| {
-        b.iter(|| services.reconciler.refresh_team("bench").unwrap().len())
+        b.iter(|| services.reconciler.refresh_team(&team).unwrap().len())
     });
     group.finish();
 }
@@ -290,8 +292,8 @@ fn reconcile_member_1(services: &Services) -> MemberStatus {
     services
         .reconciler
         .refresh_status(
-            "bench",
-            "member-1",
+            &TeamName::parse("bench").unwrap(),
+            &MemberName::parse("member-1").unwrap(),
             ReconciledBy::Request,
             &[Trigger::TaskChanged],
         )

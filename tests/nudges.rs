@@ -80,12 +80,12 @@ impl Fixture {
     /// A reconcile by the queue's hand that plans the member's nudge, without
     /// the dispatch a queued run does next, so planning and dispatch are
     /// checked one at a time.
-    fn queued_reconcile(&self, member: &str) {
+    fn queued_reconcile(&self, name: &str) {
         self.services
             .engine
             .reconcile_and_plan(
-                "forge",
-                member,
+                &team("forge"),
+                &member(name),
                 ReconciledBy::Queue,
                 &[Trigger::ManualRefresh],
             )
@@ -488,7 +488,12 @@ fn recovery_nudges_lead_to_suppression_after_four_deliveries() {
         f.advance(5_000);
         f.services
             .engine
-            .reconcile_and_plan("forge", "jack", ReconciledBy::Queue, &[trigger])
+            .reconcile_and_plan(
+                &team("forge"),
+                &member("jack"),
+                ReconciledBy::Queue,
+                &[trigger],
+            )
             .unwrap();
     };
     let keys = |f: &Fixture| -> Vec<String> {
@@ -601,8 +606,8 @@ fn two_dispatchers_never_deliver_one_item_twice() {
     for i in 0..50 {
         a.engine
             .reconcile_and_plan(
-                "forge",
-                &format!("w{i}"),
+                &team("forge"),
+                &member(&format!("w{i}")),
                 ReconciledBy::Queue,
                 &[Trigger::ManualRefresh],
             )
@@ -1474,7 +1479,12 @@ fn a_still_stuck_retry_counts_only_still_stuck_deliveries_against_the_hourly_lim
     let run = |trigger: Trigger| {
         f.services
             .engine
-            .reconcile_and_plan("forge", "jack", ReconciledBy::Queue, &[trigger])
+            .reconcile_and_plan(
+                &team("forge"),
+                &member("jack"),
+                ReconciledBy::Queue,
+                &[trigger],
+            )
             .unwrap();
     };
     run(Trigger::ManualRefresh);

@@ -21,7 +21,7 @@ use super::reconcile::Reconciler;
 use super::runtime_state::RuntimeStates;
 use super::turn_settled::SettledTurns;
 use crate::domain::metrics::{MetricEvent, MetricsIndex};
-use crate::domain::names::normalize_member_name;
+use crate::domain::names::{normalize_member_name, MemberName};
 use crate::domain::nudge::{AttemptEnd, EnsureOutcome, OutboxItem, PlannedNudge, WatchdogAlert};
 use crate::domain::status::MemberStatus;
 use crate::domain::team::{ReviewState, Task, TaskStatus, TeamMember, TeamSnapshot};
@@ -120,13 +120,18 @@ impl TeamSource for MemoryTeams {
             })
     }
 
-    fn active_members(&self, team_name: &str) -> Vec<String> {
-        self.load(team_name).active_member_names()
+    fn active_members(&self, team_name: &str) -> Vec<MemberName> {
+        let snapshot = self.load(team_name);
+        let names = snapshot.active_member_names();
+        names
+            .iter()
+            .filter_map(|name| MemberName::parse(name).ok())
+            .collect()
     }
 }
 
 impl TaskImpactSource for MemoryTeams {
-    fn impacted_members(&self, _: &str, _: &str) -> Option<Vec<String>> {
+    fn impacted_members(&self, _: &str, _: &str) -> Option<Vec<MemberName>> {
         None
     }
 }

@@ -9,6 +9,7 @@ use super::host::{Host, HostRelay};
 use super::log::LogSink;
 use super::runtime_state::RuntimeStates;
 use crate::domain::decision::RuntimeActivity;
+use crate::domain::names::MemberName;
 use crate::domain::status::MemberStatus;
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::EpochMs;
@@ -108,8 +109,9 @@ pub trait TeamSource: Send + Sync {
     /// Loads the team; missing or broken inputs degrade to defaults plus diagnostics.
     fn load(&self, team_name: &str) -> TeamSnapshot;
     /// Names of the active roster members (roster only, no tasks); empty for
-    /// a missing or deleted team.
-    fn active_members(&self, team_name: &str) -> Vec<String>;
+    /// a missing or deleted team. A roster name unsafe as a store folder is
+    /// not listed: nothing can be reconciled for it.
+    fn active_members(&self, team_name: &str) -> Vec<MemberName>;
 
     /// Loads only what identifies the roster (config and members meta), no
     /// tasks or board: enough to check who is an active member.
@@ -341,7 +343,7 @@ pub trait TaskImpactSource: Send + Sync {
     /// Owner, reviewers, the lead where it oversees the task, and owners of
     /// the tasks it blocks and of every open task whose `blockedBy` names it
     /// (by id or `#displayId`); `None` when the task cannot be read (route team-wide).
-    fn impacted_members(&self, team_name: &str, task_id: &str) -> Option<Vec<String>>;
+    fn impacted_members(&self, team_name: &str, task_id: &str) -> Option<Vec<MemberName>>;
 }
 
 /// What one [`OutboxStore::claim_due`] took.
