@@ -208,16 +208,16 @@ fn one_task_change(c: &mut Criterion) {
             round += 1;
             change_one_task(root.path(), round);
             let source = FsTeamSource::new(root.path().join("teams"), root.path().join("tasks"));
-            source.load("bench").tasks.len()
+            source.load(&TeamName::parse("bench").unwrap()).tasks.len()
         })
     });
     let source = FsTeamSource::new(root.path().join("teams"), root.path().join("tasks"));
-    source.load("bench");
+    source.load(&TeamName::parse("bench").unwrap());
     group.bench_function("board_read_warm", |b| {
         b.iter(|| {
             round += 1;
             change_one_task(root.path(), round);
-            source.load("bench").tasks.len()
+            source.load(&TeamName::parse("bench").unwrap()).tasks.len()
         })
     });
     group.bench_function("reconcile_member_cold", |b| {
@@ -265,7 +265,7 @@ fn read_and_parse_floor(task_dir: &Path) -> usize {
 /// agenda computed.
 fn agenda_from_disk_cold(root: &Path) -> usize {
     let source = FsTeamSource::new(root.join("teams"), root.join("tasks"));
-    let snapshot = source.load("bench");
+    let snapshot = source.load(&TeamName::parse("bench").unwrap());
     TeamIndex::build(&snapshot)
         .agenda_for("member-1", NOW)
         .items

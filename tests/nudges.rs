@@ -97,7 +97,7 @@ impl Fixture {
     fn dispatch(&self) -> member_work_sync::application::nudges::DispatchSummary {
         self.services
             .nudges
-            .dispatch_team("forge", "test", &|| true)
+            .dispatch_team(&team("forge"), "test", &|| true)
             .unwrap()
     }
 
@@ -766,7 +766,9 @@ fn an_outcome_that_cannot_be_recorded_is_counted_and_retried_without_a_second_ro
         )
     };
     let failing = dispatcher(&f.root, std::sync::Arc::new(FinishFails(store(NOW))));
-    let summary = failing.dispatch_team("forge", "test", &|| true).unwrap();
+    let summary = failing
+        .dispatch_team(&team("forge"), "test", &|| true)
+        .unwrap();
     assert_eq!(
         (summary.claimed, summary.delivered, summary.failed),
         (1, 0, 1),

@@ -66,7 +66,7 @@ fn reconcile_and_dispatch(services: &Services) -> (u32, u32) {
         .unwrap();
     let summary = services
         .nudges
-        .dispatch_team("forge", "test", &|| true)
+        .dispatch_team(&team("forge"), "test", &|| true)
         .unwrap();
     (summary.claimed as u32, summary.delivered as u32)
 }

@@ -21,7 +21,7 @@ use super::reconcile::Reconciler;
 use super::runtime_state::RuntimeStates;
 use super::turn_settled::SettledTurns;
 use crate::domain::metrics::{MetricEvent, MetricsIndex};
-use crate::domain::names::{normalize_member_name, MemberName};
+use crate::domain::names::{normalize_member_name, MemberName, TeamName};
 use crate::domain::nudge::{AttemptEnd, EnsureOutcome, OutboxItem, PlannedNudge, WatchdogAlert};
 use crate::domain::status::MemberStatus;
 use crate::domain::team::{ReviewState, Task, TaskStatus, TeamMember, TeamSnapshot};
@@ -108,11 +108,11 @@ impl MemoryTeams {
 }
 
 impl TeamSource for MemoryTeams {
-    fn load(&self, team_name: &str) -> TeamSnapshot {
+    fn load(&self, team_name: &TeamName) -> TeamSnapshot {
         self.teams
             .lock()
             .unwrap()
-            .get(team_name)
+            .get(team_name.as_str())
             .cloned()
             .unwrap_or_else(|| TeamSnapshot {
                 team_name: team_name.to_string(),
@@ -120,7 +120,7 @@ impl TeamSource for MemoryTeams {
             })
     }
 
-    fn active_members(&self, team_name: &str) -> Vec<MemberName> {
+    fn active_members(&self, team_name: &TeamName) -> Vec<MemberName> {
         let snapshot = self.load(team_name);
         let names = snapshot.active_member_names();
         names
@@ -131,7 +131,7 @@ impl TeamSource for MemoryTeams {
 }
 
 impl TaskImpactSource for MemoryTeams {
-    fn impacted_members(&self, _: &str, _: &str) -> Option<Vec<MemberName>> {
+    fn impacted_members(&self, _: &TeamName, _: &str) -> Option<Vec<MemberName>> {
         None
     }
 }

@@ -9,7 +9,7 @@ use super::host::{Host, HostRelay};
 use super::log::LogSink;
 use super::runtime_state::RuntimeStates;
 use crate::domain::decision::RuntimeActivity;
-use crate::domain::names::MemberName;
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::status::MemberStatus;
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::EpochMs;
@@ -107,15 +107,15 @@ pub trait Clock: Send + Sync {
 /// Reads a consistent snapshot of a team from wherever the team lives.
 pub trait TeamSource: Send + Sync {
     /// Loads the team; missing or broken inputs degrade to defaults plus diagnostics.
-    fn load(&self, team_name: &str) -> TeamSnapshot;
+    fn load(&self, team_name: &TeamName) -> TeamSnapshot;
     /// Names of the active roster members (roster only, no tasks); empty for
     /// a missing or deleted team. A roster name unsafe as a store folder is
     /// not listed: nothing can be reconciled for it.
-    fn active_members(&self, team_name: &str) -> Vec<MemberName>;
+    fn active_members(&self, team_name: &TeamName) -> Vec<MemberName>;
 
     /// Loads only what identifies the roster (config and members meta), no
     /// tasks or board: enough to check who is an active member.
-    fn load_roster(&self, team_name: &str) -> TeamSnapshot {
+    fn load_roster(&self, team_name: &TeamName) -> TeamSnapshot {
         self.load(team_name)
     }
 }
@@ -343,7 +343,7 @@ pub trait TaskImpactSource: Send + Sync {
     /// Owner, reviewers, the lead where it oversees the task, and owners of
     /// the tasks it blocks and of every open task whose `blockedBy` names it
     /// (by id or `#displayId`); `None` when the task cannot be read (route team-wide).
-    fn impacted_members(&self, team_name: &str, task_id: &str) -> Option<Vec<MemberName>>;
+    fn impacted_members(&self, team_name: &TeamName, task_id: &str) -> Option<Vec<MemberName>>;
 }
 
 /// What one [`OutboxStore::claim_due`] took.

@@ -248,7 +248,7 @@ impl Reconciler {
         force_nudge: bool,
         recovery: Option<&Recovery>,
     ) -> Result<MemberStatus, WorkSyncError> {
-        let snapshot = self.ports.teams.load(team.as_str());
+        let snapshot = self.ports.teams.load(team);
         let options = ReconcileOptions {
             force_nudge,
             recovery,
@@ -260,7 +260,7 @@ impl Reconciler {
     /// Reconciles every roster member of a team from one snapshot (one index
     /// build) and persists their statuses with one group commit.
     pub fn refresh_team(&self, team: &TeamName) -> Result<Vec<MemberStatus>, WorkSyncError> {
-        let snapshot = self.ports.teams.load(team.as_str());
+        let snapshot = self.ports.teams.load(team);
         self.reconcile_team(
             &snapshot,
             &self.agendas(&snapshot),
@@ -299,11 +299,9 @@ impl Reconciler {
         let now = self.ports.clock.now_ms();
         let stored = self.ports.store.read(team.as_str(), member.as_str())?;
         let Some(mut status) = stored.into_status() else {
-            return Ok(StatusRead::unpersisted(self.unpersisted_status(
-                team.as_str(),
-                member.as_str(),
-                now,
-            )));
+            return Ok(StatusRead::unpersisted(
+                self.unpersisted_status(team, member, now),
+            ));
         };
         let stale = staleness_diagnostics(&status, now);
         if stale.iter().any(|s| s.refreshes_at_once()) {
@@ -341,14 +339,14 @@ impl Reconciler {
         team: &TeamName,
         member: &MemberName,
     ) -> Result<MemberStatus, WorkSyncError> {
-        let snapshot = self.ports.teams.load(team.as_str());
+        let snapshot = self.ports.teams.load(team);
         self.preview_from(&snapshot, &self.agendas(&snapshot), member.as_str())
     }
 
     /// [`Reconciler::preview_status`] of every roster member of a team, from
     /// one snapshot, with what the team reader found about the team itself.
     pub fn preview_team(&self, team: &TeamName) -> Result<TeamPreview, WorkSyncError> {
-        let snapshot = self.ports.teams.load(team.as_str());
+        let snapshot = self.ports.teams.load(team);
         let index = TeamIndex::build(&snapshot);
         let statuses = roster_names(&snapshot)
             .into_iter()
@@ -405,7 +403,7 @@ impl Reconciler {
     /// A status computed from the board but not written (no stored status yet).
     pub(super) fn unpersisted_status(
         &self,
-        team: &str,
+        team: &TeamName,
         member: &str,
         now: EpochMs,
     ) -> MemberStatus {

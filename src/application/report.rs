@@ -114,15 +114,15 @@ impl Reconciler {
     /// Validates a well-formed report and writes the outcome.
     pub(super) fn report_parsed(
         &self,
-        team: &TeamName,
-        member: &MemberName,
+        team_name: &TeamName,
+        member_name: &MemberName,
         request: &ReportRequest,
         default_source: ReportSource,
     ) -> Result<ReportResult, WorkSyncError> {
-        let (team, member) = (team.as_str(), member.as_str());
+        let (team, member) = (team_name.as_str(), member_name.as_str());
         let now = self.ports.clock.now_ms();
         let source = request.source.unwrap_or(default_source);
-        let snapshot = self.ports.teams.load(team);
+        let snapshot = self.ports.teams.load(team_name);
         if !snapshot.folder_found {
             // No team folder to write into: refuse without creating it
             // (no journal, no secret, no status file).

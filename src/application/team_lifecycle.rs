@@ -57,13 +57,7 @@ impl Engine {
     fn finish_config_probe(&self, team: &TeamName, probe: ConfigProbe) {
         let found = match self.deps.ports.host.config_file_access(team.as_str()) {
             Some(found) => found,
-            None => {
-                self.deps
-                    .ports
-                    .teams
-                    .load_roster(team.as_str())
-                    .config_found
-            }
+            None => self.deps.ports.teams.load_roster(team).config_found,
         };
         let resumed = self.state().gate.finish_config_probe(probe, found);
         if resumed {

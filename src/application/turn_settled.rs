@@ -675,11 +675,11 @@ impl TurnSettledIngestor {
         team: &str,
         rosters: &'r mut HashMap<String, TeamSnapshot>,
     ) -> Option<&'r TeamSnapshot> {
-        validate_name(team).ok()?;
+        let team_name = TeamName::parse(team).ok()?;
         Some(
             rosters
                 .entry(team.to_string())
-                .or_insert_with(|| self.teams.load_roster(team)),
+                .or_insert_with(|| self.teams.load_roster(&team_name)),
         )
     }
 

@@ -24,7 +24,7 @@ use super::task_file::{parse_task_file, TaskParse};
 use super::team_config::{effort, string, trimmed_name, TeamConfig};
 use crate::application::ports::{TaskImpactSource, TeamSource};
 use crate::domain::js_semantics::{js_trim, locale_compare};
-use crate::domain::names::{normalize_member_name, validate_name, MemberName};
+use crate::domain::names::{normalize_member_name, validate_name, MemberName, TeamName};
 use crate::domain::team::{
     merge_team_members, meta_backend_id, tidy_meta_members, Clarification, KanbanColumn,
     KanbanEntry, MemberOverlay, ProviderId, ReviewState, Task, TaskStatus, TeamSnapshot,
@@ -206,11 +206,11 @@ fn open_below(root: &TrustedRoot, name: &str, what: &str, diags: &mut Vec<String
 }
 
 impl TeamSource for FsTeamSource {
-    fn load_roster(&self, team_name: &str) -> TeamSnapshot {
+    fn load_roster(&self, team_name: &TeamName) -> TeamSnapshot {
         self.read_roster(team_name)
     }
 
-    fn load(&self, team_name: &str) -> TeamSnapshot {
+    fn load(&self, team_name: &TeamName) -> TeamSnapshot {
         let mut snapshot = self.read_roster(team_name);
         if !snapshot.config_found {
             return snapshot;
@@ -222,7 +222,7 @@ impl TeamSource for FsTeamSource {
         snapshot
     }
 
-    fn active_members(&self, team_name: &str) -> Vec<MemberName> {
+    fn active_members(&self, team_name: &TeamName) -> Vec<MemberName> {
         let roster = self.read_roster(team_name);
         if !roster.is_active() {
             return Vec::new();
@@ -245,7 +245,7 @@ impl TeamSource for FsTeamSource {
 }
 
 impl TaskImpactSource for FsTeamSource {
-    fn impacted_members(&self, team_name: &str, task_id: &str) -> Option<Vec<MemberName>> {
+    fn impacted_members(&self, team_name: &TeamName, task_id: &str) -> Option<Vec<MemberName>> {
         // The event names the task: the next board read looks at its file
         // again even if the folder watch missed the write.
         if validate_name(task_id).is_ok() {

@@ -927,7 +927,10 @@ mod tests {
         let mut roster: Vec<String> = configs
             .iter()
             .map(|(team, _)| team.to_string())
-            .filter(|team| reader.load_roster(team).is_active())
+            .filter(|team| {
+                let team = crate::domain::names::TeamName::parse(team).unwrap();
+                reader.load_roster(&team).is_active()
+            })
             .collect();
         roster.sort();
         assert_eq!(resolver, ["kept", "nulled"]);
