@@ -279,7 +279,12 @@ fn crash_between_inbox_write_and_outbox_mark_leaves_exactly_one_row() {
         )),
     );
     let claimed = store
-        .claim_due("forge", "dispatcher-a", 10, NOW)
+        .claim_due(
+            &member_work_sync::domain::names::TeamName::parse("forge").unwrap(),
+            "dispatcher-a",
+            10,
+            NOW,
+        )
         .unwrap()
         .items;
     assert_eq!(claimed.len(), 1);
@@ -716,7 +721,7 @@ impl OutboxStore for FinishFails {
     }
     fn claim_due(
         &self,
-        team: &str,
+        team: &member_work_sync::domain::names::TeamName,
         claimed_by: &str,
         limit: usize,
         now: i64,
@@ -738,7 +743,10 @@ impl OutboxStore for FinishFails {
         )
         .into())
     }
-    fn refresh_index(&self, team: &str) -> Result<(), PortError> {
+    fn refresh_index(
+        &self,
+        team: &member_work_sync::domain::names::TeamName,
+    ) -> Result<(), PortError> {
         self.0.refresh_index(team)
     }
     fn teams_with_outbox(&self) -> Vec<String> {

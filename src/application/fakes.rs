@@ -292,7 +292,7 @@ impl ReportIntentStore for NoIntents {
         Ok(())
     }
 
-    fn pending(&self, _: &str) -> Result<PendingIntents, PortError> {
+    fn pending(&self, _: &TeamName) -> Result<PendingIntents, PortError> {
         Ok(PendingIntents::default())
     }
 
@@ -338,7 +338,7 @@ impl OutboxStore for MemoryOutbox {
             .collect())
     }
 
-    fn claim_due(&self, _: &str, _: &str, _: usize, _: EpochMs) -> Result<Claimed, PortError> {
+    fn claim_due(&self, _: &TeamName, _: &str, _: usize, _: EpochMs) -> Result<Claimed, PortError> {
         Ok(Claimed::default())
     }
 
@@ -346,7 +346,7 @@ impl OutboxStore for MemoryOutbox {
         Ok(true)
     }
 
-    fn refresh_index(&self, _: &str) -> Result<(), PortError> {
+    fn refresh_index(&self, _: &TeamName) -> Result<(), PortError> {
         Ok(())
     }
 
@@ -371,7 +371,7 @@ impl InboxSink for NoInbox {
 struct NoAlerts;
 
 impl WatchdogJournal for NoAlerts {
-    fn alerts(&self, _: &str) -> Result<Vec<WatchdogAlert>, PortError> {
+    fn alerts(&self, _: &TeamName) -> Result<Vec<WatchdogAlert>, PortError> {
         Ok(Vec::new())
     }
 }

@@ -333,7 +333,7 @@ pub trait ReportIntentStore: Send + Sync {
     fn record(&self, intent: &ReportIntent) -> Result<(), PortError>;
     /// Pending intents of a team, oldest first, after migrating the
     /// controller's legacy `pending-reports.json`.
-    fn pending(&self, team_name: &str) -> Result<PendingIntents, PortError>;
+    fn pending(&self, team_name: &TeamName) -> Result<PendingIntents, PortError>;
     /// Stores the outcome of an intent.
     fn finish(&self, intent: &ReportIntent) -> Result<(), PortError>;
 }
@@ -394,7 +394,7 @@ pub trait OutboxStore: Send + Sync {
     /// cannot be listed at all.
     fn claim_due(
         &self,
-        team: &str,
+        team: &TeamName,
         claimed_by: &str,
         limit: usize,
         now: EpochMs,
@@ -408,7 +408,7 @@ pub trait OutboxStore: Send + Sync {
     ) -> Result<bool, PortError>;
     /// Rewrites the team index from the member files (once per dispatch pass,
     /// not per transition: the member files are the truth).
-    fn refresh_index(&self, team: &str) -> Result<(), PortError>;
+    fn refresh_index(&self, team: &TeamName) -> Result<(), PortError>;
     /// Teams that have an outbox (for the dispatch scheduler).
     fn teams_with_outbox(&self) -> Vec<String>;
 }
@@ -450,7 +450,7 @@ pub trait TeamPurge: Send + Sync {
     /// Deletes `team`'s stored member-work-sync state durably, for the
     /// generation `deletion_id` names (`config.json._backupIdentityId`)
     /// when given. Runs after the team is fenced and idle.
-    fn purge_team(&self, team: &str, deletion_id: Option<&str>) -> Result<(), PortError>;
+    fn purge_team(&self, team: &TeamName, deletion_id: Option<&str>) -> Result<(), PortError>;
 }
 
 /// The JSON files' store keeps a deleted team's state, as the app's JSON
@@ -458,7 +458,7 @@ pub trait TeamPurge: Send + Sync {
 pub struct KeepOnDeletion;
 
 impl TeamPurge for KeepOnDeletion {
-    fn purge_team(&self, _team: &str, _deletion_id: Option<&str>) -> Result<(), PortError> {
+    fn purge_team(&self, _team: &TeamName, _deletion_id: Option<&str>) -> Result<(), PortError> {
         Ok(())
     }
 }
@@ -467,5 +467,8 @@ impl TeamPurge for KeepOnDeletion {
 pub trait WatchdogJournal: Send + Sync {
     /// Alerts of a team (missing or corrupt file: none); `Err` when the
     /// journal cannot be read (a FIFO or link in its place, too large, IO).
-    fn alerts(&self, team: &str) -> Result<Vec<crate::domain::nudge::WatchdogAlert>, PortError>;
+    fn alerts(
+        &self,
+        team: &TeamName,
+    ) -> Result<Vec<crate::domain::nudge::WatchdogAlert>, PortError>;
 }

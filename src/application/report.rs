@@ -325,7 +325,6 @@ impl Reconciler {
             .iter()
             .filter(|t| seen.insert(t.as_str().trim().to_lowercase()))
         {
-            let team = team.as_str();
             let pending = self.ports.intents.pending(team)?;
             self.journal_legacy_migration(team, &pending.migrated_members);
             for mut intent in pending.intents {

@@ -74,7 +74,6 @@ impl Engine {
         team: &TeamName,
         deletion_id: Option<&str>,
     ) -> Result<(), WorkSyncError> {
-        let team = team.as_str();
         let mut state = self.state();
         state.gate.quiesce(team);
         state.queue.drop_team(team);
