@@ -279,7 +279,7 @@ fn deletion_waits_for_admitted_operations_and_refuses_new_ones() {
     let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
     std::thread::scope(|scope| {
         let op = scope.spawn(move || {
-            engine.with_team("forge", || {
+            engine.with_team(&team("forge"), || {
                 entered_tx.send(()).unwrap();
                 release_rx.recv().unwrap();
                 Ok(())

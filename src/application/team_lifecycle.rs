@@ -14,7 +14,7 @@ impl Engine {
     /// team is being deleted, and counted so deletion can wait for it.
     pub fn with_team<R>(
         &self,
-        team: &str,
+        team: &TeamName,
         operation: impl FnOnce() -> Result<R, WorkSyncError>,
     ) -> Result<R, WorkSyncError> {
         let admission = self.state().gate.admit(team);

@@ -200,7 +200,7 @@ fn a_failing_reconcile_is_retried_every_30s_then_dropped() {
 /// running on another thread has put up its fence.
 fn until_fenced(world: &FakeWorld) {
     while !matches!(
-        world.engine.with_team("forge", || Ok(())),
+        world.engine.with_team(&team("forge"), || Ok(())),
         Err(WorkSyncError::TeamQuiesced(_))
     ) {
         thread::yield_now();
