@@ -11,6 +11,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use member_work_sync::application::ports::TeamSource;
 use member_work_sync::application::queue::Trigger;
 use member_work_sync::domain::agenda::{TaskIndex, TeamIndex};
+use member_work_sync::domain::names::{MemberName, TeamName};
 use member_work_sync::domain::status::{MemberStatus, ReconciledBy};
 use member_work_sync::domain::team::{
     Clarification, HistoryEvent, ReviewState, Task, TaskStatus, TeamMember, TeamSnapshot,
@@ -173,8 +174,9 @@ fn from_disk(c: &mut Criterion) {
     );
     let mut group = c.benchmark_group("refresh_team_from_disk");
     group.sample_size(20);
+    let team = TeamName::parse("bench").unwrap();
     group.bench_function("20x1000", |b| {
-        b.iter(|| services.reconciler.refresh_team("bench").unwrap().len())
+        b.iter(|| services.reconciler.refresh_team(&team).unwrap().len())
     });
     group.finish();
 }
@@ -206,16 +208,16 @@ fn one_task_change(c: &mut Criterion) {
             round += 1;
             change_one_task(root.path(), round);
             let source = FsTeamSource::new(root.path().join("teams"), root.path().join("tasks"));
-            source.load("bench").tasks.len()
+            source.load(&TeamName::parse("bench").unwrap()).tasks.len()
         })
     });
     let source = FsTeamSource::new(root.path().join("teams"), root.path().join("tasks"));
-    source.load("bench");
+    source.load(&TeamName::parse("bench").unwrap());
     group.bench_function("board_read_warm", |b| {
         b.iter(|| {
             round += 1;
             change_one_task(root.path(), round);
-            source.load("bench").tasks.len()
+            source.load(&TeamName::parse("bench").unwrap()).tasks.len()
         })
     });
     group.bench_function("reconcile_member_cold", |b| {
@@ -263,7 +265,7 @@ fn read_and_parse_floor(task_dir: &Path) -> usize {
 /// agenda computed.
 fn agenda_from_disk_cold(root: &Path) -> usize {
     let source = FsTeamSource::new(root.join("teams"), root.join("tasks"));
-    let snapshot = source.load("bench");
+    let snapshot = source.load(&TeamName::parse("bench").unwrap());
     TeamIndex::build(&snapshot)
         .agenda_for("member-1", NOW)
         .items
@@ -290,8 +292,8 @@ fn reconcile_member_1(services: &Services) -> MemberStatus {
     services
         .reconciler
         .refresh_status(
-            "bench",
-            "member-1",
+            &TeamName::parse("bench").unwrap(),
+            &MemberName::parse("member-1").unwrap(),
             ReconciledBy::Request,
             &[Trigger::TaskChanged],
         )

@@ -6,13 +6,13 @@
 //! through in an hour and backs the rest off, so both paths are measured.
 //! Run with `npm run bench`.
 
+use member_work_sync::domain::names::{MemberName, TeamName};
 use std::fs;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use member_work_sync::application::queue::Trigger;
-use member_work_sync::domain::names::TeamName;
 use member_work_sync::domain::status::ReconciledBy;
 use member_work_sync::runtime::composition::{RootPaths, Services};
 use serde_json::json;
@@ -53,7 +53,12 @@ fn setup(root: &Path) -> Services {
         for n in 0..PER_MEMBER {
             let status = services
                 .reconciler
-                .refresh_status("forge", &name, ReconciledBy::Queue, &[Trigger::StartupScan])
+                .refresh_status(
+                    &TeamName::parse("forge").unwrap(),
+                    &MemberName::parse(&name).unwrap(),
+                    ReconciledBy::Queue,
+                    &[Trigger::StartupScan],
+                )
                 .unwrap();
             let planned = member_work_sync::domain::nudge::plan_nudge(&status).unwrap();
             outbox.ensure("forge", &name, &planned, NOW).unwrap();

@@ -5,6 +5,7 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use member_work_sync::application::ports::ReportTokens;
 use member_work_sync::application::queue::Trigger;
+use member_work_sync::domain::names::{MemberName, TeamName};
 use member_work_sync::domain::status::ReconciledBy;
 use member_work_sync::infrastructure::report_token::HmacReportTokens;
 use member_work_sync::runtime::composition::{RootPaths, Services};
@@ -64,8 +65,8 @@ fn report_end_to_end(c: &mut Criterion) {
     let status = services
         .reconciler
         .refresh_status(
-            "forge",
-            "m1",
+            &TeamName::parse("forge").unwrap(),
+            &MemberName::parse("m1").unwrap(),
             ReconciledBy::Request,
             &[Trigger::ManualRefresh],
         )

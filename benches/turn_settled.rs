@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 use member_work_sync::application::turn_settled::{
     TeamChangeEvent, TeamChangeSink, TurnSettledQueue,
 };
+use member_work_sync::domain::names::{MemberName, TeamName};
 use member_work_sync::domain::turn_settled::settings::{executable_hook_command, hook_command};
 use member_work_sync::domain::turn_settled::{RuntimeProvider, MAX_PAYLOAD_BYTES};
 use member_work_sync::infrastructure::spool::{HookProgram, SpoolPaths, HOOK_EXECUTABLE_NAME};
@@ -269,7 +270,7 @@ fn fill_spool(paths: &SpoolPaths, count: usize) {
 struct Counting(std::cell::Cell<usize>);
 
 impl TurnSettledQueue for Counting {
-    fn enqueue(&self, _: &str, _: &str) -> Result<(), String> {
+    fn enqueue(&self, _: &TeamName, _: &MemberName) -> Result<(), String> {
         self.0.set(self.0.get() + 1);
         Ok(())
     }

@@ -80,7 +80,13 @@ fn bench(spec: &Value, out: &mut impl Write) -> Result<(), String> {
     loop {
         let claimed = stores
             .outbox
-            .claim_due(team, "bench", 1, now)
+            .claim_due(
+                &member_work_sync::domain::names::TeamName::parse(team)
+                    .map_err(|e| format!("team: {e}"))?,
+                "bench",
+                1,
+                now,
+            )
             .map_err(|e| format!("claim: {e}"))?;
         let Some(item) = claimed.items.into_iter().next() else {
             break;

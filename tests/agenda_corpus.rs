@@ -53,7 +53,8 @@ fn check_case(case_dir: &Path, mismatches: &mut Vec<Mismatch>) -> usize {
     let source = FsTeamSource::new(claude.join("teams"), claude.join("tasks"));
     let mut agendas = 0;
     for (team, members) in expected["teams"].as_object().unwrap() {
-        let snapshot = source.load(team);
+        let snapshot =
+            source.load(&member_work_sync::domain::names::TeamName::parse(team).unwrap());
         let index = TeamIndex::build(&snapshot);
         for (member, want) in members.as_object().unwrap() {
             agendas += 1;

@@ -53,7 +53,7 @@ fn run_due(services: &Services) -> Vec<String> {
     for (key, item) in services.engine.take_due() {
         let ok = services.engine.run(&item).is_ok();
         services.engine.finish(&key, &item, ok);
-        ran.push(item.member_name.clone());
+        ran.push(item.member_name.to_string());
     }
     ran.sort();
     ran
@@ -64,8 +64,8 @@ fn busy_diagnostics(services: &Services) -> Vec<String> {
     let status = services
         .reconciler
         .refresh_status(
-            "forge",
-            "jack",
+            &team("forge"),
+            &member("jack"),
             member_work_sync::domain::status::ReconciledBy::Request,
             &[],
         )
@@ -242,8 +242,8 @@ fn inactive_and_deleting_teams_never_reconcile() {
         .engine
         .note_team_change(&event("config", None, None));
     services.engine.enqueue(
-        "forge",
-        "jack",
+        &team("forge"),
+        &member("jack"),
         member_work_sync::application::queue::Trigger::ManualRefresh,
     );
     assert!(queued(&services).is_empty(), "fenced while deleting");
@@ -279,7 +279,7 @@ fn deletion_waits_for_admitted_operations_and_refuses_new_ones() {
     let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
     std::thread::scope(|scope| {
         let op = scope.spawn(move || {
-            engine.with_team("forge", || {
+            engine.with_team(&team("forge"), || {
                 entered_tx.send(()).unwrap();
                 release_rx.recv().unwrap();
                 Ok(())

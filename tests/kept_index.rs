@@ -14,6 +14,14 @@ use serde_json::{json, Value};
 
 const ROSTER: [&str; 4] = ["team-lead", "jack", "jill", "bob"];
 
+fn team(name: &str) -> member_work_sync::domain::names::TeamName {
+    member_work_sync::domain::names::TeamName::parse(name).unwrap()
+}
+
+fn member(name: &str) -> member_work_sync::domain::names::MemberName {
+    member_work_sync::domain::names::MemberName::parse(name).unwrap()
+}
+
 fn services(root: &Path) -> Services {
     Services::new(
         RootPaths::resolve(Some(root.to_path_buf()), None, None),
@@ -123,11 +131,11 @@ fn kept_indexes_build_the_agendas_of_a_fresh_reconciler_after_every_change() {
     ];
     for (name, step) in steps {
         // The kept reconciler has seen the board before the change.
-        for member in ROSTER {
+        for who in ROSTER {
             kept.reconciler
                 .refresh_status(
-                    "forge",
-                    member,
+                    &team("forge"),
+                    &member(who),
                     ReconciledBy::Request,
                     &[Trigger::TaskChanged],
                 )
@@ -135,24 +143,24 @@ fn kept_indexes_build_the_agendas_of_a_fresh_reconciler_after_every_change() {
         }
         apply(root, &step);
         let fresh = services(root);
-        for member in ROSTER {
+        for who in ROSTER {
             let warm = kept
                 .reconciler
                 .refresh_status(
-                    "forge",
-                    member,
+                    &team("forge"),
+                    &member(who),
                     ReconciledBy::Request,
                     &[Trigger::TaskChanged],
                 )
                 .unwrap();
-            let cold = fresh.reconciler.preview_status("forge", member).unwrap();
-            assert_eq!(
-                warm.agenda.items, cold.agenda.items,
-                "{member} after {name}"
-            );
+            let cold = fresh
+                .reconciler
+                .preview_status(&team("forge"), &member(who))
+                .unwrap();
+            assert_eq!(warm.agenda.items, cold.agenda.items, "{who} after {name}");
             assert_eq!(
                 warm.agenda.fingerprint, cold.agenda.fingerprint,
-                "{member} after {name}"
+                "{who} after {name}"
             );
         }
     }

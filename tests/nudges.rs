@@ -80,12 +80,12 @@ impl Fixture {
     /// A reconcile by the queue's hand that plans the member's nudge, without
     /// the dispatch a queued run does next, so planning and dispatch are
     /// checked one at a time.
-    fn queued_reconcile(&self, member: &str) {
+    fn queued_reconcile(&self, name: &str) {
         self.services
             .engine
             .reconcile_and_plan(
-                "forge",
-                member,
+                &team("forge"),
+                &member(name),
                 ReconciledBy::Queue,
                 &[Trigger::ManualRefresh],
             )
@@ -97,7 +97,7 @@ impl Fixture {
     fn dispatch(&self) -> member_work_sync::application::nudges::DispatchSummary {
         self.services
             .nudges
-            .dispatch_team("forge", "test", &|| true)
+            .dispatch_team(&team("forge"), "test", &|| true)
             .unwrap()
     }
 
@@ -279,7 +279,12 @@ fn crash_between_inbox_write_and_outbox_mark_leaves_exactly_one_row() {
         )),
     );
     let claimed = store
-        .claim_due("forge", "dispatcher-a", 10, NOW)
+        .claim_due(
+            &member_work_sync::domain::names::TeamName::parse("forge").unwrap(),
+            "dispatcher-a",
+            10,
+            NOW,
+        )
         .unwrap()
         .items;
     assert_eq!(claimed.len(), 1);
@@ -488,7 +493,12 @@ fn recovery_nudges_lead_to_suppression_after_four_deliveries() {
         f.advance(5_000);
         f.services
             .engine
-            .reconcile_and_plan("forge", "jack", ReconciledBy::Queue, &[trigger])
+            .reconcile_and_plan(
+                &team("forge"),
+                &member("jack"),
+                ReconciledBy::Queue,
+                &[trigger],
+            )
             .unwrap();
     };
     let keys = |f: &Fixture| -> Vec<String> {
@@ -601,8 +611,8 @@ fn two_dispatchers_never_deliver_one_item_twice() {
     for i in 0..50 {
         a.engine
             .reconcile_and_plan(
-                "forge",
-                &format!("w{i}"),
+                &team("forge"),
+                &member(&format!("w{i}")),
                 ReconciledBy::Queue,
                 &[Trigger::ManualRefresh],
             )
@@ -711,7 +721,7 @@ impl OutboxStore for FinishFails {
     }
     fn claim_due(
         &self,
-        team: &str,
+        team: &member_work_sync::domain::names::TeamName,
         claimed_by: &str,
         limit: usize,
         now: i64,
@@ -733,7 +743,10 @@ impl OutboxStore for FinishFails {
         )
         .into())
     }
-    fn refresh_index(&self, team: &str) -> Result<(), PortError> {
+    fn refresh_index(
+        &self,
+        team: &member_work_sync::domain::names::TeamName,
+    ) -> Result<(), PortError> {
         self.0.refresh_index(team)
     }
     fn teams_with_outbox(&self) -> Vec<String> {
@@ -761,7 +774,9 @@ fn an_outcome_that_cannot_be_recorded_is_counted_and_retried_without_a_second_ro
         )
     };
     let failing = dispatcher(&f.root, std::sync::Arc::new(FinishFails(store(NOW))));
-    let summary = failing.dispatch_team("forge", "test", &|| true).unwrap();
+    let summary = failing
+        .dispatch_team(&team("forge"), "test", &|| true)
+        .unwrap();
     assert_eq!(
         (summary.claimed, summary.delivered, summary.failed),
         (1, 0, 1),
@@ -1474,7 +1489,12 @@ fn a_still_stuck_retry_counts_only_still_stuck_deliveries_against_the_hourly_lim
     let run = |trigger: Trigger| {
         f.services
             .engine
-            .reconcile_and_plan("forge", "jack", ReconciledBy::Queue, &[trigger])
+            .reconcile_and_plan(
+                &team("forge"),
+                &member("jack"),
+                ReconciledBy::Queue,
+                &[trigger],
+            )
             .unwrap();
     };
     run(Trigger::ManualRefresh);

@@ -33,12 +33,12 @@ impl Fixture {
         self.services.manual_clock.as_ref().unwrap().set(now);
     }
 
-    fn refresh(&self, member: &str) -> MemberStatus {
+    fn refresh(&self, name: &str) -> MemberStatus {
         self.services
             .reconciler
             .refresh_status(
-                "forge",
-                member,
+                &team("forge"),
+                &member(name),
                 ReconciledBy::Request,
                 &[Trigger::ManualRefresh],
             )
@@ -63,6 +63,14 @@ impl Fixture {
             })
             .collect()
     }
+}
+
+fn team(name: &str) -> member_work_sync::domain::names::TeamName {
+    member_work_sync::domain::names::TeamName::parse(name).unwrap()
+}
+
+fn member(name: &str) -> member_work_sync::domain::names::MemberName {
+    member_work_sync::domain::names::MemberName::parse(name).unwrap()
 }
 
 fn still_working(status: &MemberStatus) -> Value {
@@ -273,7 +281,7 @@ fn replay_processes_legacy_intents_once() {
     let summary = f
         .services
         .reconciler
-        .replay_pending_reports(&["forge".into()])
+        .replay_pending_reports(&[team("forge")])
         .unwrap();
     assert_eq!(
         (
@@ -329,7 +337,7 @@ fn replay_processes_legacy_intents_once() {
     let again = f
         .services
         .reconciler
-        .replay_pending_reports(&["forge".into()])
+        .replay_pending_reports(&[team("forge")])
         .unwrap();
     assert_eq!(again.processed, 0);
 }
@@ -366,7 +374,7 @@ fn replay_journals_each_member_moved_out_of_the_legacy_file_once() {
     );
     f.services
         .reconciler
-        .replay_pending_reports(&["forge".into()])
+        .replay_pending_reports(&[team("forge")])
         .unwrap();
     // As the app's store journals the move: the repaired index, then the fallback.
     let moved = vec![
@@ -382,7 +390,7 @@ fn replay_journals_each_member_moved_out_of_the_legacy_file_once() {
     // The ids are in the member files now: a second replay moves nothing.
     f.services
         .reconciler
-        .replay_pending_reports(&["forge".into()])
+        .replay_pending_reports(&[team("forge")])
         .unwrap();
     assert_eq!(store_journal(&f.root, "jack"), moved);
 }
@@ -399,7 +407,7 @@ fn replay_retries_an_expired_token_once_when_the_agenda_did_not_move() {
     let summary = f
         .services
         .reconciler
-        .replay_pending_reports(&["forge".into()])
+        .replay_pending_reports(&[team("forge")])
         .unwrap();
     assert_eq!(summary.accepted, 1);
     let status = f.refresh("jack");
@@ -429,7 +437,7 @@ fn replay_retries_an_expired_token_once_when_the_agenda_did_not_move() {
     let summary = f
         .services
         .reconciler
-        .replay_pending_reports(&["forge".into()])
+        .replay_pending_reports(&[team("forge")])
         .unwrap();
     assert_eq!((summary.accepted, summary.rejected), (0, 1));
 }
@@ -443,7 +451,7 @@ fn metrics_count_status_writes_and_reports() {
     let mut bad = still_working(&jack);
     bad["agendaFingerprint"] = json!("agenda:v1:old");
     f.report(bad);
-    let metrics = f.services.reconciler.get_metrics("forge").unwrap();
+    let metrics = f.services.reconciler.get_metrics(&team("forge")).unwrap();
     assert_eq!(metrics.member_count, 2);
     assert_eq!(metrics.report_accepted_count, 1);
     assert_eq!(metrics.report_rejected_count, 1);
@@ -558,7 +566,7 @@ fn a_rejected_report_reconciles_in_full_before_the_rejection_is_recorded() {
     value["subject"] = json!("a new subject moves the fingerprint");
     fs::write(&task, value.to_string()).unwrap();
     let before = f.journal_types("jack").len();
-    let metrics_before = f.services.reconciler.get_metrics("forge").unwrap();
+    let metrics_before = f.services.reconciler.get_metrics(&team("forge")).unwrap();
 
     let result = f.report(still_working(&old));
 
@@ -628,7 +636,7 @@ fn a_rejected_report_reconciles_in_full_before_the_rejection_is_recorded() {
     );
 
     // Two status writes: each adds its evaluation; the second one the rejection.
-    let metrics = f.services.reconciler.get_metrics("forge").unwrap();
+    let metrics = f.services.reconciler.get_metrics(&team("forge")).unwrap();
     assert_eq!(
         metrics.report_rejected_count,
         metrics_before.report_rejected_count + 1
@@ -740,7 +748,7 @@ fn unparsable_task_files_are_not_agenda_diagnostics() {
         .diagnostics
         .iter()
         .any(|d| d.starts_with("task_file_")));
-    let preview = f.services.reconciler.preview_team("forge").unwrap();
+    let preview = f.services.reconciler.preview_team(&team("forge")).unwrap();
     assert!(preview
         .diagnostics
         .contains(&"task_file_invalid:broken.json".to_string()));
@@ -758,8 +766,8 @@ fn a_runtime_stall_names_when_the_previous_status_was_evaluated() {
     f.services
         .reconciler
         .refresh_status(
-            "forge",
-            "jack",
+            &team("forge"),
+            &member("jack"),
             ReconciledBy::Queue,
             &[Trigger::TurnSettled],
         )

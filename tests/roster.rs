@@ -249,7 +249,11 @@ fn refresh_team_covers_at_most_the_capped_roster() {
 struct NoQueue;
 
 impl TurnSettledQueue for NoQueue {
-    fn enqueue(&self, _: &str, _: &str) -> Result<(), String> {
+    fn enqueue(
+        &self,
+        _: &member_work_sync::domain::names::TeamName,
+        _: &member_work_sync::domain::names::MemberName,
+    ) -> Result<(), String> {
         Ok(())
     }
 }

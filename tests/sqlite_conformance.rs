@@ -77,7 +77,11 @@ fn the_same_operations_leave_the_reference_rows_after_every_step() {
     let path = dir.path().join("storage").join("app.db");
     // As an instance opens it: at the first call.
     let store = SqliteStore::open_lazily(path.clone(), OpenMode::ReadWrite);
-    assert!(store.pending("team-a").unwrap().intents.is_empty());
+    assert!(store
+        .pending(&member_work_sync::domain::names::TeamName::parse("team-a").unwrap())
+        .unwrap()
+        .intents
+        .is_empty());
     let reader = Connection::open(&path).unwrap();
     let steps = recorded["steps"].as_array().unwrap();
     assert!(steps.len() > 100, "the recording has every step");
@@ -178,7 +182,11 @@ fn opening_a_reference_database_changes_neither_its_schema_nor_its_version() {
         for mode in [OpenMode::ReadWrite, OpenMode::ReadOnly] {
             let store = SqliteStore::new(Arc::new(DirectDatabase::open(&path, mode).unwrap()));
             assert!(
-                store.pending("team-a").unwrap().intents.is_empty(),
+                store
+                    .pending(&member_work_sync::domain::names::TeamName::parse("team-a").unwrap())
+                    .unwrap()
+                    .intents
+                    .is_empty(),
                 "v{version} {mode:?}"
             );
             assert_eq!(

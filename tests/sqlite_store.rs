@@ -17,6 +17,14 @@ use member_work_sync::domain::time::format_iso;
 use member_work_sync::infrastructure::sqlite::{OpenMode, SqliteStore};
 use member_work_sync::runtime::composition::{RootPaths, Services, Storage};
 
+fn team(name: &str) -> member_work_sync::domain::names::TeamName {
+    member_work_sync::domain::names::TeamName::parse(name).unwrap()
+}
+
+fn member(name: &str) -> member_work_sync::domain::names::MemberName {
+    member_work_sync::domain::names::MemberName::parse(name).unwrap()
+}
+
 fn services(root: &Path, db: &Path, mode: OpenMode) -> Services {
     let mut paths = RootPaths::resolve(Some(root.to_path_buf()), None, None);
     paths.storage = Storage::Sqlite {
@@ -50,15 +58,15 @@ fn reconcile_and_dispatch(services: &Services) -> (u32, u32) {
     services
         .engine
         .reconcile_and_plan(
-            "forge",
-            "jack",
+            &team("forge"),
+            &member("jack"),
             ReconciledBy::Queue,
             &[Trigger::ManualRefresh],
         )
         .unwrap();
     let summary = services
         .nudges
-        .dispatch_team("forge", "test", &|| true)
+        .dispatch_team(&team("forge"), "test", &|| true)
         .unwrap();
     (summary.claimed as u32, summary.delivered as u32)
 }
@@ -139,8 +147,8 @@ fn a_read_only_instance_reads_the_rows_and_writes_none() {
     let error = reader
         .engine
         .reconcile_and_plan(
-            "forge",
-            "jack",
+            &team("forge"),
+            &member("jack"),
             ReconciledBy::Queue,
             &[Trigger::ManualRefresh],
         )

@@ -188,7 +188,10 @@ fn a_first_access_merges_the_replica_as_the_reference_does() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, case["replicaBefore"].as_str().unwrap()).unwrap();
 
-        match (store.pending(team), &case["result"]) {
+        match (
+            store.pending(&member_work_sync::domain::names::TeamName::parse(team).unwrap()),
+            &case["result"],
+        ) {
             (Ok(pending), expected) if expected["pending"].is_array() => {
                 let ids: Vec<&str> = pending.intents.iter().map(|i| i.id.as_str()).collect();
                 assert_eq!(json!(ids), expected["pending"], "{team}");
@@ -332,11 +335,19 @@ fn the_record_merge_gives_the_reference_result() {
 fn a_read_only_store_touches_no_team_file() {
     let dir = tempfile::tempdir().unwrap();
     let (writer, db, teams) = store_in(dir.path());
-    assert!(writer.pending("team-a").unwrap().intents.is_empty());
+    assert!(writer
+        .pending(&member_work_sync::domain::names::TeamName::parse("team-a").unwrap())
+        .unwrap()
+        .intents
+        .is_empty());
     let replica = replica_path(&teams, "team-a");
     std::fs::remove_file(&replica).unwrap();
     let reader = SqliteStore::open_lazily(db, OpenMode::ReadOnly);
-    assert!(reader.pending("team-a").unwrap().intents.is_empty());
+    assert!(reader
+        .pending(&member_work_sync::domain::names::TeamName::parse("team-a").unwrap())
+        .unwrap()
+        .intents
+        .is_empty());
     assert!(!replica.exists());
 }
 
@@ -351,7 +362,10 @@ fn a_linked_or_fifo_replica_is_refused_and_never_followed() {
     let clean = r#"{"schemaVersion":1,"state":"clean","updatedAt":"x","snapshot":{"statuses":[],"reportIntents":[],"outboxItems":[],"metricEvents":[],"filesToArchive":[]}}"#;
     std::fs::write(&outside, clean).unwrap();
     std::os::unix::fs::symlink(&outside, &replica).unwrap();
-    let error = store.pending("team-a").unwrap_err().to_string();
+    let error = store
+        .pending(&member_work_sync::domain::names::TeamName::parse("team-a").unwrap())
+        .unwrap_err()
+        .to_string();
     assert!(error.contains("replica is not a regular file"), "{error}");
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), clean);
 
@@ -362,13 +376,20 @@ fn a_linked_or_fifo_replica_is_refused_and_never_followed() {
         .unwrap();
     assert!(status.success());
     // Opening the FIFO for reading would block this call for ever.
-    let error = store.pending("team-a").unwrap_err().to_string();
+    let error = store
+        .pending(&member_work_sync::domain::names::TeamName::parse("team-a").unwrap())
+        .unwrap_err()
+        .to_string();
     assert!(error.contains("replica is not a regular file"), "{error}");
 
     // Once the team is prepared, a link planted at the replica is replaced,
     // not written through.
     std::fs::remove_file(&replica).unwrap();
-    assert!(store.pending("team-a").unwrap().intents.is_empty());
+    assert!(store
+        .pending(&member_work_sync::domain::names::TeamName::parse("team-a").unwrap())
+        .unwrap()
+        .intents
+        .is_empty());
     std::fs::remove_file(&replica).unwrap();
     std::os::unix::fs::symlink(&outside, &replica).unwrap();
     let intent: member_work_sync::application::ports::ReportIntent = serde_json::from_value(json!({
@@ -460,7 +481,10 @@ fn the_legacy_import_gives_the_reference_result() {
                 std::fs::remove_file(teams.join(rel.as_str().unwrap())).unwrap();
             }
             write_tree(&teams, &call["write"]);
-            match (store.pending(team), &call["result"]) {
+            match (
+                store.pending(&member_work_sync::domain::names::TeamName::parse(team).unwrap()),
+                &call["result"],
+            ) {
                 (Ok(pending), expected) if expected["pending"].is_array() => {
                     let ids: Vec<&str> = pending.intents.iter().map(|i| i.id.as_str()).collect();
                     assert_eq!(json!(ids), expected["pending"], "{label}");
@@ -522,7 +546,11 @@ fn a_linked_or_fifo_legacy_file_is_quarantined_unopened_and_a_linked_archive_ref
     assert!(status.success());
     // Neither is opened (the FIFO would block for ever); both are moved
     // aside as invalid and read as empty, the link's target untouched.
-    assert!(store.pending("team-a").unwrap().intents.is_empty());
+    assert!(store
+        .pending(&member_work_sync::domain::names::TeamName::parse("team-a").unwrap())
+        .unwrap()
+        .intents
+        .is_empty());
     let files = tree(&teams);
     assert!(
         files
@@ -550,12 +578,18 @@ fn a_linked_or_fifo_legacy_file_is_quarantined_unopened_and_a_linked_archive_ref
         r#"{"memberName":"bob"}"#,
     )
     .unwrap();
-    let error = store.pending("team-b").unwrap_err().to_string();
+    let error = store
+        .pending(&member_work_sync::domain::names::TeamName::parse("team-b").unwrap())
+        .unwrap_err()
+        .to_string();
     assert!(
         error.contains("status.json.pre-sqlite is not a regular file"),
         "{error}"
     );
-    let again = store.pending("team-b").unwrap_err().to_string();
+    let again = store
+        .pending(&member_work_sync::domain::names::TeamName::parse("team-b").unwrap())
+        .unwrap_err()
+        .to_string();
     assert!(again.contains("not retried yet"), "{again}");
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), foreign);
 }
@@ -619,8 +653,8 @@ fn purge_markers_give_the_reference_result_including_one_left_by_its_crash() {
             // Every call in a new process, as recorded.
             let store = store_in(dir.path()).0;
             let result = match call["purge"].as_str() {
-                Some(id) => store.purge_team("team-a", Some(id)).map(|()| json!({"purged": true})),
-                None => store.pending("team-a").map(|p| {
+                Some(id) => store.purge_team(&member_work_sync::domain::names::TeamName::parse("team-a").unwrap(), Some(id)).map(|()| json!({"purged": true})),
+                None => store.pending(&member_work_sync::domain::names::TeamName::parse("team-a").unwrap()).map(|p| {
                     json!({"pending": p.intents.iter().map(|i| i.id.clone()).collect::<Vec<_>>()})
                 }),
             };
@@ -674,7 +708,11 @@ fn a_linked_purge_marker_is_never_followed_and_counts_as_unsafe() {
     // Not read through the link: an unsafe marker deletes no JSON file (the
     // live outbox is imported and archived as usual) and only the link
     // itself is removed.
-    assert!(store.pending("team-a").unwrap().intents.is_empty());
+    assert!(store
+        .pending(&member_work_sync::domain::names::TeamName::parse("team-a").unwrap())
+        .unwrap()
+        .intents
+        .is_empty());
     assert!(!deletions.join("team-a.json").exists());
     assert!(std::fs::symlink_metadata(deletions.join("team-a.json")).is_err());
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), marker);
@@ -796,7 +834,10 @@ fn a_json_session_purge_leaves_the_reference_files_and_marker() {
     write_tree(&claude, &call["before"]["files"]);
     let session = JsonSessionFiles::new(claude.join("teams"), false);
     session
-        .purge_team("team-a", call["purge"].as_str())
+        .purge_team(
+            &member_work_sync::domain::names::TeamName::parse("team-a").unwrap(),
+            call["purge"].as_str(),
+        )
         .unwrap();
     let mut got = hydrated_tree(&claude, blank);
     let mut expected = call["files"].as_object().unwrap().clone();

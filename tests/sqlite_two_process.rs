@@ -115,7 +115,12 @@ fn two_processes_claim_from_one_team_and_no_item_is_claimed_twice() {
     // What is left is claimed here, once; then every item is delivered at generation 1.
     let rest = stores
         .outbox
-        .claim_due("shared", "parent", 1000, NOW)
+        .claim_due(
+            &member_work_sync::domain::names::TeamName::parse("shared").unwrap(),
+            "parent",
+            1000,
+            NOW,
+        )
         .unwrap();
     for item in &rest.items {
         assert!(!claims.contains_key(&item.id), "{} claimed again", item.id);
@@ -153,7 +158,12 @@ fn a_claim_waits_for_another_processes_write_lock_and_then_succeeds() {
     assert_eq!(hold_back(&db, "held-item", NOW).unwrap(), 1);
     assert!(stores
         .outbox
-        .claim_due("held", "waiter", 5, NOW)
+        .claim_due(
+            &member_work_sync::domain::names::TeamName::parse("held").unwrap(),
+            "waiter",
+            5,
+            NOW
+        )
         .unwrap()
         .items
         .is_empty());
@@ -171,7 +181,15 @@ fn a_claim_waits_for_another_processes_write_lock_and_then_succeeds() {
             "the holder ended first"
         );
     }
-    let claimed = stores.outbox.claim_due("held", "waiter", 5, NOW).unwrap();
+    let claimed = stores
+        .outbox
+        .claim_due(
+            &member_work_sync::domain::names::TeamName::parse("held").unwrap(),
+            "waiter",
+            5,
+            NOW,
+        )
+        .unwrap();
     let ids: Vec<&str> = claimed.items.iter().map(|i| i.id.as_str()).collect();
     assert_eq!(ids, ["held-item"]);
     assert!(holder.wait().unwrap().success());

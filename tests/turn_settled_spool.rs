@@ -71,7 +71,11 @@ impl TeamChangeSink for LogSink {
 struct NoQueue;
 
 impl TurnSettledQueue for NoQueue {
-    fn enqueue(&self, _: &str, _: &str) -> Result<(), String> {
+    fn enqueue(
+        &self,
+        _: &member_work_sync::domain::names::TeamName,
+        _: &member_work_sync::domain::names::MemberName,
+    ) -> Result<(), String> {
         Ok(())
     }
 }

@@ -19,9 +19,11 @@ use super::queue::{queue_key, FinishOutcome, QueueCore, QueueItem, QueueKey, Tri
 pub use super::queue_diagnostics::{
     IntakeCounters, QueueDiagnostics, QueuedItemView, RunningItemView,
 };
-use super::reconcile::{check_name, Reconciler, TeamPreview, WorkSyncError};
+use super::reconcile::{Reconciler, TeamPreview, WorkSyncError};
 use super::report::{ReplaySummary, ReportResult};
-use super::router::{route, settled_turn_source_id, Route, TeamChangeEvent, ToolActivity};
+use super::router::{
+    event_team, route, settled_turn_source_id, Route, TeamChangeEvent, ToolActivity,
+};
 use super::team_gate::TeamGate;
 use super::turn_settled::SettledTurns;
 use crate::domain::audit::{AuditKind, AuditSource};
@@ -194,7 +196,10 @@ impl Engine {
         if settled_turn_source_id(event).is_some_and(|id| self.deps.settled_turns.contains(&id)) {
             return;
         }
-        let team = event.team_name.as_str();
+        let Some(team) = event_team(event) else {
+            return;
+        };
+        let team = &team;
         match route(event) {
             Route::Ignore => {}
             Route::Member { member, trigger } => self.enqueue(team, &member, trigger),
@@ -235,20 +240,17 @@ impl Engine {
     /// the trigger's delay; an item already queued or running absorbs the
     /// trigger (`coalesced`). Journals `queue_enqueued` / `queue_coalesced`
     /// and wakes the driver. Unsafe names and teams being deleted are ignored.
-    pub fn enqueue(&self, team: &str, member: &str, trigger: Trigger) {
+    pub fn enqueue(&self, team: &TeamName, member: &MemberName, trigger: Trigger) {
         self.enqueue_with_delay(team, member, trigger, None);
     }
 
     fn enqueue_with_delay(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         trigger: Trigger,
         delay: Option<EpochMs>,
     ) {
-        if check_name("teamName", team).is_err() || check_name("memberName", member).is_err() {
-            return;
-        }
         let now = self.now();
         let fresh = {
             let mut state = self.state();
@@ -279,7 +281,7 @@ impl Engine {
 
     /// Queues a `proof_missing_recovery` reconcile of one member carrying
     /// `recovery` (nothing while the team is being deleted).
-    pub fn enqueue_recovery(&self, team: &str, member: &str, recovery: Recovery) {
+    pub fn enqueue_recovery(&self, team: &TeamName, member: &MemberName, recovery: Recovery) {
         let now = self.now();
         let fresh = {
             let mut state = self.state();
@@ -302,7 +304,6 @@ impl Engine {
     /// (due in 30 s); reads each roster now.
     pub fn enqueue_startup_scan(&self, teams: &[TeamName]) {
         for team in teams {
-            let team = team.as_str();
             for member in self.deps.ports.teams.active_members(team) {
                 self.enqueue(team, &member, Trigger::StartupScan);
             }
@@ -420,7 +421,6 @@ impl Engine {
             .iter()
             .filter(|t| seen.insert(team_runtime_key(t.as_str())))
         {
-            let team = team.as_str();
             let dispatched = self.with_team(team, || {
                 // The app's readiness gate: asked once per team and pass.
                 if !self.deps.ports.host.can_dispatch_nudges(team) {
@@ -455,7 +455,7 @@ impl Engine {
     /// `startup_scan`) or with one [`needs_background_refresh`] says is stale
     /// (a `manual_refresh`) is reconciled by the queue's hand, and its nudge
     /// planned. A member that fails is logged and the others still run.
-    fn refresh_stale_statuses(&self, team: &str) {
+    fn refresh_stale_statuses(&self, team: &TeamName) {
         let now = self.now();
         for member in self.deps.ports.teams.active_members(team) {
             if self.is_stopping() {
@@ -581,7 +581,6 @@ impl Engine {
         member: &MemberName,
         force_nudge: bool,
     ) -> Result<MemberStatus, WorkSyncError> {
-        let (team, member) = (team.as_str(), member.as_str());
         let read = self.with_team(team, || {
             let read = self.reconciler.read_status(team, member, force_nudge)?;
             // A read that reconciled plans like every persisted reconcile.
@@ -603,18 +602,17 @@ impl Engine {
         team: &TeamName,
         member: &MemberName,
     ) -> Result<MemberStatus, WorkSyncError> {
-        self.reconcile_and_plan(team.as_str(), member.as_str(), ReconciledBy::Request, &[])
+        self.reconcile_and_plan(team, member, ReconciledBy::Request, &[])
     }
 
     /// Reconciles one member through the team gate and plans its nudge.
     pub fn reconcile_and_plan(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         by: ReconciledBy,
         triggers: &[Trigger],
     ) -> Result<MemberStatus, WorkSyncError> {
-        check_name("teamName", team)?;
         self.with_team(team, || {
             let status = self.reconciler.refresh_status(team, member, by, triggers)?;
             self.deps.nudges.plan(&status);
@@ -624,7 +622,6 @@ impl Engine {
 
     /// `refreshTeam` through the team gate.
     pub fn refresh_team(&self, team: &TeamName) -> Result<Vec<MemberStatus>, WorkSyncError> {
-        let team = team.as_str();
         self.with_team(team, || self.reconciler.refresh_team(team))
     }
 
@@ -634,36 +631,32 @@ impl Engine {
         team: &TeamName,
         member: &MemberName,
     ) -> Result<MemberStatus, WorkSyncError> {
-        let (team, member) = (team.as_str(), member.as_str());
         self.with_team(team, || self.reconciler.preview_status(team, member))
     }
 
     /// [`Reconciler::preview_team`] through the team gate: no side effects.
     pub fn preview_team(&self, team: &TeamName) -> Result<TeamPreview, WorkSyncError> {
-        let team = team.as_str();
         self.with_team(team, || self.reconciler.preview_team(team))
     }
 
     /// `report` through the team gate (a request without a usable team name is
     /// answered by the reporter itself).
     pub fn report(&self, request: &serde_json::Value) -> Result<ReportResult, WorkSyncError> {
-        match request.get("teamName").and_then(serde_json::Value::as_str) {
-            Some(team) if check_name("teamName", team).is_ok() => {
-                self.with_team(team, || self.reconciler.report(request))
-            }
+        // The reporter refuses an unsafe name itself (`invalid teamName`).
+        let team = request.get("teamName").and_then(serde_json::Value::as_str);
+        match team.map(TeamName::parse) {
+            Some(Ok(team)) => self.with_team(&team, || self.reconciler.report(request)),
             _ => self.reconciler.report(request),
         }
     }
 
     /// `getMetrics` through the team gate.
     pub fn get_metrics(&self, team: &TeamName) -> Result<TeamMetrics, WorkSyncError> {
-        let team = team.as_str();
         self.with_team(team, || self.reconciler.get_metrics(team))
     }
 
     /// [`Reconciler::preview_metrics`] through the team gate: no side effects.
     pub fn preview_metrics(&self, team: &TeamName) -> Result<TeamMetrics, WorkSyncError> {
-        let team = team.as_str();
         self.with_team(team, || self.reconciler.preview_metrics(team))
     }
 
@@ -673,7 +666,6 @@ impl Engine {
         team: &TeamName,
         member: &MemberName,
     ) -> Result<serde_json::Value, WorkSyncError> {
-        let (team, member) = (team.as_str(), member.as_str());
         self.with_team(team, || self.reconciler.agent_brief(team, member))
     }
 
@@ -688,9 +680,9 @@ impl Engine {
             .iter()
             .filter(|t| seen.insert(team_runtime_key(t.as_str())))
         {
-            let team = team.as_str();
             match self.with_team(team, || {
-                self.reconciler.replay_pending_reports(&[team.to_string()])
+                self.reconciler
+                    .replay_pending_reports(std::slice::from_ref(team))
             }) {
                 Ok(summary) => total.add(&summary),
                 Err(WorkSyncError::TeamQuiesced(_)) => {}

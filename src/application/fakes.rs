@@ -21,7 +21,7 @@ use super::reconcile::Reconciler;
 use super::runtime_state::RuntimeStates;
 use super::turn_settled::SettledTurns;
 use crate::domain::metrics::{MetricEvent, MetricsIndex};
-use crate::domain::names::normalize_member_name;
+use crate::domain::names::{normalize_member_name, MemberName, TeamName};
 use crate::domain::nudge::{AttemptEnd, EnsureOutcome, OutboxItem, PlannedNudge, WatchdogAlert};
 use crate::domain::status::MemberStatus;
 use crate::domain::team::{ReviewState, Task, TaskStatus, TeamMember, TeamSnapshot};
@@ -108,11 +108,11 @@ impl MemoryTeams {
 }
 
 impl TeamSource for MemoryTeams {
-    fn load(&self, team_name: &str) -> TeamSnapshot {
+    fn load(&self, team_name: &TeamName) -> TeamSnapshot {
         self.teams
             .lock()
             .unwrap()
-            .get(team_name)
+            .get(team_name.as_str())
             .cloned()
             .unwrap_or_else(|| TeamSnapshot {
                 team_name: team_name.to_string(),
@@ -120,13 +120,18 @@ impl TeamSource for MemoryTeams {
             })
     }
 
-    fn active_members(&self, team_name: &str) -> Vec<String> {
-        self.load(team_name).active_member_names()
+    fn active_members(&self, team_name: &TeamName) -> Vec<MemberName> {
+        let snapshot = self.load(team_name);
+        let names = snapshot.active_member_names();
+        names
+            .iter()
+            .filter_map(|name| MemberName::parse(name).ok())
+            .collect()
     }
 }
 
 impl TaskImpactSource for MemoryTeams {
-    fn impacted_members(&self, _: &str, _: &str) -> Option<Vec<String>> {
+    fn impacted_members(&self, _: &TeamName, _: &str) -> Option<Vec<MemberName>> {
         None
     }
 }
@@ -287,7 +292,7 @@ impl ReportIntentStore for NoIntents {
         Ok(())
     }
 
-    fn pending(&self, _: &str) -> Result<PendingIntents, PortError> {
+    fn pending(&self, _: &TeamName) -> Result<PendingIntents, PortError> {
         Ok(PendingIntents::default())
     }
 
@@ -333,7 +338,7 @@ impl OutboxStore for MemoryOutbox {
             .collect())
     }
 
-    fn claim_due(&self, _: &str, _: &str, _: usize, _: EpochMs) -> Result<Claimed, PortError> {
+    fn claim_due(&self, _: &TeamName, _: &str, _: usize, _: EpochMs) -> Result<Claimed, PortError> {
         Ok(Claimed::default())
     }
 
@@ -341,7 +346,7 @@ impl OutboxStore for MemoryOutbox {
         Ok(true)
     }
 
-    fn refresh_index(&self, _: &str) -> Result<(), PortError> {
+    fn refresh_index(&self, _: &TeamName) -> Result<(), PortError> {
         Ok(())
     }
 
@@ -366,7 +371,7 @@ impl InboxSink for NoInbox {
 struct NoAlerts;
 
 impl WatchdogJournal for NoAlerts {
-    fn alerts(&self, _: &str) -> Result<Vec<WatchdogAlert>, PortError> {
+    fn alerts(&self, _: &TeamName) -> Result<Vec<WatchdogAlert>, PortError> {
         Ok(Vec::new())
     }
 }

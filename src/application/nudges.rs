@@ -20,6 +20,7 @@ use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::decision::{decide, DecisionInput, RuntimeActivity};
 use crate::domain::diagnostic::Diagnostic;
 use crate::domain::metrics::{readiness, MetricsIndex, Readiness, Thresholds};
+use crate::domain::names::TeamName;
 use crate::domain::nudge::{
     activation, current_fingerprint_stable_since, is_rate_limited, plan_nudge, readiness_metadata,
     retry_at, watchdog_cooldown, AttemptEnd, DeliveryTime, NudgeIntent, OutboxItem, OutboxStatus,
@@ -267,7 +268,7 @@ impl Nudges {
     /// listed, its outbox index cannot be written).
     pub fn dispatch_team(
         &self,
-        team: &str,
+        team: &TeamName,
         claimed_by: &str,
         keep_going: &dyn Fn() -> bool,
     ) -> Result<DispatchSummary, PortError> {
@@ -282,7 +283,7 @@ impl Nudges {
     /// the last read is older than [`BOARD_MAX_AGE`].
     fn dispatch_batches(
         &self,
-        team: &str,
+        team: &TeamName,
         claimed_by: &str,
         keep_going: &dyn Fn() -> bool,
         summary: &mut DispatchSummary,

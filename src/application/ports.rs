@@ -9,6 +9,7 @@ use super::host::{Host, HostRelay};
 use super::log::LogSink;
 use super::runtime_state::RuntimeStates;
 use crate::domain::decision::RuntimeActivity;
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::status::MemberStatus;
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::EpochMs;
@@ -106,14 +107,15 @@ pub trait Clock: Send + Sync {
 /// Reads a consistent snapshot of a team from wherever the team lives.
 pub trait TeamSource: Send + Sync {
     /// Loads the team; missing or broken inputs degrade to defaults plus diagnostics.
-    fn load(&self, team_name: &str) -> TeamSnapshot;
+    fn load(&self, team_name: &TeamName) -> TeamSnapshot;
     /// Names of the active roster members (roster only, no tasks); empty for
-    /// a missing or deleted team.
-    fn active_members(&self, team_name: &str) -> Vec<String>;
+    /// a missing or deleted team. A roster name unsafe as a store folder is
+    /// not listed: nothing can be reconciled for it.
+    fn active_members(&self, team_name: &TeamName) -> Vec<MemberName>;
 
     /// Loads only what identifies the roster (config and members meta), no
     /// tasks or board: enough to check who is an active member.
-    fn load_roster(&self, team_name: &str) -> TeamSnapshot {
+    fn load_roster(&self, team_name: &TeamName) -> TeamSnapshot {
         self.load(team_name)
     }
 }
@@ -331,7 +333,7 @@ pub trait ReportIntentStore: Send + Sync {
     fn record(&self, intent: &ReportIntent) -> Result<(), PortError>;
     /// Pending intents of a team, oldest first, after migrating the
     /// controller's legacy `pending-reports.json`.
-    fn pending(&self, team_name: &str) -> Result<PendingIntents, PortError>;
+    fn pending(&self, team_name: &TeamName) -> Result<PendingIntents, PortError>;
     /// Stores the outcome of an intent.
     fn finish(&self, intent: &ReportIntent) -> Result<(), PortError>;
 }
@@ -341,7 +343,7 @@ pub trait TaskImpactSource: Send + Sync {
     /// Owner, reviewers, the lead where it oversees the task, and owners of
     /// the tasks it blocks and of every open task whose `blockedBy` names it
     /// (by id or `#displayId`); `None` when the task cannot be read (route team-wide).
-    fn impacted_members(&self, team_name: &str, task_id: &str) -> Option<Vec<String>>;
+    fn impacted_members(&self, team_name: &TeamName, task_id: &str) -> Option<Vec<MemberName>>;
 }
 
 /// What one [`OutboxStore::claim_due`] took.
@@ -392,7 +394,7 @@ pub trait OutboxStore: Send + Sync {
     /// cannot be listed at all.
     fn claim_due(
         &self,
-        team: &str,
+        team: &TeamName,
         claimed_by: &str,
         limit: usize,
         now: EpochMs,
@@ -406,7 +408,7 @@ pub trait OutboxStore: Send + Sync {
     ) -> Result<bool, PortError>;
     /// Rewrites the team index from the member files (once per dispatch pass,
     /// not per transition: the member files are the truth).
-    fn refresh_index(&self, team: &str) -> Result<(), PortError>;
+    fn refresh_index(&self, team: &TeamName) -> Result<(), PortError>;
     /// Teams that have an outbox (for the dispatch scheduler).
     fn teams_with_outbox(&self) -> Vec<String>;
 }
@@ -448,7 +450,7 @@ pub trait TeamPurge: Send + Sync {
     /// Deletes `team`'s stored member-work-sync state durably, for the
     /// generation `deletion_id` names (`config.json._backupIdentityId`)
     /// when given. Runs after the team is fenced and idle.
-    fn purge_team(&self, team: &str, deletion_id: Option<&str>) -> Result<(), PortError>;
+    fn purge_team(&self, team: &TeamName, deletion_id: Option<&str>) -> Result<(), PortError>;
 }
 
 /// The JSON files' store keeps a deleted team's state, as the app's JSON
@@ -456,7 +458,7 @@ pub trait TeamPurge: Send + Sync {
 pub struct KeepOnDeletion;
 
 impl TeamPurge for KeepOnDeletion {
-    fn purge_team(&self, _team: &str, _deletion_id: Option<&str>) -> Result<(), PortError> {
+    fn purge_team(&self, _team: &TeamName, _deletion_id: Option<&str>) -> Result<(), PortError> {
         Ok(())
     }
 }
@@ -465,5 +467,8 @@ impl TeamPurge for KeepOnDeletion {
 pub trait WatchdogJournal: Send + Sync {
     /// Alerts of a team (missing or corrupt file: none); `Err` when the
     /// journal cannot be read (a FIFO or link in its place, too large, IO).
-    fn alerts(&self, team: &str) -> Result<Vec<crate::domain::nudge::WatchdogAlert>, PortError>;
+    fn alerts(
+        &self,
+        team: &TeamName,
+    ) -> Result<Vec<crate::domain::nudge::WatchdogAlert>, PortError>;
 }

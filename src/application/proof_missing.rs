@@ -13,8 +13,9 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::engine::Engine;
-use super::reconcile::{check_name, WorkSyncError};
+use super::reconcile::{member_name, team_name, WorkSyncError};
 use crate::domain::audit::{AuditKind, AuditSource};
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::nudge::recent_recovery;
 use crate::domain::recovery::{
     intent_key, normalize_task_refs, Recovery, RecoveryTaskRef, DEFAULT_REASON, RECENT_WINDOW_MS,
@@ -106,14 +107,16 @@ impl Engine {
         if team.is_empty() {
             return Ok(ScheduleResult::invalid());
         }
-        check_name("teamName", team)?;
+        // The request carries raw strings: its names are parsed here, in the
+        // order the app checks them (blank ones are an `invalid` outcome).
+        let team = &team_name(team)?;
         // The team's fence first, as the app's operation gate runs the
         // whole request: a deleted team's request is refused even when blank.
         self.with_team(team, || {
             if member.is_empty() || message_id.is_empty() {
                 return Ok(ScheduleResult::invalid());
             }
-            check_name("memberName", member)?;
+            let member = &member_name(member)?;
             check_request_bounds(&request, message_id)?;
             let (task_refs, reason) = (request.task_refs.clone(), request.reason.clone());
             self.schedule_admitted(team, member, message_id, task_refs, reason)
@@ -122,8 +125,8 @@ impl Engine {
 
     fn schedule_admitted(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         message_id: &str,
         task_refs: Vec<RecoveryTaskRef>,
         reason: Option<String>,

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::domain::diagnostic::StallTrigger;
-use crate::domain::names::{normalize_member_name, team_runtime_key};
+use crate::domain::names::{normalize_member_name, team_runtime_key, MemberName, TeamName};
 use crate::domain::recovery::Recovery;
 use crate::domain::time::EpochMs;
 
@@ -115,9 +115,9 @@ pub fn queue_key(team: &str, member: &str) -> QueueKey {
 pub struct QueueItem {
     /// The team as the first trigger named it (the key uses its runtime
     /// key).
-    pub team_name: String,
+    pub team_name: TeamName,
     /// Member as first enqueued.
-    pub member_name: String,
+    pub member_name: MemberName,
     /// When it was first queued (this round).
     pub first_queued_at: EpochMs,
     /// When a trigger last joined it (this round).
@@ -234,7 +234,13 @@ impl QueueCore {
     }
 
     /// Queues or coalesces a trigger for a member. Returns false when it coalesced.
-    pub fn enqueue(&mut self, team: &str, member: &str, trigger: Trigger, now: EpochMs) -> bool {
+    pub fn enqueue(
+        &mut self,
+        team: &TeamName,
+        member: &MemberName,
+        trigger: Trigger,
+        now: EpochMs,
+    ) -> bool {
         let (delay, max_wait) = self.policy(trigger);
         let key = queue_key(team, member);
         let new_run = now + delay;
@@ -263,8 +269,8 @@ impl QueueCore {
                 self.items.insert(
                     key,
                     QueueItem {
-                        team_name: team.to_string(),
-                        member_name: member.to_string(),
+                        team_name: team.clone(),
+                        member_name: member.clone(),
                         first_queued_at: now,
                         last_queued_at: now,
                         trigger_counts: BTreeMap::from([(trigger, 1)]),
@@ -304,8 +310,8 @@ impl QueueCore {
     /// when it coalesced.
     pub fn enqueue_recovery(
         &mut self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         recovery: Recovery,
         now: EpochMs,
     ) -> bool {
@@ -497,6 +503,14 @@ impl QueueCore {
 mod tests {
     use super::*;
 
+    fn team(name: &str) -> TeamName {
+        TeamName::parse(name).unwrap()
+    }
+
+    fn member(name: &str) -> MemberName {
+        MemberName::parse(name).unwrap()
+    }
+
     const T0: EpochMs = 1_000_000;
 
     fn key(member: &str) -> QueueKey {
@@ -516,9 +530,19 @@ mod tests {
     #[test]
     fn items_keep_their_first_and_last_trigger_times_and_reason_counts() {
         let mut q = QueueCore::default();
-        q.enqueue("forge", "jack", Trigger::TaskChanged, T0);
-        q.enqueue("forge", "jack", Trigger::TaskChanged, T0 + 1_000);
-        q.enqueue("forge", "jack", Trigger::InboxChanged, T0 + 2_000);
+        q.enqueue(&team("forge"), &member("jack"), Trigger::TaskChanged, T0);
+        q.enqueue(
+            &team("forge"),
+            &member("jack"),
+            Trigger::TaskChanged,
+            T0 + 1_000,
+        );
+        q.enqueue(
+            &team("forge"),
+            &member("jack"),
+            Trigger::InboxChanged,
+            T0 + 2_000,
+        );
         let item = q.queued_items()[0].clone();
         assert_eq!(
             (item.first_queued_at, item.last_queued_at),
@@ -533,8 +557,18 @@ mod tests {
         q.take_due(started);
         assert_eq!(q.running_items()[0].started_at, Some(started));
         // Triggers during the run count towards the follow-up pass only.
-        q.enqueue("forge", "jack", Trigger::TurnSettled, started + 10);
-        q.enqueue("forge", "jack", Trigger::TurnSettled, started + 20);
+        q.enqueue(
+            &team("forge"),
+            &member("jack"),
+            Trigger::TurnSettled,
+            started + 10,
+        );
+        q.enqueue(
+            &team("forge"),
+            &member("jack"),
+            Trigger::TurnSettled,
+            started + 20,
+        );
         assert_eq!(
             q.finish(&key("jack"), true, started + 30),
             FinishOutcome::FollowUp
@@ -573,7 +607,7 @@ mod tests {
     #[test]
     fn each_trigger_waits_its_delay() {
         let mut q = QueueCore::default();
-        assert!(q.enqueue("forge", "jack", Trigger::TaskChanged, T0));
+        assert!(q.enqueue(&team("forge"), &member("jack"), Trigger::TaskChanged, T0));
         assert!(q.take_due(T0 + 14_999).is_empty());
         let due = q.take_due(T0 + 15_000);
         assert_eq!(due.len(), 1);
@@ -583,14 +617,24 @@ mod tests {
     #[test]
     fn coalescing_adds_reasons_and_debounces_but_never_past_max_wait() {
         let mut q = QueueCore::default();
-        q.enqueue("forge", "Jack", Trigger::TaskChanged, T0);
+        q.enqueue(&team("forge"), &member("Jack"), Trigger::TaskChanged, T0);
         // Each new task event pushes the run later (debounce) ...
         for t in (10_000..=50_000).step_by(10_000) {
-            assert!(!q.enqueue("forge", "jack", Trigger::TaskChanged, T0 + t));
+            assert!(!q.enqueue(
+                &team("forge"),
+                &member("jack"),
+                Trigger::TaskChanged,
+                T0 + t
+            ));
         }
         // ... but never past first + maxWait (60 s).
         assert_eq!(q.next_run_at(), Some(T0 + 60_000));
-        q.enqueue("forge", "jack", Trigger::InboxChanged, T0 + 55_000);
+        q.enqueue(
+            &team("forge"),
+            &member("jack"),
+            Trigger::InboxChanged,
+            T0 + 55_000,
+        );
         assert_eq!(q.next_run_at(), Some(T0 + 60_000));
         assert_eq!(q.counters.enqueued, 1);
         assert_eq!(q.counters.coalesced, 6);
@@ -604,27 +648,47 @@ mod tests {
     #[test]
     fn an_earlier_trigger_pulls_the_run_forward() {
         let mut q = QueueCore::default();
-        q.enqueue("forge", "jack", Trigger::StartupScan, T0);
-        q.enqueue("forge", "jack", Trigger::TurnSettled, T0 + 1_000);
+        q.enqueue(&team("forge"), &member("jack"), Trigger::StartupScan, T0);
+        q.enqueue(
+            &team("forge"),
+            &member("jack"),
+            Trigger::TurnSettled,
+            T0 + 1_000,
+        );
         assert_eq!(q.next_run_at(), Some(T0 + 6_000));
     }
 
     #[test]
     fn manual_refresh_runs_now() {
         let mut q = QueueCore::default();
-        q.enqueue("forge", "jack", Trigger::StartupScan, T0);
-        q.enqueue("forge", "jack", Trigger::ManualRefresh, T0 + 10);
+        q.enqueue(&team("forge"), &member("jack"), Trigger::StartupScan, T0);
+        q.enqueue(
+            &team("forge"),
+            &member("jack"),
+            Trigger::ManualRefresh,
+            T0 + 10,
+        );
         assert_eq!(q.take_due(T0 + 10).len(), 1);
     }
 
     #[test]
     fn a_trigger_during_a_run_owes_exactly_one_follow_up() {
         let mut q = QueueCore::default();
-        q.enqueue("forge", "jack", Trigger::ManualRefresh, T0);
+        q.enqueue(&team("forge"), &member("jack"), Trigger::ManualRefresh, T0);
         assert_eq!(q.take_due(T0).len(), 1);
         // Never two reconciles for one member at once.
-        q.enqueue("forge", "jack", Trigger::TaskChanged, T0 + 1);
-        q.enqueue("forge", "jack", Trigger::TurnSettled, T0 + 2);
+        q.enqueue(
+            &team("forge"),
+            &member("jack"),
+            Trigger::TaskChanged,
+            T0 + 1,
+        );
+        q.enqueue(
+            &team("forge"),
+            &member("jack"),
+            Trigger::TurnSettled,
+            T0 + 2,
+        );
         assert!(q.take_due(T0 + 100_000).is_empty());
         assert_eq!(
             q.finish(&key("jack"), true, T0 + 10),
@@ -648,9 +712,14 @@ mod tests {
     #[test]
     fn follow_up_delay_is_capped_at_five_seconds() {
         let mut q = QueueCore::default();
-        q.enqueue("forge", "jack", Trigger::ManualRefresh, T0);
+        q.enqueue(&team("forge"), &member("jack"), Trigger::ManualRefresh, T0);
         q.take_due(T0);
-        q.enqueue("forge", "jack", Trigger::ConfigChanged, T0 + 1);
+        q.enqueue(
+            &team("forge"),
+            &member("jack"),
+            Trigger::ConfigChanged,
+            T0 + 1,
+        );
         q.finish(&key("jack"), true, T0 + 2);
         assert_eq!(q.next_run_at(), Some(T0 + 5_002));
     }
@@ -659,7 +728,7 @@ mod tests {
     fn concurrency_is_two_and_saturation_does_not_spin() {
         let mut q = QueueCore::default();
         for m in ["a", "b", "c", "d"] {
-            q.enqueue("forge", m, Trigger::ManualRefresh, T0);
+            q.enqueue(&team("forge"), &member(m), Trigger::ManualRefresh, T0);
         }
         assert_eq!(q.take_due(T0).len(), 2);
         // Saturated: nothing more is handed out however often we ask.
@@ -683,7 +752,7 @@ mod tests {
         for (concurrency, running) in [(0, 1), (1, 1), (3, 3), (8, 5)] {
             let mut q = QueueCore::with_concurrency(concurrency);
             for m in ["a", "b", "c", "d", "e"] {
-                q.enqueue("forge", m, Trigger::ManualRefresh, T0);
+                q.enqueue(&team("forge"), &member(m), Trigger::ManualRefresh, T0);
             }
             assert_eq!(q.take_due(T0).len(), running, "concurrency {concurrency}");
             assert!(q.take_due(T0).is_empty(), "concurrency {concurrency}");
@@ -692,7 +761,7 @@ mod tests {
         let mut q = QueueCore::default();
         q.set_concurrency(1);
         for m in ["a", "b"] {
-            q.enqueue("forge", m, Trigger::ManualRefresh, T0);
+            q.enqueue(&team("forge"), &member(m), Trigger::ManualRefresh, T0);
         }
         assert_eq!(q.take_due(T0).len(), 1);
     }
@@ -700,7 +769,7 @@ mod tests {
     #[test]
     fn failures_retry_every_30s_three_times_then_drop() {
         let mut q = QueueCore::default();
-        q.enqueue("forge", "jack", Trigger::ManualRefresh, T0);
+        q.enqueue(&team("forge"), &member("jack"), Trigger::ManualRefresh, T0);
         let mut now = T0;
         for attempt in 1..=3 {
             assert_eq!(q.take_due(now).len(), 1);
@@ -725,11 +794,16 @@ mod tests {
     #[test]
     fn success_resets_the_retry_budget() {
         let mut q = QueueCore::default();
-        q.enqueue("forge", "jack", Trigger::ManualRefresh, T0);
+        q.enqueue(&team("forge"), &member("jack"), Trigger::ManualRefresh, T0);
         q.take_due(T0);
         q.finish(&key("jack"), false, T0);
         q.take_due(T0 + 30_000);
-        q.enqueue("forge", "jack", Trigger::TaskChanged, T0 + 30_001);
+        q.enqueue(
+            &team("forge"),
+            &member("jack"),
+            Trigger::TaskChanged,
+            T0 + 30_001,
+        );
         assert_eq!(
             q.finish(&key("jack"), true, T0 + 30_002),
             FinishOutcome::FollowUp
@@ -741,14 +815,14 @@ mod tests {
     #[test]
     fn team_names_are_compared_normalized() {
         let mut q = QueueCore::default();
-        q.enqueue("Forge", "jack", Trigger::ManualRefresh, T0);
+        q.enqueue(&team("Forge"), &member("jack"), Trigger::ManualRefresh, T0);
         assert!(
-            !q.enqueue("forge", "JACK", Trigger::TaskChanged, T0),
+            !q.enqueue(&team("forge"), &member("JACK"), Trigger::TaskChanged, T0),
             "one member, one item"
         );
         q.take_due(T0);
         assert_eq!(q.running_in_team("FORGE"), 1);
-        q.enqueue("forge", "jill", Trigger::TaskChanged, T0);
+        q.enqueue(&team("forge"), &member("jill"), Trigger::TaskChanged, T0);
         assert_eq!(q.drop_team("FORGE"), 1);
     }
 
@@ -756,11 +830,11 @@ mod tests {
     fn a_recovery_rides_with_its_run_or_the_follow_up() {
         let recovery = |id: &str| Recovery::proof_missing(id, &[]);
         let mut q = QueueCore::default();
-        assert!(q.enqueue_recovery("forge", "jack", recovery("m1"), T0));
+        assert!(q.enqueue_recovery(&team("forge"), &member("jack"), recovery("m1"), T0));
         // 5 s delay, like a settled turn.
         assert!(q.take_due(T0 + 4_999).is_empty());
         // A later request before the run replaces the recovery.
-        assert!(!q.enqueue_recovery("forge", "jack", recovery("m2"), T0 + 1));
+        assert!(!q.enqueue_recovery(&team("forge"), &member("jack"), recovery("m2"), T0 + 1));
         let due = q.take_due(T0 + 5_001);
         assert_eq!(
             due[0].1.triggers,
@@ -768,7 +842,7 @@ mod tests {
         );
         assert_eq!(due[0].1.recovery, Some(recovery("m2")));
         // One requested during the run goes with the follow-up only.
-        q.enqueue_recovery("forge", "jack", recovery("m3"), T0 + 5_002);
+        q.enqueue_recovery(&team("forge"), &member("jack"), recovery("m3"), T0 + 5_002);
         assert_eq!(
             q.finish(&key("jack"), true, T0 + 5_003),
             FinishOutcome::FollowUp
@@ -777,18 +851,28 @@ mod tests {
         assert_eq!(due[0].1.recovery, Some(recovery("m3")));
         q.finish(&key("jack"), true, T0 + 20_001);
         // A plain trigger carries none.
-        q.enqueue("forge", "jack", Trigger::ManualRefresh, T0 + 30_000);
+        q.enqueue(
+            &team("forge"),
+            &member("jack"),
+            Trigger::ManualRefresh,
+            T0 + 30_000,
+        );
         assert_eq!(q.take_due(T0 + 30_000)[0].1.recovery, None);
     }
 
     #[test]
     fn dropping_a_team_removes_queued_work_and_follow_ups() {
         let mut q = QueueCore::default();
-        q.enqueue("forge", "jack", Trigger::ManualRefresh, T0);
-        q.enqueue("forge", "jill", Trigger::TaskChanged, T0);
-        q.enqueue("other", "bob", Trigger::TaskChanged, T0);
+        q.enqueue(&team("forge"), &member("jack"), Trigger::ManualRefresh, T0);
+        q.enqueue(&team("forge"), &member("jill"), Trigger::TaskChanged, T0);
+        q.enqueue(&team("other"), &member("bob"), Trigger::TaskChanged, T0);
         q.take_due(T0);
-        q.enqueue("forge", "jack", Trigger::TaskChanged, T0 + 1);
+        q.enqueue(
+            &team("forge"),
+            &member("jack"),
+            Trigger::TaskChanged,
+            T0 + 1,
+        );
         assert_eq!(q.drop_team("forge"), 1);
         assert_eq!(q.running_in_team("forge"), 1);
         assert_eq!(
@@ -797,6 +881,6 @@ mod tests {
             "follow-up dropped too"
         );
         assert_eq!(q.queued_items().len(), 1);
-        assert_eq!(q.queued_items()[0].team_name, "other");
+        assert_eq!(q.queued_items()[0].team_name.as_str(), "other");
     }
 }

@@ -109,8 +109,8 @@ impl QueueDiagnostics {
             .queued_items()
             .into_iter()
             .map(|i| QueuedItemView {
-                team_name: i.team_name.clone(),
-                member_name: i.member_name.clone(),
+                team_name: i.team_name.to_string(),
+                member_name: i.member_name.to_string(),
                 first_queued_at: format_iso(i.first_queued_at),
                 last_queued_at: format_iso(i.last_queued_at),
                 run_at: format_iso(i.run_at),
@@ -129,8 +129,8 @@ impl QueueDiagnostics {
             .filter_map(|i| {
                 let started = i.started_at?;
                 Some(RunningItemView {
-                    team_name: i.team_name.clone(),
-                    member_name: i.member_name.clone(),
+                    team_name: i.team_name.to_string(),
+                    member_name: i.member_name.to_string(),
                     started_at: format_iso(started),
                     age_ms: now.saturating_sub(started).max(0),
                     rerun_requested: i.rerun.is_some(),

@@ -18,7 +18,7 @@ use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::decision::staleness_diagnostics;
 use crate::domain::diagnostic::Diagnostic;
 use crate::domain::metrics::events_for_write;
-use crate::domain::names::{normalize_member_name, validate_name, MemberName, NameError, TeamName};
+use crate::domain::names::{normalize_member_name, MemberName, TeamName};
 use crate::domain::nudge::OutboxItem;
 use crate::domain::nudge_suppression::{self, SuppressedNudge, SuppressionHistory};
 use crate::domain::recovery::Recovery;
@@ -65,14 +65,6 @@ pub fn team_name(name: &str) -> Result<TeamName, WorkSyncError> {
 pub fn member_name(name: &str) -> Result<MemberName, WorkSyncError> {
     MemberName::parse(name).map_err(|e| WorkSyncError::InvalidArgument {
         what: "memberName",
-        reason: e.to_string(),
-    })
-}
-
-/// Checks a team or member name at the boundary.
-pub fn check_name(what: &'static str, name: &str) -> Result<(), WorkSyncError> {
-    validate_name(name).map_err(|e: NameError| WorkSyncError::InvalidArgument {
-        what,
         reason: e.to_string(),
     })
 }
@@ -239,8 +231,8 @@ impl Reconciler {
     /// Reconciles one member now and persists the result.
     pub fn refresh_status(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         by: ReconciledBy,
         triggers: &[Trigger],
     ) -> Result<MemberStatus, WorkSyncError> {
@@ -252,28 +244,25 @@ impl Reconciler {
     /// lands in `shadow.recovery`, where the nudge planner reads it).
     pub fn refresh_status_with(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         by: ReconciledBy,
         triggers: &[Trigger],
         force_nudge: bool,
         recovery: Option<&Recovery>,
     ) -> Result<MemberStatus, WorkSyncError> {
-        check_name("teamName", team)?;
-        check_name("memberName", member)?;
         let snapshot = self.ports.teams.load(team);
         let options = ReconcileOptions {
             force_nudge,
             recovery,
         };
         let agendas = self.agendas(&snapshot);
-        self.reconcile_with(&snapshot, &agendas, member, by, triggers, options)
+        self.reconcile_with(&snapshot, &agendas, member.as_str(), by, triggers, options)
     }
 
     /// Reconciles every roster member of a team from one snapshot (one index
     /// build) and persists their statuses with one group commit.
-    pub fn refresh_team(&self, team: &str) -> Result<Vec<MemberStatus>, WorkSyncError> {
-        check_name("teamName", team)?;
+    pub fn refresh_team(&self, team: &TeamName) -> Result<Vec<MemberStatus>, WorkSyncError> {
         let snapshot = self.ports.teams.load(team);
         self.reconcile_team(
             &snapshot,
@@ -287,8 +276,8 @@ impl Reconciler {
     /// `force_nudge` reconciles now and resets nudge suppression.
     pub fn get_status(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         force_nudge: bool,
     ) -> Result<MemberStatus, WorkSyncError> {
         self.read_status(team, member, force_nudge)
@@ -299,12 +288,10 @@ impl Reconciler {
     /// stale stored one the queue should refresh.
     pub fn read_status(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         force_nudge: bool,
     ) -> Result<StatusRead, WorkSyncError> {
-        check_name("teamName", team)?;
-        check_name("memberName", member)?;
         if force_nudge {
             // The app's refresh route with `forceNudge`: a plain request
             // reconcile (no trigger reasons) that resets nudge suppression.
@@ -313,7 +300,7 @@ impl Reconciler {
                 .map(StatusRead::reconciled);
         }
         let now = self.ports.clock.now_ms();
-        let stored = self.ports.store.read(team, member)?;
+        let stored = self.ports.store.read(team.as_str(), member.as_str())?;
         let Some(mut status) = stored.into_status() else {
             return Ok(StatusRead::unpersisted(
                 self.unpersisted_status(team, member, now),
@@ -350,17 +337,18 @@ impl Reconciler {
     /// issued (`reportToken` is absent). Nudge suppression is not applied
     /// (it needs the outbox, whose reads repair files), so `shadow.wouldNudge`
     /// is the decision before suppression.
-    pub fn preview_status(&self, team: &str, member: &str) -> Result<MemberStatus, WorkSyncError> {
-        check_name("teamName", team)?;
-        check_name("memberName", member)?;
+    pub fn preview_status(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+    ) -> Result<MemberStatus, WorkSyncError> {
         let snapshot = self.ports.teams.load(team);
-        self.preview_from(&snapshot, &self.agendas(&snapshot), member)
+        self.preview_from(&snapshot, &self.agendas(&snapshot), member.as_str())
     }
 
     /// [`Reconciler::preview_status`] of every roster member of a team, from
     /// one snapshot, with what the team reader found about the team itself.
-    pub fn preview_team(&self, team: &str) -> Result<TeamPreview, WorkSyncError> {
-        check_name("teamName", team)?;
+    pub fn preview_team(&self, team: &TeamName) -> Result<TeamPreview, WorkSyncError> {
         let snapshot = self.ports.teams.load(team);
         let index = TeamIndex::build(&snapshot);
         let statuses = roster_names(&snapshot)
@@ -418,7 +406,7 @@ impl Reconciler {
     /// A status computed from the board but not written (no stored status yet).
     pub(super) fn unpersisted_status(
         &self,
-        team: &str,
+        team: &TeamName,
         member: &str,
         now: EpochMs,
     ) -> MemberStatus {
@@ -1021,7 +1009,7 @@ fn roster_names(snapshot: &TeamSnapshot) -> Vec<&str> {
     let mut members: Vec<&str> = snapshot
         .members
         .iter()
-        .filter(|m| !m.is_removed() && check_name("memberName", &m.name).is_ok())
+        .filter(|m| !m.is_removed() && m.store_name().is_some())
         .map(|m| m.name.as_str())
         .collect();
     members.sort_by_key(|name| normalize_member_name(name));

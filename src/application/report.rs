@@ -7,11 +7,11 @@ use serde_json::{json, Value};
 use super::ports::{AuditEvent, IntentStatus, ReportIntent};
 use super::reconcile::status_write::with_previous;
 use super::reconcile::{
-    check_name, AgendaSource, Effects, ReconcileOptions, Reconciler, WorkSyncError,
+    member_name, team_name, AgendaSource, Effects, ReconcileOptions, Reconciler, WorkSyncError,
 };
 use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::metrics::{team_metrics, MetricsIndex, TeamMetrics};
-use crate::domain::names::normalize_member_name;
+use crate::domain::names::{normalize_member_name, MemberName, TeamName};
 use crate::domain::report::{
     lease_ms, validate, Rejection, ReportRequest, ReportSource, ValidationContext,
 };
@@ -76,20 +76,21 @@ impl Reconciler {
     /// the app's report route refuses it: `InvalidArgument` naming the
     /// field; nothing is read or written.
     pub fn report(&self, request: &Value) -> Result<ReportResult, WorkSyncError> {
-        match ReportRequest::parse(request) {
-            Ok(request) => self.report_parsed(&request, ReportSource::App),
-            Err(invalid) => {
-                // A hostile name is refused as such, before the payload.
-                for field in ["teamName", "memberName"] {
-                    if let Some(Value::String(name)) = request.get(field) {
-                        check_name(field, name)?;
-                    }
-                }
-                Err(WorkSyncError::InvalidArgument {
-                    what: "report request",
-                    reason: invalid.to_string(),
-                })
+        // A hostile name is refused as such, before the payload.
+        let text = |field: &str| request.get(field).and_then(Value::as_str);
+        let team = text("teamName").map(team_name).transpose()?;
+        let member = text("memberName").map(member_name).transpose()?;
+        let invalid = |reason: String| WorkSyncError::InvalidArgument {
+            what: "report request",
+            reason,
+        };
+        match (ReportRequest::parse(request), team, member) {
+            (Ok(request), Some(team), Some(member)) => {
+                self.report_parsed(&team, &member, &request, ReportSource::App)
             }
+            (Err(payload), _, _) => Err(invalid(payload.to_string())),
+            // Never: a well-formed request has both names as strings.
+            (Ok(_), _, _) => Err(invalid("teamName and memberName are required".into())),
         }
     }
 
@@ -114,15 +115,15 @@ impl Reconciler {
     /// Validates a well-formed report and writes the outcome.
     pub(super) fn report_parsed(
         &self,
+        team_name: &TeamName,
+        member_name: &MemberName,
         request: &ReportRequest,
         default_source: ReportSource,
     ) -> Result<ReportResult, WorkSyncError> {
-        let (team, member) = (request.team_name.as_str(), request.member_name.as_str());
-        check_name("teamName", team)?;
-        check_name("memberName", member)?;
+        let (team, member) = (team_name.as_str(), member_name.as_str());
         let now = self.ports.clock.now_ms();
         let source = request.source.unwrap_or(default_source);
-        let snapshot = self.ports.teams.load(team);
+        let snapshot = self.ports.teams.load(team_name);
         if !snapshot.folder_found {
             // No team folder to write into: refuse without creating it
             // (no journal, no secret, no status file).
@@ -315,15 +316,15 @@ impl Reconciler {
     }
 
     /// Validates every pending intent of `teams` through the same validator.
-    pub fn replay_pending_reports(&self, teams: &[String]) -> Result<ReplaySummary, WorkSyncError> {
+    pub fn replay_pending_reports(
+        &self,
+        teams: &[TeamName],
+    ) -> Result<ReplaySummary, WorkSyncError> {
         let mut summary = ReplaySummary::default();
-        for team in teams {
-            check_name("teamName", team)?;
-        }
         let mut seen = std::collections::BTreeSet::new();
         for team in teams
             .iter()
-            .filter(|t| seen.insert(t.trim().to_lowercase()))
+            .filter(|t| seen.insert(t.as_str().trim().to_lowercase()))
         {
             let pending = self.ports.intents.pending(team)?;
             self.journal_legacy_migration(team, &pending.migrated_members);
@@ -393,7 +394,10 @@ impl Reconciler {
                 false,
             ));
         };
-        let mut result = self.report_parsed(&request, ReportSource::Mcp)?;
+        // An intent file is untrusted: its names are checked like a caller's.
+        let team = team_name(&request.team_name)?;
+        let member = member_name(&request.member_name)?;
+        let mut result = self.report_parsed(&team, &member, &request, ReportSource::Mcp)?;
         let mut retried = false;
         // The controller could not reach the app while the token was fresh: one
         // retry with the current token, only if the agenda has not moved.
@@ -404,7 +408,7 @@ impl Reconciler {
         {
             if let Some(token) = result.status.report_token.clone() {
                 request.report_token = Some(token);
-                result = self.report_parsed(&request, ReportSource::Mcp)?;
+                result = self.report_parsed(&team, &member, &request, ReportSource::Mcp)?;
                 retried = true;
             }
         }
@@ -420,15 +424,15 @@ impl Reconciler {
     }
 
     /// `getMetrics`: counts, state counts and phase-2 readiness from the team index.
-    pub fn get_metrics(&self, team: &str) -> Result<TeamMetrics, WorkSyncError> {
-        check_name("teamName", team)?;
+    pub fn get_metrics(&self, team: &TeamName) -> Result<TeamMetrics, WorkSyncError> {
+        let team = team.as_str();
         Ok(self.summarize_metrics(team, &self.ports.metrics.read(team)?))
     }
 
     /// [`Reconciler::get_metrics`] without side effects: a corrupt index
     /// reads as empty and is left where it is (operators' read-only views).
-    pub fn preview_metrics(&self, team: &str) -> Result<TeamMetrics, WorkSyncError> {
-        check_name("teamName", team)?;
+    pub fn preview_metrics(&self, team: &TeamName) -> Result<TeamMetrics, WorkSyncError> {
+        let team = team.as_str();
         Ok(self.summarize_metrics(team, &self.ports.metrics.peek(team)?))
     }
 
@@ -439,7 +443,11 @@ impl Reconciler {
 
     /// The compact agenda block an agent gets in its briefing (same agenda and
     /// fingerprint as the reconciler's status).
-    pub fn agent_brief(&self, team: &str, member: &str) -> Result<Value, WorkSyncError> {
+    pub fn agent_brief(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+    ) -> Result<Value, WorkSyncError> {
         Ok(agent_brief(&self.get_status(team, member, false)?))
     }
 }

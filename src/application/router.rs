@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::queue::Trigger;
-use crate::domain::names::validate_name;
+use crate::domain::names::{validate_name, MemberName, TeamName};
 use crate::domain::time::{parse_iso, EpochMs};
 
 /// A team change event from the app.
@@ -42,7 +42,7 @@ pub enum Route {
     /// A change that concerns one member only: only that member is queued.
     Member {
         /// The member, as the event named it (trimmed).
-        member: String,
+        member: MemberName,
         /// Trigger it is queued with.
         trigger: Trigger,
     },
@@ -56,7 +56,7 @@ pub enum Route {
     /// A `tool-activity` event: the busy signal, and a finish also queues `tool_finished`.
     Tool {
         /// The member running the tool.
-        member: String,
+        member: MemberName,
         /// What happened to the member's tool calls.
         activity: ToolActivity,
     },
@@ -112,9 +112,8 @@ fn tool_name(value: Option<&Value>) -> Option<String> {
     (!name.is_empty()).then(|| name.chars().take(MAX_TOOL_NAME_CHARS).collect())
 }
 
-fn valid_member(value: Option<&Value>) -> Option<String> {
-    let member = value?.as_str()?.trim();
-    validate_name(member).is_ok().then(|| member.to_string())
+fn valid_member(value: Option<&Value>) -> Option<MemberName> {
+    MemberName::parse(value?.as_str()?.trim()).ok()
 }
 
 /// Routes a `tool-activity` detail (see [`ToolActivity`] for the shapes).
@@ -169,33 +168,28 @@ fn detail_json(event: &TeamChangeEvent) -> Option<Value> {
 }
 
 /// A member name from the detail: JSON `{memberName}` or the plain name.
-fn detail_member(event: &TeamChangeEvent) -> Option<String> {
+fn detail_member(event: &TeamChangeEvent) -> Option<MemberName> {
     match detail_json(event) {
         Some(_) => json_member(event),
-        None => event
-            .detail
-            .clone()
-            .filter(|member| validate_name(member).is_ok()),
+        None => MemberName::parse(event.detail.as_deref()?).ok(),
     }
 }
 
 /// The trimmed `memberName` of a JSON object detail; anything else (plain
 /// text, another JSON value, a missing or non-string name) is no member.
-fn json_member(event: &TeamChangeEvent) -> Option<String> {
+fn json_member(event: &TeamChangeEvent) -> Option<MemberName> {
     let json = detail_json(event)?;
-    let member = json.as_object()?.get("memberName")?.as_str()?.trim();
-    validate_name(member).is_ok().then(|| member.to_string())
+    valid_member(json.as_object()?.get("memberName"))
 }
 
 /// The member of an `inboxes/<member>.json` path.
-fn inbox_member(detail: &str) -> Option<String> {
+fn inbox_member(detail: &str) -> Option<MemberName> {
     let file = detail.rsplit(['/', '\\']).next()?;
     let parent = detail.strip_suffix(file)?.trim_end_matches(['/', '\\']);
     if !parent.ends_with("inboxes") {
         return None;
     }
-    let member = file.strip_suffix(".json")?;
-    validate_name(member).is_ok().then(|| member.to_string())
+    MemberName::parse(file.strip_suffix(".json")?).ok()
 }
 
 /// The `sourceId` in the JSON detail of a `member-turn-settled` event: the
@@ -217,15 +211,21 @@ pub fn announces_config_written(event: &TeamChangeEvent) -> bool {
     event.kind == "config" && event.detail.as_deref() == Some("config.json")
 }
 
+/// The event's team, when its name is safe (an event naming another is ignored).
+pub fn event_team(event: &TeamChangeEvent) -> Option<TeamName> {
+    TeamName::parse(&event.team_name).ok()
+}
+
 /// Routes one event.
 pub fn route(event: &TeamChangeEvent) -> Route {
-    if validate_name(&event.team_name).is_err() {
+    if event_team(event).is_none() {
         return Route::Ignore;
     }
     let member = |trigger| {
         detail_member(event).map_or(Route::Ignore, |member| Route::Member { member, trigger })
     };
     let task = |trigger| match event.task_id.as_deref().map(str::trim) {
+        // A task id is a file name too: one that could leave its folder is no task.
         Some(id) if !id.is_empty() && validate_name(id).is_ok() => Route::Task {
             task_id: id.to_string(),
             trigger,

@@ -14,7 +14,7 @@ impl Engine {
     /// team is being deleted, and counted so deletion can wait for it.
     pub fn with_team<R>(
         &self,
-        team: &str,
+        team: &TeamName,
         operation: impl FnOnce() -> Result<R, WorkSyncError>,
     ) -> Result<R, WorkSyncError> {
         let admission = self.state().gate.admit(team);
@@ -57,13 +57,7 @@ impl Engine {
     fn finish_config_probe(&self, team: &TeamName, probe: ConfigProbe) {
         let found = match self.deps.ports.host.config_file_access(team.as_str()) {
             Some(found) => found,
-            None => {
-                self.deps
-                    .ports
-                    .teams
-                    .load_roster(team.as_str())
-                    .config_found
-            }
+            None => self.deps.ports.teams.load_roster(team).config_found,
         };
         let resumed = self.state().gate.finish_config_probe(probe, found);
         if resumed {
@@ -80,7 +74,6 @@ impl Engine {
         team: &TeamName,
         deletion_id: Option<&str>,
     ) -> Result<(), WorkSyncError> {
-        let team = team.as_str();
         let mut state = self.state();
         state.gate.quiesce(team);
         state.queue.drop_team(team);

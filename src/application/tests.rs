@@ -175,7 +175,7 @@ fn a_failing_reconcile_is_retried_every_30s_then_dropped() {
         world.store.fail_next(failures);
         world
             .engine
-            .enqueue("forge", "jack", Trigger::ManualRefresh);
+            .enqueue(&team("forge"), &member("jack"), Trigger::ManualRefresh);
         let mut outcomes = Vec::new();
         while let Some(at) = world.engine.next_run_at() {
             world.clock.set(at.max(world.engine.now_ms()));
@@ -200,7 +200,7 @@ fn a_failing_reconcile_is_retried_every_30s_then_dropped() {
 /// running on another thread has put up its fence.
 fn until_fenced(world: &FakeWorld) {
     while !matches!(
-        world.engine.with_team("forge", || Ok(())),
+        world.engine.with_team(&team("forge"), || Ok(())),
         Err(WorkSyncError::TeamQuiesced(_))
     ) {
         thread::yield_now();
@@ -249,7 +249,7 @@ fn waiting_for_idle_returns_only_after_the_running_reconcile_finished() {
     let trail: Arc<Mutex<Vec<&'static str>>> = world.store.trail.clone();
     world
         .engine
-        .enqueue("forge", "jack", Trigger::ManualRefresh);
+        .enqueue(&team("forge"), &member("jack"), Trigger::ManualRefresh);
     let taken = world.engine.take_due();
     assert_eq!(taken.len(), 1);
     let runner = {
@@ -471,7 +471,9 @@ fn a_runtime_signal_on_the_same_agenda_still_needing_sync_is_a_stall() {
         if agenda_moves {
             world.teams.give_task("forge", "2", "jack");
         }
-        world.engine.enqueue("forge", "jack", trigger);
+        world
+            .engine
+            .enqueue(&team("forge"), &member("jack"), trigger);
         run_queue_now(&world);
         let status = stored_jack(&world);
         assert_eq!(

@@ -15,7 +15,7 @@ use super::host::{Host, SettledTarget};
 use super::ports::{AuditEvent, AuditJournal, Clock, PortError, StatusStore, TeamSource};
 use super::reconcile::may_store_member;
 use crate::domain::audit::{AuditKind, AuditSource};
-use crate::domain::names::{normalize_member_name, validate_name};
+use crate::domain::names::{normalize_member_name, validate_name, MemberName, TeamName};
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs};
 use crate::domain::turn_settled::normalize::{normalize, normalize_truncated, TurnSettledEvent};
@@ -140,7 +140,7 @@ pub trait CodexSessionLocator: Send + Sync {
 /// direct reconcile.
 pub trait TurnSettledQueue {
     /// Asks for a `turn_settled` reconcile of one member.
-    fn enqueue(&self, team_name: &str, member_name: &str) -> Result<(), String>;
+    fn enqueue(&self, team_name: &TeamName, member_name: &MemberName) -> Result<(), String>;
 }
 
 /// An event the addon reports to the app.
@@ -468,6 +468,12 @@ impl TurnSettledIngestor {
         // reconcile is not retried here; the next trigger catches up, and
         // the failure is counted so the app sees it.
         for (team, member) in targets {
+            // Names read from a spool payload or a roster: one unsafe as a
+            // folder is not queued (as the queue itself always refused it).
+            let (Ok(team), Ok(member)) = (TeamName::parse(&team), MemberName::parse(&member))
+            else {
+                continue;
+            };
             if queue.enqueue(&team, &member).is_err() {
                 summary.failed += 1;
             }
@@ -670,11 +676,11 @@ impl TurnSettledIngestor {
         team: &str,
         rosters: &'r mut HashMap<String, TeamSnapshot>,
     ) -> Option<&'r TeamSnapshot> {
-        validate_name(team).ok()?;
+        let team_name = TeamName::parse(team).ok()?;
         Some(
             rosters
                 .entry(team.to_string())
-                .or_insert_with(|| self.teams.load_roster(team)),
+                .or_insert_with(|| self.teams.load_roster(&team_name)),
         )
     }
 

@@ -46,7 +46,8 @@ pub fn validate_name(name: &str) -> Result<(), NameError> {
 /// its own files and report-token secret. Only the in-memory runtime
 /// bookkeeping (queue, deletion fences, supervisor state, tool activity)
 /// compares teams by [`team_runtime_key`], as the reference app does.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(transparent)]
 pub struct TeamName(String);
 
 impl TeamName {
@@ -58,6 +59,16 @@ impl TeamName {
 
     /// The name as given (the team folder's name).
     pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A checked name reads as the string it is (paths, keys, messages); only
+/// [`TeamName::parse`] makes one.
+impl std::ops::Deref for TeamName {
+    type Target = str;
+
+    fn deref(&self) -> &str {
         &self.0
     }
 }
@@ -78,7 +89,8 @@ pub fn team_runtime_key(team: &str) -> String {
 /// path component ([`validate_name`]). Members compare by
 /// [`normalize_member_name`] everywhere, and their store folder is
 /// [`member_key`].
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(transparent)]
 pub struct MemberName(String);
 
 impl MemberName {
@@ -90,6 +102,16 @@ impl MemberName {
 
     /// The name as given.
     pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A checked name reads as the string it is (paths, keys, messages); only
+/// [`MemberName::parse`] makes one.
+impl std::ops::Deref for MemberName {
+    type Target = str;
+
+    fn deref(&self) -> &str {
         &self.0
     }
 }

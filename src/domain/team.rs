@@ -80,6 +80,13 @@ pub struct TeamMember {
 }
 
 impl TeamMember {
+    /// The roster name as a [`MemberName`](super::names::MemberName), when it
+    /// is safe as a store folder: `config.json` is untrusted, so an unsafe
+    /// name stays on the board (it may own tasks) but never gets a store.
+    pub fn store_name(&self) -> Option<super::names::MemberName> {
+        super::names::MemberName::parse(&self.name).ok()
+    }
+
     /// True when the member was removed from the team.
     pub fn is_removed(&self) -> bool {
         self.removed_at.is_some_and(|at| at != 0.0 && !at.is_nan())

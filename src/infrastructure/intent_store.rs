@@ -21,7 +21,7 @@ use super::status_store::StorePaths;
 use crate::application::ports::{
     Clock, IntentStatus, PendingIntents, PortError, ReportIntent, ReportIntentStore,
 };
-use crate::domain::names::member_key;
+use crate::domain::names::{member_key, TeamName};
 use crate::domain::time::{format_iso, parse_iso};
 
 const SCHEMA_VERSION: u64 = 2;
@@ -197,7 +197,7 @@ impl ReportIntentStore for FsReportIntentStore {
         self.write(intent, true).map(|_| ())
     }
 
-    fn pending(&self, team: &str) -> Result<PendingIntents, PortError> {
+    fn pending(&self, team: &TeamName) -> Result<PendingIntents, PortError> {
         let root = self.paths.root();
         if root.open_dir(&self.paths.team_dir(team))?.is_none() {
             return Ok(PendingIntents::default());

@@ -18,7 +18,7 @@ use super::status_store::StorePaths;
 use crate::application::ports::{
     Claimed, Clock, MemberFailure, OutboxStore, PortError, WatchdogJournal,
 };
-use crate::domain::names::member_key;
+use crate::domain::names::{member_key, TeamName};
 use crate::domain::nudge::{
     claim, ensure_pending, finish_attempt, is_claimable, prune_finished, AttemptEnd, EnsureOutcome,
     OutboxItem, OutboxStatus, PlannedNudge, WatchdogAlert,
@@ -427,7 +427,7 @@ impl OutboxStore for FsOutboxStore {
 
     fn claim_due(
         &self,
-        team: &str,
+        team: &TeamName,
         claimed_by: &str,
         limit: usize,
         now: EpochMs,
@@ -490,7 +490,7 @@ impl OutboxStore for FsOutboxStore {
         })
     }
 
-    fn refresh_index(&self, team: &str) -> Result<(), PortError> {
+    fn refresh_index(&self, team: &TeamName) -> Result<(), PortError> {
         self.write_index(team)
     }
 
@@ -539,8 +539,8 @@ impl FsWatchdogJournal {
 }
 
 impl WatchdogJournal for FsWatchdogJournal {
-    fn alerts(&self, team: &str) -> Result<Vec<WatchdogAlert>, PortError> {
-        let path = self.teams.join(team).join(WATCHDOG_JOURNAL);
+    fn alerts(&self, team: &TeamName) -> Result<Vec<WatchdogAlert>, PortError> {
+        let path = self.teams.join(team.as_str()).join(WATCHDOG_JOURNAL);
         let bytes = match self.teams.read(&path, MAX_WATCHDOG_JOURNAL_BYTES)? {
             FileRead::Missing => return Ok(Vec::new()),
             FileRead::NotAFile => return Err(not_a_file(&path).into()),
@@ -612,7 +612,9 @@ mod tests {
     }
 
     fn claimed_members(store: &FsOutboxStore, now: EpochMs) -> Vec<OutboxItem> {
-        let claimed = store.claim_due("forge", "test", 10, now).unwrap();
+        let claimed = store
+            .claim_due(&TeamName::parse("forge").unwrap(), "test", 10, now)
+            .unwrap();
         assert!(claimed.failures.is_empty());
         claimed.items
     }
@@ -707,7 +709,9 @@ mod tests {
 
     /// The index as a full rebuild from every member file writes it.
     fn rebuilt(store: &FsOutboxStore) -> String {
-        store.refresh_index("forge").unwrap();
+        store
+            .refresh_index(&TeamName::parse("forge").unwrap())
+            .unwrap();
         index_text(store)
     }
 
@@ -732,9 +736,13 @@ mod tests {
                     .unwrap();
             }
             if *claimed_between {
-                store.claim_due("forge", "dispatcher", 10, NOW).unwrap();
+                store
+                    .claim_due(&TeamName::parse("forge").unwrap(), "dispatcher", 10, NOW)
+                    .unwrap();
                 // A dispatch pass ends with a full rebuild.
-                store.refresh_index("forge").unwrap();
+                store
+                    .refresh_index(&TeamName::parse("forge").unwrap())
+                    .unwrap();
             }
             store
                 .ensure("forge", last.0, &planned(last.0, last.1), NOW)

@@ -24,7 +24,7 @@ use super::task_file::{parse_task_file, TaskParse};
 use super::team_config::{effort, string, trimmed_name, TeamConfig};
 use crate::application::ports::{TaskImpactSource, TeamSource};
 use crate::domain::js_semantics::{js_trim, locale_compare};
-use crate::domain::names::{normalize_member_name, validate_name};
+use crate::domain::names::{normalize_member_name, validate_name, MemberName, TeamName};
 use crate::domain::team::{
     merge_team_members, meta_backend_id, tidy_meta_members, Clarification, KanbanColumn,
     KanbanEntry, MemberOverlay, ProviderId, ReviewState, Task, TaskStatus, TeamSnapshot,
@@ -206,11 +206,11 @@ fn open_below(root: &TrustedRoot, name: &str, what: &str, diags: &mut Vec<String
 }
 
 impl TeamSource for FsTeamSource {
-    fn load_roster(&self, team_name: &str) -> TeamSnapshot {
+    fn load_roster(&self, team_name: &TeamName) -> TeamSnapshot {
         self.read_roster(team_name)
     }
 
-    fn load(&self, team_name: &str) -> TeamSnapshot {
+    fn load(&self, team_name: &TeamName) -> TeamSnapshot {
         let mut snapshot = self.read_roster(team_name);
         if !snapshot.config_found {
             return snapshot;
@@ -222,7 +222,7 @@ impl TeamSource for FsTeamSource {
         snapshot
     }
 
-    fn active_members(&self, team_name: &str) -> Vec<String> {
+    fn active_members(&self, team_name: &TeamName) -> Vec<MemberName> {
         let roster = self.read_roster(team_name);
         if !roster.is_active() {
             return Vec::new();
@@ -236,12 +236,16 @@ impl TeamSource for FsTeamSource {
             .map(|m| m.name.clone())
             .collect();
         names.sort_by(|a, b| locale_compare(a, b));
+        // config.json is untrusted: a name unsafe as a store folder gets no reconcile.
         names
+            .iter()
+            .filter_map(|name| MemberName::parse(name).ok())
+            .collect()
     }
 }
 
 impl TaskImpactSource for FsTeamSource {
-    fn impacted_members(&self, team_name: &str, task_id: &str) -> Option<Vec<String>> {
+    fn impacted_members(&self, team_name: &TeamName, task_id: &str) -> Option<Vec<MemberName>> {
         // The event names the task: the next board read looks at its file
         // again even if the folder watch missed the write.
         if validate_name(task_id).is_ok() {
@@ -323,9 +327,13 @@ impl TaskImpactSource for FsTeamSource {
                 })
                 .filter_map(|t| t.owner.clone()),
         );
-        members.retain(|m| validate_name(m).is_ok());
-        members.sort_by_key(|m| normalize_member_name(m));
-        members.dedup_by_key(|m| normalize_member_name(m));
+        // Task files are untrusted: a name unsafe as a store folder is no member.
+        let mut members: Vec<MemberName> = members
+            .iter()
+            .filter_map(|m| MemberName::parse(m).ok())
+            .collect();
+        members.sort_by_key(|m| normalize_member_name(m.as_str()));
+        members.dedup_by_key(|m| normalize_member_name(m.as_str()));
         Some(members)
     }
 }

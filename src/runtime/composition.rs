@@ -20,7 +20,7 @@ use crate::application::runtime_state::RuntimeStates;
 use crate::application::turn_settled::{
     DrainSummary, SettledTurns, TeamChangeRelay, TurnSettledIngestor, TurnSettledQueue, DRAIN_BATCH,
 };
-use crate::domain::names::TeamName;
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::status::ReconciledBy;
 
 use super::activity_file::ActivityFile;
@@ -374,7 +374,7 @@ pub struct Instance {
 struct QueueTurnSettled<'a>(&'a Engine);
 
 impl TurnSettledQueue for QueueTurnSettled<'_> {
-    fn enqueue(&self, team_name: &str, member_name: &str) -> Result<(), String> {
+    fn enqueue(&self, team_name: &TeamName, member_name: &MemberName) -> Result<(), String> {
         self.0.enqueue(team_name, member_name, Trigger::TurnSettled);
         Ok(())
     }
@@ -386,7 +386,7 @@ impl TurnSettledQueue for QueueTurnSettled<'_> {
 struct ReconcileTurnSettledNow<'a>(&'a Engine);
 
 impl TurnSettledQueue for ReconcileTurnSettledNow<'_> {
-    fn enqueue(&self, team_name: &str, member_name: &str) -> Result<(), String> {
+    fn enqueue(&self, team_name: &TeamName, member_name: &MemberName) -> Result<(), String> {
         self.0
             .reconcile_and_plan(
                 team_name,
@@ -715,11 +715,13 @@ mod tests {
             // Without auto start nothing takes work but this test.
             let instance = Instance::start(paths, Some(1_000_000), false, None, tuning).unwrap();
             instance.services.runtime.set("forge", true, None);
-            for member in ["a", "b", "c", "d"] {
+            let forge = TeamName::parse("forge").unwrap();
+            for name in ["a", "b", "c", "d"] {
+                let member = MemberName::parse(name).unwrap();
                 instance
                     .services
                     .engine
-                    .enqueue("forge", member, Trigger::ManualRefresh);
+                    .enqueue(&forge, &member, Trigger::ManualRefresh);
             }
             instance.set_test_clock(1_000_000 + 60_000);
             let taken = instance.services.engine.take_due();

@@ -186,6 +186,11 @@ pub struct Tally {
     pub busy: u64,
 }
 
+/// A team name the peer was told to use, checked.
+fn checked(team: &str) -> member_work_sync::domain::names::TeamName {
+    member_work_sync::domain::names::TeamName::parse(team).unwrap()
+}
+
 fn inbox_ids(path: &Path) -> std::collections::BTreeSet<String> {
     let Ok(file) = std::fs::File::open(path) else {
         return Default::default();
@@ -231,7 +236,7 @@ pub fn run(stores: &Stores, spec: &Spec, out: &mut impl Write) -> Tally {
         if let (Some(at), Some(store)) = (spec.purge_at_round, &stores.sqlite) {
             if round == spec.first_round + at {
                 say(out, json!({"purging": team}));
-                match store.purge_team(team, None) {
+                match store.purge_team(&checked(team), None) {
                     Ok(()) => say(out, json!({"purged": team})),
                     Err(e) => fail(&mut tally, out, "purge", &e),
                 }
@@ -286,7 +291,7 @@ pub fn run(stores: &Stores, spec: &Spec, out: &mut impl Write) -> Tally {
         let claimed: Vec<OutboxItem> =
             match stores
                 .outbox
-                .claim_due(team, &spec.name, spec.claim_limit, spec.now)
+                .claim_due(&checked(team), &spec.name, spec.claim_limit, spec.now)
             {
                 Ok(c) => c.items,
                 Err(e) => {

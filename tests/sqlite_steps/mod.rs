@@ -91,7 +91,7 @@ pub fn run(store: &SqliteStore, step: &Value) -> Value {
         }
         "listPending" => {
             return json!(store
-                .pending(team)
+                .pending(&member_work_sync::domain::names::TeamName::parse(team).unwrap())
                 .unwrap()
                 .intents
                 .iter()
@@ -131,7 +131,12 @@ pub fn run(store: &SqliteStore, step: &Value) -> Value {
         "claim" => {
             let limit = step["limit"].as_u64().unwrap() as usize;
             let claimed = store
-                .claim_due(team, text(step, "claimedBy"), limit, ms(step, "nowIso"))
+                .claim_due(
+                    &member_work_sync::domain::names::TeamName::parse(team).unwrap(),
+                    text(step, "claimedBy"),
+                    limit,
+                    ms(step, "nowIso"),
+                )
                 .unwrap();
             return json!(claimed
                 .items

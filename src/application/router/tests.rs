@@ -13,7 +13,7 @@ fn event(kind: &str, detail: Option<&str>, task_id: Option<&str>) -> TeamChangeE
 
 fn member(name: &str, trigger: Trigger) -> Route {
     Route::Member {
-        member: name.into(),
+        member: MemberName::parse(name).unwrap(),
         trigger,
     }
 }
@@ -87,7 +87,7 @@ fn every_documented_event_type() {
             None
         )),
         Route::Tool {
-            member: "jack".into(),
+            member: MemberName::parse("jack").unwrap(),
             activity: ToolActivity::Finished {
                 tool_id: Some("t1".into()),
                 at: None
@@ -116,7 +116,7 @@ fn every_documented_event_type() {
 fn tool_activity_in_the_apps_shapes() {
     let at = parse_iso("2026-01-01T00:00:00.000Z");
     let tool = |member: &str, activity| Route::Tool {
-        member: member.into(),
+        member: MemberName::parse(member).unwrap(),
         activity,
     };
     for (detail, expected) in [

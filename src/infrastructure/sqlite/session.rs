@@ -25,6 +25,7 @@ use crate::application::ports::{
     StatusStore, StoredStatus, TeamPurge,
 };
 use crate::domain::metrics::{MetricEvent, MetricsIndex};
+use crate::domain::names::TeamName;
 use crate::domain::nudge::{AttemptEnd, EnsureOutcome, OutboxItem, PlannedNudge};
 use crate::domain::status::MemberStatus;
 use crate::domain::time::EpochMs;
@@ -276,7 +277,7 @@ impl SessionStores {
 /// the live JSON files behind a purge marker the next SQLite session
 /// finishes.
 impl TeamPurge for SessionStores {
-    fn purge_team(&self, team: &str, deletion_id: Option<&str>) -> Result<(), PortError> {
+    fn purge_team(&self, team: &TeamName, deletion_id: Option<&str>) -> Result<(), PortError> {
         match self.backend()? {
             Backend::Sqlite => self.sqlite.purge_team(team, deletion_id),
             Backend::JsonFiles => self.teams.run(team, || {
@@ -351,7 +352,7 @@ impl ReportIntentStore for SessionStores {
         self.intents(&intent.team_name, |i| i.record(intent))
     }
 
-    fn pending(&self, team_name: &str) -> Result<PendingIntents, PortError> {
+    fn pending(&self, team_name: &TeamName) -> Result<PendingIntents, PortError> {
         self.intents(team_name, |i| i.pending(team_name))
     }
 
@@ -377,7 +378,7 @@ impl OutboxStore for SessionStores {
 
     fn claim_due(
         &self,
-        team: &str,
+        team: &TeamName,
         claimed_by: &str,
         limit: usize,
         now: EpochMs,
@@ -389,7 +390,7 @@ impl OutboxStore for SessionStores {
         self.outbox(&item.team_name, |o| o.finish(item, end, now))
     }
 
-    fn refresh_index(&self, team: &str) -> Result<(), PortError> {
+    fn refresh_index(&self, team: &TeamName) -> Result<(), PortError> {
         self.outbox(team, |o| o.refresh_index(team))
     }
 

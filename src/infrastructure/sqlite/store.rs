@@ -30,7 +30,7 @@ use crate::application::ports::{
 };
 use crate::domain::js_semantics::js_trim;
 use crate::domain::metrics::{events_for_write, MemberSummary, MetricEvent, MetricsIndex};
-use crate::domain::names::{member_key, normalize_member_name};
+use crate::domain::names::{member_key, normalize_member_name, TeamName};
 use crate::domain::nudge::{AttemptEnd, EnsureOutcome, OutboxItem, PlannedNudge};
 use crate::domain::status::MemberStatus;
 use crate::domain::time::{format_iso, EpochMs};
@@ -181,7 +181,7 @@ impl SqliteStore {
     /// case aliases); `deletion_id` is the team's
     /// `config.json._backupIdentityId`, which fences the generation. A
     /// read-only store deletes nothing and says so.
-    pub fn purge_team(&self, team: &str, deletion_id: Option<&str>) -> Result<(), PortError> {
+    pub fn purge_team(&self, team: &TeamName, deletion_id: Option<&str>) -> Result<(), PortError> {
         self.teams.run(team, || match &self.team_files {
             None => Err(SqliteStoreError::ReadOnlyPurge {
                 path: self.source.clone(),
@@ -435,7 +435,7 @@ impl StatusStore for SqliteStore {
 }
 
 impl TeamPurge for SqliteStore {
-    fn purge_team(&self, team: &str, deletion_id: Option<&str>) -> Result<(), PortError> {
+    fn purge_team(&self, team: &TeamName, deletion_id: Option<&str>) -> Result<(), PortError> {
         SqliteStore::purge_team(self, team, deletion_id)
     }
 }
@@ -475,7 +475,7 @@ impl ReportIntentStore for SqliteStore {
         })
     }
 
-    fn pending(&self, team_name: &str) -> Result<PendingIntents, PortError> {
+    fn pending(&self, team_name: &TeamName) -> Result<PendingIntents, PortError> {
         let records = self.run(team_name, Access::Read, || {
             self.db()?.reports_list_pending(team_name)
         })?;
@@ -549,7 +549,7 @@ impl OutboxStore for SqliteStore {
 
     fn claim_due(
         &self,
-        team: &str,
+        team: &TeamName,
         claimed_by: &str,
         limit: usize,
         now: EpochMs,
@@ -603,7 +603,7 @@ impl OutboxStore for SqliteStore {
         })
     }
 
-    fn refresh_index(&self, _team: &str) -> Result<(), PortError> {
+    fn refresh_index(&self, _team: &TeamName) -> Result<(), PortError> {
         // The table is its own index.
         Ok(())
     }

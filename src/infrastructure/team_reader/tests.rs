@@ -1,4 +1,9 @@
 use super::*;
+
+/// The names a source listed, as strings.
+fn spelled(names: Option<Vec<MemberName>>) -> Option<Vec<String>> {
+    names.map(|names| names.iter().map(ToString::to_string).collect())
+}
 use crate::domain::agenda::TeamIndex;
 use crate::domain::team::TeamMember;
 use crate::infrastructure::safe_fs::mkfifo;
@@ -33,7 +38,7 @@ fn task_files_and_their_diagnostics_are_bounded() {
         };
         fs::write(tasks.join(format!("{i:06}.json")), text).unwrap();
     }
-    let snapshot = source.load("forge");
+    let snapshot = source.load(&TeamName::parse("forge").unwrap());
     assert_eq!(
         snapshot.tasks.len(),
         MAX_TASK_FILES - MAX_TASK_DIAGNOSTICS - 7
@@ -87,7 +92,7 @@ fn reads_the_documented_layout() {
     write(&tasks.join("12.json.lock"), "");
     write(&tasks.join("13.json"), r#"[1,2]"#);
 
-    let snapshot = source.load("forge");
+    let snapshot = source.load(&TeamName::parse("forge").unwrap());
     assert!(snapshot.is_active());
     assert_eq!(snapshot.lead().unwrap().name, "team-lead");
     assert_eq!(
@@ -162,7 +167,7 @@ fn task_files_follow_the_reference_task_reader() {
             r#"{"name":"forge","members":[{"name":"jack"}]}"#,
         );
         write(&root.path().join("tasks/forge/t.json"), content);
-        let snapshot = source.load("forge");
+        let snapshot = source.load(&TeamName::parse("forge").unwrap());
         let got = snapshot.tasks.first().map(|t| {
             (
                 t.id.as_str(),
@@ -186,7 +191,7 @@ fn a_task_with_deleted_at_but_a_live_status_is_work() {
         &root.path().join("tasks/forge/1.json"),
         r#"{"id":"1","status":"pending","owner":"jack","deletedAt":"2026-01-01T00:00:00Z"}"#,
     );
-    let snapshot = source.load("forge");
+    let snapshot = source.load(&TeamName::parse("forge").unwrap());
     let agenda = TeamIndex::build(&snapshot).agenda_for("jack", "2026-11-22T10:00:00.000Z");
     let reasons: Vec<_> = agenda.items.iter().map(|i| i.reason.as_str()).collect();
     assert_eq!(reasons, ["owned_pending_task"]);
@@ -205,7 +210,7 @@ fn a_meta_backend_id_without_its_provider_names_no_provider() {
         &root.path().join("teams/forge/members.meta.json"),
         r#"{"providerBackendId":"codex-native","members":[{"name":"oscar","providerBackendId":"codex-native"},{"name":"dave","providerBackendId":"opencode-cli","model":"minimax/m2"},{"name":"carl","providerId":"codex","providerBackendId":"api"},{"name":"olga","providerId":"opencode","providerBackendId":"opencode-cli"}]}"#,
     );
-    let snapshot = source.load("forge");
+    let snapshot = source.load(&TeamName::parse("forge").unwrap());
     let provider = |name: &str| snapshot.member(name).and_then(TeamMember::derived_provider);
     assert_eq!(provider("oscar"), None);
     // dave's model still names OpenCode (`provider/model`).
@@ -228,7 +233,7 @@ fn roster_entries_follow_the_reference_readers() {
         &root.path().join("teams/forge/members.meta.json"),
         r#"{"members":[{"name":" bob "},{"name":"kim","removedAt":3},{"name":"olga","agentType":" orchestrator "}]}"#,
     );
-    let snapshot = source.load("forge");
+    let snapshot = source.load(&TeamName::parse("forge").unwrap());
     assert_eq!(snapshot.active_member_names(), ["bob", "boss", "olga"]);
     // A config agent type is compared as written; a meta one is trimmed first.
     assert_eq!(snapshot.lead().map(|m| m.name.as_str()), Some("olga"));
@@ -237,19 +242,23 @@ fn roster_entries_follow_the_reference_readers() {
 #[test]
 fn missing_and_deleted_teams() {
     let (root, source) = fixture();
-    let missing = source.load("ghost");
+    let missing = source.load(&TeamName::parse("ghost").unwrap());
     assert!(!missing.config_found && !missing.is_active());
     write(
         &root.path().join("teams/gone/config.json"),
         r#"{"name":"gone","deletedAt":"2026-05-06T11:00:00Z","members":[]}"#,
     );
-    let gone = source.load("gone");
+    let gone = source.load(&TeamName::parse("gone").unwrap());
     assert!(gone.config_found && gone.deleted && !gone.is_active());
     write(
         &root.path().join("teams/noname/config.json"),
         r#"{"name":"  "}"#,
     );
-    assert!(!source.load("noname").config_found);
+    assert!(
+        !source
+            .load(&TeamName::parse("noname").unwrap())
+            .config_found
+    );
 }
 
 #[test]
@@ -265,7 +274,7 @@ fn broken_side_files_degrade_with_diagnostics() {
         &team.join("kanban-state.json"),
         &"x".repeat(MAX_KANBAN_BYTES as usize + 1),
     );
-    let snapshot = source.load("forge");
+    let snapshot = source.load(&TeamName::parse("forge").unwrap());
     assert_eq!(snapshot.active_member_names(), ["jack"]);
     assert!(snapshot.kanban.is_empty());
     // Refused at the boundary (agendas carry it) vs read past (they do not).
@@ -322,12 +331,15 @@ fn non_regular_files_are_never_opened_and_say_so() {
             } else {
                 std::os::unix::fs::symlink(&outside, &path).unwrap();
             }
-            let snapshot = source.load("forge");
+            let snapshot = source.load(&TeamName::parse("forge").unwrap());
             assert_eq!(snapshot.config_found, config_found, "{file} {replacement}");
             assert_eq!(snapshot.diagnostics, [diagnostic], "{file} {replacement}");
             if file.starts_with("tasks/") {
                 assert!(snapshot.tasks.is_empty(), "{file} {replacement}");
-                assert_eq!(source.impacted_members("forge", "7"), None);
+                assert_eq!(
+                    spelled(source.impacted_members(&TeamName::parse("forge").unwrap(), "7")),
+                    None
+                );
             }
         }
     }
@@ -351,7 +363,7 @@ fn linked_team_and_tasks_folders_are_not_followed() {
         let elsewhere = root.path().join("elsewhere");
         fs::rename(root.path().join(folder), &elsewhere).unwrap();
         std::os::unix::fs::symlink(&elsewhere, root.path().join(folder)).unwrap();
-        let snapshot = source.load("forge");
+        let snapshot = source.load(&TeamName::parse("forge").unwrap());
         assert_eq!(snapshot.diagnostics, [diagnostic], "{folder}");
         assert!(snapshot.tasks.is_empty(), "{folder}");
         assert_eq!(
@@ -359,7 +371,11 @@ fn linked_team_and_tasks_folders_are_not_followed() {
             folder.starts_with("tasks/"),
             "{folder}"
         );
-        assert_eq!(source.impacted_members("forge", "7"), impacted, "{folder}");
+        assert_eq!(
+            spelled(source.impacted_members(&TeamName::parse("forge").unwrap(), "7")),
+            impacted,
+            "{folder}"
+        );
     }
 }
 
@@ -428,7 +444,7 @@ fn a_task_change_reaches_the_owners_of_open_tasks_waiting_on_it() {
             vec!["jack".into()]
         };
         assert_eq!(
-            source.impacted_members("forge", "7"),
+            spelled(source.impacted_members(&TeamName::parse("forge").unwrap(), "7")),
             Some(expected),
             "{fields}"
         );
@@ -456,20 +472,27 @@ fn an_event_naming_a_task_by_display_id_routes_to_its_owner_reviewer_and_depende
     let expected = Some(vec!["alice".to_string(), "bob".into(), "tom".into()]);
     for reference in ["#11111111", "11111111", "task-a"] {
         assert_eq!(
-            source.impacted_members("forge", reference),
+            spelled(source.impacted_members(&TeamName::parse("forge").unwrap(), reference)),
             expected,
             "{reference}"
         );
     }
     // A name that is no task on the board still falls back to the team.
-    assert_eq!(source.impacted_members("forge", "#99999999"), None);
+    assert_eq!(
+        spelled(source.impacted_members(&TeamName::parse("forge").unwrap(), "#99999999")),
+        None
+    );
 }
 
 #[test]
 fn a_task_change_event_has_the_board_read_the_task_again() {
     let (root, source) = fixture();
     healthy_team(root.path());
-    let owner = |s: &FsTeamSource| s.load("forge").tasks[0].owner.clone();
+    let owner = |s: &FsTeamSource| {
+        s.load(&TeamName::parse("forge").unwrap()).tasks[0]
+            .owner
+            .clone()
+    };
     assert_eq!(owner(&source).as_deref(), Some("jack"));
     // A write the folder watch cannot see: through a second name elsewhere.
     let elsewhere = root.path().join("elsewhere.json");
@@ -477,7 +500,7 @@ fn a_task_change_event_has_the_board_read_the_task_again() {
     fs::write(&elsewhere, r#"{"id":"7","owner":"jill"}"#).unwrap();
     // The board event for task 7 routes through the impact lookup.
     assert_eq!(
-        source.impacted_members("forge", "7"),
+        spelled(source.impacted_members(&TeamName::parse("forge").unwrap(), "7")),
         Some(vec!["jill".to_string()])
     );
     assert_eq!(owner(&source).as_deref(), Some("jill"));
@@ -507,7 +530,7 @@ fn the_roster_is_capped() {
             &root.path().join("teams/forge/members.meta.json"),
             &serde_json::json!({ "members": names("x", meta_count) }).to_string(),
         );
-        let snapshot = source.load("forge");
+        let snapshot = source.load(&TeamName::parse("forge").unwrap());
         assert_eq!(snapshot.members.len(), kept, "{config_count}+{meta_count}");
         // Config order first: its members are the ones kept.
         assert_eq!(snapshot.members[0].name, "m00000");
@@ -518,7 +541,12 @@ fn the_roster_is_capped() {
             truncated,
             "{config_count}+{meta_count}"
         );
-        assert_eq!(source.active_members("forge").len(), kept);
+        assert_eq!(
+            source
+                .active_members(&TeamName::parse("forge").unwrap())
+                .len(),
+            kept
+        );
     }
 }
 
@@ -534,7 +562,10 @@ fn active_members_are_listed_in_locale_order() {
         .to_string(),
     );
     assert_eq!(
-        source.active_members("forge"),
+        spelled(Some(
+            source.active_members(&TeamName::parse("forge").unwrap())
+        ))
+        .unwrap(),
         ["bob", "Carol", "dave", "dev.ops", "team-lead", "zoe"]
     );
 }

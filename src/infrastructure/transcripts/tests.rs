@@ -82,7 +82,10 @@ fn the_resolver_and_the_roster_reader_agree_on_which_teams_are_active() {
     let mut roster: Vec<String> = configs
         .iter()
         .map(|(team, _)| team.to_string())
-        .filter(|team| reader.load_roster(team).is_active())
+        .filter(|team| {
+            let team = crate::domain::names::TeamName::parse(team).unwrap();
+            reader.load_roster(&team).is_active()
+        })
         .collect();
     roster.sort();
     assert_eq!(resolver, ["kept", "nulled"]);

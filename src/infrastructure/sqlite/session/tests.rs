@@ -431,7 +431,9 @@ fn a_json_session_purge_deletes_the_live_json_behind_a_marker() {
         .join("members/bob/.member-work-sync/journal.jsonl");
     write(&status, "{}");
     write(&kept, "{}\n");
-    stores.purge_team(TEAM, Some("del-1")).unwrap();
+    stores
+        .purge_team(&TeamName::parse(TEAM).unwrap(), Some("del-1"))
+        .unwrap();
     assert!(!status.exists());
     assert!(kept.exists());
     let marker: serde_json::Value =
