@@ -17,16 +17,16 @@ use crate::domain::names::{normalize_member_name, team_runtime_key};
 use crate::domain::time::EpochMs;
 
 /// How long after a tool finishes the member still counts as busy.
-pub const RECENT_TOOL_MS: EpochMs = 90_000;
+const RECENT_TOOL_MS: EpochMs = 90_000;
 /// An active tool older than this is considered stale (its finish was lost).
-pub const ACTIVE_TOOL_STALE_MS: EpochMs = 10 * 60_000;
+const ACTIVE_TOOL_STALE_MS: EpochMs = 10 * 60_000;
 /// Calls remembered per member; the oldest go first. A member never runs
 /// this many tools at once, so only a flood of unfinished starts hits it.
-pub const MAX_TOOLS_PER_MEMBER: usize = 64;
+const MAX_TOOLS_PER_MEMBER: usize = 64;
 /// Members tracked across all teams. Events may name members no roster
 /// lists, which are never looked up; past this, expired ones are dropped,
 /// and while none has expired a new member's call is not recorded.
-pub const MAX_MEMBERS: usize = 4096;
+pub(crate) const MAX_MEMBERS: usize = 4096;
 
 /// Why a member is busy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,7 +157,7 @@ impl BusySignals {
     }
 
     /// A tool call started. Event times in the future are clamped to `now`.
-    pub fn tool_started(
+    pub(crate) fn tool_started(
         &self,
         team: &str,
         member: &str,
@@ -195,7 +195,7 @@ impl BusySignals {
 
     /// The app lost track of some calls: forgets the listed ones, or every
     /// call of the member when the list is empty.
-    pub fn tools_reset(&self, team: &str, member: &str, tool_ids: &[String]) {
+    pub(crate) fn tools_reset(&self, team: &str, member: &str, tool_ids: &[String]) {
         let mut members = self.members();
         let key = key(team, member);
         if tool_ids.is_empty() {
@@ -219,7 +219,7 @@ impl BusySignals {
 
     /// Whether the member is busy now, why, and with which tool: a running
     /// call wins over a finished one, the newest call names the tool.
-    pub fn busy_with(&self, team: &str, member: &str, now: EpochMs) -> Option<Busy> {
+    pub(crate) fn busy_with(&self, team: &str, member: &str, now: EpochMs) -> Option<Busy> {
         let mut members = self.members();
         let key = key(team, member);
         let calls = members.get_mut(&key)?;
@@ -258,7 +258,7 @@ impl BusySignals {
     }
 
     /// Forgets a team (after deletion, or when its lead goes offline).
-    pub fn forget_team(&self, team: &str) {
+    pub(crate) fn forget_team(&self, team: &str) {
         let team = team_runtime_key(team);
         self.members().retain(|(t, _), _| *t != team);
     }

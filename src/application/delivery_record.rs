@@ -34,7 +34,7 @@ type Latest = VecDeque<RecordedDelivery>;
 /// Per (team, normalized member) the latest deliveries this process made,
 /// bounded to [`MAX_MEMBERS`] members.
 #[derive(Debug, Default)]
-pub struct DeliveryRecord {
+pub(crate) struct DeliveryRecord {
     members: Mutex<HashMap<(String, String), Latest>>,
 }
 

@@ -59,7 +59,7 @@ struct EngineState {
 
 /// Hands slow engine work (a deleted team's config probe, which may wait
 /// for the app's `configFileAccess`) to another thread.
-pub type Background = Box<dyn Fn(Box<dyn FnOnce(&Engine) + Send>) + Send + Sync>;
+pub(crate) type Background = Box<dyn Fn(Box<dyn FnOnce(&Engine) + Send>) + Send + Sync>;
 
 /// The live engine of one addon instance.
 pub struct Engine {
@@ -94,17 +94,17 @@ impl Engine {
     }
 
     /// The intake's counters (the worker adds to them).
-    pub fn intake_counters(&self) -> &IntakeCounters {
+    pub(crate) fn intake_counters(&self) -> &IntakeCounters {
         &self.intake
     }
 
     /// Sets how many queued reconciles run at once (at least 1).
-    pub fn set_queue_concurrency(&self, concurrency: usize) {
+    pub(crate) fn set_queue_concurrency(&self, concurrency: usize) {
         self.state().queue.set_concurrency(concurrency);
     }
 
     /// Sets the queue's quiet window (the app's `queueQuietWindowMs`).
-    pub fn set_queue_quiet_window(&self, quiet_window: Option<EpochMs>) {
+    pub(crate) fn set_queue_quiet_window(&self, quiet_window: Option<EpochMs>) {
         self.state().queue.set_quiet_window(quiet_window);
     }
 
@@ -114,12 +114,12 @@ impl Engine {
     }
 
     /// Installs the hook that wakes the worker when the queue changed.
-    pub fn set_wake(&self, wake: Box<dyn Fn() + Send + Sync>) {
+    pub(crate) fn set_wake(&self, wake: Box<dyn Fn() + Send + Sync>) {
         *self.wake.lock().unwrap_or_else(|p| p.into_inner()) = Some(wake);
     }
 
     /// Installs where slow work runs (the worker's blocking pool).
-    pub fn set_background(&self, background: Background) {
+    pub(crate) fn set_background(&self, background: Background) {
         *self.background.lock().unwrap_or_else(|p| p.into_inner()) = Some(background);
     }
 
@@ -281,7 +281,12 @@ impl Engine {
 
     /// Queues a `proof_missing_recovery` reconcile of one member carrying
     /// `recovery` (nothing while the team is being deleted).
-    pub fn enqueue_recovery(&self, team: &TeamName, member: &MemberName, recovery: Recovery) {
+    pub(crate) fn enqueue_recovery(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+        recovery: Recovery,
+    ) {
         let now = self.now();
         let fresh = {
             let mut state = self.state();
@@ -302,7 +307,7 @@ impl Engine {
 
     /// Queues every active roster member of each team with `startup_scan`
     /// (due in 30 s); reads each roster now.
-    pub fn enqueue_startup_scan(&self, teams: &[TeamName]) {
+    pub(crate) fn enqueue_startup_scan(&self, teams: &[TeamName]) {
         for team in teams {
             for member in self.deps.ports.teams.active_members(team) {
                 self.enqueue(team, &member, Trigger::StartupScan);
@@ -543,7 +548,7 @@ impl Engine {
     }
 
     /// Earliest time queued work is due.
-    pub fn next_run_at(&self) -> Option<EpochMs> {
+    pub(crate) fn next_run_at(&self) -> Option<EpochMs> {
         self.state().queue.next_run_at()
     }
 
@@ -656,12 +661,12 @@ impl Engine {
     }
 
     /// [`Reconciler::preview_metrics`] through the team gate: no side effects.
-    pub fn preview_metrics(&self, team: &TeamName) -> Result<TeamMetrics, WorkSyncError> {
+    pub(crate) fn preview_metrics(&self, team: &TeamName) -> Result<TeamMetrics, WorkSyncError> {
         self.with_team(team, || self.reconciler.preview_metrics(team))
     }
 
     /// `getAgentBrief` through the team gate.
-    pub fn agent_brief(
+    pub(crate) fn agent_brief(
         &self,
         team: &TeamName,
         member: &MemberName,
@@ -702,7 +707,7 @@ impl Engine {
     }
 
     /// Blocks until no reconcile is running (used by dispose).
-    pub fn wait_idle(&self) {
+    pub(crate) fn wait_idle(&self) {
         let mut state = self.state();
         while state.queue.running() > 0 {
             state = self.finished.wait(state).unwrap_or_else(|p| p.into_inner());

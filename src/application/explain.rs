@@ -14,7 +14,7 @@ use crate::domain::names::{MemberName, TeamName};
 use crate::domain::time::{format_iso, EpochMs};
 
 /// Most entries one `explain` returns (the newest are kept).
-pub const MAX_ENTRIES: usize = 2000;
+pub(crate) const MAX_ENTRIES: usize = 2000;
 
 /// What the journal files held.
 #[derive(Debug, Default)]
@@ -47,7 +47,7 @@ pub trait ExplainSource: Send + Sync {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
-pub struct Explanation {
+pub(crate) struct Explanation {
     /// The team asked about.
     pub team_name: String,
     /// The member asked about.
@@ -76,7 +76,7 @@ impl Explainer {
     }
 
     /// The timeline of `member` in `team`, entries at or after `since_ms`.
-    pub fn explain(
+    pub(crate) fn explain(
         &self,
         team: &TeamName,
         member: &MemberName,

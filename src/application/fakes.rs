@@ -66,7 +66,7 @@ pub struct MemoryTeams {
 
 impl MemoryTeams {
     /// Adds (or replaces) an active team with these members.
-    pub fn put(&self, team: &str, members: &[&str]) {
+    pub(crate) fn put(&self, team: &str, members: &[&str]) {
         let snapshot = TeamSnapshot {
             team_name: team.to_string(),
             folder_found: true,
@@ -87,7 +87,7 @@ impl MemoryTeams {
     }
 
     /// Gives `owner` a pending task `id` on the team's board.
-    pub fn give_task(&self, team: &str, id: &str, owner: &str) {
+    pub(crate) fn give_task(&self, team: &str, id: &str, owner: &str) {
         let task = Task {
             id: id.into(),
             display_id: format!("#{id}"),
@@ -158,12 +158,12 @@ pub struct MemoryStatusStore {
 
 impl MemoryStatusStore {
     /// Makes the next `count` updates fail with an IO error.
-    pub fn fail_next(&self, count: u32) {
+    pub(crate) fn fail_next(&self, count: u32) {
         self.failures.store(count, Ordering::SeqCst);
     }
 
     /// Holds the next update until released.
-    pub fn hold_next_update(&self) -> HeldUpdate {
+    pub(crate) fn hold_next_update(&self) -> HeldUpdate {
         let (entered_tx, entered) = channel();
         let (release, release_rx) = channel();
         *self.hold.lock().unwrap() = Some((entered_tx, release_rx));
@@ -310,7 +310,7 @@ pub struct MemoryOutbox {
 
 impl MemoryOutbox {
     /// Holds `item` (as if it had been planned and dispatched).
-    pub fn put(&self, item: OutboxItem) {
+    pub(crate) fn put(&self, item: OutboxItem) {
         self.items.lock().unwrap().push(item);
     }
 }
@@ -377,7 +377,7 @@ impl WatchdogJournal for NoAlerts {
 }
 
 /// An engine over in-memory ports, with handles on the fakes a test drives.
-pub struct FakeWorld {
+pub(crate) struct FakeWorld {
     /// The engine under test.
     pub engine: Arc<Engine>,
     /// The engine's clock; a test moves it by hand.

@@ -297,7 +297,7 @@ impl HostRelay {
     }
 
     /// Drops the host (dispose releases the JS callbacks).
-    pub fn disconnect(&self) {
+    pub(crate) fn disconnect(&self) {
         *self.host.write().unwrap_or_else(|p| p.into_inner()) = None;
     }
 

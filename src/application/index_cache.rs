@@ -14,7 +14,7 @@ use crate::domain::agenda::{Agenda, TaskIndex, TeamIndex};
 use crate::domain::team::TeamSnapshot;
 
 /// Teams whose index is kept; the task cache keeps as many boards.
-pub const MAX_INDEXED_TEAMS: usize = 4;
+const MAX_INDEXED_TEAMS: usize = 4;
 
 /// One team's kept index and when it was last used.
 #[derive(Debug, Default)]
@@ -25,7 +25,7 @@ struct Slot {
 
 /// Kept [`TaskIndex`]es by team (see the module docs).
 #[derive(Debug, Default)]
-pub struct IndexCache {
+pub(crate) struct IndexCache {
     teams: Mutex<(HashMap<String, Slot>, u64)>,
 }
 

@@ -125,7 +125,7 @@ impl LogEntry {
     }
 
     /// Adds `context` (an object; anything else is ignored).
-    pub fn with_context(mut self, context: Value) -> Self {
+    pub(crate) fn with_context(mut self, context: Value) -> Self {
         if let Value::Object(context) = context {
             self.context = context;
         }
@@ -153,7 +153,7 @@ impl LogRelay {
     }
 
     /// Drops the sink (dispose releases the JS callback).
-    pub fn disconnect(&self) {
+    pub(crate) fn disconnect(&self) {
         *self.sink.write().unwrap_or_else(|p| p.into_inner()) = None;
     }
 }

@@ -37,7 +37,7 @@ mod recovery_guard;
 use planning::{Planning, STILL_STUCK_PREFIX};
 
 /// Items one claim takes.
-pub const CLAIM_LIMIT: usize = 10;
+const CLAIM_LIMIT: usize = 10;
 /// Longest one dispatch pass spends on a team.
 const TEAM_BUDGET: Duration = Duration::from_secs(120);
 /// A board read is reused for the next batch while younger than this.
@@ -69,7 +69,7 @@ pub struct DispatchSummary {
 
 impl DispatchSummary {
     /// Adds another pass's counts.
-    pub fn add(&mut self, other: &DispatchSummary) {
+    pub(crate) fn add(&mut self, other: &DispatchSummary) {
         self.claimed += other.claimed;
         self.delivered += other.delivered;
         self.superseded += other.superseded;

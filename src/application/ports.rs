@@ -147,7 +147,7 @@ impl StoredStatus {
     }
 
     /// The status, wherever it came from.
-    pub fn into_status(self) -> Option<MemberStatus> {
+    pub(crate) fn into_status(self) -> Option<MemberStatus> {
         match self {
             Self::Missing | Self::Quarantined { .. } => None,
             Self::Current(s) | Self::Legacy(s) => Some(s),
@@ -455,7 +455,7 @@ pub trait TeamPurge: Send + Sync {
 
 /// The JSON files' store keeps a deleted team's state, as the app's JSON
 /// store does: its files go with the team folder the app deletes.
-pub struct KeepOnDeletion;
+pub(crate) struct KeepOnDeletion;
 
 impl TeamPurge for KeepOnDeletion {
     fn purge_team(&self, _team: &TeamName, _deletion_id: Option<&str>) -> Result<(), PortError> {

@@ -24,13 +24,13 @@ use crate::domain::recovery::{
 /// Source tag of the scheduler's audit events.
 const SOURCE: AuditSource = AuditSource::ProofMissingRecoveryScheduler;
 /// Longest `originalMessageId` accepted (it becomes part of an outbox id).
-pub const MAX_MESSAGE_ID_CHARS: usize = 256;
+const MAX_MESSAGE_ID_CHARS: usize = 256;
 /// Most task refs in one request.
-pub const MAX_TASK_REFS: usize = 100;
+const MAX_TASK_REFS: usize = 100;
 /// Longest task id, display id or team name of a task ref.
-pub const MAX_TASK_REF_FIELD_CHARS: usize = 128;
+const MAX_TASK_REF_FIELD_CHARS: usize = 128;
 /// Longest `reason` accepted.
-pub const MAX_REASON_CHARS: usize = 200;
+const MAX_REASON_CHARS: usize = 200;
 
 /// A `scheduleProofMissingRecovery` request, fields as given (not trimmed).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,13 +14,13 @@ use crate::domain::time::EpochMs;
 
 /// Reconciles running at once, across all teams, unless configured
 /// (`tuning.queueConcurrency`).
-pub const CONCURRENCY: usize = 2;
+const CONCURRENCY: usize = 2;
 /// Delay before a failed reconcile is retried.
-pub const RETRY_DELAY_MS: EpochMs = 30_000;
+pub(crate) const RETRY_DELAY_MS: EpochMs = 30_000;
 /// Retries after the first failure before the item is dropped.
-pub const MAX_RETRIES: u32 = 3;
+pub(crate) const MAX_RETRIES: u32 = 3;
 /// Longest a single reconcile may run before it counts as failed.
-pub const RECONCILE_TIMEOUT_MS: EpochMs = 120_000;
+pub(crate) const RECONCILE_TIMEOUT_MS: EpochMs = 120_000;
 /// Cap of the follow-up pass delay.
 const FOLLOW_UP_MAX_DELAY_MS: EpochMs = 5_000;
 
@@ -42,7 +42,7 @@ pub enum Trigger {
 
 impl Trigger {
     /// Every trigger (the reference's ten).
-    pub const ALL: [Trigger; 10] = [
+    pub(crate) const ALL: [Trigger; 10] = [
         Self::ManualRefresh,
         Self::ProofMissingRecovery,
         Self::TurnSettled,
@@ -79,7 +79,7 @@ impl Trigger {
     }
 
     /// `(runAfter, maxWait)` in ms.
-    pub fn policy(self) -> (EpochMs, EpochMs) {
+    pub(crate) fn policy(self) -> (EpochMs, EpochMs) {
         match self {
             Self::ManualRefresh => (0, 0),
             Self::ProofMissingRecovery | Self::TurnSettled | Self::ToolFinished => (5_000, 30_000),
@@ -92,7 +92,7 @@ impl Trigger {
 impl Trigger {
     /// The runtime signal a trigger is, as a stall names it (none for a
     /// trigger that is no runtime signal).
-    pub fn runtime_signal(self) -> Option<StallTrigger> {
+    pub(crate) fn runtime_signal(self) -> Option<StallTrigger> {
         match self {
             Self::TurnSettled => Some(StallTrigger::TurnSettled),
             Self::ToolFinished => Some(StallTrigger::ToolFinished),
@@ -103,10 +103,10 @@ impl Trigger {
 }
 
 /// Queue key: normalized team + normalized member (`team\0member-lc`).
-pub type QueueKey = (String, String);
+pub(crate) type QueueKey = (String, String);
 
 /// Builds the key of a member.
-pub fn queue_key(team: &str, member: &str) -> QueueKey {
+pub(crate) fn queue_key(team: &str, member: &str) -> QueueKey {
     (team_runtime_key(team), normalize_member_name(member))
 }
 
@@ -195,7 +195,7 @@ impl Default for QueueCore {
 
 impl QueueCore {
     /// An empty queue running at most `concurrency` reconciles at once (0 counts as 1).
-    pub fn with_concurrency(concurrency: usize) -> Self {
+    pub(crate) fn with_concurrency(concurrency: usize) -> Self {
         Self {
             items: HashMap::new(),
             counters: QueueCounters::default(),
@@ -205,12 +205,12 @@ impl QueueCore {
     }
 
     /// Changes the concurrency; items already running keep running.
-    pub fn set_concurrency(&mut self, concurrency: usize) {
+    pub(crate) fn set_concurrency(&mut self, concurrency: usize) {
         self.concurrency = concurrency.max(1);
     }
 
     /// Sets the quiet window (`None`: each trigger's own delay).
-    pub fn set_quiet_window(&mut self, quiet_window: Option<EpochMs>) {
+    pub(crate) fn set_quiet_window(&mut self, quiet_window: Option<EpochMs>) {
         self.quiet_window = quiet_window;
     }
 
@@ -308,7 +308,7 @@ impl QueueCore {
     /// Queues a `proof_missing_recovery` reconcile carrying `recovery`
     /// (coalesced like any trigger; the latest recovery wins). Returns false
     /// when it coalesced.
-    pub fn enqueue_recovery(
+    pub(crate) fn enqueue_recovery(
         &mut self,
         team: &TeamName,
         member: &MemberName,
@@ -409,7 +409,7 @@ impl QueueCore {
     }
 
     /// Drops every queued (not running) item of a team; running ones lose their follow-up.
-    pub fn drop_team(&mut self, team: &str) -> usize {
+    pub(crate) fn drop_team(&mut self, team: &str) -> usize {
         let team_key = team_runtime_key(team);
         let mut dropped = 0;
         self.items.retain(|(t, _), item| {
@@ -432,21 +432,21 @@ impl QueueCore {
     }
 
     /// Drops an item handed out by [`QueueCore::take_due`] without running it.
-    pub fn drop_taken(&mut self, key: &QueueKey) {
+    pub(crate) fn drop_taken(&mut self, key: &QueueKey) {
         if self.items.remove(key).is_some() {
             self.counters.dropped += 1;
         }
     }
 
     /// Pulls a waiting item's run forward to `at` (never later).
-    pub fn expedite(&mut self, key: &QueueKey, at: EpochMs) {
+    pub(crate) fn expedite(&mut self, key: &QueueKey, at: EpochMs) {
         if let Some(item) = self.items.get_mut(key).filter(|i| i.queued) {
             item.run_at = item.run_at.min(at);
         }
     }
 
     /// Items of a team that are running now.
-    pub fn running_in_team(&self, team: &str) -> usize {
+    pub(crate) fn running_in_team(&self, team: &str) -> usize {
         let team = team_runtime_key(team);
         self.items
             .values()
@@ -456,7 +456,7 @@ impl QueueCore {
 
     /// Earliest `run_at` among waiting items; `None` while saturated (nothing
     /// can start before a run finishes, and finishing wakes the driver).
-    pub fn next_run_at(&self) -> Option<EpochMs> {
+    pub(crate) fn next_run_at(&self) -> Option<EpochMs> {
         if self.running_count() >= CONCURRENCY {
             return None;
         }
@@ -481,7 +481,7 @@ impl QueueCore {
     }
 
     /// Running items, earliest started first.
-    pub fn running_items(&self) -> Vec<&QueueItem> {
+    pub(crate) fn running_items(&self) -> Vec<&QueueItem> {
         let mut items: Vec<&QueueItem> = self.items.values().filter(|i| i.running).collect();
         items.sort_by_key(|i| {
             (

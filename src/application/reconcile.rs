@@ -71,7 +71,7 @@ pub fn member_name(name: &str) -> Result<MemberName, WorkSyncError> {
 
 /// What `getStatus` read.
 #[derive(Debug)]
-pub struct StatusRead {
+pub(crate) struct StatusRead {
     /// The status returned to the caller.
     pub status: MemberStatus,
     /// True when `status` is a stale stored one (its diagnostics say why)
@@ -242,7 +242,7 @@ impl Reconciler {
     /// [`Reconciler::refresh_status`]; `force_nudge` resets nudge suppression,
     /// `recovery` is the targeted recovery the reconcile was queued for (it
     /// lands in `shadow.recovery`, where the nudge planner reads it).
-    pub fn refresh_status_with(
+    pub(crate) fn refresh_status_with(
         &self,
         team: &TeamName,
         member: &MemberName,
@@ -286,7 +286,7 @@ impl Reconciler {
 
     /// [`Reconciler::get_status`], saying whether the status returned is a
     /// stale stored one the queue should refresh.
-    pub fn read_status(
+    pub(crate) fn read_status(
         &self,
         team: &TeamName,
         member: &MemberName,

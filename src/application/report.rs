@@ -25,7 +25,7 @@ const SOURCE: AuditSource = AuditSource::Reporter;
 /// Replay reason under which an expired token may be retried once with a fresh one.
 const CONTROL_API_UNAVAILABLE: &str = "control_api_unavailable";
 /// Message of an accepted report.
-pub const ACCEPTED_MESSAGE: &str = "Member work sync report accepted.";
+const ACCEPTED_MESSAGE: &str = "Member work sync report accepted.";
 
 /// What `report()` answers.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,7 +46,7 @@ pub struct ReportResult {
 
 impl ReplaySummary {
     /// Adds another replay's counts.
-    pub fn add(&mut self, other: &ReplaySummary) {
+    pub(crate) fn add(&mut self, other: &ReplaySummary) {
         self.processed += other.processed;
         self.accepted += other.accepted;
         self.rejected += other.rejected;
@@ -431,7 +431,7 @@ impl Reconciler {
 
     /// [`Reconciler::get_metrics`] without side effects: a corrupt index
     /// reads as empty and is left where it is (operators' read-only views).
-    pub fn preview_metrics(&self, team: &TeamName) -> Result<TeamMetrics, WorkSyncError> {
+    pub(crate) fn preview_metrics(&self, team: &TeamName) -> Result<TeamMetrics, WorkSyncError> {
         let team = team.as_str();
         Ok(self.summarize_metrics(team, &self.ports.metrics.peek(team)?))
     }
@@ -443,7 +443,7 @@ impl Reconciler {
 
     /// The compact agenda block an agent gets in its briefing (same agenda and
     /// fingerprint as the reconciler's status).
-    pub fn agent_brief(
+    pub(crate) fn agent_brief(
         &self,
         team: &TeamName,
         member: &MemberName,
@@ -476,11 +476,11 @@ fn outcome_fields(
 }
 
 /// Items shown in the agent brief.
-pub const BRIEF_ITEMS: usize = 10;
+const BRIEF_ITEMS: usize = 10;
 
 /// `{schemaVersion, teamName, memberName, state, agendaFingerprint, reportToken?,
 /// reportTokenExpiresAt?, actionableCount, items: [{taskRef, kind, reason}] (first 10)}`.
-pub fn agent_brief(status: &MemberStatus) -> Value {
+pub(crate) fn agent_brief(status: &MemberStatus) -> Value {
     let items: Vec<Value> = status
         .agenda
         .items

@@ -28,7 +28,7 @@ pub enum PickupUndeliverable {
 
 impl PickupUndeliverable {
     /// The planner's journal `reason` (and its one diagnostic).
-    pub fn planner_reason(&self) -> String {
+    pub(crate) fn planner_reason(&self) -> String {
         match self {
             Self::NoDeliveryPort => PORT_UNAVAILABLE.into(),
             Self::Refused(reason) => reason.clone(),
@@ -36,7 +36,7 @@ impl PickupUndeliverable {
     }
 
     /// The dispatcher's reason: the item's `lastError` and its journal `reason`.
-    pub fn dispatcher_reason(&self) -> String {
+    pub(crate) fn dispatcher_reason(&self) -> String {
         let why = match self {
             Self::NoDeliveryPort => "delivery_port_unavailable",
             Self::Refused(reason) => reason,
@@ -47,7 +47,7 @@ impl PickupUndeliverable {
 
 /// The dispatcher's reason when the delivery port went away between its
 /// `canDeliver` and its `deliver` (the app's dispatcher without a port).
-pub const PORT_UNAVAILABLE: &str = "review_pickup_delivery_port_unavailable";
+pub(crate) const PORT_UNAVAILABLE: &str = "review_pickup_delivery_port_unavailable";
 
 /// Whether review pickups to `member` can be delivered now, asked of the
 /// app's `reviewPickupDelivery.canDeliver` (never, without the option).
@@ -68,6 +68,6 @@ pub fn delivery(
 /// without the option). A failed or late escalation changes nothing here:
 /// the journal already holds `review_pickup_escalated` and the binding logs
 /// the failure, as the app's planner only warns.
-pub fn escalate(host: &dyn Host, escalation: &ReviewPickupEscalation<'_>) {
+pub(crate) fn escalate(host: &dyn Host, escalation: &ReviewPickupEscalation<'_>) {
     let _logged_by_the_binding = host.review_pickup_escalate(escalation);
 }

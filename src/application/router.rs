@@ -194,7 +194,7 @@ fn inbox_member(detail: &str) -> Option<MemberName> {
 
 /// The `sourceId` in the JSON detail of a `member-turn-settled` event: the
 /// turn the event announces (the drain emits it; an app may forward it back).
-pub fn settled_turn_source_id(event: &TeamChangeEvent) -> Option<String> {
+pub(crate) fn settled_turn_source_id(event: &TeamChangeEvent) -> Option<String> {
     if event.kind != "member-turn-settled" {
         return None;
     }
@@ -207,12 +207,12 @@ pub fn settled_turn_source_id(event: &TeamChangeEvent) -> Option<String> {
 
 /// True for a `config` event announcing the team's `config.json` written
 /// (what brings a deleted team back).
-pub fn announces_config_written(event: &TeamChangeEvent) -> bool {
+pub(crate) fn announces_config_written(event: &TeamChangeEvent) -> bool {
     event.kind == "config" && event.detail.as_deref() == Some("config.json")
 }
 
 /// The event's team, when its name is safe (an event naming another is ignored).
-pub fn event_team(event: &TeamChangeEvent) -> Option<TeamName> {
+pub(crate) fn event_team(event: &TeamChangeEvent) -> Option<TeamName> {
     TeamName::parse(&event.team_name).ok()
 }
 

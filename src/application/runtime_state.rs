@@ -32,7 +32,7 @@ impl RuntimeStates {
     }
 
     /// Forgets a team (it counts as active again).
-    pub fn forget(&self, team_name: &str) {
+    pub(crate) fn forget(&self, team_name: &str) {
         let mut teams = self.teams.write().unwrap_or_else(|p| p.into_inner());
         teams.remove(&team_runtime_key(team_name));
     }

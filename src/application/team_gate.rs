@@ -24,7 +24,7 @@ use crate::domain::names::team_runtime_key;
 
 /// The fences and admitted operations of every team.
 #[derive(Debug, Default)]
-pub struct TeamGate {
+pub(crate) struct TeamGate {
     /// Teams being deleted, or deleted: nothing is admitted.
     fenced: HashSet<String>,
     /// Of those, the deleted ones: fenced until their `config.json` is
@@ -46,7 +46,7 @@ pub struct TeamGate {
 
 /// One admitted per-team operation; hand it back to [`TeamGate::release`].
 #[derive(Debug, PartialEq, Eq)]
-pub struct Admission {
+pub(crate) struct Admission {
     key: String,
 }
 
@@ -54,19 +54,19 @@ pub struct Admission {
 /// [`TeamGate::start_config_probe`]; its answer goes to
 /// [`TeamGate::finish_config_probe`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigProbe {
+pub(crate) struct ConfigProbe {
     key: String,
     ticket: u64,
 }
 
 impl TeamGate {
     /// True while `team` is being deleted or is deleted.
-    pub fn is_fenced(&self, team: &str) -> bool {
+    pub(crate) fn is_fenced(&self, team: &str) -> bool {
         self.fenced.contains(&team_runtime_key(team))
     }
 
     /// Admits one operation of `team`, or none while it is fenced.
-    pub fn admit(&mut self, team: &str) -> Option<Admission> {
+    pub(crate) fn admit(&mut self, team: &str) -> Option<Admission> {
         let key = team_runtime_key(team);
         if self.fenced.contains(&key) {
             return None;
@@ -86,7 +86,7 @@ impl TeamGate {
     }
 
     /// True while an operation of `team` admitted before is not done.
-    pub fn has_admitted(&self, team: &str) -> bool {
+    pub(crate) fn has_admitted(&self, team: &str) -> bool {
         self.admitted
             .get(&team_runtime_key(team))
             .is_some_and(|n| *n > 0)
@@ -94,7 +94,7 @@ impl TeamGate {
 
     /// `prepareTeamDeletion`: fences the team; a deletion or a look for
     /// its config from before is forgotten.
-    pub fn quiesce(&mut self, team: &str) {
+    pub(crate) fn quiesce(&mut self, team: &str) {
         let key = team_runtime_key(team);
         self.deleted.remove(&key);
         self.auto_resumed.remove(&key);
@@ -104,7 +104,7 @@ impl TeamGate {
 
     /// `completeTeamDeletion`: the team stays fenced as deleted, unless it
     /// already came back on its own.
-    pub fn mark_deleted(&mut self, team: &str) {
+    pub(crate) fn mark_deleted(&mut self, team: &str) {
         let key = team_runtime_key(team);
         if !self.auto_resumed.contains(&key) {
             self.fenced.insert(key.clone());
@@ -115,7 +115,7 @@ impl TeamGate {
     /// `resumeTeam`: lifts the fence. True when the team is owed a
     /// re-scan; false when it already came back on its own (and was
     /// re-scanned then).
-    pub fn lift_fence(&mut self, team: &str) -> bool {
+    pub(crate) fn lift_fence(&mut self, team: &str) -> bool {
         let key = team_runtime_key(team);
         self.fenced.remove(&key);
         self.deleted.remove(&key);
@@ -125,7 +125,7 @@ impl TeamGate {
 
     /// A `config.json` write announced for `team`: the look for the file
     /// to start, when the team is deleted and no look is under way.
-    pub fn start_config_probe(&mut self, team: &str) -> Option<ConfigProbe> {
+    pub(crate) fn start_config_probe(&mut self, team: &str) -> Option<ConfigProbe> {
         let key = team_runtime_key(team);
         if !self.deleted.contains(&key) || self.config_probes.contains_key(&key) {
             return None;
@@ -141,7 +141,7 @@ impl TeamGate {
     /// The answer of a look: when the file was `found` and the look is
     /// still the team's current one, the team is resumed (true: re-scan
     /// it) and a later [`TeamGate::lift_fence`] owes no scan.
-    pub fn finish_config_probe(&mut self, probe: ConfigProbe, found: bool) -> bool {
+    pub(crate) fn finish_config_probe(&mut self, probe: ConfigProbe, found: bool) -> bool {
         if self.config_probes.get(&probe.key) != Some(&probe.ticket) {
             // A newer deletion or a resume came meanwhile.
             return false;

@@ -111,7 +111,7 @@ impl Engine {
     /// Lifts the deletion fence without touching the disk (the re-scan is
     /// separate). False when the team already came back on its own (its
     /// re-scan ran then): no second scan.
-    pub fn lift_deletion_fence(&self, team: &TeamName) -> bool {
+    pub(crate) fn lift_deletion_fence(&self, team: &TeamName) -> bool {
         self.state().gate.lift_fence(team.as_str())
     }
 }

@@ -296,14 +296,14 @@ impl TurnSettledIngestor {
     /// Asks `host` for each event's target (the app's
     /// `runtimeTurnSettledTargetResolver`) in place of the addon's own
     /// attribution, when the host has that callback.
-    pub fn with_host(mut self, host: Arc<dyn Host>) -> Self {
+    pub(crate) fn with_host(mut self, host: Arc<dyn Host>) -> Self {
         self.host = Some(host);
         self
     }
 
     /// Records handled turns in `turns`, shared with the engine so that a
     /// forwarded `member-turn-settled` announcement is not routed again.
-    pub fn with_settled_turns(mut self, turns: Arc<SettledTurns>) -> Self {
+    pub(crate) fn with_settled_turns(mut self, turns: Arc<SettledTurns>) -> Self {
         self.recent = turns;
         self
     }
@@ -837,7 +837,7 @@ impl TeamChangeRelay {
     }
 
     /// Disconnects the sink, releasing it.
-    pub fn disconnect(&self) {
+    pub(crate) fn disconnect(&self) {
         *self.sink.write().unwrap_or_else(|p| p.into_inner()) = None;
     }
 }

@@ -57,7 +57,7 @@ pub enum AuditKind {
 
 impl AuditKind {
     /// Every kind, in the order above (the reference's 37, then this addon's).
-    pub const ALL: [AuditKind; 40] = [
+    pub(crate) const ALL: [AuditKind; 40] = [
         Self::TurnSettledClaimed,
         Self::TurnSettledResolved,
         Self::TurnSettledUnresolved,
@@ -176,7 +176,7 @@ pub enum AuditSource {
 impl AuditSource {
     /// Every source, in declaration order; the tests check that no two share
     /// a spelling.
-    pub const ALL: [AuditSource; 8] = [
+    pub(crate) const ALL: [AuditSource; 8] = [
         Self::EventQueue,
         Self::Reconciler,
         Self::JsonStore,

@@ -17,7 +17,7 @@ pub struct RuntimeActivity {
 
 /// Everything the policy looks at.
 #[derive(Debug, Clone, Copy)]
-pub struct DecisionInput<'a> {
+pub(crate) struct DecisionInput<'a> {
     /// The team exists and the member is on its active roster.
     pub on_active_roster: bool,
     /// Lifecycle from the supervisor.
@@ -34,7 +34,7 @@ pub struct DecisionInput<'a> {
 
 /// The outcome: a state and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
+pub(crate) struct Decision {
     /// The state the member's status takes.
     pub state: StatusState,
     /// Reasons, in order.
@@ -48,7 +48,7 @@ impl Decision {
 }
 
 /// Decides the member's state; first matching rule wins.
-pub fn decide(input: &DecisionInput<'_>) -> Decision {
+pub(crate) fn decide(input: &DecisionInput<'_>) -> Decision {
     if !input.on_active_roster || !input.runtime.team_active || !input.runtime.member_active {
         // The runtime's reason comes first, as the app lists it.
         let mut diagnostics = Vec::new();
@@ -92,16 +92,16 @@ pub fn decide(input: &DecisionInput<'_>) -> Decision {
 }
 
 /// True when an accepted `caught_up` report for `fingerprint` should stay on a caught-up status.
-pub fn keeps_caught_up_report(report: &Report, fingerprint: &str) -> bool {
+pub(crate) fn keeps_caught_up_report(report: &Report, fingerprint: &str) -> bool {
     report.accepted
         && report.state == ReportState::CaughtUp
         && report.agenda_fingerprint == fingerprint
 }
 
 /// Age after which a caught-up status is refreshed in the background.
-pub const CAUGHT_UP_STALE_MS: EpochMs = 5 * 60 * 1000;
+const CAUGHT_UP_STALE_MS: EpochMs = 5 * 60 * 1000;
 /// Age after which a status with work is refreshed.
-pub const ACTIONABLE_STALE_MS: EpochMs = 2 * 60 * 1000;
+const ACTIONABLE_STALE_MS: EpochMs = 2 * 60 * 1000;
 /// Why a stored status is out of date. Its wire
 /// spelling ([`Staleness::as_str`]) is added to the status diagnostics when
 /// the stored status is returned as is.
@@ -143,21 +143,21 @@ impl Staleness {
     /// True when `getStatus` reconciles at once instead of returning the
     /// stored status: every reason but a stale `caught_up`, which is only
     /// refreshed in the background.
-    pub fn refreshes_at_once(self) -> bool {
+    pub(crate) fn refreshes_at_once(self) -> bool {
         self != Self::CaughtUpStale
     }
 
     /// True when a stored status returned with this reason is refreshed
     /// through the queue (the diagnostics ending `_refresh_enqueued`); an
     /// unparsable `evaluatedAt` alone is not.
-    pub fn queues_refresh(self) -> bool {
+    pub(crate) fn queues_refresh(self) -> bool {
         self != Self::EvaluatedAtInvalid
     }
 }
 
 /// Why a stored status should be refreshed, in
 /// diagnostic order; empty when it is current.
-pub fn staleness_diagnostics(
+pub(crate) fn staleness_diagnostics(
     status: &super::status::MemberStatus,
     now_ms: EpochMs,
 ) -> Vec<Staleness> {
@@ -225,7 +225,10 @@ pub fn staleness_diagnostics(
 /// work, an unreadable evaluation time, a `caught_up` status older than
 /// [`CAUGHT_UP_STALE_MS`], a `needs_sync` one with work older than
 /// [`ACTIONABLE_STALE_MS`], or an accepted work lease that is missing or over.
-pub fn needs_background_refresh(status: &super::status::MemberStatus, now_ms: EpochMs) -> bool {
+pub(crate) fn needs_background_refresh(
+    status: &super::status::MemberStatus,
+    now_ms: EpochMs,
+) -> bool {
     let token_current = status
         .report_token
         .as_deref()

@@ -23,7 +23,7 @@ pub enum StallTrigger {
 
 impl StallTrigger {
     /// Every trigger, in priority order.
-    pub const PRIORITY: [StallTrigger; 3] =
+    pub(crate) const PRIORITY: [StallTrigger; 3] =
         [Self::TurnSettled, Self::ToolFinished, Self::RuntimeActivity];
 
     /// The wire spelling (the queue trigger's).
@@ -92,7 +92,7 @@ pub enum Diagnostic {
 impl Diagnostic {
     /// Every diagnostic, in declaration order; the tests check that no two
     /// share a spelling.
-    pub const ALL: [Diagnostic; 25] = [
+    pub(crate) const ALL: [Diagnostic; 25] = [
         Self::TeamRuntimeInactive,
         Self::MemberRuntimeInactive,
         Self::MemberOrTeamInactive,
@@ -164,12 +164,12 @@ impl Diagnostic {
 
     /// A runtime stall or its trigger (what a re-decided status keeps of
     /// the stored one while the same agenda still needs sync).
-    pub fn is_runtime_stall(self) -> bool {
+    pub(crate) fn is_runtime_stall(self) -> bool {
         matches!(self, Self::RuntimeStall | Self::StallTrigger(_))
     }
 
     /// A report token diagnostic (issued or unavailable).
-    pub fn is_report_token(self) -> bool {
+    pub(crate) fn is_report_token(self) -> bool {
         matches!(self, Self::ReportTokenIssued | Self::ReportTokenUnavailable)
     }
 }

@@ -32,7 +32,7 @@ pub enum EntryOrigin {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
-pub struct ExplainEntry {
+pub(crate) struct ExplainEntry {
     /// When it happened (epoch ms; 0 when the source had no usable time).
     pub at_ms: EpochMs,
     /// `at_ms` as ISO-8601 UTC.
@@ -170,7 +170,7 @@ const LEGACY_STALL_KINDS: [(&str, &str); 3] = [
 ];
 
 /// The sentence of one journal line (the table of known event kinds).
-pub fn sentence_for(line: &Value) -> String {
+fn sentence_for(line: &Value) -> String {
     let kind = text(line, "event");
     let t = |key: &str| text(line, key);
     let diags = diagnostics_suffix(line);
@@ -345,7 +345,7 @@ fn time_of(value: &Value, key: &str) -> EpochMs {
 
 /// The entry of one journal line; `None` for a line that is not an event
 /// object (a torn or foreign line).
-pub fn journal_entry(line: Value) -> Option<ExplainEntry> {
+pub(crate) fn journal_entry(line: Value) -> Option<ExplainEntry> {
     let kind = line.get("event")?.as_str()?.to_string();
     let at_ms = time_of(&line, "timestamp");
     Some(ExplainEntry {
@@ -359,7 +359,7 @@ pub fn journal_entry(line: Value) -> Option<ExplainEntry> {
 }
 
 /// The entry of one outbox item (a serialized `OutboxItem`): where it stands now.
-pub fn outbox_entry(item: Value) -> ExplainEntry {
+pub(crate) fn outbox_entry(item: Value) -> ExplainEntry {
     let t = |key: &str| text(&item, key);
     let status = t("status");
     let intent = item
@@ -434,7 +434,7 @@ pub fn outbox_entry(item: Value) -> ExplainEntry {
 }
 
 /// The entry of the stored status (a serialized `MemberStatus`).
-pub fn status_entry(status: Value) -> ExplainEntry {
+pub(crate) fn status_entry(status: Value) -> ExplainEntry {
     let t = |key: &str| text(&status, key);
     let items = status
         .get("agenda")
@@ -469,7 +469,7 @@ pub fn status_entry(status: Value) -> ExplainEntry {
 
 /// Merges entries into one timeline, oldest first (stable for equal
 /// times), keeps those at or after `since_ms` and at most the newest `max`.
-pub fn timeline(
+pub(crate) fn timeline(
     mut entries: Vec<ExplainEntry>,
     since_ms: Option<EpochMs>,
     max: usize,

@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use super::js_semantics::compare_code_units;
 
 /// Prefix of every fingerprint.
-pub const FINGERPRINT_PREFIX: &str = "agenda:v1:";
+pub(crate) const FINGERPRINT_PREFIX: &str = "agenda:v1:";
 
 /// Evidence lists the fingerprint sorts, so their order on the item never matters.
 const SORTED_EVIDENCE_LISTS: [&str; 4] = [
@@ -27,7 +27,7 @@ const SORTED_EVIDENCE_LISTS: [&str; 4] = [
 /// The keys are sorted here, not left to `serde_json::Map`: with serde_json's
 /// `preserve_order` feature (enabled anywhere in the build) the map keeps
 /// insertion order and the fingerprint would silently change.
-pub fn canonical_json(value: &Value) -> String {
+pub(crate) fn canonical_json(value: &Value) -> String {
     let mut out = Vec::new();
     write_canonical(value, &mut out);
     // Only valid UTF-8 was written: `str`s and ASCII punctuation.

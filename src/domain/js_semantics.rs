@@ -20,7 +20,7 @@ use icu_collator::{Collator, CollatorBorrowed};
 /// WhiteSpace (tab, VT, FF, space, NBSP, BOM, category Zs) and LineTerminator.
 ///
 /// Rust's `char::is_whitespace` differs: it keeps U+FEFF and removes U+0085.
-pub fn is_js_whitespace(c: char) -> bool {
+fn is_js_whitespace(c: char) -> bool {
     matches!(
         c,
         '\u{9}' | '\u{a}' | '\u{b}' | '\u{c}' | '\u{d}' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
@@ -35,7 +35,7 @@ pub fn is_js_whitespace(c: char) -> bool {
 }
 
 /// `String.prototype.trim`.
-pub fn js_trim(value: &str) -> &str {
+pub(crate) fn js_trim(value: &str) -> &str {
     value.trim_matches(is_js_whitespace)
 }
 
@@ -43,7 +43,7 @@ pub fn js_trim(value: &str) -> &str {
 ///
 /// It equals byte order except between supplementary characters (surrogate
 /// pairs, U+D800..) and U+E000–U+FFFF.
-pub fn compare_code_units(left: &str, right: &str) -> Ordering {
+pub(crate) fn compare_code_units(left: &str, right: &str) -> Ordering {
     left.encode_utf16().cmp(right.encode_utf16())
 }
 
@@ -58,7 +58,7 @@ static ROOT_COLLATOR: LazyLock<Option<CollatorBorrowed<'static>>> =
 /// Byte order is not a substitute even on ASCII ids: the collator puts
 /// punctuation before digits and letters (`work:1:1` < `work:10:10`, byte
 /// order says the opposite) and lowercase before uppercase at equal letters.
-pub fn locale_compare(left: &str, right: &str) -> Ordering {
+pub(crate) fn locale_compare(left: &str, right: &str) -> Ordering {
     match ROOT_COLLATOR.as_ref() {
         Some(collator) => collator.compare(left, right),
         // The data are compiled into the crate; this arm is unreachable in
@@ -78,7 +78,7 @@ static NUMERIC_BASE_COLLATOR: LazyLock<Option<CollatorBorrowed<'static>>> = Lazy
 /// `left.localeCompare(right, undefined, { numeric: true, sensitivity: 'base' })`:
 /// root collation at primary strength (case and accents ignored) with digit
 /// runs compared by value, the order the app lists tasks in.
-pub fn locale_compare_numeric_base(left: &str, right: &str) -> Ordering {
+pub(crate) fn locale_compare_numeric_base(left: &str, right: &str) -> Ordering {
     match NUMERIC_BASE_COLLATOR.as_ref() {
         Some(collator) => collator.compare(left, right),
         None => compare_code_units(left, right),
@@ -87,7 +87,7 @@ pub fn locale_compare_numeric_base(left: &str, right: &str) -> Ordering {
 
 /// `String(number)`: the shortest round-trip digits, laid out by the
 /// ECMAScript `Number::toString` rules (`1`, not `1.0`; `1e+21`, `1.5e-7`).
-pub fn number_to_string(value: f64) -> String {
+pub(crate) fn number_to_string(value: f64) -> String {
     if value.is_nan() {
         return "NaN".into();
     }
@@ -136,7 +136,7 @@ pub fn number_to_string(value: f64) -> String {
 /// It never panics on such a comparator, unlike `slice::sort_by`. Longer
 /// arrays go through the same steps; V8 would merge runs instead, which only
 /// changes the outcome of an inconsistent comparator.
-pub fn sort_like_v8<T>(items: &mut [T], mut compare: impl FnMut(&T, &T) -> Ordering) {
+pub(crate) fn sort_like_v8<T>(items: &mut [T], mut compare: impl FnMut(&T, &T) -> Ordering) {
     let len = items.len();
     if len < 2 {
         return;

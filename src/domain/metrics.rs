@@ -12,7 +12,7 @@ use super::team::ProviderId;
 use super::time::{parse_iso, EpochMs};
 
 /// Events kept in the team index.
-pub const MAX_RECENT_EVENTS: usize = 200;
+const MAX_RECENT_EVENTS: usize = 200;
 
 /// What a metric event counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,7 +75,7 @@ pub struct MetricsIndex {
 /// as the app counts it: every write of a status that carries an accepted
 /// report (a report, or a later reconcile keeping its lease) is a
 /// `report_accepted`, one that carries a rejected report a `report_rejected`.
-pub fn events_for_write(status: &MemberStatus) -> Vec<MetricEvent> {
+pub(crate) fn events_for_write(status: &MemberStatus) -> Vec<MetricEvent> {
     let shadow = status.shadow.as_ref();
     let mut kinds = vec![MetricKind::StatusEvaluated];
     if shadow.is_some_and(|s| s.would_nudge) {
@@ -360,7 +360,11 @@ pub struct TeamMetrics {
 }
 
 /// Summarizes the index for `getMetrics`.
-pub fn team_metrics(team_name: &str, generated_at: &str, index: &MetricsIndex) -> TeamMetrics {
+pub(crate) fn team_metrics(
+    team_name: &str,
+    generated_at: &str,
+    index: &MetricsIndex,
+) -> TeamMetrics {
     let mut state_counts: BTreeMap<&'static str, usize> = [
         "caught_up",
         "needs_sync",

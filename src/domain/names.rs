@@ -1,10 +1,10 @@
 //! Team and member names: validation at the boundary, normalization and store keys.
 
 /// Names reserved for the app itself; they never own work and never report.
-pub const RESERVED_MEMBER_NAMES: [&str; 2] = ["user", "system"];
+const RESERVED_MEMBER_NAMES: [&str; 2] = ["user", "system"];
 
 /// Longest accepted team or member name, in bytes.
-pub const MAX_NAME_BYTES: usize = 128;
+const MAX_NAME_BYTES: usize = 128;
 
 /// Why a team or member name was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -24,7 +24,7 @@ pub enum NameError {
 ///
 /// The check runs on the name as given (not trimmed) because the raw name is
 /// what reaches the file system in the team dir.
-pub fn validate_name(name: &str) -> Result<(), NameError> {
+pub(crate) fn validate_name(name: &str) -> Result<(), NameError> {
     let trimmed = name.trim();
     if trimmed.is_empty() {
         return Err(NameError::Empty);
@@ -81,7 +81,7 @@ impl std::fmt::Display for TeamName {
 
 /// The key in-memory runtime bookkeeping compares team names by: trimmed and
 /// lowercased. Never a folder name: files use the team name as given.
-pub fn team_runtime_key(team: &str) -> String {
+pub(crate) fn team_runtime_key(team: &str) -> String {
     super::js_semantics::js_trim(team).to_lowercase()
 }
 
@@ -129,7 +129,7 @@ pub fn normalize_member_name(name: &str) -> String {
 }
 
 /// True for the empty name and for `user` / `system` (after normalization).
-pub fn is_reserved_member_name(name: &str) -> bool {
+pub(crate) fn is_reserved_member_name(name: &str) -> bool {
     let normalized = normalize_member_name(name);
     normalized.is_empty() || RESERVED_MEMBER_NAMES.contains(&normalized.as_str())
 }
@@ -138,7 +138,7 @@ pub fn is_reserved_member_name(name: &str) -> bool {
 /// and Windows accept (the key is ASCII, so bytes and UTF-16 units agree).
 /// Every key that fits is the reference's key unchanged, so existing store
 /// folders keep working.
-pub const MAX_MEMBER_KEY_BYTES: usize = 255;
+const MAX_MEMBER_KEY_BYTES: usize = 255;
 
 /// Separator between the cut encoded name and the hash of a key too long to
 /// keep: `encodeURIComponent` always escapes `+`, so no name's plain key

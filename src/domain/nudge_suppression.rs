@@ -28,17 +28,17 @@ use super::status::{MemberStatus, NudgeSuppression, StatusState};
 use super::time::{EpochMs, IsoTime};
 
 /// Delivered nudges for one fingerprint before suppression (without an accepted report).
-pub const SUPPRESS_AFTER_DELIVERIES: usize = 4;
+pub(crate) const SUPPRESS_AFTER_DELIVERIES: usize = 4;
 
 /// Suppression: after [`SUPPRESS_AFTER_DELIVERIES`] deliveries for one
 /// fingerprint since `reset_at` without an accepted report, stop nudging.
-pub fn is_suppressed(deliveries_for_fp_since_reset: usize) -> bool {
+fn is_suppressed(deliveries_for_fp_since_reset: usize) -> bool {
     deliveries_for_fp_since_reset >= SUPPRESS_AFTER_DELIVERIES
 }
 
 /// What suppression needs to know of a member's previous status.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SuppressionHistory {
+pub(crate) struct SuppressionHistory {
     /// The previous agenda fingerprint.
     pub fingerprint: String,
     /// When the previous status's accepted report of that fingerprint was made.
@@ -69,7 +69,7 @@ impl SuppressionHistory {
 
 /// True for a status suppression applies to: it would nudge about a
 /// non-empty agenda that no live accepted work lease covers.
-pub fn is_suppression_candidate(status: &MemberStatus) -> bool {
+fn is_suppression_candidate(status: &MemberStatus) -> bool {
     status.state == StatusState::NeedsSync
         && status.shadow.as_ref().is_some_and(|s| s.would_nudge)
         && !status.agenda.items.is_empty()
@@ -80,7 +80,7 @@ pub fn is_suppression_candidate(status: &MemberStatus) -> bool {
 /// nothing without a previous status (every delivery counts); this
 /// evaluation when the fingerprint changed; else the later of the previous
 /// accepted report of this fingerprint and the previous reset time.
-pub fn suppression_reset_at(
+pub(crate) fn suppression_reset_at(
     status: &MemberStatus,
     previous: Option<&SuppressionHistory>,
 ) -> Option<IsoTime> {
@@ -132,7 +132,7 @@ impl DeliveryCount {
 /// A suppression decided on a status: its `nudge_suppressed` journal
 /// line's diagnostics and metadata.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SuppressedNudge {
+pub(crate) struct SuppressedNudge {
     /// The status's diagnostics once suppressed.
     pub diagnostics: Vec<String>,
     /// The line's metadata.
@@ -143,7 +143,7 @@ pub struct SuppressedNudge {
 /// a forced nudge also gets [`Diagnostic::SuppressionManualReset`]) and
 /// returns what to count; none for a status suppression does not apply to,
 /// and for a forced nudge.
-pub fn reset_count(
+pub(crate) fn reset_count(
     status: &mut MemberStatus,
     history: Option<&SuppressionHistory>,
     force_nudge: bool,
@@ -172,7 +172,7 @@ pub fn reset_count(
 /// Step two: suppresses the status when `outbox` (the member's items) holds
 /// [`SUPPRESS_AFTER_DELIVERIES`] counted deliveries; returns the journal
 /// line then.
-pub fn suppress(
+pub(crate) fn suppress(
     status: &mut MemberStatus,
     count: &DeliveryCount,
     outbox: &[OutboxItem],
@@ -216,7 +216,7 @@ pub fn suppress(
 }
 
 /// True when a status records its suppression.
-pub fn is_recorded(status: &MemberStatus) -> bool {
+pub(crate) fn is_recorded(status: &MemberStatus) -> bool {
     has(&status.diagnostics, Diagnostic::NudgeSuppressed)
 }
 

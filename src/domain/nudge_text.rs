@@ -10,10 +10,11 @@ use super::recovery::Recovery;
 use super::status::MemberStatus;
 
 /// First line of an agenda-sync nudge.
-pub const AGENDA_SYNC_OPENING: &str =
+pub(crate) const AGENDA_SYNC_OPENING: &str =
     "Work sync check: the board lists work for you that no current work sync report covers.";
 /// First line of a review-pickup nudge.
-pub const REVIEW_PICKUP_OPENING: &str = "Review pickup: a review request is waiting for you.";
+pub(crate) const REVIEW_PICKUP_OPENING: &str =
+    "Review pickup: a review request is waiting for you.";
 
 const STATUS_ALONE_IS_NOT_PROOF: &str = "Reading the status alone does not count: only a \
      member_work_sync_report call records that you synced.";
@@ -22,7 +23,7 @@ const PREFIXED_TOOL_NAMES: &str = "If your tools carry the Agent Teams prefix, c
      directly, without searching files or listing MCP resources first.";
 
 /// `"<displayId> <subject>"` of the first three items, joined with `; `.
-pub fn agenda_preview(status: &MemberStatus) -> String {
+pub(crate) fn agenda_preview(status: &MemberStatus) -> String {
     status
         .agenda
         .items
@@ -47,7 +48,7 @@ pub fn display_id(task_id: &str, display_id: Option<&str>) -> String {
 }
 
 /// Text of an agenda-sync nudge (also the body of every recovery nudge).
-pub fn agenda_sync_text(status: &MemberStatus, recovery: Option<&Recovery>) -> String {
+pub(crate) fn agenda_sync_text(status: &MemberStatus, recovery: Option<&Recovery>) -> String {
     let (team, member) = (&status.team_name, &status.member_name);
     let preview = agenda_preview(status);
     let task_ids: Vec<String> = status
@@ -113,7 +114,7 @@ pub fn agenda_sync_text(status: &MemberStatus, recovery: Option<&Recovery>) -> S
 }
 
 /// Text of a review-pickup nudge.
-pub fn review_pickup_text(status: &MemberStatus) -> String {
+pub(crate) fn review_pickup_text(status: &MemberStatus) -> String {
     let (team, member) = (&status.team_name, &status.member_name);
     let preview = agenda_preview(status);
     let mut lines = vec![REVIEW_PICKUP_OPENING.to_string()];

@@ -11,11 +11,11 @@ use serde::{Deserialize, Serialize};
 use super::time::EpochMs;
 
 /// Prefix of a proof-missing recovery's intent key.
-pub const PROOF_MISSING_INTENT_PREFIX: &str = "proof-missing:";
+pub(crate) const PROOF_MISSING_INTENT_PREFIX: &str = "proof-missing:";
 /// A request coalesces with an outbox item of its intent updated this recently.
-pub const RECENT_WINDOW_MS: EpochMs = 10 * 60_000;
+pub(crate) const RECENT_WINDOW_MS: EpochMs = 10 * 60_000;
 /// Reason recorded when the request gives none.
-pub const DEFAULT_REASON: &str = "protocol_proof_missing";
+pub(crate) const DEFAULT_REASON: &str = "protocol_proof_missing";
 
 /// The kind of a targeted recovery (only one exists).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,7 +78,7 @@ pub fn intent_key(original_message_id: &str) -> String {
 
 /// Trims every field, drops refs with a blank task id and later refs of a
 /// task id already seen, and sorts by task id.
-pub fn normalize_task_refs(refs: Vec<RecoveryTaskRef>) -> Vec<RecoveryTaskRef> {
+pub(crate) fn normalize_task_refs(refs: Vec<RecoveryTaskRef>) -> Vec<RecoveryTaskRef> {
     let non_blank = |value: Option<String>| {
         value
             .map(|v| v.trim().to_string())

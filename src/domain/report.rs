@@ -13,39 +13,39 @@ use super::time::EpochMs;
 use super::token::TokenCheck;
 
 /// Longest note accepted, in characters.
-pub const MAX_NOTE_CHARS: usize = 1000;
+const MAX_NOTE_CHARS: usize = 1000;
 /// Most task ids in one report.
-pub const MAX_TASK_IDS: usize = 20;
+const MAX_TASK_IDS: usize = 20;
 /// Longest task id accepted.
-pub const MAX_TASK_ID_CHARS: usize = 128;
+const MAX_TASK_ID_CHARS: usize = 128;
 /// Longest `agendaFingerprint` accepted: the real format's length
 /// (`agenda:v1:` and 64 hex digits). A longer one can match no agenda and
 /// would only grow the stored status.
-pub const MAX_FINGERPRINT_CHARS: usize = FINGERPRINT_PREFIX.len() + 64;
+const MAX_FINGERPRINT_CHARS: usize = FINGERPRINT_PREFIX.len() + 64;
 /// Longest `reportToken` accepted: a real token (claims for two 128-byte
 /// names and a fingerprint, base64url) stays far below it.
-pub const MAX_REPORT_TOKEN_CHARS: usize = 2048;
+const MAX_REPORT_TOKEN_CHARS: usize = 2048;
 /// Longest `reportedAt` accepted (an ISO timestamp is 24 characters).
-pub const MAX_REPORTED_AT_CHARS: usize = 64;
+const MAX_REPORTED_AT_CHARS: usize = 64;
 
 const MINUTE_MS: EpochMs = 60 * 1000;
 /// Default `blocked` lease.
-pub const BLOCKED_LEASE_MS: EpochMs = 30 * MINUTE_MS;
+const BLOCKED_LEASE_MS: EpochMs = 30 * MINUTE_MS;
 /// Default `still_working` lease.
-pub const STILL_WORKING_LEASE_MS: EpochMs = 15 * MINUTE_MS;
+const STILL_WORKING_LEASE_MS: EpochMs = 15 * MINUTE_MS;
 /// Default lease while only review pickups are pending.
-pub const PICKUP_LEASE_MS: EpochMs = 3 * MINUTE_MS;
+const PICKUP_LEASE_MS: EpochMs = 3 * MINUTE_MS;
 /// Longest lease while only review pickups are pending.
-pub const PICKUP_MAX_LEASE_MS: EpochMs = 10 * MINUTE_MS;
+const PICKUP_MAX_LEASE_MS: EpochMs = 10 * MINUTE_MS;
 /// Shortest requested lease.
-pub const MIN_LEASE_MS: EpochMs = MINUTE_MS;
+const MIN_LEASE_MS: EpochMs = MINUTE_MS;
 /// Longest requested lease.
-pub const MAX_LEASE_MS: EpochMs = 60 * MINUTE_MS;
+pub(crate) const MAX_LEASE_MS: EpochMs = 60 * MINUTE_MS;
 
 /// Who sent the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ReportSource {
+pub(crate) enum ReportSource {
     /// The member's MCP tool.
     Mcp,
     /// The app itself, on the member's behalf.
@@ -68,7 +68,7 @@ impl ReportSource {
 
 /// A well-formed report request.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ReportRequest {
+pub(crate) struct ReportRequest {
     /// The team the report is for, as given (checked against the roster when
     /// the report is handled).
     pub team_name: String,
@@ -96,7 +96,7 @@ pub struct ReportRequest {
 /// Why a request is malformed (code `invalid_payload`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct InvalidPayload(pub String);
+pub(crate) struct InvalidPayload(pub String);
 
 fn optional_string(request: &Value, field: &str) -> Result<Option<String>, InvalidPayload> {
     match request.get(field) {
@@ -263,7 +263,7 @@ impl Rejection {
     }
 
     /// True for rejections that only say "not now" (replay marks them superseded).
-    pub fn is_lifecycle(self) -> bool {
+    pub(crate) fn is_lifecycle(self) -> bool {
         matches!(
             self,
             Self::MemberInactive | Self::TeamRuntimeInactive | Self::MemberRuntimeInactive
@@ -273,7 +273,7 @@ impl Rejection {
 
 /// What the validator looks at besides the request.
 #[derive(Debug, Clone, Copy)]
-pub struct ValidationContext<'a> {
+pub(crate) struct ValidationContext<'a> {
     /// The member's current agenda.
     pub agenda: &'a Agenda,
     /// Team runtime up.
@@ -287,7 +287,10 @@ pub struct ValidationContext<'a> {
 }
 
 /// Runs the checks in the documented order; `Ok` means accepted.
-pub fn validate(request: &ReportRequest, ctx: &ValidationContext<'_>) -> Result<(), Rejection> {
+pub(crate) fn validate(
+    request: &ReportRequest,
+    ctx: &ValidationContext<'_>,
+) -> Result<(), Rejection> {
     if !ctx.team_runtime_active {
         return Err(Rejection::TeamRuntimeInactive);
     }
@@ -359,7 +362,11 @@ pub fn validate(request: &ReportRequest, ctx: &ValidationContext<'_>) -> Result<
 }
 
 /// Lease length for an accepted report; `None` for `caught_up`.
-pub fn lease_ms(state: ReportState, agenda: &Agenda, requested_ms: Option<f64>) -> Option<EpochMs> {
+pub(crate) fn lease_ms(
+    state: ReportState,
+    agenda: &Agenda,
+    requested_ms: Option<f64>,
+) -> Option<EpochMs> {
     let only_pickups = !agenda.items.is_empty()
         && agenda.items.iter().all(|item| {
             item.kind == ItemKind::Review

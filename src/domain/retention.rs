@@ -57,15 +57,15 @@ pub mod bounds {
 
     /// `journal_rotate_bytes`: 64 KiB up to the default (readers cap a
     /// journal file at the default size plus one append).
-    pub const JOURNAL_ROTATE_BYTES: (u64, u64) = (64 * 1024, 5 * 1024 * 1024);
+    pub(crate) const JOURNAL_ROTATE_BYTES: (u64, u64) = (64 * 1024, 5 * 1024 * 1024);
     /// `journal_rotations`: from one rotated journal generation kept to 20.
-    pub const JOURNAL_ROTATIONS: (u64, u64) = (1, 20);
+    pub(crate) const JOURNAL_ROTATIONS: (u64, u64) = (1, 20);
     /// `outbox_finished_max_age_ms`: at least the hour the rate limit looks back.
-    pub const OUTBOX_FINISHED_MAX_AGE_MS: (u64, u64) = (HOUR_MS as u64, 90 * DAY_MS as u64);
+    pub(crate) const OUTBOX_FINISHED_MAX_AGE_MS: (u64, u64) = (HOUR_MS as u64, 90 * DAY_MS as u64);
     /// `outbox_finished_max_items`: at least the rate limit's window of deliveries.
-    pub const OUTBOX_FINISHED_MAX_ITEMS: (u64, u64) = (10, 10_000);
+    pub(crate) const OUTBOX_FINISHED_MAX_ITEMS: (u64, u64) = (10, 10_000);
     /// `spool_processed_max_files` and `spool_invalid_max_files`.
-    pub const SPOOL_MAX_FILES: (u64, u64) = (0, 100_000);
+    pub(crate) const SPOOL_MAX_FILES: (u64, u64) = (0, 100_000);
     /// `spool_processed_max_age_ms` and `spool_invalid_max_age_ms`.
-    pub const SPOOL_MAX_AGE_MS: (u64, u64) = (0, 30 * DAY_MS as u64);
+    pub(crate) const SPOOL_MAX_AGE_MS: (u64, u64) = (0, 30 * DAY_MS as u64);
 }

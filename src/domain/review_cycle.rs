@@ -9,7 +9,7 @@ use super::team::HistoryEvent;
 
 /// What the reviewer of the current cycle has to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReviewObligation {
+pub(crate) enum ReviewObligation {
     /// A review was requested and nobody started it yet.
     PickupRequired,
     /// The reviewer started, or only the kanban card names a reviewer.
@@ -28,7 +28,7 @@ impl ReviewObligation {
 
 /// The open review cycle of a task, if any.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ReviewCycle {
+pub(crate) struct ReviewCycle {
     /// Reviewer, normalized: the requested one, else the kanban card's, else the starter.
     pub reviewer: String,
     /// `requestEventId`, else `startedEventId`, else `kanban:<reviewer>`.
@@ -79,7 +79,7 @@ fn non_blank(value: &str) -> Option<String> {
 /// file position. That is not a total order once a timestamp does not parse,
 /// so the order is the one V8's sort produces from it (the reference's rule).
 /// Without a reviewer from any source there is no cycle.
-pub fn current_review_cycle(
+pub(crate) fn current_review_cycle(
     history: &[HistoryEvent],
     kanban_reviewer: Option<&str>,
 ) -> Option<ReviewCycle> {

@@ -18,7 +18,7 @@ use super::status::{MemberStatus, StatusState};
 
 /// What a reconcile knows when it looks for a stall.
 #[derive(Debug, Clone, Copy)]
-pub struct StallCheck<'a> {
+pub(crate) struct StallCheck<'a> {
     /// The runtime signals among the reconcile's triggers, in any order.
     pub signals: &'a [StallTrigger],
     /// The stored status needed sync.
@@ -35,14 +35,14 @@ pub struct StallCheck<'a> {
 
 /// A runtime stall, named by the runtime signal behind it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RuntimeStall {
+pub(crate) struct RuntimeStall {
     /// The signal that came without the agenda moving.
     pub trigger: StallTrigger,
 }
 
 impl RuntimeStall {
     /// The stall a reconcile observes, if any (see the module doc).
-    pub fn observe(check: &StallCheck<'_>) -> Option<Self> {
+    pub(crate) fn observe(check: &StallCheck<'_>) -> Option<Self> {
         let trigger = StallTrigger::PRIORITY
             .into_iter()
             .find(|t| check.signals.contains(t))?;
@@ -54,7 +54,7 @@ impl RuntimeStall {
     }
 
     /// The stall a status records (both of its diagnostics present).
-    pub fn recorded_in(diagnostics: &[String]) -> Option<Self> {
+    pub(crate) fn recorded_in(diagnostics: &[String]) -> Option<Self> {
         let trigger = parsed(diagnostics).find_map(|d| match d {
             Diagnostic::StallTrigger(trigger) => Some(trigger),
             _ => None,
@@ -84,7 +84,7 @@ impl RuntimeStall {
 
 /// The stall diagnostics of `stored` a status decided again keeps: all of
 /// them while it still needs sync on the stored agenda, else none.
-pub fn carried<'a>(
+pub(crate) fn carried<'a>(
     stored: &'a MemberStatus,
     state: StatusState,
     fingerprint: &str,

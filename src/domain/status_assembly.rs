@@ -14,7 +14,7 @@ use super::time::{EpochMs, IsoTime};
 
 /// The report token a status carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TokenGrant {
+pub(crate) enum TokenGrant {
     /// No token is handed out (a preview, a status not persisted): no
     /// token diagnostic either.
     Withheld,
@@ -31,7 +31,7 @@ pub enum TokenGrant {
 
 /// Everything [`assemble`] needs, as values.
 #[derive(Debug, Clone)]
-pub struct StatusInputs {
+pub(crate) struct StatusInputs {
     /// Team name as the snapshot spells it.
     pub team_name: String,
     /// The team is active and the member on its active roster.
@@ -70,7 +70,7 @@ impl StatusInputs {
     /// Whether the status assembled from these inputs can need sync,
     /// whatever the stored status holds (an active member with a non-empty
     /// agenda): only such a status can be a nudge-suppression candidate.
-    pub fn can_need_sync(&self) -> bool {
+    pub(crate) fn can_need_sync(&self) -> bool {
         self.on_active_roster
             && self.runtime.team_active
             && self.runtime.member_active
@@ -82,7 +82,7 @@ impl StatusInputs {
 /// over the agenda and the lease, what it carries over from the stored
 /// status, the runtime stall it observes, and the token, whose diagnostic
 /// comes last.
-pub fn assemble(inputs: StatusInputs) -> MemberStatus {
+pub(crate) fn assemble(inputs: StatusInputs) -> MemberStatus {
     let StatusInputs {
         team_name,
         on_active_roster,
@@ -180,7 +180,7 @@ pub fn assemble(inputs: StatusInputs) -> MemberStatus {
 /// as its lease (`inputs.accepted_report`), reconciled by the report itself
 /// (a shadow that would not nudge and compares nothing), its diagnostics the
 /// agenda's, `report_accepted`, then the token's.
-pub fn assemble_accepted(inputs: StatusInputs) -> MemberStatus {
+pub(crate) fn assemble_accepted(inputs: StatusInputs) -> MemberStatus {
     let agenda_diagnostics = inputs.agenda.diagnostics.clone();
     let mut status = assemble(StatusInputs {
         by: ReconciledBy::Report,
@@ -210,7 +210,7 @@ pub fn assemble_accepted(inputs: StatusInputs) -> MemberStatus {
 }
 
 /// Puts `token` on `status`, its diagnostic last.
-pub fn grant_token(status: &mut MemberStatus, token: TokenGrant) {
+pub(crate) fn grant_token(status: &mut MemberStatus, token: TokenGrant) {
     match token {
         TokenGrant::Withheld => {}
         TokenGrant::Issued { token, expires_at } => {

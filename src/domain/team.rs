@@ -40,7 +40,10 @@ impl ProviderId {
 /// never another one); Gemini keeps `auto`, `api` or `cli-sdk`, OpenCode
 /// `adapter` or `opencode-cli`. Anything else is dropped, so it never
 /// decides a provider.
-pub fn meta_backend_id(provider: Option<ProviderId>, backend: Option<&str>) -> Option<String> {
+pub(crate) fn meta_backend_id(
+    provider: Option<ProviderId>,
+    backend: Option<&str>,
+) -> Option<String> {
     let backend = backend
         .map(crate::domain::js_semantics::js_trim)
         .filter(|b| !b.is_empty());
@@ -83,17 +86,17 @@ impl TeamMember {
     /// The roster name as a [`MemberName`](super::names::MemberName), when it
     /// is safe as a store folder: `config.json` is untrusted, so an unsafe
     /// name stays on the board (it may own tasks) but never gets a store.
-    pub fn store_name(&self) -> Option<super::names::MemberName> {
+    pub(crate) fn store_name(&self) -> Option<super::names::MemberName> {
         super::names::MemberName::parse(&self.name).ok()
     }
 
     /// True when the member was removed from the team.
-    pub fn is_removed(&self) -> bool {
+    pub(crate) fn is_removed(&self) -> bool {
         self.removed_at.is_some_and(|at| at != 0.0 && !at.is_nan())
     }
 
     /// The provider: explicit id, else backend id, else model name.
-    pub fn derived_provider(&self) -> Option<ProviderId> {
+    pub(crate) fn derived_provider(&self) -> Option<ProviderId> {
         if let Some(id) = self.provider_id {
             return Some(id);
         }
@@ -127,7 +130,7 @@ fn provider_from_model(model: &str) -> Option<ProviderId> {
 
 /// One `members.meta.json` entry, as an overlay on the config roster.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct MemberOverlay {
+pub(crate) struct MemberOverlay {
     /// Display name, trimmed, non-empty.
     pub name: String,
     /// `agentType`, trimmed; replaces the config's when set.
@@ -154,7 +157,7 @@ pub struct MemberOverlay {
 ///
 /// Keys are `trim().toLowerCase()`; config comes first (a later duplicate wins),
 /// then each meta entry overlays the member with the same key or adds one.
-pub fn merge_team_members(config: &[TeamMember], meta: &[MemberOverlay]) -> Vec<TeamMember> {
+pub(crate) fn merge_team_members(config: &[TeamMember], meta: &[MemberOverlay]) -> Vec<TeamMember> {
     let mut order: Vec<String> = Vec::new();
     let mut by_key: BTreeMap<String, TeamMember> = BTreeMap::new();
     for member in config {
@@ -232,7 +235,7 @@ fn apply_overlay(base: &mut TeamMember, overlay: &MemberOverlay) {
 /// auto-suffix duplicates (`alice-2`, suffix 2 or more) dropped while their base
 /// name is an active entry (case-insensitively); then sorted by name with
 /// `localeCompare`, which decides the merge order and so the lead.
-pub fn tidy_meta_members(members: Vec<MemberOverlay>) -> Vec<MemberOverlay> {
+pub(crate) fn tidy_meta_members(members: Vec<MemberOverlay>) -> Vec<MemberOverlay> {
     let mut deduped: Vec<MemberOverlay> = Vec::with_capacity(members.len());
     for member in members {
         if member.name.is_empty() {
@@ -493,7 +496,7 @@ impl TeamSnapshot {
     }
 
     /// Normalized names of active members, sorted, reserved names removed.
-    pub fn active_member_names(&self) -> Vec<String> {
+    pub(crate) fn active_member_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self
             .members
             .iter()
@@ -514,7 +517,7 @@ impl TeamSnapshot {
 
     /// Whether the (normalized) name is in [`TeamSnapshot::active_member_names`],
     /// without building that list: the reconciler asks once per member.
-    pub fn is_active_member(&self, normalized: &str) -> bool {
+    pub(crate) fn is_active_member(&self, normalized: &str) -> bool {
         !is_reserved_member_name(normalized)
             && self
                 .members
@@ -523,7 +526,7 @@ impl TeamSnapshot {
     }
 
     /// Active when the config exists and the team is not deleted.
-    pub fn is_active(&self) -> bool {
+    pub(crate) fn is_active(&self) -> bool {
         self.config_found && !self.deleted
     }
 }

@@ -8,7 +8,7 @@ pub type EpochMs = i64;
 /// Milliseconds of a clock that a wall-clock step does not move, since a
 /// fixed point of one process: comparable only with other readings of the
 /// same process.
-pub type MonotonicMs = i64;
+pub(crate) type MonotonicMs = i64;
 
 /// The clocks the addon accepts (`options.clock.nowMs`, `setClockForTesting`):
 /// 1970-01-01T00:00:00.000Z up to (not including) 9999-01-01T00:00:00.000Z.
@@ -17,11 +17,11 @@ pub type MonotonicMs = i64;
 /// clock inside it; file times and spool names start at 1970. JavaScript's
 /// `Date` reaches ±8.64e15 ms, far beyond: such a clock is refused, never
 /// run as if it were 1970.
-pub const CLOCK_RANGE_MS: std::ops::Range<EpochMs> = 0..253_370_764_800_000;
+pub(crate) const CLOCK_RANGE_MS: std::ops::Range<EpochMs> = 0..253_370_764_800_000;
 
 /// A clock in epoch milliseconds as JavaScript passes it (a finite number),
 /// when it lies in [`CLOCK_RANGE_MS`]; fractions are dropped.
-pub fn clock_from_js(now_ms: f64) -> Option<EpochMs> {
+pub(crate) fn clock_from_js(now_ms: f64) -> Option<EpochMs> {
     let range = CLOCK_RANGE_MS.start as f64..CLOCK_RANGE_MS.end as f64;
     // NaN is in no range.
     range.contains(&now_ms).then_some(now_ms.trunc() as EpochMs)
@@ -46,7 +46,7 @@ pub fn parse_iso(value: &str) -> Option<EpochMs> {
 /// than `max_ttl_ms` from now. One ending further out was granted before the
 /// clock stepped back; it is over, rather than outliving its longest TTL by
 /// the size of the step.
-pub fn lease_holds(expires_ms: EpochMs, now_ms: EpochMs, max_ttl_ms: EpochMs) -> bool {
+pub(crate) fn lease_holds(expires_ms: EpochMs, now_ms: EpochMs, max_ttl_ms: EpochMs) -> bool {
     expires_ms > now_ms && expires_ms - now_ms <= max_ttl_ms
 }
 

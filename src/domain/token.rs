@@ -10,16 +10,16 @@ use serde::{Deserialize, Serialize};
 use super::time::{format_iso, lease_holds, parse_iso, EpochMs};
 
 /// Token prefix (the first dot-separated part).
-pub const TOKEN_PREFIX: &str = "wrs:v1";
+const TOKEN_PREFIX: &str = "wrs:v1";
 /// Validity of a token from its issue time.
-pub const TOKEN_TTL_MS: EpochMs = 15 * 60 * 1000;
+pub(crate) const TOKEN_TTL_MS: EpochMs = 15 * 60 * 1000;
 /// Longest token accepted for verification; anything longer is invalid unread.
-pub const MAX_TOKEN_BYTES: usize = 4096;
+const MAX_TOKEN_BYTES: usize = 4096;
 
 /// What a token vouches for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct TokenClaims {
+pub(crate) struct TokenClaims {
     /// Always 1; a token of any other version is invalid.
     pub version: u8,
     /// Team the token was issued for.
@@ -50,13 +50,13 @@ impl TokenClaims {
     }
 
     /// The base64url payload part, which is also the signed message.
-    pub fn encode(&self) -> String {
+    pub(crate) fn encode(&self) -> String {
         URL_SAFE_NO_PAD.encode(serde_json::to_vec(self).unwrap_or_default())
     }
 }
 
 /// Assembles a token from its encoded payload and raw signature.
-pub fn assemble(encoded_payload: &str, signature: &[u8]) -> String {
+pub(crate) fn assemble(encoded_payload: &str, signature: &[u8]) -> String {
     format!(
         "{TOKEN_PREFIX}.{encoded_payload}.{}",
         URL_SAFE_NO_PAD.encode(signature)
@@ -120,7 +120,7 @@ impl TokenCheck {
 }
 
 /// Checks already signature-verified claims against the request (exact match).
-pub fn check_claims(
+pub(crate) fn check_claims(
     encoded_payload: &str,
     team_name: &str,
     member_name: &str,

@@ -30,7 +30,7 @@ fn process_monotonic() -> Duration {
 }
 
 /// `time` as epoch milliseconds; `None` before 1970.
-pub fn epoch_ms(time: SystemTime) -> Option<EpochMs> {
+pub(crate) fn epoch_ms(time: SystemTime) -> Option<EpochMs> {
     let since = time.duration_since(SystemTime::UNIX_EPOCH).ok()?;
     EpochMs::try_from(since.as_millis()).ok()
 }

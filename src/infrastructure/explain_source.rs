@@ -14,7 +14,7 @@ use crate::application::explain::{ExplainSource, JournalLines, MAX_ENTRIES};
 use crate::application::ports::{Clock, OutboxStore, PortError, StatusStore, StoredStatus};
 
 /// Reads a member's store files under `paths`.
-pub struct FsExplainSource {
+pub(crate) struct FsExplainSource {
     paths: StorePaths,
     status: Arc<dyn StatusStore>,
     /// The outbox when it is not the member's `outbox.json` (the SQLite store).
@@ -33,7 +33,7 @@ impl FsExplainSource {
 
     /// The journal under `paths`, statuses and outbox items from these
     /// stores (whose reads have no side effects).
-    pub fn with_stores(
+    pub(crate) fn with_stores(
         paths: StorePaths,
         status: Arc<dyn StatusStore>,
         outbox: Arc<dyn OutboxStore>,

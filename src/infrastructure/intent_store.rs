@@ -45,7 +45,7 @@ struct PendingIndex {
 }
 
 /// [`ReportIntentStore`] on the file system.
-pub struct FsReportIntentStore {
+pub(crate) struct FsReportIntentStore {
     paths: StorePaths,
     clock: Arc<dyn Clock>,
 }

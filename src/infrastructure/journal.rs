@@ -18,9 +18,9 @@ use crate::domain::retention::{bounds, Retention};
 use crate::domain::time::format_iso;
 
 /// Longest string kept in an event.
-pub const MAX_STRING_CHARS: usize = 240;
+const MAX_STRING_CHARS: usize = 240;
 /// Longest list kept in an event.
-pub const MAX_LIST_ITEMS: usize = 20;
+const MAX_LIST_ITEMS: usize = 20;
 
 /// Appends `event` to the journal at `path`, rotating first when it is full.
 pub fn append(
@@ -34,7 +34,7 @@ pub fn append(
 
 /// Appends `events` in order with one lock and one write, rotating first when
 /// the journal is full (events of one moment stay together in one file).
-pub fn append_all(
+pub(crate) fn append_all(
     root: &TrustedRoot,
     path: &Path,
     events: &[AuditEvent],
@@ -79,7 +79,7 @@ pub fn append_all(
 
 /// Most bytes read of one journal file: the largest journal a rotation
 /// setting allows, plus one more append.
-pub const MAX_READ_BYTES: u64 = bounds::JOURNAL_ROTATE_BYTES.1 + 1024 * 1024;
+pub(crate) const MAX_READ_BYTES: u64 = bounds::JOURNAL_ROTATE_BYTES.1 + 1024 * 1024;
 
 /// What one journal file held.
 #[derive(Debug, Default)]
@@ -94,7 +94,11 @@ pub struct ReadLines {
 
 /// Reads the journal at `path` (or its rotation `generation` ≥ 1) without
 /// writing anything: no lock, no folder created, a link or FIFO never opened.
-pub fn read_lines(root: &TrustedRoot, path: &Path, generation: u32) -> io::Result<ReadLines> {
+pub(crate) fn read_lines(
+    root: &TrustedRoot,
+    path: &Path,
+    generation: u32,
+) -> io::Result<ReadLines> {
     let path = match (generation, path.file_name().and_then(|n| n.to_str())) {
         (0, _) => path.to_path_buf(),
         (n, Some(name)) => path.with_file_name(rotated(name, n)),

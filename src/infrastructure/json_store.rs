@@ -18,9 +18,9 @@ use serde_json::Value;
 use super::safe_fs::{Dir, FileRead, Staged, TrustedRoot};
 
 /// Largest store file the addon reads; anything bigger is quarantined.
-pub const MAX_STORE_FILE_BYTES: u64 = 10 * 1024 * 1024;
+pub(crate) const MAX_STORE_FILE_BYTES: u64 = 10 * 1024 * 1024;
 /// Quarantined copies kept per store file, newest first.
-pub const KEEP_QUARANTINED: usize = 3;
+const KEEP_QUARANTINED: usize = 3;
 /// The tag between a quarantined file's name and its time.
 const QUARANTINE_TAG: &str = ".invalid.";
 
@@ -41,7 +41,7 @@ pub enum Loaded<T> {
 }
 
 /// Reads `path` as `{schemaVersion: version, <field>: T}`.
-pub fn read_envelope<T: DeserializeOwned>(
+pub(crate) fn read_envelope<T: DeserializeOwned>(
     root: &TrustedRoot,
     path: &Path,
     version: u64,
@@ -64,7 +64,7 @@ fn envelope_field<T: DeserializeOwned>(
 
 /// Reads a flat envelope `{schemaVersion: version, ...fields}` as `T` (the
 /// version key is ignored by `T`).
-pub fn read_flat_envelope<T: DeserializeOwned>(
+pub(crate) fn read_flat_envelope<T: DeserializeOwned>(
     root: &TrustedRoot,
     path: &Path,
     version: u64,
@@ -99,7 +99,7 @@ fn read_versioned<T>(
 /// What [`peek_envelope`] found: like [`Loaded`], but a bad file is only
 /// described, never moved.
 #[derive(Debug)]
-pub enum Peeked<T> {
+pub(crate) enum Peeked<T> {
     /// No file at the path (never written, or removed).
     Missing,
     /// The file's content, parsed and of the expected schema.
@@ -113,7 +113,7 @@ pub enum Peeked<T> {
 
 /// [`read_envelope`] without side effects: a bad file is reported as
 /// [`Peeked::Unusable`] and left where it is (operators' read-only views).
-pub fn peek_envelope<T: DeserializeOwned>(
+pub(crate) fn peek_envelope<T: DeserializeOwned>(
     root: &TrustedRoot,
     path: &Path,
     version: u64,
@@ -124,7 +124,7 @@ pub fn peek_envelope<T: DeserializeOwned>(
 
 /// [`read_flat_envelope`] without side effects, as [`peek_envelope`] is to
 /// [`read_envelope`].
-pub fn peek_flat_envelope<T: DeserializeOwned>(
+pub(crate) fn peek_flat_envelope<T: DeserializeOwned>(
     root: &TrustedRoot,
     path: &Path,
     version: u64,
@@ -175,7 +175,7 @@ fn check_version(bytes: &[u8], version: u64) -> Result<Value, String> {
 }
 
 /// Writes a flat envelope: `value`'s fields beside `schemaVersion`.
-pub fn write_flat_envelope<T: Serialize>(
+pub(crate) fn write_flat_envelope<T: Serialize>(
     root: &TrustedRoot,
     path: &Path,
     version: u64,
@@ -195,7 +195,7 @@ pub fn write_flat_envelope<T: Serialize>(
 /// whenever missing or unusable, where a power cut losing the replacement
 /// (or leaving it torn) costs a rebuild and loses no state. A file not yet
 /// there is written durably: its existence may be what a reader looks for.
-pub fn replace_flat_view<T: Serialize>(
+pub(crate) fn replace_flat_view<T: Serialize>(
     root: &TrustedRoot,
     path: &Path,
     version: u64,
@@ -220,7 +220,7 @@ pub fn replace_flat_view<T: Serialize>(
 }
 
 /// Writes `{schemaVersion: version, <field>: value}` atomically, pretty-printed like the app.
-pub fn write_envelope<T: Serialize>(
+pub(crate) fn write_envelope<T: Serialize>(
     root: &TrustedRoot,
     path: &Path,
     version: u64,
@@ -240,7 +240,7 @@ pub fn write_envelope<T: Serialize>(
 /// A value too large to be read back ([`MAX_STORE_FILE_BYTES`]) is refused
 /// and the file left as it was: written, it would be quarantined by the next
 /// read and take the valid state before it along.
-pub fn write_json(root: &TrustedRoot, path: &Path, value: &Value) -> io::Result<()> {
+pub(crate) fn write_json(root: &TrustedRoot, path: &Path, value: &Value) -> io::Result<()> {
     let text = render_json(path, value)?;
     root.write_atomic(path, text.as_bytes())
 }
@@ -249,7 +249,7 @@ pub fn write_json(root: &TrustedRoot, path: &Path, value: &Value) -> io::Result<
 /// new content sits in a temp file beside `path` until then.
 ///
 /// [`safe_fs::commit`]: super::safe_fs::commit
-pub fn stage_envelope<T: Serialize>(
+pub(crate) fn stage_envelope<T: Serialize>(
     root: &TrustedRoot,
     path: &Path,
     version: u64,
@@ -266,7 +266,7 @@ pub fn stage_envelope<T: Serialize>(
 }
 
 /// [`write_flat_envelope`] staged for a group commit, as [`stage_envelope`].
-pub fn stage_flat_envelope<T: Serialize>(
+pub(crate) fn stage_flat_envelope<T: Serialize>(
     root: &TrustedRoot,
     path: &Path,
     version: u64,
@@ -328,7 +328,7 @@ pub fn quarantine(root: &TrustedRoot, path: &Path, now_ms: i64) -> io::Result<Pa
 
 /// [`quarantine`] of the entry `name` of the open folder `dir` (a file, a
 /// link, a folder: the entry itself is renamed); returns the name it got.
-pub fn quarantine_in(dir: &Dir, name: &str, now_ms: i64) -> io::Result<String> {
+pub(crate) fn quarantine_in(dir: &Dir, name: &str, now_ms: i64) -> io::Result<String> {
     let mut n = 0;
     let target = loop {
         let target = match n {

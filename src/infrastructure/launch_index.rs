@@ -50,7 +50,7 @@ impl LaunchIndex {
 
     /// The (team folder, member) pairs of active teams whose launch state
     /// names `session`.
-    pub fn launched(&self, session: &str) -> HashSet<(String, String)> {
+    pub(crate) fn launched(&self, session: &str) -> HashSet<(String, String)> {
         let found = self.lookup(session, INDEX_TTL);
         if !found.is_empty() {
             return found;

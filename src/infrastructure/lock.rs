@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use super::safe_fs::{Dir, FileKind, TrustedRoot};
 
 /// How long a writer waits for the lock before giving up.
-pub const LOCK_TIMEOUT: Duration = Duration::from_secs(5);
+const LOCK_TIMEOUT: Duration = Duration::from_secs(5);
 const RETRY_EVERY: Duration = Duration::from_millis(10);
 
 /// Paths locked by this process.
@@ -34,7 +34,7 @@ fn held_paths() -> &'static HeldPaths {
 
 /// Holds both locks of one store file until dropped.
 #[derive(Debug)]
-pub struct StoreLock {
+pub(crate) struct StoreLock {
     path: PathBuf,
     file: Option<File>,
 }
@@ -42,7 +42,7 @@ pub struct StoreLock {
 impl StoreLock {
     /// Locks `target` below `root` (via `<target>.lock`, its folders created),
     /// waiting at most [`LOCK_TIMEOUT`] in all.
-    pub fn acquire(root: &TrustedRoot, target: &Path) -> io::Result<Self> {
+    pub(crate) fn acquire(root: &TrustedRoot, target: &Path) -> io::Result<Self> {
         let started = Instant::now();
         claim_in_process(target, started)?;
         let mut lock = Self {
@@ -56,7 +56,7 @@ impl StoreLock {
     /// [`StoreLock::acquire`] of `target`, a file in `dir`, the handle of its
     /// folder the caller opened already: the folder is not walked to again
     /// from the root.
-    pub fn acquire_in(dir: &Dir, target: &Path) -> io::Result<Self> {
+    pub(crate) fn acquire_in(dir: &Dir, target: &Path) -> io::Result<Self> {
         let started = Instant::now();
         claim_in_process(target, started)?;
         let mut lock = Self {

@@ -17,7 +17,7 @@ use crate::domain::status::MemberStatus;
 const SCHEMA_VERSION: u64 = 2;
 
 /// [`MetricsStore`] on the file system.
-pub struct FsMetricsStore {
+pub(crate) struct FsMetricsStore {
     root: TrustedRoot,
     clock: Arc<dyn Clock>,
 }
@@ -56,7 +56,10 @@ impl FsMetricsStore {
     /// until the staged file is committed or dropped. The reconciler's own
     /// [`MetricsStore::record`] of that write then finds it recorded and
     /// writes nothing.
-    pub fn stage_record(&self, status: &MemberStatus) -> Result<(StoreLock, Staged), PortError> {
+    pub(crate) fn stage_record(
+        &self,
+        status: &MemberStatus,
+    ) -> Result<(StoreLock, Staged), PortError> {
         let path = self.path(&status.team_name);
         let lock = StoreLock::acquire(&self.root, &path)?;
         let mut index = self.load(&path)?;

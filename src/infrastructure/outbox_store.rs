@@ -26,7 +26,7 @@ use crate::domain::nudge::{
 use crate::domain::time::{EpochMs, IsoTime};
 
 /// `schemaVersion` of a member's `outbox.json`.
-pub const SCHEMA_VERSION: u64 = 2;
+pub(crate) const SCHEMA_VERSION: u64 = 2;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -93,7 +93,7 @@ impl FsOutboxStore {
     }
 
     /// Prunes finished items as `retention` says instead of by the defaults.
-    pub fn with_retention(mut self, retention: Retention) -> Self {
+    pub(crate) fn with_retention(mut self, retention: Retention) -> Self {
         self.retention = retention;
         self
     }
@@ -525,7 +525,7 @@ const MAX_WATCHDOG_JOURNAL_BYTES: u64 = 2 * 1024 * 1024;
 
 /// [`WatchdogJournal`] reading `teams/<team>/stall-monitor-journal.json`
 /// through the file boundary (a FIFO there must not block a dispatch).
-pub struct FsWatchdogJournal {
+pub(crate) struct FsWatchdogJournal {
     teams: TrustedRoot,
 }
 

@@ -7,7 +7,7 @@ use std::io;
 /// Whether `pid` names a running process, by `kill(pid, 0)` as Node's
 /// `process.kill(pid, 0)` does: only "no such process" counts as dead.
 #[cfg(unix)]
-pub fn process_alive(pid: u32) -> bool {
+pub(crate) fn process_alive(pid: u32) -> bool {
     // A pid beyond pid_t is not ours to judge; never pass 0 or -1 to kill.
     let Ok(pid) = libc::pid_t::try_from(pid) else {
         return true;
@@ -27,7 +27,7 @@ pub fn process_alive(pid: u32) -> bool {
 /// `OpenProcess`) or an exit code counts as dead; a process we may not open
 /// (another user's) counts as running.
 #[cfg(windows)]
-pub fn process_alive(pid: u32) -> bool {
+pub(crate) fn process_alive(pid: u32) -> bool {
     use windows_sys::Win32::Foundation::{CloseHandle, ERROR_INVALID_PARAMETER, STILL_ACTIVE};
     use windows_sys::Win32::System::Threading::{
         GetExitCodeProcess, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION,
@@ -55,6 +55,6 @@ pub fn process_alive(pid: u32) -> bool {
 /// Without a liveness check every process counts as running: callers fall
 /// back on their age rules.
 #[cfg(not(any(unix, windows)))]
-pub fn process_alive(_pid: u32) -> bool {
+pub(crate) fn process_alive(_pid: u32) -> bool {
     true
 }

@@ -25,7 +25,7 @@ use crate::domain::status::MemberStatus;
 use crate::domain::time::format_iso;
 
 /// Current envelope version of member files.
-pub const STATUS_SCHEMA_VERSION: u64 = 2;
+const STATUS_SCHEMA_VERSION: u64 = 2;
 
 /// Where a team's store files live.
 #[derive(Debug, Clone)]
@@ -57,7 +57,7 @@ impl StorePaths {
     }
 
     /// `teams/<team>/members/<key>/.member-work-sync/<file>`.
-    pub fn member_file(&self, team: &str, member: &str, file: &str) -> PathBuf {
+    pub(crate) fn member_file(&self, team: &str, member: &str, file: &str) -> PathBuf {
         self.member_dir(team, member)
             .join(".member-work-sync")
             .join(file)
@@ -65,7 +65,7 @@ impl StorePaths {
 
     /// The member folders under `teams/<team>/members/` (real folders only: a
     /// link there is skipped, never followed); empty when there are none.
-    pub fn member_dirs(&self, team: &str) -> io::Result<Vec<PathBuf>> {
+    pub(crate) fn member_dirs(&self, team: &str) -> io::Result<Vec<PathBuf>> {
         let members = self.team_dir(team).join("members");
         let Some(dir) = self.root.open_dir(&members)? else {
             return Ok(Vec::new());
@@ -79,7 +79,7 @@ impl StorePaths {
     }
 
     /// Legacy `teams/<team>/.member-work-sync/status.json`.
-    pub fn legacy_status(&self, team: &str) -> PathBuf {
+    pub(crate) fn legacy_status(&self, team: &str) -> PathBuf {
         self.team_dir(team)
             .join(".member-work-sync")
             .join("status.json")
@@ -115,7 +115,7 @@ impl FsStatusStore {
     /// power cut that keeps the index's rename but not the status's leaves
     /// the events of an evaluation that happened (the next reconcile
     /// records its own).
-    pub fn with_metrics(mut self, metrics: Arc<FsMetricsStore>) -> Self {
+    pub(crate) fn with_metrics(mut self, metrics: Arc<FsMetricsStore>) -> Self {
         self.metrics = Some(metrics);
         self
     }
@@ -316,13 +316,13 @@ impl FsAuditJournal {
     }
 
     /// Rotates journals as `retention` says instead of by the defaults.
-    pub fn with_retention(mut self, retention: Retention) -> Self {
+    pub(crate) fn with_retention(mut self, retention: Retention) -> Self {
         self.retention = retention;
         self
     }
 
     /// Reports write failures to `log` (they still never fail the caller).
-    pub fn with_log(mut self, log: Arc<dyn LogSink>) -> Self {
+    pub(crate) fn with_log(mut self, log: Arc<dyn LogSink>) -> Self {
         self.log = Some(log);
         self
     }

@@ -45,13 +45,13 @@ pub const MAX_TASK_BYTES: u64 = 2 * 1024 * 1024;
 /// every status.
 pub const MAX_TASK_DIAGNOSTICS: usize = 50;
 /// Teams whose tasks are kept; reading another drops the least recently read.
-pub const MAX_CACHED_TEAMS: usize = 4;
+const MAX_CACHED_TEAMS: usize = 4;
 /// How often a watched folder is still checked in full, by stamp.
-pub const REVALIDATE_EVERY: Duration = Duration::from_secs(30);
+const REVALIDATE_EVERY: Duration = Duration::from_secs(30);
 
 /// What one task file amounts to.
 #[derive(Debug, Clone)]
-pub enum TaskFile {
+pub(crate) enum TaskFile {
     /// A task that can be on an agenda, shared with the cache.
     Task(Arc<Task>),
     /// Internal or deleted: never on an agenda, not an error.
@@ -80,7 +80,7 @@ impl TaskFile {
 }
 
 /// Turns a task file's bytes into what it amounts to.
-pub type ParseTaskFile = fn(&[u8]) -> TaskFile;
+type ParseTaskFile = fn(&[u8]) -> TaskFile;
 
 /// The tasks of a folder and what reading them found.
 #[derive(Debug, Clone, Default)]
@@ -105,7 +105,7 @@ fn read_cold(dir: &Dir, parse: ParseTaskFile) -> TaskBoard {
 
 /// Parsed task files per team (see the module docs).
 #[derive(Debug)]
-pub struct TaskCache {
+pub(crate) struct TaskCache {
     parse: ParseTaskFile,
     /// Whether folders get a [`DirWatch`] (without one every read checks
     /// every stamp; tests use that to exercise the fallback alone).
@@ -151,7 +151,7 @@ impl TaskCache {
     /// Has the next read of `team` look at `file_name` again whatever the
     /// watch says: a change event named it, and a write inotify cannot see
     /// (through a hard link elsewhere, a shared mapping) is caught this way.
-    pub fn invalidate(&self, team: &str, file_name: &str) {
+    pub(crate) fn invalidate(&self, team: &str, file_name: &str) {
         if !is_task_file_name(file_name) {
             return;
         }
@@ -170,7 +170,7 @@ impl TaskCache {
     }
 
     /// Forgets `team` (its folder is gone or not readable).
-    pub fn forget(&self, team: &str) {
+    pub(crate) fn forget(&self, team: &str) {
         lock(&self.teams).remove(team);
     }
 

@@ -32,11 +32,11 @@ use crate::domain::team::{
 use crate::domain::time::parse_iso;
 
 /// Cap of `config.json`.
-pub const MAX_CONFIG_BYTES: u64 = 10 * 1024 * 1024;
+pub(crate) const MAX_CONFIG_BYTES: u64 = 10 * 1024 * 1024;
 /// Cap of `members.meta.json`.
-pub const MAX_MEMBERS_META_BYTES: u64 = 256 * 1024;
+const MAX_MEMBERS_META_BYTES: u64 = 256 * 1024;
 /// Cap of `kanban-state.json`.
-pub const MAX_KANBAN_BYTES: u64 = 512 * 1024;
+const MAX_KANBAN_BYTES: u64 = 512 * 1024;
 /// Most members of a roster (config and `members.meta.json` merged, in that
 /// order); the rest are dropped with a `roster_truncated` diagnostic. Real
 /// teams have a handful of members; the cap keeps a team's work (one status,

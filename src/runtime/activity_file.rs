@@ -23,14 +23,14 @@ use crate::domain::time::{format_iso, EpochMs};
 use crate::infrastructure::safe_fs::{FileRead, TrustedRoot};
 
 /// The file's name, in the teams base's `.member-work-sync/` folder.
-pub const ACTIVITY_FILE: &str = "activity.json";
+const ACTIVITY_FILE: &str = "activity.json";
 /// Envelope version.
 const SCHEMA_VERSION: u64 = 1;
 /// Largest activity file [`ActivityFile::remove`] reads to check its owner.
 const MAX_READ_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Publishes one instance's queue diagnostics.
-pub struct ActivityFile {
+pub(crate) struct ActivityFile {
     root: TrustedRoot,
     folder: PathBuf,
     pid: u32,

@@ -160,7 +160,7 @@ impl Services {
     }
 
     /// [`Services::with_control_url`] keeping history as `retention` says.
-    pub fn with_options(
+    pub(crate) fn with_options(
         paths: RootPaths,
         fixed_now_ms: Option<i64>,
         control_url: Option<String>,
@@ -353,10 +353,10 @@ fn file_ports_reading(
 /// The instance was disposed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("member-work-sync instance was disposed")]
-pub struct Disposed;
+pub(crate) struct Disposed;
 
 /// A running addon instance: services plus its background worker.
-pub struct Instance {
+pub(crate) struct Instance {
     /// The use cases.
     pub services: Services,
     worker: Worker,
@@ -403,7 +403,7 @@ impl TurnSettledQueue for ReconcileTurnSettledNow<'_> {
 /// concurrency and retention (defaults: drain every 15 s, dispatch every
 /// 60 s, 2 reconciles at once, [`Retention::default`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Tuning {
+pub(crate) struct Tuning {
     /// How often the schedulers run.
     pub intervals: ScheduleIntervals,
     /// Queued reconciles running at once; `None` keeps the queue's default.
@@ -588,7 +588,7 @@ impl Instance {
 
     /// One drain of the turn-settled spool; resolved members are queued for a
     /// `turn_settled` reconcile and announced through `onTeamChange`.
-    pub fn drain_turn_settled(&self) -> Result<DrainSummary, PortError> {
+    pub(crate) fn drain_turn_settled(&self) -> Result<DrainSummary, PortError> {
         let changes = self.services.team_changes.as_ref();
         if self.queue_running {
             self.services
@@ -628,7 +628,7 @@ impl Instance {
     }
 
     /// Moves the test clock and wakes the queue; `false` without a test clock.
-    pub fn set_test_clock(&self, now_ms: i64) -> bool {
+    pub(crate) fn set_test_clock(&self, now_ms: i64) -> bool {
         let Some(clock) = &self.services.manual_clock else {
             return false;
         };
@@ -638,7 +638,7 @@ impl Instance {
     }
 
     /// Runs one API call unless the instance was disposed; dispose waits for it.
-    pub fn admit<R>(&self, call: impl FnOnce() -> R) -> Result<R, Disposed> {
+    pub(crate) fn admit<R>(&self, call: impl FnOnce() -> R) -> Result<R, Disposed> {
         {
             let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
             // Checked under the lock dispose takes, so no call slips in after it.
@@ -658,7 +658,7 @@ impl Instance {
     }
 
     /// Stops everything and waits for in-flight work. Blocking; idempotent.
-    pub fn dispose(&self) {
+    pub(crate) fn dispose(&self) {
         {
             let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
             self.disposed.store(true, Ordering::SeqCst);

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use notify::Watcher;
 
 /// Decides, for one event in the registered folder, whether to notify.
-pub type Filter = Box<dyn Fn(&notify::Event) -> bool + Send + Sync>;
+type Filter = Box<dyn Fn(&notify::Event) -> bool + Send + Sync>;
 
 /// One folder a registration listens to.
 struct Listener {
@@ -49,7 +49,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Folders watched for one caller; dropping it ends their watches (the
 /// last registration of the process ends the watcher).
-pub struct Registration {
+pub(crate) struct Registration {
     ids: Vec<(u64, PathBuf)>,
 }
 

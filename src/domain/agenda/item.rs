@@ -61,7 +61,7 @@ pub enum ItemReason {
 
 impl ItemReason {
     /// The known reasons.
-    pub const KNOWN: [ItemReason; 7] = [
+    pub(crate) const KNOWN: [ItemReason; 7] = [
         Self::TaskNeedsLeadClarification,
         Self::TaskHasBrokenDependency,
         Self::SelfReviewInvalid,
@@ -200,7 +200,7 @@ pub struct ActionableWorkItem {
 impl ActionableWorkItem {
     /// Sort key of the fingerprint: `kind:taskId:displayId`, compared with
     /// `js_semantics::locale_compare` (the reference's `localeCompare`), not as bytes.
-    pub fn sort_key(&self) -> String {
+    pub(crate) fn sort_key(&self) -> String {
         format!(
             "{}:{}:{}",
             self.kind.as_str(),

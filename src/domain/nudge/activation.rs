@@ -82,7 +82,7 @@ impl Activation {
     /// True when the base nudge of this activation may get a still-stuck
     /// follow-up: phase 2 proper, stale native work and targeted stalls, not
     /// a pickup or a protocol repair.
-    pub fn allows_still_stuck(self) -> bool {
+    pub(crate) fn allows_still_stuck(self) -> bool {
         matches!(
             self,
             Self::ShadowReady

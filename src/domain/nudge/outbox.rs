@@ -71,7 +71,7 @@ pub struct OutboxItem {
 impl OutboxItem {
     /// An item as the app writes it has no `payload.agendaFingerprint`: the
     /// item's own fingerprint is the payload's.
-    pub fn with_payload_fingerprint(mut self) -> Self {
+    pub(crate) fn with_payload_fingerprint(mut self) -> Self {
         if self.payload.agenda_fingerprint.is_empty() {
             self.payload.agenda_fingerprint = self.agenda_fingerprint.clone();
         }

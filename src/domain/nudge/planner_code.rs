@@ -40,7 +40,7 @@ pub enum PlannerCode {
 impl PlannerCode {
     /// Every code, in declaration order; the tests check that each has one
     /// spelling and parses back from it.
-    pub const ALL: [PlannerCode; 13] = [
+    pub(crate) const ALL: [PlannerCode; 13] = [
         Self::Created,
         Self::Existing,
         Self::PayloadConflict,

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 /// Lines of a session log head looked at (the `session_meta` line is first,
 /// the launch prompt follows within a few lines).
-pub const CODEX_HEAD_LINES: usize = 20;
+const CODEX_HEAD_LINES: usize = 20;
 
 /// A session log head's identity.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -25,7 +25,7 @@ pub struct CodexSessionHead {
 }
 
 /// Reads the identity of a session log from its first lines.
-pub fn codex_session_head(lines: &[Value]) -> CodexSessionHead {
+pub(crate) fn codex_session_head(lines: &[Value]) -> CodexSessionHead {
     let mut head = CodexSessionHead::default();
     for line in lines.iter().take(CODEX_HEAD_LINES) {
         let payload = line.get("payload");

@@ -13,7 +13,7 @@ pub mod target;
 pub mod transcript;
 
 /// Marker at the end of the managed hook command; finds our hook among the user's.
-pub const TURN_SETTLED_HOOK_MARKER: &str = "agent-teams:member-work-sync-turn-settled:v1";
+pub(crate) const TURN_SETTLED_HOOK_MARKER: &str = "agent-teams:member-work-sync-turn-settled:v1";
 
 /// Largest payload the hook keeps and the drainer accepts (256 KiB).
 pub const MAX_PAYLOAD_BYTES: u64 = 262_144;

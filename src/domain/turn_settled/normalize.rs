@@ -13,7 +13,7 @@ use super::RuntimeProvider;
 /// Source tag the orchestrator's Codex runtime puts in its payloads.
 pub const CODEX_SOURCE: &str = "agent-teams-orchestrator-codex-native";
 /// Source tag the orchestrator's OpenCode runtime puts in its payloads.
-pub const OPENCODE_SOURCE: &str = "agent-teams-orchestrator-opencode";
+const OPENCODE_SOURCE: &str = "agent-teams-orchestrator-opencode";
 /// OpenCode outcomes that mean the turn did not really settle.
 const OPENCODE_NON_TERMINAL_OUTCOMES: [&str; 5] = [
     "timeout",
@@ -66,7 +66,7 @@ impl NormalizeFailure {
 /// A normalized turn-settled event: identity hints only, never message text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TurnSettledEvent {
+pub(crate) struct TurnSettledEvent {
     /// Always 1: the version of this event's shape (`schemaVersion`).
     pub schema_version: u8,
     /// The runtime that emitted it.
@@ -115,7 +115,7 @@ pub struct TurnSettledEvent {
 impl TurnSettledEvent {
     /// Why this event is deliberately ignored before resolution, if it is:
     /// an OpenCode turn without prompt identity did not settle a real prompt.
-    pub fn ignore_reason(&self) -> Option<String> {
+    pub(crate) fn ignore_reason(&self) -> Option<String> {
         if self.provider != RuntimeProvider::Opencode || self.thread_id.is_some() {
             return None;
         }
@@ -140,7 +140,7 @@ pub fn payload_hash(raw: &[u8]) -> String {
 
 /// Normalizes the raw bytes of a spool file written for `provider`.
 /// `spooled_at` (ISO) is the recorded time when the payload carries none.
-pub fn normalize(
+pub(crate) fn normalize(
     provider: RuntimeProvider,
     raw: &[u8],
     spooled_at: &str,
@@ -200,7 +200,7 @@ const IDENTITY_KEYS: [&str; 39] = [
 /// the identity fields of its top-level object are recovered with a bounded
 /// scan ([`super::prefix`]), the event is marked `truncated`, and no message
 /// text is read. A prefix that yields no usable event is `payload_too_large`.
-pub fn normalize_truncated(
+pub(crate) fn normalize_truncated(
     provider: RuntimeProvider,
     prefix: &[u8],
     spooled_at: &str,

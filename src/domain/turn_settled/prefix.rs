@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 /// Longest kept value, in bytes of its JSON spelling: identity fields are
 /// ids and paths; anything longer is not one and is left out.
-pub const MAX_IDENTITY_VALUE_BYTES: usize = 4096;
+const MAX_IDENTITY_VALUE_BYTES: usize = 4096;
 /// Longest key compared against the wanted ones, in bytes of its JSON spelling.
 const MAX_KEY_BYTES: usize = 128;
 
@@ -22,7 +22,7 @@ const MAX_KEY_BYTES: usize = 128;
 /// `prefix` begins (its end may be cut anywhere). `None` when `prefix` does
 /// not begin an object. A key given twice keeps its last value, as a JSON
 /// parser does.
-pub fn identity_fields(prefix: &[u8], wanted: &[&str]) -> Option<Map<String, Value>> {
+pub(crate) fn identity_fields(prefix: &[u8], wanted: &[&str]) -> Option<Map<String, Value>> {
     let mut scan = Scanner {
         bytes: prefix,
         at: 0,

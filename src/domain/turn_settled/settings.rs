@@ -9,11 +9,11 @@ use super::{RuntimeProvider, TURN_SETTLED_HOOK_MARKER};
 /// The hook key Codex gives the first handler of the first `Stop` group set
 /// by `-c` overrides (`codex app-server` `hooks/list`, 0.169): overrides form
 /// the `/<session-flags>/config.toml` layer.
-pub const CODEX_SESSION_FLAGS_STOP_HOOK_KEY: &str = "/<session-flags>/config.toml:stop:0:0";
+const CODEX_SESSION_FLAGS_STOP_HOOK_KEY: &str = "/<session-flags>/config.toml:stop:0:0";
 
 /// Seconds Codex gives the managed hook; set explicitly because the trust
 /// hash covers it (Codex's default is 600).
-pub const CODEX_HOOK_TIMEOUT_SECS: u64 = 30;
+const CODEX_HOOK_TIMEOUT_SECS: u64 = 30;
 
 /// The Codex settings list that is joined rather than replaced.
 const CONFIG_OVERRIDES_KEY: &str = "config_overrides";
@@ -23,7 +23,7 @@ const CONFIG_OVERRIDES_KEY: &str = "config_overrides";
 const MAX_MERGE_DEPTH: usize = 64;
 
 /// POSIX single-quote escaping: the result is one shell word whatever `value` holds.
-pub fn shell_quote(value: &str) -> String {
+fn shell_quote(value: &str) -> String {
     format!("'{}'", value.replace('\'', r"'\''"))
 }
 
@@ -68,7 +68,7 @@ pub fn executable_hook_command(
 }
 
 /// `{"hooks":{"Stop":[{"matcher":"","hooks":[{"type":"command","command":…}]}]}}`.
-pub fn hook_settings_fragment(command: &str) -> Value {
+pub(crate) fn hook_settings_fragment(command: &str) -> Value {
     json!({
         "hooks": {
             "Stop": [{
@@ -90,7 +90,7 @@ pub fn hook_settings_fragment(command: &str) -> Value {
 ///    SHA-256 of `{"event_name":"stop","hooks":[{"async":false,"command":…,
 ///    "timeout":30,"type":"command"}]}` (keys sorted, compact), so this trusts
 ///    that one handler and no other, without `--dangerously-bypass-hook-trust`.
-pub fn codex_hook_overrides(command: &str) -> Vec<String> {
+fn codex_hook_overrides(command: &str) -> Vec<String> {
     // A JSON string is a valid TOML basic string for any command text.
     let quoted = Value::String(command.to_string()).to_string();
     let hooks = format!(
@@ -105,7 +105,7 @@ pub fn codex_hook_overrides(command: &str) -> Vec<String> {
 
 /// Hex SHA-256 Codex computes for the managed Stop hook group (see
 /// [`codex_hook_overrides`]); the keys are written in sorted order.
-pub fn codex_hook_trust_hash(command: &str) -> String {
+fn codex_hook_trust_hash(command: &str) -> String {
     let identity = json!({
         "event_name": "stop",
         "hooks": [{
@@ -119,7 +119,7 @@ pub fn codex_hook_trust_hash(command: &str) -> String {
 }
 
 /// `{"config_overrides":[…]}`: the Codex launch settings fragment.
-pub fn codex_hook_settings_fragment(command: &str) -> Value {
+pub(crate) fn codex_hook_settings_fragment(command: &str) -> Value {
     json!({ CONFIG_OVERRIDES_KEY: codex_hook_overrides(command) })
 }
 
@@ -143,7 +143,7 @@ pub fn codex_hook_settings_fragment(command: &str) -> Value {
 ///   or an old trust hash.
 /// * Every other key: objects merge recursively, otherwise the patch wins.
 /// * Keys keep their order: the base's first, then new keys of the patch.
-pub fn merge_runtime_hook_settings(
+pub(crate) fn merge_runtime_hook_settings(
     base: &Map<String, Value>,
     patch: &Map<String, Value>,
 ) -> Map<String, Value> {

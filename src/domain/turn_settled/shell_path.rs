@@ -7,7 +7,7 @@
 /// what has no such spelling (a relative path, a device path such as
 /// `\\.\pipe\x`, a verbatim UNC path) or holds a character no Windows path
 /// component may hold.
-pub fn git_bash_path(path: &str) -> Option<String> {
+pub(crate) fn git_bash_path(path: &str) -> Option<String> {
     let path = path.strip_prefix(r"\\?\").unwrap_or(path);
     let (head, rest) = if let Some(unc) = path.strip_prefix(r"\\") {
         if unc.starts_with(['.', '?']) {

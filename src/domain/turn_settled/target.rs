@@ -53,7 +53,7 @@ impl TargetOutcome {
 /// a reserved name, and of the provider that sent the event when its
 /// provider is known. Whether its runtime runs is the reconcile's business
 /// (it records the member inactive), not the resolver's.
-pub fn verify_target(
+pub(crate) fn verify_target(
     team: &TeamSnapshot,
     member: &str,
     provider: RuntimeProvider,

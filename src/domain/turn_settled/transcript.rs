@@ -7,15 +7,15 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 /// Lines of a transcript head that attribution looks at.
-pub const HEAD_LINES: usize = 50;
+pub(crate) const HEAD_LINES: usize = 50;
 
 /// Longest project folder name Claude writes as is; a longer one is cut here
 /// and gets a `-<hash>` suffix (Claude Code's `sanitizePath`).
-pub const MAX_PROJECT_DIR_CHARS: usize = 200;
+const MAX_PROJECT_DIR_CHARS: usize = 200;
 
 /// A folder name under `<claudeRoot>/projects/` that may hold a project's transcripts.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ProjectDirName {
+pub(crate) enum ProjectDirName {
     /// Exactly this name.
     Exact(String),
     /// A path whose name is over [`MAX_PROJECT_DIR_CHARS`]: `<prefix>-<hash>`,
@@ -52,7 +52,7 @@ impl ProjectDirName {
 /// with the dot too, cut with a hash suffix over [`MAX_PROJECT_DIR_CHARS`]),
 /// then the app's older spelling (only `/` and `\` replaced, a leading `-`,
 /// `C:\x` → `C--x`) and its `_` → `-` variant. Trailing separators are ignored.
-pub fn encode_project_dir(project_path: &str) -> Vec<ProjectDirName> {
+pub(crate) fn encode_project_dir(project_path: &str) -> Vec<ProjectDirName> {
     let trimmed = project_path.trim().trim_end_matches(['/', '\\']);
     if trimmed.is_empty() {
         return vec![];
@@ -95,13 +95,13 @@ pub fn encode_project_dir(project_path: &str) -> Vec<ProjectDirName> {
 /// Most distinct `projectPathHistory` entries looked up (newest first): each
 /// is a folder lookup per transcript index build, and a project rarely moves
 /// more than a few times.
-pub const MAX_PROJECT_PATH_HISTORY: usize = 32;
+const MAX_PROJECT_PATH_HISTORY: usize = 32;
 
 /// Project paths of a team config, in lookup order: `projectPath`,
 /// `projectPathHistory` newest first (at most [`MAX_PROJECT_PATH_HISTORY`]
 /// distinct ones), the lead's `cwd`, the one distinct member `cwd`. Linear in
 /// the config's size, whatever an agent wrote into it.
-pub fn project_path_candidates(config: &Value) -> Vec<String> {
+pub(crate) fn project_path_candidates(config: &Value) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
     let mut push = |value: Option<&str>| -> bool {
@@ -204,13 +204,13 @@ fn authored_user_text(line: &Value) -> Option<String> {
 }
 
 /// Most team names taken from one transcript head ([`named_teams`]).
-pub const MAX_NAMED_TEAMS: usize = 4;
+const MAX_NAMED_TEAMS: usize = 4;
 
 /// The teams a transcript head names in its `teamName` or
 /// `process.team.teamName` fields, trimmed and lowercased, first named first,
 /// at most [`MAX_NAMED_TEAMS`]: the teams a Stop of that transcript is looked
 /// up in first, before any other team is indexed.
-pub fn named_teams(lines: &[Value]) -> Vec<String> {
+pub(crate) fn named_teams(lines: &[Value]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for line in lines.iter().take(HEAD_LINES) {
         let names = [
@@ -233,7 +233,11 @@ pub fn named_teams(lines: &[Value]) -> Vec<String> {
 /// The member a root (member-session) transcript belongs to: it must name the
 /// team and a known member within its head. `team` and
 /// `known` are lowercase; the member comes back trimmed, in its original case.
-pub fn attribute_root(lines: &[Value], team: &str, known: &HashSet<String>) -> Option<String> {
+pub(crate) fn attribute_root(
+    lines: &[Value],
+    team: &str,
+    known: &HashSet<String>,
+) -> Option<String> {
     let mut team_matched = false;
     let mut member: Option<String> = None;
     let mentions = [
@@ -275,7 +279,7 @@ pub fn attribute_root(lines: &[Value], team: &str, known: &HashSet<String>) -> O
 
 /// The member a subagent transcript belongs to: the
 /// strongest signal wins, the earliest within a level.
-pub fn attribute_subagent(lines: &[Value], known: &HashSet<String>) -> Option<String> {
+pub(crate) fn attribute_subagent(lines: &[Value], known: &HashSet<String>) -> Option<String> {
     let is_known = |name: &str| known.contains(&name.trim().to_lowercase());
     let mut best: [Option<String>; 4] = [None, None, None, None];
     for line in lines.iter().take(HEAD_LINES) {

@@ -75,7 +75,7 @@ pub enum InboxError {
 impl InboxError {
     /// True when a later attempt may succeed (the outbox backs off and retries);
     /// false when the same call will always fail.
-    pub fn is_retryable(&self) -> bool {
+    pub(crate) fn is_retryable(&self) -> bool {
         !matches!(self, Self::InvalidName { .. } | Self::TeamMissing(_))
     }
 }

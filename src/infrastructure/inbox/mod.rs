@@ -45,7 +45,7 @@ use lock::InboxLock;
 use rows::{indented_row, read_inbox, write_inbox, Existing};
 
 /// How many times a write is attempted when its re-read does not show the row.
-pub const VERIFY_ATTEMPTS: u32 = 3;
+const VERIFY_ATTEMPTS: u32 = 3;
 
 /// The folder of a team that holds the inboxes.
 const INBOXES_DIR: &str = "inboxes";
@@ -54,7 +54,7 @@ const INBOXES_DIR: &str = "inboxes";
 ///
 /// The defaults are the app's numbers; tests shorten them to stay fast.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct InboxTimings {
+pub(crate) struct InboxTimings {
     /// Total wait for the in-process turn plus the lock file (default 5 s).
     pub lock_timeout: Duration,
     /// Pause between attempts to create the lock file (default 20 ms).
@@ -94,8 +94,9 @@ pub enum DeliveryOutcome {
     },
 }
 
+#[cfg(test)]
 /// The app's wording for a [`DeliveryOutcome::PayloadConflict`].
-pub fn payload_conflict_message(message_id: &str) -> String {
+fn payload_conflict_message(message_id: &str) -> String {
     format!("Inbox messageId collision for immutable payload: {message_id}")
 }
 
@@ -130,19 +131,20 @@ impl InboxWriter {
     }
 
     /// The same writer asking `host` for the control URL of each delivery.
-    pub fn with_host(mut self, host: Arc<HostRelay>) -> Self {
+    pub(crate) fn with_host(mut self, host: Arc<HostRelay>) -> Self {
         self.host = Some(host);
         self
     }
 
+    #[cfg(test)]
     /// The same writer with other timings.
-    pub fn with_timings(mut self, timings: InboxTimings) -> Self {
+    pub(crate) fn with_timings(mut self, timings: InboxTimings) -> Self {
         self.timings = timings;
         self
     }
 
     /// `teams/<team>/inboxes/<normalized member>.json`, after checking both names.
-    pub fn inbox_path(&self, team: &str, member: &str) -> Result<PathBuf, InboxError> {
+    pub(crate) fn inbox_path(&self, team: &str, member: &str) -> Result<PathBuf, InboxError> {
         for (what, name) in [("team", team), ("member", member)] {
             validate_name(name).map_err(|source| InboxError::InvalidName {
                 what,

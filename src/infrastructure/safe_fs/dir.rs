@@ -123,7 +123,7 @@ impl Dir {
     }
 
     /// The subfolder `name`; `None` when missing; a link or file is an error.
-    pub fn open_dir(&self, name: impl AsRef<OsStr>) -> io::Result<Option<Dir>> {
+    pub(crate) fn open_dir(&self, name: impl AsRef<OsStr>) -> io::Result<Option<Dir>> {
         let name = self.component(name.as_ref())?;
         match rfs::openat(&self.fd, name, DIR_FLAGS, Mode::empty()) {
             Ok(fd) => Ok(Some(Dir {
@@ -162,14 +162,17 @@ impl Dir {
     }
 
     /// Opens `name` for reading if it is a regular file.
-    pub fn open_file(&self, name: impl AsRef<OsStr>) -> io::Result<Option<File>> {
+    pub(crate) fn open_file(&self, name: impl AsRef<OsStr>) -> io::Result<Option<File>> {
         Ok(self.open_file_stat(name)?.map(|(file, _)| file))
     }
 
     /// [`Dir::open_file`] with what the handle's `fstat` (the one that found
     /// it a regular file) says of it: a reader that wants its size or
     /// modification time needs no second call.
-    pub fn open_file_meta(&self, name: impl AsRef<OsStr>) -> io::Result<Option<(File, Meta)>> {
+    pub(crate) fn open_file_meta(
+        &self,
+        name: impl AsRef<OsStr>,
+    ) -> io::Result<Option<(File, Meta)>> {
         Ok(self
             .open_file_stat(name)?
             .map(|(file, stat)| (file, Meta::of(&stat))))
@@ -200,7 +203,7 @@ impl Dir {
 
     /// [`Dir::write_replacing`] of `parts` written one after another, so a
     /// large file made of pieces is never copied into one buffer first.
-    pub fn write_replacing_parts(
+    pub(crate) fn write_replacing_parts(
         &self,
         name: impl AsRef<OsStr>,
         parts: &[&[u8]],
@@ -378,7 +381,7 @@ impl Dir {
 
     /// Sets the permission bits of the regular file or folder `name` through
     /// its own handle, so a link there is never chmod'ed through.
-    pub fn set_mode(&self, name: impl AsRef<OsStr>, mode: u32) -> io::Result<()> {
+    pub(crate) fn set_mode(&self, name: impl AsRef<OsStr>, mode: u32) -> io::Result<()> {
         let name = self.component(name.as_ref())?;
         let fd = rfs::openat(&self.fd, name, FILE_FLAGS | OFlags::RDONLY, Mode::empty()).map_err(
             |e| match e {
@@ -399,7 +402,7 @@ impl Dir {
     }
 
     /// Sets this folder's own permission bits.
-    pub fn set_own_mode(&self, mode: u32) -> io::Result<()> {
+    pub(crate) fn set_own_mode(&self, mode: u32) -> io::Result<()> {
         let stat = rfs::fstat(&self.fd).map_err(|e| with_path(&self.path, e))?;
         if permission_bits(&stat) != mode {
             rfs::fchmod(&self.fd, permission_mode(mode)).map_err(|e| with_path(&self.path, e))?;

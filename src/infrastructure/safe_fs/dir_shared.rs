@@ -79,7 +79,7 @@ impl Dir {
     /// whose whole content the addon writes (the hook programs' `bin/` and
     /// the folders above it), so an agent's link there is repaired, not
     /// only refused.
-    pub fn create_dir_replacing(&self, name: impl AsRef<OsStr>) -> io::Result<Dir> {
+    pub(crate) fn create_dir_replacing(&self, name: impl AsRef<OsStr>) -> io::Result<Dir> {
         let name = self.component(name.as_ref())?;
         if self
             .meta(name)?

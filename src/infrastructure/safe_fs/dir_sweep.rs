@@ -20,10 +20,10 @@ use crate::domain::time::EpochMs;
 use crate::infrastructure::clock::epoch_ms;
 
 /// How often one folder is swept.
-pub const SWEEP_EVERY: Duration = Duration::from_secs(10 * 60);
+const SWEEP_EVERY: Duration = Duration::from_secs(10 * 60);
 /// How soon a folder is swept again when its last sweep kept temp files that
 /// may still be in use.
-pub const RESWEEP_KEPT_EVERY: Duration = Duration::from_secs(1);
+const RESWEEP_KEPT_EVERY: Duration = Duration::from_secs(1);
 /// Folders remembered as swept; past this the memory starts over.
 const MAX_REMEMBERED_DIRS: usize = 10_000;
 

@@ -124,7 +124,7 @@ impl Dir {
     }
 
     /// The subfolder `name`; `None` when missing; a link or file is an error.
-    pub fn open_dir(&self, name: impl AsRef<OsStr>) -> io::Result<Option<Dir>> {
+    pub(crate) fn open_dir(&self, name: impl AsRef<OsStr>) -> io::Result<Option<Dir>> {
         let name = self.component(name.as_ref())?;
         let path = self.child(name);
         let flags = FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT;
@@ -177,7 +177,10 @@ impl Dir {
     }
 
     /// [`Dir::open_file`] with what the opened handle says of the file.
-    pub fn open_file_meta(&self, name: impl AsRef<OsStr>) -> io::Result<Option<(File, Meta)>> {
+    pub(crate) fn open_file_meta(
+        &self,
+        name: impl AsRef<OsStr>,
+    ) -> io::Result<Option<(File, Meta)>> {
         let Some(file) = self.open_file(name.as_ref())? else {
             return Ok(None);
         };
@@ -188,7 +191,7 @@ impl Dir {
     }
 
     /// Opens `name` for reading if it is a regular file.
-    pub fn open_file(&self, name: impl AsRef<OsStr>) -> io::Result<Option<File>> {
+    pub(crate) fn open_file(&self, name: impl AsRef<OsStr>) -> io::Result<Option<File>> {
         let name = self.component(name.as_ref())?;
         let path = self.child(name);
         // Backup semantics opens a folder too, so it is refused below like a
@@ -209,7 +212,7 @@ impl Dir {
 
     /// [`Dir::write_replacing`] of `parts` written one after another, so a
     /// large file made of pieces is never copied into one buffer first.
-    pub fn write_replacing_parts(
+    pub(crate) fn write_replacing_parts(
         &self,
         name: impl AsRef<OsStr>,
         parts: &[&[u8]],
@@ -424,7 +427,7 @@ impl Dir {
     /// Checks that `name` is a regular file or folder, not a link. Windows
     /// has no permission bits, so `mode` is not applied (and nothing is
     /// changed through another hard link of the file).
-    pub fn set_mode(&self, name: impl AsRef<OsStr>, _mode: u32) -> io::Result<()> {
+    pub(crate) fn set_mode(&self, name: impl AsRef<OsStr>, _mode: u32) -> io::Result<()> {
         let name = self.component(name.as_ref())?;
         let path = self.child(name);
         let handle = OpenOptions::new()
@@ -444,7 +447,7 @@ impl Dir {
     }
 
     /// Windows has no permission bits: nothing to set on the folder itself.
-    pub fn set_own_mode(&self, _mode: u32) -> io::Result<()> {
+    pub(crate) fn set_own_mode(&self, _mode: u32) -> io::Result<()> {
         Ok(())
     }
 

@@ -76,13 +76,13 @@ use std::path::Path;
 
 /// `error` with `path` in its message, keeping its kind (and so its `MWS_IO`
 /// mapping) intact.
-pub fn with_path(path: &Path, error: impl Into<io::Error>) -> io::Error {
+pub(crate) fn with_path(path: &Path, error: impl Into<io::Error>) -> io::Error {
     let error = error.into();
     io::Error::new(error.kind(), format!("{}: {error}", path.display()))
 }
 
 /// The error for a link or another non-folder where a folder should be.
-pub fn not_a_folder(path: &Path) -> io::Error {
+pub(crate) fn not_a_folder(path: &Path) -> io::Error {
     io::Error::new(
         io::ErrorKind::NotADirectory,
         format!(
@@ -93,7 +93,7 @@ pub fn not_a_folder(path: &Path) -> io::Error {
 }
 
 /// The error for a link, FIFO, folder or socket where a regular file should be.
-pub fn not_a_file(path: &Path) -> io::Error {
+pub(crate) fn not_a_file(path: &Path) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidData,
         format!(
@@ -108,7 +108,7 @@ pub fn not_a_file(path: &Path) -> io::Error {
 /// file outside the root that an agent linked in, so nothing is written
 /// through it. Recognized by [`is_hard_linked`]; its kind is `InvalidData`,
 /// a refusal like [`not_a_file`].
-pub fn hard_linked(path: &Path, links: u64) -> io::Error {
+pub(crate) fn hard_linked(path: &Path, links: u64) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidData,
         HardLinked(format!(

@@ -37,14 +37,14 @@ impl TrustedRoot {
     /// `path` spelled from the root as configured, when it names an entry
     /// strictly below the root with plain components only (no `..`): how a
     /// path an untrusted payload names is taken. Anything else names nothing.
-    pub fn entry_below(&self, path: &Path) -> Option<PathBuf> {
+    pub(crate) fn entry_below(&self, path: &Path) -> Option<PathBuf> {
         let parts = self.below(path).ok()?;
         (!parts.is_empty()).then(|| self.path.join(parts.iter().collect::<PathBuf>()))
     }
 
     /// The folder at `dir` (the root or below it); `None` when it, or a
     /// folder on the way, does not exist. A link or file on the way is an error.
-    pub fn open_dir(&self, dir: &Path) -> io::Result<Option<Dir>> {
+    pub(crate) fn open_dir(&self, dir: &Path) -> io::Result<Option<Dir>> {
         let parts = self.below(dir)?;
         let Some(mut current) = self.open_root(false)? else {
             return Ok(None);
@@ -70,11 +70,12 @@ impl TrustedRoot {
         Ok(current)
     }
 
+    #[cfg(test)]
     /// [`TrustedRoot::create_dir_all`] that repairs the way: a link, file or
     /// other non-folder where a folder of `dir` should be is removed (never
     /// followed) and a real folder made in its place (see
     /// [`Dir::create_dir_replacing`]).
-    pub fn create_dir_all_replacing(&self, dir: &Path) -> io::Result<Dir> {
+    pub(crate) fn create_dir_all_replacing(&self, dir: &Path) -> io::Result<Dir> {
         let parts = self.below(dir)?;
         let mut current = self
             .open_root(true)?

@@ -71,11 +71,12 @@ impl Dir {
         Staged::replacing_in(&Arc::new(self), name, bytes, mode)
     }
 
+    #[cfg(test)]
     /// Writes `bytes` to `name` itself, created only if nothing (a link
     /// included) is there: `None` when something is (stage a replacement
     /// with [`Dir::stage`] then). Nothing is synced; [`Staged::publish`]
     /// has nothing left to rename. Dropped unpublished, the file is left (see [`Written::InPlace`]).
-    pub fn stage_new(
+    pub(crate) fn stage_new(
         self,
         name: impl AsRef<OsStr>,
         bytes: &[u8],
@@ -89,7 +90,7 @@ impl Staged {
     /// [`Dir::stage`] in `dir`, a folder handle shared by the files a batch
     /// stages there: each file keeps the handle alive, and no file costs a
     /// handle of its own (a `dup` and a `close` each).
-    pub fn replacing_in(
+    pub(crate) fn replacing_in(
         dir: &Arc<Dir>,
         name: impl AsRef<OsStr>,
         bytes: &[u8],
@@ -103,7 +104,7 @@ impl Staged {
 
     /// [`Dir::stage_new`] in `dir`, a folder handle shared as with
     /// [`Staged::replacing_in`].
-    pub fn new_in(
+    pub(crate) fn new_in(
         dir: &Arc<Dir>,
         name: impl AsRef<OsStr>,
         bytes: &[u8],
@@ -170,7 +171,7 @@ impl Staged {
 
     /// Whether the file was written as its target itself
     /// ([`Dir::stage_new`]): nothing is left to rename.
-    pub fn is_in_place(&self) -> bool {
+    pub(crate) fn is_in_place(&self) -> bool {
         matches!(self.written, Written::InPlace)
     }
 

@@ -19,7 +19,7 @@ pub const TEMP_MARK: &str = ".mws-tmp.";
 const LEGACY_TEMP_MARK: &str = ".tmp.";
 /// A temp file younger than this may still be in use even if its pid looks
 /// gone (a writer in another pid namespace): a write takes milliseconds.
-pub const TEMP_IN_USE_MS: EpochMs = 60 * 1000;
+pub(crate) const TEMP_IN_USE_MS: EpochMs = 60 * 1000;
 /// A temp file older than this is abandoned even if its pid is alive again
 /// (pids are reused).
 pub const TEMP_ABANDONED_MS: EpochMs = 60 * 60 * 1000;

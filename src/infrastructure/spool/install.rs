@@ -94,12 +94,13 @@ impl SpoolPaths {
         }
     }
 
+    #[cfg(test)]
     /// Copies the hook executable `source` into `bin/` (0755), rewriting it
     /// only when its content differs (see [`put_program`]). The source is
     /// the addon's own shipped file (not below the Claude root): a regular
     /// file of at most [`MAX_HOOK_EXECUTABLE_BYTES`], else an error naming
     /// it. `bin/` must be installed already ([`SpoolPaths::install`]).
-    pub fn install_executable(&self, source: &Path) -> io::Result<PathBuf> {
+    pub(crate) fn install_executable(&self, source: &Path) -> io::Result<PathBuf> {
         let bytes = read_executable(source)?;
         let bin = self.open(Folder::Bin)?.ok_or_else(|| {
             io::Error::new(
@@ -131,7 +132,7 @@ impl SpoolPaths {
     /// settings name always sit in a folder the addon made. A link or file
     /// where another spool folder should be is an error naming it: nothing
     /// is created, written or chmod'ed through it.
-    pub fn install_layout(&self) -> io::Result<Dir> {
+    pub(crate) fn install_layout(&self) -> io::Result<Dir> {
         self.create_bin_repairing()?;
         let root = self.create_root()?;
         root.set_own_mode(FOLDER_MODE)?;

@@ -102,7 +102,7 @@ use guard::{ExecutableGuard, KeepFailures};
 /// swept for abandoned temp files at most this often, and a results folder
 /// is pruned at least this often. Once per drain would cost more than the
 /// drain itself when thousands are pending.
-pub const SWEEP_EVERY_MS: EpochMs = 10 * 60 * 1000;
+pub(crate) const SWEEP_EVERY_MS: EpochMs = 10 * 60 * 1000;
 use paths::Folder;
 use results::{PruneSchedule, Removals};
 
@@ -141,7 +141,7 @@ impl FsSpool {
 
     /// A spool at `paths`, timed by `clock`, keeping the executable copied
     /// from `executable_source` in `bin/` (none: only the script).
-    pub fn keeping_executable(
+    pub(crate) fn keeping_executable(
         paths: SpoolPaths,
         clock: Arc<dyn Clock>,
         executable_source: Option<PathBuf>,
@@ -163,14 +163,14 @@ impl FsSpool {
 
     /// Keeps processed and invalid results as `retention` says instead of
     /// by the defaults.
-    pub fn with_retention(mut self, retention: Retention) -> Self {
+    pub(crate) fn with_retention(mut self, retention: Retention) -> Self {
         self.retention = retention;
         self
     }
 
     /// Logs to `log` when the hook programs cannot be kept (once per
     /// distinct error): the drain goes on claiming.
-    pub fn with_log(mut self, log: Arc<dyn LogSink>) -> Self {
+    pub(crate) fn with_log(mut self, log: Arc<dyn LogSink>) -> Self {
         self.keep_failures = KeepFailures::new(log);
         self
     }

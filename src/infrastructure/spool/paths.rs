@@ -76,13 +76,13 @@ impl SpoolPaths {
 
     /// `incoming/` when it exists as a real folder, reached without
     /// following a link below the teams folder: what a watcher may watch.
-    pub fn watchable_incoming(&self) -> Option<PathBuf> {
+    pub(crate) fn watchable_incoming(&self) -> Option<PathBuf> {
         matches!(self.open(Folder::Incoming), Ok(Some(_))).then(|| self.incoming())
     }
 
     /// `bin/` when it exists as a real folder, reached without following a
     /// link below the teams folder: watched for changes to the hook programs.
-    pub fn watchable_bin(&self) -> Option<PathBuf> {
+    pub(crate) fn watchable_bin(&self) -> Option<PathBuf> {
         matches!(self.open(Folder::Bin), Ok(Some(_))).then(|| self.path(Folder::Bin))
     }
 

@@ -25,7 +25,7 @@ use super::records::{
 
 /// A method of the app's `MemberWorkSyncStorageGateway` (its ports.ts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum GatewayMethod {
+pub(crate) enum GatewayMethod {
     /// `ping()`: opens the database; answering means a SQLite session.
     Ping,
     /// `statusRead(teamName, memberKey)`.
@@ -72,7 +72,7 @@ pub enum GatewayMethod {
 
 impl GatewayMethod {
     /// Every method, in the order of the app's interface.
-    pub const ALL: [Self; 21] = [
+    pub(crate) const ALL: [Self; 21] = [
         Self::Ping,
         Self::StatusRead,
         Self::StatusWrite,
@@ -157,14 +157,14 @@ impl GatewayMethod {
 
 /// Calls one method of the app's gateway and waits, bounded, for what its
 /// promise settles to.
-pub trait GatewayCaller: Send + Sync {
+pub(crate) trait GatewayCaller: Send + Sync {
     /// `gateway[method.name()](...args)`: the resolved value (`null` for
     /// `undefined`), or why there is none (thrown, rejected, timed out).
     fn call(&self, method: GatewayMethod, args: Vec<Value>) -> Result<Value, String>;
 }
 
 /// The store's gateway over the app's `MemberWorkSyncStorageGateway`.
-pub struct AppGateway<C> {
+pub(crate) struct AppGateway<C> {
     caller: C,
 }
 

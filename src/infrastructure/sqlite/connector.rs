@@ -12,7 +12,7 @@ use super::error::SqliteStoreError;
 use super::gateway::MemberWorkSyncGateway;
 
 /// Where the store's rows live.
-pub enum Connector {
+pub(crate) enum Connector {
     /// A gateway already there (tests; the app's worker later).
     Ready(Arc<dyn MemberWorkSyncGateway>),
     /// The addon's own connection to a database file.
@@ -20,7 +20,7 @@ pub enum Connector {
 }
 
 /// A database file opened on demand.
-pub struct DirectFile {
+pub(crate) struct DirectFile {
     path: PathBuf,
     mode: OpenMode,
     open: Mutex<Option<(FileIdentity, Arc<DirectDatabase>)>>,

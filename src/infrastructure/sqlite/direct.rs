@@ -35,11 +35,11 @@ use crate::domain::js_semantics::{js_trim, locale_compare};
 use crate::domain::time::parse_iso;
 
 /// How long a statement waits for another connection's lock: the app's.
-pub const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
+const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
 /// A claim older than this may be taken over (`CLAIM_STALE_MS`).
-pub const CLAIM_STALE_MS: i64 = 5 * 60 * 1000;
+const CLAIM_STALE_MS: i64 = 5 * 60 * 1000;
 /// Metric events kept per team (`METRIC_EVENTS_CAP`).
-pub const METRIC_EVENTS_CAP: usize = 200;
+pub(crate) const METRIC_EVENTS_CAP: usize = 200;
 /// Rows per chunked statement (`INSERT_CHUNK_SIZE`).
 const CHUNK: usize = 200;
 

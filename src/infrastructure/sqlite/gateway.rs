@@ -12,10 +12,10 @@ use super::records::{
 };
 
 /// The `store_imports` id of member-work-sync's rows.
-pub const MEMBER_WORK_SYNC_STORE_ID: &str = "member-work-sync";
+pub(crate) const MEMBER_WORK_SYNC_STORE_ID: &str = "member-work-sync";
 
 /// A result of the store's database.
-pub type DbResult<T> = Result<T, SqliteStoreError>;
+pub(crate) type DbResult<T> = Result<T, SqliteStoreError>;
 
 /// The member-work-sync operations on the app's tables, with the app's
 /// semantics: each mutation one transaction, terminal outbox states never

@@ -16,12 +16,12 @@ use super::records::TeamRecords;
 use crate::domain::js_semantics::js_trim;
 
 /// The comparison form of a team name: trimmed and lowercased.
-pub fn team_key(team: &str) -> String {
+pub(crate) fn team_key(team: &str) -> String {
     js_trim(team).to_lowercase()
 }
 
 /// Both name one team: equal non-empty keys.
-pub fn is_same_team(left: &str, right: &str) -> bool {
+pub(crate) fn is_same_team(left: &str, right: &str) -> bool {
     let key = team_key(left);
     !key.is_empty() && key == team_key(right)
 }
@@ -52,7 +52,10 @@ fn rewrite_object(
 
 /// Puts every row of `records` under `team`: the row's team column and the
 /// nested team fields (the outbox payload stays byte for byte).
-pub fn normalize_team_records(team: &str, records: &mut TeamRecords) -> Result<(), BadColumn> {
+pub(crate) fn normalize_team_records(
+    team: &str,
+    records: &mut TeamRecords,
+) -> Result<(), BadColumn> {
     for row in &mut records.statuses {
         row.team_name = team.to_string();
         row.status_json = rewrite_object(&row.status_json, "status_json", |v| {

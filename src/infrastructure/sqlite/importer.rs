@@ -28,10 +28,10 @@ use super::records::TeamRecords;
 use super::snapshot::{domain_to_records, equivalent};
 
 /// How long a failed import is rethrown (`IMPORT_FAILURE_RETRY_COOLDOWN_MS`).
-pub const IMPORT_FAILURE_COOLDOWN: Duration = Duration::from_millis(60_000);
+const IMPORT_FAILURE_COOLDOWN: Duration = Duration::from_millis(60_000);
 
 /// The importer of one store.
-pub struct Importer {
+pub(crate) struct Importer {
     files: LegacyFiles,
     imported: Mutex<HashSet<String>>,
     failures: Mutex<HashMap<String, (Instant, Arc<SqliteStoreError>)>>,
@@ -58,7 +58,7 @@ impl Importer {
 
     /// Imports `team` unless done in this process. The caller holds the
     /// team's lock.
-    pub fn ensure_imported(
+    pub(crate) fn ensure_imported(
         &self,
         db: &dyn MemberWorkSyncGateway,
         team: &str,
@@ -91,11 +91,6 @@ impl Importer {
                 })
             }
         }
-    }
-
-    /// Forgets that `team` was imported (after a purge).
-    pub fn forget(&self, team: &str) {
-        lock(&self.imported).remove(team);
     }
 
     fn import_once(

@@ -17,7 +17,7 @@ use crate::domain::js_semantics::number_to_string;
 
 /// `JSON.stringify(value)` of a serializable value, its fields in their
 /// declaration (or insertion) order, as a JavaScript object keeps them.
-pub fn stringify<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
+pub(crate) fn stringify<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
     let mut out = Vec::with_capacity(256);
     let mut serializer = serde_json::Serializer::with_formatter(&mut out, JsFormatter);
     value.serialize(&mut serializer)?;
@@ -28,7 +28,9 @@ pub fn stringify<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json:
 /// `JSON.stringify(value, null, 2)`: two-space indents, `": "` between a
 /// key and its value, `[]` and `{}` for empty ones (the replica's and the
 /// purge marker's layout).
-pub fn stringify_pretty<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
+pub(crate) fn stringify_pretty<T: Serialize + ?Sized>(
+    value: &T,
+) -> Result<String, serde_json::Error> {
     let mut out = Vec::with_capacity(1024);
     let formatter = JsPrettyFormatter(PrettyFormatter::with_indent(b"  "));
     let mut serializer = serde_json::Serializer::with_formatter(&mut out, formatter);

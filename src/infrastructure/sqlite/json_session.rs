@@ -108,7 +108,7 @@ impl JsonSessionFiles {
     }
 
     /// Whether a missing replica fails a team's calls.
-    pub fn replica_required(&self) -> bool {
+    pub(crate) fn replica_required(&self) -> bool {
         self.replica_required
     }
 

@@ -67,7 +67,7 @@ pub(crate) fn normalize_status_json(value: &mut Value, team: &str) {
 }
 
 /// The row of a status, routed to the status's own team.
-pub fn status_to_record(status: &MemberStatus) -> Result<StatusRecord, BadColumn> {
+pub(crate) fn status_to_record(status: &MemberStatus) -> Result<StatusRecord, BadColumn> {
     let team = status.team_name.as_str();
     let mut json = serde_json::to_value(status).map_err(bad("status_json"))?;
     normalize_status_json(&mut json, team);
@@ -83,7 +83,7 @@ pub fn status_to_record(status: &MemberStatus) -> Result<StatusRecord, BadColumn
 }
 
 /// The status of a row, its team fields set to the row's team.
-pub fn record_to_status(record: &StatusRecord) -> Result<MemberStatus, BadColumn> {
+pub(crate) fn record_to_status(record: &StatusRecord) -> Result<MemberStatus, BadColumn> {
     let mut json: Value = serde_json::from_str(&record.status_json).map_err(bad("status_json"))?;
     normalize_status_json(&mut json, &record.team_name);
     serde_json::from_value(json).map_err(bad("status_json"))
@@ -93,7 +93,7 @@ pub fn record_to_status(record: &StatusRecord) -> Result<MemberStatus, BadColumn
 /// the app's event of that status (its summary fields, then `id` and
 /// `kind`), which carries more than the addon's [`MetricEvent`] keeps:
 /// `providerId`, `previousFingerprint`, `triggerReasons` and `reportState`.
-pub fn metric_event_records(
+pub(crate) fn metric_event_records(
     status: &MemberStatus,
     events: &[MetricEvent],
 ) -> Result<Vec<MetricEventRecord>, BadColumn> {
@@ -168,7 +168,7 @@ pub fn metric_event_records(
 }
 
 /// The metric event of a row, its team set to the row's.
-pub fn record_to_metric_event(record: &MetricEventRecord) -> Result<MetricEvent, BadColumn> {
+pub(crate) fn record_to_metric_event(record: &MetricEventRecord) -> Result<MetricEvent, BadColumn> {
     let mut json: Value = serde_json::from_str(&record.event_json).map_err(bad("event_json"))?;
     set_team(Some(&mut json), &record.team_name);
     serde_json::from_value(json).map_err(bad("event_json"))
@@ -176,7 +176,7 @@ pub fn record_to_metric_event(record: &MetricEventRecord) -> Result<MetricEvent,
 
 /// The row of a report intent; an intent without a reason gets the empty
 /// one (the column is NOT NULL).
-pub fn intent_to_record(intent: &ReportIntent) -> Result<ReportIntentRecord, BadColumn> {
+pub(crate) fn intent_to_record(intent: &ReportIntent) -> Result<ReportIntentRecord, BadColumn> {
     let mut request = intent.request.clone();
     set_team(Some(&mut request), &intent.team_name);
     Ok(ReportIntentRecord {
@@ -199,7 +199,7 @@ fn present(value: &Option<String>) -> Option<String> {
 
 /// The report intent of a row. A rejected intent's result code is its
 /// rejection code.
-pub fn record_to_intent(record: &ReportIntentRecord) -> Result<ReportIntent, BadColumn> {
+pub(crate) fn record_to_intent(record: &ReportIntentRecord) -> Result<ReportIntent, BadColumn> {
     let mut request: Value =
         serde_json::from_str(&record.request_json).map_err(bad("request_json"))?;
     set_team(Some(&mut request), &record.team_name);
@@ -225,7 +225,7 @@ pub fn record_to_intent(record: &ReportIntentRecord) -> Result<ReportIntent, Bad
 
 /// The row `ensurePending` is asked to create for a planned nudge of
 /// `member` (a new row's state; the op decides what is kept).
-pub fn planned_to_record(
+pub(crate) fn planned_to_record(
     team: &str,
     member: &str,
     planned: &PlannedNudge,
@@ -265,7 +265,7 @@ pub fn planned_to_record(
 
 /// The outbox item of a row. A delivered row was delivered when it was
 /// last updated: nothing changes a delivered row afterwards.
-pub fn record_to_outbox_item(record: &OutboxRecord) -> Result<OutboxItem, BadColumn> {
+pub(crate) fn record_to_outbox_item(record: &OutboxRecord) -> Result<OutboxItem, BadColumn> {
     let payload: NudgePayload =
         serde_json::from_str(&record.payload_json).map_err(bad("payload_json"))?;
     let status: OutboxStatus =

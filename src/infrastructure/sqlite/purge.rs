@@ -30,7 +30,7 @@ use crate::domain::names::member_key;
 use crate::infrastructure::safe_fs::{FileRead, TrustedRoot};
 
 /// The markers' folder, beside `teams/`.
-pub const DELETIONS_DIR: &str = ".member-work-sync-deletions";
+const DELETIONS_DIR: &str = ".member-work-sync-deletions";
 /// A marker or config file larger than this is not read.
 const MAX_MARKER_BYTES: u64 = 1024 * 1024;
 
@@ -63,7 +63,7 @@ pub enum PurgeError {
 
 /// `lstat` of a team folder as Node reports it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RootIdentity {
+pub(crate) struct RootIdentity {
     /// `dev`: the device holding the folder.
     pub dev: f64,
     /// `ino`: the folder's inode number; with `dev` and the birth time it
@@ -75,7 +75,7 @@ pub struct RootIdentity {
 
 /// A purge marker as read (or about to be written).
 #[derive(Debug, Clone, PartialEq)]
-pub struct PurgeMarker {
+pub(crate) struct PurgeMarker {
     /// The team, trimmed.
     pub team_name: String,
     /// `config.json._backupIdentityId` of the deleted generation.
@@ -90,7 +90,7 @@ pub struct PurgeMarker {
 
 /// The markers and the files they fence, for the teams under one folder.
 #[derive(Debug, Clone)]
-pub struct PurgeMarkers {
+pub(crate) struct PurgeMarkers {
     teams: TrustedRoot,
     claude: TrustedRoot,
 }
@@ -248,7 +248,7 @@ impl PurgeMarkers {
 
     /// The existing marker (when it has no other deletion id, or its
     /// generation is gone), else a new one for the team as it is now.
-    pub fn get_or_create(
+    pub(crate) fn get_or_create(
         &self,
         team: &str,
         deletion_id: Option<&str>,
@@ -276,7 +276,7 @@ impl PurgeMarkers {
     }
 
     /// Whether the team on disk is still the generation `marker` fences.
-    pub fn is_current(&self, marker: &PurgeMarker) -> bool {
+    pub(crate) fn is_current(&self, marker: &PurgeMarker) -> bool {
         if !marker.recovery_safe {
             return false;
         }
@@ -307,7 +307,7 @@ impl PurgeMarkers {
 
     /// Deletes the team's live JSON files while the marker's generation is
     /// on disk, syncs their folders, and records that in the marker.
-    pub fn purge_active_json(
+    pub(crate) fn purge_active_json(
         &self,
         files: &LegacyFiles,
         marker: &PurgeMarker,

@@ -281,7 +281,7 @@ pub struct TeamRecords {
 
 impl TeamRecords {
     /// Statuses, intents and outbox items: the `entry_count` of `store_imports`.
-    pub fn entry_count(&self) -> usize {
+    pub(crate) fn entry_count(&self) -> usize {
         self.statuses.len() + self.report_intents.len() + self.outbox_items.len()
     }
 

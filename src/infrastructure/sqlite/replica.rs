@@ -22,10 +22,10 @@ use super::snapshot::is_valid_domain_snapshot;
 use crate::infrastructure::safe_fs::{FileRead, TrustedRoot};
 
 /// The file's name in the team's `.member-work-sync` folder.
-pub const REPLICA_FILE: &str = "sqlite-fallback-replica.json";
+const REPLICA_FILE: &str = "sqlite-fallback-replica.json";
 /// A replica larger than this is not read (a team's outbox grows without
 /// bound upstream, but not to this).
-pub const MAX_REPLICA_BYTES: u64 = 64 * 1024 * 1024;
+const MAX_REPLICA_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Why a replica cannot be used (the app's `InternalStorageFallbackUnsafeError`
 /// reasons, and the two the addon adds for what it refuses to open).
@@ -80,7 +80,7 @@ pub enum ReplicaError {
 
 /// The replicas of the teams under one teams folder.
 #[derive(Debug, Clone)]
-pub struct Replica {
+pub(crate) struct Replica {
     teams: TrustedRoot,
 }
 
@@ -108,12 +108,12 @@ impl Replica {
     }
 
     /// Marks the replica dirty, durably, before a mutation.
-    pub fn mark_dirty(&self, team: &str, now_iso: &str) -> Result<(), ReplicaError> {
+    pub(crate) fn mark_dirty(&self, team: &str, now_iso: &str) -> Result<(), ReplicaError> {
         self.write(team, FenceState::Dirty, now_iso, None)
     }
 
     /// Replaces the replica with the team's whole domain snapshot, clean.
-    pub fn write_clean(
+    pub(crate) fn write_clean(
         &self,
         team: &str,
         snapshot: &Value,
@@ -126,7 +126,7 @@ impl Replica {
     /// `None` when there is no replica, or when it is dirty and
     /// `allow_dirty` (the database passed its integrity check, so it can
     /// republish what it holds); any unusable content is an error.
-    pub fn read_for_primary(
+    pub(crate) fn read_for_primary(
         &self,
         team: &str,
         allow_dirty: bool,
@@ -137,7 +137,11 @@ impl Replica {
     /// The clean snapshot a JSON session hydrates from (`readClean`): `None`
     /// when there is no replica and `required` is false; a missing one when
     /// required, a dirty one and any unusable content are errors.
-    pub fn read_clean(&self, team: &str, required: bool) -> Result<Option<Value>, ReplicaError> {
+    pub(crate) fn read_clean(
+        &self,
+        team: &str,
+        required: bool,
+    ) -> Result<Option<Value>, ReplicaError> {
         self.read(team, required, false)
     }
 

@@ -31,7 +31,7 @@ use crate::infrastructure::json_store::MAX_STORE_FILE_BYTES;
 use crate::infrastructure::safe_fs::{FileRead, TrustedRoot};
 
 /// Metric events the restored metrics index keeps (the newest by time, then id).
-pub const RESTORED_METRIC_EVENTS: usize = 200;
+const RESTORED_METRIC_EVENTS: usize = 200;
 /// A `member.meta.json` larger than this is rewritten unread.
 const MAX_MEMBER_META_BYTES: u64 = 64 * 1024;
 
@@ -53,7 +53,7 @@ pub enum RestoreError {
 
 /// A team's rows in the domain form, as the merge produces them.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct DomainRows {
+struct DomainRows {
     /// Member statuses, merged by member.
     pub statuses: Vec<Value>,
     /// Report intents, merged by id.
@@ -126,7 +126,7 @@ fn merge_rows(
 /// `replica` (canonical, a domain snapshot already under the routing team)
 /// merged with the live JSON (`mergeDomainSnapshots`); without live JSON,
 /// the replica's rows as they are.
-pub fn merge_domain_snapshots(replica: &Value, live: Option<&LegacySnapshot>) -> DomainRows {
+fn merge_domain_snapshots(replica: &Value, live: Option<&LegacySnapshot>) -> DomainRows {
     let (statuses, intents, outbox, events) = (
         rows(replica, "statuses"),
         rows(replica, "reportIntents"),
@@ -162,7 +162,7 @@ pub fn merge_domain_snapshots(replica: &Value, live: Option<&LegacySnapshot>) ->
 /// The events the restored index keeps: sorted by `recordedAt`, then id
 /// (both compared as strings, `localeCompare`), the last
 /// [`RESTORED_METRIC_EVENTS`].
-pub fn newest_events(events: &[Value]) -> Vec<Value> {
+fn newest_events(events: &[Value]) -> Vec<Value> {
     let mut events = events.to_vec();
     events.sort_by(|a, b| {
         let (left, right) = (
@@ -212,7 +212,7 @@ fn field(row: &Value, name: &str) -> Value {
 }
 
 /// Writes the team's files from a clean replica merged with its live JSON.
-pub struct Restore<'a> {
+pub(crate) struct Restore<'a> {
     /// The teams folder.
     pub root: &'a TrustedRoot,
     /// The live JSON reader.

@@ -15,12 +15,13 @@ struct Migration {
     statements: &'static [&'static str],
 }
 
+#[cfg(test)]
 /// The `user_version` the app's HEAD migrates to.
-pub const SCHEMA_VERSION: u32 = 4;
+pub(crate) const SCHEMA_VERSION: u32 = 4;
 
 /// The tables member-work-sync reads and writes (v3), then the shared
 /// `store_imports` (v1).
-pub const MEMBER_WORK_SYNC_TABLES: [&str; 5] = [
+pub(crate) const MEMBER_WORK_SYNC_TABLES: [&str; 5] = [
     "member_work_sync_status",
     "member_work_sync_report_intents",
     "member_work_sync_outbox",
@@ -185,14 +186,14 @@ const MIGRATIONS: &[Migration] = &[
 ];
 
 /// The database's `user_version` (0 for a new file).
-pub fn schema_version(connection: &Connection) -> rusqlite::Result<u32> {
+pub(crate) fn schema_version(connection: &Connection) -> rusqlite::Result<u32> {
     connection.pragma_query_value(None, "user_version", |row| row.get(0))
 }
 
 /// Runs every version above the database's, each in its own transaction
 /// with its `user_version`, as the app's worker does; a database at
 /// [`SCHEMA_VERSION`] or above is left untouched.
-pub fn migrate(connection: &mut Connection) -> rusqlite::Result<()> {
+pub(crate) fn migrate(connection: &mut Connection) -> rusqlite::Result<()> {
     let current = schema_version(connection)?;
     for migration in MIGRATIONS.iter().filter(|m| m.version > current) {
         apply(connection, migration)?;

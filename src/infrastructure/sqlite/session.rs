@@ -88,7 +88,7 @@ enum Backend {
 }
 
 /// The JSON stores a JSON session uses (the default ports' stores).
-pub struct JsonStores {
+pub(crate) struct JsonStores {
     /// Member statuses, in the JSON status store.
     pub status: Arc<dyn StatusStore>,
     /// Metric events, in the JSON metrics store.
@@ -101,7 +101,7 @@ pub struct JsonStores {
 
 /// The four stores of gateway mode: SQLite through the app's gateway or
 /// the JSON files, as the session's first answer decides.
-pub struct SessionStores {
+pub(crate) struct SessionStores {
     question: Arc<dyn SessionQuestion>,
     decided: Mutex<Option<Backend>>,
     sqlite: SqliteStore,

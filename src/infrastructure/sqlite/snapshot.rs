@@ -30,7 +30,7 @@ fn sorted<T: Clone>(rows: &[T], key: impl Fn(&T) -> &str) -> Vec<T> {
 /// The same rows by identity with the same column values, in any order
 /// (`areSnapshotRecordSetsEquivalent`): whether an import changed anything,
 /// and whether what was written reads back.
-pub fn equivalent(left: &TeamRecords, right: &TeamRecords) -> bool {
+pub(crate) fn equivalent(left: &TeamRecords, right: &TeamRecords) -> bool {
     sorted(&left.statuses, |r| &r.member_key) == sorted(&right.statuses, |r| &r.member_key)
         && sorted(&left.report_intents, |r| &r.id) == sorted(&right.report_intents, |r| &r.id)
         && sorted(&left.outbox_items, |r| &r.id) == sorted(&right.outbox_items, |r| &r.id)
@@ -186,7 +186,7 @@ fn member_key_of(object: &Value) -> String {
 }
 
 /// The rows of a domain snapshot, all under `team` (`snapshotToRecords`).
-pub fn domain_to_records(team: &str, snapshot: &Value) -> Result<TeamRecords, BadColumn> {
+pub(crate) fn domain_to_records(team: &str, snapshot: &Value) -> Result<TeamRecords, BadColumn> {
     let statuses = list(snapshot, "statuses")?
         .iter()
         .map(|s| {
@@ -315,7 +315,7 @@ const METRIC_KINDS: [&str; 5] = [
 /// Whether `snapshot` is a domain snapshot of `team` the app accepts from a
 /// replica (`isMemberWorkSyncStoreSnapshot`): every row of the team (any
 /// case), known states, the fields each row needs, and nothing to archive.
-pub fn is_valid_domain_snapshot(snapshot: &Value, team: &str) -> bool {
+pub(crate) fn is_valid_domain_snapshot(snapshot: &Value, team: &str) -> bool {
     let key = team_key(team);
     let owns = |v: Option<&Value>| v.and_then(Value::as_str).map(team_key) == Some(key.clone());
     let is_str = |row: &Value, f: &str| row.get(f).is_some_and(Value::is_string);
@@ -387,7 +387,7 @@ pub fn is_valid_domain_snapshot(snapshot: &Value, team: &str) -> bool {
 /// Orders rows as `mws.snapshot.list` returns them: statuses by member key,
 /// intents and outbox items by id, events by time then id (all
 /// `localeCompare`, stable).
-pub fn sort_like_listing(records: &mut TeamRecords) {
+pub(crate) fn sort_like_listing(records: &mut TeamRecords) {
     records
         .statuses
         .sort_by(|a, b| locale_compare(&a.member_key, &b.member_key));

@@ -170,7 +170,7 @@ impl SqliteStore {
     /// The database was recovered at open (the app's ping answered
     /// `integrity: 'recovered'`): a dirty replica then fails a team's first
     /// call instead of being published over.
-    pub fn database_recovered(&self) {
+    pub(crate) fn database_recovered(&self) {
         if let Some(files) = &self.team_files {
             files.database_recovered();
         }

@@ -36,7 +36,7 @@ use crate::domain::time::format_iso;
 
 /// Whether a store call changes the team's rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
+pub(crate) enum Access {
     /// A read: publishes only at the team's first access.
     Read,
     /// A mutation: fenced by a dirty replica, published after.
@@ -44,7 +44,7 @@ pub enum Access {
 }
 
 /// The team files one store keeps in step with the database.
-pub struct TeamFiles {
+pub(crate) struct TeamFiles {
     replica: Replica,
     importer: Importer,
     markers: PurgeMarkers,
@@ -108,18 +108,12 @@ impl TeamFiles {
     /// The session's database was recovered at open (`integrity:
     /// 'recovered'`): from now on a dirty replica met at a team's first
     /// access fails the call.
-    pub fn database_recovered(&self) {
+    pub(crate) fn database_recovered(&self) {
         self.database_recovered.store(true, Ordering::SeqCst);
     }
 
-    /// The replicas of the teams this session serves (the JSON fallback
-    /// each team's publication writes).
-    pub fn replica(&self) -> &Replica {
-        &self.replica
-    }
-
     /// Runs `work` (the op) inside the protocol for `team`.
-    pub fn around<T, E: From<SqliteStoreError>>(
+    pub(crate) fn around<T, E: From<SqliteStoreError>>(
         &self,
         db: &dyn MemberWorkSyncGateway,
         team: &str,
@@ -184,7 +178,7 @@ impl TeamFiles {
     }
 
     /// Forgets that `team` was prepared (after a purge).
-    pub fn forget(&self, team: &str) {
+    pub(crate) fn forget(&self, team: &str) {
         lock(&self.prepared).remove(team);
     }
 
@@ -264,11 +258,6 @@ impl TeamFiles {
         self.markers.remove(team)?;
         self.forget(team);
         Ok(())
-    }
-
-    /// The importer of the teams' legacy JSON files into the database.
-    pub fn importer(&self) -> &Importer {
-        &self.importer
     }
 }
 

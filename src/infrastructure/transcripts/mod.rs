@@ -60,7 +60,7 @@ use crate::domain::turn_settled::transcript::{attribute_root, attribute_subagent
 /// keep what their last build found, so every team is in the index within
 /// a few builds whatever the folders are called; the teams a Stop's
 /// transcript names are indexed first.
-pub const MAX_TEAMS: usize = 200;
+pub(crate) const MAX_TEAMS: usize = 200;
 /// How long an index is reused.
 const INDEX_TTL: Duration = Duration::from_secs(5);
 /// A miss rebuilds an index older than this once, so a brand-new session is found.

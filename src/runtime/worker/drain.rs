@@ -25,7 +25,7 @@ pub enum DrainPass {
 }
 
 /// Told of a watch that could not be set up: the folder and the error.
-pub type WatchFailed = Box<dyn Fn(&std::path::Path, &str) + Send + Sync>;
+type WatchFailed = Box<dyn Fn(&std::path::Path, &str) + Send + Sync>;
 
 /// The periodic turn-settled drain: what to call and where new files land.
 pub struct DrainSchedule {

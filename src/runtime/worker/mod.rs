@@ -28,7 +28,7 @@ const MAX_IDLE: Duration = Duration::from_secs(1);
 /// Most team change events waiting for the intake; past it, events are
 /// dropped and counted (`droppedEvents`). Identical events merge while they
 /// wait, so only this many distinct changes can pile up.
-pub const INTAKE_CAPACITY: usize = 16_384;
+const INTAKE_CAPACITY: usize = 16_384;
 
 /// Most events routed in one pass of the intake (one blocking task each).
 const INTAKE_BATCH: usize = 1024;
@@ -42,7 +42,7 @@ const INTAKE_PAUSE: Duration = Duration::from_millis(2);
 /// How often the schedulers run (`tuning.drainIntervalMs`,
 /// `tuning.dispatchIntervalMs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ScheduleIntervals {
+pub(crate) struct ScheduleIntervals {
     /// Turn-settled drain interval without watcher news.
     pub drain_every: Duration,
     /// Nudge dispatch interval.
@@ -59,7 +59,7 @@ impl Default for ScheduleIntervals {
 }
 
 /// Background work of one addon instance.
-pub struct Worker {
+pub(crate) struct Worker {
     runtime: Mutex<Option<Runtime>>,
     /// Scheduled drain / dispatch passes running now (shutdown waits for them).
     passes: Arc<Passes>,
@@ -216,7 +216,7 @@ impl Worker {
     }
 
     /// Runs blocking work on the runtime's blocking pool (no-op once shut down).
-    pub fn run_blocking(&self, work: impl FnOnce() + Send + 'static) {
+    pub(crate) fn run_blocking(&self, work: impl FnOnce() + Send + 'static) {
         if let Some(runtime) = self
             .runtime
             .lock()
@@ -228,13 +228,13 @@ impl Worker {
     }
 
     /// Wakes the driver (new work, or the test clock moved).
-    pub fn wake(&self) {
+    pub(crate) fn wake(&self) {
         self.notify.notify_one();
     }
 
     /// Stops the driver, waits for running reconciles, shuts the runtime down.
     /// Blocking; idempotent.
-    pub fn shutdown(&self, engine: &Engine) {
+    pub(crate) fn shutdown(&self, engine: &Engine) {
         self.stopping.store(true, Ordering::SeqCst);
         engine.stop();
         self.notify.notify_one();

@@ -38,11 +38,11 @@ use self::shape::{decode_uri_component, Shape, Source};
 use self::snapshot::Keyed;
 
 /// A legacy file larger than this is not read.
-pub const MAX_LEGACY_FILE_BYTES: u64 = 32 * 1024 * 1024;
+const MAX_LEGACY_FILE_BYTES: u64 = 32 * 1024 * 1024;
 /// The archive suffix.
-pub const PRE_SQLITE: &str = ".pre-sqlite";
+const PRE_SQLITE: &str = ".pre-sqlite";
 /// Generations tried before an archive gives up (`MAX_ARCHIVE_ATTEMPTS`).
-pub const MAX_ARCHIVE_ATTEMPTS: u64 = 100;
+const MAX_ARCHIVE_ATTEMPTS: u64 = 100;
 
 /// A legacy file that could not be read or archived.
 #[derive(Debug, thiserror::Error)]
@@ -77,7 +77,7 @@ pub enum LegacyFileError {
 
 /// The legacy files of the teams under one teams folder.
 #[derive(Debug, Clone)]
-pub struct LegacyFiles {
+pub(crate) struct LegacyFiles {
     root: TrustedRoot,
 }
 

@@ -14,7 +14,7 @@ use super::{LegacyFileError, LegacyFiles, LegacySnapshot};
 
 impl LegacyFiles {
     /// The live files' snapshot; `None` when no candidate file exists.
-    pub fn read_active(
+    pub(crate) fn read_active(
         &self,
         team: &str,
         now_ms: i64,
@@ -120,7 +120,10 @@ impl LegacyFiles {
 
     /// Every archive generation overlaid oldest to newest; `None` when no
     /// generation of any file exists.
-    pub fn read_archived(&self, team: &str) -> Result<Option<LegacySnapshot>, LegacyFileError> {
+    pub(crate) fn read_archived(
+        &self,
+        team: &str,
+    ) -> Result<Option<LegacySnapshot>, LegacyFileError> {
         let members = self.members(team)?;
         let key = team_key(team);
         let mut count = 0usize;

@@ -28,7 +28,7 @@ pub struct LegacySnapshot {
 impl LegacySnapshot {
     /// `archived` rows followed by `active` ones (later rows win in the
     /// merge), the active files to archive.
-    pub fn combine(archived: Option<Self>, active: Option<Self>) -> Option<Self> {
+    pub(crate) fn combine(archived: Option<Self>, active: Option<Self>) -> Option<Self> {
         if archived.is_none() && active.is_none() {
             return None;
         }
@@ -44,7 +44,7 @@ impl LegacySnapshot {
     }
 
     /// The domain snapshot value [`super::snapshot::domain_to_records`] takes.
-    pub fn to_domain(&self) -> Value {
+    pub(crate) fn to_domain(&self) -> Value {
         serde_json::json!({
             "statuses": self.statuses,
             "reportIntents": self.report_intents,
