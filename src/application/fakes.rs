@@ -176,11 +176,11 @@ impl MemoryStatusStore {
 }
 
 impl StatusStore for MemoryStatusStore {
-    fn read(&self, team: &str, member: &str) -> Result<StoredStatus, PortError> {
+    fn read(&self, team: &TeamName, member: &MemberName) -> Result<StoredStatus, PortError> {
         self.peek(team, member)
     }
 
-    fn peek(&self, team: &str, member: &str) -> Result<StoredStatus, PortError> {
+    fn peek(&self, team: &TeamName, member: &MemberName) -> Result<StoredStatus, PortError> {
         let statuses = self.statuses.lock().unwrap();
         Ok(statuses
             .get(&Self::key(team, member))
@@ -188,15 +188,15 @@ impl StatusStore for MemoryStatusStore {
             .map_or(StoredStatus::Missing, StoredStatus::Current))
     }
 
-    fn member_count(&self, team: &str) -> Result<usize, PortError> {
+    fn member_count(&self, team: &TeamName) -> Result<usize, PortError> {
         let statuses = self.statuses.lock().unwrap();
-        Ok(statuses.keys().filter(|(t, _)| t == team).count())
+        Ok(statuses.keys().filter(|(t, _)| t == team.as_str()).count())
     }
 
     fn update(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         build: &mut dyn FnMut(StoredStatus) -> MemberStatus,
     ) -> Result<MemberStatus, PortError> {
         let held = self.hold.lock().unwrap().take();

@@ -13,14 +13,14 @@ use super::host::{
     BusyQuestion, BusyRank, DeliveryWake, Host, ReviewPickupDelivered, ReviewPickupEscalation,
     ReviewPickupFailure, ReviewPickupRequest,
 };
-use super::ports::{AuditEvent, InboxOutcome, MemberFailure, PortError, Ports};
+use super::ports::{AuditEvent, InboxOutcome, MemberFailure, PortError, Ports, StoredStatus};
 use super::review_pickup;
 use crate::domain::agenda::{Agenda, TeamIndex};
 use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::decision::{decide, DecisionInput, RuntimeActivity};
 use crate::domain::diagnostic::Diagnostic;
 use crate::domain::metrics::{readiness, MetricsIndex, Readiness, Thresholds};
-use crate::domain::names::TeamName;
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::nudge::{
     activation, current_fingerprint_stable_since, is_rate_limited, plan_nudge, readiness_metadata,
     retry_at, watchdog_cooldown, AttemptEnd, DeliveryTime, NudgeIntent, OutboxItem, OutboxStatus,
@@ -343,7 +343,7 @@ impl Nudges {
     /// Revalidates, delivers and records one claimed item.
     fn process(
         &self,
-        team: &str,
+        team: &TeamName,
         item: &OutboxItem,
         index: &TeamIndex<'_>,
         metrics: Option<&MetricsIndex>,
@@ -352,7 +352,7 @@ impl Nudges {
     ) {
         let now = self.ports.clock.now_ms();
         let mut notes = AttemptNotes::default();
-        let end = self.attempt(item, index, metrics, alerts, now, &mut notes);
+        let end = self.attempt(team, item, index, metrics, alerts, now, &mut notes);
         if end == AttemptEnd::Delivered {
             // The inbox has it whatever becomes of the outcome write below.
             let at = self.monotonic_now();
@@ -521,8 +521,10 @@ impl Nudges {
 
     /// Revalidates one claimed item right before the inbox write, then writes;
     /// `notes` gets the readiness that held it back or what it wrote.
+    #[allow(clippy::too_many_arguments)]
     fn attempt(
         &self,
+        team_name: &TeamName,
         item: &OutboxItem,
         index: &TeamIndex<'_>,
         metrics: Option<&MetricsIndex>,
@@ -549,7 +551,13 @@ impl Nudges {
         if !runtime.member_active {
             return supersede("member_runtime_inactive");
         }
-        let status = match self.ports.store.read(team, member) {
+        // A stored name unsafe as a folder never had a status written (every
+        // write takes a checked name): it reads as missing, as before.
+        let stored = match MemberName::parse(member) {
+            Ok(member_name) => self.ports.store.read(team_name, &member_name),
+            Err(_) => Ok(StoredStatus::Missing),
+        };
+        let status = match stored {
             Ok(stored) => match stored.into_status() {
                 Some(status) => status,
                 None => return supersede("status_missing"),

@@ -134,7 +134,7 @@ impl Reconciler {
                 Rejection::MemberInactive,
             ));
         }
-        let persist = self.may_persist(&snapshot, member)?;
+        let persist = self.may_persist(team_name, &snapshot, member_name)?;
         let agendas = self.agendas(&snapshot);
         let agenda = agendas.agenda_for(member, &format_iso(now));
         let normalized = normalize_member_name(member);
@@ -186,9 +186,17 @@ impl Reconciler {
                     accepted: true,
                     rejection_code: None,
                 };
-                self.record_accepted(&snapshot, agenda, report, now)?
+                self.record_accepted(team_name, member_name, &snapshot, agenda, report, now)?
             }
-            Err(rejection) => self.record_rejected(&snapshot, request, source, rejection, now)?,
+            Err(rejection) => self.record_rejected(
+                team_name,
+                member_name,
+                &snapshot,
+                request,
+                source,
+                rejection,
+                now,
+            )?,
         };
         Ok(ReportResult {
             token_check,
@@ -202,6 +210,8 @@ impl Reconciler {
     /// pure assembly and the write.
     fn record_accepted(
         &self,
+        team_name: &TeamName,
+        member_name: &MemberName,
         snapshot: &TeamSnapshot,
         agenda: crate::domain::agenda::Agenda,
         report: Report,
@@ -218,11 +228,14 @@ impl Reconciler {
         );
         inputs.accepted_report = Some(report);
         let mut legacy = false;
-        let status = self.ports.store.update(team, &member, &mut |previous| {
-            let (inputs, from_legacy) = with_previous(inputs.clone(), previous);
-            legacy = from_legacy;
-            assemble_accepted(inputs)
-        })?;
+        let status = self
+            .ports
+            .store
+            .update(team_name, member_name, &mut |previous| {
+                let (inputs, from_legacy) = with_previous(inputs.clone(), previous);
+                legacy = from_legacy;
+                assemble_accepted(inputs)
+            })?;
         self.status_written(&status, legacy, now);
         self.audit(
             SOURCE,
@@ -250,8 +263,11 @@ impl Reconciler {
     /// The rejection replaces the stored report and is not an input of later
     /// reconciles, as in the app: the next status carries only what the
     /// decision keeps, so the lease of an earlier accepted report ends here.
+    #[allow(clippy::too_many_arguments)]
     fn record_rejected(
         &self,
+        team_name: &TeamName,
+        member_name: &MemberName,
         snapshot: &TeamSnapshot,
         request: &ReportRequest,
         source: ReportSource,
@@ -261,9 +277,10 @@ impl Reconciler {
         let team = snapshot.team_name.as_str();
         let member = request.member_name.as_str();
         let reconciled = self.reconcile_with(
+            team_name,
             snapshot,
             &self.agendas(snapshot),
-            member,
+            member_name,
             ReconciledBy::Request,
             &[],
             ReconcileOptions::default(),
@@ -289,7 +306,7 @@ impl Reconciler {
         let status = self
             .ports
             .store
-            .update(team, member, &mut |_| rejected.clone())?;
+            .update(team_name, member_name, &mut |_| rejected.clone())?;
         self.status_written(&status, false, now);
         self.audit(
             SOURCE,
