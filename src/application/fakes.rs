@@ -275,11 +275,11 @@ impl MetricsStore for NoMetrics {
         Ok(())
     }
 
-    fn read(&self, _: &str) -> Result<MetricsIndex, PortError> {
+    fn read(&self, _: &TeamName) -> Result<MetricsIndex, PortError> {
         Ok(MetricsIndex::default())
     }
 
-    fn peek(&self, _: &str) -> Result<MetricsIndex, PortError> {
+    fn peek(&self, _: &TeamName) -> Result<MetricsIndex, PortError> {
         Ok(MetricsIndex::default())
     }
 }

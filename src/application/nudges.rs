@@ -131,11 +131,11 @@ impl Nudges {
     /// Plans the nudge of a freshly reconciled status (queued reconciles only;
     /// read-only `getStatus` never plans). Returns the planner code, if a nudge
     /// was considered at all.
-    pub fn plan(&self, status: &MemberStatus) -> Option<PlannerCode> {
+    pub fn plan(&self, team_name: &TeamName, status: &MemberStatus) -> Option<PlannerCode> {
         let base = plan_nudge(status)?;
         let team = status.team_name.as_str();
         let now = self.ports.clock.now_ms();
-        let Ok(index) = self.ports.metrics.read(team) else {
+        let Ok(index) = self.ports.metrics.read(team_name) else {
             return Some(self.plan_line(status, false, PlannerCode::MetricsUnavailable, None));
         };
         let readiness = self.readiness(&index);

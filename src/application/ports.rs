@@ -279,10 +279,12 @@ pub trait MetricsStore: Send + Sync {
             .try_for_each(|(status, events)| self.record(status, events))
     }
     /// Reads the index (missing or corrupt: empty; a corrupt one is moved aside).
-    fn read(&self, team_name: &str) -> Result<crate::domain::metrics::MetricsIndex, PortError>;
+    fn read(&self, team_name: &TeamName)
+        -> Result<crate::domain::metrics::MetricsIndex, PortError>;
     /// Reads the index like [`MetricsStore::read`], but moves nothing: a
     /// corrupt index also reads as empty and stays where it is.
-    fn peek(&self, team_name: &str) -> Result<crate::domain::metrics::MetricsIndex, PortError>;
+    fn peek(&self, team_name: &TeamName)
+        -> Result<crate::domain::metrics::MetricsIndex, PortError>;
 }
 
 /// Lifecycle of a recorded report intent.

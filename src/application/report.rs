@@ -285,7 +285,7 @@ impl Reconciler {
             &[],
             ReconcileOptions::default(),
         )?;
-        self.planner.plan(&reconciled);
+        self.planner.plan(team_name, &reconciled);
         let code = rejection.code();
         let report = Report {
             state: request.state,
@@ -442,14 +442,12 @@ impl Reconciler {
 
     /// `getMetrics`: counts, state counts and phase-2 readiness from the team index.
     pub fn get_metrics(&self, team: &TeamName) -> Result<TeamMetrics, WorkSyncError> {
-        let team = team.as_str();
         Ok(self.summarize_metrics(team, &self.ports.metrics.read(team)?))
     }
 
     /// [`Reconciler::get_metrics`] without side effects: a corrupt index
     /// reads as empty and is left where it is (operators' read-only views).
     pub fn preview_metrics(&self, team: &TeamName) -> Result<TeamMetrics, WorkSyncError> {
-        let team = team.as_str();
         Ok(self.summarize_metrics(team, &self.ports.metrics.peek(team)?))
     }
 

@@ -601,7 +601,7 @@ mod tests {
         let store = FsStatusStore::new(StorePaths::new(dir.path().to_path_buf()), clock)
             .with_metrics(metrics.clone());
         bump(&store, "jack", 1);
-        let index = metrics.read("forge").unwrap();
+        let index = metrics.read(&team("forge")).unwrap();
         assert_eq!(index.members["jack"].member_name, "jack");
         assert_eq!(index.recent_events.len(), 1, "{index:?}");
         // The reconciler's own record of that write finds it and writes nothing.

@@ -465,11 +465,11 @@ impl MetricsStore for SqliteStore {
         })
     }
 
-    fn read(&self, team_name: &str) -> Result<MetricsIndex, PortError> {
+    fn read(&self, team_name: &TeamName) -> Result<MetricsIndex, PortError> {
         self.metrics_index(team_name)
     }
 
-    fn peek(&self, team_name: &str) -> Result<MetricsIndex, PortError> {
+    fn peek(&self, team_name: &TeamName) -> Result<MetricsIndex, PortError> {
         self.metrics_index(team_name)
     }
 }
