@@ -251,15 +251,21 @@ impl LogSink for RecordingLog {
 struct PlainTokens;
 
 impl ReportTokens for PlainTokens {
-    fn issue(&self, _: &str, _: &str, fp: &str, _: EpochMs) -> Result<String, PortError> {
+    fn issue(
+        &self,
+        _: &TeamName,
+        _: &MemberName,
+        fp: &str,
+        _: EpochMs,
+    ) -> Result<String, PortError> {
         Ok(format!("token:{fp}"))
     }
 
     fn verify(
         &self,
         _: Option<&str>,
-        _: &str,
-        _: &str,
+        _: &TeamName,
+        _: &MemberName,
         _: &str,
         _: EpochMs,
     ) -> Result<TokenCheck, PortError> {

@@ -242,8 +242,8 @@ pub trait ReportTokens: Send + Sync {
     /// A token for `member` of `team` and `fingerprint`, expiring at `expires_ms`.
     fn issue(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         fingerprint: &str,
         expires_ms: EpochMs,
     ) -> Result<String, PortError>;
@@ -253,8 +253,8 @@ pub trait ReportTokens: Send + Sync {
     fn verify(
         &self,
         token: Option<&str>,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         fingerprint: &str,
         now_ms: EpochMs,
     ) -> Result<TokenCheck, PortError>;

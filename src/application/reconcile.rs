@@ -155,9 +155,10 @@ pub(super) struct ReconcileOptions<'a> {
 
 /// Whether building a status may touch the world.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Effects {
-    /// Journal what happened and issue a report token (every real reconcile).
-    Record,
+pub(super) enum Effects<'a> {
+    /// Journal what happened and issue a report token (every real reconcile)
+    /// to this member of this team.
+    Record(&'a TeamName, &'a MemberName),
     /// Neither: a preview writes nothing and hands out no token.
     Withhold,
 }
@@ -412,17 +413,18 @@ impl Reconciler {
     pub(super) fn unpersisted_status(
         &self,
         team: &TeamName,
-        member: &str,
+        member: &MemberName,
         now: EpochMs,
     ) -> MemberStatus {
-        self.unpersisted_from(&self.ports.teams.load(team), member, now)
+        self.unpersisted_from(team, &self.ports.teams.load(team), member, now)
     }
 
     /// [`Reconciler::unpersisted_status`] from a snapshot the caller already read.
     pub(super) fn unpersisted_from(
         &self,
+        team: &TeamName,
         snapshot: &TeamSnapshot,
-        member: &str,
+        member: &MemberName,
         now: EpochMs,
     ) -> MemberStatus {
         let agenda = self.agendas(snapshot).agenda_for(member, &format_iso(now));
@@ -430,7 +432,7 @@ impl Reconciler {
         // snapshot's diagnostic, as the app lists them, and only into an
         // existing team folder (its secret must not create one).
         let token = if snapshot.folder_found {
-            self.grant_token(&snapshot.team_name, &agenda, now)
+            self.grant_token(team, member, &agenda, now)
         } else {
             TokenGrant::Withheld
         };
@@ -465,10 +467,12 @@ impl Reconciler {
         let team = snapshot.team_name.as_str();
         let now = self.ports.clock.now_ms();
         if !self.may_persist(team_name, snapshot, member)? {
-            return Ok(self.unpersisted_from(snapshot, member, now));
+            return Ok(self.unpersisted_from(team_name, snapshot, member, now));
         }
         let agenda = self.start_reconcile(index, team, member, now, triggers);
-        let prepared = self.prepare(snapshot, agenda, now, by, triggers, options);
+        let prepared = self.prepare(
+            team_name, member, snapshot, agenda, now, by, triggers, options,
+        );
         let mut found = Found::default();
         let status = self
             .ports
@@ -504,7 +508,9 @@ impl Reconciler {
                 persisted.push(member);
                 unpersisted.push(None);
             } else {
-                unpersisted.push(Some(self.unpersisted_from(snapshot, member, now)));
+                unpersisted.push(Some(
+                    self.unpersisted_from(team_name, snapshot, member, now),
+                ));
             }
         }
         let options = ReconcileOptions::default();
@@ -512,7 +518,9 @@ impl Reconciler {
             .iter()
             .map(|member| {
                 let agenda = self.start_reconcile(index, team, member, now, triggers);
-                let prepared = self.prepare(snapshot, agenda, now, by, triggers, options);
+                let prepared = self.prepare(
+                    team_name, member, snapshot, agenda, now, by, triggers, options,
+                );
                 (*member, prepared)
             })
             .collect();
@@ -525,7 +533,9 @@ impl Reconciler {
                 // but its own).
                 None => {
                     let agenda = index.agenda_for(member, &format_iso(now));
-                    let prepared = self.prepare(snapshot, agenda, now, by, triggers, options);
+                    let prepared = self.prepare(
+                        team_name, member, snapshot, agenda, now, by, triggers, options,
+                    );
                     self.reconciled_status(&prepared, previous)
                 }
             };
@@ -587,7 +597,7 @@ impl Reconciler {
                 status.or_else(|| {
                     outcomes.next().map(|(member, outcome)| {
                         outcome.unwrap_or_else(|error| {
-                            self.write_failed(snapshot, member, &error, now)
+                            self.write_failed(team_name, snapshot, member, &error, now)
                         })
                     })
                 })
@@ -601,8 +611,9 @@ impl Reconciler {
     /// refresh stands.
     fn write_failed(
         &self,
+        team_name: &TeamName,
         snapshot: &TeamSnapshot,
-        member: &str,
+        member: &MemberName,
         error: &PortError,
         now: EpochMs,
     ) -> MemberStatus {
@@ -624,7 +635,7 @@ impl Reconciler {
             vec![error.to_string()],
             json!({}),
         );
-        let mut status = self.unpersisted_from(snapshot, member, now);
+        let mut status = self.unpersisted_from(team_name, snapshot, member, now);
         status
             .diagnostics
             .push(Diagnostic::StatusWriteFailed.as_str().into());
@@ -675,8 +686,11 @@ impl Reconciler {
     /// What a reconcile of `agenda`'s member reads before it takes the
     /// member's status lock: the status inputs and, when the status can be
     /// a suppression candidate, the member's outbox.
+    #[allow(clippy::too_many_arguments)]
     fn prepare(
         &self,
+        team: &TeamName,
+        member: &MemberName,
         snapshot: &TeamSnapshot,
         agenda: Agenda,
         now: EpochMs,
@@ -684,7 +698,14 @@ impl Reconciler {
         triggers: &[Trigger],
         options: ReconcileOptions<'_>,
     ) -> Prepared {
-        let mut inputs = self.status_inputs(snapshot, agenda, now, by, triggers, Effects::Record);
+        let mut inputs = self.status_inputs(
+            snapshot,
+            agenda,
+            now,
+            by,
+            triggers,
+            Effects::Record(team, member),
+        );
         inputs.recovery = options.recovery.cloned();
         let outbox = (!options.force_nudge && inputs.can_need_sync())
             .then(|| {

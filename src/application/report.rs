@@ -97,8 +97,9 @@ impl Reconciler {
     /// A rejection answered from the board alone, with nothing written.
     fn unpersisted_rejection(
         &self,
+        team: &TeamName,
         snapshot: &TeamSnapshot,
-        member: &str,
+        member: &MemberName,
         now: EpochMs,
         rejection: Rejection,
     ) -> ReportResult {
@@ -107,7 +108,7 @@ impl Reconciler {
             code: rejection.code(),
             rejection: Some(rejection),
             message: rejection.message().to_string(),
-            status: self.unpersisted_from(snapshot, member, now),
+            status: self.unpersisted_from(team, snapshot, member, now),
             token_check: TokenCheck::Missing,
         }
     }
@@ -128,8 +129,9 @@ impl Reconciler {
             // No team folder to write into: refuse without creating it
             // (no journal, no secret, no status file).
             return Ok(self.unpersisted_rejection(
+                team_name,
                 &snapshot,
-                member,
+                member_name,
                 now,
                 Rejection::MemberInactive,
             ));
@@ -141,8 +143,8 @@ impl Reconciler {
         let runtime = self.ports.activity(team, &normalized);
         let token_check = self.ports.tokens.verify(
             request.report_token.as_deref(),
-            team,
-            &agenda.member_name,
+            team_name,
+            member_name,
             &request.agenda_fingerprint,
             now,
         )?;
@@ -161,7 +163,13 @@ impl Reconciler {
             // A name off the roster: the validator's code, but no store
             // folder for it (no journal, no status file).
             let rejection = verdict.err().unwrap_or(Rejection::MemberInactive);
-            return Ok(self.unpersisted_rejection(&snapshot, member, now, rejection));
+            return Ok(self.unpersisted_rejection(
+                team_name,
+                &snapshot,
+                member_name,
+                now,
+                rejection,
+            ));
         }
         self.audit(SOURCE, AuditKind::ReportReceived,
             team,
@@ -224,7 +232,7 @@ impl Reconciler {
             now,
             ReconciledBy::Report,
             &[],
-            Effects::Record,
+            Effects::Record(team_name, member_name),
         );
         inputs.accepted_report = Some(report);
         let mut legacy = false;
