@@ -454,6 +454,7 @@ impl Reconciler {
         status
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn reconcile_with(
         &self,
         team_name: &TeamName,
