@@ -334,12 +334,18 @@ impl OutboxStore for MemoryOutbox {
         )))
     }
 
-    fn member_items(&self, team: &str, member: &str) -> Result<Vec<OutboxItem>, PortError> {
+    fn member_items(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+    ) -> Result<Vec<OutboxItem>, PortError> {
         let member = normalize_member_name(member);
         let items = self.items.lock().unwrap();
         Ok(items
             .iter()
-            .filter(|i| i.team_name == team && normalize_member_name(&i.member_name) == member)
+            .filter(|i| {
+                i.team_name == team.as_str() && normalize_member_name(&i.member_name) == member
+            })
             .cloned()
             .collect())
     }

@@ -13,7 +13,7 @@ use super::host::{
     BusyQuestion, BusyRank, DeliveryWake, Host, ReviewPickupDelivered, ReviewPickupEscalation,
     ReviewPickupFailure, ReviewPickupRequest,
 };
-use super::ports::{AuditEvent, InboxOutcome, MemberFailure, PortError, Ports, StoredStatus};
+use super::ports::{AuditEvent, InboxOutcome, MemberFailure, PortError, Ports};
 use super::review_pickup;
 use crate::domain::agenda::{Agenda, TeamIndex};
 use crate::domain::audit::{AuditKind, AuditSource};
@@ -131,7 +131,12 @@ impl Nudges {
     /// Plans the nudge of a freshly reconciled status (queued reconciles only;
     /// read-only `getStatus` never plans). Returns the planner code, if a nudge
     /// was considered at all.
-    pub fn plan(&self, team_name: &TeamName, status: &MemberStatus) -> Option<PlannerCode> {
+    pub fn plan(
+        &self,
+        team_name: &TeamName,
+        member_name: &MemberName,
+        status: &MemberStatus,
+    ) -> Option<PlannerCode> {
         let base = plan_nudge(status)?;
         let team = status.team_name.as_str();
         let now = self.ports.clock.now_ms();
@@ -169,6 +174,8 @@ impl Nudges {
         // it `failed_retryable` with `member_busy:*` until the member is free.
         let planning = Planning {
             nudges: self,
+            team: team_name,
+            member: member_name,
             status,
             base,
             reason,
@@ -552,12 +559,11 @@ impl Nudges {
             return supersede("member_runtime_inactive");
         }
         // A stored name unsafe as a folder never had a status written (every
-        // write takes a checked name): it reads as missing, as before.
-        let stored = match MemberName::parse(member) {
-            Ok(member_name) => self.ports.store.read(team_name, &member_name),
-            Err(_) => Ok(StoredStatus::Missing),
+        // write takes a checked name): its status is missing, as before.
+        let Ok(member_name) = MemberName::parse(member) else {
+            return supersede("status_missing");
         };
-        let status = match stored {
+        let status = match self.ports.store.read(team_name, &member_name) {
             Ok(stored) => match stored.into_status() {
                 Some(status) => status,
                 None => return supersede("status_missing"),
@@ -599,7 +605,7 @@ impl Nudges {
         if let Some(end) = recovery_guard::guard_recovery(&*self.ports.host, item, now, backoff) {
             return end;
         }
-        let items = match self.ports.outbox.member_items(team, member) {
+        let items = match self.ports.outbox.member_items(team_name, &member_name) {
             Ok(items) => items,
             // Without the member's deliveries the rate limit cannot be checked.
             Err(e) => return retry(format!("outbox_unavailable:{e}"), backoff),

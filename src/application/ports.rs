@@ -394,8 +394,8 @@ pub trait OutboxStore: Send + Sync {
     /// Every item of a member.
     fn member_items(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
     ) -> Result<Vec<crate::domain::nudge::OutboxItem>, PortError>;
     /// Claims up to `limit` claimable items of a team (oldest due first),
     /// each under its member file lock, so two dispatchers never hold one claim.

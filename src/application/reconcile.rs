@@ -709,12 +709,7 @@ impl Reconciler {
         );
         inputs.recovery = options.recovery.cloned();
         let outbox = (!options.force_nudge && inputs.can_need_sync())
-            .then(|| {
-                self.ports
-                    .outbox
-                    .member_items(&inputs.team_name, &inputs.agenda.member_name)
-                    .ok()
-            })
+            .then(|| self.ports.outbox.member_items(team, member).ok())
             .flatten();
         Prepared {
             inputs,

@@ -293,7 +293,7 @@ impl Reconciler {
             &[],
             ReconcileOptions::default(),
         )?;
-        self.planner.plan(team_name, &reconciled);
+        self.planner.plan(team_name, member_name, &reconciled);
         let code = rejection.code();
         let report = Report {
             state: request.state,

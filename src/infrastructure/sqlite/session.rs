@@ -380,7 +380,11 @@ impl OutboxStore for SessionStores {
         self.outbox(team, |o| o.ensure(team, member, planned, now))
     }
 
-    fn member_items(&self, team: &str, member: &str) -> Result<Vec<OutboxItem>, PortError> {
+    fn member_items(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+    ) -> Result<Vec<OutboxItem>, PortError> {
         self.outbox(team, |o| o.member_items(team, member))
     }
 

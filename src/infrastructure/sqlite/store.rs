@@ -547,7 +547,11 @@ impl OutboxStore for SqliteStore {
         })
     }
 
-    fn member_items(&self, team: &str, member: &str) -> Result<Vec<OutboxItem>, PortError> {
+    fn member_items(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+    ) -> Result<Vec<OutboxItem>, PortError> {
         let rows = self.run(team, Access::Read, || {
             self.db()?
                 .outbox_member_items(team, &normalize_member_name(member))
