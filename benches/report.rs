@@ -15,16 +15,16 @@ fn tokens(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let tokens = HmacReportTokens::new(dir.path().to_path_buf());
     let fp = format!("agenda:v1:{}", "a".repeat(64));
-    let token = tokens.issue("forge", "jack", &fp, i64::MAX / 2).unwrap();
+    let (team, member) = (
+        TeamName::parse("forge").unwrap(),
+        MemberName::parse("jack").unwrap(),
+    );
+    let token = tokens.issue(&team, &member, &fp, i64::MAX / 2).unwrap();
     c.bench_function("token_issue", |b| {
-        b.iter(|| tokens.issue("forge", "jack", &fp, 1_000).unwrap())
+        b.iter(|| tokens.issue(&team, &member, &fp, 1_000).unwrap())
     });
     c.bench_function("token_verify", |b| {
-        b.iter(|| {
-            tokens
-                .verify(Some(&token), "forge", "jack", &fp, 0)
-                .unwrap()
-        })
+        b.iter(|| tokens.verify(Some(&token), &team, &member, &fp, 0).unwrap())
     });
 }
 

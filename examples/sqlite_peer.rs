@@ -25,6 +25,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
+use member_work_sync::domain::names::{MemberName, TeamName};
 use member_work_sync::domain::nudge::AttemptEnd;
 use member_work_sync::domain::time::format_iso;
 use sqlite_peer::{dump, dump_team, hold, hold_back, planned, say, seed, status, Spec, Stores};
@@ -53,17 +54,20 @@ fn bench(spec: &Value, out: &mut impl Write) -> Result<(), String> {
     let now = spec["now"].as_i64().expect("spec.now");
     let n = spec["n"].as_u64().unwrap_or(200);
     let members = ["alice", "bob", "carol", "dave", "erin"];
+    let team_name = TeamName::parse(team).map_err(|e| format!("spec.team: {e}"))?;
+    let member_names = members.map(|m| MemberName::parse(m).expect("a fixed safe name"));
     let started = Instant::now();
     for i in 0..n {
         let member = members[(i % 5) as usize];
+        let member_name = &member_names[(i % 5) as usize];
         let written = status(team, member, &format_iso(now - 3_600_000 + i as i64), i);
         stores
             .status
-            .update(team, member, &mut |_| written.clone())
+            .update(&team_name, member_name, &mut |_| written.clone())
             .map_err(|e| format!("status write: {e}"))?;
         stores
             .status
-            .read(team, member)
+            .read(&team_name, member_name)
             .map_err(|e| format!("status read: {e}"))?;
     }
     let status_secs = started.elapsed().as_secs_f64();

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use member_work_sync::application::ports::{Claimed, OutboxStore, PortError};
 use member_work_sync::application::queue::Trigger;
+use member_work_sync::domain::names::{MemberName, TeamName};
 use member_work_sync::domain::nudge::OutboxStatus;
 use member_work_sync::domain::status::{ReconciledBy, StatusState};
 use member_work_sync::domain::team::ProviderId;
@@ -107,7 +108,10 @@ impl Fixture {
     }
 
     fn outbox(&self, member: &str) -> Vec<member_work_sync::domain::nudge::OutboxItem> {
-        self.services.outbox.member_items("forge", member).unwrap()
+        self.services
+            .outbox
+            .member_items(&team("forge"), &MemberName::parse(member).unwrap())
+            .unwrap()
     }
 }
 
@@ -714,8 +718,8 @@ impl OutboxStore for FinishFails {
     }
     fn member_items(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
     ) -> Result<Vec<member_work_sync::domain::nudge::OutboxItem>, PortError> {
         self.0.member_items(team, member)
     }
@@ -1140,7 +1144,9 @@ fn an_outbox_written_by_the_app_is_read_item_by_item() {
             NOW,
         )),
     );
-    let items = store.member_items("forge", "jack").unwrap();
+    let items = store
+        .member_items(&team("forge"), &MemberName::parse("jack").unwrap())
+        .unwrap();
     assert_eq!(items.len(), 1);
     assert_eq!(items[0].status, OutboxStatus::Delivered);
     assert_eq!(items[0].payload.agenda_fingerprint, fp);

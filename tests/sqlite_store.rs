@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use member_work_sync::application::ports::StatusStore;
 use member_work_sync::application::queue::Trigger;
+use member_work_sync::domain::names::{MemberName, TeamName};
 use member_work_sync::domain::status::{MemberStatus, ReconciledBy};
 use member_work_sync::domain::time::format_iso;
 use member_work_sync::infrastructure::sqlite::{OpenMode, SqliteStore};
@@ -49,7 +50,11 @@ fn seed_history(db: &Path) {
         }))
         .unwrap();
         store
-            .update("forge", &member, &mut |_| status.clone())
+            .update(
+                &TeamName::parse("forge").unwrap(),
+                &MemberName::parse(&member).unwrap(),
+                &mut |_| status.clone(),
+            )
             .unwrap();
     }
 }

@@ -382,7 +382,9 @@ impl Engine {
         // A queued reconcile plans its nudge and then dispatches the team's
         // due nudges (without the background refresh), as the app's queue does.
         if !self.is_deleting(&item.team_name) {
-            self.deps.nudges.plan(&status);
+            self.deps
+                .nudges
+                .plan(&item.team_name, &item.member_name, &status);
             let claimed_by = format!("member-work-sync:{}", std::process::id());
             let dispatched = self.with_team(&item.team_name, || {
                 if !self.deps.ports.host.can_dispatch_nudges(&item.team_name) {
@@ -479,7 +481,7 @@ impl Engine {
                     .refresh_status(team, &member, ReconciledBy::Queue, &[trigger]);
             match refreshed {
                 Ok(status) => {
-                    self.deps.nudges.plan(&status);
+                    self.deps.nudges.plan(team, &member, &status);
                 }
                 Err(error) => self.deps.ports.log.log(
                     LogEntry::new(
@@ -590,7 +592,7 @@ impl Engine {
             let read = self.reconciler.read_status(team, member, force_nudge)?;
             // A read that reconciled plans like every persisted reconcile.
             if read.reconciled {
-                self.deps.nudges.plan(&read.status);
+                self.deps.nudges.plan(team, member, &read.status);
             }
             Ok(read)
         })?;
@@ -620,7 +622,7 @@ impl Engine {
     ) -> Result<MemberStatus, WorkSyncError> {
         self.with_team(team, || {
             let status = self.reconciler.refresh_status(team, member, by, triggers)?;
-            self.deps.nudges.plan(&status);
+            self.deps.nudges.plan(team, member, &status);
             Ok(status)
         })
     }

@@ -30,16 +30,16 @@ pub struct JournalLines {
 /// Side-effect-free reads of one member's stores.
 pub trait ExplainSource: Send + Sync {
     /// The member's journal (and its newest rotation), capped.
-    fn journal(&self, team: &str, member: &str) -> Result<JournalLines, PortError>;
+    fn journal(&self, team: &TeamName, member: &MemberName) -> Result<JournalLines, PortError>;
     /// The member's outbox items as stored; `Err(reason)` inside when the
     /// file is unusable (it is left in place).
     fn outbox_items(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
     ) -> Result<Result<Vec<Value>, String>, PortError>;
     /// The stored status, never quarantining a bad file.
-    fn status(&self, team: &str, member: &str) -> Result<StoredStatus, PortError>;
+    fn status(&self, team: &TeamName, member: &MemberName) -> Result<StoredStatus, PortError>;
 }
 
 /// What `explain` answers: one member's timeline from the journal and its
@@ -82,7 +82,6 @@ impl Explainer {
         member: &MemberName,
         since_ms: Option<EpochMs>,
     ) -> Result<Explanation, WorkSyncError> {
-        let (team, member) = (team.as_str(), member.as_str());
         let mut diagnostics = Vec::new();
         let journal = self.source.journal(team, member)?;
         if journal.unreadable_lines > 0 {

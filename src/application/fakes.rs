@@ -176,11 +176,11 @@ impl MemoryStatusStore {
 }
 
 impl StatusStore for MemoryStatusStore {
-    fn read(&self, team: &str, member: &str) -> Result<StoredStatus, PortError> {
+    fn read(&self, team: &TeamName, member: &MemberName) -> Result<StoredStatus, PortError> {
         self.peek(team, member)
     }
 
-    fn peek(&self, team: &str, member: &str) -> Result<StoredStatus, PortError> {
+    fn peek(&self, team: &TeamName, member: &MemberName) -> Result<StoredStatus, PortError> {
         let statuses = self.statuses.lock().unwrap();
         Ok(statuses
             .get(&Self::key(team, member))
@@ -188,15 +188,15 @@ impl StatusStore for MemoryStatusStore {
             .map_or(StoredStatus::Missing, StoredStatus::Current))
     }
 
-    fn member_count(&self, team: &str) -> Result<usize, PortError> {
+    fn member_count(&self, team: &TeamName) -> Result<usize, PortError> {
         let statuses = self.statuses.lock().unwrap();
-        Ok(statuses.keys().filter(|(t, _)| t == team).count())
+        Ok(statuses.keys().filter(|(t, _)| t == team.as_str()).count())
     }
 
     fn update(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         build: &mut dyn FnMut(StoredStatus) -> MemberStatus,
     ) -> Result<MemberStatus, PortError> {
         let held = self.hold.lock().unwrap().take();
@@ -251,15 +251,21 @@ impl LogSink for RecordingLog {
 struct PlainTokens;
 
 impl ReportTokens for PlainTokens {
-    fn issue(&self, _: &str, _: &str, fp: &str, _: EpochMs) -> Result<String, PortError> {
+    fn issue(
+        &self,
+        _: &TeamName,
+        _: &MemberName,
+        fp: &str,
+        _: EpochMs,
+    ) -> Result<String, PortError> {
         Ok(format!("token:{fp}"))
     }
 
     fn verify(
         &self,
         _: Option<&str>,
-        _: &str,
-        _: &str,
+        _: &TeamName,
+        _: &MemberName,
         _: &str,
         _: EpochMs,
     ) -> Result<TokenCheck, PortError> {
@@ -275,11 +281,11 @@ impl MetricsStore for NoMetrics {
         Ok(())
     }
 
-    fn read(&self, _: &str) -> Result<MetricsIndex, PortError> {
+    fn read(&self, _: &TeamName) -> Result<MetricsIndex, PortError> {
         Ok(MetricsIndex::default())
     }
 
-    fn peek(&self, _: &str) -> Result<MetricsIndex, PortError> {
+    fn peek(&self, _: &TeamName) -> Result<MetricsIndex, PortError> {
         Ok(MetricsIndex::default())
     }
 }
@@ -328,12 +334,18 @@ impl OutboxStore for MemoryOutbox {
         )))
     }
 
-    fn member_items(&self, team: &str, member: &str) -> Result<Vec<OutboxItem>, PortError> {
+    fn member_items(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+    ) -> Result<Vec<OutboxItem>, PortError> {
         let member = normalize_member_name(member);
         let items = self.items.lock().unwrap();
         Ok(items
             .iter()
-            .filter(|i| i.team_name == team && normalize_member_name(&i.member_name) == member)
+            .filter(|i| {
+                i.team_name == team.as_str() && normalize_member_name(&i.member_name) == member
+            })
             .cloned()
             .collect())
     }

@@ -20,7 +20,7 @@ use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::decision::{decide, DecisionInput, RuntimeActivity};
 use crate::domain::diagnostic::Diagnostic;
 use crate::domain::metrics::{readiness, MetricsIndex, Readiness, Thresholds};
-use crate::domain::names::TeamName;
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::nudge::{
     activation, current_fingerprint_stable_since, is_rate_limited, plan_nudge, readiness_metadata,
     retry_at, watchdog_cooldown, AttemptEnd, DeliveryTime, NudgeIntent, OutboxItem, OutboxStatus,
@@ -131,11 +131,16 @@ impl Nudges {
     /// Plans the nudge of a freshly reconciled status (queued reconciles only;
     /// read-only `getStatus` never plans). Returns the planner code, if a nudge
     /// was considered at all.
-    pub fn plan(&self, status: &MemberStatus) -> Option<PlannerCode> {
+    pub fn plan(
+        &self,
+        team_name: &TeamName,
+        member_name: &MemberName,
+        status: &MemberStatus,
+    ) -> Option<PlannerCode> {
         let base = plan_nudge(status)?;
         let team = status.team_name.as_str();
         let now = self.ports.clock.now_ms();
-        let Ok(index) = self.ports.metrics.read(team) else {
+        let Ok(index) = self.ports.metrics.read(team_name) else {
             return Some(self.plan_line(status, false, PlannerCode::MetricsUnavailable, None));
         };
         let readiness = self.readiness(&index);
@@ -169,6 +174,8 @@ impl Nudges {
         // it `failed_retryable` with `member_busy:*` until the member is free.
         let planning = Planning {
             nudges: self,
+            team: team_name,
+            member: member_name,
             status,
             base,
             reason,
@@ -343,7 +350,7 @@ impl Nudges {
     /// Revalidates, delivers and records one claimed item.
     fn process(
         &self,
-        team: &str,
+        team: &TeamName,
         item: &OutboxItem,
         index: &TeamIndex<'_>,
         metrics: Option<&MetricsIndex>,
@@ -352,7 +359,7 @@ impl Nudges {
     ) {
         let now = self.ports.clock.now_ms();
         let mut notes = AttemptNotes::default();
-        let end = self.attempt(item, index, metrics, alerts, now, &mut notes);
+        let end = self.attempt(team, item, index, metrics, alerts, now, &mut notes);
         if end == AttemptEnd::Delivered {
             // The inbox has it whatever becomes of the outcome write below.
             let at = self.monotonic_now();
@@ -521,8 +528,10 @@ impl Nudges {
 
     /// Revalidates one claimed item right before the inbox write, then writes;
     /// `notes` gets the readiness that held it back or what it wrote.
+    #[allow(clippy::too_many_arguments)]
     fn attempt(
         &self,
+        team_name: &TeamName,
         item: &OutboxItem,
         index: &TeamIndex<'_>,
         metrics: Option<&MetricsIndex>,
@@ -549,7 +558,12 @@ impl Nudges {
         if !runtime.member_active {
             return supersede("member_runtime_inactive");
         }
-        let status = match self.ports.store.read(team, member) {
+        // A stored name unsafe as a folder never had a status written (every
+        // write takes a checked name): its status is missing, as before.
+        let Ok(member_name) = MemberName::parse(member) else {
+            return supersede("status_missing");
+        };
+        let status = match self.ports.store.read(team_name, &member_name) {
             Ok(stored) => match stored.into_status() {
                 Some(status) => status,
                 None => return supersede("status_missing"),
@@ -591,7 +605,7 @@ impl Nudges {
         if let Some(end) = recovery_guard::guard_recovery(&*self.ports.host, item, now, backoff) {
             return end;
         }
-        let items = match self.ports.outbox.member_items(team, member) {
+        let items = match self.ports.outbox.member_items(team_name, &member_name) {
             Ok(items) => items,
             // Without the member's deliveries the rate limit cannot be checked.
             Err(e) => return retry(format!("outbox_unavailable:{e}"), backoff),

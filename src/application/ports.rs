@@ -158,23 +158,31 @@ impl StoredStatus {
 /// Per-member status persistence.
 pub trait StatusStore: Send + Sync {
     /// Reads the stored status of a member (corrupt files are quarantined and read as missing).
-    fn read(&self, team_name: &str, member_name: &str) -> Result<StoredStatus, PortError>;
+    fn read(
+        &self,
+        team_name: &TeamName,
+        member_name: &MemberName,
+    ) -> Result<StoredStatus, PortError>;
     /// [`StatusStore::read`] without side effects: nothing is moved, locked
     /// or created; a bad file reads as [`StoredStatus::Quarantined`] with the
     /// reason a writing read would quarantine it for, and stays in place.
-    fn peek(&self, team_name: &str, member_name: &str) -> Result<StoredStatus, PortError>;
+    fn peek(
+        &self,
+        team_name: &TeamName,
+        member_name: &MemberName,
+    ) -> Result<StoredStatus, PortError>;
     /// Read-modify-write of a member's status under the member's store lock:
     /// `build` gets what is stored and returns what to write.
     fn update(
         &self,
-        team_name: &str,
-        member_name: &str,
+        team_name: &TeamName,
+        member_name: &MemberName,
         build: &mut dyn FnMut(StoredStatus) -> MemberStatus,
     ) -> Result<MemberStatus, PortError>;
 
     /// How many member folders the team's store holds (real folders only),
     /// so names off the roster can be given a store only up to a cap.
-    fn member_count(&self, team_name: &str) -> Result<usize, PortError>;
+    fn member_count(&self, team_name: &TeamName) -> Result<usize, PortError>;
 
     /// [`StatusStore::update`] of several members of one team, made durable
     /// together (one group commit where the store can): each member's lock
@@ -184,9 +192,9 @@ pub trait StatusStore: Send + Sync {
     /// come in `members` order.
     fn update_all(
         &self,
-        team_name: &str,
-        members: &[&str],
-        build: &mut dyn FnMut(&str, StoredStatus) -> MemberStatus,
+        team_name: &TeamName,
+        members: &[&MemberName],
+        build: &mut dyn FnMut(&MemberName, StoredStatus) -> MemberStatus,
     ) -> Result<Vec<MemberStatus>, PortError> {
         members
             .iter()
@@ -234,8 +242,8 @@ pub trait ReportTokens: Send + Sync {
     /// A token for `member` of `team` and `fingerprint`, expiring at `expires_ms`.
     fn issue(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         fingerprint: &str,
         expires_ms: EpochMs,
     ) -> Result<String, PortError>;
@@ -245,8 +253,8 @@ pub trait ReportTokens: Send + Sync {
     fn verify(
         &self,
         token: Option<&str>,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         fingerprint: &str,
         now_ms: EpochMs,
     ) -> Result<TokenCheck, PortError>;
@@ -271,10 +279,12 @@ pub trait MetricsStore: Send + Sync {
             .try_for_each(|(status, events)| self.record(status, events))
     }
     /// Reads the index (missing or corrupt: empty; a corrupt one is moved aside).
-    fn read(&self, team_name: &str) -> Result<crate::domain::metrics::MetricsIndex, PortError>;
+    fn read(&self, team_name: &TeamName)
+        -> Result<crate::domain::metrics::MetricsIndex, PortError>;
     /// Reads the index like [`MetricsStore::read`], but moves nothing: a
     /// corrupt index also reads as empty and stays where it is.
-    fn peek(&self, team_name: &str) -> Result<crate::domain::metrics::MetricsIndex, PortError>;
+    fn peek(&self, team_name: &TeamName)
+        -> Result<crate::domain::metrics::MetricsIndex, PortError>;
 }
 
 /// Lifecycle of a recorded report intent.
@@ -384,8 +394,8 @@ pub trait OutboxStore: Send + Sync {
     /// Every item of a member.
     fn member_items(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
     ) -> Result<Vec<crate::domain::nudge::OutboxItem>, PortError>;
     /// Claims up to `limit` claimable items of a team (oldest due first),
     /// each under its member file lock, so two dispatchers never hold one claim.

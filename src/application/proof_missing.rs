@@ -134,7 +134,7 @@ impl Engine {
         let reconciler = self.reconciler();
         let ports = &reconciler.ports;
         let snapshot = ports.teams.load_roster(team);
-        if !reconciler.may_persist(&snapshot, member)? {
+        if !reconciler.may_persist(team, &snapshot, member)? {
             // A made-up name gets no store folder (not even a journal line).
             return Ok(ScheduleResult::invalid());
         }

@@ -117,8 +117,9 @@ pub const MAX_MEMBER_STORES: usize = 512;
 /// must stay bounded.
 pub(super) fn may_store_member(
     store: &dyn StatusStore,
+    team: &TeamName,
     snapshot: &TeamSnapshot,
-    member: &str,
+    member: &MemberName,
 ) -> Result<bool, PortError> {
     if !snapshot.folder_found {
         // No team dir to write into: answer without creating one (and
@@ -132,12 +133,12 @@ pub(super) fn may_store_member(
     // A legacy status lives in the team's shared file: the member's own
     // folder does not exist yet, so it counts against the cap.
     if matches!(
-        store.read(&snapshot.team_name, member)?,
+        store.read(team, member)?,
         StoredStatus::Current(_) | StoredStatus::Quarantined { .. }
     ) {
         return Ok(true);
     }
-    Ok(store.member_count(&snapshot.team_name)? < MAX_MEMBER_STORES)
+    Ok(store.member_count(team)? < MAX_MEMBER_STORES)
 }
 
 /// Source tag of reconciler audit events.
@@ -154,9 +155,10 @@ pub(super) struct ReconcileOptions<'a> {
 
 /// Whether building a status may touch the world.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Effects {
-    /// Journal what happened and issue a report token (every real reconcile).
-    Record,
+pub(super) enum Effects<'a> {
+    /// Journal what happened and issue a report token (every real reconcile)
+    /// to this member of this team.
+    Record(&'a TeamName, &'a MemberName),
     /// Neither: a preview writes nothing and hands out no token.
     Withhold,
 }
@@ -257,7 +259,7 @@ impl Reconciler {
             recovery,
         };
         let agendas = self.agendas(&snapshot);
-        self.reconcile_with(&snapshot, &agendas, member.as_str(), by, triggers, options)
+        self.reconcile_with(team, &snapshot, &agendas, member, by, triggers, options)
     }
 
     /// Reconciles every roster member of a team from one snapshot (one index
@@ -265,6 +267,7 @@ impl Reconciler {
     pub fn refresh_team(&self, team: &TeamName) -> Result<Vec<MemberStatus>, WorkSyncError> {
         let snapshot = self.ports.teams.load(team);
         self.reconcile_team(
+            team,
             &snapshot,
             &self.agendas(&snapshot),
             ReconciledBy::Request,
@@ -300,7 +303,7 @@ impl Reconciler {
                 .map(StatusRead::reconciled);
         }
         let now = self.ports.clock.now_ms();
-        let stored = self.ports.store.read(team.as_str(), member.as_str())?;
+        let stored = self.ports.store.read(team, member)?;
         let Some(mut status) = stored.into_status() else {
             return Ok(StatusRead::unpersisted(
                 self.unpersisted_status(team, member, now),
@@ -343,7 +346,7 @@ impl Reconciler {
         member: &MemberName,
     ) -> Result<MemberStatus, WorkSyncError> {
         let snapshot = self.ports.teams.load(team);
-        self.preview_from(&snapshot, &self.agendas(&snapshot), member.as_str())
+        self.preview_from(team, &snapshot, &self.agendas(&snapshot), member)
     }
 
     /// [`Reconciler::preview_status`] of every roster member of a team, from
@@ -353,7 +356,7 @@ impl Reconciler {
         let index = TeamIndex::build(&snapshot);
         let statuses = roster_names(&snapshot)
             .into_iter()
-            .map(|member| self.preview_from(&snapshot, &index, member))
+            .map(|member| self.preview_from(team, &snapshot, &index, &member))
             .collect::<Result<_, _>>()?;
         Ok(TeamPreview {
             team_name: snapshot.team_name.clone(),
@@ -370,14 +373,15 @@ impl Reconciler {
 
     fn preview_from(
         &self,
+        team: &TeamName,
         snapshot: &TeamSnapshot,
         index: &dyn AgendaSource,
-        member: &str,
+        member: &MemberName,
     ) -> Result<MemberStatus, WorkSyncError> {
         let now = self.ports.clock.now_ms();
         // Without a team folder there is nothing stored to peek at.
         let previous = if snapshot.config_found {
-            self.ports.store.peek(&snapshot.team_name, member)?
+            self.ports.store.peek(team, member)?
         } else {
             StoredStatus::Missing
         };
@@ -393,11 +397,13 @@ impl Reconciler {
     /// metrics): [`may_store_member`].
     pub(super) fn may_persist(
         &self,
+        team: &TeamName,
         snapshot: &TeamSnapshot,
-        member: &str,
+        member: &MemberName,
     ) -> Result<bool, WorkSyncError> {
         Ok(may_store_member(
             self.ports.store.as_ref(),
+            team,
             snapshot,
             member,
         )?)
@@ -407,17 +413,18 @@ impl Reconciler {
     pub(super) fn unpersisted_status(
         &self,
         team: &TeamName,
-        member: &str,
+        member: &MemberName,
         now: EpochMs,
     ) -> MemberStatus {
-        self.unpersisted_from(&self.ports.teams.load(team), member, now)
+        self.unpersisted_from(team, &self.ports.teams.load(team), member, now)
     }
 
     /// [`Reconciler::unpersisted_status`] from a snapshot the caller already read.
     pub(super) fn unpersisted_from(
         &self,
+        team: &TeamName,
         snapshot: &TeamSnapshot,
-        member: &str,
+        member: &MemberName,
         now: EpochMs,
     ) -> MemberStatus {
         let agenda = self.agendas(snapshot).agenda_for(member, &format_iso(now));
@@ -425,7 +432,7 @@ impl Reconciler {
         // snapshot's diagnostic, as the app lists them, and only into an
         // existing team folder (its secret must not create one).
         let token = if snapshot.folder_found {
-            self.grant_token(&snapshot.team_name, &agenda, now)
+            self.grant_token(team, member, &agenda, now)
         } else {
             TokenGrant::Withheld
         };
@@ -447,28 +454,35 @@ impl Reconciler {
         status
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn reconcile_with(
         &self,
+        team_name: &TeamName,
         snapshot: &TeamSnapshot,
         index: &dyn AgendaSource,
-        member: &str,
+        member: &MemberName,
         by: ReconciledBy,
         triggers: &[Trigger],
         options: ReconcileOptions<'_>,
     ) -> Result<MemberStatus, WorkSyncError> {
         let team = snapshot.team_name.as_str();
         let now = self.ports.clock.now_ms();
-        if !self.may_persist(snapshot, member)? {
-            return Ok(self.unpersisted_from(snapshot, member, now));
+        if !self.may_persist(team_name, snapshot, member)? {
+            return Ok(self.unpersisted_from(team_name, snapshot, member, now));
         }
         let agenda = self.start_reconcile(index, team, member, now, triggers);
-        let prepared = self.prepare(snapshot, agenda, now, by, triggers, options);
+        let prepared = self.prepare(
+            team_name, member, snapshot, agenda, now, by, triggers, options,
+        );
         let mut found = Found::default();
-        let status = self.ports.store.update(team, member, &mut |previous| {
-            let reconciled = self.reconciled_status(&prepared, previous);
-            found = Found::of(&reconciled);
-            reconciled.status
-        })?;
+        let status = self
+            .ports
+            .store
+            .update(team_name, member, &mut |previous| {
+                let reconciled = self.reconciled_status(&prepared, previous);
+                found = Found::of(&reconciled);
+                reconciled.status
+            })?;
         self.after_write(&status, &found, now);
         Ok(status)
     }
@@ -479,6 +493,7 @@ impl Reconciler {
     /// persisted get their unpersisted status, in roster order.
     fn reconcile_team(
         &self,
+        team_name: &TeamName,
         snapshot: &TeamSnapshot,
         index: &dyn AgendaSource,
         by: ReconciledBy,
@@ -490,24 +505,28 @@ impl Reconciler {
         let mut unpersisted = Vec::with_capacity(names.len());
         let mut persisted = Vec::with_capacity(names.len());
         for member in &names {
-            if self.may_persist(snapshot, member)? {
-                persisted.push(*member);
+            if self.may_persist(team_name, snapshot, member)? {
+                persisted.push(member);
                 unpersisted.push(None);
             } else {
-                unpersisted.push(Some(self.unpersisted_from(snapshot, member, now)));
+                unpersisted.push(Some(
+                    self.unpersisted_from(team_name, snapshot, member, now),
+                ));
             }
         }
         let options = ReconcileOptions::default();
-        let prepared: std::collections::HashMap<&str, Prepared> = persisted
+        let prepared: std::collections::HashMap<&MemberName, Prepared> = persisted
             .iter()
             .map(|member| {
                 let agenda = self.start_reconcile(index, team, member, now, triggers);
-                let prepared = self.prepare(snapshot, agenda, now, by, triggers, options);
+                let prepared = self.prepare(
+                    team_name, member, snapshot, agenda, now, by, triggers, options,
+                );
                 (*member, prepared)
             })
             .collect();
         let mut found: std::collections::HashMap<String, Found> = std::collections::HashMap::new();
-        let mut build = |member: &str, previous: StoredStatus| {
+        let mut build = |member: &MemberName, previous: StoredStatus| {
             let reconciled = match prepared.get(member) {
                 Some(prepared) => self.reconciled_status(prepared, previous),
                 // Every member written was prepared; a name the store hands
@@ -515,28 +534,33 @@ impl Reconciler {
                 // but its own).
                 None => {
                     let agenda = index.agenda_for(member, &format_iso(now));
-                    let prepared = self.prepare(snapshot, agenda, now, by, triggers, options);
+                    let prepared = self.prepare(
+                        team_name, member, snapshot, agenda, now, by, triggers, options,
+                    );
                     self.reconciled_status(&prepared, previous)
                 }
             };
             found.insert(member.to_string(), Found::of(&reconciled));
             reconciled.status
         };
-        let outcomes: Vec<Result<MemberStatus, PortError>> =
-            match self.ports.store.update_all(team, &persisted, &mut build) {
-                Ok(written) => written.into_iter().map(Ok).collect(),
-                // One member's store can fail the group commit (a file where
-                // its folder belongs): each member is then written on its own,
-                // so only the one that cannot be written misses its status.
-                Err(_) => persisted
-                    .iter()
-                    .map(|member| {
-                        self.ports
-                            .store
-                            .update(team, member, &mut |previous| build(member, previous))
-                    })
-                    .collect(),
-            };
+        let outcomes: Vec<Result<MemberStatus, PortError>> = match self
+            .ports
+            .store
+            .update_all(team_name, &persisted, &mut build)
+        {
+            Ok(written) => written.into_iter().map(Ok).collect(),
+            // One member's store can fail the group commit (a file where
+            // its folder belongs): each member is then written on its own,
+            // so only the one that cannot be written misses its status.
+            Err(_) => persisted
+                .iter()
+                .map(|member| {
+                    self.ports
+                        .store
+                        .update(team_name, member, &mut |previous| build(member, previous))
+                })
+                .collect(),
+        };
         // Nobody written: the store itself failed (a full disk, the team
         // folder gone), which is the caller's error, not a member's outcome.
         if outcomes.iter().all(Result::is_err) {
@@ -550,14 +574,16 @@ impl Reconciler {
             .filter_map(|outcome| outcome.as_ref().ok().cloned())
             .collect();
         for (member, outcome) in persisted.iter().zip(&outcomes) {
-            if let (Ok(status), Some(true)) = (outcome, found.get(*member).map(|f| f.legacy)) {
+            if let (Ok(status), Some(true)) =
+                (outcome, found.get(member.as_str()).map(|f| f.legacy))
+            {
                 self.journal_legacy_read(status, now);
             }
         }
         self.record_team_metrics(&written);
         for (member, outcome) in persisted.iter().zip(&outcomes) {
             let Ok(status) = outcome else { continue };
-            let found = found.get(*member);
+            let found = found.get(member.as_str());
             self.finish_reconcile(
                 status,
                 found.and_then(|f| f.previous_evaluated_at.as_deref()),
@@ -572,7 +598,7 @@ impl Reconciler {
                 status.or_else(|| {
                     outcomes.next().map(|(member, outcome)| {
                         outcome.unwrap_or_else(|error| {
-                            self.write_failed(snapshot, member, &error, now)
+                            self.write_failed(team_name, snapshot, member, &error, now)
                         })
                     })
                 })
@@ -586,8 +612,9 @@ impl Reconciler {
     /// refresh stands.
     fn write_failed(
         &self,
+        team_name: &TeamName,
         snapshot: &TeamSnapshot,
-        member: &str,
+        member: &MemberName,
         error: &PortError,
         now: EpochMs,
     ) -> MemberStatus {
@@ -609,7 +636,7 @@ impl Reconciler {
             vec![error.to_string()],
             json!({}),
         );
-        let mut status = self.unpersisted_from(snapshot, member, now);
+        let mut status = self.unpersisted_from(team_name, snapshot, member, now);
         status
             .diagnostics
             .push(Diagnostic::StatusWriteFailed.as_str().into());
@@ -660,8 +687,11 @@ impl Reconciler {
     /// What a reconcile of `agenda`'s member reads before it takes the
     /// member's status lock: the status inputs and, when the status can be
     /// a suppression candidate, the member's outbox.
+    #[allow(clippy::too_many_arguments)]
     fn prepare(
         &self,
+        team: &TeamName,
+        member: &MemberName,
         snapshot: &TeamSnapshot,
         agenda: Agenda,
         now: EpochMs,
@@ -669,15 +699,17 @@ impl Reconciler {
         triggers: &[Trigger],
         options: ReconcileOptions<'_>,
     ) -> Prepared {
-        let mut inputs = self.status_inputs(snapshot, agenda, now, by, triggers, Effects::Record);
+        let mut inputs = self.status_inputs(
+            snapshot,
+            agenda,
+            now,
+            by,
+            triggers,
+            Effects::Record(team, member),
+        );
         inputs.recovery = options.recovery.cloned();
         let outbox = (!options.force_nudge && inputs.can_need_sync())
-            .then(|| {
-                self.ports
-                    .outbox
-                    .member_items(&inputs.team_name, &inputs.agenda.member_name)
-                    .ok()
-            })
+            .then(|| self.ports.outbox.member_items(team, member).ok())
             .flatten();
         Prepared {
             inputs,
@@ -1005,12 +1037,12 @@ fn audit_event(
 
 /// Names of the roster members a team-wide pass covers: not removed, valid
 /// names, sorted and deduplicated by normalized name.
-fn roster_names(snapshot: &TeamSnapshot) -> Vec<&str> {
-    let mut members: Vec<&str> = snapshot
+fn roster_names(snapshot: &TeamSnapshot) -> Vec<MemberName> {
+    let mut members: Vec<MemberName> = snapshot
         .members
         .iter()
-        .filter(|m| !m.is_removed() && m.store_name().is_some())
-        .map(|m| m.name.as_str())
+        .filter(|m| !m.is_removed())
+        .filter_map(|m| m.store_name())
         .collect();
     members.sort_by_key(|name| normalize_member_name(name));
     members.dedup_by_key(|name| normalize_member_name(name));

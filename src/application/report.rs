@@ -97,8 +97,9 @@ impl Reconciler {
     /// A rejection answered from the board alone, with nothing written.
     fn unpersisted_rejection(
         &self,
+        team: &TeamName,
         snapshot: &TeamSnapshot,
-        member: &str,
+        member: &MemberName,
         now: EpochMs,
         rejection: Rejection,
     ) -> ReportResult {
@@ -107,7 +108,7 @@ impl Reconciler {
             code: rejection.code(),
             rejection: Some(rejection),
             message: rejection.message().to_string(),
-            status: self.unpersisted_from(snapshot, member, now),
+            status: self.unpersisted_from(team, snapshot, member, now),
             token_check: TokenCheck::Missing,
         }
     }
@@ -128,21 +129,22 @@ impl Reconciler {
             // No team folder to write into: refuse without creating it
             // (no journal, no secret, no status file).
             return Ok(self.unpersisted_rejection(
+                team_name,
                 &snapshot,
-                member,
+                member_name,
                 now,
                 Rejection::MemberInactive,
             ));
         }
-        let persist = self.may_persist(&snapshot, member)?;
+        let persist = self.may_persist(team_name, &snapshot, member_name)?;
         let agendas = self.agendas(&snapshot);
         let agenda = agendas.agenda_for(member, &format_iso(now));
         let normalized = normalize_member_name(member);
         let runtime = self.ports.activity(team, &normalized);
         let token_check = self.ports.tokens.verify(
             request.report_token.as_deref(),
-            team,
-            &agenda.member_name,
+            team_name,
+            member_name,
             &request.agenda_fingerprint,
             now,
         )?;
@@ -161,7 +163,13 @@ impl Reconciler {
             // A name off the roster: the validator's code, but no store
             // folder for it (no journal, no status file).
             let rejection = verdict.err().unwrap_or(Rejection::MemberInactive);
-            return Ok(self.unpersisted_rejection(&snapshot, member, now, rejection));
+            return Ok(self.unpersisted_rejection(
+                team_name,
+                &snapshot,
+                member_name,
+                now,
+                rejection,
+            ));
         }
         self.audit(SOURCE, AuditKind::ReportReceived,
             team,
@@ -186,9 +194,17 @@ impl Reconciler {
                     accepted: true,
                     rejection_code: None,
                 };
-                self.record_accepted(&snapshot, agenda, report, now)?
+                self.record_accepted(team_name, member_name, &snapshot, agenda, report, now)?
             }
-            Err(rejection) => self.record_rejected(&snapshot, request, source, rejection, now)?,
+            Err(rejection) => self.record_rejected(
+                team_name,
+                member_name,
+                &snapshot,
+                request,
+                source,
+                rejection,
+                now,
+            )?,
         };
         Ok(ReportResult {
             token_check,
@@ -202,6 +218,8 @@ impl Reconciler {
     /// pure assembly and the write.
     fn record_accepted(
         &self,
+        team_name: &TeamName,
+        member_name: &MemberName,
         snapshot: &TeamSnapshot,
         agenda: crate::domain::agenda::Agenda,
         report: Report,
@@ -214,15 +232,18 @@ impl Reconciler {
             now,
             ReconciledBy::Report,
             &[],
-            Effects::Record,
+            Effects::Record(team_name, member_name),
         );
         inputs.accepted_report = Some(report);
         let mut legacy = false;
-        let status = self.ports.store.update(team, &member, &mut |previous| {
-            let (inputs, from_legacy) = with_previous(inputs.clone(), previous);
-            legacy = from_legacy;
-            assemble_accepted(inputs)
-        })?;
+        let status = self
+            .ports
+            .store
+            .update(team_name, member_name, &mut |previous| {
+                let (inputs, from_legacy) = with_previous(inputs.clone(), previous);
+                legacy = from_legacy;
+                assemble_accepted(inputs)
+            })?;
         self.status_written(&status, legacy, now);
         self.audit(
             SOURCE,
@@ -250,8 +271,11 @@ impl Reconciler {
     /// The rejection replaces the stored report and is not an input of later
     /// reconciles, as in the app: the next status carries only what the
     /// decision keeps, so the lease of an earlier accepted report ends here.
+    #[allow(clippy::too_many_arguments)]
     fn record_rejected(
         &self,
+        team_name: &TeamName,
+        member_name: &MemberName,
         snapshot: &TeamSnapshot,
         request: &ReportRequest,
         source: ReportSource,
@@ -261,14 +285,15 @@ impl Reconciler {
         let team = snapshot.team_name.as_str();
         let member = request.member_name.as_str();
         let reconciled = self.reconcile_with(
+            team_name,
             snapshot,
             &self.agendas(snapshot),
-            member,
+            member_name,
             ReconciledBy::Request,
             &[],
             ReconcileOptions::default(),
         )?;
-        self.planner.plan(&reconciled);
+        self.planner.plan(team_name, member_name, &reconciled);
         let code = rejection.code();
         let report = Report {
             state: request.state,
@@ -289,7 +314,7 @@ impl Reconciler {
         let status = self
             .ports
             .store
-            .update(team, member, &mut |_| rejected.clone())?;
+            .update(team_name, member_name, &mut |_| rejected.clone())?;
         self.status_written(&status, false, now);
         self.audit(
             SOURCE,
@@ -425,14 +450,12 @@ impl Reconciler {
 
     /// `getMetrics`: counts, state counts and phase-2 readiness from the team index.
     pub fn get_metrics(&self, team: &TeamName) -> Result<TeamMetrics, WorkSyncError> {
-        let team = team.as_str();
         Ok(self.summarize_metrics(team, &self.ports.metrics.read(team)?))
     }
 
     /// [`Reconciler::get_metrics`] without side effects: a corrupt index
     /// reads as empty and is left where it is (operators' read-only views).
     pub(crate) fn preview_metrics(&self, team: &TeamName) -> Result<TeamMetrics, WorkSyncError> {
-        let team = team.as_str();
         Ok(self.summarize_metrics(team, &self.ports.metrics.peek(team)?))
     }
 

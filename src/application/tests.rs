@@ -187,7 +187,13 @@ fn a_failing_reconcile_is_retried_every_30s_then_dropped() {
             codes,
             "{failures} failures"
         );
-        let stored = world.store.peek("forge", "jack").unwrap();
+        let stored = world
+            .store
+            .peek(
+                &crate::domain::names::TeamName::parse("forge").unwrap(),
+                &crate::domain::names::MemberName::parse("jack").unwrap(),
+            )
+            .unwrap();
         assert_eq!(
             matches!(stored, StoredStatus::Current(_)),
             expected.last() == Some(&FinishOutcome::Done),
@@ -410,7 +416,10 @@ fn run_queue_now(world: &FakeWorld) {
 fn stored_jack(world: &FakeWorld) -> crate::domain::status::MemberStatus {
     world
         .store
-        .peek("forge", "jack")
+        .peek(
+            &crate::domain::names::TeamName::parse("forge").unwrap(),
+            &crate::domain::names::MemberName::parse("jack").unwrap(),
+        )
         .unwrap()
         .into_status()
         .expect("jack has a stored status")

@@ -15,7 +15,7 @@ use super::host::{Host, SettledTarget};
 use super::ports::{AuditEvent, AuditJournal, Clock, PortError, StatusStore, TeamSource};
 use super::reconcile::may_store_member;
 use crate::domain::audit::{AuditKind, AuditSource};
-use crate::domain::names::{normalize_member_name, validate_name, MemberName, TeamName};
+use crate::domain::names::{normalize_member_name, MemberName, TeamName};
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs};
 use crate::domain::turn_settled::normalize::{normalize, normalize_truncated, TurnSettledEvent};
@@ -635,10 +635,16 @@ impl TurnSettledIngestor {
                 team_name,
                 member_name,
             } => {
-                let storable = validate_name(&member_name).is_ok()
-                    && self.roster(&team_name, rosters).is_some_and(|roster| {
-                        may_store_member(self.store.as_ref(), roster, &member_name).unwrap_or(false)
-                    });
+                let storable = match (TeamName::parse(&team_name), MemberName::parse(&member_name))
+                {
+                    (Ok(team), Ok(member)) => {
+                        self.roster(&team_name, rosters).is_some_and(|roster| {
+                            may_store_member(self.store.as_ref(), &team, roster, &member)
+                                .unwrap_or(false)
+                        })
+                    }
+                    _ => false,
+                };
                 if !storable {
                     Decision::Unresolved("resolver_target_unknown".into())
                 } else if self.recent.contains(&event.source_id) {
@@ -706,12 +712,15 @@ impl TurnSettledIngestor {
         let Some((team, member)) = target.or_else(named) else {
             return;
         };
-        if validate_name(&member).is_err() {
+        let (Ok(team_name), Ok(member_name)) = (TeamName::parse(&team), MemberName::parse(&member))
+        else {
+            // A name that could leave its folder never gets a journal line
+            // (nor a roster: `roster` refuses the same team names).
             return;
-        }
+        };
         let may_store = rosters.get(&team).is_some_and(|roster| {
             // A store that cannot be read is no place for a journal line.
-            may_store_member(self.store.as_ref(), roster, &member).unwrap_or(false)
+            may_store_member(self.store.as_ref(), &team_name, roster, &member_name).unwrap_or(false)
         });
         if may_store {
             journal.add(outcome, claim, &team, &member, event, now);

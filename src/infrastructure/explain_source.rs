@@ -12,6 +12,7 @@ use super::outbox_store;
 use super::status_store::{FsStatusStore, StorePaths};
 use crate::application::explain::{ExplainSource, JournalLines, MAX_ENTRIES};
 use crate::application::ports::{Clock, OutboxStore, PortError, StatusStore, StoredStatus};
+use crate::domain::names::{MemberName, TeamName};
 
 /// Reads a member's store files under `paths`.
 pub(crate) struct FsExplainSource {
@@ -47,7 +48,7 @@ impl FsExplainSource {
 }
 
 impl ExplainSource for FsExplainSource {
-    fn journal(&self, team: &str, member: &str) -> Result<JournalLines, PortError> {
+    fn journal(&self, team: &TeamName, member: &MemberName) -> Result<JournalLines, PortError> {
         let path = self.paths.member_file(team, member, "journal.jsonl");
         let root = self.paths.root();
         let current = journal::read_lines(root, &path, 0)?;
@@ -72,8 +73,8 @@ impl ExplainSource for FsExplainSource {
 
     fn outbox_items(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
     ) -> Result<Result<Vec<Value>, String>, PortError> {
         if let Some(outbox) = &self.outbox {
             return Ok(Ok(outbox
@@ -97,7 +98,7 @@ impl ExplainSource for FsExplainSource {
         )
     }
 
-    fn status(&self, team: &str, member: &str) -> Result<StoredStatus, PortError> {
+    fn status(&self, team: &TeamName, member: &MemberName) -> Result<StoredStatus, PortError> {
         self.status.peek(team, member)
     }
 }

@@ -11,6 +11,7 @@ use super::lock::StoreLock;
 use super::safe_fs::{Staged, TrustedRoot};
 use crate::application::ports::{Clock, MetricsStore, PortError};
 use crate::domain::metrics::{events_for_write, MetricEvent, MetricsIndex};
+use crate::domain::names::TeamName;
 use crate::domain::status::MemberStatus;
 
 /// Envelope version of the index.
@@ -105,11 +106,11 @@ impl MetricsStore for FsMetricsStore {
         Ok(())
     }
 
-    fn read(&self, team: &str) -> Result<MetricsIndex, PortError> {
+    fn read(&self, team: &TeamName) -> Result<MetricsIndex, PortError> {
         self.load(&self.path(team))
     }
 
-    fn peek(&self, team: &str) -> Result<MetricsIndex, PortError> {
+    fn peek(&self, team: &TeamName) -> Result<MetricsIndex, PortError> {
         Ok(
             match peek_flat_envelope(&self.root, &self.path(team), SCHEMA_VERSION)? {
                 Peeked::Found(index) => index,

@@ -18,7 +18,7 @@ use super::status_store::StorePaths;
 use crate::application::ports::{
     Claimed, Clock, MemberFailure, OutboxStore, PortError, WatchdogJournal,
 };
-use crate::domain::names::{member_key, TeamName};
+use crate::domain::names::{member_key, MemberName, TeamName};
 use crate::domain::nudge::{
     claim, ensure_pending, finish_attempt, is_claimable, prune_finished, AttemptEnd, EnsureOutcome,
     OutboxItem, OutboxStatus, PlannedNudge, WatchdogAlert,
@@ -418,7 +418,11 @@ impl OutboxStore for FsOutboxStore {
         Ok(result)
     }
 
-    fn member_items(&self, team: &str, member: &str) -> Result<Vec<OutboxItem>, PortError> {
+    fn member_items(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+    ) -> Result<Vec<OutboxItem>, PortError> {
         Ok(self
             .read_items(&self.member_path(team, member))?
             .into_values()

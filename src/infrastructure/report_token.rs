@@ -33,6 +33,7 @@ use super::json_store::quarantine;
 use super::lock::StoreLock;
 use super::safe_fs::{with_path, Dir, TrustedRoot};
 use crate::application::ports::{PortError, ReportTokens};
+use crate::domain::names::{normalize_member_name, MemberName, TeamName};
 use crate::domain::time::EpochMs;
 use crate::domain::token::{assemble, check_claims, split, TokenCheck, TokenClaims};
 
@@ -219,13 +220,15 @@ fn tighten_mode(_file: &std::fs::File) -> io::Result<()> {
 impl ReportTokens for HmacReportTokens {
     fn issue(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         fingerprint: &str,
         expires_ms: EpochMs,
     ) -> Result<String, PortError> {
         let secret = self.secret(team)?;
-        let payload = TokenClaims::new(team, member, fingerprint, expires_ms).encode();
+        // The claim names the member as its agenda does: normalized.
+        let member = normalize_member_name(member);
+        let payload = TokenClaims::new(team, &member, fingerprint, expires_ms).encode();
         let mac = Self::mac(&secret, &payload)
             .ok_or_else(|| PortError::Io(std::io::Error::other("hmac key rejected")))?;
         Ok(assemble(&payload, &mac.finalize().into_bytes()))
@@ -234,8 +237,8 @@ impl ReportTokens for HmacReportTokens {
     fn verify(
         &self,
         token: Option<&str>,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         fingerprint: &str,
         now_ms: EpochMs,
     ) -> Result<TokenCheck, PortError> {
@@ -256,7 +259,7 @@ impl ReportTokens for HmacReportTokens {
         Ok(check_claims(
             split.encoded_payload,
             team,
-            member,
+            &normalize_member_name(member),
             fingerprint,
             now_ms,
         ))

@@ -19,7 +19,7 @@ use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
 use crate::application::ports::{
     AuditEvent, AuditJournal, Clock, PortError, StatusStore, StoredStatus,
 };
-use crate::domain::names::member_key;
+use crate::domain::names::{member_key, MemberName, TeamName};
 use crate::domain::retention::Retention;
 use crate::domain::status::MemberStatus;
 use crate::domain::time::format_iso;
@@ -191,7 +191,7 @@ impl FsStatusStore {
 }
 
 impl StatusStore for FsStatusStore {
-    fn read(&self, team: &str, member: &str) -> Result<StoredStatus, PortError> {
+    fn read(&self, team: &TeamName, member: &MemberName) -> Result<StoredStatus, PortError> {
         let path = self.paths.member_file(team, member, "status.json");
         match read_envelope::<MemberStatus>(
             self.paths.root(),
@@ -209,11 +209,11 @@ impl StatusStore for FsStatusStore {
         }
     }
 
-    fn member_count(&self, team: &str) -> Result<usize, PortError> {
+    fn member_count(&self, team: &TeamName) -> Result<usize, PortError> {
         Ok(self.paths.member_dirs(team)?.len())
     }
 
-    fn peek(&self, team: &str, member: &str) -> Result<StoredStatus, PortError> {
+    fn peek(&self, team: &TeamName, member: &MemberName) -> Result<StoredStatus, PortError> {
         let path = self.paths.member_file(team, member, "status.json");
         match peek_envelope::<MemberStatus>(
             self.paths.root(),
@@ -244,8 +244,8 @@ impl StatusStore for FsStatusStore {
 
     fn update(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         build: &mut dyn FnMut(StoredStatus) -> MemberStatus,
     ) -> Result<MemberStatus, PortError> {
         let path = self.paths.member_file(team, member, "status.json");
@@ -259,9 +259,9 @@ impl StatusStore for FsStatusStore {
 
     fn update_all(
         &self,
-        team: &str,
-        members: &[&str],
-        build: &mut dyn FnMut(&str, StoredStatus) -> MemberStatus,
+        team: &TeamName,
+        members: &[&MemberName],
+        build: &mut dyn FnMut(&MemberName, StoredStatus) -> MemberStatus,
     ) -> Result<Vec<MemberStatus>, PortError> {
         let paths: Vec<PathBuf> = members
             .iter()
@@ -385,6 +385,14 @@ mod tests {
     use crate::infrastructure::clock::ManualClock;
     use std::process::Command;
 
+    fn team(name: &str) -> TeamName {
+        TeamName::parse(name).unwrap()
+    }
+
+    fn name(member: &str) -> MemberName {
+        MemberName::parse(member).unwrap()
+    }
+
     fn status(team: &str, member: &str, diagnostics: Vec<String>) -> MemberStatus {
         MemberStatus {
             team_name: team.into(),
@@ -419,7 +427,7 @@ mod tests {
     fn bump(store: &FsStatusStore, member: &str, rounds: usize) {
         for round in 0..rounds {
             store
-                .update("forge", member, &mut |previous| {
+                .update(&team("forge"), &name(member), &mut |previous| {
                     let mut diagnostics = previous
                         .into_status()
                         .map(|s| s.diagnostics)
@@ -466,7 +474,11 @@ mod tests {
         }
         let store = store(dir.path());
         for (member, writes) in [("jack", 40), ("jill", 40), ("bob", 80)] {
-            let stored = store.read("forge", member).unwrap().into_status().unwrap();
+            let stored = store
+                .read(&team("forge"), &name(member))
+                .unwrap()
+                .into_status()
+                .unwrap();
             assert_eq!(stored.diagnostics.len(), writes, "{member}");
         }
     }
@@ -483,12 +495,16 @@ mod tests {
         let store = store(std::path::Path::new(&dir));
         loop {
             store
-                .update_all("forge", &GROUP, &mut |member, previous| {
-                    let round = previous.into_status().map_or(0, |s| round_of(&s) + 1);
-                    // Large enough that a write is several pages.
-                    let padding = format!("{member}{round}").repeat(2_000);
-                    status("forge", member, vec![format!("round:{round}"), padding])
-                })
+                .update_all(
+                    &team("forge"),
+                    &GROUP.map(name).iter().collect::<Vec<_>>(),
+                    &mut |member, previous| {
+                        let round = previous.into_status().map_or(0, |s| round_of(&s) + 1);
+                        // Large enough that a write is several pages.
+                        let padding = format!("{member}{round}").repeat(2_000);
+                        status("forge", member, vec![format!("round:{round}"), padding])
+                    },
+                )
                 .unwrap();
         }
     }
@@ -537,7 +553,7 @@ mod tests {
             child.kill().unwrap(); // SIGKILL
             child.wait().unwrap();
             for (i, member) in GROUP.iter().enumerate() {
-                match store.peek("forge", member).unwrap() {
+                match store.peek(&team("forge"), &name(member)).unwrap() {
                     StoredStatus::Current(status) => {
                         let round = round_of(&status);
                         assert!(round >= rounds[i], "{member} went back after kill {kill}");
@@ -585,7 +601,7 @@ mod tests {
         let store = FsStatusStore::new(StorePaths::new(dir.path().to_path_buf()), clock)
             .with_metrics(metrics.clone());
         bump(&store, "jack", 1);
-        let index = metrics.read("forge").unwrap();
+        let index = metrics.read(&team("forge")).unwrap();
         assert_eq!(index.members["jack"].member_name, "jack");
         assert_eq!(index.recent_events.len(), 1, "{index:?}");
         // The reconciler's own record of that write finds it and writes nothing.
@@ -593,14 +609,22 @@ mod tests {
             .path()
             .join("forge/.member-work-sync/indexes/metrics.json");
         let inode = std::fs::metadata(&index_file).unwrap().ino();
-        let status = store.read("forge", "jack").unwrap().into_status().unwrap();
+        let status = store
+            .read(&team("forge"), &name("jack"))
+            .unwrap()
+            .into_status()
+            .unwrap();
         metrics.record(&status, events_for_write(&status)).unwrap();
         assert_eq!(std::fs::metadata(&index_file).unwrap().ino(), inode);
         // A file where the index folder belongs: the status is written all the same.
         std::fs::remove_dir_all(index_file.parent().unwrap()).unwrap();
         std::fs::write(index_file.parent().unwrap(), "not a folder").unwrap();
         bump(&store, "jack", 1);
-        let status = store.read("forge", "jack").unwrap().into_status().unwrap();
+        let status = store
+            .read(&team("forge"), &name("jack"))
+            .unwrap()
+            .into_status()
+            .unwrap();
         assert_eq!(status.diagnostics.len(), 2);
     }
 
@@ -608,12 +632,18 @@ mod tests {
     fn member_keys_keep_hostile_looking_names_inside_the_team() {
         let dir = tempfile::tempdir().unwrap();
         let store = store(dir.path());
-        bump(&store, "..", 1);
+        // `..` never reaches the store as a member (the port takes checked
+        // names only); its key still stays inside the team.
+        assert_eq!(
+            MemberName::parse(".."),
+            Err(crate::domain::names::NameError::Unsafe)
+        );
+        assert_eq!(
+            store.paths.member_file("forge", "..", "status.json"),
+            dir.path()
+                .join("forge/members/%2E%2E/.member-work-sync/status.json")
+        );
         bump(&store, "A b", 1);
-        assert!(dir
-            .path()
-            .join("forge/members/%2E%2E/.member-work-sync/status.json")
-            .exists());
         assert!(dir
             .path()
             .join("forge/members/a%20b/member.meta.json")
@@ -634,15 +664,18 @@ mod tests {
         )
         .unwrap();
         let store = store(dir.path());
-        match store.read("forge", "Jack").unwrap() {
+        match store.read(&team("forge"), &name("Jack")).unwrap() {
             StoredStatus::Legacy(s) => assert_eq!(s.diagnostics, ["old"]),
             other => panic!("expected legacy fallback, got {other:?}"),
         }
-        assert_eq!(store.read("forge", "jill").unwrap(), StoredStatus::Missing);
+        assert_eq!(
+            store.read(&team("forge"), &name("jill")).unwrap(),
+            StoredStatus::Missing
+        );
         // Once the member file exists it wins.
         bump(&store, "jack", 1);
         assert!(matches!(
-            store.read("forge", "jack").unwrap(),
+            store.read(&team("forge"), &name("jack")).unwrap(),
             StoredStatus::Current(_)
         ));
     }
@@ -660,7 +693,7 @@ mod tests {
         let store = store(dir.path());
         let mut seen = None;
         store
-            .update("forge", "jack", &mut |previous| {
+            .update(&team("forge"), &name("jack"), &mut |previous| {
                 seen = Some(previous);
                 status("forge", "jack", vec![])
             })

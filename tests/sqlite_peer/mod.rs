@@ -191,6 +191,10 @@ fn checked(team: &str) -> member_work_sync::domain::names::TeamName {
     member_work_sync::domain::names::TeamName::parse(team).unwrap()
 }
 
+fn checked_member(member: &str) -> member_work_sync::domain::names::MemberName {
+    member_work_sync::domain::names::MemberName::parse(member).unwrap()
+}
+
 fn inbox_ids(path: &Path) -> std::collections::BTreeSet<String> {
     let Ok(file) = std::fs::File::open(path) else {
         return Default::default();
@@ -247,14 +251,18 @@ pub fn run(stores: &Stores, spec: &Spec, out: &mut impl Write) -> Tally {
         let evaluated_at = format_iso(spec.now - 3_600_000 + (round as i64 % 3_000_000));
         if spec.statuses {
             let written = status(team, member, &evaluated_at, round);
-            match stores.status.update(team, member, &mut |_| written.clone()) {
+            match stores
+                .status
+                .update(&checked(team), &checked_member(member), &mut |_| {
+                    written.clone()
+                }) {
                 Ok(_) => {
                     tally.statuses += 1;
                     say(out, json!({"status": member, "evaluatedAt": evaluated_at}));
                 }
                 Err(e) => fail(&mut tally, out, "status", &e),
             }
-            if let Err(e) = stores.status.read(team, member) {
+            if let Err(e) = stores.status.read(&checked(team), &checked_member(member)) {
                 fail(&mut tally, out, "status_read", &e);
             }
         }

@@ -10,6 +10,7 @@ use serde_json::{json, Map, Value};
 use member_work_sync::application::ports::{
     IntentStatus, OutboxStore, ReportIntent, ReportIntentStore, StatusStore,
 };
+use member_work_sync::domain::names::{MemberName, TeamName};
 use member_work_sync::domain::nudge::{AttemptEnd, NudgePayload, OutboxItem, PlannedNudge};
 use member_work_sync::domain::status::MemberStatus;
 use member_work_sync::domain::time::parse_iso;
@@ -67,7 +68,8 @@ pub fn run(store: &SqliteStore, step: &Value) -> Value {
     let team = step["teamName"].as_str().unwrap_or_default();
     let write = |status: &Value| {
         let status: MemberStatus = serde_json::from_value(status.clone()).unwrap();
-        let (team, member) = (status.team_name.clone(), status.member_name.clone());
+        let team = TeamName::parse(&status.team_name).unwrap();
+        let member = MemberName::parse(&status.member_name).unwrap();
         store
             .update(&team, &member, &mut |_| status.clone())
             .unwrap();
@@ -77,12 +79,15 @@ pub fn run(store: &SqliteStore, step: &Value) -> Value {
         "writeStatuses" => {
             let statuses: Vec<MemberStatus> =
                 serde_json::from_value(step["statuses"].clone()).unwrap();
-            let members: Vec<&str> = statuses.iter().map(|s| s.member_name.as_str()).collect();
+            let members: Vec<MemberName> = statuses
+                .iter()
+                .map(|s| MemberName::parse(&s.member_name).unwrap())
+                .collect();
+            let members: Vec<&MemberName> = members.iter().collect();
+            let team = TeamName::parse(&statuses[0].team_name).unwrap();
             let mut next = statuses.iter();
             store
-                .update_all(&statuses[0].team_name, &members, &mut |_, _| {
-                    next.next().unwrap().clone()
-                })
+                .update_all(&team, &members, &mut |_, _| next.next().unwrap().clone())
                 .unwrap();
         }
         "appendReport" => {

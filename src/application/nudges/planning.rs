@@ -6,6 +6,7 @@
 
 use super::Nudges;
 use crate::application::queue::Trigger;
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::nudge::{
     half_hour_bucket, has_active_work_lease, Activation, EnsureOutcome, NudgeIntent, OutboxItem,
     OutboxStatus, PlannedNudge, PlannerCode, MAX_RECOVERIES_PER_HOUR,
@@ -34,6 +35,9 @@ const TASK_PROTOCOL_LEAD: &str = "Task protocol repair: your last turn ended wit
 /// An activated nudge of one reconciled status, being planned.
 pub(super) struct Planning<'a> {
     pub(super) nudges: &'a Nudges,
+    /// The team and member planned for, as checked by the use case.
+    pub(super) team: &'a TeamName,
+    pub(super) member: &'a MemberName,
     pub(super) status: &'a MemberStatus,
     /// The agenda's own nudge.
     pub(super) base: PlannedNudge,
@@ -219,12 +223,11 @@ impl Planning<'_> {
     /// delivered (last updated) within the hour up to this evaluation, its
     /// start included.
     fn delivered_within_window(&self, prefix: &str) -> Result<usize, PlannerCode> {
-        let (team, member) = self.names();
         let items = self
             .nudges
             .ports
             .outbox
-            .member_items(team, member)
+            .member_items(self.team, self.member)
             .map_err(|_| PlannerCode::OutboxUnavailable)?;
         let since = self.evaluated_at - RECOVERY_WINDOW_MS;
         Ok(items

@@ -11,7 +11,7 @@ use crate::application::queue::Trigger;
 use crate::domain::agenda::Agenda;
 use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::diagnostic::StallTrigger;
-use crate::domain::names::normalize_member_name;
+use crate::domain::names::{normalize_member_name, MemberName, TeamName};
 use crate::domain::status::{MemberStatus, ReconciledBy};
 use crate::domain::status_assembly::{StatusInputs, TokenGrant};
 use crate::domain::team::TeamSnapshot;
@@ -30,11 +30,11 @@ impl Reconciler {
         now: EpochMs,
         by: ReconciledBy,
         triggers: &[Trigger],
-        effects: Effects,
+        effects: Effects<'_>,
     ) -> StatusInputs {
         let member = normalize_member_name(&agenda.member_name);
         let token = match effects {
-            Effects::Record => self.grant_token(&snapshot.team_name, &agenda, now),
+            Effects::Record(team, member) => self.grant_token(team, member, &agenda, now),
             Effects::Withhold => TokenGrant::Withheld,
         };
         StatusInputs {
@@ -74,7 +74,8 @@ impl Reconciler {
     /// back can report at once.
     pub(in crate::application) fn grant_token(
         &self,
-        team: &str,
+        team: &TeamName,
+        member: &MemberName,
         agenda: &Agenda,
         now: EpochMs,
     ) -> TokenGrant {
@@ -82,7 +83,7 @@ impl Reconciler {
         match self
             .ports
             .tokens
-            .issue(team, &agenda.member_name, &agenda.fingerprint, expires)
+            .issue(team, member, &agenda.fingerprint, expires)
         {
             Ok(token) => TokenGrant::Issued {
                 token,

@@ -1,6 +1,14 @@
 use super::*;
 use proptest::prelude::*;
 
+fn t(team: &str) -> TeamName {
+    TeamName::parse(team).unwrap()
+}
+
+fn m(member: &str) -> MemberName {
+    MemberName::parse(member).unwrap()
+}
+
 fn tokens() -> (tempfile::TempDir, HmacReportTokens) {
     let dir = tempfile::tempdir().unwrap();
     let tokens = HmacReportTokens::new(dir.path().to_path_buf());
@@ -10,49 +18,59 @@ fn tokens() -> (tempfile::TempDir, HmacReportTokens) {
 #[test]
 fn issued_tokens_verify_only_for_their_binding() {
     let (_dir, tokens) = tokens();
-    let token = tokens.issue("forge", "jack", "fp", 1_000).unwrap();
+    let token = tokens.issue(&t("forge"), &m("jack"), "fp", 1_000).unwrap();
     assert!(token.starts_with("wrs:v1."));
     assert_eq!(
         tokens
-            .verify(Some(&token), "forge", "jack", "fp", 999)
+            .verify(Some(&token), &t("forge"), &m("jack"), "fp", 999)
             .unwrap(),
         TokenCheck::Valid
     );
     assert_eq!(
         tokens
-            .verify(Some(&token), "forge", "jack", "fp", 1_000)
+            .verify(Some(&token), &t("forge"), &m("jack"), "fp", 1_000)
             .unwrap(),
         TokenCheck::Expired
     );
     assert_eq!(
         tokens
-            .verify(Some(&token), "forge", "jill", "fp", 0)
+            .verify(Some(&token), &t("forge"), &m("jill"), "fp", 0)
             .unwrap(),
         TokenCheck::Invalid
     );
     assert_eq!(
         tokens
-            .verify(Some(&token), "forge", "jack", "fp2", 0)
+            .verify(Some(&token), &t("forge"), &m("jack"), "fp2", 0)
             .unwrap(),
         TokenCheck::Invalid
     );
     assert_eq!(
         tokens
-            .verify(Some(&token), "other", "jack", "fp", 0)
+            .verify(Some(&token), &t("other"), &m("jack"), "fp", 0)
             .unwrap(),
         TokenCheck::Invalid
     );
     assert_eq!(
-        tokens.verify(None, "forge", "jack", "fp", 0).unwrap(),
+        tokens
+            .verify(None, &t("forge"), &m("jack"), "fp", 0)
+            .unwrap(),
         TokenCheck::Missing
     );
     assert_eq!(
-        tokens.verify(Some(""), "forge", "jack", "fp", 0).unwrap(),
+        tokens
+            .verify(Some(""), &t("forge"), &m("jack"), "fp", 0)
+            .unwrap(),
         TokenCheck::Missing
     );
     assert_eq!(
         tokens
-            .verify(Some(&token[..token.len() - 2]), "forge", "jack", "fp", 0)
+            .verify(
+                Some(&token[..token.len() - 2]),
+                &t("forge"),
+                &m("jack"),
+                "fp",
+                0
+            )
             .unwrap(),
         TokenCheck::Invalid
     );
@@ -61,7 +79,7 @@ fn issued_tokens_verify_only_for_their_binding() {
 #[test]
 fn a_token_signed_for_another_member_with_swapped_claims_is_invalid() {
     let (_dir, tokens) = tokens();
-    let token = tokens.issue("forge", "jill", "fp", 1_000).unwrap();
+    let token = tokens.issue(&t("forge"), &m("jill"), "fp", 1_000).unwrap();
     let signature = token.rsplit('.').next().unwrap();
     let forged = format!(
         "wrs:v1.{}.{signature}",
@@ -69,7 +87,7 @@ fn a_token_signed_for_another_member_with_swapped_claims_is_invalid() {
     );
     assert_eq!(
         tokens
-            .verify(Some(&forged), "forge", "jack", "fp", 0)
+            .verify(Some(&forged), &t("forge"), &m("jack"), "fp", 0)
             .unwrap(),
         TokenCheck::Invalid
     );
@@ -78,7 +96,7 @@ fn a_token_signed_for_another_member_with_swapped_claims_is_invalid() {
 #[test]
 fn secret_file_is_private_stable_and_regenerated_when_corrupt() {
     let (dir, tokens) = tokens();
-    let token = tokens.issue("forge", "jack", "fp", 1_000).unwrap();
+    let token = tokens.issue(&t("forge"), &m("jack"), "fp", 1_000).unwrap();
     let path = dir
         .path()
         .join("forge/.member-work-sync/report-token-secret.json");
@@ -97,7 +115,7 @@ fn secret_file_is_private_stable_and_regenerated_when_corrupt() {
     let again = HmacReportTokens::new(dir.path().to_path_buf());
     assert_eq!(
         again
-            .verify(Some(&token), "forge", "jack", "fp", 0)
+            .verify(Some(&token), &t("forge"), &m("jack"), "fp", 0)
             .unwrap(),
         TokenCheck::Valid
     );
@@ -106,7 +124,7 @@ fn secret_file_is_private_stable_and_regenerated_when_corrupt() {
     let fresh = HmacReportTokens::new(dir.path().to_path_buf());
     assert_eq!(
         fresh
-            .verify(Some(&token), "forge", "jack", "fp", 0)
+            .verify(Some(&token), &t("forge"), &m("jack"), "fp", 0)
             .unwrap(),
         TokenCheck::Invalid
     );
@@ -200,7 +218,7 @@ fn a_planted_secret_is_never_trusted() {
         );
         assert_eq!(
             tokens
-                .verify(Some(&forged), "forge", "jack", "fp", 0)
+                .verify(Some(&forged), &t("forge"), &m("jack"), "fp", 0)
                 .unwrap(),
             TokenCheck::Invalid,
             "{how}"
@@ -259,7 +277,7 @@ fn a_secret_written_by_the_app_is_kept_and_tightened_to_0600() {
         );
         assert_eq!(
             tokens
-                .verify(Some(&signed), "forge", "jack", "fp", 0)
+                .verify(Some(&signed), &t("forge"), &m("jack"), "fp", 0)
                 .unwrap(),
             TokenCheck::Valid,
             "{mode:o}"
@@ -333,7 +351,7 @@ fn a_corrupt_secret_is_kept_aside_not_overwritten() {
     ];
     for mode in [0o600, 0o644] {
         let (dir, tokens) = tokens();
-        let token = tokens.issue("forge", "jack", "fp", 1_000).unwrap();
+        let token = tokens.issue(&t("forge"), &m("jack"), "fp", 1_000).unwrap();
         let path = dir.path().join("forge/.member-work-sync").join(SECRET_FILE);
         let mut kept = Vec::new();
         for bytes in corrupt {
@@ -342,7 +360,7 @@ fn a_corrupt_secret_is_kept_aside_not_overwritten() {
             let fresh = HmacReportTokens::new(dir.path().to_path_buf());
             assert_eq!(
                 fresh
-                    .verify(Some(&token), "forge", "jack", "fp", 0)
+                    .verify(Some(&token), &t("forge"), &m("jack"), "fp", 0)
                     .unwrap(),
                 TokenCheck::Invalid
             );
@@ -364,8 +382,8 @@ fn a_corrupt_secret_is_kept_aside_not_overwritten() {
 #[test]
 fn teams_differing_only_in_case_have_their_own_secrets() {
     let (dir, tokens) = tokens();
-    let upper = tokens.issue("Forge", "jack", "fp", 1_000).unwrap();
-    let lower = tokens.issue("forge", "jack", "fp", 1_000).unwrap();
+    let upper = tokens.issue(&t("Forge"), &m("jack"), "fp", 1_000).unwrap();
+    let lower = tokens.issue(&t("forge"), &m("jack"), "fp", 1_000).unwrap();
     assert_ne!(
         upper.rsplit('.').next(),
         lower.rsplit('.').next(),
@@ -384,7 +402,7 @@ proptest! {
     #[test]
     fn random_tokens_are_never_valid(token in ".{0,200}", member in "[a-z]{1,8}") {
         let (_dir, tokens) = tokens();
-        prop_assert_ne!(tokens.verify(Some(&token), "forge", &member, "fp", 0).unwrap(), TokenCheck::Valid);
+        prop_assert_ne!(tokens.verify(Some(&token), &t("forge"), &m(&member), "fp", 0).unwrap(), TokenCheck::Valid);
     }
 
     #[test]
@@ -392,11 +410,11 @@ proptest! {
         member in "[a-z]{1,6}", other in "[a-z]{1,6}", fp in "[a-f0-9]{1,8}", flip in 0usize..400, now in 0i64..2_000,
     ) {
         let (_dir, tokens) = tokens();
-        let token = tokens.issue("forge", &member, &fp, 1_000).unwrap();
+        let token = tokens.issue(&t("forge"), &m(&member), &fp, 1_000).unwrap();
         let expected = if now < 1_000 { TokenCheck::Valid } else { TokenCheck::Expired };
-        prop_assert_eq!(tokens.verify(Some(&token), "forge", &member, &fp, now).unwrap(), expected);
+        prop_assert_eq!(tokens.verify(Some(&token), &t("forge"), &m(&member), &fp, now).unwrap(), expected);
         if other != member {
-            prop_assert_eq!(tokens.verify(Some(&token), "forge", &other, &fp, now).unwrap(), TokenCheck::Invalid);
+            prop_assert_eq!(tokens.verify(Some(&token), &t("forge"), &m(&other), &fp, now).unwrap(), TokenCheck::Invalid);
         }
         // Flip one bit anywhere: never valid.
         let mut bytes = token.clone().into_bytes();
@@ -404,7 +422,7 @@ proptest! {
         bytes[i] ^= 1;
         if let Ok(mutated) = String::from_utf8(bytes) {
             if mutated != token {
-                prop_assert_ne!(tokens.verify(Some(&mutated), "forge", &member, &fp, now).unwrap(), TokenCheck::Valid);
+                prop_assert_ne!(tokens.verify(Some(&mutated), &t("forge"), &m(&member), &fp, now).unwrap(), TokenCheck::Valid);
             }
         }
     }

@@ -25,7 +25,7 @@ use crate::application::ports::{
     StatusStore, StoredStatus, TeamPurge,
 };
 use crate::domain::metrics::{MetricEvent, MetricsIndex};
-use crate::domain::names::TeamName;
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::nudge::{AttemptEnd, EnsureOutcome, OutboxItem, PlannedNudge};
 use crate::domain::status::MemberStatus;
 use crate::domain::time::EpochMs;
@@ -288,32 +288,40 @@ impl TeamPurge for SessionStores {
 }
 
 impl StatusStore for SessionStores {
-    fn read(&self, team_name: &str, member_name: &str) -> Result<StoredStatus, PortError> {
+    fn read(
+        &self,
+        team_name: &TeamName,
+        member_name: &MemberName,
+    ) -> Result<StoredStatus, PortError> {
         self.status(team_name, |s| s.read(team_name, member_name))
     }
 
-    fn peek(&self, team_name: &str, member_name: &str) -> Result<StoredStatus, PortError> {
+    fn peek(
+        &self,
+        team_name: &TeamName,
+        member_name: &MemberName,
+    ) -> Result<StoredStatus, PortError> {
         self.status(team_name, |s| s.peek(team_name, member_name))
     }
 
     fn update(
         &self,
-        team_name: &str,
-        member_name: &str,
+        team_name: &TeamName,
+        member_name: &MemberName,
         build: &mut dyn FnMut(StoredStatus) -> MemberStatus,
     ) -> Result<MemberStatus, PortError> {
         self.status(team_name, |s| s.update(team_name, member_name, build))
     }
 
-    fn member_count(&self, team_name: &str) -> Result<usize, PortError> {
+    fn member_count(&self, team_name: &TeamName) -> Result<usize, PortError> {
         self.status(team_name, |s| s.member_count(team_name))
     }
 
     fn update_all(
         &self,
-        team_name: &str,
-        members: &[&str],
-        build: &mut dyn FnMut(&str, StoredStatus) -> MemberStatus,
+        team_name: &TeamName,
+        members: &[&MemberName],
+        build: &mut dyn FnMut(&MemberName, StoredStatus) -> MemberStatus,
     ) -> Result<Vec<MemberStatus>, PortError> {
         self.status(team_name, |s| s.update_all(team_name, members, build))
     }
@@ -338,11 +346,11 @@ impl MetricsStore for SessionStores {
         self.metrics(&team, |m| m.record_all(writes))
     }
 
-    fn read(&self, team_name: &str) -> Result<MetricsIndex, PortError> {
+    fn read(&self, team_name: &TeamName) -> Result<MetricsIndex, PortError> {
         self.metrics(team_name, |m| m.read(team_name))
     }
 
-    fn peek(&self, team_name: &str) -> Result<MetricsIndex, PortError> {
+    fn peek(&self, team_name: &TeamName) -> Result<MetricsIndex, PortError> {
         self.metrics(team_name, |m| m.peek(team_name))
     }
 }
@@ -372,7 +380,11 @@ impl OutboxStore for SessionStores {
         self.outbox(team, |o| o.ensure(team, member, planned, now))
     }
 
-    fn member_items(&self, team: &str, member: &str) -> Result<Vec<OutboxItem>, PortError> {
+    fn member_items(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+    ) -> Result<Vec<OutboxItem>, PortError> {
         self.outbox(team, |o| o.member_items(team, member))
     }
 

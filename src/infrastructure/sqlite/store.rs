@@ -30,7 +30,7 @@ use crate::application::ports::{
 };
 use crate::domain::js_semantics::js_trim;
 use crate::domain::metrics::{events_for_write, MemberSummary, MetricEvent, MetricsIndex};
-use crate::domain::names::{member_key, normalize_member_name, TeamName};
+use crate::domain::names::{member_key, normalize_member_name, MemberName, TeamName};
 use crate::domain::nudge::{AttemptEnd, EnsureOutcome, OutboxItem, PlannedNudge};
 use crate::domain::status::MemberStatus;
 use crate::domain::time::{format_iso, EpochMs};
@@ -383,18 +383,26 @@ impl SqliteStore {
 }
 
 impl StatusStore for SqliteStore {
-    fn read(&self, team_name: &str, member_name: &str) -> Result<StoredStatus, PortError> {
+    fn read(
+        &self,
+        team_name: &TeamName,
+        member_name: &MemberName,
+    ) -> Result<StoredStatus, PortError> {
         self.run(team_name, Access::Read, || {
             self.read_status(team_name, member_name)
         })
     }
 
-    fn peek(&self, team_name: &str, member_name: &str) -> Result<StoredStatus, PortError> {
+    fn peek(
+        &self,
+        team_name: &TeamName,
+        member_name: &MemberName,
+    ) -> Result<StoredStatus, PortError> {
         // A read moves nothing here: a bad row is an error, not a file to set aside.
         StatusStore::read(self, team_name, member_name)
     }
 
-    fn member_count(&self, team_name: &str) -> Result<usize, PortError> {
+    fn member_count(&self, team_name: &TeamName) -> Result<usize, PortError> {
         // The rows stand in for the JSON store's member folders: the cap on
         // names off the roster bounds them the same way.
         self.run(team_name, Access::Read, || {
@@ -404,8 +412,8 @@ impl StatusStore for SqliteStore {
 
     fn update(
         &self,
-        team_name: &str,
-        member_name: &str,
+        team_name: &TeamName,
+        member_name: &MemberName,
         build: &mut dyn FnMut(StoredStatus) -> MemberStatus,
     ) -> Result<MemberStatus, PortError> {
         self.run(team_name, Access::Mutation, || {
@@ -417,9 +425,9 @@ impl StatusStore for SqliteStore {
 
     fn update_all(
         &self,
-        team_name: &str,
-        members: &[&str],
-        build: &mut dyn FnMut(&str, StoredStatus) -> MemberStatus,
+        team_name: &TeamName,
+        members: &[&MemberName],
+        build: &mut dyn FnMut(&MemberName, StoredStatus) -> MemberStatus,
     ) -> Result<Vec<MemberStatus>, PortError> {
         // Each status is its own transaction (as the app writes them): after
         // a crash every member holds its old or its new status.
@@ -457,11 +465,11 @@ impl MetricsStore for SqliteStore {
         })
     }
 
-    fn read(&self, team_name: &str) -> Result<MetricsIndex, PortError> {
+    fn read(&self, team_name: &TeamName) -> Result<MetricsIndex, PortError> {
         self.metrics_index(team_name)
     }
 
-    fn peek(&self, team_name: &str) -> Result<MetricsIndex, PortError> {
+    fn peek(&self, team_name: &TeamName) -> Result<MetricsIndex, PortError> {
         self.metrics_index(team_name)
     }
 }
@@ -539,7 +547,11 @@ impl OutboxStore for SqliteStore {
         })
     }
 
-    fn member_items(&self, team: &str, member: &str) -> Result<Vec<OutboxItem>, PortError> {
+    fn member_items(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+    ) -> Result<Vec<OutboxItem>, PortError> {
         let rows = self.run(team, Access::Read, || {
             self.db()?
                 .outbox_member_items(team, &normalize_member_name(member))

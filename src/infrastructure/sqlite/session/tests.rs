@@ -217,7 +217,11 @@ fn the_first_answer_decides_the_whole_session_once() {
         let threads: Vec<_> = (0..4)
             .map(|_| {
                 let stores = stores.clone();
-                std::thread::spawn(move || stores.member_count("forge").unwrap())
+                std::thread::spawn(move || {
+                    stores
+                        .member_count(&TeamName::parse("forge").unwrap())
+                        .unwrap()
+                })
             })
             .collect();
         threads
@@ -247,13 +251,21 @@ fn a_call_that_could_not_ask_fails_and_decides_nothing() {
         SessionAnswer::NotAsked("asked on the JS thread".into()),
         SessionAnswer::Sqlite(serde_json::Value::Null),
     ]);
-    let error = stores.member_count("forge").unwrap_err().to_string();
+    let error = stores
+        .member_count(&TeamName::parse("forge").unwrap())
+        .unwrap_err()
+        .to_string();
     assert!(
         error.contains("not decided yet (asked on the JS thread)"),
         "{error}"
     );
     assert!(log.0.lock().unwrap().is_empty());
-    assert_eq!(stores.member_count("forge").unwrap(), 0);
+    assert_eq!(
+        stores
+            .member_count(&TeamName::parse("forge").unwrap())
+            .unwrap(),
+        0
+    );
     assert_eq!(question.asked.load(Ordering::SeqCst), 2);
     assert_eq!(sqlite.lists.load(Ordering::SeqCst), 1);
 }
@@ -359,7 +371,7 @@ fn a_json_session_serves_a_team_only_from_a_safe_replica() {
             write(&replica_file(&teams), text);
         }
         for call in 0..2 {
-            let result = stores.member_count(TEAM);
+            let result = stores.member_count(&TeamName::parse(TEAM).unwrap());
             match refusal {
                 None => assert_eq!(result.unwrap(), 0, "{case}, call {call}"),
                 Some(reason) => {
@@ -401,9 +413,13 @@ fn a_json_session_hydrates_a_team_once() {
         ..
     } = session(vec![json_session()]);
     write(&replica_file(&teams), &envelope("clean", Some(EMPTY)));
-    stores.member_count(TEAM).unwrap();
+    stores
+        .member_count(&TeamName::parse(TEAM).unwrap())
+        .unwrap();
     std::fs::remove_file(metrics_index(&teams)).unwrap();
-    stores.member_count(TEAM).unwrap();
+    stores
+        .member_count(&TeamName::parse(TEAM).unwrap())
+        .unwrap();
     assert!(!metrics_index(&teams).exists());
 }
 
@@ -466,7 +482,12 @@ fn a_pending_purge_is_finished_first_and_the_replica_left_unread() {
         &marker_file(&teams),
         r#"{"schemaVersion":2,"teamName":"team-a","deletionIdentityId":"del-1","teamRootIdentity":null,"activeJsonStateCleared":false}"#,
     );
-    assert_eq!(stores.member_count(TEAM).unwrap(), 0);
+    assert_eq!(
+        stores
+            .member_count(&TeamName::parse(TEAM).unwrap())
+            .unwrap(),
+        0
+    );
     assert!(!status.exists());
     let marker = std::fs::read_to_string(marker_file(&teams)).unwrap();
     assert!(
@@ -491,7 +512,7 @@ fn a_recovered_database_refuses_a_dirty_replica() {
             serde_json::json!({ "integrity": integrity }),
         )]);
         write(&replica_file(&teams), &envelope("dirty", None));
-        let result = stores.member_count(TEAM);
+        let result = stores.member_count(&TeamName::parse(TEAM).unwrap());
         assert_eq!(result.is_err(), refused, "{integrity}: {result:?}");
         if let Err(error) = result {
             assert!(
