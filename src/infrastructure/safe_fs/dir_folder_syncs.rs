@@ -49,17 +49,7 @@ thread_local! {
 pub fn with_folder_syncs_deferred<T, E: From<io::Error>>(
     work: impl FnOnce() -> Result<T, E>,
 ) -> Result<T, E> {
-    if DEFERRED.with(|deferred| deferred.borrow().is_some()) {
-        return work();
-    }
-    let scope = Scope::open();
-    let result = work();
-    let synced = scope.close();
-    match (result, synced) {
-        (Ok(value), Ok(())) => Ok(value),
-        (Ok(_), Err(error)) => Err(E::from(error)),
-        (Err(error), _) => Err(error),
-    }
+    in_scope(work, Scope::close)
 }
 
 /// Runs `work` like [`with_folder_syncs_deferred`], but its folder syncs
@@ -70,13 +60,23 @@ pub fn with_folder_syncs_deferred<T, E: From<io::Error>>(
 pub fn with_folder_syncs_trailing<T, E: From<io::Error>>(
     work: impl FnOnce() -> Result<T, E>,
 ) -> Result<T, E> {
+    in_scope(work, Scope::trail)
+}
+
+/// Runs `work` in a scope of its own that `end` ends (syncing its folders
+/// or handing them off), or in the scope already open on this thread. The
+/// work's error comes first; a failed end fails work that succeeded.
+fn in_scope<T, E: From<io::Error>>(
+    work: impl FnOnce() -> Result<T, E>,
+    end: impl FnOnce(Scope) -> io::Result<()>,
+) -> Result<T, E> {
     if DEFERRED.with(|deferred| deferred.borrow().is_some()) {
         return work();
     }
     let scope = Scope::open();
     let result = work();
-    let synced = scope.trail();
-    match (result, synced) {
+    let ended = end(scope);
+    match (result, ended) {
         (Ok(value), Ok(())) => Ok(value),
         (Ok(_), Err(error)) => Err(E::from(error)),
         (Err(error), _) => Err(error),
