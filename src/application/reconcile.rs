@@ -1,29 +1,26 @@
 //! The level-triggered reconciler: rebuild the agenda from the board, decide,
 //! persist the status, audit each step.
 
+mod journal;
+mod preview;
 pub(super) mod status_write;
+mod team;
 
 use std::sync::Arc;
 
-use serde_json::json;
-
 use self::status_write::with_previous;
 use super::index_cache::IndexCache;
-use super::log::{LogCode, LogEntry, LogLevel};
 use super::nudges::Nudges;
-use super::ports::{AuditEvent, PortError, Ports, StatusStore, StoredStatus};
+use super::ports::{PortError, Ports, StatusStore, StoredStatus};
 use super::queue::Trigger;
 use crate::domain::agenda::{Agenda, TeamIndex};
-use crate::domain::audit::{AuditKind, AuditSource};
+use crate::domain::audit::AuditSource;
 use crate::domain::decision::staleness_diagnostics;
-use crate::domain::diagnostic::Diagnostic;
-use crate::domain::metrics::events_for_write;
 use crate::domain::names::{normalize_member_name, MemberName, TeamName};
 use crate::domain::nudge::OutboxItem;
 use crate::domain::nudge_suppression::{self, SuppressedNudge, SuppressionHistory};
 use crate::domain::recovery::Recovery;
-use crate::domain::runtime_stall::RuntimeStall;
-use crate::domain::status::{MemberStatus, ReconciledBy, Shadow, StatusState};
+use crate::domain::status::{MemberStatus, ReconciledBy, Shadow};
 use crate::domain::status_assembly::{assemble, grant_token, StatusInputs, TokenGrant};
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs};
@@ -262,19 +259,6 @@ impl Reconciler {
         self.reconcile_with(team, &snapshot, &agendas, member, by, triggers, options)
     }
 
-    /// Reconciles every roster member of a team from one snapshot (one index
-    /// build) and persists their statuses with one group commit.
-    pub fn refresh_team(&self, team: &TeamName) -> Result<Vec<MemberStatus>, WorkSyncError> {
-        let snapshot = self.ports.teams.load(team);
-        self.reconcile_team(
-            team,
-            &snapshot,
-            &self.agendas(&snapshot),
-            ReconciledBy::Request,
-            &[Trigger::ManualRefresh],
-        )
-    }
-
     /// The stored status; stale ones are refreshed.
     /// `force_nudge` reconciles now and resets nudge suppression.
     pub fn get_status(
@@ -332,65 +316,6 @@ impl Reconciler {
             queue_refresh: stale.iter().any(|s| s.queues_refresh()),
             reconciled: false,
         })
-    }
-
-    /// The status a reconcile would produce now, computed without any side
-    /// effect: the stored status is only peeked at (a bad file stays where it
-    /// is), nothing is written, journaled or counted, and no report token is
-    /// issued (`reportToken` is absent). Nudge suppression is not applied
-    /// (it needs the outbox, whose reads repair files), so `shadow.wouldNudge`
-    /// is the decision before suppression.
-    pub fn preview_status(
-        &self,
-        team: &TeamName,
-        member: &MemberName,
-    ) -> Result<MemberStatus, WorkSyncError> {
-        let snapshot = self.ports.teams.load(team);
-        self.preview_from(team, &snapshot, &self.agendas(&snapshot), member)
-    }
-
-    /// [`Reconciler::preview_status`] of every roster member of a team, from
-    /// one snapshot, with what the team reader found about the team itself.
-    pub fn preview_team(&self, team: &TeamName) -> Result<TeamPreview, WorkSyncError> {
-        let snapshot = self.ports.teams.load(team);
-        let index = TeamIndex::build(&snapshot);
-        let statuses = roster_names(&snapshot)
-            .into_iter()
-            .map(|member| self.preview_from(team, &snapshot, &index, &member))
-            .collect::<Result<_, _>>()?;
-        Ok(TeamPreview {
-            team_name: snapshot.team_name.clone(),
-            config_found: snapshot.config_found,
-            diagnostics: snapshot
-                .diagnostics
-                .iter()
-                .chain(&snapshot.content_diagnostics)
-                .cloned()
-                .collect(),
-            statuses,
-        })
-    }
-
-    fn preview_from(
-        &self,
-        team: &TeamName,
-        snapshot: &TeamSnapshot,
-        index: &dyn AgendaSource,
-        member: &MemberName,
-    ) -> Result<MemberStatus, WorkSyncError> {
-        let now = self.ports.clock.now_ms();
-        // Without a team folder there is nothing stored to peek at.
-        let previous = if snapshot.config_found {
-            self.ports.store.peek(team, member)?
-        } else {
-            StoredStatus::Missing
-        };
-        let agenda = index.agenda_for(member, &format_iso(now));
-        let mut status = self.board_status(snapshot, agenda, previous, now);
-        status
-            .diagnostics
-            .push("status_snapshot_not_persisted".into());
-        Ok(status)
     }
 
     /// Whether a status of `member` may be written (with its journal and
@@ -487,203 +412,6 @@ impl Reconciler {
         Ok(status)
     }
 
-    /// [`Reconciler::reconcile_with`] for every roster member of one
-    /// snapshot, with one group commit for all their statuses and one
-    /// metrics write (`refreshTeam`). Members whose status may not be
-    /// persisted get their unpersisted status, in roster order.
-    fn reconcile_team(
-        &self,
-        team_name: &TeamName,
-        snapshot: &TeamSnapshot,
-        index: &dyn AgendaSource,
-        by: ReconciledBy,
-        triggers: &[Trigger],
-    ) -> Result<Vec<MemberStatus>, WorkSyncError> {
-        let team = snapshot.team_name.as_str();
-        let now = self.ports.clock.now_ms();
-        let names = roster_names(snapshot);
-        let mut unpersisted = Vec::with_capacity(names.len());
-        let mut persisted = Vec::with_capacity(names.len());
-        for member in &names {
-            if self.may_persist(team_name, snapshot, member)? {
-                persisted.push(member);
-                unpersisted.push(None);
-            } else {
-                unpersisted.push(Some(
-                    self.unpersisted_from(team_name, snapshot, member, now),
-                ));
-            }
-        }
-        let options = ReconcileOptions::default();
-        let prepared: std::collections::HashMap<&MemberName, Prepared> = persisted
-            .iter()
-            .map(|member| {
-                let agenda = self.start_reconcile(index, team, member, now, triggers);
-                let prepared = self.prepare(
-                    team_name, member, snapshot, agenda, now, by, triggers, options,
-                );
-                (*member, prepared)
-            })
-            .collect();
-        let mut found: std::collections::HashMap<String, Found> = std::collections::HashMap::new();
-        let mut build = |member: &MemberName, previous: StoredStatus| {
-            let reconciled = match prepared.get(member) {
-                Some(prepared) => self.reconciled_status(prepared, previous),
-                // Every member written was prepared; a name the store hands
-                // back otherwise is prepared now (outside any lock of ours
-                // but its own).
-                None => {
-                    let agenda = index.agenda_for(member, &format_iso(now));
-                    let prepared = self.prepare(
-                        team_name, member, snapshot, agenda, now, by, triggers, options,
-                    );
-                    self.reconciled_status(&prepared, previous)
-                }
-            };
-            found.insert(member.to_string(), Found::of(&reconciled));
-            reconciled.status
-        };
-        let outcomes: Vec<Result<MemberStatus, PortError>> = match self
-            .ports
-            .store
-            .update_all(team_name, &persisted, &mut build)
-        {
-            Ok(written) => written.into_iter().map(Ok).collect(),
-            // One member's store can fail the group commit (a file where
-            // its folder belongs): each member is then written on its own,
-            // so only the one that cannot be written misses its status.
-            Err(_) => persisted
-                .iter()
-                .map(|member| {
-                    self.ports
-                        .store
-                        .update(team_name, member, &mut |previous| build(member, previous))
-                })
-                .collect(),
-        };
-        // Nobody written: the store itself failed (a full disk, the team
-        // folder gone), which is the caller's error, not a member's outcome.
-        if outcomes.iter().all(Result::is_err) {
-            if let Some(Err(error)) = outcomes.into_iter().next() {
-                return Err(error.into());
-            }
-            return Ok(unpersisted.into_iter().flatten().collect());
-        }
-        let written: Vec<MemberStatus> = outcomes
-            .iter()
-            .filter_map(|outcome| outcome.as_ref().ok().cloned())
-            .collect();
-        for (member, outcome) in persisted.iter().zip(&outcomes) {
-            if let (Ok(status), Some(true)) =
-                (outcome, found.get(member.as_str()).map(|f| f.legacy))
-            {
-                self.journal_legacy_read(status, now);
-            }
-        }
-        self.record_team_metrics(&written);
-        for (member, outcome) in persisted.iter().zip(&outcomes) {
-            let Ok(status) = outcome else { continue };
-            let found = found.get(member.as_str());
-            self.finish_reconcile(
-                status,
-                found.and_then(|f| f.previous_evaluated_at.as_deref()),
-                found.and_then(|f| f.suppressed.as_ref()),
-                now,
-            );
-        }
-        let mut outcomes = persisted.iter().zip(outcomes);
-        Ok(unpersisted
-            .into_iter()
-            .filter_map(|status| {
-                status.or_else(|| {
-                    outcomes.next().map(|(member, outcome)| {
-                        outcome.unwrap_or_else(|error| {
-                            self.write_failed(team_name, snapshot, member, &error, now)
-                        })
-                    })
-                })
-            })
-            .collect())
-    }
-
-    /// The answer for a roster member whose status could not be written:
-    /// computed from the board, marked `status_write_failed` (and not
-    /// persisted), the error logged and journaled, so the rest of the team's
-    /// refresh stands.
-    fn write_failed(
-        &self,
-        team_name: &TeamName,
-        snapshot: &TeamSnapshot,
-        member: &MemberName,
-        error: &PortError,
-        now: EpochMs,
-    ) -> MemberStatus {
-        let team = snapshot.team_name.as_str();
-        self.ports.log.log(
-            LogEntry::new(
-                LogLevel::Error,
-                LogCode::StatusWriteFailed,
-                format!("member status could not be written: {error}"),
-            )
-            .with_context(json!({ "teamName": team, "memberName": member })),
-        );
-        self.audit(
-            SOURCE,
-            AuditKind::StatusWriteFailed,
-            team,
-            member,
-            now,
-            vec![error.to_string()],
-            json!({}),
-        );
-        let mut status = self.unpersisted_from(team_name, snapshot, member, now);
-        status
-            .diagnostics
-            .push(Diagnostic::StatusWriteFailed.as_str().into());
-        status
-    }
-
-    /// Journals the start of a member's reconcile and builds its agenda.
-    fn start_reconcile(
-        &self,
-        index: &dyn AgendaSource,
-        team: &str,
-        member: &str,
-        now: EpochMs,
-        triggers: &[Trigger],
-    ) -> Agenda {
-        let agenda = index.agenda_for(member, &format_iso(now));
-        // Both lines in one journal write.
-        let events = [
-            audit_event(
-                SOURCE,
-                AuditKind::ReconcileStarted,
-                team,
-                member,
-                now,
-                vec![],
-                if triggers.is_empty() {
-                    json!({})
-                } else {
-                    json!({ "triggerReasons": triggers.iter().map(|t| t.as_str()).collect::<Vec<_>>() })
-                },
-            ),
-            audit_event(
-                SOURCE,
-                AuditKind::AgendaLoaded,
-                team,
-                member,
-                now,
-                agenda.diagnostics.clone(),
-                json!({ "agendaFingerprint": agenda.fingerprint, "actionableCount": agenda.items.len() }),
-            ),
-        ];
-        self.ports
-            .journal
-            .record_all(events.into_iter().flatten().collect());
-        agenda
-    }
-
     /// What a reconcile of `agenda`'s member reads before it takes the
     /// member's status lock: the status inputs and, when the status can be
     /// a suppression candidate, the member's outbox.
@@ -756,113 +484,6 @@ impl Reconciler {
         );
     }
 
-    /// Journals the write of a status outside a reconcile (a report).
-    pub(super) fn journal_status_written(&self, status: &MemberStatus, now: EpochMs) {
-        let summary = json!({
-            "state": status.state,
-            "agendaFingerprint": status.agenda.fingerprint,
-            "actionableCount": status.agenda.items.len(),
-        });
-        let member = normalize_member_name(&status.member_name);
-        self.audit(
-            AuditSource::JsonStore,
-            AuditKind::StatusWritten,
-            &status.team_name,
-            &member,
-            now,
-            vec![],
-            summary,
-        );
-    }
-
-    /// Journals the decision, a runtime stall it observed, a suppression
-    /// decided on the status, and the write of a reconciled status, in the
-    /// app's order and shapes.
-    ///
-    /// `previous_evaluated_at` is when the replaced status was evaluated
-    /// (none when nothing readable was stored), which a stall names.
-    fn finish_reconcile(
-        &self,
-        status: &MemberStatus,
-        previous_evaluated_at: Option<&str>,
-        suppressed: Option<&SuppressedNudge>,
-        now: EpochMs,
-    ) {
-        let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
-        let decision_kind = if status.state == StatusState::Inactive {
-            AuditKind::TeamInactive
-        } else {
-            AuditKind::DecisionMade
-        };
-        let mut summary = json!({
-            "agendaFingerprint": status.agenda.fingerprint,
-            "state": status.state,
-            "actionableCount": status.agenda.items.len(),
-        });
-        if let Some(provider) = status.provider_id {
-            summary["providerId"] = json!(provider);
-        }
-        let trigger_reasons = status
-            .shadow
-            .as_ref()
-            .and_then(|s| s.trigger_reasons.clone());
-        let runtime_stall = RuntimeStall::recorded_in(&status.diagnostics);
-        let mut events = vec![audit_event(
-            SOURCE,
-            decision_kind,
-            team,
-            member,
-            now,
-            status.diagnostics.clone(),
-            summary.clone(),
-        )];
-        if let Some(runtime_stall) = runtime_stall {
-            let mut stall = summary.clone();
-            stall["reason"] = runtime_stall.reason().into();
-            if let Some(triggers) = &trigger_reasons {
-                stall["triggerReasons"] = json!(triggers);
-            }
-            stall["previousEvaluatedAt"] = json!(previous_evaluated_at);
-            events.push(audit_event(
-                SOURCE,
-                AuditKind::RuntimeStallObserved,
-                team,
-                member,
-                now,
-                runtime_stall.diagnostics(),
-                stall,
-            ));
-        }
-        if let Some(suppressed) = suppressed {
-            events.push(audit_event(
-                SOURCE,
-                AuditKind::NudgeSuppressed,
-                team,
-                member,
-                now,
-                suppressed.diagnostics.clone(),
-                suppressed.metadata.clone(),
-            ));
-        }
-        let mut written = summary;
-        if let Some(triggers) = &trigger_reasons {
-            written["triggerReasons"] = json!(triggers);
-        }
-        events.push(audit_event(
-            AuditSource::JsonStore,
-            AuditKind::StatusWritten,
-            team,
-            member,
-            now,
-            vec![],
-            written,
-        ));
-        // All lines in one journal write.
-        self.ports
-            .journal
-            .record_all(events.into_iter().flatten().collect());
-    }
-
     /// A status built from `snapshot`'s board alone with nothing stored
     /// (no journal line, no token).
     fn board_status(
@@ -895,71 +516,6 @@ impl Reconciler {
     ) -> Option<SuppressedNudge> {
         let count = nudge_suppression::reset_count(status, history, force_nudge)?;
         nudge_suppression::suppress(status, &count, outbox?)
-    }
-
-    /// Adds the metric events of a status write to the team index. Metrics
-    /// are observations, so a failure here never fails the write; it is
-    /// journaled for the member as `metrics_unavailable` with the error.
-    pub(super) fn record_metrics(&self, status: &MemberStatus) {
-        let recorded = self.ports.metrics.record(status, events_for_write(status));
-        if let Err(error) = recorded {
-            self.metrics_failed(status, &error);
-        }
-    }
-
-    /// Logs and journals a metrics write that failed (`metrics_unavailable`).
-    fn metrics_failed(&self, status: &MemberStatus, error: &PortError) {
-        self.ports.log.log(
-            LogEntry::new(
-                LogLevel::Warn,
-                LogCode::MetricsWriteFailed,
-                format!("metric events could not be recorded: {error}"),
-            )
-            .with_context(json!({
-                "teamName": status.team_name,
-                "memberName": status.member_name,
-            })),
-        );
-        self.audit(
-            SOURCE,
-            AuditKind::MetricsUnavailable,
-            &status.team_name,
-            &status.member_name,
-            self.ports.clock.now_ms(),
-            vec![error.to_string()],
-            json!({}),
-        );
-    }
-
-    /// [`Reconciler::record_metrics`] of a team's group commit: one index
-    /// write; a failure is journaled for every member.
-    fn record_team_metrics(&self, statuses: &[MemberStatus]) {
-        let writes = statuses
-            .iter()
-            .map(|status| (status, events_for_write(status)))
-            .collect();
-        let Err(error) = self.ports.metrics.record_all(writes) else {
-            return;
-        };
-        for status in statuses {
-            self.metrics_failed(status, &error);
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn audit(
-        &self,
-        source: AuditSource,
-        kind: AuditKind,
-        team: &str,
-        member: &str,
-        at_ms: EpochMs,
-        diagnostics: Vec<String>,
-        metadata: serde_json::Value,
-    ) {
-        if let Some(event) = audit_event(source, kind, team, member, at_ms, diagnostics, metadata) {
-            self.ports.journal.record(event);
-        }
     }
 }
 
@@ -1010,31 +566,6 @@ fn evaluated_at_of(previous: &StoredStatus) -> Option<String> {
         .status()
         .map(|status| status.evaluated_at.as_str().to_string())
 }
-
-/// A journal event; `None` unless `metadata` is an object.
-fn audit_event(
-    source: AuditSource,
-    kind: AuditKind,
-    team: &str,
-    member: &str,
-    at_ms: EpochMs,
-    diagnostics: Vec<String>,
-    metadata: serde_json::Value,
-) -> Option<AuditEvent> {
-    let serde_json::Value::Object(metadata) = metadata else {
-        return None;
-    };
-    Some(AuditEvent {
-        kind,
-        source,
-        team_name: team.to_string(),
-        member_name: member.to_string(),
-        at_ms,
-        diagnostics,
-        metadata,
-    })
-}
-
 /// Names of the roster members a team-wide pass covers: not removed, valid
 /// names, sorted and deduplicated by normalized name.
 fn roster_names(snapshot: &TeamSnapshot) -> Vec<MemberName> {
