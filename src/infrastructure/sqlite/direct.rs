@@ -22,7 +22,7 @@ use rusqlite::{
 
 use super::error::SqliteStoreError;
 use super::gateway::{DbResult, MemberWorkSyncGateway};
-use super::identity::{is_same_team, normalize_team_records};
+use super::identity::normalize_team_records;
 use super::records::TeamRecords;
 use super::records::{
     EnsureRecordResult, MetricEventRecord, OutboxMark, OutboxRecord, ProcessedIntent,
@@ -30,18 +30,23 @@ use super::records::{
     STATUS_COLUMNS,
 };
 use super::schema::{self, MEMBER_WORK_SYNC_TABLES};
-use super::snapshot::sort_like_listing;
 use crate::domain::js_semantics::{js_trim, locale_compare};
-use crate::domain::time::parse_iso;
+
+mod metric_events;
+mod outbox_rows;
+mod team_rows;
+
+use metric_events::{prune_events, upsert_events};
+use outbox_rows::{
+    can_claim, can_revive, insert_outbox_row, is_outbox_finished, parse_ms, read_outbox_row,
+    replace_outbox_row,
+};
+use team_rows::{insert_team_records, list_team_snapshot};
 
 /// How long a statement waits for another connection's lock: the app's.
 const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
-/// A claim older than this may be taken over (`CLAIM_STALE_MS`).
-const CLAIM_STALE_MS: i64 = 5 * 60 * 1000;
 /// Metric events kept per team (`METRIC_EVENTS_CAP`).
 pub(crate) const METRIC_EVENTS_CAP: usize = 200;
-/// Rows per chunked statement (`INSERT_CHUNK_SIZE`).
-const CHUNK: usize = 200;
 
 /// How the database is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,7 +187,7 @@ impl DirectDatabase {
     }
 }
 
-fn query_all<T>(
+pub(super) fn query_all<T>(
     connection: &Connection,
     sql: &str,
     params: impl rusqlite::Params,
@@ -191,258 +196,6 @@ fn query_all<T>(
     let mut statement = connection.prepare_cached(sql)?;
     let rows = statement.query_map(params, map)?;
     rows.collect()
-}
-
-fn read_outbox_row(
-    connection: &Connection,
-    team: &str,
-    id: &str,
-) -> rusqlite::Result<Option<OutboxRecord>> {
-    connection
-        .prepare_cached(&format!(
-            "SELECT {OUTBOX_COLUMNS} FROM member_work_sync_outbox WHERE team_name = ?1 AND id = ?2"
-        ))?
-        .query_row(params![team, id], OutboxRecord::from_row)
-        .optional()
-}
-
-/// Rewrites every column but the key and `created_at` (`replaceOutboxRow`).
-/// The parameters are numbered as in [`outbox_params`]; `?15` (`created_at`)
-/// is bound but not used.
-fn replace_outbox_row(connection: &Connection, row: &OutboxRecord) -> rusqlite::Result<()> {
-    connection
-        .prepare_cached(
-            "UPDATE member_work_sync_outbox SET member_key = ?3, member_name = ?4, \
-             agenda_fingerprint = ?5, payload_hash = ?6, status = ?7, attempt_generation = ?8, \
-             claimed_by = ?9, claimed_at = ?10, delivered_message_id = ?11, delivery_state = ?12, \
-             last_error = ?13, next_attempt_at = ?14, updated_at = ?16, work_sync_intent = ?17, \
-             work_sync_intent_key = ?18, review_request_event_ids_json = ?19, \
-             delivery_diagnostics_json = ?20, payload_json = ?21 \
-             WHERE team_name = ?1 AND id = ?2",
-        )?
-        .execute(outbox_params(row))
-        .map(drop)
-}
-
-fn insert_outbox_row(connection: &Connection, row: &OutboxRecord) -> rusqlite::Result<()> {
-    connection
-        .prepare_cached(&format!(
-            "INSERT INTO member_work_sync_outbox ({OUTBOX_COLUMNS}) VALUES \
-             (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
-        ))?
-        .execute(outbox_params(row))
-        .map(drop)
-}
-
-/// A row's values in [`OUTBOX_COLUMNS`] order, `?1` to `?21`.
-fn outbox_params(row: &OutboxRecord) -> [&dyn rusqlite::ToSql; 21] {
-    [
-        &row.team_name,
-        &row.id,
-        &row.member_key,
-        &row.member_name,
-        &row.agenda_fingerprint,
-        &row.payload_hash,
-        &row.status,
-        &row.attempt_generation,
-        &row.claimed_by,
-        &row.claimed_at,
-        &row.delivered_message_id,
-        &row.delivery_state,
-        &row.last_error,
-        &row.next_attempt_at,
-        &row.created_at,
-        &row.updated_at,
-        &row.work_sync_intent,
-        &row.work_sync_intent_key,
-        &row.review_request_event_ids_json,
-        &row.delivery_diagnostics_json,
-        &row.payload_json,
-    ]
-}
-
-fn upsert_events(connection: &Connection, events: &[MetricEventRecord]) -> rusqlite::Result<()> {
-    let mut statement = connection.prepare_cached(&format!(
-        "INSERT INTO member_work_sync_metric_events ({EVENT_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
-         ON CONFLICT (team_name, id) DO UPDATE SET member_key = excluded.member_key, \
-         member_name = excluded.member_name, kind = excluded.kind, \
-         recorded_at = excluded.recorded_at, event_json = excluded.event_json"
-    ))?;
-    for event in events {
-        statement.execute(params![
-            event.team_name,
-            event.id,
-            event.member_key,
-            event.member_name,
-            event.kind,
-            event.recorded_at,
-            event.event_json,
-        ])?;
-    }
-    Ok(())
-}
-
-/// Keeps the team's [`METRIC_EVENTS_CAP`] newest events (by `recorded_at`,
-/// then id, both descending) and deletes the others in chunks.
-fn prune_events(connection: &Connection, team: &str) -> rusqlite::Result<()> {
-    let keep: BTreeSet<String> = query_all(
-        connection,
-        "SELECT id FROM member_work_sync_metric_events WHERE team_name = ?1 \
-         ORDER BY recorded_at DESC, id DESC LIMIT ?2",
-        params![team, METRIC_EVENTS_CAP as i64],
-        |row| row.get(0),
-    )?
-    .into_iter()
-    .collect();
-    let doomed: Vec<String> = query_all(
-        connection,
-        "SELECT id FROM member_work_sync_metric_events WHERE team_name = ?1",
-        [team],
-        |row| row.get::<_, String>(0),
-    )?
-    .into_iter()
-    .filter(|id| !keep.contains(id))
-    .collect();
-    for ids in doomed.chunks(CHUNK) {
-        let marks = vec!["?"; ids.len()].join(", ");
-        let sql = format!(
-            "DELETE FROM member_work_sync_metric_events WHERE team_name = ? AND id IN ({marks})"
-        );
-        let values: Vec<&dyn rusqlite::ToSql> = std::iter::once(&team as &dyn rusqlite::ToSql)
-            .chain(ids.iter().map(|id| id as &dyn rusqlite::ToSql))
-            .collect();
-        connection.execute(&sql, values.as_slice())?;
-    }
-    Ok(())
-}
-
-fn parse_ms(value: Option<&str>) -> Option<i64> {
-    value.filter(|v| !v.is_empty()).and_then(parse_iso)
-}
-
-/// `claimed_at ?? updated_at` is in the future or [`CLAIM_STALE_MS`] old.
-fn is_stale_claim(row: &OutboxRecord, now_ms: Option<i64>) -> bool {
-    let claimed = parse_ms(Some(row.claimed_at.as_deref().unwrap_or(&row.updated_at)));
-    match (claimed, now_ms) {
-        (Some(claimed), Some(now)) => claimed > now || now - claimed >= CLAIM_STALE_MS,
-        _ => false,
-    }
-}
-
-/// No (or an unreadable) retry time, or one that has come.
-fn is_next_attempt_due(row: &OutboxRecord, now_ms: Option<i64>) -> bool {
-    match row.next_attempt_at.as_deref().filter(|v| !v.is_empty()) {
-        None => true,
-        Some(text) => match parse_iso(text) {
-            None => true,
-            Some(at) => now_ms.is_some_and(|now| at <= now),
-        },
-    }
-}
-
-fn can_claim(row: &OutboxRecord, now_ms: Option<i64>) -> bool {
-    match row.status.as_str() {
-        "claimed" => is_stale_claim(row, now_ms),
-        "pending" | "failed_retryable" => is_next_attempt_due(row, now_ms),
-        _ => false,
-    }
-}
-
-fn is_outbox_finished(status: &str) -> bool {
-    matches!(status, "delivered" | "superseded" | "failed_terminal")
-}
-
-/// `superseded`, `claimed` or `failed_retryable` come back to pending when
-/// the same payload is ensured again.
-fn can_revive(status: &str) -> bool {
-    status == "superseded" || (!is_outbox_finished(status) && status != "pending")
-}
-
-/// Every row of the four tables whose team is `team` or an alias of it
-/// (each table read whole, as the app does, then filtered and sorted).
-fn list_team_snapshot(connection: &Connection, team: &str) -> rusqlite::Result<TeamRecords> {
-    fn rows_of<T>(
-        connection: &Connection,
-        columns: &str,
-        table: &str,
-        map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-        team_of: impl Fn(&T) -> &str,
-        team: &str,
-    ) -> rusqlite::Result<Vec<T>> {
-        let mut rows = query_all(
-            connection,
-            &format!("SELECT {columns} FROM {table}"),
-            [],
-            map,
-        )?;
-        rows.retain(|row| is_same_team(team_of(row), team));
-        Ok(rows)
-    }
-    let mut records = TeamRecords {
-        statuses: rows_of(
-            connection,
-            STATUS_COLUMNS,
-            "member_work_sync_status",
-            StatusRecord::from_row,
-            |r| &r.team_name,
-            team,
-        )?,
-        report_intents: rows_of(
-            connection,
-            INTENT_COLUMNS,
-            "member_work_sync_report_intents",
-            ReportIntentRecord::from_row,
-            |r| &r.team_name,
-            team,
-        )?,
-        outbox_items: rows_of(
-            connection,
-            OUTBOX_COLUMNS,
-            "member_work_sync_outbox",
-            OutboxRecord::from_row,
-            |r| &r.team_name,
-            team,
-        )?,
-        metric_events: rows_of(
-            connection,
-            EVENT_COLUMNS,
-            "member_work_sync_metric_events",
-            MetricEventRecord::from_row,
-            |r| &r.team_name,
-            team,
-        )?,
-    };
-    sort_like_listing(&mut records);
-    Ok(records)
-}
-
-/// Inserts every row of `records` (already under their team).
-fn insert_team_records(connection: &Connection, records: &TeamRecords) -> rusqlite::Result<()> {
-    for row in &records.statuses {
-        connection
-            .prepare_cached(&format!(
-                "INSERT INTO member_work_sync_status ({STATUS_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
-            ))?
-            .execute(params![row.team_name, row.member_key, row.member_name, row.state, row.evaluated_at, row.provider_id, row.status_json])?;
-    }
-    for row in &records.report_intents {
-        connection
-            .prepare_cached(&format!(
-                "INSERT INTO member_work_sync_report_intents ({INTENT_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
-            ))?
-            .execute(params![row.team_name, row.id, row.member_key, row.member_name, row.status, row.reason, row.recorded_at, row.processed_at, row.result_code, row.request_json])?;
-    }
-    for row in &records.outbox_items {
-        insert_outbox_row(connection, row)?;
-    }
-    for row in &records.metric_events {
-        connection
-            .prepare_cached(&format!(
-                "INSERT INTO member_work_sync_metric_events ({EVENT_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
-            ))?
-            .execute(params![row.team_name, row.id, row.member_key, row.member_name, row.kind, row.recorded_at, row.event_json])?;
-    }
-    Ok(())
 }
 
 impl MemberWorkSyncGateway for DirectDatabase {
