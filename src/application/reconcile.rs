@@ -366,16 +366,7 @@ impl Reconciler {
             .diagnostics
             .push("status_snapshot_not_persisted".into());
         grant_token(&mut status, token);
-        status.shadow = Some(Shadow {
-            reconciled_by: ReconciledBy::Request,
-            would_nudge: false,
-            fingerprint_changed: false,
-            previous_fingerprint: None,
-            trigger_reasons: None,
-            recovery: None,
-            nudge_suppression_reset_at: None,
-            nudge_suppression: None,
-        });
+        status.shadow = Some(Shadow::quiet(ReconciledBy::Request));
         status
     }
 

@@ -102,6 +102,24 @@ pub struct Shadow {
     pub nudge_suppression: Option<NudgeSuppression>,
 }
 
+impl Shadow {
+    /// The shadow of a status that was not decided against a previous one
+    /// (a report's own status, an unpersisted snapshot): it would not nudge
+    /// and compares, carries and suppresses nothing.
+    pub fn quiet(reconciled_by: ReconciledBy) -> Self {
+        Self {
+            reconciled_by,
+            would_nudge: false,
+            fingerprint_changed: false,
+            previous_fingerprint: None,
+            trigger_reasons: None,
+            recovery: None,
+            nudge_suppression_reset_at: None,
+            nudge_suppression: None,
+        }
+    }
+}
+
 /// A suppressed nudge: enough deliveries for one agenda fingerprint without
 /// an accepted report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

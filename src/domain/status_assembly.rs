@@ -186,16 +186,7 @@ pub(crate) fn assemble_accepted(inputs: StatusInputs) -> MemberStatus {
         by: ReconciledBy::Report,
         ..inputs
     });
-    status.shadow = Some(Shadow {
-        reconciled_by: ReconciledBy::Report,
-        would_nudge: false,
-        fingerprint_changed: false,
-        previous_fingerprint: None,
-        trigger_reasons: None,
-        recovery: None,
-        nudge_suppression_reset_at: None,
-        nudge_suppression: None,
-    });
+    status.shadow = Some(Shadow::quiet(ReconciledBy::Report));
     let token_diagnostic = status
         .diagnostics
         .iter()

@@ -12,7 +12,10 @@ use crate::application::explain::Explainer;
 use crate::application::host::{Host, HostRelay};
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogRelay, LogSink};
 use crate::application::nudges::Nudges;
-use crate::application::ports::{Clock, KeepOnDeletion, OutboxStore, PortError, Ports};
+use crate::application::ports::{
+    Clock, KeepOnDeletion, MetricsStore, OutboxStore, PortError, Ports, ReportIntentStore,
+    StatusStore, TeamPurge,
+};
 use crate::application::queue::Trigger;
 use crate::application::reconcile::team_name;
 use crate::application::reconcile::Reconciler;
@@ -307,8 +310,6 @@ fn file_ports_reading(
     };
     match &paths.storage {
         Storage::JsonFiles => json_ports,
-        // The journal, tokens, inbox and watchdog stay files in both cases:
-        // the app keeps them there too.
         Storage::Sqlite { path, mode } => {
             let rows = SqliteStore::open_lazily(path.clone(), *mode);
             // Read-only (status, explain, watch, metrics): no replica, import or purge.
@@ -316,14 +317,7 @@ fn file_ports_reading(
                 OpenMode::ReadWrite => rows.with_team_files(paths.teams_base.clone()),
                 OpenMode::ReadOnly => rows,
             });
-            Ports {
-                store: rows.clone(),
-                metrics: rows.clone(),
-                intents: rows.clone(),
-                outbox: rows.clone(),
-                purge: rows,
-                ..json_ports
-            }
+            with_row_stores(rows, json_ports)
         }
         Storage::Gateway(app) => {
             let json = JsonStores {
@@ -338,15 +332,25 @@ fn file_ports_reading(
                 json_ports.log.clone(),
                 paths.teams_base.clone(),
             ));
-            Ports {
-                store: rows.clone(),
-                metrics: rows.clone(),
-                intents: rows.clone(),
-                outbox: rows.clone(),
-                purge: rows,
-                ..json_ports
-            }
+            with_row_stores(rows, json_ports)
         }
+    }
+}
+
+/// `ports` with its status, metrics, intent and outbox stores and its purge
+/// all served by `rows` (a database in direct or gateway mode); the journal,
+/// tokens, inbox and watchdog stay files, as the app keeps them.
+fn with_row_stores<R>(rows: Arc<R>, ports: Ports) -> Ports
+where
+    R: StatusStore + MetricsStore + ReportIntentStore + OutboxStore + TeamPurge + 'static,
+{
+    Ports {
+        store: rows.clone(),
+        metrics: rows.clone(),
+        intents: rows.clone(),
+        outbox: rows.clone(),
+        purge: rows,
+        ..ports
     }
 }
 
