@@ -83,6 +83,13 @@ describe('createMemberWorkSyncFeature scenarios (the app’s, our versions)', ()
       // reconcile plans bob's nudge and asks whether the team may dispatch.
       f.noteTeamChange({ type: 'lead-activity', teamName: 'team-a', detail: 'offline' })
       await until(() => (outbox(root, 'team-a').length === 1 && asked.length > 0 ? true : undefined))
+      // Every member was queued at once; each queued reconcile asks the gate
+      // before dispatching, so wait for the lead's too, or one still running
+      // after \`ready\` flips would deliver bob's nudge before the call below.
+      await until(() => {
+        const queue = f.getQueueDiagnostics()
+        return queue.queued === 0 && queue.running === 0 ? true : undefined
+      })
       expect(outbox(root, 'team-a')[0].status).toBe('pending')
       expect(await f.dispatchDueNudges(['team-a'])).toMatchObject(NONE)
       expect(inbox(root, 'team-a')).toEqual([])
