@@ -881,3 +881,65 @@ fn an_unresolved_turn_of_a_reserved_or_unknown_name_is_journaled_for_that_name()
         );
     }
 }
+
+/// Holds the first event it is handed until `release` is sent.
+struct GatedQueue {
+    entered: Mutex<Option<std::sync::mpsc::Sender<()>>>,
+    release: Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+impl TurnSettledQueue for GatedQueue {
+    fn enqueue(
+        &self,
+        _: &member_work_sync::domain::names::TeamName,
+        _: &member_work_sync::domain::names::MemberName,
+    ) -> Result<(), String> {
+        if let Some(entered) = self.entered.lock().unwrap().take() {
+            entered.send(()).unwrap();
+            self.release.lock().unwrap().recv().unwrap();
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_drain_waits_for_the_drain_running_in_its_instance() {
+    // The app's explicit drain beside the worker's: the second must not
+    // answer while the first still holds events it claimed (their outcomes
+    // not yet all acted on), or a caller reading the spool after the answer
+    // finds them half done.
+    let home = claude_home();
+    let paths = SpoolPaths::for_teams_base(&home.path().join("teams"));
+    paths.install().unwrap();
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
+    fs::write(
+        paths.incoming().join(format!("{stamp}-0-0.codex.json")),
+        codex_payload(0),
+    )
+    .unwrap();
+    let ingestor = Arc::new(ingestor(home.path(), Arc::new(SystemClock)));
+    let (entered_tx, entered) = std::sync::mpsc::channel();
+    let (release, release_rx) = std::sync::mpsc::channel();
+    let queue = Arc::new(GatedQueue {
+        entered: Mutex::new(Some(entered_tx)),
+        release: Mutex::new(release_rx),
+    });
+    let first = {
+        let (ingestor, queue) = (ingestor.clone(), queue.clone());
+        std::thread::spawn(move || ingestor.drain(&*queue, &NoChanges).unwrap())
+    };
+    entered.recv().unwrap();
+    let (second_tx, second) = std::sync::mpsc::channel();
+    let second_drain = {
+        let ingestor = ingestor.clone();
+        std::thread::spawn(move || second_tx.send(ingestor.drain(&NoQueue, &NoChanges).unwrap()))
+    };
+    assert!(
+        second.recv_timeout(Duration::from_millis(300)).is_err(),
+        "the second drain answered while the first held its claim"
+    );
+    release.send(()).unwrap();
+    assert_eq!(first.join().unwrap().enqueued, 1);
+    assert_eq!(second.recv().unwrap().claimed, 0);
+    second_drain.join().unwrap().unwrap();
+}

@@ -199,6 +199,11 @@ pub struct TurnSettledIngestor {
     recent: Arc<SettledTurns>,
     /// The app's `runtimeTurnSettledTargetResolver`, when it gave one.
     host: Option<Arc<dyn Host>>,
+    /// Held for a whole drain: the drains of one instance (the worker's and
+    /// `drainRuntimeTurnSettledEvents`) take turns, so a drain that returns
+    /// has seen every event spooled before it started filed, even one a
+    /// running drain had claimed.
+    one_at_a_time: Mutex<()>,
 }
 
 /// The `sourceId`s of the newest 4096 turns the drain
@@ -291,6 +296,7 @@ impl TurnSettledIngestor {
             store,
             recent: Arc::default(),
             host: None,
+            one_at_a_time: Mutex::new(()),
         }
     }
 
@@ -332,6 +338,12 @@ impl TurnSettledIngestor {
         queue: &dyn TurnSettledQueue,
         changes: &dyn TeamChangeSink,
     ) -> Result<DrainSummary, PortError> {
+        // A drain that panicked left nothing half-done in memory: the spool's
+        // claims are its state, and they are on disk.
+        let _turn = self
+            .one_at_a_time
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let claims = self.spool.claim(DRAIN_BATCH)?;
         let mut summary = DrainSummary {
             claimed: claims.len() as u32,
