@@ -416,7 +416,7 @@ impl Nudges {
                 if let Some(tool) = busy_tool {
                     metadata["toolName"] = tool.as_str().into();
                 }
-                reason.clone()
+                reason.to_string()
             }
             (
                 AttemptEnd::Superseded { reason }
@@ -426,14 +426,8 @@ impl Nudges {
             ) => reason.clone(),
         };
         metadata["reason"] = reason.clone().into();
-        let kind = match (&end, notes.pickup) {
-            (AttemptEnd::Retryable { .. }, Some(PickupAnswer::RetryableFailure)) => {
-                AuditKind::ReviewPickupWakeFailedRetryable
-            }
-            (AttemptEnd::Retryable { .. }, Some(PickupAnswer::CallFailed)) => {
-                AuditKind::NudgeRetryable
-            }
-            (AttemptEnd::Retryable { .. }, _) => retry_event(&reason),
+        let kind = match &end {
+            AttemptEnd::Retryable { reason, .. } => reason.journal_event(),
             _ => kind,
         };
         if let Some(PickupAnswer::Delivered { response_proven }) = notes.pickup {
@@ -519,34 +513,6 @@ impl Nudges {
     }
 }
 
-/// Reasons of a retry after a store or the inbox failed (prefixes): where
-/// the app's dispatcher throws and journals `nudge_retryable`.
-const FAILURE_REASONS: [&str; 5] = [
-    recovery_guard::GUARD_FAILED_PREFIX,
-    "inbox_write_failed:",
-    "outbox_unavailable:",
-    "watchdog_journal_unavailable:",
-    "metrics_unavailable",
-];
-
-/// The journal event of a retry, by its reason (the app's mapping): a
-/// failure is `nudge_retryable`; a hold found by revalidation (readiness,
-/// the hourly limit, an agenda that could not be loaded) is `nudge_skipped`
-/// unless its reason has an event of its own.
-fn retry_event(reason: &str) -> AuditKind {
-    if reason.starts_with("member_busy:") {
-        AuditKind::MemberBusy
-    } else if FAILURE_REASONS.iter().any(|r| reason.starts_with(r)) {
-        AuditKind::NudgeRetryable
-    } else {
-        match reason {
-            "watchdog_cooldown_active" => AuditKind::WatchdogCooldownActive,
-            "team_inactive" => AuditKind::TeamInactive,
-            _ => AuditKind::NudgeSkipped,
-        }
-    }
-}
-
 /// What an attempt learned besides its end, for what follows it.
 #[derive(Debug, Default)]
 struct AttemptNotes {
@@ -558,7 +524,8 @@ struct AttemptNotes {
     pickup: Option<PickupAnswer>,
 }
 
-/// What the app's review pickup delivery answered, for the journal.
+/// What the app's review pickup delivery answered when it took the prompt,
+/// for the journal (its refusals and failures are [`AttemptEnd`]s).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum PickupAnswer {
     /// The runtime took the prompt (`response_proven`: and answered it).
@@ -566,10 +533,6 @@ enum PickupAnswer {
         /// `response_proven` rather than `prompt_accepted`.
         response_proven: bool,
     },
-    /// The app refused, worth trying again.
-    RetryableFailure,
-    /// The call threw or did not answer in time.
-    CallFailed,
 }
 
 impl PickupAnswer {
@@ -626,31 +589,5 @@ fn agenda_task_refs(status: &MemberStatus) -> Vec<Value> {
 fn merge(target: &mut Value, extra: Value) {
     if let (Value::Object(target), Value::Object(extra)) = (target, extra) {
         target.extend(extra);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::retry_event;
-
-    #[test]
-    fn retry_events_follow_the_apps_mapping() {
-        let cases = [
-            ("member_busy:active_tool_activity", "member_busy"),
-            ("watchdog_cooldown_active", "watchdog_cooldown_active"),
-            ("team_inactive", "team_inactive"),
-            ("inbox_write_failed:EACCES", "nudge_retryable"),
-            ("outbox_unavailable:disk full", "nudge_retryable"),
-            ("watchdog_journal_unavailable:EIO", "nudge_retryable"),
-            ("metrics_unavailable", "nudge_retryable"),
-            ("blocking_metrics", "nudge_skipped"),
-            ("phase2_not_ready", "nudge_skipped"),
-            ("status_not_nudgeable", "nudge_skipped"),
-            ("member_nudge_rate_limited", "nudge_skipped"),
-            ("agenda_revalidation_failed:EIO", "nudge_skipped"),
-        ];
-        for (reason, event) in cases {
-            assert_eq!(retry_event(reason), event, "{reason}");
-        }
     }
 }

@@ -572,7 +572,7 @@ impl WatchdogJournal for FsWatchdogJournal {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::nudge::{NudgeIntent, NudgePayload};
+    use crate::domain::nudge::{NudgeIntent, NudgePayload, RetryReason};
     use crate::infrastructure::clock::ManualClock;
     use serde_json::json;
 
@@ -645,7 +645,7 @@ mod tests {
         let store = store_at(dir.path(), later);
         for item in claimed.iter().rev() {
             let retry = AttemptEnd::Retryable {
-                reason: "test".into(),
+                reason: RetryReason::RateLimited,
                 retry_at: later,
                 busy_tool: None,
             };

@@ -11,7 +11,9 @@ use member_work_sync::application::ports::{
     IntentStatus, OutboxStore, ReportIntent, ReportIntentStore, StatusStore,
 };
 use member_work_sync::domain::names::{MemberName, TeamName};
-use member_work_sync::domain::nudge::{AttemptEnd, NudgePayload, OutboxItem, PlannedNudge};
+use member_work_sync::domain::nudge::{
+    AttemptEnd, NudgePayload, OutboxItem, PlannedNudge, RetryReason,
+};
 use member_work_sync::domain::status::MemberStatus;
 use member_work_sync::domain::time::parse_iso;
 use member_work_sync::infrastructure::sqlite::SqliteStore;
@@ -162,7 +164,9 @@ pub fn run(store: &SqliteStore, step: &Value) -> Value {
             let reason = text(step, "error").to_string();
             let end = if step["retryable"].as_bool().unwrap() {
                 AttemptEnd::Retryable {
-                    reason,
+                    // The store keeps a reason's spelling as is: an app
+                    // guard's hold carries the app's text unchanged.
+                    reason: RetryReason::guard_hold(reason),
                     retry_at: ms(step, "nextAttemptAt"),
                     busy_tool: None,
                 }

@@ -20,7 +20,7 @@ use crate::domain::metrics::MetricsIndex;
 use crate::domain::names::{MemberName, TeamName};
 use crate::domain::nudge::{
     activation, current_fingerprint_stable_since, is_rate_limited, retry_at, watchdog_cooldown,
-    AttemptEnd, DeliveryTime, NudgeIntent, OutboxItem, OutboxStatus, WatchdogAlert,
+    AttemptEnd, DeliveryTime, NudgeIntent, OutboxItem, OutboxStatus, RetryReason, WatchdogAlert,
     DELIVERY_WINDOW_MS,
 };
 use crate::domain::nudge_suppression;
@@ -46,7 +46,7 @@ impl Nudges {
         let supersede = |reason: &str| AttemptEnd::Superseded {
             reason: reason.into(),
         };
-        let retry = |reason: String, at: EpochMs| AttemptEnd::Retryable {
+        let retry = |reason: RetryReason, at: EpochMs| AttemptEnd::Retryable {
             reason,
             retry_at: at,
             busy_tool: None,
@@ -71,7 +71,12 @@ impl Nudges {
                 Some(status) => status,
                 None => return supersede("status_missing"),
             },
-            Err(e) => return retry(format!("agenda_revalidation_failed:{e}"), backoff),
+            Err(e) => {
+                return retry(
+                    RetryReason::AgendaRevalidationFailed(e.to_string()),
+                    backoff,
+                )
+            }
         };
         // Decided again now, as the app's dispatcher does: the board's agenda
         // (a member off the roster has an empty one) and the stored lease. An
@@ -87,13 +92,13 @@ impl Nudges {
             return supersede(Diagnostic::NudgeSuppressed.as_str());
         }
         let Some(metrics) = metrics else {
-            return retry("metrics_unavailable".into(), backoff);
+            return retry(RetryReason::MetricsUnavailable, backoff);
         };
         let readiness = self.readiness(metrics);
         let since = current_fingerprint_stable_since(&metrics.recent_events, &status, now);
         if let Err(hold) = activation(&status, &readiness, since, now) {
             notes.held_by = Some(readiness);
-            return retry(hold.as_str().into(), backoff);
+            return retry(RetryReason::Held(hold), backoff);
         }
         if item.payload.work_sync_intent == NudgeIntent::ReviewPickup {
             let host = &*self.ports.host;
@@ -111,7 +116,7 @@ impl Nudges {
         let items = match self.ports.outbox.member_items(team_name, &member_name) {
             Ok(items) => items,
             // Without the member's deliveries the rate limit cannot be checked.
-            Err(e) => return retry(format!("outbox_unavailable:{e}"), backoff),
+            Err(e) => return retry(RetryReason::OutboxUnavailable(e.to_string()), backoff),
         };
         // A still-stuck retry is held to the still-stuck retries delivered in
         // the hour (the app's rule), any other nudge to every delivery.
@@ -128,7 +133,7 @@ impl Nudges {
         ) {
             // As the app: an hour from now, whenever the oldest delivery leaves the window.
             return retry(
-                "member_nudge_rate_limited".into(),
+                RetryReason::RateLimited,
                 now.saturating_add(DELIVERY_WINDOW_MS),
             );
         }
@@ -145,7 +150,7 @@ impl Nudges {
                 .host
                 .busy(&busy_question, rank)
                 .map(|busy| AttemptEnd::Retryable {
-                    reason: format!("member_busy:{}", busy.reason),
+                    reason: RetryReason::MemberBusy(busy.reason),
                     // A retry time already past would be claimed again in
                     // this very pass: only a future one is taken.
                     retry_at: busy
@@ -165,7 +170,7 @@ impl Nudges {
             .filter(|busy| !ignores_busy(&item.payload, busy.reason))
         {
             return AttemptEnd::Retryable {
-                reason: format!("member_busy:{}", busy.reason.as_str()),
+                reason: RetryReason::MemberBusy(busy.reason.as_str().into()),
                 retry_at: now + BUSY_RETRY_MS,
                 busy_tool: busy.tool_name,
             };
@@ -179,10 +184,10 @@ impl Nudges {
         let alerts = match alerts {
             Ok(alerts) => alerts,
             // A cooldown that cannot be checked holds the nudge back.
-            Err(e) => return retry(format!("watchdog_journal_unavailable:{e}"), backoff),
+            Err(e) => return retry(RetryReason::WatchdogJournalUnavailable(e.clone()), backoff),
         };
         if let Some(until) = watchdog_cooldown(alerts, &task_ids, member, now) {
-            return retry("watchdog_cooldown_active".into(), until);
+            return retry(RetryReason::WatchdogCooldownActive, until);
         }
         if let Some(end) = host_busy(BusyRank::Extra) {
             return end;
@@ -203,7 +208,7 @@ impl Nudges {
                 reason: "inbox_payload_conflict".into(),
             },
             Err(failure) if failure.retryable => {
-                retry(format!("inbox_write_failed:{}", failure.reason), backoff)
+                retry(RetryReason::InboxWriteFailed(failure.reason), backoff)
             }
             Err(failure) => supersede(&format!("inbox_unavailable:{}", failure.reason)),
         }
@@ -235,7 +240,7 @@ impl Nudges {
             inserted: written.inserted,
             now,
         };
-        let retry = |reason: String, at: EpochMs| AttemptEnd::Retryable {
+        let retry = |reason: RetryReason, at: EpochMs| AttemptEnd::Retryable {
             reason,
             retry_at: at,
             busy_tool: None,
@@ -244,10 +249,7 @@ impl Nudges {
             None => AttemptEnd::PickupUndeliverable {
                 reason: review_pickup::PORT_UNAVAILABLE.into(),
             },
-            Some(Err(error)) => {
-                notes.pickup = Some(PickupAnswer::CallFailed);
-                retry(error, backoff)
-            }
+            Some(Err(error)) => retry(RetryReason::PickupCallFailed(error), backoff),
             Some(Ok(ReviewPickupDelivered::Accepted {
                 response_proven, ..
             })) => {
@@ -261,10 +263,12 @@ impl Nudges {
                 ..
             })) => match failure {
                 ReviewPickupFailure::Retryable => {
-                    notes.pickup = Some(PickupAnswer::RetryableFailure);
                     // A retry time already past would be claimed again in
                     // this very pass: only a future one is taken.
-                    retry(message, retry_at.filter(|at| *at > now).unwrap_or(backoff))
+                    retry(
+                        RetryReason::PickupRefused(message),
+                        retry_at.filter(|at| *at > now).unwrap_or(backoff),
+                    )
                 }
                 ReviewPickupFailure::CapabilityAbsent => {
                     AttemptEnd::PickupUndeliverable { reason: message }

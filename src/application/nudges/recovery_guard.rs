@@ -4,13 +4,9 @@
 //! `proof_missing` use case; this is the delivery's own check.)
 
 use crate::application::host::{Host, RecoveryQuestion, RecoveryVerdict};
-use crate::domain::nudge::{AttemptEnd, OutboxItem};
+use crate::domain::nudge::{AttemptEnd, OutboxItem, RetryReason};
 use crate::domain::recovery::PROOF_MISSING_INTENT_PREFIX;
 use crate::domain::time::EpochMs;
-
-/// Retry reason prefix of a guard call that threw or did not answer in
-/// time: the app's dispatcher retries such an attempt (`nudge_retryable`).
-pub(super) const GUARD_FAILED_PREFIX: &str = "proof_missing_recovery_guard_failed:";
 
 /// The app's `proofMissingRecoveryGuard`, asked right before a queued
 /// proof-missing recovery is delivered (after readiness and the review
@@ -51,13 +47,13 @@ pub(super) fn guard_recovery(
             retryable: true,
             retry_at,
         }) => Some(AttemptEnd::Retryable {
-            reason,
+            reason: RetryReason::guard_hold(reason),
             retry_at: retry_at.filter(|at| *at > now).unwrap_or(backoff),
             busy_tool: None,
         }),
         Ok(RecoveryVerdict::Hold { reason, .. }) => Some(AttemptEnd::Superseded { reason }),
         Err(error) => Some(AttemptEnd::Retryable {
-            reason: format!("{GUARD_FAILED_PREFIX}{error}"),
+            reason: RetryReason::GuardFailed(error),
             retry_at: backoff,
             busy_tool: None,
         }),

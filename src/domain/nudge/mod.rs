@@ -7,7 +7,8 @@
 //! * `outbox`: the durable item's lifecycle (ensure, claim, attempt,
 //!   retry, prune);
 //! * `planner_code`: the planner's journaled verdict;
-//! * `rate_limit` and `watchdog`: what holds a delivery back.
+//! * `rate_limit` and `watchdog`: what holds a delivery back;
+//! * `retry`: why an attempt is tried again, and how it is journaled.
 //!
 //! Pure: every function takes `now` and the facts it needs. The items are
 //! re-exported here, so callers name them `domain::nudge::Item`.
@@ -18,6 +19,7 @@ mod plan;
 mod planner_code;
 mod rate_limit;
 mod recovery;
+mod retry;
 mod watchdog;
 
 pub use activation::{
@@ -35,6 +37,7 @@ pub use rate_limit::{
     MAX_FUTURE_DELIVERY_MS,
 };
 pub use recovery::{half_hour_bucket, recent_recovery, MAX_RECOVERIES_PER_HOUR};
+pub use retry::RetryReason;
 pub use watchdog::{watchdog_cooldown, WatchdogAlert, WATCHDOG_COOLDOWN_MS};
 
 use crate::domain::time::EpochMs;

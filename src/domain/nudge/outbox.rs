@@ -11,6 +11,7 @@ use crate::domain::retention::Retention;
 use crate::domain::time::{EpochMs, IsoTime};
 
 use super::plan::{NudgePayload, PlannedNudge};
+use super::retry::RetryReason;
 use super::MINUTE;
 
 /// A claim older than this may be taken over (its dispatcher died).
@@ -223,8 +224,8 @@ pub enum AttemptEnd {
     Delivered,
     /// Try again at the given time.
     Retryable {
-        /// Why the attempt failed; becomes the item's `lastError`.
-        reason: String,
+        /// Why the attempt failed; its spelling becomes the item's `lastError`.
+        reason: RetryReason,
         /// When the item is due again; becomes its `nextAttemptAt`.
         retry_at: EpochMs,
         /// The tool the member was busy with, when the app named it; only
@@ -274,7 +275,7 @@ pub fn finish_attempt(
             reason, retry_at, ..
         } => {
             item.status = OutboxStatus::FailedRetryable;
-            item.last_error = Some(reason.clone());
+            item.last_error = Some(reason.to_string());
             item.next_attempt_at = Some(IsoTime::at(*retry_at));
         }
         AttemptEnd::Superseded { reason } | AttemptEnd::PickupUndeliverable { reason } => {

@@ -966,7 +966,7 @@ fn a_claim_clears_the_retry_time_and_the_last_error() {
     let (mut item, _) = ensure_pending(None, &planned(), "forge", "jack", NOW);
     claim(&mut item, "a", NOW);
     let retry = AttemptEnd::Retryable {
-        reason: "member_busy:active_tool_activity".into(),
+        reason: RetryReason::MemberBusy("active_tool_activity".into()),
         retry_at: NOW + 90_000,
         busy_tool: None,
     };

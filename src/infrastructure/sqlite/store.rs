@@ -592,7 +592,7 @@ impl OutboxStore for SqliteStore {
                 reason, retry_at, ..
             } => OutboxMark::Failed {
                 attempt_generation: generation,
-                error: reason.clone(),
+                error: reason.to_string(),
                 retry_at: Some(format_iso(*retry_at)),
                 retryable: true,
             },
