@@ -26,7 +26,7 @@ use crate::domain::time::{format_iso, EpochMs, MonotonicMs};
 mod attempt;
 mod planning;
 mod recovery_guard;
-use planning::{Planning, STILL_STUCK_PREFIX};
+use planning::{Planning, STATUS_ONLY_PREFIX, STILL_STUCK_PREFIX};
 
 /// Items one claim takes.
 const CLAIM_LIMIT: usize = 10;

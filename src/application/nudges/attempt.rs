@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use super::{
     recovery_guard, AttemptNotes, InboxWrite, Nudges, PickupAnswer, BUSY_RETRY_MS,
-    STILL_STUCK_PREFIX,
+    STATUS_ONLY_PREFIX, STILL_STUCK_PREFIX,
 };
 use crate::application::busy::BusyReason;
 use crate::application::host::{
@@ -343,7 +343,7 @@ fn ignores_busy(payload: &crate::domain::nudge::NudgePayload, busy: BusyReason) 
         && payload
             .work_sync_intent_key
             .as_deref()
-            .is_some_and(|key| key.starts_with("status-only:"))
+            .is_some_and(|key| key.starts_with(STATUS_ONLY_PREFIX))
 }
 
 /// The stored status as decided again at `now` on the board's `agenda`:

@@ -20,7 +20,8 @@ const RECOVERY_WINDOW_MS: EpochMs = 60 * MINUTE;
 /// A still-stuck retry waits this long after the nudge it follows went out.
 const STILL_STUCK_AFTER_MS: EpochMs = 6 * MINUTE;
 
-const STATUS_ONLY_PREFIX: &str = "status-only:";
+/// Intent key prefix of a status-only nudge (a runtime stall's).
+pub(super) const STATUS_ONLY_PREFIX: &str = "status-only:";
 const REFRESH_PREFIX: &str = "agenda-sync-refresh:";
 /// Intent key prefix of a still-stuck retry.
 pub(super) const STILL_STUCK_PREFIX: &str = "agenda-sync-still-stuck:";

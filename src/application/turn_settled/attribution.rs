@@ -119,7 +119,6 @@ impl TurnSettledIngestor {
                     }
                 }
             }
-            TargetOutcome::Ignored { reason } => Decision::Ignored(reason),
             TargetOutcome::Unresolved { reason } => Decision::Unresolved(reason),
         };
         Attributed {

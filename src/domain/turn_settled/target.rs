@@ -8,7 +8,7 @@ use super::RuntimeProvider;
 use crate::domain::names::{is_reserved_member_name, normalize_member_name};
 use crate::domain::team::{ProviderId, TeamSnapshot};
 
-/// What a turn-settled event leads to.
+/// What verifying the target of a turn-settled event leads to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "outcome", rename_all = "camelCase")]
 pub enum TargetOutcome {
@@ -19,11 +19,6 @@ pub enum TargetOutcome {
         /// Normalized (trimmed, lowercase) member name.
         member_name: String,
     },
-    /// A proven target that must not be acted on (lead, inactive team or member).
-    Ignored {
-        /// The metric name it is counted under, e.g. `ignored_lead_turn_settled`.
-        reason: String,
-    },
     /// No single active target could be proven.
     Unresolved {
         /// e.g. `unresolved_ambiguous_target`, `no_matching_member_session`.
@@ -32,13 +27,6 @@ pub enum TargetOutcome {
 }
 
 impl TargetOutcome {
-    /// An ignored outcome.
-    pub fn ignored(reason: impl Into<String>) -> Self {
-        Self::Ignored {
-            reason: reason.into(),
-        }
-    }
-
     /// An unresolved outcome.
     pub fn unresolved(reason: impl Into<String>) -> Self {
         Self::Unresolved {
