@@ -87,11 +87,10 @@ fn synthetic_team(members: usize, tasks: usize) -> TeamSnapshot {
         .map(std::sync::Arc::new)
         .collect();
     TeamSnapshot {
-        team_name: "bench".into(),
         config_found: true,
         members: roster,
         tasks,
-        ..TeamSnapshot::default()
+        ..TeamSnapshot::empty(TeamName::parse("bench").unwrap())
     }
 }
 
@@ -138,8 +137,8 @@ fn in_memory(c: &mut Criterion) {
 }
 
 fn write_team_to_disk(root: &Path, snapshot: &TeamSnapshot) {
-    let team_dir = root.join("teams").join(&snapshot.team_name);
-    let task_dir = root.join("tasks").join(&snapshot.team_name);
+    let team_dir = root.join("teams").join(snapshot.team_name.as_str());
+    let task_dir = root.join("tasks").join(snapshot.team_name.as_str());
     std::fs::create_dir_all(&team_dir).unwrap();
     std::fs::create_dir_all(&task_dir).unwrap();
     let members: Vec<_> = snapshot

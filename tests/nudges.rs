@@ -1531,13 +1531,13 @@ struct PickupApp {
 }
 
 impl member_work_sync::application::host::Host for PickupApp {
-    fn team_active(&self, _: &str) -> Option<bool> {
+    fn team_active(&self, _: &TeamName) -> Option<bool> {
         None
     }
-    fn member_active(&self, _: &str, _: &str) -> Option<bool> {
+    fn member_active(&self, _: &TeamName, _: &MemberName) -> Option<bool> {
         None
     }
-    fn can_dispatch_nudges(&self, _: &str) -> bool {
+    fn can_dispatch_nudges(&self, _: &TeamName) -> bool {
         true
     }
     fn lifecycle_active_teams(&self) -> Option<Vec<String>> {
@@ -1561,8 +1561,8 @@ impl member_work_sync::application::host::Host for PickupApp {
     }
     fn review_pickup_can_deliver(
         &self,
-        _: &str,
-        _: &str,
+        _: &TeamName,
+        _: &MemberName,
         _: Option<ProviderId>,
     ) -> Option<Result<(), String>> {
         self.can_deliver.clone()

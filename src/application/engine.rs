@@ -153,7 +153,7 @@ impl Engine {
         self.now()
     }
 
-    fn is_deleting(&self, team: &str) -> bool {
+    fn is_deleting(&self, team: &TeamName) -> bool {
         self.state().gate.is_fenced(team)
     }
 
@@ -189,8 +189,13 @@ impl Engine {
     /// A `member-turn-settled` event announcing a turn the drain already
     /// queued (an app forwarding `onTeamChange` back) changes nothing.
     pub fn note_team_change(&self, event: &TeamChangeEvent) {
-        if self.is_deleting(&event.team_name) {
-            self.resume_if_recreated(event);
+        // Fences compare by the runtime key, which trims: a padded event
+        // name still finds its team's fence.
+        let fenced = TeamName::parse(event.team_name.trim())
+            .ok()
+            .filter(|team| self.is_deleting(team));
+        if let Some(team) = fenced {
+            self.resume_if_recreated(team, event);
             return;
         }
         if settled_turn_source_id(event).is_some_and(|id| self.deps.settled_turns.contains(&id)) {
@@ -572,7 +577,6 @@ impl Engine {
         active: bool,
         members: Option<Vec<String>>,
     ) {
-        let team = team.as_str();
         self.deps.ports.runtime.set(team, active, members);
         if !active {
             self.state().queue.drop_team(team);

@@ -72,6 +72,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::names::TeamName;
     use crate::domain::team::{Task, TaskStatus, TeamMember};
 
     fn team(name: &str, owner: &str) -> TeamSnapshot {
@@ -88,14 +89,13 @@ mod tests {
             history: vec![],
         };
         TeamSnapshot {
-            team_name: name.into(),
             config_found: true,
             members: vec![TeamMember {
                 name: "jack".into(),
                 ..TeamMember::default()
             }],
             tasks: vec![Arc::new(task)],
-            ..TeamSnapshot::default()
+            ..TeamSnapshot::empty(TeamName::parse(name).unwrap())
         }
     }
 

@@ -130,7 +130,6 @@ impl Nudges {
         status: &MemberStatus,
     ) -> Option<PlannerCode> {
         let base = plan_nudge(status)?;
-        let team = status.team_name.as_str();
         let now = self.ports.clock.now_ms();
         let Ok(index) = self.ports.metrics.read(team_name) else {
             return Some(self.plan_line(status, false, PlannerCode::MetricsUnavailable, None));
@@ -143,8 +142,10 @@ impl Nudges {
         };
         if base.payload.work_sync_intent == NudgeIntent::ReviewPickup {
             let host = &*self.ports.host;
+            // The status's member name is the normalized one.
+            let member = member_name.normalized();
             if let Err(undeliverable) =
-                review_pickup::delivery(host, team, &status.member_name, status.provider_id)
+                review_pickup::delivery(host, team_name, &member, status.provider_id)
             {
                 let why = undeliverable.planner_reason();
                 self.plan_audit(
@@ -352,10 +353,10 @@ impl Nudges {
         let now = self.ports.clock.now_ms();
         let mut notes = AttemptNotes::default();
         let end = self.attempt(team, item, index, metrics, alerts, now, &mut notes);
-        if end == AttemptEnd::Delivered {
+        if let (AttemptEnd::Delivered, Some(member)) = (&end, &notes.member) {
             // The inbox has it whatever becomes of the outcome write below.
             let at = self.monotonic_now();
-            self.delivered.record(team, &item.member_name, &item.id, at);
+            self.delivered.record(team, member, &item.id, at);
         }
         let (counter, kind) = match &end {
             AttemptEnd::Delivered => (&mut summary.delivered, AuditKind::NudgeDelivered),
@@ -556,6 +557,9 @@ struct AttemptNotes {
     written: Option<InboxWrite>,
     /// What the app's review pickup delivery answered, when it was asked.
     pickup: Option<PickupAnswer>,
+    /// The member the item is for, once its stored name was checked (every
+    /// delivered attempt has one).
+    member: Option<MemberName>,
 }
 
 /// What the app's review pickup delivery answered, for the journal.

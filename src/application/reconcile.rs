@@ -361,7 +361,7 @@ impl Reconciler {
         } else {
             TokenGrant::Withheld
         };
-        let mut status = self.board_status(snapshot, agenda, StoredStatus::Missing, now);
+        let mut status = self.board_status(snapshot, member, agenda, StoredStatus::Missing, now);
         status
             .diagnostics
             .push("status_snapshot_not_persisted".into());
@@ -420,6 +420,7 @@ impl Reconciler {
     ) -> Prepared {
         let mut inputs = self.status_inputs(
             snapshot,
+            member,
             agenda,
             now,
             by,
@@ -480,12 +481,14 @@ impl Reconciler {
     fn board_status(
         &self,
         snapshot: &TeamSnapshot,
+        member: &MemberName,
         agenda: Agenda,
         previous: StoredStatus,
         now: EpochMs,
     ) -> MemberStatus {
         let inputs = self.status_inputs(
             snapshot,
+            member,
             agenda,
             now,
             ReconciledBy::Request,

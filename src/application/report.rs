@@ -139,8 +139,9 @@ impl Reconciler {
         let persist = self.may_persist(team_name, &snapshot, member_name)?;
         let agendas = self.agendas(&snapshot);
         let agenda = agendas.agenda_for(member, &format_iso(now));
-        let normalized = normalize_member_name(member);
-        let runtime = self.ports.activity(team, &normalized);
+        // The app asks its runtime questions with the normalized name.
+        let normalized = member_name.normalized();
+        let runtime = self.ports.activity(team_name, &normalized);
         let token_check = self.ports.tokens.verify(
             request.report_token.as_deref(),
             team_name,
@@ -154,8 +155,7 @@ impl Reconciler {
                 agenda: &agenda,
                 team_runtime_active: runtime.team_active,
                 member_runtime_active: runtime.member_active,
-                on_active_roster: snapshot.is_active()
-                    && snapshot.active_member_names().contains(&normalized),
+                on_active_roster: snapshot.is_active() && snapshot.is_active_member(&normalized),
                 token: token_check,
             },
         );
@@ -228,6 +228,7 @@ impl Reconciler {
         let (team, member) = (snapshot.team_name.as_str(), report.member_name.clone());
         let mut inputs = self.status_inputs(
             snapshot,
+            member_name,
             agenda,
             now,
             ReconciledBy::Report,

@@ -516,7 +516,9 @@ impl Instance {
                         outbox_teams
                             .teams_with_outbox()
                             .into_iter()
-                            .filter(|team| runtime.activity(team, "").team_active)
+                            .filter(|team| {
+                                TeamName::parse(team).is_ok_and(|team| runtime.team_active(&team))
+                            })
                             .collect()
                     })
                     .iter()
@@ -718,8 +720,8 @@ mod tests {
             };
             // Without auto start nothing takes work but this test.
             let instance = Instance::start(paths, Some(1_000_000), false, None, tuning).unwrap();
-            instance.services.runtime.set("forge", true, None);
             let forge = TeamName::parse("forge").unwrap();
+            instance.services.runtime.set(&forge, true, None);
             for name in ["a", "b", "c", "d"] {
                 let member = MemberName::parse(name).unwrap();
                 instance

@@ -23,22 +23,25 @@ impl Reconciler {
     /// stored status, read now, before the member's status lock is taken:
     /// the runtime, whether the member is busy and, with
     /// [`Effects::Record`], the report token.
+    #[allow(clippy::too_many_arguments)]
     pub(in crate::application) fn status_inputs(
         &self,
         snapshot: &TeamSnapshot,
+        member_name: &MemberName,
         agenda: Agenda,
         now: EpochMs,
         by: ReconciledBy,
         triggers: &[Trigger],
         effects: Effects<'_>,
     ) -> StatusInputs {
-        let member = normalize_member_name(&agenda.member_name);
+        // The app asks its runtime questions with the normalized name.
+        let member = member_name.normalized();
         let token = match effects {
             Effects::Record(team, member) => self.grant_token(team, member, &agenda, now),
             Effects::Withhold => TokenGrant::Withheld,
         };
         StatusInputs {
-            team_name: snapshot.team_name.clone(),
+            team_name: snapshot.team_name.to_string(),
             on_active_roster: snapshot.is_active() && snapshot.is_active_member(&member),
             // A deleted team's agenda names no provider, as the app's agenda
             // source answers one without reading its members.

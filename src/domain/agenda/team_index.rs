@@ -84,7 +84,7 @@ impl<'a> TeamIndex<'a> {
         }
         let fingerprint = fingerprint_of(&self.snapshot.team_name, &normalized, &items);
         Agenda {
-            team_name: self.snapshot.team_name.clone(),
+            team_name: self.snapshot.team_name.to_string(),
             member_name: normalized,
             generated_at: generated_at.to_string(),
             fingerprint,

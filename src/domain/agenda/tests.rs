@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::task_index::MAX_INCREMENTAL_CHANGE;
 use super::*;
 use crate::domain::fingerprint::agenda_fingerprint;
+use crate::domain::names::TeamName;
 use crate::domain::team::{
     Clarification, HistoryEvent, KanbanColumn, KanbanEntry, ReviewState, Task, TaskStatus,
     TeamMember, TeamSnapshot,
@@ -64,11 +65,10 @@ fn team(tasks: Vec<Task>) -> TeamSnapshot {
     let mut lead = member("team-lead");
     lead.agent_type = Some("team-lead".into());
     TeamSnapshot {
-        team_name: "forge".into(),
         config_found: true,
         members: vec![lead, member("jack"), member("jill"), member("bob")],
         tasks: tasks.into_iter().map(std::sync::Arc::new).collect(),
-        ..TeamSnapshot::default()
+        ..TeamSnapshot::empty(TeamName::parse("forge").unwrap())
     }
 }
 

@@ -78,7 +78,7 @@ pub(crate) fn verify_target(
         return TargetOutcome::unresolved("provider_mismatch");
     }
     TargetOutcome::Resolved {
-        team_name: team.team_name.clone(),
+        team_name: team.team_name.to_string(),
         member_name: normalized,
     }
 }
@@ -86,6 +86,7 @@ pub(crate) fn verify_target(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::names::TeamName;
     use crate::domain::team::TeamMember;
 
     fn team() -> TeamSnapshot {
@@ -96,7 +97,6 @@ mod tests {
             ..TeamMember::default()
         };
         TeamSnapshot {
-            team_name: "forge".into(),
             config_found: true,
             members: vec![
                 TeamMember {
@@ -107,7 +107,7 @@ mod tests {
                 member("jill", Some("gpt-5"), None),
                 member("bob", None, Some(1.0)),
             ],
-            ..TeamSnapshot::default()
+            ..TeamSnapshot::empty(TeamName::parse("forge").unwrap())
         }
     }
 
