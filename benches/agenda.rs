@@ -99,7 +99,12 @@ fn full_pass(snapshot: &TeamSnapshot) -> usize {
     snapshot
         .members
         .iter()
-        .map(|m| index.agenda_for(&m.name, NOW).items.len())
+        .map(|m| {
+            index
+                .agenda_for(&MemberName::parse(&m.name).unwrap(), NOW)
+                .items
+                .len()
+        })
         .sum()
 }
 
@@ -131,7 +136,10 @@ fn in_memory(c: &mut Criterion) {
             round += 1;
             snapshot.tasks[0] = variants[round % 2].clone();
             let index = TeamIndex::cached(&snapshot, &mut kept);
-            index.agenda_for("member-1", NOW).items.len()
+            index
+                .agenda_for(&MemberName::parse("member-1").unwrap(), NOW)
+                .items
+                .len()
         })
     });
 }
@@ -266,7 +274,7 @@ fn agenda_from_disk_cold(root: &Path) -> usize {
     let source = FsTeamSource::new(root.join("teams"), root.join("tasks"));
     let snapshot = source.load(&TeamName::parse("bench").unwrap());
     TeamIndex::build(&snapshot)
-        .agenda_for("member-1", NOW)
+        .agenda_for(&MemberName::parse("member-1").unwrap(), NOW)
         .items
         .len()
 }

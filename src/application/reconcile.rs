@@ -178,11 +178,11 @@ pub struct TeamPreview {
 /// Where a reconcile gets a member's agenda from.
 pub(super) trait AgendaSource {
     /// The agenda of `member`, stamped with `generated_at`.
-    fn agenda_for(&self, member: &str, generated_at: &str) -> Agenda;
+    fn agenda_for(&self, member: &MemberName, generated_at: &str) -> Agenda;
 }
 
 impl AgendaSource for TeamIndex<'_> {
-    fn agenda_for(&self, member: &str, generated_at: &str) -> Agenda {
+    fn agenda_for(&self, member: &MemberName, generated_at: &str) -> Agenda {
         TeamIndex::agenda_for(self, member, generated_at)
     }
 }
@@ -194,7 +194,7 @@ pub(super) struct KeptAgendas<'a> {
 }
 
 impl AgendaSource for KeptAgendas<'_> {
-    fn agenda_for(&self, member: &str, generated_at: &str) -> Agenda {
+    fn agenda_for(&self, member: &MemberName, generated_at: &str) -> Agenda {
         self.indexes.agenda_for(self.snapshot, member, generated_at)
     }
 }
@@ -381,12 +381,11 @@ impl Reconciler {
         triggers: &[Trigger],
         options: ReconcileOptions<'_>,
     ) -> Result<MemberStatus, WorkSyncError> {
-        let team = snapshot.team_name.as_str();
         let now = self.ports.clock.now_ms();
         if !self.may_persist(team_name, snapshot, member)? {
             return Ok(self.unpersisted_from(team_name, snapshot, member, now));
         }
-        let agenda = self.start_reconcile(index, team, member, now, triggers);
+        let agenda = self.start_reconcile(index, team_name, member, now, triggers);
         let prepared = self.prepare(
             team_name, member, snapshot, agenda, now, by, triggers, options,
         );

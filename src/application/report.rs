@@ -138,7 +138,7 @@ impl Reconciler {
         }
         let persist = self.may_persist(team_name, &snapshot, member_name)?;
         let agendas = self.agendas(&snapshot);
-        let agenda = agendas.agenda_for(member, &format_iso(now));
+        let agenda = agendas.agenda_for(member_name, &format_iso(now));
         // The app asks its runtime questions with the normalized name.
         let normalized = member_name.normalized();
         let runtime = self.ports.activity(team_name, &normalized);

@@ -532,7 +532,7 @@ fn read_entry(dir: &Dir, parse: ParseTaskFile, name: &str, known: Option<Entry>)
 mod tests {
     use super::*;
     use crate::domain::agenda::{TaskIndex, TeamIndex};
-    use crate::domain::names::TeamName;
+    use crate::domain::names::{MemberName, TeamName};
     use crate::domain::team::{ReviewState, TaskStatus, TeamMember, TeamSnapshot};
     use crate::infrastructure::safe_fs::{mkfifo, TrustedRoot};
     use proptest::prelude::*;
@@ -607,8 +607,8 @@ mod tests {
         for member in MEMBERS {
             let at = "2026-11-22T10:00:00.000Z";
             assert_eq!(
-                warm_index.agenda_for(member, at),
-                cold_index.agenda_for(member, at),
+                warm_index.agenda_for(&MemberName::parse(member).unwrap(), at),
+                cold_index.agenda_for(&MemberName::parse(member).unwrap(), at),
                 "agenda of {member} after {step}"
             );
         }

@@ -10,7 +10,7 @@ use crate::application::queue::Trigger;
 use crate::domain::agenda::Agenda;
 use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::metrics::events_for_write;
-use crate::domain::names::normalize_member_name;
+use crate::domain::names::{normalize_member_name, MemberName, TeamName};
 use crate::domain::nudge_suppression::SuppressedNudge;
 use crate::domain::runtime_stall::RuntimeStall;
 use crate::domain::status::{MemberStatus, StatusState};
@@ -21,8 +21,8 @@ impl Reconciler {
     pub(super) fn start_reconcile(
         &self,
         index: &dyn AgendaSource,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         now: EpochMs,
         triggers: &[Trigger],
     ) -> Agenda {

@@ -43,7 +43,6 @@ impl Reconciler {
         by: ReconciledBy,
         triggers: &[Trigger],
     ) -> Result<Vec<MemberStatus>, WorkSyncError> {
-        let team = snapshot.team_name.as_str();
         let now = self.ports.clock.now_ms();
         let names = roster_names(snapshot);
         let mut unpersisted = Vec::with_capacity(names.len());
@@ -62,7 +61,7 @@ impl Reconciler {
         let prepared: std::collections::HashMap<&MemberName, Prepared> = persisted
             .iter()
             .map(|member| {
-                let agenda = self.start_reconcile(index, team, member, now, triggers);
+                let agenda = self.start_reconcile(index, team_name, member, now, triggers);
                 let prepared = self.prepare(
                     team_name, member, snapshot, agenda, now, by, triggers, options,
                 );
