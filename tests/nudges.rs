@@ -703,8 +703,8 @@ struct FinishFails(FsOutboxStore);
 impl OutboxStore for FinishFails {
     fn ensure(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         planned: &member_work_sync::domain::nudge::PlannedNudge,
         now: i64,
     ) -> Result<
@@ -1288,7 +1288,7 @@ fn a_stored_review_pickup_is_superseded_and_escalated_at_dispatch() {
     let pickup = member_work_sync::domain::nudge::plan_nudge(&status).unwrap();
     f.services
         .outbox
-        .ensure("forge", "bob", &pickup, NOW)
+        .ensure(&team("forge"), &member("bob"), &pickup, NOW)
         .unwrap();
     let summary = f.dispatch();
     assert_eq!((summary.claimed, summary.superseded), (1, 1));

@@ -320,8 +320,8 @@ impl MemoryOutbox {
 impl OutboxStore for MemoryOutbox {
     fn ensure(
         &self,
-        _: &str,
-        _: &str,
+        _: &TeamName,
+        _: &MemberName,
         _: &PlannedNudge,
         _: EpochMs,
     ) -> Result<(OutboxItem, EnsureOutcome), PortError> {

@@ -379,8 +379,8 @@ pub trait OutboxStore: Send + Sync {
     /// Puts a planned nudge into the member's outbox (`ensurePending`).
     fn ensure(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         planned: &crate::domain::nudge::PlannedNudge,
         now: EpochMs,
     ) -> Result<

@@ -372,8 +372,8 @@ impl ReportIntentStore for SessionStores {
 impl OutboxStore for SessionStores {
     fn ensure(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         planned: &PlannedNudge,
         now: EpochMs,
     ) -> Result<(OutboxItem, EnsureOutcome), PortError> {

@@ -527,8 +527,8 @@ impl ReportIntentStore for SqliteStore {
 impl OutboxStore for SqliteStore {
     fn ensure(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         planned: &PlannedNudge,
         now: EpochMs,
     ) -> Result<(OutboxItem, EnsureOutcome), PortError> {
