@@ -169,7 +169,13 @@ impl Engine {
             })));
     }
 
-    fn audit(&self, kind: AuditKind, team: &str, member: &str, metadata: serde_json::Value) {
+    fn audit(
+        &self,
+        kind: AuditKind,
+        team: &TeamName,
+        member: &MemberName,
+        metadata: serde_json::Value,
+    ) {
         let serde_json::Value::Object(metadata) = metadata else {
             return;
         };
@@ -510,7 +516,7 @@ impl Engine {
             let outcome = state.queue.finish(key, succeeded, self.now());
             (outcome, state.gate.is_fenced(&item.team_name))
         };
-        let (team, member) = (item.team_name.as_str(), item.member_name.as_str());
+        let (team, member) = (&item.team_name, &item.member_name);
         // Audit before waking a waiting deletion, and never for a team being
         // deleted: the journal write would recreate its directory.
         match outcome {

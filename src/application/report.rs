@@ -383,7 +383,7 @@ impl Reconciler {
     /// Journals, as the app's store does when it moves the controller's
     /// legacy intents into member files: `index_repaired` for each member,
     /// then `legacy_fallback_used` for each.
-    fn journal_legacy_migration(&self, team: &str, members: &[String]) {
+    fn journal_legacy_migration(&self, team: &TeamName, members: &[String]) {
         let at_ms = self.ports.clock.now_ms();
         let line = |kind: AuditKind, reason: &str, member: &String| AuditEvent {
             kind,
@@ -461,7 +461,7 @@ impl Reconciler {
     }
 
     /// The `getMetrics` answer for `index`, generated now.
-    fn summarize_metrics(&self, team: &str, index: &MetricsIndex) -> TeamMetrics {
+    fn summarize_metrics(&self, team: &TeamName, index: &MetricsIndex) -> TeamMetrics {
         team_metrics(team, &format_iso(self.ports.clock.now_ms()), index)
     }
 

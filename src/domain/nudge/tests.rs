@@ -646,41 +646,74 @@ fn watchdog_cooldown_edges() {
     };
     let tasks = ["1", "2"];
     assert_eq!(
-        watchdog_cooldown(&[alert("1", None, NOW)], &tasks, "jack", NOW),
+        watchdog_cooldown(
+            &[alert("1", None, NOW)],
+            &tasks,
+            &MemberName::parse("jack").unwrap(),
+            NOW
+        ),
         Some(NOW + WATCHDOG_COOLDOWN_MS)
     );
     let just_inside = NOW - WATCHDOG_COOLDOWN_MS + 1;
     assert!(watchdog_cooldown(
         &[alert("1", Some("Jack"), just_inside)],
         &tasks,
-        "jack",
+        &MemberName::parse("jack").unwrap(),
         NOW
     )
     .is_some());
     let exactly = NOW - WATCHDOG_COOLDOWN_MS;
     assert_eq!(
-        watchdog_cooldown(&[alert("1", None, exactly)], &tasks, "jack", NOW),
+        watchdog_cooldown(
+            &[alert("1", None, exactly)],
+            &tasks,
+            &MemberName::parse("jack").unwrap(),
+            NOW
+        ),
         None,
         "10 min boundary"
     );
     assert_eq!(
-        watchdog_cooldown(&[alert("1", None, NOW + 1)], &tasks, "jack", NOW),
+        watchdog_cooldown(
+            &[alert("1", None, NOW + 1)],
+            &tasks,
+            &MemberName::parse("jack").unwrap(),
+            NOW
+        ),
         None,
         "future ignored"
     );
     assert_eq!(
-        watchdog_cooldown(&[alert("9", None, NOW)], &tasks, "jack", NOW),
+        watchdog_cooldown(
+            &[alert("9", None, NOW)],
+            &tasks,
+            &MemberName::parse("jack").unwrap(),
+            NOW
+        ),
         None,
         "other task"
     );
     assert_eq!(
-        watchdog_cooldown(&[alert("1", Some("jill"), NOW)], &tasks, "jack", NOW),
+        watchdog_cooldown(
+            &[alert("1", Some("jill"), NOW)],
+            &tasks,
+            &MemberName::parse("jack").unwrap(),
+            NOW
+        ),
         None,
         "other member"
     );
     let mut resolved = alert("1", None, NOW);
     resolved.state = Some("resolved".into());
-    assert_eq!(watchdog_cooldown(&[resolved], &tasks, "jack", NOW), None);
+    assert_eq!(
+        watchdog_cooldown(
+            &[resolved],
+            &tasks,
+            &MemberName::parse("jack").unwrap(),
+            NOW
+        ),
+        None
+    );
 }
 
 /// A delivery known by its wall-clock time only (another process, or before a restart).
