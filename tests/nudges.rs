@@ -753,7 +753,7 @@ impl OutboxStore for FinishFails {
     ) -> Result<(), PortError> {
         self.0.refresh_index(team)
     }
-    fn teams_with_outbox(&self) -> Vec<String> {
+    fn teams_with_outbox(&self) -> Vec<TeamName> {
         self.0.teams_with_outbox()
     }
 }

@@ -358,7 +358,7 @@ impl OutboxStore for MemoryOutbox {
         Ok(())
     }
 
-    fn teams_with_outbox(&self) -> Vec<String> {
+    fn teams_with_outbox(&self) -> Vec<TeamName> {
         Vec::new()
     }
 }

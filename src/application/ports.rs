@@ -418,8 +418,10 @@ pub trait OutboxStore: Send + Sync {
     /// Rewrites the team index from the member files (once per dispatch pass,
     /// not per transition: the member files are the truth).
     fn refresh_index(&self, team: &TeamName) -> Result<(), PortError>;
-    /// Teams that have an outbox (for the dispatch scheduler).
-    fn teams_with_outbox(&self) -> Vec<String>;
+    /// Teams that have an outbox (for the dispatch scheduler); a stored
+    /// team name unsafe as a folder is not listed (nothing could ever be
+    /// dispatched for it).
+    fn teams_with_outbox(&self) -> Vec<TeamName>;
 }
 
 /// Outcome of writing a nudge into an inbox.

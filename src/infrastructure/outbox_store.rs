@@ -498,7 +498,7 @@ impl OutboxStore for FsOutboxStore {
         self.write_index(team)
     }
 
-    fn teams_with_outbox(&self) -> Vec<String> {
+    fn teams_with_outbox(&self) -> Vec<TeamName> {
         let root = self.paths.root();
         let Ok(Some(teams_dir)) = root.open_dir(root.path()) else {
             return Vec::new();
@@ -506,16 +506,17 @@ impl OutboxStore for FsOutboxStore {
         let Ok(entries) = teams_dir.entries() else {
             return Vec::new();
         };
-        let mut teams: Vec<String> = entries
+        let mut teams: Vec<TeamName> = entries
             .into_iter()
             .filter(|e| e.kind == Some(FileKind::Dir))
-            .filter(|e| {
+            // A folder name unsafe as a team name is no team of ours.
+            .filter_map(|e| TeamName::parse(&e.name).ok())
+            .filter(|team| {
                 let index = root
-                    .join(&e.name)
+                    .join(team.as_str())
                     .join(".member-work-sync/indexes/outbox-index.json");
                 matches!(root.meta(&index), Ok(Some(meta)) if meta.kind == FileKind::File)
             })
-            .map(|e| e.name)
             .collect();
         teams.sort();
         teams
@@ -863,5 +864,31 @@ mod tests {
             )
             .unwrap();
         assert_ne!(inode(), before, "replaced");
+    }
+
+    #[test]
+    fn only_teams_with_an_outbox_index_and_a_safe_name_are_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = ".member-work-sync/indexes/outbox-index.json";
+        // (folder, has an outbox index)
+        let folders = [
+            ("forge", true),
+            (" padded ", true),
+            ("no-index", false),
+            ("back\\slash", true),
+        ];
+        for (folder, indexed) in folders {
+            let team = dir.path().join("teams").join(folder);
+            std::fs::create_dir_all(&team).unwrap();
+            if indexed {
+                let path = team.join(index);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, "{}").unwrap();
+            }
+        }
+        let teams = store_at(dir.path(), NOW).teams_with_outbox();
+        let names: Vec<&str> = teams.iter().map(|t| t.as_str()).collect();
+        // As named on disk (not trimmed); a name unsafe as a folder is no team.
+        assert_eq!(names, [" padded ", "forge"]);
     }
 }

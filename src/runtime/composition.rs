@@ -510,22 +510,20 @@ impl Instance {
                 // `listLifecycleActiveTeamNames`, asked per pass; without it,
                 // every team with an outbox whose runtime is active (a stopped
                 // team's dispatch would supersede its nudges).
-                let teams = host
-                    .lifecycle_active_teams()
-                    .unwrap_or_else(|| {
-                        outbox_teams
-                            .teams_with_outbox()
-                            .into_iter()
-                            .filter(|team| {
-                                TeamName::parse(team).is_ok_and(|team| runtime.team_active(&team))
-                            })
-                            .collect()
-                    })
-                    .iter()
-                    .map(|team| team.trim())
-                    .filter(|team| !team.is_empty())
-                    .map(team_name)
-                    .collect::<Result<Vec<_>, _>>();
+                let teams = match host.lifecycle_active_teams() {
+                    // The app's names are checked here, where they come in.
+                    Some(names) => names
+                        .iter()
+                        .map(|team| team.trim())
+                        .filter(|team| !team.is_empty())
+                        .map(team_name)
+                        .collect::<Result<Vec<_>, _>>(),
+                    None => Ok(outbox_teams
+                        .teams_with_outbox()
+                        .into_iter()
+                        .filter(|team| runtime.team_active(team))
+                        .collect()),
+                };
                 let claimed_by = format!("member-work-sync:{}:scheduled", std::process::id());
                 match teams.and_then(|teams| engine.dispatch_due_nudges(&teams, &claimed_by)) {
                     Ok(summary) if summary.failed > 0 => log.log(
