@@ -398,7 +398,7 @@ impl Reconciler {
                 found = Found::of(&reconciled);
                 reconciled.status
             })?;
-        self.after_write(&status, &found, now);
+        self.after_write(team_name, member, &status, &found, now);
         Ok(status)
     }
 
@@ -462,12 +462,21 @@ impl Reconciler {
     /// Journals what a reconcile's locked update found beside its status
     /// (a legacy fallback read), then records its metrics and journals the
     /// decision ([`Reconciler::finish_reconcile`]).
-    fn after_write(&self, status: &MemberStatus, found: &Found, now: EpochMs) {
+    fn after_write(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+        status: &MemberStatus,
+        found: &Found,
+        now: EpochMs,
+    ) {
         if found.legacy {
-            self.journal_legacy_read(status, now);
+            self.journal_legacy_read(team, member, now);
         }
-        self.record_metrics(status);
+        self.record_metrics(team, member, status);
         self.finish_reconcile(
+            team,
+            member,
             status,
             found.previous_evaluated_at.as_deref(),
             found.suppressed.as_ref(),

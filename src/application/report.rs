@@ -121,7 +121,6 @@ impl Reconciler {
         request: &ReportRequest,
         default_source: ReportSource,
     ) -> Result<ReportResult, WorkSyncError> {
-        let (team, member) = (team_name.as_str(), member_name.as_str());
         let now = self.ports.clock.now_ms();
         let source = request.source.unwrap_or(default_source);
         let snapshot = self.ports.teams.load(team_name);
@@ -172,8 +171,8 @@ impl Reconciler {
             ));
         }
         self.audit(SOURCE, AuditKind::ReportReceived,
-            team,
-            member,
+            team_name,
+            member_name,
             now,
             vec![],
             json!({ "state": request.state, "agendaFingerprint": request.agenda_fingerprint, "source": source.as_str() }),
@@ -185,7 +184,7 @@ impl Reconciler {
                     state: request.state,
                     agenda_fingerprint: request.agenda_fingerprint.clone(),
                     member_name: agenda.member_name.clone(),
-                    team_name: team.to_string(),
+                    team_name: team_name.to_string(),
                     reported_at: IsoTime::at(now),
                     expires_at: lease.map(|ms| IsoTime::at(now + ms)),
                     task_ids: request.task_ids.clone(),
@@ -225,7 +224,6 @@ impl Reconciler {
         report: Report,
         now: EpochMs,
     ) -> Result<ReportResult, WorkSyncError> {
-        let (team, member) = (snapshot.team_name.as_str(), report.member_name.clone());
         let mut inputs = self.status_inputs(
             snapshot,
             member_name,
@@ -245,12 +243,12 @@ impl Reconciler {
                 legacy = from_legacy;
                 assemble_accepted(inputs)
             })?;
-        self.status_written(&status, legacy, now);
+        self.status_written(team_name, member_name, &status, legacy, now);
         self.audit(
             SOURCE,
             AuditKind::ReportAccepted,
-            team,
-            &normalize_member_name(&member),
+            team_name,
+            &member_name.normalized(),
             now,
             status.diagnostics.clone(),
             outcome_fields(&status, &status.agenda.fingerprint, status.state, None),
@@ -283,8 +281,6 @@ impl Reconciler {
         rejection: Rejection,
         now: EpochMs,
     ) -> Result<ReportResult, WorkSyncError> {
-        let team = snapshot.team_name.as_str();
-        let member = request.member_name.as_str();
         let reconciled = self.reconcile_with(
             team_name,
             snapshot,
@@ -316,12 +312,12 @@ impl Reconciler {
             .ports
             .store
             .update(team_name, member_name, &mut |_| rejected.clone())?;
-        self.status_written(&status, false, now);
+        self.status_written(team_name, member_name, &status, false, now);
         self.audit(
             SOURCE,
             AuditKind::ReportRejected,
-            team,
-            &normalize_member_name(member),
+            team_name,
+            &member_name.normalized(),
             now,
             status.diagnostics.clone(),
             outcome_fields(

@@ -11,7 +11,7 @@ use crate::application::queue::Trigger;
 use crate::domain::agenda::Agenda;
 use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::diagnostic::StallTrigger;
-use crate::domain::names::{normalize_member_name, MemberName, TeamName};
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::status::{MemberStatus, ReconciledBy};
 use crate::domain::status_assembly::{StatusInputs, TokenGrant};
 use crate::domain::team::TeamSnapshot;
@@ -98,12 +98,17 @@ impl Reconciler {
 
     /// Journals the legacy fallback read of a status, as the app's store
     /// journals its own (after the write it fed).
-    pub(in crate::application) fn journal_legacy_read(&self, status: &MemberStatus, now: EpochMs) {
+    pub(in crate::application) fn journal_legacy_read(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+        now: EpochMs,
+    ) {
         self.audit(
             AuditSource::JsonStore,
             AuditKind::LegacyFallbackUsed,
-            &status.team_name,
-            &normalize_member_name(&status.member_name),
+            team,
+            &member.normalized(),
             now,
             vec![],
             json!({ "reason": "status_v1" }),
@@ -115,15 +120,17 @@ impl Reconciler {
     /// events, its `status_written` line.
     pub(in crate::application) fn status_written(
         &self,
+        team: &TeamName,
+        member: &MemberName,
         status: &MemberStatus,
         legacy: bool,
         now: EpochMs,
     ) {
         if legacy {
-            self.journal_legacy_read(status, now);
+            self.journal_legacy_read(team, member, now);
         }
-        self.record_metrics(status);
-        self.journal_status_written(status, now);
+        self.record_metrics(team, member, status);
+        self.journal_status_written(team, member, status, now);
     }
 }
 
