@@ -166,7 +166,7 @@ impl MemoryStatusStore {
         HeldUpdate { entered, release }
     }
 
-    fn key(team: &str, member: &str) -> (String, String) {
+    fn key(team: &TeamName, member: &MemberName) -> (String, String) {
         (team.to_string(), normalize_member_name(member))
     }
 }

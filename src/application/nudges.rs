@@ -328,7 +328,12 @@ impl Nudges {
     }
 
     /// Counts and journals a member outbox that could not be read or claimed from.
-    fn member_failed(&self, team: &str, failure: &MemberFailure, summary: &mut DispatchSummary) {
+    fn member_failed(
+        &self,
+        team: &TeamName,
+        failure: &MemberFailure,
+        summary: &mut DispatchSummary,
+    ) {
         summary.failed += 1;
         self.audit(
             AuditSource::NudgeDispatcher,
