@@ -87,11 +87,10 @@ fn synthetic_team(members: usize, tasks: usize) -> TeamSnapshot {
         .map(std::sync::Arc::new)
         .collect();
     TeamSnapshot {
-        team_name: "bench".into(),
         config_found: true,
         members: roster,
         tasks,
-        ..TeamSnapshot::default()
+        ..TeamSnapshot::empty(TeamName::parse("bench").unwrap())
     }
 }
 
@@ -100,7 +99,12 @@ fn full_pass(snapshot: &TeamSnapshot) -> usize {
     snapshot
         .members
         .iter()
-        .map(|m| index.agenda_for(&m.name, NOW).items.len())
+        .map(|m| {
+            index
+                .agenda_for(&MemberName::parse(&m.name).unwrap(), NOW)
+                .items
+                .len()
+        })
         .sum()
 }
 
@@ -132,14 +136,17 @@ fn in_memory(c: &mut Criterion) {
             round += 1;
             snapshot.tasks[0] = variants[round % 2].clone();
             let index = TeamIndex::cached(&snapshot, &mut kept);
-            index.agenda_for("member-1", NOW).items.len()
+            index
+                .agenda_for(&MemberName::parse("member-1").unwrap(), NOW)
+                .items
+                .len()
         })
     });
 }
 
 fn write_team_to_disk(root: &Path, snapshot: &TeamSnapshot) {
-    let team_dir = root.join("teams").join(&snapshot.team_name);
-    let task_dir = root.join("tasks").join(&snapshot.team_name);
+    let team_dir = root.join("teams").join(snapshot.team_name.as_str());
+    let task_dir = root.join("tasks").join(snapshot.team_name.as_str());
     std::fs::create_dir_all(&team_dir).unwrap();
     std::fs::create_dir_all(&task_dir).unwrap();
     let members: Vec<_> = snapshot
@@ -267,7 +274,7 @@ fn agenda_from_disk_cold(root: &Path) -> usize {
     let source = FsTeamSource::new(root.join("teams"), root.join("tasks"));
     let snapshot = source.load(&TeamName::parse("bench").unwrap());
     TeamIndex::build(&snapshot)
-        .agenda_for("member-1", NOW)
+        .agenda_for(&MemberName::parse("member-1").unwrap(), NOW)
         .items
         .len()
 }

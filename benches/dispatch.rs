@@ -61,7 +61,14 @@ fn setup(root: &Path) -> Services {
                 )
                 .unwrap();
             let planned = member_work_sync::domain::nudge::plan_nudge(&status).unwrap();
-            outbox.ensure("forge", &name, &planned, NOW).unwrap();
+            outbox
+                .ensure(
+                    &TeamName::parse("forge").unwrap(),
+                    &MemberName::parse(&name).unwrap(),
+                    &planned,
+                    NOW,
+                )
+                .unwrap();
             let id = format!("{member}-{n}");
             let path = tasks.join(format!("{id}.json"));
             let done = json!({"id": id, "subject": format!("Task {id}"), "status": "completed", "owner": name});

@@ -76,7 +76,12 @@ fn bench(spec: &Value, out: &mut impl Write) -> Result<(), String> {
         let id = format!("bench-{i}");
         stores
             .outbox
-            .ensure(team, member, &planned(team, member, &id), now)
+            .ensure(
+                &team_name,
+                &member_names[(i % 5) as usize],
+                &planned(team, member, &id),
+                now,
+            )
             .map_err(|e| format!("ensure: {e}"))?;
     }
     let started = Instant::now();

@@ -58,7 +58,8 @@ fn check_case(case_dir: &Path, mismatches: &mut Vec<Mismatch>) -> usize {
         let index = TeamIndex::build(&snapshot);
         for (member, want) in members.as_object().unwrap() {
             agendas += 1;
-            let agenda = index.agenda_for(member, &format_iso(now_ms));
+            let member_name = member_work_sync::domain::names::MemberName::parse(member).unwrap();
+            let agenda = index.agenda_for(&member_name, &format_iso(now_ms));
             let mut items: Vec<Value> = agenda
                 .items
                 .iter()

@@ -225,7 +225,7 @@ fn inactive_and_deleting_teams_never_reconcile() {
     services
         .engine
         .note_team_change(&event("member-spawn", Some("kim"), None));
-    services.runtime.set("forge", false, None); // offline without the engine noticing
+    services.runtime.set(&team("forge"), false, None); // offline without the engine noticing
     advance(&services, 30_000);
     assert!(run_due(&services).is_empty(), "dropped at take time");
     assert!(!dir
@@ -233,7 +233,7 @@ fn inactive_and_deleting_teams_never_reconcile() {
         .join("teams/forge/members/kim/.member-work-sync/status.json")
         .exists());
 
-    services.runtime.set("forge", true, None);
+    services.runtime.set(&team("forge"), true, None);
     services
         .engine
         .prepare_team_deletion(&team("forge"), None)

@@ -703,8 +703,8 @@ struct FinishFails(FsOutboxStore);
 impl OutboxStore for FinishFails {
     fn ensure(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         planned: &member_work_sync::domain::nudge::PlannedNudge,
         now: i64,
     ) -> Result<
@@ -753,7 +753,7 @@ impl OutboxStore for FinishFails {
     ) -> Result<(), PortError> {
         self.0.refresh_index(team)
     }
-    fn teams_with_outbox(&self) -> Vec<String> {
+    fn teams_with_outbox(&self) -> Vec<TeamName> {
         self.0.teams_with_outbox()
     }
 }
@@ -1288,7 +1288,7 @@ fn a_stored_review_pickup_is_superseded_and_escalated_at_dispatch() {
     let pickup = member_work_sync::domain::nudge::plan_nudge(&status).unwrap();
     f.services
         .outbox
-        .ensure("forge", "bob", &pickup, NOW)
+        .ensure(&team("forge"), &member("bob"), &pickup, NOW)
         .unwrap();
     let summary = f.dispatch();
     assert_eq!((summary.claimed, summary.superseded), (1, 1));
@@ -1531,13 +1531,13 @@ struct PickupApp {
 }
 
 impl member_work_sync::application::host::Host for PickupApp {
-    fn team_active(&self, _: &str) -> Option<bool> {
+    fn team_active(&self, _: &TeamName) -> Option<bool> {
         None
     }
-    fn member_active(&self, _: &str, _: &str) -> Option<bool> {
+    fn member_active(&self, _: &TeamName, _: &MemberName) -> Option<bool> {
         None
     }
-    fn can_dispatch_nudges(&self, _: &str) -> bool {
+    fn can_dispatch_nudges(&self, _: &TeamName) -> bool {
         true
     }
     fn lifecycle_active_teams(&self) -> Option<Vec<String>> {
@@ -1561,8 +1561,8 @@ impl member_work_sync::application::host::Host for PickupApp {
     }
     fn review_pickup_can_deliver(
         &self,
-        _: &str,
-        _: &str,
+        _: &TeamName,
+        _: &MemberName,
         _: Option<ProviderId>,
     ) -> Option<Result<(), String>> {
         self.can_deliver.clone()

@@ -15,6 +15,7 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use member_work_sync::application::ports::{OutboxStore, ReportIntentStore};
+use member_work_sync::domain::names::{MemberName, TeamName};
 use member_work_sync::domain::nudge::PlannedNudge;
 use member_work_sync::infrastructure::sqlite::{DirectDatabase, OpenMode, SqliteStore};
 
@@ -236,7 +237,12 @@ fn a_read_only_open_creates_nothing_and_writes_nothing() {
         preview: String::new(),
     };
     let error = store
-        .ensure("team-a", "bob", &planned, 0)
+        .ensure(
+            &TeamName::parse("team-a").unwrap(),
+            &MemberName::parse("bob").unwrap(),
+            &planned,
+            0,
+        )
         .err()
         .unwrap()
         .to_string();

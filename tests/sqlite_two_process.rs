@@ -16,6 +16,7 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::{json, Value};
 
+use member_work_sync::domain::names::{MemberName, TeamName};
 use member_work_sync::domain::nudge::AttemptEnd;
 use sqlite_peer::{dump, hold, hold_back, planned, Spec, Stores};
 
@@ -71,7 +72,12 @@ fn two_processes_claim_from_one_team_and_no_item_is_claimed_twice() {
         let id = format!("seed-{i}");
         stores
             .outbox
-            .ensure("shared", "alice", &planned("shared", "alice", &id), NOW)
+            .ensure(
+                &TeamName::parse("shared").unwrap(),
+                &MemberName::parse("alice").unwrap(),
+                &planned("shared", "alice", &id),
+                NOW,
+            )
             .unwrap();
     }
     let peers: Vec<Child> = ["p0", "p1"]
@@ -153,7 +159,12 @@ fn a_claim_waits_for_another_processes_write_lock_and_then_succeeds() {
     let stores = Stores::sqlite(&db);
     stores
         .outbox
-        .ensure("held", "alice", &planned("held", "alice", "held-item"), NOW)
+        .ensure(
+            &TeamName::parse("held").unwrap(),
+            &MemberName::parse("alice").unwrap(),
+            &planned("held", "alice", "held-item"),
+            NOW,
+        )
         .unwrap();
     assert_eq!(hold_back(&db, "held-item", NOW).unwrap(), 1);
     assert!(stores

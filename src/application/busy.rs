@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::router::ToolActivity;
-use crate::domain::names::{normalize_member_name, team_runtime_key};
+use crate::domain::names::{normalize_member_name, team_runtime_key, MemberName, TeamName};
 use crate::domain::time::EpochMs;
 
 /// How long after a tool finishes the member still counts as busy.
@@ -87,7 +87,7 @@ pub struct BusySignals {
     members: Mutex<HashMap<(String, String), HashMap<String, Call>>>,
 }
 
-fn key(team: &str, member: &str) -> (String, String) {
+fn key(team: &TeamName, member: &MemberName) -> (String, String) {
     (team_runtime_key(team), normalize_member_name(member))
 }
 
@@ -103,8 +103,8 @@ impl BusySignals {
     /// `tool_id` (if any), in one critical section.
     fn put(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         tool_id: &str,
         now: EpochMs,
         make: impl FnOnce(Option<&Call>) -> Call,
@@ -133,7 +133,13 @@ impl BusySignals {
 
     /// Records one tool activity event of the member; an event without a
     /// time happened `now`, a finish without a call id records nothing.
-    pub fn note(&self, team: &str, member: &str, activity: &ToolActivity, now: EpochMs) {
+    pub fn note(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+        activity: &ToolActivity,
+        now: EpochMs,
+    ) {
         match activity {
             ToolActivity::Started {
                 tool_id,
@@ -159,8 +165,8 @@ impl BusySignals {
     /// A tool call started. Event times in the future are clamped to `now`.
     pub(crate) fn tool_started(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         tool_id: &str,
         tool_name: Option<&str>,
         at: EpochMs,
@@ -176,8 +182,8 @@ impl BusySignals {
     /// after `at`. The tool name comes from the call's start, if seen.
     pub fn tool_finished(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         tool_id: &str,
         at: EpochMs,
         now: EpochMs,
@@ -195,7 +201,7 @@ impl BusySignals {
 
     /// The app lost track of some calls: forgets the listed ones, or every
     /// call of the member when the list is empty.
-    pub(crate) fn tools_reset(&self, team: &str, member: &str, tool_ids: &[String]) {
+    pub(crate) fn tools_reset(&self, team: &TeamName, member: &MemberName, tool_ids: &[String]) {
         let mut members = self.members();
         let key = key(team, member);
         if tool_ids.is_empty() {
@@ -213,13 +219,18 @@ impl BusySignals {
     }
 
     /// Whether the member is busy now.
-    pub fn busy(&self, team: &str, member: &str, now: EpochMs) -> Option<BusyReason> {
+    pub fn busy(&self, team: &TeamName, member: &MemberName, now: EpochMs) -> Option<BusyReason> {
         self.busy_with(team, member, now).map(|busy| busy.reason)
     }
 
     /// Whether the member is busy now, why, and with which tool: a running
     /// call wins over a finished one, the newest call names the tool.
-    pub(crate) fn busy_with(&self, team: &str, member: &str, now: EpochMs) -> Option<Busy> {
+    pub(crate) fn busy_with(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+        now: EpochMs,
+    ) -> Option<Busy> {
         let mut members = self.members();
         let key = key(team, member);
         let calls = members.get_mut(&key)?;
@@ -258,7 +269,7 @@ impl BusySignals {
     }
 
     /// Forgets a team (after deletion, or when its lead goes offline).
-    pub(crate) fn forget_team(&self, team: &str) {
+    pub(crate) fn forget_team(&self, team: &TeamName) {
         let team = team_runtime_key(team);
         self.members().retain(|(t, _), _| *t != team);
     }
@@ -267,6 +278,14 @@ impl BusySignals {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn team(name: &str) -> TeamName {
+        TeamName::parse(name).unwrap()
+    }
+
+    fn member(name: &str) -> MemberName {
+        MemberName::parse(name).unwrap()
+    }
 
     fn busy_with(reason: BusyReason, tool: Option<&str>) -> Option<Busy> {
         Some(Busy {
@@ -278,34 +297,58 @@ mod tests {
     #[test]
     fn active_then_recent_then_idle() {
         let busy = BusySignals::default();
-        assert_eq!(busy.busy("forge", "jack", 0), None);
-        busy.tool_started("forge", "Jack", "t1", Some("Bash"), 1_000, 1_000);
+        assert_eq!(busy.busy(&team("forge"), &member("jack"), 0), None);
+        busy.tool_started(
+            &team("forge"),
+            &member("Jack"),
+            "t1",
+            Some("Bash"),
+            1_000,
+            1_000,
+        );
         assert_eq!(
-            busy.busy_with("forge", "jack", 2_000),
+            busy.busy_with(&team("forge"), &member("jack"), 2_000),
             busy_with(BusyReason::ActiveToolActivity, Some("Bash"))
         );
-        busy.tool_finished("forge", "jack", "t1", 5_000, 5_000);
+        busy.tool_finished(&team("forge"), &member("jack"), "t1", 5_000, 5_000);
         assert_eq!(
-            busy.busy_with("forge", "jack", 5_000 + RECENT_TOOL_MS - 1),
+            busy.busy_with(&team("forge"), &member("jack"), 5_000 + RECENT_TOOL_MS - 1),
             busy_with(BusyReason::RecentToolActivity, Some("Bash"))
         );
-        assert_eq!(busy.busy("forge", "jack", 5_000 + RECENT_TOOL_MS), None);
+        assert_eq!(
+            busy.busy(&team("forge"), &member("jack"), 5_000 + RECENT_TOOL_MS),
+            None
+        );
     }
 
     #[test]
     fn a_running_call_wins_and_the_newest_names_the_tool() {
         let busy = BusySignals::default();
-        busy.tool_started("forge", "jack", "a", Some("Read"), 1_000, 1_000);
-        busy.tool_started("forge", "jack", "b", Some("Bash"), 2_000, 2_000);
-        busy.tool_finished("forge", "jack", "a", 3_000, 3_000);
+        busy.tool_started(
+            &team("forge"),
+            &member("jack"),
+            "a",
+            Some("Read"),
+            1_000,
+            1_000,
+        );
+        busy.tool_started(
+            &team("forge"),
+            &member("jack"),
+            "b",
+            Some("Bash"),
+            2_000,
+            2_000,
+        );
+        busy.tool_finished(&team("forge"), &member("jack"), "a", 3_000, 3_000);
         assert_eq!(
-            busy.busy_with("forge", "jack", 3_000),
+            busy.busy_with(&team("forge"), &member("jack"), 3_000),
             busy_with(BusyReason::ActiveToolActivity, Some("Bash"))
         );
         // A finish without a seen start still makes the member busy, unnamed.
-        busy.tool_finished("forge", "jill", "x", 3_000, 3_000);
+        busy.tool_finished(&team("forge"), &member("jill"), "x", 3_000, 3_000);
         assert_eq!(
-            busy.busy_with("forge", "jill", 3_000),
+            busy.busy_with(&team("forge"), &member("jill"), 3_000),
             busy_with(BusyReason::RecentToolActivity, None)
         );
     }
@@ -313,47 +356,60 @@ mod tests {
     #[test]
     fn reset_forgets_listed_calls_or_the_whole_member() {
         let busy = BusySignals::default();
-        busy.tool_started("forge", "jack", "a", None, 1_000, 1_000);
-        busy.tool_started("forge", "jack", "b", None, 1_000, 1_000);
-        busy.tools_reset("forge", "jack", &["a".into()]);
+        busy.tool_started(&team("forge"), &member("jack"), "a", None, 1_000, 1_000);
+        busy.tool_started(&team("forge"), &member("jack"), "b", None, 1_000, 1_000);
+        busy.tools_reset(&team("forge"), &member("jack"), &["a".into()]);
         assert_eq!(
-            busy.busy("forge", "jack", 1_000),
+            busy.busy(&team("forge"), &member("jack"), 1_000),
             Some(BusyReason::ActiveToolActivity)
         );
-        busy.tools_reset("forge", "jack", &["b".into()]);
-        assert_eq!(busy.busy("forge", "jack", 1_000), None);
-        busy.tool_finished("forge", "jack", "c", 1_000, 1_000);
-        busy.tools_reset("forge", "JACK", &[]);
-        assert_eq!(busy.busy("forge", "jack", 1_000), None);
+        busy.tools_reset(&team("forge"), &member("jack"), &["b".into()]);
+        assert_eq!(busy.busy(&team("forge"), &member("jack"), 1_000), None);
+        busy.tool_finished(&team("forge"), &member("jack"), "c", 1_000, 1_000);
+        busy.tools_reset(&team("forge"), &member("JACK"), &[]);
+        assert_eq!(busy.busy(&team("forge"), &member("jack"), 1_000), None);
     }
 
     #[test]
     fn stale_active_tools_and_future_timestamps_are_bounded() {
         let busy = BusySignals::default();
-        busy.tool_started("forge", "jack", "lost", None, 0, 0);
-        assert_eq!(busy.busy("forge", "jack", ACTIVE_TOOL_STALE_MS), None);
+        busy.tool_started(&team("forge"), &member("jack"), "lost", None, 0, 0);
+        assert_eq!(
+            busy.busy(&team("forge"), &member("jack"), ACTIVE_TOOL_STALE_MS),
+            None
+        );
         // A finish stamped an hour in the future counts as finishing now.
-        busy.tool_finished("forge", "jill", "t", 3_600_000, 1_000);
-        assert_eq!(busy.busy("forge", "jill", 1_000 + RECENT_TOOL_MS), None);
-        busy.tool_started("forge", "jack", "t", None, 1, 1);
-        busy.forget_team("FORGE");
-        assert_eq!(busy.busy("forge", "jack", 1), None);
+        busy.tool_finished(&team("forge"), &member("jill"), "t", 3_600_000, 1_000);
+        assert_eq!(
+            busy.busy(&team("forge"), &member("jill"), 1_000 + RECENT_TOOL_MS),
+            None
+        );
+        busy.tool_started(&team("forge"), &member("jack"), "t", None, 1, 1);
+        busy.forget_team(&team("FORGE"));
+        assert_eq!(busy.busy(&team("forge"), &member("jack"), 1), None);
     }
 
     #[test]
     fn members_are_capped_and_expired_ones_make_room() {
         let busy = BusySignals::default();
         for n in 0..MAX_MEMBERS {
-            busy.tool_finished("forge", &format!("m{n}"), "t", 0, 0);
+            busy.tool_finished(&team("forge"), &member(&format!("m{n}")), "t", 0, 0);
         }
         // All busy until RECENT_TOOL_MS: a new member is not recorded.
-        busy.tool_started("forge", "late", "t", None, 1, 1);
-        assert_eq!(busy.busy("forge", "late", 1), None);
+        busy.tool_started(&team("forge"), &member("late"), "t", None, 1, 1);
+        assert_eq!(busy.busy(&team("forge"), &member("late"), 1), None);
         assert_eq!(busy.members().len(), MAX_MEMBERS);
         // Once they expired, they make room.
-        busy.tool_started("forge", "later", "t", None, RECENT_TOOL_MS, RECENT_TOOL_MS);
+        busy.tool_started(
+            &team("forge"),
+            &member("later"),
+            "t",
+            None,
+            RECENT_TOOL_MS,
+            RECENT_TOOL_MS,
+        );
         assert_eq!(
-            busy.busy("forge", "later", RECENT_TOOL_MS),
+            busy.busy(&team("forge"), &member("later"), RECENT_TOOL_MS),
             Some(BusyReason::ActiveToolActivity)
         );
         assert_eq!(busy.members().len(), 1);
@@ -363,10 +419,17 @@ mod tests {
     fn a_flood_of_unfinished_starts_is_capped_per_member() {
         let busy = BusySignals::default();
         for n in 0..(MAX_TOOLS_PER_MEMBER as i64 * 4) {
-            busy.tool_started("forge", "jack", &format!("t{n}"), None, n, n);
+            busy.tool_started(
+                &team("forge"),
+                &member("jack"),
+                &format!("t{n}"),
+                None,
+                n,
+                n,
+            );
         }
         let members = busy.members();
-        let calls = &members[&key("forge", "jack")];
+        let calls = &members[&key(&team("forge"), &member("jack"))];
         assert_eq!(calls.len(), MAX_TOOLS_PER_MEMBER);
         // The newest calls are the ones kept.
         assert!(calls.contains_key(&format!("t{}", MAX_TOOLS_PER_MEMBER * 4 - 1)));

@@ -10,7 +10,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
-use crate::domain::names::normalize_member_name;
+use crate::domain::names::{normalize_member_name, MemberName, TeamName};
 use crate::domain::nudge::{DELIVERY_WINDOW_MS, MAX_DELIVERIES_PER_HOUR};
 use crate::domain::time::MonotonicMs;
 
@@ -43,7 +43,7 @@ impl DeliveryRecord {
     /// (an item delivered again, as when its inbox row was already there,
     /// keeps its first time). Drops members whose latest delivery has left
     /// the window, then the stalest members past [`MAX_MEMBERS`].
-    pub fn record(&self, team: &str, member: &str, outbox_id: &str, at: MonotonicMs) {
+    pub fn record(&self, team: &TeamName, member: &MemberName, outbox_id: &str, at: MonotonicMs) {
         let mut members = self.members.lock().unwrap_or_else(|e| e.into_inner());
         let latest = members.entry(key(team, member)).or_default();
         if !latest.iter().any(|d| d.outbox_id == outbox_id) {
@@ -69,7 +69,7 @@ impl DeliveryRecord {
     }
 
     /// The latest deliveries this process made to `member` of `team`.
-    pub fn of(&self, team: &str, member: &str) -> Vec<RecordedDelivery> {
+    pub fn of(&self, team: &TeamName, member: &MemberName) -> Vec<RecordedDelivery> {
         let members = self.members.lock().unwrap_or_else(|e| e.into_inner());
         members
             .get(&key(team, member))
@@ -78,7 +78,7 @@ impl DeliveryRecord {
     }
 }
 
-fn key(team: &str, member: &str) -> (String, String) {
+fn key(team: &TeamName, member: &MemberName) -> (String, String) {
     (team.to_string(), normalize_member_name(member))
 }
 
@@ -94,11 +94,19 @@ fn newest(latest: &Latest) -> MonotonicMs {
 mod tests {
     use super::*;
 
+    fn team(name: &str) -> TeamName {
+        TeamName::parse(name).unwrap()
+    }
+
+    fn member(name: &str) -> MemberName {
+        MemberName::parse(name).unwrap()
+    }
+
     const MINUTE: MonotonicMs = 60_000;
 
-    fn ids(record: &DeliveryRecord, member: &str) -> Vec<(String, MonotonicMs)> {
+    fn ids(record: &DeliveryRecord, name: &str) -> Vec<(String, MonotonicMs)> {
         record
-            .of("forge", member)
+            .of(&team("forge"), &member(name))
             .into_iter()
             .map(|d| (d.outbox_id, d.at))
             .collect()
@@ -107,32 +115,37 @@ mod tests {
     #[test]
     fn keeps_the_latest_deliveries_per_member() {
         let record = DeliveryRecord::default();
-        record.record("forge", "jack", "a", MINUTE);
-        record.record("forge", " Jack", "b", 2 * MINUTE);
-        record.record("forge", "jack", "b", 3 * MINUTE);
+        record.record(&team("forge"), &member("jack"), "a", MINUTE);
+        record.record(&team("forge"), &member(" Jack"), "b", 2 * MINUTE);
+        record.record(&team("forge"), &member("jack"), "b", 3 * MINUTE);
         assert_eq!(
             ids(&record, "JACK"),
             [("a".into(), MINUTE), ("b".into(), 2 * MINUTE)],
             "one member however spelled; a repeated item keeps its first time"
         );
-        record.record("forge", "jack", "c", 4 * MINUTE);
+        record.record(&team("forge"), &member("jack"), "c", 4 * MINUTE);
         assert_eq!(
             ids(&record, "jack"),
             [("b".into(), 2 * MINUTE), ("c".into(), 4 * MINUTE)]
         );
-        assert!(record.of("other", "jack").is_empty());
+        assert!(record.of(&team("other"), &member("jack")).is_empty());
         assert!(ids(&record, "jill").is_empty());
     }
 
     #[test]
     fn forgets_members_out_of_the_window_and_past_the_bound() {
         let record = DeliveryRecord::default();
-        record.record("forge", "jack", "a", 0);
-        record.record("forge", "jill", "b", DELIVERY_WINDOW_MS);
+        record.record(&team("forge"), &member("jack"), "a", 0);
+        record.record(&team("forge"), &member("jill"), "b", DELIVERY_WINDOW_MS);
         assert!(ids(&record, "jack").is_empty(), "an hour old");
         assert_eq!(ids(&record, "jill").len(), 1);
         for i in 0..MAX_MEMBERS {
-            record.record("forge", &format!("m{i}"), "x", DELIVERY_WINDOW_MS + 1);
+            record.record(
+                &team("forge"),
+                &member(&format!("m{i}")),
+                "x",
+                DELIVERY_WINDOW_MS + 1,
+            );
         }
         assert!(ids(&record, "jill").is_empty(), "the stalest goes first");
         assert_eq!(ids(&record, "m0").len(), 1);

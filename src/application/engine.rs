@@ -153,7 +153,7 @@ impl Engine {
         self.now()
     }
 
-    fn is_deleting(&self, team: &str) -> bool {
+    fn is_deleting(&self, team: &TeamName) -> bool {
         self.state().gate.is_fenced(team)
     }
 
@@ -169,7 +169,13 @@ impl Engine {
             })));
     }
 
-    fn audit(&self, kind: AuditKind, team: &str, member: &str, metadata: serde_json::Value) {
+    fn audit(
+        &self,
+        kind: AuditKind,
+        team: &TeamName,
+        member: &MemberName,
+        metadata: serde_json::Value,
+    ) {
         let serde_json::Value::Object(metadata) = metadata else {
             return;
         };
@@ -189,8 +195,13 @@ impl Engine {
     /// A `member-turn-settled` event announcing a turn the drain already
     /// queued (an app forwarding `onTeamChange` back) changes nothing.
     pub fn note_team_change(&self, event: &TeamChangeEvent) {
-        if self.is_deleting(&event.team_name) {
-            self.resume_if_recreated(event);
+        // Fences compare by the runtime key, which trims: a padded event
+        // name still finds its team's fence.
+        let fenced = TeamName::parse(event.team_name.trim())
+            .ok()
+            .filter(|team| self.is_deleting(team));
+        if let Some(team) = fenced {
+            self.resume_if_recreated(team, event);
             return;
         }
         if settled_turn_source_id(event).is_some_and(|id| self.deps.settled_turns.contains(&id)) {
@@ -505,7 +516,7 @@ impl Engine {
             let outcome = state.queue.finish(key, succeeded, self.now());
             (outcome, state.gate.is_fenced(&item.team_name))
         };
-        let (team, member) = (item.team_name.as_str(), item.member_name.as_str());
+        let (team, member) = (&item.team_name, &item.member_name);
         // Audit before waking a waiting deletion, and never for a team being
         // deleted: the journal write would recreate its directory.
         match outcome {
@@ -572,7 +583,6 @@ impl Engine {
         active: bool,
         members: Option<Vec<String>>,
     ) {
-        let team = team.as_str();
         self.deps.ports.runtime.set(team, active, members);
         if !active {
             self.state().queue.drop_team(team);

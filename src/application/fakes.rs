@@ -68,7 +68,6 @@ impl MemoryTeams {
     /// Adds (or replaces) an active team with these members.
     pub(crate) fn put(&self, team: &str, members: &[&str]) {
         let snapshot = TeamSnapshot {
-            team_name: team.to_string(),
             folder_found: true,
             config_found: true,
             members: members
@@ -78,7 +77,7 @@ impl MemoryTeams {
                     ..TeamMember::default()
                 })
                 .collect(),
-            ..TeamSnapshot::default()
+            ..TeamSnapshot::empty(TeamName::parse(team).unwrap())
         };
         self.teams
             .lock()
@@ -114,10 +113,7 @@ impl TeamSource for MemoryTeams {
             .unwrap()
             .get(team_name.as_str())
             .cloned()
-            .unwrap_or_else(|| TeamSnapshot {
-                team_name: team_name.to_string(),
-                ..TeamSnapshot::default()
-            })
+            .unwrap_or_else(|| TeamSnapshot::empty(team_name.clone()))
     }
 
     fn active_members(&self, team_name: &TeamName) -> Vec<MemberName> {
@@ -170,7 +166,7 @@ impl MemoryStatusStore {
         HeldUpdate { entered, release }
     }
 
-    fn key(team: &str, member: &str) -> (String, String) {
+    fn key(team: &TeamName, member: &MemberName) -> (String, String) {
         (team.to_string(), normalize_member_name(member))
     }
 }
@@ -324,8 +320,8 @@ impl MemoryOutbox {
 impl OutboxStore for MemoryOutbox {
     fn ensure(
         &self,
-        _: &str,
-        _: &str,
+        _: &TeamName,
+        _: &MemberName,
         _: &PlannedNudge,
         _: EpochMs,
     ) -> Result<(OutboxItem, EnsureOutcome), PortError> {
@@ -362,7 +358,7 @@ impl OutboxStore for MemoryOutbox {
         Ok(())
     }
 
-    fn teams_with_outbox(&self) -> Vec<String> {
+    fn teams_with_outbox(&self) -> Vec<TeamName> {
         Vec::new()
     }
 }

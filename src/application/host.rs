@@ -11,6 +11,7 @@
 
 use std::sync::RwLock;
 
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::nudge::{NudgePayload, TaskRef};
 use crate::domain::team::ProviderId;
 use crate::domain::time::EpochMs;
@@ -203,12 +204,12 @@ pub enum SettledTarget {
 /// The host app's answers. `None`: no answer, use the fallback.
 pub trait Host: Send + Sync {
     /// `isTeamActive(teamName)`.
-    fn team_active(&self, team_name: &str) -> Option<bool>;
+    fn team_active(&self, team_name: &TeamName) -> Option<bool>;
     /// `isMemberActive({teamName, memberName})`.
-    fn member_active(&self, team_name: &str, member_name: &str) -> Option<bool>;
+    fn member_active(&self, team_name: &TeamName, member_name: &MemberName) -> Option<bool>;
     /// `canDispatchNudges(teamName)`: true without the option; false when
     /// it failed (the app's readiness check fails closed).
-    fn can_dispatch_nudges(&self, team_name: &str) -> bool;
+    fn can_dispatch_nudges(&self, team_name: &TeamName) -> bool;
     /// `listLifecycleActiveTeamNames()`: the teams a scheduled dispatch
     /// serves; `None` without the option (the teams with an outbox are
     /// served), empty when it failed (the pass dispatches nothing).
@@ -228,8 +229,8 @@ pub trait Host: Send + Sync {
     /// `Err(reason)` when the app refuses (or the call failed).
     fn review_pickup_can_deliver(
         &self,
-        _team_name: &str,
-        _member_name: &str,
+        _team_name: &TeamName,
+        _member_name: &MemberName,
         _provider_id: Option<ProviderId>,
     ) -> Option<Result<(), String>> {
         None
@@ -311,14 +312,14 @@ impl HostRelay {
 }
 
 impl Host for HostRelay {
-    fn team_active(&self, team_name: &str) -> Option<bool> {
+    fn team_active(&self, team_name: &TeamName) -> Option<bool> {
         self.ask(|h| h.team_active(team_name)).flatten()
     }
-    fn member_active(&self, team_name: &str, member_name: &str) -> Option<bool> {
+    fn member_active(&self, team_name: &TeamName, member_name: &MemberName) -> Option<bool> {
         self.ask(|h| h.member_active(team_name, member_name))
             .flatten()
     }
-    fn can_dispatch_nudges(&self, team_name: &str) -> bool {
+    fn can_dispatch_nudges(&self, team_name: &TeamName) -> bool {
         self.ask(|h| h.can_dispatch_nudges(team_name))
             .unwrap_or(true)
     }
@@ -337,8 +338,8 @@ impl Host for HostRelay {
     }
     fn review_pickup_can_deliver(
         &self,
-        team_name: &str,
-        member_name: &str,
+        team_name: &TeamName,
+        member_name: &MemberName,
         provider_id: Option<ProviderId>,
     ) -> Option<Result<(), String>> {
         self.ask(|h| h.review_pickup_can_deliver(team_name, member_name, provider_id))
@@ -379,13 +380,13 @@ mod tests {
 
     struct Fixed;
     impl Host for Fixed {
-        fn team_active(&self, _: &str) -> Option<bool> {
+        fn team_active(&self, _: &TeamName) -> Option<bool> {
             Some(false)
         }
-        fn member_active(&self, _: &str, _: &str) -> Option<bool> {
+        fn member_active(&self, _: &TeamName, _: &MemberName) -> Option<bool> {
             None
         }
-        fn can_dispatch_nudges(&self, _: &str) -> bool {
+        fn can_dispatch_nudges(&self, _: &TeamName) -> bool {
             false
         }
         fn lifecycle_active_teams(&self) -> Option<Vec<String>> {
@@ -405,6 +406,7 @@ mod tests {
     #[test]
     fn the_relay_answers_only_while_connected() {
         let relay = HostRelay::default();
+        let forge = TeamName::parse("forge").unwrap();
         let wake = DeliveryWake {
             team_name: "forge",
             member_name: "jack",
@@ -412,16 +414,19 @@ mod tests {
             provider_id: None,
             inserted: true,
         };
-        assert_eq!(relay.team_active("forge"), None);
+        assert_eq!(relay.team_active(&forge), None);
         assert_eq!(relay.control_url(), ControlUrl::NotResolved);
         assert_eq!(relay.delivery_wake(&wake), Ok(()));
         relay.connect(Box::new(Fixed));
-        assert_eq!(relay.team_active("forge"), Some(false));
-        assert_eq!(relay.member_active("forge", "jack"), None);
+        assert_eq!(relay.team_active(&forge), Some(false));
+        assert_eq!(
+            relay.member_active(&forge, &MemberName::parse("jack").unwrap()),
+            None
+        );
         assert_eq!(relay.lifecycle_active_teams(), Some(vec!["forge".into()]));
         assert_eq!(relay.delivery_wake(&wake), Err("down".into()));
-        assert!(!relay.can_dispatch_nudges("forge"));
+        assert!(!relay.can_dispatch_nudges(&forge));
         relay.disconnect();
-        assert!(relay.can_dispatch_nudges("forge"));
+        assert!(relay.can_dispatch_nudges(&forge));
     }
 }

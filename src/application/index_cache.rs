@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::domain::agenda::{Agenda, TaskIndex, TeamIndex};
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::team::TeamSnapshot;
 
 /// Teams whose index is kept; the task cache keeps as many boards.
@@ -31,7 +32,12 @@ pub(crate) struct IndexCache {
 
 impl IndexCache {
     /// The agenda of `member` on `snapshot`, stamped with `generated_at`.
-    pub fn agenda_for(&self, snapshot: &TeamSnapshot, member: &str, generated_at: &str) -> Agenda {
+    pub fn agenda_for(
+        &self,
+        snapshot: &TeamSnapshot,
+        member: &MemberName,
+        generated_at: &str,
+    ) -> Agenda {
         let index = self.index_of(&snapshot.team_name);
         // Reconciles of other teams never wait here; ones of the same team
         // wait only for the refresh and one agenda.
@@ -46,11 +52,11 @@ impl IndexCache {
         TeamIndex::cached(snapshot, &mut index).agenda_for(member, generated_at)
     }
 
-    fn index_of(&self, team: &str) -> Arc<Mutex<TaskIndex>> {
+    fn index_of(&self, team: &TeamName) -> Arc<Mutex<TaskIndex>> {
         let mut guard = lock(&self.teams);
         let (teams, clock) = &mut *guard;
         *clock += 1;
-        if !teams.contains_key(team) && teams.len() >= MAX_INDEXED_TEAMS {
+        if !teams.contains_key(team.as_str()) && teams.len() >= MAX_INDEXED_TEAMS {
             let oldest = teams
                 .iter()
                 .min_by_key(|(_, slot)| slot.used)
@@ -72,6 +78,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::names::TeamName;
     use crate::domain::team::{Task, TaskStatus, TeamMember};
 
     fn team(name: &str, owner: &str) -> TeamSnapshot {
@@ -88,14 +95,13 @@ mod tests {
             history: vec![],
         };
         TeamSnapshot {
-            team_name: name.into(),
             config_found: true,
             members: vec![TeamMember {
                 name: "jack".into(),
                 ..TeamMember::default()
             }],
             tasks: vec![Arc::new(task)],
-            ..TeamSnapshot::default()
+            ..TeamSnapshot::empty(TeamName::parse(name).unwrap())
         }
     }
 
@@ -103,6 +109,7 @@ mod tests {
     fn agendas_follow_each_snapshot_and_teams_stay_bounded() {
         let cache = IndexCache::default();
         let at = "2026-11-22T10:00:00.000Z";
+        let jack = MemberName::parse("jack").unwrap();
         // (team, owner of its task, items jack has)
         let cases = [
             ("a", "jack", 1),
@@ -112,12 +119,12 @@ mod tests {
         ];
         for (name, owner, items) in cases {
             let snapshot = team(name, owner);
-            let agenda = cache.agenda_for(&snapshot, "jack", at);
-            assert_eq!(agenda, TeamIndex::build(&snapshot).agenda_for("jack", at));
+            let agenda = cache.agenda_for(&snapshot, &jack, at);
+            assert_eq!(agenda, TeamIndex::build(&snapshot).agenda_for(&jack, at));
             assert_eq!(agenda.items.len(), items, "{name} {owner}");
         }
         for i in 0..MAX_INDEXED_TEAMS + 3 {
-            cache.agenda_for(&team(&format!("t{i}"), "jack"), "jack", at);
+            cache.agenda_for(&team(&format!("t{i}"), "jack"), &jack, at);
         }
         assert_eq!(lock(&cache.teams).0.len(), MAX_INDEXED_TEAMS);
     }

@@ -130,7 +130,6 @@ impl Nudges {
         status: &MemberStatus,
     ) -> Option<PlannerCode> {
         let base = plan_nudge(status)?;
-        let team = status.team_name.as_str();
         let now = self.ports.clock.now_ms();
         let Ok(index) = self.ports.metrics.read(team_name) else {
             return Some(self.plan_line(status, false, PlannerCode::MetricsUnavailable, None));
@@ -143,8 +142,10 @@ impl Nudges {
         };
         if base.payload.work_sync_intent == NudgeIntent::ReviewPickup {
             let host = &*self.ports.host;
+            // The status's member name is the normalized one.
+            let member = member_name.normalized();
             if let Err(undeliverable) =
-                review_pickup::delivery(host, team, &status.member_name, status.provider_id)
+                review_pickup::delivery(host, team_name, &member, status.provider_id)
             {
                 let why = undeliverable.planner_reason();
                 self.plan_audit(
@@ -327,7 +328,12 @@ impl Nudges {
     }
 
     /// Counts and journals a member outbox that could not be read or claimed from.
-    fn member_failed(&self, team: &str, failure: &MemberFailure, summary: &mut DispatchSummary) {
+    fn member_failed(
+        &self,
+        team: &TeamName,
+        failure: &MemberFailure,
+        summary: &mut DispatchSummary,
+    ) {
         summary.failed += 1;
         self.audit(
             AuditSource::NudgeDispatcher,
@@ -352,10 +358,10 @@ impl Nudges {
         let now = self.ports.clock.now_ms();
         let mut notes = AttemptNotes::default();
         let end = self.attempt(team, item, index, metrics, alerts, now, &mut notes);
-        if end == AttemptEnd::Delivered {
+        if let (AttemptEnd::Delivered, Some(member)) = (&end, &notes.member) {
             // The inbox has it whatever becomes of the outcome write below.
             let at = self.monotonic_now();
-            self.delivered.record(team, &item.member_name, &item.id, at);
+            self.delivered.record(team, member, &item.id, at);
         }
         let (counter, kind) = match &end {
             AttemptEnd::Delivered => (&mut summary.delivered, AuditKind::NudgeDelivered),
@@ -522,6 +528,9 @@ struct AttemptNotes {
     written: Option<InboxWrite>,
     /// What the app's review pickup delivery answered, when it was asked.
     pickup: Option<PickupAnswer>,
+    /// The member the item is for, once its stored name was checked (every
+    /// delivered attempt has one).
+    member: Option<MemberName>,
 }
 
 /// What the app's review pickup delivery answered when it took the prompt,

@@ -67,29 +67,28 @@ impl Ports {
     /// `isTeamActive` / `isMemberActive` answers where it gives them, else
     /// what `setTeamRuntimeState` last reported. The member is asked about
     /// only when its team is active, as the app's lifecycle port is.
-    pub fn activity(&self, team_name: &str, member_name: &str) -> RuntimeActivity {
-        let pushed = self.runtime.activity(team_name, member_name);
-        let team_active = self
-            .host
-            .team_active(team_name)
-            .unwrap_or(pushed.team_active);
-        let member_active = team_active
-            && self
-                .host
-                .member_active(team_name, member_name)
-                .unwrap_or(pushed.member_active);
+    pub fn activity(&self, team_name: &TeamName, member_name: &MemberName) -> RuntimeActivity {
+        let team_active = self.team_active(team_name);
         RuntimeActivity {
             team_active,
-            member_active,
+            member_active: team_active && self.member_active(team_name, member_name),
         }
+    }
+
+    /// Whether a member's runtime is active at decision time, asked only
+    /// once its team is (the member half of [`Ports::activity`]).
+    pub fn member_active(&self, team_name: &TeamName, member_name: &MemberName) -> bool {
+        self.host
+            .member_active(team_name, member_name)
+            .unwrap_or_else(|| self.runtime.activity(team_name, member_name).member_active)
     }
 
     /// Whether a team's runtime is active at decision time (the team half of
     /// [`Ports::activity`]).
-    pub fn team_active(&self, team_name: &str) -> bool {
+    pub fn team_active(&self, team_name: &TeamName) -> bool {
         self.host
             .team_active(team_name)
-            .unwrap_or_else(|| self.runtime.activity(team_name, "").team_active)
+            .unwrap_or_else(|| self.runtime.team_active(team_name))
     }
 }
 
@@ -380,8 +379,8 @@ pub trait OutboxStore: Send + Sync {
     /// Puts a planned nudge into the member's outbox (`ensurePending`).
     fn ensure(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         planned: &crate::domain::nudge::PlannedNudge,
         now: EpochMs,
     ) -> Result<
@@ -419,8 +418,10 @@ pub trait OutboxStore: Send + Sync {
     /// Rewrites the team index from the member files (once per dispatch pass,
     /// not per transition: the member files are the truth).
     fn refresh_index(&self, team: &TeamName) -> Result<(), PortError>;
-    /// Teams that have an outbox (for the dispatch scheduler).
-    fn teams_with_outbox(&self) -> Vec<String>;
+    /// Teams that have an outbox (for the dispatch scheduler); a stored
+    /// team name unsafe as a folder is not listed (nothing could ever be
+    /// dispatched for it).
+    fn teams_with_outbox(&self) -> Vec<TeamName>;
 }
 
 /// Outcome of writing a nudge into an inbox.

@@ -106,7 +106,7 @@ impl Trigger {
 pub(crate) type QueueKey = (String, String);
 
 /// Builds the key of a member.
-pub(crate) fn queue_key(team: &str, member: &str) -> QueueKey {
+pub(crate) fn queue_key(team: &TeamName, member: &MemberName) -> QueueKey {
     (team_runtime_key(team), normalize_member_name(member))
 }
 
@@ -297,7 +297,7 @@ impl QueueCore {
     /// Whether the member already waits for `trigger`: queued with it, or
     /// running with a follow-up pass owed for it. Another `trigger` then
     /// changes nothing but the debounce of its due time.
-    pub fn holds(&self, team: &str, member: &str, trigger: Trigger) -> bool {
+    pub fn holds(&self, team: &TeamName, member: &MemberName, trigger: Trigger) -> bool {
         match self.items.get(&queue_key(team, member)) {
             Some(item) if item.queued => item.triggers.contains(&trigger),
             Some(item) => item.rerun.as_ref().is_some_and(|r| r.contains(&trigger)),
@@ -409,7 +409,7 @@ impl QueueCore {
     }
 
     /// Drops every queued (not running) item of a team; running ones lose their follow-up.
-    pub(crate) fn drop_team(&mut self, team: &str) -> usize {
+    pub(crate) fn drop_team(&mut self, team: &TeamName) -> usize {
         let team_key = team_runtime_key(team);
         let mut dropped = 0;
         self.items.retain(|(t, _), item| {
@@ -446,7 +446,7 @@ impl QueueCore {
     }
 
     /// Items of a team that are running now.
-    pub(crate) fn running_in_team(&self, team: &str) -> usize {
+    pub(crate) fn running_in_team(&self, team: &TeamName) -> usize {
         let team = team_runtime_key(team);
         self.items
             .values()
@@ -513,8 +513,8 @@ mod tests {
 
     const T0: EpochMs = 1_000_000;
 
-    fn key(member: &str) -> QueueKey {
-        queue_key("forge", member)
+    fn key(name: &str) -> QueueKey {
+        queue_key(&team("forge"), &member(name))
     }
 
     #[test]
@@ -821,9 +821,9 @@ mod tests {
             "one member, one item"
         );
         q.take_due(T0);
-        assert_eq!(q.running_in_team("FORGE"), 1);
+        assert_eq!(q.running_in_team(&team("FORGE")), 1);
         q.enqueue(&team("forge"), &member("jill"), Trigger::TaskChanged, T0);
-        assert_eq!(q.drop_team("FORGE"), 1);
+        assert_eq!(q.drop_team(&team("FORGE")), 1);
     }
 
     #[test]
@@ -873,8 +873,8 @@ mod tests {
             Trigger::TaskChanged,
             T0 + 1,
         );
-        assert_eq!(q.drop_team("forge"), 1);
-        assert_eq!(q.running_in_team("forge"), 1);
+        assert_eq!(q.drop_team(&team("forge")), 1);
+        assert_eq!(q.running_in_team(&team("forge")), 1);
         assert_eq!(
             q.finish(&key("jack"), true, T0 + 2),
             FinishOutcome::Done,

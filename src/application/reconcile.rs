@@ -178,11 +178,11 @@ pub struct TeamPreview {
 /// Where a reconcile gets a member's agenda from.
 pub(super) trait AgendaSource {
     /// The agenda of `member`, stamped with `generated_at`.
-    fn agenda_for(&self, member: &str, generated_at: &str) -> Agenda;
+    fn agenda_for(&self, member: &MemberName, generated_at: &str) -> Agenda;
 }
 
 impl AgendaSource for TeamIndex<'_> {
-    fn agenda_for(&self, member: &str, generated_at: &str) -> Agenda {
+    fn agenda_for(&self, member: &MemberName, generated_at: &str) -> Agenda {
         TeamIndex::agenda_for(self, member, generated_at)
     }
 }
@@ -194,7 +194,7 @@ pub(super) struct KeptAgendas<'a> {
 }
 
 impl AgendaSource for KeptAgendas<'_> {
-    fn agenda_for(&self, member: &str, generated_at: &str) -> Agenda {
+    fn agenda_for(&self, member: &MemberName, generated_at: &str) -> Agenda {
         self.indexes.agenda_for(self.snapshot, member, generated_at)
     }
 }
@@ -361,7 +361,7 @@ impl Reconciler {
         } else {
             TokenGrant::Withheld
         };
-        let mut status = self.board_status(snapshot, agenda, StoredStatus::Missing, now);
+        let mut status = self.board_status(snapshot, member, agenda, StoredStatus::Missing, now);
         status
             .diagnostics
             .push("status_snapshot_not_persisted".into());
@@ -381,12 +381,11 @@ impl Reconciler {
         triggers: &[Trigger],
         options: ReconcileOptions<'_>,
     ) -> Result<MemberStatus, WorkSyncError> {
-        let team = snapshot.team_name.as_str();
         let now = self.ports.clock.now_ms();
         if !self.may_persist(team_name, snapshot, member)? {
             return Ok(self.unpersisted_from(team_name, snapshot, member, now));
         }
-        let agenda = self.start_reconcile(index, team, member, now, triggers);
+        let agenda = self.start_reconcile(index, team_name, member, now, triggers);
         let prepared = self.prepare(
             team_name, member, snapshot, agenda, now, by, triggers, options,
         );
@@ -399,7 +398,7 @@ impl Reconciler {
                 found = Found::of(&reconciled);
                 reconciled.status
             })?;
-        self.after_write(&status, &found, now);
+        self.after_write(team_name, member, &status, &found, now);
         Ok(status)
     }
 
@@ -420,6 +419,7 @@ impl Reconciler {
     ) -> Prepared {
         let mut inputs = self.status_inputs(
             snapshot,
+            member,
             agenda,
             now,
             by,
@@ -462,12 +462,21 @@ impl Reconciler {
     /// Journals what a reconcile's locked update found beside its status
     /// (a legacy fallback read), then records its metrics and journals the
     /// decision ([`Reconciler::finish_reconcile`]).
-    fn after_write(&self, status: &MemberStatus, found: &Found, now: EpochMs) {
+    fn after_write(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+        status: &MemberStatus,
+        found: &Found,
+        now: EpochMs,
+    ) {
         if found.legacy {
-            self.journal_legacy_read(status, now);
+            self.journal_legacy_read(team, member, now);
         }
-        self.record_metrics(status);
+        self.record_metrics(team, member, status);
         self.finish_reconcile(
+            team,
+            member,
             status,
             found.previous_evaluated_at.as_deref(),
             found.suppressed.as_ref(),
@@ -480,12 +489,14 @@ impl Reconciler {
     fn board_status(
         &self,
         snapshot: &TeamSnapshot,
+        member: &MemberName,
         agenda: Agenda,
         previous: StoredStatus,
         now: EpochMs,
     ) -> MemberStatus {
         let inputs = self.status_inputs(
             snapshot,
+            member,
             agenda,
             now,
             ReconciledBy::Request,

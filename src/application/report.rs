@@ -121,7 +121,6 @@ impl Reconciler {
         request: &ReportRequest,
         default_source: ReportSource,
     ) -> Result<ReportResult, WorkSyncError> {
-        let (team, member) = (team_name.as_str(), member_name.as_str());
         let now = self.ports.clock.now_ms();
         let source = request.source.unwrap_or(default_source);
         let snapshot = self.ports.teams.load(team_name);
@@ -138,9 +137,10 @@ impl Reconciler {
         }
         let persist = self.may_persist(team_name, &snapshot, member_name)?;
         let agendas = self.agendas(&snapshot);
-        let agenda = agendas.agenda_for(member, &format_iso(now));
-        let normalized = normalize_member_name(member);
-        let runtime = self.ports.activity(team, &normalized);
+        let agenda = agendas.agenda_for(member_name, &format_iso(now));
+        // The app asks its runtime questions with the normalized name.
+        let normalized = member_name.normalized();
+        let runtime = self.ports.activity(team_name, &normalized);
         let token_check = self.ports.tokens.verify(
             request.report_token.as_deref(),
             team_name,
@@ -154,8 +154,7 @@ impl Reconciler {
                 agenda: &agenda,
                 team_runtime_active: runtime.team_active,
                 member_runtime_active: runtime.member_active,
-                on_active_roster: snapshot.is_active()
-                    && snapshot.active_member_names().contains(&normalized),
+                on_active_roster: snapshot.is_active() && snapshot.is_active_member(&normalized),
                 token: token_check,
             },
         );
@@ -172,8 +171,8 @@ impl Reconciler {
             ));
         }
         self.audit(SOURCE, AuditKind::ReportReceived,
-            team,
-            member,
+            team_name,
+            member_name,
             now,
             vec![],
             json!({ "state": request.state, "agendaFingerprint": request.agenda_fingerprint, "source": source.as_str() }),
@@ -185,7 +184,7 @@ impl Reconciler {
                     state: request.state,
                     agenda_fingerprint: request.agenda_fingerprint.clone(),
                     member_name: agenda.member_name.clone(),
-                    team_name: team.to_string(),
+                    team_name: team_name.to_string(),
                     reported_at: IsoTime::at(now),
                     expires_at: lease.map(|ms| IsoTime::at(now + ms)),
                     task_ids: request.task_ids.clone(),
@@ -225,9 +224,9 @@ impl Reconciler {
         report: Report,
         now: EpochMs,
     ) -> Result<ReportResult, WorkSyncError> {
-        let (team, member) = (snapshot.team_name.as_str(), report.member_name.clone());
         let mut inputs = self.status_inputs(
             snapshot,
+            member_name,
             agenda,
             now,
             ReconciledBy::Report,
@@ -244,12 +243,12 @@ impl Reconciler {
                 legacy = from_legacy;
                 assemble_accepted(inputs)
             })?;
-        self.status_written(&status, legacy, now);
+        self.status_written(team_name, member_name, &status, legacy, now);
         self.audit(
             SOURCE,
             AuditKind::ReportAccepted,
-            team,
-            &normalize_member_name(&member),
+            team_name,
+            &member_name.normalized(),
             now,
             status.diagnostics.clone(),
             outcome_fields(&status, &status.agenda.fingerprint, status.state, None),
@@ -282,8 +281,6 @@ impl Reconciler {
         rejection: Rejection,
         now: EpochMs,
     ) -> Result<ReportResult, WorkSyncError> {
-        let team = snapshot.team_name.as_str();
-        let member = request.member_name.as_str();
         let reconciled = self.reconcile_with(
             team_name,
             snapshot,
@@ -315,12 +312,12 @@ impl Reconciler {
             .ports
             .store
             .update(team_name, member_name, &mut |_| rejected.clone())?;
-        self.status_written(&status, false, now);
+        self.status_written(team_name, member_name, &status, false, now);
         self.audit(
             SOURCE,
             AuditKind::ReportRejected,
-            team,
-            &normalize_member_name(member),
+            team_name,
+            &member_name.normalized(),
             now,
             status.diagnostics.clone(),
             outcome_fields(
@@ -382,7 +379,7 @@ impl Reconciler {
     /// Journals, as the app's store does when it moves the controller's
     /// legacy intents into member files: `index_repaired` for each member,
     /// then `legacy_fallback_used` for each.
-    fn journal_legacy_migration(&self, team: &str, members: &[String]) {
+    fn journal_legacy_migration(&self, team: &TeamName, members: &[String]) {
         let at_ms = self.ports.clock.now_ms();
         let line = |kind: AuditKind, reason: &str, member: &String| AuditEvent {
             kind,
@@ -460,7 +457,7 @@ impl Reconciler {
     }
 
     /// The `getMetrics` answer for `index`, generated now.
-    fn summarize_metrics(&self, team: &str, index: &MetricsIndex) -> TeamMetrics {
+    fn summarize_metrics(&self, team: &TeamName, index: &MetricsIndex) -> TeamMetrics {
         team_metrics(team, &format_iso(self.ports.clock.now_ms()), index)
     }
 

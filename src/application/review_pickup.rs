@@ -15,6 +15,7 @@
 //! the pickup is escalated rather than left waiting.
 
 use super::host::{Host, ReviewPickupEscalation};
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::team::ProviderId;
 
 /// Why a review-pickup nudge cannot be delivered.
@@ -53,8 +54,8 @@ pub(crate) const PORT_UNAVAILABLE: &str = "review_pickup_delivery_port_unavailab
 /// app's `reviewPickupDelivery.canDeliver` (never, without the option).
 pub fn delivery(
     host: &dyn Host,
-    team_name: &str,
-    member_name: &str,
+    team_name: &TeamName,
+    member_name: &MemberName,
     provider_id: Option<ProviderId>,
 ) -> Result<(), PickupUndeliverable> {
     match host.review_pickup_can_deliver(team_name, member_name, provider_id) {

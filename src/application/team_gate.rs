@@ -20,7 +20,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::domain::names::team_runtime_key;
+use crate::domain::names::{team_runtime_key, TeamName};
 
 /// The fences and admitted operations of every team.
 #[derive(Debug, Default)]
@@ -61,12 +61,12 @@ pub(crate) struct ConfigProbe {
 
 impl TeamGate {
     /// True while `team` is being deleted or is deleted.
-    pub(crate) fn is_fenced(&self, team: &str) -> bool {
+    pub(crate) fn is_fenced(&self, team: &TeamName) -> bool {
         self.fenced.contains(&team_runtime_key(team))
     }
 
     /// Admits one operation of `team`, or none while it is fenced.
-    pub(crate) fn admit(&mut self, team: &str) -> Option<Admission> {
+    pub(crate) fn admit(&mut self, team: &TeamName) -> Option<Admission> {
         let key = team_runtime_key(team);
         if self.fenced.contains(&key) {
             return None;
@@ -86,7 +86,7 @@ impl TeamGate {
     }
 
     /// True while an operation of `team` admitted before is not done.
-    pub(crate) fn has_admitted(&self, team: &str) -> bool {
+    pub(crate) fn has_admitted(&self, team: &TeamName) -> bool {
         self.admitted
             .get(&team_runtime_key(team))
             .is_some_and(|n| *n > 0)
@@ -94,7 +94,7 @@ impl TeamGate {
 
     /// `prepareTeamDeletion`: fences the team; a deletion or a look for
     /// its config from before is forgotten.
-    pub(crate) fn quiesce(&mut self, team: &str) {
+    pub(crate) fn quiesce(&mut self, team: &TeamName) {
         let key = team_runtime_key(team);
         self.deleted.remove(&key);
         self.auto_resumed.remove(&key);
@@ -104,7 +104,7 @@ impl TeamGate {
 
     /// `completeTeamDeletion`: the team stays fenced as deleted, unless it
     /// already came back on its own.
-    pub(crate) fn mark_deleted(&mut self, team: &str) {
+    pub(crate) fn mark_deleted(&mut self, team: &TeamName) {
         let key = team_runtime_key(team);
         if !self.auto_resumed.contains(&key) {
             self.fenced.insert(key.clone());
@@ -115,7 +115,7 @@ impl TeamGate {
     /// `resumeTeam`: lifts the fence. True when the team is owed a
     /// re-scan; false when it already came back on its own (and was
     /// re-scanned then).
-    pub(crate) fn lift_fence(&mut self, team: &str) -> bool {
+    pub(crate) fn lift_fence(&mut self, team: &TeamName) -> bool {
         let key = team_runtime_key(team);
         self.fenced.remove(&key);
         self.deleted.remove(&key);
@@ -125,7 +125,7 @@ impl TeamGate {
 
     /// A `config.json` write announced for `team`: the look for the file
     /// to start, when the team is deleted and no look is under way.
-    pub(crate) fn start_config_probe(&mut self, team: &str) -> Option<ConfigProbe> {
+    pub(crate) fn start_config_probe(&mut self, team: &TeamName) -> Option<ConfigProbe> {
         let key = team_runtime_key(team);
         if !self.deleted.contains(&key) || self.config_probes.contains_key(&key) {
             return None;
@@ -160,6 +160,10 @@ impl TeamGate {
 mod tests {
     use super::*;
 
+    fn team(name: &str) -> TeamName {
+        TeamName::parse(name).unwrap()
+    }
+
     /// One lifecycle call on the gate of team `forge`.
     #[derive(Debug, Clone, Copy)]
     enum Step {
@@ -179,12 +183,12 @@ mod tests {
         let mut gate = TeamGate::default();
         for step in steps {
             match *step {
-                Step::Quiesce => gate.quiesce("forge"),
-                Step::MarkDeleted => gate.mark_deleted("forge"),
-                Step::Lift(owed) => assert_eq!(gate.lift_fence("forge"), owed, "{steps:?}"),
+                Step::Quiesce => gate.quiesce(&team("forge")),
+                Step::MarkDeleted => gate.mark_deleted(&team("forge")),
+                Step::Lift(owed) => assert_eq!(gate.lift_fence(&team("forge")), owed, "{steps:?}"),
                 Step::Probe { found, resumes } => {
                     let resumed = gate
-                        .start_config_probe("forge")
+                        .start_config_probe(&team("forge"))
                         .is_some_and(|probe| gate.finish_config_probe(probe, found));
                     assert_eq!(resumed, resumes, "{steps:?}");
                 }
@@ -252,8 +256,8 @@ mod tests {
         ];
         for (steps, fenced) in cases {
             let gate = run(steps);
-            assert_eq!(gate.is_fenced("forge"), fenced, "{steps:?}");
-            assert_eq!(gate.is_fenced(" FORGE "), fenced, "{steps:?}");
+            assert_eq!(gate.is_fenced(&team("forge")), fenced, "{steps:?}");
+            assert_eq!(gate.is_fenced(&team(" FORGE ")), fenced, "{steps:?}");
         }
     }
 
@@ -263,37 +267,41 @@ mod tests {
         type Between = fn(&mut TeamGate);
         let cases: [(&str, Between); 2] = [
             ("a new deletion", |g| {
-                g.quiesce("forge");
-                g.mark_deleted("forge");
+                g.quiesce(&team("forge"));
+                g.mark_deleted(&team("forge"));
             }),
             ("a resume", |g| {
-                g.lift_fence("forge");
-                g.mark_deleted("forge");
+                g.lift_fence(&team("forge"));
+                g.mark_deleted(&team("forge"));
             }),
         ];
         for (between, step) in cases {
             let mut gate = TeamGate::default();
-            gate.mark_deleted("forge");
-            let probe = gate.start_config_probe("forge").unwrap();
-            assert_eq!(gate.start_config_probe("forge"), None, "one look at a time");
+            gate.mark_deleted(&team("forge"));
+            let probe = gate.start_config_probe(&team("forge")).unwrap();
+            assert_eq!(
+                gate.start_config_probe(&team("forge")),
+                None,
+                "one look at a time"
+            );
             step(&mut gate);
             assert!(!gate.finish_config_probe(probe, true), "{between}");
-            assert!(gate.is_fenced("forge"), "{between}");
+            assert!(gate.is_fenced(&team("forge")), "{between}");
         }
     }
 
     #[test]
     fn admission_is_refused_while_fenced_and_counted_until_released() {
         let mut gate = TeamGate::default();
-        let first = gate.admit("Forge").unwrap();
-        let second = gate.admit("forge").unwrap();
-        gate.quiesce("forge");
-        assert_eq!(gate.admit("forge"), None);
-        assert!(gate.has_admitted("FORGE"));
+        let first = gate.admit(&team("Forge")).unwrap();
+        let second = gate.admit(&team("forge")).unwrap();
+        gate.quiesce(&team("forge"));
+        assert_eq!(gate.admit(&team("forge")), None);
+        assert!(gate.has_admitted(&team("FORGE")));
         gate.release(&first);
-        assert!(gate.has_admitted("forge"));
+        assert!(gate.has_admitted(&team("forge")));
         gate.release(&second);
-        assert!(!gate.has_admitted("forge"));
-        assert!(!gate.has_admitted("other"));
+        assert!(!gate.has_admitted(&team("forge")));
+        assert!(!gate.has_admitted(&team("other")));
     }
 }

@@ -34,14 +34,11 @@ impl Engine {
     /// for the file runs in the background (it may ask the app's
     /// `configFileAccess`), one at a time per team: events of the team that
     /// come meanwhile are swallowed and start no second look.
-    pub(super) fn resume_if_recreated(&self, event: &TeamChangeEvent) {
+    pub(super) fn resume_if_recreated(&self, team: TeamName, event: &TeamChangeEvent) {
         if !announces_config_written(event) {
             return;
         }
-        let Ok(team) = TeamName::parse(event.team_name.trim()) else {
-            return;
-        };
-        let probe = self.state().gate.start_config_probe(&event.team_name);
+        let probe = self.state().gate.start_config_probe(&team);
         let Some(probe) = probe else {
             return;
         };
@@ -90,7 +87,6 @@ impl Engine {
     /// tombstone, also without a `prepareTeamDeletion` first) until the
     /// team's `config.json` is written again or `resumeTeam` is called.
     pub fn complete_team_deletion(&self, team: &TeamName) -> Result<(), WorkSyncError> {
-        let team = team.as_str();
         let mut state = self.state();
         state.gate.mark_deleted(team);
         state.queue.drop_team(team);
@@ -112,7 +108,7 @@ impl Engine {
     /// separate). False when the team already came back on its own (its
     /// re-scan ran then): no second scan.
     pub(crate) fn lift_deletion_fence(&self, team: &TeamName) -> bool {
-        self.state().gate.lift_fence(team.as_str())
+        self.state().gate.lift_fence(team)
     }
 }
 

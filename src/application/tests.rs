@@ -541,7 +541,8 @@ fn four_delivered_nudges_of_the_same_agenda_suppress_the_next_one() {
         assert!(first.shadow.as_ref().unwrap().would_nudge, "{why}");
         let planned = plan_nudge(&first).expect("a needs-sync status plans a nudge");
         for n in 0..current + older {
-            let (mut item, _) = ensure_pending(None, &planned, "forge", "jack", NOW);
+            let (mut item, _) =
+                ensure_pending(None, &planned, &team("forge"), &member("jack"), NOW);
             item.id = format!("{}-{n}", item.id);
             if n >= current {
                 item.agenda_fingerprint = "agenda:v1:older".into();

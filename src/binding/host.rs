@@ -30,6 +30,7 @@ use crate::application::host::{
     ReviewPickupRequest, SettledTarget,
 };
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::team::ProviderId;
 use crate::domain::time::{format_iso, parse_iso};
 
@@ -323,18 +324,18 @@ impl JsHost {
 }
 
 impl Host for JsHost {
-    fn team_active(&self, team_name: &str) -> Option<bool> {
+    fn team_active(&self, team_name: &TeamName) -> Option<bool> {
         self.ask_bool(QuestionKind::IsTeamActive, json!(team_name))
     }
 
-    fn member_active(&self, team_name: &str, member_name: &str) -> Option<bool> {
+    fn member_active(&self, team_name: &TeamName, member_name: &MemberName) -> Option<bool> {
         self.ask_bool(
             QuestionKind::IsMemberActive,
             json!({ "teamName": team_name, "memberName": member_name }),
         )
     }
 
-    fn can_dispatch_nudges(&self, team_name: &str) -> bool {
+    fn can_dispatch_nudges(&self, team_name: &TeamName) -> bool {
         // Without the option every team may dispatch; a failed check fails
         // closed, as the app's readiness check does.
         self.ask_bool(QuestionKind::CanDispatchNudges, json!(team_name))
@@ -427,8 +428,8 @@ impl Host for JsHost {
 
     fn review_pickup_can_deliver(
         &self,
-        team_name: &str,
-        member_name: &str,
+        team_name: &TeamName,
+        member_name: &MemberName,
         provider_id: Option<ProviderId>,
     ) -> Option<Result<(), String>> {
         let kind = QuestionKind::ReviewPickupCanDeliver;

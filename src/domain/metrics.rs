@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::fingerprint::{canonical_json, sha256_hex};
-use super::names::{member_key, normalize_member_name};
+use super::names::{member_key, normalize_member_name, TeamName};
 use super::status::{MemberStatus, StatusState};
 use super::team::ProviderId;
 use super::time::{parse_iso, EpochMs};
@@ -361,7 +361,7 @@ pub struct TeamMetrics {
 
 /// Summarizes the index for `getMetrics`.
 pub(crate) fn team_metrics(
-    team_name: &str,
+    team_name: &TeamName,
     generated_at: &str,
     index: &MetricsIndex,
 ) -> TeamMetrics {

@@ -104,6 +104,16 @@ impl MemberName {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The comparison form ([`normalize_member_name`]) as a name: what the
+    /// app's runtime questions (`isMemberActive`) are asked with. Trimming
+    /// and lowercasing add no separator or NUL and make no `.` or `..` of a
+    /// checked name; lowercasing may widen a character past
+    /// [`MAX_NAME_BYTES`], which nothing relies on (a store folder is the
+    /// name's [`member_key`], which fits whatever the length).
+    pub fn normalized(&self) -> MemberName {
+        MemberName(normalize_member_name(&self.0))
+    }
 }
 
 /// A checked name reads as the string it is (paths, keys, messages); only

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::js_semantics::locale_compare;
-use super::names::{is_reserved_member_name, normalize_member_name};
+use super::names::{is_reserved_member_name, normalize_member_name, TeamName};
 
 /// The runtime a member runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -460,10 +460,10 @@ pub struct KanbanEntry {
 }
 
 /// Everything the agenda reads about one team, from one consistent read.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct TeamSnapshot {
     /// Team name as requested.
-    pub team_name: String,
+    pub team_name: TeamName,
     /// True when `teams/<team>/` is a real folder (a link is not).
     pub folder_found: bool,
     /// False when `config.json` is missing or has no name.
@@ -488,6 +488,22 @@ pub struct TeamSnapshot {
 }
 
 impl TeamSnapshot {
+    /// A snapshot of `team_name` where nothing was found (no folder, no
+    /// config, no roster, no tasks): what a reader fills in.
+    pub fn empty(team_name: TeamName) -> Self {
+        Self {
+            team_name,
+            folder_found: false,
+            config_found: false,
+            deleted: false,
+            members: Vec::new(),
+            tasks: Vec::new(),
+            kanban: BTreeMap::new(),
+            diagnostics: Vec::new(),
+            content_diagnostics: Vec::new(),
+        }
+    }
+
     /// The team lead: first non-removed member named `team-lead` or typed lead.
     pub fn lead(&self) -> Option<&TeamMember> {
         self.members
@@ -688,7 +704,7 @@ mod tests {
         padded.agent_type = Some(" lead ".into());
         let snapshot = TeamSnapshot {
             members: vec![padded],
-            ..TeamSnapshot::default()
+            ..TeamSnapshot::empty(TeamName::parse("forge").unwrap())
         };
         assert_eq!(snapshot.lead(), None);
     }
@@ -701,7 +717,7 @@ mod tests {
         old.removed_at = Some(1.0);
         let snapshot = TeamSnapshot {
             members: vec![member("a"), old, lead, member("user")],
-            ..TeamSnapshot::default()
+            ..TeamSnapshot::empty(TeamName::parse("forge").unwrap())
         };
         assert_eq!(snapshot.lead().map(|m| m.name.as_str()), Some("boss"));
         assert_eq!(snapshot.active_member_names(), ["a", "boss"]);
@@ -719,7 +735,7 @@ mod tests {
                 member("ΟΔΟΣ"),
                 member("Émile"),
             ],
-            ..TeamSnapshot::default()
+            ..TeamSnapshot::empty(TeamName::parse("forge").unwrap())
         };
         let active = snapshot.active_member_names();
         // (normalized name, on the roster, active)

@@ -7,6 +7,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
+use super::names::{MemberName, TeamName};
 use super::time::{format_iso, lease_holds, parse_iso, EpochMs};
 
 /// Token prefix (the first dot-separated part).
@@ -35,8 +36,8 @@ pub(crate) struct TokenClaims {
 impl TokenClaims {
     /// Claims for a token expiring at `expires_ms`.
     pub fn new(
-        team_name: &str,
-        member_name: &str,
+        team_name: &TeamName,
+        member_name: &MemberName,
         agenda_fingerprint: &str,
         expires_ms: EpochMs,
     ) -> Self {
@@ -122,8 +123,8 @@ impl TokenCheck {
 /// Checks already signature-verified claims against the request (exact match).
 pub(crate) fn check_claims(
     encoded_payload: &str,
-    team_name: &str,
-    member_name: &str,
+    team_name: &TeamName,
+    member_name: &MemberName,
     agenda_fingerprint: &str,
     now_ms: EpochMs,
 ) -> TokenCheck {
@@ -137,8 +138,8 @@ pub(crate) fn check_claims(
     if claims.version != 1 {
         return TokenCheck::Invalid;
     }
-    if claims.team_name != team_name
-        || claims.member_name != member_name
+    if claims.team_name != team_name.as_str()
+        || claims.member_name != member_name.as_str()
         || claims.agenda_fingerprint != agenda_fingerprint
     {
         return TokenCheck::Invalid;
@@ -154,9 +155,17 @@ pub(crate) fn check_claims(
 mod tests {
     use super::*;
 
+    fn team(name: &str) -> TeamName {
+        TeamName::parse(name).unwrap()
+    }
+
+    fn member(name: &str) -> MemberName {
+        MemberName::parse(name).unwrap()
+    }
+
     #[test]
     fn split_accepts_only_the_documented_shape() {
-        let claims = TokenClaims::new("forge", "jack", "agenda:v1:x", 10);
+        let claims = TokenClaims::new(&team("forge"), &member("jack"), "agenda:v1:x", 10);
         let token = assemble(&claims.encode(), b"sig");
         let split = split(&token).unwrap();
         assert_eq!(split.encoded_payload, claims.encode());
@@ -178,29 +187,29 @@ mod tests {
 
     #[test]
     fn claims_must_match_exactly_and_be_unexpired() {
-        let payload = TokenClaims::new("forge", "jack", "fp", 1_000).encode();
+        let payload = TokenClaims::new(&team("forge"), &member("jack"), "fp", 1_000).encode();
         assert_eq!(
-            check_claims(&payload, "forge", "jack", "fp", 999),
+            check_claims(&payload, &team("forge"), &member("jack"), "fp", 999),
             TokenCheck::Valid
         );
         assert_eq!(
-            check_claims(&payload, "forge", "jack", "fp", 1_000),
+            check_claims(&payload, &team("forge"), &member("jack"), "fp", 1_000),
             TokenCheck::Expired
         );
         assert_eq!(
-            check_claims(&payload, "forge", "Jack", "fp", 0),
+            check_claims(&payload, &team("forge"), &member("Jack"), "fp", 0),
             TokenCheck::Invalid
         );
         assert_eq!(
-            check_claims(&payload, "other", "jack", "fp", 0),
+            check_claims(&payload, &team("other"), &member("jack"), "fp", 0),
             TokenCheck::Invalid
         );
         assert_eq!(
-            check_claims(&payload, "forge", "jack", "fp2", 0),
+            check_claims(&payload, &team("forge"), &member("jack"), "fp2", 0),
             TokenCheck::Invalid
         );
         assert_eq!(
-            check_claims("bm90IGpzb24", "forge", "jack", "fp", 0),
+            check_claims("bm90IGpzb24", &team("forge"), &member("jack"), "fp", 0),
             TokenCheck::Invalid
         );
     }

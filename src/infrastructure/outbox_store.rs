@@ -402,8 +402,8 @@ fn entry(item: &OutboxItem) -> IndexEntry {
 impl OutboxStore for FsOutboxStore {
     fn ensure(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         planned: &PlannedNudge,
         now: EpochMs,
     ) -> Result<(OutboxItem, EnsureOutcome), PortError> {
@@ -498,7 +498,7 @@ impl OutboxStore for FsOutboxStore {
         self.write_index(team)
     }
 
-    fn teams_with_outbox(&self) -> Vec<String> {
+    fn teams_with_outbox(&self) -> Vec<TeamName> {
         let root = self.paths.root();
         let Ok(Some(teams_dir)) = root.open_dir(root.path()) else {
             return Vec::new();
@@ -506,16 +506,17 @@ impl OutboxStore for FsOutboxStore {
         let Ok(entries) = teams_dir.entries() else {
             return Vec::new();
         };
-        let mut teams: Vec<String> = entries
+        let mut teams: Vec<TeamName> = entries
             .into_iter()
             .filter(|e| e.kind == Some(FileKind::Dir))
-            .filter(|e| {
+            // A folder name unsafe as a team name is no team of ours.
+            .filter_map(|e| TeamName::parse(&e.name).ok())
+            .filter(|team| {
                 let index = root
-                    .join(&e.name)
+                    .join(team.as_str())
                     .join(".member-work-sync/indexes/outbox-index.json");
                 matches!(root.meta(&index), Ok(Some(meta)) if meta.kind == FileKind::File)
             })
-            .map(|e| e.name)
             .collect();
         teams.sort();
         teams
@@ -634,7 +635,12 @@ mod tests {
         // Planned in this order, all due at NOW; by id it would be amy, bob, zed.
         for member in ["zed", "amy", "bob"] {
             store
-                .ensure("forge", member, &planned_member(member), NOW)
+                .ensure(
+                    &TeamName::parse("forge").unwrap(),
+                    &MemberName::parse(member).unwrap(),
+                    &planned_member(member),
+                    NOW,
+                )
                 .unwrap();
         }
         let claimed = claimed_members(&store, NOW);
@@ -672,7 +678,12 @@ mod tests {
             (&first, "cat"),
         ] {
             store
-                .ensure("forge", member, &planned_member(member), NOW)
+                .ensure(
+                    &TeamName::parse("forge").unwrap(),
+                    &MemberName::parse(member).unwrap(),
+                    &planned_member(member),
+                    NOW,
+                )
                 .unwrap();
         }
         assert_eq!(
@@ -686,7 +697,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = store_at(dir.path(), NOW);
         store
-            .ensure("forge", "zed", &planned_member("zed"), NOW)
+            .ensure(
+                &TeamName::parse("forge").unwrap(),
+                &MemberName::parse("zed").unwrap(),
+                &planned_member("zed"),
+                NOW,
+            )
             .unwrap();
         // Written as the app (or an older addon) writes it: no sequence.
         for member in ["dan", "cat"] {
@@ -694,12 +710,23 @@ mod tests {
                 .path()
                 .join(format!("teams/forge/members/{member}/.member-work-sync"));
             std::fs::create_dir_all(&folder).unwrap();
-            let (item, _) = ensure_pending(None, &planned_member(member), "forge", member, NOW);
+            let (item, _) = ensure_pending(
+                None,
+                &planned_member(member),
+                &TeamName::parse("forge").unwrap(),
+                &MemberName::parse(member).unwrap(),
+                NOW,
+            );
             let file = json!({"schemaVersion": 2, "items": {item.id.clone(): item}});
             std::fs::write(folder.join("outbox.json"), file.to_string()).unwrap();
         }
         store
-            .ensure("forge", "amy", &planned_member("amy"), NOW)
+            .ensure(
+                &TeamName::parse("forge").unwrap(),
+                &MemberName::parse("amy").unwrap(),
+                &planned_member("amy"),
+                NOW,
+            )
             .unwrap();
         assert_eq!(
             names(&claimed_members(&store, NOW)),
@@ -736,7 +763,12 @@ mod tests {
             let (last, first) = ensures.split_last().unwrap();
             for (member, fingerprint) in first {
                 store
-                    .ensure("forge", member, &planned(member, fingerprint), NOW)
+                    .ensure(
+                        &TeamName::parse("forge").unwrap(),
+                        &MemberName::parse(member).unwrap(),
+                        &planned(member, fingerprint),
+                        NOW,
+                    )
                     .unwrap();
             }
             if *claimed_between {
@@ -749,7 +781,12 @@ mod tests {
                     .unwrap();
             }
             store
-                .ensure("forge", last.0, &planned(last.0, last.1), NOW)
+                .ensure(
+                    &TeamName::parse("forge").unwrap(),
+                    &MemberName::parse(last.0).unwrap(),
+                    &planned(last.0, last.1),
+                    NOW,
+                )
                 .unwrap();
             let incremental = index_text(&store);
             assert_eq!(incremental, rebuilt(&store), "{ensures:?}");
@@ -762,7 +799,12 @@ mod tests {
             let tmp = tempfile::tempdir().unwrap();
             let store = store(tmp.path());
             store
-                .ensure("forge", "jack", &planned("jack", "a"), NOW)
+                .ensure(
+                    &TeamName::parse("forge").unwrap(),
+                    &MemberName::parse("jack").unwrap(),
+                    &planned("jack", "a"),
+                    NOW,
+                )
                 .unwrap();
             let index = store.index_path("forge");
             match damage {
@@ -770,7 +812,12 @@ mod tests {
                 Some(text) => std::fs::write(&index, text).unwrap(),
             }
             store
-                .ensure("forge", "jill", &planned("jill", "b"), NOW)
+                .ensure(
+                    &TeamName::parse("forge").unwrap(),
+                    &MemberName::parse("jill").unwrap(),
+                    &planned("jill", "b"),
+                    NOW,
+                )
                 .unwrap();
             let written = index_text(&store);
             assert!(
@@ -788,19 +835,60 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let store = store(tmp.path());
         store
-            .ensure("forge", "jack", &planned("jack", "a"), NOW)
+            .ensure(
+                &TeamName::parse("forge").unwrap(),
+                &MemberName::parse("jack").unwrap(),
+                &planned("jack", "a"),
+                NOW,
+            )
             .unwrap();
         let inode = || std::fs::metadata(store.index_path("forge")).unwrap().ino();
         let before = inode();
         // The same nudge again: the outbox item and its index entry stay as they are.
         store
-            .ensure("forge", "jack", &planned("jack", "a"), NOW)
+            .ensure(
+                &TeamName::parse("forge").unwrap(),
+                &MemberName::parse("jack").unwrap(),
+                &planned("jack", "a"),
+                NOW,
+            )
             .unwrap();
         assert_eq!(inode(), before, "not replaced");
         // Another nudge: the entry is added, so the file is replaced.
         store
-            .ensure("forge", "jack", &planned("jack", "b"), NOW)
+            .ensure(
+                &TeamName::parse("forge").unwrap(),
+                &MemberName::parse("jack").unwrap(),
+                &planned("jack", "b"),
+                NOW,
+            )
             .unwrap();
         assert_ne!(inode(), before, "replaced");
+    }
+
+    #[test]
+    fn only_teams_with_an_outbox_index_and_a_safe_name_are_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = ".member-work-sync/indexes/outbox-index.json";
+        // (folder, has an outbox index)
+        let folders = [
+            ("forge", true),
+            (" padded ", true),
+            ("no-index", false),
+            ("back\\slash", true),
+        ];
+        for (folder, indexed) in folders {
+            let team = dir.path().join("teams").join(folder);
+            std::fs::create_dir_all(&team).unwrap();
+            if indexed {
+                let path = team.join(index);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, "{}").unwrap();
+            }
+        }
+        let teams = store_at(dir.path(), NOW).teams_with_outbox();
+        let names: Vec<&str> = teams.iter().map(|t| t.as_str()).collect();
+        // As named on disk (not trimmed); a name unsafe as a folder is no team.
+        assert_eq!(names, [" padded ", "forge"]);
     }
 }

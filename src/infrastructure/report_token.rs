@@ -33,7 +33,7 @@ use super::json_store::quarantine;
 use super::lock::StoreLock;
 use super::safe_fs::{with_path, Dir, TrustedRoot};
 use crate::application::ports::{PortError, ReportTokens};
-use crate::domain::names::{normalize_member_name, MemberName, TeamName};
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::time::EpochMs;
 use crate::domain::token::{assemble, check_claims, split, TokenCheck, TokenClaims};
 
@@ -227,8 +227,8 @@ impl ReportTokens for HmacReportTokens {
     ) -> Result<String, PortError> {
         let secret = self.secret(team)?;
         // The claim names the member as its agenda does: normalized.
-        let member = normalize_member_name(member);
-        let payload = TokenClaims::new(team, &member, fingerprint, expires_ms).encode();
+        let payload =
+            TokenClaims::new(team, &member.normalized(), fingerprint, expires_ms).encode();
         let mac = Self::mac(&secret, &payload)
             .ok_or_else(|| PortError::Io(std::io::Error::other("hmac key rejected")))?;
         Ok(assemble(&payload, &mac.finalize().into_bytes()))
@@ -259,7 +259,7 @@ impl ReportTokens for HmacReportTokens {
         Ok(check_claims(
             split.encoded_payload,
             team,
-            &normalize_member_name(member),
+            &member.normalized(),
             fingerprint,
             now_ms,
         ))

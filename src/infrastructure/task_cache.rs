@@ -532,6 +532,7 @@ fn read_entry(dir: &Dir, parse: ParseTaskFile, name: &str, known: Option<Entry>)
 mod tests {
     use super::*;
     use crate::domain::agenda::{TaskIndex, TeamIndex};
+    use crate::domain::names::{MemberName, TeamName};
     use crate::domain::team::{ReviewState, TaskStatus, TeamMember, TeamSnapshot};
     use crate::infrastructure::safe_fs::{mkfifo, TrustedRoot};
     use proptest::prelude::*;
@@ -591,7 +592,6 @@ mod tests {
             "diagnostics after {step}"
         );
         let team = |tasks: Vec<Arc<Task>>| TeamSnapshot {
-            team_name: "forge".into(),
             config_found: true,
             members: MEMBERS
                 .map(|name| TeamMember {
@@ -600,15 +600,15 @@ mod tests {
                 })
                 .to_vec(),
             tasks,
-            ..TeamSnapshot::default()
+            ..TeamSnapshot::empty(TeamName::parse("forge").unwrap())
         };
         let (warm, cold) = (team(cached.tasks), team(cold.tasks));
         let (warm_index, cold_index) = (TeamIndex::cached(&warm, kept), TeamIndex::build(&cold));
         for member in MEMBERS {
             let at = "2026-11-22T10:00:00.000Z";
             assert_eq!(
-                warm_index.agenda_for(member, at),
-                cold_index.agenda_for(member, at),
+                warm_index.agenda_for(&MemberName::parse(member).unwrap(), at),
+                cold_index.agenda_for(&MemberName::parse(member).unwrap(), at),
                 "agenda of {member} after {step}"
             );
         }

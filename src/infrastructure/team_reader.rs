@@ -122,11 +122,8 @@ impl FsTeamSource {
     }
 
     /// Config and roster only (no tasks, no kanban): what routing needs.
-    fn read_roster(&self, team_name: &str) -> TeamSnapshot {
-        let mut snapshot = TeamSnapshot {
-            team_name: team_name.to_string(),
-            ..TeamSnapshot::default()
-        };
+    fn read_roster(&self, team_name: &TeamName) -> TeamSnapshot {
+        let mut snapshot = TeamSnapshot::empty(team_name.clone());
         let diags = &mut snapshot.diagnostics;
         let content = &mut snapshot.content_diagnostics;
         let Some(team_dir) = self.team_dir(team_name, diags) else {

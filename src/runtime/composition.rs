@@ -510,20 +510,20 @@ impl Instance {
                 // `listLifecycleActiveTeamNames`, asked per pass; without it,
                 // every team with an outbox whose runtime is active (a stopped
                 // team's dispatch would supersede its nudges).
-                let teams = host
-                    .lifecycle_active_teams()
-                    .unwrap_or_else(|| {
-                        outbox_teams
-                            .teams_with_outbox()
-                            .into_iter()
-                            .filter(|team| runtime.activity(team, "").team_active)
-                            .collect()
-                    })
-                    .iter()
-                    .map(|team| team.trim())
-                    .filter(|team| !team.is_empty())
-                    .map(team_name)
-                    .collect::<Result<Vec<_>, _>>();
+                let teams = match host.lifecycle_active_teams() {
+                    // The app's names are checked here, where they come in.
+                    Some(names) => names
+                        .iter()
+                        .map(|team| team.trim())
+                        .filter(|team| !team.is_empty())
+                        .map(team_name)
+                        .collect::<Result<Vec<_>, _>>(),
+                    None => Ok(outbox_teams
+                        .teams_with_outbox()
+                        .into_iter()
+                        .filter(|team| runtime.team_active(team))
+                        .collect()),
+                };
                 let claimed_by = format!("member-work-sync:{}:scheduled", std::process::id());
                 match teams.and_then(|teams| engine.dispatch_due_nudges(&teams, &claimed_by)) {
                     Ok(summary) if summary.failed > 0 => log.log(
@@ -718,8 +718,8 @@ mod tests {
             };
             // Without auto start nothing takes work but this test.
             let instance = Instance::start(paths, Some(1_000_000), false, None, tuning).unwrap();
-            instance.services.runtime.set("forge", true, None);
             let forge = TeamName::parse("forge").unwrap();
+            instance.services.runtime.set(&forge, true, None);
             for name in ["a", "b", "c", "d"] {
                 let member = MemberName::parse(name).unwrap();
                 instance

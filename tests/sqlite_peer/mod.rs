@@ -285,10 +285,12 @@ pub fn run(stores: &Stores, spec: &Spec, out: &mut impl Write) -> Tally {
         }
         for k in 0..spec.ensure_per_round {
             let id = format!("{}-{round}-{k}", spec.name);
-            match stores
-                .outbox
-                .ensure(team, member, &planned(team, member, &id), spec.now)
-            {
+            match stores.outbox.ensure(
+                &checked(team),
+                &checked_member(member),
+                &planned(team, member, &id),
+                spec.now,
+            ) {
                 Ok(_) => {
                     tally.ensured += 1;
                     say(out, json!({"ensured": id}));

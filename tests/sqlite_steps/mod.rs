@@ -131,7 +131,12 @@ pub fn run(store: &SqliteStore, step: &Value) -> Value {
                 preview: String::new(),
             };
             let (item, outcome) = store
-                .ensure(team, text(step, "memberName"), &planned, ms(step, "nowIso"))
+                .ensure(
+                    &TeamName::parse(team).unwrap(),
+                    &MemberName::parse(text(step, "memberName")).unwrap(),
+                    &planned,
+                    ms(step, "nowIso"),
+                )
                 .unwrap();
             return json!({"outcome": outcome.code(), "status": item.status, "attemptGeneration": item.attempt_generation});
         }

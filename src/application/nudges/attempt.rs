@@ -42,7 +42,7 @@ impl Nudges {
         now: EpochMs,
         notes: &mut AttemptNotes,
     ) -> AttemptEnd {
-        let (team, member) = (item.team_name.as_str(), item.member_name.as_str());
+        let team = team_name;
         let supersede = |reason: &str| AttemptEnd::Superseded {
             reason: reason.into(),
         };
@@ -52,20 +52,22 @@ impl Nudges {
             busy_tool: None,
         };
         let backoff = retry_at(&item.id, item.attempt_generation, now);
-        let runtime = self.ports.activity(team, member);
-        if !runtime.team_active {
+        if !self.ports.team_active(team) {
             // The app's rule: a stopped team's nudge is superseded; the
             // reconcile after the team starts again revives it.
             return supersede("team_inactive");
         }
-        if !runtime.member_active {
-            return supersede("member_runtime_inactive");
-        }
-        // A stored name unsafe as a folder never had a status written (every
-        // write takes a checked name): its status is missing, as before.
-        let Ok(member_name) = MemberName::parse(member) else {
+        // The item's member name was read from its outbox file: checked here,
+        // once. A stored name unsafe as a folder never had a status written
+        // (every write takes a checked name): its status is missing.
+        let Ok(member_name) = MemberName::parse(&item.member_name) else {
             return supersede("status_missing");
         };
+        let member = &member_name;
+        notes.member = Some(member_name.clone());
+        if !self.ports.member_active(team, member) {
+            return supersede("member_runtime_inactive");
+        }
         let status = match self.ports.store.read(team_name, &member_name) {
             Ok(stored) => match stored.into_status() {
                 Some(status) => status,
@@ -288,8 +290,8 @@ impl Nudges {
     /// whose key starts with it.
     fn deliveries(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         items: &[OutboxItem],
         only: Option<&str>,
     ) -> Vec<DeliveryTime> {

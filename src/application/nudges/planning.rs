@@ -255,17 +255,20 @@ impl Planning<'_> {
 
     /// The base nudge under a recovery intent key.
     fn keyed(&self, key: &str, lead: &str) -> PlannedNudge {
-        let (team, member) = self.names();
-        self.base.keyed(team, member, key, lead)
+        self.base.keyed(self.team, self.member, key, lead)
     }
 
     fn ensure(
         &self,
         planned: &PlannedNudge,
     ) -> Result<(OutboxItem, EnsureOutcome), super::PortError> {
-        let (team, member) = self.names();
         let now = self.nudges.ports.clock.now_ms();
-        self.nudges.ports.outbox.ensure(team, member, planned, now)
+        // The outbox keeps the member as the status names it: normalized.
+        let member = self.member.normalized();
+        self.nudges
+            .ports
+            .outbox
+            .ensure(self.team, &member, planned, now)
     }
 
     /// The base is a plain agenda sync (no pickup, no recovery of its own):
@@ -277,13 +280,6 @@ impl Planning<'_> {
 
     fn is_pickup(&self) -> bool {
         self.base.payload.work_sync_intent == NudgeIntent::ReviewPickup
-    }
-
-    fn names(&self) -> (&str, &str) {
-        (
-            self.status.team_name.as_str(),
-            self.status.member_name.as_str(),
-        )
     }
 
     fn line(&self, planned: bool, code: PlannerCode) -> PlannerCode {

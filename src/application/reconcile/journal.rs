@@ -10,7 +10,7 @@ use crate::application::queue::Trigger;
 use crate::domain::agenda::Agenda;
 use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::metrics::events_for_write;
-use crate::domain::names::normalize_member_name;
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::nudge_suppression::SuppressedNudge;
 use crate::domain::runtime_stall::RuntimeStall;
 use crate::domain::status::{MemberStatus, StatusState};
@@ -21,8 +21,8 @@ impl Reconciler {
     pub(super) fn start_reconcile(
         &self,
         index: &dyn AgendaSource,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         now: EpochMs,
         triggers: &[Trigger],
     ) -> Agenda {
@@ -61,6 +61,8 @@ impl Reconciler {
     /// Journals the write of a status outside a reconcile (a report).
     pub(in crate::application) fn journal_status_written(
         &self,
+        team: &TeamName,
+        member: &MemberName,
         status: &MemberStatus,
         now: EpochMs,
     ) {
@@ -69,12 +71,11 @@ impl Reconciler {
             "agendaFingerprint": status.agenda.fingerprint,
             "actionableCount": status.agenda.items.len(),
         });
-        let member = normalize_member_name(&status.member_name);
         self.audit(
             AuditSource::JsonStore,
             AuditKind::StatusWritten,
-            &status.team_name,
-            &member,
+            team,
+            &member.normalized(),
             now,
             vec![],
             summary,
@@ -89,12 +90,15 @@ impl Reconciler {
     /// (none when nothing readable was stored), which a stall names.
     pub(super) fn finish_reconcile(
         &self,
+        team: &TeamName,
+        member: &MemberName,
         status: &MemberStatus,
         previous_evaluated_at: Option<&str>,
         suppressed: Option<&SuppressedNudge>,
         now: EpochMs,
     ) {
-        let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
+        // The status's lines name the member as the status does: normalized.
+        let member = &member.normalized();
         let decision_kind = if status.state == StatusState::Inactive {
             AuditKind::TeamInactive
         } else {
@@ -172,15 +176,26 @@ impl Reconciler {
     /// Adds the metric events of a status write to the team index. Metrics
     /// are observations, so a failure here never fails the write; it is
     /// journaled for the member as `metrics_unavailable` with the error.
-    pub(in crate::application) fn record_metrics(&self, status: &MemberStatus) {
+    pub(in crate::application) fn record_metrics(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+        status: &MemberStatus,
+    ) {
         let recorded = self.ports.metrics.record(status, events_for_write(status));
         if let Err(error) = recorded {
-            self.metrics_failed(status, &error);
+            self.metrics_failed(team, member, status, &error);
         }
     }
 
     /// Logs and journals a metrics write that failed (`metrics_unavailable`).
-    fn metrics_failed(&self, status: &MemberStatus, error: &PortError) {
+    fn metrics_failed(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+        status: &MemberStatus,
+        error: &PortError,
+    ) {
         self.ports.log.log(
             LogEntry::new(
                 LogLevel::Warn,
@@ -195,8 +210,8 @@ impl Reconciler {
         self.audit(
             SOURCE,
             AuditKind::MetricsUnavailable,
-            &status.team_name,
-            &status.member_name,
+            team,
+            &member.normalized(),
             self.ports.clock.now_ms(),
             vec![error.to_string()],
             json!({}),
@@ -205,16 +220,20 @@ impl Reconciler {
 
     /// [`Reconciler::record_metrics`] of a team's group commit: one index
     /// write; a failure is journaled for every member.
-    pub(super) fn record_team_metrics(&self, statuses: &[MemberStatus]) {
-        let writes = statuses
+    pub(super) fn record_team_metrics(
+        &self,
+        team: &TeamName,
+        written: &[(&MemberName, &MemberStatus)],
+    ) {
+        let writes = written
             .iter()
-            .map(|status| (status, events_for_write(status)))
+            .map(|(_, status)| (*status, events_for_write(status)))
             .collect();
         let Err(error) = self.ports.metrics.record_all(writes) else {
             return;
         };
-        for status in statuses {
-            self.metrics_failed(status, &error);
+        for (member, status) in written {
+            self.metrics_failed(team, member, status, &error);
         }
     }
 
@@ -223,8 +242,8 @@ impl Reconciler {
         &self,
         source: AuditSource,
         kind: AuditKind,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         at_ms: EpochMs,
         diagnostics: Vec<String>,
         metadata: serde_json::Value,
@@ -239,8 +258,8 @@ impl Reconciler {
 fn audit_event(
     source: AuditSource,
     kind: AuditKind,
-    team: &str,
-    member: &str,
+    team: &TeamName,
+    member: &MemberName,
     at_ms: EpochMs,
     diagnostics: Vec<String>,
     metadata: serde_json::Value,

@@ -35,7 +35,7 @@ impl Reconciler {
             .map(|member| self.preview_from(team, &snapshot, &index, &member))
             .collect::<Result<_, _>>()?;
         Ok(TeamPreview {
-            team_name: snapshot.team_name.clone(),
+            team_name: snapshot.team_name.to_string(),
             config_found: snapshot.config_found,
             diagnostics: snapshot
                 .diagnostics
@@ -62,7 +62,7 @@ impl Reconciler {
             StoredStatus::Missing
         };
         let agenda = index.agenda_for(member, &format_iso(now));
-        let mut status = self.board_status(snapshot, agenda, previous, now);
+        let mut status = self.board_status(snapshot, member, agenda, previous, now);
         status
             .diagnostics
             .push("status_snapshot_not_persisted".into());

@@ -11,7 +11,7 @@ use crate::application::queue::Trigger;
 use crate::domain::agenda::Agenda;
 use crate::domain::audit::{AuditKind, AuditSource};
 use crate::domain::diagnostic::StallTrigger;
-use crate::domain::names::{normalize_member_name, MemberName, TeamName};
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::status::{MemberStatus, ReconciledBy};
 use crate::domain::status_assembly::{StatusInputs, TokenGrant};
 use crate::domain::team::TeamSnapshot;
@@ -23,22 +23,25 @@ impl Reconciler {
     /// stored status, read now, before the member's status lock is taken:
     /// the runtime, whether the member is busy and, with
     /// [`Effects::Record`], the report token.
+    #[allow(clippy::too_many_arguments)]
     pub(in crate::application) fn status_inputs(
         &self,
         snapshot: &TeamSnapshot,
+        member_name: &MemberName,
         agenda: Agenda,
         now: EpochMs,
         by: ReconciledBy,
         triggers: &[Trigger],
         effects: Effects<'_>,
     ) -> StatusInputs {
-        let member = normalize_member_name(&agenda.member_name);
+        // The app asks its runtime questions with the normalized name.
+        let member = member_name.normalized();
         let token = match effects {
             Effects::Record(team, member) => self.grant_token(team, member, &agenda, now),
             Effects::Withhold => TokenGrant::Withheld,
         };
         StatusInputs {
-            team_name: snapshot.team_name.clone(),
+            team_name: snapshot.team_name.to_string(),
             on_active_roster: snapshot.is_active() && snapshot.is_active_member(&member),
             // A deleted team's agenda names no provider, as the app's agenda
             // source answers one without reading its members.
@@ -95,12 +98,17 @@ impl Reconciler {
 
     /// Journals the legacy fallback read of a status, as the app's store
     /// journals its own (after the write it fed).
-    pub(in crate::application) fn journal_legacy_read(&self, status: &MemberStatus, now: EpochMs) {
+    pub(in crate::application) fn journal_legacy_read(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+        now: EpochMs,
+    ) {
         self.audit(
             AuditSource::JsonStore,
             AuditKind::LegacyFallbackUsed,
-            &status.team_name,
-            &normalize_member_name(&status.member_name),
+            team,
+            &member.normalized(),
             now,
             vec![],
             json!({ "reason": "status_v1" }),
@@ -112,15 +120,17 @@ impl Reconciler {
     /// events, its `status_written` line.
     pub(in crate::application) fn status_written(
         &self,
+        team: &TeamName,
+        member: &MemberName,
         status: &MemberStatus,
         legacy: bool,
         now: EpochMs,
     ) {
         if legacy {
-            self.journal_legacy_read(status, now);
+            self.journal_legacy_read(team, member, now);
         }
-        self.record_metrics(status);
-        self.journal_status_written(status, now);
+        self.record_metrics(team, member, status);
+        self.journal_status_written(team, member, status, now);
     }
 }
 

@@ -43,7 +43,6 @@ impl Reconciler {
         by: ReconciledBy,
         triggers: &[Trigger],
     ) -> Result<Vec<MemberStatus>, WorkSyncError> {
-        let team = snapshot.team_name.as_str();
         let now = self.ports.clock.now_ms();
         let names = roster_names(snapshot);
         let mut unpersisted = Vec::with_capacity(names.len());
@@ -62,7 +61,7 @@ impl Reconciler {
         let prepared: std::collections::HashMap<&MemberName, Prepared> = persisted
             .iter()
             .map(|member| {
-                let agenda = self.start_reconcile(index, team, member, now, triggers);
+                let agenda = self.start_reconcile(index, team_name, member, now, triggers);
                 let prepared = self.prepare(
                     team_name, member, snapshot, agenda, now, by, triggers, options,
                 );
@@ -113,22 +112,22 @@ impl Reconciler {
             }
             return Ok(unpersisted.into_iter().flatten().collect());
         }
-        let written: Vec<MemberStatus> = outcomes
+        let written: Vec<(&MemberName, &MemberStatus)> = persisted
             .iter()
-            .filter_map(|outcome| outcome.as_ref().ok().cloned())
+            .zip(&outcomes)
+            .filter_map(|(member, outcome)| Some((*member, outcome.as_ref().ok()?)))
             .collect();
-        for (member, outcome) in persisted.iter().zip(&outcomes) {
-            if let (Ok(status), Some(true)) =
-                (outcome, found.get(member.as_str()).map(|f| f.legacy))
-            {
-                self.journal_legacy_read(status, now);
+        for (member, _) in &written {
+            if found.get(member.as_str()).is_some_and(|f| f.legacy) {
+                self.journal_legacy_read(team_name, member, now);
             }
         }
-        self.record_team_metrics(&written);
-        for (member, outcome) in persisted.iter().zip(&outcomes) {
-            let Ok(status) = outcome else { continue };
+        self.record_team_metrics(team_name, &written);
+        for (member, status) in &written {
             let found = found.get(member.as_str());
             self.finish_reconcile(
+                team_name,
+                member,
                 status,
                 found.and_then(|f| f.previous_evaluated_at.as_deref()),
                 found.and_then(|f| f.suppressed.as_ref()),
@@ -162,19 +161,18 @@ impl Reconciler {
         error: &PortError,
         now: EpochMs,
     ) -> MemberStatus {
-        let team = snapshot.team_name.as_str();
         self.ports.log.log(
             LogEntry::new(
                 LogLevel::Error,
                 LogCode::StatusWriteFailed,
                 format!("member status could not be written: {error}"),
             )
-            .with_context(json!({ "teamName": team, "memberName": member })),
+            .with_context(json!({ "teamName": team_name, "memberName": member })),
         );
         self.audit(
             SOURCE,
             AuditKind::StatusWriteFailed,
-            team,
+            team_name,
             member,
             now,
             vec![error.to_string()],

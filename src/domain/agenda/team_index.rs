@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use crate::domain::diagnostic::Diagnostic;
 use crate::domain::fingerprint::agenda_fingerprint;
 use crate::domain::js_semantics::{js_trim, locale_compare, locale_compare_numeric_base};
-use crate::domain::names::{is_reserved_member_name, normalize_member_name};
+use crate::domain::names::{is_reserved_member_name, normalize_member_name, MemberName};
 use crate::domain::team::{Clarification, KanbanColumn, Task, TaskStatus, TeamSnapshot};
 /// A team's snapshot with its [`TaskIndex`]; builds agendas for any member
 /// of the team.
@@ -47,7 +47,7 @@ impl<'a> TeamIndex<'a> {
         }
     }
     /// The agenda of `member_name`, stamped with `generated_at`.
-    pub fn agenda_for(&self, member_name: &str, generated_at: &str) -> Agenda {
+    pub fn agenda_for(&self, member_name: &MemberName, generated_at: &str) -> Agenda {
         let normalized = normalize_member_name(member_name);
         let mut diagnostics = self.snapshot.diagnostics.clone();
         let mut items = Vec::new();
@@ -84,7 +84,7 @@ impl<'a> TeamIndex<'a> {
         }
         let fingerprint = fingerprint_of(&self.snapshot.team_name, &normalized, &items);
         Agenda {
-            team_name: self.snapshot.team_name.clone(),
+            team_name: self.snapshot.team_name.to_string(),
             member_name: normalized,
             generated_at: generated_at.to_string(),
             fingerprint,

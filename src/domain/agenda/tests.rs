@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::task_index::MAX_INCREMENTAL_CHANGE;
 use super::*;
 use crate::domain::fingerprint::agenda_fingerprint;
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::team::{
     Clarification, HistoryEvent, KanbanColumn, KanbanEntry, ReviewState, Task, TaskStatus,
     TeamMember, TeamSnapshot,
@@ -64,16 +65,19 @@ fn team(tasks: Vec<Task>) -> TeamSnapshot {
     let mut lead = member("team-lead");
     lead.agent_type = Some("team-lead".into());
     TeamSnapshot {
-        team_name: "forge".into(),
         config_found: true,
         members: vec![lead, member("jack"), member("jill"), member("bob")],
         tasks: tasks.into_iter().map(std::sync::Arc::new).collect(),
-        ..TeamSnapshot::default()
+        ..TeamSnapshot::empty(TeamName::parse("forge").unwrap())
     }
 }
 
 fn agenda(snapshot: &TeamSnapshot, who: &str) -> Agenda {
-    TeamIndex::build(snapshot).agenda_for(who, NOW)
+    TeamIndex::build(snapshot).agenda_for(&member_name(who), NOW)
+}
+
+fn member_name(name: &str) -> MemberName {
+    MemberName::parse(name).unwrap()
 }
 
 /// `(taskId, reason)` of every item, in agenda order.
@@ -737,8 +741,8 @@ fn review_state_from_history_follows_the_reference_reader() {
 fn fingerprint_ignores_generated_at_and_reason() {
     let snapshot = team(vec![task("1", "jack", TaskStatus::Pending)]);
     let index = TeamIndex::build(&snapshot);
-    let a = index.agenda_for("jack", NOW);
-    let b = index.agenda_for("jack", "2030-01-01T00:00:00.000Z");
+    let a = index.agenda_for(&member_name("jack"), NOW);
+    let b = index.agenda_for(&member_name("jack"), "2030-01-01T00:00:00.000Z");
     assert_eq!(a.fingerprint, b.fingerprint);
     let mut reworded = a.items.clone();
     reworded[0].reason = "something else".into();
@@ -986,8 +990,8 @@ mod incremental {
         let warm = TeamIndex::cached(snapshot, kept);
         for member in MEMBERS {
             assert_eq!(
-                warm.agenda_for(member, NOW),
-                cold.agenda_for(member, NOW),
+                warm.agenda_for(&member_name(member), NOW),
+                cold.agenda_for(&member_name(member), NOW),
                 "agenda of {member} after {step}"
             );
         }

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::retention::Retention;
 use crate::domain::time::{EpochMs, IsoTime};
 
@@ -128,8 +129,8 @@ pub enum EnsureOutcome {
 pub fn ensure_pending(
     existing: Option<OutboxItem>,
     planned: &PlannedNudge,
-    team: &str,
-    member: &str,
+    team: &TeamName,
+    member: &MemberName,
     now: EpochMs,
 ) -> (OutboxItem, EnsureOutcome) {
     let stamp = IsoTime::at(now);

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::domain::agenda::{ActionableWorkItem, Agenda, ItemKind};
 use crate::domain::fingerprint::{canonical_json, sha256_hex};
-use crate::domain::names::normalize_member_name;
+use crate::domain::names::{normalize_member_name, MemberName, TeamName};
 use crate::domain::nudge_text::{agenda_preview, agenda_sync_text, display_id, review_pickup_text};
 use crate::domain::review_cycle::ReviewObligation;
 use crate::domain::status::{MemberStatus, StatusState};
@@ -77,7 +77,13 @@ impl PlannedNudge {
     /// The same nudge under a recovery intent key (`status-only:<fp>`,
     /// `agenda-sync-still-stuck:...`, `task-protocol-repair:...`): a new id, a
     /// lead line that says why, a new payload hash.
-    pub fn keyed(&self, team: &str, member: &str, intent_key: &str, lead: &str) -> PlannedNudge {
+    pub fn keyed(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+        intent_key: &str,
+        lead: &str,
+    ) -> PlannedNudge {
         let mut payload = self.payload.clone();
         payload.work_sync_intent_key = Some(intent_key.to_string());
         payload.text = format!("{lead}\n\n{}", payload.text);

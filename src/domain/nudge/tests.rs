@@ -9,6 +9,7 @@ use crate::domain::metrics::{
     readiness, MetricEvent, MetricKind, MetricsIndex, Readiness, ReadinessReason, ReadinessState,
     Thresholds,
 };
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::retention::Retention;
 use crate::domain::status::{MemberStatus, ReconciledBy, ReportState, Shadow, StatusState};
 use crate::domain::team::ProviderId;
@@ -503,7 +504,13 @@ fn planned() -> PlannedNudge {
 
 #[test]
 fn outbox_transitions_with_generation_fencing() {
-    let (mut item, outcome) = ensure_pending(None, &planned(), "forge", "jack", NOW);
+    let (mut item, outcome) = ensure_pending(
+        None,
+        &planned(),
+        &TeamName::parse("forge").unwrap(),
+        &MemberName::parse("jack").unwrap(),
+        NOW,
+    );
     assert_eq!(
         (outcome, item.status, item.attempt_generation),
         (EnsureOutcome::Created, OutboxStatus::Pending, 0)
@@ -537,7 +544,13 @@ fn outbox_transitions_with_generation_fencing() {
     assert_eq!(item.delivered_message_id.as_deref(), Some(item.id.as_str()));
     assert!(!is_claimable(&item, NOW + 10 * STALE_CLAIM_MS));
     // Delivered is terminal: same hash stays, another hash is a conflict.
-    let (same, outcome) = ensure_pending(Some(item.clone()), &planned(), "forge", "jack", NOW);
+    let (same, outcome) = ensure_pending(
+        Some(item.clone()),
+        &planned(),
+        &TeamName::parse("forge").unwrap(),
+        &MemberName::parse("jack").unwrap(),
+        NOW,
+    );
     assert_eq!(
         (outcome, same.status),
         (EnsureOutcome::Existing, OutboxStatus::Delivered)
@@ -546,14 +559,27 @@ fn outbox_transitions_with_generation_fencing() {
     other.payload.text.push('!');
     other.payload_hash = other.payload.hash();
     assert_eq!(
-        ensure_pending(Some(item), &other, "forge", "jack", NOW).1,
+        ensure_pending(
+            Some(item),
+            &other,
+            &TeamName::parse("forge").unwrap(),
+            &MemberName::parse("jack").unwrap(),
+            NOW
+        )
+        .1,
         EnsureOutcome::PayloadConflict
     );
 }
 
 #[test]
 fn ensure_pending_revives_and_refreshes() {
-    let (mut item, _) = ensure_pending(None, &planned(), "forge", "jack", NOW);
+    let (mut item, _) = ensure_pending(
+        None,
+        &planned(),
+        &TeamName::parse("forge").unwrap(),
+        &MemberName::parse("jack").unwrap(),
+        NOW,
+    );
     claim(&mut item, "a", NOW);
     finish_attempt(
         &mut item,
@@ -561,7 +587,13 @@ fn ensure_pending_revives_and_refreshes() {
         &AttemptEnd::Superseded { reason: "x".into() },
         NOW,
     );
-    let (revived, outcome) = ensure_pending(Some(item.clone()), &planned(), "forge", "jack", NOW);
+    let (revived, outcome) = ensure_pending(
+        Some(item.clone()),
+        &planned(),
+        &TeamName::parse("forge").unwrap(),
+        &MemberName::parse("jack").unwrap(),
+        NOW,
+    );
     assert_eq!(
         (outcome, revived.status),
         (EnsureOutcome::Existing, OutboxStatus::Pending)
@@ -572,7 +604,13 @@ fn ensure_pending_revives_and_refreshes() {
     let mut other = planned();
     other.payload.text.push('!');
     other.payload_hash = other.payload.hash();
-    let (refreshed, _) = ensure_pending(Some(claimed), &other, "forge", "jack", NOW);
+    let (refreshed, _) = ensure_pending(
+        Some(claimed),
+        &other,
+        &TeamName::parse("forge").unwrap(),
+        &MemberName::parse("jack").unwrap(),
+        NOW,
+    );
     assert_eq!(
         (refreshed.status, refreshed.attempt_generation),
         (OutboxStatus::Pending, 3)
@@ -608,41 +646,74 @@ fn watchdog_cooldown_edges() {
     };
     let tasks = ["1", "2"];
     assert_eq!(
-        watchdog_cooldown(&[alert("1", None, NOW)], &tasks, "jack", NOW),
+        watchdog_cooldown(
+            &[alert("1", None, NOW)],
+            &tasks,
+            &MemberName::parse("jack").unwrap(),
+            NOW
+        ),
         Some(NOW + WATCHDOG_COOLDOWN_MS)
     );
     let just_inside = NOW - WATCHDOG_COOLDOWN_MS + 1;
     assert!(watchdog_cooldown(
         &[alert("1", Some("Jack"), just_inside)],
         &tasks,
-        "jack",
+        &MemberName::parse("jack").unwrap(),
         NOW
     )
     .is_some());
     let exactly = NOW - WATCHDOG_COOLDOWN_MS;
     assert_eq!(
-        watchdog_cooldown(&[alert("1", None, exactly)], &tasks, "jack", NOW),
+        watchdog_cooldown(
+            &[alert("1", None, exactly)],
+            &tasks,
+            &MemberName::parse("jack").unwrap(),
+            NOW
+        ),
         None,
         "10 min boundary"
     );
     assert_eq!(
-        watchdog_cooldown(&[alert("1", None, NOW + 1)], &tasks, "jack", NOW),
+        watchdog_cooldown(
+            &[alert("1", None, NOW + 1)],
+            &tasks,
+            &MemberName::parse("jack").unwrap(),
+            NOW
+        ),
         None,
         "future ignored"
     );
     assert_eq!(
-        watchdog_cooldown(&[alert("9", None, NOW)], &tasks, "jack", NOW),
+        watchdog_cooldown(
+            &[alert("9", None, NOW)],
+            &tasks,
+            &MemberName::parse("jack").unwrap(),
+            NOW
+        ),
         None,
         "other task"
     );
     assert_eq!(
-        watchdog_cooldown(&[alert("1", Some("jill"), NOW)], &tasks, "jack", NOW),
+        watchdog_cooldown(
+            &[alert("1", Some("jill"), NOW)],
+            &tasks,
+            &MemberName::parse("jack").unwrap(),
+            NOW
+        ),
         None,
         "other member"
     );
     let mut resolved = alert("1", None, NOW);
     resolved.state = Some("resolved".into());
-    assert_eq!(watchdog_cooldown(&[resolved], &tasks, "jack", NOW), None);
+    assert_eq!(
+        watchdog_cooldown(
+            &[resolved],
+            &tasks,
+            &MemberName::parse("jack").unwrap(),
+            NOW
+        ),
+        None
+    );
 }
 
 /// A delivery known by its wall-clock time only (another process, or before a restart).
@@ -790,8 +861,8 @@ fn lead_like_names() {
 fn keyed_nudges_get_their_own_id_and_hash() {
     let base = planned();
     let keyed = base.keyed(
-        "forge",
-        "Jack",
+        &TeamName::parse("forge").unwrap(),
+        &MemberName::parse("Jack").unwrap(),
         "status-only:agenda:v1:abc",
         "Status check.",
     );
@@ -911,7 +982,13 @@ fn a_proof_missing_recovery_keys_the_nudge_and_names_the_message() {
 #[test]
 fn finished_outbox_items_are_bounded_open_ones_kept() {
     let item = |n: usize, status: OutboxStatus, age_ms: EpochMs| {
-        let (mut item, _) = ensure_pending(None, &planned(), "forge", "jack", NOW);
+        let (mut item, _) = ensure_pending(
+            None,
+            &planned(),
+            &TeamName::parse("forge").unwrap(),
+            &MemberName::parse("jack").unwrap(),
+            NOW,
+        );
         item.id = format!("item-{n:04}");
         item.status = status;
         item.updated_at = IsoTime::at(NOW - age_ms);
@@ -963,7 +1040,13 @@ fn a_claim_clears_the_retry_time_and_the_last_error() {
     // As the app's store claims: the retry time and error of the attempt
     // before are gone, so an item delivered (or superseded) on a retry
     // carries no stale nextAttemptAt.
-    let (mut item, _) = ensure_pending(None, &planned(), "forge", "jack", NOW);
+    let (mut item, _) = ensure_pending(
+        None,
+        &planned(),
+        &TeamName::parse("forge").unwrap(),
+        &MemberName::parse("jack").unwrap(),
+        NOW,
+    );
     claim(&mut item, "a", NOW);
     let retry = AttemptEnd::Retryable {
         reason: RetryReason::MemberBusy("active_tool_activity".into()),

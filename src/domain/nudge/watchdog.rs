@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::domain::names::normalize_member_name;
+use crate::domain::names::{normalize_member_name, MemberName};
 use crate::domain::time::{parse_iso, EpochMs};
 
 use super::MINUTE;
@@ -31,7 +31,7 @@ pub struct WatchdogAlert {
 pub fn watchdog_cooldown(
     alerts: &[WatchdogAlert],
     task_ids: &[&str],
-    member: &str,
+    member: &MemberName,
     now: EpochMs,
 ) -> Option<EpochMs> {
     alerts

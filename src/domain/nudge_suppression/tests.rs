@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::domain::agenda::{ActionableWorkItem, Agenda, Evidence, ItemKind, Priority};
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::status::{ReconciledBy, ReportState, Shadow};
 use crate::domain::team::ProviderId;
 use crate::domain::time::format_iso;
@@ -140,7 +141,13 @@ fn suppression_candidates() {
 fn delivered(fingerprint: &str, at: EpochMs) -> OutboxItem {
     let planned = crate::domain::nudge::plan_nudge(&status(vec![work("1", "owned_pending")]))
         .expect("a needs-sync status plans a nudge");
-    let (mut item, _) = crate::domain::nudge::ensure_pending(None, &planned, "forge", "jack", NOW);
+    let (mut item, _) = crate::domain::nudge::ensure_pending(
+        None,
+        &planned,
+        &TeamName::parse("forge").unwrap(),
+        &MemberName::parse("jack").unwrap(),
+        NOW,
+    );
     item.agenda_fingerprint = fingerprint.into();
     item.status = OutboxStatus::Delivered;
     item.delivered_at = Some(IsoTime::at(at));

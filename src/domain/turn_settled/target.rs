@@ -66,7 +66,7 @@ pub(crate) fn verify_target(
         return TargetOutcome::unresolved("provider_mismatch");
     }
     TargetOutcome::Resolved {
-        team_name: team.team_name.clone(),
+        team_name: team.team_name.to_string(),
         member_name: normalized,
     }
 }
@@ -74,6 +74,7 @@ pub(crate) fn verify_target(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::names::TeamName;
     use crate::domain::team::TeamMember;
 
     fn team() -> TeamSnapshot {
@@ -84,7 +85,6 @@ mod tests {
             ..TeamMember::default()
         };
         TeamSnapshot {
-            team_name: "forge".into(),
             config_found: true,
             members: vec![
                 TeamMember {
@@ -95,7 +95,7 @@ mod tests {
                 member("jill", Some("gpt-5"), None),
                 member("bob", None, Some(1.0)),
             ],
-            ..TeamSnapshot::default()
+            ..TeamSnapshot::empty(TeamName::parse("forge").unwrap())
         }
     }
 

@@ -83,7 +83,13 @@ fn a_token_signed_for_another_member_with_swapped_claims_is_invalid() {
     let signature = token.rsplit('.').next().unwrap();
     let forged = format!(
         "wrs:v1.{}.{signature}",
-        TokenClaims::new("forge", "jack", "fp", 1_000).encode()
+        TokenClaims::new(
+            &TeamName::parse("forge").unwrap(),
+            &MemberName::parse("jack").unwrap(),
+            "fp",
+            1_000,
+        )
+        .encode()
     );
     assert_eq!(
         tokens
@@ -208,7 +214,13 @@ fn a_planted_secret_is_never_trusted() {
     ] {
         let (dir, tokens) = tokens();
         let known = plant(dir.path(), how);
-        let payload = TokenClaims::new("forge", "jack", "fp", 1_000).encode();
+        let payload = TokenClaims::new(
+            &TeamName::parse("forge").unwrap(),
+            &MemberName::parse("jack").unwrap(),
+            "fp",
+            1_000,
+        )
+        .encode();
         let forged = assemble(
             &payload,
             &HmacReportTokens::mac(&known, &payload)
@@ -267,7 +279,13 @@ fn a_secret_written_by_the_app_is_kept_and_tightened_to_0600() {
         let text = format!("{{\n  \"schemaVersion\": 1,\n  \"secret\": \"{secret}\"\n}}");
         std::fs::write(&path, &text).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
-        let payload = TokenClaims::new("forge", "jack", "fp", 1_000).encode();
+        let payload = TokenClaims::new(
+            &TeamName::parse("forge").unwrap(),
+            &MemberName::parse("jack").unwrap(),
+            "fp",
+            1_000,
+        )
+        .encode();
         let signed = assemble(
             &payload,
             &HmacReportTokens::mac(&secret, &payload)

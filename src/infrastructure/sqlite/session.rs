@@ -372,8 +372,8 @@ impl ReportIntentStore for SessionStores {
 impl OutboxStore for SessionStores {
     fn ensure(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         planned: &PlannedNudge,
         now: EpochMs,
     ) -> Result<(OutboxItem, EnsureOutcome), PortError> {
@@ -406,7 +406,7 @@ impl OutboxStore for SessionStores {
         self.outbox(team, |o| o.refresh_index(team))
     }
 
-    fn teams_with_outbox(&self) -> Vec<String> {
+    fn teams_with_outbox(&self) -> Vec<TeamName> {
         // No team to prepare: the listing reads the folders as they are.
         // Undecided (asked on the JS thread): nothing to list this pass.
         match self.backend() {

@@ -527,8 +527,8 @@ impl ReportIntentStore for SqliteStore {
 impl OutboxStore for SqliteStore {
     fn ensure(
         &self,
-        team: &str,
-        member: &str,
+        team: &TeamName,
+        member: &MemberName,
         planned: &PlannedNudge,
         now: EpochMs,
     ) -> Result<(OutboxItem, EnsureOutcome), PortError> {
@@ -620,13 +620,16 @@ impl OutboxStore for SqliteStore {
         Ok(())
     }
 
-    fn teams_with_outbox(&self) -> Vec<String> {
+    fn teams_with_outbox(&self) -> Vec<TeamName> {
         // No list when the database cannot be read: the dispatch pass then
         // has nothing to do, and the next one asks again.
         self.db()
             .ok()
             .and_then(|db| db.outbox_open_teams().ok())
             .unwrap_or_default()
+            .iter()
+            .filter_map(|team| TeamName::parse(team).ok())
+            .collect()
     }
 }
 

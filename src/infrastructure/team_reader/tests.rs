@@ -192,7 +192,10 @@ fn a_task_with_deleted_at_but_a_live_status_is_work() {
         r#"{"id":"1","status":"pending","owner":"jack","deletedAt":"2026-01-01T00:00:00Z"}"#,
     );
     let snapshot = source.load(&TeamName::parse("forge").unwrap());
-    let agenda = TeamIndex::build(&snapshot).agenda_for("jack", "2026-11-22T10:00:00.000Z");
+    let agenda = TeamIndex::build(&snapshot).agenda_for(
+        &crate::domain::names::MemberName::parse("jack").unwrap(),
+        "2026-11-22T10:00:00.000Z",
+    );
     let reasons: Vec<_> = agenda.items.iter().map(|i| i.reason.as_str()).collect();
     assert_eq!(reasons, ["owned_pending_task"]);
 }
