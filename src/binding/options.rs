@@ -14,6 +14,7 @@ use super::job::{ErrorCode, JsFailure};
 use super::{convert, host, log, storage_gateway, turn_settled, MemberWorkSync};
 use crate::domain::retention::{bounds, Retention};
 use crate::domain::time::{clock_from_js, format_iso, CLOCK_RANGE_MS};
+use crate::infrastructure::host_questions::{HostQuestions, QuestionKind};
 use crate::infrastructure::sqlite::OpenMode;
 use crate::runtime::composition::{Instance, RootPaths, Storage, Tuning};
 use crate::runtime::worker::ScheduleIntervals;
@@ -191,20 +192,19 @@ pub(super) fn start(env: &Env, options: Option<Unknown<'_>>) -> Result<MemberWor
             .host_answers
             .unwrap_or_default()
             .iter()
-            .filter_map(|name| host::QuestionKind::parse(name))
+            .filter_map(|name| QuestionKind::parse(name))
             .collect();
         let timeout = std::time::Duration::from_millis(
             options
                 .host_timeout_ms
                 .map_or(host::DEFAULT_TIMEOUT_MS, |ms| ms as u64),
         );
-        let log = instance.services.log.clone();
-        instance.services.host.connect(Box::new(host::JsHost::new(
-            callback,
+        let channel = host::JsQuestions::new(callback, timeout, waiting.clone());
+        instance.services.host.connect(Box::new(HostQuestions::new(
+            Box::new(channel),
             answers,
             timeout,
-            waiting.clone(),
-            log,
+            instance.services.log.clone(),
         )));
     }
     if let Some(callback) = options.on_team_change {
@@ -365,7 +365,7 @@ fn check_host_options(json: &Value) -> Result<(), JsFailure> {
         None | Some(Value::Null) => {}
         Some(Value::Array(names)) => {
             for name in names {
-                if name.as_str().and_then(host::QuestionKind::parse).is_none() {
+                if name.as_str().and_then(QuestionKind::parse).is_none() {
                     return Err(JsFailure::invalid(format!(
                         "options.hostAnswers: unknown question {name}"
                     )));
