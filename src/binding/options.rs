@@ -11,6 +11,7 @@ use napi::Env;
 use napi_derive::napi;
 use serde_json::Value;
 
+use super::convert::integer_in;
 use super::job::{ErrorCode, JsFailure};
 use super::{convert, host, log, storage_gateway, turn_settled, MemberWorkSync};
 use crate::domain::retention::bounds;
@@ -274,21 +275,20 @@ fn parse_options(env: &Env, options: Option<Unknown<'_>>) -> Result<ParsedOption
     }
     let tuning = tuning(json.get("tuning"))?;
     check_storage(json.get("storage"))?;
-    for key in ["claudeRoot", "teamsBasePath", "tasksBasePath"] {
-        if !matches!(
-            json.get(key),
-            None | Some(Value::Null) | Some(Value::String(_))
-        ) {
-            return Err(JsFailure::invalid(format!(
-                "options.{key} must be a string"
-            )));
+    // Plain fields: absent, null or of their type.
+    for (key, is_type, kind) in [
+        (
+            "claudeRoot",
+            Value::is_string as fn(&Value) -> bool,
+            "a string",
+        ),
+        ("teamsBasePath", Value::is_string, "a string"),
+        ("tasksBasePath", Value::is_string, "a string"),
+        ("autoStart", Value::is_boolean, "a boolean"),
+    ] {
+        if json.get(key).is_some_and(|v| !v.is_null() && !is_type(v)) {
+            return Err(JsFailure::invalid(format!("options.{key} must be {kind}")));
         }
-    }
-    if !matches!(
-        json.get("autoStart"),
-        None | Some(Value::Null) | Some(Value::Bool(_))
-    ) {
-        return Err(JsFailure::invalid("options.autoStart must be a boolean"));
     }
     match json.get("clock") {
         None | Some(Value::Null) => {}
@@ -379,22 +379,14 @@ fn check_host_options(json: &Value) -> Result<(), JsFailure> {
         }
         Some(_) => return Err(JsFailure::invalid("options.hostAnswers must be an array")),
     }
+    let (min, max) = host::TIMEOUT_MS_BOUNDS;
     match json.get("hostTimeoutMs") {
-        None | Some(Value::Null) => Ok(()),
-        Some(Value::Number(ms))
-            if ms.as_f64().is_some_and(|ms| {
-                ms.fract() == 0.0
-                    && ms >= host::TIMEOUT_MS_BOUNDS.0 as f64
-                    && ms <= host::TIMEOUT_MS_BOUNDS.1 as f64
-            }) =>
-        {
-            Ok(())
+        Some(ms) if !ms.is_null() && ms.as_f64().and_then(integer_in((min, max))).is_none() => {
+            Err(JsFailure::invalid(format!(
+                "options.hostTimeoutMs must be an integer from {min} to {max}"
+            )))
         }
-        Some(_) => Err(JsFailure::invalid(format!(
-            "options.hostTimeoutMs must be an integer from {} to {}",
-            host::TIMEOUT_MS_BOUNDS.0,
-            host::TIMEOUT_MS_BOUNDS.1
-        ))),
+        _ => Ok(()),
     }
 }
 
@@ -501,12 +493,8 @@ fn tuning(option: Option<&Value>) -> Result<Tuning, JsFailure> {
         let Some(value) = fields.get(key) else {
             continue;
         };
-        // JS numbers arrive as f64: an integer is one without a fraction.
-        match value
-            .as_f64()
-            .filter(|n| n.fract() == 0.0 && (min as f64..=max as f64).contains(n))
-        {
-            Some(n) => set(&mut tuning, n as u64),
+        match value.as_f64().and_then(integer_in((min, max))) {
+            Some(n) => set(&mut tuning, n),
             None => {
                 return Err(JsFailure::invalid(format!(
                     "options.tuning.{key} must be an integer from {min} to {max}"
