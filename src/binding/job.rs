@@ -164,26 +164,6 @@ impl Task for Job {
     }
 }
 
-/// A JSON result handed to JS as a plain object.
-pub struct JsonValue(pub serde_json::Value);
-
-impl TypeName for JsonValue {
-    fn type_name() -> &'static str {
-        "Object"
-    }
-
-    fn value_type() -> ValueType {
-        ValueType::Object
-    }
-}
-
-impl ToNapiValue for JsonValue {
-    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
-        // SAFETY: forwarded unchanged to serde_json's own conversion with the same env.
-        unsafe { serde_json::Value::to_napi_value(env, val.0) }
-    }
-}
-
 impl TypeName for JobOutput {
     fn type_name() -> &'static str {
         "unknown"

@@ -27,7 +27,7 @@ use self::args::{
     typed, MemberWorkSyncExplainRequest, MemberWorkSyncMemberRequest, MemberWorkSyncStatusRequest,
     MemberWorkSyncTeamRequest, MemberWorkSyncTeamRuntimeState, ProofMissingArgs,
 };
-use self::job::{guard, ErrorCode, Job, JsFailure, JsonValue};
+use self::job::{guard, ErrorCode, Job, JsFailure};
 use self::options::clock_ms;
 use crate::application::proof_missing::ProofMissingRequest;
 use crate::application::reconcile::{member_name, team_name};
@@ -397,9 +397,9 @@ impl MemberWorkSync {
 
     /// Counters and waiting items of the reconcile queue.
     #[napi(catch_unwind, ts_return_type = "MemberWorkSyncQueueDiagnostics")]
-    pub fn get_queue_diagnostics(&self) -> Result<JsonValue, napi::Error<ErrorCode>> {
+    pub fn get_queue_diagnostics(&self) -> Result<Value, napi::Error<ErrorCode>> {
         self.sync("getQueueDiagnostics", |i| {
-            to_json(i.services.engine.diagnostics()).map(JsonValue)
+            to_json(i.services.engine.diagnostics())
         })
     }
 

@@ -4,19 +4,21 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use napi::bindgen_prelude::{FromNapiValue, JsValue, Object, Unknown, ValueType};
 use napi::Env;
 use napi_derive::napi;
 use serde_json::Value;
 
+use super::convert::integer_in;
 use super::job::{ErrorCode, JsFailure};
 use super::{convert, host, log, storage_gateway, turn_settled, MemberWorkSync};
-use crate::domain::retention::{bounds, Retention};
+use crate::domain::retention::bounds;
 use crate::domain::time::{clock_from_js, format_iso, CLOCK_RANGE_MS};
+use crate::infrastructure::host_questions::{HostQuestions, QuestionKind};
 use crate::infrastructure::sqlite::OpenMode;
 use crate::runtime::composition::{Instance, RootPaths, Storage, Tuning};
-use crate::runtime::worker::ScheduleIntervals;
 
 /// Longest `options.controlUrl` accepted.
 const MAX_CONTROL_URL_CHARS: usize = 2048;
@@ -27,7 +29,10 @@ const QUEUE_CONCURRENCY_BOUNDS: (u64, u64) = (1, 8);
 
 /// The `tuning` option: scheduler intervals, queue concurrency and how much
 /// history is kept on disk.
+// Declared for `index.d.ts`; the values are read from the checked JSON by
+// `TUNING_FIELDS`, so the fields napi fills in are never read.
 #[napi(object, object_to_js = false)]
+#[allow(dead_code)]
 pub struct MemberWorkSyncTuningOption {
     /// Turn-settled spool drain interval without watcher news, in ms
     /// (integer, 100 to 86 400 000; default 15 000).
@@ -120,6 +125,7 @@ pub struct MemberWorkSyncOptions {
     pub control_url: Option<String>,
     /// Scheduler intervals and queue concurrency; every field optional, the
     /// defaults are those of `autoStart`.
+    #[allow(dead_code)]
     pub tuning: Option<MemberWorkSyncTuningOption>,
     /// Where the member-work-sync state is kept; default JSON files.
     pub storage: Option<MemberWorkSyncStorageOption>,
@@ -142,9 +148,8 @@ pub struct MemberWorkSyncOptions {
 /// Checks `options` and starts the instance they describe (its background
 /// worker, the `onLog`, `onHostQuestion` and `onTeamChange` callbacks); reads no files.
 pub(super) fn start(env: &Env, options: Option<Unknown<'_>>) -> Result<MemberWorkSync, JsFailure> {
-    let (options, app_storage) = parse_options(env, options)?;
+    let (options, tuning, app_storage) = parse_options(env, options)?;
     let options = options.unwrap_or_default();
-    let tuning = tuning(options.tuning.as_ref());
     let mut paths = RootPaths::resolve(
         options.claude_root.map(PathBuf::from),
         options.teams_base_path.map(PathBuf::from),
@@ -191,20 +196,19 @@ pub(super) fn start(env: &Env, options: Option<Unknown<'_>>) -> Result<MemberWor
             .host_answers
             .unwrap_or_default()
             .iter()
-            .filter_map(|name| host::QuestionKind::parse(name))
+            .filter_map(|name| QuestionKind::parse(name))
             .collect();
-        let timeout = std::time::Duration::from_millis(
+        let timeout = Duration::from_millis(
             options
                 .host_timeout_ms
                 .map_or(host::DEFAULT_TIMEOUT_MS, |ms| ms as u64),
         );
-        let log = instance.services.log.clone();
-        instance.services.host.connect(Box::new(host::JsHost::new(
-            callback,
+        let channel = host::JsQuestions::new(callback, timeout, waiting.clone());
+        instance.services.host.connect(Box::new(HostQuestions::new(
+            Box::new(channel),
             answers,
             timeout,
-            waiting.clone(),
-            log,
+            instance.services.log.clone(),
         )));
     }
     if let Some(callback) = options.on_team_change {
@@ -239,10 +243,10 @@ pub(super) fn clock_ms(now_ms: f64, field: &str) -> Result<i64, JsFailure> {
 /// threadsafe function). Bad options throw `MWS_INVALID_ARGUMENT`.
 fn parse_options(env: &Env, options: Option<Unknown<'_>>) -> Result<ParsedOptions, JsFailure> {
     let Some(options) = options else {
-        return Ok((None, None));
+        return Ok((None, Tuning::default(), None));
     };
     match options.get_type() {
-        Ok(ValueType::Undefined | ValueType::Null) => return Ok((None, None)),
+        Ok(ValueType::Undefined | ValueType::Null) => return Ok((None, Tuning::default(), None)),
         Ok(ValueType::Object) => {}
         _ => return Err(JsFailure::invalid("options must be an object")),
     }
@@ -269,23 +273,22 @@ fn parse_options(env: &Env, options: Option<Unknown<'_>>) -> Result<ParsedOption
             )))
         }
     }
-    check_tuning(json.get("tuning"))?;
+    let tuning = tuning(json.get("tuning"))?;
     check_storage(json.get("storage"))?;
-    for key in ["claudeRoot", "teamsBasePath", "tasksBasePath"] {
-        if !matches!(
-            json.get(key),
-            None | Some(Value::Null) | Some(Value::String(_))
-        ) {
-            return Err(JsFailure::invalid(format!(
-                "options.{key} must be a string"
-            )));
+    // Plain fields: absent, null or of their type.
+    for (key, is_type, kind) in [
+        (
+            "claudeRoot",
+            Value::is_string as fn(&Value) -> bool,
+            "a string",
+        ),
+        ("teamsBasePath", Value::is_string, "a string"),
+        ("tasksBasePath", Value::is_string, "a string"),
+        ("autoStart", Value::is_boolean, "a boolean"),
+    ] {
+        if json.get(key).is_some_and(|v| !v.is_null() && !is_type(v)) {
+            return Err(JsFailure::invalid(format!("options.{key} must be {kind}")));
         }
-    }
-    if !matches!(
-        json.get("autoStart"),
-        None | Some(Value::Null) | Some(Value::Bool(_))
-    ) {
-        return Err(JsFailure::invalid("options.autoStart must be a boolean"));
     }
     match json.get("clock") {
         None | Some(Value::Null) => {}
@@ -322,16 +325,18 @@ fn parse_options(env: &Env, options: Option<Unknown<'_>>) -> Result<ParsedOption
     }
     // SAFETY: plain conversion of a checked object on the JS thread.
     unsafe { <MemberWorkSyncOptions as FromNapiValue>::from_napi_value(env.raw(), options.raw()) }
-        .map(|options| (Some(options), app_storage))
+        .map(|options| (Some(options), tuning, app_storage))
         .map_err(|e| {
             convert::clear_pending_exception(env);
             JsFailure::invalid(format!("options: {}", e.reason))
         })
 }
 
-/// The constructor options, and the app's storage when `storage.gateway` names it.
+/// The constructor options, their tuning, and the app's storage when
+/// `storage.gateway` names it.
 type ParsedOptions = (
     Option<MemberWorkSyncOptions>,
+    Tuning,
     Option<(
         crate::infrastructure::sqlite::session::AppStorage,
         storage_gateway::StorageClose,
@@ -365,7 +370,7 @@ fn check_host_options(json: &Value) -> Result<(), JsFailure> {
         None | Some(Value::Null) => {}
         Some(Value::Array(names)) => {
             for name in names {
-                if name.as_str().and_then(host::QuestionKind::parse).is_none() {
+                if name.as_str().and_then(QuestionKind::parse).is_none() {
                     return Err(JsFailure::invalid(format!(
                         "options.hostAnswers: unknown question {name}"
                     )));
@@ -374,22 +379,14 @@ fn check_host_options(json: &Value) -> Result<(), JsFailure> {
         }
         Some(_) => return Err(JsFailure::invalid("options.hostAnswers must be an array")),
     }
+    let (min, max) = host::TIMEOUT_MS_BOUNDS;
     match json.get("hostTimeoutMs") {
-        None | Some(Value::Null) => Ok(()),
-        Some(Value::Number(ms))
-            if ms.as_f64().is_some_and(|ms| {
-                ms.fract() == 0.0
-                    && ms >= host::TIMEOUT_MS_BOUNDS.0 as f64
-                    && ms <= host::TIMEOUT_MS_BOUNDS.1 as f64
-            }) =>
-        {
-            Ok(())
+        Some(ms) if !ms.is_null() && ms.as_f64().and_then(integer_in((min, max))).is_none() => {
+            Err(JsFailure::invalid(format!(
+                "options.hostTimeoutMs must be an integer from {min} to {max}"
+            )))
         }
-        Some(_) => Err(JsFailure::invalid(format!(
-            "options.hostTimeoutMs must be an integer from {} to {}",
-            host::TIMEOUT_MS_BOUNDS.0,
-            host::TIMEOUT_MS_BOUNDS.1
-        ))),
+        _ => Ok(()),
     }
 }
 
@@ -428,91 +425,82 @@ fn check_storage(storage: Option<&Value>) -> Result<(), JsFailure> {
     Ok(())
 }
 
-/// Checks `options.tuning` before napi converts it: an object whose fields are
-/// absent (`undefined`) or integers within their bounds. `null` is refused
-/// here with the option's name, as napi's conversion would refuse it anyway.
-fn check_tuning(tuning: Option<&Value>) -> Result<(), JsFailure> {
-    let fields = match tuning {
-        None => return Ok(()),
+/// A field of `options.tuning`: its name, its bounds and its setter.
+type TuningField = (&'static str, (u64, u64), fn(&mut Tuning, u64));
+
+/// The fields of `options.tuning`: each an integer within its bounds, and
+/// where it goes in the instance's [`Tuning`] (the casts are exact: the
+/// value is a checked integer).
+const TUNING_FIELDS: [TuningField; 12] = [
+    ("drainIntervalMs", INTERVAL_MS_BOUNDS, |t, ms| {
+        t.intervals.drain_every = Duration::from_millis(ms)
+    }),
+    ("dispatchIntervalMs", INTERVAL_MS_BOUNDS, |t, ms| {
+        t.intervals.dispatch_every = Duration::from_millis(ms)
+    }),
+    ("queueConcurrency", QUEUE_CONCURRENCY_BOUNDS, |t, n| {
+        t.queue_concurrency = Some(n as usize)
+    }),
+    ("queueQuietWindowMs", (1, INTERVAL_MS_BOUNDS.1), |t, ms| {
+        t.queue_quiet_window_ms = Some(ms as i64)
+    }),
+    (
+        "journalRotateBytes",
+        bounds::JOURNAL_ROTATE_BYTES,
+        |t, n| t.retention.journal_rotate_bytes = n,
+    ),
+    ("journalRotations", bounds::JOURNAL_ROTATIONS, |t, n| {
+        t.retention.journal_rotations = n as u32
+    }),
+    (
+        "outboxFinishedMaxAgeMs",
+        bounds::OUTBOX_FINISHED_MAX_AGE_MS,
+        |t, ms| t.retention.outbox_finished_max_age_ms = ms as i64,
+    ),
+    (
+        "outboxFinishedMaxItems",
+        bounds::OUTBOX_FINISHED_MAX_ITEMS,
+        |t, n| t.retention.outbox_finished_max_items = n as usize,
+    ),
+    ("spoolProcessedMaxFiles", bounds::SPOOL_MAX_FILES, |t, n| {
+        t.retention.spool_processed_max_files = n as usize
+    }),
+    (
+        "spoolProcessedMaxAgeMs",
+        bounds::SPOOL_MAX_AGE_MS,
+        |t, ms| t.retention.spool_processed_max_age_ms = ms as i64,
+    ),
+    ("spoolInvalidMaxFiles", bounds::SPOOL_MAX_FILES, |t, n| {
+        t.retention.spool_invalid_max_files = n as usize
+    }),
+    ("spoolInvalidMaxAgeMs", bounds::SPOOL_MAX_AGE_MS, |t, ms| {
+        t.retention.spool_invalid_max_age_ms = ms as i64
+    }),
+];
+
+/// The instance's [`Tuning`] from the converted `options.tuning`: an object
+/// whose fields are absent (`undefined`) or integers within their bounds;
+/// absent fields keep their defaults. `null` is refused with the option's
+/// name, as napi's conversion would refuse it anyway.
+fn tuning(option: Option<&Value>) -> Result<Tuning, JsFailure> {
+    let mut tuning = Tuning::default();
+    let fields = match option {
+        None => return Ok(tuning),
         Some(Value::Object(fields)) => fields,
         Some(_) => return Err(JsFailure::invalid("options.tuning must be an object")),
     };
-    for (key, (min, max)) in [
-        ("drainIntervalMs", INTERVAL_MS_BOUNDS),
-        ("dispatchIntervalMs", INTERVAL_MS_BOUNDS),
-        ("queueConcurrency", QUEUE_CONCURRENCY_BOUNDS),
-        ("queueQuietWindowMs", (1, INTERVAL_MS_BOUNDS.1)),
-        ("journalRotateBytes", bounds::JOURNAL_ROTATE_BYTES),
-        ("journalRotations", bounds::JOURNAL_ROTATIONS),
-        ("outboxFinishedMaxAgeMs", bounds::OUTBOX_FINISHED_MAX_AGE_MS),
-        ("outboxFinishedMaxItems", bounds::OUTBOX_FINISHED_MAX_ITEMS),
-        ("spoolProcessedMaxFiles", bounds::SPOOL_MAX_FILES),
-        ("spoolProcessedMaxAgeMs", bounds::SPOOL_MAX_AGE_MS),
-        ("spoolInvalidMaxFiles", bounds::SPOOL_MAX_FILES),
-        ("spoolInvalidMaxAgeMs", bounds::SPOOL_MAX_AGE_MS),
-    ] {
-        match fields.get(key) {
-            None => {}
-            // JS numbers arrive as f64: an integer is one without a fraction.
-            Some(Value::Number(n))
-                if n.as_f64().is_some_and(|n| {
-                    n.fract() == 0.0 && (min as f64..=max as f64).contains(&n)
-                }) => {}
-            Some(_) => {
+    for (key, (min, max), set) in TUNING_FIELDS {
+        let Some(value) = fields.get(key) else {
+            continue;
+        };
+        match value.as_f64().and_then(integer_in((min, max))) {
+            Some(n) => set(&mut tuning, n),
+            None => {
                 return Err(JsFailure::invalid(format!(
                     "options.tuning.{key} must be an integer from {min} to {max}"
                 )))
             }
         }
     }
-    Ok(())
-}
-
-/// The instance's [`Tuning`] from a checked `options.tuning` (see [`check_tuning`]).
-fn tuning(option: Option<&MemberWorkSyncTuningOption>) -> Tuning {
-    let Some(option) = option else {
-        return Tuning::default();
-    };
-    let defaults = ScheduleIntervals::default();
-    let millis = |ms: Option<f64>| ms.map(|ms| std::time::Duration::from_millis(ms as u64));
-    Tuning {
-        intervals: ScheduleIntervals {
-            drain_every: millis(option.drain_interval_ms).unwrap_or(defaults.drain_every),
-            dispatch_every: millis(option.dispatch_interval_ms).unwrap_or(defaults.dispatch_every),
-        },
-        queue_concurrency: option.queue_concurrency.map(|n| n as usize),
-        queue_quiet_window_ms: option.queue_quiet_window_ms.map(|ms| ms as i64),
-        retention: retention(option),
-    }
-}
-
-/// The retention part of a checked `options.tuning`; absent fields keep
-/// their defaults. The casts are exact: every field is a checked integer.
-fn retention(option: &MemberWorkSyncTuningOption) -> Retention {
-    let mut retention = Retention::default();
-    if let Some(bytes) = option.journal_rotate_bytes {
-        retention.journal_rotate_bytes = bytes as u64;
-    }
-    if let Some(n) = option.journal_rotations {
-        retention.journal_rotations = n as u32;
-    }
-    if let Some(ms) = option.outbox_finished_max_age_ms {
-        retention.outbox_finished_max_age_ms = ms as i64;
-    }
-    if let Some(n) = option.outbox_finished_max_items {
-        retention.outbox_finished_max_items = n as usize;
-    }
-    if let Some(n) = option.spool_processed_max_files {
-        retention.spool_processed_max_files = n as usize;
-    }
-    if let Some(ms) = option.spool_processed_max_age_ms {
-        retention.spool_processed_max_age_ms = ms as i64;
-    }
-    if let Some(n) = option.spool_invalid_max_files {
-        retention.spool_invalid_max_files = n as usize;
-    }
-    if let Some(ms) = option.spool_invalid_max_age_ms {
-        retention.spool_invalid_max_age_ms = ms as i64;
-    }
-    retention
+    Ok(tuning)
 }

@@ -28,6 +28,7 @@ use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
 use serde_json::{json, Value};
 
+use super::convert::integer_in;
 use super::job::JsFailure;
 use crate::infrastructure::sqlite::app_gateway::{AppGateway, GatewayCaller, GatewayMethod};
 use crate::infrastructure::sqlite::session::{AppStorage, SessionAnswer, SessionQuestion};
@@ -202,11 +203,8 @@ fn call_timeout(env: &Env, storage: &Object<'_>) -> Result<Duration, JsFailure> 
         Ok(Some(value)) if matches!(value.get_type(), Ok(ValueType::Number)) => {
             // SAFETY: napi just reported a number.
             let ms = unsafe { value.cast::<f64>() }.map_err(|_| refused())?;
-            if ms.fract() == 0.0 && ms >= min as f64 && ms <= max as f64 {
-                Ok(Duration::from_millis(ms as u64))
-            } else {
-                Err(refused())
-            }
+            let ms = integer_in(CALL_TIMEOUT_MS_BOUNDS)(ms).ok_or_else(refused)?;
+            Ok(Duration::from_millis(ms))
         }
         _ => Err(refused()),
     }

@@ -2,8 +2,6 @@
 //! hook settings and environment, the drain, the pure settings merge and the
 //! `onTeamChange` delivery.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use napi::bindgen_prelude::{AsyncTask, Unknown};
 use napi::threadsafe_function::{
     ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue,
@@ -11,29 +9,19 @@ use napi::threadsafe_function::{
 use napi::Env;
 use napi::Status;
 use napi_derive::napi;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::args::{typed, RuntimeTurnSettledHookInput};
 use super::job::{guard, ErrorCode, Job, JsFailure};
 use super::{to_json, MemberWorkSync};
-use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
 use crate::application::turn_settled::{TeamChangeEvent, TeamChangeSink};
-use crate::domain::turn_settled::settings::{
-    codex_hook_settings_fragment, executable_hook_command, hook_command, hook_settings_fragment,
-    merge_runtime_hook_settings as merge_settings,
-};
-use crate::domain::turn_settled::shell_path::git_bash_path;
-use crate::domain::turn_settled::{
-    RuntimeProvider, MAX_PAYLOAD_BYTES, TURN_SETTLED_HOOK_MARKER as MARKER,
-};
-use crate::infrastructure::spool::{shipped_hook_executable, HookProgram};
+use crate::domain::turn_settled::settings::merge_runtime_hook_settings as merge_settings;
+use crate::domain::turn_settled::{RuntimeProvider, TURN_SETTLED_HOOK_MARKER as MARKER};
+use crate::infrastructure::spool::{runtime_hook_environment, runtime_hook_settings};
 
 /// Marker at the end of the managed Stop hook command.
 #[napi(js_name = "TURN_SETTLED_HOOK_MARKER")]
 pub const TURN_SETTLED_HOOK_MARKER: &str = MARKER;
-
-/// Environment variable naming the spool root for orchestrator runtimes.
-const SPOOL_ROOT_ENV: &str = "AGENT_TEAMS_RUNTIME_TURN_SETTLED_SPOOL_ROOT";
 
 /// The `onTeamChange` callback: called with one event object, its result and
 /// any exception it throws are ignored; weak, so it never keeps Node alive.
@@ -56,46 +44,6 @@ impl TeamChangeSink for JsTeamChangeSink {
             ThreadsafeFunctionCallMode::NonBlocking,
             |_, _| Ok(()),
         );
-    }
-}
-
-/// Hook installation failures are logged once per process: launch goes on
-/// without the hook, and a broken spool must not flood the app log. They go
-/// to the instance's `onLog` (a packaged app has no visible stderr).
-static INSTALL_FAILURE_LOGGED: AtomicBool = AtomicBool::new(false);
-
-fn log_install_failure(log: &dyn LogSink, error: &std::io::Error) {
-    if !INSTALL_FAILURE_LOGGED.swap(true, Ordering::Relaxed) {
-        log.log(LogEntry::new(
-            LogLevel::Warn,
-            LogCode::HookUnavailable,
-            format!("turn-settled hook unavailable, launching without it: {error}"),
-        ));
-    }
-}
-
-/// Falling back to the script is logged once per process.
-static SCRIPT_FALLBACK_LOGGED: AtomicBool = AtomicBool::new(false);
-
-fn log_script_fallback(log: &dyn LogSink, why: &str) {
-    if !SCRIPT_FALLBACK_LOGGED.swap(true, Ordering::Relaxed) {
-        log.log(LogEntry::new(
-            LogLevel::Warn,
-            LogCode::HookScriptFallback,
-            format!("turn-settled hook executable not used, the sh script runs instead: {why}"),
-        ));
-    }
-}
-
-/// `path` as the hook command's shell spells it: as it is on Unix; on
-/// Windows, where Claude Code runs hook commands through Git Bash, the
-/// POSIX-style spelling (`C:\x` -> `/c/x`), `None` where there is none.
-fn hook_shell_path(path: &std::path::Path) -> Option<String> {
-    let path = path.to_string_lossy();
-    if cfg!(windows) {
-        git_bash_path(&path)
-    } else {
-        Some(path.into_owned())
     }
 }
 
@@ -124,63 +72,13 @@ impl MemberWorkSync {
         env: Env,
         input: Unknown<'_>,
     ) -> AsyncTask<Job> {
-        self.call(&env, input, "input", |instance, input| {
+        self.call(&env, input, "input", |i, input| {
             let provider = provider_arg(input)?;
-            if provider == RuntimeProvider::Opencode {
-                return Ok(Value::Null);
-            }
-            let paths = &instance.services.spool_paths;
-            let shipped = shipped_hook_executable();
-            let installed = match paths.install_hook(shipped.ok()) {
-                Ok(installed) => installed,
-                Err(error) => {
-                    log_install_failure(instance.services.log.as_ref(), &error);
-                    return Ok(Value::Null);
-                }
-            };
-            match (&shipped, &installed.executable_failure) {
-                (_, Some(error)) => {
-                    log_script_fallback(instance.services.log.as_ref(), &error.to_string())
-                }
-                (Err(why), None) => log_script_fallback(instance.services.log.as_ref(), why),
-                (Ok(_), None) => {}
-            }
-            let no_spelling = || {
-                log_install_failure(
-                    instance.services.log.as_ref(),
-                    &std::io::Error::new(
-                        std::io::ErrorKind::InvalidInput,
-                        format!(
-                            "{}: no Git Bash (POSIX) spelling of the hook path",
-                            paths.root.display()
-                        ),
-                    ),
-                );
-                Ok(Value::Null)
-            };
-            let command = match &installed.program {
-                // A native program takes the spool root as Windows spells
-                // it; only the program's own path needs Git Bash's spelling.
-                HookProgram::Executable(executable) => {
-                    let Some(executable) = hook_shell_path(executable) else {
-                        return no_spelling();
-                    };
-                    let root = paths.root.to_string_lossy();
-                    executable_hook_command(&executable, &root, provider, MAX_PAYLOAD_BYTES)
-                }
-                HookProgram::Script(script) => {
-                    let (Some(script), Some(root)) =
-                        (hook_shell_path(script), hook_shell_path(&paths.root))
-                    else {
-                        return no_spelling();
-                    };
-                    hook_command(&script, &root, provider, MAX_PAYLOAD_BYTES)
-                }
-            };
-            Ok(match provider {
-                RuntimeProvider::Codex => codex_hook_settings_fragment(&command),
-                _ => hook_settings_fragment(&command),
-            })
+            Ok(runtime_hook_settings(
+                &i.services.spool_paths,
+                provider,
+                i.services.log.as_ref(),
+            ))
         })
     }
 
@@ -196,18 +94,13 @@ impl MemberWorkSync {
         env: Env,
         input: Unknown<'_>,
     ) -> AsyncTask<Job> {
-        self.call(&env, input, "input", |instance, input| {
-            if provider_arg(input)? == RuntimeProvider::Claude {
-                return Ok(Value::Null);
-            }
-            let paths = &instance.services.spool_paths;
-            match paths.install() {
-                Ok(_) => Ok(json!({ SPOOL_ROOT_ENV: paths.root.to_string_lossy() })),
-                Err(error) => {
-                    log_install_failure(instance.services.log.as_ref(), &error);
-                    Ok(Value::Null)
-                }
-            }
+        self.call(&env, input, "input", |i, input| {
+            let provider = provider_arg(input)?;
+            Ok(runtime_hook_environment(
+                &i.services.spool_paths,
+                provider,
+                i.services.log.as_ref(),
+            ))
         })
     }
 

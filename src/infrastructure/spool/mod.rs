@@ -61,11 +61,13 @@
 //! `install` (layout, script, boot time), `name` (spool file names), `claim`
 //! (claim, recovery, release), `payload` (reading a claim), `results`
 //! (commit and retention), `outcomes` (the batches' durable outcome
-//! records), `sweep` (abandoned hook temp files).
+//! records), `sweep` (abandoned hook temp files), `launch` (what a runtime
+//! launch takes: the hook's settings or the spool's environment).
 
 mod claim;
 mod guard;
 mod install;
+mod launch;
 mod name;
 mod outcomes;
 mod paths;
@@ -91,6 +93,7 @@ pub use install::{
     HookProgram, InstalledHook, BOOT_TIME_FILE_NAME, HOOK_EXECUTABLE_NAME, HOOK_SCRIPT,
     HOOK_SCRIPT_NAME, MAX_HOOK_EXECUTABLE_BYTES,
 };
+pub use launch::{runtime_hook_environment, runtime_hook_settings};
 pub use name::{parse_spool_name, SpoolName};
 pub use paths::SpoolPaths;
 pub use shipped::shipped_hook_executable;
