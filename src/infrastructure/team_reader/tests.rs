@@ -632,8 +632,8 @@ fn task_references_resolve_as_the_definition_does() {
                 .iter()
                 .find(|t| names_task_by_definition(board, reference, t));
             assert_eq!(
-                found.map(|t| Arc::as_ptr(t)),
-                expected.map(|t| Arc::as_ptr(t)),
+                found.map(Arc::as_ptr),
+                expected.map(Arc::as_ptr),
                 "{reference:?}"
             );
         }
