@@ -256,8 +256,7 @@ impl TaskImpactSource for FsTeamSource {
             None => {
                 let (mut ignored, mut ignored_content) = (Vec::new(), Vec::new());
                 let tasks = self.read_tasks(team_name, &mut ignored, &mut ignored_content);
-                let found = tasks.iter().find(|t| names_task(&tasks, task_id, t))?;
-                Task::clone(found)
+                Task::clone(find_named(&tasks, task_id)?)
             }
         };
         let roster = self.read_roster(team_name);
@@ -313,6 +312,7 @@ impl TaskImpactSource for FsTeamSource {
         // `blocks` is often missing or stale: the dependents are the open
         // tasks whose `blockedBy` names this one.
         let all_tasks = self.read_tasks(team_name, &mut ignored, &mut ignored_content);
+        let references = TaskReferences::of(&all_tasks, &task);
         members.extend(
             all_tasks
                 .iter()
@@ -320,7 +320,7 @@ impl TaskImpactSource for FsTeamSource {
                 .filter(|t| {
                     t.blocked_by
                         .iter()
-                        .any(|reference| names_task(&all_tasks, reference, &task))
+                        .any(|reference| references.named_by(reference))
                 })
                 .filter_map(|t| t.owner.clone()),
         );
@@ -337,20 +337,61 @@ impl TaskImpactSource for FsTeamSource {
 
 /// True when a `blockedBy` reference names `task`: by canonical id, or by
 /// display id when no task has that canonical id (a leading `#` is ignored).
-fn names_task(tasks: &[Arc<Task>], reference: &str, task: &Task) -> bool {
-    // Both sides as the app's index keys them: trimmed, one `#` dropped.
-    fn key(reference: &str) -> &str {
-        let reference = reference.trim();
-        reference.strip_prefix('#').unwrap_or(reference)
+/// A task reference as the app's index keys it: trimmed, one `#` dropped.
+fn reference_key(reference: &str) -> &str {
+    let reference = reference.trim();
+    reference.strip_prefix('#').unwrap_or(reference)
+}
+
+/// The task of `tasks` a reference names: the first whose id has its key,
+/// else (no id has it) the first whose display id has it.
+fn find_named<'a>(tasks: &'a [Arc<Task>], reference: &str) -> Option<&'a Arc<Task>> {
+    let key = reference_key(reference);
+    if key.is_empty() {
+        return None;
     }
-    let reference = key(reference);
-    if reference.is_empty() {
-        return false;
+    tasks
+        .iter()
+        .find(|t| reference_key(&t.id) == key)
+        .or_else(|| tasks.iter().find(|t| reference_key(&t.display_id) == key))
+}
+
+/// Which references name one task on a board: its id's key when some task
+/// of the board has that id, else its display id's key when no task has
+/// that as its id (ids win over display ids). Found in one pass over the
+/// board, so that checking every `blockedBy` entry of the board costs one
+/// comparison each, not a pass each.
+struct TaskReferences<'a> {
+    id: &'a str,
+    display_id: &'a str,
+    /// Some task of the board has the key of `id` as its id's key.
+    id_on_board: bool,
+    /// Some task of the board has the key of `display_id` as its id's key.
+    display_shadowed: bool,
+}
+
+impl<'a> TaskReferences<'a> {
+    fn of(tasks: &[Arc<Task>], task: &'a Task) -> Self {
+        let (id, display_id) = (reference_key(&task.id), reference_key(&task.display_id));
+        let (mut id_on_board, mut display_shadowed) = (false, false);
+        for key in tasks.iter().map(|t| reference_key(&t.id)) {
+            id_on_board |= key == id;
+            display_shadowed |= key == display_id;
+        }
+        Self {
+            id,
+            display_id,
+            id_on_board,
+            display_shadowed,
+        }
     }
-    if tasks.iter().any(|t| key(&t.id) == reference) {
-        key(&task.id) == reference
-    } else {
-        key(&task.display_id) == reference
+
+    /// Whether `reference` names the task.
+    fn named_by(&self, reference: &str) -> bool {
+        let key = reference_key(reference);
+        !key.is_empty()
+            && ((self.id_on_board && key == self.id)
+                || (!self.display_shadowed && key == self.display_id))
     }
 }
 

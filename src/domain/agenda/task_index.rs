@@ -78,40 +78,65 @@ impl TaskIndex {
             .zip(tasks[prefix..].iter().rev())
             .take_while(|p| same(*p))
             .count();
-        let removed = prefix..self.facts.len() - suffix;
-        let added = prefix..tasks.len() - suffix;
-        if removed.is_empty() && added.is_empty() {
+        let window_removed = prefix..self.facts.len() - suffix;
+        let window_added = prefix..tasks.len() - suffix;
+        if window_removed.is_empty() && window_added.is_empty() {
             return;
         }
+        // As many tasks as before: only the positions whose task differs
+        // changed, however far apart (two edits at both ends of the board
+        // cost two tasks, not the window between them). Otherwise the
+        // window is spliced.
+        let in_place = window_removed.len() == window_added.len();
+        let (removed, added): (Vec<usize>, Vec<usize>) = if in_place {
+            let changed: Vec<usize> = window_added
+                .clone()
+                .filter(|&i| !Arc::ptr_eq(&self.facts[i].task, &tasks[i]))
+                .collect();
+            (changed.clone(), changed)
+        } else {
+            (
+                window_removed.clone().collect(),
+                window_added.clone().collect(),
+            )
+        };
         if removed.len() + added.len() > MAX_INCREMENTAL_CHANGE {
             *self = Self::build(tasks, kanban);
             return;
         }
         // References whose resolution may change: the old and new tasks'.
         let mut touched: BTreeSet<String> = BTreeSet::new();
-        for i in removed.clone() {
+        for &i in &removed {
             touched.extend(self.facts[i].references().map(str::to_string));
             self.remove_from_buckets(i);
             self.remove_references(i);
         }
-        let fresh: Vec<TaskFacts> = tasks[added.clone()]
-            .iter()
-            .map(|t| TaskFacts::local(t, kanban))
-            .collect();
-        self.facts.splice(removed.clone(), fresh);
-        if removed.len() != added.len() {
-            self.shift_positions(removed.end, added.len() as isize - removed.len() as isize);
+        if in_place {
+            for &i in &added {
+                self.facts[i] = TaskFacts::local(&tasks[i], kanban);
+            }
+        } else {
+            let fresh: Vec<TaskFacts> = tasks[window_added.clone()]
+                .iter()
+                .map(|t| TaskFacts::local(t, kanban))
+                .collect();
+            self.facts.splice(window_removed.clone(), fresh);
+            self.shift_positions(
+                window_removed.end,
+                window_added.len() as isize - window_removed.len() as isize,
+            );
         }
-        for i in added.clone() {
+        for &i in &added {
             touched.extend(self.facts[i].references().map(str::to_string));
             self.add_references(i);
         }
+        // `added` is sorted: the positions just refreshed are left out.
         let dependents: BTreeSet<usize> = touched
             .iter()
             .filter_map(|reference| self.dependents.get(reference))
             .flatten()
             .copied()
-            .filter(|i| !added.contains(i))
+            .filter(|i| added.binary_search(i).is_err())
             .collect();
         // Each dependent moves within bucket lists as long as the board: past
         // the limit, one full build is cheaper (a task thousands wait on).
@@ -122,7 +147,7 @@ impl TaskIndex {
         for &i in &dependents {
             self.remove_from_buckets(i);
         }
-        for i in added.chain(dependents) {
+        for i in added.into_iter().chain(dependents) {
             self.resolve_dependencies(i);
             self.add_to_buckets(i);
         }

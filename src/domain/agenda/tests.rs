@@ -1031,6 +1031,42 @@ mod incremental {
     }
 
     #[test]
+    fn far_apart_replacements_on_a_large_board_match_a_build() {
+        // The first and last tasks replaced: a window past the incremental
+        // limit, two tasks changed in place.
+        let start: Vec<Task> = (0..MAX_INCREMENTAL_CHANGE + 10)
+            .map(|i| Task {
+                blocked_by: if i % 3 == 1 {
+                    vec![(i - 1).to_string()]
+                } else {
+                    vec![]
+                },
+                ..task(&i.to_string(), "jack", TaskStatus::Pending)
+            })
+            .collect();
+        let mut snapshot = team(start);
+        let mut kept = TaskIndex::default();
+        assert_same(&mut kept, &snapshot, "start");
+        let last = snapshot.tasks.len() - 1;
+        for (step, status) in [
+            TaskStatus::Completed,
+            TaskStatus::Deleted,
+            TaskStatus::Pending,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            for i in [0, last] {
+                snapshot.tasks[i] = Arc::new(Task {
+                    status,
+                    ..(*snapshot.tasks[i]).clone()
+                });
+            }
+            assert_same(&mut kept, &snapshot, &format!("step {step}: {status:?}"));
+        }
+    }
+
+    #[test]
     fn a_change_past_the_incremental_limit_is_a_full_build() {
         let start: Vec<Task> = (0..MAX_INCREMENTAL_CHANGE + 10)
             .map(|i| task(&i.to_string(), "jack", TaskStatus::Pending))

@@ -572,3 +572,73 @@ fn active_members_are_listed_in_locale_order() {
         ["bob", "Carol", "dave", "dev.ops", "team-lead", "zoe"]
     );
 }
+
+/// A reference names `task` as the app's index resolves it, checked the
+/// slow way: ids win; a display id counts only when no task has it as id.
+fn names_task_by_definition(tasks: &[Arc<Task>], reference: &str, task: &Task) -> bool {
+    let key = reference_key(reference);
+    if key.is_empty() {
+        return false;
+    }
+    if tasks.iter().any(|t| reference_key(&t.id) == key) {
+        reference_key(&task.id) == key
+    } else {
+        reference_key(&task.display_id) == key
+    }
+}
+
+#[test]
+fn task_references_resolve_as_the_definition_does() {
+    let task = |id: &str, display: &str| {
+        Arc::new(Task {
+            id: id.into(),
+            display_id: display.into(),
+            subject: String::new(),
+            status: crate::domain::team::TaskStatus::Pending,
+            owner: None,
+            blocked_by: vec![],
+            blocks: vec![],
+            needs_clarification: None,
+            review_state: crate::domain::team::ReviewState::None,
+            history: vec![],
+        })
+    };
+    // Boards: plain; a display id shadowed by another task's id; the task
+    // itself missing from the board (a truncated board); empty keys.
+    let boards: Vec<(Vec<Arc<Task>>, Arc<Task>)> = vec![
+        (vec![task("1", "#a1"), task("2", "#a2")], task("1", "#a1")),
+        (vec![task("1", "#2"), task("2", "#b2")], task("1", "#2")),
+        (
+            vec![task(" #7 ", "#x"), task("8", "#8")],
+            task(" #7 ", "#x"),
+        ),
+        (vec![task("9", "#9")], task("5", "#5")),
+        (vec![task("9", "#9")], task("", "#")),
+    ];
+    let references = [
+        "1", "#1", " 1 ", "2", "#2", "a1", "#a1", "7", "#7", "x", "5", "#5", "", "#", "##1",
+    ];
+    for (board, target) in &boards {
+        let resolved = TaskReferences::of(board, target);
+        for reference in references {
+            assert_eq!(
+                resolved.named_by(reference),
+                names_task_by_definition(board, reference, target),
+                "{reference:?} naming {:?}/{:?}",
+                target.id,
+                target.display_id
+            );
+        }
+        for reference in references {
+            let found = find_named(board, reference);
+            let expected = board
+                .iter()
+                .find(|t| names_task_by_definition(board, reference, t));
+            assert_eq!(
+                found.map(Arc::as_ptr),
+                expected.map(Arc::as_ptr),
+                "{reference:?}"
+            );
+        }
+    }
+}
