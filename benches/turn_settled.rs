@@ -13,9 +13,11 @@
 //!    does, in rounds interleaved with floors of a drain's file system work
 //!    over the same count (its system calls alone, see [`drain_floor`]): the
 //!    floor of the group commit (one outcome record synced per batch), the
-//!    floor syncing every meta, and the calls with no sync at all. One
-//!    figure: the drain's events/s and its ratio to the group-commit floor
-//!    of the same round, as medians. (This bench used to print a second
+//!    floor syncing every meta, the calls with no sync at all, and those
+//!    without retention's unlinks either. One figure: the drain's events/s
+//!    and its ratio to the group-commit floor of the same round, as
+//!    medians; beside them the CPU time per event of the drain and of that
+//!    floor, which the machine's other load does not swing. (This bench used to print a second
 //!    drain figure, reconciling each event's member inside the drain: that
 //!    is one full durable reconcile per event on top of the drain, which the
 //!    addon never does, and it ran at less than half the drain's rate.)
@@ -29,7 +31,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use member_work_sync::application::turn_settled::{
-    TeamChangeEvent, TeamChangeSink, TurnSettledQueue,
+    TeamChangeEvent, TeamChangeSink, TurnSettledQueue, DRAIN_BATCH,
 };
 use member_work_sync::domain::names::{MemberName, TeamName};
 use member_work_sync::domain::turn_settled::settings::{executable_hook_command, hook_command};
@@ -304,10 +306,54 @@ fn tear_down(dir: tempfile::TempDir) {
     settle_disk();
 }
 
+/// What a timed run cost: its wall time, and the CPU time (user and system,
+/// every thread of the process) spent meanwhile. On a machine shared with
+/// other work the wall time swings with the load; the CPU time is the
+/// run's own.
+#[derive(Clone, Copy)]
+struct Cost {
+    wall: Duration,
+    cpu: Duration,
+}
+
+/// CPU time of this process so far, all its threads (finished ones too).
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage writes the struct it is given and nothing else.
+    let usage = unsafe {
+        let mut usage = std::mem::zeroed::<libc::rusage>();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let of = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    of(usage.ru_utime) + of(usage.ru_stime)
+}
+
+/// A clock for [`Cost`]: started at `start`, read by [`Timer::stop`].
+struct Timer {
+    wall: Instant,
+    cpu: Duration,
+}
+
+impl Timer {
+    fn start() -> Self {
+        Self {
+            wall: Instant::now(),
+            cpu: cpu_time(),
+        }
+    }
+
+    fn stop(&self) -> Cost {
+        Cost {
+            wall: self.wall.elapsed(),
+            cpu: cpu_time().saturating_sub(self.cpu),
+        }
+    }
+}
+
 /// How long draining `count` pending files takes, drain after drain until
 /// one claims nothing, handing members to the queue port as the addon does
 /// (its reconciles run later, coalesced per member).
-fn drain_throughput(count: usize) -> Duration {
+fn drain_throughput(count: usize) -> Cost {
     let dir = run_dir();
     claude_home(dir.path());
     let services = Services::new(
@@ -320,7 +366,7 @@ fn drain_throughput(count: usize) -> Duration {
     // whole set up along with its own outcomes).
     settle_disk();
     let counting = Counting(std::cell::Cell::new(0));
-    let start = Instant::now();
+    let timer = Timer::start();
     let mut enqueued = 0;
     loop {
         let summary = services
@@ -334,7 +380,7 @@ fn drain_throughput(count: usize) -> Duration {
     }
     // Retention's removals still under way belong to this drain.
     services.turn_settled.settle();
-    let elapsed = start.elapsed();
+    let elapsed = timer.stop();
     assert_eq!(enqueued as usize, count, "every event resolves");
     drop(services);
     tear_down(dir);
@@ -347,7 +393,12 @@ enum FloorSyncs {
     /// The batch's outcomes written into one file beside the metas and that
     /// file's data synced side by side with the results folder, the metas
     /// themselves not (the group commit: the least the guarantee needs, two
-    /// sync rounds per batch).
+    /// sync rounds per batch). Per batch: one fdatasync (the record), and
+    /// one folder fsync per folder per round: `processed/` before the moves
+    /// (the record's name: on a file system without a journal, as the one
+    /// these figures were taken on, nothing else orders it before a move's
+    /// name), `processing/` and `processed/` after them (the moves, before
+    /// any event is acted on). Four syncs per batch, 0.08 per event.
     OneRecord,
     /// Each meta synced (writeback of all started first, fsyncs on 8
     /// threads).
@@ -355,10 +406,21 @@ enum FloorSyncs {
     /// Nothing synced at all: the renames, reads and writes alone, for scale
     /// (no guarantee).
     None,
+    /// Nothing synced and no retention either (results pile up): what the
+    /// renames, reads and writes cost without the two unlinks per event
+    /// that keep the results folder at its cap, for scale.
+    NoneNoRetention,
 }
 
-/// Files per drain (the drain's `DRAIN_BATCH`).
-const BATCH: usize = 50;
+impl FloorSyncs {
+    /// Whether anything is synced.
+    fn syncs(self) -> bool {
+        !matches!(self, FloorSyncs::None | FloorSyncs::NoneNoRetention)
+    }
+}
+
+/// Files per drain: the drain's own batch.
+const BATCH: usize = DRAIN_BATCH;
 
 /// The floor of a drain's file system work over `count` pending files: the
 /// system calls a drain needs per batch of [`BATCH`] to keep its guarantees
@@ -368,14 +430,14 @@ const BATCH: usize = 50;
 /// plus retention's two unlinks per event past 1,000 results (on 8 threads,
 /// overlapping the next batches, as the drain does), and nothing else: no
 /// JSON, no attribution, no journal, one listing, folders opened once.
-fn drain_floor(count: usize, syncs: FloorSyncs) -> Duration {
+fn drain_floor(count: usize, syncs: FloorSyncs) -> Cost {
     let dir = run_dir();
     let paths = SpoolPaths::for_teams_base(&dir.path().join("teams"));
     fill_spool(&paths, count);
     let (incoming, processing, processed) =
         (paths.incoming(), paths.processing(), paths.processed());
     settle_disk();
-    let start = Instant::now();
+    let timer = Timer::start();
     let mut names: Vec<String> = fs::read_dir(&incoming)
         .expect("incoming")
         .flatten()
@@ -385,7 +447,7 @@ fn drain_floor(count: usize, syncs: FloorSyncs) -> Duration {
     let processing_dir = fs::File::open(&processing).expect("processing");
     let processed_dir = fs::File::open(&processed).expect("processed");
     let sync_dir = |dir: &fs::File| {
-        if syncs != FloorSyncs::None {
+        if syncs.syncs() {
             dir.sync_all().expect("folder sync");
         }
     };
@@ -440,7 +502,7 @@ fn drain_floor(count: usize, syncs: FloorSyncs) -> Duration {
                     }
                 });
             }
-            FloorSyncs::None => {}
+            FloorSyncs::None | FloorSyncs::NoneNoRetention => {}
         }
         if syncs != FloorSyncs::OneRecord {
             sync_dir(&processed_dir);
@@ -454,7 +516,7 @@ fn drain_floor(count: usize, syncs: FloorSyncs) -> Duration {
             sync_dir(&processed_dir);
         });
         kept.extend(batch.iter().cloned());
-        if kept.len() > 1_100 {
+        if kept.len() > 1_100 && syncs != FloorSyncs::NoneNoRetention {
             if let Some(running) = removal.take() {
                 running.join().expect("removal");
             }
@@ -479,7 +541,7 @@ fn drain_floor(count: usize, syncs: FloorSyncs) -> Duration {
     if let Some(running) = removal.take() {
         running.join().expect("removal");
     }
-    let elapsed = start.elapsed();
+    let elapsed = timer.stop();
     tear_down(dir);
     elapsed
 }
@@ -487,6 +549,11 @@ fn drain_floor(count: usize, syncs: FloorSyncs) -> Duration {
 /// Events per second of `count` events in `elapsed`.
 fn rate(count: usize, elapsed: Duration) -> f64 {
     count as f64 / elapsed.as_secs_f64()
+}
+
+/// CPU microseconds per event of `count` events costing `cpu`.
+fn cpu_per_event(count: usize, cpu: Duration) -> f64 {
+    cpu.as_secs_f64() * 1e6 / count as f64
 }
 
 /// The median of `values`.
@@ -499,48 +566,71 @@ fn median(mut values: Vec<f64>) -> f64 {
 /// drain and the floors (in an order rotated round by round, so drift in the
 /// machine's load hits each alike), every run on a fresh spool whose payloads
 /// and earlier teardown are on disk before its clock starts. Per round: each
-/// rate and the drain's ratio to the group-commit floor; then the medians.
+/// rate and the drain's ratio to the group-commit floor, then the CPU time
+/// per event of the drain and of that floor (their own work, whatever else
+/// runs on the machine); then the medians.
 fn drain_rounds(count: usize, rounds: usize) {
     println!(
         "drain of {count} Claude Stop files to the queue port (transcript resolution included), \
-         {rounds} rounds, events/s:"
+         batches of {BATCH}, {rounds} rounds; events/s, then CPU µs/event:"
     );
     println!(
-        "  {:>5}  {:>7}  {:>12}  {:>7}  {:>15}  {:>12}",
-        "round", "drain", "floor: record", "ratio", "floor: each meta", "no syncs"
+        "  {:>6}  {:>7}  {:>13}  {:>6}  {:>16}  {:>8}  {:>12}  {:>9}  {:>10}",
+        "round",
+        "drain",
+        "floor: record",
+        "ratio",
+        "floor: each meta",
+        "no syncs",
+        "no retention",
+        "cpu drain",
+        "cpu record"
     );
-    let mut columns = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+    let mut columns = [Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+    let mut cpus = [Vec::new(), Vec::new()];
     let mut ratios = Vec::new();
     for round in 0..rounds {
-        let mut rates = [0.0; 4];
-        for k in 0..4 {
-            let which = (k + round) % 4;
-            let elapsed = match which {
+        let mut rates = [0.0; 5];
+        let mut cpu = [0.0; 2];
+        for k in 0..5 {
+            let which = (k + round) % 5;
+            let cost = match which {
                 0 => drain_throughput(count),
                 1 => drain_floor(count, FloorSyncs::OneRecord),
                 2 => drain_floor(count, FloorSyncs::EveryMeta),
-                _ => drain_floor(count, FloorSyncs::None),
+                3 => drain_floor(count, FloorSyncs::None),
+                _ => drain_floor(count, FloorSyncs::NoneNoRetention),
             };
-            rates[which] = rate(count, elapsed);
+            rates[which] = rate(count, cost.wall);
+            if which < 2 {
+                cpu[which] = cpu_per_event(count, cost.cpu);
+            }
         }
         let ratio = rates[0] / rates[1];
         ratios.push(ratio);
         println!(
-            "  {:>5}  {:>7.0}  {:>12.0}  {:>6.2}×  {:>15.0}  {:>12.0}",
+            "  {:>6}  {:>7.0}  {:>13.0}  {:>5.2}×  {:>16.0}  {:>8.0}  {:>12.0}  {:>9.0}  {:>10.0}",
             round + 1,
             rates[0],
             rates[1],
             ratio,
             rates[2],
-            rates[3]
+            rates[3],
+            rates[4],
+            cpu[0],
+            cpu[1]
         );
         for (column, rate) in columns.iter_mut().zip(rates) {
             column.push(rate);
         }
+        for (column, cpu) in cpus.iter_mut().zip(cpu) {
+            column.push(cpu);
+        }
     }
-    let [drain, record, each_meta, none] = columns.map(median);
+    let [drain, record, each_meta, none, no_retention] = columns.map(median);
+    let [cpu_drain, cpu_record] = cpus.map(median);
     println!(
-        "  {:>5}  {drain:>7.0}  {record:>12.0}  {:>6.2}×  {each_meta:>15.0}  {none:>12.0}",
+        "  {:>6}  {drain:>7.0}  {record:>13.0}  {:>5.2}×  {each_meta:>16.0}  {none:>8.0}  {no_retention:>12.0}  {cpu_drain:>9.0}  {cpu_record:>10.0}",
         "median",
         median(ratios)
     );
@@ -553,10 +643,11 @@ fn main() {
     let only = std::env::args().skip(1).find(|a| !a.starts_with("--"));
     let wanted = |part: &str| only.as_deref().is_none_or(|o| o == part);
     if only.as_deref() == Some("drain-once") {
-        let elapsed = drain_throughput(10_000);
+        let cost = drain_throughput(10_000);
         println!(
-            "one drain of 10000 files: {:.0} events/s",
-            rate(10_000, elapsed)
+            "one drain of 10000 files: {:.0} events/s, {:.0} CPU µs/event",
+            rate(10_000, cost.wall),
+            cpu_per_event(10_000, cost.cpu)
         );
         return;
     }

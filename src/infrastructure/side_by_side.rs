@@ -3,9 +3,12 @@
 //! the waits overlap.
 
 /// `f` over every item of `items`, split into at most `threads` parts that
-/// run side by side; the results in the items' order. A part whose thread
-/// cannot be started (a thread limit reached) runs on the calling thread,
-/// so a caller past its commit point never fails for want of a thread.
+/// run side by side; the results in the items' order. The first part runs
+/// on the calling thread (it would only wait for the others otherwise: one
+/// thread fewer to start per call), the others on scoped threads. A part
+/// whose thread cannot be started (a thread limit reached) runs on the
+/// calling thread too, so a caller past its commit point never fails for
+/// want of a thread.
 pub(crate) fn map_side_by_side<T, R, F>(items: &[T], threads: usize, f: F) -> Vec<R>
 where
     T: Sync,
@@ -17,8 +20,6 @@ where
     }
     let f = &f;
     let part_len = items.len().div_ceil(threads);
-    // The first part runs on the calling thread, which would only wait
-    // otherwise: one thread fewer to start (and tear down) per call.
     let (first, rest) = items.split_at(part_len.min(items.len()));
     std::thread::scope(|scope| {
         let parts: Vec<_> = rest

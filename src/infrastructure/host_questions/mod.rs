@@ -24,6 +24,7 @@ use crate::application::host::{
     SettledTarget,
 };
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::team::ProviderId;
 use crate::domain::time::{format_iso, parse_iso};
 
@@ -239,18 +240,18 @@ impl HostQuestions {
 }
 
 impl Host for HostQuestions {
-    fn team_active(&self, team_name: &str) -> Option<bool> {
+    fn team_active(&self, team_name: &TeamName) -> Option<bool> {
         self.ask_bool(QuestionKind::IsTeamActive, json!(team_name))
     }
 
-    fn member_active(&self, team_name: &str, member_name: &str) -> Option<bool> {
+    fn member_active(&self, team_name: &TeamName, member_name: &MemberName) -> Option<bool> {
         self.ask_bool(
             QuestionKind::IsMemberActive,
             json!({ "teamName": team_name, "memberName": member_name }),
         )
     }
 
-    fn can_dispatch_nudges(&self, team_name: &str) -> bool {
+    fn can_dispatch_nudges(&self, team_name: &TeamName) -> bool {
         // Without the option every team may dispatch; a failed check fails
         // closed, as the app's readiness check does.
         self.ask_bool(QuestionKind::CanDispatchNudges, json!(team_name))
@@ -343,8 +344,8 @@ impl Host for HostQuestions {
 
     fn review_pickup_can_deliver(
         &self,
-        team_name: &str,
-        member_name: &str,
+        team_name: &TeamName,
+        member_name: &MemberName,
         provider_id: Option<ProviderId>,
     ) -> Option<Result<(), String>> {
         let kind = QuestionKind::ReviewPickupCanDeliver;
@@ -533,7 +534,11 @@ mod tests {
                 Duration::from_millis(25),
                 log.clone(),
             );
-            assert_eq!(host.can_dispatch_nudges("forge"), answer, "{outcome:?}");
+            assert_eq!(
+                host.can_dispatch_nudges(&TeamName::parse("forge").unwrap()),
+                answer,
+                "{outcome:?}"
+            );
             let kept = log.0.lock().unwrap().clone();
             assert_eq!(kept, logged.into_iter().collect::<Vec<_>>(), "{outcome:?}");
         }

@@ -43,10 +43,13 @@ impl FsSpool {
         // there is logged, and the payloads are claimed all the same.
         self.keep_programs_or_log();
         let now = self.clock.now_ms();
-        let Some(incoming) = self.paths.open(Folder::Incoming)? else {
+        let Some(root) = self.paths.open_root()? else {
             return Ok(Vec::new());
         };
-        let processing = self.paths.create(Folder::Processing)?;
+        let Some(incoming) = Folder::Incoming.open_in(&root)? else {
+            return Ok(Vec::new());
+        };
+        let processing = Folder::Processing.create_in(&root)?;
         let mut backlog = self.backlog.lock().unwrap_or_else(|p| p.into_inner());
         if recover_stale(&processing, &incoming, now)? > 0 {
             // Their names are older than the listed ones: list again.

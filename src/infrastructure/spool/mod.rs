@@ -204,25 +204,31 @@ impl TurnSettledSpool for FsSpool {
         // A drain that filed nothing repairs here (see `outcomes`).
         self.repair_metas_once(&[]);
         let now = self.clock.now_ms();
-        let steps = [
-            self.sweep_abandoned_temps(now),
-            self.prune_folder(
-                Folder::Processed,
-                self.retention.spool_processed_max_files,
-                self.retention.spool_processed_max_age_ms,
-                now,
-            ),
-            self.prune_folder(
-                Folder::Invalid,
-                self.retention.spool_invalid_max_files,
-                self.retention.spool_invalid_max_age_ms,
-                now,
-            ),
-        ];
-        steps
-            .into_iter()
-            .find_map(Result::err)
-            .map_or(Ok(()), |error| Err(error.into()))
+        let swept = self.sweep_abandoned_temps(now);
+        // Both result folders from one handle of the spool root.
+        let pruned = self.paths.open_root().and_then(|root| {
+            let Some(root) = root else {
+                return Ok(());
+            };
+            let steps = [
+                self.prune_folder(
+                    &root,
+                    Folder::Processed,
+                    self.retention.spool_processed_max_files,
+                    self.retention.spool_processed_max_age_ms,
+                    now,
+                ),
+                self.prune_folder(
+                    &root,
+                    Folder::Invalid,
+                    self.retention.spool_invalid_max_files,
+                    self.retention.spool_invalid_max_age_ms,
+                    now,
+                ),
+            ];
+            steps.into_iter().find_map(Result::err).map_or(Ok(()), Err)
+        });
+        swept.and(pruned).map_err(Into::into)
     }
 
     fn settle(&self) {

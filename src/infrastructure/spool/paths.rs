@@ -38,6 +38,17 @@ impl Folder {
         Folder::Invalid,
     ];
 
+    /// This folder of the spool `root` (see [`SpoolPaths::open_root`]);
+    /// `None` when missing; a link or file there is an error naming it.
+    pub(super) fn open_in(self, root: &Dir) -> io::Result<Option<Dir>> {
+        root.open_dir(self.name())
+    }
+
+    /// This folder of the spool `root`, created (0700) when missing.
+    pub(super) fn create_in(self, root: &Dir) -> io::Result<Dir> {
+        root.create_dir(self.name())
+    }
+
     /// The folder's name in the spool root.
     pub(super) fn name(self) -> &'static str {
         match self {
@@ -158,6 +169,14 @@ impl SpoolPaths {
                 Err(_) => Ok(true),
             },
         }
+    }
+
+    /// The spool root; `None` when it does not exist. A link or file where
+    /// a folder should be on the way is an error naming it. A drain's steps
+    /// open their folders from it ([`Folder::open_in`]): one walk from the
+    /// teams folder per step, not one per folder.
+    pub(super) fn open_root(&self) -> io::Result<Option<Dir>> {
+        self.teams.open_dir(&self.root)
     }
 
     /// `folder`; `None` when it or the spool does not exist. A link or file

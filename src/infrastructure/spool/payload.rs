@@ -44,17 +44,70 @@ pub(super) fn read_payload(processing: &Dir, name: &str) -> (ClaimContent, Optio
 }
 
 /// At most [`MAX_PAYLOAD_BYTES`] + 1 bytes of `file`, whose size was `size`
-/// when it was opened: room for them is made at once, so a whole payload
-/// takes one read (and one to see its end) instead of a read per doubling.
-fn read_bounded(file: File, size: u64) -> ClaimContent {
-    let room = size.min(MAX_PAYLOAD_BYTES + 1) as usize + 1;
-    let mut bytes = Vec::with_capacity(room);
-    match file.take(MAX_PAYLOAD_BYTES + 1).read_to_end(&mut bytes) {
+/// when it was opened: room for the size seen and one byte more (within
+/// the bound) is made at once, so a whole payload takes one read. A regular file's read returns less than
+/// asked only at its end, so a first read that leaves room unfilled has
+/// seen the end (no second read to find it); one that fills the room (the
+/// file grew since) reads on to the bound.
+fn read_bounded(mut file: File, size: u64) -> ClaimContent {
+    let bound = MAX_PAYLOAD_BYTES as usize + 1;
+    let room = (size.min(MAX_PAYLOAD_BYTES) as usize + 1).min(bound);
+    let mut bytes = vec![0; room];
+    let first = loop {
+        match file.read(&mut bytes) {
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            other => break other,
+        }
+    };
+    let read = first.and_then(|n| {
+        bytes.truncate(n);
+        if n < room {
+            return Ok(());
+        }
+        let left = bound.saturating_sub(n) as u64;
+        file.take(left).read_to_end(&mut bytes).map(drop)
+    });
+    match read {
         Err(e) => ClaimContent::Transient(e.to_string()),
         // The hook keeps at least the first 256 KiB + 1 byte of a longer
         // payload (up to whole 512-byte blocks of its file size limit).
-        Ok(_) if bytes.len() as u64 > MAX_PAYLOAD_BYTES => ClaimContent::Truncated(bytes),
-        Ok(0) => ClaimContent::Invalid("payload_missing"),
-        Ok(_) => ClaimContent::Payload(bytes),
+        Ok(()) if bytes.len() as u64 > MAX_PAYLOAD_BYTES => ClaimContent::Truncated(bytes),
+        Ok(()) if bytes.is_empty() => ClaimContent::Invalid("payload_missing"),
+        Ok(()) => ClaimContent::Payload(bytes),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// Whatever the size `fstat` gave against the bytes there (the same, a
+    /// file grown or shrunk since), the bytes read are those of the file up
+    /// to the bound, and past the bound the payload is truncated.
+    #[test]
+    fn a_payload_is_read_whole_up_to_the_bound_whatever_size_was_seen() {
+        let bound = MAX_PAYLOAD_BYTES as usize;
+        let cases: [(usize, u64); 7] = [
+            (0, 0),
+            (10, 10),
+            (10, 4),
+            (10, 40),
+            (bound, bound as u64),
+            (bound + 1, 3),
+            (bound + 700, (bound + 700) as u64),
+        ];
+        for (len, seen) in cases {
+            let mut file = tempfile::tempfile().unwrap();
+            let written: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            file.write_all(&written).unwrap();
+            std::io::Seek::rewind(&mut file).unwrap();
+            let want = match len {
+                0 => ClaimContent::Invalid("payload_missing"),
+                n if n > bound => ClaimContent::Truncated(written[..=bound].to_vec()),
+                _ => ClaimContent::Payload(written),
+            };
+            assert_eq!(read_bounded(file, seen), want, "{len} bytes, {seen} seen");
+        }
     }
 }

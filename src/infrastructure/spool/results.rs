@@ -75,7 +75,10 @@ impl FsSpool {
         if filings.is_empty() {
             return Ok(());
         }
-        let Some(processing) = self.paths.open(Folder::Processing)? else {
+        let Some(root) = self.paths.open_root()? else {
+            return Ok(());
+        };
+        let Some(processing) = Folder::Processing.open_in(&root)? else {
             return Ok(());
         };
         // Each results folder opened once; one that cannot be (a link where
@@ -86,7 +89,7 @@ impl FsSpool {
         for filing in filings {
             let folder = folder_of(filing.disposition);
             if !folders.iter().any(|(f, _)| *f == folder) {
-                folders.push((folder, self.paths.create(folder).map(Arc::new)));
+                folders.push((folder, folder.create_in(&root).map(Arc::new)));
             }
         }
         let mut unrecorded: Vec<(Folder, io::Error)> = Vec::new();
@@ -257,6 +260,7 @@ impl FsSpool {
     /// [`PruneSchedule`]); nothing when it is missing.
     pub(super) fn prune_folder(
         &self,
+        root: &Dir,
         folder: Folder,
         keep: usize,
         max_age_ms: EpochMs,
@@ -264,7 +268,7 @@ impl FsSpool {
     ) -> io::Result<()> {
         // Opened even when not due: a link planted where the folder should
         // be fails every drain, as it always did.
-        let Some(dir) = self.paths.open(folder)? else {
+        let Some(dir) = folder.open_in(root)? else {
             return Ok(());
         };
         let Some(filed) = self.prunes.due(folder, keep, now) else {
