@@ -740,7 +740,11 @@ export declare class MemberWorkSync {
    * (`null` for claude, or when the spool cannot be installed).
    */
   buildRuntimeTurnSettledEnvironment(input: RuntimeTurnSettledHookInput): Promise<Record<string, string> | null>
-  /** Drains up to 50 spooled hook payloads. */
+  /**
+   * Drains up to 50 spooled hook payloads. A drain of this instance that
+   * is already running (the worker's) finishes first, so every payload
+   * spooled before the call is filed when it resolves.
+   */
   drainRuntimeTurnSettledEvents(): Promise<RuntimeTurnSettledDrainSummary>
   /** Creates an instance and starts its background worker; reads no files. */
   constructor(options?: MemberWorkSyncOptions | undefined | null)

@@ -104,7 +104,9 @@ impl MemberWorkSync {
         })
     }
 
-    /// Drains up to 50 spooled hook payloads.
+    /// Drains up to 50 spooled hook payloads. A drain of this instance that
+    /// is already running (the worker's) finishes first, so every payload
+    /// spooled before the call is filed when it resolves.
     #[napi(
         catch_unwind,
         ts_return_type = "Promise<RuntimeTurnSettledDrainSummary>"
