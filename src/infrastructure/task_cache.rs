@@ -777,6 +777,16 @@ mod tests {
         let before = parsed();
         cache.read("forge", &open(&tasks));
         assert_eq!(parsed() - before, 0, "nothing changed");
+        // A close after writing nothing: a notice, the same stamp.
+        drop(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(tasks.join("3.json"))
+                .unwrap(),
+        );
+        let before = parsed();
+        cache.read("forge", &open(&tasks));
+        assert_eq!(parsed() - before, 0, "a notice of an unchanged file");
         // Another folder at the same path: read afresh.
         std::fs::rename(&tasks, tmp.path().join("old")).unwrap();
         std::fs::create_dir(&tasks).unwrap();
