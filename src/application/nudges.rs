@@ -406,8 +406,8 @@ impl Nudges {
             "messagePreview": preview.join("; "),
         });
         let reason = match (&end, notes.pickup) {
-            (AttemptEnd::Delivered, Some(PickupAnswer::Delivered { response_proven })) => {
-                format!("review_pickup:{}", PickupAnswer::state(response_proven))
+            (AttemptEnd::Delivered, Some(taken)) => {
+                format!("review_pickup:{}", taken.state())
             }
             (AttemptEnd::Delivered, _) => "inbox_inserted".to_string(),
             (
@@ -436,9 +436,9 @@ impl Nudges {
             AttemptEnd::Retryable { reason, .. } => reason.journal_event(),
             _ => kind,
         };
-        if let Some(PickupAnswer::Delivered { response_proven }) = notes.pickup {
+        if let Some(taken) = notes.pickup {
             let mut delivered = metadata.clone();
-            delivered["reason"] = PickupAnswer::state(response_proven).into();
+            delivered["reason"] = taken.state().into();
             self.audit(
                 AuditSource::NudgeDispatcher,
                 AuditKind::ReviewPickupMemberNudgeDelivered,
@@ -526,28 +526,26 @@ struct AttemptNotes {
     held_by: Option<Readiness>,
     /// What a delivered attempt wrote (for the wake).
     written: Option<InboxWrite>,
-    /// What the app's review pickup delivery answered, when it was asked.
-    pickup: Option<PickupAnswer>,
+    /// The app's review pickup delivery took the prompt, when it was asked.
+    pickup: Option<PickupTaken>,
     /// The member the item is for, once its stored name was checked (every
     /// delivered attempt has one).
     member: Option<MemberName>,
 }
 
-/// What the app's review pickup delivery answered when it took the prompt,
-/// for the journal (its refusals and failures are [`AttemptEnd`]s).
+/// The app's review pickup delivery took the prompt (its refusals and
+/// failures are [`AttemptEnd`]s): what the journal says of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum PickupAnswer {
-    /// The runtime took the prompt (`response_proven`: and answered it).
-    Delivered {
-        /// `response_proven` rather than `prompt_accepted`.
-        response_proven: bool,
-    },
+struct PickupTaken {
+    /// The runtime also answered it (`response_proven` rather than
+    /// `prompt_accepted`).
+    response_proven: bool,
 }
 
-impl PickupAnswer {
+impl PickupTaken {
     /// The delivery state the app named.
-    fn state(response_proven: bool) -> &'static str {
-        if response_proven {
+    fn state(self) -> &'static str {
+        if self.response_proven {
             "response_proven"
         } else {
             "prompt_accepted"

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::{
-    recovery_guard, AttemptNotes, InboxWrite, Nudges, PickupAnswer, BUSY_RETRY_MS,
+    recovery_guard, AttemptNotes, InboxWrite, Nudges, PickupTaken, BUSY_RETRY_MS,
     STATUS_ONLY_PREFIX, STILL_STUCK_PREFIX,
 };
 use crate::application::busy::BusyReason;
@@ -34,7 +34,7 @@ impl Nudges {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn attempt(
         &self,
-        team_name: &TeamName,
+        team: &TeamName,
         item: &OutboxItem,
         index: &TeamIndex<'_>,
         metrics: Option<&MetricsIndex>,
@@ -42,7 +42,6 @@ impl Nudges {
         now: EpochMs,
         notes: &mut AttemptNotes,
     ) -> AttemptEnd {
-        let team = team_name;
         let supersede = |reason: &str| AttemptEnd::Superseded {
             reason: reason.into(),
         };
@@ -68,7 +67,7 @@ impl Nudges {
         if !self.ports.member_active(team, member) {
             return supersede("member_runtime_inactive");
         }
-        let status = match self.ports.store.read(team_name, &member_name) {
+        let status = match self.ports.store.read(team, member) {
             Ok(stored) => match stored.into_status() {
                 Some(status) => status,
                 None => return supersede("status_missing"),
@@ -115,7 +114,7 @@ impl Nudges {
         if let Some(end) = recovery_guard::guard_recovery(&*self.ports.host, item, now, backoff) {
             return end;
         }
-        let items = match self.ports.outbox.member_items(team_name, &member_name) {
+        let items = match self.ports.outbox.member_items(team, member) {
             Ok(items) => items,
             // Without the member's deliveries the rate limit cannot be checked.
             Err(e) => return retry(RetryReason::OutboxUnavailable(e.to_string()), backoff),
@@ -255,7 +254,7 @@ impl Nudges {
             Some(Ok(ReviewPickupDelivered::Accepted {
                 response_proven, ..
             })) => {
-                notes.pickup = Some(PickupAnswer::Delivered { response_proven });
+                notes.pickup = Some(PickupTaken { response_proven });
                 AttemptEnd::Delivered
             }
             Some(Ok(ReviewPickupDelivered::Refused {

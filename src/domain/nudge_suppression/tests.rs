@@ -40,14 +40,8 @@ fn status(items: Vec<ActionableWorkItem>) -> MemberStatus {
         report_token: None,
         report_token_expires_at: None,
         shadow: Some(Shadow {
-            reconciled_by: ReconciledBy::Queue,
             would_nudge: true,
-            fingerprint_changed: false,
-            previous_fingerprint: None,
-            trigger_reasons: None,
-            recovery: None,
-            nudge_suppression_reset_at: None,
-            nudge_suppression: None,
+            ..Shadow::quiet(ReconciledBy::Queue)
         }),
         evaluated_at: IsoTime::at(NOW),
         diagnostics: vec!["no_current_report".into()],
