@@ -44,14 +44,14 @@ pub(super) fn read_payload(processing: &Dir, name: &str) -> (ClaimContent, Optio
 }
 
 /// At most [`MAX_PAYLOAD_BYTES`] + 1 bytes of `file`, whose size was `size`
-/// when it was opened: room for the size seen and one byte more (within
-/// the bound) is made at once, so a whole payload takes one read. A regular file's read returns less than
-/// asked only at its end, so a first read that leaves room unfilled has
-/// seen the end (no second read to find it); one that fills the room (the
-/// file grew since) reads on to the bound.
+/// when it was opened: room for the size seen and one byte more (at most
+/// the bound) is made at once, so a whole payload takes one read. A
+/// regular file's read returns less than asked only at its end, so a first
+/// read that leaves room unfilled has seen the end (no second read to find
+/// it); one that fills the room (the file grew since) reads on to the bound.
 fn read_bounded(mut file: File, size: u64) -> ClaimContent {
     let bound = MAX_PAYLOAD_BYTES as usize + 1;
-    let room = (size.min(MAX_PAYLOAD_BYTES) as usize + 1).min(bound);
+    let room = size.min(MAX_PAYLOAD_BYTES) as usize + 1;
     let mut bytes = vec![0; room];
     let first = loop {
         match file.read(&mut bytes) {
