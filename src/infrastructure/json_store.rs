@@ -11,7 +11,7 @@ use std::ffi::OsStr;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -48,18 +48,9 @@ pub(crate) fn read_envelope<T: DeserializeOwned>(
     field: &str,
     now_ms: i64,
 ) -> io::Result<Loaded<T>> {
-    read_versioned(root, path, version, now_ms, envelope_field(field))
-}
-
-/// Converts the `field` of a checked envelope.
-fn envelope_field<T: DeserializeOwned>(
-    field: &str,
-) -> impl FnOnce(Value) -> Result<T, String> + '_ {
-    move |mut value| {
-        // Taken out, not cloned: a status is tens of KB of JSON.
-        let inner = value.get_mut(field).map(Value::take).unwrap_or(Value::Null);
-        serde_json::from_value(inner).map_err(|_| "invalid_shape".to_string())
-    }
+    read_versioned(root, path, version, now_ms, |bytes| {
+        decode_field(bytes, field)
+    })
 }
 
 /// Reads a flat envelope `{schemaVersion: version, ...fields}` as `T` (the
@@ -70,12 +61,10 @@ pub(crate) fn read_flat_envelope<T: DeserializeOwned>(
     version: u64,
     now_ms: i64,
 ) -> io::Result<Loaded<T>> {
-    read_versioned(root, path, version, now_ms, |value| {
-        serde_json::from_value(value).map_err(|_| "invalid_shape".to_string())
-    })
+    read_versioned(root, path, version, now_ms, decode_flat)
 }
 
-/// Reads, checks `schemaVersion` and converts; anything bad is quarantined.
+/// Reads, checks `schemaVersion` and decodes; anything bad is quarantined.
 ///
 /// A link or FIFO in place of a store file is moved aside unopened (reason
 /// `not_a_file`): store files are the addon's own and never point elsewhere.
@@ -84,9 +73,9 @@ fn read_versioned<T>(
     path: &Path,
     version: u64,
     now_ms: i64,
-    convert: impl FnOnce(Value) -> Result<T, String>,
+    decode: impl FnOnce(&[u8]) -> Result<T, String>,
 ) -> io::Result<Loaded<T>> {
-    Ok(match inspect(root, path, version, convert)? {
+    Ok(match inspect(root, path, version, decode)? {
         Peeked::Missing => Loaded::Missing,
         Peeked::Found(value) => Loaded::Found(value),
         Peeked::Unusable { reason } => Loaded::Quarantined {
@@ -119,7 +108,7 @@ pub(crate) fn peek_envelope<T: DeserializeOwned>(
     version: u64,
     field: &str,
 ) -> io::Result<Peeked<T>> {
-    inspect(root, path, version, envelope_field(field))
+    inspect(root, path, version, |bytes| decode_field(bytes, field))
 }
 
 /// [`read_flat_envelope`] without side effects, as [`peek_envelope`] is to
@@ -129,18 +118,16 @@ pub(crate) fn peek_flat_envelope<T: DeserializeOwned>(
     path: &Path,
     version: u64,
 ) -> io::Result<Peeked<T>> {
-    inspect(root, path, version, |value| {
-        serde_json::from_value(value).map_err(|_| "invalid_shape".to_string())
-    })
+    inspect(root, path, version, decode_flat)
 }
 
-/// Reads, checks `schemaVersion` and converts, moving nothing: the one read
+/// Reads, checks `schemaVersion` and decodes, moving nothing: the one read
 /// behind both the quarantining and the read-only views.
 fn inspect<T>(
     root: &TrustedRoot,
     path: &Path,
     version: u64,
-    convert: impl FnOnce(Value) -> Result<T, String>,
+    decode: impl FnOnce(&[u8]) -> Result<T, String>,
 ) -> io::Result<Peeked<T>> {
     let read = match root.read(path, MAX_STORE_FILE_BYTES) {
         // A file the app may not read (mode 000) would fail every call for
@@ -157,7 +144,7 @@ fn inspect<T>(
         FileRead::Missing => return Ok(Peeked::Missing),
         FileRead::NotAFile => Err("not_a_file".to_string()),
         FileRead::TooLarge => Err("file_too_large".to_string()),
-        FileRead::Bytes(bytes) => check_version(&bytes, version).and_then(convert),
+        FileRead::Bytes(bytes) => check_version(&bytes, version).and_then(|()| decode(&bytes)),
     };
     Ok(match parsed {
         Ok(value) => Peeked::Found(value),
@@ -165,12 +152,240 @@ fn inspect<T>(
     })
 }
 
-fn check_version(bytes: &[u8], version: u64) -> Result<Value, String> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|_| "invalid_json".to_string())?;
-    match value.get("schemaVersion").and_then(Value::as_u64) {
-        Some(v) if v == version => Ok(value),
+/// Checks that `bytes` are one JSON document whose top-level
+/// `schemaVersion` is `version`, without building the document: the
+/// checks and their order are those of parsing it into a `Value` and
+/// reading the key (a syntax error first, then the version; the last of
+/// duplicate keys counts).
+fn check_version(bytes: &[u8], version: u64) -> Result<(), String> {
+    let found = serde_json::from_slice::<VersionProbe>(bytes)
+        .map_err(|_| "invalid_json".to_string())?
+        .0;
+    match found {
+        Some(v) if v == version => Ok(()),
         Some(v) if v > version => Err(format!("future_schema_version:{v}")),
         _ => Err("unsupported_schema_version".to_string()),
+    }
+}
+
+/// `T` from a checked flat envelope, decoded straight from the bytes.
+fn decode_flat<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    serde_json::from_slice(bytes).map_err(|e| decode_failure(&e))
+}
+
+/// `T` from the `field` of a checked envelope, decoded straight from the
+/// bytes (the other keys are skipped unbuilt); a missing field decodes as
+/// `null`, the last of duplicate fields counts.
+fn decode_field<T: DeserializeOwned>(bytes: &[u8], field: &str) -> Result<T, String> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let found = serde::de::DeserializeSeed::deserialize(FieldOf::<T>::new(field), &mut de)
+        .and_then(|found| de.end().map(|()| found))
+        .map_err(|e| decode_failure(&e))?;
+    match found {
+        Some(value) => Ok(value),
+        None => T::deserialize(Value::Null).map_err(|_| "invalid_shape".to_string()),
+    }
+}
+
+/// The reason a checked document did not decode: it parsed as JSON, so a
+/// failure is its shape, unless it nests deeper than a typed parse
+/// allows (a syntax-class error, as a parse into `Value` reports it).
+fn decode_failure(error: &serde_json::Error) -> String {
+    match error.classify() {
+        serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+            "invalid_json".to_string()
+        }
+        _ => "invalid_shape".to_string(),
+    }
+}
+
+/// The top-level `schemaVersion` of a document as `Value::as_u64` reads it
+/// (`None`: not an object, no such key, or not a non-negative integer).
+struct VersionProbe(Option<u64>);
+
+impl<'de> serde::Deserialize<'de> for VersionProbe {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(VersionVisitor)
+    }
+}
+
+/// Visits any top level; only an object can carry a version.
+struct VersionVisitor;
+
+impl<'de> serde::de::Visitor<'de> for VersionVisitor {
+    type Value = VersionProbe;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON document")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<VersionProbe, A::Error> {
+        let mut version = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "schemaVersion" {
+                version = map.next_value::<Value>()?.as_u64();
+            } else {
+                map.next_value::<Skipped>()?;
+            }
+        }
+        Ok(VersionProbe(version))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<VersionProbe, A::Error> {
+        while seq.next_element::<Skipped>()?.is_some() {}
+        Ok(VersionProbe(None))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<VersionProbe, E> {
+        Ok(VersionProbe(None))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<VersionProbe, E> {
+        Ok(VersionProbe(None))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<VersionProbe, E> {
+        Ok(VersionProbe(None))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<VersionProbe, E> {
+        Ok(VersionProbe(None))
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<VersionProbe, E> {
+        Ok(VersionProbe(None))
+    }
+
+    fn visit_unit<E>(self) -> Result<VersionProbe, E> {
+        Ok(VersionProbe(None))
+    }
+}
+
+/// A value walked and dropped through `deserialize_any`, so that nesting
+/// counts against the parser's depth limit as it does for a `Value`
+/// (`IgnoredAny` skips without that limit).
+struct Skipped;
+
+impl<'de> serde::Deserialize<'de> for Skipped {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(SkippedVisitor)
+    }
+}
+
+/// Accepts every JSON value, walking into arrays and objects.
+struct SkippedVisitor;
+
+impl<'de> serde::de::Visitor<'de> for SkippedVisitor {
+    type Value = Skipped;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Skipped, A::Error> {
+        while map.next_entry::<IgnoredAny, Skipped>()?.is_some() {}
+        Ok(Skipped)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Skipped, A::Error> {
+        while seq.next_element::<Skipped>()?.is_some() {}
+        Ok(Skipped)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_unit<E>(self) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+}
+
+/// Decodes the value of one key of the top-level object as `T`.
+struct FieldOf<'f, T> {
+    field: &'f str,
+    decoded: std::marker::PhantomData<T>,
+}
+
+impl<'f, T> FieldOf<'f, T> {
+    fn new(field: &'f str) -> Self {
+        Self {
+            field,
+            decoded: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<'de, T: DeserializeOwned> serde::de::DeserializeSeed<'de> for FieldOf<'_, T> {
+    type Value = Option<T>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Option<T>, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de, T: DeserializeOwned> serde::de::Visitor<'de> for FieldOf<'_, T> {
+    type Value = Option<T>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "an object with `{}`", self.field)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Option<T>, A::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == self.field {
+                found = Some(map.next_value::<T>()?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// A flat envelope on its way out: `schemaVersion`, then `fields`' own keys.
+#[derive(Serialize)]
+struct FlatEnvelope<'a, T: Serialize> {
+    #[serde(rename = "schemaVersion")]
+    schema_version: u64,
+    #[serde(flatten)]
+    fields: &'a T,
+}
+
+/// An envelope on its way out: `schemaVersion`, then `field` holding `value`.
+struct FieldEnvelope<'a, T: Serialize> {
+    schema_version: u64,
+    field: &'a str,
+    value: &'a T,
+}
+
+impl<T: Serialize> Serialize for FieldEnvelope<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("schemaVersion", &self.schema_version)?;
+        map.serialize_entry(self.field, self.value)?;
+        map.end()
     }
 }
 
@@ -181,12 +396,11 @@ pub(crate) fn write_flat_envelope<T: Serialize>(
     version: u64,
     value: &T,
 ) -> io::Result<()> {
-    let mut envelope = serde_json::Map::new();
-    envelope.insert("schemaVersion".into(), Value::from(version));
-    if let Value::Object(fields) = serde_json::to_value(value).map_err(io::Error::other)? {
-        envelope.extend(fields);
-    }
-    write_json(root, path, &Value::Object(envelope))
+    let envelope = FlatEnvelope {
+        schema_version: version,
+        fields: value,
+    };
+    write_json(root, path, &envelope)
 }
 
 /// [`write_flat_envelope`] for a derived view that replaces a file already
@@ -201,12 +415,10 @@ pub(crate) fn replace_flat_view<T: Serialize>(
     version: u64,
     value: &T,
 ) -> io::Result<()> {
-    let mut envelope = serde_json::Map::new();
-    envelope.insert("schemaVersion".into(), Value::from(version));
-    if let Value::Object(fields) = serde_json::to_value(value).map_err(io::Error::other)? {
-        envelope.extend(fields);
-    }
-    let envelope = Value::Object(envelope);
+    let envelope = FlatEnvelope {
+        schema_version: version,
+        fields: value,
+    };
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         return write_json(root, path, &envelope);
     };
@@ -227,20 +439,23 @@ pub(crate) fn write_envelope<T: Serialize>(
     field: &str,
     value: &T,
 ) -> io::Result<()> {
-    let mut envelope = serde_json::Map::new();
-    envelope.insert("schemaVersion".into(), Value::from(version));
-    envelope.insert(
-        field.into(),
-        serde_json::to_value(value).map_err(io::Error::other)?,
-    );
-    write_json(root, path, &Value::Object(envelope))
+    let envelope = FieldEnvelope {
+        schema_version: version,
+        field,
+        value,
+    };
+    write_json(root, path, &envelope)
 }
 
 /// Writes any JSON value atomically as `JSON.stringify(v, null, 2) + "\n"`.
 /// A value too large to be read back ([`MAX_STORE_FILE_BYTES`]) is refused
 /// and the file left as it was: written, it would be quarantined by the next
 /// read and take the valid state before it along.
-pub(crate) fn write_json(root: &TrustedRoot, path: &Path, value: &Value) -> io::Result<()> {
+pub(crate) fn write_json<T: Serialize + ?Sized>(
+    root: &TrustedRoot,
+    path: &Path,
+    value: &T,
+) -> io::Result<()> {
     let text = render_json(path, value)?;
     root.write_atomic(path, text.as_bytes())
 }
@@ -256,13 +471,12 @@ pub(crate) fn stage_envelope<T: Serialize>(
     field: &str,
     value: &T,
 ) -> io::Result<Staged> {
-    let mut envelope = serde_json::Map::new();
-    envelope.insert("schemaVersion".into(), Value::from(version));
-    envelope.insert(
-        field.into(),
-        serde_json::to_value(value).map_err(io::Error::other)?,
-    );
-    stage_value(root, path, &Value::Object(envelope))
+    let envelope = FieldEnvelope {
+        schema_version: version,
+        field,
+        value,
+    };
+    stage_value(root, path, &envelope)
 }
 
 /// [`write_flat_envelope`] staged for a group commit, as [`stage_envelope`].
@@ -272,16 +486,19 @@ pub(crate) fn stage_flat_envelope<T: Serialize>(
     version: u64,
     value: &T,
 ) -> io::Result<Staged> {
-    let mut envelope = serde_json::Map::new();
-    envelope.insert("schemaVersion".into(), Value::from(version));
-    if let Value::Object(fields) = serde_json::to_value(value).map_err(io::Error::other)? {
-        envelope.extend(fields);
-    }
-    stage_value(root, path, &Value::Object(envelope))
+    let envelope = FlatEnvelope {
+        schema_version: version,
+        fields: value,
+    };
+    stage_value(root, path, &envelope)
 }
 
 /// `value` rendered and staged beside `path`.
-fn stage_value(root: &TrustedRoot, path: &Path, value: &Value) -> io::Result<Staged> {
+fn stage_value<T: Serialize + ?Sized>(
+    root: &TrustedRoot,
+    path: &Path,
+    value: &T,
+) -> io::Result<Staged> {
     let text = render_json(path, value)?;
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         return Err(io::Error::new(
@@ -294,7 +511,7 @@ fn stage_value(root: &TrustedRoot, path: &Path, value: &Value) -> io::Result<Sta
 }
 
 /// `JSON.stringify(v, null, 2) + "\n"`, refused past [`MAX_STORE_FILE_BYTES`].
-fn render_json(path: &Path, value: &Value) -> io::Result<String> {
+fn render_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> io::Result<String> {
     let mut text = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
     text.push('\n');
     if text.len() as u64 > MAX_STORE_FILE_BYTES {
@@ -448,6 +665,120 @@ mod tests {
             fs::read_dir(dir.path()).unwrap().count(),
             3,
             "every bad file kept"
+        );
+    }
+
+    /// The direct decode answers what parsing into a `Value`, reading
+    /// `schemaVersion` and converting the rest did: the same reasons in the
+    /// same order, the same values.
+    #[test]
+    fn decoding_answers_as_the_value_round_trip_did() {
+        type Map = std::collections::BTreeMap<String, u8>;
+        /// What a document should decode to: `Ok(None)` for an empty map.
+        type Expected = Result<Option<Map>, &'static str>;
+        let deep = format!(
+            "{{\"schemaVersion\":2,\"status\":{}{}}}",
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        let cases: [(&[u8], Expected); 12] = [
+            (
+                br#"{"schemaVersion":2,"status":{"a":1}}"#,
+                Ok(Some(Map::from([("a".into(), 1)]))),
+            ),
+            // The last of duplicate keys counts, as in a `Value`.
+            (
+                br#"{"schemaVersion":3,"schemaVersion":2,"status":{"a":1},"status":{"b":2}}"#,
+                Ok(Some(Map::from([("b".into(), 2)]))),
+            ),
+            (br#"{"schemaVersion":2}"#, Err("invalid_shape")),
+            (
+                br#"{"schemaVersion":2,"status":{"a":1}} x"#,
+                Err("invalid_json"),
+            ),
+            (
+                br#"[1, {"schemaVersion":2}]"#,
+                Err("unsupported_schema_version"),
+            ),
+            (br#""text""#, Err("unsupported_schema_version")),
+            (
+                br#"{"schemaVersion":2.0,"status":{}}"#,
+                Err("unsupported_schema_version"),
+            ),
+            (
+                br#"{"schemaVersion":-2,"status":{}}"#,
+                Err("unsupported_schema_version"),
+            ),
+            (
+                br#"{"schemaVersion":"2","status":{}}"#,
+                Err("unsupported_schema_version"),
+            ),
+            (
+                br#"{"schemaVersion":7,"status":{}}"#,
+                Err("future_schema_version:7"),
+            ),
+            (
+                br#"{"schemaVersion":2,"status":{"a":300}}"#,
+                Err("invalid_shape"),
+            ),
+            (deep.as_bytes(), Err("invalid_json")),
+        ];
+        for (bytes, expected) in cases {
+            let got = check_version(bytes, 2).and_then(|()| decode_field::<Map>(bytes, "status"));
+            let expected = expected
+                .map(|m| m.unwrap_or_default())
+                .map_err(str::to_string);
+            assert_eq!(got, expected, "{}", String::from_utf8_lossy(bytes));
+        }
+        // A missing field decodes from `null`: fine for an `Option`.
+        assert_eq!(
+            decode_field::<Option<u8>>(br#"{"schemaVersion":2}"#, "status"),
+            Ok(None)
+        );
+    }
+
+    /// The envelopes render byte for byte as the `Value` they replace did.
+    #[test]
+    fn envelopes_render_as_the_value_they_replace() {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Body {
+            zeta: u64,
+            alpha: Vec<f64>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            missing: Option<String>,
+            nested: std::collections::BTreeMap<String, Option<bool>>,
+            text: String,
+        }
+        let body = Body {
+            zeta: u64::MAX,
+            alpha: vec![0.1, -2.5e-7, 1e21],
+            missing: None,
+            nested: [("b".to_string(), Some(true)), ("a".to_string(), None)].into(),
+            text: "quote \" and \u{2028} and é".into(),
+        };
+        let mut flat = serde_json::Map::new();
+        flat.insert("schemaVersion".into(), Value::from(2));
+        if let Value::Object(fields) = serde_json::to_value(&body).unwrap() {
+            flat.extend(fields);
+        }
+        let direct = FlatEnvelope {
+            schema_version: 2,
+            fields: &body,
+        };
+        assert_eq!(
+            render_json(Path::new("f"), &direct).unwrap(),
+            render_json(Path::new("f"), &Value::Object(flat)).unwrap()
+        );
+        let field = serde_json::json!({"schemaVersion": 2, "status": &body});
+        let direct = FieldEnvelope {
+            schema_version: 2,
+            field: "status",
+            value: &body,
+        };
+        assert_eq!(
+            render_json(Path::new("f"), &direct).unwrap(),
+            render_json(Path::new("f"), &field).unwrap()
         );
     }
 
