@@ -2,11 +2,10 @@
 //! errors to stable codes. No rules live here.
 
 mod args;
+mod callbacks;
 mod convert;
 mod event_fields;
-pub(crate) mod host;
 pub(crate) mod job;
-mod log;
 mod options;
 #[cfg(test)]
 mod result_shapes;
@@ -36,6 +35,7 @@ use crate::application::router::TeamChangeEvent;
 use crate::domain::names::{MemberName, TeamName};
 use crate::domain::recovery::RecoveryTaskRef;
 use crate::domain::status::MemberStatus;
+use crate::infrastructure::host_questions::waits::{self, Waiting};
 use crate::infrastructure::safe_fs::{join_trailing, with_folder_syncs_trailing};
 use crate::runtime::composition::Instance;
 
@@ -44,9 +44,9 @@ use crate::runtime::composition::Instance;
 pub struct MemberWorkSync {
     pub(crate) instance: Arc<Instance>,
     /// Host questions waiting for `settleHostQuestion`.
-    host_questions: Arc<host::Waiting>,
+    host_questions: Arc<Waiting>,
     /// Ends the waits for the app's storage gateway (gateway mode).
-    storage_close: Option<storage_gateway::StorageClose>,
+    storage_close: Option<crate::infrastructure::sqlite::app_calls::StorageClose>,
 }
 
 #[napi]
@@ -513,20 +513,9 @@ impl MemberWorkSync {
         // Not `sync`: answers still arriving after dispose are not errors.
         guard("settleHostQuestion", || {
             let outcome = convert::json_argument(&env, outcome, "outcome")?;
-            let settled = match (outcome.get("ok"), outcome.get("error")) {
-                (Some(Value::Bool(true)), _) => {
-                    Ok(outcome.get("value").cloned().unwrap_or(Value::Null))
-                }
-                (Some(Value::Bool(false)), error) => Err(match error {
-                    Some(Value::String(error)) => error.clone(),
-                    _ => "callback failed".to_string(),
-                }),
-                _ => {
-                    return Err(JsFailure::invalid(
-                        "outcome must be { ok: true, value? } or { ok: false, error }",
-                    ))
-                }
-            };
+            let settled = waits::outcome(&outcome).ok_or_else(|| {
+                JsFailure::invalid("outcome must be { ok: true, value? } or { ok: false, error }")
+            })?;
             if id.is_finite() && id >= 0.0 {
                 self.host_questions.settle(id as u64, settled);
             }

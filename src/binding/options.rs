@@ -11,11 +11,15 @@ use napi::Env;
 use napi_derive::napi;
 use serde_json::Value;
 
+use super::callbacks::{Callback, JsCallback};
 use super::convert::integer_in;
 use super::job::{ErrorCode, JsFailure};
-use super::{convert, host, log, storage_gateway, turn_settled, MemberWorkSync};
+use super::{convert, storage_gateway, MemberWorkSync};
 use crate::domain::retention::bounds;
 use crate::domain::time::{clock_from_js, format_iso, CLOCK_RANGE_MS};
+use crate::infrastructure::host_questions::waits::{
+    PostedQuestions, Waiting, DEFAULT_TIMEOUT_MS, TIMEOUT_MS_BOUNDS,
+};
 use crate::infrastructure::host_questions::{HostQuestions, QuestionKind};
 use crate::infrastructure::sqlite::OpenMode;
 use crate::runtime::composition::{Instance, RootPaths, Storage, Tuning};
@@ -113,12 +117,12 @@ pub struct MemberWorkSyncOptions {
     pub auto_start: Option<bool>,
     /// Receives the addon's team change events (e.g. `member-turn-settled`).
     #[napi(ts_type = "(event: TeamChangeEvent) => void")]
-    pub on_team_change: Option<turn_settled::TeamChangeCallback>,
+    pub on_team_change: Option<JsCallback>,
     /// Receives every background failure nobody awaits (drains, dispatches,
     /// the spool watcher, queued reconciles and their retries, journal and
     /// metrics writes). Without it they are only counted, never printed.
     #[napi(ts_type = "(entry: MemberWorkSyncLogEntry) => void")]
-    pub on_log: Option<log::LogCallback>,
+    pub on_log: Option<JsCallback>,
     /// The app's control API URL: every delivered nudge ends with a line
     /// asking the member to pass it as `controlUrl` to both work sync tools.
     /// Blank means none; at most 2048 characters, no quotes or control characters.
@@ -134,7 +138,7 @@ pub struct MemberWorkSyncOptions {
     /// `settleHostQuestion(id, outcome)`. Only the `hostAnswers` kinds are
     /// asked; each wait is bounded by `hostTimeoutMs`.
     #[napi(ts_type = "(question: MemberWorkSyncHostQuestion) => void")]
-    pub on_host_question: Option<host::HostQuestionCallback>,
+    pub on_host_question: Option<JsCallback>,
     /// The questions `onHostQuestion` answers (option names such as
     /// `isTeamActive`, `canDispatchNudges`, `resolveControlUrl`).
     #[napi(ts_type = "MemberWorkSyncHostQuestionKind[]")]
@@ -185,12 +189,9 @@ pub(super) fn start(env: &Env, options: Option<Unknown<'_>>) -> Result<MemberWor
         message: format!("could not start the worker: {e}"),
     })?;
     if let Some(callback) = options.on_log {
-        instance
-            .services
-            .log
-            .connect(Box::new(log::JsLogSink(callback)));
+        instance.services.log.connect(Box::new(Callback(callback)));
     }
-    let waiting = Arc::new(host::Waiting::default());
+    let waiting = Arc::new(Waiting::default());
     if let Some(callback) = options.on_host_question {
         let answers = options
             .host_answers
@@ -201,9 +202,9 @@ pub(super) fn start(env: &Env, options: Option<Unknown<'_>>) -> Result<MemberWor
         let timeout = Duration::from_millis(
             options
                 .host_timeout_ms
-                .map_or(host::DEFAULT_TIMEOUT_MS, |ms| ms as u64),
+                .map_or(DEFAULT_TIMEOUT_MS, |ms| ms as u64),
         );
-        let channel = host::JsQuestions::new(callback, timeout, waiting.clone());
+        let channel = PostedQuestions::new(Box::new(Callback(callback)), timeout, waiting.clone());
         instance.services.host.connect(Box::new(HostQuestions::new(
             Box::new(channel),
             answers,
@@ -215,7 +216,7 @@ pub(super) fn start(env: &Env, options: Option<Unknown<'_>>) -> Result<MemberWor
         instance
             .services
             .team_changes
-            .connect(Box::new(turn_settled::JsTeamChangeSink(callback)));
+            .connect(Box::new(Callback(callback)));
     }
     Ok(MemberWorkSync {
         instance: Arc::new(instance),
@@ -339,7 +340,7 @@ type ParsedOptions = (
     Tuning,
     Option<(
         crate::infrastructure::sqlite::session::AppStorage,
-        storage_gateway::StorageClose,
+        crate::infrastructure::sqlite::app_calls::StorageClose,
     )>,
 );
 
@@ -379,7 +380,7 @@ fn check_host_options(json: &Value) -> Result<(), JsFailure> {
         }
         Some(_) => return Err(JsFailure::invalid("options.hostAnswers must be an array")),
     }
-    let (min, max) = host::TIMEOUT_MS_BOUNDS;
+    let (min, max) = TIMEOUT_MS_BOUNDS;
     match json.get("hostTimeoutMs") {
         Some(ms) if !ms.is_null() && ms.as_f64().and_then(integer_in((min, max))).is_none() => {
             Err(JsFailure::invalid(format!(
