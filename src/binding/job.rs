@@ -95,6 +95,12 @@ impl From<crate::runtime::composition::Disposed> for JsFailure {
     }
 }
 
+impl From<crate::runtime::options::InvalidOption> for JsFailure {
+    fn from(error: crate::runtime::options::InvalidOption) -> Self {
+        Self::invalid(error.0)
+    }
+}
+
 impl From<WorkSyncError> for JsFailure {
     fn from(error: WorkSyncError) -> Self {
         let code = match error {

@@ -27,17 +27,15 @@ use self::args::{
     MemberWorkSyncTeamRequest, MemberWorkSyncTeamRuntimeState, ProofMissingArgs,
 };
 use self::job::{guard, ErrorCode, Job, JsFailure};
-use self::options::clock_ms;
 use crate::application::proof_missing::ProofMissingRequest;
 use crate::application::reconcile::{member_name, team_name};
-use crate::application::report::ReportResult;
 use crate::application::router::TeamChangeEvent;
 use crate::domain::names::{MemberName, TeamName};
 use crate::domain::recovery::RecoveryTaskRef;
-use crate::domain::status::MemberStatus;
 use crate::infrastructure::host_questions::waits::{self, Waiting};
-use crate::infrastructure::safe_fs::{join_trailing, with_folder_syncs_trailing};
+use crate::infrastructure::safe_fs::join_trailing;
 use crate::runtime::composition::Instance;
+use crate::runtime::options::clock_ms;
 
 /// One addon instance over one Claude home.
 #[napi]
@@ -141,27 +139,7 @@ impl MemberWorkSync {
     pub fn refresh_status(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
         self.call(&env, request, "request", |i, request| {
             let (team, member) = member_request(request)?;
-            // The status, the metrics index and (when a nudge is planned)
-            // the member outbox and outbox index are each synced before
-            // their renames; their folders are synced once each, together,
-            // after the answer (trailing), and before any later durable
-            // rename of this process and at dispose. Each file is old or new
-            // after any crash, and every mix a power cut can leave is one
-            // the readers take: metrics ahead of the status count an
-            // evaluation that happened (the next reconcile records its
-            // own); an outbox item ahead of the status is revalidated
-            // against the stored status by the dispatcher
-            // (`status_no_longer_matches_outbox`) and planned again by the
-            // next reconcile; the outbox index is a view rebuilt from the
-            // outboxes. A status the caller saw and a power cut undid is
-            // the old whole file, which the level-triggered reconciler
-            // brings up to date at its next pass; nothing written after it
-            // (a delivery of the nudge planned here, the next status) can
-            // be durable before it, since every durable write joins the
-            // trailing syncs first.
-            Ok(with_folder_syncs_trailing(|| {
-                i.services.engine.refresh_status(&team, &member)
-            })?)
+            Ok(i.refresh_status(&team, &member)?)
         })
     }
 
@@ -216,7 +194,7 @@ impl MemberWorkSync {
     )]
     pub fn report(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
         self.call(&env, request, "request", |i, request| {
-            Ok(ReportOutcome::from(i.services.engine.report(&request)?))
+            Ok(i.services.engine.report(&request)?)
         })
     }
 
@@ -603,28 +581,6 @@ fn team_list(value: Value) -> Result<Vec<TeamName>, JsFailure> {
         .iter()
         .map(|team| team_name_arg(team))
         .collect()
-}
-
-/// The JS `MemberWorkSyncReportResult`: a report's outcome and the status
-/// after it, without the token check (which only replay uses).
-#[derive(Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-struct ReportOutcome {
-    accepted: bool,
-    code: &'static str,
-    message: String,
-    status: MemberStatus,
-}
-
-impl From<ReportResult> for ReportOutcome {
-    fn from(result: ReportResult) -> Self {
-        Self {
-            accepted: result.accepted,
-            code: result.code,
-            message: result.message,
-            status: result.status,
-        }
-    }
 }
 
 pub(crate) fn to_json(value: impl serde::Serialize) -> Result<Value, JsFailure> {

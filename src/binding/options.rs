@@ -9,32 +9,20 @@ use std::time::Duration;
 use napi::bindgen_prelude::{FromNapiValue, JsValue, Object, Unknown, ValueType};
 use napi::Env;
 use napi_derive::napi;
-use serde_json::Value;
 
 use super::callbacks::{Callback, JsCallback};
-use super::convert::integer_in;
 use super::job::{ErrorCode, JsFailure};
 use super::{convert, storage_gateway, MemberWorkSync};
-use crate::domain::retention::bounds;
-use crate::domain::time::{clock_from_js, format_iso, CLOCK_RANGE_MS};
-use crate::infrastructure::host_questions::waits::{
-    PostedQuestions, Waiting, DEFAULT_TIMEOUT_MS, TIMEOUT_MS_BOUNDS,
-};
+use crate::infrastructure::host_questions::waits::{PostedQuestions, Waiting, DEFAULT_TIMEOUT_MS};
 use crate::infrastructure::host_questions::{HostQuestions, QuestionKind};
 use crate::infrastructure::sqlite::OpenMode;
 use crate::runtime::composition::{Instance, RootPaths, Storage, Tuning};
-
-/// Longest `options.controlUrl` accepted.
-const MAX_CONTROL_URL_CHARS: usize = 2048;
-/// Bounds of `options.tuning.drainIntervalMs` and `dispatchIntervalMs` (100 ms to 24 h).
-const INTERVAL_MS_BOUNDS: (u64, u64) = (100, 86_400_000);
-/// Bounds of `options.tuning.queueConcurrency` (the worker's blocking pool has 8 threads).
-const QUEUE_CONCURRENCY_BOUNDS: (u64, u64) = (1, 8);
+use crate::runtime::options::checked;
 
 /// The `tuning` option: scheduler intervals, queue concurrency and how much
 /// history is kept on disk.
 // Declared for `index.d.ts`; the values are read from the checked JSON by
-// `TUNING_FIELDS`, so the fields napi fills in are never read.
+// `runtime::options`, so the fields napi fills in are never read.
 #[napi(object, object_to_js = false)]
 #[allow(dead_code)]
 pub struct MemberWorkSyncTuningOption {
@@ -225,20 +213,6 @@ pub(super) fn start(env: &Env, options: Option<Unknown<'_>>) -> Result<MemberWor
     })
 }
 
-/// A test clock the addon can represent ([`CLOCK_RANGE_MS`]), or
-/// `MWS_INVALID_ARGUMENT` naming `field` and the range.
-pub(super) fn clock_ms(now_ms: f64, field: &str) -> Result<i64, JsFailure> {
-    clock_from_js(now_ms).ok_or_else(|| {
-        JsFailure::invalid(format!(
-            "{field} must be epoch milliseconds from {} ({}) up to {} ({}), got {now_ms}",
-            CLOCK_RANGE_MS.start,
-            format_iso(CLOCK_RANGE_MS.start),
-            CLOCK_RANGE_MS.end - 1,
-            format_iso(CLOCK_RANGE_MS.end - 1),
-        ))
-    })
-}
-
 /// Checks the constructor options (types, finite clock) with the bounded
 /// converter, then lets napi build the struct (the callback becomes a
 /// threadsafe function). Bad options throw `MWS_INVALID_ARGUMENT`.
@@ -262,52 +236,10 @@ fn parse_options(env: &Env, options: Option<Unknown<'_>>) -> Result<ParsedOption
         None => options,
     };
     let json = convert::json_argument(env, options, "options")?;
-    match json.get("controlUrl") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(url))
-            if url.chars().count() <= MAX_CONTROL_URL_CHARS
-                && !url.chars().any(|c| c == '"' || c.is_control()) => {}
-        Some(_) => {
-            return Err(JsFailure::invalid(format!(
-                "options.controlUrl must be a string of at most {MAX_CONTROL_URL_CHARS} \
-                 characters without quotes or control characters"
-            )))
-        }
-    }
-    let tuning = tuning(json.get("tuning"))?;
-    check_storage(json.get("storage"))?;
-    // Plain fields: absent, null or of their type.
-    for (key, is_type, kind) in [
-        (
-            "claudeRoot",
-            Value::is_string as fn(&Value) -> bool,
-            "a string",
-        ),
-        ("teamsBasePath", Value::is_string, "a string"),
-        ("tasksBasePath", Value::is_string, "a string"),
-        ("autoStart", Value::is_boolean, "a boolean"),
-    ] {
-        if json.get(key).is_some_and(|v| !v.is_null() && !is_type(v)) {
-            return Err(JsFailure::invalid(format!("options.{key} must be {kind}")));
-        }
-    }
-    match json.get("clock") {
-        None | Some(Value::Null) => {}
-        Some(clock) => match clock.get("nowMs").and_then(Value::as_f64) {
-            Some(now_ms) => {
-                clock_ms(now_ms, "options.clock.nowMs")?;
-            }
-            None => {
-                return Err(JsFailure::invalid(
-                    "options.clock must be { nowMs: <finite number> }",
-                ))
-            }
-        },
-    }
+    let tuning = checked(&json)?;
     // SAFETY: `options` is a live object of this env (checked above).
     let object =
         unsafe { options.cast::<Object>() }.map_err(|e| JsFailure::invalid(e.reason.clone()))?;
-    check_host_options(&json)?;
     for key in ["onTeamChange", "onLog", "onHostQuestion"] {
         match object.get::<Unknown>(key) {
             Ok(None) => {}
@@ -363,145 +295,4 @@ fn without_key<'env>(
         }
     }
     Ok(copy.to_unknown())
-}
-
-/// `hostAnswers` names known questions; `hostTimeoutMs` is an integer in bounds.
-fn check_host_options(json: &Value) -> Result<(), JsFailure> {
-    match json.get("hostAnswers") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(names)) => {
-            for name in names {
-                if name.as_str().and_then(QuestionKind::parse).is_none() {
-                    return Err(JsFailure::invalid(format!(
-                        "options.hostAnswers: unknown question {name}"
-                    )));
-                }
-            }
-        }
-        Some(_) => return Err(JsFailure::invalid("options.hostAnswers must be an array")),
-    }
-    let (min, max) = TIMEOUT_MS_BOUNDS;
-    match json.get("hostTimeoutMs") {
-        Some(ms) if !ms.is_null() && ms.as_f64().and_then(integer_in((min, max))).is_none() => {
-            Err(JsFailure::invalid(format!(
-                "options.hostTimeoutMs must be an integer from {min} to {max}"
-            )))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// Checks `options.storage` without a gateway (`storage_gateway` reads
-/// that one): `{ sqlitePath: <non-empty string>, readOnly?: boolean }`.
-fn check_storage(storage: Option<&Value>) -> Result<(), JsFailure> {
-    let fields = match storage {
-        None | Some(Value::Null) => return Ok(()),
-        Some(Value::Object(fields)) => fields,
-        Some(_) => return Err(JsFailure::invalid("options.storage must be an object")),
-    };
-    if let Some(key) = fields
-        .keys()
-        .find(|key| !matches!(key.as_str(), "sqlitePath" | "readOnly"))
-    {
-        return Err(JsFailure::invalid(format!(
-            "options.storage.{key} is not an option (sqlitePath, readOnly; or gateway, selector, callTimeoutMs)"
-        )));
-    }
-    match fields.get("sqlitePath") {
-        Some(Value::String(path)) if !path.trim().is_empty() => {}
-        _ => {
-            return Err(JsFailure::invalid(
-                "options.storage.sqlitePath must be a non-empty string",
-            ))
-        }
-    }
-    if !matches!(
-        fields.get("readOnly"),
-        None | Some(Value::Null) | Some(Value::Bool(_))
-    ) {
-        return Err(JsFailure::invalid(
-            "options.storage.readOnly must be a boolean",
-        ));
-    }
-    Ok(())
-}
-
-/// A field of `options.tuning`: its name, its bounds and its setter.
-type TuningField = (&'static str, (u64, u64), fn(&mut Tuning, u64));
-
-/// The fields of `options.tuning`: each an integer within its bounds, and
-/// where it goes in the instance's [`Tuning`] (the casts are exact: the
-/// value is a checked integer).
-const TUNING_FIELDS: [TuningField; 12] = [
-    ("drainIntervalMs", INTERVAL_MS_BOUNDS, |t, ms| {
-        t.intervals.drain_every = Duration::from_millis(ms)
-    }),
-    ("dispatchIntervalMs", INTERVAL_MS_BOUNDS, |t, ms| {
-        t.intervals.dispatch_every = Duration::from_millis(ms)
-    }),
-    ("queueConcurrency", QUEUE_CONCURRENCY_BOUNDS, |t, n| {
-        t.queue_concurrency = Some(n as usize)
-    }),
-    ("queueQuietWindowMs", (1, INTERVAL_MS_BOUNDS.1), |t, ms| {
-        t.queue_quiet_window_ms = Some(ms as i64)
-    }),
-    (
-        "journalRotateBytes",
-        bounds::JOURNAL_ROTATE_BYTES,
-        |t, n| t.retention.journal_rotate_bytes = n,
-    ),
-    ("journalRotations", bounds::JOURNAL_ROTATIONS, |t, n| {
-        t.retention.journal_rotations = n as u32
-    }),
-    (
-        "outboxFinishedMaxAgeMs",
-        bounds::OUTBOX_FINISHED_MAX_AGE_MS,
-        |t, ms| t.retention.outbox_finished_max_age_ms = ms as i64,
-    ),
-    (
-        "outboxFinishedMaxItems",
-        bounds::OUTBOX_FINISHED_MAX_ITEMS,
-        |t, n| t.retention.outbox_finished_max_items = n as usize,
-    ),
-    ("spoolProcessedMaxFiles", bounds::SPOOL_MAX_FILES, |t, n| {
-        t.retention.spool_processed_max_files = n as usize
-    }),
-    (
-        "spoolProcessedMaxAgeMs",
-        bounds::SPOOL_MAX_AGE_MS,
-        |t, ms| t.retention.spool_processed_max_age_ms = ms as i64,
-    ),
-    ("spoolInvalidMaxFiles", bounds::SPOOL_MAX_FILES, |t, n| {
-        t.retention.spool_invalid_max_files = n as usize
-    }),
-    ("spoolInvalidMaxAgeMs", bounds::SPOOL_MAX_AGE_MS, |t, ms| {
-        t.retention.spool_invalid_max_age_ms = ms as i64
-    }),
-];
-
-/// The instance's [`Tuning`] from the converted `options.tuning`: an object
-/// whose fields are absent (`undefined`) or integers within their bounds;
-/// absent fields keep their defaults. `null` is refused with the option's
-/// name, as napi's conversion would refuse it anyway.
-fn tuning(option: Option<&Value>) -> Result<Tuning, JsFailure> {
-    let mut tuning = Tuning::default();
-    let fields = match option {
-        None => return Ok(tuning),
-        Some(Value::Object(fields)) => fields,
-        Some(_) => return Err(JsFailure::invalid("options.tuning must be an object")),
-    };
-    for (key, (min, max), set) in TUNING_FIELDS {
-        let Some(value) = fields.get(key) else {
-            continue;
-        };
-        match value.as_f64().and_then(integer_in((min, max))) {
-            Some(n) => set(&mut tuning, n),
-            None => {
-                return Err(JsFailure::invalid(format!(
-                    "options.tuning.{key} must be an integer from {min} to {max}"
-                )))
-            }
-        }
-    }
-    Ok(tuning)
 }

@@ -19,7 +19,6 @@ use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
 use serde_json::Value;
 
-use super::convert::integer_in;
 use super::job::JsFailure;
 use crate::infrastructure::sqlite::app_calls::{
     app_storage, AppChannel, AppTarget, OnReturn, StorageClose, CALL_TIMEOUT_MS_BOUNDS,
@@ -27,6 +26,7 @@ use crate::infrastructure::sqlite::app_calls::{
 };
 use crate::infrastructure::sqlite::app_gateway::GatewayMethod;
 use crate::infrastructure::sqlite::session::AppStorage;
+use crate::runtime::options::integer_in;
 
 /// A method bound to its object; `R` is what its call returns.
 type BoundMethod<R> = ThreadsafeFunction<Vec<Value>, R, Vec<Value>, Status, false, true>;
