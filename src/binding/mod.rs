@@ -29,7 +29,6 @@ use self::args::{
 use self::job::{guard, ErrorCode, Job, JsFailure};
 use crate::application::proof_missing::ProofMissingRequest;
 use crate::application::reconcile::{member_name, team_name};
-use crate::application::router::TeamChangeEvent;
 use crate::domain::names::{MemberName, TeamName};
 use crate::domain::recovery::RecoveryTaskRef;
 use crate::infrastructure::host_questions::waits::{self, Waiting};
@@ -318,20 +317,10 @@ impl MemberWorkSync {
         };
         // Read only the named string fields: never walk the object (it may be
         // cyclic, huge or a throwing proxy).
-        let Some(fields) = event_fields::read(env, object.raw()) else {
-            convert::clear_pending_exception(env);
-            return;
-        };
-        let (Some(kind), Some(team_name)) = (fields.kind, fields.team_name) else {
-            return;
-        };
-        self.instance.worker().note(TeamChangeEvent {
-            kind,
-            team_name,
-            run_id: fields.run_id,
-            detail: fields.detail,
-            task_id: fields.task_id,
-        });
+        match event_fields::read(env, object.raw()) {
+            Some(event) => self.instance.worker().note(event),
+            None => convert::clear_pending_exception(env),
+        }
     }
 
     /// Records the supervisor's view of a team; a team never reported counts as

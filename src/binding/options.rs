@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use napi::bindgen_prelude::{FromNapiValue, JsValue, Object, Unknown, ValueType};
 use napi::Env;
@@ -13,8 +12,7 @@ use napi_derive::napi;
 use super::callbacks::{Callback, JsCallback};
 use super::job::{ErrorCode, JsFailure};
 use super::{convert, storage_gateway, MemberWorkSync};
-use crate::infrastructure::host_questions::waits::{PostedQuestions, Waiting, DEFAULT_TIMEOUT_MS};
-use crate::infrastructure::host_questions::{HostQuestions, QuestionKind};
+use crate::infrastructure::host_questions::waits::Waiting;
 use crate::infrastructure::sqlite::OpenMode;
 use crate::runtime::composition::{Instance, RootPaths, Storage, Tuning};
 use crate::runtime::options::checked;
@@ -181,24 +179,10 @@ pub(super) fn start(env: &Env, options: Option<Unknown<'_>>) -> Result<MemberWor
     }
     let waiting = Arc::new(Waiting::default());
     if let Some(callback) = options.on_host_question {
-        let answers = options
-            .host_answers
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|name| QuestionKind::parse(name))
-            .collect();
-        let timeout = Duration::from_millis(
-            options
-                .host_timeout_ms
-                .map_or(DEFAULT_TIMEOUT_MS, |ms| ms as u64),
-        );
-        let channel = PostedQuestions::new(Box::new(Callback(callback)), timeout, waiting.clone());
-        instance.services.host.connect(Box::new(HostQuestions::new(
-            Box::new(channel),
-            answers,
-            timeout,
-            instance.services.log.clone(),
-        )));
+        let answers = options.host_answers.unwrap_or_default();
+        let timeout_ms = options.host_timeout_ms.map(|ms| ms as u64);
+        let post = Box::new(Callback(callback));
+        instance.ask_host(post, &answers, timeout_ms, waiting.clone());
     }
     if let Some(callback) = options.on_team_change {
         instance

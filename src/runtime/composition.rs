@@ -5,6 +5,7 @@ use crate::domain::retention::Retention;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 use crate::application::busy::BusySignals;
 use crate::application::engine::{Engine, EngineDeps};
@@ -31,6 +32,10 @@ use super::worker::{DrainPass, DrainSchedule, ScheduleIntervals, Worker};
 use crate::infrastructure::clock::{ManualClock, SystemClock};
 use crate::infrastructure::codex_sessions::FsCodexSessionLocator;
 use crate::infrastructure::explain_source::FsExplainSource;
+use crate::infrastructure::host_questions::waits::{
+    PostedQuestions, QuestionPost, Waiting, DEFAULT_TIMEOUT_MS,
+};
+use crate::infrastructure::host_questions::{HostQuestions, QuestionKind};
 use crate::infrastructure::inbox::InboxWriter;
 use crate::infrastructure::intent_store::FsReportIntentStore;
 use crate::infrastructure::metrics_store::FsMetricsStore;
@@ -604,6 +609,27 @@ impl Instance {
                 .turn_settled
                 .drain(&ReconcileTurnSettledNow(&self.services.engine), changes)
         }
+    }
+
+    /// Asks the host the `answers` kinds (`onHostQuestion`'s `hostAnswers`;
+    /// unknown names are none) through `post`, each answer waited for at
+    /// most `timeout_ms` (default 5 s) and settled through `waiting`.
+    pub(crate) fn ask_host(
+        &self,
+        post: Box<dyn QuestionPost>,
+        answers: &[String],
+        timeout_ms: Option<u64>,
+        waiting: Arc<Waiting>,
+    ) {
+        let answers = answers.iter().filter_map(|name| QuestionKind::parse(name));
+        let timeout = Duration::from_millis(timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS));
+        let channel = PostedQuestions::new(post, timeout, waiting);
+        self.services.host.connect(Box::new(HostQuestions::new(
+            Box::new(channel),
+            answers.collect(),
+            timeout,
+            self.services.log.clone(),
+        )));
     }
 
     /// `refreshStatus`: reconciles a member now and persists the result.
