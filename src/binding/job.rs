@@ -54,6 +54,14 @@ impl JsFailure {
         }
     }
 
+    /// A file system failure (`MWS_IO`).
+    pub fn io(message: impl Into<String>) -> Self {
+        Self {
+            code: ErrorCode::Io,
+            message: message.into(),
+        }
+    }
+
     /// As a napi error carrying the code.
     pub fn into_napi(self) -> napi::Error<ErrorCode> {
         napi::Error::new(self.code, self.message)
@@ -154,10 +162,7 @@ impl Task for Job {
 
     fn compute(&mut self) -> napi::Result<Self::Output> {
         let Some(work) = self.work.take() else {
-            return Ok(Err(JsFailure {
-                code: ErrorCode::Io,
-                message: "job ran twice".into(),
-            }));
+            return Ok(Err(JsFailure::io("job ran twice")));
         };
         Ok(guard("background job", work))
     }

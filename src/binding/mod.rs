@@ -573,8 +573,5 @@ fn team_list(value: Value) -> Result<Vec<TeamName>, JsFailure> {
 }
 
 pub(crate) fn to_json(value: impl serde::Serialize) -> Result<Value, JsFailure> {
-    serde_json::to_value(value).map_err(|e| JsFailure {
-        code: ErrorCode::Io,
-        message: format!("could not encode result: {e}"),
-    })
+    serde_json::to_value(value).map_err(|e| JsFailure::io(format!("could not encode result: {e}")))
 }

@@ -10,7 +10,7 @@ use napi::Env;
 use napi_derive::napi;
 
 use super::callbacks::{Callback, JsCallback};
-use super::job::{ErrorCode, JsFailure};
+use super::job::JsFailure;
 use super::{convert, storage_gateway, MemberWorkSync};
 use crate::infrastructure::host_questions::waits::Waiting;
 use crate::infrastructure::sqlite::OpenMode;
@@ -170,10 +170,7 @@ pub(super) fn start(env: &Env, options: Option<Unknown<'_>>) -> Result<MemberWor
         control_url,
         tuning,
     )
-    .map_err(|e| JsFailure {
-        code: ErrorCode::Io,
-        message: format!("could not start the worker: {e}"),
-    })?;
+    .map_err(|e| JsFailure::io(format!("could not start the worker: {e}")))?;
     if let Some(callback) = options.on_log {
         instance.services.log.connect(Box::new(Callback(callback)));
     }

@@ -444,7 +444,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::application::report::ReportResult;
     use crate::binding::to_json;
     use crate::domain::names::{MemberName, TeamName};
     use crate::runtime::composition::{Instance, RootPaths, Tuning};

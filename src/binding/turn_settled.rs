@@ -83,10 +83,9 @@ impl MemberWorkSync {
     )]
     pub fn drain_runtime_turn_settled_events(&self) -> AsyncTask<Job> {
         self.job(move |instance| {
-            let summary = instance.drain_turn_settled().map_err(|e| JsFailure {
-                code: ErrorCode::Io,
-                message: format!("turn-settled drain failed: {e}"),
-            })?;
+            let summary = instance
+                .drain_turn_settled()
+                .map_err(|e| JsFailure::io(format!("turn-settled drain failed: {e}")))?;
             to_json(summary)
         })
     }
