@@ -1,6 +1,7 @@
-//! The constructor's options: their napi types, their checks (every bad
-//! option throws `MWS_INVALID_ARGUMENT` naming it) and the instance they
-//! start.
+//! The constructor's options: their napi types, the checks only napi can
+//! make (callbacks, the storage gateway; the others are
+//! [`crate::runtime::options`]'s, every bad option throwing
+//! `MWS_INVALID_ARGUMENT` naming it) and the instance they start.
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -243,6 +243,7 @@ pub(crate) fn integer_in((min, max): (u64, u64)) -> impl Fn(f64) -> Option<u64> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn integers_in_bounds_are_whole_numbers_between_them() {
@@ -260,5 +261,32 @@ mod tests {
         ] {
             assert_eq!(integer_in((10, 20))(n), expected, "{n}");
         }
+    }
+
+    #[test]
+    fn the_first_bad_option_is_named_and_tuning_is_read() {
+        // (options, the refusal; None: accepted)
+        for (options, refused) in [
+            (json!({}), None),
+            (json!({"controlUrl": "http://x\"y"}), Some("options.controlUrl must be a string of at most 2048 characters without quotes or control characters")),
+            (json!({"tuning": null}), Some("options.tuning must be an object")),
+            (json!({"tuning": {"queueConcurrency": 9}}), Some("options.tuning.queueConcurrency must be an integer from 1 to 8")),
+            (json!({"storage": {"sqlitePath": " "}}), Some("options.storage.sqlitePath must be a non-empty string")),
+            (json!({"storage": {"sqlitePath": "a.db", "x": 1}}), Some("options.storage.x is not an option (sqlitePath, readOnly; or gateway, selector, callTimeoutMs)")),
+            (json!({"autoStart": "yes"}), Some("options.autoStart must be a boolean")),
+            (json!({"clock": {}}), Some("options.clock must be { nowMs: <finite number> }")),
+            (json!({"hostAnswers": ["nope"]}), Some("options.hostAnswers: unknown question \"nope\"")),
+            (json!({"hostTimeoutMs": 9}), Some("options.hostTimeoutMs must be an integer from 10 to 120000")),
+            // Several bad: the controlUrl check comes first.
+            (json!({"autoStart": 1, "controlUrl": 2}), Some("options.controlUrl must be a string of at most 2048 characters without quotes or control characters")),
+        ] {
+            let got = checked(&options).err().map(|InvalidOption(message)| message);
+            assert_eq!(got.as_deref(), refused, "{options}");
+        }
+        let tuning = checked(&json!({"tuning": {"drainIntervalMs": 250, "journalRotations": 3}}));
+        let tuning = tuning.unwrap();
+        assert_eq!(tuning.intervals.drain_every, Duration::from_millis(250));
+        assert_eq!(tuning.retention.journal_rotations, 3);
+        assert_eq!(tuning.queue_concurrency, None);
     }
 }
