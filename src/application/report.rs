@@ -27,20 +27,27 @@ const CONTROL_API_UNAVAILABLE: &str = "control_api_unavailable";
 /// Message of an accepted report.
 const ACCEPTED_MESSAGE: &str = "Member work sync report accepted.";
 
-/// What `report()` answers.
-#[derive(Debug, Clone, PartialEq)]
+/// What `report()` answers; serialized, the JS `MemberWorkSyncReportResult`
+/// (without the rejection, whose wire form is `code`, and the token check,
+/// which only replay uses).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ReportResult {
     /// True when the report was accepted.
     pub accepted: bool,
     /// `accepted` or the rejection code (the wire form of `rejection`).
     pub code: &'static str,
     /// Why the report was refused; `None` when it was accepted.
+    #[serde(skip)]
+    #[cfg_attr(test, ts(skip))]
     pub rejection: Option<Rejection>,
     /// Human message.
     pub message: String,
     /// The member's status after the report.
     pub status: MemberStatus,
     /// How the request's token verified (for replay's fresh-token retry).
+    #[serde(skip)]
+    #[cfg_attr(test, ts(skip))]
     pub token_check: TokenCheck,
 }
 

@@ -116,32 +116,3 @@ pub(super) fn clear_pending_exception(env: &Env) {
         napi::sys::napi_get_and_clear_last_exception(env.raw(), &mut exception);
     }
 }
-
-/// A number within `bounds` with no fraction (JS numbers arrive as f64),
-/// as the integer it is.
-pub(super) fn integer_in((min, max): (u64, u64)) -> impl Fn(f64) -> Option<u64> {
-    move |n| (n.fract() == 0.0 && (min as f64..=max as f64).contains(&n)).then_some(n as u64)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn integers_in_bounds_are_whole_numbers_between_them() {
-        // (number, its integer within 10..=20)
-        for (n, expected) in [
-            (10.0, Some(10)),
-            (20.0, Some(20)),
-            (15.0, Some(15)),
-            (9.0, None),
-            (21.0, None),
-            (15.5, None),
-            (-0.5, None),
-            (f64::NAN, None),
-            (f64::INFINITY, None),
-        ] {
-            assert_eq!(integer_in((10, 20))(n), expected, "{n}");
-        }
-    }
-}

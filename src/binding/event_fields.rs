@@ -18,22 +18,14 @@ use std::ptr;
 use napi::sys;
 use napi::Env;
 
-/// The fields read, in [`EventFields`] order.
+use crate::application::router::TeamChangeEvent;
+
+/// The fields read, in [`TeamChangeEvent`] order.
 const NAMES: [&CStr; 5] = [c"type", c"teamName", c"runId", c"detail", c"taskId"];
 
 /// Bytes read in one call; a value that may not have fit is read again at
 /// its length.
 const STACK_BYTES: usize = 512;
-
-/// The string fields of an event; a field that is missing, not a string or
-/// whose read failed is `None`.
-pub(super) struct EventFields {
-    pub kind: Option<String>,
-    pub team_name: Option<String>,
-    pub run_id: Option<String>,
-    pub detail: Option<String>,
-    pub task_id: Option<String>,
-}
 
 thread_local! {
     /// Each env of this thread (one, unless the addon is loaded into
@@ -44,16 +36,17 @@ thread_local! {
     static KEYS: RefCell<Vec<(sys::napi_env, sys::napi_ref)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Reads the fields of `object` (a JS object); `None` when the key strings
-/// cannot be had. A throwing getter or proxy trap makes its field `None`
-/// (its exception cleared, so the other fields are still read).
-pub(super) fn read(env: &Env, object: sys::napi_value) -> Option<EventFields> {
-    let keys = keys(env)?;
+/// The event `object` (a JS object) describes: its string fields, a field
+/// that is missing, not a string or whose read failed read as absent; `None`
+/// without a `type` and a `teamName` or when the key strings cannot be had.
+/// A throwing getter or proxy trap makes its field absent (its exception
+/// cleared, so the other fields are still read).
+pub(super) fn read(env: &Env, object: sys::napi_value) -> Option<TeamChangeEvent> {
     let [kind, team_name, run_id, detail, task_id] =
-        keys.map(|key| key.and_then(|key| string_property(env, object, key)));
-    Some(EventFields {
-        kind,
-        team_name,
+        keys(env)?.map(|key| key.and_then(|key| string_property(env, object, key)));
+    Some(TeamChangeEvent {
+        kind: kind?,
+        team_name: team_name?,
         run_id,
         detail,
         task_id,

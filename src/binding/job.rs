@@ -56,6 +56,14 @@ impl JsFailure {
         }
     }
 
+    /// A file system failure (`MWS_IO`).
+    pub fn io(message: impl Into<String>) -> Self {
+        Self {
+            code: ErrorCode::Io,
+            message: message.into(),
+        }
+    }
+
     /// As a napi error carrying the code.
     pub fn into_napi(self) -> napi::Error<ErrorCode> {
         napi::Error::new(self.code, self.message)
@@ -94,6 +102,12 @@ impl From<crate::runtime::composition::Disposed> for JsFailure {
             code: ErrorCode::Disposed,
             message: error.to_string(),
         }
+    }
+}
+
+impl From<crate::runtime::options::InvalidOption> for JsFailure {
+    fn from(error: crate::runtime::options::InvalidOption) -> Self {
+        Self::invalid(error.0)
     }
 }
 
@@ -154,10 +168,7 @@ impl Task for Job {
 
     fn compute(&mut self) -> napi::Result<Self::Output> {
         let Some(work) = self.work.take() else {
-            return Ok(Err(JsFailure {
-                code: ErrorCode::Io,
-                message: "job ran twice".into(),
-            }));
+            return Ok(Err(JsFailure::io("job ran twice")));
         };
         Ok(guard("background job", work))
     }

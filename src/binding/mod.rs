@@ -2,11 +2,10 @@
 //! errors to stable codes. No rules live here.
 
 mod args;
+mod callbacks;
 mod convert;
 mod event_fields;
-pub(crate) mod host;
 pub(crate) mod job;
-mod log;
 mod options;
 #[cfg(test)]
 mod result_shapes;
@@ -28,25 +27,23 @@ use self::args::{
     MemberWorkSyncTeamRequest, MemberWorkSyncTeamRuntimeState, ProofMissingArgs,
 };
 use self::job::{guard, ErrorCode, Job, JsFailure};
-use self::options::clock_ms;
 use crate::application::proof_missing::ProofMissingRequest;
 use crate::application::reconcile::{member_name, team_name};
-use crate::application::report::ReportResult;
-use crate::application::router::TeamChangeEvent;
 use crate::domain::names::{MemberName, TeamName};
 use crate::domain::recovery::RecoveryTaskRef;
-use crate::domain::status::MemberStatus;
-use crate::infrastructure::safe_fs::{join_trailing, with_folder_syncs_trailing};
+use crate::infrastructure::host_questions::waits::{self, Waiting};
+use crate::infrastructure::safe_fs::join_trailing;
 use crate::runtime::composition::Instance;
+use crate::runtime::options::clock_ms;
 
 /// One addon instance over one Claude home.
 #[napi]
 pub struct MemberWorkSync {
     pub(crate) instance: Arc<Instance>,
     /// Host questions waiting for `settleHostQuestion`.
-    host_questions: Arc<host::Waiting>,
+    host_questions: Arc<Waiting>,
     /// Ends the waits for the app's storage gateway (gateway mode).
-    storage_close: Option<storage_gateway::StorageClose>,
+    storage_close: Option<crate::infrastructure::sqlite::app_calls::StorageClose>,
 }
 
 #[napi]
@@ -141,27 +138,7 @@ impl MemberWorkSync {
     pub fn refresh_status(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
         self.call(&env, request, "request", |i, request| {
             let (team, member) = member_request(request)?;
-            // The status, the metrics index and (when a nudge is planned)
-            // the member outbox and outbox index are each synced before
-            // their renames; their folders are synced once each, together,
-            // after the answer (trailing), and before any later durable
-            // rename of this process and at dispose. Each file is old or new
-            // after any crash, and every mix a power cut can leave is one
-            // the readers take: metrics ahead of the status count an
-            // evaluation that happened (the next reconcile records its
-            // own); an outbox item ahead of the status is revalidated
-            // against the stored status by the dispatcher
-            // (`status_no_longer_matches_outbox`) and planned again by the
-            // next reconcile; the outbox index is a view rebuilt from the
-            // outboxes. A status the caller saw and a power cut undid is
-            // the old whole file, which the level-triggered reconciler
-            // brings up to date at its next pass; nothing written after it
-            // (a delivery of the nudge planned here, the next status) can
-            // be durable before it, since every durable write joins the
-            // trailing syncs first.
-            Ok(with_folder_syncs_trailing(|| {
-                i.services.engine.refresh_status(&team, &member)
-            })?)
+            Ok(i.refresh_status(&team, &member)?)
         })
     }
 
@@ -216,7 +193,7 @@ impl MemberWorkSync {
     )]
     pub fn report(&self, env: Env, request: Unknown<'_>) -> AsyncTask<Job> {
         self.call(&env, request, "request", |i, request| {
-            Ok(ReportOutcome::from(i.services.engine.report(&request)?))
+            Ok(i.services.engine.report(&request)?)
         })
     }
 
@@ -340,20 +317,10 @@ impl MemberWorkSync {
         };
         // Read only the named string fields: never walk the object (it may be
         // cyclic, huge or a throwing proxy).
-        let Some(fields) = event_fields::read(env, object.raw()) else {
-            convert::clear_pending_exception(env);
-            return;
-        };
-        let (Some(kind), Some(team_name)) = (fields.kind, fields.team_name) else {
-            return;
-        };
-        self.instance.worker().note(TeamChangeEvent {
-            kind,
-            team_name,
-            run_id: fields.run_id,
-            detail: fields.detail,
-            task_id: fields.task_id,
-        });
+        match event_fields::read(env, object.raw()) {
+            Some(event) => self.instance.worker().note(event),
+            None => convert::clear_pending_exception(env),
+        }
     }
 
     /// Records the supervisor's view of a team; a team never reported counts as
@@ -513,20 +480,9 @@ impl MemberWorkSync {
         // Not `sync`: answers still arriving after dispose are not errors.
         guard("settleHostQuestion", || {
             let outcome = convert::json_argument(&env, outcome, "outcome")?;
-            let settled = match (outcome.get("ok"), outcome.get("error")) {
-                (Some(Value::Bool(true)), _) => {
-                    Ok(outcome.get("value").cloned().unwrap_or(Value::Null))
-                }
-                (Some(Value::Bool(false)), error) => Err(match error {
-                    Some(Value::String(error)) => error.clone(),
-                    _ => "callback failed".to_string(),
-                }),
-                _ => {
-                    return Err(JsFailure::invalid(
-                        "outcome must be { ok: true, value? } or { ok: false, error }",
-                    ))
-                }
-            };
+            let settled = waits::outcome(&outcome).ok_or_else(|| {
+                JsFailure::invalid("outcome must be { ok: true, value? } or { ok: false, error }")
+            })?;
             if id.is_finite() && id >= 0.0 {
                 self.host_questions.settle(id as u64, settled);
             }
@@ -616,31 +572,6 @@ fn team_list(value: Value) -> Result<Vec<TeamName>, JsFailure> {
         .collect()
 }
 
-/// The JS `MemberWorkSyncReportResult`: a report's outcome and the status
-/// after it, without the token check (which only replay uses).
-#[derive(Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-struct ReportOutcome {
-    accepted: bool,
-    code: &'static str,
-    message: String,
-    status: MemberStatus,
-}
-
-impl From<ReportResult> for ReportOutcome {
-    fn from(result: ReportResult) -> Self {
-        Self {
-            accepted: result.accepted,
-            code: result.code,
-            message: result.message,
-            status: result.status,
-        }
-    }
-}
-
 pub(crate) fn to_json(value: impl serde::Serialize) -> Result<Value, JsFailure> {
-    serde_json::to_value(value).map_err(|e| JsFailure {
-        code: ErrorCode::Io,
-        message: format!("could not encode result: {e}"),
-    })
+    serde_json::to_value(value).map_err(|e| JsFailure::io(format!("could not encode result: {e}")))
 }

@@ -1,36 +1,27 @@
-//! The constructor's options: their napi types, their checks (every bad
-//! option throws `MWS_INVALID_ARGUMENT` naming it) and the instance they
-//! start.
+//! The constructor's options: their napi types, the checks only napi can
+//! make (callbacks, the storage gateway; the others are
+//! [`crate::runtime::options`]'s, every bad option throwing
+//! `MWS_INVALID_ARGUMENT` naming it) and the instance they start.
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use napi::bindgen_prelude::{FromNapiValue, JsValue, Object, Unknown, ValueType};
 use napi::Env;
 use napi_derive::napi;
-use serde_json::Value;
 
-use super::convert::integer_in;
-use super::job::{ErrorCode, JsFailure};
-use super::{convert, host, log, storage_gateway, turn_settled, MemberWorkSync};
-use crate::domain::retention::bounds;
-use crate::domain::time::{clock_from_js, format_iso, CLOCK_RANGE_MS};
-use crate::infrastructure::host_questions::{HostQuestions, QuestionKind};
+use super::callbacks::{Callback, JsCallback};
+use super::job::JsFailure;
+use super::{convert, storage_gateway, MemberWorkSync};
+use crate::infrastructure::host_questions::waits::Waiting;
 use crate::infrastructure::sqlite::OpenMode;
 use crate::runtime::composition::{Instance, RootPaths, Storage, Tuning};
-
-/// Longest `options.controlUrl` accepted.
-const MAX_CONTROL_URL_CHARS: usize = 2048;
-/// Bounds of `options.tuning.drainIntervalMs` and `dispatchIntervalMs` (100 ms to 24 h).
-const INTERVAL_MS_BOUNDS: (u64, u64) = (100, 86_400_000);
-/// Bounds of `options.tuning.queueConcurrency` (the worker's blocking pool has 8 threads).
-const QUEUE_CONCURRENCY_BOUNDS: (u64, u64) = (1, 8);
+use crate::runtime::options::checked;
 
 /// The `tuning` option: scheduler intervals, queue concurrency and how much
 /// history is kept on disk.
 // Declared for `index.d.ts`; the values are read from the checked JSON by
-// `TUNING_FIELDS`, so the fields napi fills in are never read.
+// `runtime::options`, so the fields napi fills in are never read.
 #[napi(object, object_to_js = false)]
 #[allow(dead_code)]
 pub struct MemberWorkSyncTuningOption {
@@ -113,12 +104,12 @@ pub struct MemberWorkSyncOptions {
     pub auto_start: Option<bool>,
     /// Receives the addon's team change events (e.g. `member-turn-settled`).
     #[napi(ts_type = "(event: TeamChangeEvent) => void")]
-    pub on_team_change: Option<turn_settled::TeamChangeCallback>,
+    pub on_team_change: Option<JsCallback>,
     /// Receives every background failure nobody awaits (drains, dispatches,
     /// the spool watcher, queued reconciles and their retries, journal and
     /// metrics writes). Without it they are only counted, never printed.
     #[napi(ts_type = "(entry: MemberWorkSyncLogEntry) => void")]
-    pub on_log: Option<log::LogCallback>,
+    pub on_log: Option<JsCallback>,
     /// The app's control API URL: every delivered nudge ends with a line
     /// asking the member to pass it as `controlUrl` to both work sync tools.
     /// Blank means none; at most 2048 characters, no quotes or control characters.
@@ -134,7 +125,7 @@ pub struct MemberWorkSyncOptions {
     /// `settleHostQuestion(id, outcome)`. Only the `hostAnswers` kinds are
     /// asked; each wait is bounded by `hostTimeoutMs`.
     #[napi(ts_type = "(question: MemberWorkSyncHostQuestion) => void")]
-    pub on_host_question: Option<host::HostQuestionCallback>,
+    pub on_host_question: Option<JsCallback>,
     /// The questions `onHostQuestion` answers (option names such as
     /// `isTeamActive`, `canDispatchNudges`, `resolveControlUrl`).
     #[napi(ts_type = "MemberWorkSyncHostQuestionKind[]")]
@@ -180,61 +171,27 @@ pub(super) fn start(env: &Env, options: Option<Unknown<'_>>) -> Result<MemberWor
         control_url,
         tuning,
     )
-    .map_err(|e| JsFailure {
-        code: ErrorCode::Io,
-        message: format!("could not start the worker: {e}"),
-    })?;
+    .map_err(|e| JsFailure::io(format!("could not start the worker: {e}")))?;
     if let Some(callback) = options.on_log {
-        instance
-            .services
-            .log
-            .connect(Box::new(log::JsLogSink(callback)));
+        instance.services.log.connect(Box::new(Callback(callback)));
     }
-    let waiting = Arc::new(host::Waiting::default());
+    let waiting = Arc::new(Waiting::default());
     if let Some(callback) = options.on_host_question {
-        let answers = options
-            .host_answers
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|name| QuestionKind::parse(name))
-            .collect();
-        let timeout = Duration::from_millis(
-            options
-                .host_timeout_ms
-                .map_or(host::DEFAULT_TIMEOUT_MS, |ms| ms as u64),
-        );
-        let channel = host::JsQuestions::new(callback, timeout, waiting.clone());
-        instance.services.host.connect(Box::new(HostQuestions::new(
-            Box::new(channel),
-            answers,
-            timeout,
-            instance.services.log.clone(),
-        )));
+        let answers = options.host_answers.unwrap_or_default();
+        let timeout_ms = options.host_timeout_ms.map(|ms| ms as u64);
+        let post = Box::new(Callback(callback));
+        instance.ask_host(post, &answers, timeout_ms, waiting.clone());
     }
     if let Some(callback) = options.on_team_change {
         instance
             .services
             .team_changes
-            .connect(Box::new(turn_settled::JsTeamChangeSink(callback)));
+            .connect(Box::new(Callback(callback)));
     }
     Ok(MemberWorkSync {
         instance: Arc::new(instance),
         host_questions: waiting,
         storage_close,
-    })
-}
-
-/// A test clock the addon can represent ([`CLOCK_RANGE_MS`]), or
-/// `MWS_INVALID_ARGUMENT` naming `field` and the range.
-pub(super) fn clock_ms(now_ms: f64, field: &str) -> Result<i64, JsFailure> {
-    clock_from_js(now_ms).ok_or_else(|| {
-        JsFailure::invalid(format!(
-            "{field} must be epoch milliseconds from {} ({}) up to {} ({}), got {now_ms}",
-            CLOCK_RANGE_MS.start,
-            format_iso(CLOCK_RANGE_MS.start),
-            CLOCK_RANGE_MS.end - 1,
-            format_iso(CLOCK_RANGE_MS.end - 1),
-        ))
     })
 }
 
@@ -261,52 +218,10 @@ fn parse_options(env: &Env, options: Option<Unknown<'_>>) -> Result<ParsedOption
         None => options,
     };
     let json = convert::json_argument(env, options, "options")?;
-    match json.get("controlUrl") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(url))
-            if url.chars().count() <= MAX_CONTROL_URL_CHARS
-                && !url.chars().any(|c| c == '"' || c.is_control()) => {}
-        Some(_) => {
-            return Err(JsFailure::invalid(format!(
-                "options.controlUrl must be a string of at most {MAX_CONTROL_URL_CHARS} \
-                 characters without quotes or control characters"
-            )))
-        }
-    }
-    let tuning = tuning(json.get("tuning"))?;
-    check_storage(json.get("storage"))?;
-    // Plain fields: absent, null or of their type.
-    for (key, is_type, kind) in [
-        (
-            "claudeRoot",
-            Value::is_string as fn(&Value) -> bool,
-            "a string",
-        ),
-        ("teamsBasePath", Value::is_string, "a string"),
-        ("tasksBasePath", Value::is_string, "a string"),
-        ("autoStart", Value::is_boolean, "a boolean"),
-    ] {
-        if json.get(key).is_some_and(|v| !v.is_null() && !is_type(v)) {
-            return Err(JsFailure::invalid(format!("options.{key} must be {kind}")));
-        }
-    }
-    match json.get("clock") {
-        None | Some(Value::Null) => {}
-        Some(clock) => match clock.get("nowMs").and_then(Value::as_f64) {
-            Some(now_ms) => {
-                clock_ms(now_ms, "options.clock.nowMs")?;
-            }
-            None => {
-                return Err(JsFailure::invalid(
-                    "options.clock must be { nowMs: <finite number> }",
-                ))
-            }
-        },
-    }
+    let tuning = checked(&json)?;
     // SAFETY: `options` is a live object of this env (checked above).
     let object =
         unsafe { options.cast::<Object>() }.map_err(|e| JsFailure::invalid(e.reason.clone()))?;
-    check_host_options(&json)?;
     for key in ["onTeamChange", "onLog", "onHostQuestion"] {
         match object.get::<Unknown>(key) {
             Ok(None) => {}
@@ -339,7 +254,7 @@ type ParsedOptions = (
     Tuning,
     Option<(
         crate::infrastructure::sqlite::session::AppStorage,
-        storage_gateway::StorageClose,
+        crate::infrastructure::sqlite::app_calls::StorageClose,
     )>,
 );
 
@@ -362,145 +277,4 @@ fn without_key<'env>(
         }
     }
     Ok(copy.to_unknown())
-}
-
-/// `hostAnswers` names known questions; `hostTimeoutMs` is an integer in bounds.
-fn check_host_options(json: &Value) -> Result<(), JsFailure> {
-    match json.get("hostAnswers") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(names)) => {
-            for name in names {
-                if name.as_str().and_then(QuestionKind::parse).is_none() {
-                    return Err(JsFailure::invalid(format!(
-                        "options.hostAnswers: unknown question {name}"
-                    )));
-                }
-            }
-        }
-        Some(_) => return Err(JsFailure::invalid("options.hostAnswers must be an array")),
-    }
-    let (min, max) = host::TIMEOUT_MS_BOUNDS;
-    match json.get("hostTimeoutMs") {
-        Some(ms) if !ms.is_null() && ms.as_f64().and_then(integer_in((min, max))).is_none() => {
-            Err(JsFailure::invalid(format!(
-                "options.hostTimeoutMs must be an integer from {min} to {max}"
-            )))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// Checks `options.storage` without a gateway (`storage_gateway` reads
-/// that one): `{ sqlitePath: <non-empty string>, readOnly?: boolean }`.
-fn check_storage(storage: Option<&Value>) -> Result<(), JsFailure> {
-    let fields = match storage {
-        None | Some(Value::Null) => return Ok(()),
-        Some(Value::Object(fields)) => fields,
-        Some(_) => return Err(JsFailure::invalid("options.storage must be an object")),
-    };
-    if let Some(key) = fields
-        .keys()
-        .find(|key| !matches!(key.as_str(), "sqlitePath" | "readOnly"))
-    {
-        return Err(JsFailure::invalid(format!(
-            "options.storage.{key} is not an option (sqlitePath, readOnly; or gateway, selector, callTimeoutMs)"
-        )));
-    }
-    match fields.get("sqlitePath") {
-        Some(Value::String(path)) if !path.trim().is_empty() => {}
-        _ => {
-            return Err(JsFailure::invalid(
-                "options.storage.sqlitePath must be a non-empty string",
-            ))
-        }
-    }
-    if !matches!(
-        fields.get("readOnly"),
-        None | Some(Value::Null) | Some(Value::Bool(_))
-    ) {
-        return Err(JsFailure::invalid(
-            "options.storage.readOnly must be a boolean",
-        ));
-    }
-    Ok(())
-}
-
-/// A field of `options.tuning`: its name, its bounds and its setter.
-type TuningField = (&'static str, (u64, u64), fn(&mut Tuning, u64));
-
-/// The fields of `options.tuning`: each an integer within its bounds, and
-/// where it goes in the instance's [`Tuning`] (the casts are exact: the
-/// value is a checked integer).
-const TUNING_FIELDS: [TuningField; 12] = [
-    ("drainIntervalMs", INTERVAL_MS_BOUNDS, |t, ms| {
-        t.intervals.drain_every = Duration::from_millis(ms)
-    }),
-    ("dispatchIntervalMs", INTERVAL_MS_BOUNDS, |t, ms| {
-        t.intervals.dispatch_every = Duration::from_millis(ms)
-    }),
-    ("queueConcurrency", QUEUE_CONCURRENCY_BOUNDS, |t, n| {
-        t.queue_concurrency = Some(n as usize)
-    }),
-    ("queueQuietWindowMs", (1, INTERVAL_MS_BOUNDS.1), |t, ms| {
-        t.queue_quiet_window_ms = Some(ms as i64)
-    }),
-    (
-        "journalRotateBytes",
-        bounds::JOURNAL_ROTATE_BYTES,
-        |t, n| t.retention.journal_rotate_bytes = n,
-    ),
-    ("journalRotations", bounds::JOURNAL_ROTATIONS, |t, n| {
-        t.retention.journal_rotations = n as u32
-    }),
-    (
-        "outboxFinishedMaxAgeMs",
-        bounds::OUTBOX_FINISHED_MAX_AGE_MS,
-        |t, ms| t.retention.outbox_finished_max_age_ms = ms as i64,
-    ),
-    (
-        "outboxFinishedMaxItems",
-        bounds::OUTBOX_FINISHED_MAX_ITEMS,
-        |t, n| t.retention.outbox_finished_max_items = n as usize,
-    ),
-    ("spoolProcessedMaxFiles", bounds::SPOOL_MAX_FILES, |t, n| {
-        t.retention.spool_processed_max_files = n as usize
-    }),
-    (
-        "spoolProcessedMaxAgeMs",
-        bounds::SPOOL_MAX_AGE_MS,
-        |t, ms| t.retention.spool_processed_max_age_ms = ms as i64,
-    ),
-    ("spoolInvalidMaxFiles", bounds::SPOOL_MAX_FILES, |t, n| {
-        t.retention.spool_invalid_max_files = n as usize
-    }),
-    ("spoolInvalidMaxAgeMs", bounds::SPOOL_MAX_AGE_MS, |t, ms| {
-        t.retention.spool_invalid_max_age_ms = ms as i64
-    }),
-];
-
-/// The instance's [`Tuning`] from the converted `options.tuning`: an object
-/// whose fields are absent (`undefined`) or integers within their bounds;
-/// absent fields keep their defaults. `null` is refused with the option's
-/// name, as napi's conversion would refuse it anyway.
-fn tuning(option: Option<&Value>) -> Result<Tuning, JsFailure> {
-    let mut tuning = Tuning::default();
-    let fields = match option {
-        None => return Ok(tuning),
-        Some(Value::Object(fields)) => fields,
-        Some(_) => return Err(JsFailure::invalid("options.tuning must be an object")),
-    };
-    for (key, (min, max), set) in TUNING_FIELDS {
-        let Some(value) = fields.get(key) else {
-            continue;
-        };
-        match value.as_f64().and_then(integer_in((min, max))) {
-            Some(n) => set(&mut tuning, n),
-            None => {
-                return Err(JsFailure::invalid(format!(
-                    "options.tuning.{key} must be an integer from {min} to {max}"
-                )))
-            }
-        }
-    }
-    Ok(tuning)
 }

@@ -444,7 +444,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::binding::{to_json, ReportOutcome};
+    use crate::binding::to_json;
     use crate::domain::names::{MemberName, TeamName};
     use crate::runtime::composition::{Instance, RootPaths, Tuning};
 
@@ -479,7 +479,7 @@ mod tests {
         let jack = MemberName::parse("jack").unwrap();
 
         let status = to_json(engine.refresh_status(&team, &jack).unwrap()).unwrap();
-        let reported = to_json(ReportOutcome::from(
+        let reported = to_json(
             engine
                 .report(&json!({
                     "teamName": "forge",
@@ -491,17 +491,17 @@ mod tests {
                     "note": "on it",
                 }))
                 .unwrap(),
-        ))
+        )
         .unwrap();
         assert_eq!(reported["accepted"], json!(true), "{reported}");
-        let rejected = to_json(ReportOutcome::from(
+        let rejected = to_json(
             engine
                 .report(&json!({
                     "teamName": "forge", "memberName": "jack", "state": "caught_up",
                     "agendaFingerprint": "agenda:v1:stale",
                 }))
                 .unwrap(),
-        ))
+        )
         .unwrap();
         let teams = [team.clone()];
         // (method, its result)

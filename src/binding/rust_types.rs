@@ -303,8 +303,8 @@ mod tests {
     use crate::application::queue_diagnostics::QueueDiagnostics;
     use crate::application::reconcile::TeamPreview;
     use crate::application::report::ReplaySummary;
+    use crate::application::report::ReportResult;
     use crate::application::turn_settled::DrainSummary;
-    use crate::binding::ReportOutcome;
     use crate::domain::metrics::TeamMetrics;
     use crate::domain::status::MemberStatus;
 
@@ -430,7 +430,7 @@ mod tests {
         method!("preview_status", MemberStatus);
         method!("preview_team", TeamPreview);
         method!("refresh_team", Vec<MemberStatus>);
-        method!("report", ReportOutcome);
+        method!("report", ReportResult);
         method!("schedule_proof_missing_recovery", ScheduleResult);
         method!("explain", Explanation);
         method!("get_metrics", TeamMetrics);

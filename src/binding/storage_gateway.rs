@@ -5,66 +5,39 @@
 //! `app.db`: every store op is a call of one of these methods.
 //!
 //! Each method becomes a threadsafe function bound to its object (so `this`
-//! is the gateway, as the app's own callers have it), called from the
-//! addon's worker threads with the app's arguments; the promise it returns
-//! is awaited there, at most `callTimeoutMs`. A call is never made on the
-//! JS thread (it could not settle the promise while it waits), and dispose
-//! ends every wait.
+//! is the gateway, as the app's own callers have it): the [`AppChannel`] of
+//! [`crate::infrastructure::sqlite::app_calls`], which makes and bounds the
+//! calls.
 
 use std::collections::HashMap;
-use std::future::Future;
-use std::pin::pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, RecvTimeoutError};
-use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
-use std::thread::{Thread, ThreadId};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use napi::bindgen_prelude::{
     FnArgs, FromNapiValue, Function, JsObjectValue, JsValue, Object, Promise, Unknown, ValueType,
 };
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::convert::integer_in;
 use super::job::JsFailure;
-use crate::infrastructure::sqlite::app_gateway::{AppGateway, GatewayCaller, GatewayMethod};
-use crate::infrastructure::sqlite::session::{AppStorage, SessionAnswer, SessionQuestion};
-
-/// Longest wait for one gateway call unless `callTimeoutMs` says otherwise:
-/// above the app's own 20 s worker timeout, so its error arrives first.
-pub const DEFAULT_CALL_TIMEOUT_MS: u64 = 30_000;
-/// Bounds of `storage.callTimeoutMs`.
-pub const CALL_TIMEOUT_MS_BOUNDS: (u64, u64) = (10, 120_000);
-/// How often a wait looks whether the instance was disposed.
-const CLOSED_CHECK: Duration = Duration::from_millis(100);
+use crate::infrastructure::sqlite::app_calls::{
+    app_storage, AppChannel, AppTarget, OnReturn, StorageClose, CALL_TIMEOUT_MS_BOUNDS,
+    DEFAULT_CALL_TIMEOUT_MS,
+};
+use crate::infrastructure::sqlite::app_gateway::GatewayMethod;
+use crate::infrastructure::sqlite::session::AppStorage;
+use crate::runtime::options::integer_in;
 
 /// A method bound to its object; `R` is what its call returns.
 type BoundMethod<R> = ThreadsafeFunction<Vec<Value>, R, Vec<Value>, Status, false, true>;
 /// A method returning a promise of JSON data (or `undefined`).
 type AsyncMethod = BoundMethod<Promise<Option<Value>>>;
 
-/// The app's storage as the addon calls it.
-pub(crate) struct JsAppStorage {
+/// The app's gateway and selector methods as threadsafe functions.
+struct JsAppStorage {
     methods: HashMap<GatewayMethod, AsyncMethod>,
     /// `selector.select(sqlite, json)` and `selector.getBackendInfo()`.
     selector: Option<(AsyncMethod, BoundMethod<Option<Value>>)>,
-    timeout: Duration,
-    js_thread: ThreadId,
-    closed: Arc<AtomicBool>,
-}
-
-/// Ends every gateway wait of an instance (dispose).
-#[derive(Clone, Default)]
-pub(crate) struct StorageClose(Arc<AtomicBool>);
-
-impl StorageClose {
-    /// From now on no call waits and none is made.
-    pub(crate) fn close(&self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
 }
 
 /// Reads `options.storage` when it holds a `gateway`: the app's storage and
@@ -171,21 +144,11 @@ pub(crate) fn parse(
                 ))
             }
         };
-    let closed = StorageClose::default();
-    let js = Arc::new(JsAppStorage {
-        methods,
-        selector,
+    let channel = Box::new(JsAppStorage { methods, selector });
+    Ok(Some(app_storage(
+        channel,
         timeout,
-        js_thread: std::thread::current().id(),
-        closed: closed.0.clone(),
-    });
-    Ok(Some((
-        AppStorage {
-            gateway: Arc::new(AppGateway::new(SharedCaller(js.clone()))),
-            question: js,
-            fallback_requires_replica,
-        },
-        closed,
+        fallback_requires_replica,
     )))
 }
 
@@ -247,135 +210,67 @@ fn invalid(env: &Env, message: impl Into<String>) -> JsFailure {
     JsFailure::invalid(message)
 }
 
-impl JsAppStorage {
-    /// Calls `function(args)` on the JS thread and hands what it returned
-    /// to `settle` there; `Err` when the call could not be made.
-    fn call_raw<R: FromNapiValue + Send + 'static>(
+impl AppChannel for JsAppStorage {
+    fn has_selector(&self) -> bool {
+        self.selector.is_some()
+    }
+
+    fn queue(
         &self,
-        function: &BoundMethod<R>,
+        target: AppTarget,
         args: Vec<Value>,
-    ) -> Result<R, String> {
-        if std::thread::current().id() == self.js_thread {
-            return Err("called on the JS thread, which cannot wait for its own promise".into());
-        }
-        if self.closed.load(Ordering::SeqCst) {
-            return Err("the instance was disposed".into());
-        }
-        let (sender, receiver) = sync_channel(1);
-        let queued = function.call_with_return_value(
-            args,
-            ThreadsafeFunctionCallMode::NonBlocking,
-            move |returned: napi::Result<R>, _| {
-                let _ = sender.try_send(returned.map_err(|e| e.reason.clone()));
-                Ok(())
-            },
-        );
-        if queued != Status::Ok {
-            return Err(format!("the call could not be queued ({queued})"));
-        }
-        let deadline = Instant::now() + self.timeout;
-        loop {
-            match receiver.recv_timeout(CLOSED_CHECK.min(self.timeout)) {
-                Ok(returned) => return returned,
-                Err(RecvTimeoutError::Disconnected) => return Err("the call was dropped".into()),
-                Err(RecvTimeoutError::Timeout) => self.still_waiting(deadline)?,
+        on_return: OnReturn,
+    ) -> Result<(), String> {
+        let promised = match (target, &self.selector) {
+            (AppTarget::Gateway(method), _) => self
+                .methods
+                .get(&method)
+                .ok_or_else(|| format!("the gateway has no method {}", method.name()))?,
+            (AppTarget::Select, Some((select, _))) => select,
+            (AppTarget::BackendInfo, Some((_, info))) => {
+                return queued(call(info, args, on_return, |answer| async move {
+                    Ok(answer.unwrap_or(Value::Null))
+                }));
             }
-        }
-    }
-
-    /// `Err` once the deadline passed or the instance was disposed.
-    fn still_waiting(&self, deadline: Instant) -> Result<(), String> {
-        if self.closed.load(Ordering::SeqCst) {
-            return Err("the instance was disposed".into());
-        }
-        if Instant::now() >= deadline {
-            return Err(format!(
-                "did not settle within {} ms",
-                self.timeout.as_millis()
-            ));
-        }
-        Ok(())
-    }
-
-    /// Calls a promise-returning method and waits for it to settle.
-    fn call_async(&self, function: &AsyncMethod, args: Vec<Value>) -> Result<Value, String> {
-        let deadline = Instant::now() + self.timeout;
-        let promise = self
-            .call_raw(function, args)
-            .map_err(|e| format!("threw or returned no promise: {e}"))?;
-        let settled = wait(promise, deadline, || self.still_waiting(deadline))?;
-        settled
-            .map(|value| value.unwrap_or(Value::Null))
-            .map_err(|e| format!("rejected: {}", e.reason))
+            _ => return Err("the app gave no selector".into()),
+        };
+        queued(call(promised, args, on_return, |promise| async move {
+            let settled = promise.await.map_err(|e| e.reason.clone())?;
+            Ok(settled.unwrap_or(Value::Null))
+        }))
     }
 }
 
-/// Polls `future` on this thread until it is ready or `check` says stop.
-fn wait<F: Future>(
-    future: F,
-    deadline: Instant,
-    check: impl Fn() -> Result<(), String>,
-) -> Result<F::Output, String> {
-    /// Wakes the waiting thread.
-    struct Unpark(Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut context = Context::from_waker(&waker);
-    let mut future = pin!(future);
-    loop {
-        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
-            return Ok(output);
-        }
-        check()?;
-        let left = deadline.saturating_duration_since(Instant::now());
-        std::thread::park_timeout(left.min(CLOSED_CHECK));
+/// `Err` naming a status that is not `Ok`.
+fn queued(status: Status) -> Result<(), String> {
+    match status {
+        Status::Ok => Ok(()),
+        status => Err(format!("the call could not be queued ({status})")),
     }
 }
 
-/// The [`GatewayCaller`] of one instance's storage.
-struct SharedCaller(Arc<JsAppStorage>);
-
-impl GatewayCaller for SharedCaller {
-    fn call(&self, method: GatewayMethod, args: Vec<Value>) -> Result<Value, String> {
-        let function = self
-            .0
-            .methods
-            .get(&method)
-            .ok_or_else(|| format!("the gateway has no method {}", method.name()))?;
-        self.0.call_async(function, args)
-    }
-}
-
-impl SessionQuestion for JsAppStorage {
-    fn ask(&self) -> SessionAnswer {
-        if std::thread::current().id() == self.js_thread || self.closed.load(Ordering::SeqCst) {
-            return SessionAnswer::NotAsked("asked on the JS thread or after dispose".into());
-        }
-        match &self.selector {
-            // The app's own decision, shared with its other stores.
-            Some((select, info)) => {
-                match self.call_async(select, vec![json!("sqlite"), json!("json-fallback")]) {
-                    Ok(Value::String(kind)) if kind == "sqlite" => SessionAnswer::Sqlite(
-                        self.call_raw(info, vec![])
-                            .ok()
-                            .flatten()
-                            .unwrap_or(Value::Null),
-                    ),
-                    Ok(other) => SessionAnswer::Unavailable(format!(
-                        "the app's selector chose {other} for this session"
-                    )),
-                    Err(e) => SessionAnswer::Unavailable(format!("selector.select {e}")),
-                }
-            }
-            // As the app's selector: any answer to the first ping is SQLite.
-            None => match self.call_async(&self.methods[&GatewayMethod::Ping], vec![]) {
-                Ok(info) => SessionAnswer::Sqlite(info),
-                Err(e) => SessionAnswer::Unavailable(format!("ping {e}")),
-            },
-        }
-    }
+/// Queues `function(args)`; `on_return` gets, on the JS thread, what it
+/// returned as the future `settle` makes of it, or why it threw.
+fn call<R, F>(
+    function: &BoundMethod<R>,
+    args: Vec<Value>,
+    on_return: OnReturn,
+    settle: impl FnOnce(R) -> F + Send + 'static,
+) -> Status
+where
+    R: FromNapiValue + Send + 'static,
+    F: std::future::Future<Output = Result<Value, String>> + Send + 'static,
+{
+    function.call_with_return_value(
+        args,
+        ThreadsafeFunctionCallMode::NonBlocking,
+        move |returned: napi::Result<R>, _| {
+            on_return(
+                returned
+                    .map(|returned| Box::pin(settle(returned)) as _)
+                    .map_err(|e| e.reason.clone()),
+            );
+            Ok(())
+        },
+    )
 }

@@ -1,20 +1,14 @@
 //! napi surface of the runtime turn-settled pipeline:
-//! hook settings and environment, the drain, the pure settings merge and the
-//! `onTeamChange` delivery.
+//! hook settings and environment, the drain and the pure settings merge.
 
 use napi::bindgen_prelude::{AsyncTask, Unknown};
-use napi::threadsafe_function::{
-    ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue,
-};
 use napi::Env;
-use napi::Status;
 use napi_derive::napi;
 use serde_json::Value;
 
 use super::args::{typed, RuntimeTurnSettledHookInput};
 use super::job::{guard, ErrorCode, Job, JsFailure};
 use super::{to_json, MemberWorkSync};
-use crate::application::turn_settled::{TeamChangeEvent, TeamChangeSink};
 use crate::domain::turn_settled::settings::merge_runtime_hook_settings as merge_settings;
 use crate::domain::turn_settled::{RuntimeProvider, TURN_SETTLED_HOOK_MARKER as MARKER};
 use crate::infrastructure::spool::{runtime_hook_environment, runtime_hook_settings};
@@ -22,30 +16,6 @@ use crate::infrastructure::spool::{runtime_hook_environment, runtime_hook_settin
 /// Marker at the end of the managed Stop hook command.
 #[napi(js_name = "TURN_SETTLED_HOOK_MARKER")]
 pub const TURN_SETTLED_HOOK_MARKER: &str = MARKER;
-
-/// The `onTeamChange` callback: called with one event object, its result and
-/// any exception it throws are ignored; weak, so it never keeps Node alive.
-pub type TeamChangeCallback =
-    ThreadsafeFunction<Value, UnknownReturnValue, Value, Status, false, true>;
-
-/// Delivers team change events to the JS callback on the JS thread.
-pub(crate) struct JsTeamChangeSink(pub(crate) TeamChangeCallback);
-
-impl TeamChangeSink for JsTeamChangeSink {
-    fn emit(&self, event: TeamChangeEvent) {
-        let Ok(value) = serde_json::to_value(event) else {
-            return;
-        };
-        // The completion callback receives the callback's result or its
-        // exception; swallowing both keeps a throwing listener from reaching
-        // Node's fatal-exception path or the addon.
-        let _ = self.0.call_with_return_value(
-            value,
-            ThreadsafeFunctionCallMode::NonBlocking,
-            |_, _| Ok(()),
-        );
-    }
-}
 
 fn provider_arg(input: Value) -> Result<RuntimeProvider, JsFailure> {
     let name = typed::<RuntimeTurnSettledHookInput>(input, "input")?.provider;
@@ -113,10 +83,9 @@ impl MemberWorkSync {
     )]
     pub fn drain_runtime_turn_settled_events(&self) -> AsyncTask<Job> {
         self.job(move |instance| {
-            let summary = instance.drain_turn_settled().map_err(|e| JsFailure {
-                code: ErrorCode::Io,
-                message: format!("turn-settled drain failed: {e}"),
-            })?;
+            let summary = instance
+                .drain_turn_settled()
+                .map_err(|e| JsFailure::io(format!("turn-settled drain failed: {e}")))?;
             to_json(summary)
         })
     }

@@ -5,6 +5,7 @@ use crate::domain::retention::Retention;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 use crate::application::busy::BusySignals;
 use crate::application::engine::{Engine, EngineDeps};
@@ -17,25 +18,30 @@ use crate::application::ports::{
     StatusStore, TeamPurge,
 };
 use crate::application::queue::Trigger;
-use crate::application::reconcile::team_name;
 use crate::application::reconcile::Reconciler;
+use crate::application::reconcile::{team_name, WorkSyncError};
 use crate::application::runtime_state::RuntimeStates;
 use crate::application::turn_settled::{
     DrainSummary, SettledTurns, TeamChangeRelay, TurnSettledIngestor, TurnSettledQueue, DRAIN_BATCH,
 };
 use crate::domain::names::{MemberName, TeamName};
-use crate::domain::status::ReconciledBy;
+use crate::domain::status::{MemberStatus, ReconciledBy};
 
 use super::activity_file::ActivityFile;
 use super::worker::{DrainPass, DrainSchedule, ScheduleIntervals, Worker};
 use crate::infrastructure::clock::{ManualClock, SystemClock};
 use crate::infrastructure::codex_sessions::FsCodexSessionLocator;
 use crate::infrastructure::explain_source::FsExplainSource;
+use crate::infrastructure::host_questions::waits::{
+    PostedQuestions, QuestionPost, Waiting, DEFAULT_TIMEOUT_MS,
+};
+use crate::infrastructure::host_questions::{HostQuestions, QuestionKind};
 use crate::infrastructure::inbox::InboxWriter;
 use crate::infrastructure::intent_store::FsReportIntentStore;
 use crate::infrastructure::metrics_store::FsMetricsStore;
 use crate::infrastructure::outbox_store::{FsOutboxStore, FsWatchdogJournal};
 use crate::infrastructure::report_token::HmacReportTokens;
+use crate::infrastructure::safe_fs::with_folder_syncs_trailing;
 use crate::infrastructure::spool::{FsSpool, SpoolPaths};
 use crate::infrastructure::sqlite::session::{AppStorage, JsonStores, SessionStores};
 use crate::infrastructure::sqlite::{OpenMode, SqliteStore};
@@ -603,6 +609,54 @@ impl Instance {
                 .turn_settled
                 .drain(&ReconcileTurnSettledNow(&self.services.engine), changes)
         }
+    }
+
+    /// Asks the host the `answers` kinds (`onHostQuestion`'s `hostAnswers`;
+    /// unknown names are none) through `post`, each answer waited for at
+    /// most `timeout_ms` (default 5 s) and settled through `waiting`.
+    pub(crate) fn ask_host(
+        &self,
+        post: Box<dyn QuestionPost>,
+        answers: &[String],
+        timeout_ms: Option<u64>,
+        waiting: Arc<Waiting>,
+    ) {
+        let answers = answers.iter().filter_map(|name| QuestionKind::parse(name));
+        let timeout = Duration::from_millis(timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS));
+        let channel = PostedQuestions::new(post, timeout, waiting);
+        self.services.host.connect(Box::new(HostQuestions::new(
+            Box::new(channel),
+            answers.collect(),
+            timeout,
+            self.services.log.clone(),
+        )));
+    }
+
+    /// `refreshStatus`: reconciles a member now and persists the result.
+    /// The status, the metrics index and (when a nudge is planned)
+    /// the member outbox and outbox index are each synced before
+    /// their renames; their folders are synced once each, together,
+    /// after the answer (trailing), and before any later durable
+    /// rename of this process and at dispose. Each file is old or new
+    /// after any crash, and every mix a power cut can leave is one
+    /// the readers take: metrics ahead of the status count an
+    /// evaluation that happened (the next reconcile records its
+    /// own); an outbox item ahead of the status is revalidated
+    /// against the stored status by the dispatcher
+    /// (`status_no_longer_matches_outbox`) and planned again by the
+    /// next reconcile; the outbox index is a view rebuilt from the
+    /// outboxes. A status the caller saw and a power cut undid is
+    /// the old whole file, which the level-triggered reconciler
+    /// brings up to date at its next pass; nothing written after it
+    /// (a delivery of the nudge planned here, the next status) can
+    /// be durable before it, since every durable write joins the
+    /// trailing syncs first.
+    pub fn refresh_status(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+    ) -> Result<MemberStatus, WorkSyncError> {
+        with_folder_syncs_trailing(|| self.services.engine.refresh_status(team, member))
     }
 
     /// `resumeTeam`: lifts the deletion fence now, re-scans in the background

@@ -4,6 +4,7 @@
 //! - [`composition`]: the composition root ([`composition::Services`] from a
 //!   root's paths) and an instance's lifecycle ([`composition::Instance`]:
 //!   start, schedules, dispose).
+//! - `options`: the constructor options' checks and their [`composition::Tuning`].
 //! - `worker`: the instance's own threads: the team change intake, the
 //!   reconcile queue driver, the nudge dispatch and activity schedules;
 //!   `worker::drain`, the turn-settled drain schedule and its spool watch.
@@ -18,5 +19,6 @@
 
 mod activity_file;
 pub mod composition;
+pub(crate) mod options;
 mod shared_watcher;
 pub(crate) mod worker;

@@ -2,11 +2,12 @@
 //! port call becomes one question `{ kind, input }` whose answer is JSON
 //! (the app's shapes, read in `answers`). How a question reaches the host
 //! and how long its answer is waited for is the [`QuestionChannel`]'s job
-//! (the binding's `onHostQuestion`); here an unusable answer, a failure or
+//! ([`waits`], over the binding's `onHostQuestion`); here an unusable answer, a failure or
 //! a timeout is logged with a stable code and answered with the port's
 //! fallback, as the app's own callers do.
 
 mod answers;
+pub mod waits;
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -26,6 +26,7 @@
 //!   replica is unsafe; `purgeTeam` deleting the live JSON behind a marker
 //!   the next SQLite session finishes.
 
+pub mod app_calls;
 pub mod app_gateway;
 pub mod connector;
 pub mod direct;

@@ -1,17 +1,12 @@
-//! The `onHostQuestion` option: the addon asks the host app (the Electron
-//! entry's callbacks) at decision time, from its worker threads, and waits a
-//! bounded time for the answer.
-//!
-//! What is asked and what the answers mean is
-//! [`crate::infrastructure::host_questions`]; here is how a question gets
-//! there: it goes to the JS thread through a threadsafe function as
-//! `{ id, kind, input }`; the host answers with
-//! `settleHostQuestion(id, outcome)`. The asking thread waits at most
-//! `hostTimeoutMs` (default [`DEFAULT_TIMEOUT_MS`]); a callback that is slow,
-//! throws or never settles costs at most that wait, is logged with a stable
-//! code and answered with the fallback the caller chose. A question is never
-//! asked on the JS thread itself (that thread could not answer it while it
-//! waits): it gets the fallback at once. Dispose ends every wait.
+//! How a question reaches the host and its answer comes back: the question
+//! is posted to the JS thread as `{ id, kind, input }` (by the binding's
+//! `onHostQuestion` callback, a [`QuestionPost`]); the host answers with
+//! `settleHostQuestion(id, outcome)`, which [`Waiting::settle`]s it. The
+//! asking thread waits at most `hostTimeoutMs` (default
+//! [`DEFAULT_TIMEOUT_MS`]); a callback that is slow, throws or never settles
+//! costs at most that wait. A question is never asked on the JS thread
+//! itself (that thread could not answer it while it waits): it is not asked
+//! at all. Dispose ([`Waiting::close`]) ends every wait.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -20,28 +15,25 @@ use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
 use std::time::Duration;
 
-use napi::threadsafe_function::{
-    ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue,
-};
-use napi::Status;
 use serde_json::{json, Value};
 
-use crate::infrastructure::host_questions::{QuestionChannel, QuestionKind, Unanswered};
+use super::{QuestionChannel, QuestionKind, Unanswered};
 
 /// Longest wait for one answer unless `hostTimeoutMs` says otherwise.
 pub const DEFAULT_TIMEOUT_MS: u64 = 5_000;
 /// Bounds of `hostTimeoutMs`.
 pub const TIMEOUT_MS_BOUNDS: (u64, u64) = (10, 120_000);
 
-/// The `onHostQuestion` callback: gets `{ id, kind, input }`; its result and
-/// any exception are ignored (the answer comes through `settleHostQuestion`).
-/// Weak, so it never keeps Node alive.
-pub type HostQuestionCallback =
-    ThreadsafeFunction<Value, UnknownReturnValue, Value, Status, false, true>;
+/// Posts one question to the host without waiting; `false` when it could
+/// not be queued.
+pub trait QuestionPost: Send + Sync {
+    /// Hands `question` (`{ id, kind, input }`) to the host.
+    fn post(&self, question: Value) -> bool;
+}
 
 /// The questions waiting for an answer, shared with `settleHostQuestion`.
 #[derive(Default)]
-pub(crate) struct Waiting {
+pub struct Waiting {
     next_id: AtomicU64,
     closed: AtomicBool,
     senders: Mutex<HashMap<u64, SyncSender<Result<Value, String>>>>,
@@ -50,7 +42,7 @@ pub(crate) struct Waiting {
 impl Waiting {
     /// Delivers the host's outcome of question `id`; unknown or late ids
     /// (the wait ended) are ignored.
-    pub(crate) fn settle(&self, id: u64, outcome: Result<Value, String>) {
+    pub fn settle(&self, id: u64, outcome: Result<Value, String>) {
         let sender = self
             .senders
             .lock()
@@ -62,7 +54,7 @@ impl Waiting {
     }
 
     /// Ends every wait now and refuses new questions (dispose).
-    pub(crate) fn close(&self) {
+    pub fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
         self.senders
             .lock()
@@ -71,24 +63,32 @@ impl Waiting {
     }
 }
 
-/// The channel behind `onHostQuestion`.
-pub(crate) struct JsQuestions {
-    callback: HostQuestionCallback,
+/// A `settleHostQuestion` outcome: `{ ok: true, value? }` answers `value`
+/// (`null` when absent), `{ ok: false, error }` fails with `error` (`callback
+/// failed` when it is not a string); `None` for any other shape.
+pub fn outcome(outcome: &Value) -> Option<Result<Value, String>> {
+    match (outcome.get("ok"), outcome.get("error")) {
+        (Some(Value::Bool(true)), _) => Some(Ok(outcome.get("value").cloned().unwrap_or_default())),
+        (Some(Value::Bool(false)), Some(Value::String(error))) => Some(Err(error.clone())),
+        (Some(Value::Bool(false)), _) => Some(Err("callback failed".to_string())),
+        _ => None,
+    }
+}
+
+/// The [`QuestionChannel`] over a [`QuestionPost`].
+pub struct PostedQuestions {
+    post: Box<dyn QuestionPost>,
     timeout: Duration,
     js_thread: ThreadId,
     waiting: Arc<Waiting>,
 }
 
-impl JsQuestions {
-    /// Questions to `callback`, each answer waited for at most `timeout`;
+impl PostedQuestions {
+    /// Questions to `post`, each answer waited for at most `timeout`;
     /// built on the JS thread.
-    pub(crate) fn new(
-        callback: HostQuestionCallback,
-        timeout: Duration,
-        waiting: Arc<Waiting>,
-    ) -> Self {
+    pub fn new(post: Box<dyn QuestionPost>, timeout: Duration, waiting: Arc<Waiting>) -> Self {
         Self {
-            callback,
+            post,
             timeout,
             js_thread: std::thread::current().id(),
             waiting,
@@ -96,7 +96,7 @@ impl JsQuestions {
     }
 }
 
-impl QuestionChannel for JsQuestions {
+impl QuestionChannel for PostedQuestions {
     fn ask(&self, kind: QuestionKind, input: Value) -> Result<Value, Unanswered> {
         if std::thread::current().id() == self.js_thread
             || self.waiting.closed.load(Ordering::SeqCst)
@@ -111,12 +111,7 @@ impl QuestionChannel for JsQuestions {
             .unwrap_or_else(|p| p.into_inner())
             .insert(id, sender);
         let question = json!({ "id": id, "kind": kind.as_str(), "input": input });
-        let queued = self.callback.call_with_return_value(
-            question,
-            ThreadsafeFunctionCallMode::NonBlocking,
-            |_, _| Ok(()),
-        );
-        let outcome = if queued == Status::Ok {
+        let outcome = if self.post.post(question) {
             receiver.recv_timeout(self.timeout)
         } else {
             Err(RecvTimeoutError::Disconnected)
@@ -152,5 +147,30 @@ mod tests {
             Err(RecvTimeoutError::Disconnected)
         );
         assert!(waiting.closed.load(Ordering::SeqCst));
+    }
+
+    #[test]
+    fn an_outcome_is_a_value_an_error_or_refused() {
+        // (settleHostQuestion outcome, what it settles)
+        for (given, settled) in [
+            (json!({"ok": true, "value": 3}), Some(Ok(json!(3)))),
+            (json!({"ok": true}), Some(Ok(Value::Null))),
+            (
+                json!({"ok": false, "error": "no"}),
+                Some(Err("no".to_string())),
+            ),
+            (
+                json!({"ok": false, "error": 1}),
+                Some(Err("callback failed".to_string())),
+            ),
+            (
+                json!({"ok": false}),
+                Some(Err("callback failed".to_string())),
+            ),
+            (json!({"ok": "yes"}), None),
+            (json!(null), None),
+        ] {
+            assert_eq!(outcome(&given), settled, "{given}");
+        }
     }
 }
