@@ -185,10 +185,7 @@ impl Task for Job {
 fn render(value: &serde_json::Value) -> Result<JobOutput, JsFailure> {
     serde_json::to_string(value)
         .map(JobOutput::Json)
-        .map_err(|e| JsFailure {
-            code: ErrorCode::Io,
-            message: format!("could not encode result: {e}"),
-        })
+        .map_err(|e| JsFailure::io(format!("could not encode result: {e}")))
 }
 
 /// `JSON.parse(text)` in `env`, through the global `JSON` object.
