@@ -313,15 +313,18 @@ impl TaskImpactSource for FsTeamSource {
         // tasks whose `blockedBy` names this one.
         let all_tasks = self.read_tasks(team_name, &mut ignored, &mut ignored_content);
         let references = TaskReferences::of(&all_tasks, &task);
+        // The reference test first: it rules out nearly every task with a
+        // string compare or two, where the terminal test walks the task's
+        // history and looks up its card.
         members.extend(
             all_tasks
                 .iter()
-                .filter(|t| t.id != task.id && !terminal_for_dependents(t, &kanban))
                 .filter(|t| {
                     t.blocked_by
                         .iter()
                         .any(|reference| references.named_by(reference))
                 })
+                .filter(|t| t.id != task.id && !terminal_for_dependents(t, &kanban))
                 .filter_map(|t| t.owner.clone()),
         );
         // Task files are untrusted: a name unsafe as a store folder is no member.
