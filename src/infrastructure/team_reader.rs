@@ -182,14 +182,16 @@ impl FsTeamSource {
     }
 }
 
-/// The folder `name` right below `root`. Missing: `None`, silently; a link or
-/// file there: `<what>_not_a_folder`; any other failure: `<what>_unreadable`.
-fn open_below(root: &TrustedRoot, name: &str, what: &str, diags: &mut Vec<String>) -> Option<Dir> {
-    if validate_name(name).is_err() {
-        diags.push(format!("{what}_unreadable"));
-        return None;
-    }
-    match root.open_dir(&root.join(name)) {
+/// The folder of `team` right below `root` (a checked name: one path
+/// component). Missing: `None`, silently; a link or file there:
+/// `<what>_not_a_folder`; any other failure: `<what>_unreadable`.
+fn open_below(
+    root: &TrustedRoot,
+    team: &TeamName,
+    what: &str,
+    diags: &mut Vec<String>,
+) -> Option<Dir> {
+    match root.open_dir(&root.join(team.as_str())) {
         Ok(dir) => dir,
         Err(e) if e.kind() == io::ErrorKind::NotADirectory => {
             diags.push(format!("{what}_not_a_folder"));
