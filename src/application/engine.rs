@@ -435,10 +435,7 @@ impl Engine {
         let mut total = DispatchSummary::default();
         let mut first_error = None;
         let mut seen = HashSet::new();
-        for team in teams
-            .iter()
-            .filter(|t| seen.insert(team_runtime_key(t.as_str())))
-        {
+        for team in teams.iter().filter(|t| seen.insert(team_runtime_key(t))) {
             let dispatched = self.with_team(team, || {
                 // The app's readiness gate: asked once per team and pass.
                 if !self.deps.ports.host.can_dispatch_nudges(team) {
@@ -693,10 +690,7 @@ impl Engine {
     ) -> Result<ReplaySummary, WorkSyncError> {
         let mut total = ReplaySummary::default();
         let mut seen = HashSet::new();
-        for team in teams
-            .iter()
-            .filter(|t| seen.insert(team_runtime_key(t.as_str())))
-        {
+        for team in teams.iter().filter(|t| seen.insert(team_runtime_key(t))) {
             match self.with_team(team, || {
                 self.reconciler
                     .replay_pending_reports(std::slice::from_ref(team))

@@ -29,9 +29,9 @@ pub struct HostBusy {
 #[derive(Debug, Clone, PartialEq)]
 pub struct BusyQuestion<'a> {
     /// Team of the member.
-    pub team_name: &'a str,
+    pub team_name: &'a TeamName,
     /// The member the nudge would be delivered to.
-    pub member_name: &'a str,
+    pub member_name: &'a MemberName,
     /// Now, by the instance clock.
     pub now: EpochMs,
     /// The nudge payload's intent fields and task refs, as the app's port gets them.

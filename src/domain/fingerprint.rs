@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use super::js_semantics::compare_code_units;
+use super::names::{MemberName, TeamName};
 
 /// Prefix of every fingerprint.
 pub(crate) const FINGERPRINT_PREFIX: &str = "agenda:v1:";
@@ -85,13 +86,13 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// Fingerprint of an agenda's `items` (its actionable work items, which must
 /// already be in `ActionableWorkItem::sort_key` order by `localeCompare`), as
-/// their JSON; `member_name` is the normalized name. `reason` stays out; the
+/// their JSON; `member_name` is the normalized name ([`MemberName::normalized`]). `reason` stays out; the
 /// evidence lists in [`SORTED_EVIDENCE_LISTS`] go in sorted. Generic over the
 /// item so the hash rule does not depend on the agenda module that builds
 /// the items.
 pub fn agenda_fingerprint<Item: Serialize>(
-    team_name: &str,
-    member_name: &str,
+    team_name: &TeamName,
+    member_name: &MemberName,
     items: &[Item],
 ) -> String {
     let items: Vec<Value> = items
@@ -166,11 +167,15 @@ mod tests {
 
     #[test]
     fn empty_agenda_fingerprint_is_stable_and_scoped() {
-        let a = agenda_fingerprint::<Value>("forge", "jack", &[]);
+        let fingerprint = |team: &str, member: &str| {
+            let team = TeamName::parse(team).unwrap();
+            agenda_fingerprint::<Value>(&team, &MemberName::parse(member).unwrap(), &[])
+        };
+        let a = fingerprint("forge", "jack");
         assert!(a.starts_with(FINGERPRINT_PREFIX));
         assert_eq!(a.len(), FINGERPRINT_PREFIX.len() + 64);
-        assert_eq!(a, agenda_fingerprint::<Value>("forge", "jack", &[]));
-        assert_ne!(a, agenda_fingerprint::<Value>("forge", "jill", &[]));
-        assert_ne!(a, agenda_fingerprint::<Value>("other", "jack", &[]));
+        assert_eq!(a, fingerprint("forge", "jack"));
+        assert_ne!(a, fingerprint("forge", "jill"));
+        assert_ne!(a, fingerprint("other", "jack"));
     }
 }

@@ -81,7 +81,7 @@ impl std::fmt::Display for TeamName {
 
 /// The key in-memory runtime bookkeeping compares team names by: trimmed and
 /// lowercased. Never a folder name: files use the team name as given.
-pub(crate) fn team_runtime_key(team: &str) -> String {
+pub(crate) fn team_runtime_key(team: &TeamName) -> String {
     super::js_semantics::js_trim(team).to_lowercase()
 }
 
@@ -293,7 +293,8 @@ mod tests {
         let team = TeamName::parse("Forge").unwrap();
         assert_eq!(team.as_str(), "Forge");
         assert_ne!(team, TeamName::parse("forge").unwrap());
-        assert_eq!(team_runtime_key(" Forge "), team_runtime_key("forge"));
+        let key = |name: &str| team_runtime_key(&TeamName::parse(name).unwrap());
+        assert_eq!(key(" Forge "), key("forge"));
         assert_eq!(MemberName::parse(" Jack ").unwrap().as_str(), " Jack ");
     }
 

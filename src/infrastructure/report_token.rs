@@ -68,20 +68,20 @@ impl HmacReportTokens {
         }
     }
 
-    fn secret_path(&self, team: &str) -> PathBuf {
+    fn secret_path(&self, team: &TeamName) -> PathBuf {
         self.root
-            .join(team)
+            .join(team.as_str())
             .join(".member-work-sync")
             .join(SECRET_FILE)
     }
 
     /// The team secret, loading or creating it on first use.
-    fn secret(&self, team: &str) -> Result<String, PortError> {
+    fn secret(&self, team: &TeamName) -> Result<String, PortError> {
         if let Some(secret) = self
             .secrets
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .get(team)
+            .get(team.as_str())
         {
             return Ok(secret.clone());
         }
@@ -93,7 +93,7 @@ impl HmacReportTokens {
         Ok(secret)
     }
 
-    fn load_or_create(&self, team: &str) -> Result<String, PortError> {
+    fn load_or_create(&self, team: &TeamName) -> Result<String, PortError> {
         let path = self.secret_path(team);
         let _lock = StoreLock::acquire(&self.root, &path)?;
         let dir = self.root.create_dir_all(path.parent().unwrap_or(&path))?;

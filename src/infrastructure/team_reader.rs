@@ -73,7 +73,7 @@ impl FsTeamSource {
     /// diagnostics as [`open_below`] gives them.
     fn read_tasks(
         &self,
-        team_name: &str,
+        team_name: &TeamName,
         diags: &mut Vec<String>,
         content: &mut Vec<String>,
     ) -> Vec<Arc<Task>> {
@@ -97,7 +97,7 @@ impl FsTeamSource {
     /// (`kanban_state_invalid` into `content`).
     fn read_kanban(
         &self,
-        team_name: &str,
+        team_name: &TeamName,
         diags: &mut Vec<String>,
         content: &mut Vec<String>,
     ) -> BTreeMap<String, KanbanEntry> {
@@ -117,7 +117,7 @@ impl FsTeamSource {
     }
 
     /// `<teams>/<team>`, or `None` (with a diagnostic when it is not a plain folder).
-    fn team_dir(&self, team_name: &str, diags: &mut Vec<String>) -> Option<Dir> {
+    fn team_dir(&self, team_name: &TeamName, diags: &mut Vec<String>) -> Option<Dir> {
         open_below(&self.teams, team_name, "team_dir", diags)
     }
 
@@ -168,7 +168,7 @@ impl FsTeamSource {
     }
 
     /// One task file by id (`<tasks>/<team>/<id>.json`), if it parses.
-    fn read_task(&self, team_name: &str, task_id: &str) -> Option<Task> {
+    fn read_task(&self, team_name: &TeamName, task_id: &str) -> Option<Task> {
         // The id becomes one file name: nothing that could leave the folder.
         validate_name(task_id).ok()?;
         let dir = open_below(&self.tasks, team_name, "tasks_dir", &mut Vec::new())?;
@@ -182,14 +182,16 @@ impl FsTeamSource {
     }
 }
 
-/// The folder `name` right below `root`. Missing: `None`, silently; a link or
-/// file there: `<what>_not_a_folder`; any other failure: `<what>_unreadable`.
-fn open_below(root: &TrustedRoot, name: &str, what: &str, diags: &mut Vec<String>) -> Option<Dir> {
-    if validate_name(name).is_err() {
-        diags.push(format!("{what}_unreadable"));
-        return None;
-    }
-    match root.open_dir(&root.join(name)) {
+/// The folder of `team` right below `root` (a checked name: one path
+/// component). Missing: `None`, silently; a link or file there:
+/// `<what>_not_a_folder`; any other failure: `<what>_unreadable`.
+fn open_below(
+    root: &TrustedRoot,
+    team: &TeamName,
+    what: &str,
+    diags: &mut Vec<String>,
+) -> Option<Dir> {
+    match root.open_dir(&root.join(team.as_str())) {
         Ok(dir) => dir,
         Err(e) if e.kind() == io::ErrorKind::NotADirectory => {
             diags.push(format!("{what}_not_a_folder"));

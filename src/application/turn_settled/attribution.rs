@@ -102,7 +102,13 @@ impl TurnSettledIngestor {
             }
             ClaudeMatch::Lead { team_name } => return self.lead_turn(team_name, rosters),
         };
-        let Some(roster) = self.roster(&team, rosters) else {
+        // The located team is a candidate from a payload or a session
+        // file: checked here, once; a name that could leave the teams dir
+        // never names a team.
+        let roster = TeamName::parse(&team)
+            .ok()
+            .map(|team_name| self.roster(&team_name, rosters));
+        let Some(roster) = roster else {
             return unattributed(Decision::Unresolved("member_not_active".into()));
         };
         let decision = match verify_target(roster, &member, event.provider) {
@@ -169,10 +175,9 @@ impl TurnSettledIngestor {
                 let storable = match (TeamName::parse(&team_name), MemberName::parse(&member_name))
                 {
                     (Ok(team), Ok(member)) => {
-                        self.roster(&team_name, rosters).is_some_and(|roster| {
-                            may_store_member(self.store.as_ref(), &team, roster, &member)
-                                .unwrap_or(false)
-                        })
+                        let roster = self.roster(&team, rosters);
+                        may_store_member(self.store.as_ref(), &team, roster, &member)
+                            .unwrap_or(false)
                     }
                     _ => false,
                 };
@@ -196,8 +201,9 @@ impl TurnSettledIngestor {
 
     /// A lead's own turn: ignored, journaled for the lead.
     fn lead_turn(&self, team: String, rosters: &mut HashMap<String, TeamSnapshot>) -> Attributed {
-        let lead = self
-            .roster(&team, rosters)
+        let lead = TeamName::parse(&team)
+            .ok()
+            .map(|team_name| self.roster(&team_name, rosters))
             .and_then(TeamSnapshot::lead)
             .map(|m| normalize_member_name(&m.name));
         Attributed {
@@ -206,18 +212,15 @@ impl TurnSettledIngestor {
         }
     }
 
-    /// The roster of `team`, read once per drain; `None` for a name that
-    /// could leave the teams dir (it never names a team).
+    /// The roster of `team`, read once per drain (kept under the name as
+    /// given, which `audit_unqueued` looks it up by).
     fn roster<'r>(
         &self,
-        team: &str,
+        team: &TeamName,
         rosters: &'r mut HashMap<String, TeamSnapshot>,
-    ) -> Option<&'r TeamSnapshot> {
-        let team_name = TeamName::parse(team).ok()?;
-        Some(
-            rosters
-                .entry(team.to_string())
-                .or_insert_with(|| self.teams.load_roster(&team_name)),
-        )
+    ) -> &'r TeamSnapshot {
+        rosters
+            .entry(team.to_string())
+            .or_insert_with(|| self.teams.load_roster(team))
     }
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use crate::domain::diagnostic::Diagnostic;
 use crate::domain::fingerprint::agenda_fingerprint;
 use crate::domain::js_semantics::{js_trim, locale_compare, locale_compare_numeric_base};
-use crate::domain::names::{is_reserved_member_name, normalize_member_name, MemberName};
+use crate::domain::names::{is_reserved_member_name, normalize_member_name, MemberName, TeamName};
 use crate::domain::team::{Clarification, KanbanColumn, Task, TaskStatus, TeamSnapshot};
 /// A team's snapshot with its [`TaskIndex`]; builds agendas for any member
 /// of the team.
@@ -48,7 +48,7 @@ impl<'a> TeamIndex<'a> {
     }
     /// The agenda of `member_name`, stamped with `generated_at`.
     pub fn agenda_for(&self, member_name: &MemberName, generated_at: &str) -> Agenda {
-        let normalized = normalize_member_name(member_name);
+        let normalized = member_name.normalized();
         let mut diagnostics = self.snapshot.diagnostics.clone();
         let mut items = Vec::new();
         if !self.snapshot.config_found {
@@ -57,14 +57,14 @@ impl<'a> TeamIndex<'a> {
             diagnostics.push(Diagnostic::TeamDeleted.as_str().into());
         } else if is_reserved_member_name(&normalized) {
             diagnostics.push(Diagnostic::MemberInvalidOrReserved.as_str().into());
-        } else if !self.active.contains(&normalized) {
+        } else if !self.active.contains(normalized.as_str()) {
             diagnostics.push(Diagnostic::MemberNotActive.as_str().into());
         } else {
             let is_lead = self.lead.as_deref() == Some(normalized.as_str());
             let tasks = &*self.tasks;
             let mut relevant: Vec<usize> = tasks
                 .by_member
-                .get(&normalized)
+                .get(normalized.as_str())
                 .cloned()
                 .unwrap_or_default();
             if is_lead {
@@ -85,7 +85,7 @@ impl<'a> TeamIndex<'a> {
         let fingerprint = fingerprint_of(&self.snapshot.team_name, &normalized, &items);
         Agenda {
             team_name: self.snapshot.team_name.to_string(),
-            member_name: normalized,
+            member_name: normalized.to_string(),
             generated_at: generated_at.to_string(),
             fingerprint,
             items,
@@ -98,7 +98,7 @@ impl<'a> TeamIndex<'a> {
 /// Names in evidence (`owner`, `reviewer`, `reviewStartedBy`) and the assignee
 /// are normalized; `reviewState` is always there (`none` included), as the
 /// reference's task reader always sets it.
-fn item_for(f: &TaskFacts, member: &str, is_lead: bool) -> Option<ActionableWorkItem> {
+fn item_for(f: &TaskFacts, member: &MemberName, is_lead: bool) -> Option<ActionableWorkItem> {
     let task = &*f.task;
     let review_state = Some(f.review_state.as_str().to_string());
     let subject = js_trim(&task.subject);
@@ -178,7 +178,7 @@ fn item_for(f: &TaskFacts, member: &str, is_lead: bool) -> Option<ActionableWork
                 evidence,
             ));
         }
-        if cycle.reviewer == member && !f.is_self_review() {
+        if cycle.reviewer == member.as_str() && !f.is_self_review() {
             let evidence = Evidence {
                 status,
                 owner: f.owner.clone(),
@@ -206,7 +206,7 @@ fn item_for(f: &TaskFacts, member: &str, is_lead: bool) -> Option<ActionableWork
         }
         return None;
     }
-    if f.owner.as_deref() != Some(member)
+    if f.owner.as_deref() != Some(member.as_str())
         || task.needs_clarification.is_some()
         || !f.waiting.is_empty()
         || !f.broken.is_empty()
@@ -254,7 +254,11 @@ fn app_task_order(left: &Task, right: &Task) -> std::cmp::Ordering {
 /// The fingerprint of `items`, which hashes them in `kind:taskId:displayId`
 /// order ([`ActionableWorkItem::sort_key`] under `localeCompare`), whatever
 /// order the agenda lists them in.
-fn fingerprint_of(team_name: &str, member_name: &str, items: &[ActionableWorkItem]) -> String {
+fn fingerprint_of(
+    team_name: &TeamName,
+    member_name: &MemberName,
+    items: &[ActionableWorkItem],
+) -> String {
     // Stable: equal keys (tasks sharing an id) keep agenda order.
     let mut keyed: Vec<(String, &ActionableWorkItem)> =
         items.iter().map(|item| (item.sort_key(), item)).collect();

@@ -80,6 +80,10 @@ fn member_name(name: &str) -> MemberName {
     MemberName::parse(name).unwrap()
 }
 
+fn team_name(name: &str) -> TeamName {
+    TeamName::parse(name).unwrap()
+}
+
 /// `(taskId, reason)` of every item, in agenda order.
 fn reasons(agenda: &Agenda) -> Vec<(&str, &str)> {
     agenda
@@ -511,7 +515,11 @@ fn assert_fingerprinted_in(agenda: &Agenda, keys: &[&str]) {
         .collect();
     assert_eq!(ordered.len(), agenda.items.len());
     assert_eq!(
-        agenda_fingerprint(&agenda.team_name, &agenda.member_name, &ordered),
+        agenda_fingerprint(
+            &team_name(&agenda.team_name),
+            &member_name(&agenda.member_name),
+            &ordered
+        ),
         agenda.fingerprint
     );
 }
@@ -608,7 +616,7 @@ fn history_event_ids_keep_request_then_start_order_on_the_item() {
     swapped[0].evidence.history_event_ids =
         Some(vec!["a-start".to_string(), "z-request".to_string()]);
     assert_eq!(
-        crate::domain::fingerprint::agenda_fingerprint("forge", "jill", &swapped),
+        agenda_fingerprint(&team_name("forge"), &member_name("jill"), &swapped),
         a.fingerprint
     );
 }
@@ -747,7 +755,7 @@ fn fingerprint_ignores_generated_at_and_reason() {
     let mut reworded = a.items.clone();
     reworded[0].reason = "something else".into();
     assert_eq!(
-        agenda_fingerprint("forge", "jack", &reworded),
+        agenda_fingerprint(&team_name("forge"), &member_name("jack"), &reworded),
         a.fingerprint
     );
 }

@@ -21,8 +21,12 @@ use super::MINUTE;
 pub const NATIVE_STALE_MS: EpochMs = 6 * MINUTE;
 
 /// True for names that read as "the lead" (nudge policy: name only).
-pub fn is_lead_like(member: &str) -> bool {
-    let name: String = member.trim().to_lowercase();
+///
+/// Takes the name as a status record holds it (`MemberStatus::member_name`,
+/// a plain string of the wire struct), not a checked name: the rule only
+/// reads its spelling.
+pub fn is_lead_like(recorded_name: &str) -> bool {
+    let name: String = recorded_name.trim().to_lowercase();
     let mut collapsed = String::with_capacity(name.len());
     let mut last_dash = false;
     for c in name.chars() {

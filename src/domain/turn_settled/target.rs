@@ -35,18 +35,22 @@ impl TargetOutcome {
     }
 }
 
-/// Verifies that `member` of `team` may receive a `turn_settled` reconcile for
+/// Verifies that `candidate` of `team` may receive a `turn_settled` reconcile for
 /// an event from `provider`, as the app's target resolver does: the member
 /// must be on the roster of an existing, undeleted team (lead included), not
 /// a reserved name, and of the provider that sent the event when its
 /// provider is known. Whether its runtime runs is the reconcile's business
 /// (it records the member inactive), not the resolver's.
+///
+/// `candidate` is the member name a payload or a transcript gave, not yet
+/// checked: it is only matched against the roster here, and the resolved
+/// name is checked where it is queued.
 pub(crate) fn verify_target(
     team: &TeamSnapshot,
-    member: &str,
+    candidate: &str,
     provider: RuntimeProvider,
 ) -> TargetOutcome {
-    let normalized = normalize_member_name(member);
+    let normalized = normalize_member_name(candidate);
     let on_roster = team.config_found && !team.deleted;
     let Some(entry) = team
         .member(&normalized)

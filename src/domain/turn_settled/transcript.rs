@@ -154,10 +154,11 @@ pub(crate) fn project_path_candidates(config: &Value) -> Vec<String> {
     out
 }
 
-fn lower_eq(value: Option<&Value>, team: &str) -> bool {
+/// True when `value` is a string that trims and lowercases to `lowercase`.
+fn lower_eq(value: Option<&Value>, lowercase: &str) -> bool {
     value
         .and_then(Value::as_str)
-        .is_some_and(|v| v.trim().to_lowercase() == team)
+        .is_some_and(|v| v.trim().to_lowercase() == lowercase)
 }
 
 fn path<'a>(value: &'a Value, keys: &[&str]) -> Option<&'a Value> {
@@ -231,24 +232,25 @@ pub(crate) fn named_teams(lines: &[Value]) -> Vec<String> {
 }
 
 /// The member a root (member-session) transcript belongs to: it must name the
-/// team and a known member within its head. `team` and
-/// `known` are lowercase; the member comes back trimmed, in its original case.
+/// team and a known member within its head. `team_lowercase` (the team's
+/// trimmed, lowercased comparison form, not a folder name) and `known` are
+/// lowercase; the member comes back trimmed, in its original case.
 pub(crate) fn attribute_root(
     lines: &[Value],
-    team: &str,
+    team_lowercase: &str,
     known: &HashSet<String>,
 ) -> Option<String> {
     let mut team_matched = false;
     let mut member: Option<String> = None;
     let mentions = [
-        format!("on team \"{team}\""),
-        format!("on team '{team}'"),
-        format!("({team})"),
+        format!("on team \"{team_lowercase}\""),
+        format!("on team '{team_lowercase}'"),
+        format!("({team_lowercase})"),
     ];
     for line in lines.iter().take(HEAD_LINES) {
         if !team_matched {
-            team_matched = lower_eq(line.get("teamName"), team)
-                || lower_eq(path(line, &["process", "team", "teamName"]), team)
+            team_matched = lower_eq(line.get("teamName"), team_lowercase)
+                || lower_eq(path(line, &["process", "team", "teamName"]), team_lowercase)
                 || authored_user_text(line).is_some_and(|t| {
                     let t = t.to_lowercase();
                     mentions.iter().any(|m| t.contains(m.as_str()))
