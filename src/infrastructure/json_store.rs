@@ -158,9 +158,14 @@ fn inspect<T>(
 /// reading the key (a syntax error first, then the version; the last of
 /// duplicate keys counts).
 fn check_version(bytes: &[u8], version: u64) -> Result<(), String> {
-    let found = serde_json::from_slice::<VersionProbe>(bytes)
-        .map_err(|_| "invalid_json".to_string())?
-        .0;
+    // Only an object carries a version; any other document need only parse.
+    let is_object = bytes.iter().find(|b| !b" \t\n\r".contains(b)) == Some(&b'{');
+    let found = if is_object {
+        serde_json::from_slice::<VersionProbe>(bytes).map(|probe| probe.0)
+    } else {
+        serde_json::from_slice::<Skipped>(bytes).map(|_| None)
+    }
+    .map_err(|_| "invalid_json".to_string())?;
     match found {
         Some(v) if v == version => Ok(()),
         Some(v) if v > version => Err(format!("future_schema_version:{v}")),
@@ -199,24 +204,22 @@ fn decode_failure(error: &serde_json::Error) -> String {
     }
 }
 
-/// The top-level `schemaVersion` of a document as `Value::as_u64` reads it
-/// (`None`: not an object, no such key, or not a non-negative integer).
+/// The top-level `schemaVersion` of an object as `Value::as_u64` reads it
+/// (`None`: no such key, or not a non-negative integer).
 struct VersionProbe(Option<u64>);
 
 impl<'de> serde::Deserialize<'de> for VersionProbe {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(VersionVisitor)
+        deserializer.deserialize_map(VersionProbe(None))
     }
 }
 
-/// Visits any top level; only an object can carry a version.
-struct VersionVisitor;
-
-impl<'de> serde::de::Visitor<'de> for VersionVisitor {
+/// Its own visitor: reads `schemaVersion` and walks past every other key.
+impl<'de> serde::de::Visitor<'de> for VersionProbe {
     type Value = VersionProbe;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON document")
+        f.write_str("a JSON object")
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<VersionProbe, A::Error> {
@@ -230,35 +233,6 @@ impl<'de> serde::de::Visitor<'de> for VersionVisitor {
         }
         Ok(VersionProbe(version))
     }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<VersionProbe, A::Error> {
-        while seq.next_element::<Skipped>()?.is_some() {}
-        Ok(VersionProbe(None))
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<VersionProbe, E> {
-        Ok(VersionProbe(None))
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<VersionProbe, E> {
-        Ok(VersionProbe(None))
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<VersionProbe, E> {
-        Ok(VersionProbe(None))
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<VersionProbe, E> {
-        Ok(VersionProbe(None))
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<VersionProbe, E> {
-        Ok(VersionProbe(None))
-    }
-
-    fn visit_unit<E>(self) -> Result<VersionProbe, E> {
-        Ok(VersionProbe(None))
-    }
 }
 
 /// A value walked and dropped through `deserialize_any`, so that nesting
@@ -268,14 +242,12 @@ struct Skipped;
 
 impl<'de> serde::Deserialize<'de> for Skipped {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(SkippedVisitor)
+        deserializer.deserialize_any(Skipped)
     }
 }
 
-/// Accepts every JSON value, walking into arrays and objects.
-struct SkippedVisitor;
-
-impl<'de> serde::de::Visitor<'de> for SkippedVisitor {
+/// Its own visitor: accepts every JSON value, walking into arrays and objects.
+impl<'de> serde::de::Visitor<'de> for Skipped {
     type Value = Skipped;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
