@@ -7,7 +7,7 @@
 //! fallback, as the app's own callers do.
 
 mod answers;
-pub mod waits;
+pub(crate) mod waits;
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -26,28 +26,28 @@
 //!   replica is unsafe; `purgeTeam` deleting the live JSON behind a marker
 //!   the next SQLite session finishes.
 
-pub mod app_calls;
-pub mod app_gateway;
-pub mod connector;
-pub mod direct;
-pub mod error;
+pub(crate) mod app_calls;
+pub(crate) mod app_gateway;
+pub(crate) mod connector;
+pub(crate) mod direct;
+pub(crate) mod error;
 pub mod gateway;
-pub mod identity;
-pub mod importer;
-pub mod js_json;
+pub(crate) mod identity;
+pub(crate) mod importer;
+pub(crate) mod js_json;
 pub mod json_session;
-pub mod legacy_json;
-pub mod mappers;
+pub(crate) mod legacy_json;
+pub(crate) mod mappers;
 pub mod merge;
-pub mod purge;
+pub(crate) mod purge;
 pub mod records;
-pub mod replica;
-pub mod restore;
-pub mod schema;
-pub mod session;
+pub(crate) mod replica;
+pub(crate) mod restore;
+pub(crate) mod schema;
+pub(crate) mod session;
 pub mod snapshot;
-pub mod store;
-pub mod team_files;
+pub(crate) mod store;
+pub(crate) mod team_files;
 
 pub use direct::{DirectDatabase, OpenMode};
 pub use error::SqliteStoreError;
