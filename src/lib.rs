@@ -12,6 +12,7 @@
 //! code there. `json_store` stays public for now: the status persistence
 //! work changes it.
 #![deny(missing_docs)]
+#![deny(unreachable_pub)]
 
 pub mod application;
 pub mod binding;
