@@ -49,7 +49,7 @@ impl BusyReason {
 
 /// A member is busy: why, and with which tool when the app named it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Busy {
+pub(crate) struct Busy {
     /// Running or recently finished call.
     pub reason: BusyReason,
     /// The tool (`Bash`, `Edit`, ...) of the newest call behind `reason`.

@@ -20,7 +20,7 @@ const MAX_MEMBERS: usize = 4096;
 
 /// One delivery this process made.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecordedDelivery {
+pub(crate) struct RecordedDelivery {
     /// The outbox item delivered.
     pub outbox_id: String,
     /// When, by the process's monotonic clock.
@@ -43,7 +43,13 @@ impl DeliveryRecord {
     /// (an item delivered again, as when its inbox row was already there,
     /// keeps its first time). Drops members whose latest delivery has left
     /// the window, then the stalest members past [`MAX_MEMBERS`].
-    pub fn record(&self, team: &TeamName, member: &MemberName, outbox_id: &str, at: MonotonicMs) {
+    pub(crate) fn record(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+        outbox_id: &str,
+        at: MonotonicMs,
+    ) {
         let mut members = self.members.lock().unwrap_or_else(|e| e.into_inner());
         let latest = members.entry(key(team, member)).or_default();
         if !latest.iter().any(|d| d.outbox_id == outbox_id) {
@@ -69,7 +75,7 @@ impl DeliveryRecord {
     }
 
     /// The latest deliveries this process made to `member` of `team`.
-    pub fn of(&self, team: &TeamName, member: &MemberName) -> Vec<RecordedDelivery> {
+    pub(crate) fn of(&self, team: &TeamName, member: &MemberName) -> Vec<RecordedDelivery> {
         let members = self.members.lock().unwrap_or_else(|e| e.into_inner());
         members
             .get(&key(team, member))

@@ -29,20 +29,20 @@ use crate::domain::time::EpochMs;
 use crate::domain::token::TokenCheck;
 
 /// A clock that moves only when told to, for both epoch and monotonic time.
-pub struct FakeClock {
+pub(super) struct FakeClock {
     now_ms: AtomicI64,
 }
 
 impl FakeClock {
     /// Starts at `now_ms`.
-    pub fn new(now_ms: EpochMs) -> Self {
+    pub(super) fn new(now_ms: EpochMs) -> Self {
         Self {
             now_ms: AtomicI64::new(now_ms),
         }
     }
 
     /// Moves to `now_ms`.
-    pub fn set(&self, now_ms: EpochMs) {
+    pub(super) fn set(&self, now_ms: EpochMs) {
         self.now_ms.store(now_ms, Ordering::SeqCst);
     }
 }
@@ -60,7 +60,7 @@ impl Clock for FakeClock {
 /// Teams held in memory; a task impacts nobody in particular (the engine
 /// then falls back to the whole active roster).
 #[derive(Default)]
-pub struct MemoryTeams {
+pub(super) struct MemoryTeams {
     teams: Mutex<HashMap<String, TeamSnapshot>>,
 }
 
@@ -134,7 +134,7 @@ impl TaskImpactSource for MemoryTeams {
 
 /// One update held inside the store: `entered` fires when it starts, and it
 /// finishes once `release` is sent.
-pub struct HeldUpdate {
+pub(super) struct HeldUpdate {
     /// Receives once the held update has started.
     pub entered: Receiver<()>,
     /// Send to let the held update finish.
@@ -144,7 +144,7 @@ pub struct HeldUpdate {
 /// Statuses in memory. The next `failures` updates fail; an update can be
 /// held until the test releases it.
 #[derive(Default)]
-pub struct MemoryStatusStore {
+pub(super) struct MemoryStatusStore {
     statuses: Mutex<HashMap<(String, String), MemberStatus>>,
     failures: AtomicU32,
     hold: Mutex<Option<(Sender<()>, Receiver<()>)>>,
@@ -219,7 +219,7 @@ impl StatusStore for MemoryStatusStore {
 
 /// Keeps every journal line.
 #[derive(Default)]
-pub struct RecordingJournal {
+pub(super) struct RecordingJournal {
     /// The recorded events, oldest first.
     pub events: Mutex<Vec<AuditEvent>>,
 }
@@ -232,7 +232,7 @@ impl AuditJournal for RecordingJournal {
 
 /// Keeps every log entry's code.
 #[derive(Default)]
-pub struct RecordingLog {
+pub(super) struct RecordingLog {
     /// The codes logged so far.
     pub codes: Mutex<Vec<LogCode>>,
 }
@@ -306,7 +306,7 @@ impl ReportIntentStore for NoIntents {
 /// An outbox that refuses new nudges and holds only the items a test puts
 /// in it.
 #[derive(Default)]
-pub struct MemoryOutbox {
+pub(super) struct MemoryOutbox {
     items: Mutex<Vec<OutboxItem>>,
 }
 
@@ -406,7 +406,7 @@ pub(crate) struct FakeWorld {
 
 impl FakeWorld {
     /// An engine at `now_ms` whose team `forge` has `members`.
-    pub fn new(now_ms: EpochMs, members: &[&str]) -> Self {
+    pub(super) fn new(now_ms: EpochMs, members: &[&str]) -> Self {
         let clock = Arc::new(FakeClock::new(now_ms));
         let teams = Arc::new(MemoryTeams::default());
         teams.put("forge", members);

@@ -32,7 +32,7 @@ pub(crate) struct IndexCache {
 
 impl IndexCache {
     /// The agenda of `member` on `snapshot`, stamped with `generated_at`.
-    pub fn agenda_for(
+    pub(crate) fn agenda_for(
         &self,
         snapshot: &TeamSnapshot,
         member: &MemberName,

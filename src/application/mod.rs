@@ -16,9 +16,9 @@ pub mod queue;
 pub(crate) mod queue_diagnostics;
 pub mod reconcile;
 pub mod report;
-pub mod review_pickup;
+pub(crate) mod review_pickup;
 pub mod router;
-pub mod runtime_state;
+pub(crate) mod runtime_state;
 pub(crate) mod team_gate;
 #[cfg(test)]
 mod tests;

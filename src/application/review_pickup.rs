@@ -20,7 +20,7 @@ use crate::domain::team::ProviderId;
 
 /// Why a review-pickup nudge cannot be delivered.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PickupUndeliverable {
+pub(crate) enum PickupUndeliverable {
     /// No review-pickup delivery port is configured.
     NoDeliveryPort,
     /// The app's `canDeliver` refused (its reason), failed or timed out.
@@ -52,7 +52,7 @@ pub(crate) const PORT_UNAVAILABLE: &str = "review_pickup_delivery_port_unavailab
 
 /// Whether review pickups to `member` can be delivered now, asked of the
 /// app's `reviewPickupDelivery.canDeliver` (never, without the option).
-pub fn delivery(
+pub(crate) fn delivery(
     host: &dyn Host,
     team_name: &TeamName,
     member_name: &MemberName,

@@ -76,7 +76,7 @@ impl TeamGate {
     }
 
     /// Ends an admitted operation.
-    pub fn release(&mut self, admission: &Admission) {
+    pub(crate) fn release(&mut self, admission: &Admission) {
         if let Some(count) = self.admitted.get_mut(&admission.key) {
             *count = count.saturating_sub(1);
             if *count == 0 {

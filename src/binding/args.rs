@@ -29,7 +29,7 @@ pub(crate) fn typed<T: DeserializeOwned>(value: Value, what: &str) -> Result<T, 
 #[napi(object, object_to_js = false)]
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct MemberWorkSyncMemberRequest {
+pub(super) struct MemberWorkSyncMemberRequest {
     /// Team of the member: a team folder name, used as given.
     pub team_name: String,
     /// The member; compared trimmed and lowercased.
@@ -40,7 +40,7 @@ pub struct MemberWorkSyncMemberRequest {
 #[napi(object, object_to_js = false)]
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct MemberWorkSyncStatusRequest {
+pub(super) struct MemberWorkSyncStatusRequest {
     /// Team of the member: a team folder name, used as given.
     pub team_name: String,
     /// The member; compared trimmed and lowercased.
@@ -55,7 +55,7 @@ pub struct MemberWorkSyncStatusRequest {
 #[napi(object, object_to_js = false)]
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct MemberWorkSyncTeamRequest {
+pub(super) struct MemberWorkSyncTeamRequest {
     /// The team: a team folder name, used as given.
     pub team_name: String,
 }
@@ -64,7 +64,7 @@ pub struct MemberWorkSyncTeamRequest {
 #[napi(object, object_to_js = false)]
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct MemberWorkSyncExplainRequest {
+pub(super) struct MemberWorkSyncExplainRequest {
     /// Team of the member: a team folder name, used as given.
     pub team_name: String,
     /// The member; compared trimmed and lowercased.
@@ -78,7 +78,7 @@ pub struct MemberWorkSyncExplainRequest {
 #[napi(object, object_to_js = false)]
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct MemberWorkSyncTeamRuntimeState {
+pub(super) struct MemberWorkSyncTeamRuntimeState {
     /// Whether the team's runtime is up.
     pub active: bool,
     /// The members running now; absent or `null`: every roster member.
@@ -88,7 +88,7 @@ pub struct MemberWorkSyncTeamRuntimeState {
 /// Input of the turn-settled hook builders.
 #[napi(object, object_to_js = false)]
 #[derive(Debug, Deserialize)]
-pub struct RuntimeTurnSettledHookInput {
+pub(super) struct RuntimeTurnSettledHookInput {
     /// The runtime the hook is for.
     #[napi(ts_type = "'claude' | 'codex' | 'opencode'")]
     pub provider: String,

@@ -16,7 +16,8 @@ use crate::application::turn_settled::{TeamChangeEvent, TeamChangeSink};
 use crate::infrastructure::host_questions::waits::QuestionPost;
 
 /// A callback option as napi converts it.
-pub type JsCallback = ThreadsafeFunction<Value, UnknownReturnValue, Value, Status, false, true>;
+pub(super) type JsCallback =
+    ThreadsafeFunction<Value, UnknownReturnValue, Value, Status, false, true>;
 
 /// One callback option: `onLog` entries `{ level, code, message, context? }`,
 /// `onTeamChange` events, `onHostQuestion` questions `{ id, kind, input }`.

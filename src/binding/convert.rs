@@ -20,7 +20,7 @@ const MAX_NODES: usize = 100_000;
 /// Converts an argument to JSON, or says why it cannot.
 /// This runs on the JS thread before any work is handed off, so a fault in it
 /// is caught here and rejects as `MWS_INTERNAL` like one in the work itself.
-pub fn json_argument(env: &Env, value: Unknown<'_>, what: &str) -> Result<Value, JsFailure> {
+pub(super) fn json_argument(env: &Env, value: Unknown<'_>, what: &str) -> Result<Value, JsFailure> {
     guard("argument conversion", || {
         let mut budget = MAX_NODES;
         convert(env, value, 0, &mut budget).map_err(|reason| {

@@ -24,7 +24,7 @@ use crate::runtime::options::checked;
 // `runtime::options`, so the fields napi fills in are never read.
 #[napi(object, object_to_js = false)]
 #[allow(dead_code)]
-pub struct MemberWorkSyncTuningOption {
+pub(super) struct MemberWorkSyncTuningOption {
     /// Turn-settled spool drain interval without watcher news, in ms
     /// (integer, 100 to 86 400 000; default 15 000).
     pub drain_interval_ms: Option<f64>,
@@ -66,7 +66,7 @@ pub struct MemberWorkSyncTuningOption {
 /// declared in `api-types.d.ts`: a gateway is an object of methods, read by
 /// `storage_gateway`, not converted here).
 #[napi(object)]
-pub struct MemberWorkSyncStorageOption {
+pub(super) struct MemberWorkSyncStorageOption {
     /// The app's SQLite database (`<userData>/storage/app.db`), opened by the
     /// addon itself at the first call. Only for a process where no other
     /// SQLite library has the file open (not the Electron process of the app,
@@ -78,7 +78,7 @@ pub struct MemberWorkSyncStorageOption {
 
 /// The fixed test clock option.
 #[napi(object)]
-pub struct MemberWorkSyncClockOption {
+pub(super) struct MemberWorkSyncClockOption {
     /// Epoch milliseconds the clock starts at.
     pub now_ms: f64,
 }
@@ -86,7 +86,7 @@ pub struct MemberWorkSyncClockOption {
 /// Constructor options.
 #[napi(object, object_to_js = false)]
 #[derive(Default)]
-pub struct MemberWorkSyncOptions {
+pub(super) struct MemberWorkSyncOptions {
     /// Claude home; default `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
     pub claude_root: Option<String>,
     /// Team dirs; default `<claudeRoot>/teams`.

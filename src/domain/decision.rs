@@ -106,7 +106,7 @@ const ACTIONABLE_STALE_MS: EpochMs = 2 * 60 * 1000;
 /// spelling ([`Staleness::as_str`]) is added to the status diagnostics when
 /// the stored status is returned as is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Staleness {
+pub(crate) enum Staleness {
     /// A status that can take a report carries no report token.
     ReportTokenMissing,
     /// The report token has expired (or its expiry does not parse).
@@ -127,7 +127,7 @@ pub enum Staleness {
 
 impl Staleness {
     /// The status diagnostic.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::ReportTokenMissing => "report_token_missing_refresh_enqueued",
             Self::ReportTokenExpired => "report_token_expired_refresh_enqueued",

@@ -12,7 +12,7 @@ use std::fmt;
 /// The runtime signal behind a runtime stall, in the app's order of
 /// priority (the first one present among a reconcile's triggers wins).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum StallTrigger {
+pub(crate) enum StallTrigger {
     /// The member's turn settled.
     TurnSettled,
     /// A tool call of the member finished.
@@ -27,7 +27,7 @@ impl StallTrigger {
         [Self::TurnSettled, Self::ToolFinished, Self::RuntimeActivity];
 
     /// The wire spelling (the queue trigger's).
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             Self::TurnSettled => "turn_settled",
             Self::ToolFinished => "tool_finished",
@@ -38,7 +38,7 @@ impl StallTrigger {
 
 /// Why a status looks the way it does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Diagnostic {
+pub(crate) enum Diagnostic {
     /// The team's runtime is not running.
     TeamRuntimeInactive,
     /// The member's runtime is not running.
@@ -121,7 +121,7 @@ impl Diagnostic {
     ];
 
     /// The wire spelling.
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             Self::TeamRuntimeInactive => "team_runtime_inactive",
             Self::MemberRuntimeInactive => "member_runtime_inactive",
@@ -158,7 +158,7 @@ impl Diagnostic {
     /// The diagnostic a wire spelling names; `None` for one outside this set
     /// (the team reader's, the app's own, a rejected report's or a busy
     /// member's, which carry a code after a colon).
-    pub fn parse(spelling: &str) -> Option<Self> {
+    pub(crate) fn parse(spelling: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|d| d.as_str() == spelling)
     }
 
@@ -175,12 +175,12 @@ impl Diagnostic {
 }
 
 /// The known diagnostics of a stored list, in order (unknown spellings skipped).
-pub fn parsed(diagnostics: &[String]) -> impl Iterator<Item = Diagnostic> + '_ {
+pub(crate) fn parsed(diagnostics: &[String]) -> impl Iterator<Item = Diagnostic> + '_ {
     diagnostics.iter().filter_map(|d| Diagnostic::parse(d))
 }
 
 /// True when a stored list carries `diagnostic`.
-pub fn has(diagnostics: &[String], diagnostic: Diagnostic) -> bool {
+pub(crate) fn has(diagnostics: &[String], diagnostic: Diagnostic) -> bool {
     parsed(diagnostics).any(|d| d == diagnostic)
 }
 

@@ -19,7 +19,7 @@ use super::time::{format_iso, parse_iso, EpochMs};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS))]
-pub enum EntryOrigin {
+pub(crate) enum EntryOrigin {
     /// A line of `journal.jsonl` (or a rotation).
     Journal,
     /// An item of the member's `outbox.json`.

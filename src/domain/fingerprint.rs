@@ -74,7 +74,7 @@ fn write_scalar<T: serde::Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
 }
 
 /// Lowercase hex SHA-256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);
     let mut out = String::with_capacity(64);
     for byte in digest {
@@ -90,7 +90,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// evidence lists in [`SORTED_EVIDENCE_LISTS`] go in sorted. Generic over the
 /// item so the hash rule does not depend on the agenda module that builds
 /// the items.
-pub fn agenda_fingerprint<Item: Serialize>(
+pub(crate) fn agenda_fingerprint<Item: Serialize>(
     team_name: &TeamName,
     member_name: &MemberName,
     items: &[Item],

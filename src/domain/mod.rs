@@ -4,24 +4,24 @@
 //! deterministic in its inputs, which is what lets `cargo test` pin the rules.
 
 pub mod agenda;
-pub mod audit;
+pub(crate) mod audit;
 pub(crate) mod decision;
-pub mod diagnostic;
+pub(crate) mod diagnostic;
 pub(crate) mod explain;
 pub(crate) mod fingerprint;
 pub(crate) mod js_semantics;
 pub mod metrics;
 pub mod names;
 pub mod nudge;
-pub mod nudge_suppression;
+pub(crate) mod nudge_suppression;
 pub(crate) mod nudge_text;
 pub mod recovery;
 pub(crate) mod report;
 pub mod retention;
 pub(crate) mod review_cycle;
-pub mod runtime_stall;
+pub(crate) mod runtime_stall;
 pub mod status;
-pub mod status_assembly;
+pub(crate) mod status_assembly;
 pub mod team;
 pub mod time;
 pub(crate) mod token;

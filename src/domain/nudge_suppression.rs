@@ -49,7 +49,7 @@ pub(crate) struct SuppressionHistory {
 
 impl SuppressionHistory {
     /// The history a previous status leaves.
-    pub fn of(previous: &MemberStatus) -> Self {
+    pub(crate) fn of(previous: &MemberStatus) -> Self {
         let fingerprint = previous.agenda.fingerprint.clone();
         let accepted_report_at = previous
             .report
@@ -107,7 +107,7 @@ pub(crate) fn suppression_reset_at(
 /// What is left to count once the reset time is set: the delivered nudges
 /// of this agenda since then.
 #[derive(Debug, Clone, PartialEq)]
-pub struct DeliveryCount {
+pub(crate) struct DeliveryCount {
     fingerprint: String,
     since_ms: Option<EpochMs>,
 }

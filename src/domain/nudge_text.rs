@@ -41,7 +41,7 @@ pub(crate) fn agenda_preview(status: &MemberStatus) -> String {
 }
 
 /// The display id of a task, or the first 8 characters of its id.
-pub fn display_id(task_id: &str, display_id: Option<&str>) -> String {
+pub(crate) fn display_id(task_id: &str, display_id: Option<&str>) -> String {
     display_id
         .map(str::to_string)
         .unwrap_or_else(|| task_id.chars().take(8).collect())

@@ -57,7 +57,7 @@ pub(crate) enum ReportSource {
 impl ReportSource {
     /// The spelling in a report request and in stored reports (`mcp`, `app`,
     /// `test`).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Mcp => "mcp",
             Self::App => "app",
@@ -127,7 +127,7 @@ fn required_string(request: &Value, field: &str) -> Result<String, InvalidPayloa
 
 impl ReportRequest {
     /// Parses a JS request object, rejecting malformed ones.
-    pub fn parse(request: &Value) -> Result<Self, InvalidPayload> {
+    pub(crate) fn parse(request: &Value) -> Result<Self, InvalidPayload> {
         if !request.is_object() {
             return Err(InvalidPayload("request must be an object".into()));
         }

@@ -52,7 +52,7 @@ impl Default for Retention {
 }
 
 /// Inclusive bounds of each override, as the binding checks them.
-pub mod bounds {
+pub(crate) mod bounds {
     use super::{DAY_MS, HOUR_MS};
 
     /// `journal_rotate_bytes`: 64 KiB up to the default (readers cap a

@@ -18,7 +18,7 @@ pub(crate) enum ReviewObligation {
 
 impl ReviewObligation {
     /// The spelling in an item's `evidence.reviewObligation`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::PickupRequired => "review_pickup_required",
             Self::InProgress => "review_in_progress",
@@ -49,7 +49,7 @@ pub(crate) struct ReviewCycle {
 
 /// The parts of a history event the cycle keeps.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CycleEvent {
+pub(crate) struct CycleEvent {
     /// Event id, trimmed; `None` when blank.
     pub id: Option<String>,
     /// Timestamp as written, trimmed; `None` when blank.

@@ -63,7 +63,7 @@ impl RuntimeStall {
     }
 
     /// The status diagnostics of the stall, wire spelling, in order.
-    pub fn diagnostics(self) -> Vec<String> {
+    pub(crate) fn diagnostics(self) -> Vec<String> {
         [
             Diagnostic::RuntimeStall,
             Diagnostic::StallTrigger(self.trigger),
@@ -74,7 +74,7 @@ impl RuntimeStall {
     }
 
     /// The `reason` of its `runtime_stall_observed` journal line.
-    pub fn reason(self) -> String {
+    pub(crate) fn reason(self) -> String {
         format!(
             "same_agenda_still_needs_sync_after_{}",
             self.trigger.as_str()

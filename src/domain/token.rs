@@ -35,7 +35,7 @@ pub(crate) struct TokenClaims {
 
 impl TokenClaims {
     /// Claims for a token expiring at `expires_ms`.
-    pub fn new(
+    pub(crate) fn new(
         team_name: &TeamName,
         member_name: &MemberName,
         agenda_fingerprint: &str,
@@ -66,7 +66,7 @@ pub(crate) fn assemble(encoded_payload: &str, signature: &[u8]) -> String {
 
 /// A token split into its parts, signature not yet checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SplitToken<'a> {
+pub(crate) struct SplitToken<'a> {
     /// The signed message.
     pub encoded_payload: &'a str,
     /// Decoded signature bytes.
@@ -74,7 +74,7 @@ pub struct SplitToken<'a> {
 }
 
 /// Splits `wrs:v1.<payload>.<signature>`; `None` for anything else.
-pub fn split(token: &str) -> Option<SplitToken<'_>> {
+pub(crate) fn split(token: &str) -> Option<SplitToken<'_>> {
     if token.len() > MAX_TOKEN_BYTES {
         return None;
     }

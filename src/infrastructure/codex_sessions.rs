@@ -9,7 +9,7 @@
 //!    without `.`/`..`), is a regular file reached without following a link,
 //!    is named `rollout-…-<session>.jsonl` and its `session_meta` line is
 //!    that session. Its first lines give the cwd and the team and member the
-//!    app's launch prompt names ([`codex_log`](crate::domain::turn_settled::codex_log));
+//!    app's launch prompt names (`domain::turn_settled::codex_log`);
 //!    that team must be an active team here and the member one of its known
 //!    members. The cwd alone never attributes a session (every member of a
 //!    team may share it).

@@ -24,7 +24,7 @@ pub(crate) struct FsExplainSource {
 
 impl FsExplainSource {
     /// A source under `paths`.
-    pub fn new(paths: StorePaths, clock: Arc<dyn Clock>) -> Self {
+    pub(crate) fn new(paths: StorePaths, clock: Arc<dyn Clock>) -> Self {
         Self {
             status: Arc::new(FsStatusStore::new(paths.clone(), clock)),
             paths,

@@ -52,7 +52,7 @@ pub(crate) struct FsReportIntentStore {
 
 impl FsReportIntentStore {
     /// Intents under `paths`.
-    pub fn new(paths: StorePaths, clock: Arc<dyn Clock>) -> Self {
+    pub(crate) fn new(paths: StorePaths, clock: Arc<dyn Clock>) -> Self {
         Self { paths, clock }
     }
 

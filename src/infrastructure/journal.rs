@@ -23,7 +23,7 @@ const MAX_STRING_CHARS: usize = 240;
 const MAX_LIST_ITEMS: usize = 20;
 
 /// Appends `event` to the journal at `path`, rotating first when it is full.
-pub fn append(
+pub(crate) fn append(
     root: &TrustedRoot,
     path: &Path,
     event: &AuditEvent,
@@ -83,7 +83,7 @@ pub(crate) const MAX_READ_BYTES: u64 = bounds::JOURNAL_ROTATE_BYTES.1 + 1024 * 1
 
 /// What one journal file held.
 #[derive(Debug, Default)]
-pub struct ReadLines {
+pub(crate) struct ReadLines {
     /// Lines that parsed as JSON, in file order.
     pub lines: Vec<Value>,
     /// Lines that did not (torn or foreign).

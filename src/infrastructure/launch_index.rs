@@ -41,7 +41,7 @@ pub(crate) struct LaunchIndex {
 
 impl LaunchIndex {
     /// An empty index over `teams`.
-    pub fn new(teams: TrustedRoot) -> Self {
+    pub(crate) fn new(teams: TrustedRoot) -> Self {
         Self {
             teams,
             state: Mutex::new(State::default()),

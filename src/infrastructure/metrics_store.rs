@@ -25,7 +25,7 @@ pub(crate) struct FsMetricsStore {
 
 impl FsMetricsStore {
     /// Indexes under `teams_base`.
-    pub fn new(teams_base: PathBuf, clock: Arc<dyn Clock>) -> Self {
+    pub(crate) fn new(teams_base: PathBuf, clock: Arc<dyn Clock>) -> Self {
         Self {
             root: TrustedRoot::new(teams_base),
             clock,

@@ -536,7 +536,7 @@ pub(crate) struct FsWatchdogJournal {
 
 impl FsWatchdogJournal {
     /// Journals under `teams_base`.
-    pub fn new(teams_base: PathBuf) -> Self {
+    pub(crate) fn new(teams_base: PathBuf) -> Self {
         Self {
             teams: TrustedRoot::new(teams_base),
         }

@@ -84,7 +84,7 @@ type ParseTaskFile = fn(&[u8]) -> TaskFile;
 
 /// The tasks of a folder and what reading them found.
 #[derive(Debug, Clone, Default)]
-pub struct TaskBoard {
+pub(crate) struct TaskBoard {
     /// Tasks in file-name order.
     pub tasks: Vec<Arc<Task>>,
     /// `tasks_dir_unreadable`, `tasks_truncated`, per-file diagnostics of
@@ -115,7 +115,7 @@ pub(crate) struct TaskCache {
 
 impl TaskCache {
     /// An empty cache parsing files with `parse`.
-    pub fn new(parse: ParseTaskFile) -> Self {
+    pub(crate) fn new(parse: ParseTaskFile) -> Self {
         Self {
             parse,
             watch_folders: true,
@@ -134,7 +134,7 @@ impl TaskCache {
     }
 
     /// The tasks of `team`, whose tasks folder is `dir`.
-    pub fn read(&self, team: &str, dir: &Dir) -> TaskBoard {
+    pub(crate) fn read(&self, team: &str, dir: &Dir) -> TaskBoard {
         // What the previous reads and reconciles left (parse garbage, full
         // index builds: a few MB at 10,000 tasks) is spread over the malloc
         // arenas of the pool threads that ran them: hand it back now and
@@ -164,7 +164,7 @@ impl TaskCache {
     /// Forgets every team, dropping their watches (and the inotify
     /// instances they hold). A folder being read right now keeps its watch
     /// until that read ends.
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         let folders: Vec<_> = lock(&self.teams).drain().collect();
         drop(folders);
     }

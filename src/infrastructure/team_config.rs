@@ -30,7 +30,7 @@ pub(crate) struct TeamConfig {
 impl TeamConfig {
     /// The typed config, or `None` when it has no non-blank `name` (the team
     /// then has no usable config).
-    pub fn parse(config: &Value) -> Option<Self> {
+    pub(crate) fn parse(config: &Value) -> Option<Self> {
         let named = config
             .get("name")
             .and_then(Value::as_str)

@@ -41,7 +41,7 @@ pub(crate) struct ActivityFile {
 
 impl ActivityFile {
     /// The activity file of this process under `teams_base`, started at `now`.
-    pub fn new(teams_base: PathBuf, now: EpochMs) -> Self {
+    pub(super) fn new(teams_base: PathBuf, now: EpochMs) -> Self {
         Self {
             folder: teams_base.join(".member-work-sync"),
             root: TrustedRoot::new(teams_base),
@@ -52,13 +52,13 @@ impl ActivityFile {
     }
 
     /// Path of the file.
-    pub fn path(&self) -> PathBuf {
+    pub(super) fn path(&self) -> PathBuf {
         self.folder.join(ACTIVITY_FILE)
     }
 
     /// Writes `queue` unless it equals what was written last; `Ok(true)` when
     /// it wrote. A failed write is tried again on the next call.
-    pub fn publish(&self, queue: &QueueDiagnostics, now: EpochMs) -> io::Result<bool> {
+    pub(super) fn publish(&self, queue: &QueueDiagnostics, now: EpochMs) -> io::Result<bool> {
         let queue = serde_json::to_value(queue).map_err(io::Error::other)?;
         let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
         if last.as_ref() == Some(&queue) {
@@ -81,7 +81,7 @@ impl ActivityFile {
 
     /// Removes the file if this process wrote it (another instance may have
     /// written since). Absent is fine.
-    pub fn remove(&self) -> io::Result<()> {
+    pub(super) fn remove(&self) -> io::Result<()> {
         let Some(dir) = self.root.open_dir(&self.folder)? else {
             return Ok(());
         };

@@ -428,7 +428,7 @@ impl Instance {
     /// Wires the services and starts the worker (the queue driver only with
     /// `auto_start`) as `tuning` says; delivered nudges name `control_url`
     /// when given.
-    pub fn start(
+    pub(crate) fn start(
         paths: RootPaths,
         fixed_now_ms: Option<i64>,
         auto_start: bool,
@@ -651,7 +651,7 @@ impl Instance {
     /// (a delivery of the nudge planned here, the next status) can
     /// be durable before it, since every durable write joins the
     /// trailing syncs first.
-    pub fn refresh_status(
+    pub(crate) fn refresh_status(
         &self,
         team: &TeamName,
         member: &MemberName,
@@ -661,7 +661,7 @@ impl Instance {
 
     /// `resumeTeam`: lifts the deletion fence now, re-scans in the background
     /// (reading the roster is IO; the JS thread never waits for it).
-    pub fn resume_team(&self, team: &TeamName) {
+    pub(crate) fn resume_team(&self, team: &TeamName) {
         if !self.services.engine.lift_deletion_fence(team) {
             return;
         }
@@ -672,7 +672,7 @@ impl Instance {
     }
 
     /// `Err` after [`Instance::dispose`].
-    pub fn live(&self) -> Result<(), Disposed> {
+    pub(crate) fn live(&self) -> Result<(), Disposed> {
         if self.disposed.load(Ordering::SeqCst) {
             Err(Disposed)
         } else {
@@ -681,7 +681,7 @@ impl Instance {
     }
 
     /// The background worker.
-    pub fn worker(&self) -> &Worker {
+    pub(crate) fn worker(&self) -> &Worker {
         &self.worker
     }
 

@@ -55,14 +55,14 @@ pub(crate) struct Registration {
 
 impl Registration {
     /// Starts listening to nothing yet.
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Self { ids: Vec::new() }
     }
 
     /// Watches `folder` (not recursively): `wake` is called for each event
     /// whose path lies directly in it or is the folder itself (or that names
     /// no path: an error, an overflow) and that `filter` accepts.
-    pub fn watch(
+    pub(super) fn watch(
         &mut self,
         folder: &Path,
         filter: Filter,

@@ -15,7 +15,7 @@ const CODEX_HEAD_LINES: usize = 20;
 
 /// A session log head's identity.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CodexSessionHead {
+pub(crate) struct CodexSessionHead {
     /// `session_meta.payload.id`.
     pub session_id: Option<String>,
     /// `session_meta.payload.cwd`.

@@ -4,13 +4,13 @@
 //! Pure parts only: provider names, payload normalizers, the managed hook
 //! command and the hook-aware settings merge, and the roster check of a target.
 
-pub mod codex_log;
-pub mod normalize;
-pub mod prefix;
+pub(crate) mod codex_log;
+pub(crate) mod normalize;
+pub(crate) mod prefix;
 pub mod settings;
-pub mod shell_path;
-pub mod target;
-pub mod transcript;
+pub(crate) mod shell_path;
+pub(crate) mod target;
+pub(crate) mod transcript;
 
 /// Marker at the end of the managed hook command; finds our hook among the user's.
 pub(crate) const TURN_SETTLED_HOOK_MARKER: &str = "agent-teams:member-work-sync-turn-settled:v1";

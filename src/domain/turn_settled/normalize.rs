@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use super::RuntimeProvider;
 
 /// Source tag the orchestrator's Codex runtime puts in its payloads.
-pub const CODEX_SOURCE: &str = "agent-teams-orchestrator-codex-native";
+pub(crate) const CODEX_SOURCE: &str = "agent-teams-orchestrator-codex-native";
 /// Source tag the orchestrator's OpenCode runtime puts in its payloads.
 const OPENCODE_SOURCE: &str = "agent-teams-orchestrator-opencode";
 /// OpenCode outcomes that mean the turn did not really settle.
@@ -25,7 +25,7 @@ const OPENCODE_NON_TERMINAL_OUTCOMES: [&str; 5] = [
 
 /// Why a payload is not a turn-settled event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NormalizeFailure {
+pub(crate) enum NormalizeFailure {
     /// The payload does not parse as JSON.
     InvalidJson,
     /// JSON, but not an object.
@@ -48,7 +48,7 @@ pub enum NormalizeFailure {
 
 impl NormalizeFailure {
     /// The documented reason string.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::InvalidJson => "invalid_json",
             Self::PayloadNotObject => "payload_not_object",
@@ -129,7 +129,7 @@ impl TurnSettledEvent {
 }
 
 /// sha256 hex of `raw`.
-pub fn payload_hash(raw: &[u8]) -> String {
+pub(crate) fn payload_hash(raw: &[u8]) -> String {
     let digest = Sha256::digest(raw);
     let mut hex = String::with_capacity(64);
     for byte in digest {

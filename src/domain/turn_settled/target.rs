@@ -11,7 +11,7 @@ use crate::domain::team::{ProviderId, TeamSnapshot};
 /// What verifying the target of a turn-settled event leads to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "outcome", rename_all = "camelCase")]
-pub enum TargetOutcome {
+pub(crate) enum TargetOutcome {
     /// Reconcile this member.
     Resolved {
         /// Team dir name.
@@ -28,7 +28,7 @@ pub enum TargetOutcome {
 
 impl TargetOutcome {
     /// An unresolved outcome.
-    pub fn unresolved(reason: impl Into<String>) -> Self {
+    pub(crate) fn unresolved(reason: impl Into<String>) -> Self {
         Self::Unresolved {
             reason: reason.into(),
         }

@@ -30,7 +30,7 @@ pub(crate) enum ProjectDirName {
 
 impl ProjectDirName {
     /// True when the folder `name` is this one.
-    pub fn matches(&self, name: &str) -> bool {
+    pub(crate) fn matches(&self, name: &str) -> bool {
         match self {
             ProjectDirName::Exact(exact) => exact == name,
             ProjectDirName::Hashed { prefix } => name

@@ -7,7 +7,7 @@
 //! fallback, as the app's own callers do.
 
 mod answers;
-pub mod waits;
+pub(crate) mod waits;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -31,7 +31,7 @@ use crate::domain::time::{format_iso, parse_iso};
 
 /// A question the host can answer: the Electron entry's option names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum QuestionKind {
+pub(crate) enum QuestionKind {
     /// `isTeamActive(teamName)`.
     IsTeamActive,
     /// `isMemberActive({ teamName, memberName })`.
@@ -64,7 +64,7 @@ pub enum QuestionKind {
 
 impl QuestionKind {
     /// Every question, in the order of the option names.
-    pub const ALL: [Self; 14] = [
+    pub(crate) const ALL: [Self; 14] = [
         Self::IsTeamActive,
         Self::IsMemberActive,
         Self::CanDispatchNudges,
@@ -82,7 +82,7 @@ impl QuestionKind {
     ];
 
     /// The option name, as JS spells it.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::IsTeamActive => "isTeamActive",
             Self::IsMemberActive => "isMemberActive",
@@ -102,14 +102,14 @@ impl QuestionKind {
     }
 
     /// Parses an option name of `hostAnswers`.
-    pub fn parse(name: &str) -> Option<Self> {
+    pub(crate) fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|kind| kind.as_str() == name)
     }
 }
 
 /// Why a question got no usable answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Unanswered {
+pub(crate) enum Unanswered {
     /// The callback threw or its promise rejected.
     Failed(String),
     /// No answer within the bound.
@@ -133,13 +133,13 @@ impl Unanswered {
 }
 
 /// Carries one question to the host and waits, bounded, for its answer.
-pub trait QuestionChannel: Send + Sync {
+pub(crate) trait QuestionChannel: Send + Sync {
     /// The host's answer to `kind` about `input`, or why there is none.
     fn ask(&self, kind: QuestionKind, input: Value) -> Result<Value, Unanswered>;
 }
 
 /// The [`Host`] of the `answers` kinds asked through a channel.
-pub struct HostQuestions {
+pub(crate) struct HostQuestions {
     channel: Box<dyn QuestionChannel>,
     answers: HashSet<QuestionKind>,
     /// The channel's bound, named when an answer was late.
@@ -150,7 +150,7 @@ pub struct HostQuestions {
 impl HostQuestions {
     /// Asks `channel` the `answers` kinds (others have no answer), whose
     /// waits are bounded by `timeout`; failures go to `log`.
-    pub fn new(
+    pub(crate) fn new(
         channel: Box<dyn QuestionChannel>,
         answers: HashSet<QuestionKind>,
         timeout: Duration,

@@ -20,20 +20,20 @@ use serde_json::{json, Value};
 use super::{QuestionChannel, QuestionKind, Unanswered};
 
 /// Longest wait for one answer unless `hostTimeoutMs` says otherwise.
-pub const DEFAULT_TIMEOUT_MS: u64 = 5_000;
+pub(crate) const DEFAULT_TIMEOUT_MS: u64 = 5_000;
 /// Bounds of `hostTimeoutMs`.
-pub const TIMEOUT_MS_BOUNDS: (u64, u64) = (10, 120_000);
+pub(crate) const TIMEOUT_MS_BOUNDS: (u64, u64) = (10, 120_000);
 
 /// Posts one question to the host without waiting; `false` when it could
 /// not be queued.
-pub trait QuestionPost: Send + Sync {
+pub(crate) trait QuestionPost: Send + Sync {
     /// Hands `question` (`{ id, kind, input }`) to the host.
     fn post(&self, question: Value) -> bool;
 }
 
 /// The questions waiting for an answer, shared with `settleHostQuestion`.
 #[derive(Default)]
-pub struct Waiting {
+pub(crate) struct Waiting {
     next_id: AtomicU64,
     closed: AtomicBool,
     senders: Mutex<HashMap<u64, SyncSender<Result<Value, String>>>>,
@@ -42,7 +42,7 @@ pub struct Waiting {
 impl Waiting {
     /// Delivers the host's outcome of question `id`; unknown or late ids
     /// (the wait ended) are ignored.
-    pub fn settle(&self, id: u64, outcome: Result<Value, String>) {
+    pub(crate) fn settle(&self, id: u64, outcome: Result<Value, String>) {
         let sender = self
             .senders
             .lock()
@@ -54,7 +54,7 @@ impl Waiting {
     }
 
     /// Ends every wait now and refuses new questions (dispose).
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
         self.senders
             .lock()
@@ -66,7 +66,7 @@ impl Waiting {
 /// A `settleHostQuestion` outcome: `{ ok: true, value? }` answers `value`
 /// (`null` when absent), `{ ok: false, error }` fails with `error` (`callback
 /// failed` when it is not a string); `None` for any other shape.
-pub fn outcome(outcome: &Value) -> Option<Result<Value, String>> {
+pub(crate) fn outcome(outcome: &Value) -> Option<Result<Value, String>> {
     match (outcome.get("ok"), outcome.get("error")) {
         (Some(Value::Bool(true)), _) => Some(Ok(outcome.get("value").cloned().unwrap_or_default())),
         (Some(Value::Bool(false)), Some(Value::String(error))) => Some(Err(error.clone())),
@@ -76,7 +76,7 @@ pub fn outcome(outcome: &Value) -> Option<Result<Value, String>> {
 }
 
 /// The [`QuestionChannel`] over a [`QuestionPost`].
-pub struct PostedQuestions {
+pub(crate) struct PostedQuestions {
     post: Box<dyn QuestionPost>,
     timeout: Duration,
     js_thread: ThreadId,
@@ -86,7 +86,11 @@ pub struct PostedQuestions {
 impl PostedQuestions {
     /// Questions to `post`, each answer waited for at most `timeout`;
     /// built on the JS thread.
-    pub fn new(post: Box<dyn QuestionPost>, timeout: Duration, waiting: Arc<Waiting>) -> Self {
+    pub(crate) fn new(
+        post: Box<dyn QuestionPost>,
+        timeout: Duration,
+        waiting: Arc<Waiting>,
+    ) -> Self {
         Self {
             post,
             timeout,

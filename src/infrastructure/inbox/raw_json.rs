@@ -88,7 +88,7 @@ pub(super) struct RowFields([Option<FieldValue>; 3]);
 
 impl RowFields {
     /// The row's `field`, if it has one.
-    pub fn get(&self, field: Field) -> Option<&FieldValue> {
+    pub(super) fn get(&self, field: Field) -> Option<&FieldValue> {
         self.0[field as usize].as_ref()
     }
 }

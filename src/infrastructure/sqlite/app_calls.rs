@@ -24,9 +24,9 @@ use super::session::{AppStorage, SessionAnswer, SessionQuestion};
 
 /// Longest wait for one gateway call unless `callTimeoutMs` says otherwise:
 /// above the app's own 20 s worker timeout, so its error arrives first.
-pub const DEFAULT_CALL_TIMEOUT_MS: u64 = 30_000;
+pub(crate) const DEFAULT_CALL_TIMEOUT_MS: u64 = 30_000;
 /// Bounds of `storage.callTimeoutMs`.
-pub const CALL_TIMEOUT_MS_BOUNDS: (u64, u64) = (10, 120_000);
+pub(crate) const CALL_TIMEOUT_MS_BOUNDS: (u64, u64) = (10, 120_000);
 /// How often a wait looks whether the instance was disposed.
 const CLOSED_CHECK: Duration = Duration::from_millis(100);
 

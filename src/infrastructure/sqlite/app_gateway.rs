@@ -97,7 +97,7 @@ impl GatewayMethod {
     ];
 
     /// The JS method name.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Ping => "ping",
             Self::StatusRead => "statusRead",
@@ -126,7 +126,7 @@ impl GatewayMethod {
     }
 
     /// The worker op the method runs (what errors name, as the app's client does).
-    pub fn op(self) -> &'static str {
+    pub(crate) fn op(self) -> &'static str {
         match self {
             Self::Ping => "ping",
             Self::StatusRead => "mws.status.read",
@@ -183,7 +183,7 @@ struct EnsureAnswer {
 
 impl<C: GatewayCaller> AppGateway<C> {
     /// The gateway calling through `caller`.
-    pub fn new(caller: C) -> Self {
+    pub(crate) fn new(caller: C) -> Self {
         Self { caller }
     }
 

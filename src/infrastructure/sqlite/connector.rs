@@ -58,7 +58,7 @@ impl FileIdentity {
 
 impl DirectFile {
     /// The database at `path`, opened as `mode` says at the first call.
-    pub fn new(path: PathBuf, mode: OpenMode) -> Self {
+    pub(crate) fn new(path: PathBuf, mode: OpenMode) -> Self {
         Self {
             path,
             mode,
@@ -68,7 +68,7 @@ impl DirectFile {
 
     /// The open database, (re)opened when none is open or the file at the
     /// path changed since.
-    pub fn database(&self) -> Result<Arc<DirectDatabase>, SqliteStoreError> {
+    pub(crate) fn database(&self) -> Result<Arc<DirectDatabase>, SqliteStoreError> {
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         let current = FileIdentity::of(&self.path);
         if let Some((identity, database)) = open.as_ref() {
@@ -88,7 +88,7 @@ impl DirectFile {
 
 impl Connector {
     /// The gateway to run an op on.
-    pub fn gateway(&self) -> Result<Arc<dyn MemberWorkSyncGateway>, SqliteStoreError> {
+    pub(crate) fn gateway(&self) -> Result<Arc<dyn MemberWorkSyncGateway>, SqliteStoreError> {
         match self {
             Self::Ready(gateway) => Ok(gateway.clone()),
             Self::Direct(file) => Ok(file.database()?),
@@ -96,7 +96,7 @@ impl Connector {
     }
 
     /// What errors name: the database file, or the gateway.
-    pub fn source(&self) -> PathBuf {
+    pub(crate) fn source(&self) -> PathBuf {
         match self {
             Self::Ready(_) => PathBuf::from("<gateway>"),
             Self::Direct(file) => file.path.clone(),

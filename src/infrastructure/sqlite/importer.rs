@@ -43,7 +43,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Importer {
     /// The importer of the teams below `teams_base`.
-    pub fn new(files: LegacyFiles) -> Self {
+    pub(crate) fn new(files: LegacyFiles) -> Self {
         Self {
             files,
             imported: Mutex::default(),
@@ -52,7 +52,7 @@ impl Importer {
     }
 
     /// The legacy files it reads.
-    pub fn files(&self) -> &LegacyFiles {
+    pub(crate) fn files(&self) -> &LegacyFiles {
         &self.files
     }
 

@@ -12,7 +12,7 @@
 //!    replica); dirty, malformed, invalid or another team's, the call fails
 //!    (and so does every later one: the app fails closed rather than serve
 //!    state older than the database's); clean, the live JSON is hydrated
-//!    from it ([`super::restore`]).
+//!    from it (`super::restore`).
 //!
 //! A JSON session never writes the replica.
 

@@ -139,7 +139,7 @@ fn parse_identity(value: Option<&Value>) -> Option<RootIdentity> {
 
 impl PurgeMarkers {
     /// The markers of the teams below `teams_base` (in its parent folder).
-    pub fn new(teams_base: PathBuf) -> Self {
+    pub(crate) fn new(teams_base: PathBuf) -> Self {
         let claude = teams_base
             .parent()
             .map(Path::to_path_buf)
@@ -151,7 +151,7 @@ impl PurgeMarkers {
     }
 
     /// The marker file of `team`.
-    pub fn path(&self, team: &str) -> PathBuf {
+    pub(crate) fn path(&self, team: &str) -> PathBuf {
         self.claude
             .join(DELETIONS_DIR)
             .join(format!("{}.json", member_key(team)))
@@ -166,7 +166,7 @@ impl PurgeMarkers {
 
     /// The marker of `team`; a present one that cannot be parsed (or is not
     /// a regular file) is present and not safe.
-    pub fn read(&self, team: &str) -> Result<Option<PurgeMarker>, PurgeError> {
+    pub(crate) fn read(&self, team: &str) -> Result<Option<PurgeMarker>, PurgeError> {
         let path = self.path(team);
         let unsafe_marker = || PurgeMarker {
             team_name: js_trim(team).to_string(),
@@ -208,7 +208,7 @@ impl PurgeMarkers {
     }
 
     /// Writes `marker` with `cleared`, durably.
-    pub fn write(&self, marker: &PurgeMarker, cleared: bool) -> Result<(), PurgeError> {
+    pub(crate) fn write(&self, marker: &PurgeMarker, cleared: bool) -> Result<(), PurgeError> {
         let path = self.path(&marker.team_name);
         let identity = marker
             .team_root_identity
@@ -228,7 +228,7 @@ impl PurgeMarkers {
     }
 
     /// Removes the marker of `team` (when there is one) and syncs its folder.
-    pub fn remove(&self, team: &str) -> Result<(), PurgeError> {
+    pub(crate) fn remove(&self, team: &str) -> Result<(), PurgeError> {
         if self.read(team)?.is_none() {
             return Ok(());
         }

@@ -93,14 +93,14 @@ enum FenceState {
 
 impl Replica {
     /// The replicas below `teams_base` (`<claudeRoot>/teams`).
-    pub fn new(teams_base: PathBuf) -> Self {
+    pub(crate) fn new(teams_base: PathBuf) -> Self {
         Self {
             teams: TrustedRoot::new(teams_base),
         }
     }
 
     /// The replica file of `team`.
-    pub fn path(&self, team: &str) -> PathBuf {
+    pub(crate) fn path(&self, team: &str) -> PathBuf {
         self.teams
             .join(team)
             .join(".member-work-sync")

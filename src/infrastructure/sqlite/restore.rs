@@ -290,7 +290,7 @@ impl Restore<'_> {
     /// member status, reports and outbox files and the metrics, pending
     /// reports and outbox indexes. Nothing is deleted: live files the merge
     /// does not rewrite (the v1 team files) stay as they are.
-    pub fn run(&self, team: &str, replica: &Value) -> Result<(), RestoreError> {
+    pub(crate) fn run(&self, team: &str, replica: &Value) -> Result<(), RestoreError> {
         let live = self.files.read_active(team, self.now_ms)?;
         let merged = merge_domain_snapshots(replica, live.as_ref());
 

@@ -118,7 +118,7 @@ impl SessionStores {
     /// gateway or `json` for the rest of the session; the decision goes to `log`.
     /// A SQLite session keeps the team files under `teams_base` (replica,
     /// legacy import, purge markers) as the app's SQLite session does.
-    pub fn new(
+    pub(crate) fn new(
         app: AppStorage,
         json: JsonStores,
         log: Arc<dyn LogSink>,

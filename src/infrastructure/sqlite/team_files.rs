@@ -94,7 +94,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl TeamFiles {
     /// The files of the teams below `teams_base`.
-    pub fn new(teams_base: PathBuf) -> Self {
+    pub(crate) fn new(teams_base: PathBuf) -> Self {
         Self {
             replica: Replica::new(teams_base.clone()),
             importer: Importer::new(LegacyFiles::new(teams_base.clone())),
@@ -165,7 +165,7 @@ impl TeamFiles {
     }
 
     /// Writes the replica clean with the team's rows as they are now.
-    pub fn publish(
+    pub(crate) fn publish(
         &self,
         db: &dyn MemberWorkSyncGateway,
         team: &str,
@@ -187,7 +187,7 @@ impl TeamFiles {
     /// rows, the replica published empty, the marker removed. A crash
     /// anywhere leaves the marker, and the next access finishes the purge.
     /// The caller holds the team's lock.
-    pub fn purge_team(
+    pub(crate) fn purge_team(
         &self,
         db: &dyn MemberWorkSyncGateway,
         team: &str,

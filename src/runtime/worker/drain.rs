@@ -14,7 +14,7 @@ use crate::runtime::shared_watcher::Registration;
 
 /// How a drain went, which decides when the next one runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DrainPass {
+pub(crate) enum DrainPass {
     /// A full batch went through: more may be waiting, drain again at once.
     Full,
     /// Caught up: drain again when a file arrives or the interval ends.
@@ -28,7 +28,7 @@ pub enum DrainPass {
 type WatchFailed = Box<dyn Fn(&std::path::Path, &str) + Send + Sync>;
 
 /// The periodic turn-settled drain: what to call and where new files land.
-pub struct DrainSchedule {
+pub(crate) struct DrainSchedule {
     /// One drain.
     pub drain: Box<dyn Fn() -> DrainPass + Send + Sync>,
     /// The spool's `incoming/` folder to watch for new payloads, when it is

@@ -19,7 +19,7 @@ use crate::application::router::TeamChangeEvent;
 mod drain;
 
 use drain::{drain_loop, DRAIN_EVERY};
-pub use drain::{DrainPass, DrainSchedule};
+pub(crate) use drain::{DrainPass, DrainSchedule};
 
 /// Longest the driver sleeps before looking again (it is woken earlier by new
 /// work or a moved test clock).
@@ -83,7 +83,7 @@ impl Worker {
     /// Starts the runtime and the event intake; with `run_queue`, also the queue
     /// driver, the turn-settled drain scheduler, the nudge dispatch scheduler
     /// (every `intervals`) and `publish` (every second).
-    pub fn start(
+    pub(crate) fn start(
         engine: Arc<Engine>,
         run_queue: bool,
         drains: Option<DrainSchedule>,
@@ -189,7 +189,7 @@ impl Worker {
     /// only coalesce into what the waiting one queues. When the channel is
     /// full the event is dropped. Both are counted (`mergedEvents`,
     /// `droppedEvents`).
-    pub fn note(&self, event: TeamChangeEvent) {
+    pub(crate) fn note(&self, event: TeamChangeEvent) {
         if self.stopping.load(Ordering::SeqCst) {
             return;
         }

@@ -22,7 +22,7 @@ mod read;
 mod shape;
 mod snapshot;
 
-pub use snapshot::LegacySnapshot;
+pub(crate) use snapshot::LegacySnapshot;
 pub(super) use snapshot::{compare_iso, member_of, pick_domain_intent, pick_domain_outbox, str_of};
 
 use std::io;
@@ -83,7 +83,7 @@ pub(crate) struct LegacyFiles {
 
 impl LegacyFiles {
     /// The files below `teams_base`.
-    pub fn new(teams_base: PathBuf) -> Self {
+    pub(crate) fn new(teams_base: PathBuf) -> Self {
         Self {
             root: TrustedRoot::new(teams_base),
         }
@@ -307,7 +307,7 @@ impl LegacyFiles {
     /// Renames `path` to its next free `*.pre-sqlite[-N]` generation (the
     /// entry itself, never through a link, never over an existing name); a
     /// missing file is a no-op.
-    pub fn archive(&self, path: &Path) -> Result<(), LegacyFileError> {
+    pub(crate) fn archive(&self, path: &Path) -> Result<(), LegacyFileError> {
         let (Some(dir_path), Some(name)) =
             (path.parent(), path.file_name().and_then(|n| n.to_str()))
         else {

@@ -12,7 +12,7 @@ use crate::infrastructure::sqlite::identity::team_key;
 
 /// A team's rows read from legacy files, in the domain (camelCase) form.
 #[derive(Debug, Clone, Default)]
-pub struct LegacySnapshot {
+pub(crate) struct LegacySnapshot {
     /// Member statuses, archived generations first, then the live file's.
     pub statuses: Vec<Value>,
     /// Report intents, in the same order.
