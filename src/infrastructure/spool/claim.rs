@@ -105,6 +105,16 @@ impl FsSpool {
                 content,
             });
         }
+        // The newest name the next batch of as many claims can take: its
+        // record is made ready at this batch's filing (see `outcomes`).
+        let next_bound = backlog
+            .get(backlog.len().saturating_sub(limit))
+            .map(|name| claim_id(name));
+        drop(backlog);
+        self.foresight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .next_bound = next_bound;
         // A full batch: more may wait, and retention goes easy (see
         // `PruneSchedule`).
         self.prunes.note_claimed(claims.len() >= limit);
