@@ -24,7 +24,7 @@ pub const STAMP_TOLERANCE_MS: EpochMs = 5_000;
 /// Most pending names one listing of `incoming/` keeps for the claims that
 /// follow. Listing is O(pending): listing for every batch of 50 made a
 /// backlog of 10,000 cost O(n²) names read and sorted; one listing now
-/// serves 20 batches. Files spooled meanwhile wait until the kept names
+/// serves 10 batches of 100. Files spooled meanwhile wait until the kept names
 /// are used up (they are newer, so name order holds), and a name another
 /// drainer took is skipped like any lost race.
 pub(super) const LISTED_NAMES_KEPT: usize = 1000;

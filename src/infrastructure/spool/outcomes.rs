@@ -33,6 +33,7 @@ use serde_json::Value;
 
 use super::claim::STALE_CLAIM_MS;
 use super::name::meta_name;
+use crate::application::turn_settled::DRAIN_BATCH;
 use crate::domain::time::EpochMs;
 use crate::infrastructure::safe_fs::{Dir, FileRead, Staged};
 use std::sync::Arc;
@@ -40,8 +41,11 @@ use std::sync::Arc;
 /// Name prefix of outcome records.
 const RECORD_PREFIX: &str = ".outcomes-";
 
-/// Largest record read back (a batch of 50 metas is a few KiB each at most).
-const MAX_RECORD_BYTES: u64 = 8 << 20;
+/// Largest record read back: a batch of metas, a few KiB each as a rule;
+/// each is at most its payload's fields (the hook's cap) and the drain's
+/// own few, so a whole batch of them fits.
+const MAX_RECORD_BYTES: u64 =
+    DRAIN_BATCH as u64 * (crate::domain::turn_settled::MAX_PAYLOAD_BYTES + (64 << 10));
 
 /// Largest meta file compared with its record.
 const MAX_META_BYTES: u64 = 1 << 20;

@@ -562,8 +562,8 @@ impl Drop for Removals {
 /// * once more results were filed into it since its last prune than a tenth
 ///   of the cap: checked once per drain, so a folder holds at most the cap,
 ///   a tenth and one batch when a prune starts, and one batch more while
-///   its removals overlap the next drain (1,200 at the default 1,000 and
-///   batches of 50), plus what other drainers filed;
+///   its removals overlap the next drain (1,300 at the default 1,000 and
+///   batches of 100), plus what other drainers filed;
 /// * after a drain that claimed less than a full batch (the backlog is
 ///   gone): at rest, the folder is back at its cap after every drain.
 ///
