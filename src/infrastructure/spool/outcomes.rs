@@ -417,7 +417,11 @@ mod tests {
                     .collect()
             };
             let ready = format!("{RECORD_PREFIX}0-{stamp}-1-0005.codex.json");
-            assert_eq!(empty(&processed), [ready.clone()], "{meanwhile:?}");
+            assert_eq!(
+                empty(&processed),
+                std::slice::from_ref(&ready),
+                "{meanwhile:?}"
+            );
             // Held open: its inode cannot be reused by a record of the
             // same name made after it is removed.
             let ready_file = fs::File::open(processed.join(&ready)).unwrap();
