@@ -10,17 +10,19 @@
 //!    executable first (`scripts/build/build-hook.js`);
 //! 2. drain throughput of 10,000 pending Claude Stop files, with Claude
 //!    transcript resolution, handing members to the queue port as the addon
-//!    does, in rounds interleaved with floors of a drain's file system work
-//!    over the same count (its system calls alone, see [`drain_floor`]): the
-//!    floor of the group commit (one outcome record synced per batch), the
-//!    floor syncing every meta, the calls with no sync at all, and those
-//!    without retention's unlinks either. One figure: the drain's events/s
-//!    and its ratio to the group-commit floor of the same round, as
-//!    medians; beside them the CPU time per event of the drain and of that
-//!    floor, which the machine's other load does not swing. (This bench used to print a second
-//!    drain figure, reconciling each event's member inside the drain: that
-//!    is one full durable reconcile per event on top of the drain, which the
-//!    addon never does, and it ran at less than half the drain's rate.)
+//!    does, against its floor: the least file system work that keeps the
+//!    drain's guarantee (every outcome durable before its claim moves, every
+//!    move durable before its event is acted on), i.e. the system calls of
+//!    [`FloorRun`], with as many syncs per batch as the guarantee needs and
+//!    nothing else. The drain and the floor take the same files in many
+//!    short pairs, one right after the other (see [`drain_rounds`]): the
+//!    disk's sync latency swings threefold within seconds on the machine
+//!    these figures were first taken on, and a pair's ratio compares the two
+//!    under the same disk state. Printed per round and over all pairs: the
+//!    median and 10th–90th percentile of the per-pair ratio and of the
+//!    drain's per-pair events/s; per round, the CPU time per event of the
+//!    drain and of the floor (getrusage, all threads), which the machine's
+//!    other load does not swing.
 //!
 //! Prints figures only; no thresholds (timings belong to machines, not tests).
 
@@ -310,10 +312,21 @@ fn tear_down(dir: tempfile::TempDir) {
 /// every thread of the process) spent meanwhile. On a machine shared with
 /// other work the wall time swings with the load; the CPU time is the
 /// run's own.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct Cost {
     wall: Duration,
     cpu: Duration,
+}
+
+impl std::ops::Add for Cost {
+    type Output = Cost;
+
+    fn add(self, other: Cost) -> Cost {
+        Cost {
+            wall: self.wall + other.wall,
+            cpu: self.cpu + other.cpu,
+        }
+    }
 }
 
 /// CPU time of this process so far, all its threads (finished ones too).
@@ -352,177 +365,214 @@ impl Timer {
 
 /// How long draining `count` pending files takes, drain after drain until
 /// one claims nothing, handing members to the queue port as the addon does
-/// (its reconciles run later, coalesced per member).
+/// (its reconciles run later, coalesced per member). For `drain-once`, to
+/// run under strace or perf.
 fn drain_throughput(count: usize) -> Cost {
     let dir = run_dir();
-    claude_home(dir.path());
-    let services = Services::new(
-        RootPaths::resolve(Some(dir.path().to_path_buf()), None, None),
-        None,
-    );
-    fill_spool(&services.spool_paths, count);
-    // The hooks wrote these files long before the drain: their writeback is
-    // not the drain's cost (the drain's first sync would otherwise flush the
-    // whole set up along with its own outcomes).
+    let mut drain = DrainRun::filled(dir.path(), count);
     settle_disk();
-    let counting = Counting(std::cell::Cell::new(0));
-    let timer = Timer::start();
-    let mut enqueued = 0;
-    loop {
-        let summary = services
-            .turn_settled
-            .drain(&counting, &Discard)
-            .expect("drain");
-        if summary.claimed == 0 {
-            break;
-        }
-        enqueued += summary.enqueued;
-    }
-    // Retention's removals still under way belong to this drain.
-    services.turn_settled.settle();
-    let elapsed = timer.stop();
-    assert_eq!(enqueued as usize, count, "every event resolves");
-    drop(services);
+    let cost = drain.next(count);
+    assert_eq!(drain.next(1).wall, Duration::ZERO, "every file drained");
+    drop(drain);
     tear_down(dir);
-    elapsed
+    cost
 }
 
-/// How a floor makes a batch's outcomes durable before its moves.
-#[derive(Clone, Copy, PartialEq, Debug)]
-enum FloorSyncs {
-    /// The batch's outcomes written into one file beside the metas and that
-    /// file's data synced side by side with the results folder, the metas
-    /// themselves not (the group commit: the least the guarantee needs, two
-    /// sync rounds per batch). Per batch: one fdatasync (the record), and
-    /// one folder fsync per folder per round: `processed/` before the moves
-    /// (the record's name: on a file system without a journal, as the one
-    /// these figures were taken on, nothing else orders it before a move's
-    /// name), `processing/` and `processed/` after them (the moves, before
-    /// any event is acted on). Four syncs per batch, 0.08 per event.
-    OneRecord,
-    /// Each meta synced (writeback of all started first, fsyncs on 8
-    /// threads).
-    EveryMeta,
-    /// Nothing synced at all: the renames, reads and writes alone, for scale
-    /// (no guarantee).
-    None,
-    /// Nothing synced and no retention either (results pile up): what the
-    /// renames, reads and writes cost without the two unlinks per event
-    /// that keep the results folder at its cap, for scale.
-    NoneNoRetention,
+/// A spool of pending Claude Stop files and the addon's drain over it,
+/// drained a part at a time.
+struct DrainRun {
+    services: Services,
+    queue: Counting,
 }
 
-impl FloorSyncs {
-    /// Whether anything is synced.
-    fn syncs(self) -> bool {
-        !matches!(self, FloorSyncs::None | FloorSyncs::NoneNoRetention)
+impl DrainRun {
+    /// `count` pending files below `dir`, with the Claude transcripts they
+    /// resolve through.
+    fn filled(dir: &Path, count: usize) -> Self {
+        claude_home(dir);
+        let services = Services::new(
+            RootPaths::resolve(Some(dir.to_path_buf()), None, None),
+            None,
+        );
+        fill_spool(&services.spool_paths, count);
+        Self {
+            services,
+            queue: Counting(std::cell::Cell::new(0)),
+        }
+    }
+
+    /// Drains until `events` more were claimed (whole drains: `events` is a
+    /// multiple of [`BATCH`]) or none is left, with retention's removals
+    /// under way waited for (they belong to these drains). Zero cost when
+    /// nothing was left.
+    fn next(&mut self, events: usize) -> Cost {
+        let timer = Timer::start();
+        let mut claimed = 0;
+        while claimed < events {
+            let summary = self
+                .services
+                .turn_settled
+                .drain(&self.queue, &Discard)
+                .expect("drain");
+            if summary.claimed == 0 {
+                if claimed == 0 {
+                    return Cost::default();
+                }
+                break;
+            }
+            assert_eq!(summary.enqueued, summary.claimed, "every event resolves");
+            claimed += summary.claimed as usize;
+        }
+        self.services.turn_settled.settle();
+        timer.stop()
     }
 }
 
 /// Files per drain: the drain's own batch.
 const BATCH: usize = DRAIN_BATCH;
 
-/// The floor of a drain's file system work over `count` pending files: the
-/// system calls a drain needs per batch of [`BATCH`] to keep its guarantees
-/// (claim rename, payload read; meta created in place and written; the
-/// batch's outcomes made durable as `syncs` says, and the results folder
-/// synced; payloads moved; `processing/` and the results folder synced side by side)
-/// plus retention's two unlinks per event past 1,000 results (on 8 threads,
-/// overlapping the next batches, as the drain does), and nothing else: no
-/// JSON, no attribution, no journal, one listing, folders opened once.
-fn drain_floor(count: usize, syncs: FloorSyncs) -> Cost {
-    let dir = run_dir();
-    let paths = SpoolPaths::for_teams_base(&dir.path().join("teams"));
-    fill_spool(&paths, count);
-    let (incoming, processing, processed) =
-        (paths.incoming(), paths.processing(), paths.processed());
-    settle_disk();
-    let timer = Timer::start();
-    let mut names: Vec<String> = fs::read_dir(&incoming)
-        .expect("incoming")
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-        .collect();
-    names.sort_unstable();
-    let processing_dir = fs::File::open(&processing).expect("processing");
-    let processed_dir = fs::File::open(&processed).expect("processed");
-    let sync_dir = |dir: &fs::File| {
-        if syncs.syncs() {
-            dir.sync_all().expect("folder sync");
+/// The floor of a drain's file system work: the system calls a drain needs
+/// per batch of [`BATCH`] to keep its guarantee, and nothing else (no JSON,
+/// no attribution, no journal, one listing, folders opened once):
+///
+/// * per event: the claim rename, the payload read, its meta created in
+///   place and written (unsynced), the payload's move into `processed/`;
+/// * per batch: the batch's outcomes written into one record, then the
+///   syncs the guarantee needs, which make its outcomes durable before any
+///   payload moves and the moves durable before any event is acted on.
+///   Three per batch: the record's data (`fdatasync`) before the moves, and
+///   `processing/` and `processed/` side by side after them. The record's
+///   name needs no sync of its own: the record is created (empty) before
+///   the previous batch's final sync of `processed/`, which makes its name
+///   durable along with that batch's moves; only the first batch of a run,
+///   having no previous one, syncs `processed/` beside its record's data
+///   (four syncs, as the drain does for a batch it could not foresee);
+/// * retention's two unlinks per event past 1,000 results, on 8 threads,
+///   overlapping the next batches, as the drain does.
+struct FloorRun {
+    incoming: std::path::PathBuf,
+    processing: std::path::PathBuf,
+    processed: std::path::PathBuf,
+    processing_dir: fs::File,
+    processed_dir: fs::File,
+    /// Pending names, oldest last (the next batch pops from the end).
+    pending: Vec<String>,
+    /// The next batch's record, created before the last batch's final sync.
+    next_record: Option<fs::File>,
+    records: usize,
+    /// Results filed and not removed yet, oldest first.
+    kept: std::collections::VecDeque<String>,
+    removal: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FloorRun {
+    /// `count` pending files in a spool below `dir`, the same as
+    /// [`DrainRun::filled`]'s.
+    fn filled(dir: &Path, count: usize) -> Self {
+        let paths = SpoolPaths::for_teams_base(&dir.join("teams"));
+        fill_spool(&paths, count);
+        let (incoming, processing, processed) =
+            (paths.incoming(), paths.processing(), paths.processed());
+        let mut pending: Vec<String> = fs::read_dir(&incoming)
+            .expect("incoming")
+            .flatten()
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect();
+        pending.sort_unstable_by(|a, b| b.cmp(a));
+        Self {
+            processing_dir: fs::File::open(&processing).expect("processing"),
+            processed_dir: fs::File::open(&processed).expect("processed"),
+            incoming,
+            processing,
+            processed,
+            pending,
+            next_record: None,
+            records: 0,
+            kept: std::collections::VecDeque::new(),
+            removal: None,
         }
-    };
-    let mut kept = std::collections::VecDeque::new();
-    let mut removal: Option<std::thread::JoinHandle<()>> = None;
-    for batch in names.chunks(BATCH) {
-        let mut metas = Vec::with_capacity(batch.len());
+    }
+
+    /// A new, empty record in `processed/`.
+    fn new_record(&mut self) -> fs::File {
+        self.records += 1;
+        let name = format!(".outcomes-{}", self.records);
+        self.kept.push_back(name.clone());
+        fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(self.processed.join(name))
+            .expect("record")
+    }
+
+    /// Files the next `events` pending files (a multiple of [`BATCH`]), the
+    /// removals it started waited for.
+    fn next(&mut self, events: usize) -> Cost {
+        let timer = Timer::start();
+        for _ in 0..events / BATCH {
+            if self.pending.is_empty() {
+                break;
+            }
+            self.batch();
+        }
+        if let Some(running) = self.removal.take() {
+            running.join().expect("removal");
+        }
+        timer.stop()
+    }
+
+    fn batch(&mut self) {
+        let batch = self
+            .pending
+            .split_off(self.pending.len().saturating_sub(BATCH));
         let mut record = Vec::new();
-        for name in batch {
-            let claimed = processing.join(format!("{name}.claimed-1"));
-            fs::rename(incoming.join(name), &claimed).expect("claim");
+        for name in &batch {
+            let claimed = self.processing.join(format!("{name}.claimed-1"));
+            fs::rename(self.incoming.join(name), &claimed).expect("claim");
             let payload = fs::read(&claimed).expect("payload");
             let meta_bytes = &payload[..payload.len().min(700)];
             let mut meta = fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
-                .open(processed.join(format!("{name}.meta.json")))
+                .open(self.processed.join(format!("{name}.meta.json")))
                 .expect("meta");
             meta.write_all(meta_bytes).expect("meta write");
             record.extend_from_slice(meta_bytes);
-            metas.push(meta);
         }
-        match syncs {
-            FloorSyncs::OneRecord => {
-                let mut file = fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(processed.join(format!(".outcomes-{}", batch[0])))
-                    .expect("record");
+        match self.next_record.take() {
+            Some(mut file) => {
+                // Its name is durable already: its data alone.
                 file.write_all(&record).expect("record write");
-                // As the drain: the record's data and the folder's names
-                // synced side by side, one round before the moves.
+                file.sync_data().expect("record sync");
+            }
+            None => {
+                let mut file = self.new_record();
+                file.write_all(&record).expect("record write");
                 std::thread::scope(|scope| {
                     scope.spawn(|| file.sync_data().expect("record sync"));
-                    sync_dir(&processed_dir);
-                });
-                kept.push_back(format!(".outcomes-{}", batch[0]));
-            }
-            FloorSyncs::EveryMeta => {
-                // As `sync_staged`: writeback started first where Linux offers it.
-                #[cfg(target_os = "linux")]
-                for meta in &metas {
-                    use std::os::fd::AsRawFd;
-                    // SAFETY: a valid open descriptor; the call reads no memory of ours.
-                    unsafe {
-                        libc::sync_file_range(meta.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
-                    }
-                }
-                std::thread::scope(|scope| {
-                    for part in metas.chunks(metas.len().div_ceil(8)) {
-                        scope.spawn(move || part.iter().for_each(|m| m.sync_data().expect("sync")));
-                    }
+                    self.processed_dir.sync_all().expect("folder sync");
                 });
             }
-            FloorSyncs::None | FloorSyncs::NoneNoRetention => {}
         }
-        if syncs != FloorSyncs::OneRecord {
-            sync_dir(&processed_dir);
+        for name in &batch {
+            let claimed = self.processing.join(format!("{name}.claimed-1"));
+            fs::rename(claimed, self.processed.join(name)).expect("move");
         }
-        for name in batch {
-            let claimed = processing.join(format!("{name}.claimed-1"));
-            fs::rename(claimed, processed.join(name)).expect("move");
+        if !self.pending.is_empty() {
+            self.next_record = Some(self.new_record());
         }
         std::thread::scope(|scope| {
-            scope.spawn(|| sync_dir(&processing_dir));
-            sync_dir(&processed_dir);
+            scope.spawn(|| self.processing_dir.sync_all().expect("folder sync"));
+            self.processed_dir.sync_all().expect("folder sync");
         });
-        kept.extend(batch.iter().cloned());
-        if kept.len() > 1_100 && syncs != FloorSyncs::NoneNoRetention {
-            if let Some(running) = removal.take() {
+        self.kept.extend(batch.into_iter().rev());
+        if self.kept.len() > 1_100 {
+            if let Some(running) = self.removal.take() {
                 running.join().expect("removal");
             }
-            let doomed: Vec<String> = kept.drain(..kept.len() - 1_000).collect();
-            let processed = processed.clone();
-            removal = Some(std::thread::spawn(move || {
+            let doomed: Vec<String> = self.kept.drain(..self.kept.len() - 1_000).collect();
+            let processed = self.processed.clone();
+            self.removal = Some(std::thread::spawn(move || {
                 std::thread::scope(|scope| {
                     for part in doomed.chunks(doomed.len().div_ceil(8)) {
                         let processed = &processed;
@@ -538,12 +588,6 @@ fn drain_floor(count: usize, syncs: FloorSyncs) -> Cost {
             }));
         }
     }
-    if let Some(running) = removal.take() {
-        running.join().expect("removal");
-    }
-    let elapsed = timer.stop();
-    tear_down(dir);
-    elapsed
 }
 
 /// Events per second of `count` events in `elapsed`.
@@ -556,83 +600,97 @@ fn cpu_per_event(count: usize, cpu: Duration) -> f64 {
     cpu.as_secs_f64() * 1e6 / count as f64
 }
 
-/// The median of `values`.
-fn median(mut values: Vec<f64>) -> f64 {
+/// The median, the 10th and the 90th percentile of `values`.
+fn spread(mut values: Vec<f64>) -> (f64, f64, f64) {
     values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
+    let at = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.1), at(0.9))
 }
 
-/// Drain rounds at `count` files. Each round times, one after another, the
-/// drain and the floors (in an order rotated round by round, so drift in the
-/// machine's load hits each alike), every run on a fresh spool whose payloads
-/// and earlier teardown are on disk before its clock starts. Per round: each
-/// rate and the drain's ratio to the group-commit floor, then the CPU time
-/// per event of the drain and of that floor (their own work, whatever else
-/// runs on the machine); then the medians.
+/// Events per pair: a few batches, so that a pair's drain and floor run
+/// within a second or so of each other, under the same disk state.
+const PAIR_EVENTS: usize = 5 * BATCH;
+
+/// Drain rounds of `count` files in pairs. Each round fills two spools with
+/// the same `count` files (the drain's and the floor's), writes them out,
+/// then takes them [`PAIR_EVENTS`] at a time: the drain of the next part
+/// and the floor over the same part of its own spool, one right after the
+/// other (drain first in every other pair, floor first in the rest), each
+/// timed alone. The disk of the machine these figures were first taken on
+/// swings its sync latency threefold within seconds, so a ratio of a whole
+/// drain to a whole floor timed apart compares two disk states; a pair's
+/// ratio compares like with like. Prints the round's events/s of the drain
+/// and of the floor (count over the sum of their parts), the median and
+/// 10th–90th percentile of the per-pair ratio and of the drain's per-pair
+/// events/s, and CPU µs per event of each; then the same over every pair of
+/// every round.
 fn drain_rounds(count: usize, rounds: usize) {
     println!(
         "drain of {count} Claude Stop files to the queue port (transcript resolution included), \
-         batches of {BATCH}, {rounds} rounds; events/s, then CPU µs/event:"
+         batches of {BATCH}, {rounds} rounds of {} drain/floor pairs of {PAIR_EVENTS} events:",
+        count / PAIR_EVENTS
     );
     println!(
-        "  {:>6}  {:>7}  {:>13}  {:>6}  {:>16}  {:>8}  {:>12}  {:>9}  {:>10}",
+        "  {:>6}  {:>7}  {:>7}  {:>22}  {:>24}  {:>9}  {:>9}",
         "round",
-        "drain",
-        "floor: record",
-        "ratio",
-        "floor: each meta",
-        "no syncs",
-        "no retention",
+        "drain/s",
+        "floor/s",
+        "pair ratio med (p10–p90)",
+        "pair drain/s med (p10–p90)",
         "cpu drain",
-        "cpu record"
+        "cpu floor"
     );
-    let mut columns = [Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new()];
-    let mut cpus = [Vec::new(), Vec::new()];
-    let mut ratios = Vec::new();
+    let (mut all_ratios, mut all_rates) = (Vec::new(), Vec::new());
     for round in 0..rounds {
-        let mut rates = [0.0; 5];
-        let mut cpu = [0.0; 2];
-        for k in 0..5 {
-            let which = (k + round) % 5;
-            let cost = match which {
-                0 => drain_throughput(count),
-                1 => drain_floor(count, FloorSyncs::OneRecord),
-                2 => drain_floor(count, FloorSyncs::EveryMeta),
-                3 => drain_floor(count, FloorSyncs::None),
-                _ => drain_floor(count, FloorSyncs::NoneNoRetention),
+        let (drain_dir, floor_dir) = (run_dir(), run_dir());
+        let mut drain = DrainRun::filled(drain_dir.path(), count);
+        let mut floor = FloorRun::filled(floor_dir.path(), count);
+        settle_disk();
+        let (mut drain_total, mut floor_total) = (Cost::default(), Cost::default());
+        let (mut ratios, mut rates) = (Vec::new(), Vec::new());
+        for pair in 0..count / PAIR_EVENTS {
+            let (d, f) = if (pair + round) % 2 == 0 {
+                let d = drain.next(PAIR_EVENTS);
+                (d, floor.next(PAIR_EVENTS))
+            } else {
+                let f = floor.next(PAIR_EVENTS);
+                (drain.next(PAIR_EVENTS), f)
             };
-            rates[which] = rate(count, cost.wall);
-            if which < 2 {
-                cpu[which] = cpu_per_event(count, cost.cpu);
-            }
+            drain_total = drain_total + d;
+            floor_total = floor_total + f;
+            let drain_rate = rate(PAIR_EVENTS, d.wall);
+            ratios.push(drain_rate / rate(PAIR_EVENTS, f.wall));
+            rates.push(drain_rate);
         }
-        let ratio = rates[0] / rates[1];
-        ratios.push(ratio);
+        assert_eq!(drain.next(BATCH).wall, Duration::ZERO, "every file drained");
+        drop(drain);
+        drop(floor);
+        tear_down(drain_dir);
+        tear_down(floor_dir);
+        let (ratio, ratio_lo, ratio_hi) = spread(ratios.clone());
+        let (pair_rate, rate_lo, rate_hi) = spread(rates.clone());
         println!(
-            "  {:>6}  {:>7.0}  {:>13.0}  {:>5.2}×  {:>16.0}  {:>8.0}  {:>12.0}  {:>9.0}  {:>10.0}",
+            "  {:>6}  {:>7.0}  {:>7.0}  {:>8.2}× ({:.2}–{:.2})  {:>10.0} ({:.0}–{:.0})  {:>9.0}  {:>9.0}",
             round + 1,
-            rates[0],
-            rates[1],
+            rate(count, drain_total.wall),
+            rate(count, floor_total.wall),
             ratio,
-            rates[2],
-            rates[3],
-            rates[4],
-            cpu[0],
-            cpu[1]
+            ratio_lo,
+            ratio_hi,
+            pair_rate,
+            rate_lo,
+            rate_hi,
+            cpu_per_event(count, drain_total.cpu),
+            cpu_per_event(count, floor_total.cpu)
         );
-        for (column, rate) in columns.iter_mut().zip(rates) {
-            column.push(rate);
-        }
-        for (column, cpu) in cpus.iter_mut().zip(cpu) {
-            column.push(cpu);
-        }
+        all_ratios.extend(ratios);
+        all_rates.extend(rates);
     }
-    let [drain, record, each_meta, none, no_retention] = columns.map(median);
-    let [cpu_drain, cpu_record] = cpus.map(median);
+    let (ratio, ratio_lo, ratio_hi) = spread(all_ratios);
+    let (pair_rate, rate_lo, rate_hi) = spread(all_rates);
     println!(
-        "  {:>6}  {drain:>7.0}  {record:>13.0}  {:>5.2}×  {each_meta:>16.0}  {none:>8.0}  {no_retention:>12.0}  {cpu_drain:>9.0}  {cpu_record:>10.0}",
-        "median",
-        median(ratios)
+        "  all pairs: ratio to floor {ratio:.2}× (p10–p90 {ratio_lo:.2}–{ratio_hi:.2}), \
+         drain {pair_rate:.0} events/s (p10–p90 {rate_lo:.0}–{rate_hi:.0})"
     );
 }
 

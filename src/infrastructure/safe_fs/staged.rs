@@ -175,6 +175,34 @@ impl Staged {
         matches!(self.written, Written::InPlace)
     }
 
+    /// Writes `bytes` after what the file holds so far (a file staged empty
+    /// in place, filled once its content is known: see the spool's foreseen
+    /// outcome records).
+    pub(crate) fn write_more(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.file
+            .write_all(bytes)
+            .map_err(|e| with_path(&self.target(), e))
+    }
+
+    /// Whether the file is still at its name in `dir`, and `dir` is the
+    /// folder it was staged in: another process may have removed it, or
+    /// moved the folder away, since it was staged.
+    pub(crate) fn is_still_in(&self, dir: &Dir) -> io::Result<bool> {
+        #[cfg(unix)]
+        let own = super::stamp::Stamp::of(
+            &rustix::fs::fstat(&self.file).map_err(|e| with_path(&self.target(), e))?,
+        );
+        #[cfg(windows)]
+        let own = super::dir::stamp_of_file(&self.file, &self.target())?;
+        let (folder, staged_folder) = (dir.own_stamp()?, self.dir.own_stamp()?);
+        let same =
+            |a: &super::stamp::Stamp, b: &super::stamp::Stamp| a.dev == b.dev && a.ino == b.ino;
+        Ok(same(&folder, &staged_folder)
+            && dir
+                .stamp(&self.name)?
+                .is_some_and(|(_, at_name)| same(&at_name, &own)))
+    }
+
     /// The file's data, to disk.
     fn sync(&self) -> io::Result<()> {
         self.file

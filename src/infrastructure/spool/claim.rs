@@ -24,7 +24,7 @@ pub const STAMP_TOLERANCE_MS: EpochMs = 5_000;
 /// Most pending names one listing of `incoming/` keeps for the claims that
 /// follow. Listing is O(pending): listing for every batch of 50 made a
 /// backlog of 10,000 cost O(n²) names read and sorted; one listing now
-/// serves 20 batches. Files spooled meanwhile wait until the kept names
+/// serves 10 batches of 100. Files spooled meanwhile wait until the kept names
 /// are used up (they are newer, so name order holds), and a name another
 /// drainer took is skipped like any lost race.
 pub(super) const LISTED_NAMES_KEPT: usize = 1000;
@@ -105,6 +105,16 @@ impl FsSpool {
                 content,
             });
         }
+        // The newest name the next batch of as many claims can take: its
+        // record is made ready at this batch's filing (see `outcomes`).
+        let next_bound = backlog
+            .get(backlog.len().saturating_sub(limit))
+            .map(|name| claim_id(name));
+        drop(backlog);
+        self.foresight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .next_bound = next_bound;
         // A full batch: more may wait, and retention goes easy (see
         // `PruneSchedule`).
         self.prunes.note_claimed(claims.len() >= limit);

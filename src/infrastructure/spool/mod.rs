@@ -43,6 +43,19 @@
 //! 3. round two: `processing/` and the results folders synced side by side,
 //!    before any event of the batch is acted on.
 //!
+//! While a backlog drains, the next batch's record in `processed/` is
+//! created empty just before round two (named after the newest name the
+//! next batch can claim, from the listing the claims come from), so round
+//! two makes its name durable along with the moves; the next batch writes
+//! its outcomes into it and its round one is that record's data alone:
+//! three syncs per batch instead of four. A crash before the record is
+//! filled leaves it empty or torn, read by nothing (no claim moved on it);
+//! after its data sync it is a whole record under a durable name, as one
+//! made in the batch would be. The batch writes a record of its own when
+//! the ready one cannot serve: a result that sorts after its name, gone or
+//! its folder moved (checked after writing it, which makes it young again
+//! for retention), or older than half a claim's life (see `outcomes`).
+//!
 //! A kill leaves each meta whole as written (the page cache survives); a
 //! power cut may leave the meta of a committed result torn or empty, and
 //! the next process's first filing or drain rewrites, durably, every meta
@@ -132,6 +145,8 @@ pub struct FsSpool {
     /// (see `outcomes`); `repairing` runs one repair at a time.
     metas_repaired: AtomicBool,
     repairing: Mutex<()>,
+    /// The next batch's bound and record (see `outcomes`).
+    foresight: Mutex<outcomes::Foresight>,
 }
 
 impl FsSpool {
@@ -161,6 +176,7 @@ impl FsSpool {
             keep_failures: KeepFailures::default(),
             metas_repaired: AtomicBool::new(false),
             repairing: Mutex::new(()),
+            foresight: Mutex::default(),
         }
     }
 

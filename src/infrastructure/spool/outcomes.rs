@@ -3,8 +3,9 @@
 //!
 //! A drain makes a batch's outcomes durable with one fsync per results
 //! folder (the record's) instead of one per meta file: the record is
-//! written and synced, and its folder synced, before any claim of the batch
-//! moves; each `<result>.meta.json` is then a copy written without a sync.
+//! written and synced, and its folder synced (or the record was created
+//! before the previous batch's last folder sync), before any claim of the
+//! batch moves; each `<result>.meta.json` is then a copy written without a sync.
 //! A kill (the process dies, the page cache survives) leaves every meta
 //! file as it was written, whole before its payload moved. A power cut can
 //! leave a meta file of a committed result torn or missing; the first drain
@@ -14,7 +15,10 @@
 //!
 //! A record is named `.outcomes-<n>-<newest result>` (hidden: never taken
 //! for a result; `<n>` from 0 up, past a name taken), and holds its filing
-//! time: the latest filing of a result wins. Result names start with the
+//! time: the latest filing of a result wins. A record made ready for the
+//! next batch ([`ForeseenRecord`]) is named after the newest name that batch
+//! can claim, and holds only results that sort at or before it: the name is
+//! then an upper bound, which is all retention's rule below needs. Result names start with the
 //! hook's stamp and retention removes results oldest name first, so a
 //! record whose newest result sorts before every result left names none
 //! that is left: retention removes it then, without reading it, once it is
@@ -29,6 +33,7 @@ use serde_json::Value;
 
 use super::claim::STALE_CLAIM_MS;
 use super::name::meta_name;
+use crate::application::turn_settled::DRAIN_BATCH;
 use crate::domain::time::EpochMs;
 use crate::infrastructure::safe_fs::{Dir, FileRead, Staged};
 use std::sync::Arc;
@@ -36,8 +41,11 @@ use std::sync::Arc;
 /// Name prefix of outcome records.
 const RECORD_PREFIX: &str = ".outcomes-";
 
-/// Largest record read back (a batch of 50 metas is a few KiB each at most).
-const MAX_RECORD_BYTES: u64 = 8 << 20;
+/// Largest record read back: a batch of metas, a few KiB each as a rule;
+/// each is at most its payload's fields (the hook's cap) and the drain's
+/// own few, so a whole batch of them fits.
+const MAX_RECORD_BYTES: u64 =
+    DRAIN_BATCH as u64 * (crate::domain::turn_settled::MAX_PAYLOAD_BYTES + (64 << 10));
 
 /// Largest meta file compared with its record.
 const MAX_META_BYTES: u64 = 1 << 20;
@@ -75,24 +83,25 @@ fn newest_result(record_name: &str) -> Option<&str> {
     n.bytes().all(|b| b.is_ascii_digit()).then_some(newest)
 }
 
-/// Stages (unsynced, in place) the record of `outcomes` (result name and
-/// meta, at least one) in `dir` (the batch's shared handle), filed at `now`.
-pub(super) fn stage_record(
-    dir: &Arc<Dir>,
-    outcomes: &[(&str, &Value)],
-    now: EpochMs,
-) -> io::Result<Staged> {
+/// The bytes of the record of `outcomes` (result name and meta), filed at
+/// `now`.
+fn record_bytes(outcomes: &[(&str, &Value)], now: EpochMs) -> io::Result<Vec<u8>> {
     let record = Record {
         filed_at: now,
         results: outcomes.iter().map(|(name, _)| name.to_string()).collect(),
         metas: outcomes.iter().map(|(_, meta)| (*meta).clone()).collect(),
     };
-    let newest = record.results.iter().max().cloned().unwrap_or_default();
     let mut bytes = serde_json::to_vec(&record).map_err(io::Error::other)?;
     bytes.push(b'\n');
+    Ok(bytes)
+}
+
+/// Creates, in place and unsynced, a record holding `bytes` in `dir`, named
+/// after `newest`: no result it names sorts after `newest`.
+fn create_record(dir: &Arc<Dir>, newest: &str, bytes: &[u8]) -> io::Result<Staged> {
     for n in 0..NAME_ATTEMPTS_PER_RECORD {
         let name = format!("{RECORD_PREFIX}{n}-{newest}");
-        if let Some(staged) = Staged::new_in(dir, &name, &bytes, RECORD_MODE)? {
+        if let Some(staged) = Staged::new_in(dir, &name, bytes, RECORD_MODE)? {
             return Ok(staged);
         }
     }
@@ -100,6 +109,92 @@ pub(super) fn stage_record(
         io::ErrorKind::AlreadyExists,
         format!("{}: no free outcome record name", dir.path().display()),
     ))
+}
+
+/// Stages (unsynced, in place) the record of `outcomes` (result name and
+/// meta, at least one) in `dir` (the batch's shared handle), filed at `now`.
+pub(super) fn stage_record(
+    dir: &Arc<Dir>,
+    outcomes: &[(&str, &Value)],
+    now: EpochMs,
+) -> io::Result<Staged> {
+    let newest = outcomes
+        .iter()
+        .map(|(name, _)| *name)
+        .max()
+        .unwrap_or_default();
+    create_record(dir, newest, &record_bytes(outcomes, now)?)
+}
+
+/// How long a foreseen record may wait for its batch: well below
+/// [`STALE_CLAIM_MS`], the age a record naming no result left (an empty
+/// one included) must reach before retention, this process's or another
+/// drainer's, removes it. Filling it makes it young again.
+const FORESEEN_FOR_MS: EpochMs = STALE_CLAIM_MS / 2;
+
+/// The next batch's record in `processed/`, created empty before this
+/// batch's final sync of the folder, so that its name is durable by the time
+/// it is filled: the next batch then syncs only the record's data before its
+/// moves (three syncs per batch instead of four, see the spool's module
+/// docs).
+#[derive(Debug)]
+pub(super) struct ForeseenRecord {
+    file: Staged,
+    /// No result it may hold sorts after this one (its name says so).
+    bound: String,
+    /// When it was created, by the spool's clock.
+    created_ms: EpochMs,
+}
+
+/// What the spool knows of its next batch: the newest name its claims can
+/// take, and the record made ready for it.
+#[derive(Debug, Default)]
+pub(super) struct Foresight {
+    /// The newest name the next batch's claims can take (from the listing
+    /// they are taken from); `None` when that listing is used up.
+    pub(super) next_bound: Option<String>,
+    /// The record created for the next batch, its name synced.
+    pub(super) record: Option<ForeseenRecord>,
+}
+
+/// Creates, empty and in place, the record of a batch whose results all
+/// sort at or before `bound`, in `dir` (`processed/`), at `now`. Its name
+/// is durable once the folder is synced.
+pub(super) fn foresee_record(
+    dir: &Arc<Dir>,
+    bound: &str,
+    now: EpochMs,
+) -> io::Result<ForeseenRecord> {
+    Ok(ForeseenRecord {
+        file: create_record(dir, bound, &[])?,
+        bound: bound.to_string(),
+        created_ms: now,
+    })
+}
+
+impl ForeseenRecord {
+    /// Fills this record with `outcomes`, filed at `now`, if it can hold
+    /// them: none sorts after its bound, it waited less than
+    /// [`FORESEEN_FOR_MS`], and, once written (which makes it young again
+    /// for retention), it is still in `dir` (the batch's handle of
+    /// `processed/`: not removed, the folder not moved away). `None`: it
+    /// cannot, and is left as it is (empty, or naming results that are not
+    /// there) for retention; the batch stages a record of its own.
+    pub(super) fn fill(
+        mut self,
+        dir: &Dir,
+        outcomes: &[(&str, &Value)],
+        now: EpochMs,
+    ) -> io::Result<Option<Staged>> {
+        let fits = outcomes
+            .iter()
+            .all(|(name, _)| *name <= self.bound.as_str());
+        if !fits || now - self.created_ms >= FORESEEN_FOR_MS || now < self.created_ms {
+            return Ok(None);
+        }
+        self.file.write_more(&record_bytes(outcomes, now)?)?;
+        Ok(self.file.is_still_in(dir)?.then_some(self.file))
+    }
 }
 
 /// Rewrites, durably, each meta file of a result present in `dir` that
@@ -284,6 +379,79 @@ mod tests {
         assert_eq!(fs::read(meta_of(0)).unwrap(), b"torn, uncommitted");
         assert_ne!(whole, b"torn, uncommitted");
         assert!(names(&processed).iter().all(|n| !n.starts_with('.')));
+    }
+
+    /// A batch filed while more files wait makes the next batch's record
+    /// ready (empty, named after the newest name the next batch can
+    /// claim), and the next batch fills it; when that record is gone (another
+    /// drainer's retention) or waited too long, the next batch writes a
+    /// record of its own. Either way the batch's outcomes are in one whole
+    /// record, and the last batch of a listing makes none ready.
+    #[cfg(unix)]
+    #[test]
+    fn the_next_batch_fills_the_record_made_ready_for_it() {
+        #[derive(Debug)]
+        enum Meanwhile {
+            Nothing,
+            Removed,
+            Waited,
+        }
+        for (meanwhile, filled) in [
+            (Meanwhile::Nothing, true),
+            (Meanwhile::Removed, false),
+            (Meanwhile::Waited, false),
+        ] {
+            let (_dir, spool, clock) = spool(SystemClock.now_ms());
+            let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
+            for i in 0..6 {
+                let name = format!("{stamp}-1-{i:04}.codex.json");
+                fs::write(spool.paths().incoming().join(name), b"{}").unwrap();
+            }
+            let first = spool.claim(3).unwrap();
+            file_all(&spool, &first);
+            let processed = spool.paths().processed();
+            let empty = |dir: &Path| -> Vec<String> {
+                records(dir)
+                    .into_iter()
+                    .filter(|r| fs::metadata(dir.join(r)).unwrap().len() == 0)
+                    .collect()
+            };
+            let ready = format!("{RECORD_PREFIX}0-{stamp}-1-0005.codex.json");
+            assert_eq!(
+                empty(&processed),
+                std::slice::from_ref(&ready),
+                "{meanwhile:?}"
+            );
+            // Held open: its inode cannot be reused by a record of the
+            // same name made after it is removed.
+            let ready_file = fs::File::open(processed.join(&ready)).unwrap();
+            let ino = |meta: fs::Metadata| std::os::unix::fs::MetadataExt::ino(&meta);
+            match meanwhile {
+                Meanwhile::Nothing => {}
+                Meanwhile::Removed => fs::remove_file(processed.join(&ready)).unwrap(),
+                Meanwhile::Waited => clock.set(clock.now_ms() + FORESEEN_FOR_MS),
+            }
+            let second = spool.claim(3).unwrap();
+            file_all(&spool, &second);
+            let ids: Vec<String> = second.iter().map(|c| c.id.clone()).collect();
+            let holding: Vec<String> = records(&processed)
+                .into_iter()
+                .filter(|r| {
+                    serde_json::from_slice::<Record>(&fs::read(processed.join(r)).unwrap())
+                        .is_ok_and(|record| record.results == ids)
+                })
+                .collect();
+            assert_eq!(holding.len(), 1, "{meanwhile:?}: {holding:?}");
+            let same = ino(fs::metadata(processed.join(&holding[0])).unwrap())
+                == ino(ready_file.metadata().unwrap());
+            assert_eq!(same, filled, "{meanwhile:?}: {holding:?}");
+            let left_empty = if matches!(meanwhile, Meanwhile::Waited) {
+                vec![ready]
+            } else {
+                vec![]
+            };
+            assert_eq!(empty(&processed), left_empty, "{meanwhile:?}");
+        }
     }
 
     /// Retention removes a record once none of its results is left (told

@@ -34,12 +34,16 @@ impl FsSpool {
     ///    synced, side by side in one round when every meta was written in
     ///    place (else data first, then the renames of the replacing metas,
     ///    then the folders): every outcome is durable (in its record) before
-    ///    its claim moves;
+    ///    its claim moves. A record the previous batch made ready in
+    ///    `processed/` has its name durable already: that folder is not
+    ///    synced in this round;
     /// 3. each payload is renamed from `processing/` into its results folder,
     ///    the commit point (`Ok(false)`: the claim was lost to another
     ///    drainer's recovery);
     /// 4. `processing/` and the results folders are synced side by side, so
-    ///    no event is acted on before its move is on disk.
+    ///    no event is acted on before its move is on disk; while more claims
+    ///    wait, the next batch's record is created empty in `processed/`
+    ///    just before, so this sync makes its name durable too.
     ///
     /// The first batch a spool files starts by repairing, from the records,
     /// the meta files a power cut may have torn (see
@@ -121,6 +125,10 @@ impl FsSpool {
         let now = self.clock.now_ms();
         let mut records: Vec<(Folder, Staged)> = Vec::new();
         let mut singles: Vec<(Folder, usize)> = Vec::new();
+        // The record the last batch made ready in `processed/`, its name
+        // synced then: that folder needs no sync before this batch's moves.
+        let mut foreseen = self.foresight().record.take();
+        let mut named_already: Vec<Folder> = Vec::new();
         for (folder, dir) in &folders {
             let mine: Vec<usize> = (0..owners.len())
                 .filter(|&k| folder_of(filings[owners[k]].disposition) == *folder)
@@ -137,7 +145,24 @@ impl FsSpool {
                         .map(|&k| &filings[owners[k]])
                         .map(|filing| (filing.claim.id.as_str(), &filing.meta))
                         .collect();
-                    match outcomes::stage_record(dir, &outcomes, now) {
+                    let filled = match foreseen.take() {
+                        Some(record) if *folder == Folder::Processed => {
+                            record.fill(dir, &outcomes, now)
+                        }
+                        kept => {
+                            foreseen = kept;
+                            Ok(None)
+                        }
+                    };
+                    let staged = match filled {
+                        Ok(Some(record)) => {
+                            named_already.push(*folder);
+                            Ok(record)
+                        }
+                        Ok(None) => outcomes::stage_record(dir, &outcomes, now),
+                        Err(error) => Err(error),
+                    };
+                    match staged {
                         Ok(record) => records.push((*folder, record)),
                         Err(error) => unrecorded.push((*folder, error)),
                     }
@@ -164,9 +189,21 @@ impl FsSpool {
         //    otherwise leave an older committed result beside a torn meta
         //    with no durable record to repair it from), so such a batch
         //    syncs the data, renames, then syncs the folders.
+        //    A folder whose record was foreseen has every name this needs
+        //    (its record's) durable already: its data alone is synced.
         let one_round = staged.iter().all(Staged::is_in_place);
+        let named_now: Vec<(Folder, &Dir)> = if one_round {
+            opened
+                .iter()
+                .filter(|(folder, _)| !named_already.contains(folder))
+                .copied()
+                .collect()
+        } else {
+            opened.clone()
+        };
         let (synced, folders_synced) = if one_round {
-            sync_with_folders(&files, &dirs)
+            let round: Vec<&Dir> = named_now.iter().map(|(_, dir)| *dir).collect();
+            sync_with_folders(&files, &round)
         } else {
             (sync_staged(&files), Vec::new())
         };
@@ -196,7 +233,7 @@ impl FsSpool {
         } else {
             sync_dirs(&dirs)
         };
-        let unsynced: Vec<(Folder, io::Error)> = opened
+        let unsynced: Vec<(Folder, io::Error)> = named_now
             .iter()
             .zip(folders_synced)
             .filter_map(|((folder, _), synced)| Some((*folder, synced.err()?)))
@@ -218,11 +255,30 @@ impl FsSpool {
             }
             results[i] = Some(moved.map_err(Into::into));
         }
+        // The next batch's record, created now so that the sync below makes
+        // its name durable along with the moves (see `outcomes`).
+        let next_bound = self.foresight().next_bound.take();
+        let next = next_bound.and_then(|bound| {
+            let (_, dir) = folders.iter().find(|(f, _)| *f == Folder::Processed)?;
+            outcomes::foresee_record(dir.as_ref().ok()?, &bound, now).ok()
+        });
         // 4. The moves, durable before any of them is acted on.
         let mut moved_into = vec![&processing];
-        moved_into.extend(dirs);
-        let _ = sync_dirs(&moved_into);
+        moved_into.extend(&dirs);
+        let moves_synced = sync_dirs(&moved_into);
+        let processed_synced = opened
+            .iter()
+            .zip(&moves_synced[1..])
+            .any(|((folder, _), synced)| *folder == Folder::Processed && synced.is_ok());
+        if processed_synced {
+            self.foresight().record = next;
+        }
         Ok(())
+    }
+
+    /// The spool's foresight of its next batch (see `outcomes`).
+    fn foresight(&self) -> std::sync::MutexGuard<'_, outcomes::Foresight> {
+        self.foresight.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Repairs the meta files of the results folders from their outcome
@@ -506,8 +562,8 @@ impl Drop for Removals {
 /// * once more results were filed into it since its last prune than a tenth
 ///   of the cap: checked once per drain, so a folder holds at most the cap,
 ///   a tenth and one batch when a prune starts, and one batch more while
-///   its removals overlap the next drain (1,200 at the default 1,000 and
-///   batches of 50), plus what other drainers filed;
+///   its removals overlap the next drain (1,300 at the default 1,000 and
+///   batches of 100), plus what other drainers filed;
 /// * after a drain that claimed less than a full batch (the backlog is
 ///   gone): at rest, the folder is back at its cap after every drain.
 ///
