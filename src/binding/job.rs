@@ -146,8 +146,8 @@ pub struct Job {
 
 impl Job {
     /// Wraps `work`; it runs on the thread pool, never on the JS thread.
-    pub fn new(
-        work: impl FnOnce() -> Result<serde_json::Value, JsFailure> + Send + 'static,
+    pub fn new<R: serde::Serialize>(
+        work: impl FnOnce() -> Result<R, JsFailure> + Send + 'static,
     ) -> Self {
         Self {
             work: Some(Box::new(move || work().and_then(|value| render(&value)))),
@@ -181,8 +181,9 @@ impl Task for Job {
     }
 }
 
-/// `value` as JSON text for [`JobOutput::Json`].
-fn render(value: &serde_json::Value) -> Result<JobOutput, JsFailure> {
+/// `value` as JSON text for [`JobOutput::Json`], straight from its own
+/// `Serialize` (no `Value` in between).
+fn render(value: &impl serde::Serialize) -> Result<JobOutput, JsFailure> {
     serde_json::to_string(value)
         .map(JobOutput::Json)
         .map_err(|e| JsFailure::io(format!("could not encode result: {e}")))
@@ -247,7 +248,7 @@ mod tests {
     #[test]
     fn a_panicking_job_settles_with_an_internal_failure() {
         for mut job in [
-            Job::new(|| panic!("in a job")),
+            Job::new::<()>(|| panic!("in a job")),
             Job::unit(|| panic!("in a job")),
         ] {
             let failure = match job.compute() {

@@ -71,7 +71,7 @@ impl MemberWorkSync {
         work: impl FnOnce(&Instance, Value) -> Result<R, JsFailure> + Send + 'static,
     ) -> AsyncTask<Job> {
         let arg = convert::json_argument(env, arg, what);
-        self.job(move |i| to_json(work(i, arg?)?))
+        self.job(move |i| work(i, arg?))
     }
 
     /// [`MemberWorkSync::call`] for a `Promise<void>` method: resolves `undefined`.
@@ -89,10 +89,11 @@ impl MemberWorkSync {
         }))
     }
 
-    /// Runs `work` off the JS thread unless the instance was disposed.
-    fn job(
+    /// Runs `work` off the JS thread unless the instance was disposed; its
+    /// result reaches JS as JSON.
+    fn job<R: Serialize>(
         &self,
-        work: impl FnOnce(&Instance) -> Result<Value, JsFailure> + Send + 'static,
+        work: impl FnOnce(&Instance) -> Result<R, JsFailure> + Send + 'static,
     ) -> AsyncTask<Job> {
         let instance = self.instance.clone();
         AsyncTask::new(Job::new(move || instance.admit(|| work(&instance))?))

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::args::{typed, RuntimeTurnSettledHookInput};
 use super::job::{guard, ErrorCode, Job, JsFailure};
-use super::{to_json, MemberWorkSync};
+use super::MemberWorkSync;
 use crate::domain::turn_settled::settings::merge_runtime_hook_settings as merge_settings;
 use crate::domain::turn_settled::{RuntimeProvider, TURN_SETTLED_HOOK_MARKER as MARKER};
 use crate::infrastructure::spool::{runtime_hook_environment, runtime_hook_settings};
@@ -83,10 +83,9 @@ impl MemberWorkSync {
     )]
     pub fn drain_runtime_turn_settled_events(&self) -> AsyncTask<Job> {
         self.job(move |instance| {
-            let summary = instance
+            instance
                 .drain_turn_settled()
-                .map_err(|e| JsFailure::io(format!("turn-settled drain failed: {e}")))?;
-            to_json(summary)
+                .map_err(|e| JsFailure::io(format!("turn-settled drain failed: {e}")))
         })
     }
 }
