@@ -182,8 +182,8 @@ impl Task for Job {
 }
 
 /// `value` as JSON text for [`JobOutput::Json`], straight from its own
-/// `Serialize` (no `Value` in between).
-fn render(value: &impl serde::Serialize) -> Result<JobOutput, JsFailure> {
+/// `Serialize` (no `Value` in between): every result reaches JS this way.
+pub(crate) fn render(value: &impl serde::Serialize) -> Result<JobOutput, JsFailure> {
     serde_json::to_string(value)
         .map(JobOutput::Json)
         .map_err(|e| JsFailure::io(format!("could not encode result: {e}")))

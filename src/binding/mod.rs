@@ -26,7 +26,7 @@ use self::args::{
     typed, MemberWorkSyncExplainRequest, MemberWorkSyncMemberRequest, MemberWorkSyncStatusRequest,
     MemberWorkSyncTeamRequest, MemberWorkSyncTeamRuntimeState, ProofMissingArgs,
 };
-use self::job::{guard, ErrorCode, Job, JsFailure};
+use self::job::{guard, render, ErrorCode, Job, JobOutput, JsFailure};
 use crate::application::proof_missing::ProofMissingRequest;
 use crate::application::reconcile::{member_name, team_name};
 use crate::domain::names::{MemberName, TeamName};
@@ -365,9 +365,9 @@ impl MemberWorkSync {
 
     /// Counters and waiting items of the reconcile queue.
     #[napi(catch_unwind, ts_return_type = "MemberWorkSyncQueueDiagnostics")]
-    pub fn get_queue_diagnostics(&self) -> Result<Value, napi::Error<ErrorCode>> {
+    pub fn get_queue_diagnostics(&self) -> Result<JobOutput, napi::Error<ErrorCode>> {
         self.sync("getQueueDiagnostics", |i| {
-            to_json(i.services.engine.diagnostics())
+            render(&i.services.engine.diagnostics())
         })
     }
 
@@ -571,8 +571,4 @@ fn team_list(value: Value) -> Result<Vec<TeamName>, JsFailure> {
         .iter()
         .map(|team| team_name_arg(team))
         .collect()
-}
-
-pub(crate) fn to_json(value: impl serde::Serialize) -> Result<Value, JsFailure> {
-    serde_json::to_value(value).map_err(|e| JsFailure::io(format!("could not encode result: {e}")))
 }

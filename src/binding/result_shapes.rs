@@ -444,7 +444,11 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::binding::to_json;
+
+    /// A result as the JSON JS receives from it (`JSON.parse` of its text).
+    fn to_json(value: impl serde::Serialize) -> serde_json::Result<Value> {
+        serde_json::from_str(&serde_json::to_string(&value)?)
+    }
     use crate::domain::names::{MemberName, TeamName};
     use crate::runtime::composition::{Instance, RootPaths, Tuning};
 
