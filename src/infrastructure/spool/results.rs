@@ -145,15 +145,9 @@ impl FsSpool {
                         .map(|&k| &filings[owners[k]])
                         .map(|filing| (filing.claim.id.as_str(), &filing.meta))
                         .collect();
-                    let filled = match foreseen.take() {
-                        Some(record) if *folder == Folder::Processed => {
-                            record.fill(dir, &outcomes, now)
-                        }
-                        kept => {
-                            foreseen = kept;
-                            Ok(None)
-                        }
-                    };
+                    let filled = foreseen
+                        .take_if(|_| *folder == Folder::Processed)
+                        .map_or(Ok(None), |record| record.fill(dir, &outcomes, now));
                     let staged = match filled {
                         Ok(Some(record)) => {
                             named_already.push(*folder);
