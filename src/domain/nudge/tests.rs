@@ -492,19 +492,27 @@ fn stable_since_starts_after_the_last_other_agenda_and_accepted_report() {
     }
 }
 
+/// [`ensure_pending`] for jack of forge at `NOW`.
+fn ensure_for_jack(
+    previous: Option<OutboxItem>,
+    planned: &PlannedNudge,
+) -> (OutboxItem, EnsureOutcome) {
+    ensure_pending(
+        previous,
+        planned,
+        &TeamName::parse("forge").unwrap(),
+        &MemberName::parse("jack").unwrap(),
+        NOW,
+    )
+}
+
 fn planned() -> PlannedNudge {
     plan_nudge(&status(vec![work("1", "owned_pending_task")])).unwrap()
 }
 
 #[test]
 fn outbox_transitions_with_generation_fencing() {
-    let (mut item, outcome) = ensure_pending(
-        None,
-        &planned(),
-        &TeamName::parse("forge").unwrap(),
-        &MemberName::parse("jack").unwrap(),
-        NOW,
-    );
+    let (mut item, outcome) = ensure_for_jack(None, &planned());
     assert_eq!(
         (outcome, item.status, item.attempt_generation),
         (EnsureOutcome::Created, OutboxStatus::Pending, 0)
@@ -538,13 +546,7 @@ fn outbox_transitions_with_generation_fencing() {
     assert_eq!(item.delivered_message_id.as_deref(), Some(item.id.as_str()));
     assert!(!is_claimable(&item, NOW + 10 * STALE_CLAIM_MS));
     // Delivered is terminal: same hash stays, another hash is a conflict.
-    let (same, outcome) = ensure_pending(
-        Some(item.clone()),
-        &planned(),
-        &TeamName::parse("forge").unwrap(),
-        &MemberName::parse("jack").unwrap(),
-        NOW,
-    );
+    let (same, outcome) = ensure_for_jack(Some(item.clone()), &planned());
     assert_eq!(
         (outcome, same.status),
         (EnsureOutcome::Existing, OutboxStatus::Delivered)
@@ -553,27 +555,14 @@ fn outbox_transitions_with_generation_fencing() {
     other.payload.text.push('!');
     other.payload_hash = other.payload.hash();
     assert_eq!(
-        ensure_pending(
-            Some(item),
-            &other,
-            &TeamName::parse("forge").unwrap(),
-            &MemberName::parse("jack").unwrap(),
-            NOW
-        )
-        .1,
+        ensure_for_jack(Some(item), &other).1,
         EnsureOutcome::PayloadConflict
     );
 }
 
 #[test]
 fn ensure_pending_revives_and_refreshes() {
-    let (mut item, _) = ensure_pending(
-        None,
-        &planned(),
-        &TeamName::parse("forge").unwrap(),
-        &MemberName::parse("jack").unwrap(),
-        NOW,
-    );
+    let (mut item, _) = ensure_for_jack(None, &planned());
     claim(&mut item, "a", NOW);
     finish_attempt(
         &mut item,
@@ -581,13 +570,7 @@ fn ensure_pending_revives_and_refreshes() {
         &AttemptEnd::Superseded { reason: "x".into() },
         NOW,
     );
-    let (revived, outcome) = ensure_pending(
-        Some(item.clone()),
-        &planned(),
-        &TeamName::parse("forge").unwrap(),
-        &MemberName::parse("jack").unwrap(),
-        NOW,
-    );
+    let (revived, outcome) = ensure_for_jack(Some(item.clone()), &planned());
     assert_eq!(
         (outcome, revived.status),
         (EnsureOutcome::Existing, OutboxStatus::Pending)
@@ -598,13 +581,7 @@ fn ensure_pending_revives_and_refreshes() {
     let mut other = planned();
     other.payload.text.push('!');
     other.payload_hash = other.payload.hash();
-    let (refreshed, _) = ensure_pending(
-        Some(claimed),
-        &other,
-        &TeamName::parse("forge").unwrap(),
-        &MemberName::parse("jack").unwrap(),
-        NOW,
-    );
+    let (refreshed, _) = ensure_for_jack(Some(claimed), &other);
     assert_eq!(
         (refreshed.status, refreshed.attempt_generation),
         (OutboxStatus::Pending, 3)
@@ -976,13 +953,7 @@ fn a_proof_missing_recovery_keys_the_nudge_and_names_the_message() {
 #[test]
 fn finished_outbox_items_are_bounded_open_ones_kept() {
     let item = |n: usize, status: OutboxStatus, age_ms: EpochMs| {
-        let (mut item, _) = ensure_pending(
-            None,
-            &planned(),
-            &TeamName::parse("forge").unwrap(),
-            &MemberName::parse("jack").unwrap(),
-            NOW,
-        );
+        let (mut item, _) = ensure_for_jack(None, &planned());
         item.id = format!("item-{n:04}");
         item.status = status;
         item.updated_at = IsoTime::at(NOW - age_ms);
@@ -1034,13 +1005,7 @@ fn a_claim_clears_the_retry_time_and_the_last_error() {
     // As the app's store claims: the retry time and error of the attempt
     // before are gone, so an item delivered (or superseded) on a retry
     // carries no stale nextAttemptAt.
-    let (mut item, _) = ensure_pending(
-        None,
-        &planned(),
-        &TeamName::parse("forge").unwrap(),
-        &MemberName::parse("jack").unwrap(),
-        NOW,
-    );
+    let (mut item, _) = ensure_for_jack(None, &planned());
     claim(&mut item, "a", NOW);
     let retry = AttemptEnd::Retryable {
         reason: RetryReason::MemberBusy("active_tool_activity".into()),

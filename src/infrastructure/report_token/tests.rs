@@ -15,6 +15,17 @@ fn tokens() -> (tempfile::TempDir, HmacReportTokens) {
     (dir, tokens)
 }
 
+/// The encoded claims of jack of forge on fingerprint `fp` at 1,000 ms.
+fn jack_claims_payload() -> String {
+    TokenClaims::new(
+        &TeamName::parse("forge").unwrap(),
+        &MemberName::parse("jack").unwrap(),
+        "fp",
+        1_000,
+    )
+    .encode()
+}
+
 #[test]
 fn issued_tokens_verify_only_for_their_binding() {
     let (_dir, tokens) = tokens();
@@ -81,16 +92,7 @@ fn a_token_signed_for_another_member_with_swapped_claims_is_invalid() {
     let (_dir, tokens) = tokens();
     let token = tokens.issue(&t("forge"), &m("jill"), "fp", 1_000).unwrap();
     let signature = token.rsplit('.').next().unwrap();
-    let forged = format!(
-        "wrs:v1.{}.{signature}",
-        TokenClaims::new(
-            &TeamName::parse("forge").unwrap(),
-            &MemberName::parse("jack").unwrap(),
-            "fp",
-            1_000,
-        )
-        .encode()
-    );
+    let forged = format!("wrs:v1.{}.{signature}", jack_claims_payload());
     assert_eq!(
         tokens
             .verify(Some(&forged), &t("forge"), &m("jack"), "fp", 0)
@@ -214,13 +216,7 @@ fn a_planted_secret_is_never_trusted() {
     ] {
         let (dir, tokens) = tokens();
         let known = plant(dir.path(), how);
-        let payload = TokenClaims::new(
-            &TeamName::parse("forge").unwrap(),
-            &MemberName::parse("jack").unwrap(),
-            "fp",
-            1_000,
-        )
-        .encode();
+        let payload = jack_claims_payload();
         let forged = assemble(
             &payload,
             &HmacReportTokens::mac(&known, &payload)
@@ -279,13 +275,7 @@ fn a_secret_written_by_the_app_is_kept_and_tightened_to_0600() {
         let text = format!("{{\n  \"schemaVersion\": 1,\n  \"secret\": \"{secret}\"\n}}");
         std::fs::write(&path, &text).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
-        let payload = TokenClaims::new(
-            &TeamName::parse("forge").unwrap(),
-            &MemberName::parse("jack").unwrap(),
-            "fp",
-            1_000,
-        )
-        .encode();
+        let payload = jack_claims_payload();
         let signed = assemble(
             &payload,
             &HmacReportTokens::mac(&secret, &payload)
