@@ -48,8 +48,8 @@ pub(crate) fn read_envelope<T: DeserializeOwned>(
     field: &str,
     now_ms: i64,
 ) -> io::Result<Loaded<T>> {
-    read_versioned(root, path, version, now_ms, |bytes| {
-        decode_field(bytes, field)
+    read_versioned(root, path, now_ms, |bytes| {
+        check_version(bytes, version).and_then(|()| decode_field(bytes, field))
     })
 }
 
@@ -61,7 +61,41 @@ pub(crate) fn read_flat_envelope<T: DeserializeOwned>(
     version: u64,
     now_ms: i64,
 ) -> io::Result<Loaded<T>> {
-    read_versioned(root, path, version, now_ms, decode_flat)
+    read_versioned(root, path, now_ms, |bytes| {
+        check_version(bytes, version).and_then(|()| decode_flat(bytes))
+    })
+}
+
+/// A store file's bytes and what they decoded to, kept by its reader so a
+/// later read of the same bytes is answered with a copy of the value
+/// instead of checking and decoding them again. Keyed by content, not by
+/// a change stamp: no change to the file, however quick, can be missed.
+#[derive(Debug)]
+pub(crate) struct Decoded<T> {
+    bytes: Vec<u8>,
+    value: T,
+}
+
+/// [`read_flat_envelope`] answered from `last` when the file holds the bytes
+/// `last` was decoded from; `last` then keeps what this read decoded.
+pub(crate) fn read_flat_envelope_reusing<T: DeserializeOwned + Clone>(
+    root: &TrustedRoot,
+    path: &Path,
+    version: u64,
+    now_ms: i64,
+    last: &mut Option<Decoded<T>>,
+) -> io::Result<Loaded<T>> {
+    read_versioned(root, path, now_ms, |bytes| {
+        if let Some(kept) = last.as_ref().filter(|kept| kept.bytes == bytes) {
+            return Ok(kept.value.clone());
+        }
+        let value: T = check_version(bytes, version).and_then(|()| decode_flat(bytes))?;
+        *last = Some(Decoded {
+            bytes: bytes.to_vec(),
+            value: value.clone(),
+        });
+        Ok(value)
+    })
 }
 
 /// Reads, checks `schemaVersion` and decodes; anything bad is quarantined.
@@ -71,11 +105,10 @@ pub(crate) fn read_flat_envelope<T: DeserializeOwned>(
 fn read_versioned<T>(
     root: &TrustedRoot,
     path: &Path,
-    version: u64,
     now_ms: i64,
     decode: impl FnOnce(&[u8]) -> Result<T, String>,
 ) -> io::Result<Loaded<T>> {
-    Ok(match inspect(root, path, version, decode)? {
+    Ok(match inspect(root, path, decode)? {
         Peeked::Missing => Loaded::Missing,
         Peeked::Found(value) => Loaded::Found(value),
         Peeked::Unusable { reason } => Loaded::Quarantined {
@@ -108,7 +141,9 @@ pub(crate) fn peek_envelope<T: DeserializeOwned>(
     version: u64,
     field: &str,
 ) -> io::Result<Peeked<T>> {
-    inspect(root, path, version, |bytes| decode_field(bytes, field))
+    inspect(root, path, |bytes| {
+        check_version(bytes, version).and_then(|()| decode_field(bytes, field))
+    })
 }
 
 /// [`read_flat_envelope`] without side effects, as [`peek_envelope`] is to
@@ -118,15 +153,17 @@ pub(crate) fn peek_flat_envelope<T: DeserializeOwned>(
     path: &Path,
     version: u64,
 ) -> io::Result<Peeked<T>> {
-    inspect(root, path, version, decode_flat)
+    inspect(root, path, |bytes| {
+        check_version(bytes, version).and_then(|()| decode_flat(bytes))
+    })
 }
 
-/// Reads, checks `schemaVersion` and decodes, moving nothing: the one read
-/// behind both the quarantining and the read-only views.
+/// Reads and decodes (`decode` checks `schemaVersion` first), moving
+/// nothing: the one read behind both the quarantining and the read-only
+/// views.
 fn inspect<T>(
     root: &TrustedRoot,
     path: &Path,
-    version: u64,
     decode: impl FnOnce(&[u8]) -> Result<T, String>,
 ) -> io::Result<Peeked<T>> {
     let read = match root.read(path, MAX_STORE_FILE_BYTES) {
@@ -144,7 +181,7 @@ fn inspect<T>(
         FileRead::Missing => return Ok(Peeked::Missing),
         FileRead::NotAFile => Err("not_a_file".to_string()),
         FileRead::TooLarge => Err("file_too_large".to_string()),
-        FileRead::Bytes(bytes) => check_version(&bytes, version).and_then(|()| decode(&bytes)),
+        FileRead::Bytes(bytes) => decode(&bytes),
     };
     Ok(match parsed {
         Ok(value) => Peeked::Found(value),
@@ -451,18 +488,28 @@ pub(crate) fn stage_envelope<T: Serialize>(
     stage_value(root, path, &envelope)
 }
 
-/// [`write_flat_envelope`] staged for a group commit, as [`stage_envelope`].
-pub(crate) fn stage_flat_envelope<T: Serialize>(
+/// [`write_flat_envelope`] staged for a group commit, as
+/// [`stage_envelope`]; `last` then keeps `value` with the staged bytes, so
+/// once they are committed a read through [`read_flat_envelope_reusing`]
+/// answers from it.
+pub(crate) fn stage_flat_envelope_kept<T: Serialize>(
     root: &TrustedRoot,
     path: &Path,
     version: u64,
-    value: &T,
+    value: T,
+    last: &mut Option<Decoded<T>>,
 ) -> io::Result<Staged> {
     let envelope = FlatEnvelope {
         schema_version: version,
-        fields: value,
+        fields: &value,
     };
-    stage_value(root, path, &envelope)
+    let text = render_json(path, &envelope)?;
+    let staged = stage_text(root, path, &text)?;
+    *last = Some(Decoded {
+        bytes: text.into_bytes(),
+        value,
+    });
+    Ok(staged)
 }
 
 /// `value` rendered and staged beside `path`.
@@ -471,7 +518,11 @@ fn stage_value<T: Serialize + ?Sized>(
     path: &Path,
     value: &T,
 ) -> io::Result<Staged> {
-    let text = render_json(path, value)?;
+    stage_text(root, path, &render_json(path, value)?)
+}
+
+/// `text` staged beside `path`.
+fn stage_text(root: &TrustedRoot, path: &Path, text: &str) -> io::Result<Staged> {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -710,6 +761,42 @@ mod tests {
     }
 
     /// The envelopes render byte for byte as the `Value` they replace did.
+    #[test]
+    fn a_kept_decode_answers_only_for_the_bytes_it_came_from() {
+        let (_dir, root, path) = store();
+        let read = |last: &mut Option<Decoded<Value>>| match read_flat_envelope_reusing::<Value>(
+            &root, &path, 2, 5, last,
+        )
+        .unwrap()
+        {
+            Loaded::Found(value) => value["a"].clone(),
+            Loaded::Missing => Value::from("missing"),
+            Loaded::Quarantined { reason, .. } => Value::from(reason),
+        };
+        let staged = |value: Value, last: &mut Option<Decoded<Value>>| {
+            let staged = stage_flat_envelope_kept(&root, &path, 2, value, last).unwrap();
+            super::super::safe_fs::commit(vec![staged]).unwrap();
+        };
+        let mut last = None;
+        staged(serde_json::json!({"a": 1}), &mut last);
+        // Kept from the write: the same bytes on disk answer with the kept
+        // value (marked here, to show no decode happened).
+        let written = fs::read(&path).unwrap();
+        last = Some(Decoded {
+            bytes: written.clone(),
+            value: serde_json::json!({"a": "kept"}),
+        });
+        assert_eq!(read(&mut last), "kept");
+        // Other bytes of the same length, written in place at once (the same
+        // stamp tick): decoded, and kept in turn.
+        fs::write(&path, String::from_utf8(written).unwrap().replace('1', "2")).unwrap();
+        assert_eq!(read(&mut last), 2);
+        assert_eq!(read(&mut last), 2);
+        fs::write(&path, b"{not json").unwrap();
+        assert_eq!(read(&mut last), "invalid_json");
+        assert_eq!(read(&mut last), "missing");
+    }
+
     #[test]
     fn envelopes_render_as_the_value_they_replace() {
         #[derive(Serialize)]

@@ -1,11 +1,12 @@
 //! The team metrics index `teams/<team>/.member-work-sync/indexes/metrics.json`.
 
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use super::json_store::{
-    peek_flat_envelope, read_flat_envelope, stage_flat_envelope, write_flat_envelope, Loaded,
-    Peeked,
+    peek_flat_envelope, read_flat_envelope_reusing, stage_flat_envelope_kept, write_flat_envelope,
+    Decoded, Loaded, Peeked,
 };
 use super::lock::StoreLock;
 use super::safe_fs::{Staged, TrustedRoot};
@@ -16,11 +17,23 @@ use crate::domain::status::MemberStatus;
 
 /// Envelope version of the index.
 const SCHEMA_VERSION: u64 = 2;
+/// Teams whose last decoded index is kept; past this many the kept ones
+/// are dropped, so the memory held stays bounded however many teams come.
+const KEPT_INDEXES: usize = 16;
 
 /// [`MetricsStore`] on the file system.
+///
+/// One reconcile reads its team's index up to three times (the status
+/// commit records into it, the reconciler's own record finds that done, the
+/// nudge planner reads readiness from it), and the index is the largest
+/// file a reconcile reads. Each team's last decoded index is kept with the
+/// bytes it came from ([`Decoded`]), so a read that finds the same bytes
+/// (the file this process just wrote or read) is a byte comparison and a
+/// copy, not a decode.
 pub(crate) struct FsMetricsStore {
     root: TrustedRoot,
     clock: Arc<dyn Clock>,
+    decoded: Mutex<HashMap<PathBuf, Decoded<MetricsIndex>>>,
 }
 
 impl FsMetricsStore {
@@ -29,6 +42,7 @@ impl FsMetricsStore {
         Self {
             root: TrustedRoot::new(teams_base),
             clock,
+            decoded: Mutex::new(HashMap::new()),
         }
     }
 
@@ -40,13 +54,40 @@ impl FsMetricsStore {
             .join("metrics.json")
     }
 
-    fn load(&self, path: &std::path::Path) -> Result<MetricsIndex, PortError> {
-        Ok(
-            match read_flat_envelope(&self.root, path, SCHEMA_VERSION, self.clock.now_ms())? {
-                Loaded::Found(index) => index,
-                Loaded::Missing | Loaded::Quarantined { .. } => MetricsIndex::default(),
-            },
-        )
+    fn load(&self, path: &Path) -> Result<MetricsIndex, PortError> {
+        let mut last = self.take_decoded(path);
+        let loaded = read_flat_envelope_reusing(
+            &self.root,
+            path,
+            SCHEMA_VERSION,
+            self.clock.now_ms(),
+            &mut last,
+        );
+        self.keep_decoded(path, last);
+        Ok(match loaded? {
+            Loaded::Found(index) => index,
+            Loaded::Missing | Loaded::Quarantined { .. } => MetricsIndex::default(),
+        })
+    }
+
+    /// The index last decoded for `path`, taken out while a read or write
+    /// uses it (a concurrent one decodes for itself).
+    fn take_decoded(&self, path: &Path) -> Option<Decoded<MetricsIndex>> {
+        self.decoded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(path)
+    }
+
+    fn keep_decoded(&self, path: &Path, decoded: Option<Decoded<MetricsIndex>>) {
+        let Some(decoded) = decoded else {
+            return;
+        };
+        let mut kept = self.decoded.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() >= KEPT_INDEXES {
+            kept.clear();
+        }
+        kept.insert(path.to_path_buf(), decoded);
     }
 }
 
@@ -65,7 +106,9 @@ impl FsMetricsStore {
         let lock = StoreLock::acquire(&self.root, &path)?;
         let mut index = self.load(&path)?;
         index.record(status, events_for_write(status));
-        let staged = stage_flat_envelope(&self.root, &path, SCHEMA_VERSION, &index)?;
+        let mut last = None;
+        let staged = stage_flat_envelope_kept(&self.root, &path, SCHEMA_VERSION, index, &mut last)?;
+        self.keep_decoded(&path, last);
         Ok((lock, staged))
     }
 }
