@@ -201,56 +201,83 @@ impl FsOutboxStore {
         };
     }
 
-    /// Read-modify-write of one member's outbox under its lock. Returns the
-    /// result and whether anything was written.
+    /// Read-modify-write of one member's outbox under its lock. `change`
+    /// returns the result and whether anything changed.
     fn update<R>(
         &self,
         team: &str,
         member: &str,
         change: impl FnOnce(&mut BTreeMap<String, OutboxItem>) -> (R, bool),
     ) -> Result<R, PortError> {
+        let (result, _, _member_lock) = self.update_items(team, member, change)?;
+        Ok(result)
+    }
+
+    /// [`FsOutboxStore::update`], also returning the items the member's
+    /// outbox now holds and its lock, which keeps them so until dropped.
+    #[allow(clippy::type_complexity)]
+    fn update_items<R>(
+        &self,
+        team: &str,
+        member: &str,
+        change: impl FnOnce(&mut BTreeMap<String, OutboxItem>) -> (R, bool),
+    ) -> Result<(R, BTreeMap<String, StoredItem>, StoreLock), PortError> {
         let member_path = self.member_path(team, member);
-        let _member_lock = StoreLock::acquire(self.paths.root(), &member_path)?;
+        let member_lock = StoreLock::acquire(self.paths.root(), &member_path)?;
         let (mut items, sequences): (BTreeMap<_, _>, BTreeMap<_, _>) = self
             .read_stored(&member_path)?
             .into_iter()
             .map(|(id, stored)| ((id.clone(), stored.item), (id, stored.plan_sequence)))
             .unzip();
         let (result, changed) = change(&mut items);
-        if changed {
-            // Every write also drops finished items no rule looks at any more.
-            prune_finished(&mut items, self.clock.now_ms(), &self.retention);
-            let mut next_sequence = None;
-            let mut stored = BTreeMap::new();
-            for (id, item) in items {
-                let plan_sequence = match sequences.get(&id) {
-                    Some(kept) => *kept,
-                    None => {
-                        let next = match next_sequence {
-                            Some(next) => next,
-                            None => self.next_plan_sequence(team)?,
-                        };
-                        next_sequence = Some(next + 1);
-                        Some(next)
-                    }
-                };
-                stored.insert(
-                    id,
-                    StoredItem {
-                        item,
-                        plan_sequence,
-                    },
-                );
-            }
-            write_envelope(
-                self.paths.root(),
-                &member_path,
-                SCHEMA_VERSION,
-                "items",
-                &stored,
-            )?;
+        if !changed {
+            let stored = items
+                .into_iter()
+                .map(|(id, item)| {
+                    let plan_sequence = sequences.get(&id).copied().flatten();
+                    (
+                        id,
+                        StoredItem {
+                            item,
+                            plan_sequence,
+                        },
+                    )
+                })
+                .collect();
+            return Ok((result, stored, member_lock));
         }
-        Ok(result)
+        // Every write also drops finished items no rule looks at any more.
+        prune_finished(&mut items, self.clock.now_ms(), &self.retention);
+        let mut next_sequence = None;
+        let mut stored = BTreeMap::new();
+        for (id, item) in items {
+            let plan_sequence = match sequences.get(&id) {
+                Some(kept) => *kept,
+                None => {
+                    let next = match next_sequence {
+                        Some(next) => next,
+                        None => self.next_plan_sequence(team)?,
+                    };
+                    next_sequence = Some(next + 1);
+                    Some(next)
+                }
+            };
+            stored.insert(
+                id,
+                StoredItem {
+                    item,
+                    plan_sequence,
+                },
+            );
+        }
+        write_envelope(
+            self.paths.root(),
+            &member_path,
+            SCHEMA_VERSION,
+            "items",
+            &stored,
+        )?;
+        Ok((result, stored, member_lock))
     }
 
     /// Rewrites the team index from the member files (index lock first).
@@ -261,17 +288,22 @@ impl FsOutboxStore {
     }
 
     /// Brings the team index up to date after one member's outbox changed
-    /// (index lock first): the index as it is, with that member's entries
-    /// replaced by what its outbox holds now. Only that member's file is
-    /// read, not every member's, and nothing is written when the index
-    /// already says so. A missing or unusable index, or a member outbox that
-    /// cannot be read, is rebuilt in full as [`FsOutboxStore::write_index`]
-    /// does. The other members' entries are as current as the index was:
-    /// every dispatch pass rebuilds it in full ([`OutboxStore::refresh_index`]),
-    /// the app's store likewise upserts one item per ensure.
-    fn write_member_index(&self, team: &str, member: &str) -> Result<(), PortError> {
-        let index_path = self.index_path(team);
-        let _index_lock = StoreLock::acquire(self.paths.root(), &index_path)?;
+    /// (the caller holds the index lock and then the member's, and passes
+    /// `stored_items`, what the member's outbox holds under them): the
+    /// index as it is, with that member's entries replaced by those items.
+    /// No member file is read, and nothing is written when the index
+    /// already says so. A missing or unusable index is rebuilt in full as
+    /// [`FsOutboxStore::write_index`] does. The other members' entries are
+    /// as current as the index was: every dispatch pass rebuilds it in full
+    /// ([`OutboxStore::refresh_index`]), the app's store likewise upserts
+    /// one item per ensure.
+    fn write_member_index(
+        &self,
+        team: &str,
+        member: &str,
+        index_path: &Path,
+        stored_items: BTreeMap<String, StoredItem>,
+    ) -> Result<(), PortError> {
         // The highest planning sequence stays known across this write only
         // if nobody changed the index since it was learnt (under the index
         // lock, so no other ensure writes it meanwhile).
@@ -279,14 +311,10 @@ impl FsOutboxStore {
             .known_sequence(team)
             .filter(|known| self.index_stamp(team) == Some(known.index));
         let Peeked::Found(stored) =
-            peek_flat_envelope::<OutboxIndex>(self.paths.root(), &index_path, SCHEMA_VERSION)?
+            peek_flat_envelope::<OutboxIndex>(self.paths.root(), index_path, SCHEMA_VERSION)?
         else {
             self.note_sequence(team, None);
-            return self.rebuild_index(team, &index_path);
-        };
-        let Ok(stored_items) = self.read_stored(&self.member_path(team, member)) else {
-            self.note_sequence(team, None);
-            return self.rebuild_index(team, &index_path);
+            return self.rebuild_index(team, index_path);
         };
         let member_highest = stored_items
             .values()
@@ -297,7 +325,7 @@ impl FsOutboxStore {
             .into_iter()
             .map(|(id, stored)| (id, stored.item))
             .collect();
-        let written = self.write_member_entries(&index_path, stored, member, &items);
+        let written = self.write_member_entries(index_path, stored, member, &items);
         let after = self.index_stamp(team);
         self.note_sequence(
             team,
@@ -407,14 +435,19 @@ impl OutboxStore for FsOutboxStore {
         planned: &PlannedNudge,
         now: EpochMs,
     ) -> Result<(OutboxItem, EnsureOutcome), PortError> {
-        let result = self.update(team, member, |items| {
+        // Lock order: the index, then the member's outbox; both are held
+        // until the index has the member's entries as its outbox holds them
+        // (a claim or a finish changes an outbox under its lock alone).
+        let index_path = self.index_path(team);
+        let _index_lock = StoreLock::acquire(self.paths.root(), &index_path)?;
+        let (result, stored, _member_lock) = self.update_items(team, member, |items| {
             let (item, outcome) =
                 ensure_pending(items.get(&planned.id).cloned(), planned, team, member, now);
             let changed = items.get(&item.id) != Some(&item);
             items.insert(item.id.clone(), item.clone());
             ((item, outcome), changed)
         })?;
-        self.write_member_index(team, member)?;
+        self.write_member_index(team, member, &index_path, stored)?;
         Ok(result)
     }
 
