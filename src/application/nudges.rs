@@ -154,7 +154,7 @@ impl Nudges {
                     &why,
                     true,
                 );
-                self.plan_escalation(status, &base.payload, &why);
+                self.plan_escalation(team_name, &member, status, &base.payload, &why);
                 return Some(self.plan_line(
                     status,
                     false,
@@ -237,9 +237,12 @@ impl Nudges {
 
     /// The planner's `review_pickup_escalated` line, then the app's
     /// escalation port is asked (the reviewer's status and the pickup's
-    /// review requests and tasks).
+    /// review requests and tasks), about `team` and `member` (normalized,
+    /// as the status names it).
     fn plan_escalation(
         &self,
+        team: &TeamName,
+        member: &MemberName,
         status: &MemberStatus,
         payload: &crate::domain::nudge::NudgePayload,
         reason: &str,
@@ -247,8 +250,8 @@ impl Nudges {
         self.plan_audit(status, AuditKind::ReviewPickupEscalated, reason, false);
         let now = self.ports.clock.now_ms();
         let escalation = ReviewPickupEscalation {
-            team_name: &status.team_name,
-            member_name: &status.member_name,
+            team_name: team,
+            member_name: member,
             reason,
             now: status.evaluated_at.ms().unwrap_or(now),
             agenda_fingerprint: Some(&status.agenda.fingerprint),
@@ -474,20 +477,26 @@ impl Nudges {
                 vec![],
                 metadata,
             );
-            let escalation = ReviewPickupEscalation {
-                team_name: &item.team_name,
-                member_name: &item.member_name,
-                reason: &reason,
-                now,
-                agenda_fingerprint: Some(&item.agenda_fingerprint),
-                review_request_event_ids: &item.payload.work_sync_review_request_event_ids,
-                diagnostics: &[],
-                task_refs: &item.payload.task_refs,
-            };
-            review_pickup::escalate(&*self.ports.host, &escalation);
+            // Every undeliverable pickup was judged after the item's member
+            // name was checked: the app is asked about that member.
+            if let Some(member) = &notes.member {
+                let escalation = ReviewPickupEscalation {
+                    team_name: team,
+                    member_name: member,
+                    reason: &reason,
+                    now,
+                    agenda_fingerprint: Some(&item.agenda_fingerprint),
+                    review_request_event_ids: &item.payload.work_sync_review_request_event_ids,
+                    diagnostics: &[],
+                    task_refs: &item.payload.task_refs,
+                };
+                review_pickup::escalate(&*self.ports.host, &escalation);
+            }
         }
-        if let (AttemptEnd::Delivered, Some(written)) = (&end, notes.written) {
-            self.wake(item, &written);
+        if let (AttemptEnd::Delivered, Some(written), Some(member)) =
+            (&end, notes.written, &notes.member)
+        {
+            self.wake(team, member, item, &written);
         }
     }
 
@@ -495,10 +504,10 @@ impl Nudges {
     /// (`nudgeDeliveryWake`), as the app's dispatcher does after recording
     /// the delivery; a failed wake is journaled `nudge_wake_failed` and the
     /// delivery stands.
-    fn wake(&self, item: &OutboxItem, written: &InboxWrite) {
+    fn wake(&self, team: &TeamName, member: &MemberName, item: &OutboxItem, written: &InboxWrite) {
         let wake = DeliveryWake {
-            team_name: &item.team_name,
-            member_name: &item.member_name,
+            team_name: team,
+            member_name: member,
             message_id: &item.id,
             provider_id: written.provider_id,
             inserted: written.inserted,
@@ -507,7 +516,7 @@ impl Nudges {
             self.audit(
                 AuditSource::NudgeDispatcher,
                 AuditKind::NudgeWakeFailed,
-                &item.team_name,
+                team,
                 &item.member_name,
                 vec![],
                 json!({
