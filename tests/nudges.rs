@@ -1771,3 +1771,83 @@ fn the_apps_review_pickup_delivery_answer_decides_the_items_end() {
         assert_eq!(escalations.lock().unwrap().len(), escalated, "{answer:?}");
     }
 }
+
+/// An app whose `proofMissingRecoveryGuard` records the team and member it
+/// is asked about and holds the recovery for good.
+struct RecoveryGuardApp {
+    asked: std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>,
+}
+
+impl member_work_sync::application::host::Host for RecoveryGuardApp {
+    fn team_active(&self, _: &TeamName) -> Option<bool> {
+        None
+    }
+    fn member_active(&self, _: &TeamName, _: &MemberName) -> Option<bool> {
+        None
+    }
+    fn can_dispatch_nudges(&self, _: &TeamName) -> bool {
+        true
+    }
+    fn lifecycle_active_teams(&self) -> Option<Vec<String>> {
+        None
+    }
+    fn control_url(&self) -> member_work_sync::application::host::ControlUrl {
+        member_work_sync::application::host::ControlUrl::NotResolved
+    }
+    fn busy(
+        &self,
+        _: &member_work_sync::application::host::BusyQuestion<'_>,
+        _: member_work_sync::application::host::BusyRank,
+    ) -> Option<member_work_sync::application::host::HostBusy> {
+        None
+    }
+    fn delivery_wake(
+        &self,
+        _: &member_work_sync::application::host::DeliveryWake<'_>,
+    ) -> Result<(), String> {
+        Ok(())
+    }
+    fn proof_missing_recovery(
+        &self,
+        question: &member_work_sync::application::host::RecoveryQuestion<'_>,
+    ) -> Option<Result<member_work_sync::application::host::RecoveryVerdict, String>> {
+        self.asked.lock().unwrap().push((
+            question.team_name.to_string(),
+            question.member_name.to_string(),
+        ));
+        Some(Ok(
+            member_work_sync::application::host::RecoveryVerdict::Hold {
+                reason: "proof_missing_recovery_suppressed".into(),
+                retryable: false,
+                retry_at: None,
+            },
+        ))
+    }
+}
+
+#[test]
+fn a_dispatch_asks_the_app_about_its_own_team_whatever_team_an_item_names() {
+    // The dispatcher serves forge's outboxes: its questions to the app name
+    // forge and the member as it checked the name, also for an item whose
+    // stored teamName was edited to another team or to a name unsafe as a
+    // folder (as the busy and can-deliver questions always did).
+    for stored_team in ["forge", "atlas", "../forge", ""] {
+        let f = Fixture::new();
+        let asked = std::sync::Arc::default();
+        f.services.host.connect(Box::new(RecoveryGuardApp {
+            asked: std::sync::Arc::clone(&asked),
+        }));
+        f.queued_reconcile("jack");
+        let mut item = f.outbox("jack").remove(0);
+        item.team_name = stored_team.into();
+        item.payload.work_sync_intent_key = Some("proof-missing:m-1".into());
+        write_outbox(&f.root, "jack", &[item]);
+        assert_eq!(f.dispatch().claimed, 1, "{stored_team:?}");
+        assert_eq!(
+            *asked.lock().unwrap(),
+            [("forge".to_string(), "jack".to_string())],
+            "{stored_team:?}"
+        );
+        assert!(f.inbox("jack").is_empty(), "{stored_team:?}");
+    }
+}
