@@ -93,11 +93,14 @@ impl Nudges {
         MonotonicMs::try_from(self.ports.clock.monotonic().as_millis()).unwrap_or(MonotonicMs::MAX)
     }
 
+    /// Journals one line of `member` of `team`. The member is as the caller
+    /// names it ([`AuditEvent::member_name`]): the dispatcher's lines name
+    /// an outbox item's member as stored, also when that name was refused.
     fn audit(
         &self,
         source: AuditSource,
         kind: AuditKind,
-        team: &str,
+        team: &TeamName,
         member: &str,
         diagnostics: Vec<String>,
         metadata: Value,
@@ -108,7 +111,7 @@ impl Nudges {
         self.ports.journal.record(AuditEvent {
             kind,
             source,
-            team_name: team.to_string(),
+            team_name: team.clone(),
             member_name: member.to_string(),
             at_ms: self.ports.clock.now_ms(),
             diagnostics,
@@ -132,13 +135,27 @@ impl Nudges {
         let base = plan_nudge(status)?;
         let now = self.ports.clock.now_ms();
         let Ok(index) = self.ports.metrics.read(team_name) else {
-            return Some(self.plan_line(status, false, PlannerCode::MetricsUnavailable, None));
+            return Some(self.plan_line(
+                team_name,
+                status,
+                false,
+                PlannerCode::MetricsUnavailable,
+                None,
+            ));
         };
         let readiness = self.readiness(&index);
         let since = current_fingerprint_stable_since(&index.recent_events, status, now);
         let reason = match activation(status, &readiness, since, now) {
             Ok(reason) => reason,
-            Err(hold) => return Some(self.plan_line(status, false, hold.into(), Some(&readiness))),
+            Err(hold) => {
+                return Some(self.plan_line(
+                    team_name,
+                    status,
+                    false,
+                    hold.into(),
+                    Some(&readiness),
+                ))
+            }
         };
         if base.payload.work_sync_intent == NudgeIntent::ReviewPickup {
             let host = &*self.ports.host;
@@ -149,6 +166,7 @@ impl Nudges {
             {
                 let why = undeliverable.planner_reason();
                 self.plan_audit(
+                    team_name,
                     status,
                     AuditKind::ReviewPickupDeliveryUnavailable,
                     &why,
@@ -156,6 +174,7 @@ impl Nudges {
                 );
                 self.plan_escalation(team_name, &member, status, &base.payload, &why);
                 return Some(self.plan_line(
+                    team_name,
                     status,
                     false,
                     PlannerCode::ReviewPickupDeliveryUnavailable,
@@ -182,6 +201,7 @@ impl Nudges {
     /// readiness only where it held the nudge back. Returns the code.
     fn plan_line(
         &self,
+        team: &TeamName,
         status: &MemberStatus,
         planned: bool,
         code: PlannerCode,
@@ -201,12 +221,11 @@ impl Nudges {
         } else {
             AuditKind::NudgeSkipped
         };
-        let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
         self.audit(
             AuditSource::NudgePlanner,
             kind,
             team,
-            member,
+            &status.member_name,
             diagnostics,
             metadata,
         );
@@ -216,7 +235,14 @@ impl Nudges {
     /// A planner line of a review pickup that cannot go out
     /// (`review_pickup_delivery_unavailable`, which names its reason as its
     /// one diagnostic, or `review_pickup_escalated`).
-    fn plan_audit(&self, status: &MemberStatus, kind: AuditKind, reason: &str, diagnosed: bool) {
+    fn plan_audit(
+        &self,
+        team: &TeamName,
+        status: &MemberStatus,
+        kind: AuditKind,
+        reason: &str,
+        diagnosed: bool,
+    ) {
         let mut metadata = planner_metadata(status, reason);
         metadata["taskRefs"] = json!(agenda_task_refs(status));
         let diagnostics = if diagnosed {
@@ -224,12 +250,11 @@ impl Nudges {
         } else {
             vec![]
         };
-        let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
         self.audit(
             AuditSource::NudgePlanner,
             kind,
             team,
-            member,
+            &status.member_name,
             diagnostics,
             metadata,
         );
@@ -247,7 +272,13 @@ impl Nudges {
         payload: &crate::domain::nudge::NudgePayload,
         reason: &str,
     ) {
-        self.plan_audit(status, AuditKind::ReviewPickupEscalated, reason, false);
+        self.plan_audit(
+            team,
+            status,
+            AuditKind::ReviewPickupEscalated,
+            reason,
+            false,
+        );
         let now = self.ports.clock.now_ms();
         let escalation = ReviewPickupEscalation {
             team_name: team,

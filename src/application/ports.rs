@@ -210,8 +210,12 @@ pub struct AuditEvent {
     /// Which part of the addon wrote the line (`source`).
     pub source: crate::domain::audit::AuditSource,
     /// Team whose journal gets the line.
-    pub team_name: String,
-    /// Member whose journal gets the line (normalized).
+    pub team_name: TeamName,
+    /// Member whose journal gets the line (normalized), as the use case
+    /// names it: a checked name where it has one, else the name as an
+    /// outbox item or a spool payload stored it, or a member folder's key
+    /// (a line is still written for those; its folder is the name's
+    /// [`member_key`](crate::domain::names::member_key), safe whatever the name).
     pub member_name: String,
     /// When it happened, by the instance clock.
     pub at_ms: EpochMs,

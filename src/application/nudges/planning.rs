@@ -290,7 +290,8 @@ impl Planning<'_> {
     }
 
     fn line(&self, planned: bool, code: PlannerCode) -> PlannerCode {
-        self.nudges.plan_line(self.status, planned, code, None)
+        self.nudges
+            .plan_line(self.team, self.status, planned, code, None)
     }
 
     fn skip(&self, code: PlannerCode) -> PlannerCode {

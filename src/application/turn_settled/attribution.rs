@@ -172,24 +172,24 @@ impl TurnSettledIngestor {
                 team_name,
                 member_name,
             } => {
+                // The team, when the names are safe and the member may be stored.
                 let storable = match (TeamName::parse(&team_name), MemberName::parse(&member_name))
                 {
                     (Ok(team), Ok(member)) => {
                         let roster = self.roster(&team, rosters);
                         may_store_member(self.store.as_ref(), &team, roster, &member)
                             .unwrap_or(false)
+                            .then_some(team)
                     }
-                    _ => false,
+                    _ => None,
                 };
-                if !storable {
-                    Decision::Unresolved("resolver_target_unknown".into())
-                } else if self.recent.contains(&event.source_id) {
-                    Decision::Duplicate
-                } else {
-                    Decision::Resolved {
-                        team: team_name.clone(),
+                match storable {
+                    None => Decision::Unresolved("resolver_target_unknown".into()),
+                    Some(_) if self.recent.contains(&event.source_id) => Decision::Duplicate,
+                    Some(team) => Decision::Resolved {
+                        team,
                         member: member_name.clone(),
-                    }
+                    },
                 }
             }
         };
