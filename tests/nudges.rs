@@ -294,7 +294,7 @@ fn crash_between_inbox_write_and_outbox_mark_leaves_exactly_one_row() {
     assert_eq!(claimed.len(), 1);
     let writer = member_work_sync::infrastructure::inbox::InboxWriter::new(f.root.join("teams"));
     use member_work_sync::application::ports::InboxSink;
-    InboxSink::deliver(&writer, &claimed[0], NOW).unwrap();
+    InboxSink::deliver(&writer, &team("forge"), &member("jack"), &claimed[0], NOW).unwrap();
     assert_eq!(f.inbox("jack").len(), 1);
     // Restart: the claim is fresh, so nobody takes it for 5 minutes ...
     assert_eq!(f.dispatch().claimed, 0);
@@ -734,6 +734,7 @@ impl OutboxStore for FinishFails {
     }
     fn finish(
         &self,
+        _team: &TeamName,
         item: &member_work_sync::domain::nudge::OutboxItem,
         _end: &member_work_sync::domain::nudge::AttemptEnd,
         _now: i64,
@@ -1849,5 +1850,37 @@ fn a_dispatch_asks_the_app_about_its_own_team_whatever_team_an_item_names() {
             "{stored_team:?}"
         );
         assert!(f.inbox("jack").is_empty(), "{stored_team:?}");
+    }
+}
+
+#[test]
+fn a_dispatch_delivers_and_records_in_its_own_team_whatever_team_an_item_names() {
+    // The outbox file is the member's own, in forge's folder: an item whose
+    // stored teamName was edited still goes to the inbox of the member whose
+    // outbox holds it, and its delivery is recorded there. Another team's
+    // folders are never written (nor a name unsafe as a folder followed).
+    for stored_team in ["forge", "atlas", "../forge", ""] {
+        let f = Fixture::new();
+        fs::create_dir_all(f.root.join("teams/atlas")).unwrap();
+        f.queued_reconcile("jack");
+        let mut item = f.outbox("jack").remove(0);
+        item.team_name = stored_team.into();
+        write_outbox(&f.root, "jack", &[item]);
+        let summary = f.dispatch();
+        assert_eq!(
+            (summary.claimed, summary.delivered, summary.failed),
+            (1, 1, 0),
+            "{stored_team:?}"
+        );
+        assert_eq!(f.inbox("jack").len(), 1, "{stored_team:?}");
+        assert_eq!(
+            f.outbox("jack")[0].status,
+            OutboxStatus::Delivered,
+            "{stored_team:?}"
+        );
+        assert!(
+            !f.root.join("teams/atlas/inboxes").exists(),
+            "{stored_team:?}"
+        );
     }
 }

@@ -407,7 +407,7 @@ impl Nudges {
             ),
             AttemptEnd::Terminal { .. } => (&mut summary.terminal, AuditKind::NudgeSkipped),
         };
-        match self.ports.outbox.finish(item, &end, now) {
+        match self.ports.outbox.finish(team, item, &end, now) {
             Ok(true) => *counter += 1,
             // The claim was taken over: the item stays with its new owner.
             Ok(false) => return,
@@ -569,7 +569,8 @@ struct AttemptNotes {
     /// The app's review pickup delivery took the prompt, when it was asked.
     pickup: Option<PickupTaken>,
     /// The member the item is for, once its stored name was checked (every
-    /// delivered attempt has one).
+    /// delivered attempt and every undeliverable pickup has one): what the
+    /// wake and the escalation ask the app about.
     member: Option<MemberName>,
 }
 

@@ -412,9 +412,13 @@ pub trait OutboxStore: Send + Sync {
         limit: usize,
         now: EpochMs,
     ) -> Result<Claimed, PortError>;
-    /// Ends a claimed attempt; `Ok(false)` when the claim was lost (generation moved on).
+    /// Ends a claimed attempt of an item of `team`'s outbox (the team that
+    /// claimed it, whatever team the stored item names; its member as
+    /// stored finds its file); `Ok(false)` when the claim was lost
+    /// (generation moved on).
     fn finish(
         &self,
+        team: &TeamName,
         item: &crate::domain::nudge::OutboxItem,
         end: &crate::domain::nudge::AttemptEnd,
         now: EpochMs,
@@ -452,9 +456,13 @@ pub struct InboxFailure {
 
 /// Writes nudges into member inboxes.
 pub trait InboxSink: Send + Sync {
-    /// Delivers `item` (idempotent by its id).
+    /// Delivers `item` (idempotent by its id) into the inbox of `member` of
+    /// `team`: the dispatched team and the item's member as the dispatch
+    /// checked it, whatever names the stored item holds.
     fn deliver(
         &self,
+        team: &TeamName,
+        member: &MemberName,
         item: &crate::domain::nudge::OutboxItem,
         now: EpochMs,
     ) -> Result<InboxOutcome, InboxFailure>;

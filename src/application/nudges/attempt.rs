@@ -195,7 +195,7 @@ impl Nudges {
         if let Some(end) = host_busy(BusyRank::Extra) {
             return end;
         }
-        match self.ports.inbox.deliver(item, now) {
+        match self.ports.inbox.deliver(team, member, item, now) {
             Ok(outcome @ (InboxOutcome::Inserted | InboxOutcome::AlreadyPresent)) => {
                 let written = InboxWrite {
                     inserted: outcome == InboxOutcome::Inserted,
