@@ -192,11 +192,14 @@ pub enum RecoveryVerdict {
 pub enum SettledTarget {
     /// The turn was this member's.
     Member {
-        /// Team dir name.
-        team_name: String,
-        /// The member whose turn it was, as the app named it.
-        member_name: String,
+        /// Team dir name, checked where the answer was read.
+        team_name: TeamName,
+        /// The member whose turn it was, as the app named it (checked).
+        member_name: MemberName,
     },
+    /// The app named a member, but its team or member name is not safe as
+    /// one folder name: no member the addon can store anything for.
+    UnsafeName,
     /// No target, for this reason.
     Unresolved(String),
 }
