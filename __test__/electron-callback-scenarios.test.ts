@@ -367,6 +367,29 @@ describe('runtimeTurnSettledTargetResolver', () => {
     }
   })
 
+  it('a resolver naming a team or member unsafe as a folder name leaves the turn unresolved (resolver_target_unknown)', async () => {
+    const team = 'team-a'
+    const root = teamRoot(team)
+    const answers = [
+      { ok: true as const, teamName: '../team-a', memberName: 'bob' },
+      { ok: true as const, teamName: team, memberName: 'a/b' },
+    ]
+    let asked = 0
+    const f = open(root, { runtimeTurnSettledTargetResolver: { resolve: async () => answers[asked++] } })
+    try {
+      for (const [i, answer] of answers.entries()) {
+        const name = spoolName(`unsafe-${i}`, 'claude')
+        const spoolRoot = await spool(f, name, { session_id: `unsafe-${i}`, hook_event_name: 'Stop', cwd: root })
+        expect(await f.drainRuntimeTurnSettledEvents(), JSON.stringify(answer)).toMatchObject({ claimed: 1, enqueued: 0, unresolved: 1, failed: 0 })
+        expect(readJson(path.join(spoolRoot, 'processed', `${name}.meta.json`)), JSON.stringify(answer)).toMatchObject({ outcome: 'unresolved', reason: 'resolver_target_unknown' })
+      }
+      expect(asked).toBe(answers.length)
+      expect(journal(root, team).map((line) => line.event)).not.toContain('turn_settled_resolved')
+    } finally {
+      await f.dispose()
+    }
+  })
+
   it('a throwing resolver leaves the batch for a later drain, asked once per drain (logged)', async () => {
     const team = 'team-a'
     const root = teamRoot(team, 'opencode')

@@ -86,23 +86,19 @@ fn bench(spec: &Value, out: &mut impl Write) -> Result<(), String> {
     }
     let started = Instant::now();
     let mut cycles = 0u64;
+    let checked_team =
+        member_work_sync::domain::names::TeamName::parse(team).map_err(|e| format!("team: {e}"))?;
     loop {
         let claimed = stores
             .outbox
-            .claim_due(
-                &member_work_sync::domain::names::TeamName::parse(team)
-                    .map_err(|e| format!("team: {e}"))?,
-                "bench",
-                1,
-                now,
-            )
+            .claim_due(&checked_team, "bench", 1, now)
             .map_err(|e| format!("claim: {e}"))?;
         let Some(item) = claimed.items.into_iter().next() else {
             break;
         };
         if !stores
             .outbox
-            .finish(&item, &AttemptEnd::Delivered, now)
+            .finish(&checked_team, &item, &AttemptEnd::Delivered, now)
             .map_err(|e| format!("deliver: {e}"))?
         {
             return Err(format!("claim of {} lost", item.id));

@@ -294,7 +294,7 @@ fn crash_between_inbox_write_and_outbox_mark_leaves_exactly_one_row() {
     assert_eq!(claimed.len(), 1);
     let writer = member_work_sync::infrastructure::inbox::InboxWriter::new(f.root.join("teams"));
     use member_work_sync::application::ports::InboxSink;
-    InboxSink::deliver(&writer, &claimed[0], NOW).unwrap();
+    InboxSink::deliver(&writer, &team("forge"), &member("jack"), &claimed[0], NOW).unwrap();
     assert_eq!(f.inbox("jack").len(), 1);
     // Restart: the claim is fresh, so nobody takes it for 5 minutes ...
     assert_eq!(f.dispatch().claimed, 0);
@@ -734,6 +734,7 @@ impl OutboxStore for FinishFails {
     }
     fn finish(
         &self,
+        _team: &TeamName,
         item: &member_work_sync::domain::nudge::OutboxItem,
         _end: &member_work_sync::domain::nudge::AttemptEnd,
         _now: i64,
@@ -1769,5 +1770,117 @@ fn the_apps_review_pickup_delivery_answer_decides_the_items_end() {
         // The inbox row is written before the app is asked, whatever it says.
         assert_eq!(f.inbox("bob").len(), 1, "{answer:?}");
         assert_eq!(escalations.lock().unwrap().len(), escalated, "{answer:?}");
+    }
+}
+
+/// An app whose `proofMissingRecoveryGuard` records the team and member it
+/// is asked about and holds the recovery for good.
+struct RecoveryGuardApp {
+    asked: std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>,
+}
+
+impl member_work_sync::application::host::Host for RecoveryGuardApp {
+    fn team_active(&self, _: &TeamName) -> Option<bool> {
+        None
+    }
+    fn member_active(&self, _: &TeamName, _: &MemberName) -> Option<bool> {
+        None
+    }
+    fn can_dispatch_nudges(&self, _: &TeamName) -> bool {
+        true
+    }
+    fn lifecycle_active_teams(&self) -> Option<Vec<String>> {
+        None
+    }
+    fn control_url(&self) -> member_work_sync::application::host::ControlUrl {
+        member_work_sync::application::host::ControlUrl::NotResolved
+    }
+    fn busy(
+        &self,
+        _: &member_work_sync::application::host::BusyQuestion<'_>,
+        _: member_work_sync::application::host::BusyRank,
+    ) -> Option<member_work_sync::application::host::HostBusy> {
+        None
+    }
+    fn delivery_wake(
+        &self,
+        _: &member_work_sync::application::host::DeliveryWake<'_>,
+    ) -> Result<(), String> {
+        Ok(())
+    }
+    fn proof_missing_recovery(
+        &self,
+        question: &member_work_sync::application::host::RecoveryQuestion<'_>,
+    ) -> Option<Result<member_work_sync::application::host::RecoveryVerdict, String>> {
+        self.asked.lock().unwrap().push((
+            question.team_name.to_string(),
+            question.member_name.to_string(),
+        ));
+        Some(Ok(
+            member_work_sync::application::host::RecoveryVerdict::Hold {
+                reason: "proof_missing_recovery_suppressed".into(),
+                retryable: false,
+                retry_at: None,
+            },
+        ))
+    }
+}
+
+#[test]
+fn a_dispatch_asks_the_app_about_its_own_team_whatever_team_an_item_names() {
+    // The dispatcher serves forge's outboxes: its questions to the app name
+    // forge and the member as it checked the name, also for an item whose
+    // stored teamName was edited to another team or to a name unsafe as a
+    // folder (as the busy and can-deliver questions always did).
+    for stored_team in ["forge", "atlas", "../forge", ""] {
+        let f = Fixture::new();
+        let asked = std::sync::Arc::default();
+        f.services.host.connect(Box::new(RecoveryGuardApp {
+            asked: std::sync::Arc::clone(&asked),
+        }));
+        f.queued_reconcile("jack");
+        let mut item = f.outbox("jack").remove(0);
+        item.team_name = stored_team.into();
+        item.payload.work_sync_intent_key = Some("proof-missing:m-1".into());
+        write_outbox(&f.root, "jack", &[item]);
+        assert_eq!(f.dispatch().claimed, 1, "{stored_team:?}");
+        assert_eq!(
+            *asked.lock().unwrap(),
+            [("forge".to_string(), "jack".to_string())],
+            "{stored_team:?}"
+        );
+        assert!(f.inbox("jack").is_empty(), "{stored_team:?}");
+    }
+}
+
+#[test]
+fn a_dispatch_delivers_and_records_in_its_own_team_whatever_team_an_item_names() {
+    // The outbox file is the member's own, in forge's folder: an item whose
+    // stored teamName was edited still goes to the inbox of the member whose
+    // outbox holds it, and its delivery is recorded there. Another team's
+    // folders are never written (nor a name unsafe as a folder followed).
+    for stored_team in ["forge", "atlas", "../forge", ""] {
+        let f = Fixture::new();
+        fs::create_dir_all(f.root.join("teams/atlas")).unwrap();
+        f.queued_reconcile("jack");
+        let mut item = f.outbox("jack").remove(0);
+        item.team_name = stored_team.into();
+        write_outbox(&f.root, "jack", &[item]);
+        let summary = f.dispatch();
+        assert_eq!(
+            (summary.claimed, summary.delivered, summary.failed),
+            (1, 1, 0),
+            "{stored_team:?}"
+        );
+        assert_eq!(f.inbox("jack").len(), 1, "{stored_team:?}");
+        assert_eq!(
+            f.outbox("jack")[0].status,
+            OutboxStatus::Delivered,
+            "{stored_team:?}"
+        );
+        assert!(
+            !f.root.join("teams/atlas/inboxes").exists(),
+            "{stored_team:?}"
+        );
     }
 }

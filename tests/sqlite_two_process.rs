@@ -119,20 +119,16 @@ fn two_processes_claim_from_one_team_and_no_item_is_claimed_twice() {
     assert!(claims.len() > 40, "both claimed: {}", claims.len());
 
     // What is left is claimed here, once; then every item is delivered at generation 1.
+    let shared = member_work_sync::domain::names::TeamName::parse("shared").unwrap();
     let rest = stores
         .outbox
-        .claim_due(
-            &member_work_sync::domain::names::TeamName::parse("shared").unwrap(),
-            "parent",
-            1000,
-            NOW,
-        )
+        .claim_due(&shared, "parent", 1000, NOW)
         .unwrap();
     for item in &rest.items {
         assert!(!claims.contains_key(&item.id), "{} claimed again", item.id);
         assert!(stores
             .outbox
-            .finish(item, &AttemptEnd::Delivered, NOW)
+            .finish(&shared, item, &AttemptEnd::Delivered, NOW)
             .unwrap());
     }
     let rows = dump(&db).unwrap();

@@ -182,7 +182,7 @@ impl Engine {
         self.deps.ports.journal.record(AuditEvent {
             kind,
             source: SOURCE,
-            team_name: team.to_string(),
+            team_name: team.clone(),
             member_name: member.to_string(),
             at_ms: self.now(),
             diagnostics: vec![],

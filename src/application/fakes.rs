@@ -350,7 +350,13 @@ impl OutboxStore for MemoryOutbox {
         Ok(Claimed::default())
     }
 
-    fn finish(&self, _: &OutboxItem, _: &AttemptEnd, _: EpochMs) -> Result<bool, PortError> {
+    fn finish(
+        &self,
+        _: &TeamName,
+        _: &OutboxItem,
+        _: &AttemptEnd,
+        _: EpochMs,
+    ) -> Result<bool, PortError> {
         Ok(true)
     }
 
@@ -367,7 +373,13 @@ impl OutboxStore for MemoryOutbox {
 struct NoInbox;
 
 impl InboxSink for NoInbox {
-    fn deliver(&self, _: &OutboxItem, _: EpochMs) -> Result<InboxOutcome, InboxFailure> {
+    fn deliver(
+        &self,
+        _: &TeamName,
+        _: &MemberName,
+        _: &OutboxItem,
+        _: EpochMs,
+    ) -> Result<InboxOutcome, InboxFailure> {
         Err(InboxFailure {
             retryable: false,
             reason: "fake inbox".into(),

@@ -53,9 +53,9 @@ pub enum BusyRank {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeliveryWake<'a> {
     /// Team of the member.
-    pub team_name: &'a str,
+    pub team_name: &'a TeamName,
     /// The member the nudge was delivered to.
-    pub member_name: &'a str,
+    pub member_name: &'a MemberName,
     /// The inbox message id (the outbox item id).
     pub message_id: &'a str,
     /// The member's provider, when its status named one.
@@ -69,9 +69,9 @@ pub struct DeliveryWake<'a> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReviewPickupRequest<'a> {
     /// Team of the member.
-    pub team_name: &'a str,
+    pub team_name: &'a TeamName,
     /// The reviewer the pickup is for.
-    pub member_name: &'a str,
+    pub member_name: &'a MemberName,
     /// The inbox message id (the outbox item id).
     pub message_id: &'a str,
     /// The member's provider, when its status named one.
@@ -124,9 +124,9 @@ pub enum ReviewPickupDelivered {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReviewPickupEscalation<'a> {
     /// Team of the reviewer.
-    pub team_name: &'a str,
+    pub team_name: &'a TeamName,
     /// The reviewer who did not pick the review up.
-    pub member_name: &'a str,
+    pub member_name: &'a MemberName,
     /// Why it is escalated.
     pub reason: &'a str,
     /// Now, by the instance clock.
@@ -158,9 +158,9 @@ pub enum ControlUrl {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecoveryQuestion<'a> {
     /// Team of the member.
-    pub team_name: &'a str,
+    pub team_name: &'a TeamName,
     /// The member the recovery would be delivered to.
-    pub member_name: &'a str,
+    pub member_name: &'a MemberName,
     /// `proof-missing:<originalMessageId>`.
     pub intent_key: &'a str,
     /// The message whose delivery proof was missing.
@@ -192,11 +192,14 @@ pub enum RecoveryVerdict {
 pub enum SettledTarget {
     /// The turn was this member's.
     Member {
-        /// Team dir name.
-        team_name: String,
-        /// The member whose turn it was, as the app named it.
-        member_name: String,
+        /// Team dir name, checked where the answer was read.
+        team_name: TeamName,
+        /// The member whose turn it was, as the app named it (checked).
+        member_name: MemberName,
     },
+    /// The app named a member, but its team or member name is not safe as
+    /// one folder name: no member the addon can store anything for.
+    UnsafeName,
     /// No target, for this reason.
     Unresolved(String),
 }
@@ -407,9 +410,10 @@ mod tests {
     fn the_relay_answers_only_while_connected() {
         let relay = HostRelay::default();
         let forge = TeamName::parse("forge").unwrap();
+        let jack = MemberName::parse("jack").unwrap();
         let wake = DeliveryWake {
-            team_name: "forge",
-            member_name: "jack",
+            team_name: &forge,
+            member_name: &jack,
             message_id: "m",
             provider_id: None,
             inserted: true,
@@ -419,10 +423,7 @@ mod tests {
         assert_eq!(relay.delivery_wake(&wake), Ok(()));
         relay.connect(Box::new(Fixed));
         assert_eq!(relay.team_active(&forge), Some(false));
-        assert_eq!(
-            relay.member_active(&forge, &MemberName::parse("jack").unwrap()),
-            None
-        );
+        assert_eq!(relay.member_active(&forge, &jack), None);
         assert_eq!(relay.lifecycle_active_teams(), Some(vec!["forge".into()]));
         assert_eq!(relay.delivery_wake(&wake), Err("down".into()));
         assert!(!relay.can_dispatch_nudges(&forge));

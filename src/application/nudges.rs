@@ -93,11 +93,14 @@ impl Nudges {
         MonotonicMs::try_from(self.ports.clock.monotonic().as_millis()).unwrap_or(MonotonicMs::MAX)
     }
 
+    /// Journals one line of `member` of `team`. The member is as the caller
+    /// names it ([`AuditEvent::member_name`]): the dispatcher's lines name
+    /// an outbox item's member as stored, also when that name was refused.
     fn audit(
         &self,
         source: AuditSource,
         kind: AuditKind,
-        team: &str,
+        team: &TeamName,
         member: &str,
         diagnostics: Vec<String>,
         metadata: Value,
@@ -108,7 +111,7 @@ impl Nudges {
         self.ports.journal.record(AuditEvent {
             kind,
             source,
-            team_name: team.to_string(),
+            team_name: team.clone(),
             member_name: member.to_string(),
             at_ms: self.ports.clock.now_ms(),
             diagnostics,
@@ -132,13 +135,27 @@ impl Nudges {
         let base = plan_nudge(status)?;
         let now = self.ports.clock.now_ms();
         let Ok(index) = self.ports.metrics.read(team_name) else {
-            return Some(self.plan_line(status, false, PlannerCode::MetricsUnavailable, None));
+            return Some(self.plan_line(
+                team_name,
+                status,
+                false,
+                PlannerCode::MetricsUnavailable,
+                None,
+            ));
         };
         let readiness = self.readiness(&index);
         let since = current_fingerprint_stable_since(&index.recent_events, status, now);
         let reason = match activation(status, &readiness, since, now) {
             Ok(reason) => reason,
-            Err(hold) => return Some(self.plan_line(status, false, hold.into(), Some(&readiness))),
+            Err(hold) => {
+                return Some(self.plan_line(
+                    team_name,
+                    status,
+                    false,
+                    hold.into(),
+                    Some(&readiness),
+                ))
+            }
         };
         if base.payload.work_sync_intent == NudgeIntent::ReviewPickup {
             let host = &*self.ports.host;
@@ -149,13 +166,15 @@ impl Nudges {
             {
                 let why = undeliverable.planner_reason();
                 self.plan_audit(
+                    team_name,
                     status,
                     AuditKind::ReviewPickupDeliveryUnavailable,
                     &why,
                     true,
                 );
-                self.plan_escalation(status, &base.payload, &why);
+                self.plan_escalation(team_name, &member, status, &base.payload, &why);
                 return Some(self.plan_line(
+                    team_name,
                     status,
                     false,
                     PlannerCode::ReviewPickupDeliveryUnavailable,
@@ -182,6 +201,7 @@ impl Nudges {
     /// readiness only where it held the nudge back. Returns the code.
     fn plan_line(
         &self,
+        team: &TeamName,
         status: &MemberStatus,
         planned: bool,
         code: PlannerCode,
@@ -201,12 +221,11 @@ impl Nudges {
         } else {
             AuditKind::NudgeSkipped
         };
-        let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
         self.audit(
             AuditSource::NudgePlanner,
             kind,
             team,
-            member,
+            &status.member_name,
             diagnostics,
             metadata,
         );
@@ -216,7 +235,14 @@ impl Nudges {
     /// A planner line of a review pickup that cannot go out
     /// (`review_pickup_delivery_unavailable`, which names its reason as its
     /// one diagnostic, or `review_pickup_escalated`).
-    fn plan_audit(&self, status: &MemberStatus, kind: AuditKind, reason: &str, diagnosed: bool) {
+    fn plan_audit(
+        &self,
+        team: &TeamName,
+        status: &MemberStatus,
+        kind: AuditKind,
+        reason: &str,
+        diagnosed: bool,
+    ) {
         let mut metadata = planner_metadata(status, reason);
         metadata["taskRefs"] = json!(agenda_task_refs(status));
         let diagnostics = if diagnosed {
@@ -224,12 +250,11 @@ impl Nudges {
         } else {
             vec![]
         };
-        let (team, member) = (status.team_name.as_str(), status.member_name.as_str());
         self.audit(
             AuditSource::NudgePlanner,
             kind,
             team,
-            member,
+            &status.member_name,
             diagnostics,
             metadata,
         );
@@ -237,18 +262,27 @@ impl Nudges {
 
     /// The planner's `review_pickup_escalated` line, then the app's
     /// escalation port is asked (the reviewer's status and the pickup's
-    /// review requests and tasks).
+    /// review requests and tasks), about `team` and `member` (normalized,
+    /// as the status names it).
     fn plan_escalation(
         &self,
+        team: &TeamName,
+        member: &MemberName,
         status: &MemberStatus,
         payload: &crate::domain::nudge::NudgePayload,
         reason: &str,
     ) {
-        self.plan_audit(status, AuditKind::ReviewPickupEscalated, reason, false);
+        self.plan_audit(
+            team,
+            status,
+            AuditKind::ReviewPickupEscalated,
+            reason,
+            false,
+        );
         let now = self.ports.clock.now_ms();
         let escalation = ReviewPickupEscalation {
-            team_name: &status.team_name,
-            member_name: &status.member_name,
+            team_name: team,
+            member_name: member,
             reason,
             now: status.evaluated_at.ms().unwrap_or(now),
             agenda_fingerprint: Some(&status.agenda.fingerprint),
@@ -373,7 +407,7 @@ impl Nudges {
             ),
             AttemptEnd::Terminal { .. } => (&mut summary.terminal, AuditKind::NudgeSkipped),
         };
-        match self.ports.outbox.finish(item, &end, now) {
+        match self.ports.outbox.finish(team, item, &end, now) {
             Ok(true) => *counter += 1,
             // The claim was taken over: the item stays with its new owner.
             Ok(false) => return,
@@ -474,20 +508,26 @@ impl Nudges {
                 vec![],
                 metadata,
             );
-            let escalation = ReviewPickupEscalation {
-                team_name: &item.team_name,
-                member_name: &item.member_name,
-                reason: &reason,
-                now,
-                agenda_fingerprint: Some(&item.agenda_fingerprint),
-                review_request_event_ids: &item.payload.work_sync_review_request_event_ids,
-                diagnostics: &[],
-                task_refs: &item.payload.task_refs,
-            };
-            review_pickup::escalate(&*self.ports.host, &escalation);
+            // Every undeliverable pickup was judged after the item's member
+            // name was checked: the app is asked about that member.
+            if let Some(member) = &notes.member {
+                let escalation = ReviewPickupEscalation {
+                    team_name: team,
+                    member_name: member,
+                    reason: &reason,
+                    now,
+                    agenda_fingerprint: Some(&item.agenda_fingerprint),
+                    review_request_event_ids: &item.payload.work_sync_review_request_event_ids,
+                    diagnostics: &[],
+                    task_refs: &item.payload.task_refs,
+                };
+                review_pickup::escalate(&*self.ports.host, &escalation);
+            }
         }
-        if let (AttemptEnd::Delivered, Some(written)) = (&end, notes.written) {
-            self.wake(item, &written);
+        if let (AttemptEnd::Delivered, Some(written), Some(member)) =
+            (&end, notes.written, &notes.member)
+        {
+            self.wake(team, member, item, &written);
         }
     }
 
@@ -495,10 +535,10 @@ impl Nudges {
     /// (`nudgeDeliveryWake`), as the app's dispatcher does after recording
     /// the delivery; a failed wake is journaled `nudge_wake_failed` and the
     /// delivery stands.
-    fn wake(&self, item: &OutboxItem, written: &InboxWrite) {
+    fn wake(&self, team: &TeamName, member: &MemberName, item: &OutboxItem, written: &InboxWrite) {
         let wake = DeliveryWake {
-            team_name: &item.team_name,
-            member_name: &item.member_name,
+            team_name: team,
+            member_name: member,
             message_id: &item.id,
             provider_id: written.provider_id,
             inserted: written.inserted,
@@ -507,7 +547,7 @@ impl Nudges {
             self.audit(
                 AuditSource::NudgeDispatcher,
                 AuditKind::NudgeWakeFailed,
-                &item.team_name,
+                team,
                 &item.member_name,
                 vec![],
                 json!({
@@ -529,7 +569,8 @@ struct AttemptNotes {
     /// The app's review pickup delivery took the prompt, when it was asked.
     pickup: Option<PickupTaken>,
     /// The member the item is for, once its stored name was checked (every
-    /// delivered attempt has one).
+    /// delivered attempt and every undeliverable pickup has one): what the
+    /// wake and the escalation ask the app about.
     member: Option<MemberName>,
 }
 

@@ -210,8 +210,12 @@ pub struct AuditEvent {
     /// Which part of the addon wrote the line (`source`).
     pub source: crate::domain::audit::AuditSource,
     /// Team whose journal gets the line.
-    pub team_name: String,
-    /// Member whose journal gets the line (normalized).
+    pub team_name: TeamName,
+    /// Member whose journal gets the line (normalized), as the use case
+    /// names it: a checked name where it has one, else the name as an
+    /// outbox item or a spool payload stored it, or a member folder's key
+    /// (a line is still written for those; its folder is the name's
+    /// [`member_key`](crate::domain::names::member_key), safe whatever the name).
     pub member_name: String,
     /// When it happened, by the instance clock.
     pub at_ms: EpochMs,
@@ -408,9 +412,13 @@ pub trait OutboxStore: Send + Sync {
         limit: usize,
         now: EpochMs,
     ) -> Result<Claimed, PortError>;
-    /// Ends a claimed attempt; `Ok(false)` when the claim was lost (generation moved on).
+    /// Ends a claimed attempt of an item of `team`'s outbox (the team that
+    /// claimed it, whatever team the stored item names; its member as
+    /// stored finds its file); `Ok(false)` when the claim was lost
+    /// (generation moved on).
     fn finish(
         &self,
+        team: &TeamName,
         item: &crate::domain::nudge::OutboxItem,
         end: &crate::domain::nudge::AttemptEnd,
         now: EpochMs,
@@ -448,9 +456,13 @@ pub struct InboxFailure {
 
 /// Writes nudges into member inboxes.
 pub trait InboxSink: Send + Sync {
-    /// Delivers `item` (idempotent by its id).
+    /// Delivers `item` (idempotent by its id) into the inbox of `member` of
+    /// `team`: the dispatched team and the item's member as the dispatch
+    /// checked it, whatever names the stored item holds.
     fn deliver(
         &self,
+        team: &TeamName,
+        member: &MemberName,
         item: &crate::domain::nudge::OutboxItem,
         now: EpochMs,
     ) -> Result<InboxOutcome, InboxFailure>;

@@ -391,7 +391,7 @@ impl Reconciler {
         let line = |kind: AuditKind, reason: &str, member: &String| AuditEvent {
             kind,
             source: AuditSource::JsonStore,
-            team_name: team.to_string(),
+            team_name: team.clone(),
             member_name: normalize_member_name(member),
             at_ms,
             diagnostics: Vec::new(),

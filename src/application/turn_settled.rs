@@ -267,7 +267,12 @@ impl RecentIds {
 }
 
 enum Decision {
-    Resolved { team: String, member: String },
+    /// Reconcile `member` of `team`: the team a roster or the app's resolver
+    /// named, checked; the member as matched (checked where it is queued).
+    Resolved {
+        team: TeamName,
+        member: String,
+    },
     Duplicate,
     Ignored(String),
     Unresolved(String),
@@ -398,7 +403,7 @@ impl TurnSettledIngestor {
             verdicts.push(verdict);
         }
         let filed = self.spool.file(&filings);
-        let mut targets: BTreeSet<(String, String)> = BTreeSet::new();
+        let mut targets: BTreeSet<(TeamName, String)> = BTreeSet::new();
         let mut journal = JournalBatch::default();
         for ((filing, verdict), result) in filings.iter().zip(verdicts).zip(filed) {
             match result {
@@ -434,7 +439,7 @@ impl TurnSettledIngestor {
                     journal.add(outcome, claim, &team, &member, &event, now);
                     changes.emit(TeamChangeEvent {
                         kind: "member-turn-settled".into(),
-                        team_name: team.clone(),
+                        team_name: team.to_string(),
                         detail: Some(
                             json!({
                                 "memberName": member,
@@ -486,10 +491,10 @@ impl TurnSettledIngestor {
         // reconcile is not retried here; the next trigger catches up, and
         // the failure is counted so the app sees it.
         for (team, member) in targets {
-            // Names read from a spool payload or a roster: one unsafe as a
-            // folder is not queued (as the queue itself always refused it).
-            let (Ok(team), Ok(member)) = (TeamName::parse(&team), MemberName::parse(&member))
-            else {
+            // A member name read from a spool payload or a roster: one
+            // unsafe as a folder is not queued (as the queue itself always
+            // refused it). The team was checked where it was resolved.
+            let Ok(member) = MemberName::parse(&member) else {
                 continue;
             };
             if queue.enqueue(&team, &member).is_err() {
@@ -536,7 +541,7 @@ impl TurnSettledIngestor {
             may_store_member(self.store.as_ref(), &team_name, roster, &member_name).unwrap_or(false)
         });
         if may_store {
-            journal.add(outcome, claim, &team, &member, event, now);
+            journal.add(outcome, claim, &team_name, &member, event, now);
         }
     }
 }
@@ -581,7 +586,7 @@ impl JournalBatch {
         &mut self,
         (kind, reason): (AuditKind, Option<&str>),
         claim: &SpoolClaim,
-        team: &str,
+        team: &TeamName,
         member: &str,
         event: &TurnSettledEvent,
         now: EpochMs,
@@ -593,7 +598,7 @@ impl JournalBatch {
             AuditEvent {
                 kind,
                 source: SOURCE,
-                team_name: team.to_string(),
+                team_name: team.clone(),
                 member_name: member.to_string(),
                 at_ms,
                 diagnostics: vec![],

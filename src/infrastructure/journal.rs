@@ -198,7 +198,7 @@ fn event_json(event: &AuditEvent) -> Value {
     let mut map = serde_json::Map::new();
     map.insert("event".into(), event.kind.as_str().into());
     map.insert("timestamp".into(), format_iso(event.at_ms).into());
-    map.insert("teamName".into(), event.team_name.clone().into());
+    map.insert("teamName".into(), event.team_name.as_str().into());
     map.insert("memberName".into(), event.member_name.clone().into());
     map.insert("source".into(), event.source.as_str().into());
     lift(&mut map, &LIFTED_BEFORE_DIAGNOSTICS);

@@ -518,8 +518,14 @@ impl OutboxStore for FsOutboxStore {
         })
     }
 
-    fn finish(&self, item: &OutboxItem, end: &AttemptEnd, now: EpochMs) -> Result<bool, PortError> {
-        self.update(&item.team_name, &item.member_name, |items| {
+    fn finish(
+        &self,
+        team: &TeamName,
+        item: &OutboxItem,
+        end: &AttemptEnd,
+        now: EpochMs,
+    ) -> Result<bool, PortError> {
+        self.update(team, &item.member_name, |items| {
             let finished = items
                 .get_mut(&item.id)
                 .is_some_and(|stored| finish_attempt(stored, item.attempt_generation, end, now));
@@ -688,7 +694,8 @@ mod tests {
                 retry_at: later,
                 busy_tool: None,
             };
-            assert!(store.finish(item, &retry, later).unwrap());
+            let forge = TeamName::parse("forge").unwrap();
+            assert!(store.finish(&forge, item, &retry, later).unwrap());
         }
         assert_eq!(
             names(&claimed_members(&store, later)),

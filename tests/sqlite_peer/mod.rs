@@ -326,7 +326,7 @@ pub fn run(stores: &Stores, spec: &Spec, out: &mut impl Write) -> Tally {
             }
             match stores
                 .outbox
-                .finish(&item, &AttemptEnd::Delivered, spec.now)
+                .finish(&checked(team), &item, &AttemptEnd::Delivered, spec.now)
             {
                 Ok(true) => {
                     tally.delivered += 1;

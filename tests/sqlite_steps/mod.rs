@@ -57,6 +57,11 @@ pub fn ms(step: &Value, field: &str) -> i64 {
 }
 
 /// What the ports need of an item to end its attempt: team, id, generation.
+/// The step's team as the dispatcher holds it: checked.
+fn checked_team(team: &str) -> member_work_sync::domain::names::TeamName {
+    member_work_sync::domain::names::TeamName::parse(team).unwrap()
+}
+
 pub fn handle(step: &Value) -> OutboxItem {
     serde_json::from_value(json!({
         "id": step["id"], "teamName": step["teamName"], "memberName": "", "agendaFingerprint": "",
@@ -159,6 +164,7 @@ pub fn run(store: &SqliteStore, step: &Value) -> Value {
         "markDelivered" => {
             OutboxStore::finish(
                 store,
+                &checked_team(team),
                 &handle(step),
                 &AttemptEnd::Delivered,
                 ms(step, "nowIso"),
@@ -178,13 +184,27 @@ pub fn run(store: &SqliteStore, step: &Value) -> Value {
             } else {
                 AttemptEnd::Terminal { reason }
             };
-            OutboxStore::finish(store, &handle(step), &end, ms(step, "nowIso")).unwrap();
+            OutboxStore::finish(
+                store,
+                &checked_team(team),
+                &handle(step),
+                &end,
+                ms(step, "nowIso"),
+            )
+            .unwrap();
         }
         "markSuperseded" => {
             let end = AttemptEnd::Superseded {
                 reason: text(step, "reason").into(),
             };
-            OutboxStore::finish(store, &handle(step), &end, ms(step, "nowIso")).unwrap();
+            OutboxStore::finish(
+                store,
+                &checked_team(team),
+                &handle(step),
+                &end,
+                ms(step, "nowIso"),
+            )
+            .unwrap();
         }
         "countRecentDelivered" => {
             return json!(store

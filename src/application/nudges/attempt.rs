@@ -111,7 +111,9 @@ impl Nudges {
                 };
             }
         }
-        if let Some(end) = recovery_guard::guard_recovery(&*self.ports.host, item, now, backoff) {
+        if let Some(end) =
+            recovery_guard::guard_recovery(&*self.ports.host, team, member, item, now, backoff)
+        {
             return end;
         }
         let items = match self.ports.outbox.member_items(team, member) {
@@ -193,14 +195,14 @@ impl Nudges {
         if let Some(end) = host_busy(BusyRank::Extra) {
             return end;
         }
-        match self.ports.inbox.deliver(item, now) {
+        match self.ports.inbox.deliver(team, member, item, now) {
             Ok(outcome @ (InboxOutcome::Inserted | InboxOutcome::AlreadyPresent)) => {
                 let written = InboxWrite {
                     inserted: outcome == InboxOutcome::Inserted,
                     provider_id: status.provider_id,
                 };
                 if item.payload.work_sync_intent == NudgeIntent::ReviewPickup {
-                    return self.deliver_pickup(item, &written, now, backoff, notes);
+                    return self.deliver_pickup(team, member, item, &written, now, backoff, notes);
                 }
                 notes.written = Some(written);
                 AttemptEnd::Delivered
@@ -224,8 +226,11 @@ impl Nudges {
     /// an absent capability supersedes and escalates it, a terminal refusal
     /// fails it for good; a call that threw or did not answer in time is
     /// retried with the usual backoff (`nudge_retryable`).
+    #[allow(clippy::too_many_arguments)]
     fn deliver_pickup(
         &self,
+        team: &TeamName,
+        member: &MemberName,
         item: &OutboxItem,
         written: &InboxWrite,
         now: EpochMs,
@@ -233,8 +238,8 @@ impl Nudges {
         notes: &mut AttemptNotes,
     ) -> AttemptEnd {
         let request = ReviewPickupRequest {
-            team_name: &item.team_name,
-            member_name: &item.member_name,
+            team_name: team,
+            member_name: member,
             message_id: &item.id,
             provider_id: written.provider_id,
             payload: &item.payload,

@@ -248,8 +248,15 @@ impl Planning<'_> {
     /// still on the agenda: escalated, nothing planned. Reached only while
     /// the app can deliver pickups ([`super::review_pickup::delivery`]).
     fn pickup_still_stuck(&self, code: PlannerCode) -> PlannerCode {
-        self.nudges
-            .plan_escalation(self.status, &self.base.payload, code.as_str());
+        // The status names the member normalized, as the escalation does.
+        let member = self.member.normalized();
+        self.nudges.plan_escalation(
+            self.team,
+            &member,
+            self.status,
+            &self.base.payload,
+            code.as_str(),
+        );
         self.skip(code)
     }
 
@@ -283,7 +290,8 @@ impl Planning<'_> {
     }
 
     fn line(&self, planned: bool, code: PlannerCode) -> PlannerCode {
-        self.nudges.plan_line(self.status, planned, code, None)
+        self.nudges
+            .plan_line(self.team, self.status, planned, code, None)
     }
 
     fn skip(&self, code: PlannerCode) -> PlannerCode {

@@ -4,6 +4,7 @@
 //! `proof_missing` use case; this is the delivery's own check.)
 
 use crate::application::host::{Host, RecoveryQuestion, RecoveryVerdict};
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::nudge::{AttemptEnd, OutboxItem, RetryReason};
 use crate::domain::recovery::PROOF_MISSING_INTENT_PREFIX;
 use crate::domain::time::EpochMs;
@@ -15,9 +16,12 @@ use crate::domain::time::EpochMs;
 /// recovery, no guard, or the guard said go); otherwise how the attempt
 /// ends: a retryable hold waits until the guard's time (a past one: the
 /// usual `backoff`), any other hold supersedes the item, a failed call is
-/// retried with the backoff.
+/// retried with the backoff. The question names the dispatched `team` and
+/// the item's `member` as the dispatch checked it.
 pub(super) fn guard_recovery(
     host: &dyn Host,
+    team: &TeamName,
+    member: &MemberName,
     item: &OutboxItem,
     now: EpochMs,
     backoff: EpochMs,
@@ -28,8 +32,8 @@ pub(super) fn guard_recovery(
         return None;
     }
     let question = RecoveryQuestion {
-        team_name: &item.team_name,
-        member_name: &item.member_name,
+        team_name: team,
+        member_name: member,
         intent_key,
         original_message_id,
         task_ids: item

@@ -270,7 +270,7 @@ fn audit_event(
     Some(AuditEvent {
         kind,
         source,
-        team_name: team.to_string(),
+        team_name: team.clone(),
         member_name: member.to_string(),
         at_ms,
         diagnostics,

@@ -9,12 +9,16 @@ use super::{
     Attributed, ClaimContent, ClaudeMatch, Decision, HostFailed, Judged, SpoolClaim,
     TurnSettledIngestor,
 };
-use crate::domain::names::{normalize_member_name, MemberName, TeamName};
+use crate::domain::names::{normalize_member_name, TeamName};
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::format_iso;
 use crate::domain::turn_settled::normalize::{normalize, normalize_truncated, TurnSettledEvent};
 use crate::domain::turn_settled::target::{verify_target, TargetOutcome};
 use crate::domain::turn_settled::RuntimeProvider;
+
+/// Why an event the app's resolver attributed is unresolved: the member it
+/// named is no member the addon may store anything for.
+const TARGET_UNKNOWN: &str = "resolver_target_unknown";
 
 impl TurnSettledIngestor {
     /// What to do with one claim: release it for later, file it as invalid,
@@ -168,27 +172,24 @@ impl TurnSettledIngestor {
                     target: None,
                 }))
             }
+            // Names unsafe as a folder name are no member the addon may store for.
+            SettledTarget::UnsafeName => Decision::Unresolved(TARGET_UNKNOWN.into()),
             SettledTarget::Member {
                 team_name,
                 member_name,
             } => {
-                let storable = match (TeamName::parse(&team_name), MemberName::parse(&member_name))
-                {
-                    (Ok(team), Ok(member)) => {
-                        let roster = self.roster(&team, rosters);
-                        may_store_member(self.store.as_ref(), &team, roster, &member)
-                            .unwrap_or(false)
-                    }
-                    _ => false,
-                };
+                let roster = self.roster(&team_name, rosters);
+                let storable =
+                    may_store_member(self.store.as_ref(), &team_name, roster, &member_name)
+                        .unwrap_or(false);
                 if !storable {
-                    Decision::Unresolved("resolver_target_unknown".into())
+                    Decision::Unresolved(TARGET_UNKNOWN.into())
                 } else if self.recent.contains(&event.source_id) {
                     Decision::Duplicate
                 } else {
                     Decision::Resolved {
-                        team: team_name.clone(),
-                        member: member_name.clone(),
+                        team: team_name,
+                        member: member_name.to_string(),
                     }
                 }
             }

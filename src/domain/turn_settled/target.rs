@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::RuntimeProvider;
-use crate::domain::names::{is_reserved_member_name, normalize_member_name};
+use crate::domain::names::{is_reserved_member_name, normalize_member_name, TeamName};
 use crate::domain::team::{ProviderId, TeamSnapshot};
 
 /// What verifying the target of a turn-settled event leads to.
@@ -14,8 +14,8 @@ use crate::domain::team::{ProviderId, TeamSnapshot};
 pub(crate) enum TargetOutcome {
     /// Reconcile this member.
     Resolved {
-        /// Team dir name.
-        team_name: String,
+        /// Team dir name (the roster's checked name).
+        team_name: TeamName,
         /// Normalized (trimmed, lowercase) member name.
         member_name: String,
     },
@@ -70,7 +70,7 @@ pub(crate) fn verify_target(
         return TargetOutcome::unresolved("provider_mismatch");
     }
     TargetOutcome::Resolved {
-        team_name: team.team_name.to_string(),
+        team_name: team.team_name.clone(),
         member_name: normalized,
     }
 }
@@ -78,7 +78,6 @@ pub(crate) fn verify_target(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::names::TeamName;
     use crate::domain::team::TeamMember;
 
     fn team() -> TeamSnapshot {
@@ -108,7 +107,7 @@ mod tests {
         let t = team();
         let claude = RuntimeProvider::Claude;
         let resolved = |member: &str| TargetOutcome::Resolved {
-            team_name: "forge".into(),
+            team_name: TeamName::parse("forge").unwrap(),
             member_name: member.into(),
         };
         // (team, member, provider, outcome)

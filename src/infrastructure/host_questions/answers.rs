@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use crate::application::host::{
     RecoveryVerdict, ReviewPickupDelivered, ReviewPickupFailure, SettledTarget,
 };
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::time::parse_iso;
 
 /// Longest host-given team list or diagnostics list kept.
@@ -49,10 +50,17 @@ pub(super) fn settled_target(answer: &Value) -> Option<SettledTarget> {
             .filter(|value| !value.is_empty())
     };
     match answer.get("ok")? {
-        Value::Bool(true) => Some(SettledTarget::Member {
-            team_name: text("teamName")?,
-            member_name: text("memberName")?,
-        }),
+        Value::Bool(true) => {
+            let (team, member) = (text("teamName")?, text("memberName")?);
+            // The names enter here: checked once.
+            Some(match (TeamName::parse(&team), MemberName::parse(&member)) {
+                (Ok(team_name), Ok(member_name)) => SettledTarget::Member {
+                    team_name,
+                    member_name,
+                },
+                _ => SettledTarget::UnsafeName,
+            })
+        }
         Value::Bool(false) => Some(SettledTarget::Unresolved(text("reason")?)),
         _ => None,
     }
@@ -199,9 +207,17 @@ mod tests {
             (
                 json!({ "ok": true, "teamName": "forge", "memberName": " bob " }),
                 Some(SettledTarget::Member {
-                    team_name: "forge".into(),
-                    member_name: "bob".into(),
+                    team_name: TeamName::parse("forge").unwrap(),
+                    member_name: MemberName::parse("bob").unwrap(),
                 }),
+            ),
+            (
+                json!({ "ok": true, "teamName": "../forge", "memberName": "bob" }),
+                Some(SettledTarget::UnsafeName),
+            ),
+            (
+                json!({ "ok": true, "teamName": "forge", "memberName": "a/b" }),
+                Some(SettledTarget::UnsafeName),
             ),
             (
                 json!({ "ok": false, "reason": "no_matching_member_session" }),

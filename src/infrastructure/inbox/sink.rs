@@ -6,12 +6,19 @@ use std::time::SystemTime;
 use super::{with_control_url_line, DeliveryOutcome, InboxWriter, NudgeRow, NudgeTaskRef};
 use crate::application::host::{ControlUrl, Host};
 use crate::application::ports::{InboxFailure, InboxOutcome, InboxSink};
+use crate::domain::names::{MemberName, TeamName};
 use crate::domain::nudge::{NudgeIntent, OutboxItem};
 use crate::domain::time::{format_iso, EpochMs};
 use crate::infrastructure::clock::epoch_ms;
 
 impl InboxSink for InboxWriter {
-    fn deliver(&self, item: &OutboxItem, now: EpochMs) -> Result<InboxOutcome, InboxFailure> {
+    fn deliver(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+        item: &OutboxItem,
+        now: EpochMs,
+    ) -> Result<InboxOutcome, InboxFailure> {
         let mut row = row_of(item, now);
         let resolved = match self.host.as_deref().map(Host::control_url) {
             None | Some(ControlUrl::NotResolved) => self.control_url.clone(),
@@ -31,7 +38,7 @@ impl InboxSink for InboxWriter {
         // The lock file carries wall-clock time (other processes judge its age),
         // even when the app runs on a test clock; the row keeps the app time.
         let wall_ms = epoch_ms(SystemTime::now()).unwrap_or(now);
-        match InboxWriter::deliver(self, &item.team_name, &item.member_name, &row, wall_ms) {
+        match InboxWriter::deliver(self, team, member, &row, wall_ms) {
             Ok(DeliveryOutcome::Inserted) => Ok(InboxOutcome::Inserted),
             Ok(DeliveryOutcome::AlreadyPresent) => Ok(InboxOutcome::AlreadyPresent),
             Ok(DeliveryOutcome::PayloadConflict { .. }) => Ok(InboxOutcome::PayloadConflict),

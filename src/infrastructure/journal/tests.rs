@@ -8,7 +8,7 @@ fn event(diags: Vec<String>) -> AuditEvent {
     AuditEvent {
         kind: AuditKind::ReconcileStarted,
         source: AuditSource::Reconciler,
-        team_name: "forge".into(),
+        team_name: crate::domain::names::TeamName::parse("forge").unwrap(),
         member_name: "jack".into(),
         at_ms: 0,
         diagnostics: diags,

@@ -398,8 +398,14 @@ impl OutboxStore for SessionStores {
         self.outbox(team, |o| o.claim_due(team, claimed_by, limit, now))
     }
 
-    fn finish(&self, item: &OutboxItem, end: &AttemptEnd, now: EpochMs) -> Result<bool, PortError> {
-        self.outbox(&item.team_name, |o| o.finish(item, end, now))
+    fn finish(
+        &self,
+        team: &TeamName,
+        item: &OutboxItem,
+        end: &AttemptEnd,
+        now: EpochMs,
+    ) -> Result<bool, PortError> {
+        self.outbox(team, |o| o.finish(team, item, end, now))
     }
 
     fn refresh_index(&self, team: &TeamName) -> Result<(), PortError> {

@@ -579,7 +579,13 @@ impl OutboxStore for SqliteStore {
         })
     }
 
-    fn finish(&self, item: &OutboxItem, end: &AttemptEnd, now: EpochMs) -> Result<bool, PortError> {
+    fn finish(
+        &self,
+        team: &TeamName,
+        item: &OutboxItem,
+        end: &AttemptEnd,
+        now: EpochMs,
+    ) -> Result<bool, PortError> {
         let generation = i64::from(item.attempt_generation);
         let mark = match end {
             AttemptEnd::Delivered => OutboxMark::Delivered {
@@ -608,10 +614,10 @@ impl OutboxStore for SqliteStore {
                 retryable: false,
             },
         };
-        self.run(&item.team_name, Access::Mutation, || {
+        self.run(team, Access::Mutation, || {
             Ok(self
                 .db()?
-                .outbox_mark(&item.team_name, &item.id, &mark, &format_iso(now))?)
+                .outbox_mark(team, &item.id, &mark, &format_iso(now))?)
         })
     }
 
