@@ -546,24 +546,18 @@ impl Drop for Removals {
     }
 }
 
-/// While a backlog drains, a results folder is pruned once more than
-/// `1 / BACKLOG_PRUNE_SHARE` of its cap was filed since its last prune.
-const BACKLOG_PRUNE_SHARE: usize = 2;
-
 /// When the results folders are pruned. Pruning lists the folder (O(kept)
 /// names) and removes the results past the cap; once per drain, while a
 /// backlog of thousands drains, that listing and the few removals each made
-/// per drain cost more than filing, and once per two drains (a tenth of the
-/// cap) the listing was still a twentieth of a drain's time. So a folder
-/// is pruned:
+/// per drain cost more than filing. So a folder is pruned:
 ///
 /// * on its first drain in this process, and at least every
 ///   [`SWEEP_EVERY_MS`] (results past their age);
-/// * once more results were filed into it since its last prune than half
-///   the cap ([`BACKLOG_PRUNE_SHARE`]): checked once per drain, so a folder
-///   holds at most the cap, a half and one batch when a prune starts, and
-///   one batch more while its removals overlap the next drain (1,700 at the
-///   default 1,000 and batches of 100), plus what other drainers filed;
+/// * once more results were filed into it since its last prune than a tenth
+///   of the cap: checked once per drain, so a folder holds at most the cap,
+///   a tenth and one batch when a prune starts, and one batch more while
+///   its removals overlap the next drain (1,300 at the default 1,000 and
+///   batches of 100), plus what other drainers filed;
 /// * after a drain that claimed less than a full batch (the backlog is
 ///   gone): at rest, the folder is back at its cap after every drain.
 ///
@@ -613,7 +607,7 @@ impl PruneSchedule {
         // (A clock stepped back past the last prune does not stop pruning.)
         let due = last == 0
             || !(0..SWEEP_EVERY_MS).contains(&(now - last))
-            || filed > keep / BACKLOG_PRUNE_SHARE
+            || filed > keep / 10
             || (filed > 0 && !self.backlog());
         due.then_some(filed)
     }
@@ -739,11 +733,12 @@ mod tests {
     }
 
     /// While a backlog drains (every claim fills its batch), a results
-    /// folder is pruned once more than half its cap was filed since its
-    /// last prune, not after every drain: it holds at most the cap, a half
-    /// and one batch. Once a claim comes up short, it is back at its cap.
+    /// folder is pruned once more than a tenth of its cap was filed since
+    /// its last prune, not after every drain: it holds at most the cap, a
+    /// tenth and one batch. Once a claim comes up short, it is back at its
+    /// cap.
     #[test]
-    fn retention_waits_for_half_the_cap_while_a_backlog_drains() {
+    fn retention_waits_for_a_tenth_of_the_cap_while_a_backlog_drains() {
         let (_dir, spool, _) = spool(SystemClock.now_ms());
         let cap = 50;
         let spool = spool.with_retention(Retention {
@@ -769,10 +764,7 @@ mod tests {
             spool.removals.wait();
         }
         let most = *counts.iter().max().unwrap();
-        assert!(
-            most > cap + cap / 4 && most <= cap + cap / BACKLOG_PRUNE_SHARE + batch,
-            "{counts:?}"
-        );
+        assert!(most > cap && most <= cap + cap / 10 + batch, "{counts:?}");
         // A drain that claims nothing: the backlog is gone.
         assert!(spool.claim(batch).unwrap().is_empty());
         spool.after_drain().unwrap();
@@ -781,7 +773,7 @@ mod tests {
 
     /// A prune that was due but failed (the listing, say) leaves the
     /// schedule as it was: the next drain tries again instead of waiting
-    /// for another half of the cap or ten minutes.
+    /// for another tenth of the cap or ten minutes.
     #[test]
     fn a_due_prune_stays_due_until_it_is_marked_done() {
         let schedule = PruneSchedule::default();
@@ -793,13 +785,11 @@ mod tests {
         assert_eq!(schedule.due(Folder::Processed, 1_000, now + 1), Some(0));
         schedule.mark_pruned(Folder::Processed, 0, now);
         assert_eq!(schedule.due(Folder::Processed, 1_000, now + 1), None);
-        schedule.note_filed(Folder::Processed, 500);
-        assert_eq!(schedule.due(Folder::Processed, 1_000, now + 2), None);
-        schedule.note_filed(Folder::Processed, 1);
-        assert_eq!(schedule.due(Folder::Processed, 1_000, now + 2), Some(501));
+        schedule.note_filed(Folder::Processed, 101);
+        assert_eq!(schedule.due(Folder::Processed, 1_000, now + 2), Some(101));
         // Filed meanwhile counts towards the next prune.
         schedule.note_filed(Folder::Processed, 7);
-        schedule.mark_pruned(Folder::Processed, 501, now + 2);
+        schedule.mark_pruned(Folder::Processed, 101, now + 2);
         assert_eq!(schedule.filed[0].load(Ordering::Relaxed), 7);
         assert_eq!(schedule.due(Folder::Processed, 1_000, now + 3), None);
     }
