@@ -28,9 +28,13 @@
 
 use std::fs;
 use std::io::Write;
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
 
 use member_work_sync::application::turn_settled::{
     TeamChangeEvent, TeamChangeSink, TurnSettledQueue, DRAIN_BATCH,
@@ -433,10 +437,14 @@ const BATCH: usize = DRAIN_BATCH;
 
 /// The floor of a drain's file system work: the system calls a drain needs
 /// per batch of [`BATCH`] to keep its guarantee, and nothing else (no JSON,
-/// no attribution, no journal, one listing, folders opened once):
+/// no attribution, no journal, one listing, folders opened once, every
+/// name resolved relative to its open folder as the drain's are, so that
+/// no call walks the spool's path from `/`):
 ///
-/// * per event: the claim rename, the payload read, its meta created in
-///   place and written (unsynced), the payload's move into `processed/`;
+/// * per event: the claim rename, the payload opened and read (one read:
+///   a regular file's read that returns less than asked has seen its end),
+///   its meta created in place and written (unsynced), the payload's move
+///   into `processed/`;
 /// * per batch: the batch's outcomes written into one record, then the
 ///   syncs the guarantee needs, which make its outcomes durable before any
 ///   payload moves and the moves durable before any event is acted on.
@@ -450,11 +458,9 @@ const BATCH: usize = DRAIN_BATCH;
 /// * retention's two unlinks per event past 1,000 results, on 8 threads,
 ///   overlapping the next batches, as the drain does.
 struct FloorRun {
-    incoming: std::path::PathBuf,
-    processing: std::path::PathBuf,
-    processed: std::path::PathBuf,
-    processing_dir: fs::File,
-    processed_dir: fs::File,
+    incoming: OwnedFd,
+    processing: OwnedFd,
+    processed: Arc<OwnedFd>,
     /// Pending names, oldest last (the next batch pops from the end).
     pending: Vec<String>,
     /// The next batch's record, created before the last batch's final sync.
@@ -463,6 +469,25 @@ struct FloorRun {
     /// Results filed and not removed yet, oldest first.
     kept: std::collections::VecDeque<String>,
     removal: Option<std::thread::JoinHandle<()>>,
+    /// Where each payload is read into: room for the hook's bound and a byte.
+    buffer: Vec<u8>,
+}
+
+/// Opens the folder `path`.
+fn open_folder(path: &Path) -> OwnedFd {
+    rfs::open(
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .expect("folder")
+}
+
+/// Creates `name` in `dir` for writing, exclusively, as the drain creates
+/// its metas and records.
+fn create_in(dir: &OwnedFd, name: &str) -> fs::File {
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC;
+    fs::File::from(rfs::openat(dir, name, flags, Mode::from_raw_mode(0o600)).expect("create"))
 }
 
 impl FloorRun {
@@ -471,25 +496,22 @@ impl FloorRun {
     fn filled(dir: &Path, count: usize) -> Self {
         let paths = SpoolPaths::for_teams_base(&dir.join("teams"));
         fill_spool(&paths, count);
-        let (incoming, processing, processed) =
-            (paths.incoming(), paths.processing(), paths.processed());
-        let mut pending: Vec<String> = fs::read_dir(&incoming)
+        let mut pending: Vec<String> = fs::read_dir(paths.incoming())
             .expect("incoming")
             .flatten()
             .filter_map(|e| e.file_name().into_string().ok())
             .collect();
         pending.sort_unstable_by(|a, b| b.cmp(a));
         Self {
-            processing_dir: fs::File::open(&processing).expect("processing"),
-            processed_dir: fs::File::open(&processed).expect("processed"),
-            incoming,
-            processing,
-            processed,
+            incoming: open_folder(&paths.incoming()),
+            processing: open_folder(&paths.processing()),
+            processed: Arc::new(open_folder(&paths.processed())),
             pending,
             next_record: None,
             records: 0,
             kept: std::collections::VecDeque::new(),
             removal: None,
+            buffer: vec![0; MAX_PAYLOAD_BYTES as usize + 1],
         }
     }
 
@@ -497,12 +519,9 @@ impl FloorRun {
     fn new_record(&mut self) -> fs::File {
         self.records += 1;
         let name = format!(".outcomes-{}", self.records);
-        self.kept.push_back(name.clone());
-        fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(self.processed.join(name))
-            .expect("record")
+        let record = create_in(&self.processed, &name);
+        self.kept.push_back(name);
+        record
     }
 
     /// Files the next `events` pending files (a multiple of [`BATCH`]), the
@@ -527,18 +546,30 @@ impl FloorRun {
             .split_off(self.pending.len().saturating_sub(BATCH));
         let mut record = Vec::new();
         for name in &batch {
-            let claimed = self.processing.join(format!("{name}.claimed-1"));
-            fs::rename(self.incoming.join(name), &claimed).expect("claim");
-            let payload = fs::read(&claimed).expect("payload");
-            let meta_bytes = &payload[..payload.len().min(700)];
-            let mut meta = fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(self.processed.join(format!("{name}.meta.json")))
-                .expect("meta");
+            let claimed = format!("{name}.claimed-1");
+            rfs::renameat(
+                &self.incoming,
+                name.as_str(),
+                &self.processing,
+                claimed.as_str(),
+            )
+            .expect("claim");
+            let file = rfs::openat(
+                &self.processing,
+                claimed.as_str(),
+                OFlags::RDONLY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .expect("payload");
+            let read = rustix::io::read(&file, &mut self.buffer[..]).expect("payload read");
+            drop(file);
+            let meta_bytes = &self.buffer[..read.min(700)];
+            let mut meta = create_in(&self.processed, &format!("{name}.meta.json"));
             meta.write_all(meta_bytes).expect("meta write");
             record.extend_from_slice(meta_bytes);
         }
+        let processed = Arc::clone(&self.processed);
+        let sync = |dir: &OwnedFd| rfs::fsync(dir).expect("folder sync");
         match self.next_record.take() {
             Some(mut file) => {
                 // Its name is durable already: its data alone.
@@ -550,20 +581,26 @@ impl FloorRun {
                 file.write_all(&record).expect("record write");
                 std::thread::scope(|scope| {
                     scope.spawn(|| file.sync_data().expect("record sync"));
-                    self.processed_dir.sync_all().expect("folder sync");
+                    sync(&processed);
                 });
             }
         }
         for name in &batch {
-            let claimed = self.processing.join(format!("{name}.claimed-1"));
-            fs::rename(claimed, self.processed.join(name)).expect("move");
+            let claimed = format!("{name}.claimed-1");
+            rfs::renameat(
+                &self.processing,
+                claimed.as_str(),
+                &*processed,
+                name.as_str(),
+            )
+            .expect("move");
         }
         if !self.pending.is_empty() {
             self.next_record = Some(self.new_record());
         }
         std::thread::scope(|scope| {
-            scope.spawn(|| self.processing_dir.sync_all().expect("folder sync"));
-            self.processed_dir.sync_all().expect("folder sync");
+            scope.spawn(|| sync(&self.processing));
+            sync(&processed);
         });
         self.kept.extend(batch.into_iter().rev());
         if self.kept.len() > 1_100 {
@@ -571,16 +608,17 @@ impl FloorRun {
                 running.join().expect("removal");
             }
             let doomed: Vec<String> = self.kept.drain(..self.kept.len() - 1_000).collect();
-            let processed = self.processed.clone();
             self.removal = Some(std::thread::spawn(move || {
                 std::thread::scope(|scope| {
                     for part in doomed.chunks(doomed.len().div_ceil(8)) {
                         let processed = &processed;
                         scope.spawn(move || {
                             for name in part {
-                                let _ = fs::remove_file(processed.join(name));
-                                let _ =
-                                    fs::remove_file(processed.join(format!("{name}.meta.json")));
+                                let remove = |name: &str| {
+                                    let _ = rfs::unlinkat(&**processed, name, AtFlags::empty());
+                                };
+                                remove(name);
+                                remove(&format!("{name}.meta.json"));
                             }
                         });
                     }

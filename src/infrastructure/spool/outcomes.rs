@@ -83,13 +83,24 @@ fn newest_result(record_name: &str) -> Option<&str> {
     n.bytes().all(|b| b.is_ascii_digit()).then_some(newest)
 }
 
+/// A [`Record`] as written: the same fields, borrowed from the batch, so
+/// writing one copies no name and no meta (a batch's metas were cloned
+/// whole before being serialized).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RecordOut<'a> {
+    filed_at: EpochMs,
+    results: Vec<&'a str>,
+    metas: Vec<&'a Value>,
+}
+
 /// The bytes of the record of `outcomes` (result name and meta), filed at
 /// `now`.
 fn record_bytes(outcomes: &[(&str, &Value)], now: EpochMs) -> io::Result<Vec<u8>> {
-    let record = Record {
+    let record = RecordOut {
         filed_at: now,
-        results: outcomes.iter().map(|(name, _)| name.to_string()).collect(),
-        metas: outcomes.iter().map(|(_, meta)| (*meta).clone()).collect(),
+        results: outcomes.iter().map(|(name, _)| *name).collect(),
+        metas: outcomes.iter().map(|(_, meta)| *meta).collect(),
     };
     let mut bytes = serde_json::to_vec(&record).map_err(io::Error::other)?;
     bytes.push(b'\n');
@@ -269,9 +280,14 @@ pub(super) fn spent_records(
             !record.results.iter().any(|r| present.contains(r.as_str()))
         })
     };
+    // A record whose newest result is still there is not spent, as its
+    // name says: no stat of its age (while a backlog drains, most records
+    // are such).
+    let newest_left =
+        |name: &str| newest_result(name).is_some_and(|newest| present.contains(newest));
     names
         .iter()
-        .filter(|name| is_record_name(name))
+        .filter(|name| is_record_name(name) && !newest_left(name))
         .filter(|name| age_of(name).is_some_and(|at| now - at > STALE_CLAIM_MS))
         .filter(|name| none_left(name))
         .cloned()

@@ -9,6 +9,24 @@ fn bytes(value: &Value) -> Vec<u8> {
     serde_json::to_vec(value).unwrap()
 }
 
+/// The hash is SHA-256 in lower-case hex, as the app writes it (the
+/// standard test vectors).
+#[test]
+fn payload_hash_is_lower_case_sha256_hex() {
+    for (raw, hex) in [
+        (
+            &b""[..],
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        ),
+        (
+            &b"abc"[..],
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+        ),
+    ] {
+        assert_eq!(payload_hash(raw), hex, "{raw:?}");
+    }
+}
+
 #[test]
 fn claude_stop_keeps_identity_and_drops_the_message() {
     let raw = bytes(&json!({
