@@ -4,11 +4,13 @@
 //! rewording a reason never looks like new work.
 
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::js_semantics::compare_code_units;
 use super::names::{MemberName, TeamName};
+
+mod item_writer;
 
 /// Prefix of every fingerprint.
 pub(crate) const FINGERPRINT_PREFIX: &str = "agenda:v1:";
@@ -90,48 +92,292 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
 /// evidence lists in [`SORTED_EVIDENCE_LISTS`] go in sorted. Generic over the
 /// item so the hash rule does not depend on the agenda module that builds
 /// the items.
-pub(crate) fn agenda_fingerprint<Item: Serialize>(
+///
+/// Hashes the canonical JSON of `{version: 1, teamName, memberName, items}`,
+/// written directly (keys in code unit order: `items`, `memberName`,
+/// `teamName`, `version`) by [`item_writer`], not through a
+/// `serde_json::Value` per item.
+pub(crate) fn agenda_fingerprint<'a, Item, Items>(
     team_name: &TeamName,
     member_name: &MemberName,
-    items: &[Item],
-) -> String {
-    let items: Vec<Value> = items
-        .iter()
-        .map(|item| {
-            let mut value = serde_json::to_value(item).unwrap_or(Value::Null);
-            if let Value::Object(map) = &mut value {
-                map.remove("reason");
-                if let Some(Value::Object(evidence)) = map.get_mut("evidence") {
-                    for list in SORTED_EVIDENCE_LISTS {
-                        if let Some(Value::Array(ids)) = evidence.get_mut(list) {
-                            ids.sort_by(|a, b| {
-                                compare_code_units(
-                                    a.as_str().unwrap_or_default(),
-                                    b.as_str().unwrap_or_default(),
-                                )
-                            });
-                        }
-                    }
-                }
-            }
-            value
-        })
-        .collect();
-    let payload = json!({
-        "version": 1,
-        "teamName": team_name,
-        "memberName": member_name,
-        "items": items,
-    });
-    format!(
-        "{FINGERPRINT_PREFIX}{}",
-        sha256_hex(canonical_json(&payload).as_bytes())
-    )
+    items: Items,
+) -> String
+where
+    Item: Serialize + 'a,
+    Items: IntoIterator<Item = &'a Item>,
+{
+    let mut out = Vec::with_capacity(4096);
+    out.extend_from_slice(b"{\"items\":[");
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        item_writer::write_item(item, &mut out);
+    }
+    out.extend_from_slice(b"],\"memberName\":");
+    item_writer::write_plain(member_name, &mut out);
+    out.extend_from_slice(b",\"teamName\":");
+    item_writer::write_plain(team_name, &mut out);
+    out.extend_from_slice(b",\"version\":1}");
+    format!("{FINGERPRINT_PREFIX}{}", sha256_hex(&out))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
+    use serde_json::json;
+
     use super::*;
+    use crate::domain::agenda::ActionableWorkItem;
+
+    /// The fingerprint as it was computed through a `serde_json::Value` per
+    /// item: `to_value`, `reason` removed, the evidence lists sorted, then
+    /// [`canonical_json`]. Kept as the oracle of the direct writer.
+    fn via_value_item<Item: Serialize>(item: &Item) -> Value {
+        let mut value = serde_json::to_value(item).unwrap_or(Value::Null);
+        if let Value::Object(map) = &mut value {
+            map.remove("reason");
+            if let Some(Value::Object(evidence)) = map.get_mut("evidence") {
+                for list in SORTED_EVIDENCE_LISTS {
+                    if let Some(Value::Array(ids)) = evidence.get_mut(list) {
+                        ids.sort_by(|a, b| {
+                            compare_code_units(
+                                a.as_str().unwrap_or_default(),
+                                b.as_str().unwrap_or_default(),
+                            )
+                        });
+                    }
+                }
+            }
+        }
+        value
+    }
+
+    fn via_value_fingerprint<Item: Serialize>(
+        team_name: &TeamName,
+        member_name: &MemberName,
+        items: &[Item],
+    ) -> String {
+        let items: Vec<Value> = items.iter().map(via_value_item).collect();
+        let payload = json!({
+            "version": 1,
+            "teamName": team_name,
+            "memberName": member_name,
+            "items": items,
+        });
+        format!(
+            "{FINGERPRINT_PREFIX}{}",
+            sha256_hex(canonical_json(&payload).as_bytes())
+        )
+    }
+
+    fn direct_item<Item: Serialize>(item: &Item) -> String {
+        let mut out = Vec::new();
+        item_writer::write_item(item, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    /// An item with every field set and strings that need escapes, a
+    /// reason, and evidence lists out of code unit order (an astral
+    /// character sorts before U+FF5E in UTF-16, after it in UTF-8).
+    fn full_item() -> ActionableWorkItem {
+        serde_json::from_value(json!({
+            "taskId": "t-\u{1F600}\"\\\n",
+            "displayId": "#\u{7}\u{1f}\u{7f}\u{2028}",
+            "subject": "Fix \u{e9}t\u{e9} </script> \t tab",
+            "kind": "review",
+            "assignee": "jill",
+            "priority": "review_requested",
+            "reason": "a reason that must stay out",
+            "evidence": {
+                "status": "in_progress",
+                "owner": "jack",
+                "reviewer": "jill",
+                "reviewState": "review",
+                "needsClarification": "lead",
+                "blockerTaskIds": ["\u{FF5E}", "\u{1F600}", "b", "B", "a\"", ""],
+                "blockedByTaskIds": ["10", "9", "1\u{0}"],
+                "historyEventIds": [],
+                "reviewCycleId": "c1",
+                "reviewObligation": "requested",
+                "canBypassPhase2": false,
+                "reviewRequestEventId": "e1",
+                "reviewRequestedAt": "2026-11-20T09:00:00.000Z",
+                "reviewStartedEventId": "e2",
+                "reviewStartedAt": "2026-11-20T09:30:00.000Z",
+                "reviewStartedBy": "jill",
+                "reviewDiagnostics": ["z", "\u{1F4A9}", "\u{E000}"]
+            }
+        }))
+        .unwrap()
+    }
+
+    /// serde shapes `Value` cannot show: enum variants (one named as the
+    /// entry the item rule drops), floats of both widths, integer map keys,
+    /// a unit, a char, a skipped-if-none field left in.
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Shapes {
+        reason: &'static str,
+        unit: (),
+        letter: char,
+        narrow: f32,
+        wide: f64,
+        by_number: BTreeMap<u32, &'static str>,
+        absent: Option<u8>,
+        newtype: Variant,
+        tuple: Variant,
+        named: Variant,
+        dropped: Variant,
+        evidence: Variant,
+    }
+
+    #[derive(Serialize)]
+    enum Variant {
+        Newtype(Vec<&'static str>),
+        Tuple(u8, &'static str),
+        Named {
+            z: u8,
+            a: &'static str,
+        },
+        #[serde(rename = "reason")]
+        Reason(u8),
+        #[serde(rename = "blockerTaskIds")]
+        Blockers(Vec<&'static str>),
+    }
+
+    fn shapes() -> Shapes {
+        Shapes {
+            reason: "out",
+            unit: (),
+            letter: '\u{1F600}',
+            narrow: 0.1,
+            wide: -0.0,
+            by_number: BTreeMap::from([(10, "ten"), (9, "nine")]),
+            absent: None,
+            newtype: Variant::Newtype(vec!["b", "a"]),
+            tuple: Variant::Tuple(1, "x"),
+            named: Variant::Named { z: 1, a: "a" },
+            dropped: Variant::Reason(1),
+            evidence: Variant::Blockers(vec!["b", "a"]),
+        }
+    }
+
+    #[test]
+    fn direct_item_json_is_the_value_route_json() {
+        let astral_keys = json!({
+            "\u{FF5E}": 1,
+            "\u{1F600}": 2,
+            "\u{e9}": 3,
+            "Z": 4,
+            "a\"b": 5,
+            "\n": 6,
+            "": 7
+        });
+        let cases: Vec<(&str, Value)> = vec![
+            (
+                "typed item, every field",
+                serde_json::to_value(full_item()).unwrap(),
+            ),
+            ("keys needing escapes and UTF-16 order", astral_keys.clone()),
+            (
+                "nested objects keep a nested reason",
+                json!({"b": {"reason": "stays", "d": {"z": [], "a": {}}}, "reason": "goes"}),
+            ),
+            (
+                "numbers",
+                json!({"n": [0, -1, u64::MAX, i64::MIN, 1.5, 1e21, -0.0, 0.1, 1e-7, 123456789.0]}),
+            ),
+            (
+                "evidence lists with non-strings and empty lists",
+                json!({"evidence": {
+                    "blockerTaskIds": ["b", 1, "a", null, {"k": "v"}, "\u{1F600}", "\u{FF5E}"],
+                    "blockedByTaskIds": [],
+                    "historyEventIds": "not a list",
+                    "otherIds": ["b", "a"],
+                    "reviewDiagnostics": [["b"], ["a"]]
+                }}),
+            ),
+            (
+                "evidence that is not an object",
+                json!({"evidence": ["b", "a"], "x": 1}),
+            ),
+            (
+                "an item that is not an object",
+                json!(["b", {"reason": 1, "a": 2}]),
+            ),
+            ("a string item", json!("\u{1}\u{1F600}")),
+            ("null", Value::Null),
+            ("empty object", json!({})),
+            ("empty evidence", json!({"evidence": {}})),
+            (
+                "keys as evidence lists at the item level",
+                json!({"blockerTaskIds": ["b", "a"]}),
+            ),
+            ("unicode keys in evidence", json!({"evidence": astral_keys})),
+        ];
+        for (name, item) in &cases {
+            assert_eq!(
+                direct_item(item),
+                canonical_json(&via_value_item(item)),
+                "{name}"
+            );
+        }
+        // Typed values, through their own `Serialize`, not a `Value`.
+        assert_eq!(
+            direct_item(&full_item()),
+            canonical_json(&via_value_item(&full_item())),
+            "typed item"
+        );
+        assert_eq!(
+            direct_item(&shapes()),
+            canonical_json(&via_value_item(&shapes())),
+            "serde shapes"
+        );
+    }
+
+    #[test]
+    fn direct_item_json_of_known_item() {
+        // Pins the form itself: keys sorted, `reason` out, lists sorted by
+        // UTF-16 code units (U+1F600 before U+FF5E), escapes as JSON.stringify.
+        let item = json!({
+            "taskId": "1",
+            "reason": "x",
+            "evidence": {"blockerTaskIds": ["\u{FF5E}", "\u{1F600}", "a"], "status": "pending"},
+            "subject": "\u{1}\"\u{2028}"
+        });
+        assert_eq!(
+            direct_item(&item),
+            "{\"evidence\":{\"blockerTaskIds\":[\"a\",\"\u{1F600}\",\"\u{FF5E}\"],\"status\":\"pending\"},\
+             \"subject\":\"\\u0001\\\"\u{2028}\",\"taskId\":\"1\"}"
+        );
+    }
+
+    #[test]
+    fn direct_fingerprint_is_the_value_route_fingerprint() {
+        let team = TeamName::parse("forge").unwrap();
+        let item = serde_json::to_value(full_item()).unwrap();
+        let lists: [Vec<Value>; 3] = [
+            vec![],
+            vec![item.clone()],
+            vec![item, json!({"\u{1F600}": 1}), Value::Null, json!([2, 1])],
+        ];
+        for member in ["jack", "j\u{e9}"] {
+            let member = MemberName::parse(member).unwrap();
+            for items in &lists {
+                assert_eq!(
+                    agenda_fingerprint(&team, &member, items),
+                    via_value_fingerprint(&team, &member, items),
+                    "{member:?} {items:?}"
+                );
+            }
+            assert_eq!(
+                agenda_fingerprint(&team, &member, &[full_item(), full_item()]),
+                via_value_fingerprint(&team, &member, &[full_item(), full_item()]),
+            );
+        }
+    }
 
     #[test]
     fn canonical_json_sorts_keys_without_whitespace() {
@@ -169,7 +415,7 @@ mod tests {
     fn empty_agenda_fingerprint_is_stable_and_scoped() {
         let fingerprint = |team: &str, member: &str| {
             let team = TeamName::parse(team).unwrap();
-            agenda_fingerprint::<Value>(&team, &MemberName::parse(member).unwrap(), &[])
+            agenda_fingerprint::<Value, _>(&team, &MemberName::parse(member).unwrap(), &[])
         };
         let a = fingerprint("forge", "jack");
         assert!(a.starts_with(FINGERPRINT_PREFIX));

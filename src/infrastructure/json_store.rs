@@ -76,6 +76,26 @@ pub(crate) struct Decoded<T> {
     value: T,
 }
 
+impl<T: Clone> Decoded<T> {
+    /// `decode(bytes)`, or a copy of `last`'s value when `last` was decoded
+    /// from these same bytes; `last` then keeps this decode.
+    pub(crate) fn reuse_or(
+        last: &mut Option<Self>,
+        bytes: &[u8],
+        decode: impl FnOnce(&[u8]) -> T,
+    ) -> T {
+        if let Some(kept) = last.as_ref().filter(|kept| kept.bytes == bytes) {
+            return kept.value.clone();
+        }
+        let value = decode(bytes);
+        *last = Some(Self {
+            bytes: bytes.to_vec(),
+            value: value.clone(),
+        });
+        value
+    }
+}
+
 /// [`read_flat_envelope`] answered from `last` when the file holds the bytes
 /// `last` was decoded from; `last` then keeps what this read decoded.
 pub(crate) fn read_flat_envelope_reusing<T: DeserializeOwned + Clone>(

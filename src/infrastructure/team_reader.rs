@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use self::kept_roster::{ConfigDecode, JsonDecode, KeptRosters, MetaDecode};
 use super::safe_fs::{Dir, FileRead, TrustedRoot};
 use super::task_cache::{TaskCache, TaskFile};
 pub use super::task_cache::{MAX_TASK_BYTES, MAX_TASK_DIAGNOSTICS, MAX_TASK_FILES};
@@ -51,6 +52,7 @@ pub struct FsTeamSource {
     teams: TrustedRoot,
     tasks: TrustedRoot,
     cache: Arc<TaskCache>,
+    rosters: Arc<KeptRosters>,
 }
 
 impl FsTeamSource {
@@ -60,6 +62,7 @@ impl FsTeamSource {
             teams: TrustedRoot::new(teams_base),
             tasks: TrustedRoot::new(tasks_base),
             cache: Arc::new(TaskCache::new(read_task_file)),
+            rosters: Arc::default(),
         }
     }
 
@@ -67,6 +70,7 @@ impl FsTeamSource {
     /// instance is disposed); a later read starts cold.
     pub fn release(&self) {
         self.cache.clear();
+        self.rosters.clear();
     }
 
     /// Every task file of the team, through the cache; `<what>_*` folder
@@ -130,33 +134,33 @@ impl FsTeamSource {
             return snapshot;
         };
         snapshot.folder_found = true;
-        let config = read_json(
+        // Decoded once per change of the bytes ([`KeptRosters`]).
+        let config = read_file(
             &team_dir,
             "config.json",
             MAX_CONFIG_BYTES,
             "team_config",
             diags,
-            content,
-        );
-        let Some(config) = config.as_ref().and_then(TeamConfig::parse) else {
+        )
+        .and_then(|bytes| {
+            let decode = self.rosters.config(team_name, &bytes, decode_config);
+            decode.or_report("team_config", content)
+        });
+        let Some(config) = config.flatten() else {
             return snapshot;
         };
         snapshot.config_found = true;
         snapshot.deleted = config.deleted;
-        let meta = read_json(
+        let meta = read_file(
             &team_dir,
             "members.meta.json",
             MAX_MEMBERS_META_BYTES,
             "members_meta",
             diags,
-            content,
         )
-        .map(|meta| {
-            tidy_meta_members(
-                array(&meta, "members")
-                    .filter_map(parse_meta_member)
-                    .collect(),
-            )
+        .and_then(|bytes| {
+            let decode = self.rosters.meta(team_name, &bytes, decode_meta);
+            decode.or_report("members_meta", content)
         })
         .unwrap_or_default();
         snapshot.members = merge_team_members(&config.members, &meta);
@@ -434,6 +438,19 @@ fn read_json(
     diags: &mut Vec<String>,
     content: &mut Vec<String>,
 ) -> Option<Value> {
+    let bytes = read_file(dir, name, max, what, diags)?;
+    decode_json(&bytes, |value| value).or_report(what, content)
+}
+
+/// The bytes of `name`; `None` when it is missing, or with a `<what>_*`
+/// diagnostic when it cannot be read.
+fn read_file(
+    dir: &Dir,
+    name: &str,
+    max: u64,
+    what: &str,
+    diags: &mut Vec<String>,
+) -> Option<Vec<u8>> {
     match dir.read(name, max) {
         Ok(FileRead::Missing) => None,
         Ok(FileRead::NotAFile) => {
@@ -444,16 +461,45 @@ fn read_json(
             diags.push(format!("{what}_too_large"));
             None
         }
-        Ok(FileRead::Bytes(bytes)) => match serde_json::from_slice(&bytes) {
-            Ok(value) => Some(value),
-            Err(_) => {
-                content.push(format!("{what}_invalid"));
-                None
-            }
-        },
+        Ok(FileRead::Bytes(bytes)) => Some(bytes),
         Err(_) => {
             diags.push(format!("{what}_unreadable"));
             None
+        }
+    }
+}
+
+/// `bytes` as JSON, read by `read`.
+fn decode_json<T>(bytes: &[u8], read: impl FnOnce(Value) -> T) -> JsonDecode<T> {
+    match serde_json::from_slice(bytes) {
+        Ok(value) => JsonDecode::Json(read(value)),
+        Err(_) => JsonDecode::NotJson,
+    }
+}
+
+fn decode_config(bytes: &[u8]) -> ConfigDecode {
+    decode_json(bytes, |config| TeamConfig::parse(&config))
+}
+
+fn decode_meta(bytes: &[u8]) -> MetaDecode {
+    decode_json(bytes, |meta| {
+        tidy_meta_members(
+            array(&meta, "members")
+                .filter_map(parse_meta_member)
+                .collect(),
+        )
+    })
+}
+
+impl<T> JsonDecode<T> {
+    /// The decode, or `None` with `<what>_invalid` in `content`.
+    fn or_report(self, what: &str, content: &mut Vec<String>) -> Option<T> {
+        match self {
+            JsonDecode::Json(read) => Some(read),
+            JsonDecode::NotJson => {
+                content.push(format!("{what}_invalid"));
+                None
+            }
         }
     }
 }
@@ -530,5 +576,6 @@ fn read_task_file(bytes: &[u8]) -> TaskFile {
     }
 }
 
+mod kept_roster;
 #[cfg(test)]
 mod tests;

@@ -263,6 +263,5 @@ fn fingerprint_of(
     let mut keyed: Vec<(String, &ActionableWorkItem)> =
         items.iter().map(|item| (item.sort_key(), item)).collect();
     keyed.sort_by(|(left, _), (right, _)| locale_compare(left, right));
-    let sorted: Vec<ActionableWorkItem> = keyed.into_iter().map(|(_, item)| item.clone()).collect();
-    agenda_fingerprint(team_name, member_name, &sorted)
+    agenda_fingerprint(team_name, member_name, keyed.iter().map(|(_, item)| *item))
 }

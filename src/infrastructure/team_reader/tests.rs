@@ -642,3 +642,65 @@ fn task_references_resolve_as_the_definition_does() {
         }
     }
 }
+
+/// The roster keeps its last decodes: every read after a change of
+/// `config.json` or `members.meta.json` sees the new bytes, and a repeated
+/// read of bad bytes reports them every time, not only when first decoded.
+#[test]
+fn repeated_roster_reads_follow_every_change_of_the_files() {
+    let (root, source) = fixture();
+    let forge = TeamName::parse("forge").unwrap();
+    let config = root.path().join("teams/forge/config.json");
+    let meta = root.path().join("teams/forge/members.meta.json");
+    let names = |snapshot: &TeamSnapshot| -> Vec<String> {
+        snapshot.members.iter().map(|m| m.name.clone()).collect()
+    };
+    // (config, meta, members read, content diagnostics); each row is read twice.
+    let rows: [(&str, &str, &[&str], &[&str]); 5] = [
+        (
+            r#"{"name":"forge","members":[{"name":"jack"}]}"#,
+            "",
+            &["jack"],
+            &[],
+        ),
+        (
+            r#"{"name":"forge","members":[{"name":"jill"}]}"#,
+            "",
+            &["jill"],
+            &[],
+        ),
+        (
+            r#"{"name":"forge","members":[{"name":"jill"}]}"#,
+            r#"{"members":[{"name":"bob"}]}"#,
+            &["jill", "bob"],
+            &[],
+        ),
+        (
+            r#"{"name":"forge","members":[{"name":"jill"}]}"#,
+            "not json",
+            &["jill"],
+            &["members_meta_invalid"],
+        ),
+        ("not json", "not json", &[], &["team_config_invalid"]),
+    ];
+    for (config_text, meta_text, members, content) in rows {
+        write(&config, config_text);
+        if meta_text.is_empty() {
+            let _ = fs::remove_file(&meta);
+        } else {
+            write(&meta, meta_text);
+        }
+        for read in 0..2 {
+            let roster = source.load_roster(&forge);
+            assert_eq!(
+                names(&roster),
+                members,
+                "{config_text} {meta_text} read {read}"
+            );
+            assert_eq!(
+                roster.content_diagnostics, content,
+                "{config_text} {meta_text} read {read}"
+            );
+        }
+    }
+}

@@ -1,0 +1,511 @@
+//! Canonical JSON of an agenda item written straight from its `Serialize`
+//! impl, with the fingerprint's item rules applied on the way, so hashing an
+//! agenda builds no `serde_json::Value` tree per item.
+//!
+//! The bytes are those of [`super::canonical_json`] over the item's
+//! `serde_json::to_value` with `reason` removed and the evidence lists sorted:
+//! object keys in UTF-16 code unit order at every depth, no whitespace,
+//! serde_json's (= `JSON.stringify`'s) escaping. The tests hold the two side
+//! by side.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use serde::ser::{self, Serialize};
+use serde_json::{Error, Value};
+
+use super::SORTED_EVIDENCE_LISTS;
+use crate::domain::js_semantics::compare_code_units;
+
+/// Appends the canonical JSON of one agenda item (`null` if it does not
+/// serialize, as `to_value(..).unwrap_or(Null)` gave).
+pub(super) fn write_item<Item: Serialize + ?Sized>(item: &Item, out: &mut Vec<u8>) {
+    let start = out.len();
+    if item.serialize(Canonical::new(out, Rule::Item)).is_err() {
+        out.truncate(start);
+        out.extend_from_slice(b"null");
+    }
+}
+
+/// Appends the canonical JSON of any value, with no item rule.
+pub(super) fn write_plain<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
+    let start = out.len();
+    if value.serialize(Canonical::new(out, Rule::Plain)).is_err() {
+        out.truncate(start);
+        out.extend_from_slice(b"null");
+    }
+}
+
+/// The fingerprint rule for the value being written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rule {
+    /// Written as it is.
+    Plain,
+    /// An agenda item: `reason` left out, `evidence` under [`Rule::Evidence`].
+    Item,
+    /// An item's evidence: the lists of [`SORTED_EVIDENCE_LISTS`] under
+    /// [`Rule::SortedList`].
+    Evidence,
+    /// A list written in code unit order of its strings; other elements
+    /// sort as `""` and keep their order (the sort is stable).
+    SortedList,
+}
+
+impl Rule {
+    /// The rule for the value under `key` of an object written under
+    /// `self`; `None` leaves the entry out.
+    fn entry(self, key: &str) -> Option<Rule> {
+        match self {
+            Rule::Item if key == "reason" => None,
+            Rule::Item if key == "evidence" => Some(Rule::Evidence),
+            Rule::Evidence if SORTED_EVIDENCE_LISTS.contains(&key) => Some(Rule::SortedList),
+            _ => Some(Rule::Plain),
+        }
+    }
+}
+
+/// An externally tagged enum variant, which serde_json writes as the object
+/// `{"<variant>": <content>}`: the rules apply to that object as to any other.
+#[derive(Clone, Copy)]
+struct Tag {
+    variant: &'static str,
+    /// The rule of the content; `None`: the rule leaves the entry out and
+    /// the object is `{}`.
+    content: Option<Rule>,
+}
+
+impl Tag {
+    fn new(outer: Rule, variant: &'static str) -> Self {
+        Self {
+            variant,
+            content: outer.entry(variant),
+        }
+    }
+
+    /// Writes the object around `content`, given the content's rule.
+    fn write(
+        self,
+        out: &mut Vec<u8>,
+        content: impl FnOnce(&mut Vec<u8>, Rule) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let Some(rule) = self.content else {
+            out.extend_from_slice(b"{}");
+            return Ok(());
+        };
+        out.push(b'{');
+        write_str(self.variant, out);
+        out.push(b':');
+        content(out, rule)?;
+        out.push(b'}');
+        Ok(())
+    }
+}
+
+/// serde_json's compact string form (its escaping is `JSON.stringify`'s).
+fn write_str(text: &str, out: &mut Vec<u8>) {
+    // Writing a string into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, text);
+}
+
+/// A scalar in serde_json's compact form.
+fn write_scalar<T: Serialize>(value: T, out: &mut Vec<u8>) -> Result<(), Error> {
+    serde_json::to_writer(out, &value)
+}
+
+/// A map key as serde_json's value serializer spells it: strings as they
+/// are, numbers and booleans in their JSON form.
+fn map_key<K: Serialize + ?Sized>(key: &K) -> Result<String, Error> {
+    match serde_json::to_value(key)? {
+        Value::String(text) => Ok(text),
+        Value::Number(number) => Ok(number.to_string()),
+        Value::Bool(flag) => Ok(flag.to_string()),
+        _ => Err(ser::Error::custom("key must be a string")),
+    }
+}
+
+/// The serializer: writes one value under one rule into `out`.
+struct Canonical<'a> {
+    out: &'a mut Vec<u8>,
+    rule: Rule,
+}
+
+impl<'a> Canonical<'a> {
+    fn new(out: &'a mut Vec<u8>, rule: Rule) -> Self {
+        Self { out, rule }
+    }
+}
+
+impl<'a> ser::Serializer for Canonical<'a> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = ArrayWriter<'a>;
+    type SerializeTuple = ArrayWriter<'a>;
+    type SerializeTupleStruct = ArrayWriter<'a>;
+    type SerializeTupleVariant = ArrayWriter<'a>;
+    type SerializeMap = ObjectWriter<'a>;
+    type SerializeStruct = ObjectWriter<'a>;
+    type SerializeStructVariant = ObjectWriter<'a>;
+
+    fn serialize_bool(self, v: bool) -> Result<(), Error> {
+        write_scalar(v, self.out)
+    }
+    fn serialize_i8(self, v: i8) -> Result<(), Error> {
+        write_scalar(v, self.out)
+    }
+    fn serialize_i16(self, v: i16) -> Result<(), Error> {
+        write_scalar(v, self.out)
+    }
+    fn serialize_i32(self, v: i32) -> Result<(), Error> {
+        write_scalar(v, self.out)
+    }
+    fn serialize_i64(self, v: i64) -> Result<(), Error> {
+        write_scalar(v, self.out)
+    }
+    fn serialize_i128(self, v: i128) -> Result<(), Error> {
+        // As the value serializer: only what fits 64 bits.
+        match (i64::try_from(v), u64::try_from(v)) {
+            (Ok(small), _) => write_scalar(small, self.out),
+            (_, Ok(unsigned)) => write_scalar(unsigned, self.out),
+            _ => Err(ser::Error::custom("number out of range")),
+        }
+    }
+    fn serialize_u8(self, v: u8) -> Result<(), Error> {
+        write_scalar(v, self.out)
+    }
+    fn serialize_u16(self, v: u16) -> Result<(), Error> {
+        write_scalar(v, self.out)
+    }
+    fn serialize_u32(self, v: u32) -> Result<(), Error> {
+        write_scalar(v, self.out)
+    }
+    fn serialize_u64(self, v: u64) -> Result<(), Error> {
+        write_scalar(v, self.out)
+    }
+    fn serialize_u128(self, v: u128) -> Result<(), Error> {
+        match u64::try_from(v) {
+            Ok(small) => write_scalar(small, self.out),
+            Err(_) => Err(ser::Error::custom("number out of range")),
+        }
+    }
+    fn serialize_f32(self, v: f32) -> Result<(), Error> {
+        // A `Value` holds every float as f64, and prints it as one.
+        write_scalar(f64::from(v), self.out)
+    }
+    fn serialize_f64(self, v: f64) -> Result<(), Error> {
+        write_scalar(v, self.out)
+    }
+    fn serialize_char(self, v: char) -> Result<(), Error> {
+        write_scalar(v, self.out)
+    }
+    fn serialize_str(self, v: &str) -> Result<(), Error> {
+        write_str(v, self.out);
+        Ok(())
+    }
+    fn serialize_bytes(self, v: &[u8]) -> Result<(), Error> {
+        // An array of numbers; sorting it as a list would keep its order.
+        write_scalar(v, self.out)
+    }
+    fn serialize_none(self) -> Result<(), Error> {
+        self.serialize_unit()
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), Error> {
+        value.serialize(self)
+    }
+    fn serialize_unit(self) -> Result<(), Error> {
+        self.out.extend_from_slice(b"null");
+        Ok(())
+    }
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Error> {
+        self.serialize_unit()
+    }
+    fn serialize_unit_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+    ) -> Result<(), Error> {
+        self.serialize_str(variant)
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        value.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        Tag::new(self.rule, variant).write(self.out, |out, rule| {
+            value.serialize(Canonical::new(out, rule))
+        })
+    }
+    fn serialize_seq(self, len: Option<usize>) -> Result<ArrayWriter<'a>, Error> {
+        Ok(ArrayWriter::new(self.out, self.rule, None, len))
+    }
+    fn serialize_tuple(self, len: usize) -> Result<ArrayWriter<'a>, Error> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_struct(
+        self,
+        _name: &'static str,
+        len: usize,
+    ) -> Result<ArrayWriter<'a>, Error> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<ArrayWriter<'a>, Error> {
+        let tag = Tag::new(self.rule, variant);
+        let rule = tag.content.unwrap_or(Rule::Plain);
+        Ok(ArrayWriter::new(self.out, rule, Some(tag), Some(len)))
+    }
+    fn serialize_map(self, len: Option<usize>) -> Result<ObjectWriter<'a>, Error> {
+        Ok(ObjectWriter::new(self.out, self.rule, None, len))
+    }
+    fn serialize_struct(self, _name: &'static str, len: usize) -> Result<ObjectWriter<'a>, Error> {
+        self.serialize_map(Some(len))
+    }
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<ObjectWriter<'a>, Error> {
+        let tag = Tag::new(self.rule, variant);
+        let rule = tag.content.unwrap_or(Rule::Plain);
+        Ok(ObjectWriter::new(self.out, rule, Some(tag), Some(len)))
+    }
+}
+
+/// An array, buffered: its elements are written in order, or under
+/// [`Rule::SortedList`] sorted by their strings.
+struct ArrayWriter<'a> {
+    out: &'a mut Vec<u8>,
+    sorted: bool,
+    tag: Option<Tag>,
+    buffer: Vec<u8>,
+    elements: Vec<Range<usize>>,
+}
+
+impl<'a> ArrayWriter<'a> {
+    fn new(out: &'a mut Vec<u8>, rule: Rule, tag: Option<Tag>, len: Option<usize>) -> Self {
+        Self {
+            out,
+            sorted: rule == Rule::SortedList,
+            tag,
+            buffer: Vec::new(),
+            elements: Vec::with_capacity(len.unwrap_or(0)),
+        }
+    }
+
+    fn element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        let start = self.buffer.len();
+        value.serialize(Canonical::new(&mut self.buffer, Rule::Plain))?;
+        self.elements.push(start..self.buffer.len());
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<(), Error> {
+        if self.sorted {
+            // The string an element sorts by: itself when it is one, else "".
+            let buffer = &self.buffer;
+            let mut keyed: Vec<(String, Range<usize>)> = self
+                .elements
+                .drain(..)
+                .map(|range| {
+                    let text = serde_json::from_slice::<String>(&buffer[range.clone()]);
+                    (text.unwrap_or_default(), range)
+                })
+                .collect();
+            keyed.sort_by(|(left, _), (right, _)| compare_code_units(left, right));
+            self.elements = keyed.into_iter().map(|(_, range)| range).collect();
+        }
+        let (buffer, elements) = (&self.buffer, &self.elements);
+        let body = |out: &mut Vec<u8>, _: Rule| {
+            out.push(b'[');
+            for (i, range) in elements.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(&buffer[range.clone()]);
+            }
+            out.push(b']');
+            Ok(())
+        };
+        match self.tag {
+            Some(tag) => tag.write(self.out, body),
+            None => body(self.out, Rule::Plain),
+        }
+    }
+}
+
+impl ser::SerializeSeq for ArrayWriter<'_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        self.element(value)
+    }
+    fn end(self) -> Result<(), Error> {
+        self.finish()
+    }
+}
+
+impl ser::SerializeTuple for ArrayWriter<'_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        self.element(value)
+    }
+    fn end(self) -> Result<(), Error> {
+        self.finish()
+    }
+}
+
+impl ser::SerializeTupleStruct for ArrayWriter<'_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        self.element(value)
+    }
+    fn end(self) -> Result<(), Error> {
+        self.finish()
+    }
+}
+
+impl ser::SerializeTupleVariant for ArrayWriter<'_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        self.element(value)
+    }
+    fn end(self) -> Result<(), Error> {
+        self.finish()
+    }
+}
+
+/// An object, buffered: entries are written as they come and emitted in
+/// code unit order of their keys (the last of equal keys wins, as in a map).
+struct ObjectWriter<'a> {
+    out: &'a mut Vec<u8>,
+    rule: Rule,
+    tag: Option<Tag>,
+    buffer: Vec<u8>,
+    entries: Vec<(Cow<'static, str>, Range<usize>)>,
+    /// A map's key, waiting for its value.
+    pending_key: Option<String>,
+}
+
+impl<'a> ObjectWriter<'a> {
+    fn new(out: &'a mut Vec<u8>, rule: Rule, tag: Option<Tag>, len: Option<usize>) -> Self {
+        Self {
+            out,
+            rule,
+            tag,
+            buffer: Vec::new(),
+            entries: Vec::with_capacity(len.unwrap_or(0)),
+            pending_key: None,
+        }
+    }
+
+    fn entry<T: Serialize + ?Sized>(
+        &mut self,
+        key: Cow<'static, str>,
+        value: &T,
+    ) -> Result<(), Error> {
+        let Some(rule) = self.rule.entry(&key) else {
+            return Ok(());
+        };
+        let start = self.buffer.len();
+        value.serialize(Canonical::new(&mut self.buffer, rule))?;
+        self.entries.push((key, start..self.buffer.len()));
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<(), Error> {
+        // Stable, so of equal keys the last written is last.
+        self.entries
+            .sort_by(|(left, _), (right, _)| compare_code_units(left, right));
+        let (buffer, entries) = (&self.buffer, &self.entries);
+        let body = |out: &mut Vec<u8>, _: Rule| {
+            out.push(b'{');
+            let mut first = true;
+            for (i, (key, range)) in entries.iter().enumerate() {
+                if entries.get(i + 1).is_some_and(|(next, _)| next == key) {
+                    continue;
+                }
+                if !first {
+                    out.push(b',');
+                }
+                first = false;
+                write_str(key, out);
+                out.push(b':');
+                out.extend_from_slice(&buffer[range.clone()]);
+            }
+            out.push(b'}');
+            Ok(())
+        };
+        match self.tag {
+            Some(tag) => tag.write(self.out, body),
+            None => body(self.out, Rule::Plain),
+        }
+    }
+}
+
+impl ser::SerializeMap for ObjectWriter<'_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Error> {
+        self.pending_key = Some(map_key(key)?);
+        Ok(())
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        let key = self
+            .pending_key
+            .take()
+            .ok_or_else(|| <Error as ser::Error>::custom("map value without a key"))?;
+        self.entry(Cow::Owned(key), value)
+    }
+    fn end(self) -> Result<(), Error> {
+        self.finish()
+    }
+}
+
+impl ser::SerializeStruct for ObjectWriter<'_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        self.entry(Cow::Borrowed(key), value)
+    }
+    fn end(self) -> Result<(), Error> {
+        self.finish()
+    }
+}
+
+impl ser::SerializeStructVariant for ObjectWriter<'_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        self.entry(Cow::Borrowed(key), value)
+    }
+    fn end(self) -> Result<(), Error> {
+        self.finish()
+    }
+}

@@ -1,0 +1,183 @@
+//! The last decode of each team's `config.json` and `members.meta.json`,
+//! kept with the bytes it came from: every status request reads the roster,
+//! and a read of unchanged bytes is answered with a copy instead of a JSON
+//! decode. Keyed by content ([`Decoded`]), so no write, however quick, is
+//! missed; the files are still read every time.
+//!
+//! Bounded: at most [`MAX_KEPT_TEAMS`] teams (the set starts over when a new
+//! team would pass it) and files up to [`MAX_KEPT_FILE_BYTES`]; a larger
+//! file is decoded on every read.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+use crate::domain::names::TeamName;
+use crate::domain::team::MemberOverlay;
+use crate::infrastructure::json_store::Decoded;
+use crate::infrastructure::team_config::TeamConfig;
+
+/// Most teams whose decodes are kept.
+pub(super) const MAX_KEPT_TEAMS: usize = 16;
+/// Largest file whose decode is kept.
+pub(super) const MAX_KEPT_FILE_BYTES: usize = 1024 * 1024;
+
+/// What a JSON file's bytes decoded to.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum JsonDecode<T> {
+    /// JSON, read as `T`.
+    Json(T),
+    /// Not JSON: the reader reports `<what>_invalid`.
+    NotJson,
+}
+
+/// `config.json` as the roster reads it: `Json(None)` when it is JSON but no
+/// usable team config.
+pub(super) type ConfigDecode = JsonDecode<Option<TeamConfig>>;
+/// `members.meta.json`'s entries, tidied.
+pub(super) type MetaDecode = JsonDecode<Vec<MemberOverlay>>;
+
+/// One team's kept decodes.
+#[derive(Debug, Default)]
+struct TeamDecodes {
+    config: Option<Decoded<ConfigDecode>>,
+    meta: Option<Decoded<MetaDecode>>,
+}
+
+/// The kept decodes of the teams read last.
+#[derive(Debug, Default)]
+pub(super) struct KeptRosters {
+    teams: Mutex<HashMap<TeamName, TeamDecodes>>,
+}
+
+impl KeptRosters {
+    /// `decode(bytes)` of the team's `config.json`, or the kept copy.
+    pub(super) fn config(
+        &self,
+        team: &TeamName,
+        bytes: &[u8],
+        decode: impl FnOnce(&[u8]) -> ConfigDecode,
+    ) -> ConfigDecode {
+        self.reuse_or(team, bytes, |decodes| &mut decodes.config, decode)
+    }
+
+    /// `decode(bytes)` of the team's `members.meta.json`, or the kept copy.
+    pub(super) fn meta(
+        &self,
+        team: &TeamName,
+        bytes: &[u8],
+        decode: impl FnOnce(&[u8]) -> MetaDecode,
+    ) -> MetaDecode {
+        self.reuse_or(team, bytes, |decodes| &mut decodes.meta, decode)
+    }
+
+    /// Forgets every kept decode (the reader is released).
+    pub(super) fn clear(&self) {
+        self.lock().clear();
+    }
+
+    fn reuse_or<T: Clone>(
+        &self,
+        team: &TeamName,
+        bytes: &[u8],
+        slot: fn(&mut TeamDecodes) -> &mut Option<Decoded<T>>,
+        decode: impl FnOnce(&[u8]) -> T,
+    ) -> T {
+        if bytes.len() > MAX_KEPT_FILE_BYTES {
+            return decode(bytes);
+        }
+        let mut teams = self.lock();
+        if !teams.contains_key(team) && teams.len() >= MAX_KEPT_TEAMS {
+            teams.clear();
+        }
+        let decodes = teams.entry(team.clone()).or_default();
+        Decoded::reuse_or(slot(decodes), bytes, decode)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<TeamName, TeamDecodes>> {
+        // A decode that panicked left at most a stale slot, which the next
+        // read's byte comparison replaces.
+        self.teams.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+
+    fn team(name: &str) -> TeamName {
+        TeamName::parse(name).unwrap()
+    }
+
+    /// A decode that counts its calls and gives `NotJson` for `bad`.
+    fn counting<'a>(calls: &'a Cell<usize>) -> impl Fn(&[u8]) -> MetaDecode + 'a {
+        move |bytes: &[u8]| {
+            calls.set(calls.get() + 1);
+            if bytes == b"bad" {
+                JsonDecode::NotJson
+            } else {
+                JsonDecode::Json(vec![MemberOverlay {
+                    name: String::from_utf8_lossy(bytes).into_owned(),
+                    ..MemberOverlay::default()
+                }])
+            }
+        }
+    }
+
+    #[test]
+    fn same_bytes_are_answered_from_the_kept_decode_and_new_bytes_decoded() {
+        let kept = KeptRosters::default();
+        let calls = Cell::new(0);
+        let decode = counting(&calls);
+        // (team, bytes, decodes so far after the read)
+        let reads: [(&str, &[u8], usize); 7] = [
+            ("forge", b"a", 1),
+            ("forge", b"a", 1),
+            ("forge", b"b", 2),
+            ("forge", b"a", 3),
+            ("other", b"a", 4),
+            ("forge", b"bad", 5),
+            ("forge", b"bad", 5),
+        ];
+        for (name, bytes, decodes) in reads {
+            let got = kept.meta(&team(name), bytes, &decode);
+            assert_eq!(got, decode(bytes), "{name} {bytes:?}");
+            calls.set(calls.get() - 1);
+            assert_eq!(calls.get(), decodes, "{name} {bytes:?}");
+        }
+    }
+
+    #[test]
+    fn the_config_and_meta_slots_are_separate() {
+        let kept = KeptRosters::default();
+        let forge = team("forge");
+        let config = kept.config(&forge, b"x", |_| JsonDecode::Json(None));
+        assert_eq!(config, JsonDecode::Json(None));
+        let calls = Cell::new(0);
+        let meta = kept.meta(&forge, b"x", counting(&calls));
+        assert_eq!(calls.get(), 1);
+        assert!(matches!(meta, JsonDecode::Json(members) if members.len() == 1));
+    }
+
+    #[test]
+    fn memory_stays_bounded() {
+        let kept = KeptRosters::default();
+        let calls = Cell::new(0);
+        for i in 0..=MAX_KEPT_TEAMS {
+            kept.meta(&team(&format!("team-{i}")), b"a", counting(&calls));
+        }
+        assert_eq!(kept.lock().len(), 1, "started over past the cap");
+        let big = vec![b' '; MAX_KEPT_FILE_BYTES + 1];
+        kept.meta(&team("big"), &big, counting(&calls));
+        kept.meta(&team("big"), &big, counting(&calls));
+        assert_eq!(
+            calls.get(),
+            MAX_KEPT_TEAMS + 3,
+            "a large file is decoded every time"
+        );
+        assert!(!kept.lock().contains_key(&team("big")));
+        kept.clear();
+        assert!(kept.lock().is_empty());
+    }
+}
