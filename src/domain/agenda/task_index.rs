@@ -42,9 +42,13 @@ pub struct TaskIndex {
 impl TaskIndex {
     /// Derives the facts of every task (`kanban` holds their cards).
     pub fn build(tasks: &[Arc<Task>], kanban: &BTreeMap<String, KanbanEntry>) -> Self {
+        // Sized up front: each task files one id and one display id, so the
+        // maps never rehash while the board is filed.
         let mut index = Self {
             kanban: kanban.clone(),
             facts: tasks.iter().map(|t| TaskFacts::local(t, kanban)).collect(),
+            by_id: HashMap::with_capacity(tasks.len()),
+            by_display: HashMap::with_capacity(tasks.len()),
             ..Self::default()
         };
         for i in 0..tasks.len() {
@@ -162,15 +166,15 @@ impl TaskIndex {
         ] {
             let reference = task_reference(reference);
             if !reference.is_empty() {
-                map.entry(reference.to_string()).or_default().push(i);
+                // Almost always a new key: one hash, one allocation.
+                map.entry(reference.to_string())
+                    .or_insert_with(|| Vec::with_capacity(1))
+                    .push(i);
             }
         }
         let waits_on: BTreeSet<&str> = f.blocked_by.iter().map(|d| task_reference(d)).collect();
         for reference in waits_on {
-            self.dependents
-                .entry(reference.to_string())
-                .or_default()
-                .push(i);
+            file_under(&mut self.dependents, reference, i);
         }
     }
 
@@ -225,26 +229,17 @@ impl TaskIndex {
         f.waiting = waiting;
     }
 
-    /// The buckets task `i` belongs in, by its facts.
-    fn buckets(&self, i: usize) -> (Vec<&str>, bool) {
-        let f = &self.facts[i];
-        if !f.listed() {
-            return (Vec::new(), false);
-        }
-        let mut members: Vec<&str> = f.owner.as_deref().into_iter().collect();
-        if let Some(reviewer) = &f.cycle_reviewer {
-            if f.owner.as_ref() != Some(reviewer) {
-                members.push(reviewer);
-            }
-        }
-        (members, f.lead_oversees())
-    }
-
     fn add_to_buckets(&mut self, i: usize) {
-        let (members, lead) = self.buckets(i);
-        let members: Vec<String> = members.into_iter().map(str::to_string).collect();
-        for member in members {
-            insert_sorted(self.by_member.entry(member).or_default(), i);
+        let (members, lead) = buckets(&self.facts[i]);
+        for member in members.into_iter().flatten() {
+            // A member's bucket exists after their first task: its name is
+            // allocated once, not once per task.
+            match self.by_member.get_mut(member) {
+                Some(positions) => insert_sorted(positions, i),
+                None => {
+                    self.by_member.insert(member.to_string(), vec![i]);
+                }
+            }
         }
         if lead {
             insert_sorted(&mut self.lead_oversight, i);
@@ -252,13 +247,12 @@ impl TaskIndex {
     }
 
     fn remove_from_buckets(&mut self, i: usize) {
-        let (members, lead) = self.buckets(i);
-        let members: Vec<String> = members.into_iter().map(str::to_string).collect();
-        for member in members {
-            if let Some(positions) = self.by_member.get_mut(&member) {
+        let (members, lead) = buckets(&self.facts[i]);
+        for member in members.into_iter().flatten() {
+            if let Some(positions) = self.by_member.get_mut(member) {
                 remove_sorted(positions, i);
                 if positions.is_empty() {
-                    self.by_member.remove(&member);
+                    self.by_member.remove(member);
                 }
             }
         }
@@ -285,6 +279,31 @@ impl TaskIndex {
         }
         shift(&mut self.lead_oversight);
     }
+}
+
+/// Adds position `i` under `reference`; the key is allocated only when the
+/// reference is new (many tasks can wait on one reference).
+fn file_under(map: &mut HashMap<String, Vec<usize>>, reference: &str, i: usize) {
+    match map.get_mut(reference) {
+        Some(positions) => positions.push(i),
+        None => {
+            map.insert(reference.to_string(), vec![i]);
+        }
+    }
+}
+
+/// The buckets a task belongs in, by its facts: its owner and its
+/// current-cycle reviewer (when another member), and whether the lead
+/// oversees it.
+fn buckets(f: &TaskFacts) -> ([Option<&str>; 2], bool) {
+    if !f.listed() {
+        return ([None, None], false);
+    }
+    let reviewer = f
+        .cycle_reviewer
+        .as_deref()
+        .filter(|reviewer| f.owner.as_deref() != Some(*reviewer));
+    ([f.owner.as_deref(), reviewer], f.lead_oversees())
 }
 
 fn insert_sorted(positions: &mut Vec<usize>, i: usize) {
