@@ -12,6 +12,7 @@ use crate::domain::team::{KanbanEntry, Task, TaskStatus};
 /// cheaper per task.
 pub(super) const MAX_INCREMENTAL_CHANGE: usize = 256;
 
+use super::reference_map::ReferenceMap;
 use super::task_facts::{task_reference, TaskFacts};
 
 /// The task side of a team's agendas: every task's facts, its dependencies
@@ -28,9 +29,9 @@ pub struct TaskIndex {
     kanban: BTreeMap<String, KanbanEntry>,
     pub(super) facts: Vec<TaskFacts>,
     /// Task positions by canonical id reference ([`task_reference`]).
-    pub(super) by_id: HashMap<String, Vec<usize>>,
+    pub(super) by_id: ReferenceMap,
     /// Task positions by display id reference.
-    pub(super) by_display: HashMap<String, Vec<usize>>,
+    pub(super) by_display: ReferenceMap,
     /// Positions of the tasks whose `blockedBy` names a reference.
     pub(super) dependents: HashMap<String, Vec<usize>>,
     /// Listed task positions by owner and current-cycle reviewer, sorted.
@@ -47,8 +48,8 @@ impl TaskIndex {
         let mut index = Self {
             kanban: kanban.clone(),
             facts: tasks.iter().map(|t| TaskFacts::local(t, kanban)).collect(),
-            by_id: HashMap::with_capacity(tasks.len()),
-            by_display: HashMap::with_capacity(tasks.len()),
+            by_id: ReferenceMap::with_capacity(tasks.len()),
+            by_display: ReferenceMap::with_capacity(tasks.len()),
             ..Self::default()
         };
         for i in 0..tasks.len() {
@@ -166,10 +167,7 @@ impl TaskIndex {
         ] {
             let reference = task_reference(reference);
             if !reference.is_empty() {
-                // Almost always a new key: one hash, one allocation.
-                map.entry(reference.to_string())
-                    .or_insert_with(|| Vec::with_capacity(1))
-                    .push(i);
+                map.add(reference, i);
             }
         }
         let waits_on: BTreeSet<&str> = f.blocked_by.iter().map(|d| task_reference(d)).collect();
@@ -181,18 +179,17 @@ impl TaskIndex {
     /// Undoes [`TaskIndex::add_references`] of task `i`.
     fn remove_references(&mut self, i: usize) {
         let f = &self.facts[i];
-        let unfile = |map: &mut HashMap<String, Vec<usize>>, reference: &str| {
-            if let Some(positions) = map.get_mut(reference) {
+        self.by_id.remove(task_reference(&f.task.id), i);
+        self.by_display
+            .remove(task_reference(&f.task.display_id), i);
+        for dep in &f.blocked_by {
+            let reference = task_reference(dep);
+            if let Some(positions) = self.dependents.get_mut(reference) {
                 positions.retain(|&p| p != i);
                 if positions.is_empty() {
-                    map.remove(reference);
+                    self.dependents.remove(reference);
                 }
             }
-        };
-        unfile(&mut self.by_id, task_reference(&f.task.id));
-        unfile(&mut self.by_display, task_reference(&f.task.display_id));
-        for dep in &f.blocked_by {
-            unfile(&mut self.dependents, task_reference(dep));
         }
     }
 
@@ -200,13 +197,22 @@ impl TaskIndex {
     /// else (no task has it) the only one with that display id.
     fn resolve(&self, reference: &str) -> Option<usize> {
         let reference = task_reference(reference);
-        match self.by_id.get(reference).map(Vec::as_slice) {
-            Some([only]) => Some(*only),
-            Some(_) => None,
-            None => match self.by_display.get(reference).map(Vec::as_slice) {
-                Some([only]) => Some(*only),
-                _ => None,
-            },
+        let facts = &self.facts;
+        let mut ids = self
+            .by_id
+            .get(reference, |p| task_reference(&facts[p].task.id));
+        match (ids.next(), ids.next()) {
+            (Some(only), None) => Some(only),
+            (Some(_), Some(_)) => None,
+            (None, _) => {
+                let mut displays = self
+                    .by_display
+                    .get(reference, |p| task_reference(&facts[p].task.display_id));
+                match (displays.next(), displays.next()) {
+                    (Some(only), None) => Some(only),
+                    _ => None,
+                }
+            }
         }
     }
 
@@ -269,12 +275,9 @@ impl TaskIndex {
                 *p = p.wrapping_add_signed(by);
             }
         };
-        for map in [
-            &mut self.by_id,
-            &mut self.by_display,
-            &mut self.dependents,
-            &mut self.by_member,
-        ] {
+        self.by_id.lists_mut().for_each(shift);
+        self.by_display.lists_mut().for_each(shift);
+        for map in [&mut self.dependents, &mut self.by_member] {
             map.values_mut().for_each(shift);
         }
         shift(&mut self.lead_oversight);
