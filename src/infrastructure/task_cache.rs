@@ -298,20 +298,19 @@ impl TaskFolder {
                     // folder) is replaced before the listing.
                     self.watch = DirWatch::new(dir).ok();
                 }
-                let parsed = self.rescan(dir, parse, true);
+                // No trim after the pass: it reads every file into one
+                // buffer, so it leaves no garbage to hand back, and a trim
+                // here would hand back the pages the caller's index build
+                // is about to fault in again.
+                self.rescan(dir, parse, true);
                 self.validated_at = Some(now);
-                if parsed >= RELEASE_AFTER_PARSING {
-                    // The parse garbage of a large read.
-                    release_freed_memory();
-                }
             }
         }
     }
 
     /// Lists the folder and reads every task file whose stamp changed (or
     /// every one, without `reuse`).
-    /// Returns how many files were read.
-    fn rescan(&mut self, dir: &Dir, parse: ParseTaskFile, reuse: bool) -> usize {
+    fn rescan(&mut self, dir: &Dir, parse: ParseTaskFile, reuse: bool) {
         self.board = None;
         let listing = match dir.entries() {
             Ok(listing) => listing,
@@ -320,7 +319,7 @@ impl TaskFolder {
                 self.recheck.clear();
                 self.truncated = false;
                 self.unreadable = true;
-                return 0;
+                return;
             }
         };
         self.unreadable = false;
@@ -334,10 +333,10 @@ impl TaskFolder {
         names.truncate(MAX_TASK_FILES);
         let mut previous = std::mem::take(&mut self.entries);
         self.recheck.clear();
-        let mut read = 0;
+        // One buffer for every file of the pass.
+        let mut buffer = Vec::new();
         for (name, kind) in names {
             let known = previous.remove(&name).filter(|_| reuse);
-            let kept = known.as_ref().map(|k| (k.stamp, k.unsettled));
             // The listing's kind spares a look; the read checks the handle anyway.
             let entry = match kind {
                 Some(FileKind::Dir | FileKind::Symlink | FileKind::Other) => Some(Entry {
@@ -345,22 +344,17 @@ impl TaskFolder {
                     stamp: None,
                     unsettled: false,
                 }),
-                Some(FileKind::File) | None => read_entry(dir, parse, &name, known),
+                Some(FileKind::File) | None => read_entry(dir, parse, &name, known, &mut buffer),
             };
-            let reused = kept.is_some_and(|(stamp, unsettled)| {
-                !unsettled && entry.as_ref().is_some_and(|e| e.stamp == stamp)
-            });
-            read += usize::from(!reused);
             self.store(name, entry);
         }
-        read
     }
 
     /// Looks at one name again (it was reported changed, or failed before).
     fn refresh_name(&mut self, dir: &Dir, parse: ParseTaskFile, name: &str) {
         let known = self.entries.remove(name);
         let before = known.as_ref().map(|k| k.file.clone());
-        let entry = read_entry(dir, parse, name, known);
+        let entry = read_entry(dir, parse, name, known, &mut Vec::new());
         self.patch_board(name, before.as_ref(), entry.as_ref().map(|e| &e.file));
         self.store(name.to_string(), entry);
     }
@@ -456,9 +450,6 @@ impl TaskFolder {
     }
 }
 
-/// A full pass that read at least this many files hands freed memory back.
-const RELEASE_AFTER_PARSING: usize = 1_000;
-
 /// The least time between two trims of [`release_freed_memory_now_and_then`].
 const RELEASE_EVERY: Duration = Duration::from_secs(1);
 
@@ -494,8 +485,14 @@ fn release_freed_memory() {
 fn release_freed_memory() {}
 
 /// What `name` amounts to now: `known` again when its stamp is unchanged
-/// and settled, else read afresh; `None` when nothing is there.
-fn read_entry(dir: &Dir, parse: ParseTaskFile, name: &str, known: Option<Entry>) -> Option<Entry> {
+/// and settled, else read afresh (into `buffer`); `None` when nothing is there.
+fn read_entry(
+    dir: &Dir,
+    parse: ParseTaskFile,
+    name: &str,
+    known: Option<Entry>,
+    buffer: &mut Vec<u8>,
+) -> Option<Entry> {
     if let Some(known) = known.filter(|k| !k.unsettled && k.stamp.is_some()) {
         match dir.stamp(name) {
             Ok(None) => return None,
@@ -505,7 +502,7 @@ fn read_entry(dir: &Dir, parse: ParseTaskFile, name: &str, known: Option<Entry>)
         }
     }
     let opened_at = SystemTime::now();
-    let read = match dir.read_stamped(name, MAX_TASK_BYTES) {
+    let read = match dir.read_stamped_into(name, MAX_TASK_BYTES, buffer) {
         Ok(read) => read,
         Err(_) => {
             return Some(Entry {
@@ -519,7 +516,7 @@ fn read_entry(dir: &Dir, parse: ParseTaskFile, name: &str, known: Option<Entry>)
         FileRead::Missing => return None,
         FileRead::NotAFile => TaskFile::NotAFile,
         FileRead::TooLarge => TaskFile::TooLarge,
-        FileRead::Bytes(bytes) => parse(&bytes),
+        FileRead::Bytes(bytes) => parse(bytes),
     };
     Some(Entry {
         file,

@@ -8,10 +8,12 @@
 //! with the roster of one snapshot and builds the agendas.
 //!
 //! One module per concept: `item` (what an agenda holds), `task_facts`
-//! (what one task says), `task_index` (the board indexed), `team_index`
-//! (the agendas built); their items are re-exported here.
+//! (what one task says), `task_index` (the board indexed, its tasks found
+//! by reference through `reference_map`), `team_index` (the agendas
+//! built); their items are re-exported here.
 
 mod item;
+mod reference_map;
 mod task_facts;
 mod task_index;
 mod team_index;

@@ -12,6 +12,7 @@ use crate::domain::team::{KanbanEntry, Task, TaskStatus};
 /// cheaper per task.
 pub(super) const MAX_INCREMENTAL_CHANGE: usize = 256;
 
+use super::reference_map::ReferenceMap;
 use super::task_facts::{task_reference, TaskFacts};
 
 /// The task side of a team's agendas: every task's facts, its dependencies
@@ -28,9 +29,9 @@ pub struct TaskIndex {
     kanban: BTreeMap<String, KanbanEntry>,
     pub(super) facts: Vec<TaskFacts>,
     /// Task positions by canonical id reference ([`task_reference`]).
-    pub(super) by_id: HashMap<String, Vec<usize>>,
+    pub(super) by_id: ReferenceMap,
     /// Task positions by display id reference.
-    pub(super) by_display: HashMap<String, Vec<usize>>,
+    pub(super) by_display: ReferenceMap,
     /// Positions of the tasks whose `blockedBy` names a reference.
     pub(super) dependents: HashMap<String, Vec<usize>>,
     /// Listed task positions by owner and current-cycle reviewer, sorted.
@@ -42,9 +43,13 @@ pub struct TaskIndex {
 impl TaskIndex {
     /// Derives the facts of every task (`kanban` holds their cards).
     pub fn build(tasks: &[Arc<Task>], kanban: &BTreeMap<String, KanbanEntry>) -> Self {
+        // Sized up front: each task files one id and one display id, so the
+        // maps never rehash while the board is filed.
         let mut index = Self {
             kanban: kanban.clone(),
             facts: tasks.iter().map(|t| TaskFacts::local(t, kanban)).collect(),
+            by_id: ReferenceMap::with_capacity(tasks.len()),
+            by_display: ReferenceMap::with_capacity(tasks.len()),
             ..Self::default()
         };
         for i in 0..tasks.len() {
@@ -162,33 +167,29 @@ impl TaskIndex {
         ] {
             let reference = task_reference(reference);
             if !reference.is_empty() {
-                map.entry(reference.to_string()).or_default().push(i);
+                map.add(reference, i);
             }
         }
         let waits_on: BTreeSet<&str> = f.blocked_by.iter().map(|d| task_reference(d)).collect();
         for reference in waits_on {
-            self.dependents
-                .entry(reference.to_string())
-                .or_default()
-                .push(i);
+            file_under(&mut self.dependents, reference, i);
         }
     }
 
     /// Undoes [`TaskIndex::add_references`] of task `i`.
     fn remove_references(&mut self, i: usize) {
         let f = &self.facts[i];
-        let unfile = |map: &mut HashMap<String, Vec<usize>>, reference: &str| {
-            if let Some(positions) = map.get_mut(reference) {
+        self.by_id.remove(task_reference(&f.task.id), i);
+        self.by_display
+            .remove(task_reference(&f.task.display_id), i);
+        for dep in &f.blocked_by {
+            let reference = task_reference(dep);
+            if let Some(positions) = self.dependents.get_mut(reference) {
                 positions.retain(|&p| p != i);
                 if positions.is_empty() {
-                    map.remove(reference);
+                    self.dependents.remove(reference);
                 }
             }
-        };
-        unfile(&mut self.by_id, task_reference(&f.task.id));
-        unfile(&mut self.by_display, task_reference(&f.task.display_id));
-        for dep in &f.blocked_by {
-            unfile(&mut self.dependents, task_reference(dep));
         }
     }
 
@@ -196,13 +197,22 @@ impl TaskIndex {
     /// else (no task has it) the only one with that display id.
     fn resolve(&self, reference: &str) -> Option<usize> {
         let reference = task_reference(reference);
-        match self.by_id.get(reference).map(Vec::as_slice) {
-            Some([only]) => Some(*only),
-            Some(_) => None,
-            None => match self.by_display.get(reference).map(Vec::as_slice) {
-                Some([only]) => Some(*only),
-                _ => None,
-            },
+        let facts = &self.facts;
+        let mut ids = self
+            .by_id
+            .get(reference, |p| task_reference(&facts[p].task.id));
+        match (ids.next(), ids.next()) {
+            (Some(only), None) => Some(only),
+            (Some(_), Some(_)) => None,
+            (None, _) => {
+                let mut displays = self
+                    .by_display
+                    .get(reference, |p| task_reference(&facts[p].task.display_id));
+                match (displays.next(), displays.next()) {
+                    (Some(only), None) => Some(only),
+                    _ => None,
+                }
+            }
         }
     }
 
@@ -225,26 +235,17 @@ impl TaskIndex {
         f.waiting = waiting;
     }
 
-    /// The buckets task `i` belongs in, by its facts.
-    fn buckets(&self, i: usize) -> (Vec<&str>, bool) {
-        let f = &self.facts[i];
-        if !f.listed() {
-            return (Vec::new(), false);
-        }
-        let mut members: Vec<&str> = f.owner.as_deref().into_iter().collect();
-        if let Some(reviewer) = &f.cycle_reviewer {
-            if f.owner.as_ref() != Some(reviewer) {
-                members.push(reviewer);
-            }
-        }
-        (members, f.lead_oversees())
-    }
-
     fn add_to_buckets(&mut self, i: usize) {
-        let (members, lead) = self.buckets(i);
-        let members: Vec<String> = members.into_iter().map(str::to_string).collect();
-        for member in members {
-            insert_sorted(self.by_member.entry(member).or_default(), i);
+        let (members, lead) = buckets(&self.facts[i]);
+        for member in members.into_iter().flatten() {
+            // A member's bucket exists after their first task: its name is
+            // allocated once, not once per task.
+            match self.by_member.get_mut(member) {
+                Some(positions) => insert_sorted(positions, i),
+                None => {
+                    self.by_member.insert(member.to_string(), vec![i]);
+                }
+            }
         }
         if lead {
             insert_sorted(&mut self.lead_oversight, i);
@@ -252,13 +253,12 @@ impl TaskIndex {
     }
 
     fn remove_from_buckets(&mut self, i: usize) {
-        let (members, lead) = self.buckets(i);
-        let members: Vec<String> = members.into_iter().map(str::to_string).collect();
-        for member in members {
-            if let Some(positions) = self.by_member.get_mut(&member) {
+        let (members, lead) = buckets(&self.facts[i]);
+        for member in members.into_iter().flatten() {
+            if let Some(positions) = self.by_member.get_mut(member) {
                 remove_sorted(positions, i);
                 if positions.is_empty() {
-                    self.by_member.remove(&member);
+                    self.by_member.remove(member);
                 }
             }
         }
@@ -275,16 +275,38 @@ impl TaskIndex {
                 *p = p.wrapping_add_signed(by);
             }
         };
-        for map in [
-            &mut self.by_id,
-            &mut self.by_display,
-            &mut self.dependents,
-            &mut self.by_member,
-        ] {
+        self.by_id.lists_mut().for_each(shift);
+        self.by_display.lists_mut().for_each(shift);
+        for map in [&mut self.dependents, &mut self.by_member] {
             map.values_mut().for_each(shift);
         }
         shift(&mut self.lead_oversight);
     }
+}
+
+/// Adds position `i` under `reference`; the key is allocated only when the
+/// reference is new (many tasks can wait on one reference).
+fn file_under(map: &mut HashMap<String, Vec<usize>>, reference: &str, i: usize) {
+    match map.get_mut(reference) {
+        Some(positions) => positions.push(i),
+        None => {
+            map.insert(reference.to_string(), vec![i]);
+        }
+    }
+}
+
+/// The buckets a task belongs in, by its facts: its owner and its
+/// current-cycle reviewer (when another member), and whether the lead
+/// oversees it.
+fn buckets(f: &TaskFacts) -> ([Option<&str>; 2], bool) {
+    if !f.listed() {
+        return ([None, None], false);
+    }
+    let reviewer = f
+        .cycle_reviewer
+        .as_deref()
+        .filter(|reviewer| f.owner.as_deref() != Some(*reviewer));
+    ([f.owner.as_deref(), reviewer], f.lead_oversees())
 }
 
 fn insert_sorted(positions: &mut Vec<usize>, i: usize) {

@@ -2,6 +2,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::reference_map::ReferenceMap;
+use super::task_facts::task_reference;
 use super::task_index::MAX_INCREMENTAL_CHANGE;
 use super::*;
 use crate::domain::fingerprint::agenda_fingerprint;
@@ -978,8 +980,40 @@ mod incremental {
                 })
                 .collect::<Vec<_>>()
         };
-        let mut lists = named("id", &index.by_id);
-        lists.extend(named("display", &index.by_display));
+        // Filed by hash: every position under the key of its own reference,
+        // listed by that reference.
+        let by_reference =
+            |tag: &str, map: &ReferenceMap, reference_of: &dyn Fn(usize) -> String| {
+                let mut grouped: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+                for (key, positions) in map.lists() {
+                    for &p in positions {
+                        let reference = reference_of(p);
+                        assert_eq!(
+                            map.key(&reference),
+                            key,
+                            "{tag} {reference} filed by its key"
+                        );
+                        grouped
+                            .entry(format!("{tag}:{reference}"))
+                            .or_default()
+                            .push(p);
+                    }
+                }
+                grouped
+                    .into_iter()
+                    .map(|(key, mut positions)| {
+                        positions.sort_unstable();
+                        (key, positions)
+                    })
+                    .collect::<Vec<_>>()
+            };
+        let facts = &index.facts;
+        let mut lists = by_reference("id", &index.by_id, &|p| {
+            task_reference(&facts[p].task.id).to_string()
+        });
+        lists.extend(by_reference("display", &index.by_display, &|p| {
+            task_reference(&facts[p].task.display_id).to_string()
+        }));
         lists.extend(named("dependents", &index.dependents));
         // Bucket order is meaningful: kept as is.
         lists.extend(

@@ -48,7 +48,26 @@ impl Dir {
     /// [`Dir::read`] that also returns the file's stamp, taken from the open
     /// handle before reading.
     pub fn read_stamped(&self, name: impl AsRef<OsStr>, max: u64) -> io::Result<StampedRead> {
+        let mut bytes = Vec::new();
+        let StampedRead { read, stamp } = self.read_stamped_into(name, max, &mut bytes)?;
+        // The outcome alone, no longer borrowing `bytes`, which it then owns.
+        let read = read.with_bytes(());
+        Ok(StampedRead {
+            read: read.with_bytes(bytes),
+            stamp,
+        })
+    }
+
+    /// [`Dir::read_stamped`] into `buffer` (emptied first), which keeps its
+    /// capacity: a reader of many files allocates once, not once per file.
+    pub fn read_stamped_into<'b>(
+        &self,
+        name: impl AsRef<OsStr>,
+        max: u64,
+        buffer: &'b mut Vec<u8>,
+    ) -> io::Result<StampedRead<&'b [u8]>> {
         let name = name.as_ref();
+        buffer.clear();
         #[cfg(unix)]
         let opened = self.open_file_stat(name);
         #[cfg(windows)]
@@ -74,14 +93,15 @@ impl Dir {
         let (file, stamp) = (opened.0, Stamp::of(&opened.1));
         #[cfg(windows)]
         let (stamp, file) = (stamp_of_file(&opened, &path())?, opened);
-        let mut bytes = Vec::with_capacity(stamp.len.min(max) as usize + 1);
+        // Sized from the handle's stamp: one read fills it, one more sees the end.
+        buffer.reserve(stamp.len.min(max) as usize + 1);
         file.take(max.saturating_add(1))
-            .read_to_end(&mut bytes)
+            .read_to_end(buffer)
             .map_err(|e| with_path(&path(), e))?;
-        let read = if bytes.len() as u64 > max {
+        let read = if buffer.len() as u64 > max {
             FileRead::TooLarge
         } else {
-            FileRead::Bytes(bytes)
+            FileRead::Bytes(&buffer[..])
         };
         Ok(StampedRead {
             read,

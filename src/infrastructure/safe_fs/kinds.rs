@@ -41,9 +41,10 @@ pub struct Meta {
     pub mode: u32,
 }
 
-/// A file read through the boundary.
+/// A file read through the boundary; its content is owned (`Vec<u8>`) or,
+/// read into a caller's buffer, borrowed from it (`&[u8]`).
 #[derive(Debug, PartialEq, Eq)]
-pub enum FileRead {
+pub enum FileRead<B = Vec<u8>> {
     /// Nothing by that name.
     Missing,
     /// A link, FIFO, folder, socket or device: not opened.
@@ -51,5 +52,17 @@ pub enum FileRead {
     /// A regular file bigger than the cap: not read past it.
     TooLarge,
     /// The whole content.
-    Bytes(Vec<u8>),
+    Bytes(B),
+}
+
+impl<B> FileRead<B> {
+    /// The same outcome with the content `bytes` instead.
+    pub(super) fn with_bytes<C>(self, bytes: C) -> FileRead<C> {
+        match self {
+            Self::Missing => FileRead::Missing,
+            Self::NotAFile => FileRead::NotAFile,
+            Self::TooLarge => FileRead::TooLarge,
+            Self::Bytes(_) => FileRead::Bytes(bytes),
+        }
+    }
 }

@@ -71,9 +71,9 @@ impl Stamp {
 
 /// A file read with the stamp it had when opened.
 #[derive(Debug, PartialEq, Eq)]
-pub struct StampedRead {
+pub struct StampedRead<B = Vec<u8>> {
     /// What was read.
-    pub read: FileRead,
+    pub read: FileRead<B>,
     /// The stamp from the open handle, taken before reading (so a change
     /// during the read shows as a newer stamp next time); `None` when nothing
     /// was opened.
@@ -114,5 +114,49 @@ mod tests {
             dir.read_stamped("a.json", 1).unwrap().read,
             FileRead::TooLarge
         );
+    }
+
+    /// One buffer read into again and again holds each file's content
+    /// alone, whatever the previous read left; a refused or missing file
+    /// leaves it empty.
+    #[test]
+    fn a_reused_buffer_holds_each_file_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = TrustedRoot::new(tmp.path())
+            .open_dir(tmp.path())
+            .unwrap()
+            .unwrap();
+        std::fs::write(tmp.path().join("long.json"), b"0123456789").unwrap();
+        std::fs::write(tmp.path().join("short.json"), b"ab").unwrap();
+        std::fs::write(tmp.path().join("empty.json"), b"").unwrap();
+        std::fs::create_dir(tmp.path().join("folder.json")).unwrap();
+        #[cfg(unix)]
+        crate::infrastructure::safe_fs::mkfifo(&tmp.path().join("fifo.json"));
+        let mut buffer = Vec::new();
+        let cases: &[(&str, FileRead<&[u8]>)] = &[
+            ("long.json", FileRead::Bytes(b"0123456789")),
+            ("short.json", FileRead::Bytes(b"ab")),
+            ("long.json", FileRead::TooLarge),
+            ("empty.json", FileRead::Bytes(b"")),
+            ("long.json", FileRead::Bytes(b"0123456789")),
+            ("missing.json", FileRead::Missing),
+            ("long.json", FileRead::Bytes(b"0123456789")),
+            ("folder.json", FileRead::NotAFile),
+            #[cfg(unix)]
+            ("fifo.json", FileRead::NotAFile),
+        ];
+        for (i, (name, want)) in cases.iter().enumerate() {
+            let max = if i == 2 { 9 } else { 10 };
+            let read = dir.read_stamped_into(name, max, &mut buffer).unwrap();
+            assert_eq!(&read.read, want, "{i}: {name}");
+            assert_eq!(
+                read.stamp.is_some(),
+                matches!(want, FileRead::Bytes(_) | FileRead::TooLarge),
+                "{i}: {name}"
+            );
+            if !matches!(want, FileRead::Bytes(_) | FileRead::TooLarge) {
+                assert!(buffer.is_empty(), "{i}: {name} left {buffer:?}");
+            }
+        }
     }
 }
