@@ -6,6 +6,12 @@ use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
+use smallvec::SmallVec;
+
+/// The positions under one key: nearly always one task (ids are unique on a
+/// sane board), held inline so indexing a board allocates no list per task.
+type Positions = SmallVec<[usize; 1]>;
+
 /// Positions of tasks filed by one reference of theirs ([`task_reference`]
 /// of the id, or of the display id).
 ///
@@ -18,7 +24,7 @@ use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 #[derive(Debug, Clone, Default)]
 pub(super) struct ReferenceMap {
     hasher: RandomState,
-    lists: HashMap<u64, Vec<usize>, BuildHasherDefault<KeyIsHash>>,
+    lists: HashMap<u64, Positions, BuildHasherDefault<KeyIsHash>>,
 }
 
 impl ReferenceMap {
@@ -37,17 +43,14 @@ impl ReferenceMap {
 
     /// Files position `i` under `reference`.
     pub(super) fn add(&mut self, reference: &str, i: usize) {
-        self.lists
-            .entry(self.key(reference))
-            .or_insert_with(|| Vec::with_capacity(1))
-            .push(i);
+        self.lists.entry(self.key(reference)).or_default().push(i);
     }
 
     /// Unfiles position `i` from under `reference`.
     pub(super) fn remove(&mut self, reference: &str, i: usize) {
         let key = self.key(reference);
         if let Some(positions) = self.lists.get_mut(&key) {
-            positions.retain(|&p| p != i);
+            positions.retain(|p| *p != i);
             if positions.is_empty() {
                 self.lists.remove(&key);
             }
@@ -70,8 +73,10 @@ impl ReferenceMap {
     }
 
     /// Every list, to move the positions in it.
-    pub(super) fn lists_mut(&mut self) -> impl Iterator<Item = &mut Vec<usize>> {
-        self.lists.values_mut()
+    pub(super) fn lists_mut(&mut self) -> impl Iterator<Item = &mut [usize]> {
+        self.lists
+            .values_mut()
+            .map(|positions| positions.as_mut_slice())
     }
 
     /// Every list with its key.

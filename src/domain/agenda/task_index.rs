@@ -270,7 +270,7 @@ impl TaskIndex {
     /// Moves every position from `from` on by `by` (tasks were inserted or
     /// removed before them); the order of every list is kept.
     fn shift_positions(&mut self, from: usize, by: isize) {
-        let shift = |positions: &mut Vec<usize>| {
+        let shift = |positions: &mut [usize]| {
             for p in positions.iter_mut().filter(|p| **p >= from) {
                 *p = p.wrapping_add_signed(by);
             }
@@ -278,7 +278,7 @@ impl TaskIndex {
         self.by_id.lists_mut().for_each(shift);
         self.by_display.lists_mut().for_each(shift);
         for map in [&mut self.dependents, &mut self.by_member] {
-            map.values_mut().for_each(shift);
+            map.values_mut().for_each(|positions| shift(positions));
         }
         shift(&mut self.lead_oversight);
     }
