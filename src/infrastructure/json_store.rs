@@ -84,15 +84,30 @@ impl<T: Clone> Decoded<T> {
         bytes: &[u8],
         decode: impl FnOnce(&[u8]) -> T,
     ) -> T {
-        if let Some(kept) = last.as_ref().filter(|kept| kept.bytes == bytes) {
-            return kept.value.clone();
+        match Self::try_reuse_or(last, bytes, |bytes| {
+            Ok::<T, std::convert::Infallible>(decode(bytes))
+        }) {
+            Ok(value) => value,
+            Err(never) => match never {},
         }
-        let value = decode(bytes);
+    }
+
+    /// [`Decoded::reuse_or`] for a decode that can fail: a failure is
+    /// returned and `last` left as it was.
+    pub(crate) fn try_reuse_or<E>(
+        last: &mut Option<Self>,
+        bytes: &[u8],
+        decode: impl FnOnce(&[u8]) -> Result<T, E>,
+    ) -> Result<T, E> {
+        if let Some(kept) = last.as_ref().filter(|kept| kept.bytes == bytes) {
+            return Ok(kept.value.clone());
+        }
+        let value = decode(bytes)?;
         *last = Some(Self {
             bytes: bytes.to_vec(),
             value: value.clone(),
         });
-        value
+        Ok(value)
     }
 }
 
@@ -106,15 +121,9 @@ pub(crate) fn read_flat_envelope_reusing<T: DeserializeOwned + Clone>(
     last: &mut Option<Decoded<T>>,
 ) -> io::Result<Loaded<T>> {
     read_versioned(root, path, now_ms, |bytes| {
-        if let Some(kept) = last.as_ref().filter(|kept| kept.bytes == bytes) {
-            return Ok(kept.value.clone());
-        }
-        let value: T = check_version(bytes, version).and_then(|()| decode_flat(bytes))?;
-        *last = Some(Decoded {
-            bytes: bytes.to_vec(),
-            value: value.clone(),
-        });
-        Ok(value)
+        Decoded::try_reuse_or(last, bytes, |bytes| {
+            check_version(bytes, version).and_then(|()| decode_flat(bytes))
+        })
     })
 }
 
