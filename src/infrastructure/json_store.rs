@@ -7,9 +7,11 @@
 //!
 //! Every access goes through [`TrustedRoot`]: no link is followed below it.
 
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::Serialize;
@@ -73,7 +75,8 @@ pub(crate) fn read_flat_envelope<T: DeserializeOwned>(
 #[derive(Debug)]
 pub(crate) struct Decoded<T> {
     bytes: Vec<u8>,
-    value: T,
+    /// What the bytes decoded to (tests mark it to show a read reused it).
+    pub(super) value: T,
 }
 
 impl<T: Clone> Decoded<T> {
@@ -109,6 +112,63 @@ impl<T: Clone> Decoded<T> {
         });
         Ok(value)
     }
+}
+
+/// The last decode of each of a store's files ([`Decoded`]), for at most
+/// `bound` files: past that the kept ones are dropped, so the memory held
+/// stays bounded however many files are read.
+#[derive(Debug)]
+pub(crate) struct KeptDecodes<T> {
+    kept: Mutex<HashMap<PathBuf, Decoded<T>>>,
+    bound: usize,
+}
+
+impl<T> KeptDecodes<T> {
+    /// Nothing kept yet; at most `bound` files' decodes kept at once.
+    pub(crate) fn new(bound: usize) -> Self {
+        Self {
+            kept: Mutex::new(HashMap::new()),
+            bound,
+        }
+    }
+
+    /// The decode kept for `path`, taken out while a read or write uses it
+    /// (a concurrent one decodes for itself).
+    pub(crate) fn take(&self, path: &Path) -> Option<Decoded<T>> {
+        self.kept
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(path)
+    }
+
+    /// Keeps `decoded` (if any) as `path`'s.
+    pub(crate) fn keep(&self, path: &Path, decoded: Option<Decoded<T>>) {
+        let Some(decoded) = decoded else {
+            return;
+        };
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() >= self.bound {
+            kept.clear();
+        }
+        kept.insert(path.to_path_buf(), decoded);
+    }
+}
+
+/// [`read_envelope`] answered from `last` when the file holds the bytes
+/// `last` was decoded from; `last` then keeps what this read decoded.
+pub(crate) fn read_envelope_reusing<T: DeserializeOwned + Clone>(
+    root: &TrustedRoot,
+    path: &Path,
+    version: u64,
+    field: &str,
+    now_ms: i64,
+    last: &mut Option<Decoded<T>>,
+) -> io::Result<Loaded<T>> {
+    read_versioned(root, path, now_ms, |bytes| {
+        Decoded::try_reuse_or(last, bytes, |bytes| {
+            check_version(bytes, version).and_then(|()| decode_field(bytes, field))
+        })
+    })
 }
 
 /// [`read_flat_envelope`] answered from `last` when the file holds the bytes

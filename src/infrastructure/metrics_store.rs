@@ -1,12 +1,11 @@
 //! The team metrics index `teams/<team>/.member-work-sync/indexes/metrics.json`.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::json_store::{
     peek_flat_envelope, read_flat_envelope_reusing, stage_flat_envelope_kept, write_flat_envelope,
-    Decoded, Loaded, Peeked,
+    KeptDecodes, Loaded, Peeked,
 };
 use super::lock::StoreLock;
 use super::safe_fs::{Staged, TrustedRoot};
@@ -33,7 +32,7 @@ const KEPT_INDEXES: usize = 16;
 pub(crate) struct FsMetricsStore {
     root: TrustedRoot,
     clock: Arc<dyn Clock>,
-    decoded: Mutex<HashMap<PathBuf, Decoded<MetricsIndex>>>,
+    decoded: KeptDecodes<MetricsIndex>,
 }
 
 impl FsMetricsStore {
@@ -42,7 +41,7 @@ impl FsMetricsStore {
         Self {
             root: TrustedRoot::new(teams_base),
             clock,
-            decoded: Mutex::new(HashMap::new()),
+            decoded: KeptDecodes::new(KEPT_INDEXES),
         }
     }
 
@@ -55,7 +54,7 @@ impl FsMetricsStore {
     }
 
     fn load(&self, path: &Path) -> Result<MetricsIndex, PortError> {
-        let mut last = self.take_decoded(path);
+        let mut last = self.decoded.take(path);
         let loaded = read_flat_envelope_reusing(
             &self.root,
             path,
@@ -63,31 +62,11 @@ impl FsMetricsStore {
             self.clock.now_ms(),
             &mut last,
         );
-        self.keep_decoded(path, last);
+        self.decoded.keep(path, last);
         Ok(match loaded? {
             Loaded::Found(index) => index,
             Loaded::Missing | Loaded::Quarantined { .. } => MetricsIndex::default(),
         })
-    }
-
-    /// The index last decoded for `path`, taken out while a read or write
-    /// uses it (a concurrent one decodes for itself).
-    fn take_decoded(&self, path: &Path) -> Option<Decoded<MetricsIndex>> {
-        self.decoded
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(path)
-    }
-
-    fn keep_decoded(&self, path: &Path, decoded: Option<Decoded<MetricsIndex>>) {
-        let Some(decoded) = decoded else {
-            return;
-        };
-        let mut kept = self.decoded.lock().unwrap_or_else(|e| e.into_inner());
-        if kept.len() >= KEPT_INDEXES {
-            kept.clear();
-        }
-        kept.insert(path.to_path_buf(), decoded);
     }
 }
 
@@ -108,7 +87,7 @@ impl FsMetricsStore {
         index.record(status, events_for_write(status));
         let mut last = None;
         let staged = stage_flat_envelope_kept(&self.root, &path, SCHEMA_VERSION, index, &mut last)?;
-        self.keep_decoded(&path, last);
+        self.decoded.keep(&path, last);
         Ok((lock, staged))
     }
 }

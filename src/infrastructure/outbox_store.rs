@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use super::json_store::{
-    peek_flat_envelope, read_envelope, replace_flat_view, write_envelope, write_flat_envelope,
-    Loaded, Peeked,
+    peek_flat_envelope, read_envelope_reusing, replace_flat_view, write_envelope,
+    write_flat_envelope, KeptDecodes, Loaded, Peeked,
 };
 use super::lock::StoreLock;
 use super::safe_fs::{not_a_file, FileKind, FileRead, Stamp, TrustedRoot};
@@ -27,6 +27,8 @@ use crate::domain::time::{EpochMs, IsoTime};
 
 /// `schemaVersion` of a member's `outbox.json`.
 pub(crate) const SCHEMA_VERSION: u64 = 2;
+/// Member outboxes whose last decode is kept ([`KeptDecodes`]).
+const KEPT_OUTBOXES: usize = 16;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -71,6 +73,11 @@ pub struct FsOutboxStore {
     /// process last knew it, and the stamp its outbox index had then (see
     /// [`FsOutboxStore::next_plan_sequence`]).
     plan_sequences: Mutex<HashMap<String, KnownSequence>>,
+    /// The last decode of each recently read member outbox: a reconcile
+    /// reads its member's outbox before the status lock (suppression) and
+    /// again under the outbox lock (the planner's ensure), most often the
+    /// same bytes, which then cost a comparison and a copy, not a decode.
+    decoded: KeptDecodes<BTreeMap<String, StoredItem>>,
 }
 
 /// The highest planning sequence of a team's outboxes, known while the
@@ -89,6 +96,7 @@ impl FsOutboxStore {
             clock,
             retention: Retention::default(),
             plan_sequences: Mutex::new(HashMap::new()),
+            decoded: KeptDecodes::new(KEPT_OUTBOXES),
         }
     }
 
@@ -119,24 +127,26 @@ impl FsOutboxStore {
     }
 
     fn read_stored(&self, path: &Path) -> Result<BTreeMap<String, StoredItem>, PortError> {
-        Ok(
-            match read_envelope::<BTreeMap<String, StoredItem>>(
-                self.paths.root(),
-                path,
-                SCHEMA_VERSION,
-                "items",
-                self.clock.now_ms(),
-            )? {
-                Loaded::Found(items) => items
-                    .into_iter()
-                    .map(|(id, stored)| {
-                        let item = stored.item.with_payload_fingerprint();
-                        (id, StoredItem { item, ..stored })
-                    })
-                    .collect(),
-                Loaded::Missing | Loaded::Quarantined { .. } => BTreeMap::new(),
-            },
-        )
+        let mut last = self.decoded.take(path);
+        let loaded = read_envelope_reusing::<BTreeMap<String, StoredItem>>(
+            self.paths.root(),
+            path,
+            SCHEMA_VERSION,
+            "items",
+            self.clock.now_ms(),
+            &mut last,
+        );
+        self.decoded.keep(path, last);
+        Ok(match loaded? {
+            Loaded::Found(items) => items
+                .into_iter()
+                .map(|(id, stored)| {
+                    let item = stored.item.with_payload_fingerprint();
+                    (id, StoredItem { item, ..stored })
+                })
+                .collect(),
+            Loaded::Missing | Loaded::Quarantined { .. } => BTreeMap::new(),
+        })
     }
 
     /// The planning sequence a newly planned item of `team` gets: one past the
@@ -904,6 +914,46 @@ mod tests {
             )
             .unwrap();
         assert_ne!(inode(), before, "replaced");
+    }
+
+    #[test]
+    fn a_reread_of_unchanged_bytes_answers_from_the_kept_decode() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path());
+        let (team, jack) = (
+            TeamName::parse("forge").unwrap(),
+            MemberName::parse("jack").unwrap(),
+        );
+        store
+            .ensure(&team, &jack, &planned("jack", "a"), NOW)
+            .unwrap();
+        let texts = || -> Vec<String> {
+            let items = store.member_items(&team, &jack).unwrap();
+            items.into_iter().map(|item| item.payload.text).collect()
+        };
+        assert_eq!(texts(), ["sync a"]);
+        // The kept decode, marked: the same bytes on disk answer with it.
+        let path = store.member_path("forge", "jack");
+        let mut kept = store.decoded.take(&path);
+        for stored in kept.as_mut().unwrap().value.values_mut() {
+            stored.item.payload.text = "kept".into();
+        }
+        store.decoded.keep(&path, kept);
+        assert_eq!(texts(), ["kept"]);
+        // Other bytes of the same length, written in place at once (the
+        // same stamp tick): decoded again.
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replace("sync a", "sync b")).unwrap();
+        assert_eq!(texts(), ["sync b"]);
+        // An ensure's write changes the bytes: read back as written.
+        store
+            .ensure(&team, &jack, &planned("jack", "c"), NOW)
+            .unwrap();
+        let mut after = texts();
+        after.sort();
+        assert_eq!(after, ["sync b", "sync c"]);
+        std::fs::write(&path, b"{not json").unwrap();
+        assert!(texts().is_empty(), "quarantined, read as empty");
     }
 
     #[test]
