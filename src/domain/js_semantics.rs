@@ -59,12 +59,63 @@ static ROOT_COLLATOR: LazyLock<Option<CollatorBorrowed<'static>>> =
 /// punctuation before digits and letters (`work:1:1` < `work:10:10`, byte
 /// order says the opposite) and lowercase before uppercase at equal letters.
 pub(crate) fn locale_compare(left: &str, right: &str) -> Ordering {
+    if let Some(order) = plain_ascii_order(left, right) {
+        return order;
+    }
     match ROOT_COLLATOR.as_ref() {
         Some(collator) => collator.compare(left, right),
         // The data are compiled into the crate; this arm is unreachable in
         // practice and keeps the order deterministic if it ever were not.
         None => compare_code_units(left, right),
     }
+}
+
+/// The ASCII characters ids and the keys built from them are made of, whose
+/// root collation is a plain order of one weight each: digits, lowercase
+/// letters and a little punctuation. None has a case or accent level, none
+/// is ignorable, and no two form a contraction or an expansion, so two
+/// strings made only of them collate as the lexicographic order of their
+/// characters' ranks (a proper prefix first). The test
+/// `plain_ascii_order_is_the_collators_order` holds that against the
+/// collator; uppercase letters are left out (they differ from lowercase
+/// only at the tertiary level, after every primary difference).
+const PLAIN_ASCII: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz-_:.#/";
+
+/// Each [`PLAIN_ASCII`] byte's rank in the root collation's order of the
+/// characters alone (from 1; 0 for every other byte), asked of the
+/// collator itself so it follows its data. `None` if any two of them were
+/// not strictly ordered (then every comparison goes to the collator).
+static PLAIN_ASCII_RANKS: LazyLock<Option<[u8; 128]>> = LazyLock::new(|| {
+    let collator = ROOT_COLLATOR.as_ref()?;
+    let alone = |byte: u8| char::from(byte).to_string();
+    let mut ordered = PLAIN_ASCII.to_vec();
+    ordered.sort_by(|a, b| collator.compare(&alone(*a), &alone(*b)));
+    if ordered
+        .windows(2)
+        .any(|pair| collator.compare(&alone(pair[0]), &alone(pair[1])) != Ordering::Less)
+    {
+        return None;
+    }
+    let mut ranks = [0u8; 128];
+    for (rank, byte) in (1u8..).zip(&ordered) {
+        ranks[usize::from(*byte)] = rank;
+    }
+    Some(ranks)
+});
+
+/// [`locale_compare`] of two strings made only of [`PLAIN_ASCII`]
+/// characters, by their ranks: the same order without the collator's walk
+/// through collation elements, which sorting a member's agenda items by
+/// their `kind:id:display` keys did on every reconcile. `None` for any
+/// other string.
+fn plain_ascii_order(left: &str, right: &str) -> Option<Ordering> {
+    let ranks = PLAIN_ASCII_RANKS.as_ref()?;
+    let rank = |byte: &u8| ranks.get(usize::from(*byte)).copied().unwrap_or(0);
+    let (left, right) = (left.as_bytes(), right.as_bytes());
+    if left.iter().chain(right).any(|byte| rank(byte) == 0) {
+        return None;
+    }
+    Some(left.iter().map(rank).cmp(right.iter().map(rank)))
 }
 
 static NUMERIC_BASE_COLLATOR: LazyLock<Option<CollatorBorrowed<'static>>> = LazyLock::new(|| {
@@ -213,6 +264,76 @@ mod tests {
         ];
         for (left, right, want) in cases {
             assert_eq!(locale_compare(left, right), want, "{left} vs {right}");
+        }
+    }
+
+    /// The collator's own answer, without the plain ASCII path.
+    fn collator_order(left: &str, right: &str) -> Ordering {
+        ROOT_COLLATOR.as_ref().unwrap().compare(left, right)
+    }
+
+    #[test]
+    fn plain_ascii_ranks_are_known_and_follow_javascript() {
+        let ranks = PLAIN_ASCII_RANKS
+            .as_ref()
+            .expect("every plain character strictly ordered");
+        let rank = |c: char| ranks[c as usize];
+        // Punctuation before digits before letters, `_` before `-`, as
+        // `localeCompare` in Node has them.
+        assert!(rank('_') < rank('-') && rank('-') < rank(':') && rank(':') < rank('0'));
+        assert!(rank('9') < rank('a') && rank('a') < rank('z'));
+        assert_eq!(ranks.iter().filter(|r| **r != 0).count(), PLAIN_ASCII.len());
+        // Any other character goes to the collator.
+        for (left, right) in [("a", "B"), ("é", "e"), ("a b", "ab"), ("", "\u{0}")] {
+            assert_eq!(
+                plain_ascii_order(left, right),
+                None,
+                "{left:?} vs {right:?}"
+            );
+        }
+        assert_eq!(plain_ascii_order("", "a"), Some(Ordering::Less));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn plain_ascii_order_is_the_collators_order(
+            left in "[0-9a-z_:.#/-]{0,8}",
+            right in "[0-9a-z_:.#/-]{0,8}",
+            shared in "[0-9a-z_:.#/-]{0,4}",
+        ) {
+            // With and without a common prefix, where the collator skips
+            // ahead before it compares.
+            for (left, right) in [
+                (left.clone(), right.clone()),
+                (format!("{shared}{left}"), format!("{shared}{right}")),
+            ] {
+                proptest::prop_assert_eq!(
+                    plain_ascii_order(&left, &right),
+                    Some(collator_order(&left, &right)),
+                    "{:?} vs {:?}", left, right
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn plain_ascii_order_is_the_collators_order_on_every_short_pair() {
+        // Every string of up to two plain characters against every other.
+        let mut strings = vec![String::new()];
+        for a in PLAIN_ASCII {
+            strings.push(char::from(*a).to_string());
+            for b in PLAIN_ASCII {
+                strings.push(format!("{}{}", char::from(*a), char::from(*b)));
+            }
+        }
+        for left in &strings {
+            for right in strings.iter().step_by(7) {
+                assert_eq!(
+                    plain_ascii_order(left, right),
+                    Some(collator_order(left, right)),
+                    "{left:?} vs {right:?}"
+                );
+            }
         }
     }
 
