@@ -74,12 +74,14 @@ impl<'a> TeamIndex<'a> {
             relevant.dedup();
             // In the app's task list order (stable: equal labels keep the
             // order of the task files).
-            relevant.sort_by(|&left, &right| {
-                app_task_order(&tasks.facts[left].task, &tasks.facts[right].task)
-            });
-            items = relevant
+            let mut ordered: Vec<(AppTaskOrder<'_>, usize)> = relevant
                 .into_iter()
-                .filter_map(|i| item_for(&tasks.facts[i], &normalized, is_lead))
+                .map(|i| (AppTaskOrder::of(&tasks.facts[i].task), i))
+                .collect();
+            ordered.sort_by(|(left, _), (right, _)| left.cmp(right));
+            items = ordered
+                .into_iter()
+                .filter_map(|(_, i)| item_for(&tasks.facts[i], &normalized, is_lead))
                 .collect();
         }
         let fingerprint = fingerprint_of(&self.snapshot.team_name, &normalized, &items);
@@ -231,23 +233,38 @@ fn item_for(f: &TaskFacts, member: &MemberName, is_lead: bool) -> Option<Actiona
     Some(base(ItemKind::Work, Priority::Normal, reason, evidence))
 }
 
-/// The order the app's task reader lists tasks in, which its agendas keep:
-/// by display label, numeric labels first by value, then the others by
-/// `localeCompare` with numeric collation and case ignored, ties by id the
-/// same way.
-fn app_task_order(left: &Task, right: &Task) -> std::cmp::Ordering {
-    use std::cmp::Ordering;
-    let numeric = |label: &str| {
-        (!label.is_empty() && label.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| label.parse::<f64>().unwrap_or(f64::INFINITY))
-    };
-    let (a, b) = (left.display_id.as_str(), right.display_id.as_str());
-    match (numeric(a), numeric(b)) {
-        (Some(a), Some(b)) => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
-        (Some(_), None) => Ordering::Less,
-        (None, Some(_)) => Ordering::Greater,
-        (None, None) => locale_compare_numeric_base(a, b)
-            .then_with(|| locale_compare_numeric_base(&left.id, &right.id)),
+/// A task's place in the order the app's task reader lists tasks in, which
+/// its agendas keep: by display label, numeric labels first by value, then
+/// the others by `localeCompare` with numeric collation and case ignored,
+/// ties by id the same way. The label's value is parsed once per task, not
+/// at every comparison of a sort.
+struct AppTaskOrder<'a> {
+    /// The label's value when it is all ASCII digits.
+    numeric: Option<f64>,
+    display_id: &'a str,
+    id: &'a str,
+}
+
+impl<'a> AppTaskOrder<'a> {
+    fn of(task: &'a Task) -> Self {
+        let label = task.display_id.as_str();
+        Self {
+            numeric: (!label.is_empty() && label.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| label.parse::<f64>().unwrap_or(f64::INFINITY)),
+            display_id: label,
+            id: &task.id,
+        }
+    }
+
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        match (self.numeric, other.numeric) {
+            (Some(a), Some(b)) => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => locale_compare_numeric_base(self.display_id, other.display_id)
+                .then_with(|| locale_compare_numeric_base(self.id, other.id)),
+        }
     }
 }
 
