@@ -85,15 +85,45 @@ const PLAIN_ASCII: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz-_:.#/";
 /// characters alone (from 1; 0 for every other byte), asked of the
 /// collator itself so it follows its data. `None` if any two of them were
 /// not strictly ordered (then every comparison goes to the collator).
-static PLAIN_ASCII_RANKS: LazyLock<Option<[u8; 128]>> = LazyLock::new(|| {
-    let collator = ROOT_COLLATOR.as_ref()?;
-    let alone = |byte: u8| char::from(byte).to_string();
+static PLAIN_ASCII_RANKS: LazyLock<Option<[u8; 128]>> =
+    LazyLock::new(|| plain_ranks(ROOT_COLLATOR.as_ref()?));
+
+/// [`PLAIN_ASCII_RANKS`] as the numeric, case-blind collator of
+/// [`locale_compare_numeric_base`] ranks them, uppercase letters with their
+/// lowercase ones (it compares at the primary level only). `None` if that
+/// collator ranks them otherwise.
+static PLAIN_ASCII_BASE_RANKS: LazyLock<Option<[u8; 128]>> = LazyLock::new(|| {
+    let collator = NUMERIC_BASE_COLLATOR.as_ref()?;
+    let mut ranks = plain_ranks(collator)?;
+    for upper in b'A'..=b'Z' {
+        let lower = upper.to_ascii_lowercase();
+        if collator.compare(&alone(upper), &alone(lower)) != Ordering::Equal {
+            return None;
+        }
+        ranks[usize::from(upper)] = ranks[usize::from(lower)];
+    }
+    Some(ranks)
+});
+
+/// One byte as a one-character string.
+fn alone(byte: u8) -> String {
+    char::from(byte).to_string()
+}
+
+/// The ranks `collator` gives the [`PLAIN_ASCII`] characters alone, from 1;
+/// `None` unless they are strictly ordered with the digits side by side
+/// (no other character between two digits).
+fn plain_ranks(collator: &CollatorBorrowed<'static>) -> Option<[u8; 128]> {
     let mut ordered = PLAIN_ASCII.to_vec();
     ordered.sort_by(|a, b| collator.compare(&alone(*a), &alone(*b)));
-    if ordered
+    let strict = ordered
         .windows(2)
-        .any(|pair| collator.compare(&alone(pair[0]), &alone(pair[1])) != Ordering::Less)
-    {
+        .all(|pair| collator.compare(&alone(pair[0]), &alone(pair[1])) == Ordering::Less);
+    let first_digit = ordered.iter().position(u8::is_ascii_digit)?;
+    let digits_together = ordered[first_digit..first_digit + 10]
+        .iter()
+        .all(u8::is_ascii_digit);
+    if !strict || !digits_together {
         return None;
     }
     let mut ranks = [0u8; 128];
@@ -101,7 +131,7 @@ static PLAIN_ASCII_RANKS: LazyLock<Option<[u8; 128]>> = LazyLock::new(|| {
         ranks[usize::from(*byte)] = rank;
     }
     Some(ranks)
-});
+}
 
 /// [`locale_compare`] of two strings made only of [`PLAIN_ASCII`]
 /// characters, by their ranks: the same order without the collator's walk
@@ -130,10 +160,70 @@ static NUMERIC_BASE_COLLATOR: LazyLock<Option<CollatorBorrowed<'static>>> = Lazy
 /// root collation at primary strength (case and accents ignored) with digit
 /// runs compared by value, the order the app lists tasks in.
 pub(crate) fn locale_compare_numeric_base(left: &str, right: &str) -> Ordering {
+    if let Some(order) = plain_ascii_numeric_base_order(left, right) {
+        return order;
+    }
     match NUMERIC_BASE_COLLATOR.as_ref() {
         Some(collator) => collator.compare(left, right),
         None => compare_code_units(left, right),
     }
+}
+
+/// The longest digit run [`plain_ascii_numeric_base_order`] compares
+/// itself; the collator splits very long numbers, so longer ones go to it.
+const PLAIN_NUMBER_DIGITS: usize = 32;
+
+/// [`locale_compare_numeric_base`] of two strings made only of
+/// [`PLAIN_ASCII`] characters and uppercase letters, without the collator:
+/// letters and punctuation by rank (case ignored), and where both strings
+/// have a digit run, the runs by value (leading zeros ignored, as the
+/// collator's primary weights ignore them); a run against another
+/// character goes by the digits' rank. Each member's agenda sorts its
+/// tasks' display labels (`#1a2b3c4d`) this way. `None` for any other
+/// string, or a run over [`PLAIN_NUMBER_DIGITS`] digits.
+fn plain_ascii_numeric_base_order(left: &str, right: &str) -> Option<Ordering> {
+    let ranks = PLAIN_ASCII_BASE_RANKS.as_ref()?;
+    let rank = |byte: &u8| ranks.get(usize::from(*byte)).copied().unwrap_or(0);
+    let (left, right) = (left.as_bytes(), right.as_bytes());
+    if left.iter().chain(right).any(|byte| rank(byte) == 0) {
+        return None;
+    }
+    let (mut at_left, mut at_right) = (0, 0);
+    loop {
+        let order = match (left.get(at_left), right.get(at_right)) {
+            (None, None) => return Some(Ordering::Equal),
+            (None, Some(_)) => return Some(Ordering::Less),
+            (Some(_), None) => return Some(Ordering::Greater),
+            (Some(a), Some(b)) if a.is_ascii_digit() && b.is_ascii_digit() => {
+                let (a, after_a) = number_at(left, at_left)?;
+                let (b, after_b) = number_at(right, at_right)?;
+                (at_left, at_right) = (after_a, after_b);
+                a.len().cmp(&b.len()).then_with(|| a.cmp(b))
+            }
+            (Some(a), Some(b)) => {
+                (at_left, at_right) = (at_left + 1, at_right + 1);
+                rank(a).cmp(&rank(b))
+            }
+        };
+        if order != Ordering::Equal {
+            return Some(order);
+        }
+    }
+}
+
+/// The digits of the run starting at `start` without its leading zeros,
+/// and where the run ends; `None` past [`PLAIN_NUMBER_DIGITS`] digits.
+fn number_at(bytes: &[u8], start: usize) -> Option<(&[u8], usize)> {
+    let run = bytes[start..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    if run > PLAIN_NUMBER_DIGITS {
+        return None;
+    }
+    let digits = &bytes[start..start + run];
+    let zeros = digits.iter().take_while(|b| **b == b'0').count();
+    Some((&digits[zeros..], start + run))
 }
 
 /// `String(number)`: the shortest round-trip digits, laid out by the
@@ -313,6 +403,66 @@ mod tests {
                     "{:?} vs {:?}", left, right
                 );
             }
+        }
+    }
+
+    /// The numeric, case-blind collator's own answer.
+    fn numeric_base_collator_order(left: &str, right: &str) -> Ordering {
+        NUMERIC_BASE_COLLATOR.as_ref().unwrap().compare(left, right)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn plain_ascii_numeric_base_order_is_the_collators_order(
+            left in "[0-9a-zA-Z_:.#/-]{0,8}",
+            right in "[0-9a-zA-Z_:.#/-]{0,8}",
+            shared in "[0-9a-zA-Z_:.#/-]{0,4}",
+            // Numbers with leading zeros, equal values, long runs.
+            left_number in "#?0{0,3}[0-9]{0,40}[a-c]?",
+            right_number in "#?0{0,3}[0-9]{0,40}[a-c]?",
+        ) {
+            for (left, right) in [
+                (left.clone(), right.clone()),
+                (format!("{shared}{left}"), format!("{shared}{right}")),
+                (left_number.clone(), right_number.clone()),
+                (format!("{left_number}{left}"), format!("{left_number}{right}")),
+            ] {
+                let want = numeric_base_collator_order(&left, &right);
+                match plain_ascii_numeric_base_order(&left, &right) {
+                    Some(fast) => proptest::prop_assert_eq!(fast, want, "{:?} vs {:?}", left, right),
+                    // Only a run over the limit goes to the collator.
+                    None => proptest::prop_assert!(
+                        [&left, &right].iter().any(|s| s
+                            .as_bytes()
+                            .split(|b| !b.is_ascii_digit())
+                            .any(|run| run.len() > PLAIN_NUMBER_DIGITS)),
+                        "{:?} vs {:?}", left, right
+                    ),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn numeric_base_order_follows_javascript() {
+        // (left, right, "left".localeCompare("right", undefined,
+        //  { numeric: true, sensitivity: "base" }) in Node)
+        let cases = [
+            ("#9", "#10", Ordering::Less),
+            ("#007", "#7", Ordering::Equal),
+            ("B9", "b10", Ordering::Less),
+            ("task-2", "task-10", Ordering::Less),
+            ("a", "A", Ordering::Equal),
+            ("#a", "#1", Ordering::Greater),
+            ("x_1", "x-1", Ordering::Less),
+        ];
+        for (left, right, want) in cases {
+            assert_eq!(
+                locale_compare_numeric_base(left, right),
+                want,
+                "{left} vs {right}"
+            );
+            assert_eq!(plain_ascii_numeric_base_order(left, right), Some(want));
         }
     }
 
