@@ -114,9 +114,14 @@ impl<T: Clone> Decoded<T> {
     }
 }
 
+/// Largest file whose decode [`KeptDecodes`] keeps: a file written bigger
+/// (by anyone: agents can write below the Claude root) is decoded at every
+/// read instead of held in memory twice over.
+const KEPT_FILE_BYTES: usize = 1024 * 1024;
+
 /// The last decode of each of a store's files ([`Decoded`]), for at most
-/// `bound` files: past that the kept ones are dropped, so the memory held
-/// stays bounded however many files are read.
+/// `bound` files of up to [`KEPT_FILE_BYTES`]: past that the kept ones are
+/// dropped, so the memory held stays bounded however many files are read.
 #[derive(Debug)]
 pub(crate) struct KeptDecodes<T> {
     kept: Mutex<HashMap<PathBuf, Decoded<T>>>,
@@ -143,7 +148,7 @@ impl<T> KeptDecodes<T> {
 
     /// Keeps `decoded` (if any) as `path`'s.
     pub(crate) fn keep(&self, path: &Path, decoded: Option<Decoded<T>>) {
-        let Some(decoded) = decoded else {
+        let Some(decoded) = decoded.filter(|d| d.bytes.len() <= KEPT_FILE_BYTES) else {
             return;
         };
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
@@ -849,7 +854,35 @@ mod tests {
         );
     }
 
-    /// The envelopes render byte for byte as the `Value` they replace did.
+    #[test]
+    fn kept_decodes_hold_at_most_their_bound_of_files_and_no_large_one() {
+        let kept = KeptDecodes::new(2);
+        let decoded = |len: usize| {
+            Some(Decoded {
+                bytes: vec![b' '; len],
+                value: len,
+            })
+        };
+        kept.keep(Path::new("a"), decoded(1));
+        kept.keep(Path::new("b"), decoded(KEPT_FILE_BYTES));
+        kept.keep(Path::new("c"), decoded(KEPT_FILE_BYTES + 1));
+        assert_eq!(
+            kept.take(Path::new("c")).map(|d| d.value),
+            None,
+            "too large"
+        );
+        assert_eq!(
+            kept.take(Path::new("b")).map(|d| d.value),
+            Some(KEPT_FILE_BYTES)
+        );
+        kept.keep(Path::new("b"), decoded(2));
+        // A third file drops the two kept before it.
+        kept.keep(Path::new("d"), decoded(3));
+        assert!(kept.take(Path::new("a")).is_none() && kept.take(Path::new("b")).is_none());
+        assert_eq!(kept.take(Path::new("d")).map(|d| d.value), Some(3));
+        assert!(kept.take(Path::new("d")).is_none(), "taken out");
+    }
+
     #[test]
     fn a_kept_decode_answers_only_for_the_bytes_it_came_from() {
         let (_dir, root, path) = store();
@@ -886,6 +919,7 @@ mod tests {
         assert_eq!(read(&mut last), "missing");
     }
 
+    /// The envelopes render byte for byte as the `Value` they replace did.
     #[test]
     fn envelopes_render_as_the_value_they_replace() {
         #[derive(Serialize)]
