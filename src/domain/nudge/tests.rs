@@ -608,6 +608,24 @@ fn backoff_and_jitter_values() {
 }
 
 #[test]
+fn jitter_folds_one_utf16_unit_per_code_point_as_the_app_does() {
+    // The app folds `for (const char of seed)` with `char.charCodeAt(0)`: a
+    // character outside the BMP adds its high surrogate only. Expected values
+    // computed with the app's rule in Node.
+    let cases: [(&str, u32, EpochMs); 6] = [
+        ("member-work-sync:forge:jack:agenda:v1:abc", 1, 4),
+        ("member-work-sync:forge:jürgen:agenda:v1:abc", 1, 1),
+        ("a😀", 1, 0),
+        ("a😀", 2, 1),
+        ("member-work-sync:forge:🦀:agenda:v1:abc", 1, 0),
+        ("member-work-sync:forge:🦀:agenda:v1:abc", 2, 1),
+    ];
+    for (id, generation, jitter) in cases {
+        assert_eq!(jitter_minutes(id, generation), jitter, "{id} {generation}");
+    }
+}
+
+#[test]
 fn watchdog_cooldown_edges() {
     let alert = |task: &str, member: Option<&str>, at: EpochMs| WatchdogAlert {
         task_id: Some(task.into()),
