@@ -15,6 +15,10 @@ pub enum NameError {
     /// Longer than [`MAX_NAME_BYTES`].
     #[error("must be at most {MAX_NAME_BYTES} bytes")]
     TooLong,
+    /// A member name within [`MAX_NAME_BYTES`] whose normalized form
+    /// ([`normalize_member_name`]) is longer: lowercasing widened it.
+    #[error("must be at most {MAX_NAME_BYTES} bytes once lowercased")]
+    LowercasedTooLong,
     /// Contains `/`, `\` or NUL, or is `.` / `..`: it could leave its directory.
     #[error("must not contain '/', '\\\\' or NUL, nor be '.' or '..'")]
     Unsafe,
@@ -86,18 +90,28 @@ pub(crate) fn team_runtime_key(team: &TeamName) -> String {
 }
 
 /// A member name checked once where it enters (the binding): safe as one
-/// path component ([`validate_name`]). Members compare by
-/// [`normalize_member_name`] everywhere, and their store folder is
-/// [`member_key`].
+/// path component ([`validate_name`]), as given and in its normalized form.
+/// Members compare by [`normalize_member_name`] everywhere, and their store
+/// folder is [`member_key`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(transparent)]
 pub struct MemberName(String);
 
 impl MemberName {
-    /// The name, when it is safe to use ([`validate_name`]).
+    /// The name, when it is safe to use ([`validate_name`]) both as given
+    /// and normalized ([`normalize_member_name`]).
+    ///
+    /// The normalized form is checked too because it is what the member is
+    /// known by ([`MemberName::normalized`]): JavaScript's trim (the app's)
+    /// removes U+FEFF, which [`validate_name`]'s trim keeps, so
+    /// `"\u{FEFF}.."` normalizes to `..`; and lowercasing can widen a name
+    /// (`İ` is two bytes, its lowercase three) past [`MAX_NAME_BYTES`].
     pub fn parse(name: &str) -> Result<Self, NameError> {
         validate_name(name)?;
-        Ok(Self(name.to_string()))
+        match validate_name(&normalize_member_name(name)) {
+            Err(NameError::TooLong) => Err(NameError::LowercasedTooLong),
+            checked => checked.map(|()| Self(name.to_string())),
+        }
     }
 
     /// The name as given.
@@ -106,11 +120,9 @@ impl MemberName {
     }
 
     /// The comparison form ([`normalize_member_name`]) as a name: what the
-    /// app's runtime questions (`isMemberActive`) are asked with. Trimming
-    /// and lowercasing add no separator or NUL and make no `.` or `..` of a
-    /// checked name; lowercasing may widen a character past
-    /// [`MAX_NAME_BYTES`], which nothing relies on (a store folder is the
-    /// name's [`member_key`], which fits whatever the length).
+    /// app's runtime questions (`isMemberActive`) are asked with. It is a
+    /// name [`MemberName::parse`] accepts (parse checks it), and normalizing
+    /// it again changes nothing.
     pub fn normalized(&self) -> MemberName {
         MemberName(normalize_member_name(&self.0))
     }
@@ -296,6 +308,46 @@ mod tests {
         let key = |name: &str| team_runtime_key(&TeamName::parse(name).unwrap());
         assert_eq!(key(" Forge "), key("forge"));
         assert_eq!(MemberName::parse(" Jack ").unwrap().as_str(), " Jack ");
+    }
+
+    #[test]
+    fn a_member_name_is_accepted_only_when_its_normalized_form_is_too() {
+        // (name as given, the refusal, or the normalized form)
+        let cases: [(String, Result<String, NameError>); 11] = [
+            ("jack".into(), Ok("jack".into())),
+            (" Jack ".into(), Ok("jack".into())),
+            ("dev.ops".into(), Ok("dev.ops".into())),
+            ("X".repeat(128), Ok("x".repeat(128))),
+            ("\u{feff}Jack".into(), Ok("jack".into())),
+            // 84 bytes, 126 once lowercased (`İ` lowercases to `i` + U+0307).
+            ("İ".repeat(42), Ok("i\u{307}".repeat(42))),
+            // 128 bytes as given, 192 once lowercased.
+            ("İ".repeat(64), Err(NameError::LowercasedTooLong)),
+            // JavaScript's trim (the app's) removes U+FEFF; Rust's keeps it.
+            ("\u{feff}..".into(), Err(NameError::Unsafe)),
+            ("\u{feff}.".into(), Err(NameError::Unsafe)),
+            ("\u{feff}".into(), Err(NameError::Empty)),
+            ("a/b".into(), Err(NameError::Unsafe)),
+        ];
+        for (name, expected) in cases {
+            let parsed = MemberName::parse(&name);
+            match expected {
+                Ok(normalized) => {
+                    let member = parsed.unwrap_or_else(|e| panic!("{name:?}: {e}"));
+                    assert_eq!(member.as_str(), name, "kept as given");
+                    let normalized_member = member.normalized();
+                    assert_eq!(normalized_member.as_str(), normalized, "{name:?}");
+                    // The type's guarantee: the normalized form is itself a name.
+                    assert_eq!(
+                        MemberName::parse(&normalized).as_ref(),
+                        Ok(&normalized_member),
+                        "{name:?}"
+                    );
+                    assert_eq!(normalized_member.normalized(), normalized_member);
+                }
+                Err(error) => assert_eq!(parsed, Err(error), "{name:?}"),
+            }
+        }
     }
 
     #[test]
