@@ -190,6 +190,27 @@ pub fn member_key(name: &str) -> String {
     }
 }
 
+/// The member name whose [`member_key`] is `key` (its normalized form), or
+/// `None` when no name has that key: a cut key (its hash cannot be undone)
+/// or a folder name `encodeURIComponent` would not write.
+pub fn member_name_of_key(key: &str) -> Option<String> {
+    let bytes = key.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] == b'%' {
+            let hex = key.get(at + 1..at + 3)?;
+            decoded.push(u8::from_str_radix(hex, 16).ok()?);
+            at += 3;
+        } else {
+            decoded.push(bytes[at]);
+            at += 1;
+        }
+    }
+    let name = String::from_utf8(decoded).ok()?;
+    (member_key(&name) == key).then_some(name)
+}
+
 /// `key` cut to fit [`MAX_MEMBER_KEY_BYTES`] with the hash of `normalized`:
 /// the cut never splits a `%XX` escape, so the prefix still reads as the name.
 fn cut_key(key: &str, normalized: &str) -> String {
@@ -256,6 +277,30 @@ mod tests {
         assert_eq!(member_key(".."), "%2E%2E");
         assert_eq!(member_key("a.b"), "a.b");
         assert_eq!(member_key("it's(ok)!*~"), "it's(ok)!*~");
+    }
+
+    #[test]
+    fn a_member_key_reads_back_as_its_name_when_it_is_one() {
+        // (folder name, the name it is the key of)
+        let cases: [(String, Option<&str>); 10] = [
+            ("jack".into(), Some("jack")),
+            ("dev%20ops".into(), Some("dev ops")),
+            ("j%C3%BCrgen".into(), Some("jürgen")),
+            ("%2E%2E".into(), Some("..")),
+            ("%2E".into(), Some(".")),
+            // Not what `member_key` writes: lowercase hex, an escaped
+            // letter, an uppercase name, a broken escape, invalid UTF-8.
+            ("dev%2fops".into(), None),
+            ("%6Aack".into(), None),
+            ("Jack".into(), None),
+            ("jack%2".into(), None),
+            ("%FF".into(), None),
+        ];
+        for (key, name) in cases {
+            assert_eq!(member_name_of_key(&key).as_deref(), name, "{key}");
+        }
+        // A cut key's hash cannot be undone.
+        assert_eq!(member_name_of_key(&member_key(&"漢".repeat(29))), None);
     }
 
     #[test]
