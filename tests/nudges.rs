@@ -830,6 +830,50 @@ fn a_member_outbox_that_cannot_be_claimed_from_is_counted_and_the_others_are_ser
 }
 
 #[test]
+fn an_outbox_that_cannot_be_claimed_from_is_journaled_under_the_members_name_not_its_folder_key() {
+    // (member name, its store folder)
+    let cases = [("dev ops", "dev%20ops"), ("jürgen", "j%C3%BCrgen")];
+    for (name, folder) in cases {
+        let f = Fixture::new();
+        f.queued_reconcile("jack");
+        // jack's due nudge, moved to the member `name`.
+        let mut item = f.outbox("jack").remove(0);
+        item.id = item.id.replace(":jack:", &format!(":{name}:"));
+        item.member_name = name.to_string();
+        item.payload.to = name.to_string();
+        let store = f
+            .root
+            .join(format!("teams/forge/members/{folder}/.member-work-sync"));
+        fs::create_dir_all(&store).unwrap();
+        write_outbox(&f.root, folder, &[item]);
+        fs::remove_file(
+            f.root
+                .join("teams/forge/members/jack/.member-work-sync/outbox.json"),
+        )
+        .unwrap();
+        // A folder tree too deep to clear where the outbox lock goes: no claim.
+        fs::create_dir_all(store.join("outbox.json.lock/x/x/x/x/x/x/x/x/x/x/x/x")).unwrap();
+        let summary = f.dispatch();
+        assert_eq!(summary.failed, 1, "{name}: {summary:?}");
+        let journal = journal_of(&f.root, folder);
+        let line: Value = journal
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .find(|line: &Value| line["event"] == "outbox_unavailable")
+            .unwrap_or_else(|| panic!("{name}: {journal}"));
+        assert_eq!(line["memberName"], name, "{name}");
+        let members: Vec<String> = fs::read_dir(f.root.join("teams/forge/members"))
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            !members.iter().any(|m| m.contains("%25")),
+            "{name}: no folder for the key read as a name: {members:?}"
+        );
+    }
+}
+
+#[test]
 fn a_team_whose_members_cannot_be_listed_fails_the_call_naming_the_path() {
     let f = Fixture::new();
     f.queued_reconcile("jack");

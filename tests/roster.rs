@@ -302,11 +302,11 @@ fn a_turn_settled_payload_journals_for_any_name_safe_on_disk() {
 }
 
 /// Roster names whose `encodeURIComponent` key is longer than a file name may
-/// be (255 bytes), though each passes the 128-byte name check, and names at
-/// the boundary.
+/// be (255 bytes), though each passes the 128-byte name check (as given and
+/// lowercased: 64 × İ would be 192 bytes, refused), and names at the boundary.
 const LONG_KEY_NAMES: [(&str, &str, usize); 6] = [
     ("29 CJK characters (key 261 bytes)", "漢", 29),
-    ("64 × İ (key 448 bytes)", "İ", 64),
+    ("42 × İ (key 294 bytes)", "İ", 42),
     ("100 × % (key 300 bytes)", "%", 100),
     ("28 CJK characters (key 252 bytes)", "漢", 28),
     ("85 × % (key 255 bytes)", "%", 85),

@@ -361,7 +361,11 @@ impl Nudges {
         Ok(())
     }
 
-    /// Counts and journals a member outbox that could not be read or claimed from.
+    /// Counts and journals a member outbox that could not be read or claimed
+    /// from. The journal line goes under the member's name, as every journal
+    /// line does (the journal finds the member's folder from it); a folder no
+    /// name maps back to is counted only, since journaling its key as a name
+    /// would write into another folder (the key's own key).
     fn member_failed(
         &self,
         team: &TeamName,
@@ -369,11 +373,14 @@ impl Nudges {
         summary: &mut DispatchSummary,
     ) {
         summary.failed += 1;
+        let Some(member_name) = &failure.member_name else {
+            return;
+        };
         self.audit(
             AuditSource::NudgeDispatcher,
             AuditKind::OutboxUnavailable,
             team,
-            &failure.member_key,
+            member_name,
             vec![],
             json!({ "reason": failure.error.to_string() }),
         );

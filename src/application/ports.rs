@@ -374,6 +374,12 @@ pub struct Claimed {
 pub struct MemberFailure {
     /// The member's folder name (`teams/<team>/members/<key>`).
     pub member_key: String,
+    /// The member's name, for the journal: the name the failed item was
+    /// planned for, or the one the folder name is the key of
+    /// ([`member_name_of_key`](crate::domain::names::member_name_of_key));
+    /// `None` for a folder no name maps back to (a cut long key, a folder
+    /// no member key spells).
+    pub member_name: Option<String>,
     /// What failed; the message names the path.
     pub error: PortError,
 }

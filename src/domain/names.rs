@@ -15,6 +15,10 @@ pub enum NameError {
     /// Longer than [`MAX_NAME_BYTES`].
     #[error("must be at most {MAX_NAME_BYTES} bytes")]
     TooLong,
+    /// A member name within [`MAX_NAME_BYTES`] whose normalized form
+    /// ([`normalize_member_name`]) is longer: lowercasing widened it.
+    #[error("must be at most {MAX_NAME_BYTES} bytes once lowercased")]
+    LowercasedTooLong,
     /// Contains `/`, `\` or NUL, or is `.` / `..`: it could leave its directory.
     #[error("must not contain '/', '\\\\' or NUL, nor be '.' or '..'")]
     Unsafe,
@@ -86,18 +90,28 @@ pub(crate) fn team_runtime_key(team: &TeamName) -> String {
 }
 
 /// A member name checked once where it enters (the binding): safe as one
-/// path component ([`validate_name`]). Members compare by
-/// [`normalize_member_name`] everywhere, and their store folder is
-/// [`member_key`].
+/// path component ([`validate_name`]), as given and in its normalized form.
+/// Members compare by [`normalize_member_name`] everywhere, and their store
+/// folder is [`member_key`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(transparent)]
 pub struct MemberName(String);
 
 impl MemberName {
-    /// The name, when it is safe to use ([`validate_name`]).
+    /// The name, when it is safe to use ([`validate_name`]) both as given
+    /// and normalized ([`normalize_member_name`]).
+    ///
+    /// The normalized form is checked too because it is what the member is
+    /// known by ([`MemberName::normalized`]): JavaScript's trim (the app's)
+    /// removes U+FEFF, which [`validate_name`]'s trim keeps, so
+    /// `"\u{FEFF}.."` normalizes to `..`; and lowercasing can widen a name
+    /// (`İ` is two bytes, its lowercase three) past [`MAX_NAME_BYTES`].
     pub fn parse(name: &str) -> Result<Self, NameError> {
         validate_name(name)?;
-        Ok(Self(name.to_string()))
+        match validate_name(&normalize_member_name(name)) {
+            Err(NameError::TooLong) => Err(NameError::LowercasedTooLong),
+            checked => checked.map(|()| Self(name.to_string())),
+        }
     }
 
     /// The name as given.
@@ -106,11 +120,9 @@ impl MemberName {
     }
 
     /// The comparison form ([`normalize_member_name`]) as a name: what the
-    /// app's runtime questions (`isMemberActive`) are asked with. Trimming
-    /// and lowercasing add no separator or NUL and make no `.` or `..` of a
-    /// checked name; lowercasing may widen a character past
-    /// [`MAX_NAME_BYTES`], which nothing relies on (a store folder is the
-    /// name's [`member_key`], which fits whatever the length).
+    /// app's runtime questions (`isMemberActive`) are asked with. It is a
+    /// name [`MemberName::parse`] accepts (parse checks it), and normalizing
+    /// it again changes nothing.
     pub fn normalized(&self) -> MemberName {
         MemberName(normalize_member_name(&self.0))
     }
@@ -176,6 +188,27 @@ pub fn member_key(name: &str) -> String {
     } else {
         cut_key(&key, &normalized)
     }
+}
+
+/// The member name whose [`member_key`] is `key` (its normalized form), or
+/// `None` when no name has that key: a cut key (its hash cannot be undone)
+/// or a folder name `encodeURIComponent` would not write.
+pub fn member_name_of_key(key: &str) -> Option<String> {
+    let bytes = key.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] == b'%' {
+            let hex = key.get(at + 1..at + 3)?;
+            decoded.push(u8::from_str_radix(hex, 16).ok()?);
+            at += 3;
+        } else {
+            decoded.push(bytes[at]);
+            at += 1;
+        }
+    }
+    let name = String::from_utf8(decoded).ok()?;
+    (member_key(&name) == key).then_some(name)
 }
 
 /// `key` cut to fit [`MAX_MEMBER_KEY_BYTES`] with the hash of `normalized`:
@@ -247,6 +280,30 @@ mod tests {
     }
 
     #[test]
+    fn a_member_key_reads_back_as_its_name_when_it_is_one() {
+        // (folder name, the name it is the key of)
+        let cases: [(String, Option<&str>); 10] = [
+            ("jack".into(), Some("jack")),
+            ("dev%20ops".into(), Some("dev ops")),
+            ("j%C3%BCrgen".into(), Some("jürgen")),
+            ("%2E%2E".into(), Some("..")),
+            ("%2E".into(), Some(".")),
+            // Not what `member_key` writes: lowercase hex, an escaped
+            // letter, an uppercase name, a broken escape, invalid UTF-8.
+            ("dev%2fops".into(), None),
+            ("%6Aack".into(), None),
+            ("Jack".into(), None),
+            ("jack%2".into(), None),
+            ("%FF".into(), None),
+        ];
+        for (key, name) in cases {
+            assert_eq!(member_name_of_key(&key).as_deref(), name, "{key}");
+        }
+        // A cut key's hash cannot be undone.
+        assert_eq!(member_name_of_key(&member_key(&"漢".repeat(29))), None);
+    }
+
+    #[test]
     fn member_keys_always_fit_a_file_name_and_short_keys_are_unchanged() {
         // (name, plain encodeURIComponent key length, key kept as is)
         let cases: [(String, usize, bool); 9] = [
@@ -296,6 +353,46 @@ mod tests {
         let key = |name: &str| team_runtime_key(&TeamName::parse(name).unwrap());
         assert_eq!(key(" Forge "), key("forge"));
         assert_eq!(MemberName::parse(" Jack ").unwrap().as_str(), " Jack ");
+    }
+
+    #[test]
+    fn a_member_name_is_accepted_only_when_its_normalized_form_is_too() {
+        // (name as given, the refusal, or the normalized form)
+        let cases: [(String, Result<String, NameError>); 11] = [
+            ("jack".into(), Ok("jack".into())),
+            (" Jack ".into(), Ok("jack".into())),
+            ("dev.ops".into(), Ok("dev.ops".into())),
+            ("X".repeat(128), Ok("x".repeat(128))),
+            ("\u{feff}Jack".into(), Ok("jack".into())),
+            // 84 bytes, 126 once lowercased (`İ` lowercases to `i` + U+0307).
+            ("İ".repeat(42), Ok("i\u{307}".repeat(42))),
+            // 128 bytes as given, 192 once lowercased.
+            ("İ".repeat(64), Err(NameError::LowercasedTooLong)),
+            // JavaScript's trim (the app's) removes U+FEFF; Rust's keeps it.
+            ("\u{feff}..".into(), Err(NameError::Unsafe)),
+            ("\u{feff}.".into(), Err(NameError::Unsafe)),
+            ("\u{feff}".into(), Err(NameError::Empty)),
+            ("a/b".into(), Err(NameError::Unsafe)),
+        ];
+        for (name, expected) in cases {
+            let parsed = MemberName::parse(&name);
+            match expected {
+                Ok(normalized) => {
+                    let member = parsed.unwrap_or_else(|e| panic!("{name:?}: {e}"));
+                    assert_eq!(member.as_str(), name, "kept as given");
+                    let normalized_member = member.normalized();
+                    assert_eq!(normalized_member.as_str(), normalized, "{name:?}");
+                    // The type's guarantee: the normalized form is itself a name.
+                    assert_eq!(
+                        MemberName::parse(&normalized).as_ref(),
+                        Ok(&normalized_member),
+                        "{name:?}"
+                    );
+                    assert_eq!(normalized_member.normalized(), normalized_member);
+                }
+                Err(error) => assert_eq!(parsed, Err(error), "{name:?}"),
+            }
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@ use super::status_store::StorePaths;
 use crate::application::ports::{
     Claimed, Clock, MemberFailure, OutboxStore, PortError, WatchdogJournal,
 };
-use crate::domain::names::{member_key, MemberName, TeamName};
+use crate::domain::names::{member_key, member_name_of_key, MemberName, TeamName};
 use crate::domain::nudge::{
     claim, ensure_pending, finish_attempt, is_claimable, prune_finished, AttemptEnd, EnsureOutcome,
     OutboxItem, OutboxStatus, PlannedNudge, WatchdogAlert,
@@ -409,14 +409,18 @@ impl FsOutboxStore {
                         .into_values()
                         .map(|stored| (stored.item, stored.plan_sequence)),
                 ),
-                Err(error) => failures.push(MemberFailure {
-                    member_key: member_dir
+                Err(error) => {
+                    let key = member_dir
                         .file_name()
                         .unwrap_or_default()
                         .to_string_lossy()
-                        .into_owned(),
-                    error,
-                }),
+                        .into_owned();
+                    failures.push(MemberFailure {
+                        member_name: member_name_of_key(&key),
+                        member_key: key,
+                        error,
+                    })
+                }
             }
         }
         Ok((all, failures))
@@ -518,6 +522,7 @@ impl OutboxStore for FsOutboxStore {
                 // with the other members.
                 Err(error) => failures.push(MemberFailure {
                     member_key: key,
+                    member_name: Some(candidate.member_name.clone()),
                     error,
                 }),
             }

@@ -292,10 +292,16 @@ pub fn finish_attempt(
 }
 
 /// Deterministic jitter in minutes: fold over `"<id>:<gen>"`, `v = (v*31 + c) % 997`, then `% 5`.
+///
+/// `c` is the first UTF-16 unit of each character, as the app's fold over a
+/// string's code points with `charCodeAt(0)` reads it: a character outside
+/// the BMP adds its high surrogate only.
 pub fn jitter_minutes(id: &str, generation: u32) -> EpochMs {
     let mut v: u64 = 0;
-    for c in format!("{id}:{generation}").encode_utf16() {
-        v = (v * 31 + u64::from(c)) % 997;
+    let mut units = [0u16; 2];
+    for c in format!("{id}:{generation}").chars() {
+        let first_unit = c.encode_utf16(&mut units)[0];
+        v = (v * 31 + u64::from(first_unit)) % 997;
     }
     (v % 5) as EpochMs
 }

@@ -608,6 +608,40 @@ fn backoff_and_jitter_values() {
 }
 
 #[test]
+fn jitter_folds_one_utf16_unit_per_code_point_as_the_app_does() {
+    // The app folds `for (const char of seed)` with `char.charCodeAt(0)`: a
+    // character outside the BMP adds its high surrogate only. Expected values
+    // computed with the app's rule in Node.
+    let cases: [(&str, u32, EpochMs); 6] = [
+        ("member-work-sync:forge:jack:agenda:v1:abc", 1, 4),
+        ("member-work-sync:forge:jürgen:agenda:v1:abc", 1, 1),
+        ("a😀", 1, 0),
+        ("a😀", 2, 1),
+        ("member-work-sync:forge:🦀:agenda:v1:abc", 1, 0),
+        ("member-work-sync:forge:🦀:agenda:v1:abc", 2, 1),
+    ];
+    for (id, generation, jitter) in cases {
+        assert_eq!(jitter_minutes(id, generation), jitter, "{id} {generation}");
+    }
+}
+
+#[test]
+fn retry_time_of_the_apps_own_still_stuck_id_is_the_apps_retry_time() {
+    // Behaviour driver seed 2, case 125: the app's still-stuck item (its id
+    // embeds the app's base payload hash) failed retryable at 11:35 in its
+    // first attempt and was due at 11:48. The addon's id carries its own
+    // wording's hash, hence another jitter (README, deliberate differences);
+    // given the app's id, the addon's rule gives the app's time.
+    let id = "member-work-sync:team-0125-x_y:trent:agenda-sync-still-stuck:\
+              agenda:v1:b54d4ab994fdb63d5a6c01c22f93c27089bc6b4fd74c8ef90b32f0da8ecfc6bd:\
+              f7e4cd25b7ba5d57d16c7d1e9c6d01b16516115299594a44dc82deb7d37baaee:\
+              2026-11-22T10:30:00.000Z";
+    let failed_at = crate::domain::time::parse_iso("2026-11-22T11:35:00.000Z").unwrap();
+    let due = crate::domain::time::parse_iso("2026-11-22T11:48:00.000Z").unwrap();
+    assert_eq!(retry_at(id, 1, failed_at), due);
+}
+
+#[test]
 fn watchdog_cooldown_edges() {
     let alert = |task: &str, member: Option<&str>, at: EpochMs| WatchdogAlert {
         task_id: Some(task.into()),
