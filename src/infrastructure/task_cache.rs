@@ -85,8 +85,10 @@ type ParseTaskFile = fn(&[u8]) -> TaskFile;
 /// The tasks of a folder and what reading them found.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TaskBoard {
-    /// Tasks in file-name order.
-    pub tasks: Vec<Arc<Task>>,
+    /// Tasks in file-name order, shared with the folder's kept board: a
+    /// copy of the board costs a count, not one per task (routing reads
+    /// the board at every task change event).
+    pub tasks: Arc<Vec<Arc<Task>>>,
     /// `tasks_dir_unreadable`, `tasks_truncated`, per-file diagnostics of
     /// files refused at the boundary (capped with the invalid ones).
     pub diagnostics: Vec<String>,
@@ -373,7 +375,9 @@ impl TaskFolder {
                     .range::<str, _>((Bound::Unbounded, Bound::Excluded(name)))
                     .filter(|(_, e)| matches!(e.file, TaskFile::Task(_)))
                     .count();
-                match self.board.as_mut().and_then(|b| b.tasks.get_mut(at)) {
+                // A board still shared with a reader is copied first.
+                let tasks = self.board.as_mut().map(|b| Arc::make_mut(&mut b.tasks));
+                match tasks.and_then(|tasks| tasks.get_mut(at)) {
                     Some(slot) => *slot = new.clone(),
                     None => self.board = None,
                 }
@@ -411,11 +415,7 @@ impl TaskFolder {
     }
 
     fn build_board(&self) -> TaskBoard {
-        let mut board = TaskBoard {
-            tasks: Vec::with_capacity(self.entries.len()),
-            diagnostics: Vec::new(),
-            invalid_files: Vec::new(),
-        };
+        let mut board = TaskBoard::default();
         if self.unreadable {
             board.diagnostics.push("tasks_dir_unreadable".into());
             return board;
@@ -423,10 +423,11 @@ impl TaskFolder {
         if self.truncated {
             board.diagnostics.push("tasks_truncated".into());
         }
+        let mut tasks = Vec::with_capacity(self.entries.len());
         let mut file_diagnostics = 0;
         for (name, entry) in &self.entries {
             match &entry.file {
-                TaskFile::Task(task) => board.tasks.push(task.clone()),
+                TaskFile::Task(task) => tasks.push(task.clone()),
                 other => {
                     if let Some(diagnostic) = other.diagnostic(name) {
                         if file_diagnostics < MAX_TASK_DIAGNOSTICS {
@@ -446,6 +447,7 @@ impl TaskFolder {
                 file_diagnostics - MAX_TASK_DIAGNOSTICS
             ));
         }
+        board.tasks = Arc::new(tasks);
         board
     }
 }
@@ -599,7 +601,10 @@ mod tests {
             tasks,
             ..TeamSnapshot::empty(TeamName::parse("forge").unwrap())
         };
-        let (warm, cold) = (team(cached.tasks), team(cold.tasks));
+        let (warm, cold) = (
+            team(Arc::unwrap_or_clone(cached.tasks)),
+            team(Arc::unwrap_or_clone(cold.tasks)),
+        );
         let (warm_index, cold_index) = (TeamIndex::cached(&warm, kept), TeamIndex::build(&cold));
         for member in MEMBERS {
             let at = "2026-11-22T10:00:00.000Z";

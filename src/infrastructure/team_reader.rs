@@ -73,14 +73,15 @@ impl FsTeamSource {
         self.rosters.clear();
     }
 
-    /// Every task file of the team, through the cache; `<what>_*` folder
-    /// diagnostics as [`open_below`] gives them.
+    /// Every task file of the team, through the cache (the list is the
+    /// cache's own, shared); `<what>_*` folder diagnostics as
+    /// [`open_below`] gives them.
     fn read_tasks(
         &self,
         team_name: &TeamName,
         diags: &mut Vec<String>,
         content: &mut Vec<String>,
-    ) -> Vec<Arc<Task>> {
+    ) -> Arc<Vec<Arc<Task>>> {
         match open_below(&self.tasks, team_name, "tasks_dir", diags) {
             Some(dir) => {
                 let board = self.cache.read(team_name, &dir);
@@ -90,7 +91,7 @@ impl FsTeamSource {
             }
             None => {
                 self.cache.forget(team_name);
-                Vec::new()
+                Arc::default()
             }
         }
     }
@@ -221,7 +222,7 @@ impl TeamSource for FsTeamSource {
         let diags = &mut snapshot.diagnostics;
         let content = &mut snapshot.content_diagnostics;
         snapshot.kanban = self.read_kanban(team_name, diags, content);
-        snapshot.tasks = self.read_tasks(team_name, diags, content);
+        snapshot.tasks = Arc::unwrap_or_clone(self.read_tasks(team_name, diags, content));
         snapshot
     }
 
