@@ -136,6 +136,47 @@ impl Dir {
         }
     }
 
+    /// The folder `parts` below this one (plain names), opened in one
+    /// `openat2` that refuses a link at any step (`RESOLVE_NO_SYMLINKS`,
+    /// `RESOLVE_BENEATH`): the same guarantee as opening each component
+    /// with `O_NOFOLLOW`, in one system call instead of one per component
+    /// plus the closes. `None` when that does not succeed, for any reason
+    /// (a part missing, a link or file on the way, a kernel before 5.6 or a
+    /// sandbox refusing the call): the caller then walks the components one
+    /// by one, which gives the exact answer and error.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn open_descendant(&self, parts: &[&OsStr]) -> Option<Dir> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        /// Set once the kernel has refused the call itself: every later
+        /// open walks without trying it.
+        static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
+        if parts.len() < 2 || UNAVAILABLE.load(Ordering::Relaxed) {
+            return None;
+        }
+        let mut below = PathBuf::new();
+        for part in parts {
+            below.push(self.component(part).ok()?);
+        }
+        let resolve = rfs::ResolveFlags::NO_SYMLINKS | rfs::ResolveFlags::BENEATH;
+        match rfs::openat2(&self.fd, &below, DIR_FLAGS, Mode::empty(), resolve) {
+            Ok(fd) => Some(Dir {
+                fd,
+                path: self.path.join(below),
+            }),
+            Err(Errno::NOSYS | Errno::PERM) => {
+                UNAVAILABLE.store(true, Ordering::Relaxed);
+                None
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// [`Dir::open_descendant`] where `openat2` does not exist: always the walk.
+    #[cfg(not(target_os = "linux"))]
+    pub(crate) fn open_descendant(&self, _parts: &[&OsStr]) -> Option<Dir> {
+        None
+    }
+
     /// The subfolder `name`, created 0700 when missing.
     pub fn create_dir(&self, name: impl AsRef<OsStr>) -> io::Result<Dir> {
         let name = self.component(name.as_ref())?;

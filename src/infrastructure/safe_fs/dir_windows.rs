@@ -123,6 +123,12 @@ impl Dir {
         Ok(name)
     }
 
+    /// Always `None`: on Windows every component is opened and checked for
+    /// a reparse point on its own ([`Dir::open_dir`]).
+    pub(crate) fn open_descendant(&self, _parts: &[&OsStr]) -> Option<Dir> {
+        None
+    }
+
     /// The subfolder `name`; `None` when missing; a link or file is an error.
     pub(crate) fn open_dir(&self, name: impl AsRef<OsStr>) -> io::Result<Option<Dir>> {
         let name = self.component(name.as_ref())?;

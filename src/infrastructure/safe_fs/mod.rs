@@ -9,7 +9,11 @@
 //!   component is opened relative to its parent's handle with
 //!   `O_NOFOLLOW | O_DIRECTORY` (`openat`, through `rustix`): a link where a
 //!   folder should be is never followed, so nothing reached through a link is
-//!   read, written, renamed, chmod'ed or deleted.
+//!   read, written, renamed, chmod'ed or deleted. On Linux a way of several
+//!   folders is first opened in one `openat2` with `RESOLVE_NO_SYMLINKS |
+//!   RESOLVE_BENEATH`, which refuses a link at any step just the same; when
+//!   that does not succeed (a gap, a link, a kernel without it) the
+//!   components are walked one by one, which gives the answer and the error.
 //! * Reads open `O_NONBLOCK | O_NOFOLLOW`, check the handle is a regular file
 //!   (a FIFO would block a libuv thread forever) and read at most a cap.
 //! * Writes go to a temp file named `.<name>.mws-tmp.<pid>.<n>` beside the

@@ -49,6 +49,9 @@ impl TrustedRoot {
         let Some(mut current) = self.open_root(false)? else {
             return Ok(None);
         };
+        if let Some(found) = current.open_descendant(&parts) {
+            return Ok(Some(found));
+        }
         for part in parts {
             match current.open_dir(part)? {
                 Some(next) => current = next,
@@ -64,6 +67,10 @@ impl TrustedRoot {
         let mut current = self
             .open_root(true)?
             .ok_or_else(|| not_a_folder(&self.path))?;
+        // Folders usually exist: one open when they all do.
+        if let Some(found) = current.open_descendant(&parts) {
+            return Ok(found);
+        }
         for part in parts {
             current = current.create_dir(part)?;
         }
@@ -250,6 +257,64 @@ mod tests {
         symlink(dir.path().join("nowhere"), root.join("a/b")).unwrap();
         root.create_dir_all_replacing(&root.join("a/b")).unwrap();
         assert!(!dir.path().join("nowhere").exists());
+    }
+
+    /// One `openat2` reaches a folder of plain folders; a link, file or
+    /// gap anywhere on the way leaves the walk to answer as it always did.
+    #[test]
+    fn one_open_reaches_plain_folders_and_the_walk_answers_for_anything_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = TrustedRoot::new(dir.path().join("teams"));
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(outside.join("c")).unwrap();
+        std::fs::create_dir_all(root.join("a/b/c")).unwrap();
+        symlink(&outside, root.join("a/b/link")).unwrap();
+        symlink(root.join("a/b"), root.join("a/link")).unwrap();
+        // Relative, staying below the root: still a link, still refused.
+        symlink("b", root.join("a/relative")).unwrap();
+        symlink(dir.path().join("nowhere"), root.join("a/b/dangling")).unwrap();
+        std::fs::write(root.join("a/file"), b"x").unwrap();
+        let top = root.open_root(false).unwrap().unwrap();
+        let parts = |rel: &'static str| rel.split('/').map(OsStr::new).collect::<Vec<_>>();
+        let identity = |dir: &Dir| {
+            let stamp = dir.own_stamp().unwrap();
+            (stamp.dev, stamp.ino)
+        };
+
+        let plain = top.open_descendant(&parts("a/b/c"));
+        let walked = root.open_dir(&root.join("a/b/c")).unwrap().unwrap();
+        assert_eq!(walked.path(), root.join("a/b/c"));
+        if cfg!(target_os = "linux") {
+            let plain = plain.expect("plain folders in one open");
+            assert_eq!(plain.path(), walked.path());
+            assert_eq!(identity(&plain), identity(&walked));
+        }
+        // (way, what the walk answers: None for missing, else the error kind)
+        let refused = [
+            ("a/b/link", Some(io::ErrorKind::NotADirectory)),
+            ("a/b/link/c", Some(io::ErrorKind::NotADirectory)),
+            ("a/link/c", Some(io::ErrorKind::NotADirectory)),
+            ("a/relative/c", Some(io::ErrorKind::NotADirectory)),
+            ("a/b/dangling", Some(io::ErrorKind::NotADirectory)),
+            ("a/file/c", Some(io::ErrorKind::NotADirectory)),
+            ("a/b/missing", None),
+            ("a/missing/c", None),
+        ];
+        for (way, walk) in refused {
+            assert!(top.open_descendant(&parts(way)).is_none(), "{way}");
+            match (root.open_dir(&root.join(way)), walk) {
+                (Ok(None), None) => {}
+                (Err(error), Some(kind)) => assert_eq!(error.kind(), kind, "{way}"),
+                (other, _) => panic!("{way}: {other:?}"),
+            }
+        }
+        // Creating through a link to a folder is refused and makes nothing.
+        assert!(root.create_dir_all(&root.join("a/b/link/c/d")).is_err());
+        assert!(!outside.join("c/d").exists());
+        assert_eq!(
+            root.create_dir_all(&root.join("a/b/c/d")).unwrap().path(),
+            root.join("a/b/c/d")
+        );
     }
 
     #[test]
