@@ -17,7 +17,9 @@ use super::{FsSpool, SWEEP_EVERY_MS};
 use crate::application::ports::PortError;
 use crate::application::turn_settled::{Disposition, Filing};
 use crate::domain::time::EpochMs;
-use crate::infrastructure::safe_fs::{is_temp_name, sync_staged, sync_with_folders, Dir, Staged};
+use crate::infrastructure::safe_fs::{
+    is_temp_name, sync_staged, sync_with_folders, CreationMask, Dir, Staged,
+};
 use crate::infrastructure::side_by_side::map_side_by_side;
 
 impl FsSpool {
@@ -105,13 +107,17 @@ impl FsSpool {
             }
         };
         self.repair_metas_once(&folders);
+        // The umask, read once for the batch's files: where it spares their
+        // mode, none of them is given it again on its handle.
+        let mask = CreationMask::read();
         // 1. Meta files beside their targets, unsynced; the batch's outcomes
         //    in one record per results folder.
         let mut staged = Vec::new();
         let mut owners = Vec::new();
         for (i, filing) in filings.iter().enumerate() {
-            let written = dir_of(folder_of(filing.disposition))
-                .and_then(|dir| stage_meta(dir, &filing.claim.id, &meta_bytes(&filing.meta)?));
+            let written = dir_of(folder_of(filing.disposition)).and_then(|dir| {
+                stage_meta(dir, &filing.claim.id, &meta_bytes(&filing.meta)?, mask)
+            });
             match written {
                 Ok(file) => {
                     staged.push(file);
@@ -153,7 +159,7 @@ impl FsSpool {
                             named_already.push(*folder);
                             Ok(record)
                         }
-                        Ok(None) => outcomes::stage_record(dir, &outcomes, now),
+                        Ok(None) => outcomes::stage_record(dir, &outcomes, now, mask),
                         Err(error) => Err(error),
                     };
                     match staged {
@@ -254,7 +260,7 @@ impl FsSpool {
         let next_bound = self.foresight().next_bound.take();
         let next = next_bound.and_then(|bound| {
             let (_, dir) = folders.iter().find(|(f, _)| *f == Folder::Processed)?;
-            outcomes::foresee_record(dir.as_ref().ok()?, &bound, now).ok()
+            outcomes::foresee_record(dir.as_ref().ok()?, &bound, now, mask).ok()
         });
         // 4. The moves, durable before any of them is acted on.
         let mut moved_into = vec![&processing];
@@ -386,10 +392,12 @@ fn folder_of(disposition: Disposition) -> Folder {
 /// `dir` is the batch's one handle of the results folder, shared by every
 /// meta staged there: a second handle per file (a `dup` and a `close`)
 /// reached the same folder, so sharing it changes no name, no order and no
-/// sync.
-fn stage_meta(dir: &Arc<Dir>, id: &str, bytes: &[u8]) -> io::Result<Staged> {
+/// sync. `mask` is the umask read for the batch: where it spares
+/// [`META_MODE`], a meta created in place has that mode already and is not
+/// given it again (an `fchmod` per event).
+fn stage_meta(dir: &Arc<Dir>, id: &str, bytes: &[u8], mask: CreationMask) -> io::Result<Staged> {
     let name = meta_name(id);
-    if let Some(staged) = Staged::new_in(dir, &name, bytes, META_MODE)? {
+    if let Some(staged) = Staged::new_in(dir, &name, bytes, META_MODE, mask)? {
         return Ok(staged);
     }
     Staged::replacing_in(dir, &name, bytes, META_MODE)
