@@ -943,3 +943,56 @@ fn a_drain_waits_for_the_drain_running_in_its_instance() {
     assert_eq!(second.recv().unwrap().claimed, 0);
     second_drain.join().unwrap().unwrap();
 }
+
+/// Every meta file and outcome record a drain writes is `0600`, whatever
+/// the umask the drainer runs under: one that spares those bits (the drain
+/// then leaves the mode as the create made it) and ones that take the
+/// owner's write or read bit away (the drain gives the mode back on the
+/// file's handle).
+#[test]
+fn metas_and_records_are_0600_under_any_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe().unwrap();
+    for umask in [0o022, 0o077, 0o277, 0o477] {
+        let home = claude_home();
+        let paths = SpoolPaths::for_teams_base(&home.path().join("teams"));
+        paths.install().unwrap();
+        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
+        // Several events: a batch of more than one files a record too.
+        for id in 0..5 {
+            let name = format!("{stamp}-1000-{id:04}.codex.json");
+            fs::write(paths.incoming().join(name), codex_payload(id)).unwrap();
+        }
+        let mut command = Command::new(&exe);
+        command
+            .args(["--exact", "drainer_child", "--ignored", "--test-threads=1"])
+            .env(CHILD_ENV, home.path())
+            .env(UNTIL_EMPTY_ENV, "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        // SAFETY: umask(2) is async-signal-safe and touches no memory.
+        unsafe {
+            command.pre_exec(move || {
+                rustix::process::umask(rustix::fs::Mode::from_raw_mode(umask));
+                Ok(())
+            });
+        }
+        assert!(command.status().unwrap().success(), "umask {umask:o}");
+        let mut written: Vec<(String, u32)> = fs::read_dir(paths.processed())
+            .unwrap()
+            .map(|entry| entry.unwrap())
+            .map(|entry| {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let mode = entry.metadata().unwrap().permissions().mode() & 0o777;
+                (name, mode)
+            })
+            .filter(|(name, _)| name.ends_with(".meta.json") || name.starts_with(".outcomes-"))
+            .collect();
+        written.sort();
+        assert_eq!(written.len(), 6, "umask {umask:o}: {written:?}");
+        for (name, mode) in written {
+            assert_eq!(mode, 0o600, "umask {umask:o}: {name}");
+        }
+    }
+}

@@ -40,10 +40,11 @@ pub(crate) fn append_all(
     events: &[AuditEvent],
     retention: &Retention,
 ) -> io::Result<()> {
-    let mut lines = String::new();
+    // Each line serialized straight into the one buffer appended.
+    let mut lines = Vec::new();
     for event in events {
-        lines.push_str(&serde_json::to_string(&event_json(event)).map_err(io::Error::other)?);
-        lines.push('\n');
+        serde_json::to_writer(&mut lines, &event_json(event)).map_err(io::Error::other)?;
+        lines.push(b'\n');
     }
     let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
         return Err(io::Error::new(
@@ -65,13 +66,13 @@ pub(crate) fn append_all(
             rotate(&dir, name, retention.journal_rotations)?;
         }
     }
-    match dir.append_lines(name, lines.as_bytes()) {
+    match dir.append_lines(name, &lines) {
         // A file with another hard link (maybe outside the root) is never
         // appended to: the name is moved aside the same way and a new
         // journal begins.
         Err(e) if is_hard_linked(&e) => {
             super::json_store::quarantine(root, path, at_ms)?;
-            dir.append_lines(name, lines.as_bytes())
+            dir.append_lines(name, &lines)
         }
         appended => appended,
     }
@@ -210,22 +211,27 @@ fn event_json(event: &AuditEvent) -> Value {
         map.insert("metadata".into(), Value::Object(metadata));
     }
     map.insert("schemaVersion".into(), 1.into());
-    bound(Value::Object(map))
+    let mut line = Value::Object(map);
+    bound(&mut line);
+    line
 }
 
-/// Caps strings at [`MAX_STRING_CHARS`] (with `...`) and lists at [`MAX_LIST_ITEMS`].
-fn bound(value: Value) -> Value {
+/// Caps strings at [`MAX_STRING_CHARS`] (with `...`) and lists at
+/// [`MAX_LIST_ITEMS`], in place (rebuilding every object cost a line's
+/// keys hashed and its maps allocated twice).
+fn bound(value: &mut Value) {
     match value {
         Value::String(s) if s.chars().count() > MAX_STRING_CHARS => {
             let mut cut: String = s.chars().take(MAX_STRING_CHARS - 3).collect();
             cut.push_str("...");
-            Value::String(cut)
+            *s = cut;
         }
         Value::Array(items) => {
-            Value::Array(items.into_iter().take(MAX_LIST_ITEMS).map(bound).collect())
+            items.truncate(MAX_LIST_ITEMS);
+            items.iter_mut().for_each(bound);
         }
-        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, bound(v))).collect()),
-        other => other,
+        Value::Object(map) => map.values_mut().for_each(bound),
+        _ => {}
     }
 }
 

@@ -63,6 +63,7 @@ mod root;
 mod staged;
 mod stamp;
 mod temp;
+mod umask;
 mod watch;
 #[cfg(any(windows, test))]
 mod windows_name;
@@ -73,6 +74,7 @@ pub use root::TrustedRoot;
 pub use staged::{commit, commit_with_companion, sync_staged, sync_with_folders, Staged};
 pub use stamp::{Stamp, StampedRead, SETTLE_MARGIN};
 pub use temp::{is_temp_name, TEMP_ABANDONED_MS, TEMP_MARK};
+pub(crate) use umask::CreationMask;
 pub use watch::{Changes, DirWatch};
 
 use std::io;

@@ -30,6 +30,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::dir::Dir;
+use super::umask::CreationMask;
 use super::with_path;
 use crate::infrastructure::side_by_side::map_side_by_side;
 
@@ -82,7 +83,7 @@ impl Dir {
         bytes: &[u8],
         mode: u32,
     ) -> io::Result<Option<Staged>> {
-        Staged::new_in(&Arc::new(self), name, bytes, mode)
+        Staged::new_in(&Arc::new(self), name, bytes, mode, CreationMask::unknown())
     }
 }
 
@@ -99,32 +100,39 @@ impl Staged {
         let name = name.as_ref().to_os_string();
         let (temp_name, file) = dir.create_temp_for(&name, mode)?;
         let written = Written::Temp(temp_name.into());
-        Staged::write(Arc::clone(dir), name, written, file, bytes, mode)
+        Staged::write(Arc::clone(dir), name, written, file, bytes, Some(mode))
     }
 
     /// [`Dir::stage_new`] in `dir`, a folder handle shared as with
-    /// [`Staged::replacing_in`].
+    /// [`Staged::replacing_in`]. `mask` is the umask read for the batch:
+    /// where it spares `mode`, the file is created with exactly `mode` and
+    /// is not given it again on its handle (see [`CreationMask`]).
     pub(crate) fn new_in(
         dir: &Arc<Dir>,
         name: impl AsRef<OsStr>,
         bytes: &[u8],
         mode: u32,
+        mask: CreationMask,
     ) -> io::Result<Option<Staged>> {
         let name = name.as_ref().to_os_string();
         let Some(file) = dir.create_exclusive(&name, mode)? else {
             return Ok(None);
         };
-        Staged::write(Arc::clone(dir), name, Written::InPlace, file, bytes, mode).map(Some)
+        // Created with `mode & 0o600` (see `create_exclusive`): a mode
+        // within that and spared by the umask is already the file's.
+        let set = (mode & !CREATED_BITS != 0 || !mask.spares(mode)).then_some(mode);
+        Staged::write(Arc::clone(dir), name, Written::InPlace, file, bytes, set).map(Some)
     }
 
-    /// `bytes` into the freshly created `file`, `written` in `dir`.
+    /// `bytes` into the freshly created `file`, `written` in `dir`, then
+    /// `mode` set on its handle (`None`: it has its mode already).
     fn write(
         dir: Arc<Dir>,
         name: OsString,
         written: Written,
         file: File,
         bytes: &[u8],
-        mode: u32,
+        mode: Option<u32>,
     ) -> io::Result<Staged> {
         // Built first, so that a failed write drops it and removes the file.
         let mut staged = Staged {
@@ -137,7 +145,7 @@ impl Staged {
         staged
             .file
             .write_all(bytes)
-            .and_then(|()| set_mode(&staged.file, mode))
+            .and_then(|()| mode.map_or(Ok(()), |mode| set_mode(&staged.file, mode)))
             .map_err(|e| with_path(&staged.target(), e))?;
         Ok(staged)
     }
@@ -218,6 +226,10 @@ impl Drop for Staged {
         }
     }
 }
+
+/// The permission bits [`Dir::create_exclusive`](super::dir::Dir) creates
+/// a file with, before the umask: no more of its mode than these.
+const CREATED_BITS: u32 = 0o600;
 
 /// Sets the permission bits of the open `file`.
 #[cfg(unix)]

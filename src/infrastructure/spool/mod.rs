@@ -7,9 +7,11 @@
 //! * claim: `incoming/<name>` → `processing/<name>.claimed-<ms>`; the claim time
 //!   travels in the name, atomically with the claim, so recovery can tell a
 //!   stale claim from a fresh one without trusting file times;
-//! * commit: the meta file is written and synced first (in place when it is
-//!   new: until the commit no result sits beside it, so a torn one is never
-//!   read as an outcome and the retry replaces it), then the payload is
+//! * commit: the meta file is written and synced first (in place when no
+//!   meta of its name is there, the exclusive create being the check: the
+//!   spool never leaves a result without its meta, so until the commit no
+//!   result sits beside it, a torn one is never read as an outcome and the
+//!   retry replaces it), then the payload is
 //!   renamed into `processed/` or `invalid/`. That rename is the commit
 //!   point: a drainer whose claim was recovered by another one (it stalled
 //!   for over 5 min) finds its source gone and reports the claim lost, so

@@ -35,7 +35,7 @@ use super::claim::STALE_CLAIM_MS;
 use super::name::meta_name;
 use crate::application::turn_settled::DRAIN_BATCH;
 use crate::domain::time::EpochMs;
-use crate::infrastructure::safe_fs::{Dir, FileRead, Staged};
+use crate::infrastructure::safe_fs::{CreationMask, Dir, FileRead, Staged};
 use std::sync::Arc;
 
 /// Name prefix of outcome records.
@@ -109,10 +109,16 @@ fn record_bytes(outcomes: &[(&str, &Value)], now: EpochMs) -> io::Result<Vec<u8>
 
 /// Creates, in place and unsynced, a record holding `bytes` in `dir`, named
 /// after `newest`: no result it names sorts after `newest`.
-fn create_record(dir: &Arc<Dir>, newest: &str, bytes: &[u8]) -> io::Result<Staged> {
+/// `mask` is the batch's umask (see [`CreationMask`]).
+fn create_record(
+    dir: &Arc<Dir>,
+    newest: &str,
+    bytes: &[u8],
+    mask: CreationMask,
+) -> io::Result<Staged> {
     for n in 0..NAME_ATTEMPTS_PER_RECORD {
         let name = format!("{RECORD_PREFIX}{n}-{newest}");
-        if let Some(staged) = Staged::new_in(dir, &name, bytes, RECORD_MODE)? {
+        if let Some(staged) = Staged::new_in(dir, &name, bytes, RECORD_MODE, mask)? {
             return Ok(staged);
         }
     }
@@ -123,18 +129,20 @@ fn create_record(dir: &Arc<Dir>, newest: &str, bytes: &[u8]) -> io::Result<Stage
 }
 
 /// Stages (unsynced, in place) the record of `outcomes` (result name and
-/// meta, at least one) in `dir` (the batch's shared handle), filed at `now`.
+/// meta, at least one) in `dir` (the batch's shared handle), filed at `now`,
+/// under the batch's umask `mask`.
 pub(super) fn stage_record(
     dir: &Arc<Dir>,
     outcomes: &[(&str, &Value)],
     now: EpochMs,
+    mask: CreationMask,
 ) -> io::Result<Staged> {
     let newest = outcomes
         .iter()
         .map(|(name, _)| *name)
         .max()
         .unwrap_or_default();
-    create_record(dir, newest, &record_bytes(outcomes, now)?)
+    create_record(dir, newest, &record_bytes(outcomes, now)?, mask)
 }
 
 /// How long a foreseen record may wait for its batch: well below
@@ -170,14 +178,15 @@ pub(super) struct Foresight {
 
 /// Creates, empty and in place, the record of a batch whose results all
 /// sort at or before `bound`, in `dir` (`processed/`), at `now`. Its name
-/// is durable once the folder is synced.
+/// is durable once the folder is synced. `mask`: the batch's umask.
 pub(super) fn foresee_record(
     dir: &Arc<Dir>,
     bound: &str,
     now: EpochMs,
+    mask: CreationMask,
 ) -> io::Result<ForeseenRecord> {
     Ok(ForeseenRecord {
-        file: create_record(dir, bound, &[])?,
+        file: create_record(dir, bound, &[], mask)?,
         bound: bound.to_string(),
         created_ms: now,
     })
