@@ -456,7 +456,11 @@ const BATCH: usize = DRAIN_BATCH;
 ///   having no previous one, syncs `processed/` beside its record's data
 ///   (four syncs, as the drain does for a batch it could not foresee);
 /// * retention's two unlinks per event past 1,000 results, on 8 threads,
-///   overlapping the next batches, as the drain does.
+///   overlapping the next batches, as the drain does, after a listing of
+///   `processed/` every 100 results (it holds what other drainers and
+///   agents put there, which no in-memory list knows);
+/// * per payload, its `fstat`: only a regular file is read (a FIFO would
+///   block the read for ever).
 struct FloorRun {
     incoming: OwnedFd,
     processing: OwnedFd,
@@ -554,13 +558,20 @@ impl FloorRun {
                 claimed.as_str(),
             )
             .expect("claim");
+            // Never a link, never a FIFO (which would block the read): the
+            // handle must be a regular file, which takes its `fstat`.
             let file = rfs::openat(
                 &self.processing,
                 claimed.as_str(),
-                OFlags::RDONLY | OFlags::CLOEXEC,
+                OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NONBLOCK,
                 Mode::empty(),
             )
             .expect("payload");
+            let stat = rfs::fstat(&file).expect("payload stat");
+            assert_eq!(
+                rfs::FileType::from_raw_mode(stat.st_mode),
+                rfs::FileType::RegularFile
+            );
             let read = rustix::io::read(&file, &mut self.buffer[..]).expect("payload read");
             drop(file);
             let meta_bytes = &self.buffer[..read.min(700)];
@@ -607,6 +618,11 @@ impl FloorRun {
             if let Some(running) = self.removal.take() {
                 running.join().expect("removal");
             }
+            // Retention counts what `processed/` holds, not what this run
+            // put there: other drainers and agents write there too.
+            let mut listing = rfs::Dir::read_from(&*processed).expect("listing");
+            let listed = std::iter::from_fn(|| listing.read()).count();
+            assert!(listed >= self.kept.len());
             let doomed: Vec<String> = self.kept.drain(..self.kept.len() - 1_000).collect();
             self.removal = Some(std::thread::spawn(move || {
                 std::thread::scope(|scope| {
