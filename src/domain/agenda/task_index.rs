@@ -47,12 +47,15 @@ impl TaskIndex {
         // maps never rehash while the board is filed.
         let mut index = Self {
             kanban: kanban.clone(),
-            facts: tasks.iter().map(|t| TaskFacts::local(t, kanban)).collect(),
+            facts: Vec::with_capacity(tasks.len()),
             by_id: ReferenceMap::with_capacity(tasks.len()),
             by_display: ReferenceMap::with_capacity(tasks.len()),
             ..Self::default()
         };
-        for i in 0..tasks.len() {
+        // A task is filed under its references as soon as its facts are
+        // made, while what it points to is still in the CPU cache.
+        for (i, task) in tasks.iter().enumerate() {
+            index.facts.push(TaskFacts::local(task, kanban));
             index.add_references(i);
         }
         for i in 0..tasks.len() {
@@ -303,10 +306,9 @@ fn buckets(f: &TaskFacts) -> ([Option<&str>; 2], bool) {
         return ([None, None], false);
     }
     let reviewer = f
-        .cycle_reviewer
-        .as_deref()
-        .filter(|reviewer| f.owner.as_deref() != Some(*reviewer));
-    ([f.owner.as_deref(), reviewer], f.lead_oversees())
+        .cycle_reviewer()
+        .filter(|reviewer| f.owner() != Some(*reviewer));
+    ([f.owner(), reviewer], f.lead_oversees())
 }
 
 fn insert_sorted(positions: &mut Vec<usize>, i: usize) {

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::reference_map::ReferenceMap;
-use super::task_facts::task_reference;
+use super::task_facts::{task_reference, TaskFacts};
 use super::task_index::MAX_INCREMENTAL_CHANGE;
 use super::*;
 use crate::domain::fingerprint::agenda_fingerprint;
@@ -1169,4 +1169,26 @@ fn item_reasons_read_and_write_their_one_spelling_and_keep_foreign_ones() {
     let foreign: ItemReason = serde_json::from_value(serde_json::json!("new_app_reason")).unwrap();
     assert_eq!(foreign, ItemReason::Unrecognized("new_app_reason".into()));
     assert_eq!(serde_json::to_value(&foreign).unwrap(), "new_app_reason");
+}
+
+#[test]
+fn task_owner_is_normalized_whether_or_not_it_is_copied() {
+    // (owner as written, normalized owner the facts hold)
+    let cases: [(Option<&str>, Option<&str>); 9] = [
+        (None, None),
+        (Some(""), None),
+        (Some("   "), None),
+        (Some("jack"), Some("jack")),
+        (Some("member-1"), Some("member-1")),
+        (Some("Jack"), Some("jack")),
+        (Some(" jack\t"), Some("jack")),
+        (Some("\u{b}jack\u{a0}"), Some("jack")),
+        (Some("ÉLODIE"), Some("élodie")),
+    ];
+    for (written, expected) in cases {
+        let mut owned = task("1", "", TaskStatus::Pending);
+        owned.owner = written.map(str::to_string);
+        let facts = TaskFacts::local(&std::sync::Arc::new(owned), &BTreeMap::new());
+        assert_eq!(facts.owner(), expected, "owner {written:?}");
+    }
 }
