@@ -425,7 +425,7 @@ fn cold_agenda_against_floor(c: &mut Criterion) {
         b.iter_custom(|iters| {
             let mut agenda = Duration::ZERO;
             for _ in 0..iters {
-                let floor_first = pairs.borrow().len() % 2 == 0;
+                let floor_first = pairs.borrow().len().is_multiple_of(2);
                 let pair = run_pair(root.path(), floor_first);
                 agenda += pair.agenda.wall;
                 pairs.borrow_mut().push(pair);
