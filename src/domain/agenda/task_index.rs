@@ -30,7 +30,8 @@ pub struct TaskIndex {
     pub(super) facts: Vec<TaskFacts>,
     /// Task positions by canonical id reference ([`task_reference`]).
     pub(super) by_id: ReferenceMap,
-    /// Task positions by display id reference.
+    /// Task positions by display id reference, of the tasks whose display
+    /// id is not their id.
     pub(super) by_display: ReferenceMap,
     /// Positions of the tasks whose `blockedBy` names a reference.
     pub(super) dependents: HashMap<String, Vec<usize>>,
@@ -164,14 +165,17 @@ impl TaskIndex {
     /// Files task `i` under its references and the ones it waits on.
     fn add_references(&mut self, i: usize) {
         let f = &self.facts[i];
-        for (map, reference) in [
-            (&mut self.by_id, &f.task.id),
-            (&mut self.by_display, &f.task.display_id),
-        ] {
-            let reference = task_reference(reference);
-            if !reference.is_empty() {
-                map.add(reference, i);
-            }
+        let id = task_reference(&f.task.id);
+        let display = task_reference(&f.task.display_id);
+        if !id.is_empty() {
+            self.by_id.add(id, i);
+        }
+        // A display id naming the task's own id (`#12` of task `12`, the
+        // usual one) is never looked up: [`TaskIndex::resolve`] reads
+        // display ids only when no task has the id asked for, and this one
+        // has it. Not filing it saves a hash and an entry per task.
+        if !display.is_empty() && display != id {
+            self.by_display.add(display, i);
         }
         let waits_on: BTreeSet<&str> = f.blocked_by.iter().map(|d| task_reference(d)).collect();
         for reference in waits_on {

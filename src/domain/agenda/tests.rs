@@ -253,6 +253,25 @@ fn completed_but_unapproved_dependency_still_blocks() {
 }
 
 #[test]
+fn a_shared_id_is_broken_even_where_display_ids_name_it() {
+    // Two tasks have id "8" (display "#8", their own id); a third shows
+    // "8" as its display id. "#8" names no single task by id, and display
+    // ids are not asked then: the dependency is broken, not the third task.
+    let twin_a = task("8", "jill", TaskStatus::Completed);
+    let twin_b = task("8", "bob", TaskStatus::Completed);
+    let mut shows_eight = task("z", "bob", TaskStatus::Completed);
+    shows_eight.display_id = "8".into();
+    let mut waits = task("2", "jack", TaskStatus::Pending);
+    waits.blocked_by = vec!["#8".into()];
+    let snapshot = team(vec![twin_a, twin_b, shows_eight, waits]);
+    assert!(agenda(&snapshot, "jack").items.is_empty());
+    assert_eq!(
+        reasons(&agenda(&snapshot, "team-lead")),
+        vec![("2", "task_has_broken_dependency")]
+    );
+}
+
+#[test]
 fn display_id_dependencies_resolve_and_canonical_ids_win() {
     // Task "a" has display id "#7"; task "7" exists too: "#7" means canonical "7".
     let mut by_display = task("a", "jill", TaskStatus::Pending);
