@@ -5,7 +5,9 @@
 //!
 //! Run with `npm run bench` (or `cargo bench --bench agenda`).
 
+use std::cell::RefCell;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use member_work_sync::application::ports::TeamSource;
@@ -279,19 +281,160 @@ fn agenda_from_disk_cold(root: &Path) -> usize {
         .len()
 }
 
+/// Wall-clock and process CPU time of one call.
+#[derive(Debug, Clone, Copy)]
+struct Cost {
+    wall: Duration,
+    cpu: Option<Duration>,
+}
+
+/// Runs `work` once and what it cost.
+fn cost_of(work: impl FnOnce() -> usize) -> Cost {
+    let cpu_before = process_cpu_time();
+    let started = Instant::now();
+    std::hint::black_box(work());
+    let wall = started.elapsed();
+    let cpu = process_cpu_time()
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before));
+    Cost { wall, cpu }
+}
+
+/// CPU time of the whole process (every thread), where the platform says.
+#[cfg(unix)]
+fn process_cpu_time() -> Option<Duration> {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid timespec for the call to fill.
+    let failed = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut now) } != 0;
+    (!failed).then(|| Duration::new(now.tv_sec as u64, now.tv_nsec as u32))
+}
+
+#[cfg(not(unix))]
+fn process_cpu_time() -> Option<Duration> {
+    None
+}
+
+/// One floor and one cold agenda, run back to back.
+#[derive(Debug, Clone, Copy)]
+struct Pair {
+    floor: Cost,
+    agenda: Cost,
+}
+
+/// Runs the floor and the cold agenda once each, the floor first or
+/// second as `floor_first` says.
+fn run_pair(root: &Path, floor_first: bool) -> Pair {
+    let task_dir = root.join("tasks/bench");
+    let floor = || cost_of(|| read_and_parse_floor(&task_dir));
+    let agenda = || cost_of(|| agenda_from_disk_cold(root));
+    if floor_first {
+        let floor = floor();
+        Pair {
+            floor,
+            agenda: agenda(),
+        }
+    } else {
+        let agenda = agenda();
+        Pair {
+            floor: floor(),
+            agenda,
+        }
+    }
+}
+
+/// The value below which `fraction` of `sorted` lies (nearest rank).
+fn percentile(sorted: &[f64], fraction: f64) -> f64 {
+    let rank = ((sorted.len() - 1) as f64 * fraction).round() as usize;
+    sorted[rank]
+}
+
+/// `median [p10 – p90]` of `values`.
+fn spread(mut values: Vec<f64>) -> String {
+    values.sort_by(f64::total_cmp);
+    format!(
+        "{:.3} [p10 {:.3} – p90 {:.3}]",
+        percentile(&values, 0.5),
+        percentile(&values, 0.1),
+        percentile(&values, 0.9)
+    )
+}
+
+/// Prints the per-pair ratios of `pairs`, wall clock and CPU time.
+fn report_pairs(pairs: &[Pair]) {
+    if pairs.is_empty() {
+        return;
+    }
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let wall_floor = pairs.iter().map(|p| ms(p.floor.wall)).collect();
+    let wall_agenda = pairs.iter().map(|p| ms(p.agenda.wall)).collect();
+    let wall_ratio = pairs
+        .iter()
+        .map(|p| ms(p.agenda.wall) / ms(p.floor.wall))
+        .collect();
+    println!(
+        "agenda_from_disk_cold_50x10000: {} alternated pairs (floor first in every other pair)",
+        pairs.len()
+    );
+    println!("  wall ms  floor  {}", spread(wall_floor));
+    println!("  wall ms  agenda {}", spread(wall_agenda));
+    println!("  agenda/floor per pair, wall {}", spread(wall_ratio));
+    let cpu: Option<Vec<(f64, f64)>> = pairs
+        .iter()
+        .map(|p| Some((ms(p.floor.cpu?), ms(p.agenda.cpu?))))
+        .collect();
+    if let Some(cpu) = cpu {
+        println!(
+            "  cpu ms   floor  {}",
+            spread(cpu.iter().map(|c| c.0).collect())
+        );
+        println!(
+            "  cpu ms   agenda {}",
+            spread(cpu.iter().map(|c| c.1).collect())
+        );
+        println!(
+            "  agenda/floor per pair, cpu  {}",
+            spread(cpu.iter().map(|c| c.1 / c.0).collect())
+        );
+    }
+}
+
 /// A cold agenda against its floor (the same files read and parsed by
-/// serde alone), alternated in one run: `npm run bench -- agenda_from_disk`.
+/// serde alone): `npm run bench -- agenda_from_disk`.
+///
+/// The two run in alternated pairs (the floor first in every other pair)
+/// and the figure is the median of the per-pair ratios: a pair is a
+/// fraction of a second, so load from other processes, CPU frequency and
+/// the page cache are nearly the same for both halves, where two criterion
+/// blocks of several seconds each let a change of load between them move
+/// the ratio by itself. Criterion times the agenda half of each pair; the
+/// ratios, the floor and process CPU time are printed after it.
 fn cold_agenda_against_floor(c: &mut Criterion) {
     let root = tempfile::tempdir().unwrap();
     write_team_to_disk(root.path(), &synthetic_team(50, 10_000));
     assert!(agenda_from_disk_cold(root.path()) > 0);
+    let pairs = RefCell::new(Vec::<Pair>::new());
     let mut group = c.benchmark_group("agenda_from_disk_cold_50x10000");
-    group.sample_size(10);
-    group.bench_function("floor_read_and_serde_parse", |b| {
-        b.iter(|| read_and_parse_floor(&root.path().join("tasks/bench")))
+    // About 55 pairs of a quarter second each after the warm-up.
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(15));
+    group.bench_function("agenda_paired_with_floor", |b| {
+        b.iter_custom(|iters| {
+            let mut agenda = Duration::ZERO;
+            for _ in 0..iters {
+                let floor_first = pairs.borrow().len().is_multiple_of(2);
+                let pair = run_pair(root.path(), floor_first);
+                agenda += pair.agenda.wall;
+                pairs.borrow_mut().push(pair);
+            }
+            agenda
+        })
     });
-    group.bench_function("agenda", |b| b.iter(|| agenda_from_disk_cold(root.path())));
     group.finish();
+    report_pairs(&pairs.borrow());
 }
 
 /// One requested reconcile of `member-1` after a task change.

@@ -20,6 +20,15 @@ pub(super) fn task_reference(reference: &str) -> &str {
 /// Trims, drops empties, dedupes and sorts task id lists (UTF-16 code unit
 /// order, JavaScript's default sort).
 fn tidy_ids(ids: &[String]) -> Vec<String> {
+    // One id (the usual dependency list) needs no set to dedupe and sort.
+    if let [only] = ids {
+        let id = js_trim(only);
+        return if id.is_empty() {
+            Vec::new()
+        } else {
+            vec![id.to_string()]
+        };
+    }
     let set: BTreeSet<&str> = ids
         .iter()
         .map(|id| js_trim(id))
@@ -42,14 +51,50 @@ pub(super) struct TaskFacts {
     terminal: bool,
     /// A task waiting on this one may go ahead.
     pub(super) finished_for_dependency: bool,
-    pub(super) owner: Option<String>,
+    owner: Owner,
     /// `blockedBy`, tidied ([`tidy_ids`]).
     pub(super) blocked_by: Vec<String>,
     pub(super) blocks: Vec<String>,
     pub(super) broken: Vec<String>,
     pub(super) waiting: Vec<String>,
-    pub(super) cycle: Option<ReviewCycle>,
-    pub(super) cycle_reviewer: Option<String>,
+    /// Boxed: only tasks under review have one, and the facts of a whole
+    /// board stay a third of the size.
+    pub(super) cycle: Option<Box<ReviewCycle>>,
+}
+
+/// A task's owner, normalized ([`normalize_member_name`]); a name written
+/// normalized already (the usual one) is not copied.
+#[derive(Debug, Clone)]
+enum Owner {
+    /// No owner, or one that normalizes to the empty name.
+    None,
+    /// The task's `owner` as written is its normalized form.
+    AsWritten,
+    /// The normalized form of the written owner.
+    Normalized(Box<str>),
+}
+
+impl Owner {
+    fn of(written: Option<&str>) -> Self {
+        let Some(written) = written else {
+            return Self::None;
+        };
+        // Printable ASCII without spaces or capitals: trimming and
+        // lowercasing leave it as it is.
+        let normalized_already = !written.is_empty()
+            && written
+                .bytes()
+                .all(|b| b.is_ascii_graphic() && !b.is_ascii_uppercase());
+        if normalized_already {
+            return Self::AsWritten;
+        }
+        let normalized = normalize_member_name(written);
+        if normalized.is_empty() {
+            Self::None
+        } else {
+            Self::Normalized(normalized.into_boxed_str())
+        }
+    }
 }
 
 impl TaskFacts {
@@ -77,8 +122,8 @@ impl TaskFacts {
                 let kanban_reviewer = card.and_then(|k| k.reviewer.as_deref());
                 current_review_cycle(&task.history, kanban_reviewer)
             })
-            .flatten();
-        let cycle_reviewer = cycle.as_ref().map(|c| c.reviewer.clone());
+            .flatten()
+            .map(Box::new);
         Self {
             task: task.clone(),
             review_state,
@@ -86,24 +131,33 @@ impl TaskFacts {
             needs_fix_actionable,
             terminal,
             finished_for_dependency,
-            owner: task
-                .owner
-                .as_deref()
-                .map(normalize_member_name)
-                .filter(|o| !o.is_empty()),
+            owner: Owner::of(task.owner.as_deref()),
             blocked_by: tidy_ids(&task.blocked_by),
             blocks: tidy_ids(&task.blocks),
             broken: Vec::new(),
             waiting: Vec::new(),
             cycle,
-            cycle_reviewer,
         }
+    }
+
+    /// The owner, normalized; `None` when the task has none (or a blank one).
+    pub(super) fn owner(&self) -> Option<&str> {
+        match &self.owner {
+            Owner::None => None,
+            Owner::AsWritten => self.task.owner.as_deref(),
+            Owner::Normalized(name) => Some(name),
+        }
+    }
+
+    /// The reviewer of the current review cycle, normalized.
+    pub(super) fn cycle_reviewer(&self) -> Option<&str> {
+        self.cycle.as_ref().map(|c| c.reviewer.as_str())
     }
 
     pub(super) fn is_self_review(&self) -> bool {
         self.column == Some(KanbanColumn::Review)
-            && self.owner.is_some()
-            && self.owner == self.cycle_reviewer
+            && self.owner().is_some()
+            && self.owner() == self.cycle_reviewer()
     }
 
     /// Whether the task can be on any agenda: it has an id and is not

@@ -30,7 +30,8 @@ pub struct TaskIndex {
     pub(super) facts: Vec<TaskFacts>,
     /// Task positions by canonical id reference ([`task_reference`]).
     pub(super) by_id: ReferenceMap,
-    /// Task positions by display id reference.
+    /// Task positions by display id reference, of the tasks whose display
+    /// id is not their id.
     pub(super) by_display: ReferenceMap,
     /// Positions of the tasks whose `blockedBy` names a reference.
     pub(super) dependents: HashMap<String, Vec<usize>>,
@@ -47,12 +48,15 @@ impl TaskIndex {
         // maps never rehash while the board is filed.
         let mut index = Self {
             kanban: kanban.clone(),
-            facts: tasks.iter().map(|t| TaskFacts::local(t, kanban)).collect(),
+            facts: Vec::with_capacity(tasks.len()),
             by_id: ReferenceMap::with_capacity(tasks.len()),
             by_display: ReferenceMap::with_capacity(tasks.len()),
             ..Self::default()
         };
-        for i in 0..tasks.len() {
+        // A task is filed under its references as soon as its facts are
+        // made, while what it points to is still in the CPU cache.
+        for (i, task) in tasks.iter().enumerate() {
+            index.facts.push(TaskFacts::local(task, kanban));
             index.add_references(i);
         }
         for i in 0..tasks.len() {
@@ -161,14 +165,17 @@ impl TaskIndex {
     /// Files task `i` under its references and the ones it waits on.
     fn add_references(&mut self, i: usize) {
         let f = &self.facts[i];
-        for (map, reference) in [
-            (&mut self.by_id, &f.task.id),
-            (&mut self.by_display, &f.task.display_id),
-        ] {
-            let reference = task_reference(reference);
-            if !reference.is_empty() {
-                map.add(reference, i);
-            }
+        let id = task_reference(&f.task.id);
+        let display = task_reference(&f.task.display_id);
+        if !id.is_empty() {
+            self.by_id.add(id, i);
+        }
+        // A display id naming the task's own id (`#12` of task `12`, the
+        // usual one) is never looked up: [`TaskIndex::resolve`] reads
+        // display ids only when no task has the id asked for, and this one
+        // has it. Not filing it saves a hash and an entry per task.
+        if !display.is_empty() && display != id {
+            self.by_display.add(display, i);
         }
         let waits_on: BTreeSet<&str> = f.blocked_by.iter().map(|d| task_reference(d)).collect();
         for reference in waits_on {
@@ -303,10 +310,9 @@ fn buckets(f: &TaskFacts) -> ([Option<&str>; 2], bool) {
         return ([None, None], false);
     }
     let reviewer = f
-        .cycle_reviewer
-        .as_deref()
-        .filter(|reviewer| f.owner.as_deref() != Some(*reviewer));
-    ([f.owner.as_deref(), reviewer], f.lead_oversees())
+        .cycle_reviewer()
+        .filter(|reviewer| f.owner() != Some(*reviewer));
+    ([f.owner(), reviewer], f.lead_oversees())
 }
 
 fn insert_sorted(positions: &mut Vec<usize>, i: usize) {

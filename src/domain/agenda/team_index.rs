@@ -123,7 +123,7 @@ fn item_for(f: &TaskFacts, member: &MemberName, is_lead: bool) -> Option<Actiona
     if is_lead && task.needs_clarification == Some(Clarification::Lead) {
         let evidence = Evidence {
             status,
-            owner: f.owner.clone(),
+            owner: f.owner().map(str::to_string),
             review_state,
             needs_clarification: Some("lead".into()),
             ..Evidence::default()
@@ -138,7 +138,7 @@ fn item_for(f: &TaskFacts, member: &MemberName, is_lead: bool) -> Option<Actiona
     if is_lead && !f.broken.is_empty() {
         let evidence = Evidence {
             status,
-            owner: f.owner.clone(),
+            owner: f.owner().map(str::to_string),
             review_state,
             blocked_by_task_ids: Some(f.broken.clone()),
             blocker_task_ids: (!f.blocks.is_empty()).then(|| f.blocks.clone()),
@@ -165,7 +165,7 @@ fn item_for(f: &TaskFacts, member: &MemberName, is_lead: bool) -> Option<Actiona
             diagnostics.dedup();
             let evidence = Evidence {
                 status,
-                owner: f.owner.clone(),
+                owner: f.owner().map(str::to_string),
                 reviewer: Some(cycle.reviewer.clone()),
                 review_state: Some("review".into()),
                 review_request_event_id: request.and_then(|r| r.id.clone()),
@@ -183,7 +183,7 @@ fn item_for(f: &TaskFacts, member: &MemberName, is_lead: bool) -> Option<Actiona
         if cycle.reviewer == member.as_str() && !f.is_self_review() {
             let evidence = Evidence {
                 status,
-                owner: f.owner.clone(),
+                owner: f.owner().map(str::to_string),
                 reviewer: Some(member.to_string()),
                 review_state: Some("review".into()),
                 review_cycle_id: Some(cycle.id.clone()),
@@ -208,7 +208,7 @@ fn item_for(f: &TaskFacts, member: &MemberName, is_lead: bool) -> Option<Actiona
         }
         return None;
     }
-    if f.owner.as_deref() != Some(member.as_str())
+    if f.owner() != Some(member.as_str())
         || task.needs_clarification.is_some()
         || !f.waiting.is_empty()
         || !f.broken.is_empty()

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::reference_map::ReferenceMap;
-use super::task_facts::task_reference;
+use super::task_facts::{task_reference, TaskFacts};
 use super::task_index::MAX_INCREMENTAL_CHANGE;
 use super::*;
 use crate::domain::fingerprint::agenda_fingerprint;
@@ -250,6 +250,25 @@ fn completed_but_unapproved_dependency_still_blocks() {
     assert!(agenda(&snapshot, "jack").items.is_empty());
     // A waiting (not broken) dependency is no lead business either.
     assert!(agenda(&snapshot, "team-lead").items.is_empty());
+}
+
+#[test]
+fn a_shared_id_is_broken_even_where_display_ids_name_it() {
+    // Two tasks have id "8" (display "#8", their own id); a third shows
+    // "8" as its display id. "#8" names no single task by id, and display
+    // ids are not asked then: the dependency is broken, not the third task.
+    let twin_a = task("8", "jill", TaskStatus::Completed);
+    let twin_b = task("8", "bob", TaskStatus::Completed);
+    let mut shows_eight = task("z", "bob", TaskStatus::Completed);
+    shows_eight.display_id = "8".into();
+    let mut waits = task("2", "jack", TaskStatus::Pending);
+    waits.blocked_by = vec!["#8".into()];
+    let snapshot = team(vec![twin_a, twin_b, shows_eight, waits]);
+    assert!(agenda(&snapshot, "jack").items.is_empty());
+    assert_eq!(
+        reasons(&agenda(&snapshot, "team-lead")),
+        vec![("2", "task_has_broken_dependency")]
+    );
 }
 
 #[test]
@@ -1169,4 +1188,26 @@ fn item_reasons_read_and_write_their_one_spelling_and_keep_foreign_ones() {
     let foreign: ItemReason = serde_json::from_value(serde_json::json!("new_app_reason")).unwrap();
     assert_eq!(foreign, ItemReason::Unrecognized("new_app_reason".into()));
     assert_eq!(serde_json::to_value(&foreign).unwrap(), "new_app_reason");
+}
+
+#[test]
+fn task_owner_is_normalized_whether_or_not_it_is_copied() {
+    // (owner as written, normalized owner the facts hold)
+    let cases: [(Option<&str>, Option<&str>); 9] = [
+        (None, None),
+        (Some(""), None),
+        (Some("   "), None),
+        (Some("jack"), Some("jack")),
+        (Some("member-1"), Some("member-1")),
+        (Some("Jack"), Some("jack")),
+        (Some(" jack\t"), Some("jack")),
+        (Some("\u{b}jack\u{a0}"), Some("jack")),
+        (Some("ÉLODIE"), Some("élodie")),
+    ];
+    for (written, expected) in cases {
+        let mut owned = task("1", "", TaskStatus::Pending);
+        owned.owner = written.map(str::to_string);
+        let facts = TaskFacts::local(&std::sync::Arc::new(owned), &BTreeMap::new());
+        assert_eq!(facts.owner(), expected, "owner {written:?}");
+    }
 }
