@@ -194,21 +194,30 @@ pub fn member_key(name: &str) -> String {
 /// `None` when no name has that key: a cut key (its hash cannot be undone)
 /// or a folder name `encodeURIComponent` would not write.
 pub fn member_name_of_key(key: &str) -> Option<String> {
-    let bytes = key.as_bytes();
+    let name = decode_uri_component(key)?;
+    (member_key(&name) == key).then_some(name)
+}
+
+/// `decodeURIComponent`; `None` where it throws (a `%` not followed by two
+/// hex digits, bytes that are not UTF-8).
+pub(crate) fn decode_uri_component(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
     let mut decoded = Vec::with_capacity(bytes.len());
     let mut at = 0;
     while at < bytes.len() {
         if bytes[at] == b'%' {
-            let hex = key.get(at + 1..at + 3)?;
-            decoded.push(u8::from_str_radix(hex, 16).ok()?);
+            let hex = bytes.get(at + 1..at + 3)?;
+            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                return None;
+            }
+            decoded.push(u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?);
             at += 3;
         } else {
             decoded.push(bytes[at]);
             at += 1;
         }
     }
-    let name = String::from_utf8(decoded).ok()?;
-    (member_key(&name) == key).then_some(name)
+    String::from_utf8(decoded).ok()
 }
 
 /// `key` cut to fit [`MAX_MEMBER_KEY_BYTES`] with the hash of `normalized`:
@@ -277,6 +286,26 @@ mod tests {
         assert_eq!(member_key(".."), "%2E%2E");
         assert_eq!(member_key("a.b"), "a.b");
         assert_eq!(member_key("it's(ok)!*~"), "it's(ok)!*~");
+    }
+
+    #[test]
+    fn decode_uri_component_takes_what_javascript_takes() {
+        // (text, decodeURIComponent(text) in Node, None where it throws)
+        let cases = [
+            ("dev%20ops", Some("dev ops")),
+            ("j%C3%BCrgen", Some("jürgen")),
+            ("%2e%2E", Some("..")),
+            ("plain", Some("plain")),
+            ("%", None),
+            ("%2", None),
+            ("%+1", None),
+            ("%-1", None),
+            ("%zz", None),
+            ("%FF", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(decode_uri_component(text).as_deref(), want, "{text}");
+        }
     }
 
     #[test]

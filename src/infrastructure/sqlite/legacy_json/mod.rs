@@ -34,8 +34,9 @@ use crate::domain::names::{member_key, normalize_member_name};
 use crate::infrastructure::json_store::quarantine;
 use crate::infrastructure::safe_fs::{FileKind, FileRead, TrustedRoot};
 
-use self::shape::{decode_uri_component, Shape, Source};
+use self::shape::{Shape, Source};
 use self::snapshot::Keyed;
+use crate::domain::names::decode_uri_component;
 
 /// A legacy file larger than this is not read.
 const MAX_LEGACY_FILE_BYTES: u64 = 32 * 1024 * 1024;

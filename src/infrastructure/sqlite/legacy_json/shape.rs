@@ -82,21 +82,3 @@ pub(super) fn events_of(value: &Option<Value>, path: &[&str]) -> Vec<Value> {
         .cloned()
         .unwrap_or_default()
 }
-
-/// `decodeURIComponent`; `None` where it throws.
-pub(super) fn decode_uri_component(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = text.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}
