@@ -7,8 +7,10 @@
 //!
 //! Every access goes through [`TrustedRoot`]: no link is followed below it.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::ffi::OsStr;
+use std::hash::Hash;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -102,6 +104,10 @@ impl<T: Clone> Decoded<T> {
         bytes: &[u8],
         decode: impl FnOnce(&[u8]) -> Result<T, E>,
     ) -> Result<T, E> {
+        if bytes.len() > KEPT_FILE_BYTES {
+            // Not kept (see [`KEPT_FILE_BYTES`]): no copy of the bytes either.
+            return decode(bytes);
+        }
         if let Some(kept) = last.as_ref().filter(|kept| kept.bytes == bytes) {
             return Ok(kept.value.clone());
         }
@@ -114,21 +120,22 @@ impl<T: Clone> Decoded<T> {
     }
 }
 
-/// Largest file whose decode [`KeptDecodes`] keeps: a file written bigger
-/// (by anyone: agents can write below the Claude root) is decoded at every
-/// read instead of held in memory twice over.
-const KEPT_FILE_BYTES: usize = 1024 * 1024;
+/// Largest file whose decode is kept ([`Decoded`], [`KeptDecodes`]): a
+/// file written bigger (by anyone: agents can write below the Claude root)
+/// is decoded at every read instead of held in memory twice over.
+pub(crate) const KEPT_FILE_BYTES: usize = 1024 * 1024;
 
-/// The last decode of each of a store's files ([`Decoded`]), for at most
-/// `bound` files of up to [`KEPT_FILE_BYTES`]: past that the kept ones are
-/// dropped, so the memory held stays bounded however many files are read.
+/// The last decode of each of a store's files ([`Decoded`]), by key (a
+/// path, a team), for at most `bound` keys and files of up to
+/// [`KEPT_FILE_BYTES`]: past that the kept ones are dropped, so the memory
+/// held stays bounded however many files are read.
 #[derive(Debug)]
-pub(crate) struct KeptDecodes<T> {
-    kept: Mutex<HashMap<PathBuf, Decoded<T>>>,
+pub(crate) struct KeptDecodes<K, T> {
+    kept: Mutex<HashMap<K, Decoded<T>>>,
     bound: usize,
 }
 
-impl<T> KeptDecodes<T> {
+impl<K: Eq + Hash, T> KeptDecodes<K, T> {
     /// Nothing kept yet; at most `bound` files' decodes kept at once.
     pub(crate) fn new(bound: usize) -> Self {
         Self {
@@ -137,25 +144,54 @@ impl<T> KeptDecodes<T> {
         }
     }
 
-    /// The decode kept for `path`, taken out while a read or write uses it
+    /// The decode kept for `key`, taken out while a read or write uses it
     /// (a concurrent one decodes for itself).
-    pub(crate) fn take(&self, path: &Path) -> Option<Decoded<T>> {
-        self.kept
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(path)
+    pub(crate) fn take<Q: Eq + Hash + ?Sized>(&self, key: &Q) -> Option<Decoded<T>>
+    where
+        K: Borrow<Q>,
+    {
+        self.lock().remove(key)
     }
 
-    /// Keeps `decoded` (if any) as `path`'s.
-    pub(crate) fn keep(&self, path: &Path, decoded: Option<Decoded<T>>) {
+    /// Keeps `decoded` (if any) as `key`'s.
+    pub(crate) fn keep(&self, key: K, decoded: Option<Decoded<T>>) {
         let Some(decoded) = decoded.filter(|d| d.bytes.len() <= KEPT_FILE_BYTES) else {
             return;
         };
-        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        let mut kept = self.lock();
         if kept.len() >= self.bound {
             kept.clear();
         }
-        kept.insert(path.to_path_buf(), decoded);
+        kept.insert(key, decoded);
+    }
+
+    /// `decode(bytes)` of `key`'s file, or a copy of the decode kept for
+    /// it when that came from these same bytes; what is decoded is kept.
+    pub(crate) fn reuse_or(&self, key: K, bytes: &[u8], decode: impl FnOnce(&[u8]) -> T) -> T
+    where
+        T: Clone,
+    {
+        let mut last = self.take(&key);
+        let value = Decoded::reuse_or(&mut last, bytes, decode);
+        self.keep(key, last);
+        value
+    }
+
+    /// Forgets every kept decode.
+    pub(crate) fn clear(&self) {
+        self.lock().clear();
+    }
+
+    /// How many decodes are kept.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<K, Decoded<T>>> {
+        // A decode that panicked left at most a stale entry, which the next
+        // read's byte comparison replaces.
+        self.kept.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -863,24 +899,17 @@ mod tests {
                 value: len,
             })
         };
-        kept.keep(Path::new("a"), decoded(1));
-        kept.keep(Path::new("b"), decoded(KEPT_FILE_BYTES));
-        kept.keep(Path::new("c"), decoded(KEPT_FILE_BYTES + 1));
-        assert_eq!(
-            kept.take(Path::new("c")).map(|d| d.value),
-            None,
-            "too large"
-        );
-        assert_eq!(
-            kept.take(Path::new("b")).map(|d| d.value),
-            Some(KEPT_FILE_BYTES)
-        );
-        kept.keep(Path::new("b"), decoded(2));
+        kept.keep("a", decoded(1));
+        kept.keep("b", decoded(KEPT_FILE_BYTES));
+        kept.keep("c", decoded(KEPT_FILE_BYTES + 1));
+        assert_eq!(kept.take("c").map(|d| d.value), None, "too large");
+        assert_eq!(kept.take("b").map(|d| d.value), Some(KEPT_FILE_BYTES));
+        kept.keep("b", decoded(2));
         // A third file drops the two kept before it.
-        kept.keep(Path::new("d"), decoded(3));
-        assert!(kept.take(Path::new("a")).is_none() && kept.take(Path::new("b")).is_none());
-        assert_eq!(kept.take(Path::new("d")).map(|d| d.value), Some(3));
-        assert!(kept.take(Path::new("d")).is_none(), "taken out");
+        kept.keep("d", decoded(3));
+        assert!(kept.take("a").is_none() && kept.take("b").is_none());
+        assert_eq!(kept.take("d").map(|d| d.value), Some(3));
+        assert!(kept.take("d").is_none(), "taken out");
     }
 
     #[test]

@@ -32,7 +32,7 @@ const KEPT_INDEXES: usize = 16;
 pub(crate) struct FsMetricsStore {
     root: TrustedRoot,
     clock: Arc<dyn Clock>,
-    decoded: KeptDecodes<MetricsIndex>,
+    decoded: KeptDecodes<PathBuf, MetricsIndex>,
 }
 
 impl FsMetricsStore {
@@ -62,7 +62,7 @@ impl FsMetricsStore {
             self.clock.now_ms(),
             &mut last,
         );
-        self.decoded.keep(path, last);
+        self.decoded.keep(path.to_path_buf(), last);
         Ok(match loaded? {
             Loaded::Found(index) => index,
             Loaded::Missing | Loaded::Quarantined { .. } => MetricsIndex::default(),
@@ -87,7 +87,7 @@ impl FsMetricsStore {
         index.record(status, events_for_write(status));
         let mut last = None;
         let staged = stage_flat_envelope_kept(&self.root, &path, SCHEMA_VERSION, index, &mut last)?;
-        self.decoded.keep(&path, last);
+        self.decoded.keep(path, last);
         Ok((lock, staged))
     }
 }

@@ -77,7 +77,7 @@ pub struct FsOutboxStore {
     /// reads its member's outbox before the status lock (suppression) and
     /// again under the outbox lock (the planner's ensure), most often the
     /// same bytes, which then cost a comparison and a copy, not a decode.
-    decoded: KeptDecodes<BTreeMap<String, StoredItem>>,
+    decoded: KeptDecodes<PathBuf, BTreeMap<String, StoredItem>>,
 }
 
 /// The highest planning sequence of a team's outboxes, known while the
@@ -136,7 +136,7 @@ impl FsOutboxStore {
             self.clock.now_ms(),
             &mut last,
         );
-        self.decoded.keep(path, last);
+        self.decoded.keep(path.to_path_buf(), last);
         Ok(match loaded? {
             Loaded::Found(items) => items
                 .into_iter()
@@ -943,7 +943,7 @@ mod tests {
         for stored in kept.as_mut().unwrap().value.values_mut() {
             stored.item.payload.text = "kept".into();
         }
-        store.decoded.keep(&path, kept);
+        store.decoded.keep(path.clone(), kept);
         assert_eq!(texts(), ["kept"]);
         // Other bytes of the same length, written in place at once (the
         // same stamp tick): decoded again.

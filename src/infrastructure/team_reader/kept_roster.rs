@@ -4,22 +4,21 @@
 //! decode. Keyed by content ([`Decoded`]), so no write, however quick, is
 //! missed; the files are still read every time.
 //!
-//! Bounded: at most [`MAX_KEPT_TEAMS`] teams (the set starts over when a new
-//! team would pass it) and files up to [`MAX_KEPT_FILE_BYTES`]; a larger
-//! file is decoded on every read.
-
-use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+//! Bounded as every kept decode is ([`KeptDecodes`]): at most
+//! [`MAX_KEPT_TEAMS`] teams per file (the set starts over when a new team
+//! would pass it) and files up to [`KEPT_FILE_BYTES`]; a larger file is
+//! decoded on every read.
+//!
+//! [`Decoded`]: crate::infrastructure::json_store::Decoded
+//! [`KEPT_FILE_BYTES`]: crate::infrastructure::json_store::KEPT_FILE_BYTES
 
 use crate::domain::names::TeamName;
 use crate::domain::team::MemberOverlay;
-use crate::infrastructure::json_store::Decoded;
+use crate::infrastructure::json_store::KeptDecodes;
 use crate::infrastructure::team_config::TeamConfig;
 
 /// Most teams whose decodes are kept.
 pub(super) const MAX_KEPT_TEAMS: usize = 16;
-/// Largest file whose decode is kept.
-pub(super) const MAX_KEPT_FILE_BYTES: usize = 1024 * 1024;
 
 /// What a JSON file's bytes decoded to.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,17 +35,20 @@ pub(super) type ConfigDecode = JsonDecode<Option<TeamConfig>>;
 /// `members.meta.json`'s entries, tidied.
 pub(super) type MetaDecode = JsonDecode<Vec<MemberOverlay>>;
 
-/// One team's kept decodes.
-#[derive(Debug, Default)]
-struct TeamDecodes {
-    config: Option<Decoded<ConfigDecode>>,
-    meta: Option<Decoded<MetaDecode>>,
+/// The kept decodes of the teams read last.
+#[derive(Debug)]
+pub(super) struct KeptRosters {
+    config: KeptDecodes<TeamName, ConfigDecode>,
+    meta: KeptDecodes<TeamName, MetaDecode>,
 }
 
-/// The kept decodes of the teams read last.
-#[derive(Debug, Default)]
-pub(super) struct KeptRosters {
-    teams: Mutex<HashMap<TeamName, TeamDecodes>>,
+impl Default for KeptRosters {
+    fn default() -> Self {
+        Self {
+            config: KeptDecodes::new(MAX_KEPT_TEAMS),
+            meta: KeptDecodes::new(MAX_KEPT_TEAMS),
+        }
+    }
 }
 
 impl KeptRosters {
@@ -57,7 +59,7 @@ impl KeptRosters {
         bytes: &[u8],
         decode: impl FnOnce(&[u8]) -> ConfigDecode,
     ) -> ConfigDecode {
-        self.reuse_or(team, bytes, |decodes| &mut decodes.config, decode)
+        self.config.reuse_or(team.clone(), bytes, decode)
     }
 
     /// `decode(bytes)` of the team's `members.meta.json`, or the kept copy.
@@ -67,36 +69,13 @@ impl KeptRosters {
         bytes: &[u8],
         decode: impl FnOnce(&[u8]) -> MetaDecode,
     ) -> MetaDecode {
-        self.reuse_or(team, bytes, |decodes| &mut decodes.meta, decode)
+        self.meta.reuse_or(team.clone(), bytes, decode)
     }
 
     /// Forgets every kept decode (the reader is released).
     pub(super) fn clear(&self) {
-        self.lock().clear();
-    }
-
-    fn reuse_or<T: Clone>(
-        &self,
-        team: &TeamName,
-        bytes: &[u8],
-        slot: fn(&mut TeamDecodes) -> &mut Option<Decoded<T>>,
-        decode: impl FnOnce(&[u8]) -> T,
-    ) -> T {
-        if bytes.len() > MAX_KEPT_FILE_BYTES {
-            return decode(bytes);
-        }
-        let mut teams = self.lock();
-        if !teams.contains_key(team) && teams.len() >= MAX_KEPT_TEAMS {
-            teams.clear();
-        }
-        let decodes = teams.entry(team.clone()).or_default();
-        Decoded::reuse_or(slot(decodes), bytes, decode)
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<TeamName, TeamDecodes>> {
-        // A decode that panicked left at most a stale slot, which the next
-        // read's byte comparison replaces.
-        self.teams.lock().unwrap_or_else(PoisonError::into_inner)
+        self.config.clear();
+        self.meta.clear();
     }
 }
 
@@ -105,6 +84,7 @@ mod tests {
     use std::cell::Cell;
 
     use super::*;
+    use crate::infrastructure::json_store::KEPT_FILE_BYTES;
 
     fn team(name: &str) -> TeamName {
         TeamName::parse(name).unwrap()
@@ -167,8 +147,8 @@ mod tests {
         for i in 0..=MAX_KEPT_TEAMS {
             kept.meta(&team(&format!("team-{i}")), b"a", counting(&calls));
         }
-        assert_eq!(kept.lock().len(), 1, "started over past the cap");
-        let big = vec![b' '; MAX_KEPT_FILE_BYTES + 1];
+        assert_eq!(kept.meta.len(), 1, "started over past the cap");
+        let big = vec![b' '; KEPT_FILE_BYTES + 1];
         kept.meta(&team("big"), &big, counting(&calls));
         kept.meta(&team("big"), &big, counting(&calls));
         assert_eq!(
@@ -176,8 +156,8 @@ mod tests {
             MAX_KEPT_TEAMS + 3,
             "a large file is decoded every time"
         );
-        assert!(!kept.lock().contains_key(&team("big")));
+        assert!(kept.meta.take(&team("big")).is_none());
         kept.clear();
-        assert!(kept.lock().is_empty());
+        assert_eq!(kept.config.len() + kept.meta.len(), 0);
     }
 }
