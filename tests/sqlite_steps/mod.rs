@@ -73,6 +73,17 @@ pub fn handle(step: &Value) -> OutboxItem {
 
 pub fn run(store: &SqliteStore, step: &Value) -> Value {
     let team = step["teamName"].as_str().unwrap_or_default();
+    // The `mark*` steps: the dispatcher's finish of the step's item.
+    let finish = |end: AttemptEnd| {
+        OutboxStore::finish(
+            store,
+            &checked_team(team),
+            &handle(step),
+            &end,
+            ms(step, "nowIso"),
+        )
+        .unwrap();
+    };
     let write = |status: &Value| {
         let status: MemberStatus = serde_json::from_value(status.clone()).unwrap();
         let team = TeamName::parse(&status.team_name).unwrap();
@@ -162,14 +173,7 @@ pub fn run(store: &SqliteStore, step: &Value) -> Value {
                 .collect::<Vec<_>>());
         }
         "markDelivered" => {
-            OutboxStore::finish(
-                store,
-                &checked_team(team),
-                &handle(step),
-                &AttemptEnd::Delivered,
-                ms(step, "nowIso"),
-            )
-            .unwrap();
+            finish(AttemptEnd::Delivered);
         }
         "markFailed" => {
             let reason = text(step, "error").to_string();
@@ -184,27 +188,13 @@ pub fn run(store: &SqliteStore, step: &Value) -> Value {
             } else {
                 AttemptEnd::Terminal { reason }
             };
-            OutboxStore::finish(
-                store,
-                &checked_team(team),
-                &handle(step),
-                &end,
-                ms(step, "nowIso"),
-            )
-            .unwrap();
+            finish(end);
         }
         "markSuperseded" => {
             let end = AttemptEnd::Superseded {
                 reason: text(step, "reason").into(),
             };
-            OutboxStore::finish(
-                store,
-                &checked_team(team),
-                &handle(step),
-                &end,
-                ms(step, "nowIso"),
-            )
-            .unwrap();
+            finish(end);
         }
         "countRecentDelivered" => {
             return json!(store
