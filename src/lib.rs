@@ -9,8 +9,7 @@
 //! `pub(crate)`, so an item nothing in the crate uses is reported as dead
 //! code instead of passing as API. [`binding`] stays public: a test build
 //! registers no napi export, so its exported functions would read as dead
-//! code there. `json_store` stays public for now: the status persistence
-//! work changes it.
+//! code there.
 #![deny(missing_docs)]
 #![deny(unreachable_pub)]
 

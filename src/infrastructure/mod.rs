@@ -9,7 +9,7 @@ pub(crate) mod host_questions;
 pub mod inbox;
 pub(crate) mod intent_store;
 pub(crate) mod journal;
-pub mod json_store;
+pub(crate) mod json_store;
 pub(crate) mod launch_index;
 pub(crate) mod lock;
 pub(crate) mod metrics_store;
