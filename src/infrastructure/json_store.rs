@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::hash::Hash;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 
 use serde::de::{DeserializeOwned, IgnoredAny};
@@ -681,7 +681,7 @@ fn render_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> io::Result<Stri
 /// Renames a bad file to `<path>.invalid.<ms>` (never through a link: the
 /// entry itself moves) and drops all but the newest [`KEEP_QUARANTINED`]
 /// copies of that file.
-pub(crate) fn quarantine(root: &TrustedRoot, path: &Path, now_ms: i64) -> io::Result<PathBuf> {
+pub(crate) fn quarantine(root: &TrustedRoot, path: &Path, now_ms: i64) -> io::Result<()> {
     let (Some(dir_path), Some(name)) = (path.parent(), path.file_name().and_then(OsStr::to_str))
     else {
         return Err(io::Error::new(
@@ -690,8 +690,7 @@ pub(crate) fn quarantine(root: &TrustedRoot, path: &Path, now_ms: i64) -> io::Re
         ));
     };
     let dir = root.create_dir_all(dir_path)?;
-    let target = quarantine_in(&dir, name, now_ms)?;
-    Ok(dir_path.join(target))
+    quarantine_in(&dir, name, now_ms).map(drop)
 }
 
 /// [`quarantine`] of the entry `name` of the open folder `dir` (a file, a
@@ -742,7 +741,7 @@ mod tests {
     use super::*;
     use std::fs;
 
-    fn store() -> (tempfile::TempDir, TrustedRoot, PathBuf) {
+    fn store() -> (tempfile::TempDir, TrustedRoot, std::path::PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let root = TrustedRoot::new(dir.path());
         let path = dir.path().join("s.json");
