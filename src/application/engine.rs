@@ -5,6 +5,7 @@
 //! decides *when* to call [`Engine::take_due`] / [`Engine::run`] /
 //! [`Engine::finish`] and is woken through the `wake` hook.
 
+use crate::domain::js_semantics::js_trim;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -197,7 +198,7 @@ impl Engine {
     pub fn note_team_change(&self, event: &TeamChangeEvent) {
         // Fences compare by the runtime key, which trims: a padded event
         // name still finds its team's fence.
-        let fenced = TeamName::parse(event.team_name.trim())
+        let fenced = TeamName::parse(js_trim(&event.team_name))
             .ok()
             .filter(|team| self.is_deleting(team));
         if let Some(team) = fenced {

@@ -34,7 +34,7 @@ impl TeamConfig {
         let named = config
             .get("name")
             .and_then(Value::as_str)
-            .is_some_and(|n| !n.trim().is_empty());
+            .is_some_and(|n| !js_trim(n).is_empty());
         if !named {
             return None;
         }

@@ -1,6 +1,7 @@
 //! Builds the use cases from paths: the composition root the binding and the
 //! benches share.
 
+use crate::domain::js_semantics::js_trim;
 use crate::domain::retention::Retention;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -520,7 +521,7 @@ impl Instance {
                     // The app's names are checked here, where they come in.
                     Some(names) => names
                         .iter()
-                        .map(|team| team.trim())
+                        .map(|team| js_trim(team))
                         .filter(|team| !team.is_empty())
                         .map(team_name)
                         .collect::<Result<Vec<_>, _>>(),
