@@ -256,18 +256,33 @@ impl Engine {
         self.enqueue_with_delay(team, member, trigger, None);
     }
 
+    /// [`Engine::enqueue`], answering whether the member now waits for
+    /// `trigger` (a new item or one it merged into): false while the team
+    /// is being deleted, which the check and the queueing see alike (one
+    /// lock).
+    pub(crate) fn enqueue_unless_deleting(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+        trigger: Trigger,
+    ) -> bool {
+        self.enqueue_with_delay(team, member, trigger, None)
+    }
+
+    /// Queues as [`Engine::enqueue`] does, `delay` overriding the
+    /// trigger's; false when the team is being deleted (nothing queued).
     fn enqueue_with_delay(
         &self,
         team: &TeamName,
         member: &MemberName,
         trigger: Trigger,
         delay: Option<EpochMs>,
-    ) {
+    ) -> bool {
         let now = self.now();
         let fresh = {
             let mut state = self.state();
             if state.gate.is_fenced(team) {
-                return;
+                return false;
             }
             let repeat = state.queue.holds(team, member, trigger);
             let fresh = state.queue.enqueue(team, member, trigger, now);
@@ -278,7 +293,7 @@ impl Engine {
                 // reason to wake the driver: the member already waits for
                 // this very reason and is due no sooner. (A burst of
                 // identical events must not grow the journal by a line each.)
-                return;
+                return true;
             }
             fresh
         };
@@ -289,6 +304,7 @@ impl Engine {
         };
         self.audit(kind, team, member, json!({ "reason": trigger.as_str() }));
         self.wake();
+        true
     }
 
     /// Queues a `proof_missing_recovery` reconcile of one member carrying

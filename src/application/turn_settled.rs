@@ -145,7 +145,8 @@ pub trait CodexSessionLocator: Send + Sync {
 /// Where resolved members go: the event queue (a later issue), or for now a
 /// direct reconcile.
 pub trait TurnSettledQueue {
-    /// Asks for a `turn_settled` reconcile of one member.
+    /// Asks for a `turn_settled` reconcile of one member; `Err` when none
+    /// was queued or run.
     fn enqueue(&self, team_name: &TeamName, member_name: &MemberName) -> Result<(), String>;
 }
 
@@ -186,7 +187,9 @@ pub struct DrainSummary {
     pub invalid: u32,
     /// Claims released after a transient error, or lost to another drainer,
     /// plus members whose `turn_settled` reconcile could not run (without a
-    /// queue driver the drain reconciles at once, and that can fail).
+    /// queue driver the drain reconciles at once, and that can fail) or
+    /// could not be queued (their team is being deleted). Such an event was
+    /// already filed and counted `enqueued`.
     pub failed: u32,
 }
 
