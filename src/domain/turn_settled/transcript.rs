@@ -265,7 +265,7 @@ pub(crate) fn attribute_root(
             .into_iter()
             .flatten()
             .filter_map(Value::as_str)
-            .map(str::trim)
+            .map(js_trim)
             .find(|name| known.contains(&name.to_lowercase()))
             .map(str::to_string);
         }
@@ -287,7 +287,7 @@ pub(crate) fn attribute_subagent(lines: &[Value], known: &HashSet<String>) -> Op
     let mut best: [Option<String>; 4] = [None, None, None, None];
     for line in lines.iter().take(HEAD_LINES) {
         let authored = authored_user_text(line);
-        if authored.as_deref().map(str::trim) == Some("Warmup") {
+        if authored.as_deref().map(js_trim) == Some("Warmup") {
             return None;
         }
         let level1 = [
