@@ -7,6 +7,29 @@ import { copyExampleRoot, readJson, until, writeShadowHistory } from './helpers'
 
 const NOW = Date.parse('2026-11-22T10:00:00.000Z')
 
+describe('options.hostTimeoutMs', () => {
+  const message = 'options.hostTimeoutMs must be an integer from 10 to 120000'
+
+  it.each([null, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 9, 120_001, 10.5, '5000'].map((v) => [String(v), v]))(
+    '%s is rejected with MWS_INVALID_ARGUMENT naming the option',
+    (_label, hostTimeoutMs) => {
+      let error: any
+      try {
+        new MemberWorkSync({ claudeRoot: copyExampleRoot(), autoStart: false, hostTimeoutMs } as any)
+      } catch (e) {
+        error = e
+      }
+      expect(error).toMatchObject({ code: 'MWS_INVALID_ARGUMENT' })
+      expect(error.message).toBe(message)
+    },
+  )
+
+  it.each([[undefined], [10], [120_000]])('%j is accepted', async (hostTimeoutMs) => {
+    const sync = new MemberWorkSync({ claudeRoot: copyExampleRoot(), autoStart: false, hostTimeoutMs })
+    await sync.dispose()
+  })
+})
+
 describe('options.tuning', () => {
   it.each([
     [{ tuning: 5 }, 'options.tuning must be an object'],

@@ -996,3 +996,111 @@ fn metas_and_records_are_0600_under_any_umask() {
         }
     }
 }
+
+/// Records the members it is asked to queue.
+#[derive(Default)]
+struct RecordingQueue(Mutex<Vec<String>>);
+
+impl TurnSettledQueue for RecordingQueue {
+    fn enqueue(
+        &self,
+        _: &member_work_sync::domain::names::TeamName,
+        member: &member_work_sync::domain::names::MemberName,
+    ) -> Result<(), String> {
+        self.0.lock().unwrap().push(member.to_string());
+        Ok(())
+    }
+}
+
+/// A roster name that is no member name once normalized (too long as
+/// given, too long once lowercased, or unsafe as a folder) matches its
+/// payload, but no reconcile can be queued for it: the drain, its metas
+/// and the journal say so instead of claiming `enqueued`.
+#[test]
+fn a_roster_name_that_cannot_be_queued_is_not_counted_as_enqueued() {
+    let home = claude_home();
+    let root = home.path();
+    let unqueueable = ["x".repeat(129), "İ".repeat(64), "dev/ops".to_string()];
+    let mut members = vec![
+        serde_json::json!({"name": "team-lead", "agentType": "team-lead"}),
+        serde_json::json!({"name": "jack", "model": "gpt-5"}),
+    ];
+    members.extend(
+        unqueueable
+            .iter()
+            .map(|name| serde_json::json!({"name": name, "model": "gpt-5"})),
+    );
+    fs::write(
+        root.join("teams/forge/config.json"),
+        serde_json::json!({"name": "forge", "members": members}).to_string(),
+    )
+    .unwrap();
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let ingestor = ingestor(root, clock);
+    let paths = SpoolPaths::for_teams_base(&root.join("teams"));
+    fs::create_dir_all(paths.incoming()).unwrap();
+    let named = std::iter::once("jack".to_string()).chain(unqueueable.iter().cloned());
+    for (n, member) in named.enumerate() {
+        let payload = serde_json::json!({"provider": "codex", "source": CODEX_SOURCE,
+            "eventName": "runtime_turn_settled", "sessionId": format!("s-{n}"),
+            "teamName": "forge", "memberName": member, "turnId": format!("t-{n}")});
+        fs::write(
+            paths
+                .incoming()
+                .join(format!("20261118T110640Z-{n}-0.codex.json")),
+            payload.to_string(),
+        )
+        .unwrap();
+    }
+    let queue = RecordingQueue::default();
+    let summary = ingestor.drain(&queue, &NoChanges).unwrap();
+    let queued = queue.0.into_inner().unwrap();
+    assert_eq!(queued, ["jack"]);
+    assert_eq!(
+        (summary.claimed, summary.enqueued, summary.unresolved),
+        (4, 1, 3),
+        "{summary:?}"
+    );
+    // One `enqueued` outcome among the spool's records of the four events.
+    // The metas a batch files are in its outcome record (`.outcomes-*`)
+    // until they are written out one by one.
+    let mut outcomes: Vec<String> = vec![];
+    for path in fs::read_dir(paths.processed())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+    {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let json: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        let metas = if name.starts_with(".outcomes-") {
+            json["metas"].as_array().unwrap().clone()
+        } else if name.ends_with(".meta.json") {
+            vec![json]
+        } else {
+            vec![]
+        };
+        outcomes.extend(
+            metas
+                .iter()
+                .map(|m| m["outcome"].as_str().unwrap().to_string()),
+        );
+    }
+    outcomes.sort();
+    assert_eq!(
+        outcomes,
+        ["enqueued", "unresolved", "unresolved", "unresolved"]
+    );
+    // Only jack's journal says the turn was resolved.
+    let members_dir = root.join("teams/forge/members");
+    let mut resolved_for = vec![];
+    for entry in fs::read_dir(&members_dir).unwrap() {
+        let folder = entry.unwrap().file_name().to_string_lossy().into_owned();
+        let lines = turn_settled_lines(root, &folder);
+        if lines
+            .iter()
+            .any(|(event, _)| event == "turn_settled_resolved")
+        {
+            resolved_for.push(folder);
+        }
+    }
+    assert_eq!(resolved_for, ["jack"]);
+}

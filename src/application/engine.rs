@@ -5,6 +5,7 @@
 //! decides *when* to call [`Engine::take_due`] / [`Engine::run`] /
 //! [`Engine::finish`] and is woken through the `wake` hook.
 
+use crate::domain::js_semantics::js_trim;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -197,7 +198,7 @@ impl Engine {
     pub fn note_team_change(&self, event: &TeamChangeEvent) {
         // Fences compare by the runtime key, which trims: a padded event
         // name still finds its team's fence.
-        let fenced = TeamName::parse(event.team_name.trim())
+        let fenced = TeamName::parse(js_trim(&event.team_name))
             .ok()
             .filter(|team| self.is_deleting(team));
         if let Some(team) = fenced {
@@ -255,18 +256,33 @@ impl Engine {
         self.enqueue_with_delay(team, member, trigger, None);
     }
 
+    /// [`Engine::enqueue`], answering whether the member now waits for
+    /// `trigger` (a new item or one it merged into): false while the team
+    /// is being deleted, which the check and the queueing see alike (one
+    /// lock).
+    pub(crate) fn enqueue_unless_deleting(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+        trigger: Trigger,
+    ) -> bool {
+        self.enqueue_with_delay(team, member, trigger, None)
+    }
+
+    /// Queues as [`Engine::enqueue`] does, `delay` overriding the
+    /// trigger's; false when the team is being deleted (nothing queued).
     fn enqueue_with_delay(
         &self,
         team: &TeamName,
         member: &MemberName,
         trigger: Trigger,
         delay: Option<EpochMs>,
-    ) {
+    ) -> bool {
         let now = self.now();
         let fresh = {
             let mut state = self.state();
             if state.gate.is_fenced(team) {
-                return;
+                return false;
             }
             let repeat = state.queue.holds(team, member, trigger);
             let fresh = state.queue.enqueue(team, member, trigger, now);
@@ -277,7 +293,7 @@ impl Engine {
                 // reason to wake the driver: the member already waits for
                 // this very reason and is due no sooner. (A burst of
                 // identical events must not grow the journal by a line each.)
-                return;
+                return true;
             }
             fresh
         };
@@ -288,6 +304,7 @@ impl Engine {
         };
         self.audit(kind, team, member, json!({ "reason": trigger.as_str() }));
         self.wake();
+        true
     }
 
     /// Queues a `proof_missing_recovery` reconcile of one member carrying

@@ -9,6 +9,7 @@
 //! the request is audited and a `proof_missing_recovery` reconcile is queued,
 //! whose planner sends the recovery nudge.
 
+use crate::domain::js_semantics::js_trim;
 use serde::Serialize;
 use serde_json::json;
 
@@ -101,9 +102,9 @@ impl Engine {
         &self,
         request: ProofMissingRequest,
     ) -> Result<ScheduleResult, WorkSyncError> {
-        let team = request.team_name.trim();
-        let member = request.member_name.trim();
-        let message_id = request.original_message_id.trim();
+        let team = js_trim(&request.team_name);
+        let member = js_trim(&request.member_name);
+        let message_id = js_trim(&request.original_message_id);
         if team.is_empty() {
             return Ok(ScheduleResult::invalid());
         }
@@ -170,7 +171,7 @@ impl Engine {
             });
         }
         let reason = reason
-            .map(|r| r.trim().to_string())
+            .map(|r| js_trim(&r).to_string())
             .filter(|r| !r.is_empty())
             .unwrap_or_else(|| DEFAULT_REASON.to_string());
         audit(

@@ -2,6 +2,7 @@
 //! persists the outcome; replays recorded intents; serves metrics and the
 //! agent read surface.
 
+use crate::domain::js_semantics::js_trim;
 use serde_json::{json, Value};
 
 use super::ports::{AuditEvent, IntentStatus, ReportIntent};
@@ -353,7 +354,7 @@ impl Reconciler {
         let mut seen = std::collections::BTreeSet::new();
         for team in teams
             .iter()
-            .filter(|t| seen.insert(t.as_str().trim().to_lowercase()))
+            .filter(|t| seen.insert(js_trim(t).to_lowercase()))
         {
             let pending = self.ports.intents.pending(team)?;
             self.journal_legacy_migration(team, &pending.migrated_members);

@@ -145,7 +145,8 @@ pub trait CodexSessionLocator: Send + Sync {
 /// Where resolved members go: the event queue (a later issue), or for now a
 /// direct reconcile.
 pub trait TurnSettledQueue {
-    /// Asks for a `turn_settled` reconcile of one member.
+    /// Asks for a `turn_settled` reconcile of one member; `Err` when none
+    /// was queued or run.
     fn enqueue(&self, team_name: &TeamName, member_name: &MemberName) -> Result<(), String>;
 }
 
@@ -186,7 +187,9 @@ pub struct DrainSummary {
     pub invalid: u32,
     /// Claims released after a transient error, or lost to another drainer,
     /// plus members whose `turn_settled` reconcile could not run (without a
-    /// queue driver the drain reconciles at once, and that can fail).
+    /// queue driver the drain reconciles at once, and that can fail) or
+    /// could not be queued (their team is being deleted). Such an event was
+    /// already filed and counted `enqueued`.
     pub failed: u32,
 }
 
@@ -268,10 +271,11 @@ impl RecentIds {
 
 enum Decision {
     /// Reconcile `member` of `team`: the team a roster or the app's resolver
-    /// named, checked; the member as matched (checked where it is queued).
+    /// named and the member as matched, both checked before the event is
+    /// filed, so an event filed `enqueued` is one the queue is handed.
     Resolved {
         team: TeamName,
-        member: String,
+        member: MemberName,
     },
     Duplicate,
     Ignored(String),
@@ -403,7 +407,7 @@ impl TurnSettledIngestor {
             verdicts.push(verdict);
         }
         let filed = self.spool.file(&filings);
-        let mut targets: BTreeSet<(TeamName, String)> = BTreeSet::new();
+        let mut targets: BTreeSet<(TeamName, MemberName)> = BTreeSet::new();
         let mut journal = JournalBatch::default();
         for ((filing, verdict), result) in filings.iter().zip(verdicts).zip(filed) {
             match result {
@@ -491,12 +495,6 @@ impl TurnSettledIngestor {
         // reconcile is not retried here; the next trigger catches up, and
         // the failure is counted so the app sees it.
         for (team, member) in targets {
-            // A member name read from a spool payload or a roster: one
-            // unsafe as a folder is not queued (as the queue itself always
-            // refused it). The team was checked where it was resolved.
-            let Ok(member) = MemberName::parse(&member) else {
-                continue;
-            };
             if queue.enqueue(&team, &member).is_err() {
                 summary.failed += 1;
             }

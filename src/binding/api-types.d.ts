@@ -627,7 +627,8 @@ export interface RuntimeTurnSettledDrainSummary {
   /**
    * Claims released after a transient error or lost to another drainer, plus
    * members whose `turn_settled` reconcile failed (`autoStart: false`
-   * reconciles during the drain).
+   * reconciles during the drain) or could not be queued (their team is being
+   * deleted).
    */
   failed: number
 }

@@ -3,6 +3,7 @@
 //! [`crate::runtime::options`]'s, every bad option throwing
 //! `MWS_INVALID_ARGUMENT` naming it) and the instance they start.
 
+use crate::domain::js_semantics::js_trim;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -162,7 +163,7 @@ pub(super) fn start(env: &Env, options: Option<Unknown<'_>>) -> Result<MemberWor
     let fixed_now = options.clock.map(|c| c.now_ms as i64);
     let control_url = options
         .control_url
-        .map(|url| url.trim().to_string())
+        .map(|url| js_trim(&url).to_string())
         .filter(|url| !url.is_empty());
     let instance = Instance::start(
         paths,

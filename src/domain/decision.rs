@@ -5,6 +5,7 @@ use super::report::MAX_LEASE_MS;
 use super::status::{Report, ReportState, StatusState};
 use super::time::{lease_holds, EpochMs, IsoTime};
 use super::token::TOKEN_TTL_MS;
+use crate::domain::js_semantics::js_trim;
 
 /// Whether the app's process supervisor has the team and member running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,7 +172,7 @@ pub(crate) fn staleness_diagnostics(
     let token = status
         .report_token
         .as_deref()
-        .filter(|token| !token.trim().is_empty());
+        .filter(|token| !js_trim(token).is_empty());
     // An expiry that does not parse counts as no token, as the app reads it.
     let expires = status
         .report_token_expires_at
@@ -232,7 +233,7 @@ pub(crate) fn needs_background_refresh(
     let token_current = status
         .report_token
         .as_deref()
-        .is_some_and(|t| !t.trim().is_empty())
+        .is_some_and(|t| !js_trim(t).is_empty())
         && status
             .report_token_expires_at
             .as_ref()

@@ -16,11 +16,12 @@ use std::sync::LazyLock;
 use icu_collator::options::CollatorOptions;
 use icu_collator::{Collator, CollatorBorrowed};
 
-/// True for the characters `String.prototype.trim` removes: ECMAScript
-/// WhiteSpace (tab, VT, FF, space, NBSP, BOM, category Zs) and LineTerminator.
+/// True for the characters `String.prototype.trim` removes and a regular
+/// expression's `\s` matches: ECMAScript WhiteSpace (tab, VT, FF, space,
+/// NBSP, BOM, category Zs) and LineTerminator.
 ///
 /// Rust's `char::is_whitespace` differs: it keeps U+FEFF and removes U+0085.
-fn is_js_whitespace(c: char) -> bool {
+pub(crate) fn is_js_whitespace(c: char) -> bool {
     matches!(
         c,
         '\u{9}' | '\u{a}' | '\u{b}' | '\u{c}' | '\u{d}' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'

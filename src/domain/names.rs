@@ -27,9 +27,12 @@ pub enum NameError {
 /// Checks that `name` is safe to use as one path component under a team dir.
 ///
 /// The check runs on the name as given (not trimmed) because the raw name is
-/// what reaches the file system in the team dir.
+/// what reaches the file system in the team dir. Emptiness and `.` / `..`
+/// are judged on the name as JavaScript trims it (the app's trim, which
+/// every runtime key and member key is made with): Rust's trim keeps U+FEFF,
+/// so `"\u{FEFF}.."` would pass and key as `..`.
 pub(crate) fn validate_name(name: &str) -> Result<(), NameError> {
-    let trimmed = name.trim();
+    let trimmed = super::js_semantics::js_trim(name);
     if trimmed.is_empty() {
         return Err(NameError::Empty);
     }
@@ -102,9 +105,7 @@ impl MemberName {
     /// and normalized ([`normalize_member_name`]).
     ///
     /// The normalized form is checked too because it is what the member is
-    /// known by ([`MemberName::normalized`]): JavaScript's trim (the app's)
-    /// removes U+FEFF, which [`validate_name`]'s trim keeps, so
-    /// `"\u{FEFF}.."` normalizes to `..`; and lowercasing can widen a name
+    /// known by ([`MemberName::normalized`]): lowercasing can widen a name
     /// (`İ` is two bytes, its lowercase three) past [`MAX_NAME_BYTES`].
     pub fn parse(name: &str) -> Result<Self, NameError> {
         validate_name(name)?;
@@ -278,6 +279,41 @@ mod tests {
     }
 
     #[test]
+    fn names_are_trimmed_as_javascript_trims_them() {
+        // U+FEFF and U+0085 are the only characters on which Rust's
+        // `str::trim` (Unicode White_Space) and `String.prototype.trim` (the
+        // app's) disagree: Node removes U+FEFF and keeps U+0085.
+        // (name, name.trim() in Node, the verdict on the name)
+        let cases = [
+            ("\u{feff}..", "..", Err(NameError::Unsafe)),
+            ("..\u{feff}", "..", Err(NameError::Unsafe)),
+            ("\u{feff}.", ".", Err(NameError::Unsafe)),
+            ("\u{feff}", "", Err(NameError::Empty)),
+            (" \u{feff} ", "", Err(NameError::Empty)),
+            ("\u{feff}Forge\u{feff}", "Forge", Ok(())),
+            ("\u{85}", "\u{85}", Ok(())),
+            ("\u{85}..", "\u{85}..", Ok(())),
+            ("..\u{85}", "..\u{85}", Ok(())),
+            ("\u{85}Forge\u{85}", "\u{85}Forge\u{85}", Ok(())),
+        ];
+        for (name, js_trimmed, verdict) in cases {
+            assert_eq!(
+                super::super::js_semantics::js_trim(name),
+                js_trimmed,
+                "{name:?}"
+            );
+            assert_eq!(validate_name(name), verdict, "{name:?}");
+            assert_eq!(TeamName::parse(name).err(), verdict.err(), "{name:?}");
+            assert_eq!(MemberName::parse(name).err(), verdict.err(), "{name:?}");
+            if let Ok(team) = TeamName::parse(name) {
+                // The runtime key is never a name the check would refuse.
+                assert_eq!(team_runtime_key(&team), js_trimmed.to_lowercase());
+                assert_eq!(validate_name(&team_runtime_key(&team)), Ok(()));
+            }
+        }
+    }
+
+    #[test]
     fn member_key_matches_encode_uri_component() {
         assert_eq!(member_key(" Alice "), "alice");
         assert_eq!(member_key("a b/c"), "a%20b%2Fc");
@@ -397,7 +433,7 @@ mod tests {
             ("İ".repeat(42), Ok("i\u{307}".repeat(42))),
             // 128 bytes as given, 192 once lowercased.
             ("İ".repeat(64), Err(NameError::LowercasedTooLong)),
-            // JavaScript's trim (the app's) removes U+FEFF; Rust's keeps it.
+            // JavaScript's trim (the app's) removes U+FEFF.
             ("\u{feff}..".into(), Err(NameError::Unsafe)),
             ("\u{feff}.".into(), Err(NameError::Unsafe)),
             ("\u{feff}".into(), Err(NameError::Empty)),

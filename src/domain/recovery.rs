@@ -6,6 +6,7 @@
 //! recent outbox item of the same intent (which makes a new request coalesce)
 //! is the outbox's own question: `nudge::recent_recovery`.
 
+use crate::domain::js_semantics::js_trim;
 use serde::{Deserialize, Serialize};
 
 use super::time::EpochMs;
@@ -81,14 +82,14 @@ pub fn intent_key(original_message_id: &str) -> String {
 pub(crate) fn normalize_task_refs(refs: Vec<RecoveryTaskRef>) -> Vec<RecoveryTaskRef> {
     let non_blank = |value: Option<String>| {
         value
-            .map(|v| v.trim().to_string())
+            .map(|v| js_trim(&v).to_string())
             .filter(|v| !v.is_empty())
     };
     let mut seen = std::collections::HashSet::new();
     let mut normalized: Vec<RecoveryTaskRef> = refs
         .into_iter()
         .filter_map(|r| {
-            let task_id = r.task_id.trim().to_string();
+            let task_id = js_trim(&r.task_id).to_string();
             (!task_id.is_empty() && seen.insert(task_id.clone())).then(|| RecoveryTaskRef {
                 task_id,
                 display_id: non_blank(r.display_id),

@@ -2,6 +2,7 @@
 //!
 //! `validate` is pure: it decides, the reporter use case persists.
 
+use crate::domain::js_semantics::js_trim;
 use serde_json::Value;
 
 use super::agenda::{Agenda, ItemKind, Priority};
@@ -323,7 +324,7 @@ pub(crate) fn validate(
         Some(ids) => {
             let mut covered = Vec::new();
             for id in ids {
-                let id = id.trim().trim_start_matches('#');
+                let id = js_trim(id).trim_start_matches('#');
                 let matches: Vec<usize> = (0..items.len())
                     .filter(|&i| {
                         items[i].task_id == id

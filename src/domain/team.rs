@@ -1,5 +1,6 @@
 //! The team as read from disk: roster, tasks and kanban state.
 
+use crate::domain::js_semantics::js_trim;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::js_semantics::locale_compare;
@@ -110,7 +111,7 @@ impl TeamMember {
 }
 
 fn provider_from_model(model: &str) -> Option<ProviderId> {
-    let lower = model.trim().to_lowercase();
+    let lower = js_trim(model).to_lowercase();
     let model = lower.strip_suffix("[1m]").unwrap_or(&lower);
     if model.starts_with("opencode/") {
         Some(ProviderId::Opencode)
@@ -274,7 +275,7 @@ fn cli_auto_suffix_base(name: &str) -> Option<&str> {
 /// `normalize_member_name(name) == normalized`, without allocating for the
 /// usual ASCII name (roster lookups run once per member of a refresh).
 fn normalizes_to(name: &str, normalized: &str) -> bool {
-    let trimmed = name.trim();
+    let trimmed = js_trim(name);
     if trimmed.is_ascii() {
         trimmed.len() == normalized.len()
             && trimmed
@@ -734,6 +735,9 @@ mod tests {
                 member("User"),
                 member("ΟΔΟΣ"),
                 member("Émile"),
+                // JavaScript's trim removes U+FEFF and keeps U+0085.
+                member("\u{feff}Kim\u{feff}"),
+                member("Lou\u{85}"),
             ],
             ..TeamSnapshot::empty(TeamName::parse("forge").unwrap())
         };
@@ -748,6 +752,9 @@ mod tests {
             ("jac", false, false),
             ("jack ", false, false),
             ("nobody", false, false),
+            ("kim", true, true),
+            ("lou\u{85}", true, true),
+            ("lou", false, false),
         ];
         for (name, on_roster, is_active) in cases {
             assert_eq!(snapshot.member(name).is_some(), on_roster, "{name}");

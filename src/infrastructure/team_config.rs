@@ -34,7 +34,7 @@ impl TeamConfig {
         let named = config
             .get("name")
             .and_then(Value::as_str)
-            .is_some_and(|n| !n.trim().is_empty());
+            .is_some_and(|n| !js_trim(n).is_empty());
         if !named {
             return None;
         }
@@ -48,12 +48,12 @@ impl TeamConfig {
             lead_session_id: config
                 .get("leadSessionId")
                 .and_then(Value::as_str)
-                .map(str::trim)
+                .map(js_trim)
                 .filter(|s| !s.is_empty())
                 .map(str::to_string),
             session_history: array_items(config, "sessionHistory")
                 .filter_map(Value::as_str)
-                .map(str::trim)
+                .map(js_trim)
                 .filter(|s| !s.is_empty())
                 .map(str::to_string)
                 .collect(),
@@ -124,14 +124,14 @@ mod tests {
         let config = json!({
             "name": "forge",
             "leadSessionId": " L1 ",
-            "sessionHistory": ["L0", " ", 5, "L1"],
+            "sessionHistory": ["L0", " ", 5, "L1", "\u{feff}", "\u{feff}L2\u{85}"],
             "projectPath": "/home/u/proj/",
             "members": [{"name": " Jack "}, {"name": ""}, {"name": "jill", "removedAt": 5}],
         });
         let parsed = TeamConfig::parse(&config).unwrap();
         assert!(!parsed.deleted);
         assert_eq!(parsed.lead_session_id.as_deref(), Some("L1"));
-        assert_eq!(parsed.session_history, ["L0", "L1"]);
+        assert_eq!(parsed.session_history, ["L0", "L1", "L2\u{85}"]);
         assert_eq!(parsed.project_paths, ["/home/u/proj"]);
         let names: Vec<&str> = parsed.members.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(names, ["Jack", "jill"]);
@@ -144,6 +144,9 @@ mod tests {
         for (config, parses, deleted) in [
             (json!({}), false, false),
             (json!({"name": "  "}), false, false),
+            // JavaScript's trim (the app's): U+FEFF is blank, U+0085 is not.
+            (json!({"name": "\u{feff}"}), false, false),
+            (json!({"name": "\u{85}"}), true, false),
             (json!({"name": 5}), false, false),
             (json!({"name": "f"}), true, false),
             (json!({"name": "f", "deletedAt": null}), true, false),

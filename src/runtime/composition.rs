@@ -1,6 +1,7 @@
 //! Builds the use cases from paths: the composition root the binding and the
 //! benches share.
 
+use crate::domain::js_semantics::js_trim;
 use crate::domain::retention::Retention;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -380,13 +381,21 @@ pub(crate) struct Instance {
     calls_done: Condvar,
 }
 
-/// Resolved turn-settled members go to the event queue.
+/// Resolved turn-settled members go to the event queue; one of a team being
+/// deleted is refused (the drain counts it `failed`, as the app's ingestor
+/// counts an enqueue its queue rejected).
 struct QueueTurnSettled<'a>(&'a Engine);
 
 impl TurnSettledQueue for QueueTurnSettled<'_> {
     fn enqueue(&self, team_name: &TeamName, member_name: &MemberName) -> Result<(), String> {
-        self.0.enqueue(team_name, member_name, Trigger::TurnSettled);
-        Ok(())
+        if self
+            .0
+            .enqueue_unless_deleting(team_name, member_name, Trigger::TurnSettled)
+        {
+            Ok(())
+        } else {
+            Err(format!("team {team_name} is being deleted"))
+        }
     }
 }
 
@@ -520,7 +529,7 @@ impl Instance {
                     // The app's names are checked here, where they come in.
                     Some(names) => names
                         .iter()
-                        .map(|team| team.trim())
+                        .map(|team| js_trim(team))
                         .filter(|team| !team.is_empty())
                         .map(team_name)
                         .collect::<Result<Vec<_>, _>>(),
@@ -758,6 +767,29 @@ mod tests {
         assert_eq!(paths.projects, PathBuf::from("/home/u/.claude/projects"));
         assert_eq!(paths.teams_base, PathBuf::from("/data/agent-teams"));
         assert_eq!(paths.tasks_base, PathBuf::from("/home/u/.claude/tasks"));
+    }
+
+    #[test]
+    fn a_turn_settled_member_of_a_team_being_deleted_is_refused_not_queued() {
+        let root = tempfile::tempdir().unwrap();
+        let paths = RootPaths::resolve(Some(root.path().to_path_buf()), None, None);
+        let instance =
+            Instance::start(paths, Some(1_000_000), false, None, Tuning::default()).unwrap();
+        let engine = &instance.services.engine;
+        let (forge, jack) = (
+            TeamName::parse("forge").unwrap(),
+            MemberName::parse("jack").unwrap(),
+        );
+        assert_eq!(QueueTurnSettled(engine).enqueue(&forge, &jack), Ok(()));
+        assert_eq!(engine.diagnostics().queued, 1);
+        engine.prepare_team_deletion(&forge, None).unwrap();
+        // The fence drops the member: the drain must hear it (and count
+        // the event `failed`, as for a reconcile that could not run).
+        assert!(QueueTurnSettled(engine).enqueue(&forge, &jack).is_err());
+        assert!(ReconcileTurnSettledNow(engine)
+            .enqueue(&forge, &jack)
+            .is_err());
+        assert_eq!(engine.diagnostics().queued, 0);
     }
 
     #[test]

@@ -93,7 +93,10 @@ pub(crate) fn clock_ms(now_ms: f64, field: &str) -> Result<i64, InvalidOption> {
     })
 }
 
-/// `hostAnswers` names known questions; `hostTimeoutMs` is an integer in bounds.
+/// `hostAnswers` names known questions; `hostTimeoutMs`, when given, is an
+/// integer in bounds. `null` is refused as no integer (as the declared
+/// `number` type and napi's conversion refuse it): NaN and ±Infinity reach
+/// here as `null` and would otherwise pass as a timeout of 0 or forever.
 fn check_host_options(json: &Value) -> Result<(), InvalidOption> {
     match json.get("hostAnswers") {
         None | Some(Value::Null) => {}
@@ -110,7 +113,7 @@ fn check_host_options(json: &Value) -> Result<(), InvalidOption> {
     }
     let (min, max) = TIMEOUT_MS_BOUNDS;
     match json.get("hostTimeoutMs") {
-        Some(ms) if !ms.is_null() && ms.as_f64().and_then(integer_in((min, max))).is_none() => {
+        Some(ms) if ms.as_f64().and_then(integer_in((min, max))).is_none() => {
             Err(InvalidOption::new(format!(
                 "options.hostTimeoutMs must be an integer from {min} to {max}"
             )))
@@ -277,6 +280,9 @@ mod tests {
             (json!({"clock": {}}), Some("options.clock must be { nowMs: <finite number> }")),
             (json!({"hostAnswers": ["nope"]}), Some("options.hostAnswers: unknown question \"nope\"")),
             (json!({"hostTimeoutMs": 9}), Some("options.hostTimeoutMs must be an integer from 10 to 120000")),
+            // `null` is no number (NaN and ±Infinity reach here as `null`, too).
+            (json!({"hostTimeoutMs": null}), Some("options.hostTimeoutMs must be an integer from 10 to 120000")),
+            (json!({"hostTimeoutMs": 10}), None),
             // Several bad: the controlUrl check comes first.
             (json!({"autoStart": 1, "controlUrl": 2}), Some("options.controlUrl must be a string of at most 2048 characters without quotes or control characters")),
         ] {

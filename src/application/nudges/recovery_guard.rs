@@ -4,6 +4,7 @@
 //! `proof_missing` use case; this is the delivery's own check.)
 
 use crate::application::host::{Host, RecoveryQuestion, RecoveryVerdict};
+use crate::domain::js_semantics::js_trim;
 use crate::domain::names::{MemberName, TeamName};
 use crate::domain::nudge::{AttemptEnd, OutboxItem, RetryReason};
 use crate::domain::recovery::PROOF_MISSING_INTENT_PREFIX;
@@ -26,8 +27,8 @@ pub(super) fn guard_recovery(
     now: EpochMs,
     backoff: EpochMs,
 ) -> Option<AttemptEnd> {
-    let intent_key = item.payload.work_sync_intent_key.as_deref()?.trim();
-    let original_message_id = intent_key.strip_prefix(PROOF_MISSING_INTENT_PREFIX)?.trim();
+    let intent_key = js_trim(item.payload.work_sync_intent_key.as_deref()?);
+    let original_message_id = js_trim(intent_key.strip_prefix(PROOF_MISSING_INTENT_PREFIX)?);
     if original_message_id.is_empty() {
         return None;
     }

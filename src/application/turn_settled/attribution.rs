@@ -9,15 +9,17 @@ use super::{
     Attributed, ClaimContent, ClaudeMatch, Decision, HostFailed, Judged, SpoolClaim,
     TurnSettledIngestor,
 };
-use crate::domain::names::{normalize_member_name, TeamName};
+use crate::domain::names::{normalize_member_name, MemberName, TeamName};
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::format_iso;
 use crate::domain::turn_settled::normalize::{normalize, normalize_truncated, TurnSettledEvent};
 use crate::domain::turn_settled::target::{verify_target, TargetOutcome};
 use crate::domain::turn_settled::RuntimeProvider;
 
-/// Why an event the app's resolver attributed is unresolved: the member it
-/// named is no member the addon may store anything for.
+/// Why an attributed event is unresolved: the member the app's resolver
+/// named, or the roster entry a payload or session matched, is no member
+/// the addon may store anything for or queue (a normalized name
+/// [`MemberName::parse`] refuses: too long, or unsafe as a folder).
 const TARGET_UNKNOWN: &str = "resolver_target_unknown";
 
 impl TurnSettledIngestor {
@@ -119,16 +121,17 @@ impl TurnSettledIngestor {
             TargetOutcome::Resolved {
                 team_name,
                 member_name,
-            } => {
-                if self.recent.contains(&event.source_id) {
-                    Decision::Duplicate
-                } else {
-                    Decision::Resolved {
-                        team: team_name,
-                        member: member_name,
-                    }
-                }
-            }
+            } => match MemberName::parse(&member_name) {
+                // A roster entry no reconcile can be queued for (a name too
+                // long once normalized, or unsafe as a folder): filed and
+                // counted as what happens to it, never as `enqueued`.
+                Err(_) => Decision::Unresolved(TARGET_UNKNOWN.into()),
+                Ok(_) if self.recent.contains(&event.source_id) => Decision::Duplicate,
+                Ok(member) => Decision::Resolved {
+                    team: team_name,
+                    member,
+                },
+            },
             TargetOutcome::Unresolved { reason } => Decision::Unresolved(reason),
         };
         Attributed {
@@ -189,7 +192,7 @@ impl TurnSettledIngestor {
                 } else {
                     Decision::Resolved {
                         team: team_name,
-                        member: member_name.to_string(),
+                        member: member_name,
                     }
                 }
             }

@@ -4,6 +4,7 @@
 //! leads, OpenCode and native members and the "stable since" age of stale
 //! native work.
 
+use crate::domain::js_semantics::{is_js_whitespace, js_trim};
 use serde_json::{json, Value};
 
 use crate::domain::agenda::{ActionableWorkItem, ItemKind, ItemReason};
@@ -26,11 +27,11 @@ pub const NATIVE_STALE_MS: EpochMs = 6 * MINUTE;
 /// a plain string of the wire struct), not a checked name: the rule only
 /// reads its spelling.
 pub fn is_lead_like(recorded_name: &str) -> bool {
-    let name: String = recorded_name.trim().to_lowercase();
+    let name: String = js_trim(recorded_name).to_lowercase();
     let mut collapsed = String::with_capacity(name.len());
     let mut last_dash = false;
     for c in name.chars() {
-        if c.is_whitespace() || c == '_' {
+        if is_js_whitespace(c) || c == '_' {
             if !last_dash {
                 collapsed.push('-');
             }

@@ -860,6 +860,17 @@ fn lead_like_names() {
     }
     assert!(!is_lead_like("leader"));
     assert!(!is_lead_like("jack"));
+    // `trim()` and `/[\s_]+/` as in Node: U+FEFF is whitespace there, U+0085 is not.
+    // (name, name.trim().toLowerCase().replace(/[\s_]+/g, "-") in Node is lead-like)
+    let cases = [
+        ("\u{feff}Lead\u{feff}", true),
+        ("team\u{feff}lead", true),
+        ("team\u{85}lead", false),
+        ("\u{85}lead", false),
+    ];
+    for (name, lead_like) in cases {
+        assert_eq!(is_lead_like(name), lead_like, "{name:?}");
+    }
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! (`last_assistant_message` and the like) is never copied, so it can never be
 //! logged or persisted by the app.
 
+use crate::domain::js_semantics::js_trim;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -371,7 +372,7 @@ fn orchestrator(
 /// The first of `keys` holding a non-blank string, trimmed. Other types count as absent.
 fn text(payload: &Map<String, Value>, keys: &[&str]) -> Option<String> {
     keys.iter().find_map(|key| match payload.get(*key) {
-        Some(Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_string()),
+        Some(Value::String(s)) if !js_trim(s).is_empty() => Some(js_trim(s).to_string()),
         _ => None,
     })
 }

@@ -2,6 +2,7 @@
 //! project dir names, and which member a transcript head belongs to.
 //! Pure functions over already-parsed JSON lines.
 
+use crate::domain::js_semantics::{is_js_whitespace, js_trim};
 use std::collections::HashSet;
 
 use serde_json::Value;
@@ -53,7 +54,7 @@ impl ProjectDirName {
 /// then the app's older spelling (only `/` and `\` replaced, a leading `-`,
 /// `C:\x` → `C--x`) and its `_` → `-` variant. Trailing separators are ignored.
 pub(crate) fn encode_project_dir(project_path: &str) -> Vec<ProjectDirName> {
-    let trimmed = project_path.trim().trim_end_matches(['/', '\\']);
+    let trimmed = js_trim(project_path).trim_end_matches(['/', '\\']);
     if trimmed.is_empty() {
         return vec![];
     }
@@ -106,7 +107,7 @@ pub(crate) fn project_path_candidates(config: &Value) -> Vec<String> {
     let mut seen: HashSet<String> = HashSet::new();
     let mut push = |value: Option<&str>| -> bool {
         let Some(path) = value
-            .map(|p| p.trim().trim_end_matches(['/', '\\']))
+            .map(|p| js_trim(p).trim_end_matches(['/', '\\']))
             .filter(|p| !p.is_empty())
         else {
             return false;
@@ -137,15 +138,15 @@ pub(crate) fn project_path_candidates(config: &Value) -> Vec<String> {
     let lead_cwd = members.iter().find_map(|m| {
         let name = m.get("name").and_then(Value::as_str).unwrap_or("");
         let agent_type = m.get("agentType").and_then(Value::as_str).unwrap_or("");
-        let lead = name.trim().eq_ignore_ascii_case("team-lead")
-            || matches!(agent_type.trim(), "team-lead" | "lead" | "orchestrator");
+        let lead = js_trim(name).eq_ignore_ascii_case("team-lead")
+            || matches!(js_trim(agent_type), "team-lead" | "lead" | "orchestrator");
         lead.then(|| m.get("cwd").and_then(Value::as_str)).flatten()
     });
     push(lead_cwd);
     let cwds: HashSet<&str> = members
         .iter()
         .filter_map(|m| m.get("cwd").and_then(Value::as_str))
-        .map(|c| c.trim().trim_end_matches(['/', '\\']))
+        .map(|c| js_trim(c).trim_end_matches(['/', '\\']))
         .filter(|c| !c.is_empty())
         .collect();
     if cwds.len() == 1 {
@@ -158,7 +159,7 @@ pub(crate) fn project_path_candidates(config: &Value) -> Vec<String> {
 fn lower_eq(value: Option<&Value>, lowercase: &str) -> bool {
     value
         .and_then(Value::as_str)
-        .is_some_and(|v| v.trim().to_lowercase() == lowercase)
+        .is_some_and(|v| js_trim(v).to_lowercase() == lowercase)
 }
 
 fn path<'a>(value: &'a Value, keys: &[&str]) -> Option<&'a Value> {
@@ -197,7 +198,7 @@ fn authored_user_text(line: &Value) -> Option<String> {
         }
         _ => return None,
     };
-    let head = text.trim_start();
+    let head = text.trim_start_matches(is_js_whitespace);
     if head.starts_with("<local-command-") || head.starts_with("<bash-") {
         return None;
     }
@@ -219,7 +220,7 @@ pub(crate) fn named_teams(lines: &[Value]) -> Vec<String> {
             path(line, &["process", "team", "teamName"]),
         ];
         for name in names.into_iter().flatten().filter_map(Value::as_str) {
-            let name = name.trim().to_lowercase();
+            let name = js_trim(name).to_lowercase();
             if !name.is_empty() && !out.contains(&name) {
                 out.push(name);
                 if out.len() >= MAX_NAMED_TEAMS {
@@ -264,7 +265,7 @@ pub(crate) fn attribute_root(
             .into_iter()
             .flatten()
             .filter_map(Value::as_str)
-            .map(str::trim)
+            .map(js_trim)
             .find(|name| known.contains(&name.to_lowercase()))
             .map(str::to_string);
         }
@@ -282,11 +283,11 @@ pub(crate) fn attribute_root(
 /// The member a subagent transcript belongs to: the
 /// strongest signal wins, the earliest within a level.
 pub(crate) fn attribute_subagent(lines: &[Value], known: &HashSet<String>) -> Option<String> {
-    let is_known = |name: &str| known.contains(&name.trim().to_lowercase());
+    let is_known = |name: &str| known.contains(&js_trim(name).to_lowercase());
     let mut best: [Option<String>; 4] = [None, None, None, None];
     for line in lines.iter().take(HEAD_LINES) {
         let authored = authored_user_text(line);
-        if authored.as_deref().map(str::trim) == Some("Warmup") {
+        if authored.as_deref().map(js_trim) == Some("Warmup") {
             return None;
         }
         let level1 = [
@@ -314,7 +315,7 @@ pub(crate) fn attribute_subagent(lines: &[Value], known: &HashSet<String>) -> Op
             level4,
         ]) {
             if slot.is_none() {
-                *slot = found.map(|n| n.trim().to_string());
+                *slot = found.map(|n| js_trim(&n).to_string());
             }
         }
     }
@@ -323,7 +324,9 @@ pub(crate) fn attribute_subagent(lines: &[Value], known: &HashSet<String>) -> Op
 
 /// `teammate_id="…"` of a leading `<teammate-message …>` tag (the sender).
 fn teammate_sender(text: &str) -> Option<String> {
-    let rest = text.trim_start().strip_prefix("<teammate-message")?;
+    let rest = text
+        .trim_start_matches(is_js_whitespace)
+        .strip_prefix("<teammate-message")?;
     let tag = &rest[..rest.find('>')?];
     let start = tag.find("teammate_id=\"")? + "teammate_id=\"".len();
     let end = tag[start..].find('"')? + start;

@@ -3,6 +3,7 @@
 //! wrong shape (the caller logs it and uses its fallback). Strings are
 //! clipped to [`MAX_ANSWER_CHARS`].
 
+use crate::domain::js_semantics::js_trim;
 use serde_json::{json, Value};
 
 use crate::application::host::{
@@ -22,7 +23,7 @@ pub(super) fn recovery_verdict(answer: &Value) -> Option<RecoveryVerdict> {
     match answer.get("ok")? {
         Value::Bool(true) => Some(RecoveryVerdict::Dispatch),
         Value::Bool(false) => {
-            let reason = clip(answer.get("reason")?.as_str()?.trim());
+            let reason = clip(js_trim(answer.get("reason")?.as_str()?));
             if reason.is_empty() {
                 return None;
             }
@@ -46,7 +47,7 @@ pub(super) fn settled_target(answer: &Value) -> Option<SettledTarget> {
         answer
             .get(key)
             .and_then(Value::as_str)
-            .map(|value| clip(value.trim()))
+            .map(|value| clip(js_trim(value)))
             .filter(|value| !value.is_empty())
     };
     match answer.get("ok")? {

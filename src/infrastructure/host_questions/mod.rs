@@ -9,6 +9,7 @@
 mod answers;
 pub(crate) mod waits;
 
+use crate::domain::js_semantics::js_trim;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -275,7 +276,7 @@ impl Host for HostQuestions {
             names
                 .iter()
                 .filter_map(Value::as_str)
-                .map(|name| clip(name.trim()))
+                .map(|name| clip(js_trim(name)))
                 .filter(|name| !name.is_empty() && seen.insert(name.clone()))
                 .take(MAX_TEAMS)
                 .collect(),
@@ -287,11 +288,11 @@ impl Host for HostQuestions {
         match self.ask(kind, Value::Null) {
             None => ControlUrl::NotResolved,
             Some(Ok(Value::String(url)))
-                if !url.trim().is_empty()
-                    && url.trim().chars().count() <= MAX_ANSWER_CHARS
+                if !js_trim(&url).is_empty()
+                    && js_trim(&url).chars().count() <= MAX_ANSWER_CHARS
                     && !url.chars().any(|c| c == '"' || c.is_control()) =>
             {
-                ControlUrl::Url(url.trim().to_string())
+                ControlUrl::Url(js_trim(&url).to_string())
             }
             Some(Ok(Value::Null | Value::String(_))) => ControlUrl::Unavailable("none".into()),
             Some(Ok(_)) => {

@@ -34,6 +34,7 @@
 mod projects;
 mod team_files;
 
+use crate::domain::js_semantics::js_trim;
 pub(crate) use projects::read_head;
 use projects::{project_folders, team_project_dirs};
 use team_files::team_sessions;
@@ -141,7 +142,7 @@ impl IndexState {
     fn indexes(&self, team: &str) -> bool {
         self.teams
             .keys()
-            .any(|folder| folder.trim().to_lowercase() == team)
+            .any(|folder| js_trim(folder).to_lowercase() == team)
     }
 
     /// Remembers the `named` teams (lowercase) the index has no part for.
@@ -194,7 +195,7 @@ impl FsClaudeSessionLocator {
         let folders = team_folders(&self.teams);
         let named_folders: Vec<&String> = folders
             .iter()
-            .filter(|folder| named.contains(&folder.trim().to_lowercase()))
+            .filter(|folder| named.contains(&js_trim(folder).to_lowercase()))
             .collect();
         if let Some((built, index)) = state.merged.clone() {
             if built.elapsed() < rebuild_older_than {
@@ -364,7 +365,7 @@ impl FsClaudeSessionLocator {
         known: &HashSet<String>,
         out: &mut Vec<AttributedFile>,
     ) {
-        let team_lc = team.trim().to_lowercase();
+        let team_lc = js_trim(team).to_lowercase();
         let lead_session = config.lead_session_id.as_deref();
         let mut roots: BTreeMap<String, AttributedFile> = BTreeMap::new();
         for dir_name in project_dirs {

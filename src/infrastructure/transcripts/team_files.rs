@@ -3,6 +3,7 @@
 //! the sessions launched for members (`launch-state.json`) and the members
 //! the team knows.
 
+use crate::domain::js_semantics::js_trim;
 use std::collections::HashSet;
 use std::path::{Component, Path};
 
@@ -65,10 +66,10 @@ pub(crate) fn active_teams_named(
     let Some(root) = teams.open_dir(teams.path()).ok().flatten() else {
         return vec![];
     };
-    let wanted = name.trim().to_lowercase();
+    let wanted = js_trim(name).to_lowercase();
     team_folders(teams)
         .into_iter()
-        .filter(|folder| folder.trim().to_lowercase() == wanted)
+        .filter(|folder| js_trim(folder).to_lowercase() == wanted)
         .filter_map(|folder| {
             let (team_dir, config) = active_team(&root, &folder)?;
             Some((folder, team_dir, config))
@@ -115,11 +116,11 @@ pub(crate) fn launched_sessions(team_dir: &Dir, team: &str) -> Vec<(String, Stri
                     m.get("launchState").and_then(Value::as_str),
                     Some("skipped_for_launch" | "failed_to_start")
                 );
-            let session = m.get("runtimeSessionId").and_then(Value::as_str)?.trim();
+            let session = js_trim(m.get("runtimeSessionId").and_then(Value::as_str)?);
             (!failed && !session.is_empty()).then(|| {
                 (
                     team.to_string(),
-                    name.trim().to_lowercase(),
+                    js_trim(name).to_lowercase(),
                     session.to_string(),
                 )
             })
@@ -154,7 +155,7 @@ pub(crate) fn known_members(team_dir: &Dir, config: &TeamConfig) -> HashSet<Stri
     {
         known.extend(entries.into_iter().filter_map(|e| {
             let stem = e.name.strip_suffix(".json")?;
-            (!stem.starts_with('.') && !stem.contains('*')).then(|| stem.trim().to_lowercase())
+            (!stem.starts_with('.') && !stem.contains('*')).then(|| js_trim(stem).to_lowercase())
         }));
     }
     known
