@@ -28,18 +28,18 @@ pub const NATIVE_STALE_MS: EpochMs = 6 * MINUTE;
 /// reads its spelling.
 pub fn is_lead_like(recorded_name: &str) -> bool {
     let name: String = js_trim(recorded_name).to_lowercase();
+    // `.replace(/[\s_]+/g, "-")`: each run of whitespace and `_` becomes one
+    // dash, whatever stands beside it (a written dash stays).
     let mut collapsed = String::with_capacity(name.len());
-    let mut last_dash = false;
+    let mut in_run = false;
     for c in name.chars() {
-        if is_js_whitespace(c) || c == '_' {
-            if !last_dash {
-                collapsed.push('-');
-            }
-            last_dash = true;
-        } else {
+        let joins_run = is_js_whitespace(c) || c == '_';
+        if !joins_run {
             collapsed.push(c);
-            last_dash = c == '-';
+        } else if !in_run {
+            collapsed.push('-');
         }
+        in_run = joins_run;
     }
     matches!(
         collapsed.as_str(),

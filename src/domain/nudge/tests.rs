@@ -867,6 +867,14 @@ fn lead_like_names() {
         ("team\u{feff}lead", true),
         ("team\u{85}lead", false),
         ("\u{85}lead", false),
+        // A run of whitespace and `_` becomes one dash; a dash written
+        // beside it stays, so these are `team--lead`, not lead-like.
+        ("team- lead", false),
+        ("team-_lead", false),
+        ("team -lead", false),
+        ("team--lead", false),
+        ("team _lead", true),
+        ("team\u{a0}lead", true),
     ];
     for (name, lead_like) in cases {
         assert_eq!(is_lead_like(name), lead_like, "{name:?}");
