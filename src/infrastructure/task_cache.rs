@@ -31,8 +31,11 @@ use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
+use self::references::BoardReferences;
 use super::safe_fs::{Changes, Dir, DirWatch, FileKind, FileRead, Stamp};
 use crate::domain::team::Task;
+
+pub(crate) mod references;
 
 /// Task files read per team, in name order; the rest are left out with a
 /// `tasks_truncated` diagnostic (a board of this size is far beyond a real
@@ -150,6 +153,26 @@ impl TaskCache {
         folder.board()
     }
 
+    /// The tasks of `team`'s board (tasks folder `dir`, brought up to date
+    /// as [`TaskCache::read`] does) whose `blockedBy` names `task`, in board
+    /// order: found through the folder's [`BoardReferences`], in time
+    /// proportional to what they are, not to the board.
+    pub(crate) fn waiting_on(&self, team: &str, dir: &Dir, task: &Task) -> Vec<Arc<Task>> {
+        release_freed_memory_now_and_then();
+        let folder = self.folder(team);
+        let mut folder = lock(&folder);
+        folder.refresh(dir, self.parse, self.watch_folders);
+        folder
+            .references
+            .waiting_on(task)
+            .into_iter()
+            .filter_map(|name| match folder.entries.get(name).map(|e| &e.file) {
+                Some(TaskFile::Task(task)) => Some(task.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Has the next read of `team` look at `file_name` again whatever the
     /// watch says: a change event named it, and a write inotify cannot see
     /// (through a hard link elsewhere, a shared mapping) is caught this way.
@@ -223,6 +246,10 @@ struct TaskFolder {
     /// The first [`MAX_TASK_FILES`] task file names of the folder, sorted,
     /// with what each amounts to.
     entries: BTreeMap<String, Entry>,
+    /// The tasks of `entries` by id and by what they wait on; every change
+    /// of `entries` goes through [`TaskFolder::store`] and
+    /// [`TaskFolder::take`], which keep the two together.
+    references: BoardReferences,
     /// The folder held more task file names than [`MAX_TASK_FILES`].
     truncated: bool,
     /// Listing the folder failed (`tasks_dir_unreadable`).
@@ -281,7 +308,10 @@ impl TaskFolder {
                     // New names pushed the folder over the cap: the cold
                     // read keeps the first ones in name order.
                     while self.entries.len() > MAX_TASK_FILES {
-                        self.entries.pop_last();
+                        let Some(last) = self.entries.keys().next_back().cloned() else {
+                            break;
+                        };
+                        self.take(&last);
                     }
                     self.board = None;
                     self.truncated = true;
@@ -318,6 +348,7 @@ impl TaskFolder {
             Ok(listing) => listing,
             Err(_) => {
                 self.entries.clear();
+                self.references = BoardReferences::default();
                 self.recheck.clear();
                 self.truncated = false;
                 self.unreadable = true;
@@ -334,6 +365,7 @@ impl TaskFolder {
         self.truncated = names.len() > MAX_TASK_FILES;
         names.truncate(MAX_TASK_FILES);
         let mut previous = std::mem::take(&mut self.entries);
+        self.references = BoardReferences::default();
         self.recheck.clear();
         // One buffer for every file of the pass.
         let mut buffer = Vec::new();
@@ -354,7 +386,7 @@ impl TaskFolder {
 
     /// Looks at one name again (it was reported changed, or failed before).
     fn refresh_name(&mut self, dir: &Dir, parse: ParseTaskFile, name: &str) {
-        let known = self.entries.remove(name);
+        let known = self.take(name);
         let before = known.as_ref().map(|k| k.file.clone());
         let entry = read_entry(dir, parse, name, known, &mut Vec::new());
         self.patch_board(name, before.as_ref(), entry.as_ref().map(|e| &e.file));
@@ -392,6 +424,8 @@ impl TaskFolder {
         }
     }
 
+    /// Files `entry` (if any) as what `name` amounts to now (`name` is
+    /// not in `entries`).
     fn store(&mut self, name: String, entry: Option<Entry>) {
         let Some(entry) = entry else {
             return;
@@ -400,7 +434,19 @@ impl TaskFolder {
         if matches!(entry.file, TaskFile::Unreadable) || linked {
             self.recheck.insert(name.clone());
         }
+        if let TaskFile::Task(task) = &entry.file {
+            self.references.add(&name, task);
+        }
         self.entries.insert(name, entry);
+    }
+
+    /// Takes `name` out of `entries` (and its task out of `references`).
+    fn take(&mut self, name: &str) -> Option<Entry> {
+        let entry = self.entries.remove(name)?;
+        if let TaskFile::Task(task) = &entry.file {
+            self.references.remove(name, task);
+        }
+        Some(entry)
     }
 
     /// The tasks and diagnostics of the folder as read (see
