@@ -27,7 +27,6 @@
 //! snapshot handed out, never copied.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -235,6 +234,11 @@ struct Entry {
     /// The stamp cannot be trusted to change with the file (see
     /// [`Stamp::settled`]), or the read failed: a full pass reads it again.
     unsettled: bool,
+    /// Where its task is on the kept board, while that board is kept: set
+    /// when the board is built, carried over when the task is replaced in
+    /// place (any other change drops the board), so a patch finds the slot
+    /// without counting the entries before it.
+    board_at: usize,
 }
 
 /// One team's tasks folder as last read.
@@ -377,6 +381,7 @@ impl TaskFolder {
                     file: TaskFile::NotAFile,
                     stamp: None,
                     unsettled: false,
+                    board_at: 0,
                 }),
                 Some(FileKind::File) | None => read_entry(dir, parse, &name, known, &mut buffer),
             };
@@ -387,29 +392,38 @@ impl TaskFolder {
     /// Looks at one name again (it was reported changed, or failed before).
     fn refresh_name(&mut self, dir: &Dir, parse: ParseTaskFile, name: &str) {
         let known = self.take(name);
-        let before = known.as_ref().map(|k| k.file.clone());
-        let entry = read_entry(dir, parse, name, known, &mut Vec::new());
-        self.patch_board(name, before.as_ref(), entry.as_ref().map(|e| &e.file));
+        let before = known.as_ref().map(|k| (k.file.clone(), k.board_at));
+        let mut entry = read_entry(dir, parse, name, known, &mut Vec::new());
+        let at = before.as_ref().map_or(0, |(_, at)| *at);
+        if let Some(entry) = entry.as_mut() {
+            entry.board_at = at;
+        }
+        self.patch_board(
+            at,
+            before.as_ref().map(|(file, _)| file),
+            entry.as_ref().map(|e| &e.file),
+        );
         self.store(name.to_string(), entry);
     }
 
-    /// Brings the kept board along with `name` going from `before` to
-    /// `after` (while `name` is out of `entries`).
-    fn patch_board(&mut self, name: &str, before: Option<&TaskFile>, after: Option<&TaskFile>) {
+    /// Brings the kept board along with one file going from `before` to
+    /// `after`; `at` is where its task was on the board (its entry's
+    /// `board_at`).
+    fn patch_board(&mut self, at: usize, before: Option<&TaskFile>, after: Option<&TaskFile>) {
         match (before, after) {
             (Some(TaskFile::Task(old)), Some(TaskFile::Task(new))) => {
                 if Arc::ptr_eq(old, new) {
                     return;
                 }
-                // The task keeps its place: after the tasks named before it.
-                let at = self
-                    .entries
-                    .range::<str, _>((Bound::Unbounded, Bound::Excluded(name)))
-                    .filter(|(_, e)| matches!(e.file, TaskFile::Task(_)))
-                    .count();
-                // A board still shared with a reader is copied first.
-                let tasks = self.board.as_mut().map(|b| Arc::make_mut(&mut b.tasks));
-                match tasks.and_then(|tasks| tasks.get_mut(at)) {
+                // The task keeps its place. The slot must hold the old task:
+                // anything else (a place not kept up) costs a rebuild, never
+                // a wrong board.
+                let slot = self.board.as_mut().and_then(|board| {
+                    let held = board.tasks.get(at).is_some_and(|t| Arc::ptr_eq(t, old));
+                    // A board still shared with a reader is copied first.
+                    held.then(|| &mut Arc::make_mut(&mut board.tasks)[at])
+                });
+                match slot {
                     Some(slot) => *slot = new.clone(),
                     None => self.board = None,
                 }
@@ -460,7 +474,8 @@ impl TaskFolder {
         board
     }
 
-    fn build_board(&self) -> TaskBoard {
+    /// The board of `entries`; each task's entry learns its place on it.
+    fn build_board(&mut self) -> TaskBoard {
         let mut board = TaskBoard::default();
         if self.unreadable {
             board.diagnostics.push("tasks_dir_unreadable".into());
@@ -471,9 +486,12 @@ impl TaskFolder {
         }
         let mut tasks = Vec::with_capacity(self.entries.len());
         let mut file_diagnostics = 0;
-        for (name, entry) in &self.entries {
+        for (name, entry) in &mut self.entries {
             match &entry.file {
-                TaskFile::Task(task) => tasks.push(task.clone()),
+                TaskFile::Task(task) => {
+                    entry.board_at = tasks.len();
+                    tasks.push(task.clone());
+                }
                 other => {
                     if let Some(diagnostic) = other.diagnostic(name) {
                         if file_diagnostics < MAX_TASK_DIAGNOSTICS {
@@ -557,6 +575,7 @@ fn read_entry(
                 file: TaskFile::Unreadable,
                 stamp: None,
                 unsettled: true,
+                board_at: 0,
             })
         }
     };
@@ -570,6 +589,7 @@ fn read_entry(
         file,
         stamp: read.stamp,
         unsettled: !read.stamp.is_some_and(|s| s.settled(opened_at)),
+        board_at: 0,
     })
 }
 
@@ -842,6 +862,41 @@ mod tests {
         let board = cache.read("forge", &open(&tasks));
         let ids: Vec<_> = board.tasks.iter().map(|t| t.id.as_str()).collect();
         assert_eq!(ids, ["task:new"]);
+    }
+
+    /// A task replaced in place is patched into the kept board at the place
+    /// its entry holds: the board is not rebuilt, and still reads as a cold
+    /// read does, whichever task of the board changes.
+    #[test]
+    fn a_replaced_task_is_patched_in_at_its_place() {
+        let tmp = tempfile::tempdir().unwrap();
+        let tasks = tmp.path().join("tasks");
+        std::fs::create_dir(&tasks).unwrap();
+        // Name order is not number order; a bad file and a skipped one
+        // take no place on the board.
+        for i in 0..12 {
+            std::fs::write(tasks.join(format!("{i}.json")), format!("task:{i}")).unwrap();
+        }
+        std::fs::write(tasks.join("05x.json"), "{bad").unwrap();
+        std::fs::write(tasks.join("08x.json"), "skip").unwrap();
+        let cache = TaskCache::new(parse);
+        cache.read("forge", &open(&tasks));
+        // Some changed twice: the place carried over from the first change
+        // serves the second.
+        for (round, i) in [0, 11, 3, 11, 10, 5, 3, 1, 9, 9].into_iter().enumerate() {
+            let text = format!("task:{i}-{round}");
+            std::fs::write(tasks.join(format!("{i}.json")), text).unwrap();
+            let folder = cache.folder("forge");
+            let mut folder = lock(&folder);
+            folder.refresh(&open(&tasks), parse, true);
+            assert!(folder.board.is_some(), "board kept after changing {i}");
+            let ids = |b: &TaskBoard| b.tasks.iter().map(|t| t.id.clone()).collect::<Vec<_>>();
+            assert_eq!(
+                ids(&folder.board()),
+                ids(&read_cold(&open(&tasks), parse)),
+                "after changing {i}"
+            );
+        }
     }
 
     #[test]
