@@ -161,14 +161,15 @@ impl TaskCache {
         let folder = self.folder(team);
         let mut folder = lock(&folder);
         folder.refresh(dir, self.parse, self.watch_folders);
+        let task_of = |name: &str| match folder.entries.get(name).map(|e| &e.file) {
+            Some(TaskFile::Task(task)) => Some(task),
+            _ => None,
+        };
         folder
             .references
-            .waiting_on(task)
+            .waiting_on(task, |name| task_of(name).map(|t| &**t))
             .into_iter()
-            .filter_map(|name| match folder.entries.get(name).map(|e| &e.file) {
-                Some(TaskFile::Task(task)) => Some(task.clone()),
-                _ => None,
-            })
+            .filter_map(|name| task_of(name).cloned())
             .collect()
     }
 

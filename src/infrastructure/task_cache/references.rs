@@ -1,14 +1,12 @@
-//! Which tasks of a board wait on a task: the board's task ids and the
-//! references their `blockedBy` lists hold, kept beside a folder's entries
-//! and updated with each one, so routing a one-task change looks up the
-//! tasks that name it instead of scanning the board.
+//! Which tasks of a board wait on a task: the board's task ids (those not
+//! found by file name) and the references their `blockedBy` lists hold,
+//! kept beside a folder's entries and updated with each one, so routing a
+//! one-task change looks up the tasks that name it instead of scanning the
+//! board.
 
-use std::collections::hash_map::RandomState;
 use std::collections::{BTreeSet, HashMap};
-use std::hash::BuildHasher;
+#[cfg(test)]
 use std::sync::Arc;
-
-use smallvec::SmallVec;
 
 use crate::domain::team::Task;
 
@@ -71,27 +69,36 @@ impl<'a> TaskReferences<'a> {
     }
 }
 
-/// The tasks of one board by id key, and the names of the task files whose
-/// `blockedBy` holds each reference key.
+/// Which ids the tasks of one board have, and the names of the task files
+/// whose `blockedBy` holds each reference key.
 ///
-/// Ids are filed by a hash of their key, keyed at random per index so that
-/// agents cannot choose ids that collide; every lookup compares the tasks
-/// under a hash with the key asked for, so a collision costs a comparison,
-/// never a wrong answer. Tasks are the board's own `Arc`s: filing one costs
-/// a pointer, not a copy of its id.
+/// A task whose id's key is its file's name without `.json` (the usual
+/// `12.json` holding task `12`) is found by that name in the folder's
+/// entries and filed nowhere here; only the others are counted by key, so
+/// a sane board costs nothing but the tasks that wait on others.
 #[derive(Debug, Default)]
 pub(super) struct BoardReferences {
-    hasher: RandomState,
-    ids: HashMap<u64, SmallVec<[Arc<Task>; 1]>>,
+    /// How many tasks have each id key that is not their file's stem.
+    other_ids: HashMap<String, usize>,
     /// File names (sorted: board order) of the tasks waiting on each key.
     waiting: HashMap<String, BTreeSet<String>>,
 }
 
+/// Whether the task of file `name` is found by its name: its id's key is the
+/// name without `.json`.
+fn named_by_id(name: &str, task: &Task) -> bool {
+    name.strip_suffix(".json") == Some(reference_key(&task.id))
+}
+
 impl BoardReferences {
     /// Files the task of file `name`.
-    pub(super) fn add(&mut self, name: &str, task: &Arc<Task>) {
-        let key = self.hasher.hash_one(reference_key(&task.id));
-        self.ids.entry(key).or_default().push(task.clone());
+    pub(super) fn add(&mut self, name: &str, task: &Task) {
+        if !named_by_id(name, task) {
+            *self
+                .other_ids
+                .entry(reference_key(&task.id).to_string())
+                .or_default() += 1;
+        }
         for reference in &task.blocked_by {
             let reference = reference_key(reference);
             if reference.is_empty() {
@@ -110,14 +117,14 @@ impl BoardReferences {
     }
 
     /// Unfiles the task of file `name` (filed by [`BoardReferences::add`]).
-    pub(super) fn remove(&mut self, name: &str, task: &Arc<Task>) {
-        let key = self.hasher.hash_one(reference_key(&task.id));
-        if let Some(tasks) = self.ids.get_mut(&key) {
-            if let Some(at) = tasks.iter().position(|t| Arc::ptr_eq(t, task)) {
-                tasks.remove(at);
-            }
-            if tasks.is_empty() {
-                self.ids.remove(&key);
+    pub(super) fn remove(&mut self, name: &str, task: &Task) {
+        if !named_by_id(name, task) {
+            let key = reference_key(&task.id);
+            if let Some(count) = self.other_ids.get_mut(key) {
+                *count -= 1;
+                if *count == 0 {
+                    self.other_ids.remove(key);
+                }
             }
         }
         for reference in &task.blocked_by {
@@ -131,17 +138,22 @@ impl BoardReferences {
         }
     }
 
-    /// Whether some task of the board has `key` as its id's key.
-    fn has_id(&self, key: &str) -> bool {
-        self.ids
-            .get(&self.hasher.hash_one(key))
-            .is_some_and(|tasks| tasks.iter().any(|t| reference_key(&t.id) == key))
-    }
-
     /// The file names of the tasks whose `blockedBy` names `task` (as
-    /// [`TaskReferences`] resolves it), in board order.
-    pub(super) fn waiting_on(&self, task: &Task) -> BTreeSet<&str> {
-        let references = TaskReferences::with(task, |key| self.has_id(key));
+    /// [`TaskReferences`] resolves it), in board order; `task_of(name)` is
+    /// the board's task of file `name`, if any.
+    pub(super) fn waiting_on<'a>(
+        &'a self,
+        task: &Task,
+        task_of: impl Fn(&str) -> Option<&'a Task>,
+    ) -> BTreeSet<&'a str> {
+        // Some task has `key` as its id's key: one filed here, or the task
+        // of the file named after the key.
+        let has_id = |key: &str| {
+            let name = format!("{key}.json");
+            self.other_ids.contains_key(key)
+                || task_of(&name).is_some_and(|t| named_by_id(&name, t))
+        };
+        let references = TaskReferences::with(task, has_id);
         references
             .keys()
             .filter_map(|key| self.waiting.get(key))
