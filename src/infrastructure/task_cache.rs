@@ -27,12 +27,14 @@
 //! snapshot handed out, never copied.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
+use self::references::BoardReferences;
 use super::safe_fs::{Changes, Dir, DirWatch, FileKind, FileRead, Stamp};
 use crate::domain::team::Task;
+
+pub(crate) mod references;
 
 /// Task files read per team, in name order; the rest are left out with a
 /// `tasks_truncated` diagnostic (a board of this size is far beyond a real
@@ -150,6 +152,27 @@ impl TaskCache {
         folder.board()
     }
 
+    /// The tasks of `team`'s board (tasks folder `dir`, brought up to date
+    /// as [`TaskCache::read`] does) whose `blockedBy` names `task`, in board
+    /// order: found through the folder's [`BoardReferences`], in time
+    /// proportional to what they are, not to the board.
+    pub(crate) fn waiting_on(&self, team: &str, dir: &Dir, task: &Task) -> Vec<Arc<Task>> {
+        release_freed_memory_now_and_then();
+        let folder = self.folder(team);
+        let mut folder = lock(&folder);
+        folder.refresh(dir, self.parse, self.watch_folders);
+        let task_of = |name: &str| match folder.entries.get(name).map(|e| &e.file) {
+            Some(TaskFile::Task(task)) => Some(task),
+            _ => None,
+        };
+        folder
+            .references
+            .waiting_on(task, |name| task_of(name).map(|t| &**t))
+            .into_iter()
+            .filter_map(|name| task_of(name).cloned())
+            .collect()
+    }
+
     /// Has the next read of `team` look at `file_name` again whatever the
     /// watch says: a change event named it, and a write inotify cannot see
     /// (through a hard link elsewhere, a shared mapping) is caught this way.
@@ -212,6 +235,11 @@ struct Entry {
     /// The stamp cannot be trusted to change with the file (see
     /// [`Stamp::settled`]), or the read failed: a full pass reads it again.
     unsettled: bool,
+    /// Where its task is on the kept board, while that board is kept: set
+    /// when the board is built, carried over when the task is replaced in
+    /// place (any other change drops the board), so a patch finds the slot
+    /// without counting the entries before it.
+    board_at: usize,
 }
 
 /// One team's tasks folder as last read.
@@ -223,6 +251,10 @@ struct TaskFolder {
     /// The first [`MAX_TASK_FILES`] task file names of the folder, sorted,
     /// with what each amounts to.
     entries: BTreeMap<String, Entry>,
+    /// The tasks of `entries` by id and by what they wait on; every change
+    /// of `entries` goes through [`TaskFolder::store`] and
+    /// [`TaskFolder::take`], which keep the two together.
+    references: BoardReferences,
     /// The folder held more task file names than [`MAX_TASK_FILES`].
     truncated: bool,
     /// Listing the folder failed (`tasks_dir_unreadable`).
@@ -281,7 +313,10 @@ impl TaskFolder {
                     // New names pushed the folder over the cap: the cold
                     // read keeps the first ones in name order.
                     while self.entries.len() > MAX_TASK_FILES {
-                        self.entries.pop_last();
+                        let Some(last) = self.entries.keys().next_back().cloned() else {
+                            break;
+                        };
+                        self.take(&last);
                     }
                     self.board = None;
                     self.truncated = true;
@@ -318,6 +353,7 @@ impl TaskFolder {
             Ok(listing) => listing,
             Err(_) => {
                 self.entries.clear();
+                self.references = BoardReferences::default();
                 self.recheck.clear();
                 self.truncated = false;
                 self.unreadable = true;
@@ -334,6 +370,7 @@ impl TaskFolder {
         self.truncated = names.len() > MAX_TASK_FILES;
         names.truncate(MAX_TASK_FILES);
         let mut previous = std::mem::take(&mut self.entries);
+        self.references = BoardReferences::default();
         self.recheck.clear();
         // One buffer for every file of the pass.
         let mut buffer = Vec::new();
@@ -345,6 +382,7 @@ impl TaskFolder {
                     file: TaskFile::NotAFile,
                     stamp: None,
                     unsettled: false,
+                    board_at: 0,
                 }),
                 Some(FileKind::File) | None => read_entry(dir, parse, &name, known, &mut buffer),
             };
@@ -354,30 +392,39 @@ impl TaskFolder {
 
     /// Looks at one name again (it was reported changed, or failed before).
     fn refresh_name(&mut self, dir: &Dir, parse: ParseTaskFile, name: &str) {
-        let known = self.entries.remove(name);
-        let before = known.as_ref().map(|k| k.file.clone());
-        let entry = read_entry(dir, parse, name, known, &mut Vec::new());
-        self.patch_board(name, before.as_ref(), entry.as_ref().map(|e| &e.file));
+        let known = self.take(name);
+        let before = known.as_ref().map(|k| (k.file.clone(), k.board_at));
+        let mut entry = read_entry(dir, parse, name, known, &mut Vec::new());
+        let at = before.as_ref().map_or(0, |(_, at)| *at);
+        if let Some(entry) = entry.as_mut() {
+            entry.board_at = at;
+        }
+        self.patch_board(
+            at,
+            before.as_ref().map(|(file, _)| file),
+            entry.as_ref().map(|e| &e.file),
+        );
         self.store(name.to_string(), entry);
     }
 
-    /// Brings the kept board along with `name` going from `before` to
-    /// `after` (while `name` is out of `entries`).
-    fn patch_board(&mut self, name: &str, before: Option<&TaskFile>, after: Option<&TaskFile>) {
+    /// Brings the kept board along with one file going from `before` to
+    /// `after`; `at` is where its task was on the board (its entry's
+    /// `board_at`).
+    fn patch_board(&mut self, at: usize, before: Option<&TaskFile>, after: Option<&TaskFile>) {
         match (before, after) {
             (Some(TaskFile::Task(old)), Some(TaskFile::Task(new))) => {
                 if Arc::ptr_eq(old, new) {
                     return;
                 }
-                // The task keeps its place: after the tasks named before it.
-                let at = self
-                    .entries
-                    .range::<str, _>((Bound::Unbounded, Bound::Excluded(name)))
-                    .filter(|(_, e)| matches!(e.file, TaskFile::Task(_)))
-                    .count();
-                // A board still shared with a reader is copied first.
-                let tasks = self.board.as_mut().map(|b| Arc::make_mut(&mut b.tasks));
-                match tasks.and_then(|tasks| tasks.get_mut(at)) {
+                // The task keeps its place. The slot must hold the old task:
+                // anything else (a place not kept up) costs a rebuild, never
+                // a wrong board.
+                let slot = self.board.as_mut().and_then(|board| {
+                    let held = board.tasks.get(at).is_some_and(|t| Arc::ptr_eq(t, old));
+                    // A board still shared with a reader is copied first.
+                    held.then(|| &mut Arc::make_mut(&mut board.tasks)[at])
+                });
+                match slot {
                     Some(slot) => *slot = new.clone(),
                     None => self.board = None,
                 }
@@ -392,6 +439,8 @@ impl TaskFolder {
         }
     }
 
+    /// Files `entry` (if any) as what `name` amounts to now (`name` is
+    /// not in `entries`).
     fn store(&mut self, name: String, entry: Option<Entry>) {
         let Some(entry) = entry else {
             return;
@@ -400,7 +449,19 @@ impl TaskFolder {
         if matches!(entry.file, TaskFile::Unreadable) || linked {
             self.recheck.insert(name.clone());
         }
+        if let TaskFile::Task(task) = &entry.file {
+            self.references.add(&name, task);
+        }
         self.entries.insert(name, entry);
+    }
+
+    /// Takes `name` out of `entries` (and its task out of `references`).
+    fn take(&mut self, name: &str) -> Option<Entry> {
+        let entry = self.entries.remove(name)?;
+        if let TaskFile::Task(task) = &entry.file {
+            self.references.remove(name, task);
+        }
+        Some(entry)
     }
 
     /// The tasks and diagnostics of the folder as read (see
@@ -414,7 +475,8 @@ impl TaskFolder {
         board
     }
 
-    fn build_board(&self) -> TaskBoard {
+    /// The board of `entries`; each task's entry learns its place on it.
+    fn build_board(&mut self) -> TaskBoard {
         let mut board = TaskBoard::default();
         if self.unreadable {
             board.diagnostics.push("tasks_dir_unreadable".into());
@@ -425,9 +487,12 @@ impl TaskFolder {
         }
         let mut tasks = Vec::with_capacity(self.entries.len());
         let mut file_diagnostics = 0;
-        for (name, entry) in &self.entries {
+        for (name, entry) in &mut self.entries {
             match &entry.file {
-                TaskFile::Task(task) => tasks.push(task.clone()),
+                TaskFile::Task(task) => {
+                    entry.board_at = tasks.len();
+                    tasks.push(task.clone());
+                }
                 other => {
                     if let Some(diagnostic) = other.diagnostic(name) {
                         if file_diagnostics < MAX_TASK_DIAGNOSTICS {
@@ -511,6 +576,7 @@ fn read_entry(
                 file: TaskFile::Unreadable,
                 stamp: None,
                 unsettled: true,
+                board_at: 0,
             })
         }
     };
@@ -524,6 +590,7 @@ fn read_entry(
         file,
         stamp: read.stamp,
         unsettled: !read.stamp.is_some_and(|s| s.settled(opened_at)),
+        board_at: 0,
     })
 }
 
@@ -796,6 +863,41 @@ mod tests {
         let board = cache.read("forge", &open(&tasks));
         let ids: Vec<_> = board.tasks.iter().map(|t| t.id.as_str()).collect();
         assert_eq!(ids, ["task:new"]);
+    }
+
+    /// A task replaced in place is patched into the kept board at the place
+    /// its entry holds: the board is not rebuilt, and still reads as a cold
+    /// read does, whichever task of the board changes.
+    #[test]
+    fn a_replaced_task_is_patched_in_at_its_place() {
+        let tmp = tempfile::tempdir().unwrap();
+        let tasks = tmp.path().join("tasks");
+        std::fs::create_dir(&tasks).unwrap();
+        // Name order is not number order; a bad file and a skipped one
+        // take no place on the board.
+        for i in 0..12 {
+            std::fs::write(tasks.join(format!("{i}.json")), format!("task:{i}")).unwrap();
+        }
+        std::fs::write(tasks.join("05x.json"), "{bad").unwrap();
+        std::fs::write(tasks.join("08x.json"), "skip").unwrap();
+        let cache = TaskCache::new(parse);
+        cache.read("forge", &open(&tasks));
+        // Some changed twice: the place carried over from the first change
+        // serves the second.
+        for (round, i) in [0, 11, 3, 11, 10, 5, 3, 1, 9, 9].into_iter().enumerate() {
+            let text = format!("task:{i}-{round}");
+            std::fs::write(tasks.join(format!("{i}.json")), text).unwrap();
+            let folder = cache.folder("forge");
+            let mut folder = lock(&folder);
+            folder.refresh(&open(&tasks), parse, true);
+            assert!(folder.board.is_some(), "board kept after changing {i}");
+            let ids = |b: &TaskBoard| b.tasks.iter().map(|t| t.id.clone()).collect::<Vec<_>>();
+            assert_eq!(
+                ids(&folder.board()),
+                ids(&read_cold(&open(&tasks), parse)),
+                "after changing {i}"
+            );
+        }
     }
 
     #[test]

@@ -19,6 +19,9 @@ use serde_json::Value;
 
 use self::kept_roster::{ConfigDecode, JsonDecode, KeptRosters, MetaDecode};
 use super::safe_fs::{Dir, FileRead, TrustedRoot};
+use super::task_cache::references::reference_key;
+#[cfg(test)]
+use super::task_cache::references::TaskReferences;
 use super::task_cache::{TaskCache, TaskFile};
 pub use super::task_cache::{MAX_TASK_BYTES, MAX_TASK_DIAGNOSTICS, MAX_TASK_FILES};
 use super::task_file::{parse_task_file, TaskParse};
@@ -98,6 +101,19 @@ impl FsTeamSource {
 }
 
 impl FsTeamSource {
+    /// The board's tasks whose `blockedBy` names `task` (see
+    /// [`TaskReferences`](super::task_cache::references::TaskReferences)), in board order, through the task cache's kept
+    /// references; none when the tasks folder cannot be opened.
+    fn read_waiting_on(&self, team_name: &TeamName, task: &Task) -> Vec<Arc<Task>> {
+        match open_below(&self.tasks, team_name, "tasks_dir", &mut Vec::new()) {
+            Some(dir) => self.cache.waiting_on(team_name, &dir, task),
+            None => {
+                self.cache.forget(team_name);
+                Vec::new()
+            }
+        }
+    }
+
     /// The team's kanban cards; problems become `kanban_state_*` diagnostics
     /// (`kanban_state_invalid` into `content`).
     fn read_kanban(
@@ -250,6 +266,22 @@ impl TeamSource for FsTeamSource {
 
 impl TaskImpactSource for FsTeamSource {
     fn impacted_members(&self, team_name: &TeamName, task_id: &str) -> Option<Vec<MemberName>> {
+        self.impacted_members_given(team_name, task_id, |task| {
+            self.read_waiting_on(team_name, task)
+        })
+    }
+}
+
+impl FsTeamSource {
+    /// [`TaskImpactSource::impacted_members`], with `waiting_on` giving the
+    /// board's tasks whose `blockedBy` names a task, in board order (the
+    /// tests pass the full scan the kept references are checked against).
+    fn impacted_members_given(
+        &self,
+        team_name: &TeamName,
+        task_id: &str,
+        waiting_on: impl FnOnce(&Task) -> Vec<Arc<Task>>,
+    ) -> Option<Vec<MemberName>> {
         // The event names the task: the next board read looks at its file
         // again even if the folder watch missed the write.
         if validate_name(task_id).is_ok() {
@@ -318,19 +350,9 @@ impl TaskImpactSource for FsTeamSource {
         }
         // `blocks` is often missing or stale: the dependents are the open
         // tasks whose `blockedBy` names this one.
-        let all_tasks = self.read_tasks(team_name, &mut ignored, &mut ignored_content);
-        let references = TaskReferences::of(&all_tasks, &task);
-        // The reference test first: it rules out nearly every task with a
-        // string compare or two, where the terminal test walks the task's
-        // history and looks up its card.
         members.extend(
-            all_tasks
+            waiting_on(&task)
                 .iter()
-                .filter(|t| {
-                    t.blocked_by
-                        .iter()
-                        .any(|reference| references.named_by(reference))
-                })
                 .filter(|t| t.id != task.id && !terminal_for_dependents(t, &kanban))
                 .filter_map(|t| t.owner.clone()),
         );
@@ -345,14 +367,6 @@ impl TaskImpactSource for FsTeamSource {
     }
 }
 
-/// True when a `blockedBy` reference names `task`: by canonical id, or by
-/// display id when no task has that canonical id (a leading `#` is ignored).
-/// A task reference as the app's index keys it: trimmed, one `#` dropped.
-fn reference_key(reference: &str) -> &str {
-    let reference = reference.trim();
-    reference.strip_prefix('#').unwrap_or(reference)
-}
-
 /// The task of `tasks` a reference names: the first whose id has its key,
 /// else (no id has it) the first whose display id has it.
 fn find_named<'a>(tasks: &'a [Arc<Task>], reference: &str) -> Option<&'a Arc<Task>> {
@@ -364,45 +378,6 @@ fn find_named<'a>(tasks: &'a [Arc<Task>], reference: &str) -> Option<&'a Arc<Tas
         .iter()
         .find(|t| reference_key(&t.id) == key)
         .or_else(|| tasks.iter().find(|t| reference_key(&t.display_id) == key))
-}
-
-/// Which references name one task on a board: its id's key when some task
-/// of the board has that id, else its display id's key when no task has
-/// that as its id (ids win over display ids). Found in one pass over the
-/// board, so that checking every `blockedBy` entry of the board costs one
-/// comparison each, not a pass each.
-struct TaskReferences<'a> {
-    id: &'a str,
-    display_id: &'a str,
-    /// Some task of the board has the key of `id` as its id's key.
-    id_on_board: bool,
-    /// Some task of the board has the key of `display_id` as its id's key.
-    display_shadowed: bool,
-}
-
-impl<'a> TaskReferences<'a> {
-    fn of(tasks: &[Arc<Task>], task: &'a Task) -> Self {
-        let (id, display_id) = (reference_key(&task.id), reference_key(&task.display_id));
-        let (mut id_on_board, mut display_shadowed) = (false, false);
-        for key in tasks.iter().map(|t| reference_key(&t.id)) {
-            id_on_board |= key == id;
-            display_shadowed |= key == display_id;
-        }
-        Self {
-            id,
-            display_id,
-            id_on_board,
-            display_shadowed,
-        }
-    }
-
-    /// Whether `reference` names the task.
-    fn named_by(&self, reference: &str) -> bool {
-        let key = reference_key(reference);
-        !key.is_empty()
-            && ((self.id_on_board && key == self.id)
-                || (!self.display_shadowed && key == self.display_id))
-    }
 }
 
 /// True when a task can no longer act on a finished blocker: deleted, or

@@ -704,3 +704,237 @@ fn repeated_roster_reads_follow_every_change_of_the_files() {
         }
     }
 }
+
+/// Task changes for [`kept_references_route_as_a_full_scan_does`]: task
+/// files written (ids, display ids and `blockedBy` drawn from small pools
+/// that collide on purpose: `#`, spaces, ids naming other files, display
+/// ids shadowed by ids), deleted, made unreadable, and kanban cards moved.
+mod routing_against_a_scan {
+    use super::*;
+    use proptest::prelude::*;
+
+    const FILES: [&str; 5] = ["1", "2", "3", "4", "x"];
+    const IDS: [&str; 8] = ["1", "2", "3", "4", "x", " 2 ", "#3", ""];
+    const DISPLAY_IDS: [&str; 6] = ["#1", "#2", "#x", "d1", "#d2", ""];
+    const REFERENCES: [&str; 12] = [
+        "1", "#1", " 2 ", "3", "#x", "d1", "#d2", "", "#", "x", "4", "#4",
+    ];
+    const OWNERS: [&str; 4] = ["jack", "Jack", "jill", "bob"];
+    const STATUSES: [&str; 4] = ["pending", "in_progress", "completed", "deleted"];
+    const REVIEW_STATES: [&str; 4] = ["none", "review", "needsFix", "approved"];
+    const COLUMNS: [&str; 3] = ["review", "approved", "done"];
+
+    #[derive(Debug, Clone)]
+    pub(super) enum Change {
+        /// Writes `FILES[file]` with the task (id of its own file when `None`).
+        Write {
+            file: usize,
+            id: Option<usize>,
+            display_id: Option<usize>,
+            owner: Option<usize>,
+            status: usize,
+            review_state: usize,
+            blocked_by: Vec<usize>,
+            blocks: Vec<usize>,
+        },
+        Delete(usize),
+        Garbage(usize),
+        /// Cards `(id, column)` of `kanban-state.json`.
+        Kanban(Vec<(usize, usize)>),
+    }
+
+    fn change() -> impl Strategy<Value = Change> {
+        let file = 0..FILES.len();
+        let write = (
+            file.clone(),
+            prop_oneof![3 => Just(None), 1 => (0..IDS.len()).prop_map(Some)],
+            prop::option::of(0..DISPLAY_IDS.len()),
+            prop::option::of(0..OWNERS.len()),
+            0..STATUSES.len(),
+            0..REVIEW_STATES.len(),
+            prop::collection::vec(0..REFERENCES.len(), 0..4),
+            prop::collection::vec(0..FILES.len(), 0..2),
+        )
+            .prop_map(
+                |(file, id, display_id, owner, status, review_state, blocked_by, blocks)| {
+                    Change::Write {
+                        file,
+                        id,
+                        display_id,
+                        owner,
+                        status,
+                        review_state,
+                        blocked_by,
+                        blocks,
+                    }
+                },
+            );
+        prop_oneof![
+            8 => write,
+            2 => file.clone().prop_map(Change::Delete),
+            1 => file.prop_map(Change::Garbage),
+            2 => prop::collection::vec((0..IDS.len(), 0..COLUMNS.len()), 0..3)
+                .prop_map(Change::Kanban),
+        ]
+    }
+
+    pub(super) fn apply(root: &Path, change: &Change) {
+        let tasks = root.join("tasks/forge");
+        match change {
+            Change::Write {
+                file,
+                id,
+                display_id,
+                owner,
+                status,
+                review_state,
+                blocked_by,
+                blocks,
+            } => {
+                let mut task = serde_json::json!({
+                    "id": id.map_or(FILES[*file], |i| IDS[i]),
+                    "status": STATUSES[*status],
+                    "reviewState": REVIEW_STATES[*review_state],
+                    "blockedBy": blocked_by.iter().map(|&r| REFERENCES[r]).collect::<Vec<_>>(),
+                    "blocks": blocks.iter().map(|&f| FILES[f]).collect::<Vec<_>>(),
+                });
+                if let Some(display_id) = display_id {
+                    task["displayId"] = DISPLAY_IDS[*display_id].into();
+                }
+                if let Some(owner) = owner {
+                    task["owner"] = OWNERS[*owner].into();
+                }
+                write(
+                    &tasks.join(format!("{}.json", FILES[*file])),
+                    &task.to_string(),
+                );
+            }
+            Change::Delete(file) => {
+                let _ = fs::remove_file(tasks.join(format!("{}.json", FILES[*file])));
+            }
+            Change::Garbage(file) => {
+                write(&tasks.join(format!("{}.json", FILES[*file])), "{not json")
+            }
+            Change::Kanban(cards) => {
+                let cards: serde_json::Map<String, Value> = cards
+                    .iter()
+                    .map(|&(id, column)| {
+                        let card = serde_json::json!({
+                            "column": COLUMNS[column],
+                            "movedAt": "2026-05-06T11:00:00Z",
+                            "reviewer": "jill",
+                        });
+                        (IDS[id].to_string(), card)
+                    })
+                    .collect();
+                let kanban = serde_json::json!({ "tasks": cards });
+                write(
+                    &root.join("teams/forge/kanban-state.json"),
+                    &kanban.to_string(),
+                );
+            }
+        }
+    }
+
+    /// The board's tasks whose `blockedBy` names `task`, the slow way: one
+    /// pass over a cold read of the board.
+    fn scan_waiting_on(board: &[Arc<Task>], task: &Task) -> Vec<Arc<Task>> {
+        let references = TaskReferences::of(board, task);
+        board
+            .iter()
+            .filter(|t| t.blocked_by.iter().any(|r| references.named_by(r)))
+            .cloned()
+            .collect()
+    }
+
+    /// What identifies a task in a comparison (the two sources parse their
+    /// own copies).
+    fn described(tasks: &[Arc<Task>]) -> Vec<(String, String, Option<String>, Vec<String>)> {
+        tasks
+            .iter()
+            .map(|t| {
+                let t = Task::clone(t);
+                (t.id, t.display_id, t.owner, t.blocked_by)
+            })
+            .collect()
+    }
+
+    /// After each change: the kept source's dependents of every task on the
+    /// board, and its routing of every reference, against a full scan of a
+    /// cold read (a fresh source).
+    pub(super) fn run(changes: &[Change]) {
+        let root = tempfile::tempdir().unwrap();
+        write(
+            &root.path().join("teams/forge/config.json"),
+            r#"{"name":"forge","members":[{"name":"team-lead","agentType":"team-lead"},{"name":"jack"},{"name":"jill"},{"name":"bob"}]}"#,
+        );
+        fs::create_dir_all(root.path().join("tasks/forge")).unwrap();
+        let forge = TeamName::parse("forge").unwrap();
+        let fresh = || FsTeamSource::new(root.path().join("teams"), root.path().join("tasks"));
+        let kept = fresh();
+        for (step, change) in changes.iter().enumerate() {
+            apply(root.path(), change);
+            let cold = fresh();
+            let board = cold.load(&forge).tasks;
+            for task in &board {
+                assert_eq!(
+                    described(&kept.read_waiting_on(&forge, task)),
+                    described(&scan_waiting_on(&board, task)),
+                    "waiting on {:?}/{:?} after {step}: {change:?}",
+                    task.id,
+                    task.display_id
+                );
+            }
+            for reference in IDS.iter().chain(&DISPLAY_IDS).chain(&REFERENCES) {
+                let scanned = cold.impacted_members_given(&forge, reference, |task| {
+                    scan_waiting_on(&cold.load(&forge).tasks, task)
+                });
+                assert_eq!(
+                    spelled(kept.impacted_members(&forge, reference)),
+                    spelled(scanned),
+                    "routing {reference:?} after {step}: {change:?}"
+                );
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn kept_references_route_as_a_full_scan_does(
+            changes in prop::collection::vec(change(), 1..40)
+        ) {
+            run(&changes);
+        }
+    }
+}
+
+/// Edits that add and drop a reference, and a display id shadowed and
+/// freed again, routed by the kept references as by a full scan.
+#[test]
+fn kept_references_follow_blocked_by_edits() {
+    use routing_against_a_scan::{run, Change};
+    let write = |file, id, display_id, blocked_by: &[usize]| Change::Write {
+        file,
+        id,
+        display_id,
+        owner: Some(2),
+        status: 0,
+        review_state: 0,
+        blocked_by: blocked_by.to_vec(),
+        blocks: vec![],
+    };
+    run(&[
+        // 1.json (display d1); 2.json waits on 1, then on d1, then on nothing.
+        write(0, None, Some(3), &[]),
+        write(1, None, None, &[0]),
+        write(1, None, None, &[5]),
+        write(1, None, None, &[]),
+        // 3.json waits on #x; x.json arrives with id x, then goes.
+        write(2, None, None, &[4]),
+        write(4, None, None, &[]),
+        Change::Delete(4),
+        Change::Delete(0),
+    ]);
+}
