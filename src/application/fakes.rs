@@ -22,9 +22,11 @@ use super::runtime_state::RuntimeStates;
 use super::turn_settled::SettledTurns;
 use crate::domain::metrics::{MetricEvent, MetricsIndex};
 use crate::domain::names::{normalize_member_name, MemberName, TeamName};
-use crate::domain::nudge::{AttemptEnd, EnsureOutcome, OutboxItem, PlannedNudge, WatchdogAlert};
+use crate::domain::nudge::{
+    ensure_pending, AttemptEnd, EnsureOutcome, OutboxItem, PlannedNudge, WatchdogAlert,
+};
 use crate::domain::status::MemberStatus;
-use crate::domain::team::{ReviewState, Task, TaskStatus, TeamMember, TeamSnapshot};
+use crate::domain::team::{ProviderId, ReviewState, Task, TaskStatus, TeamMember, TeamSnapshot};
 use crate::domain::time::EpochMs;
 use crate::domain::token::TokenCheck;
 
@@ -102,6 +104,16 @@ impl MemoryTeams {
         let mut teams = self.teams.lock().unwrap();
         if let Some(snapshot) = teams.get_mut(team) {
             snapshot.tasks.push(Arc::new(task));
+        }
+    }
+
+    /// Names `provider` as the provider of `member` of `team`.
+    pub(crate) fn set_provider(&self, team: &str, member: &str, provider: ProviderId) {
+        let mut teams = self.teams.lock().unwrap();
+        if let Some(snapshot) = teams.get_mut(team) {
+            for m in snapshot.members.iter_mut().filter(|m| m.name == member) {
+                m.provider_id = Some(provider);
+            }
         }
     }
 }
@@ -243,29 +255,50 @@ impl LogSink for RecordingLog {
     }
 }
 
-/// Tokens that name their fingerprint; every presented token is valid.
+/// Tokens in plain text naming what they were issued for (team, member,
+/// fingerprint, expiry): valid for exactly that until their expiry, expired
+/// from then on, invalid for anything else; no token is `Missing`.
 struct PlainTokens;
+
+impl PlainTokens {
+    fn token(team: &TeamName, member: &MemberName, fp: &str, expires_ms: EpochMs) -> String {
+        format!("token|{team}|{member}|{expires_ms}|{fp}")
+    }
+}
 
 impl ReportTokens for PlainTokens {
     fn issue(
         &self,
-        _: &TeamName,
-        _: &MemberName,
+        team: &TeamName,
+        member: &MemberName,
         fp: &str,
-        _: EpochMs,
+        expires_ms: EpochMs,
     ) -> Result<String, PortError> {
-        Ok(format!("token:{fp}"))
+        Ok(Self::token(team, member, fp, expires_ms))
     }
 
     fn verify(
         &self,
-        _: Option<&str>,
-        _: &TeamName,
-        _: &MemberName,
-        _: &str,
-        _: EpochMs,
+        token: Option<&str>,
+        team: &TeamName,
+        member: &MemberName,
+        fp: &str,
+        now_ms: EpochMs,
     ) -> Result<TokenCheck, PortError> {
-        Ok(TokenCheck::Valid)
+        let Some(token) = token else {
+            return Ok(TokenCheck::Missing);
+        };
+        let expires = token.split('|').nth(3).and_then(|e| e.parse().ok());
+        Ok(match expires {
+            Some(expires) if token == Self::token(team, member, fp, expires) => {
+                if now_ms < expires {
+                    TokenCheck::Valid
+                } else {
+                    TokenCheck::Expired
+                }
+            }
+            _ => TokenCheck::Invalid,
+        })
     }
 }
 
@@ -303,8 +336,8 @@ impl ReportIntentStore for NoIntents {
     }
 }
 
-/// An outbox that refuses new nudges and holds only the items a test puts
-/// in it.
+/// An outbox in memory: a planned nudge is ensured as the stores do
+/// ([`ensure_pending`] on the item of its id); a test may also put items.
 #[derive(Default)]
 pub(super) struct MemoryOutbox {
     items: Mutex<Vec<OutboxItem>>,
@@ -315,19 +348,30 @@ impl MemoryOutbox {
     pub(crate) fn put(&self, item: OutboxItem) {
         self.items.lock().unwrap().push(item);
     }
+
+    /// Every item held, in the order they were first put or ensured.
+    pub(crate) fn items(&self) -> Vec<OutboxItem> {
+        self.items.lock().unwrap().clone()
+    }
 }
 
 impl OutboxStore for MemoryOutbox {
     fn ensure(
         &self,
-        _: &TeamName,
-        _: &MemberName,
-        _: &PlannedNudge,
-        _: EpochMs,
+        team: &TeamName,
+        member: &MemberName,
+        planned: &PlannedNudge,
+        now: EpochMs,
     ) -> Result<(OutboxItem, EnsureOutcome), PortError> {
-        Err(PortError::Io(std::io::Error::other(
-            "fake outbox takes no nudges",
-        )))
+        let mut items = self.items.lock().unwrap();
+        let at = items.iter().position(|i| i.id == planned.id);
+        let existing = at.map(|at| items[at].clone());
+        let (item, outcome) = ensure_pending(existing, planned, team, member, now);
+        match at {
+            Some(at) => items[at] = item.clone(),
+            None => items.push(item.clone()),
+        }
+        Ok((item, outcome))
     }
 
     fn member_items(
