@@ -1,6 +1,7 @@
 //! In-memory fakes of the ports, for unit tests of the use cases: a settable
 //! clock, a board held in memory, a status store that can fail or hold an
-//! update, and recorders for the journal and the log. Nothing touches disk.
+//! update, plain-text report tokens, report intents and an outbox in memory,
+//! and recorders for the journal and the log. Nothing touches disk.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
@@ -13,9 +14,9 @@ use super::engine::{Engine, EngineDeps};
 use super::log::{LogCode, LogEntry, LogSink};
 use super::nudges::Nudges;
 use super::ports::{
-    AuditEvent, AuditJournal, Claimed, Clock, InboxFailure, InboxOutcome, InboxSink, MetricsStore,
-    OutboxStore, PendingIntents, PortError, Ports, ReportIntent, ReportIntentStore, ReportTokens,
-    StatusStore, StoredStatus, TaskImpactSource, TeamSource, WatchdogJournal,
+    AuditEvent, AuditJournal, Claimed, Clock, InboxFailure, InboxOutcome, InboxSink, IntentStatus,
+    MetricsStore, OutboxStore, PendingIntents, PortError, Ports, ReportIntent, ReportIntentStore,
+    ReportTokens, StatusStore, StoredStatus, TaskImpactSource, TeamSource, WatchdogJournal,
 };
 use super::reconcile::Reconciler;
 use super::runtime_state::RuntimeStates;
@@ -319,19 +320,46 @@ impl MetricsStore for NoMetrics {
     }
 }
 
-/// No pending report intents.
-struct NoIntents;
+/// Report intents in memory: `pending` lists a team's pending ones, oldest
+/// first; `finish` stores an intent's outcome over the one of its id.
+#[derive(Default)]
+pub(super) struct MemoryIntents {
+    intents: Mutex<Vec<ReportIntent>>,
+}
 
-impl ReportIntentStore for NoIntents {
-    fn record(&self, _: &ReportIntent) -> Result<(), PortError> {
+impl MemoryIntents {
+    /// Every intent held, in the order recorded.
+    pub(crate) fn all(&self) -> Vec<ReportIntent> {
+        self.intents.lock().unwrap().clone()
+    }
+}
+
+impl ReportIntentStore for MemoryIntents {
+    fn record(&self, intent: &ReportIntent) -> Result<(), PortError> {
+        let mut intents = self.intents.lock().unwrap();
+        if !intents.iter().any(|i| i.id == intent.id) {
+            intents.push(intent.clone());
+        }
         Ok(())
     }
 
-    fn pending(&self, _: &TeamName) -> Result<PendingIntents, PortError> {
-        Ok(PendingIntents::default())
+    fn pending(&self, team: &TeamName) -> Result<PendingIntents, PortError> {
+        let intents = self.intents.lock().unwrap();
+        Ok(PendingIntents {
+            intents: intents
+                .iter()
+                .filter(|i| i.team_name == team.as_str() && i.status == IntentStatus::Pending)
+                .cloned()
+                .collect(),
+            migrated_members: Vec::new(),
+        })
     }
 
-    fn finish(&self, _: &ReportIntent) -> Result<(), PortError> {
+    fn finish(&self, intent: &ReportIntent) -> Result<(), PortError> {
+        let mut intents = self.intents.lock().unwrap();
+        for held in intents.iter_mut().filter(|i| i.id == intent.id) {
+            *held = intent.clone();
+        }
         Ok(())
     }
 }
@@ -458,6 +486,8 @@ pub(crate) struct FakeWorld {
     pub teams: Arc<MemoryTeams>,
     /// Its outbox.
     pub outbox: Arc<MemoryOutbox>,
+    /// Its report intents.
+    pub intents: Arc<MemoryIntents>,
 }
 
 impl FakeWorld {
@@ -470,6 +500,7 @@ impl FakeWorld {
         let journal = Arc::new(RecordingJournal::default());
         let log = Arc::new(RecordingLog::default());
         let outbox = Arc::new(MemoryOutbox::default());
+        let intents = Arc::new(MemoryIntents::default());
         let ports = Arc::new(Ports {
             clock: clock.clone(),
             teams: teams.clone(),
@@ -478,7 +509,7 @@ impl FakeWorld {
             journal: journal.clone(),
             tokens: Arc::new(PlainTokens),
             metrics: Arc::new(NoMetrics),
-            intents: Arc::new(NoIntents),
+            intents: intents.clone(),
             outbox: outbox.clone(),
             inbox: Arc::new(NoInbox),
             watchdog: Arc::new(NoAlerts),
@@ -506,6 +537,7 @@ impl FakeWorld {
             settled_turns,
             teams,
             outbox,
+            intents,
         }
     }
 }

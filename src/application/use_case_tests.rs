@@ -1,19 +1,22 @@
 //! Use-case tests over the in-memory fakes of [`super::fakes`]: what a
-//! report writes (or does not) for each outcome, and the reconcile that
-//! plans a member's nudge into the outbox. The rules they decide on (the
+//! report writes (or does not) for each outcome, how a replayed intent is
+//! finished, and the reconcile that plans a member's nudge into the outbox. The rules they decide on (the
 //! validator's order, activation, the outbox's `ensure`) have their own
 //! tests in `domain`; these check what the use case does with them.
 
 use serde_json::{json, Value};
 
 use super::fakes::FakeWorld;
-use super::ports::{AuditEvent, StatusStore, StoredStatus};
+use super::ports::{
+    AuditEvent, IntentStatus, ReportIntent, ReportIntentStore, StatusStore, StoredStatus,
+};
 use super::reconcile::WorkSyncError;
+use super::report::ReplaySummary;
 use crate::domain::audit::AuditKind;
 use crate::domain::names::{MemberName, TeamName};
 use crate::domain::status::{MemberStatus, ReconciledBy, StatusState};
 use crate::domain::team::ProviderId;
-use crate::domain::time::{EpochMs, IsoTime};
+use crate::domain::time::{format_iso, EpochMs, IsoTime};
 use crate::domain::token::{TokenCheck, TOKEN_TTL_MS};
 
 const NOW: EpochMs = 1_800_000_000_000;
@@ -367,5 +370,146 @@ fn a_reconcile_plans_one_outbox_item_per_agenda_and_none_when_the_store_fails() 
         if !runs.iter().any(|ok| *ok) {
             assert_eq!(stored(&world, "forge", "jack"), None, "{why}");
         }
+    }
+}
+
+/// A pending intent `id` of `forge` recording `request`.
+fn intent(id: &str, request: &Value, reason: Option<&str>) -> ReportIntent {
+    ReportIntent {
+        id: id.into(),
+        team_name: "forge".into(),
+        member_name: request["memberName"].as_str().unwrap_or_default().into(),
+        request: request.clone(),
+        reason: reason.map(str::to_string),
+        status: IntentStatus::Pending,
+        recorded_at: format_iso(NOW),
+        processed_at: None,
+        rejection_code: None,
+        result_code: None,
+        retried_with_fresh_token: false,
+    }
+}
+
+#[test]
+fn a_replayed_intent_is_finished_with_its_outcome_or_left_pending_after_a_store_failure() {
+    use IntentStatus::{Accepted, Rejected, Superseded};
+    const UNREACHABLE: Option<&str> = Some("control_api_unavailable");
+    let expire: Bend = |w, _| w.clock.set(NOW + TOKEN_TTL_MS);
+    // (why, bend, the intent's reason, store updates that fail, then the
+    // intent as finished: status, result code, retried with a fresh
+    // token; `None`: left pending)
+    type ReplayCase = (
+        &'static str,
+        Bend,
+        Option<&'static str>,
+        u32,
+        Option<(IntentStatus, &'static str, bool)>,
+    );
+    let cases: [ReplayCase; 8] = [
+        (
+            "a current report",
+            |_, _| {},
+            None,
+            0,
+            Some((Accepted, "accepted", false)),
+        ),
+        (
+            "the agenda moved",
+            |w, _| w.teams.give_task("forge", "2", "jack"),
+            None,
+            0,
+            Some((Rejected, "stale_fingerprint", false)),
+        ),
+        (
+            "a member off the roster",
+            |_, r| r["memberName"] = json!("ghost"),
+            None,
+            0,
+            Some((Superseded, "member_inactive", false)),
+        ),
+        (
+            "a malformed request",
+            |_, r| r["state"] = json!("sleeping"),
+            None,
+            0,
+            Some((Rejected, "invalid_payload", false)),
+        ),
+        (
+            "an unsafe member name",
+            |_, r| r["memberName"] = json!("../jack"),
+            None,
+            0,
+            Some((Rejected, "invalid_payload", false)),
+        ),
+        (
+            "an expired token while the app was unreachable",
+            expire,
+            UNREACHABLE,
+            0,
+            Some((Accepted, "accepted", true)),
+        ),
+        (
+            "an expired token",
+            expire,
+            None,
+            0,
+            Some((Rejected, "invalid_report_token", false)),
+        ),
+        ("the store fails", |_, _| {}, None, 1, None),
+    ];
+    for (why, bend, reason, failures, finished) in cases {
+        let world = world();
+        let status = refresh(&world, "jack");
+        let mut request = still_working(&status);
+        bend(&world, &mut request);
+        world
+            .intents
+            .record(&intent("i-1", &request, reason))
+            .unwrap();
+        world.store.fail_next(failures);
+
+        let summary = world
+            .engine
+            .replay_pending_reports(&[team("forge")])
+            .unwrap();
+
+        let outcome = finished.map(|f| f.0);
+        let expected = ReplaySummary {
+            processed: usize::from(finished.is_some()),
+            accepted: usize::from(outcome == Some(Accepted)),
+            rejected: usize::from(outcome == Some(Rejected)),
+            superseded: usize::from(outcome == Some(Superseded)),
+        };
+        assert_eq!(summary, expected, "{why}");
+        let held = world.intents.all();
+        assert_eq!(held.len(), 1, "{why}");
+        let held = &held[0];
+        let got = (held.status != IntentStatus::Pending).then(|| {
+            (
+                held.status,
+                held.result_code.as_deref().unwrap(),
+                held.retried_with_fresh_token,
+            )
+        });
+        assert_eq!(got, finished, "{why}");
+        let code = finished.map(|f| f.1).filter(|code| *code != "accepted");
+        assert_eq!(held.rejection_code.as_deref(), code, "{why}");
+        let processed_at = finished.map(|_| format_iso(world.engine.now_ms()));
+        assert_eq!(held.processed_at, processed_at, "{why}");
+        if finished == Some((Accepted, "accepted", false)) {
+            let kept = stored(&world, "forge", "jack").unwrap();
+            assert_eq!(kept.state, StatusState::StillWorking, "{why}");
+            assert_eq!(
+                kept.report.as_ref().and_then(|r| r.source.as_deref()),
+                Some("mcp"),
+                "{why}: a replayed report is the controller's"
+            );
+        }
+        // A finished intent is not replayed again; one left pending is.
+        let again = world
+            .engine
+            .replay_pending_reports(&[team("forge")])
+            .unwrap();
+        assert_eq!(again.processed, usize::from(finished.is_none()), "{why}");
     }
 }
