@@ -513,3 +513,124 @@ fn a_replayed_intent_is_finished_with_its_outcome_or_left_pending_after_a_store_
         assert_eq!(again.processed, usize::from(finished.is_none()), "{why}");
     }
 }
+
+/// `(member, trigger reasons)` of every queued item.
+fn queued(world: &FakeWorld) -> Vec<(String, Vec<&'static str>)> {
+    world
+        .engine
+        .diagnostics()
+        .queued_items
+        .into_iter()
+        .map(|i| (i.member_name, i.trigger_reasons))
+        .collect()
+}
+
+#[test]
+fn a_status_read_reconciles_a_stale_status_or_returns_it_marked_and_queued() {
+    // How the stored status of jack is read back.
+    #[derive(Debug, PartialEq)]
+    enum Read {
+        /// Nothing stored: a status from the board, not written.
+        Unpersisted,
+        /// The stored status as it is.
+        AsStored,
+        /// Reconciled now, written and planned.
+        Reconciled,
+        /// The stored status with this staleness diagnostic, queued for a
+        /// `manual_refresh`.
+        Stale(&'static str),
+    }
+    // (why, jack owns a task, a status stored first, its age when read,
+    // store updates that fail on the read, the read)
+    let cases: [(&str, bool, bool, EpochMs, u32, Read); 6] = [
+        ("nothing stored", true, false, 0, 0, Read::Unpersisted),
+        ("current", true, true, MINUTE, 0, Read::AsStored),
+        ("work, stale", true, true, 3 * MINUTE, 0, Read::Reconciled),
+        (
+            "work, stale, the store fails",
+            true,
+            true,
+            3 * MINUTE,
+            1,
+            Read::Stale("status_stale_refresh_enqueued"),
+        ),
+        (
+            "caught up, current",
+            false,
+            true,
+            4 * MINUTE,
+            0,
+            Read::AsStored,
+        ),
+        (
+            "caught up, stale",
+            false,
+            true,
+            6 * MINUTE,
+            0,
+            Read::Stale("caught_up_stale_refresh_enqueued"),
+        ),
+    ];
+    for (why, owns_task, stored_first, age, failures, read) in cases {
+        let world = FakeWorld::new(NOW, &["jack"]);
+        world
+            .teams
+            .set_provider("forge", "jack", ProviderId::Anthropic);
+        if owns_task {
+            world.teams.give_task("forge", "1", "jack");
+        }
+        let first = stored_first.then(|| refresh(&world, "jack"));
+        let lines_before = journal(&world).len();
+        let planned_before = planner_lines(&world).len();
+        world.clock.set(NOW + age);
+        world.store.fail_next(failures);
+
+        let status = world
+            .engine
+            .get_status(&team("forge"), &member("jack"), false)
+            .unwrap();
+
+        let kept = stored(&world, "forge", "jack");
+        let refresh_queued = vec![("jack".to_string(), vec!["manual_refresh"])];
+        match read {
+            Read::Unpersisted => {
+                assert!(
+                    status
+                        .diagnostics
+                        .contains(&"status_snapshot_not_persisted".to_string()),
+                    "{why}: {:?}",
+                    status.diagnostics
+                );
+                assert_eq!(kept, None, "{why}");
+                assert_eq!(journal(&world).len(), lines_before, "{why}");
+            }
+            Read::AsStored => {
+                assert_eq!(Some(&status), first.as_ref(), "{why}");
+                assert_eq!(kept, first, "{why}");
+                assert_eq!(journal(&world).len(), lines_before, "{why}");
+            }
+            Read::Reconciled => {
+                assert_eq!(status.evaluated_at, IsoTime::at(NOW + age), "{why}");
+                assert_eq!(kept.as_ref(), Some(&status), "{why}");
+                assert_eq!(
+                    planner_lines(&world).len(),
+                    planned_before + 1,
+                    "{why}: a read that reconciled plans"
+                );
+            }
+            Read::Stale(diagnostic) => {
+                let mut marked = first.clone().unwrap();
+                marked.diagnostics.push(diagnostic.to_string());
+                assert_eq!(status, marked, "{why}");
+                assert_eq!(kept, first, "{why}: the store is left as it was");
+                assert_eq!(planner_lines(&world).len(), planned_before, "{why}");
+            }
+        }
+        let expected = if matches!(read, Read::Stale(_)) {
+            refresh_queued
+        } else {
+            vec![]
+        };
+        assert_eq!(queued(&world), expected, "{why}");
+    }
+}
