@@ -1,6 +1,7 @@
 //! In-memory fakes of the ports, for unit tests of the use cases: a settable
 //! clock, a board held in memory, a status store that can fail or hold an
-//! update, and recorders for the journal and the log. Nothing touches disk.
+//! update, plain-text report tokens, report intents and an outbox in memory,
+//! and recorders for the journal and the log. Nothing touches disk.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
@@ -13,18 +14,20 @@ use super::engine::{Engine, EngineDeps};
 use super::log::{LogCode, LogEntry, LogSink};
 use super::nudges::Nudges;
 use super::ports::{
-    AuditEvent, AuditJournal, Claimed, Clock, InboxFailure, InboxOutcome, InboxSink, MetricsStore,
-    OutboxStore, PendingIntents, PortError, Ports, ReportIntent, ReportIntentStore, ReportTokens,
-    StatusStore, StoredStatus, TaskImpactSource, TeamSource, WatchdogJournal,
+    AuditEvent, AuditJournal, Claimed, Clock, InboxFailure, InboxOutcome, InboxSink, IntentStatus,
+    MetricsStore, OutboxStore, PendingIntents, PortError, Ports, ReportIntent, ReportIntentStore,
+    ReportTokens, StatusStore, StoredStatus, TaskImpactSource, TeamSource, WatchdogJournal,
 };
 use super::reconcile::Reconciler;
 use super::runtime_state::RuntimeStates;
 use super::turn_settled::SettledTurns;
 use crate::domain::metrics::{MetricEvent, MetricsIndex};
 use crate::domain::names::{normalize_member_name, MemberName, TeamName};
-use crate::domain::nudge::{AttemptEnd, EnsureOutcome, OutboxItem, PlannedNudge, WatchdogAlert};
+use crate::domain::nudge::{
+    ensure_pending, AttemptEnd, EnsureOutcome, OutboxItem, PlannedNudge, WatchdogAlert,
+};
 use crate::domain::status::MemberStatus;
-use crate::domain::team::{ReviewState, Task, TaskStatus, TeamMember, TeamSnapshot};
+use crate::domain::team::{ProviderId, ReviewState, Task, TaskStatus, TeamMember, TeamSnapshot};
 use crate::domain::time::EpochMs;
 use crate::domain::token::TokenCheck;
 
@@ -102,6 +105,16 @@ impl MemoryTeams {
         let mut teams = self.teams.lock().unwrap();
         if let Some(snapshot) = teams.get_mut(team) {
             snapshot.tasks.push(Arc::new(task));
+        }
+    }
+
+    /// Names `provider` as the provider of `member` of `team`.
+    pub(crate) fn set_provider(&self, team: &str, member: &str, provider: ProviderId) {
+        let mut teams = self.teams.lock().unwrap();
+        if let Some(snapshot) = teams.get_mut(team) {
+            for m in snapshot.members.iter_mut().filter(|m| m.name == member) {
+                m.provider_id = Some(provider);
+            }
         }
     }
 }
@@ -243,29 +256,50 @@ impl LogSink for RecordingLog {
     }
 }
 
-/// Tokens that name their fingerprint; every presented token is valid.
+/// Tokens in plain text naming what they were issued for (team, member,
+/// fingerprint, expiry): valid for exactly that until their expiry, expired
+/// from then on, invalid for anything else; no token is `Missing`.
 struct PlainTokens;
+
+impl PlainTokens {
+    fn token(team: &TeamName, member: &MemberName, fp: &str, expires_ms: EpochMs) -> String {
+        format!("token|{team}|{member}|{expires_ms}|{fp}")
+    }
+}
 
 impl ReportTokens for PlainTokens {
     fn issue(
         &self,
-        _: &TeamName,
-        _: &MemberName,
+        team: &TeamName,
+        member: &MemberName,
         fp: &str,
-        _: EpochMs,
+        expires_ms: EpochMs,
     ) -> Result<String, PortError> {
-        Ok(format!("token:{fp}"))
+        Ok(Self::token(team, member, fp, expires_ms))
     }
 
     fn verify(
         &self,
-        _: Option<&str>,
-        _: &TeamName,
-        _: &MemberName,
-        _: &str,
-        _: EpochMs,
+        token: Option<&str>,
+        team: &TeamName,
+        member: &MemberName,
+        fp: &str,
+        now_ms: EpochMs,
     ) -> Result<TokenCheck, PortError> {
-        Ok(TokenCheck::Valid)
+        let Some(token) = token else {
+            return Ok(TokenCheck::Missing);
+        };
+        let expires = token.split('|').nth(3).and_then(|e| e.parse().ok());
+        Ok(match expires {
+            Some(expires) if token == Self::token(team, member, fp, expires) => {
+                if now_ms < expires {
+                    TokenCheck::Valid
+                } else {
+                    TokenCheck::Expired
+                }
+            }
+            _ => TokenCheck::Invalid,
+        })
     }
 }
 
@@ -286,25 +320,52 @@ impl MetricsStore for NoMetrics {
     }
 }
 
-/// No pending report intents.
-struct NoIntents;
+/// Report intents in memory: `pending` lists a team's pending ones, oldest
+/// first; `finish` stores an intent's outcome over the one of its id.
+#[derive(Default)]
+pub(super) struct MemoryIntents {
+    intents: Mutex<Vec<ReportIntent>>,
+}
 
-impl ReportIntentStore for NoIntents {
-    fn record(&self, _: &ReportIntent) -> Result<(), PortError> {
+impl MemoryIntents {
+    /// Every intent held, in the order recorded.
+    pub(crate) fn all(&self) -> Vec<ReportIntent> {
+        self.intents.lock().unwrap().clone()
+    }
+}
+
+impl ReportIntentStore for MemoryIntents {
+    fn record(&self, intent: &ReportIntent) -> Result<(), PortError> {
+        let mut intents = self.intents.lock().unwrap();
+        if !intents.iter().any(|i| i.id == intent.id) {
+            intents.push(intent.clone());
+        }
         Ok(())
     }
 
-    fn pending(&self, _: &TeamName) -> Result<PendingIntents, PortError> {
-        Ok(PendingIntents::default())
+    fn pending(&self, team: &TeamName) -> Result<PendingIntents, PortError> {
+        let intents = self.intents.lock().unwrap();
+        Ok(PendingIntents {
+            intents: intents
+                .iter()
+                .filter(|i| i.team_name == team.as_str() && i.status == IntentStatus::Pending)
+                .cloned()
+                .collect(),
+            migrated_members: Vec::new(),
+        })
     }
 
-    fn finish(&self, _: &ReportIntent) -> Result<(), PortError> {
+    fn finish(&self, intent: &ReportIntent) -> Result<(), PortError> {
+        let mut intents = self.intents.lock().unwrap();
+        for held in intents.iter_mut().filter(|i| i.id == intent.id) {
+            *held = intent.clone();
+        }
         Ok(())
     }
 }
 
-/// An outbox that refuses new nudges and holds only the items a test puts
-/// in it.
+/// An outbox in memory: a planned nudge is ensured as the stores do
+/// ([`ensure_pending`] on the item of its id); a test may also put items.
 #[derive(Default)]
 pub(super) struct MemoryOutbox {
     items: Mutex<Vec<OutboxItem>>,
@@ -315,19 +376,30 @@ impl MemoryOutbox {
     pub(crate) fn put(&self, item: OutboxItem) {
         self.items.lock().unwrap().push(item);
     }
+
+    /// Every item held, in the order they were first put or ensured.
+    pub(crate) fn items(&self) -> Vec<OutboxItem> {
+        self.items.lock().unwrap().clone()
+    }
 }
 
 impl OutboxStore for MemoryOutbox {
     fn ensure(
         &self,
-        _: &TeamName,
-        _: &MemberName,
-        _: &PlannedNudge,
-        _: EpochMs,
+        team: &TeamName,
+        member: &MemberName,
+        planned: &PlannedNudge,
+        now: EpochMs,
     ) -> Result<(OutboxItem, EnsureOutcome), PortError> {
-        Err(PortError::Io(std::io::Error::other(
-            "fake outbox takes no nudges",
-        )))
+        let mut items = self.items.lock().unwrap();
+        let at = items.iter().position(|i| i.id == planned.id);
+        let existing = at.map(|at| items[at].clone());
+        let (item, outcome) = ensure_pending(existing, planned, team, member, now);
+        match at {
+            Some(at) => items[at] = item.clone(),
+            None => items.push(item.clone()),
+        }
+        Ok((item, outcome))
     }
 
     fn member_items(
@@ -414,6 +486,8 @@ pub(crate) struct FakeWorld {
     pub teams: Arc<MemoryTeams>,
     /// Its outbox.
     pub outbox: Arc<MemoryOutbox>,
+    /// Its report intents.
+    pub intents: Arc<MemoryIntents>,
 }
 
 impl FakeWorld {
@@ -426,6 +500,7 @@ impl FakeWorld {
         let journal = Arc::new(RecordingJournal::default());
         let log = Arc::new(RecordingLog::default());
         let outbox = Arc::new(MemoryOutbox::default());
+        let intents = Arc::new(MemoryIntents::default());
         let ports = Arc::new(Ports {
             clock: clock.clone(),
             teams: teams.clone(),
@@ -434,7 +509,7 @@ impl FakeWorld {
             journal: journal.clone(),
             tokens: Arc::new(PlainTokens),
             metrics: Arc::new(NoMetrics),
-            intents: Arc::new(NoIntents),
+            intents: intents.clone(),
             outbox: outbox.clone(),
             inbox: Arc::new(NoInbox),
             watchdog: Arc::new(NoAlerts),
@@ -462,6 +537,7 @@ impl FakeWorld {
             settled_turns,
             teams,
             outbox,
+            intents,
         }
     }
 }
