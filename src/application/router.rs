@@ -7,6 +7,7 @@
 use serde_json::Value;
 
 use super::queue::Trigger;
+use crate::domain::js_semantics::js_trim;
 use crate::domain::names::{validate_name, MemberName, TeamName};
 use crate::domain::time::{parse_iso, EpochMs};
 
@@ -103,17 +104,17 @@ const MAX_TOOL_NAME_CHARS: usize = 128;
 const MAX_RESET_IDS: usize = 256;
 
 fn tool_id(value: Option<&Value>) -> Option<String> {
-    let id = value?.as_str()?.trim();
+    let id = js_trim(value?.as_str()?);
     (!id.is_empty() && id.chars().count() <= MAX_TOOL_ID_CHARS).then(|| id.to_string())
 }
 
 fn tool_name(value: Option<&Value>) -> Option<String> {
-    let name = value?.as_str()?.trim();
+    let name = js_trim(value?.as_str()?);
     (!name.is_empty()).then(|| name.chars().take(MAX_TOOL_NAME_CHARS).collect())
 }
 
 fn valid_member(value: Option<&Value>) -> Option<MemberName> {
-    MemberName::parse(value?.as_str()?.trim()).ok()
+    MemberName::parse(js_trim(value?.as_str()?)).ok()
 }
 
 /// Routes a `tool-activity` detail (see [`ToolActivity`] for the shapes).
@@ -142,7 +143,7 @@ fn route_tool_activity(json: &Value) -> Route {
         Some("reset") => {
             let absent_or_blank = field("memberName")
                 .and_then(Value::as_str)
-                .is_none_or(|name| name.trim().is_empty());
+                .is_none_or(|name| js_trim(name).is_empty());
             if member.is_none() && absent_or_blank {
                 return Route::ToolResetTeam;
             }
@@ -224,7 +225,7 @@ pub fn route(event: &TeamChangeEvent) -> Route {
     let member = |trigger| {
         detail_member(event).map_or(Route::Ignore, |member| Route::Member { member, trigger })
     };
-    let task = |trigger| match event.task_id.as_deref().map(str::trim) {
+    let task = |trigger| match event.task_id.as_deref().map(js_trim) {
         // A task id is a file name too: one that could leave its folder is no task.
         Some(id) if !id.is_empty() && validate_name(id).is_ok() => Route::Task {
             task_id: id.to_string(),
@@ -262,12 +263,10 @@ pub fn route(event: &TeamChangeEvent) -> Route {
         "tool-activity" => {
             detail_json(event).map_or(Route::Ignore, |json| route_tool_activity(&json))
         }
-        "lead-activity" if event.detail.as_deref().map(str::trim) == Some("offline") => {
-            Route::Team {
-                trigger: Trigger::RuntimeActivity,
-                offline: true,
-            }
-        }
+        "lead-activity" if event.detail.as_deref().map(js_trim) == Some("offline") => Route::Team {
+            trigger: Trigger::RuntimeActivity,
+            offline: true,
+        },
         "log-source-change" | "process" | "lead-activity" => Route::Team {
             trigger: Trigger::RuntimeActivity,
             offline: false,

@@ -343,7 +343,7 @@ impl FsTeamSource {
             members.extend(lead);
         }
         for dependent in &task.blocks {
-            let dependent = dependent.trim().trim_start_matches('#');
+            let dependent = js_trim(dependent).trim_start_matches('#');
             if validate_name(dependent).is_ok() {
                 members.extend(self.read_task(team_name, dependent).and_then(|t| t.owner));
             }

@@ -283,3 +283,32 @@ proptest! {
         let _ = route(&TeamChangeEvent { kind, team_name: team, run_id: None, detail, task_id: task });
     }
 }
+
+/// The app trims these fields with `String.prototype.trim`, which removes
+/// U+FEFF and keeps U+0085 (Rust's `str::trim` does the opposite).
+#[test]
+fn fields_are_trimmed_as_javascript_trims_them() {
+    let task = |id: &str| Route::Task {
+        task_id: id.into(),
+        trigger: Trigger::TaskChanged,
+    };
+    // (task id of a `task` event, its route)
+    for (task_id, want) in [
+        ("\u{feff}7\u{feff}", task("7")),
+        (" 7\u{feff} ", task("7")),
+        ("\u{85}7", task("\u{85}7")),
+    ] {
+        assert_eq!(
+            route(&event("task", None, Some(task_id))),
+            want,
+            "{task_id:?}"
+        );
+    }
+    assert_eq!(
+        route(&event("lead-activity", Some("\u{feff}offline"), None)),
+        Route::Team {
+            trigger: Trigger::RuntimeActivity,
+            offline: true
+        }
+    );
+}

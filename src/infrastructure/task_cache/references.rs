@@ -8,11 +8,13 @@ use std::collections::{BTreeSet, HashMap};
 #[cfg(test)]
 use std::sync::Arc;
 
+use crate::domain::js_semantics::js_trim;
 use crate::domain::team::Task;
 
-/// A task reference as the app's index keys it: trimmed, one `#` dropped.
+/// A task reference as the app's index keys it: trimmed (as JavaScript
+/// trims), one `#` dropped.
 pub(crate) fn reference_key(reference: &str) -> &str {
-    let reference = reference.trim();
+    let reference = js_trim(reference);
     reference.strip_prefix('#').unwrap_or(reference)
 }
 

@@ -938,3 +938,19 @@ fn kept_references_follow_blocked_by_edits() {
         Change::Delete(0),
     ]);
 }
+
+/// A reference is keyed as the app's index keys it: JavaScript's trim (which
+/// removes U+FEFF and keeps U+0085), then one `#` dropped.
+#[test]
+fn reference_keys_trim_as_javascript_does() {
+    use crate::infrastructure::task_cache::references::reference_key;
+    for (reference, key) in [
+        (" #12 ", "12"),
+        ("\u{feff}#12\u{feff}", "12"),
+        ("\u{85}#12", "\u{85}#12"),
+        ("##12", "#12"),
+        ("", ""),
+    ] {
+        assert_eq!(reference_key(reference), key, "{reference:?}");
+    }
+}
