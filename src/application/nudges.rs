@@ -123,9 +123,10 @@ impl Nudges {
         readiness(index, Thresholds::default())
     }
 
-    /// Plans the nudge of a freshly reconciled status (queued reconciles only;
-    /// read-only `getStatus` never plans). Returns the planner code, if a nudge
-    /// was considered at all.
+    /// Plans the nudge of a freshly persisted reconcile's status (a queued
+    /// one, `refreshStatus`, or a `getStatus` whose stale read reconciled; a
+    /// read answered from the store plans nothing). Returns the planner
+    /// code, if a nudge was considered at all.
     pub fn plan(
         &self,
         team_name: &TeamName,

@@ -59,11 +59,16 @@ pub enum Activation {
     NativeStaleInProgress,
     /// A native member's assigned work needs sync for 6 minutes or more.
     NativeStaleAssignedWork,
-    /// A runtime stall of an OpenCode member while shadow data is collected.
+    /// While shadow data is collected, a nudge the status would send anyway
+    /// (anything but a clean review pickup) to an OpenCode member, which
+    /// the runtime delivers to.
     OpencodeTargetedShadowCollecting,
-    /// A runtime stall of a lead while shadow data is collected.
+    /// The same to a lead-like member ([`is_lead_like`]), through the lead's
+    /// inbox relay.
     LeadTargetedShadowCollecting,
-    /// A runtime stall of a native member while shadow data is collected.
+    /// The same to a native member that watches its inbox (Anthropic, Codex,
+    /// Gemini); held back while readiness reports a high report-rejection
+    /// rate.
     NativeTargetedShadowCollecting,
     /// Shadow data supports phase 2.
     ShadowReady,
