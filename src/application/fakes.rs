@@ -491,6 +491,16 @@ pub(crate) struct FakeWorld {
 }
 
 impl FakeWorld {
+    /// `(member, trigger reasons)` of every queued item, in queue order.
+    pub(super) fn queued(&self) -> Vec<(String, Vec<&'static str>)> {
+        self.engine
+            .diagnostics()
+            .queued_items
+            .into_iter()
+            .map(|i| (i.member_name, i.trigger_reasons))
+            .collect()
+    }
+
     /// An engine at `now_ms` whose team `forge` has `members`.
     pub(super) fn new(now_ms: EpochMs, members: &[&str]) -> Self {
         let clock = Arc::new(FakeClock::new(now_ms));

@@ -35,17 +35,6 @@ fn event(kind: &str, detail: &str) -> TeamChangeEvent {
     }
 }
 
-/// `(member, trigger reasons)` of every waiting item.
-fn queued(world: &FakeWorld) -> Vec<(String, Vec<&'static str>)> {
-    world
-        .engine
-        .diagnostics()
-        .queued_items
-        .into_iter()
-        .map(|i| (i.member_name, i.trigger_reasons))
-        .collect()
-}
-
 /// Events noted in order, the items then queued as `(member, triggers)`,
 /// and the `enqueued` and `coalesced` counters.
 type DuplicateCase = (
@@ -96,7 +85,7 @@ fn a_repeated_event_joins_the_queued_item_and_an_announced_turn_is_not_routed_ag
         }
         let expected: Vec<(String, Vec<&str>)> =
             items.into_iter().map(|(m, t)| (m.to_string(), t)).collect();
-        assert_eq!(queued(&world), expected, "{events:?}");
+        assert_eq!(world.queued(), expected, "{events:?}");
         let diagnostics = world.engine.diagnostics();
         assert_eq!(
             (diagnostics.enqueued, diagnostics.coalesced),
@@ -387,7 +376,7 @@ fn a_deleting_or_deleted_team_takes_no_work_until_it_is_resumed() {
             .iter()
             .map(|(m, t)| (m.to_string(), t.to_vec()))
             .collect();
-        assert_eq!(queued(&world), expected, "{steps:?}");
+        assert_eq!(world.queued(), expected, "{steps:?}");
         assert_eq!(&journal_kinds(&world)[before..], kinds, "{steps:?}");
         let diagnostics = world.engine.diagnostics();
         assert_eq!(

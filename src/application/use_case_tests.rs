@@ -507,17 +507,6 @@ fn a_replayed_intent_is_finished_with_its_outcome_or_left_pending_after_a_store_
     }
 }
 
-/// `(member, trigger reasons)` of every queued item.
-fn queued(world: &FakeWorld) -> Vec<(String, Vec<&'static str>)> {
-    world
-        .engine
-        .diagnostics()
-        .queued_items
-        .into_iter()
-        .map(|i| (i.member_name, i.trigger_reasons))
-        .collect()
-}
-
 #[test]
 fn a_status_read_reconciles_a_stale_status_or_returns_it_marked_and_queued() {
     // How the stored status of jack is read back.
@@ -624,6 +613,6 @@ fn a_status_read_reconciles_a_stale_status_or_returns_it_marked_and_queued() {
         } else {
             vec![]
         };
-        assert_eq!(queued(&world), expected, "{why}");
+        assert_eq!(world.queued(), expected, "{why}");
     }
 }
