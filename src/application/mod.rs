@@ -23,5 +23,3 @@ pub(crate) mod team_gate;
 #[cfg(test)]
 mod tests;
 pub mod turn_settled;
-#[cfg(test)]
-mod use_case_tests;

@@ -1,6 +1,9 @@
 //! Unit tests of the engine's use cases over the in-memory fakes of
 //! [`super::fakes`]: duplicate events, waiting for in-flight work, retries,
-//! and one table per policy (team gate, runtime stall, nudge suppression).
+//! and one table per policy (team gate, runtime stall, nudge suppression);
+//! in [`use_cases`], what each use case writes and answers.
+
+mod use_cases;
 
 use std::sync::{Arc, Mutex};
 use std::thread;

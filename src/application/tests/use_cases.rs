@@ -1,4 +1,4 @@
-//! Use-case tests over the in-memory fakes of [`super::fakes`]: what a
+//! Use-case tests over the in-memory fakes of [`crate::application::fakes`]: what a
 //! report writes (or does not) for each outcome, how a replayed intent is
 //! finished, and the reconcile that plans a member's nudge into the outbox. The rules they decide on (the
 //! validator's order, activation, the outbox's `ensure`) have their own
@@ -6,12 +6,12 @@
 
 use serde_json::{json, Value};
 
-use super::fakes::FakeWorld;
-use super::ports::{
+use crate::application::fakes::FakeWorld;
+use crate::application::ports::{
     AuditEvent, IntentStatus, ReportIntent, ReportIntentStore, StatusStore, StoredStatus,
 };
-use super::reconcile::WorkSyncError;
-use super::report::ReplaySummary;
+use crate::application::reconcile::WorkSyncError;
+use crate::application::report::ReplaySummary;
 use crate::domain::audit::AuditKind;
 use crate::domain::names::{MemberName, TeamName};
 use crate::domain::status::{MemberStatus, ReconciledBy, StatusState};
