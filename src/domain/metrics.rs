@@ -130,28 +130,37 @@ pub(crate) fn events_for_write(status: &MemberStatus) -> Vec<MetricEvent> {
 
 impl MetricsIndex {
     /// Adds a status write: member summary replaced, events merged (dedupe by id,
-    /// sorted by `recordedAt`, last [`MAX_RECENT_EVENTS`] kept).
-    pub fn record(&mut self, status: &MemberStatus, events: Vec<MetricEvent>) {
-        self.members.insert(
-            member_key(&status.member_name),
-            MemberSummary {
-                member_name: status.member_name.clone(),
-                state: status.state,
-                agenda_fingerprint: status.agenda.fingerprint.clone(),
-                actionable_count: status.agenda.items.len(),
-                evaluated_at: status.evaluated_at.as_str().to_string(),
-                provider_id: status.provider_id,
-            },
-        );
+    /// sorted by `recordedAt`, last [`MAX_RECENT_EVENTS`] kept). True when the
+    /// index changed: a caller writes it back only then.
+    pub fn record(&mut self, status: &MemberStatus, events: Vec<MetricEvent>) -> bool {
+        let summary = MemberSummary {
+            member_name: status.member_name.clone(),
+            state: status.state,
+            agenda_fingerprint: status.agenda.fingerprint.clone(),
+            actionable_count: status.agenda.items.len(),
+            evaluated_at: status.evaluated_at.as_str().to_string(),
+            provider_id: status.provider_id,
+        };
+        let key = member_key(&status.member_name);
+        let mut changed = self.members.get(&key) != Some(&summary);
+        if changed {
+            self.members.insert(key, summary);
+        }
         for event in events {
             if !self.recent_events.iter().any(|e| e.id == event.id) {
                 self.recent_events.push(event);
+                changed = true;
             }
         }
-        self.recent_events
-            .sort_by_key(|e| parse_iso(&e.recorded_at).unwrap_or(i64::MIN));
+        let recorded_at = |e: &MetricEvent| parse_iso(&e.recorded_at).unwrap_or(i64::MIN);
+        // A stable sort of a list already in order moves nothing.
+        if !self.recent_events.is_sorted_by_key(recorded_at) {
+            self.recent_events.sort_by_key(recorded_at);
+            changed = true;
+        }
         let excess = self.recent_events.len().saturating_sub(MAX_RECENT_EVENTS);
         self.recent_events.drain(..excess);
+        changed || excess > 0
     }
 
     fn count(&self, kind: MetricKind) -> usize {
@@ -631,6 +640,111 @@ mod tests {
             };
             let got: Vec<MetricKind> = events_for_write(&status).iter().map(|e| e.kind).collect();
             assert_eq!(got, kinds, "{why}");
+        }
+    }
+
+    /// `record` answers whether the index changed, which is what decides
+    /// a write-back: each case's answer equals comparing the index before
+    /// and after.
+    #[test]
+    fn record_says_whether_the_index_changed() {
+        let status = |state: StatusState| crate::domain::status::MemberStatus {
+            team_name: "forge".into(),
+            member_name: "Jack".into(),
+            state,
+            agenda: crate::domain::agenda::Agenda {
+                team_name: "forge".into(),
+                member_name: "Jack".into(),
+                generated_at: format_iso(0),
+                fingerprint: "fp".into(),
+                items: vec![],
+                diagnostics: vec![],
+            },
+            report: None,
+            report_token: None,
+            report_token_expires_at: None,
+            shadow: None,
+            evaluated_at: crate::domain::time::IsoTime::at(0),
+            diagnostics: vec![],
+            provider_id: None,
+        };
+        let needs_sync = status(StatusState::NeedsSync);
+        let recorded = {
+            let mut index = MetricsIndex::default();
+            index.record(&needs_sync, events_for_write(&needs_sync));
+            index
+        };
+        let unsorted = {
+            let mut index = recorded.clone();
+            index
+                .recent_events
+                .insert(0, event("jack", MetricKind::StatusEvaluated, 5_000, 1));
+            index
+        };
+        let overfull = {
+            let mut index = recorded.clone();
+            index.recent_events = (0..=MAX_RECENT_EVENTS as i64)
+                .map(|i| event("jack", MetricKind::StatusEvaluated, i * 1000, 2))
+                .collect();
+            index
+        };
+        let later = event("jack", MetricKind::StatusEvaluated, 9_000, 3);
+        // (what, index before, status, events, changed)
+        let cases = [
+            (
+                "a first write",
+                MetricsIndex::default(),
+                &needs_sync,
+                events_for_write(&needs_sync),
+                true,
+            ),
+            (
+                "the same write again",
+                recorded.clone(),
+                &needs_sync,
+                events_for_write(&needs_sync),
+                false,
+            ),
+            (
+                "the same events, no events at all",
+                recorded.clone(),
+                &needs_sync,
+                vec![],
+                false,
+            ),
+            (
+                "another state",
+                recorded.clone(),
+                &status(StatusState::CaughtUp),
+                vec![],
+                true,
+            ),
+            (
+                "a new event",
+                recorded.clone(),
+                &needs_sync,
+                vec![later],
+                true,
+            ),
+            (
+                "a stored list out of order",
+                unsorted,
+                &needs_sync,
+                vec![],
+                true,
+            ),
+            (
+                "a stored list over the bound",
+                overfull,
+                &needs_sync,
+                vec![],
+                true,
+            ),
+        ];
+        for (what, before, status, events, changed) in cases {
+            let mut index = before.clone();
+            assert_eq!(index.record(status, events), changed, "{what}");
+            assert_eq!(index != before, changed, "{what}");
         }
     }
 

@@ -99,10 +99,8 @@ impl MetricsStore for FsMetricsStore {
     fn record(&self, status: &MemberStatus, events: Vec<MetricEvent>) -> Result<(), PortError> {
         let path = self.path(&status.team_name);
         let _lock = StoreLock::acquire(&self.root, &path)?;
-        let loaded = self.load(&path)?;
-        let mut index = loaded.clone();
-        index.record(status, events);
-        if index != loaded {
+        let mut index = self.load(&path)?;
+        if index.record(status, events) {
             write_flat_envelope(&self.root, &path, SCHEMA_VERSION, &index)?;
         }
         Ok(())
