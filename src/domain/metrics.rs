@@ -128,19 +128,26 @@ pub(crate) fn events_for_write(status: &MemberStatus) -> Vec<MetricEvent> {
         .collect()
 }
 
-impl MetricsIndex {
-    /// Adds a status write: member summary replaced, events merged (dedupe by id,
-    /// sorted by `recordedAt`, last [`MAX_RECENT_EVENTS`] kept). True when the
-    /// index changed: a caller writes it back only then.
-    pub fn record(&mut self, status: &MemberStatus, events: Vec<MetricEvent>) -> bool {
-        let summary = MemberSummary {
+impl MemberSummary {
+    /// The summary the index keeps of a member's status.
+    pub fn of(status: &MemberStatus) -> Self {
+        Self {
             member_name: status.member_name.clone(),
             state: status.state,
             agenda_fingerprint: status.agenda.fingerprint.clone(),
             actionable_count: status.agenda.items.len(),
             evaluated_at: status.evaluated_at.as_str().to_string(),
             provider_id: status.provider_id,
-        };
+        }
+    }
+}
+
+impl MetricsIndex {
+    /// Adds a status write: member summary replaced, events merged (dedupe by id,
+    /// sorted by `recordedAt`, last [`MAX_RECENT_EVENTS`] kept). True when the
+    /// index changed: a caller writes it back only then.
+    pub fn record(&mut self, status: &MemberStatus, events: Vec<MetricEvent>) -> bool {
+        let summary = MemberSummary::of(status);
         let key = member_key(&status.member_name);
         let mut changed = self.members.get(&key) != Some(&summary);
         if changed {
@@ -643,12 +650,9 @@ mod tests {
         }
     }
 
-    /// `record` answers whether the index changed, which is what decides
-    /// a write-back: each case's answer equals comparing the index before
-    /// and after.
-    #[test]
-    fn record_says_whether_the_index_changed() {
-        let status = |state: StatusState| crate::domain::status::MemberStatus {
+    /// Jack of forge in `state`, with an empty agenda `fp` evaluated at 0.
+    fn jack(state: StatusState) -> crate::domain::status::MemberStatus {
+        crate::domain::status::MemberStatus {
             team_name: "forge".into(),
             member_name: "Jack".into(),
             state,
@@ -667,8 +671,15 @@ mod tests {
             evaluated_at: crate::domain::time::IsoTime::at(0),
             diagnostics: vec![],
             provider_id: None,
-        };
-        let needs_sync = status(StatusState::NeedsSync);
+        }
+    }
+
+    /// `record` answers whether the index changed, which is what decides
+    /// a write-back: each case's answer equals comparing the index before
+    /// and after.
+    #[test]
+    fn record_says_whether_the_index_changed() {
+        let needs_sync = jack(StatusState::NeedsSync);
         let recorded = {
             let mut index = MetricsIndex::default();
             index.record(&needs_sync, events_for_write(&needs_sync));
@@ -715,7 +726,7 @@ mod tests {
             (
                 "another state",
                 recorded.clone(),
-                &status(StatusState::CaughtUp),
+                &jack(StatusState::CaughtUp),
                 vec![],
                 true,
             ),
@@ -751,26 +762,7 @@ mod tests {
     #[test]
     fn index_dedupes_sorts_and_keeps_the_last_200() {
         let mut index = MetricsIndex::default();
-        let status = crate::domain::status::MemberStatus {
-            team_name: "forge".into(),
-            member_name: "Jack".into(),
-            state: StatusState::NeedsSync,
-            agenda: crate::domain::agenda::Agenda {
-                team_name: "forge".into(),
-                member_name: "Jack".into(),
-                generated_at: format_iso(0),
-                fingerprint: "fp".into(),
-                items: vec![],
-                diagnostics: vec![],
-            },
-            report: None,
-            report_token: None,
-            report_token_expires_at: None,
-            shadow: None,
-            evaluated_at: crate::domain::time::IsoTime::at(0),
-            diagnostics: vec![],
-            provider_id: None,
-        };
+        let status = jack(StatusState::NeedsSync);
         let events = events_for_write(&status);
         assert_eq!(events.len(), 1);
         index.record(&status, events.clone());

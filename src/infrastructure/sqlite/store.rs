@@ -265,17 +265,9 @@ impl SqliteStore {
                     "member_work_sync_status",
                     &format!("{team}/{}", record.member_key),
                 ))?;
-                index.members.insert(
-                    member_key(&status.member_name),
-                    MemberSummary {
-                        member_name: status.member_name.clone(),
-                        state: status.state,
-                        agenda_fingerprint: status.agenda.fingerprint.clone(),
-                        actionable_count: status.agenda.items.len(),
-                        evaluated_at: status.evaluated_at.as_str().to_string(),
-                        provider_id: status.provider_id,
-                    },
-                );
+                index
+                    .members
+                    .insert(member_key(&status.member_name), MemberSummary::of(&status));
             }
             index.recent_events = self
                 .db()?
