@@ -85,33 +85,35 @@ impl FsTeamSource {
         diags: &mut Vec<String>,
         content: &mut Vec<String>,
     ) -> Arc<Vec<Arc<Task>>> {
-        match open_below(&self.tasks, team_name, "tasks_dir", diags) {
-            Some(dir) => {
-                let board = self.cache.read(team_name, &dir);
-                diags.extend(board.diagnostics);
-                content.extend(board.invalid_files);
-                board.tasks
-            }
-            None => {
-                self.cache.forget(team_name);
-                Arc::default()
-            }
+        let Some(dir) = self.tasks_dir(team_name, diags) else {
+            return Arc::default();
+        };
+        let board = self.cache.read(team_name, &dir);
+        diags.extend(board.diagnostics);
+        content.extend(board.invalid_files);
+        board.tasks
+    }
+
+    /// The team's tasks folder for the task cache; when it cannot be
+    /// opened (diagnostics as [`open_below`] gives them), the cache forgets
+    /// the team.
+    fn tasks_dir(&self, team_name: &TeamName, diags: &mut Vec<String>) -> Option<Dir> {
+        let dir = open_below(&self.tasks, team_name, "tasks_dir", diags);
+        if dir.is_none() {
+            self.cache.forget(team_name);
         }
+        dir
     }
 }
 
 impl FsTeamSource {
     /// The board's tasks whose `blockedBy` names `task` (see
-    /// [`TaskReferences`](super::task_cache::references::TaskReferences)), in board order, through the task cache's kept
-    /// references; none when the tasks folder cannot be opened.
+    /// [`TaskReferences`](super::task_cache::references::TaskReferences)), in
+    /// board order, through the task cache's kept references; none when the
+    /// tasks folder cannot be opened.
     fn read_waiting_on(&self, team_name: &TeamName, task: &Task) -> Vec<Arc<Task>> {
-        match open_below(&self.tasks, team_name, "tasks_dir", &mut Vec::new()) {
-            Some(dir) => self.cache.waiting_on(team_name, &dir, task),
-            None => {
-                self.cache.forget(team_name);
-                Vec::new()
-            }
-        }
+        self.tasks_dir(team_name, &mut Vec::new())
+            .map_or_else(Vec::new, |dir| self.cache.waiting_on(team_name, &dir, task))
     }
 
     /// The team's kanban cards; problems become `kanban_state_*` diagnostics
