@@ -214,7 +214,9 @@ impl Engine {
         let team = &team;
         match route(event) {
             Route::Ignore => {}
-            Route::Member { member, trigger } => self.enqueue(team, &member, trigger),
+            Route::Member { member, trigger } => {
+                self.enqueue(team, &member, trigger);
+            }
             Route::Team { trigger, offline } => {
                 if offline {
                     self.state().queue.drop_team(team);
@@ -251,21 +253,10 @@ impl Engine {
     /// Queues a reconcile of `member` for `trigger`: a new item is due after
     /// the trigger's delay; an item already queued or running absorbs the
     /// trigger (`coalesced`). Journals `queue_enqueued` / `queue_coalesced`
-    /// and wakes the driver. Unsafe names and teams being deleted are ignored.
-    pub fn enqueue(&self, team: &TeamName, member: &MemberName, trigger: Trigger) {
-        self.enqueue_with_delay(team, member, trigger, None);
-    }
-
-    /// [`Engine::enqueue`], answering whether the member now waits for
-    /// `trigger` (a new item or one it merged into): false while the team
-    /// is being deleted, which the check and the queueing see alike (one
-    /// lock).
-    pub(crate) fn enqueue_unless_deleting(
-        &self,
-        team: &TeamName,
-        member: &MemberName,
-        trigger: Trigger,
-    ) -> bool {
+    /// and wakes the driver. Answers whether the member now waits for
+    /// `trigger`: false while the team is being deleted (nothing queued),
+    /// which the check and the queueing see alike (one lock).
+    pub fn enqueue(&self, team: &TeamName, member: &MemberName, trigger: Trigger) -> bool {
         self.enqueue_with_delay(team, member, trigger, None)
     }
 

@@ -388,10 +388,7 @@ struct QueueTurnSettled<'a>(&'a Engine);
 
 impl TurnSettledQueue for QueueTurnSettled<'_> {
     fn enqueue(&self, team_name: &TeamName, member_name: &MemberName) -> Result<(), String> {
-        if self
-            .0
-            .enqueue_unless_deleting(team_name, member_name, Trigger::TurnSettled)
-        {
+        if self.0.enqueue(team_name, member_name, Trigger::TurnSettled) {
             Ok(())
         } else {
             Err(format!("team {team_name} is being deleted"))
