@@ -124,21 +124,35 @@ impl<T: Clone> Decoded<T> {
 pub(crate) const KEPT_FILE_BYTES: usize = 1024 * 1024;
 
 /// The last decode of each of a store's files ([`Decoded`]), by key (a
-/// path, a team), for at most `bound` keys and files of up to
-/// [`KEPT_FILE_BYTES`]: past that the kept ones are dropped, so the memory
-/// held stays bounded however many files are read.
+/// path, a team), for at most `files` keys holding at most `bytes` of file
+/// content, and files of up to [`KEPT_FILE_BYTES`]: past either bound the
+/// kept ones are dropped, so the memory held stays bounded however many
+/// files are read and however large agents write them.
 #[derive(Debug)]
 pub(crate) struct KeptDecodes<K, T> {
-    kept: Mutex<HashMap<K, Decoded<T>>>,
-    bound: usize,
+    kept: Mutex<Kept<K, T>>,
+    files: usize,
+    bytes: usize,
+}
+
+/// The kept decodes and the file bytes they hold.
+#[derive(Debug)]
+struct Kept<K, T> {
+    decodes: HashMap<K, Decoded<T>>,
+    bytes: usize,
 }
 
 impl<K: Eq + Hash, T> KeptDecodes<K, T> {
-    /// Nothing kept yet; at most `bound` files' decodes kept at once.
-    pub(crate) fn new(bound: usize) -> Self {
+    /// Nothing kept yet; at most `files` files' decodes kept at once, of at
+    /// most `bytes` file bytes in all.
+    pub(crate) fn new(files: usize, bytes: usize) -> Self {
         Self {
-            kept: Mutex::new(HashMap::new()),
-            bound,
+            kept: Mutex::new(Kept {
+                decodes: HashMap::new(),
+                bytes: 0,
+            }),
+            files,
+            bytes,
         }
     }
 
@@ -148,19 +162,30 @@ impl<K: Eq + Hash, T> KeptDecodes<K, T> {
     where
         K: Borrow<Q>,
     {
-        self.lock().remove(key)
+        let mut kept = self.lock();
+        let taken = kept.decodes.remove(key);
+        kept.bytes = kept
+            .bytes
+            .saturating_sub(taken.as_ref().map_or(0, |d| d.bytes.len()));
+        taken
     }
 
     /// Keeps `decoded` (if any) as `key`'s.
     pub(crate) fn keep(&self, key: K, decoded: Option<Decoded<T>>) {
-        let Some(decoded) = decoded.filter(|d| d.bytes.len() <= KEPT_FILE_BYTES) else {
+        let Some(decoded) = decoded.filter(|d| d.bytes.len() <= KEPT_FILE_BYTES.min(self.bytes))
+        else {
             return;
         };
         let mut kept = self.lock();
-        if kept.len() >= self.bound {
-            kept.clear();
+        if let Some(replaced) = kept.decodes.remove(&key) {
+            kept.bytes = kept.bytes.saturating_sub(replaced.bytes.len());
         }
-        kept.insert(key, decoded);
+        if kept.decodes.len() >= self.files || kept.bytes + decoded.bytes.len() > self.bytes {
+            kept.decodes.clear();
+            kept.bytes = 0;
+        }
+        kept.bytes += decoded.bytes.len();
+        kept.decodes.insert(key, decoded);
     }
 
     /// `decode(bytes)` of `key`'s file, or a copy of the decode kept for
@@ -177,16 +202,18 @@ impl<K: Eq + Hash, T> KeptDecodes<K, T> {
 
     /// Forgets every kept decode.
     pub(crate) fn clear(&self) {
-        self.lock().clear();
+        let mut kept = self.lock();
+        kept.decodes.clear();
+        kept.bytes = 0;
     }
 
     /// How many decodes are kept.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().decodes.len()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<K, Decoded<T>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Kept<K, T>> {
         // A decode that panicked left at most a stale entry, which the next
         // read's byte comparison replaces.
         self.kept.lock().unwrap_or_else(|e| e.into_inner())
@@ -584,6 +611,31 @@ pub(crate) fn write_envelope<T: Serialize>(
     write_json(root, path, &envelope)
 }
 
+/// [`write_envelope`] that keeps `value` with the written bytes in `last`,
+/// so a later read through [`read_envelope_reusing`] of those same bytes
+/// answers from it: `value` must be what the written bytes decode to.
+pub(crate) fn write_envelope_kept<T: Serialize>(
+    root: &TrustedRoot,
+    path: &Path,
+    version: u64,
+    field: &str,
+    value: T,
+    last: &mut Option<Decoded<T>>,
+) -> io::Result<()> {
+    let envelope = FieldEnvelope {
+        schema_version: version,
+        field,
+        value: &value,
+    };
+    let text = render_json(path, &envelope)?;
+    root.write_atomic(path, text.as_bytes())?;
+    *last = Some(Decoded {
+        bytes: text.into_bytes(),
+        value,
+    });
+    Ok(())
+}
+
 /// Writes any JSON value atomically as `JSON.stringify(v, null, 2) + "\n"`.
 /// A value too large to be read back ([`MAX_STORE_FILE_BYTES`]) is refused
 /// and the file left as it was: written, it would be quarantined by the next
@@ -888,8 +940,8 @@ mod tests {
     }
 
     #[test]
-    fn kept_decodes_hold_at_most_their_bound_of_files_and_no_large_one() {
-        let kept = KeptDecodes::new(2);
+    fn kept_decodes_hold_at_most_their_bounds_of_files_and_bytes_and_no_large_one() {
+        let kept = KeptDecodes::new(2, 2 * KEPT_FILE_BYTES);
         let decoded = |len: usize| {
             Some(Decoded {
                 bytes: vec![b' '; len],
@@ -907,6 +959,28 @@ mod tests {
         assert!(kept.take("a").is_none() && kept.take("b").is_none());
         assert_eq!(kept.take("d").map(|d| d.value), Some(3));
         assert!(kept.take("d").is_none(), "taken out");
+
+        // The byte bound: files that would hold more than it in all drop
+        // the kept ones; a file larger than it is never kept.
+        let kept = KeptDecodes::new(8, 10);
+        kept.keep("a", decoded(4));
+        kept.keep("b", decoded(4));
+        kept.keep("b", decoded(6)); // replaces b's 4 bytes: 10 in all
+        assert_eq!(kept.len(), 2);
+        kept.keep("c", decoded(1));
+        assert_eq!(kept.len(), 1, "11 bytes would be past the bound");
+        assert_eq!(kept.take("c").map(|d| d.value), Some(1));
+        kept.keep("a", decoded(4));
+        kept.keep("e", decoded(11));
+        assert_eq!(
+            kept.take("e").map(|d| d.value),
+            None,
+            "larger than the bound"
+        );
+        assert_eq!(kept.take("a").map(|d| d.value), Some(4));
+        // Taking out frees its bytes.
+        kept.keep("f", decoded(10));
+        assert_eq!(kept.take("f").map(|d| d.value), Some(10));
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::json_store::{
     peek_flat_envelope, read_flat_envelope_reusing, stage_flat_envelope_kept, write_flat_envelope,
-    KeptDecodes, Loaded, Peeked,
+    KeptDecodes, Loaded, Peeked, KEPT_FILE_BYTES,
 };
 use super::lock::StoreLock;
 use super::safe_fs::{Staged, TrustedRoot};
@@ -41,7 +41,7 @@ impl FsMetricsStore {
         Self {
             root: TrustedRoot::new(teams_base),
             clock,
-            decoded: KeptDecodes::new(KEPT_INDEXES),
+            decoded: KeptDecodes::new(KEPT_INDEXES, KEPT_INDEXES * KEPT_FILE_BYTES),
         }
     }
 

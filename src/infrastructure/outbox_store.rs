@@ -9,12 +9,13 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use super::json_store::{
-    peek_flat_envelope, read_envelope_reusing, replace_flat_view, write_envelope,
+    peek_flat_envelope, read_envelope_reusing, replace_flat_view, write_envelope_kept,
     write_flat_envelope, KeptDecodes, Loaded, Peeked,
 };
 use super::lock::StoreLock;
 use super::safe_fs::{not_a_file, FileKind, FileRead, Stamp, TrustedRoot};
 use super::status_store::StorePaths;
+use super::team_reader::MAX_ROSTER_MEMBERS;
 use crate::application::ports::{
     Claimed, Clock, MemberFailure, OutboxStore, PortError, WatchdogJournal,
 };
@@ -27,8 +28,13 @@ use crate::domain::time::{EpochMs, IsoTime};
 
 /// `schemaVersion` of a member's `outbox.json`.
 pub(crate) const SCHEMA_VERSION: u64 = 2;
-/// Member outboxes whose last decode is kept ([`KeptDecodes`]).
-const KEPT_OUTBOXES: usize = 16;
+/// Member outboxes whose last decode is kept ([`KeptDecodes`]): a whole
+/// roster's ([`MAX_ROSTER_MEMBERS`]), so a team whose members reconcile in
+/// turn finds each one's outbox kept from its last write or read ...
+const KEPT_OUTBOXES: usize = MAX_ROSTER_MEMBERS;
+/// ... within this many bytes of outbox files in all (a member's holds a
+/// few tens of KiB).
+const KEPT_OUTBOX_BYTES: usize = 8 * 1024 * 1024;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -44,7 +50,7 @@ struct IndexEntry {
 
 /// An item as `outbox.json` keeps it: the domain item and its place in the
 /// team's planning order.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct StoredItem {
     #[serde(flatten)]
@@ -96,7 +102,7 @@ impl FsOutboxStore {
             clock,
             retention: Retention::default(),
             plan_sequences: Mutex::new(HashMap::new()),
-            decoded: KeptDecodes::new(KEPT_OUTBOXES),
+            decoded: KeptDecodes::new(KEPT_OUTBOXES, KEPT_OUTBOX_BYTES),
         }
     }
 
@@ -280,13 +286,16 @@ impl FsOutboxStore {
                 },
             );
         }
-        write_envelope(
+        let mut written = None;
+        write_envelope_kept(
             self.paths.root(),
             &member_path,
             SCHEMA_VERSION,
             "items",
-            &stored,
+            stored.clone(),
+            &mut written,
         )?;
+        self.decoded.keep(member_path, written);
         Ok((result, stored, member_lock))
     }
 
@@ -959,6 +968,86 @@ mod tests {
         assert_eq!(after, ["sync b", "sync c"]);
         std::fs::write(&path, b"{not json").unwrap();
         assert!(texts().is_empty(), "quarantined, read as empty");
+    }
+
+    /// Every write keeps what it wrote for the next read
+    /// ([`write_envelope_kept`]); that is sound only if the kept value is
+    /// what the written bytes decode to, after each kind of write (a plan,
+    /// a claim, each end of an attempt) and over an item the app wrote.
+    #[test]
+    fn what_a_write_keeps_is_what_its_bytes_decode_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path());
+        let (team, jack) = (
+            TeamName::parse("forge").unwrap(),
+            MemberName::parse("jack").unwrap(),
+        );
+        let path = store.member_path("forge", "jack");
+        let check = |step: &str| {
+            let kept = store.decoded.take(&path).expect(step).value;
+            let decoded = match crate::infrastructure::json_store::peek_envelope::<
+                BTreeMap<String, StoredItem>,
+            >(store.paths.root(), &path, SCHEMA_VERSION, "items")
+            .unwrap()
+            {
+                Peeked::Found(items) => items,
+                _ => panic!("{step}: unreadable"),
+            };
+            assert_eq!(kept, decoded, "{step}");
+        };
+        store
+            .ensure(&team, &jack, &planned("jack", "a"), NOW)
+            .unwrap();
+        check("planned");
+        // An item as the app writes it: no planning sequence, no payload
+        // fingerprint, optional fields absent.
+        let app_item = json!({
+            "id": "member-work-sync:forge:jack:app",
+            "teamName": "forge",
+            "memberName": "jack",
+            "agendaFingerprint": "app",
+            "payloadHash": "h",
+            "payload": { "to": "jack", "text": "sync app", "taskRefs": [] },
+            "status": "pending",
+            "attemptGeneration": 0,
+            "createdAt": "2026-11-20T00:00:00.000Z",
+            "updatedAt": "2026-11-20T00:00:00.000Z"
+        });
+        let mut text: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        text["items"]["member-work-sync:forge:jack:app"] = app_item;
+        std::fs::write(&path, serde_json::to_string_pretty(&text).unwrap()).unwrap();
+        store
+            .ensure(&team, &jack, &planned("jack", "b"), NOW)
+            .unwrap();
+        check("planned beside an app item");
+        let ends = [
+            AttemptEnd::Retryable {
+                reason: RetryReason::MemberBusy("active_tool_activity".into()),
+                retry_at: NOW + 1,
+                busy_tool: Some("Bash".into()),
+            },
+            AttemptEnd::Superseded {
+                reason: "agenda_changed".into(),
+            },
+            AttemptEnd::Delivered,
+        ];
+        for (n, end) in ends.iter().enumerate() {
+            let fingerprint = format!("c{n}");
+            store
+                .ensure(&team, &jack, &planned("jack", &fingerprint), NOW)
+                .unwrap();
+            check(&format!("planned {n}"));
+            let claimed = claimed_members(&store, NOW + 10 * (n as i64 + 1));
+            check(&format!("claimed {n}"));
+            let item = claimed
+                .first()
+                .unwrap_or_else(|| panic!("an item to claim at {n}"));
+            assert!(store
+                .finish(&team, item, end, NOW + 10 * (n as i64 + 1))
+                .unwrap());
+            check(&format!("finished {end:?}"));
+        }
     }
 
     #[test]

@@ -14,7 +14,7 @@
 
 use crate::domain::names::TeamName;
 use crate::domain::team::MemberOverlay;
-use crate::infrastructure::json_store::KeptDecodes;
+use crate::infrastructure::json_store::{KeptDecodes, KEPT_FILE_BYTES};
 use crate::infrastructure::team_config::TeamConfig;
 
 /// Most teams whose decodes are kept.
@@ -45,8 +45,8 @@ pub(super) struct KeptRosters {
 impl Default for KeptRosters {
     fn default() -> Self {
         Self {
-            config: KeptDecodes::new(MAX_KEPT_TEAMS),
-            meta: KeptDecodes::new(MAX_KEPT_TEAMS),
+            config: KeptDecodes::new(MAX_KEPT_TEAMS, MAX_KEPT_TEAMS * KEPT_FILE_BYTES),
+            meta: KeptDecodes::new(MAX_KEPT_TEAMS, MAX_KEPT_TEAMS * KEPT_FILE_BYTES),
         }
     }
 }
