@@ -87,11 +87,11 @@ fn synthetic_team(members: usize, tasks: usize) -> TeamSnapshot {
             }
         })
         .map(std::sync::Arc::new)
-        .collect();
+        .collect::<Vec<_>>();
     TeamSnapshot {
         config_found: true,
         members: roster,
-        tasks,
+        tasks: std::sync::Arc::new(tasks),
         ..TeamSnapshot::empty(TeamName::parse("bench").unwrap())
     }
 }
@@ -136,7 +136,7 @@ fn in_memory(c: &mut Criterion) {
     c.bench_function("task_index_refresh_one_task_50x10000", |b| {
         b.iter(|| {
             round += 1;
-            snapshot.tasks[0] = variants[round % 2].clone();
+            std::sync::Arc::make_mut(&mut snapshot.tasks)[0] = variants[round % 2].clone();
             let index = TeamIndex::cached(&snapshot, &mut kept);
             index
                 .agenda_for(&MemberName::parse("member-1").unwrap(), NOW)
@@ -158,7 +158,7 @@ fn write_team_to_disk(root: &Path, snapshot: &TeamSnapshot) {
         .collect();
     let config = serde_json::json!({"name": snapshot.team_name, "members": members});
     std::fs::write(team_dir.join("config.json"), config.to_string()).unwrap();
-    for task in &snapshot.tasks {
+    for task in snapshot.tasks.iter() {
         let history: Vec<_> = task
             .history
             .iter()

@@ -104,7 +104,7 @@ impl MemoryTeams {
         };
         let mut teams = self.teams.lock().unwrap();
         if let Some(snapshot) = teams.get_mut(team) {
-            snapshot.tasks.push(Arc::new(task));
+            Arc::make_mut(&mut snapshot.tasks).push(Arc::new(task));
         }
     }
 

@@ -100,7 +100,7 @@ mod tests {
                 name: "jack".into(),
                 ..TeamMember::default()
             }],
-            tasks: vec![Arc::new(task)],
+            tasks: Arc::new(vec![Arc::new(task)]),
             ..TeamSnapshot::empty(TeamName::parse(name).unwrap())
         }
     }

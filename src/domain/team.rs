@@ -473,8 +473,10 @@ pub struct TeamSnapshot {
     pub deleted: bool,
     /// Merged roster (config + meta).
     pub members: Vec<TeamMember>,
-    /// Non-deleted tasks, shared with the reader's cache (never copied per read).
-    pub tasks: Vec<std::sync::Arc<Task>>,
+    /// Non-deleted tasks, shared with the reader's cache: neither the list
+    /// nor a task is copied per read (a board of 10,000 tasks would cost
+    /// 10,000 reference counts up and down on every reconcile).
+    pub tasks: std::sync::Arc<Vec<std::sync::Arc<Task>>>,
     /// Kanban entries by task id.
     pub kanban: BTreeMap<String, KanbanEntry>,
     /// What the reader refused at the file boundary or had to cut
@@ -498,7 +500,7 @@ impl TeamSnapshot {
             config_found: false,
             deleted: false,
             members: Vec::new(),
-            tasks: Vec::new(),
+            tasks: std::sync::Arc::default(),
             kanban: BTreeMap::new(),
             diagnostics: Vec::new(),
             content_diagnostics: Vec::new(),

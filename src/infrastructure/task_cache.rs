@@ -657,7 +657,7 @@ mod tests {
             cached.diagnostics, cold.diagnostics,
             "diagnostics after {step}"
         );
-        let team = |tasks: Vec<Arc<Task>>| TeamSnapshot {
+        let team = |tasks: Arc<Vec<Arc<Task>>>| TeamSnapshot {
             config_found: true,
             members: MEMBERS
                 .map(|name| TeamMember {
@@ -668,10 +668,7 @@ mod tests {
             tasks,
             ..TeamSnapshot::empty(TeamName::parse("forge").unwrap())
         };
-        let (warm, cold) = (
-            team(Arc::unwrap_or_clone(cached.tasks)),
-            team(Arc::unwrap_or_clone(cold.tasks)),
-        );
+        let (warm, cold) = (team(cached.tasks), team(cold.tasks));
         let (warm_index, cold_index) = (TeamIndex::cached(&warm, kept), TeamIndex::build(&cold));
         for member in MEMBERS {
             let at = "2026-11-22T10:00:00.000Z";

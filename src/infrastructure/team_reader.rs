@@ -240,7 +240,7 @@ impl TeamSource for FsTeamSource {
         let diags = &mut snapshot.diagnostics;
         let content = &mut snapshot.content_diagnostics;
         snapshot.kanban = self.read_kanban(team_name, diags, content);
-        snapshot.tasks = Arc::unwrap_or_clone(self.read_tasks(team_name, diags, content));
+        snapshot.tasks = self.read_tasks(team_name, diags, content);
         snapshot
     }
 

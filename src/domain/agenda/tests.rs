@@ -69,7 +69,7 @@ fn team(tasks: Vec<Task>) -> TeamSnapshot {
     TeamSnapshot {
         config_found: true,
         members: vec![lead, member("jack"), member("jill"), member("bob")],
-        tasks: tasks.into_iter().map(std::sync::Arc::new).collect(),
+        tasks: std::sync::Arc::new(tasks.into_iter().map(std::sync::Arc::new).collect()),
         ..TeamSnapshot::empty(TeamName::parse("forge").unwrap())
     }
 }
@@ -958,7 +958,7 @@ mod incremental {
     }
 
     fn apply(snapshot: &mut TeamSnapshot, step: &Step) {
-        let tasks = &mut snapshot.tasks;
+        let tasks = Arc::make_mut(&mut snapshot.tasks);
         let at = |i: usize, len: usize| if len == 0 { 0 } else { i % len };
         match step.clone() {
             Step::Replace(i, t) if !tasks.is_empty() => {
@@ -1118,9 +1118,10 @@ mod incremental {
         .enumerate()
         {
             for i in [0, last] {
-                snapshot.tasks[i] = Arc::new(Task {
+                let tasks = Arc::make_mut(&mut snapshot.tasks);
+                tasks[i] = Arc::new(Task {
                     status,
-                    ..(*snapshot.tasks[i]).clone()
+                    ..(*tasks[i]).clone()
                 });
             }
             assert_same(&mut kept, &snapshot, &format!("step {step}: {status:?}"));
@@ -1135,7 +1136,7 @@ mod incremental {
         let mut snapshot = team(start);
         let mut kept = TaskIndex::default();
         assert_same(&mut kept, &snapshot, "start");
-        for task in snapshot.tasks.iter_mut() {
+        for task in Arc::make_mut(&mut snapshot.tasks).iter_mut() {
             *task = Arc::new(Task {
                 blocked_by: vec!["0".into()],
                 ..(**task).clone()
@@ -1169,7 +1170,7 @@ fn items_follow_the_apps_task_list_order() {
     assert_eq!(ids, ["9", "33", "100", "48", "60", "x2", "x1"]);
     // The fingerprint does not depend on that order.
     let mut reordered = snapshot.clone();
-    reordered.tasks.reverse();
+    std::sync::Arc::make_mut(&mut reordered.tasks).reverse();
     assert_eq!(agenda(&reordered, "jack").fingerprint, a.fingerprint);
 }
 

@@ -876,7 +876,7 @@ mod routing_against_a_scan {
             apply(root.path(), change);
             let cold = fresh();
             let board = cold.load(&forge).tasks;
-            for task in &board {
+            for task in board.iter() {
                 assert_eq!(
                     described(&kept.read_waiting_on(&forge, task)),
                     described(&scan_waiting_on(&board, task)),
