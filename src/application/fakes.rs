@@ -222,6 +222,16 @@ impl StatusStore for MemoryStatusStore {
             return Err(PortError::Io(std::io::Error::other("fake store failure")));
         }
         let status = build(self.peek(team, member)?);
+        // The file store keeps what it wrote as its next read's answer
+        // (`FsStatusStore`'s kept decodes) instead of decoding the bytes:
+        // sound only while every status reads back as written, which each
+        // status these tests build is checked for here.
+        let text = serde_json::to_string(&status).expect("a status serializes");
+        let read_back: MemberStatus = serde_json::from_str(&text).expect("a status reads back");
+        assert_eq!(
+            read_back, status,
+            "a status must read back as it was written"
+        );
         self.statuses
             .lock()
             .unwrap()

@@ -650,26 +650,36 @@ pub(crate) fn write_json<T: Serialize + ?Sized>(
 }
 
 /// [`write_envelope`] staged for a group commit ([`safe_fs::commit`]): the
-/// new content sits in a temp file beside `path` until then.
+/// new content sits in a temp file beside `path` until then. `last` then
+/// keeps `value` with the staged bytes, so once they are committed a read
+/// through [`read_envelope_reusing`] answers from it: `value` must be what
+/// the staged bytes decode to.
 ///
 /// [`safe_fs::commit`]: super::safe_fs::commit
-pub(crate) fn stage_envelope<T: Serialize>(
+pub(crate) fn stage_envelope_kept<T: Serialize>(
     root: &TrustedRoot,
     path: &Path,
     version: u64,
     field: &str,
-    value: &T,
+    value: T,
+    last: &mut Option<Decoded<T>>,
 ) -> io::Result<Staged> {
     let envelope = FieldEnvelope {
         schema_version: version,
         field,
-        value,
+        value: &value,
     };
-    stage_value(root, path, &envelope)
+    let text = render_json(path, &envelope)?;
+    let staged = stage_text(root, path, &text)?;
+    *last = Some(Decoded {
+        bytes: text.into_bytes(),
+        value,
+    });
+    Ok(staged)
 }
 
 /// [`write_flat_envelope`] staged for a group commit, as
-/// [`stage_envelope`]; `last` then keeps `value` with the staged bytes, so
+/// [`stage_envelope_kept`]; `last` then keeps `value` with the staged bytes, so
 /// once they are committed a read through [`read_flat_envelope_reusing`]
 /// answers from it.
 pub(crate) fn stage_flat_envelope_kept<T: Serialize>(
@@ -690,15 +700,6 @@ pub(crate) fn stage_flat_envelope_kept<T: Serialize>(
         value,
     });
     Ok(staged)
-}
-
-/// `value` rendered and staged beside `path`.
-fn stage_value<T: Serialize + ?Sized>(
-    root: &TrustedRoot,
-    path: &Path,
-    value: &T,
-) -> io::Result<Staged> {
-    stage_text(root, path, &render_json(path, value)?)
 }
 
 /// `text` staged beside `path`.

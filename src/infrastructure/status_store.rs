@@ -10,11 +10,13 @@ use serde_json::Value;
 
 use super::journal;
 use super::json_store::{
-    peek_envelope, read_envelope, stage_envelope, write_envelope, Loaded, Peeked,
+    peek_envelope, read_envelope, read_envelope_reusing, stage_envelope_kept, write_envelope_kept,
+    Decoded, KeptDecodes, Loaded, Peeked,
 };
 use super::lock::StoreLock;
 use super::metrics_store::FsMetricsStore;
 use super::safe_fs::{commit, commit_with_companion, FileKind, TrustedRoot};
+use super::team_reader::MAX_ROSTER_MEMBERS;
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
 use crate::application::ports::{
     AuditEvent, AuditJournal, Clock, PortError, StatusStore, StoredStatus,
@@ -26,6 +28,13 @@ use crate::domain::time::format_iso;
 
 /// Current envelope version of member files.
 const STATUS_SCHEMA_VERSION: u64 = 2;
+/// Member statuses whose last decode is kept ([`KeptDecodes`]): a whole
+/// roster's ([`MAX_ROSTER_MEMBERS`]), so a team whose members reconcile in
+/// turn finds each one's previous status kept from its last write ...
+const KEPT_STATUSES: usize = MAX_ROSTER_MEMBERS;
+/// ... within this many bytes of status files in all (a member's holds its
+/// whole agenda: about 80 KiB at 200 tasks).
+const KEPT_STATUS_BYTES: usize = 8 * 1024 * 1024;
 
 /// Where a team's store files live.
 #[derive(Debug, Clone)]
@@ -93,6 +102,11 @@ pub struct FsStatusStore {
     /// The team metrics index a member's status write also records into,
     /// in the same group commit.
     metrics: Option<Arc<FsMetricsStore>>,
+    /// The last decode of each recently written or read member status: a
+    /// reconcile reads its member's previous status under the lock, most
+    /// often the bytes this process wrote last, which then cost a
+    /// comparison and a copy, not a check and a decode.
+    decoded: KeptDecodes<PathBuf, MemberStatus>,
 }
 
 impl FsStatusStore {
@@ -102,6 +116,7 @@ impl FsStatusStore {
             paths,
             clock,
             metrics: None,
+            decoded: KeptDecodes::new(KEPT_STATUSES, KEPT_STATUS_BYTES),
         }
     }
 
@@ -126,30 +141,46 @@ impl FsStatusStore {
     /// the status write alone: the caller's own metrics write then finds
     /// them unrecorded, writes them and reports a failure.
     fn write_status(&self, path: &std::path::Path, status: &MemberStatus) -> Result<(), PortError> {
+        let mut written = None;
         let Some(metrics) = &self.metrics else {
-            write_envelope(
+            write_envelope_kept(
                 self.paths.root(),
                 path,
                 STATUS_SCHEMA_VERSION,
                 "status",
-                status,
+                status.clone(),
+                &mut written,
             )?;
+            self.decoded.keep(path.to_path_buf(), written);
             return Ok(());
         };
-        let staged = stage_envelope(
-            self.paths.root(),
-            path,
-            STATUS_SCHEMA_VERSION,
-            "status",
-            status,
-        )?;
+        let staged = self.stage_status(path, status, &mut written)?;
         match metrics.stage_record(status) {
             Ok((_metrics_lock, staged_metrics)) => {
                 commit_with_companion(vec![staged], staged_metrics)?;
             }
             Err(_) => commit(vec![staged])?,
         }
+        self.decoded.keep(path.to_path_buf(), written);
         Ok(())
+    }
+
+    /// `status` staged for a group commit to `path`, its decode kept in
+    /// `written` for [`KeptDecodes::keep`] once committed.
+    fn stage_status(
+        &self,
+        path: &std::path::Path,
+        status: &MemberStatus,
+        written: &mut Option<Decoded<MemberStatus>>,
+    ) -> Result<super::safe_fs::Staged, PortError> {
+        Ok(stage_envelope_kept(
+            self.paths.root(),
+            path,
+            STATUS_SCHEMA_VERSION,
+            "status",
+            status.clone(),
+            written,
+        )?)
     }
 
     fn read_legacy(&self, team: &str, member: &str) -> Result<Option<MemberStatus>, PortError> {
@@ -193,13 +224,17 @@ impl FsStatusStore {
 impl StatusStore for FsStatusStore {
     fn read(&self, team: &TeamName, member: &MemberName) -> Result<StoredStatus, PortError> {
         let path = self.paths.member_file(team, member, "status.json");
-        match read_envelope::<MemberStatus>(
+        let mut last = self.decoded.take(&path);
+        let loaded = read_envelope_reusing::<MemberStatus>(
             self.paths.root(),
             &path,
             STATUS_SCHEMA_VERSION,
             "status",
             self.clock.now_ms(),
-        )? {
+            &mut last,
+        );
+        self.decoded.keep(path, last);
+        match loaded? {
             Loaded::Found(status) => Ok(StoredStatus::Current(status)),
             Loaded::Quarantined { reason, .. } => Ok(StoredStatus::Quarantined { reason }),
             Loaded::Missing => Ok(match self.read_legacy(team, member)? {
@@ -278,19 +313,19 @@ impl StatusStore for FsStatusStore {
             .collect::<Result<Vec<_>, _>>()?;
         let mut statuses = Vec::with_capacity(members.len());
         let mut staged = Vec::with_capacity(members.len());
+        let mut written = Vec::with_capacity(members.len());
         for (member, path) in members.iter().zip(&paths) {
             let previous = self.read(team, member)?;
             let status = build(member, previous);
-            staged.push(stage_envelope(
-                self.paths.root(),
-                path,
-                STATUS_SCHEMA_VERSION,
-                "status",
-                &status,
-            )?);
+            let mut kept = None;
+            staged.push(self.stage_status(path, &status, &mut kept)?);
+            written.push((path.clone(), kept));
             statuses.push(status);
         }
         commit(staged)?;
+        for (path, kept) in written {
+            self.decoded.keep(path, kept);
+        }
         for status in &statuses {
             self.write_member_meta(status)?;
         }
@@ -421,6 +456,50 @@ mod tests {
             StorePaths::new(teams.to_path_buf()),
             Arc::new(ManualClock::new(7)),
         )
+    }
+
+    /// A status this process wrote is read back from its kept decode while
+    /// the file holds the bytes written; other bytes are decoded.
+    #[test]
+    fn a_reread_of_the_written_bytes_answers_from_the_kept_decode() {
+        let dir = tempfile::tempdir().unwrap();
+        let teams = dir.path().join("teams");
+        let (forge, jack) = (team("forge"), name("jack"));
+        let diagnostics = |store: &FsStatusStore| {
+            store
+                .read(&forge, &jack)
+                .unwrap()
+                .into_status()
+                .map(|s| s.diagnostics)
+                .unwrap_or_default()
+        };
+        // A write alone, and one in a group commit with the metrics index.
+        for with_metrics in [false, true] {
+            let mut written = store(&teams);
+            if with_metrics {
+                let clock = Arc::new(ManualClock::new(7));
+                written = written.with_metrics(Arc::new(FsMetricsStore::new(teams.clone(), clock)));
+            }
+            let store = written;
+            store
+                .update(&forge, &jack, &mut |_| {
+                    status("forge", "jack", vec!["a".into()])
+                })
+                .unwrap();
+            // The kept decode, marked: the written bytes on disk answer with it.
+            let path = store.paths.member_file(&forge, &jack, "status.json");
+            let mut kept = store.decoded.take(&path);
+            kept.as_mut()
+                .expect("kept from the write")
+                .value
+                .diagnostics = vec!["kept".into()];
+            store.decoded.keep(path.clone(), kept);
+            assert_eq!(diagnostics(&store), ["kept"], "metrics: {with_metrics}");
+            // Other bytes of the same length, written in place: decoded.
+            let text = std::fs::read_to_string(&path).unwrap();
+            std::fs::write(&path, text.replace("\"a\"", "\"b\"")).unwrap();
+            assert_eq!(diagnostics(&store), ["b"], "metrics: {with_metrics}");
+        }
     }
 
     /// Appends one diagnostic per round to the member's stored status.
