@@ -75,6 +75,15 @@ fn write_scalar<T: serde::Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
     let _ = serde_json::to_writer(&mut *out, value);
 }
 
+/// Lowercase hex SHA-256 of the canonical JSON ([`canonical_json`]) of
+/// `value`'s `serde_json::to_value` (of `null` if it does not serialize),
+/// written straight from its `Serialize` impl: no `Value` tree is built.
+pub(crate) fn canonical_sha256_hex<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    let mut out = Vec::new();
+    item_writer::write_plain(value, &mut out);
+    sha256_hex(&out)
+}
+
 /// Lowercase hex SHA-256 of `bytes`.
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);

@@ -3,10 +3,9 @@
 //! pickup, or a recovery intent key) and its hash.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::domain::agenda::{ActionableWorkItem, Agenda, ItemKind};
-use crate::domain::fingerprint::{canonical_json, sha256_hex};
+use crate::domain::fingerprint::canonical_sha256_hex;
 use crate::domain::names::{normalize_member_name, MemberName, TeamName};
 use crate::domain::nudge_text::{agenda_preview, agenda_sync_text, display_id, review_pickup_text};
 use crate::domain::review_cycle::ReviewObligation;
@@ -55,7 +54,7 @@ pub struct NudgePayload {
 impl NudgePayload {
     /// sha256 hex of the canonical JSON payload.
     pub fn hash(&self) -> String {
-        sha256_hex(canonical_json(&serde_json::to_value(self).unwrap_or(Value::Null)).as_bytes())
+        canonical_sha256_hex(self)
     }
 }
 

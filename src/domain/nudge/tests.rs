@@ -1104,3 +1104,51 @@ fn planner_codes_have_one_spelling_each() {
     }
     assert_eq!(PlannerCode::parse("brand_new_code"), None);
 }
+
+/// A payload's hash is written straight from its `Serialize` impl; it must
+/// stay the hash of the canonical JSON of its `serde_json::Value`, which
+/// the outboxes already on disk (and the app's) carry.
+#[test]
+fn payload_hash_is_the_hash_of_its_canonical_value() {
+    use crate::domain::fingerprint::{canonical_json, sha256_hex};
+    let task = |id: &str, display: &str| TaskRef {
+        team_name: "forge".into(),
+        task_id: id.into(),
+        display_id: display.into(),
+    };
+    let base = NudgePayload {
+        to: "jack".into(),
+        text: "Work sync: 2 items".into(),
+        task_refs: vec![task("1", "#1"), task("b-2", "#b2")],
+        work_sync_intent: NudgeIntent::AgendaSync,
+        work_sync_intent_key: None,
+        work_sync_review_request_event_ids: vec![],
+        agenda_fingerprint: "agenda:v1:abc".into(),
+    };
+    let payloads = [
+        base.clone(),
+        NudgePayload {
+            work_sync_intent: NudgeIntent::ReviewPickup,
+            work_sync_intent_key: Some("status-only:agenda:v1:abc".into()),
+            work_sync_review_request_event_ids: vec!["e2".into(), "e1".into()],
+            ..base.clone()
+        },
+        NudgePayload {
+            to: "Zoë \u{1F600}".into(),
+            text: "quote \" backslash \\ newline \n tab \t nul \u{0} sep \u{2028} bmp \u{FFFF}"
+                .into(),
+            task_refs: vec![task("\u{10000}", "\u{FB01}"), task("", "")],
+            agenda_fingerprint: String::new(),
+            ..base.clone()
+        },
+        NudgePayload {
+            task_refs: vec![],
+            ..base
+        },
+    ];
+    for payload in payloads {
+        let via_value =
+            sha256_hex(canonical_json(&serde_json::to_value(&payload).unwrap()).as_bytes());
+        assert_eq!(payload.hash(), via_value, "{payload:?}");
+    }
+}
