@@ -79,6 +79,14 @@ pub(crate) struct Decoded<T> {
     pub(super) value: T,
 }
 
+impl<T> Decoded<T> {
+    /// `value` kept as what `bytes` decode to: they must be the bytes a
+    /// store wrote for it (so a later read of them answers with `value`).
+    pub(crate) fn new(bytes: Vec<u8>, value: T) -> Self {
+        Self { bytes, value }
+    }
+}
+
 impl<T: Clone> Decoded<T> {
     /// `decode(bytes)`, or a copy of `last`'s value when `last` was decoded
     /// from these same bytes; `last` then keeps this decode.
@@ -595,45 +603,23 @@ pub(crate) fn replace_flat_view<T: Serialize>(
     }
 }
 
-/// Writes `{schemaVersion: version, <field>: value}` atomically, pretty-printed like the app.
+/// Writes `{schemaVersion: version, <field>: value}` atomically, pretty-printed like the app;
+/// returns the bytes written (to keep with `value`, [`Decoded::new`]).
 pub(crate) fn write_envelope<T: Serialize>(
     root: &TrustedRoot,
     path: &Path,
     version: u64,
     field: &str,
     value: &T,
-) -> io::Result<()> {
+) -> io::Result<Vec<u8>> {
     let envelope = FieldEnvelope {
         schema_version: version,
         field,
         value,
-    };
-    write_json(root, path, &envelope)
-}
-
-/// [`write_envelope`] that keeps `value` with the written bytes in `last`,
-/// so a later read through [`read_envelope_reusing`] of those same bytes
-/// answers from it: `value` must be what the written bytes decode to.
-pub(crate) fn write_envelope_kept<T: Serialize>(
-    root: &TrustedRoot,
-    path: &Path,
-    version: u64,
-    field: &str,
-    value: T,
-    last: &mut Option<Decoded<T>>,
-) -> io::Result<()> {
-    let envelope = FieldEnvelope {
-        schema_version: version,
-        field,
-        value: &value,
     };
     let text = render_json(path, &envelope)?;
     root.write_atomic(path, text.as_bytes())?;
-    *last = Some(Decoded {
-        bytes: text.into_bytes(),
-        value,
-    });
-    Ok(())
+    Ok(text.into_bytes())
 }
 
 /// Writes any JSON value atomically as `JSON.stringify(v, null, 2) + "\n"`.

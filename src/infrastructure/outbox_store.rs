@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use super::json_store::{
-    peek_flat_envelope, read_envelope_reusing, replace_flat_view, write_envelope_kept,
-    write_flat_envelope, KeptDecodes, Loaded, Peeked,
+    peek_flat_envelope, read_envelope_reusing, replace_flat_view, write_envelope,
+    write_flat_envelope, Decoded, KeptDecodes, Loaded, Peeked,
 };
 use super::lock::StoreLock;
 use super::safe_fs::{not_a_file, FileKind, FileRead, Stamp, TrustedRoot};
@@ -84,6 +84,18 @@ pub struct FsOutboxStore {
     /// again under the outbox lock (the planner's ensure), most often the
     /// same bytes, which then cost a comparison and a copy, not a decode.
     decoded: KeptDecodes<PathBuf, BTreeMap<String, StoredItem>>,
+}
+
+/// What a member's outbox holds after an update, under its lock.
+struct Updated {
+    /// The member's `outbox.json`.
+    path: PathBuf,
+    /// Its items.
+    stored: BTreeMap<String, StoredItem>,
+    /// The bytes the update wrote there, if it wrote.
+    written: Option<Vec<u8>>,
+    /// The member's outbox lock, held until this is dropped.
+    _lock: StoreLock,
 }
 
 /// The highest planning sequence of a team's outboxes, known while the
@@ -225,19 +237,28 @@ impl FsOutboxStore {
         member: &str,
         change: impl FnOnce(&mut BTreeMap<String, OutboxItem>) -> (R, bool),
     ) -> Result<R, PortError> {
-        let (result, _, _member_lock) = self.update_items(team, member, change)?;
+        let (result, updated) = self.update_items(team, member, change)?;
+        self.keep_written(updated);
         Ok(result)
     }
 
-    /// [`FsOutboxStore::update`], also returning the items the member's
-    /// outbox now holds and its lock, which keeps them so until dropped.
-    #[allow(clippy::type_complexity)]
+    /// Keeps what an update wrote as the decode of its member's outbox, so
+    /// the next read of those bytes answers from it.
+    fn keep_written(&self, updated: Updated) {
+        if let Some(bytes) = updated.written {
+            let written = Decoded::new(bytes, updated.stored);
+            self.decoded.keep(updated.path, Some(written));
+        }
+    }
+
+    /// [`FsOutboxStore::update`], also returning what the member's outbox
+    /// now holds, under its lock.
     fn update_items<R>(
         &self,
         team: &str,
         member: &str,
         change: impl FnOnce(&mut BTreeMap<String, OutboxItem>) -> (R, bool),
-    ) -> Result<(R, BTreeMap<String, StoredItem>, StoreLock), PortError> {
+    ) -> Result<(R, Updated), PortError> {
         let member_path = self.member_path(team, member);
         let member_lock = StoreLock::acquire(self.paths.root(), &member_path)?;
         let (mut items, sequences): (BTreeMap<_, _>, BTreeMap<_, _>) = self
@@ -260,7 +281,13 @@ impl FsOutboxStore {
                     )
                 })
                 .collect();
-            return Ok((result, stored, member_lock));
+            let updated = Updated {
+                path: member_path,
+                stored,
+                written: None,
+                _lock: member_lock,
+            };
+            return Ok((result, updated));
         }
         // Every write also drops finished items no rule looks at any more.
         prune_finished(&mut items, self.clock.now_ms(), &self.retention);
@@ -286,17 +313,20 @@ impl FsOutboxStore {
                 },
             );
         }
-        let mut written = None;
-        write_envelope_kept(
+        let bytes = write_envelope(
             self.paths.root(),
             &member_path,
             SCHEMA_VERSION,
             "items",
-            stored.clone(),
-            &mut written,
+            &stored,
         )?;
-        self.decoded.keep(member_path, written);
-        Ok((result, stored, member_lock))
+        let updated = Updated {
+            path: member_path,
+            stored,
+            written: Some(bytes),
+            _lock: member_lock,
+        };
+        Ok((result, updated))
     }
 
     /// Rewrites the team index from the member files (index lock first).
@@ -321,7 +351,7 @@ impl FsOutboxStore {
         team: &str,
         member: &str,
         index_path: &Path,
-        stored_items: BTreeMap<String, StoredItem>,
+        stored_items: &BTreeMap<String, StoredItem>,
     ) -> Result<(), PortError> {
         // The highest planning sequence stays known across this write only
         // if nobody changed the index since it was learnt (under the index
@@ -340,11 +370,7 @@ impl FsOutboxStore {
             .filter_map(|stored| stored.plan_sequence)
             .max()
             .unwrap_or(0);
-        let items: BTreeMap<String, OutboxItem> = stored_items
-            .into_iter()
-            .map(|(id, stored)| (id, stored.item))
-            .collect();
-        let written = self.write_member_entries(index_path, stored, member, &items);
+        let written = self.write_member_entries(index_path, stored, member, stored_items);
         let after = self.index_stamp(team);
         self.note_sequence(
             team,
@@ -363,7 +389,7 @@ impl FsOutboxStore {
         index_path: &Path,
         stored: OutboxIndex,
         member: &str,
-        items: &BTreeMap<String, OutboxItem>,
+        items: &BTreeMap<String, StoredItem>,
     ) -> Result<(), PortError> {
         let key = member_key(member);
         let mut index = OutboxIndex {
@@ -374,7 +400,7 @@ impl FsOutboxStore {
             .retain(|id, entry| entry.member_key != key && !items.contains_key(id));
         index
             .items
-            .extend(items.values().map(|item| (item.id.clone(), entry(item))));
+            .extend(items.values().map(|s| (s.item.id.clone(), entry(&s.item))));
         if index.items == stored.items {
             return Ok(());
         }
@@ -463,14 +489,15 @@ impl OutboxStore for FsOutboxStore {
         // (a claim or a finish changes an outbox under its lock alone).
         let index_path = self.index_path(team);
         let _index_lock = StoreLock::acquire(self.paths.root(), &index_path)?;
-        let (result, stored, _member_lock) = self.update_items(team, member, |items| {
+        let (result, updated) = self.update_items(team, member, |items| {
             let (item, outcome) =
                 ensure_pending(items.get(&planned.id).cloned(), planned, team, member, now);
             let changed = items.get(&item.id) != Some(&item);
             items.insert(item.id.clone(), item.clone());
             ((item, outcome), changed)
         })?;
-        self.write_member_index(team, member, &index_path, stored)?;
+        self.write_member_index(team, member, &index_path, &updated.stored)?;
+        self.keep_written(updated);
         Ok(result)
     }
 
@@ -971,7 +998,7 @@ mod tests {
     }
 
     /// Every write keeps what it wrote for the next read
-    /// ([`write_envelope_kept`]); that is sound only if the kept value is
+    /// (`keep_written`); that is sound only if the kept value is
     /// what the written bytes decode to, after each kind of write (a plan,
     /// a claim, each end of an attempt) and over an item the app wrote.
     #[test]

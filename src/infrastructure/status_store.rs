@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::journal;
 use super::json_store::{
-    peek_envelope, read_envelope, read_envelope_reusing, stage_envelope_kept, write_envelope_kept,
+    peek_envelope, read_envelope, read_envelope_reusing, stage_envelope_kept, write_envelope,
     Decoded, KeptDecodes, Loaded, Peeked,
 };
 use super::lock::StoreLock;
@@ -141,19 +141,19 @@ impl FsStatusStore {
     /// the status write alone: the caller's own metrics write then finds
     /// them unrecorded, writes them and reports a failure.
     fn write_status(&self, path: &std::path::Path, status: &MemberStatus) -> Result<(), PortError> {
-        let mut written = None;
         let Some(metrics) = &self.metrics else {
-            write_envelope_kept(
+            let bytes = write_envelope(
                 self.paths.root(),
                 path,
                 STATUS_SCHEMA_VERSION,
                 "status",
-                status.clone(),
-                &mut written,
+                status,
             )?;
-            self.decoded.keep(path.to_path_buf(), written);
+            let written = Decoded::new(bytes, status.clone());
+            self.decoded.keep(path.to_path_buf(), Some(written));
             return Ok(());
         };
+        let mut written = None;
         let staged = self.stage_status(path, status, &mut written)?;
         match metrics.stage_record(status) {
             Ok((_metrics_lock, staged_metrics)) => {
