@@ -85,6 +85,27 @@ impl<T> Decoded<T> {
     pub(crate) fn new(bytes: Vec<u8>, value: T) -> Self {
         Self { bytes, value }
     }
+
+    /// The bytes and their value.
+    pub(crate) fn into_parts(self) -> (Vec<u8>, T) {
+        (self.bytes, self.value)
+    }
+
+    /// `last` itself when it was decoded from `bytes` (nothing copied),
+    /// else `decode(bytes)` with a copy of the bytes.
+    fn try_take_or<E>(
+        last: Option<Self>,
+        bytes: &[u8],
+        decode: impl FnOnce(&[u8]) -> Result<T, E>,
+    ) -> Result<Self, E> {
+        match last.filter(|kept| kept.bytes == bytes) {
+            Some(kept) => Ok(kept),
+            None => Ok(Self {
+                value: decode(bytes)?,
+                bytes: bytes.to_vec(),
+            }),
+        }
+    }
 }
 
 impl<T: Clone> Decoded<T> {
@@ -256,6 +277,24 @@ pub(crate) fn read_flat_envelope_reusing<T: DeserializeOwned + Clone>(
 ) -> io::Result<Loaded<T>> {
     read_versioned(root, path, now_ms, |bytes| {
         Decoded::try_reuse_or(last, bytes, |bytes| {
+            check_version(bytes, version).and_then(|()| decode_flat(bytes))
+        })
+    })
+}
+
+/// [`read_flat_envelope_reusing`] for a read that changes what it read:
+/// `last` itself is answered (not a copy of its value) when the file holds
+/// its bytes, and what was read comes with its bytes, so that an unchanged
+/// value can be kept again ([`KeptDecodes::keep`]) without a copy.
+pub(crate) fn read_flat_envelope_taking<T: DeserializeOwned>(
+    root: &TrustedRoot,
+    path: &Path,
+    version: u64,
+    now_ms: i64,
+    last: Option<Decoded<T>>,
+) -> io::Result<Loaded<Decoded<T>>> {
+    read_versioned(root, path, now_ms, |bytes| {
+        Decoded::try_take_or(last, bytes, |bytes| {
             check_version(bytes, version).and_then(|()| decode_flat(bytes))
         })
     })

@@ -4,8 +4,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::json_store::{
-    peek_flat_envelope, read_flat_envelope_reusing, stage_flat_envelope_kept, write_flat_envelope,
-    KeptDecodes, Loaded, Peeked, KEPT_FILE_BYTES,
+    peek_flat_envelope, read_flat_envelope_reusing, read_flat_envelope_taking,
+    stage_flat_envelope_kept, write_flat_envelope, Decoded, KeptDecodes, Loaded, Peeked,
+    KEPT_FILE_BYTES,
 };
 use super::lock::StoreLock;
 use super::safe_fs::{Staged, TrustedRoot};
@@ -68,6 +69,23 @@ impl FsMetricsStore {
             Loaded::Missing | Loaded::Quarantined { .. } => MetricsIndex::default(),
         })
     }
+
+    /// [`FsMetricsStore::load`] for a caller that records into the index:
+    /// the kept decode itself, not a copy, with the bytes it came from
+    /// (`None`: no usable file), so that an index the recording left
+    /// unchanged is kept again as it was.
+    fn load_to_record(&self, path: &Path) -> Result<(MetricsIndex, Option<Vec<u8>>), PortError> {
+        let last = self.decoded.take(path);
+        let loaded =
+            read_flat_envelope_taking(&self.root, path, SCHEMA_VERSION, self.clock.now_ms(), last)?;
+        Ok(match loaded {
+            Loaded::Found(decoded) => {
+                let (bytes, index) = decoded.into_parts();
+                (index, Some(bytes))
+            }
+            Loaded::Missing | Loaded::Quarantined { .. } => (MetricsIndex::default(), None),
+        })
+    }
 }
 
 impl FsMetricsStore {
@@ -83,7 +101,7 @@ impl FsMetricsStore {
     ) -> Result<(StoreLock, Staged), PortError> {
         let path = self.path(&status.team_name);
         let lock = StoreLock::acquire(&self.root, &path)?;
-        let mut index = self.load(&path)?;
+        let (mut index, _) = self.load_to_record(&path)?;
         index.record(status, events_for_write(status));
         let mut last = None;
         let staged = stage_flat_envelope_kept(&self.root, &path, SCHEMA_VERSION, index, &mut last)?;
@@ -99,9 +117,12 @@ impl MetricsStore for FsMetricsStore {
     fn record(&self, status: &MemberStatus, events: Vec<MetricEvent>) -> Result<(), PortError> {
         let path = self.path(&status.team_name);
         let _lock = StoreLock::acquire(&self.root, &path)?;
-        let mut index = self.load(&path)?;
+        let (mut index, read) = self.load_to_record(&path)?;
         if index.record(status, events) {
             write_flat_envelope(&self.root, &path, SCHEMA_VERSION, &index)?;
+        } else if let Some(bytes) = read {
+            // Unchanged: still what those bytes decode to.
+            self.decoded.keep(path, Some(Decoded::new(bytes, index)));
         }
         Ok(())
     }
@@ -137,5 +158,70 @@ impl MetricsStore for FsMetricsStore {
                 Peeked::Missing | Peeked::Unusable { .. } => MetricsIndex::default(),
             },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::infrastructure::clock::ManualClock;
+
+    fn status(member: &str) -> MemberStatus {
+        serde_json::from_value(serde_json::json!({
+            "teamName": "forge",
+            "memberName": member,
+            "state": "caught_up",
+            "agenda": {
+                "teamName": "forge",
+                "memberName": member,
+                "generatedAt": "2026-11-22T10:00:00.000Z",
+                "fingerprint": "agenda:v1:x",
+                "items": [],
+                "diagnostics": []
+            },
+            "evaluatedAt": "2026-11-22T10:00:00.000Z",
+            "diagnostics": []
+        }))
+        .unwrap()
+    }
+
+    /// The reconciler's own record of a write the status store already
+    /// recorded changes nothing and keeps the index's decode as it was
+    /// (taken out to record into, not copied); a record that changes the
+    /// index writes it, and the next read decodes what was written.
+    #[test]
+    fn a_record_that_changes_nothing_keeps_the_decode_it_took() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FsMetricsStore::new(
+            dir.path().join("teams"),
+            Arc::new(ManualClock::new(1_795_000_000_000)),
+        );
+        let forge = TeamName::parse("forge").unwrap();
+        let jack = status("jack");
+        let (lock, staged) = store.stage_record(&jack).unwrap();
+        crate::infrastructure::safe_fs::commit(vec![staged]).unwrap();
+        drop(lock);
+        // The kept decode, marked with a member no file holds: a read
+        // answering with it decoded nothing.
+        let path = store.path("forge");
+        let mut kept = store.decoded.take(&path);
+        let members = &mut kept.as_mut().expect("kept from the write").value.members;
+        members.insert("marked".into(), members["jack"].clone());
+        store.decoded.keep(path.clone(), kept);
+        let names = || -> Vec<String> { store.read(&forge).unwrap().members.into_keys().collect() };
+        assert_eq!(names(), ["jack", "marked"]);
+        store.record(&jack, events_for_write(&jack)).unwrap();
+        assert_eq!(names(), ["jack", "marked"], "kept again as it was taken");
+        // A record that changes the index writes it; the file is read back.
+        let ann = status("ann");
+        store.record(&ann, events_for_write(&ann)).unwrap();
+        std::fs::write(
+            &path,
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .replace("marked", "marker"),
+        )
+        .unwrap();
+        assert_eq!(names(), ["ann", "jack", "marker"]);
     }
 }
