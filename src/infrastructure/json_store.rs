@@ -282,6 +282,23 @@ pub(crate) fn read_flat_envelope_reusing<T: DeserializeOwned + Clone>(
     })
 }
 
+/// [`read_envelope_reusing`] for a read that consumes what it read: `last`
+/// itself is answered (not a copy of its value) when the file holds its
+/// bytes; nothing is kept.
+pub(crate) fn read_envelope_taking<T: DeserializeOwned>(
+    root: &TrustedRoot,
+    path: &Path,
+    version: u64,
+    field: &str,
+    now_ms: i64,
+    last: Option<Decoded<T>>,
+) -> io::Result<Loaded<T>> {
+    read_versioned(root, path, now_ms, |bytes| match last {
+        Some(kept) if kept.bytes == bytes => Ok(kept.value),
+        _ => check_version(bytes, version).and_then(|()| decode_field(bytes, field)),
+    })
+}
+
 /// [`read_flat_envelope_reusing`] for a read that changes what it read:
 /// `last` itself is answered (not a copy of its value) when the file holds
 /// its bytes, and what was read comes with its bytes, so that an unchanged

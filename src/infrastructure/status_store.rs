@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::journal;
 use super::json_store::{
-    peek_envelope, read_envelope, read_envelope_reusing, stage_envelope_kept, write_envelope,
-    Decoded, KeptDecodes, Loaded, Peeked,
+    peek_envelope, read_envelope, read_envelope_reusing, read_envelope_taking, stage_envelope_kept,
+    write_envelope, Decoded, KeptDecodes, Loaded, Peeked,
 };
 use super::lock::StoreLock;
 use super::metrics_store::FsMetricsStore;
@@ -183,6 +183,44 @@ impl FsStatusStore {
         )?)
     }
 
+    /// The stored status an update of `path` replaces: the kept decode
+    /// itself, not a copy, when the file holds its bytes (the update then
+    /// keeps what it writes instead).
+    fn read_to_replace(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+        path: &std::path::Path,
+    ) -> Result<StoredStatus, PortError> {
+        let loaded = read_envelope_taking::<MemberStatus>(
+            self.paths.root(),
+            path,
+            STATUS_SCHEMA_VERSION,
+            "status",
+            self.clock.now_ms(),
+            self.decoded.take(path),
+        )?;
+        self.stored(team, member, loaded)
+    }
+
+    /// What a read of a member's file found, the legacy team file read
+    /// when it has none.
+    fn stored(
+        &self,
+        team: &TeamName,
+        member: &MemberName,
+        loaded: Loaded<MemberStatus>,
+    ) -> Result<StoredStatus, PortError> {
+        Ok(match loaded {
+            Loaded::Found(status) => StoredStatus::Current(status),
+            Loaded::Quarantined { reason, .. } => StoredStatus::Quarantined { reason },
+            Loaded::Missing => match self.read_legacy(team, member)? {
+                Some(status) => StoredStatus::Legacy(status),
+                None => StoredStatus::Missing,
+            },
+        })
+    }
+
     fn read_legacy(&self, team: &str, member: &str) -> Result<Option<MemberStatus>, PortError> {
         let path = self.paths.legacy_status(team);
         let members: Loaded<BTreeMap<String, Value>> =
@@ -234,14 +272,7 @@ impl StatusStore for FsStatusStore {
             &mut last,
         );
         self.decoded.keep(path, last);
-        match loaded? {
-            Loaded::Found(status) => Ok(StoredStatus::Current(status)),
-            Loaded::Quarantined { reason, .. } => Ok(StoredStatus::Quarantined { reason }),
-            Loaded::Missing => Ok(match self.read_legacy(team, member)? {
-                Some(status) => StoredStatus::Legacy(status),
-                None => StoredStatus::Missing,
-            }),
-        }
+        self.stored(team, member, loaded?)
     }
 
     fn member_count(&self, team: &TeamName) -> Result<usize, PortError> {
@@ -285,7 +316,7 @@ impl StatusStore for FsStatusStore {
     ) -> Result<MemberStatus, PortError> {
         let path = self.paths.member_file(team, member, "status.json");
         let _lock = StoreLock::acquire(self.paths.root(), &path)?;
-        let previous = self.read(team, member)?;
+        let previous = self.read_to_replace(team, member, &path)?;
         let status = build(previous);
         self.write_status(&path, &status)?;
         self.write_member_meta(&status)?;
@@ -315,7 +346,7 @@ impl StatusStore for FsStatusStore {
         let mut staged = Vec::with_capacity(members.len());
         let mut written = Vec::with_capacity(members.len());
         for (member, path) in members.iter().zip(&paths) {
-            let previous = self.read(team, member)?;
+            let previous = self.read_to_replace(team, member, path)?;
             let status = build(member, previous);
             let mut kept = None;
             staged.push(self.stage_status(path, &status, &mut kept)?);
@@ -495,6 +526,19 @@ mod tests {
                 .diagnostics = vec!["kept".into()];
             store.decoded.keep(path.clone(), kept);
             assert_eq!(diagnostics(&store), ["kept"], "metrics: {with_metrics}");
+            // An update replaces the kept decode itself (taken, not copied).
+            let mut seen = Vec::new();
+            store
+                .update(&forge, &jack, &mut |previous| {
+                    seen = previous
+                        .into_status()
+                        .map(|s| s.diagnostics)
+                        .unwrap_or_default();
+                    status("forge", "jack", vec!["a".into()])
+                })
+                .unwrap();
+            assert_eq!(seen, ["kept"], "metrics: {with_metrics}");
+            assert_eq!(diagnostics(&store), ["a"], "metrics: {with_metrics}");
             // Other bytes of the same length, written in place: decoded.
             let text = std::fs::read_to_string(&path).unwrap();
             std::fs::write(&path, text.replace("\"a\"", "\"b\"")).unwrap();
