@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
-use serde_json::json;
 use serde_json::value::RawValue;
+use serde_json::Value;
 
 use super::host::Host;
 use super::ports::{AuditEvent, AuditJournal, Clock, PortError, StatusStore, TeamSource};
@@ -494,17 +494,15 @@ impl TurnSettledIngestor {
                     summary.enqueued += 1;
                     let outcome = (AuditKind::TurnSettledResolved, None);
                     journal.add(outcome, claim, &team, &member, &event, now);
+                    let detail = SettledDetail {
+                        member_name: &member,
+                        provider: event.provider,
+                        source_id: &event.source_id,
+                    };
                     changes.emit(TeamChangeEvent {
                         kind: "member-turn-settled".into(),
                         team_name: team.to_string(),
-                        detail: Some(
-                            json!({
-                                "memberName": member,
-                                "provider": event.provider,
-                                "sourceId": event.source_id,
-                            })
-                            .to_string(),
-                        ),
+                        detail: serde_json::to_string(&detail).ok(),
                     });
                     targets.insert((team, member));
                 }
@@ -610,6 +608,16 @@ enum Judged {
     Event(Box<TurnSettledEvent>, Attributed),
 }
 
+/// The detail of a `member-turn-settled` event: whose turn settled, on
+/// which runtime, and its `sourceId`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SettledDetail<'a> {
+    member_name: &'a MemberName,
+    provider: RuntimeProvider,
+    source_id: &'a str,
+}
+
 /// What to do once a filing is on disk.
 enum Verdict {
     /// Count it as invalid.
@@ -642,10 +650,12 @@ impl JournalBatch {
         event: &TurnSettledEvent,
         now: EpochMs,
     ) {
+        let provider = || Value::String(event.provider.as_str().into());
         let entry = |kind, at_ms| {
-            let mut metadata = serde_json::Map::new();
-            metadata.insert("provider".into(), json!(event.provider));
-            metadata.insert("sourceId".into(), json!(event.source_id));
+            // Four fields each: room for them at once.
+            let mut metadata = serde_json::Map::with_capacity(4);
+            metadata.insert("provider".into(), provider());
+            metadata.insert("sourceId".into(), event.source_id.clone().into());
             AuditEvent {
                 kind,
                 source: SOURCE,
@@ -659,19 +669,15 @@ impl JournalBatch {
         // As the app's lines: the claim's reason is the provider, and so is
         // a resolved outcome's; an ignored or unresolved one gives its cause.
         let mut claimed = entry(AuditKind::TurnSettledClaimed, claim.claimed_at_ms);
+        claimed.metadata.insert("reason".into(), provider());
         claimed
             .metadata
-            .insert("reason".into(), json!(event.provider));
-        claimed.metadata.insert("spoolFile".into(), json!(claim.id));
-        // As the app journals them: a claim's and a resolution's reason is the provider.
-        claimed
-            .metadata
-            .insert("reason".into(), json!(event.provider));
+            .insert("spoolFile".into(), claim.id.clone().into());
         let mut outcome = entry(kind, now);
         outcome
             .metadata
-            .insert("recordedAt".into(), json!(event.recorded_at));
-        let reason = reason.map_or_else(|| json!(event.provider), |reason| json!(reason));
+            .insert("recordedAt".into(), event.recorded_at.clone().into());
+        let reason = reason.map_or_else(provider, |reason| reason.into());
         outcome.metadata.insert("reason".into(), reason);
         let lines = self
             .members
@@ -755,7 +761,7 @@ impl TeamChangeSink for TeamChangeRelay {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Value;
+    use serde_json::json;
 
     /// A processed meta as it was built before it was serialized from its
     /// own types: a `Value`, key by key.
@@ -837,5 +843,63 @@ mod tests {
             );
             assert_eq!(meta.compact().get(), value.to_string());
         }
+    }
+
+    /// A claim's line and its outcome's carry the provider, the source id
+    /// and, in this order, the claim's spool file or the outcome's time and
+    /// reason (the provider, for a resolved one), as the app's lines do.
+    #[test]
+    fn a_batch_journals_the_claim_and_its_outcome() {
+        let event = event(false);
+        let claim = SpoolClaim {
+            id: "20261128T150000Z-1-a.claude.json".into(),
+            claimed_at_ms: 5,
+            spooled_at_ms: 4,
+            provider: Some(RuntimeProvider::Claude),
+            content: ClaimContent::Invalid("x"),
+        };
+        let team = TeamName::parse("team").unwrap();
+        let mut batch = JournalBatch::default();
+        let resolved = (AuditKind::TurnSettledResolved, None);
+        batch.add(resolved, &claim, &team, "ann", &event, 9);
+        let unresolved = (AuditKind::TurnSettledUnresolved, Some("no_match"));
+        batch.add(unresolved, &claim, &team, "ann", &event, 9);
+        let lines = &batch.members[&("team".to_string(), "ann".to_string())];
+        let got: Vec<(AuditKind, EpochMs, Value)> = lines
+            .iter()
+            .map(|line| (line.kind, line.at_ms, Value::Object(line.metadata.clone())))
+            .collect();
+        let claimed = json!({"provider": "claude", "sourceId": event.source_id,
+                             "reason": "claude", "spoolFile": claim.id});
+        let outcome = |reason: &str| {
+            json!({"provider": "claude", "sourceId": event.source_id,
+                   "recordedAt": event.recorded_at, "reason": reason})
+        };
+        let want = vec![
+            (AuditKind::TurnSettledClaimed, 5, claimed.clone()),
+            (AuditKind::TurnSettledResolved, 9, outcome("claude")),
+            (AuditKind::TurnSettledClaimed, 5, claimed),
+            (AuditKind::TurnSettledUnresolved, 9, outcome("no_match")),
+        ];
+        assert_eq!(got.len(), want.len());
+        for (got, want) in got.iter().zip(&want) {
+            assert_eq!((got.0, got.1), (want.0, want.1));
+            // In order: the line's metadata keys as the app writes them.
+            assert_eq!(got.2.to_string(), want.2.to_string());
+        }
+    }
+
+    /// A settled turn's detail is the member, the provider and the source
+    /// id, as it was when built as a value.
+    #[test]
+    fn a_settled_turn_detail_names_member_provider_and_source() {
+        let member = MemberName::parse("ann").unwrap();
+        let detail = SettledDetail {
+            member_name: &member,
+            provider: RuntimeProvider::Opencode,
+            source_id: "s\"1",
+        };
+        let was = json!({"memberName": member, "provider": RuntimeProvider::Opencode, "sourceId": "s\"1"});
+        assert_eq!(serde_json::to_string(&detail).unwrap(), was.to_string());
     }
 }
