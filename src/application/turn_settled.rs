@@ -9,7 +9,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::value::RawValue;
+use serde_json::Value;
 
 use super::host::Host;
 use super::ports::{AuditEvent, AuditJournal, Clock, PortError, StatusStore, TeamSource};
@@ -75,14 +76,47 @@ pub enum Disposition {
 }
 
 /// A claim and the outcome (`meta`) it is filed with.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Filing<'a> {
     /// The claimed spool file being filed.
     pub claim: &'a SpoolClaim,
     /// The folder it is filed into (`processed/` or `invalid/`).
     pub disposition: Disposition,
     /// The outcome, stored beside the payload.
-    pub meta: Value,
+    pub meta: FilingMeta,
+}
+
+/// A filing's outcome, serialized once, when its claim is judged, in both
+/// forms the spool stores it in: compact (its batch's outcome record) and
+/// pretty (the result's meta file). Serialized from the outcome's own
+/// types: building a `Value` of it first, to serialize twice, cost an
+/// allocation per field and their drop, about a tenth of the CPU time a
+/// drained Stop event took beyond the file system's work.
+#[derive(Debug, Clone)]
+pub struct FilingMeta {
+    compact: Box<RawValue>,
+    pretty: Vec<u8>,
+}
+
+impl FilingMeta {
+    /// `meta` serialized; an error only for what JSON cannot hold (a map
+    /// with keys that are not strings).
+    pub fn of(meta: &impl Serialize) -> serde_json::Result<Self> {
+        Ok(Self {
+            compact: serde_json::value::to_raw_value(meta)?,
+            pretty: serde_json::to_vec_pretty(meta)?,
+        })
+    }
+
+    /// The outcome as compact JSON.
+    pub fn compact(&self) -> &RawValue {
+        &self.compact
+    }
+
+    /// The outcome as pretty JSON (two-space indent, no final newline).
+    pub fn pretty(&self) -> &[u8] {
+        &self.pretty
+    }
 }
 
 /// The spool of hook payloads.
@@ -383,14 +417,19 @@ impl TurnSettledIngestor {
                     continue;
                 }
                 Judged::Invalid(reason) => {
-                    let meta = json!({ "reason": reason, "processedAt": format_iso(now) });
-                    (Disposition::Invalid, meta, Verdict::Invalid)
+                    let meta = InvalidMeta {
+                        reason,
+                        processed_at: format_iso(now),
+                    };
+                    (
+                        Disposition::Invalid,
+                        FilingMeta::of(&meta),
+                        Verdict::Invalid,
+                    )
                 }
                 Judged::Event(event, attributed) => {
-                    if let Decision::Resolved { .. } = &attributed.decision {
-                        resolved_ids.insert(event.source_id.clone());
-                    }
-                    let meta = processed_meta(&event, &attributed.decision, now);
+                    let meta = ProcessedMeta::of(&event, &attributed.decision, now);
+                    let meta = FilingMeta::of(&meta);
                     let verdict = Verdict::Event {
                         event,
                         attributed,
@@ -399,6 +438,20 @@ impl TurnSettledIngestor {
                     (Disposition::Processed, meta, verdict)
                 }
             };
+            let Ok(meta) = meta else {
+                // (Strings and numbers only: never. Left for a later drain.)
+                summary.failed += 1;
+                let _ = self.spool.release(claim);
+                continue;
+            };
+            if let Verdict::Event {
+                event, attributed, ..
+            } = &verdict
+            {
+                if let Decision::Resolved { .. } = &attributed.decision {
+                    resolved_ids.insert(event.source_id.clone());
+                }
+            }
             filings.push(Filing {
                 claim,
                 disposition,
@@ -441,17 +494,15 @@ impl TurnSettledIngestor {
                     summary.enqueued += 1;
                     let outcome = (AuditKind::TurnSettledResolved, None);
                     journal.add(outcome, claim, &team, &member, &event, now);
+                    let detail = SettledDetail {
+                        member_name: &member,
+                        provider: event.provider,
+                        source_id: &event.source_id,
+                    };
                     changes.emit(TeamChangeEvent {
                         kind: "member-turn-settled".into(),
                         team_name: team.to_string(),
-                        detail: Some(
-                            json!({
-                                "memberName": member,
-                                "provider": event.provider,
-                                "sourceId": event.source_id,
-                            })
-                            .to_string(),
-                        ),
+                        detail: serde_json::to_string(&detail).ok(),
                     });
                     targets.insert((team, member));
                 }
@@ -557,6 +608,16 @@ enum Judged {
     Event(Box<TurnSettledEvent>, Attributed),
 }
 
+/// The detail of a `member-turn-settled` event: whose turn settled, on
+/// which runtime, and its `sourceId`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SettledDetail<'a> {
+    member_name: &'a MemberName,
+    provider: RuntimeProvider,
+    source_id: &'a str,
+}
+
 /// What to do once a filing is on disk.
 enum Verdict {
     /// Count it as invalid.
@@ -589,10 +650,12 @@ impl JournalBatch {
         event: &TurnSettledEvent,
         now: EpochMs,
     ) {
+        let provider = || Value::String(event.provider.as_str().into());
         let entry = |kind, at_ms| {
-            let mut metadata = serde_json::Map::new();
-            metadata.insert("provider".into(), json!(event.provider));
-            metadata.insert("sourceId".into(), json!(event.source_id));
+            // Four fields each: room for them at once.
+            let mut metadata = serde_json::Map::with_capacity(4);
+            metadata.insert("provider".into(), provider());
+            metadata.insert("sourceId".into(), event.source_id.clone().into());
             AuditEvent {
                 kind,
                 source: SOURCE,
@@ -606,19 +669,15 @@ impl JournalBatch {
         // As the app's lines: the claim's reason is the provider, and so is
         // a resolved outcome's; an ignored or unresolved one gives its cause.
         let mut claimed = entry(AuditKind::TurnSettledClaimed, claim.claimed_at_ms);
+        claimed.metadata.insert("reason".into(), provider());
         claimed
             .metadata
-            .insert("reason".into(), json!(event.provider));
-        claimed.metadata.insert("spoolFile".into(), json!(claim.id));
-        // As the app journals them: a claim's and a resolution's reason is the provider.
-        claimed
-            .metadata
-            .insert("reason".into(), json!(event.provider));
+            .insert("spoolFile".into(), claim.id.clone().into());
         let mut outcome = entry(kind, now);
         outcome
             .metadata
-            .insert("recordedAt".into(), json!(event.recorded_at));
-        let reason = reason.map_or_else(|| json!(event.provider), |reason| json!(reason));
+            .insert("recordedAt".into(), event.recorded_at.clone().into());
+        let reason = reason.map_or_else(provider, |reason| reason.into());
         outcome.metadata.insert("reason".into(), reason);
         let lines = self
             .members
@@ -629,23 +688,47 @@ impl JournalBatch {
     }
 }
 
-fn processed_meta(event: &TurnSettledEvent, decision: &Decision, now: EpochMs) -> Value {
-    let mut meta = json!({ "event": event, "processedAt": format_iso(now) });
-    let (outcome, reason, target) = match decision {
-        Decision::Resolved { team, member } => ("enqueued", None, Some((team, member))),
-        Decision::Duplicate => ("duplicate", None, None),
-        Decision::Ignored(reason) => ("ignored", Some(reason), None),
-        Decision::Unresolved(reason) => ("unresolved", Some(reason), None),
-    };
-    meta["outcome"] = json!(outcome);
-    if let Some(reason) = reason {
-        meta["reason"] = json!(reason);
+/// The meta of a payload filed under `invalid/`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct InvalidMeta {
+    reason: &'static str,
+    processed_at: String,
+}
+
+/// The meta of an event filed under `processed/`: the normalized event,
+/// when, what became of it and why, and the member it was handed to.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ProcessedMeta<'a> {
+    event: &'a TurnSettledEvent,
+    processed_at: String,
+    outcome: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    team_name: Option<&'a TeamName>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    member_name: Option<&'a MemberName>,
+}
+
+impl<'a> ProcessedMeta<'a> {
+    fn of(event: &'a TurnSettledEvent, decision: &'a Decision, now: EpochMs) -> Self {
+        let (outcome, reason, target) = match decision {
+            Decision::Resolved { team, member } => ("enqueued", None, Some((team, member))),
+            Decision::Duplicate => ("duplicate", None, None),
+            Decision::Ignored(reason) => ("ignored", Some(reason.as_str()), None),
+            Decision::Unresolved(reason) => ("unresolved", Some(reason.as_str()), None),
+        };
+        Self {
+            event,
+            processed_at: format_iso(now),
+            outcome,
+            reason,
+            team_name: target.map(|(team, _)| team),
+            member_name: target.map(|(_, member)| member),
+        }
     }
-    if let Some((team, member)) = target {
-        meta["teamName"] = json!(team);
-        meta["memberName"] = json!(member);
-    }
-    meta
 }
 
 /// Forwards team change events to a sink connected later (the JS callback is
@@ -672,5 +755,151 @@ impl TeamChangeSink for TeamChangeRelay {
         if let Some(sink) = self.sink.read().unwrap_or_else(|p| p.into_inner()).as_ref() {
             sink.emit(event);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A processed meta as it was built before it was serialized from its
+    /// own types: a `Value`, key by key.
+    fn meta_value(event: &TurnSettledEvent, decision: &Decision, now: EpochMs) -> Value {
+        let mut meta = json!({ "event": event, "processedAt": format_iso(now) });
+        let (outcome, reason, target) = match decision {
+            Decision::Resolved { team, member } => ("enqueued", None, Some((team, member))),
+            Decision::Duplicate => ("duplicate", None, None),
+            Decision::Ignored(reason) => ("ignored", Some(reason), None),
+            Decision::Unresolved(reason) => ("unresolved", Some(reason), None),
+        };
+        meta["outcome"] = json!(outcome);
+        if let Some(reason) = reason {
+            meta["reason"] = json!(reason);
+        }
+        if let Some((team, member)) = target {
+            meta["teamName"] = json!(team);
+            meta["memberName"] = json!(member);
+        }
+        meta
+    }
+
+    fn event(every_field: bool) -> TurnSettledEvent {
+        let text = |s: &str| every_field.then(|| s.to_string());
+        TurnSettledEvent {
+            schema_version: 1,
+            provider: RuntimeProvider::Claude,
+            hook_event_name: "Stop",
+            source_id: "runtime-turn-settled:claude:s:t:-:abc".into(),
+            payload_hash: "abc".into(),
+            recorded_at: "2026-11-28T15:00:00.000Z".into(),
+            session_id: Some("s \"quoted\" é".into()),
+            turn_id: text("t"),
+            thread_id: text("th"),
+            transcript_path: text("/p/s.jsonl"),
+            cwd: text("/bench/project"),
+            team_name: text("Team"),
+            member_name: text("ann"),
+            agent_id: text("a\n1"),
+            outcome: text("done"),
+            truncated: every_field,
+        }
+    }
+
+    /// A meta serialized from its own types is, byte for byte, the meta
+    /// built as a value: its meta file's pretty JSON and its record's
+    /// compact JSON alike, for every outcome and for an invalid payload.
+    #[test]
+    fn a_meta_is_serialized_byte_for_byte_as_its_value_was() {
+        let now = 1_779_000_000_123;
+        let decisions = [
+            Decision::Resolved {
+                team: TeamName::parse("team").unwrap(),
+                member: MemberName::parse("ann").unwrap(),
+            },
+            Decision::Duplicate,
+            Decision::Ignored("ignored_lead_turn_settled".into()),
+            Decision::Unresolved("no_matching_member_session".into()),
+        ];
+        let mut metas = vec![(
+            FilingMeta::of(&InvalidMeta {
+                reason: "invalid_json",
+                processed_at: format_iso(now),
+            })
+            .unwrap(),
+            json!({ "reason": "invalid_json", "processedAt": format_iso(now) }),
+        )];
+        for every_field in [false, true] {
+            let event = event(every_field);
+            for decision in &decisions {
+                let meta = FilingMeta::of(&ProcessedMeta::of(&event, decision, now)).unwrap();
+                metas.push((meta, meta_value(&event, decision, now)));
+            }
+        }
+        for (meta, value) in metas {
+            assert_eq!(
+                String::from_utf8(meta.pretty().to_vec()).unwrap(),
+                serde_json::to_string_pretty(&value).unwrap()
+            );
+            assert_eq!(meta.compact().get(), value.to_string());
+        }
+    }
+
+    /// A claim's line and its outcome's carry the provider, the source id
+    /// and, in this order, the claim's spool file or the outcome's time and
+    /// reason (the provider, for a resolved one), as the app's lines do.
+    #[test]
+    fn a_batch_journals_the_claim_and_its_outcome() {
+        let event = event(false);
+        let claim = SpoolClaim {
+            id: "20261128T150000Z-1-a.claude.json".into(),
+            claimed_at_ms: 5,
+            spooled_at_ms: 4,
+            provider: Some(RuntimeProvider::Claude),
+            content: ClaimContent::Invalid("x"),
+        };
+        let team = TeamName::parse("team").unwrap();
+        let mut batch = JournalBatch::default();
+        let resolved = (AuditKind::TurnSettledResolved, None);
+        batch.add(resolved, &claim, &team, "ann", &event, 9);
+        let unresolved = (AuditKind::TurnSettledUnresolved, Some("no_match"));
+        batch.add(unresolved, &claim, &team, "ann", &event, 9);
+        let lines = &batch.members[&("team".to_string(), "ann".to_string())];
+        let got: Vec<(AuditKind, EpochMs, Value)> = lines
+            .iter()
+            .map(|line| (line.kind, line.at_ms, Value::Object(line.metadata.clone())))
+            .collect();
+        let claimed = json!({"provider": "claude", "sourceId": event.source_id,
+                             "reason": "claude", "spoolFile": claim.id});
+        let outcome = |reason: &str| {
+            json!({"provider": "claude", "sourceId": event.source_id,
+                   "recordedAt": event.recorded_at, "reason": reason})
+        };
+        let want = vec![
+            (AuditKind::TurnSettledClaimed, 5, claimed.clone()),
+            (AuditKind::TurnSettledResolved, 9, outcome("claude")),
+            (AuditKind::TurnSettledClaimed, 5, claimed),
+            (AuditKind::TurnSettledUnresolved, 9, outcome("no_match")),
+        ];
+        assert_eq!(got.len(), want.len());
+        for (got, want) in got.iter().zip(&want) {
+            assert_eq!((got.0, got.1), (want.0, want.1));
+            // In order: the line's metadata keys as the app writes them.
+            assert_eq!(got.2.to_string(), want.2.to_string());
+        }
+    }
+
+    /// A settled turn's detail is the member, the provider and the source
+    /// id, as it was when built as a value.
+    #[test]
+    fn a_settled_turn_detail_names_member_provider_and_source() {
+        let member = MemberName::parse("ann").unwrap();
+        let detail = SettledDetail {
+            member_name: &member,
+            provider: RuntimeProvider::Opencode,
+            source_id: "s\"1",
+        };
+        let was = json!({"memberName": member, "provider": RuntimeProvider::Opencode, "sourceId": "s\"1"});
+        assert_eq!(serde_json::to_string(&detail).unwrap(), was.to_string());
     }
 }

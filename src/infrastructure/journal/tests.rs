@@ -122,7 +122,7 @@ fn lines_have_the_app_journal_shape() {
         });
         e.at_ms = 1_779_000_000_000;
         e.metadata = metadata.as_object().unwrap().clone();
-        let line = event_json(&e);
+        let line = serde_json::to_value(Line(&e)).unwrap();
         let got: Vec<&str> = line
             .as_object()
             .unwrap()
@@ -337,4 +337,95 @@ fn a_fifo_or_link_journal_is_moved_aside_unopened_and_restarted() {
         .filter(|n| n.starts_with("journal.jsonl.invalid."))
         .collect();
     assert_eq!(kept.len(), 2, "{kept:?}");
+}
+
+/// The line as it was built before it was serialized straight from the
+/// event: a [`Value`] assembled key by key, then bounded in place.
+fn line_value(event: &AuditEvent) -> Value {
+    fn bound(value: &mut Value) {
+        match value {
+            Value::String(s) if s.chars().count() > MAX_STRING_CHARS => {
+                let mut cut: String = s.chars().take(MAX_STRING_CHARS - 3).collect();
+                cut.push_str("...");
+                *s = cut;
+            }
+            Value::Array(items) => {
+                items.truncate(MAX_LIST_ITEMS);
+                items.iter_mut().for_each(bound);
+            }
+            Value::Object(map) => map.values_mut().for_each(bound),
+            _ => {}
+        }
+    }
+    let mut metadata = event.metadata.clone();
+    let mut lift = |map: &mut serde_json::Map<String, Value>, fields: &[(&str, Shape)]| {
+        for (key, shape) in fields {
+            if metadata.get(*key).is_some_and(|value| shape.fits(value)) {
+                if let Some(value) = metadata.shift_remove(*key) {
+                    map.insert((*key).into(), value);
+                }
+            }
+        }
+    };
+    let mut map = serde_json::Map::new();
+    map.insert("event".into(), event.kind.as_str().into());
+    map.insert("timestamp".into(), format_iso(event.at_ms).into());
+    map.insert("teamName".into(), event.team_name.as_str().into());
+    map.insert("memberName".into(), event.member_name.clone().into());
+    map.insert("source".into(), event.source.as_str().into());
+    lift(&mut map, &LIFTED_BEFORE_DIAGNOSTICS);
+    if !event.diagnostics.is_empty() {
+        map.insert("diagnostics".into(), event.diagnostics.clone().into());
+    }
+    lift(&mut map, &LIFTED_AFTER_DIAGNOSTICS);
+    if !metadata.is_empty() {
+        map.insert("metadata".into(), Value::Object(metadata));
+    }
+    map.insert("schemaVersion".into(), 1.into());
+    let mut line = Value::Object(map);
+    bound(&mut line);
+    line
+}
+
+/// A line serialized straight from its event is byte for byte the line
+/// built as a value and bounded: lifted and left fields in order, strings
+/// cut at the cap (multi-byte ones by chars), lists and nested lists cut,
+/// object keys kept whole, numbers and literals as they are.
+#[test]
+fn a_line_is_serialized_byte_for_byte_as_its_value_was() {
+    let long = |c: &str, n: usize| c.repeat(n);
+    let metadatas = [
+        json!({}),
+        json!({"reason": "team_inactive"}),
+        json!({"reason": long("é", 241), "state": long("x", 240), "providerId": long("y", 241)}),
+        json!({"sourceId": long("z", 500), "provider": "claude", "spoolFile": "a.json",
+               "reason": "claude", "recordedAt": "2026-01-01T00:00:00.000Z"}),
+        json!({"taskRefs": (0..25).map(|i| json!({"taskId": i.to_string(), "n": i})).collect::<Vec<_>>(),
+               "triggerReasons": (0..30).map(|i| format!("{i}{}", long("r", 250))).collect::<Vec<_>>(),
+               "actionableCount": 3, "agendaFingerprint": "agenda:v1:x",
+               "messagePreview": long("m", 300)}),
+        json!({"reason": 5, "actionableCount": -2, "triggerReasons": [1], "taskRefs": ["t"],
+               "messagePreview": null, "nested": {long("k", 300): [long("v", 300), {"deep": (0..22).collect::<Vec<_>>()}]},
+               "flag": true, "ratio": 0.5, "empty": {}, "none": []}),
+    ];
+    let diagnostics = [
+        vec![],
+        vec!["d".to_string()],
+        (0..21).map(|i| format!("{i}{}", long("ü", 240))).collect(),
+    ];
+    for metadata in &metadatas {
+        for diags in &diagnostics {
+            let mut e = event(diags.clone());
+            e.at_ms = 1_779_000_000_123;
+            e.member_name = long("n", 250);
+            e.metadata = metadata.as_object().unwrap().clone();
+            let got = serde_json::to_vec(&Line(&e)).unwrap();
+            let want = serde_json::to_vec(&line_value(&e)).unwrap();
+            assert_eq!(
+                String::from_utf8(got).unwrap(),
+                String::from_utf8(want).unwrap(),
+                "{metadata}"
+            );
+        }
+    }
 }

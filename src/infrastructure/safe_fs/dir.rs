@@ -43,6 +43,11 @@ mod sweep;
 pub(super) use folder_syncs::sync_entries;
 pub use folder_syncs::{join_trailing, with_folder_syncs_deferred, with_folder_syncs_trailing};
 use shared::write_all_parts;
+
+/// Bytes of directory entries one `getdents64` call fills in a listing
+/// (about 600 names of the spool's length).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const LISTING_BUFFER_BYTES: usize = 32 * 1024;
 pub(super) use sweep::note_write;
 
 impl FileKind {
@@ -356,17 +361,15 @@ impl Dir {
 
     /// The names in the folder, `.` and `..` left out.
     pub fn entries(&self) -> io::Result<Vec<Entry>> {
-        let mut listing = rfs::Dir::read_from(&self.fd).map_err(|e| with_path(&self.path, e))?;
         let mut entries = Vec::new();
-        while let Some(entry) = listing.read() {
-            let entry = entry.map_err(|e| with_path(&self.path, e))?;
-            let Ok(name) = entry.file_name().to_str() else {
-                continue;
+        let mut keep = |name: &std::ffi::CStr, file_type: FileType| {
+            let Ok(name) = name.to_str() else {
+                return;
             };
             if name == "." || name == ".." {
-                continue;
+                return;
             }
-            let kind = match entry.file_type() {
+            let kind = match file_type {
                 FileType::Unknown => None,
                 known => Some(FileKind::of(known)),
             };
@@ -374,6 +377,32 @@ impl Dir {
                 name: name.to_owned(),
                 kind,
             });
+        };
+        // Linux lists into one buffer for the whole listing: `rfs::Dir`
+        // copies each name into a `CString` of its own first, and a
+        // results folder of two thousand names is listed every hundred
+        // drained events (retention). The folder is opened afresh, as
+        // `rfs::Dir` opens it, so that no two listings share an offset.
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+            let folder = rfs::openat(&self.fd, ".", flags, Mode::empty())
+                .map_err(|e| with_path(&self.path, e))?;
+            let mut buffer = vec![std::mem::MaybeUninit::uninit(); LISTING_BUFFER_BYTES];
+            let mut listing = rfs::RawDir::new(&folder, &mut buffer);
+            while let Some(entry) = listing.next() {
+                let entry = entry.map_err(|e| with_path(&self.path, e))?;
+                keep(entry.file_name(), entry.file_type());
+            }
+        }
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        {
+            let mut listing =
+                rfs::Dir::read_from(&self.fd).map_err(|e| with_path(&self.path, e))?;
+            while let Some(entry) = listing.read() {
+                let entry = entry.map_err(|e| with_path(&self.path, e))?;
+                keep(entry.file_name(), entry.file_type());
+            }
         }
         Ok(entries)
     }
@@ -756,6 +785,43 @@ mod tests {
             .map(|e| e.name)
             .collect();
         assert!(names.iter().all(|n| !n.contains(TEMP_MARK)), "{names:?}");
+    }
+
+    /// A listing longer than one `getdents64` buffer is whole: every
+    /// UTF-8 name once, with its kind, `.`, `..` and other names left out;
+    /// two listings of one handle, one after the other, each list it all.
+    #[test]
+    fn a_long_listing_is_whole_and_listing_again_lists_it_all() {
+        use std::os::unix::ffi::OsStrExt;
+        let (dir, _root, team) = root();
+        let mut want: Vec<(String, Option<FileKind>)> = (0..3000)
+            .map(|i| {
+                (
+                    format!("{i:05}-{}.claude.json", "x".repeat(40)),
+                    Some(FileKind::File),
+                )
+            })
+            .collect();
+        for (name, _) in &want {
+            std::fs::write(team.path().join(name), b"").unwrap();
+        }
+        std::fs::create_dir(team.path().join("sub")).unwrap();
+        symlink(dir.path().join("nowhere"), team.path().join("link")).unwrap();
+        want.push(("sub".into(), Some(FileKind::Dir)));
+        want.push(("link".into(), Some(FileKind::Symlink)));
+        let not_utf8 = OsStr::from_bytes(b"bad-\xff");
+        std::fs::write(team.path().join(not_utf8), b"").unwrap();
+        want.sort_by(|a, b| a.0.cmp(&b.0));
+        for _ in 0..2 {
+            let mut got: Vec<(String, Option<FileKind>)> = team
+                .entries()
+                .unwrap()
+                .into_iter()
+                .map(|e| (e.name, e.kind))
+                .collect();
+            got.sort_by(|a, b| a.0.cmp(&b.0));
+            assert_eq!(got, want);
+        }
     }
 
     #[test]

@@ -29,6 +29,7 @@ use std::collections::{HashMap, HashSet};
 use std::io;
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::claim::STALE_CLAIM_MS;
@@ -91,12 +92,12 @@ fn newest_result(record_name: &str) -> Option<&str> {
 struct RecordOut<'a> {
     filed_at: EpochMs,
     results: Vec<&'a str>,
-    metas: Vec<&'a Value>,
+    metas: Vec<&'a RawValue>,
 }
 
 /// The bytes of the record of `outcomes` (result name and meta), filed at
 /// `now`.
-fn record_bytes(outcomes: &[(&str, &Value)], now: EpochMs) -> io::Result<Vec<u8>> {
+fn record_bytes(outcomes: &[(&str, &RawValue)], now: EpochMs) -> io::Result<Vec<u8>> {
     let record = RecordOut {
         filed_at: now,
         results: outcomes.iter().map(|(name, _)| *name).collect(),
@@ -133,7 +134,7 @@ fn create_record(
 /// under the batch's umask `mask`.
 pub(super) fn stage_record(
     dir: &Arc<Dir>,
-    outcomes: &[(&str, &Value)],
+    outcomes: &[(&str, &RawValue)],
     now: EpochMs,
     mask: CreationMask,
 ) -> io::Result<Staged> {
@@ -203,7 +204,7 @@ impl ForeseenRecord {
     pub(super) fn fill(
         mut self,
         dir: &Dir,
-        outcomes: &[(&str, &Value)],
+        outcomes: &[(&str, &RawValue)],
         now: EpochMs,
     ) -> io::Result<Option<Staged>> {
         let fits = outcomes
@@ -307,7 +308,9 @@ pub(super) fn spent_records(
 mod tests {
     use super::*;
     use crate::application::ports::Clock;
-    use crate::application::turn_settled::{Disposition, Filing, SpoolClaim, TurnSettledSpool};
+    use crate::application::turn_settled::{
+        Disposition, Filing, FilingMeta, SpoolClaim, TurnSettledSpool,
+    };
     use crate::infrastructure::clock::SystemClock;
     use crate::infrastructure::spool::paths::Folder;
     use crate::infrastructure::spool::testing::{names, set_mtime, spool};
@@ -345,7 +348,7 @@ mod tests {
             .map(|(claim, meta)| Filing {
                 claim,
                 disposition: Disposition::Processed,
-                meta: meta.clone(),
+                meta: FilingMeta::of(meta).unwrap(),
             })
             .collect();
         assert!(spool.file(&filings).iter().all(|r| matches!(r, Ok(true))));

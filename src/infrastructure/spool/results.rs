@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::claim::STALE_CLAIM_MS;
@@ -116,7 +117,12 @@ impl FsSpool {
         let mut owners = Vec::new();
         for (i, filing) in filings.iter().enumerate() {
             let written = dir_of(folder_of(filing.disposition)).and_then(|dir| {
-                stage_meta(dir, &filing.claim.id, &meta_bytes(&filing.meta)?, mask)
+                stage_meta(
+                    dir,
+                    &filing.claim.id,
+                    &meta_file(filing.meta.pretty()),
+                    mask,
+                )
             });
             match written {
                 Ok(file) => {
@@ -146,10 +152,10 @@ impl FsSpool {
                 [] => {}
                 [k] => singles.push((*folder, k)),
                 _ => {
-                    let outcomes: Vec<(&str, &Value)> = mine
+                    let outcomes: Vec<(&str, &RawValue)> = mine
                         .iter()
                         .map(|&k| &filings[owners[k]])
-                        .map(|filing| (filing.claim.id.as_str(), &filing.meta))
+                        .map(|filing| (filing.claim.id.as_str(), filing.meta.compact()))
                         .collect();
                     let filled = foreseen
                         .take_if(|_| *folder == Folder::Processed)
@@ -410,6 +416,14 @@ fn meta_bytes(meta: &Value) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// A meta file's content from its pretty JSON, as [`meta_bytes`] makes it.
+fn meta_file(pretty: &[u8]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(pretty.len() + 1);
+    bytes.extend_from_slice(pretty);
+    bytes.push(b'\n');
+    bytes
+}
+
 /// The meta of an abandoned hook temp file the sweep moved to `invalid/`:
 /// written whole (temp + rename) but not synced, like the move it describes
 /// (no claim waits on it).
@@ -642,7 +656,7 @@ mod tests {
     use super::*;
     use crate::application::ports::Clock;
     use crate::application::turn_settled::TurnSettledSpool;
-    use crate::application::turn_settled::{Disposition, SpoolClaim};
+    use crate::application::turn_settled::{Disposition, FilingMeta, SpoolClaim};
     use crate::domain::retention::Retention;
     use crate::infrastructure::clock::SystemClock;
     use crate::infrastructure::spool::testing::{file_one, names, set_mtime, spool, T0};
@@ -734,7 +748,7 @@ mod tests {
         .map(|(claim, disposition)| Filing {
             claim,
             disposition,
-            meta: serde_json::json!({"reason": "x"}),
+            meta: FilingMeta::of(&serde_json::json!({"reason": "x"})).unwrap(),
         });
         let filed = spool.file(&filings);
         assert!(matches!(filed[0], Ok(true)), "{:?}", filed[0]);
@@ -771,7 +785,7 @@ mod tests {
                 .map(|claim| Filing {
                     claim,
                     disposition: Disposition::Processed,
-                    meta: serde_json::json!({}),
+                    meta: FilingMeta::of(&serde_json::json!({})).unwrap(),
                 })
                 .collect();
             assert!(spool.file(&filings).iter().all(|r| matches!(r, Ok(true))));

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use super::{FsSpool, SpoolPaths};
 use crate::application::ports::PortError;
-use crate::application::turn_settled::{Disposition, Filing, SpoolClaim, TurnSettledSpool};
+use crate::application::turn_settled::{
+    Disposition, Filing, FilingMeta, SpoolClaim, TurnSettledSpool,
+};
 use crate::domain::time::EpochMs;
 use crate::infrastructure::clock::ManualClock;
 
@@ -54,7 +56,7 @@ pub(super) fn file_one(
     let filing = Filing {
         claim,
         disposition,
-        meta,
+        meta: FilingMeta::of(&meta).expect("meta"),
     };
     spool.file(&[filing]).pop().expect("one result per filing")
 }
