@@ -431,10 +431,13 @@ impl AuditJournal for FsAuditJournal {
             return;
         };
         let path = self.path(&first.team_name, &first.member_name);
-        if events
-            .iter()
-            .all(|e| self.path(&e.team_name, &e.member_name) == path)
-        {
+        // The same names are the same file without building its path (a
+        // drain's batch is mostly one member's events).
+        let same_file = |e: &AuditEvent| {
+            (e.team_name == first.team_name && e.member_name == first.member_name)
+                || self.path(&e.team_name, &e.member_name) == path
+        };
+        if events.iter().all(same_file) {
             let written = journal::append_all(self.paths.root(), &path, &events, &self.retention);
             self.report(written, first, events.len());
         } else {
