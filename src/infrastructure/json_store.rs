@@ -712,12 +712,7 @@ pub(crate) fn stage_envelope_kept<T: Serialize>(
         value: &value,
     };
     let text = render_json(path, &envelope)?;
-    let staged = stage_text(root, path, &text)?;
-    *last = Some(Decoded {
-        bytes: text.into_bytes(),
-        value,
-    });
-    Ok(staged)
+    stage_kept(root, path, text, value, last)
 }
 
 /// [`write_flat_envelope`] staged for a group commit, as
@@ -736,6 +731,17 @@ pub(crate) fn stage_flat_envelope_kept<T: Serialize>(
         fields: &value,
     };
     let text = render_json(path, &envelope)?;
+    stage_kept(root, path, text, value, last)
+}
+
+/// `text` (`value` rendered) staged beside `path`, `value` kept with it in `last`.
+fn stage_kept<T>(
+    root: &TrustedRoot,
+    path: &Path,
+    text: String,
+    value: T,
+    last: &mut Option<Decoded<T>>,
+) -> io::Result<Staged> {
     let staged = stage_text(root, path, &text)?;
     *last = Some(Decoded {
         bytes: text.into_bytes(),
