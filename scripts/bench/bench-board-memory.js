@@ -127,8 +127,27 @@ async function main() {
   }
 }
 
-// The board is shared with scripts/bench/bench-status-after-change.js.
-module.exports = { MEMBERS, TASKS, memberName, writeFixture }
+/**
+ * Edits the board written by `writeFixture` under `root` one task at a time:
+ * the returned function rewrites task `change % 49` (owned by
+ * member-(task+1)) with a subject naming the change, and returns the task.
+ */
+function taskChanger(root) {
+  const taskDir = path.join(root, 'tasks', 'bench')
+  const originals = Array.from({ length: MEMBERS - 1 }, (_, i) =>
+    fs.readFileSync(path.join(taskDir, `${i}.json`), 'utf8'),
+  )
+  return (change) => {
+    const task = change % (MEMBERS - 1)
+    const text = originals[task].replace(`"Task number ${task}"`, `"Task number ${task} (${change % 10})"`)
+    fs.writeFileSync(path.join(taskDir, `${task}.json`), text)
+    return task
+  }
+}
+
+// The board is shared with scripts/bench/bench-status-after-change.js and
+// scripts/bench/bench-route-task-change.js.
+module.exports = { MEMBERS, TASKS, memberName, writeFixture, taskChanger }
 
 if (require.main === module) {
   main().catch((error) => {

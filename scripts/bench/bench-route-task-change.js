@@ -15,7 +15,7 @@ const os = require('node:os')
 const path = require('node:path')
 const { MemberWorkSync } = require(path.resolve(process.argv[4] || path.join(__dirname, '..', '..')))
 
-const { MEMBERS, TASKS, writeFixture } = require('./bench-board-memory.js')
+const { MEMBERS, TASKS, writeFixture, taskChanger } = require('./bench-board-memory.js')
 const ROUNDS = Number(process.argv[2]) || 3
 const CHANGES = Number(process.argv[3]) || 200
 const GAP_MS = 4
@@ -28,10 +28,7 @@ async function main() {
   const sync = new MemberWorkSync({ claudeRoot: root, autoStart: false })
   try {
     writeFixture(root)
-    const taskDir = path.join(root, 'tasks', 'bench')
-    const originals = Array.from({ length: MEMBERS - 1 }, (_, i) =>
-      fs.readFileSync(path.join(taskDir, `${i}.json`), 'utf8'),
-    )
+    const changeTask = taskChanger(root)
     // Warm: the task cache is built.
     await sync.refreshTeam({ teamName: 'bench' })
     let change = 0
@@ -40,9 +37,7 @@ async function main() {
       await sleep(300)
       const before = process.cpuUsage()
       for (let i = 0; i < CHANGES; i++, change++) {
-        const task = change % (MEMBERS - 1)
-        const text = originals[task].replace(`"Task number ${task}"`, `"Task number ${task} (${change % 10})"`)
-        fs.writeFileSync(path.join(taskDir, `${task}.json`), text)
+        const task = changeTask(change)
         if (routed) sync.noteTeamChange({ type: 'task', teamName: 'bench', taskId: String(task) })
         await sleep(GAP_MS)
       }

@@ -11,7 +11,7 @@ const os = require('node:os')
 const path = require('node:path')
 const { MemberWorkSync } = require(path.resolve(process.argv[4] || path.join(__dirname, '..', '..')))
 
-const { MEMBERS, TASKS, memberName, writeFixture } = require('./bench-board-memory.js')
+const { MEMBERS, TASKS, memberName, writeFixture, taskChanger } = require('./bench-board-memory.js')
 const ROUNDS = Number(process.argv[2]) || 5
 const CHANGES = Number(process.argv[3]) || 40
 const FLOOR_PASSES = 3
@@ -35,9 +35,7 @@ async function main() {
     writeFixture(root)
     const taskDir = path.join(root, 'tasks', 'bench')
     // Task i (i < 49) is owned by member-(i+1): each change moves one member's agenda.
-    const originals = Array.from({ length: MEMBERS - 1 }, (_, i) =>
-      fs.readFileSync(path.join(taskDir, `${i}.json`), 'utf8'),
-    )
+    const changeTask = taskChanger(root)
     // Warm: the task cache and kept index are built, every owner has a stored status.
     await sync.refreshTeam({ teamName: 'bench' })
     let change = 0
@@ -52,9 +50,7 @@ async function main() {
       }
       const status = []
       for (let i = 0; i < CHANGES; i++, change++) {
-        const task = change % (MEMBERS - 1)
-        const text = originals[task].replace(`"Task number ${task}"`, `"Task number ${task} (${change % 10})"`)
-        fs.writeFileSync(path.join(taskDir, `${task}.json`), text)
+        const task = changeTask(change)
         const started = process.hrtime.bigint()
         sync.noteTeamChange({ type: 'task', teamName: 'bench', taskId: String(task) })
         const result = await sync.refreshStatus({ teamName: 'bench', memberName: memberName(task + 1) })
