@@ -293,9 +293,11 @@ pub(crate) fn read_envelope_taking<T: DeserializeOwned>(
     now_ms: i64,
     last: Option<Decoded<T>>,
 ) -> io::Result<Loaded<T>> {
-    read_versioned(root, path, now_ms, |bytes| match last {
-        Some(kept) if kept.bytes == bytes => Ok(kept.value),
-        _ => check_version(bytes, version).and_then(|()| decode_field(bytes, field)),
+    read_versioned(root, path, now_ms, |bytes| {
+        Decoded::try_take_or(last, bytes, |bytes| {
+            check_version(bytes, version).and_then(|()| decode_field(bytes, field))
+        })
+        .map(|decoded| decoded.value)
     })
 }
 
