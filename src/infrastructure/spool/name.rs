@@ -99,9 +99,12 @@ pub(super) fn parse_stamp(head: &str) -> Option<EpochMs> {
     if head.as_bytes().get(16) != Some(&b'-') {
         return None;
     }
-    if let Some(at) = plain_stamp(stamp.as_bytes()) {
-        return Some(at);
-    }
+    plain_stamp(stamp.as_bytes()).or_else(|| chrono_stamp(stamp))
+}
+
+/// What chrono's format parser makes of a stamp: the last word on one
+/// [`plain_stamp`] leaves.
+fn chrono_stamp(stamp: &str) -> Option<EpochMs> {
     chrono::NaiveDateTime::parse_from_str(stamp, "%Y%m%dT%H%M%SZ")
         .ok()
         .map(|t| t.and_utc().timestamp_millis())
@@ -175,13 +178,6 @@ pub(super) fn meta_name(result: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// What chrono's format parser makes of a stamp (the reference).
-    fn chrono_stamp(stamp: &str) -> Option<EpochMs> {
-        chrono::NaiveDateTime::parse_from_str(stamp, "%Y%m%dT%H%M%SZ")
-            .ok()
-            .map(|t| t.and_utc().timestamp_millis())
-    }
 
     /// A stamp read by hand is the time chrono reads from it, and one it
     /// leaves to chrono (a leap second, a day the month lacks, a month or
