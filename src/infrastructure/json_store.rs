@@ -19,7 +19,7 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::safe_fs::{Dir, FileRead, Staged, TrustedRoot};
+use super::safe_fs::{commit, Dir, FileRead, Staged, TrustedRoot};
 
 /// Largest store file the addon reads; anything bigger is quarantined.
 pub(crate) const MAX_STORE_FILE_BYTES: u64 = 10 * 1024 * 1024;
@@ -387,7 +387,7 @@ fn inspect<T>(
     path: &Path,
     decode: impl FnOnce(&[u8]) -> Result<T, String>,
 ) -> io::Result<Peeked<T>> {
-    let read = match root.read(path, MAX_STORE_FILE_BYTES) {
+    let read = match root.read_swapped(path, MAX_STORE_FILE_BYTES) {
         // A file the app may not read (mode 000) would fail every call for
         // good; like a corrupt one it is unusable (and moved aside by a
         // writing read).
@@ -630,7 +630,8 @@ pub(crate) fn write_flat_envelope<T: Serialize>(
         schema_version: version,
         fields: value,
     };
-    write_json(root, path, &envelope)
+    let text = render_json(path, &envelope)?;
+    commit(vec![stage_text(root, path, &text)?])
 }
 
 /// [`write_flat_envelope`] for a derived view that replaces a file already
@@ -655,9 +656,15 @@ pub(crate) fn replace_flat_view<T: Serialize>(
     match root.open_dir(dir)? {
         Some(folder) if folder.meta(name)?.is_some() => {
             let text = render_json(path, &envelope)?;
-            folder.write_replacing(name, text.as_bytes(), 0o644, false)
+            folder
+                .stage_swapping(name, text.as_bytes(), 0o644)?
+                .publish()
         }
-        _ => write_json(root, path, &envelope),
+        _ => commit(vec![stage_text(
+            root,
+            path,
+            &render_json(path, &envelope)?,
+        )?]),
     }
 }
 
@@ -676,7 +683,7 @@ pub(crate) fn write_envelope<T: Serialize>(
         value,
     };
     let text = render_json(path, &envelope)?;
-    root.write_atomic(path, text.as_bytes())?;
+    commit(vec![stage_text(root, path, &text)?])?;
     Ok(text.into_bytes())
 }
 
@@ -761,7 +768,7 @@ fn stage_text(root: &TrustedRoot, path: &Path, text: &str) -> io::Result<Staged>
         ));
     };
     root.create_dir_all(dir)?
-        .stage(name, text.as_bytes(), 0o644)
+        .stage_swapping(name, text.as_bytes(), 0o644)
 }
 
 /// `JSON.stringify(v, null, 2) + "\n"`, refused past [`MAX_STORE_FILE_BYTES`].

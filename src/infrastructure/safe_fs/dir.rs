@@ -20,7 +20,7 @@ use crate::domain::time::EpochMs;
 
 /// Flags of every file open: never a link, never block on a FIFO, never leak
 /// the descriptor into a child process.
-const FILE_FLAGS: OFlags = OFlags::NOFOLLOW
+pub(super) const FILE_FLAGS: OFlags = OFlags::NOFOLLOW
     .union(OFlags::NONBLOCK)
     .union(OFlags::CLOEXEC)
     .union(OFlags::NOCTTY);
@@ -48,6 +48,8 @@ use shared::write_all_parts;
 /// (about 600 names of the spool's length).
 #[cfg(any(target_os = "linux", target_os = "android"))]
 const LISTING_BUFFER_BYTES: usize = 32 * 1024;
+#[cfg(target_os = "linux")]
+pub(super) use stamp::read_capped;
 pub(super) use sweep::note_write;
 
 impl FileKind {

@@ -93,19 +93,30 @@ impl Dir {
         let (file, stamp) = (opened.0, Stamp::of(&opened.1));
         #[cfg(windows)]
         let (stamp, file) = (stamp_of_file(&opened, &path())?, opened);
-        // Sized from the handle's stamp: one read fills it, one more sees the end.
-        buffer.reserve(stamp.len.min(max) as usize + 1);
-        file.take(max.saturating_add(1))
-            .read_to_end(buffer)
-            .map_err(|e| with_path(&path(), e))?;
-        let read = if buffer.len() as u64 > max {
-            FileRead::TooLarge
-        } else {
+        let within =
+            read_capped(file, stamp.len, max, buffer).map_err(|e| with_path(&path(), e))?;
+        let read = if within {
             FileRead::Bytes(&buffer[..])
+        } else {
+            FileRead::TooLarge
         };
         Ok(StampedRead {
             read,
             stamp: Some(stamp),
         })
     }
+}
+
+/// Reads `file` (of `len` bytes by its handle) into `buffer` up to one byte
+/// past `max`; whether it held at most `max`.
+pub(in crate::infrastructure::safe_fs) fn read_capped(
+    file: std::fs::File,
+    len: u64,
+    max: u64,
+    buffer: &mut Vec<u8>,
+) -> io::Result<bool> {
+    // Sized from the handle's stamp: one read fills it, one more sees the end.
+    buffer.reserve(len.min(max) as usize + 1);
+    file.take(max.saturating_add(1)).read_to_end(buffer)?;
+    Ok(buffer.len() as u64 <= max)
 }

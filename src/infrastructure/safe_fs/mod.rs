@@ -60,6 +60,7 @@ mod dir;
 mod dir;
 mod kinds;
 mod root;
+mod spare;
 mod staged;
 mod stamp;
 mod temp;

@@ -102,6 +102,16 @@ impl TrustedRoot {
         }
     }
 
+    /// [`TrustedRoot::read`] of a file replaced through its spare (see
+    /// [`Dir::read_swapped`]).
+    pub fn read_swapped(&self, file: &Path, max: u64) -> io::Result<FileRead> {
+        let (dir, name) = split(file)?;
+        match self.open_dir(dir)? {
+            Some(dir) => dir.read_swapped(name, max),
+            None => Ok(FileRead::Missing),
+        }
+    }
+
     /// Atomically replaces `file` with `bytes` (see [`Dir::write_atomic`]),
     /// creating its folders.
     pub fn write_atomic(&self, file: &Path, bytes: &[u8]) -> io::Result<()> {

@@ -54,6 +54,11 @@ enum Written {
     /// A temp file of this name, renamed to the target on publish and
     /// removed when dropped unpublished.
     Temp(OsString),
+    /// The target's spare of this name ([`Dir::stage_swapping`], see
+    /// `spare.rs`), locked by this handle, exchanged with the target on
+    /// publish. Dropped unpublished, it is left: a spare is rewritten from
+    /// its start by its next writer, and no reader takes it.
+    Spare(OsString),
     /// The target itself ([`Dir::stage_new`]). Dropped unpublished, it is
     /// left as it is: by then another writer may have replaced it (a
     /// recovered claim's second filing), and removing by name would remove
@@ -70,6 +75,29 @@ impl Dir {
     /// use [`Staged::replacing_in`] to stage several files in one folder.
     pub fn stage(self, name: impl AsRef<OsStr>, bytes: &[u8], mode: u32) -> io::Result<Staged> {
         Staged::replacing_in(&Arc::new(self), name, bytes, mode)
+    }
+
+    /// [`Dir::stage`] through the target's spare where it can be used (see
+    /// `spare.rs`): for files read only with [`Dir::read_swapped`].
+    pub fn stage_swapping(
+        self,
+        name: impl AsRef<OsStr>,
+        bytes: &[u8],
+        mode: u32,
+    ) -> io::Result<Staged> {
+        let dir = Arc::new(self);
+        let name = name.as_ref().to_os_string();
+        match dir.take_spare(&name, mode)? {
+            Some((spare, file)) => Staged::write(
+                Arc::clone(&dir),
+                name,
+                Written::Spare(spare.into()),
+                file,
+                bytes,
+                Some(mode),
+            ),
+            None => Staged::replacing_in(&dir, name, bytes, mode),
+        }
     }
 
     #[cfg(test)]
@@ -145,6 +173,11 @@ impl Staged {
         staged
             .file
             .write_all(bytes)
+            // A spare held older content: cut what is past the new.
+            .and_then(|()| match staged.written {
+                Written::Spare(_) => staged.file.set_len(bytes.len() as u64),
+                Written::Temp(_) | Written::InPlace => Ok(()),
+            })
             .and_then(|()| mode.map_or(Ok(()), |mode| set_mode(&staged.file, mode)))
             .map_err(|e| with_path(&staged.target(), e))?;
         Ok(staged)
@@ -155,15 +188,19 @@ impl Staged {
     }
 
     /// Renames the file into place, replacing what is there (a link is
-    /// replaced, never followed); a file staged in place
+    /// replaced, never followed), or exchanges a spare with it; a file staged in place
     /// ([`Dir::stage_new`]) is there already. Durable once its data
     /// ([`sync_staged`]) and its folder are synced.
     pub fn publish(mut self) -> io::Result<()> {
-        let Written::Temp(temp_name) = &self.written else {
-            self.published = true;
-            return Ok(());
+        let placed = match &self.written {
+            Written::Temp(temp_name) => self.dir.rename(temp_name, &self.dir, &self.name, true),
+            Written::Spare(spare) => self.dir.swap_in(spare, &self.name),
+            Written::InPlace => {
+                self.published = true;
+                return Ok(());
+            }
         };
-        match self.dir.rename(temp_name, &self.dir, &self.name, true) {
+        match placed {
             Ok(true) => {
                 self.published = true;
                 super::dir::note_write(&self.dir);

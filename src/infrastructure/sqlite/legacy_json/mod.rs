@@ -158,7 +158,8 @@ impl LegacyFiles {
         source: Source,
         now_ms: i64,
     ) -> Result<Option<Value>, LegacyFileError> {
-        let bytes = match self.root.read(path, MAX_LEGACY_FILE_BYTES) {
+        // A live store file may be replaced through its spare meanwhile.
+        let bytes = match self.root.read_swapped(path, MAX_LEGACY_FILE_BYTES) {
             Ok(FileRead::Missing) => return Ok(None),
             Ok(FileRead::Bytes(bytes)) => Some(bytes),
             Ok(FileRead::TooLarge) => {
