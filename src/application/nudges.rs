@@ -12,7 +12,7 @@ use super::host::{DeliveryWake, Host, ReviewPickupEscalation};
 use super::ports::{AuditEvent, MemberFailure, PortError, Ports};
 use super::review_pickup;
 use crate::domain::agenda::TeamIndex;
-use crate::domain::audit::{AuditKind, AuditSource};
+use crate::domain::audit::{AuditKind, AuditSource, LIST_ITEMS_KEPT};
 use crate::domain::metrics::{readiness, MetricsIndex, Readiness, Thresholds};
 use crate::domain::names::{MemberName, TeamName};
 use crate::domain::nudge::{
@@ -216,7 +216,7 @@ impl Nudges {
             }
             None => vec![],
         };
-        metadata["taskRefs"] = json!(agenda_task_refs(status));
+        metadata["taskRefs"] = agenda_task_refs(status);
         let kind = if planned {
             AuditKind::NudgePlanned
         } else {
@@ -245,7 +245,7 @@ impl Nudges {
         diagnosed: bool,
     ) {
         let mut metadata = planner_metadata(status, reason);
-        metadata["taskRefs"] = json!(agenda_task_refs(status));
+        metadata["taskRefs"] = agenda_task_refs(status);
         let diagnostics = if diagnosed {
             vec![reason.to_string()]
         } else {
@@ -627,19 +627,24 @@ fn planner_metadata(status: &MemberStatus, reason: &str) -> Value {
 }
 
 /// The journal's task references of a status: every agenda item.
-fn agenda_task_refs(status: &MemberStatus) -> Vec<Value> {
-    status
+/// The planner line's `taskRefs`: the agenda's first tasks, as many as a
+/// journal line keeps (a 200-task agenda built 200 objects for 20 kept).
+fn agenda_task_refs(status: &MemberStatus) -> Value {
+    let refs = status
         .agenda
         .items
         .iter()
+        .take(LIST_ITEMS_KEPT)
         .map(|item| {
-            let mut task = json!({ "taskId": item.task_id, "teamName": status.team_name });
+            let mut task = serde_json::Map::new();
+            task.insert("taskId".into(), Value::from(item.task_id.as_str()));
+            task.insert("teamName".into(), Value::from(status.team_name.as_str()));
             if let Some(display) = &item.display_id {
-                task["displayId"] = json!(display);
+                task.insert("displayId".into(), Value::from(display.as_str()));
             }
-            task
-        })
-        .collect()
+            Value::Object(task)
+        });
+    Value::Array(refs.collect())
 }
 
 fn merge(target: &mut Value, extra: Value) {

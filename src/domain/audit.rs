@@ -6,6 +6,10 @@
 //! parsed with [`AuditKind::parse`], which gives `None` for a kind an older
 //! or newer writer used (the reader keeps such a line as it is).
 
+/// Items of a list a journal line keeps (the app's bound): a writer need
+/// build no more of a list than these.
+pub(crate) const LIST_ITEMS_KEPT: usize = 20;
+
 /// What a journal line records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[allow(missing_docs)]

@@ -21,7 +21,7 @@ use crate::domain::time::format_iso;
 /// Longest string kept in an event.
 const MAX_STRING_CHARS: usize = 240;
 /// Longest list kept in an event.
-const MAX_LIST_ITEMS: usize = 20;
+const MAX_LIST_ITEMS: usize = crate::domain::audit::LIST_ITEMS_KEPT;
 
 /// Appends `event` to the journal at `path`, rotating first when it is full.
 pub(crate) fn append(

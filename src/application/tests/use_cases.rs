@@ -616,3 +616,37 @@ fn a_status_read_reconciles_a_stale_status_or_returns_it_marked_and_queued() {
         assert_eq!(world.queued(), expected, "{why}");
     }
 }
+
+#[test]
+fn a_planner_line_names_the_first_tasks_of_the_agenda_a_journal_line_keeps() {
+    let world = FakeWorld::new(NOW, &["jack"]);
+    world
+        .teams
+        .set_provider("forge", "jack", ProviderId::Anthropic);
+    for task in 1..=crate::domain::audit::LIST_ITEMS_KEPT + 5 {
+        world.teams.give_task("forge", &task.to_string(), "jack");
+    }
+    let status = refresh(&world, "jack");
+    assert_eq!(
+        status.agenda.items.len(),
+        crate::domain::audit::LIST_ITEMS_KEPT + 5
+    );
+    let line = journal(&world)
+        .into_iter()
+        .find(|e| e.kind == AuditKind::NudgePlanned)
+        .expect("a planner line");
+    let want: Vec<Value> = status
+        .agenda
+        .items
+        .iter()
+        .take(crate::domain::audit::LIST_ITEMS_KEPT)
+        .map(|item| {
+            let mut task = serde_json::json!({ "taskId": item.task_id, "teamName": "forge" });
+            if let Some(display) = &item.display_id {
+                task["displayId"] = serde_json::json!(display);
+            }
+            task
+        })
+        .collect();
+    assert_eq!(line.metadata["taskRefs"], Value::Array(want));
+}
