@@ -51,9 +51,11 @@ use super::dir::Dir;
 use super::FileRead;
 
 /// Marks a spare: `.<name>.mws-spare`.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(super) const SPARE_MARK: &str = ".mws-spare";
 
 /// The spare's name for a target.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(super) struct SpareName<'a>(pub(super) &'a OsStr);
 
 impl fmt::Display for SpareName<'_> {
