@@ -23,6 +23,7 @@ use crate::domain::turn_settled::normalize::TurnSettledEvent;
 use crate::domain::turn_settled::RuntimeProvider;
 
 mod attribution;
+mod pretty;
 
 /// Most files claimed per drain. Each batch costs three syncs however many
 /// files it holds (see the spool's group commit), so a larger batch costs
@@ -88,7 +89,8 @@ pub struct Filing<'a> {
 
 /// A filing's outcome, serialized once, when its claim is judged, in both
 /// forms the spool stores it in: compact (its batch's outcome record) and
-/// pretty (the result's meta file). Serialized from the outcome's own
+/// pretty (the result's meta file, laid out from the compact text rather
+/// than serialized again, see `pretty`). Serialized from the outcome's own
 /// types: building a `Value` of it first, to serialize twice, cost an
 /// allocation per field and their drop, about a tenth of the CPU time a
 /// drained Stop event took beyond the file system's work.
@@ -100,12 +102,12 @@ pub struct FilingMeta {
 
 impl FilingMeta {
     /// `meta` serialized; an error only for what JSON cannot hold (a map
-    /// with keys that are not strings).
+    /// with keys that are not strings). `meta` holds no `RawValue` (no
+    /// outcome does), so its compact text has no whitespace to lay out.
     pub fn of(meta: &impl Serialize) -> serde_json::Result<Self> {
-        Ok(Self {
-            compact: serde_json::value::to_raw_value(meta)?,
-            pretty: serde_json::to_vec_pretty(meta)?,
-        })
+        let compact = serde_json::value::to_raw_value(meta)?;
+        let pretty = pretty::pretty_from_compact(compact.get().as_bytes());
+        Ok(Self { compact, pretty })
     }
 
     /// The outcome as compact JSON.

@@ -9,7 +9,6 @@
 use std::io;
 use std::path::Path;
 
-use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
 use super::lock::StoreLock;
@@ -41,10 +40,10 @@ pub(crate) fn append_all(
     events: &[AuditEvent],
     retention: &Retention,
 ) -> io::Result<()> {
-    // Each line serialized straight into the one buffer appended.
+    // Each line written straight into the one buffer appended.
     let mut lines = Vec::new();
     for event in events {
-        serde_json::to_writer(&mut lines, &Line(event)).map_err(io::Error::other)?;
+        write_line(&mut lines, event).map_err(io::Error::other)?;
         lines.push(b'\n');
     }
     let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
@@ -183,113 +182,160 @@ const LIFTED_BEFORE_DIAGNOSTICS: [(&str, Shape); 7] = [
 /// Lifted like the above, after `diagnostics`.
 const LIFTED_AFTER_DIAGNOSTICS: [(&str, Shape); 1] = [("messagePreview", Shape::Text)];
 
-/// One journal line in the app's shape: `event`, `timestamp`, `teamName`,
-/// `memberName`, `source`, the known optional fields, `diagnostics`,
-/// `metadata` (what is left) and `schemaVersion`, every value bounded (see
-/// [`Bounded`]). Serialized straight from the event: building the line as a
-/// [`Value`] first cost a clone of its metadata, a map of owned keys and
-/// their drop, per line (about a tenth of a drained Stop event's CPU time).
-struct Line<'a>(&'a AuditEvent);
-
-impl Line<'_> {
-    /// Whether the metadata entry `key` = `value` is lifted to the top level.
-    fn lifts(key: &str, value: &Value) -> bool {
-        LIFTED_BEFORE_DIAGNOSTICS
-            .iter()
-            .chain(&LIFTED_AFTER_DIAGNOSTICS)
-            .any(|(lifted, shape)| *lifted == key && shape.fits(value))
-    }
-
-    /// The entries of `fields` the metadata has in their shape.
-    fn lifted(
-        &self,
-        fields: &'static [(&'static str, Shape)],
-    ) -> impl Iterator<Item = (&'static str, &Value)> {
-        let metadata = &self.0.metadata;
-        fields.iter().filter_map(move |(key, shape)| {
-            let value = metadata.get(*key)?;
-            shape.fits(value).then_some((*key, value))
-        })
-    }
+/// Whether the metadata entry `key` = `value` is lifted to the top level.
+fn lifts(key: &str, value: &Value) -> bool {
+    LIFTED_BEFORE_DIAGNOSTICS
+        .iter()
+        .chain(&LIFTED_AFTER_DIAGNOSTICS)
+        .any(|(lifted, shape)| *lifted == key && shape.fits(value))
 }
 
-impl Serialize for Line<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let event = self.0;
-        let mut line = serializer.serialize_map(None)?;
-        line.serialize_entry("event", &BoundedStr(event.kind.as_str()))?;
-        line.serialize_entry("timestamp", &BoundedStr(&format_iso(event.at_ms)))?;
-        line.serialize_entry("teamName", &BoundedStr(event.team_name.as_str()))?;
-        line.serialize_entry("memberName", &BoundedStr(&event.member_name))?;
-        line.serialize_entry("source", &BoundedStr(event.source.as_str()))?;
-        for (key, value) in self.lifted(&LIFTED_BEFORE_DIAGNOSTICS) {
-            line.serialize_entry(key, &Bounded(value))?;
-        }
-        if !event.diagnostics.is_empty() {
-            line.serialize_entry("diagnostics", &BoundedStrs(&event.diagnostics))?;
-        }
-        for (key, value) in self.lifted(&LIFTED_AFTER_DIAGNOSTICS) {
-            line.serialize_entry(key, &Bounded(value))?;
-        }
-        if event.metadata.iter().any(|(k, v)| !Self::lifts(k, v)) {
-            line.serialize_entry("metadata", &Rest(&event.metadata))?;
-        }
-        line.serialize_entry("schemaVersion", &1)?;
-        line.end()
-    }
+/// The entries of `fields` that `metadata` has in their shape. Each is
+/// found by comparing names, not by hashing: an event carries a few
+/// metadata fields, and hashing each of the eight names per line cost more
+/// than comparing them with those few.
+fn lifted<'a>(
+    metadata: &'a serde_json::Map<String, Value>,
+    fields: &'static [(&'static str, Shape)],
+) -> impl Iterator<Item = (&'static str, &'a Value)> {
+    fields.iter().filter_map(move |(key, shape)| {
+        let (_, value) = metadata.iter().find(|(name, _)| name.as_str() == *key)?;
+        shape.fits(value).then_some((*key, value))
+    })
 }
 
-/// The metadata entries a line does not lift, in their order.
-struct Rest<'a>(&'a serde_json::Map<String, Value>);
-
-impl Serialize for Rest<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let rest = self.0.iter().filter(|(k, v)| !Line::lifts(k, v));
-        serializer.collect_map(rest.map(|(k, v)| (k, Bounded(v))))
+/// Appends one journal line in the app's shape to `out` (compact JSON, no
+/// newline): `event`, `timestamp`, `teamName`, `memberName`, `source`, the
+/// known optional fields, `diagnostics`, `metadata` (what is left) and
+/// `schemaVersion`, every value bounded (see [`write_bounded`]). Written
+/// straight from the event, byte for byte as `serde_json` writes the same
+/// line: building it as a [`Value`] first cost a clone of its metadata, a
+/// map of owned keys and their drop, per line; serializing it through
+/// `serde_json` escaped every string byte by byte (a drain journals two
+/// lines per Stop event), where a string with nothing to escape, as they
+/// almost all are, is now copied whole.
+fn write_line(out: &mut Vec<u8>, event: &AuditEvent) -> serde_json::Result<()> {
+    let mut first = true;
+    let mut key = |out: &mut Vec<u8>, key: &str| -> serde_json::Result<()> {
+        out.push(if std::mem::take(&mut first) {
+            b'{'
+        } else {
+            b','
+        });
+        write_str(out, key)?;
+        out.push(b':');
+        Ok(())
+    };
+    key(out, "event")?;
+    write_bounded_str(out, event.kind.as_str())?;
+    key(out, "timestamp")?;
+    write_bounded_str(out, &format_iso(event.at_ms))?;
+    key(out, "teamName")?;
+    write_bounded_str(out, event.team_name.as_str())?;
+    key(out, "memberName")?;
+    write_bounded_str(out, &event.member_name)?;
+    key(out, "source")?;
+    write_bounded_str(out, event.source.as_str())?;
+    for (name, value) in lifted(&event.metadata, &LIFTED_BEFORE_DIAGNOSTICS) {
+        key(out, name)?;
+        write_bounded(out, value)?;
     }
+    if !event.diagnostics.is_empty() {
+        key(out, "diagnostics")?;
+        out.push(b'[');
+        for (i, text) in event.diagnostics.iter().take(MAX_LIST_ITEMS).enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_bounded_str(out, text)?;
+        }
+        out.push(b']');
+    }
+    for (name, value) in lifted(&event.metadata, &LIFTED_AFTER_DIAGNOSTICS) {
+        key(out, name)?;
+        write_bounded(out, value)?;
+    }
+    let mut rest = event
+        .metadata
+        .iter()
+        .filter(|(k, v)| !lifts(k, v))
+        .peekable();
+    if rest.peek().is_some() {
+        key(out, "metadata")?;
+        write_object(out, rest)?;
+    }
+    key(out, "schemaVersion")?;
+    out.extend_from_slice(b"1}");
+    Ok(())
+}
+
+/// `entries` as a JSON object, each value bounded, keys as they are.
+fn write_object<'a>(
+    out: &mut Vec<u8>,
+    entries: impl Iterator<Item = (&'a String, &'a Value)>,
+) -> serde_json::Result<()> {
+    out.push(b'{');
+    for (i, (key, value)) in entries.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(out, key)?;
+        out.push(b':');
+        write_bounded(out, value)?;
+    }
+    out.push(b'}');
+    Ok(())
 }
 
 /// A value as a line keeps it: strings capped at [`MAX_STRING_CHARS`]
 /// (with `...`), lists at [`MAX_LIST_ITEMS`], all the way down; object keys
-/// as they are.
-struct Bounded<'a>(&'a Value);
-
-impl Serialize for Bounded<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self.0 {
-            Value::String(text) => BoundedStr(text).serialize(serializer),
-            Value::Array(items) => {
-                serializer.collect_seq(items.iter().take(MAX_LIST_ITEMS).map(Bounded))
+/// as they are; numbers and literals as `serde_json` writes them.
+fn write_bounded(out: &mut Vec<u8>, value: &Value) -> serde_json::Result<()> {
+    match value {
+        Value::String(text) => write_bounded_str(out, text),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().take(MAX_LIST_ITEMS).enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_bounded(out, item)?;
             }
-            Value::Object(map) => serializer.collect_map(map.iter().map(|(k, v)| (k, Bounded(v)))),
-            other => other.serialize(serializer),
+            out.push(b']');
+            Ok(())
         }
-    }
-}
-
-/// A list of strings, bounded as [`Bounded`] bounds one.
-struct BoundedStrs<'a>(&'a [String]);
-
-impl Serialize for BoundedStrs<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let items = self.0.iter().take(MAX_LIST_ITEMS);
-        serializer.collect_seq(items.map(|text| BoundedStr(text)))
+        Value::Object(map) => write_object(out, map.iter()),
+        other => serde_json::to_writer(out, other),
     }
 }
 
 /// A string capped at [`MAX_STRING_CHARS`], the last three of them `...`.
-struct BoundedStr<'a>(&'a str);
-
-impl Serialize for BoundedStr<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        // No more bytes than the cap: no more chars either, nothing to count.
-        if self.0.len() <= MAX_STRING_CHARS || self.0.chars().count() <= MAX_STRING_CHARS {
-            return serializer.serialize_str(self.0);
-        }
-        let mut cut: String = self.0.chars().take(MAX_STRING_CHARS - 3).collect();
-        cut.push_str("...");
-        serializer.serialize_str(&cut)
+fn write_bounded_str(out: &mut Vec<u8>, text: &str) -> serde_json::Result<()> {
+    // No more bytes than the cap: no more chars either, nothing to count.
+    if text.len() <= MAX_STRING_CHARS || text.chars().count() <= MAX_STRING_CHARS {
+        return write_str(out, text);
     }
+    let mut cut: String = text.chars().take(MAX_STRING_CHARS - 3).collect();
+    cut.push_str("...");
+    write_str(out, &cut)
+}
+
+/// `text` as a JSON string, escaped as `serde_json` escapes it (only control
+/// characters, `"` and `\\`): one with none of them, as nearly every string
+/// of a line is, is copied whole.
+fn write_str(out: &mut Vec<u8>, text: &str) -> serde_json::Result<()> {
+    // Every byte looked at, no early exit: the check runs many bytes a step.
+    let escapes = text.bytes().fold(false, |any, b| {
+        any | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
+    if escapes {
+        return serde_json::to_writer(out, text);
+    }
+    out.reserve(text.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(text.as_bytes());
+    out.push(b'"');
+    Ok(())
 }
 
 #[cfg(test)]

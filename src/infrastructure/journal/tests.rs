@@ -122,7 +122,7 @@ fn lines_have_the_app_journal_shape() {
         });
         e.at_ms = 1_779_000_000_000;
         e.metadata = metadata.as_object().unwrap().clone();
-        let line = serde_json::to_value(Line(&e)).unwrap();
+        let line = line_of(&e);
         let got: Vec<&str> = line
             .as_object()
             .unwrap()
@@ -339,6 +339,13 @@ fn a_fifo_or_link_journal_is_moved_aside_unopened_and_restarted() {
     assert_eq!(kept.len(), 2, "{kept:?}");
 }
 
+/// The line [`write_line`] writes for `e`, parsed.
+fn line_of(e: &AuditEvent) -> Value {
+    let mut bytes = Vec::new();
+    write_line(&mut bytes, e).unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
 /// The line as it was built before it was serialized straight from the
 /// event: a [`Value`] assembled key by key, then bounded in place.
 fn line_value(event: &AuditEvent) -> Value {
@@ -407,6 +414,10 @@ fn a_line_is_serialized_byte_for_byte_as_its_value_was() {
         json!({"reason": 5, "actionableCount": -2, "triggerReasons": [1], "taskRefs": ["t"],
                "messagePreview": null, "nested": {long("k", 300): [long("v", 300), {"deep": (0..22).collect::<Vec<_>>()}]},
                "flag": true, "ratio": 0.5, "empty": {}, "none": []}),
+        // What JSON escapes (control characters, quotes, backslashes), in
+        // keys and values, lifted and left, and what it does not.
+        json!({"reason": "a\"b\\c\n\u{1}\u{1f}é", "k\"e\\y\t": ["q\"", {"\u{0}": "\u{7f}/ <>&'"}],
+               "messagePreview": long("\"", 300), "spoolFile": "x\r"}),
     ];
     let diagnostics = [
         vec![],
@@ -417,9 +428,10 @@ fn a_line_is_serialized_byte_for_byte_as_its_value_was() {
         for diags in &diagnostics {
             let mut e = event(diags.clone());
             e.at_ms = 1_779_000_000_123;
-            e.member_name = long("n", 250);
+            e.member_name = format!("\"\\\u{8}{}", long("n", 250));
             e.metadata = metadata.as_object().unwrap().clone();
-            let got = serde_json::to_vec(&Line(&e)).unwrap();
+            let mut got = Vec::new();
+            write_line(&mut got, &e).unwrap();
             let want = serde_json::to_vec(&line_value(&e)).unwrap();
             assert_eq!(
                 String::from_utf8(got).unwrap(),

@@ -25,7 +25,7 @@
 //! older than a claim may live ([`STALE_CLAIM_MS`]: a younger one may belong
 //! to a batch whose moves are under way).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io;
 
 use serde::{Deserialize, Serialize};
@@ -258,6 +258,36 @@ pub(super) fn repair_metas(
     Ok(())
 }
 
+/// The results left in a results folder (a listing's payload names),
+/// sorted: a prune looks each meta's and record's result up among them,
+/// about 2,000 lookups per prune while a backlog drains, and ranks them
+/// newest first. Hashing every name into a set, for the lookups, cost more
+/// than the sort the ranking needs anyway; a sorted list serves both.
+pub(super) struct LeftResults<'a>(Vec<&'a str>);
+
+impl<'a> LeftResults<'a> {
+    /// The results `names` (in any order).
+    pub(super) fn new(mut names: Vec<&'a str>) -> Self {
+        names.sort_unstable();
+        Self(names)
+    }
+
+    /// Whether `name` is left.
+    pub(super) fn contains(&self, name: &str) -> bool {
+        self.0.binary_search(&name).is_ok()
+    }
+
+    /// The oldest (least) name left.
+    fn oldest(&self) -> Option<&'a str> {
+        self.0.first().copied()
+    }
+
+    /// The names left, newest (greatest) first.
+    pub(super) fn newest_first(&self) -> impl Iterator<Item = &'a str> + '_ {
+        self.0.iter().rev().copied()
+    }
+}
+
 /// The records of `names` (a listing of a results folder of `dir`) that
 /// retention removes: none of their results is in `present`, and they are
 /// older than [`STALE_CLAIM_MS`] (`age_of` gives an entry's modification
@@ -269,17 +299,17 @@ pub(super) fn repair_metas(
 pub(super) fn spent_records(
     dir: &Dir,
     names: &[String],
-    present: &HashSet<&str>,
+    present: &LeftResults<'_>,
     age_of: impl Fn(&str) -> Option<EpochMs>,
     now: EpochMs,
 ) -> Vec<String> {
-    let oldest_left = present.iter().min();
+    let oldest_left = present.oldest();
     let none_left = |name: &str| -> bool {
         if let Some(newest) = newest_result(name) {
             if present.contains(newest) {
                 return false;
             }
-            if oldest_left.is_none_or(|oldest| newest < *oldest) {
+            if oldest_left.is_none_or(|oldest| newest < oldest) {
                 return true;
             }
         }
@@ -517,7 +547,7 @@ mod tests {
             (&[], true),
         ];
         for (left, spent) in cases {
-            let present: HashSet<&str> = left.iter().copied().collect();
+            let present = LeftResults::new(left.to_vec());
             let want = if spent { vec![record.clone()] } else { vec![] };
             assert_eq!(
                 spent_records(&dir, &names, &present, age_of, now),
@@ -526,7 +556,7 @@ mod tests {
             );
         }
         set_mtime(&processed.join(record), now);
-        let present = HashSet::new();
+        let present = LeftResults::new(Vec::new());
         assert!(spent_records(&dir, &names, &present, age_of, now).is_empty());
     }
 }

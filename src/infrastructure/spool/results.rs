@@ -1,7 +1,6 @@
 //! Results: the commit of a claim into `processed/` or `invalid/` with its
 //! meta file, and their retention.
 
-use std::collections::HashSet;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -450,11 +449,13 @@ fn past_retention(
 ) -> io::Result<Vec<String>> {
     let names: Vec<String> = dir.entries()?.into_iter().map(|e| e.name).collect();
     let age_of = |name: &str| dir.meta(name).ok().flatten().map(|meta| meta.modified_ms);
-    let mut payloads: Vec<&String> = names
-        .iter()
-        .filter(|n| !n.starts_with('.') && !n.ends_with(META_SUFFIX))
-        .collect();
-    let present: HashSet<&str> = payloads.iter().map(|n| n.as_str()).collect();
+    let present = outcomes::LeftResults::new(
+        names
+            .iter()
+            .map(String::as_str)
+            .filter(|n| !n.starts_with('.') && !n.ends_with(META_SUFFIX))
+            .collect(),
+    );
     for name in &names {
         let leftover = is_temp_name(name)
             || name
@@ -468,21 +469,23 @@ fn past_retention(
         let _ = dir.remove_tree(record);
     }
     // Names start with the hook's UTC stamp, so name order is time order.
-    payloads.sort_unstable_by(|a, b| b.cmp(a));
     let mut doomed = Vec::new();
-    for (rank, name) in payloads.iter().enumerate() {
-        let at = match parse_spool_name(name) {
-            SpoolName::Event {
-                stamp_ms: Some(stamp_ms),
-                ..
-            } => Some(stamp_ms),
-            _ => match parse_stamp(name) {
-                Some(at) => Some(at),
-                None => age_of(name),
-            },
+    for (rank, name) in present.newest_first().enumerate() {
+        // Its age is looked at only within the cap: past it, it goes anyway.
+        let too_old = || {
+            let at = match parse_spool_name(name) {
+                SpoolName::Event {
+                    stamp_ms: Some(stamp_ms),
+                    ..
+                } => Some(stamp_ms),
+                _ => match parse_stamp(name) {
+                    Some(at) => Some(at),
+                    None => age_of(name),
+                },
+            };
+            at.is_some_and(|at| now - at > max_age_ms)
         };
-        let too_old = at.is_some_and(|at| now - at > max_age_ms);
-        if rank >= keep || too_old {
+        if rank >= keep || too_old() {
             doomed.push(name.to_string());
         }
     }
