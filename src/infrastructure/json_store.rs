@@ -630,8 +630,7 @@ pub(crate) fn write_flat_envelope<T: Serialize>(
         schema_version: version,
         fields: value,
     };
-    let text = render_json(path, &envelope)?;
-    commit(vec![stage_text(root, path, &text)?])
+    write_text(root, path, &render_json(path, &envelope)?)
 }
 
 /// [`write_flat_envelope`] for a derived view that replaces a file already
@@ -660,11 +659,7 @@ pub(crate) fn replace_flat_view<T: Serialize>(
                 .stage_swapping(name, text.as_bytes(), 0o644)?
                 .publish()
         }
-        _ => commit(vec![stage_text(
-            root,
-            path,
-            &render_json(path, &envelope)?,
-        )?]),
+        _ => write_text(root, path, &render_json(path, &envelope)?),
     }
 }
 
@@ -683,7 +678,7 @@ pub(crate) fn write_envelope<T: Serialize>(
         value,
     };
     let text = render_json(path, &envelope)?;
-    commit(vec![stage_text(root, path, &text)?])?;
+    write_text(root, path, &text)?;
     Ok(text.into_bytes())
 }
 
@@ -757,6 +752,11 @@ fn stage_kept<T>(
         value,
     });
     Ok(staged)
+}
+
+/// `text` made `path`'s content durably: staged and committed alone.
+fn write_text(root: &TrustedRoot, path: &Path, text: &str) -> io::Result<()> {
+    commit(vec![stage_text(root, path, text)?])
 }
 
 /// `text` staged beside `path`.
