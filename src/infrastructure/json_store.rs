@@ -379,6 +379,23 @@ pub(crate) fn peek_flat_envelope<T: DeserializeOwned>(
     })
 }
 
+/// [`peek_flat_envelope`] answered from `last` itself (not a copy of its
+/// value) when the file holds the bytes `last` was decoded from; what was
+/// read comes with its bytes, so that it can be kept again
+/// ([`KeptDecodes::keep`]) without a copy.
+pub(crate) fn peek_flat_envelope_taking<T: DeserializeOwned>(
+    root: &TrustedRoot,
+    path: &Path,
+    version: u64,
+    last: Option<Decoded<T>>,
+) -> io::Result<Peeked<Decoded<T>>> {
+    inspect(root, path, |bytes| {
+        Decoded::try_take_or(last, bytes, |bytes| {
+            check_version(bytes, version).and_then(|()| decode_flat(bytes))
+        })
+    })
+}
+
 /// Reads and decodes (`decode` checks `schemaVersion` first), moving
 /// nothing: the one read behind both the quarantining and the read-only
 /// views.
@@ -639,28 +656,29 @@ pub(crate) fn write_flat_envelope<T: Serialize>(
 /// whenever missing or unusable, where a power cut losing the replacement
 /// (or leaving it torn) costs a rebuild and loses no state. A file not yet
 /// there is written durably: its existence may be what a reader looks for.
+/// Returns the bytes written (to keep with `value`, [`Decoded::new`]).
 pub(crate) fn replace_flat_view<T: Serialize>(
     root: &TrustedRoot,
     path: &Path,
     version: u64,
     value: &T,
-) -> io::Result<()> {
+) -> io::Result<Vec<u8>> {
     let envelope = FlatEnvelope {
         schema_version: version,
         fields: value,
     };
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
-        return write_json(root, path, &envelope);
-    };
-    match root.open_dir(dir)? {
-        Some(folder) if folder.meta(name)?.is_some() => {
-            let text = render_json(path, &envelope)?;
-            folder
+    let text = render_json(path, &envelope)?;
+    match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => match root.open_dir(dir)? {
+            Some(folder) if folder.meta(name)?.is_some() => folder
                 .stage_swapping(name, text.as_bytes(), 0o644)?
-                .publish()
-        }
-        _ => write_text(root, path, &render_json(path, &envelope)?),
+                .publish()?,
+            _ => write_text(root, path, &text)?,
+        },
+        // Not a store file path: refused with its message.
+        _ => write_text(root, path, &text)?,
     }
+    Ok(text.into_bytes())
 }
 
 /// Writes `{schemaVersion: version, <field>: value}` atomically, pretty-printed like the app;

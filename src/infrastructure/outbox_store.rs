@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use super::json_store::{
-    peek_flat_envelope, read_envelope_reusing, replace_flat_view, write_envelope,
-    write_flat_envelope, Decoded, KeptDecodes, Loaded, Peeked,
+    peek_flat_envelope_taking, read_envelope_reusing, replace_flat_view, write_envelope,
+    write_flat_envelope, Decoded, KeptDecodes, Loaded, Peeked, KEPT_FILE_BYTES,
 };
 use super::lock::StoreLock;
 use super::safe_fs::{not_a_file, FileKind, FileRead, Stamp, TrustedRoot};
@@ -35,6 +35,10 @@ const KEPT_OUTBOXES: usize = MAX_ROSTER_MEMBERS;
 /// ... within this many bytes of outbox files in all (a member's holds a
 /// few tens of KiB).
 const KEPT_OUTBOX_BYTES: usize = 8 * 1024 * 1024;
+/// Teams whose outbox index's last decode is kept; past this many the kept
+/// ones are dropped, so the memory held stays bounded however many teams
+/// come.
+const KEPT_INDEXES: usize = 16;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -84,6 +88,11 @@ pub struct FsOutboxStore {
     /// again under the outbox lock (the planner's ensure), most often the
     /// same bytes, which then cost a comparison and a copy, not a decode.
     decoded: KeptDecodes<PathBuf, BTreeMap<String, StoredItem>>,
+    /// The last decode of each recently written or read team outbox index:
+    /// every ensure merges its member's entries into the index under the
+    /// index lock, most often into the bytes this process wrote last, which
+    /// then cost a comparison, not a decode.
+    index_decoded: KeptDecodes<PathBuf, OutboxIndex>,
 }
 
 /// What a member's outbox holds after an update, under its lock.
@@ -115,6 +124,7 @@ impl FsOutboxStore {
             retention: Retention::default(),
             plan_sequences: Mutex::new(HashMap::new()),
             decoded: KeptDecodes::new(KEPT_OUTBOXES, KEPT_OUTBOX_BYTES),
+            index_decoded: KeptDecodes::new(KEPT_INDEXES, KEPT_INDEXES * KEPT_FILE_BYTES),
         }
     }
 
@@ -359,8 +369,9 @@ impl FsOutboxStore {
         let known = self
             .known_sequence(team)
             .filter(|known| self.index_stamp(team) == Some(known.index));
+        let last = self.index_decoded.take(index_path);
         let Peeked::Found(stored) =
-            peek_flat_envelope::<OutboxIndex>(self.paths.root(), index_path, SCHEMA_VERSION)?
+            peek_flat_envelope_taking(self.paths.root(), index_path, SCHEMA_VERSION, last)?
         else {
             self.note_sequence(team, None);
             return self.rebuild_index(team, index_path);
@@ -383,31 +394,44 @@ impl FsOutboxStore {
     }
 
     /// The index `stored` with `member`'s entries replaced by `items`,
-    /// written unless unchanged ([`FsOutboxStore::write_member_index`]).
+    /// written unless unchanged ([`FsOutboxStore::write_member_index`]);
+    /// what the file then holds is kept with its bytes.
     fn write_member_entries(
         &self,
         index_path: &Path,
-        stored: OutboxIndex,
+        stored: Decoded<OutboxIndex>,
         member: &str,
         items: &BTreeMap<String, StoredItem>,
     ) -> Result<(), PortError> {
+        let (bytes, mut index) = stored.into_parts();
         let key = member_key(member);
-        let mut index = OutboxIndex {
-            items: stored.items.clone(),
-        };
-        index
-            .items
-            .retain(|id, entry| entry.member_key != key && !items.contains_key(id));
-        index
-            .items
-            .extend(items.values().map(|s| (s.item.id.clone(), entry(&s.item))));
-        if index.items == stored.items {
+        // The entries replaced, against the ones put in their place: the
+        // same pairs leave the index as it was.
+        let mut replaced = BTreeMap::new();
+        index.items.retain(|id, entry| {
+            let stays = entry.member_key != key && !items.contains_key(id);
+            if !stays {
+                replaced.insert(id.clone(), entry.clone());
+            }
+            stays
+        });
+        let put: BTreeMap<String, IndexEntry> = items
+            .values()
+            .map(|s| (s.item.id.clone(), entry(&s.item)))
+            .collect();
+        let unchanged = put == replaced;
+        index.items.extend(put);
+        if unchanged {
+            self.index_decoded
+                .keep(index_path.to_path_buf(), Some(Decoded::new(bytes, index)));
             return Ok(());
         }
         // A view of the member outboxes, which are durable: rebuilt in full
         // when missing or unusable (here and by every dispatch pass), read
         // by the addon only for its existence, which a replacement keeps.
-        replace_flat_view(self.paths.root(), index_path, SCHEMA_VERSION, &index)?;
+        let written = replace_flat_view(self.paths.root(), index_path, SCHEMA_VERSION, &index)?;
+        self.index_decoded
+            .keep(index_path.to_path_buf(), Some(Decoded::new(written, index)));
         Ok(())
     }
 
@@ -995,6 +1019,62 @@ mod tests {
         assert_eq!(after, ["sync b", "sync c"]);
         std::fs::write(&path, b"{not json").unwrap();
         assert!(texts().is_empty(), "quarantined, read as empty");
+    }
+
+    /// An ensure merges its member's entries into the index's kept decode
+    /// when the file still holds the bytes it came from, and decodes the
+    /// file when anyone changed it; what it keeps after a write, or after
+    /// a merge that changed nothing, is what the file's bytes decode to.
+    #[test]
+    fn an_index_merge_answers_from_the_kept_decode_of_unchanged_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path());
+        let team = TeamName::parse("forge").unwrap();
+        let ensure = |member: &str, fingerprint: &str| {
+            let name = MemberName::parse(member).unwrap();
+            store
+                .ensure(&team, &name, &planned(member, fingerprint), NOW)
+                .unwrap();
+        };
+        let path = store.index_path("forge");
+        let kept_is_the_file = |case: &str| {
+            let kept = store.index_decoded.take(&path).expect(case);
+            let file: OutboxIndex = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+            assert_eq!(kept.value.items, file.items, "{case}");
+            store.index_decoded.keep(path.clone(), Some(kept));
+        };
+        // The first ensure builds the index from every member file; the
+        // next one merges into what it reads, changing nothing.
+        ensure("jack", "a");
+        ensure("jack", "a");
+        kept_is_the_file("read, unchanged");
+        // The kept decode, marked with an entry no file holds: a merge into
+        // it writes the mark.
+        let mut kept = store.index_decoded.take(&path);
+        let items = &mut kept.as_mut().unwrap().value.items;
+        let mut mark = items["member-work-sync:forge:jack:a"].clone();
+        mark.member_key = "zed".into();
+        items.insert("marked".into(), mark);
+        store.index_decoded.keep(path.clone(), kept);
+        ensure("jill", "b");
+        assert!(
+            index_text(&store).contains("\"marked\""),
+            "merged into the kept decode"
+        );
+        kept_is_the_file("written over the kept decode");
+        // Other bytes of the same length, written in place: decoded again.
+        let text = index_text(&store);
+        std::fs::write(&path, text.replace("\"marked\"", "\"marker\"")).unwrap();
+        ensure("jill", "c");
+        let text = index_text(&store);
+        assert!(
+            text.contains("\"marker\"") && !text.contains("\"marked\""),
+            "{text}"
+        );
+        kept_is_the_file("decoded anew, then written");
+        // A merge that changes no entry keeps what it read.
+        ensure("jill", "c");
+        kept_is_the_file("unchanged again");
     }
 
     /// Every write keeps what it wrote for the next read
