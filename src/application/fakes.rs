@@ -321,12 +321,12 @@ impl MetricsStore for NoMetrics {
         Ok(())
     }
 
-    fn read(&self, _: &TeamName) -> Result<MetricsIndex, PortError> {
-        Ok(MetricsIndex::default())
+    fn read(&self, _: &TeamName) -> Result<Arc<MetricsIndex>, PortError> {
+        Ok(Arc::default())
     }
 
-    fn peek(&self, _: &TeamName) -> Result<MetricsIndex, PortError> {
-        Ok(MetricsIndex::default())
+    fn peek(&self, _: &TeamName) -> Result<Arc<MetricsIndex>, PortError> {
+        Ok(Arc::default())
     }
 }
 

@@ -356,7 +356,7 @@ impl Nudges {
             let metrics = self.ports.metrics.read(team).ok();
             let alerts = self.ports.watchdog.alerts(team).map_err(|e| e.to_string());
             for item in claimed {
-                self.process(team, &item, &index, metrics.as_ref(), &alerts, summary);
+                self.process(team, &item, &index, metrics.as_deref(), &alerts, summary);
             }
         }
         Ok(())

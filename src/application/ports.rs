@@ -281,13 +281,19 @@ pub trait MetricsStore: Send + Sync {
             .into_iter()
             .try_for_each(|(status, events)| self.record(status, events))
     }
-    /// Reads the index (missing or corrupt: empty; a corrupt one is moved aside).
-    fn read(&self, team_name: &TeamName)
-        -> Result<crate::domain::metrics::MetricsIndex, PortError>;
+    /// Reads the index (missing or corrupt: empty; a corrupt one is moved
+    /// aside). Shared, not copied: a store may answer every read of the
+    /// same content with the one index it keeps.
+    fn read(
+        &self,
+        team_name: &TeamName,
+    ) -> Result<std::sync::Arc<crate::domain::metrics::MetricsIndex>, PortError>;
     /// Reads the index like [`MetricsStore::read`], but moves nothing: a
     /// corrupt index also reads as empty and stays where it is.
-    fn peek(&self, team_name: &TeamName)
-        -> Result<crate::domain::metrics::MetricsIndex, PortError>;
+    fn peek(
+        &self,
+        team_name: &TeamName,
+    ) -> Result<std::sync::Arc<crate::domain::metrics::MetricsIndex>, PortError>;
 }
 
 /// Lifecycle of a recorded report intent.

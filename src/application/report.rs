@@ -455,13 +455,13 @@ impl Reconciler {
 
     /// `getMetrics`: counts, state counts and phase-2 readiness from the team index.
     pub fn get_metrics(&self, team: &TeamName) -> Result<TeamMetrics, WorkSyncError> {
-        Ok(self.summarize_metrics(team, &self.ports.metrics.read(team)?))
+        Ok(self.summarize_metrics(team, &*self.ports.metrics.read(team)?))
     }
 
     /// [`Reconciler::get_metrics`] without side effects: a corrupt index
     /// reads as empty and is left where it is (operators' read-only views).
     pub(crate) fn preview_metrics(&self, team: &TeamName) -> Result<TeamMetrics, WorkSyncError> {
-        Ok(self.summarize_metrics(team, &self.ports.metrics.peek(team)?))
+        Ok(self.summarize_metrics(team, &*self.ports.metrics.peek(team)?))
     }
 
     /// The `getMetrics` answer for `index`, generated now.

@@ -28,12 +28,15 @@ const KEPT_INDEXES: usize = 16;
 /// nudge planner reads readiness from it), and the index is the largest
 /// file a reconcile reads. Each team's last decoded index is kept with the
 /// bytes it came from ([`Decoded`]), so a read that finds the same bytes
-/// (the file this process just wrote or read) is a byte comparison and a
-/// copy, not a decode.
+/// (the file this process just wrote or read) is a byte comparison, not a
+/// decode, and answers with the kept index itself, shared: a recording
+/// takes it back out whole when no reader holds it any more (the planner
+/// lets go of its read before the next reconcile records), and copies it
+/// only while one does.
 pub(crate) struct FsMetricsStore {
     root: TrustedRoot,
     clock: Arc<dyn Clock>,
-    decoded: KeptDecodes<PathBuf, MetricsIndex>,
+    decoded: KeptDecodes<PathBuf, Arc<MetricsIndex>>,
 }
 
 impl FsMetricsStore {
@@ -54,7 +57,7 @@ impl FsMetricsStore {
             .join("metrics.json")
     }
 
-    fn load(&self, path: &Path) -> Result<MetricsIndex, PortError> {
+    fn load(&self, path: &Path) -> Result<Arc<MetricsIndex>, PortError> {
         let mut last = self.decoded.take(path);
         let loaded = read_flat_envelope_reusing(
             &self.root,
@@ -66,14 +69,14 @@ impl FsMetricsStore {
         self.decoded.keep(path.to_path_buf(), last);
         Ok(match loaded? {
             Loaded::Found(index) => index,
-            Loaded::Missing | Loaded::Quarantined { .. } => MetricsIndex::default(),
+            Loaded::Missing | Loaded::Quarantined { .. } => Arc::default(),
         })
     }
 
     /// [`FsMetricsStore::load`] for a caller that records into the index:
-    /// the kept decode itself, not a copy, with the bytes it came from
-    /// (`None`: no usable file), so that an index the recording left
-    /// unchanged is kept again as it was.
+    /// the kept decode itself (a copy only while a reader still shares it),
+    /// with the bytes it came from (`None`: no usable file), so that an
+    /// index the recording left unchanged is kept again as it was.
     fn load_to_record(&self, path: &Path) -> Result<(MetricsIndex, Option<Vec<u8>>), PortError> {
         let last = self.decoded.take(path);
         let loaded =
@@ -81,7 +84,7 @@ impl FsMetricsStore {
         Ok(match loaded {
             Loaded::Found(decoded) => {
                 let (bytes, index) = decoded.into_parts();
-                (index, Some(bytes))
+                (Arc::unwrap_or_clone(index), Some(bytes))
             }
             Loaded::Missing | Loaded::Quarantined { .. } => (MetricsIndex::default(), None),
         })
@@ -104,7 +107,13 @@ impl FsMetricsStore {
         let (mut index, _) = self.load_to_record(&path)?;
         index.record(status, events_for_write(status));
         let mut last = None;
-        let staged = stage_flat_envelope_kept(&self.root, &path, SCHEMA_VERSION, index, &mut last)?;
+        let staged = stage_flat_envelope_kept(
+            &self.root,
+            &path,
+            SCHEMA_VERSION,
+            Arc::new(index),
+            &mut last,
+        )?;
         self.decoded.keep(path, last);
         Ok((lock, staged))
     }
@@ -122,7 +131,8 @@ impl MetricsStore for FsMetricsStore {
             write_flat_envelope(&self.root, &path, SCHEMA_VERSION, &index)?;
         } else if let Some(bytes) = read {
             // Unchanged: still what those bytes decode to.
-            self.decoded.keep(path, Some(Decoded::new(bytes, index)));
+            self.decoded
+                .keep(path, Some(Decoded::new(bytes, Arc::new(index))));
         }
         Ok(())
     }
@@ -139,7 +149,7 @@ impl MetricsStore for FsMetricsStore {
         }
         let path = self.path(&team);
         let _lock = StoreLock::acquire(&self.root, &path)?;
-        let mut index = self.load(&path)?;
+        let mut index = Arc::unwrap_or_clone(self.load(&path)?);
         for (status, events) in writes {
             index.record(status, events);
         }
@@ -147,15 +157,15 @@ impl MetricsStore for FsMetricsStore {
         Ok(())
     }
 
-    fn read(&self, team: &TeamName) -> Result<MetricsIndex, PortError> {
+    fn read(&self, team: &TeamName) -> Result<Arc<MetricsIndex>, PortError> {
         self.load(&self.path(team))
     }
 
-    fn peek(&self, team: &TeamName) -> Result<MetricsIndex, PortError> {
+    fn peek(&self, team: &TeamName) -> Result<Arc<MetricsIndex>, PortError> {
         Ok(
             match peek_flat_envelope(&self.root, &self.path(team), SCHEMA_VERSION)? {
-                Peeked::Found(index) => index,
-                Peeked::Missing | Peeked::Unusable { .. } => MetricsIndex::default(),
+                Peeked::Found(index) => Arc::new(index),
+                Peeked::Missing | Peeked::Unusable { .. } => Arc::default(),
             },
         )
     }
@@ -205,11 +215,24 @@ mod tests {
         // answering with it decoded nothing.
         let path = store.path("forge");
         let mut kept = store.decoded.take(&path);
-        let members = &mut kept.as_mut().expect("kept from the write").value.members;
+        let members =
+            &mut Arc::make_mut(&mut kept.as_mut().expect("kept from the write").value).members;
         members.insert("marked".into(), members["jack"].clone());
         store.decoded.keep(path.clone(), kept);
-        let names = || -> Vec<String> { store.read(&forge).unwrap().members.into_keys().collect() };
+        let names = || -> Vec<String> {
+            store
+                .read(&forge)
+                .unwrap()
+                .members
+                .keys()
+                .cloned()
+                .collect()
+        };
         assert_eq!(names(), ["jack", "marked"]);
+        // Reads of the same bytes share the kept index: no copy each.
+        let (first, second) = (store.read(&forge).unwrap(), store.read(&forge).unwrap());
+        assert!(Arc::ptr_eq(&first, &second), "shared");
+        drop((first, second));
         store.record(&jack, events_for_write(&jack)).unwrap();
         assert_eq!(names(), ["jack", "marked"], "kept again as it was taken");
         // A record that changes the index writes it; the file is read back.

@@ -346,11 +346,11 @@ impl MetricsStore for SessionStores {
         self.metrics(&team, |m| m.record_all(writes))
     }
 
-    fn read(&self, team_name: &TeamName) -> Result<MetricsIndex, PortError> {
+    fn read(&self, team_name: &TeamName) -> Result<Arc<MetricsIndex>, PortError> {
         self.metrics(team_name, |m| m.read(team_name))
     }
 
-    fn peek(&self, team_name: &TeamName) -> Result<MetricsIndex, PortError> {
+    fn peek(&self, team_name: &TeamName) -> Result<Arc<MetricsIndex>, PortError> {
         self.metrics(team_name, |m| m.peek(team_name))
     }
 }

@@ -457,12 +457,12 @@ impl MetricsStore for SqliteStore {
         })
     }
 
-    fn read(&self, team_name: &TeamName) -> Result<MetricsIndex, PortError> {
-        self.metrics_index(team_name)
+    fn read(&self, team_name: &TeamName) -> Result<Arc<MetricsIndex>, PortError> {
+        self.metrics_index(team_name).map(Arc::new)
     }
 
-    fn peek(&self, team_name: &TeamName) -> Result<MetricsIndex, PortError> {
-        self.metrics_index(team_name)
+    fn peek(&self, team_name: &TeamName) -> Result<Arc<MetricsIndex>, PortError> {
+        self.metrics_index(team_name).map(Arc::new)
     }
 }
 
