@@ -63,7 +63,7 @@ fn bench(spec: &Value, out: &mut impl Write) -> Result<(), String> {
         let written = status(team, member, &format_iso(now - 3_600_000 + i as i64), i);
         stores
             .status
-            .update(&team_name, member_name, &mut |_| written.clone())
+            .update(&team_name, member_name, Box::new(|_| written.clone()))
             .map_err(|e| format!("status write: {e}"))?;
         stores
             .status

@@ -53,7 +53,7 @@ fn seed_history(db: &Path) {
             .update(
                 &TeamName::parse("forge").unwrap(),
                 &MemberName::parse(&member).unwrap(),
-                &mut |_| status.clone(),
+                Box::new(|_| status.clone()),
             )
             .unwrap();
     }

@@ -16,7 +16,8 @@ use super::nudges::Nudges;
 use super::ports::{
     AuditEvent, AuditJournal, Claimed, Clock, InboxFailure, InboxOutcome, InboxSink, IntentStatus,
     MetricsStore, OutboxStore, PendingIntents, PortError, Ports, ReportIntent, ReportIntentStore,
-    ReportTokens, StatusStore, StoredStatus, TaskImpactSource, TeamSource, WatchdogJournal,
+    ReportTokens, StatusBuild, StatusStore, StoredStatus, TaskImpactSource, TeamSource,
+    WatchdogJournal,
 };
 use super::reconcile::Reconciler;
 use super::runtime_state::RuntimeStates;
@@ -206,7 +207,7 @@ impl StatusStore for MemoryStatusStore {
         &self,
         team: &TeamName,
         member: &MemberName,
-        build: &mut dyn FnMut(StoredStatus) -> MemberStatus,
+        build: StatusBuild<'_>,
     ) -> Result<MemberStatus, PortError> {
         let held = self.hold.lock().unwrap().take();
         if let Some((entered, release)) = held {

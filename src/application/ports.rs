@@ -154,6 +154,10 @@ impl StoredStatus {
     }
 }
 
+/// What [`StatusStore::update`] builds a member's status with: the stored
+/// status in, the status to write out.
+pub type StatusBuild<'a> = Box<dyn FnOnce(StoredStatus) -> MemberStatus + 'a>;
+
 /// Per-member status persistence.
 pub trait StatusStore: Send + Sync {
     /// Reads the stored status of a member (corrupt files are quarantined and read as missing).
@@ -171,12 +175,14 @@ pub trait StatusStore: Send + Sync {
         member_name: &MemberName,
     ) -> Result<StoredStatus, PortError>;
     /// Read-modify-write of a member's status under the member's store lock:
-    /// `build` gets what is stored and returns what to write.
+    /// `build` gets what is stored and returns what to write. It is called
+    /// once, so it may move what it builds from (an agenda of hundreds of
+    /// items) instead of copying it.
     fn update(
         &self,
         team_name: &TeamName,
         member_name: &MemberName,
-        build: &mut dyn FnMut(StoredStatus) -> MemberStatus,
+        build: StatusBuild<'_>,
     ) -> Result<MemberStatus, PortError>;
 
     /// How many member folders the team's store holds (real folders only),
@@ -197,7 +203,7 @@ pub trait StatusStore: Send + Sync {
     ) -> Result<Vec<MemberStatus>, PortError> {
         members
             .iter()
-            .map(|member| self.update(team_name, member, &mut |stored| build(member, stored)))
+            .map(|member| self.update(team_name, member, Box::new(|stored| build(member, stored))))
             .collect()
     }
 }

@@ -390,14 +390,15 @@ impl Reconciler {
             team_name, member, snapshot, agenda, now, by, triggers, options,
         );
         let mut found = Found::default();
-        let status = self
-            .ports
-            .store
-            .update(team_name, member, &mut |previous| {
-                let reconciled = self.reconciled_status(&prepared, previous);
+        let status = self.ports.store.update(
+            team_name,
+            member,
+            Box::new(|previous| {
+                let reconciled = self.reconciled_status(prepared, previous);
                 found = Found::of(&reconciled);
                 reconciled.status
-            })?;
+            }),
+        )?;
         self.after_write(team_name, member, &status, &found, now);
         Ok(status)
     }
@@ -440,10 +441,10 @@ impl Reconciler {
     /// The status a reconcile writes, from what it read and the stored
     /// status (under the member's status lock: no store call here):
     /// assembled, then suppressed.
-    fn reconciled_status(&self, prepared: &Prepared, previous: StoredStatus) -> Reconciled {
+    fn reconciled_status(&self, prepared: Prepared, previous: StoredStatus) -> Reconciled {
         let history = previous.status().map(SuppressionHistory::of);
         let previous_evaluated_at = evaluated_at_of(&previous);
-        let (inputs, legacy) = with_previous(prepared.inputs.clone(), previous);
+        let (inputs, legacy) = with_previous(prepared.inputs, previous);
         let mut status = assemble(inputs);
         let suppressed = self.apply_suppression(
             &mut status,

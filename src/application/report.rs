@@ -243,14 +243,15 @@ impl Reconciler {
         );
         inputs.accepted_report = Some(report);
         let mut legacy = false;
-        let status = self
-            .ports
-            .store
-            .update(team_name, member_name, &mut |previous| {
-                let (inputs, from_legacy) = with_previous(inputs.clone(), previous);
+        let status = self.ports.store.update(
+            team_name,
+            member_name,
+            Box::new(|previous| {
+                let (inputs, from_legacy) = with_previous(inputs, previous);
                 legacy = from_legacy;
                 assemble_accepted(inputs)
-            })?;
+            }),
+        )?;
         self.status_written(team_name, member_name, &status, legacy, now);
         self.audit(
             SOURCE,
@@ -319,7 +320,7 @@ impl Reconciler {
         let status = self
             .ports
             .store
-            .update(team_name, member_name, &mut |_| rejected.clone())?;
+            .update(team_name, member_name, Box::new(|_| rejected))?;
         self.status_written(team_name, member_name, &status, false, now);
         self.audit(
             SOURCE,

@@ -19,7 +19,7 @@ use super::safe_fs::{commit, commit_with_companion, FileKind, TrustedRoot};
 use super::team_reader::MAX_ROSTER_MEMBERS;
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
 use crate::application::ports::{
-    AuditEvent, AuditJournal, Clock, PortError, StatusStore, StoredStatus,
+    AuditEvent, AuditJournal, Clock, PortError, StatusBuild, StatusStore, StoredStatus,
 };
 use crate::domain::names::{member_key, MemberName, TeamName};
 use crate::domain::retention::Retention;
@@ -312,7 +312,7 @@ impl StatusStore for FsStatusStore {
         &self,
         team: &TeamName,
         member: &MemberName,
-        build: &mut dyn FnMut(StoredStatus) -> MemberStatus,
+        build: StatusBuild<'_>,
     ) -> Result<MemberStatus, PortError> {
         let path = self.paths.member_file(team, member, "status.json");
         let _lock = StoreLock::acquire(self.paths.root(), &path)?;
@@ -516,9 +516,11 @@ mod tests {
             }
             let store = written;
             store
-                .update(&forge, &jack, &mut |_| {
-                    status("forge", "jack", vec!["a".into()])
-                })
+                .update(
+                    &forge,
+                    &jack,
+                    Box::new(|_| status("forge", "jack", vec!["a".into()])),
+                )
                 .unwrap();
             // The kept decode, marked: the written bytes on disk answer with it.
             let path = store.paths.member_file(&forge, &jack, "status.json");
@@ -532,13 +534,17 @@ mod tests {
             // An update replaces the kept decode itself (taken, not copied).
             let mut seen = Vec::new();
             store
-                .update(&forge, &jack, &mut |previous| {
-                    seen = previous
-                        .into_status()
-                        .map(|s| s.diagnostics)
-                        .unwrap_or_default();
-                    status("forge", "jack", vec!["a".into()])
-                })
+                .update(
+                    &forge,
+                    &jack,
+                    Box::new(|previous| {
+                        seen = previous
+                            .into_status()
+                            .map(|s| s.diagnostics)
+                            .unwrap_or_default();
+                        status("forge", "jack", vec!["a".into()])
+                    }),
+                )
                 .unwrap();
             assert_eq!(seen, ["kept"], "metrics: {with_metrics}");
             assert_eq!(diagnostics(&store), ["a"], "metrics: {with_metrics}");
@@ -553,14 +559,18 @@ mod tests {
     fn bump(store: &FsStatusStore, member: &str, rounds: usize) {
         for round in 0..rounds {
             store
-                .update(&team("forge"), &name(member), &mut |previous| {
-                    let mut diagnostics = previous
-                        .into_status()
-                        .map(|s| s.diagnostics)
-                        .unwrap_or_default();
-                    diagnostics.push(format!("{}:{round}", std::process::id()));
-                    status("forge", member, diagnostics)
-                })
+                .update(
+                    &team("forge"),
+                    &name(member),
+                    Box::new(|previous| {
+                        let mut diagnostics = previous
+                            .into_status()
+                            .map(|s| s.diagnostics)
+                            .unwrap_or_default();
+                        diagnostics.push(format!("{}:{round}", std::process::id()));
+                        status("forge", member, diagnostics)
+                    }),
+                )
                 .unwrap();
         }
     }
@@ -819,10 +829,14 @@ mod tests {
         let store = store(dir.path());
         let mut seen = None;
         store
-            .update(&team("forge"), &name("jack"), &mut |previous| {
-                seen = Some(previous);
-                status("forge", "jack", vec![])
-            })
+            .update(
+                &team("forge"),
+                &name("jack"),
+                Box::new(|previous| {
+                    seen = Some(previous);
+                    status("forge", "jack", vec![])
+                }),
+            )
             .unwrap();
         assert_eq!(
             seen,

@@ -251,11 +251,11 @@ pub fn run(stores: &Stores, spec: &Spec, out: &mut impl Write) -> Tally {
         let evaluated_at = format_iso(spec.now - 3_600_000 + (round as i64 % 3_000_000));
         if spec.statuses {
             let written = status(team, member, &evaluated_at, round);
-            match stores
-                .status
-                .update(&checked(team), &checked_member(member), &mut |_| {
-                    written.clone()
-                }) {
+            match stores.status.update(
+                &checked(team),
+                &checked_member(member),
+                Box::new(|_| written.clone()),
+            ) {
                 Ok(_) => {
                     tally.statuses += 1;
                     say(out, json!({"status": member, "evaluatedAt": evaluated_at}));

@@ -89,7 +89,7 @@ pub fn run(store: &SqliteStore, step: &Value) -> Value {
         let team = TeamName::parse(&status.team_name).unwrap();
         let member = MemberName::parse(&status.member_name).unwrap();
         store
-            .update(&team, &member, &mut |_| status.clone())
+            .update(&team, &member, Box::new(|_| status.clone()))
             .unwrap();
     };
     match text(step, "op") {

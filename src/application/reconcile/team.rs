@@ -58,7 +58,7 @@ impl Reconciler {
             }
         }
         let options = ReconcileOptions::default();
-        let prepared: std::collections::HashMap<&MemberName, Prepared> = persisted
+        let mut prepared: std::collections::HashMap<&MemberName, Prepared> = persisted
             .iter()
             .map(|member| {
                 let agenda = self.start_reconcile(index, team_name, member, now, triggers);
@@ -70,19 +70,18 @@ impl Reconciler {
             .collect();
         let mut found: std::collections::HashMap<String, Found> = std::collections::HashMap::new();
         let mut build = |member: &MemberName, previous: StoredStatus| {
-            let reconciled = match prepared.get(member) {
-                Some(prepared) => self.reconciled_status(prepared, previous),
-                // Every member written was prepared; a name the store hands
-                // back otherwise is prepared now (outside any lock of ours
-                // but its own).
-                None => {
-                    let agenda = index.agenda_for(member, &format_iso(now));
-                    let prepared = self.prepare(
-                        team_name, member, snapshot, agenda, now, by, triggers, options,
-                    );
-                    self.reconciled_status(&prepared, previous)
-                }
-            };
+            // Each member's status is built from what was prepared for it,
+            // moved, not copied. A member built again (written on its own
+            // after a failed group commit), or a name the store hands back
+            // that was not prepared, is prepared now (outside any lock of
+            // ours but its own), from the same snapshot, index and time.
+            let prepared = prepared.remove(member).unwrap_or_else(|| {
+                let agenda = index.agenda_for(member, &format_iso(now));
+                self.prepare(
+                    team_name, member, snapshot, agenda, now, by, triggers, options,
+                )
+            });
+            let reconciled = self.reconciled_status(prepared, previous);
             found.insert(member.to_string(), Found::of(&reconciled));
             reconciled.status
         };
@@ -98,9 +97,11 @@ impl Reconciler {
             Err(_) => persisted
                 .iter()
                 .map(|member| {
-                    self.ports
-                        .store
-                        .update(team_name, member, &mut |previous| build(member, previous))
+                    self.ports.store.update(
+                        team_name,
+                        member,
+                        Box::new(|previous| build(member, previous)),
+                    )
                 })
                 .collect(),
         };

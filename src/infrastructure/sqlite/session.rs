@@ -22,7 +22,7 @@ use super::store::{KeyedMutex, SqliteStore};
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
 use crate::application::ports::{
     Claimed, MetricsStore, OutboxStore, PendingIntents, PortError, ReportIntent, ReportIntentStore,
-    StatusStore, StoredStatus, TeamPurge,
+    StatusBuild, StatusStore, StoredStatus, TeamPurge,
 };
 use crate::domain::metrics::{MetricEvent, MetricsIndex};
 use crate::domain::names::{MemberName, TeamName};
@@ -308,7 +308,7 @@ impl StatusStore for SessionStores {
         &self,
         team_name: &TeamName,
         member_name: &MemberName,
-        build: &mut dyn FnMut(StoredStatus) -> MemberStatus,
+        build: StatusBuild<'_>,
     ) -> Result<MemberStatus, PortError> {
         self.status(team_name, |s| s.update(team_name, member_name, build))
     }

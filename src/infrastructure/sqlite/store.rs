@@ -26,7 +26,7 @@ use super::records::{EnsureRecordResult, OutboxMark, OutboxRecord, ProcessedInte
 use super::team_files::{Access, TeamFiles};
 use crate::application::ports::{
     Claimed, IntentStatus, MetricsStore, OutboxStore, PendingIntents, PortError, ReportIntent,
-    ReportIntentStore, StatusStore, StoredStatus, TeamPurge,
+    ReportIntentStore, StatusBuild, StatusStore, StoredStatus, TeamPurge,
 };
 use crate::domain::js_semantics::js_trim;
 use crate::domain::metrics::{events_for_write, MemberSummary, MetricEvent, MetricsIndex};
@@ -406,7 +406,7 @@ impl StatusStore for SqliteStore {
         &self,
         team_name: &TeamName,
         member_name: &MemberName,
-        build: &mut dyn FnMut(StoredStatus) -> MemberStatus,
+        build: StatusBuild<'_>,
     ) -> Result<MemberStatus, PortError> {
         self.run(team_name, Access::Mutation, || {
             let status = build(self.read_status(team_name, member_name)?);
