@@ -512,6 +512,7 @@ fn recovery_nudges_lead_to_suppression_after_four_deliveries() {
             .map(|i| {
                 i.payload
                     .work_sync_intent_key
+                    .clone()
                     .unwrap_or_else(|| "base".into())
             })
             .map(|k| k.split(':').next().unwrap().to_string())
@@ -840,7 +841,7 @@ fn an_outbox_that_cannot_be_claimed_from_is_journaled_under_the_members_name_not
         let mut item = f.outbox("jack").remove(0);
         item.id = item.id.replace(":jack:", &format!(":{name}:"));
         item.member_name = name.to_string();
-        item.payload.to = name.to_string();
+        std::sync::Arc::make_mut(&mut item.payload).to = name.to_string();
         let store = f
             .root
             .join(format!("teams/forge/members/{folder}/.member-work-sync"));
@@ -1376,7 +1377,7 @@ fn intent_keys(f: &Fixture, member: &str) -> Vec<String> {
     let mut keys: Vec<String> = f
         .outbox(member)
         .into_iter()
-        .filter_map(|i| i.payload.work_sync_intent_key)
+        .filter_map(|i| i.payload.work_sync_intent_key.clone())
         .collect();
     keys.sort();
     keys
@@ -1437,7 +1438,7 @@ fn still_stuck_retries_delivered_exactly_an_hour_ago_still_count() {
             base.agenda_fingerprint, base.payload_hash
         );
         item.id = format!("member-work-sync:forge:jack:{key}");
-        item.payload.work_sync_intent_key = Some(key);
+        std::sync::Arc::make_mut(&mut item.payload).work_sync_intent_key = Some(key);
         item.updated_at = at(now - minutes_ago * MINUTE);
         item.delivered_at = Some(item.updated_at.clone());
         item
@@ -1885,7 +1886,8 @@ fn a_dispatch_asks_the_app_about_its_own_team_whatever_team_an_item_names() {
         f.queued_reconcile("jack");
         let mut item = f.outbox("jack").remove(0);
         item.team_name = stored_team.into();
-        item.payload.work_sync_intent_key = Some("proof-missing:m-1".into());
+        std::sync::Arc::make_mut(&mut item.payload).work_sync_intent_key =
+            Some("proof-missing:m-1".into());
         write_outbox(&f.root, "jack", &[item]);
         assert_eq!(f.dispatch().claimed, 1, "{stored_team:?}");
         assert_eq!(

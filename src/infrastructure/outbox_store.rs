@@ -713,7 +713,7 @@ mod tests {
         PlannedNudge {
             id: format!("member-work-sync:forge:{member}:{fingerprint}"),
             payload_hash: payload.hash(),
-            payload,
+            payload: Arc::new(payload),
             preview: String::new(),
         }
     }
@@ -994,14 +994,17 @@ mod tests {
             .unwrap();
         let texts = || -> Vec<String> {
             let items = store.member_items(&team, &jack).unwrap();
-            items.into_iter().map(|item| item.payload.text).collect()
+            items
+                .into_iter()
+                .map(|item| item.payload.text.clone())
+                .collect()
         };
         assert_eq!(texts(), ["sync a"]);
         // The kept decode, marked: the same bytes on disk answer with it.
         let path = store.member_path("forge", "jack");
         let mut kept = store.decoded.take(&path);
         for stored in kept.as_mut().unwrap().value.values_mut() {
-            stored.item.payload.text = "kept".into();
+            Arc::make_mut(&mut stored.item.payload).text = "kept".into();
         }
         store.decoded.keep(path.clone(), kept);
         assert_eq!(texts(), ["kept"]);

@@ -113,7 +113,7 @@ pub fn planned(team: &str, member: &str, id: &str) -> PlannedNudge {
     PlannedNudge {
         id: id.to_string(),
         payload_hash: payload.hash(),
-        payload,
+        payload: std::sync::Arc::new(payload),
         preview: String::new(),
     }
 }

@@ -142,7 +142,7 @@ pub fn run(store: &SqliteStore, step: &Value) -> Value {
             let payload: NudgePayload = serde_json::from_value(step["payload"].clone()).unwrap();
             let planned = PlannedNudge {
                 id: text(step, "id").into(),
-                payload,
+                payload: std::sync::Arc::new(payload),
                 payload_hash: text(step, "payloadHash").into(),
                 preview: String::new(),
             };

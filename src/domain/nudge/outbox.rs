@@ -4,6 +4,7 @@
 //! with bounded backoff and deterministic jitter), pruned once finished.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -51,7 +52,7 @@ pub struct OutboxItem {
     pub member_name: String,
     pub agenda_fingerprint: String,
     pub payload_hash: String,
-    pub payload: NudgePayload,
+    pub payload: Arc<NudgePayload>,
     pub status: OutboxStatus,
     pub attempt_generation: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -75,7 +76,7 @@ impl OutboxItem {
     /// item's own fingerprint is the payload's.
     pub(crate) fn with_payload_fingerprint(mut self) -> Self {
         if self.payload.agenda_fingerprint.is_empty() {
-            self.payload.agenda_fingerprint = self.agenda_fingerprint.clone();
+            Arc::make_mut(&mut self.payload).agenda_fingerprint = self.agenda_fingerprint.clone();
         }
         self
     }

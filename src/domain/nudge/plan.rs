@@ -2,6 +2,8 @@
 //! id (keyed by the agenda fingerprint, the review requests of a clean
 //! pickup, or a recovery intent key) and its hash.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::domain::agenda::{ActionableWorkItem, Agenda, ItemKind};
@@ -65,7 +67,7 @@ pub struct PlannedNudge {
     pub id: String,
     /// What the member's inbox message will say; its hash tells a changed
     /// nudge from the one already in the outbox.
-    pub payload: NudgePayload,
+    pub payload: Arc<NudgePayload>,
     /// `payload.hash()`.
     pub payload_hash: String,
     /// First three `"<displayId> <subject>"`, joined with `; `.
@@ -83,7 +85,7 @@ impl PlannedNudge {
         intent_key: &str,
         lead: &str,
     ) -> PlannedNudge {
-        let mut payload = self.payload.clone();
+        let mut payload = NudgePayload::clone(&self.payload);
         payload.work_sync_intent_key = Some(intent_key.to_string());
         payload.text = format!("{lead}\n\n{}", payload.text);
         PlannedNudge {
@@ -92,7 +94,7 @@ impl PlannedNudge {
                 normalize_member_name(member)
             ),
             payload_hash: payload.hash(),
-            payload,
+            payload: Arc::new(payload),
             preview: self.preview.clone(),
         }
     }
@@ -171,7 +173,7 @@ pub fn plan_nudge(status: &MemberStatus) -> Option<PlannedNudge> {
             intent_key.as_deref().unwrap_or(&agenda.fingerprint)
         ),
         payload_hash: payload.hash(),
-        payload,
+        payload: Arc::new(payload),
         preview: agenda_preview(status),
     })
 }

@@ -552,7 +552,7 @@ fn outbox_transitions_with_generation_fencing() {
         (EnsureOutcome::Existing, OutboxStatus::Delivered)
     );
     let mut other = planned();
-    other.payload.text.push('!');
+    std::sync::Arc::make_mut(&mut other.payload).text.push('!');
     other.payload_hash = other.payload.hash();
     assert_eq!(
         ensure_for_jack(Some(item), &other).1,
@@ -579,7 +579,7 @@ fn ensure_pending_revives_and_refreshes() {
     let mut claimed = revived;
     claim(&mut claimed, "a", NOW);
     let mut other = planned();
-    other.payload.text.push('!');
+    std::sync::Arc::make_mut(&mut other.payload).text.push('!');
     other.payload_hash = other.payload.hash();
     let (refreshed, _) = ensure_for_jack(Some(claimed), &other);
     assert_eq!(
@@ -919,7 +919,7 @@ fn keyed_nudges_get_their_own_id_and_hash() {
 
 #[test]
 fn agenda_sync_text_names_both_tools_the_member_and_the_task_ids() {
-    let text = planned().payload.text;
+    let text = planned().payload.text.clone();
     for needle in [
         "member_work_sync_status tool with teamName \"forge\" and memberName \"Jack\"",
         "then call member_work_sync_report",
@@ -951,7 +951,7 @@ fn an_escalated_lead_clarification_is_recorded_on_the_board_first() {
     clarification.evidence.needs_clarification = Some("lead".into());
     let mut lead = status(vec![clarification]);
     lead.member_name = "team-lead".into();
-    let text = plan_nudge(&lead).unwrap().payload.text;
+    let text = plan_nudge(&lead).unwrap().payload.text.clone();
     assert!(
         text.contains("task_set_clarification and value \"user\""),
         "{text}"
@@ -963,7 +963,8 @@ fn review_pickups_get_their_own_text() {
     let text = plan_nudge(&status(vec![pickup("6", "r1")]))
         .unwrap()
         .payload
-        .text;
+        .text
+        .clone();
     assert!(text.starts_with(crate::domain::nudge_text::REVIEW_PICKUP_OPENING));
     for needle in [
         "Reviews: #6 Task 6.",
