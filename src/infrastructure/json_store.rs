@@ -737,27 +737,13 @@ pub(crate) fn stage_envelope_kept<T: Serialize>(
     stage_kept(root, path, text, value, last)
 }
 
-/// [`write_flat_envelope`] staged for a group commit, as
-/// [`stage_envelope_kept`]; `last` then keeps `value` with the staged bytes, so
-/// once they are committed a read through [`read_flat_envelope_reusing`]
-/// answers from it.
-pub(crate) fn stage_flat_envelope_kept<T: Serialize>(
-    root: &TrustedRoot,
-    path: &Path,
-    version: u64,
-    value: T,
-    last: &mut Option<Decoded<T>>,
-) -> io::Result<Staged> {
-    let envelope = FlatEnvelope {
-        schema_version: version,
-        fields: &value,
-    };
-    let text = render_json(path, &envelope)?;
-    stage_kept(root, path, text, value, last)
-}
-
-/// `text` (`value` rendered) staged beside `path`, `value` kept with it in `last`.
-fn stage_kept<T>(
+/// `text` (`value` rendered, [`render_json`]) staged beside `path` for a
+/// group commit ([`safe_fs::commit`]), `value` kept with it in `last`, so
+/// once they are committed a read through [`read_envelope_reusing`] or
+/// [`read_flat_envelope_reusing`] answers from it.
+///
+/// [`safe_fs::commit`]: super::safe_fs::commit
+pub(crate) fn stage_kept<T>(
     root: &TrustedRoot,
     path: &Path,
     text: String,
@@ -773,7 +759,7 @@ fn stage_kept<T>(
 }
 
 /// `text` made `path`'s content durably: staged and committed alone.
-fn write_text(root: &TrustedRoot, path: &Path, text: &str) -> io::Result<()> {
+pub(crate) fn write_text(root: &TrustedRoot, path: &Path, text: &str) -> io::Result<()> {
     commit(vec![stage_text(root, path, text)?])
 }
 
@@ -790,7 +776,7 @@ fn stage_text(root: &TrustedRoot, path: &Path, text: &str) -> io::Result<Staged>
 }
 
 /// `JSON.stringify(v, null, 2) + "\n"`, refused past [`MAX_STORE_FILE_BYTES`].
-fn render_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> io::Result<String> {
+pub(crate) fn render_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> io::Result<String> {
     let mut text = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
     text.push('\n');
     if text.len() as u64 > MAX_STORE_FILE_BYTES {
@@ -1072,7 +1058,12 @@ mod tests {
             Loaded::Quarantined { reason, .. } => Value::from(reason),
         };
         let staged = |value: Value, last: &mut Option<Decoded<Value>>| {
-            let staged = stage_flat_envelope_kept(&root, &path, 2, value, last).unwrap();
+            let envelope = FlatEnvelope {
+                schema_version: 2,
+                fields: &value,
+            };
+            let text = render_json(&path, &envelope).unwrap();
+            let staged = stage_kept(&root, &path, text, value, last).unwrap();
             super::super::safe_fs::commit(vec![staged]).unwrap();
         };
         let mut last = None;

@@ -3,15 +3,18 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use super::fragments::{FragmentCache, FragmentMap, Fragments};
 use super::json_store::{
-    peek_flat_envelope, read_flat_envelope_reusing, read_flat_envelope_taking,
-    stage_flat_envelope_kept, write_flat_envelope, Decoded, KeptDecodes, Loaded, Peeked,
-    KEPT_FILE_BYTES,
+    peek_flat_envelope, read_flat_envelope_reusing, read_flat_envelope_taking, render_json,
+    stage_kept, write_text, Decoded, KeptDecodes, Loaded, Peeked, KEPT_FILE_BYTES,
 };
 use super::lock::StoreLock;
 use super::safe_fs::{Staged, TrustedRoot};
 use crate::application::ports::{Clock, MetricsStore, PortError};
-use crate::domain::metrics::{events_for_write, MetricEvent, MetricsIndex};
+use crate::domain::metrics::{events_for_write, MemberSummary, MetricEvent, MetricsIndex};
 use crate::domain::names::TeamName;
 use crate::domain::status::MemberStatus;
 
@@ -33,10 +36,25 @@ const KEPT_INDEXES: usize = 16;
 /// takes it back out whole when no reader holds it any more (the planner
 /// lets go of its read before the next reconcile records), and copies it
 /// only while one does.
+///
+/// A write renders only the summaries and events that changed: the others'
+/// text is kept from the team's last write ([`Fragments`]).
 pub(crate) struct FsMetricsStore {
     root: TrustedRoot,
     clock: Arc<dyn Clock>,
     decoded: KeptDecodes<PathBuf, Arc<MetricsIndex>>,
+    member_fragments: FragmentCache<PathBuf, MemberSummary>,
+    event_fragments: FragmentCache<PathBuf, MetricEvent>,
+}
+
+/// The index file as [`FsMetricsStore::render`] writes it: the envelope of
+/// the index's fields, each entry a fragment.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct IndexFile<'a> {
+    schema_version: u64,
+    members: FragmentMap<'a>,
+    recent_events: &'a [&'a RawValue],
 }
 
 impl FsMetricsStore {
@@ -46,7 +64,53 @@ impl FsMetricsStore {
             root: TrustedRoot::new(teams_base),
             clock,
             decoded: KeptDecodes::new(KEPT_INDEXES, KEPT_INDEXES * KEPT_FILE_BYTES),
+            member_fragments: FragmentCache::new(KEPT_INDEXES, KEPT_INDEXES * KEPT_FILE_BYTES),
+            event_fragments: FragmentCache::new(KEPT_INDEXES, KEPT_INDEXES * KEPT_FILE_BYTES),
         }
+    }
+
+    /// `index` rendered for `path` as a flat envelope would be
+    /// ([`render_json`]), its member summaries and events from their kept
+    /// fragments where they are unchanged.
+    fn render(&self, path: &Path, index: &MetricsIndex) -> std::io::Result<String> {
+        // Entries sit two levels deep: envelope, then `members` or `recentEvents`.
+        const DEPTH: usize = 2;
+        let key = path.to_path_buf();
+        let mut members = self
+            .member_fragments
+            .take(&key)
+            .unwrap_or_else(|| Fragments::new(DEPTH));
+        let mut events = self
+            .event_fragments
+            .take(&key)
+            .unwrap_or_else(|| Fragments::new(DEPTH));
+        let member_entries: Vec<(&str, &MemberSummary)> =
+            index.members.iter().map(|(k, v)| (k.as_str(), v)).collect();
+        let event_entries: Vec<(&str, &MetricEvent)> = index
+            .recent_events
+            .iter()
+            .map(|event| (event.id.as_str(), event))
+            .collect();
+        let keys: Vec<&str> = member_entries.iter().map(|(k, _)| *k).collect();
+        let text = members
+            .with(&member_entries, |member_fragments| {
+                events.with(&event_entries, |event_fragments| {
+                    let file = IndexFile {
+                        schema_version: SCHEMA_VERSION,
+                        members: FragmentMap {
+                            keys: &keys,
+                            fragments: member_fragments,
+                        },
+                        recent_events: event_fragments,
+                    };
+                    render_json(path, &file)
+                })
+            })
+            .map_err(std::io::Error::other)?
+            .map_err(std::io::Error::other)??;
+        self.member_fragments.keep(key.clone(), members);
+        self.event_fragments.keep(key, events);
+        Ok(text)
     }
 
     fn path(&self, team: &str) -> PathBuf {
@@ -107,13 +171,8 @@ impl FsMetricsStore {
         let (mut index, _) = self.load_to_record(&path)?;
         index.record(status, events_for_write(status));
         let mut last = None;
-        let staged = stage_flat_envelope_kept(
-            &self.root,
-            &path,
-            SCHEMA_VERSION,
-            Arc::new(index),
-            &mut last,
-        )?;
+        let text = self.render(&path, &index)?;
+        let staged = stage_kept(&self.root, &path, text, Arc::new(index), &mut last)?;
         self.decoded.keep(path, last);
         Ok((lock, staged))
     }
@@ -128,7 +187,7 @@ impl MetricsStore for FsMetricsStore {
         let _lock = StoreLock::acquire(&self.root, &path)?;
         let (mut index, read) = self.load_to_record(&path)?;
         if index.record(status, events) {
-            write_flat_envelope(&self.root, &path, SCHEMA_VERSION, &index)?;
+            write_text(&self.root, &path, &self.render(&path, &index)?)?;
         } else if let Some(bytes) = read {
             // Unchanged: still what those bytes decode to.
             self.decoded
@@ -153,7 +212,7 @@ impl MetricsStore for FsMetricsStore {
         for (status, events) in writes {
             index.record(status, events);
         }
-        write_flat_envelope(&self.root, &path, SCHEMA_VERSION, &index)?;
+        write_text(&self.root, &path, &self.render(&path, &index)?)?;
         Ok(())
     }
 
@@ -193,6 +252,52 @@ mod tests {
             "diagnostics": []
         }))
         .unwrap()
+    }
+
+    /// Every write, through the group commit's staging or the store's own
+    /// record, is the flat envelope of the index byte for byte, whichever
+    /// summaries and events it could take from the last write's fragments
+    /// (an unchanged member's, events already recorded) and whichever
+    /// changed under the same key.
+    #[test]
+    fn a_write_from_kept_fragments_is_the_index_rendered_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FsMetricsStore::new(
+            dir.path().join("teams"),
+            Arc::new(ManualClock::new(1_795_000_000_000)),
+        );
+        let path = store.path("forge");
+        // The index as this test records it alongside the store.
+        let mut expected = MetricsIndex::default();
+        let rendered_whole = |index: &MetricsIndex| {
+            let fields = serde_json::to_value(index).unwrap();
+            let envelope = serde_json::json!({
+                "schemaVersion": SCHEMA_VERSION,
+                "members": fields["members"],
+                "recentEvents": fields["recentEvents"],
+            });
+            serde_json::to_string_pretty(&envelope).unwrap() + "\n"
+        };
+        let names = ["jack", "jill", "ann \"the\" é", "jack", "jill", "jack"];
+        for (round, name) in names.into_iter().enumerate() {
+            let mut written = status(name);
+            written.agenda.fingerprint = format!("agenda:v1:{round}");
+            written.evaluated_at =
+                crate::domain::time::IsoTime::at(1_795_000_000_000 + round as i64);
+            if round % 2 == 0 {
+                let (lock, staged) = store.stage_record(&written).unwrap();
+                crate::infrastructure::safe_fs::commit(vec![staged]).unwrap();
+                drop(lock);
+            } else {
+                store.record(&written, events_for_write(&written)).unwrap();
+            }
+            expected.record(&written, events_for_write(&written));
+            assert_eq!(
+                std::fs::read_to_string(&path).unwrap(),
+                rendered_whole(&expected),
+                "round {round}"
+            );
+        }
     }
 
     /// The reconciler's own record of a write the status store already

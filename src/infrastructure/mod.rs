@@ -5,6 +5,7 @@
 pub mod clock;
 pub mod codex_sessions;
 pub(crate) mod explain_source;
+pub(crate) mod fragments;
 pub(crate) mod host_questions;
 pub mod inbox;
 pub(crate) mod intent_store;

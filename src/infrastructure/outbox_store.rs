@@ -8,9 +8,12 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
+use serde_json::value::RawValue;
+
+use super::fragments::{FragmentCache, FragmentMap, Fragments};
 use super::json_store::{
-    peek_flat_envelope_taking, read_envelope_reusing, replace_flat_view, write_envelope,
-    write_flat_envelope, Decoded, KeptDecodes, Loaded, Peeked, KEPT_FILE_BYTES,
+    peek_flat_envelope_taking, read_envelope_reusing, render_json, replace_flat_view,
+    write_flat_envelope, write_text, Decoded, KeptDecodes, Loaded, Peeked, KEPT_FILE_BYTES,
 };
 use super::lock::StoreLock;
 use super::safe_fs::{not_a_file, FileKind, FileRead, Stamp, TrustedRoot};
@@ -93,6 +96,19 @@ pub struct FsOutboxStore {
     /// index lock, most often into the bytes this process wrote last, which
     /// then cost a comparison, not a decode.
     index_decoded: KeptDecodes<PathBuf, OutboxIndex>,
+    /// Each recently written outbox's items as text: a write renders only
+    /// the items that changed (a plan adds one beside items whose payloads
+    /// name every agenda task).
+    item_fragments: FragmentCache<PathBuf, StoredItem>,
+}
+
+/// A member's `outbox.json` as [`FsOutboxStore::render`] writes it: the
+/// envelope of its items, each a fragment.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct OutboxFile<'a> {
+    schema_version: u64,
+    items: FragmentMap<'a>,
 }
 
 /// What a member's outbox holds after an update, under its lock.
@@ -125,7 +141,37 @@ impl FsOutboxStore {
             plan_sequences: Mutex::new(HashMap::new()),
             decoded: KeptDecodes::new(KEPT_OUTBOXES, KEPT_OUTBOX_BYTES),
             index_decoded: KeptDecodes::new(KEPT_INDEXES, KEPT_INDEXES * KEPT_FILE_BYTES),
+            item_fragments: FragmentCache::new(KEPT_OUTBOXES, KEPT_OUTBOX_BYTES),
         }
+    }
+
+    /// `items` rendered as `path`'s envelope (`{schemaVersion, items}`,
+    /// [`render_json`]), unchanged items from their kept fragments.
+    fn render(&self, path: &Path, items: &BTreeMap<String, StoredItem>) -> std::io::Result<String> {
+        // Items sit two levels deep: envelope, then `items`.
+        const DEPTH: usize = 2;
+        let key = path.to_path_buf();
+        let mut fragments = self
+            .item_fragments
+            .take(&key)
+            .unwrap_or_else(|| Fragments::new(DEPTH));
+        let entries: Vec<(&str, &StoredItem)> =
+            items.iter().map(|(id, item)| (id.as_str(), item)).collect();
+        let ids: Vec<&str> = entries.iter().map(|(id, _)| *id).collect();
+        let text = fragments
+            .with(&entries, |item_fragments: &[&RawValue]| {
+                let file = OutboxFile {
+                    schema_version: SCHEMA_VERSION,
+                    items: FragmentMap {
+                        keys: &ids,
+                        fragments: item_fragments,
+                    },
+                };
+                render_json(path, &file)
+            })
+            .map_err(std::io::Error::other)??;
+        self.item_fragments.keep(key, fragments);
+        Ok(text)
     }
 
     /// Prunes finished items as `retention` says instead of by the defaults.
@@ -323,13 +369,9 @@ impl FsOutboxStore {
                 },
             );
         }
-        let bytes = write_envelope(
-            self.paths.root(),
-            &member_path,
-            SCHEMA_VERSION,
-            "items",
-            &stored,
-        )?;
+        let text = self.render(&member_path, &stored)?;
+        write_text(self.paths.root(), &member_path, &text)?;
+        let bytes = text.into_bytes();
         let updated = Updated {
             path: member_path,
             stored,
@@ -1084,6 +1126,8 @@ mod tests {
     /// (`keep_written`); that is sound only if the kept value is
     /// what the written bytes decode to, after each kind of write (a plan,
     /// a claim, each end of an attempt) and over an item the app wrote.
+    /// And each write, rendering unchanged items from kept fragments, is
+    /// byte for byte the items rendered as a whole.
     #[test]
     fn what_a_write_keeps_is_what_its_bytes_decode_to() {
         let dir = tempfile::tempdir().unwrap();
@@ -1104,6 +1148,14 @@ mod tests {
                 _ => panic!("{step}: unreadable"),
             };
             assert_eq!(kept, decoded, "{step}");
+            // Written from kept fragments where items were unchanged: the
+            // file is still the items rendered as a whole.
+            let whole = json!({ "schemaVersion": SCHEMA_VERSION, "items": kept });
+            assert_eq!(
+                std::fs::read_to_string(&path).unwrap(),
+                serde_json::to_string_pretty(&whole).unwrap() + "\n",
+                "{step}: rendered as a whole"
+            );
         };
         store
             .ensure(&team, &jack, &planned("jack", "a"), NOW)
