@@ -97,7 +97,9 @@ pub struct Filing<'a> {
 #[derive(Debug, Clone)]
 pub struct FilingMeta {
     compact: Box<RawValue>,
-    pretty: Vec<u8>,
+    /// The pretty form and a newline: the meta file is written from it
+    /// as it is, with no copy of its own to add the newline to.
+    pretty_line: Vec<u8>,
 }
 
 impl FilingMeta {
@@ -106,8 +108,12 @@ impl FilingMeta {
     /// outcome does), so its compact text has no whitespace to lay out.
     pub fn of(meta: &impl Serialize) -> serde_json::Result<Self> {
         let compact = serde_json::value::to_raw_value(meta)?;
-        let pretty = pretty::pretty_from_compact(compact.get().as_bytes());
-        Ok(Self { compact, pretty })
+        let mut pretty_line = pretty::pretty_from_compact(compact.get().as_bytes());
+        pretty_line.push(b'\n');
+        Ok(Self {
+            compact,
+            pretty_line,
+        })
     }
 
     /// The outcome as compact JSON.
@@ -115,9 +121,9 @@ impl FilingMeta {
         &self.compact
     }
 
-    /// The outcome as pretty JSON (two-space indent, no final newline).
-    pub fn pretty(&self) -> &[u8] {
-        &self.pretty
+    /// The outcome as pretty JSON (two-space indent) and a final newline.
+    pub fn pretty_line(&self) -> &[u8] {
+        &self.pretty_line
     }
 }
 
@@ -840,8 +846,8 @@ mod tests {
         }
         for (meta, value) in metas {
             assert_eq!(
-                String::from_utf8(meta.pretty().to_vec()).unwrap(),
-                serde_json::to_string_pretty(&value).unwrap()
+                String::from_utf8(meta.pretty_line().to_vec()).unwrap(),
+                serde_json::to_string_pretty(&value).unwrap() + "\n"
             );
             assert_eq!(meta.compact().get(), value.to_string());
         }

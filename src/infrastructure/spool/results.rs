@@ -115,14 +115,8 @@ impl FsSpool {
         let mut staged = Vec::new();
         let mut owners = Vec::new();
         for (i, filing) in filings.iter().enumerate() {
-            let written = dir_of(folder_of(filing.disposition)).and_then(|dir| {
-                stage_meta(
-                    dir,
-                    &filing.claim.id,
-                    &meta_file(filing.meta.pretty()),
-                    mask,
-                )
-            });
+            let written = dir_of(folder_of(filing.disposition))
+                .and_then(|dir| stage_meta(dir, &filing.claim.id, filing.meta.pretty_line(), mask));
             match written {
                 Ok(file) => {
                     staged.push(file);
@@ -413,14 +407,6 @@ fn meta_bytes(meta: &Value) -> io::Result<Vec<u8>> {
     let mut bytes = serde_json::to_vec_pretty(meta).map_err(io::Error::other)?;
     bytes.push(b'\n');
     Ok(bytes)
-}
-
-/// A meta file's content from its pretty JSON, as [`meta_bytes`] makes it.
-fn meta_file(pretty: &[u8]) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(pretty.len() + 1);
-    bytes.extend_from_slice(pretty);
-    bytes.push(b'\n');
-    bytes
 }
 
 /// The meta of an abandoned hook temp file the sweep moved to `invalid/`:
