@@ -433,16 +433,17 @@ fn past_retention(
     max_age_ms: EpochMs,
     now: EpochMs,
 ) -> io::Result<Vec<String>> {
-    let names: Vec<String> = dir.entries()?.into_iter().map(|e| e.name).collect();
+    let listing = dir.names()?;
+    let names: Vec<&str> = listing.iter().collect();
     let age_of = |name: &str| dir.meta(name).ok().flatten().map(|meta| meta.modified_ms);
     let present = outcomes::LeftResults::new(
         names
             .iter()
-            .map(String::as_str)
+            .copied()
             .filter(|n| !n.starts_with('.') && !n.ends_with(META_SUFFIX))
             .collect(),
     );
-    for name in &names {
+    for &name in &names {
         let leftover = is_temp_name(name)
             || name
                 .strip_suffix(META_SUFFIX)
