@@ -200,14 +200,18 @@ fn normalize_object(
             orchestrator(provider, payload, spooled_at)?
         }
     };
-    event.source_id = format!(
-        "runtime-turn-settled:{}:{}:{}:{}:{}",
+    // `runtime-turn-settled:<provider>:<session>:<turn>:<transcript>:<hash>`,
+    // its length known up front: a `format!` of it grew the string on the
+    // way, three times for a usual Stop event.
+    let parts = [
+        "runtime-turn-settled",
         provider.as_str(),
         event.session_id.as_deref().unwrap_or("no-session"),
         event.turn_id.as_deref().unwrap_or("no-turn"),
         event.transcript_path.as_deref().unwrap_or("no-transcript"),
-        hash
-    );
+        &hash,
+    ];
+    event.source_id = parts.join(":");
     event.payload_hash = hash;
     Ok(event)
 }
