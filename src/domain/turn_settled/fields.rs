@@ -100,6 +100,15 @@ fn position(key: &str) -> Option<usize> {
     IDENTITY_KEYS.iter().position(|k| *k == key)
 }
 
+/// The position of `key`, which a normalizer reads: a key missing from
+/// [`IDENTITY_KEYS`] would read as absent, so the tests (debug builds)
+/// stop on one.
+fn read_position(key: &str) -> Option<usize> {
+    let at = position(key);
+    debug_assert!(at.is_some(), "{key}: not in IDENTITY_KEYS");
+    at
+}
+
 impl<'a> IdentityFields<'a> {
     /// The identity fields of the JSON text `raw`: `Ok(None)` when it is JSON
     /// but not an object, `Err` when this pass does not take it (not JSON,
@@ -124,12 +133,12 @@ impl<'a> IdentityFields<'a> {
 
     /// Whether the payload gives `key` (an identity key), whatever its value.
     pub(crate) fn contains(&self, key: &str) -> bool {
-        position(key).is_some_and(|at| self.fields[at] != Field::Absent)
+        read_position(key).is_some_and(|at| self.fields[at] != Field::Absent)
     }
 
     /// The string `key` (an identity key) holds, if it holds a string.
     pub(crate) fn text(&self, key: &str) -> Option<&str> {
-        match &self.fields[position(key)?] {
+        match &self.fields[read_position(key)?] {
             Field::Text(text) => Some(text),
             _ => None,
         }
