@@ -5,7 +5,7 @@
 //! A Stop event is only a wake-up: it never counts as progress or as a report,
 //! it only asks for a `turn_settled` reconcile, which recomputes everything.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
@@ -283,10 +283,12 @@ impl SettledTurns {
     }
 }
 
+/// Each id is stored once and shared by the set and the order (a copy
+/// for each was two allocations per resolved event).
 #[derive(Default)]
 struct RecentIds {
-    set: HashSet<String>,
-    order: std::collections::VecDeque<String>,
+    set: HashSet<Arc<str>>,
+    order: std::collections::VecDeque<Arc<str>>,
 }
 
 impl RecentIds {
@@ -303,11 +305,12 @@ impl RecentIds {
         }
         if self.order.len() >= RECENT_SOURCE_IDS {
             if let Some(old) = self.order.pop_front() {
-                self.set.remove(&old);
+                self.set.remove(&*old);
             }
         }
-        self.set.insert(id.to_string());
-        self.order.push_back(id.to_string());
+        let id: Arc<str> = Arc::from(id);
+        self.set.insert(Arc::clone(&id));
+        self.order.push_back(id);
     }
 }
 
@@ -544,7 +547,7 @@ impl TurnSettledIngestor {
             }
         }
         // One append per member journal for the whole batch.
-        for lines in journal.members.into_values() {
+        for (_, lines) in journal.members {
             self.journal.record_all(lines);
         }
         // Committed first, acted on after: a file is never acted on twice. A
@@ -641,7 +644,10 @@ enum Verdict {
 /// A drain's journal lines, per member, written with one append each.
 #[derive(Default)]
 struct JournalBatch {
-    members: BTreeMap<(String, String), Vec<AuditEvent>>,
+    /// Per (team, member), in that order: a member found by comparing
+    /// names, not by building an owned key to look it up with (two
+    /// allocations per event).
+    members: Vec<((String, String), Vec<AuditEvent>)>,
 }
 
 impl JournalBatch {
@@ -687,12 +693,16 @@ impl JournalBatch {
             .insert("recordedAt".into(), event.recorded_at.clone().into());
         let reason = reason.map_or_else(provider, |reason| reason.into());
         outcome.metadata.insert("reason".into(), reason);
-        let lines = self
+        let key = (team.as_str(), member);
+        let found = self
             .members
-            .entry((team.to_string(), member.to_string()))
-            .or_default();
-        lines.push(claimed);
-        lines.push(outcome);
+            .binary_search_by(|((t, m), _)| (t.as_str(), m.as_str()).cmp(&key));
+        let at = found.unwrap_or_else(|at| {
+            let key = (team.to_string(), member.to_string());
+            self.members.insert(at, (key, Vec::new()));
+            at
+        });
+        self.members[at].1.extend([claimed, outcome]);
     }
 }
 
@@ -872,7 +882,10 @@ mod tests {
         batch.add(resolved, &claim, &team, "ann", &event, 9);
         let unresolved = (AuditKind::TurnSettledUnresolved, Some("no_match"));
         batch.add(unresolved, &claim, &team, "ann", &event, 9);
-        let lines = &batch.members[&("team".to_string(), "ann".to_string())];
+        let [((team, member), lines)] = &batch.members[..] else {
+            panic!("one member's lines")
+        };
+        assert_eq!((team.as_str(), member.as_str()), ("team", "ann"));
         let got: Vec<(AuditKind, EpochMs, Value)> = lines
             .iter()
             .map(|line| (line.kind, line.at_ms, Value::Object(line.metadata.clone())))
@@ -895,6 +908,64 @@ mod tests {
             // In order: the line's metadata keys as the app writes them.
             assert_eq!(got.2.to_string(), want.2.to_string());
         }
+    }
+
+    /// The newest 4096 source ids are remembered, the oldest forgotten
+    /// first, and an id remembered again is not kept twice.
+    #[test]
+    fn settled_turns_remember_the_newest_ids() {
+        let turns = SettledTurns::default();
+        for i in 0..RECENT_SOURCE_IDS {
+            turns.remember(&format!("s{i}"));
+        }
+        turns.remember("s1");
+        assert_eq!(turns.ids().order.len(), RECENT_SOURCE_IDS);
+        turns.remember("new");
+        assert!(!turns.contains("s0"));
+        assert!(turns.contains("s1") && turns.contains("new"));
+        assert!(turns.contains(&format!("s{}", RECENT_SOURCE_IDS - 1)));
+        assert_eq!(turns.ids().set.len(), RECENT_SOURCE_IDS);
+    }
+
+    /// A batch keeps each member's lines together, in the order added, and
+    /// its members in (team, member) order, as the map it replaced did:
+    /// one append per member, journals written in that order.
+    #[test]
+    fn a_batch_groups_lines_per_member_in_name_order() {
+        let event = event(false);
+        let claim = SpoolClaim {
+            id: "20261128T150000Z-1-a.claude.json".into(),
+            claimed_at_ms: 5,
+            spooled_at_ms: 4,
+            provider: Some(RuntimeProvider::Claude),
+            content: ClaimContent::Invalid("x"),
+        };
+        let mut batch = JournalBatch::default();
+        let adds = [
+            ("team", "ben", 1),
+            ("team", "ann", 2),
+            ("alpha", "zed", 3),
+            ("team", "ann", 4),
+        ];
+        for (team, member, at) in adds {
+            let team = TeamName::parse(team).unwrap();
+            let outcome = (AuditKind::TurnSettledResolved, None);
+            batch.add(outcome, &claim, &team, member, &event, at);
+        }
+        let got: Vec<(&str, &str, Vec<EpochMs>)> = batch
+            .members
+            .iter()
+            .map(|((team, member), lines)| {
+                let outcome_times = lines.iter().skip(1).step_by(2).map(|l| l.at_ms).collect();
+                (team.as_str(), member.as_str(), outcome_times)
+            })
+            .collect();
+        let want = vec![
+            ("alpha", "zed", vec![3]),
+            ("team", "ann", vec![2, 4]),
+            ("team", "ben", vec![1]),
+        ];
+        assert_eq!(got, want);
     }
 
     /// A settled turn's detail is the member, the provider and the source

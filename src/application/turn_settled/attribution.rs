@@ -222,8 +222,10 @@ impl TurnSettledIngestor {
         team: &TeamName,
         rosters: &'r mut HashMap<String, TeamSnapshot>,
     ) -> &'r TeamSnapshot {
-        rosters
-            .entry(team.to_string())
-            .or_insert_with(|| self.teams.load_roster(team))
+        // Looked up by name first: an owned key only for a team not read yet.
+        if !rosters.contains_key(team.as_str()) {
+            rosters.insert(team.to_string(), self.teams.load_roster(team));
+        }
+        &rosters[team.as_str()]
     }
 }
