@@ -749,15 +749,30 @@ fn drain_rounds(count: usize, rounds: usize) {
 }
 
 fn main() {
-    // `cargo bench --bench turn_settled [-- hook|drain|drain-once]`: cargo
-    // adds `--bench`. `drain-once` times one drain of 10,000 files and
-    // nothing else (to run under strace or perf).
+    // `cargo bench --bench turn_settled [-- hook|drain|drain-once|floor-once]`:
+    // cargo adds `--bench`. `drain-once` times one drain of 10,000 files and
+    // nothing else, `floor-once` its floor over as many (to run under strace
+    // or perf, and compare the two).
     let only = std::env::args().skip(1).find(|a| !a.starts_with("--"));
     let wanted = |part: &str| only.as_deref().is_none_or(|o| o == part);
     if only.as_deref() == Some("drain-once") {
         let cost = drain_throughput(10_000);
         println!(
             "one drain of 10000 files: {:.0} events/s, {:.0} CPU µs/event",
+            rate(10_000, cost.wall),
+            cpu_per_event(10_000, cost.cpu)
+        );
+        return;
+    }
+    if only.as_deref() == Some("floor-once") {
+        let dir = run_dir();
+        let mut floor = FloorRun::filled(dir.path(), 10_000);
+        settle_disk();
+        let cost = floor.next(10_000);
+        drop(floor);
+        tear_down(dir);
+        println!(
+            "one floor of 10000 files: {:.0} events/s, {:.0} CPU µs/event",
             rate(10_000, cost.wall),
             cpu_per_event(10_000, cost.cpu)
         );

@@ -5,7 +5,7 @@
 //! A Stop event is only a wake-up: it never counts as progress or as a report,
 //! it only asks for a `turn_settled` reconcile, which recomputes everything.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
@@ -97,7 +97,9 @@ pub struct Filing<'a> {
 #[derive(Debug, Clone)]
 pub struct FilingMeta {
     compact: Box<RawValue>,
-    pretty: Vec<u8>,
+    /// The pretty form and a newline: the meta file is written from it
+    /// as it is, with no copy of its own to add the newline to.
+    pretty_line: Vec<u8>,
 }
 
 impl FilingMeta {
@@ -106,8 +108,12 @@ impl FilingMeta {
     /// outcome does), so its compact text has no whitespace to lay out.
     pub fn of(meta: &impl Serialize) -> serde_json::Result<Self> {
         let compact = serde_json::value::to_raw_value(meta)?;
-        let pretty = pretty::pretty_from_compact(compact.get().as_bytes());
-        Ok(Self { compact, pretty })
+        let mut pretty_line = pretty::pretty_from_compact(compact.get().as_bytes());
+        pretty_line.push(b'\n');
+        Ok(Self {
+            compact,
+            pretty_line,
+        })
     }
 
     /// The outcome as compact JSON.
@@ -115,9 +121,9 @@ impl FilingMeta {
         &self.compact
     }
 
-    /// The outcome as pretty JSON (two-space indent, no final newline).
-    pub fn pretty(&self) -> &[u8] {
-        &self.pretty
+    /// The outcome as pretty JSON (two-space indent) and a final newline.
+    pub fn pretty_line(&self) -> &[u8] {
+        &self.pretty_line
     }
 }
 
@@ -277,10 +283,12 @@ impl SettledTurns {
     }
 }
 
+/// Each id is stored once and shared by the set and the order (a copy
+/// for each was two allocations per resolved event).
 #[derive(Default)]
 struct RecentIds {
-    set: HashSet<String>,
-    order: std::collections::VecDeque<String>,
+    set: HashSet<Arc<str>>,
+    order: std::collections::VecDeque<Arc<str>>,
 }
 
 impl RecentIds {
@@ -297,11 +305,12 @@ impl RecentIds {
         }
         if self.order.len() >= RECENT_SOURCE_IDS {
             if let Some(old) = self.order.pop_front() {
-                self.set.remove(&old);
+                self.set.remove(&*old);
             }
         }
-        self.set.insert(id.to_string());
-        self.order.push_back(id.to_string());
+        let id: Arc<str> = Arc::from(id);
+        self.set.insert(Arc::clone(&id));
+        self.order.push_back(id);
     }
 }
 
@@ -538,7 +547,7 @@ impl TurnSettledIngestor {
             }
         }
         // One append per member journal for the whole batch.
-        for lines in journal.members.into_values() {
+        for (_, lines) in journal.members {
             self.journal.record_all(lines);
         }
         // Committed first, acted on after: a file is never acted on twice. A
@@ -635,7 +644,10 @@ enum Verdict {
 /// A drain's journal lines, per member, written with one append each.
 #[derive(Default)]
 struct JournalBatch {
-    members: BTreeMap<(String, String), Vec<AuditEvent>>,
+    /// Per (team, member), in that order: a member found by comparing
+    /// names, not by building an owned key to look it up with (two
+    /// allocations per event).
+    members: Vec<((String, String), Vec<AuditEvent>)>,
 }
 
 impl JournalBatch {
@@ -681,12 +693,16 @@ impl JournalBatch {
             .insert("recordedAt".into(), event.recorded_at.clone().into());
         let reason = reason.map_or_else(provider, |reason| reason.into());
         outcome.metadata.insert("reason".into(), reason);
-        let lines = self
+        let key = (team.as_str(), member);
+        let found = self
             .members
-            .entry((team.to_string(), member.to_string()))
-            .or_default();
-        lines.push(claimed);
-        lines.push(outcome);
+            .binary_search_by(|((t, m), _)| (t.as_str(), m.as_str()).cmp(&key));
+        let at = found.unwrap_or_else(|at| {
+            let key = (team.to_string(), member.to_string());
+            self.members.insert(at, (key, Vec::new()));
+            at
+        });
+        self.members[at].1.extend([claimed, outcome]);
     }
 }
 
@@ -840,8 +856,8 @@ mod tests {
         }
         for (meta, value) in metas {
             assert_eq!(
-                String::from_utf8(meta.pretty().to_vec()).unwrap(),
-                serde_json::to_string_pretty(&value).unwrap()
+                String::from_utf8(meta.pretty_line().to_vec()).unwrap(),
+                serde_json::to_string_pretty(&value).unwrap() + "\n"
             );
             assert_eq!(meta.compact().get(), value.to_string());
         }
@@ -866,7 +882,10 @@ mod tests {
         batch.add(resolved, &claim, &team, "ann", &event, 9);
         let unresolved = (AuditKind::TurnSettledUnresolved, Some("no_match"));
         batch.add(unresolved, &claim, &team, "ann", &event, 9);
-        let lines = &batch.members[&("team".to_string(), "ann".to_string())];
+        let [((team, member), lines)] = &batch.members[..] else {
+            panic!("one member's lines")
+        };
+        assert_eq!((team.as_str(), member.as_str()), ("team", "ann"));
         let got: Vec<(AuditKind, EpochMs, Value)> = lines
             .iter()
             .map(|line| (line.kind, line.at_ms, Value::Object(line.metadata.clone())))
@@ -889,6 +908,64 @@ mod tests {
             // In order: the line's metadata keys as the app writes them.
             assert_eq!(got.2.to_string(), want.2.to_string());
         }
+    }
+
+    /// The newest 4096 source ids are remembered, the oldest forgotten
+    /// first, and an id remembered again is not kept twice.
+    #[test]
+    fn settled_turns_remember_the_newest_ids() {
+        let turns = SettledTurns::default();
+        for i in 0..RECENT_SOURCE_IDS {
+            turns.remember(&format!("s{i}"));
+        }
+        turns.remember("s1");
+        assert_eq!(turns.ids().order.len(), RECENT_SOURCE_IDS);
+        turns.remember("new");
+        assert!(!turns.contains("s0"));
+        assert!(turns.contains("s1") && turns.contains("new"));
+        assert!(turns.contains(&format!("s{}", RECENT_SOURCE_IDS - 1)));
+        assert_eq!(turns.ids().set.len(), RECENT_SOURCE_IDS);
+    }
+
+    /// A batch keeps each member's lines together, in the order added, and
+    /// its members in (team, member) order, as the map it replaced did:
+    /// one append per member, journals written in that order.
+    #[test]
+    fn a_batch_groups_lines_per_member_in_name_order() {
+        let event = event(false);
+        let claim = SpoolClaim {
+            id: "20261128T150000Z-1-a.claude.json".into(),
+            claimed_at_ms: 5,
+            spooled_at_ms: 4,
+            provider: Some(RuntimeProvider::Claude),
+            content: ClaimContent::Invalid("x"),
+        };
+        let mut batch = JournalBatch::default();
+        let adds = [
+            ("team", "ben", 1),
+            ("team", "ann", 2),
+            ("alpha", "zed", 3),
+            ("team", "ann", 4),
+        ];
+        for (team, member, at) in adds {
+            let team = TeamName::parse(team).unwrap();
+            let outcome = (AuditKind::TurnSettledResolved, None);
+            batch.add(outcome, &claim, &team, member, &event, at);
+        }
+        let got: Vec<(&str, &str, Vec<EpochMs>)> = batch
+            .members
+            .iter()
+            .map(|((team, member), lines)| {
+                let outcome_times = lines.iter().skip(1).step_by(2).map(|l| l.at_ms).collect();
+                (team.as_str(), member.as_str(), outcome_times)
+            })
+            .collect();
+        let want = vec![
+            ("alpha", "zed", vec![3]),
+            ("team", "ann", vec![2, 4]),
+            ("team", "ben", vec![1]),
+        ];
+        assert_eq!(got, want);
     }
 
     /// A settled turn's detail is the member, the provider and the source

@@ -29,9 +29,59 @@ pub(crate) fn clock_from_js(now_ms: f64) -> Option<EpochMs> {
 
 /// Formats like JavaScript's `Date.prototype.toISOString`.
 pub fn format_iso(ms: EpochMs) -> String {
+    // The times the addon runs on (see `CLOCK_RANGE_MS`) and a year more,
+    // written digit by digit: a drained Stop event formats four times,
+    // and chrono's general formatter cost several times this each.
+    if (0..FOUR_DIGIT_YEARS_END_MS).contains(&ms) {
+        return format_iso_four_digit_year(ms);
+    }
     DateTime::<Utc>::from_timestamp_millis(ms)
         .unwrap_or_default()
         .to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// 10000-01-01T00:00:00.000Z: the first time with a five-digit year.
+const FOUR_DIGIT_YEARS_END_MS: EpochMs = 253_402_300_800_000;
+
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` of `ms` in `0..FOUR_DIGIT_YEARS_END_MS`, as
+/// chrono writes it (the civil date from the day count as in Howard
+/// Hinnant's `civil_from_days`).
+fn format_iso_four_digit_year(ms: EpochMs) -> String {
+    let (days, ms_of_day) = (ms / 86_400_000, ms % 86_400_000);
+    // Days since 0000-03-01; years counted from March, so that the leap
+    // day falls last.
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let day_of_era = z - era * 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_from_march = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
+    let month = if month_from_march < 10 {
+        month_from_march + 3
+    } else {
+        month_from_march - 9
+    };
+    let year = year_of_era + era * 400 + EpochMs::from(month <= 2);
+    let mut out = String::with_capacity(24);
+    let mut digits = |value: EpochMs, width: u32, then: Option<char>| {
+        for place in (0..width).rev() {
+            let digit = (value / 10_i64.pow(place)) % 10;
+            out.push(char::from(b'0' + digit as u8));
+        }
+        if let Some(then) = then {
+            out.push(then);
+        }
+    };
+    digits(year, 4, Some('-'));
+    digits(month, 2, Some('-'));
+    digits(day, 2, Some('T'));
+    digits(ms_of_day / 3_600_000, 2, Some(':'));
+    digits(ms_of_day / 60_000 % 60, 2, Some(':'));
+    digits(ms_of_day / 1000 % 60, 2, Some('.'));
+    digits(ms_of_day % 1000, 3, Some('Z'));
+    out
 }
 
 /// Parses an RFC 3339 timestamp (any offset) to epoch milliseconds.
@@ -116,6 +166,53 @@ impl<'de> serde::Deserialize<'de> for IsoTime {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// chrono's text of `ms`, as `format_iso` wrote every time before.
+    fn by_chrono(ms: EpochMs) -> String {
+        DateTime::<Utc>::from_timestamp_millis(ms)
+            .unwrap_or_default()
+            .to_rfc3339_opts(SecondsFormat::Millis, true)
+    }
+
+    /// Every time is written as chrono writes it: the epoch, leap days,
+    /// month and year ends, the last four-digit year and past it, before
+    /// 1970, and times chrono cannot hold.
+    #[test]
+    fn a_time_is_written_as_chrono_writes_it() {
+        let day = 86_400_000;
+        let times = [
+            0,
+            1,
+            999,
+            day - 1,
+            day,
+            951_782_400_000,     // 2000-02-29
+            951_868_800_000 - 1, // 2000-02-29T23:59:59.999
+            4_107_456_000_000,   // 2100-02-28
+            4_107_542_400_000,   // 2100-03-01
+            1_795_893_492_711,
+            CLOCK_RANGE_MS.end,
+            FOUR_DIGIT_YEARS_END_MS - 1,
+            FOUR_DIGIT_YEARS_END_MS,
+            -1,
+            -day,
+            EpochMs::MIN,
+            EpochMs::MAX,
+        ];
+        for ms in times {
+            assert_eq!(format_iso(ms), by_chrono(ms), "{ms}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_time_is_written_as_chrono_writes_it(
+            ms in prop_oneof![0..FOUR_DIGIT_YEARS_END_MS + 1, any::<EpochMs>()],
+        ) {
+            prop_assert_eq!(format_iso(ms), by_chrono(ms));
+        }
+    }
 
     #[test]
     fn stored_times_keep_their_text_and_parse_once() {

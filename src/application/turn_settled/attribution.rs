@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::super::host::SettledTarget;
+use super::super::host::{SettledQuestion, SettledTarget};
 use super::super::reconcile::may_store_member;
 use super::{
     Attributed, ClaimContent, ClaudeMatch, Decision, HostFailed, Judged, SpoolClaim,
@@ -163,8 +163,7 @@ impl TurnSettledIngestor {
         if failed_before {
             return Some(Err(HostFailed));
         }
-        let question = serde_json::to_value(event).ok()?;
-        let answer = match host.turn_settled_target(&question)? {
+        let answer = match host.turn_settled_target(&SettledQuestion::new(event))? {
             Ok(answer) => answer,
             Err(_) => return Some(Err(HostFailed)),
         };
@@ -223,8 +222,10 @@ impl TurnSettledIngestor {
         team: &TeamName,
         rosters: &'r mut HashMap<String, TeamSnapshot>,
     ) -> &'r TeamSnapshot {
-        rosters
-            .entry(team.to_string())
-            .or_insert_with(|| self.teams.load_roster(team))
+        // Looked up by name first: an owned key only for a team not read yet.
+        if !rosters.contains_key(team.as_str()) {
+            rosters.insert(team.to_string(), self.teams.load_roster(team));
+        }
+        &rosters[team.as_str()]
     }
 }

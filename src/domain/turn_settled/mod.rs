@@ -5,6 +5,7 @@
 //! command and the hook-aware settings merge, and the roster check of a target.
 
 pub(crate) mod codex_log;
+pub(crate) mod fields;
 pub(crate) mod normalize;
 pub(crate) mod prefix;
 pub mod settings;

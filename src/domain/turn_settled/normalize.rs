@@ -6,9 +6,10 @@
 
 use crate::domain::js_semantics::js_trim;
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use super::fields::{IdentityFields, IDENTITY_KEYS};
 use super::RuntimeProvider;
 
 /// Source tag the orchestrator's Codex runtime puts in its payloads.
@@ -150,56 +151,21 @@ pub(crate) fn normalize(
     raw: &[u8],
     spooled_at: &str,
 ) -> Result<TurnSettledEvent, NormalizeFailure> {
-    let value: Value = serde_json::from_slice(raw).map_err(|_| NormalizeFailure::InvalidJson)?;
-    let Value::Object(payload) = value else {
-        return Err(NormalizeFailure::PayloadNotObject);
-    };
-    normalize_object(provider, &payload, raw, spooled_at)
+    match IdentityFields::parse(raw) {
+        Ok(Some(payload)) => normalize_object(provider, &payload, raw, spooled_at),
+        Ok(None) => Err(NormalizeFailure::PayloadNotObject),
+        // Not JSON, or a payload only a `Value` parse reads as it always
+        // did (see `fields`): that parse decides. Rare, so its cost is too.
+        Err(_) => {
+            let value: Value =
+                serde_json::from_slice(raw).map_err(|_| NormalizeFailure::InvalidJson)?;
+            let Value::Object(payload) = value else {
+                return Err(NormalizeFailure::PayloadNotObject);
+            };
+            normalize_object(provider, &IdentityFields::of_map(&payload), raw, spooled_at)
+        }
+    }
 }
-
-/// Every top-level key a normalizer reads; a cut payload is scanned for
-/// these only (never for the message text).
-const IDENTITY_KEYS: [&str; 39] = [
-    "hook_event_name",
-    "hookEventName",
-    "session_id",
-    "sessionId",
-    "turn_id",
-    "turnId",
-    "transcript_path",
-    "transcriptPath",
-    "cwd",
-    "provider",
-    "source",
-    "eventName",
-    "event_name",
-    "opencodeSessionId",
-    "teamName",
-    "team_name",
-    "teamId",
-    "team_id",
-    "memberName",
-    "member_name",
-    "agentName",
-    "agent_name",
-    "runtimePromptMessageId",
-    "runtime_prompt_message_id",
-    "promptMessageId",
-    "prompt_message_id",
-    "threadId",
-    "thread_id",
-    "recordedAt",
-    "recorded_at",
-    "observedAt",
-    "observed_at",
-    "projectPath",
-    "project_path",
-    "agentId",
-    "agent_id",
-    "laneId",
-    "lane_id",
-    "outcome",
-];
 
 /// Normalizes the start of a payload the spool bound cut (no longer JSON):
 /// the identity fields of its top-level object are recovered with a bounded
@@ -212,6 +178,7 @@ pub(crate) fn normalize_truncated(
 ) -> Result<TurnSettledEvent, NormalizeFailure> {
     let payload = super::prefix::identity_fields(prefix, &IDENTITY_KEYS)
         .ok_or(NormalizeFailure::PayloadTooLarge)?;
+    let payload = IdentityFields::of_map(&payload);
     let mut event = normalize_object(provider, &payload, prefix, spooled_at)
         .map_err(|_| NormalizeFailure::PayloadTooLarge)?;
     event.truncated = true;
@@ -221,7 +188,7 @@ pub(crate) fn normalize_truncated(
 /// The event of a parsed payload object; `raw` is hashed into its source id.
 fn normalize_object(
     provider: RuntimeProvider,
-    payload: &Map<String, Value>,
+    payload: &IdentityFields<'_>,
     raw: &[u8],
     spooled_at: &str,
 ) -> Result<TurnSettledEvent, NormalizeFailure> {
@@ -233,14 +200,18 @@ fn normalize_object(
             orchestrator(provider, payload, spooled_at)?
         }
     };
-    event.source_id = format!(
-        "runtime-turn-settled:{}:{}:{}:{}:{}",
+    // `runtime-turn-settled:<provider>:<session>:<turn>:<transcript>:<hash>`,
+    // its length known up front: a `format!` of it grew the string on the
+    // way, three times for a usual Stop event.
+    let parts = [
+        "runtime-turn-settled",
         provider.as_str(),
         event.session_id.as_deref().unwrap_or("no-session"),
         event.turn_id.as_deref().unwrap_or("no-turn"),
         event.transcript_path.as_deref().unwrap_or("no-transcript"),
-        hash
-    );
+        &hash,
+    ];
+    event.source_id = parts.join(":");
     event.payload_hash = hash;
     Ok(event)
 }
@@ -267,7 +238,7 @@ fn empty_event(provider: RuntimeProvider, recorded_at: String) -> TurnSettledEve
 }
 
 fn claude(
-    payload: &Map<String, Value>,
+    payload: &IdentityFields<'_>,
     spooled_at: &str,
 ) -> Result<TurnSettledEvent, NormalizeFailure> {
     if text(payload, &["hook_event_name", "hookEventName"]).as_deref() != Some("Stop") {
@@ -287,9 +258,9 @@ fn claude(
 /// A Stop payload of the Codex CLI itself: it names no `provider` and no
 /// `source` (the orchestrator's payloads always name both) and says
 /// `hook_event_name: "Stop"`.
-fn is_native_codex(payload: &Map<String, Value>) -> bool {
-    !payload.contains_key("provider")
-        && !payload.contains_key("source")
+fn is_native_codex(payload: &IdentityFields<'_>) -> bool {
+    !payload.contains("provider")
+        && !payload.contains("source")
         && text(payload, &["hook_event_name"]).as_deref() == Some("Stop")
 }
 
@@ -297,7 +268,7 @@ fn is_native_codex(payload: &Map<String, Value>) -> bool {
 /// `transcript_path`, `cwd`, ...): identity only, no team or member; the
 /// member is resolved from the session later.
 fn native_codex(
-    payload: &Map<String, Value>,
+    payload: &IdentityFields<'_>,
     spooled_at: &str,
 ) -> Result<TurnSettledEvent, NormalizeFailure> {
     let mut event = empty_event(RuntimeProvider::Codex, spooled_at.to_string());
@@ -311,7 +282,7 @@ fn native_codex(
 
 fn orchestrator(
     provider: RuntimeProvider,
-    payload: &Map<String, Value>,
+    payload: &IdentityFields<'_>,
     spooled_at: &str,
 ) -> Result<TurnSettledEvent, NormalizeFailure> {
     let opencode = provider == RuntimeProvider::Opencode;
@@ -370,10 +341,10 @@ fn orchestrator(
 }
 
 /// The first of `keys` holding a non-blank string, trimmed. Other types count as absent.
-fn text(payload: &Map<String, Value>, keys: &[&str]) -> Option<String> {
-    keys.iter().find_map(|key| match payload.get(*key) {
-        Some(Value::String(s)) if !js_trim(s).is_empty() => Some(js_trim(s).to_string()),
-        _ => None,
+fn text(payload: &IdentityFields<'_>, keys: &[&str]) -> Option<String> {
+    keys.iter().find_map(|key| {
+        let text = js_trim(payload.text(key)?);
+        (!text.is_empty()).then(|| text.to_string())
     })
 }
 

@@ -23,7 +23,7 @@ use self::answers::{
 use crate::application::host::{
     BusyQuestion, BusyRank, ControlUrl, DeliveryWake, Host, HostBusy, RecoveryQuestion,
     RecoveryVerdict, ReviewPickupDelivered, ReviewPickupEscalation, ReviewPickupRequest,
-    SettledTarget,
+    SettledQuestion, SettledTarget,
 };
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
 use crate::domain::names::{MemberName, TeamName};
@@ -434,9 +434,17 @@ impl Host for HostQuestions {
         })
     }
 
-    fn turn_settled_target(&self, event: &Value) -> Option<Result<SettledTarget, String>> {
+    fn turn_settled_target(
+        &self,
+        event: &SettledQuestion<'_>,
+    ) -> Option<Result<SettledTarget, String>> {
         let kind = QuestionKind::TurnSettledTargetResolver;
-        Some(match self.ask(kind, event.clone())? {
+        // The event made JSON only when the app has the resolver (see
+        // `SettledQuestion`).
+        if !self.answers.contains(&kind) {
+            return None;
+        }
+        Some(match self.ask(kind, event.to_value()?)? {
             Ok(answer) => settled_target(&answer).ok_or_else(|| {
                 self.report(kind, &Unanswered::Unusable, Duration::ZERO);
                 "unusable answer".to_string()

@@ -36,7 +36,7 @@ use windows_sys::Win32::Storage::FileSystem::{
     FILE_SHARE_READ, FILE_SHARE_WRITE, FILE_TYPE_DISK, SYNCHRONIZE,
 };
 
-use super::kinds::{Entry, FileKind, Meta};
+use super::kinds::{Entry, FileKind, Meta, Names};
 use super::stamp::Stamp;
 use super::temp::TempName;
 use super::windows_name::is_plain_name;
@@ -354,6 +354,20 @@ impl Dir {
             entries.push(Entry { name, kind });
         }
         Ok(entries)
+    }
+
+    /// The names in the folder, as [`Dir::entries`] lists them, in one
+    /// buffer (see the Unix `Dir::names`).
+    pub fn names(&self) -> io::Result<Names> {
+        let listing = fs::read_dir(&self.path).map_err(|e| with_path(&self.path, e))?;
+        let mut names = Names::default();
+        for entry in listing {
+            let entry = entry.map_err(|e| with_path(&self.path, e))?;
+            if let Some(name) = entry.file_name().to_str() {
+                names.push(name);
+            }
+        }
+        Ok(names)
     }
 
     /// Renames `from` here to `to` in `dest` (the same folder or another

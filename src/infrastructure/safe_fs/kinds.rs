@@ -25,6 +25,30 @@ pub struct Entry {
     pub kind: Option<FileKind>,
 }
 
+/// The names of a folder listing (see `Dir::names`), in one buffer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Names {
+    text: String,
+    /// Where each name ends in `text`.
+    ends: Vec<usize>,
+}
+
+impl Names {
+    /// Adds `name` after the others.
+    pub(crate) fn push(&mut self, name: &str) {
+        self.text.push_str(name);
+        self.ends.push(self.text.len());
+    }
+
+    /// The names, in listing order.
+    pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(&self.ends)
+            .map(|(start, &end)| &self.text[start..end])
+    }
+}
+
 /// What `lstat` says of a name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Meta {

@@ -70,7 +70,7 @@ mod watch;
 mod windows_name;
 
 pub use dir::{join_trailing, with_folder_syncs_deferred, with_folder_syncs_trailing, Dir};
-pub use kinds::{Entry, FileKind, FileRead, Meta};
+pub use kinds::{Entry, FileKind, FileRead, Meta, Names};
 pub use root::TrustedRoot;
 pub use staged::{commit, commit_with_companion, sync_staged, sync_with_folders, Staged};
 pub use stamp::{Stamp, StampedRead, SETTLE_MARGIN};

@@ -144,10 +144,11 @@ fn give_back(processing: &Dir, incoming: &Dir, claim: &SpoolClaim) -> io::Result
 /// names are the hook's temp files, still being written), newest first so
 /// that the next claim pops the oldest.
 fn list_pending(incoming: &Dir) -> io::Result<Vec<String>> {
-    let mut names: Vec<String> = incoming
-        .entries()?
-        .into_iter()
-        .map(|entry| entry.name)
+    // Chosen from the listing's one buffer: only the names kept are
+    // copied out (a backlog of ten thousand kept a thousand of them).
+    let listing = incoming.names()?;
+    let mut names: Vec<&str> = listing
+        .iter()
         .filter(|name| !name.starts_with('.'))
         .collect();
     if names.len() > LISTED_NAMES_KEPT {
@@ -155,7 +156,7 @@ fn list_pending(incoming: &Dir) -> io::Result<Vec<String>> {
         names.truncate(LISTED_NAMES_KEPT);
     }
     names.sort_unstable_by(|a, b| b.cmp(a));
-    Ok(names)
+    Ok(names.into_iter().map(str::to_string).collect())
 }
 
 /// Takes claims older than [`STALE_CLAIM_MS`] back to `incoming/` and says

@@ -158,7 +158,13 @@ pub(super) fn shorten(text: &str) -> &str {
 /// `<id>.claimed-<ms>`: the claim time travels in the name, atomically with
 /// the claim.
 pub(super) fn claimed_name(id: &str, claimed_at_ms: EpochMs) -> String {
-    format!("{id}{CLAIM_TAG}{claimed_at_ms}")
+    // Room for the whole name at once (20 digits hold any `i64`): a
+    // `format!` of it grew its string twice, twice per drained event.
+    let mut name = String::with_capacity(id.len() + CLAIM_TAG.len() + 20);
+    name.push_str(id);
+    name.push_str(CLAIM_TAG);
+    let _ = std::fmt::Write::write_fmt(&mut name, format_args!("{claimed_at_ms}"));
+    name
 }
 
 /// A name in `processing/`: the id it goes back to `incoming/` under, and its
@@ -172,7 +178,7 @@ pub(super) fn parse_claimed(name: &str) -> (&str, Option<EpochMs>) {
 
 /// `<result>.meta.json`.
 pub(super) fn meta_name(result: &str) -> String {
-    format!("{result}{META_SUFFIX}")
+    [result, META_SUFFIX].concat()
 }
 
 #[cfg(test)]
@@ -310,5 +316,11 @@ mod tests {
         assert_eq!(parse_claimed(&name), ("a.claude.json", Some(42)));
         assert_eq!(parse_claimed("plain.json"), ("plain.json", None));
         assert_eq!(parse_claimed(".claimed-7"), (".claimed-7", None));
+        // As `format!` spelled them, whatever the time.
+        for at in [0, 42, 1_795_893_492_711, -1, EpochMs::MIN, EpochMs::MAX] {
+            let id = "20261128T150000Z-1-a.claude.json";
+            assert_eq!(claimed_name(id, at), format!("{id}.claimed-{at}"));
+            assert_eq!(meta_name(id), format!("{id}.meta.json"));
+        }
     }
 }

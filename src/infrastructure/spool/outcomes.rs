@@ -298,7 +298,7 @@ impl<'a> LeftResults<'a> {
 /// its sync (none of its claims moved) or not ours.
 pub(super) fn spent_records(
     dir: &Dir,
-    names: &[String],
+    names: &[&str],
     present: &LeftResults<'_>,
     age_of: impl Fn(&str) -> Option<EpochMs>,
     now: EpochMs,
@@ -330,7 +330,7 @@ pub(super) fn spent_records(
         .filter(|name| is_record_name(name) && !newest_left(name))
         .filter(|name| age_of(name).is_some_and(|at| now - at > STALE_CLAIM_MS))
         .filter(|name| none_left(name))
-        .cloned()
+        .map(|name| name.to_string())
         .collect()
 }
 
@@ -536,7 +536,8 @@ mod tests {
                 .collect()
         };
         let age_of = |name: &str| dir.meta(name).ok().flatten().map(|m| m.modified_ms);
-        let names = listing(&processed);
+        let listed = listing(&processed);
+        let names: Vec<&str> = listed.iter().map(String::as_str).collect();
         let later = format!("{}~", claims[1].id);
         // (results left, spent once old)
         let cases: [(&[&str], bool); 5] = [

@@ -1,7 +1,7 @@
 use super::*;
 use crate::domain::turn_settled::MAX_PAYLOAD_BYTES;
 use proptest::prelude::*;
-use serde_json::json;
+use serde_json::{json, Map};
 
 const AT: &str = "2026-11-22T10:00:00.000Z";
 
@@ -485,4 +485,23 @@ proptest! {
             }
         }
     }
+}
+
+/// A payload the identity pass leaves to a `Value` parse (see `fields`) is
+/// normalized as that parse reads it: serde_json's raw-value key makes it
+/// read the string under that key as the payload, and the same key nested
+/// with a string that is no JSON makes the payload invalid.
+#[test]
+fn a_payload_left_to_the_value_parse_is_normalized_as_it_reads_it() {
+    let inner = r#"{"hook_event_name":"Stop","session_id":"s","cwd":"/p"}"#;
+    let raw = serde_json::to_vec(&json!({"$serde_json::private::RawValue": inner})).unwrap();
+    let event = normalize(RuntimeProvider::Claude, &raw, AT).unwrap();
+    assert_eq!(event.session_id.as_deref(), Some("s"));
+    assert_eq!(event.cwd.as_deref(), Some("/p"));
+    assert_eq!(event.payload_hash, payload_hash(&raw));
+    let nested = br#"{"hook_event_name":"Stop","session_id":"s","a":{"$serde_json::private::RawValue":"no"}}"#;
+    assert_eq!(
+        normalize(RuntimeProvider::Claude, nested, AT),
+        Err(NormalizeFailure::InvalidJson)
+    );
 }
