@@ -21,7 +21,6 @@ pub mod safe_fs;
 mod side_by_side;
 pub mod spool;
 pub mod sqlite;
-mod status_file;
 pub mod status_store;
 pub(crate) mod task_cache;
 mod task_file;

@@ -8,22 +8,19 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::fragments::{FragmentCache, Fragments};
 use super::journal;
 use super::json_store::{
-    peek_envelope, read_envelope, read_envelope_reusing, read_envelope_taking, stage_kept,
-    write_text, Decoded, KeptDecodes, Loaded, Peeked,
+    peek_envelope, read_envelope, read_envelope_reusing, read_envelope_taking, stage_envelope_kept,
+    write_envelope, Decoded, KeptDecodes, Loaded, Peeked,
 };
 use super::lock::StoreLock;
 use super::metrics_store::FsMetricsStore;
 use super::safe_fs::{commit, commit_with_companion, FileKind, TrustedRoot};
-use super::status_file::{render_status, ITEM_DEPTH};
 use super::team_reader::MAX_ROSTER_MEMBERS;
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
 use crate::application::ports::{
     AuditEvent, AuditJournal, Clock, PortError, StatusBuild, StatusStore, StoredStatus,
 };
-use crate::domain::agenda::ActionableWorkItem;
 use crate::domain::names::{member_key, MemberName, TeamName};
 use crate::domain::retention::Retention;
 use crate::domain::status::MemberStatus;
@@ -110,10 +107,6 @@ pub struct FsStatusStore {
     /// often the bytes this process wrote last, which then cost a
     /// comparison and a copy, not a check and a decode.
     decoded: KeptDecodes<PathBuf, MemberStatus>,
-    /// Each recently written status's agenda items as text: a write after
-    /// a one-task change renders the one item that changed
-    /// ([`render_status`]).
-    item_fragments: FragmentCache<PathBuf, ActionableWorkItem>,
 }
 
 impl FsStatusStore {
@@ -124,21 +117,7 @@ impl FsStatusStore {
             clock,
             metrics: None,
             decoded: KeptDecodes::new(KEPT_STATUSES, KEPT_STATUS_BYTES),
-            item_fragments: FragmentCache::new(KEPT_STATUSES, KEPT_STATUS_BYTES),
         }
-    }
-
-    /// `status` rendered as `path`'s content, unchanged agenda items from
-    /// their kept fragments.
-    fn render(&self, path: &std::path::Path, status: &MemberStatus) -> io::Result<String> {
-        let key = path.to_path_buf();
-        let mut fragments = self
-            .item_fragments
-            .take(&key)
-            .unwrap_or_else(|| Fragments::new(ITEM_DEPTH));
-        let text = render_status(path, STATUS_SCHEMA_VERSION, status, &mut fragments)?;
-        self.item_fragments.keep(key, fragments);
-        Ok(text)
     }
 
     /// Records each member's status write ([`StatusStore::update`]) into
@@ -163,9 +142,13 @@ impl FsStatusStore {
     /// them unrecorded, writes them and reports a failure.
     fn write_status(&self, path: &std::path::Path, status: &MemberStatus) -> Result<(), PortError> {
         let Some(metrics) = &self.metrics else {
-            let text = self.render(path, status)?;
-            write_text(self.paths.root(), path, &text)?;
-            let bytes = text.into_bytes();
+            let bytes = write_envelope(
+                self.paths.root(),
+                path,
+                STATUS_SCHEMA_VERSION,
+                "status",
+                status,
+            )?;
             let written = Decoded::new(bytes, status.clone());
             self.decoded.keep(path.to_path_buf(), Some(written));
             return Ok(());
@@ -190,11 +173,11 @@ impl FsStatusStore {
         status: &MemberStatus,
         written: &mut Option<Decoded<MemberStatus>>,
     ) -> Result<super::safe_fs::Staged, PortError> {
-        let text = self.render(path, status)?;
-        Ok(stage_kept(
+        Ok(stage_envelope_kept(
             self.paths.root(),
             path,
-            text,
+            STATUS_SCHEMA_VERSION,
+            "status",
             status.clone(),
             written,
         )?)
