@@ -6,41 +6,22 @@
 //! index first brought to that snapshot's tasks: the agenda is the one
 //! [`TeamIndex::build`] gives for the same snapshot. Memory is bounded: at
 //! most [`MAX_INDEXED_TEAMS`] teams (least recently used dropped first).
-//!
-//! Each team also keeps, per member, the canonical JSON of the items of the
-//! member's last agenda fingerprint ([`KeptItemJson`]), so the fingerprint
-//! after a one-task change writes one item's JSON, not every item's; at most
-//! [`MAX_ITEM_JSON_BYTES`] of it per team (past that the team's are dropped).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::domain::agenda::{ActionableWorkItem, Agenda, TaskIndex, TeamIndex};
-use crate::domain::fingerprint::KeptItemJson;
+use crate::domain::agenda::{Agenda, TaskIndex, TeamIndex};
 use crate::domain::names::{MemberName, TeamName};
 use crate::domain::team::TeamSnapshot;
 
 /// Teams whose index is kept; the task cache keeps as many boards.
 const MAX_INDEXED_TEAMS: usize = 4;
 
-/// Bytes of item JSON a team keeps for its members' fingerprints (with the
-/// items themselves, about twice that in memory): a 50-member team with
-/// 160 items each holds about 2.2 MB.
-const MAX_ITEM_JSON_BYTES: usize = 5 * 512 * 1024;
-
 /// One team's kept index and when it was last used.
 #[derive(Debug, Default)]
 struct Slot {
-    index: Arc<Mutex<Kept>>,
+    index: Arc<Mutex<TaskIndex>>,
     used: u64,
-}
-
-/// What a team keeps between reconciles.
-#[derive(Debug, Default)]
-struct Kept {
-    tasks: TaskIndex,
-    /// By normalized member name.
-    item_json: HashMap<String, KeptItemJson<ActionableWorkItem>>,
 }
 
 /// Kept [`TaskIndex`]es by team (see the module docs).
@@ -62,29 +43,16 @@ impl IndexCache {
         // wait only for the refresh and one agenda.
         // A panic mid-refresh (caught at the binding) may have left the
         // index half updated: start that team over from a full build.
-        let mut kept = index.lock().unwrap_or_else(|poisoned| {
+        let mut index = index.lock().unwrap_or_else(|poisoned| {
             index.clear_poison();
-            let mut kept = poisoned.into_inner();
-            *kept = Kept::default();
-            kept
+            let mut index = poisoned.into_inner();
+            *index = TaskIndex::default();
+            index
         });
-        let Kept { tasks, item_json } = &mut *kept;
-        let mut json = item_json
-            .remove(member.normalized().as_str())
-            .unwrap_or_default();
-        let agenda =
-            TeamIndex::cached(snapshot, tasks).agenda_for_kept(member, generated_at, &mut json);
-        let held: usize = item_json.values().map(KeptItemJson::bytes).sum();
-        if held + json.bytes() > MAX_ITEM_JSON_BYTES {
-            item_json.clear();
-        }
-        if json.bytes() <= MAX_ITEM_JSON_BYTES {
-            item_json.insert(member.normalized().to_string(), json);
-        }
-        agenda
+        TeamIndex::cached(snapshot, &mut index).agenda_for(member, generated_at)
     }
 
-    fn index_of(&self, team: &TeamName) -> Arc<Mutex<Kept>> {
+    fn index_of(&self, team: &TeamName) -> Arc<Mutex<TaskIndex>> {
         let mut guard = lock(&self.teams);
         let (teams, clock) = &mut *guard;
         *clock += 1;

@@ -3,8 +3,6 @@
 //! Only board facts go in: `reason`, `generatedAt` and diagnostics stay out, so
 //! rewording a reason never looks like new work.
 
-use std::collections::HashMap;
-
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -125,79 +123,6 @@ where
         }
         item_writer::write_item(item, &mut out);
     }
-    finish_fingerprint(team_name, member_name, out)
-}
-
-/// The canonical JSON of the items of one member's last fingerprint
-/// ([`agenda_fingerprint_kept`]), each with the item it was written from,
-/// so that the next fingerprint writes only the items that changed. Only
-/// the last fingerprint's items are kept.
-#[derive(Debug)]
-pub(crate) struct KeptItemJson<Item> {
-    kept: HashMap<String, (Item, Vec<u8>)>,
-    /// Bytes of JSON kept.
-    bytes: usize,
-}
-
-impl<Item> Default for KeptItemJson<Item> {
-    fn default() -> Self {
-        Self {
-            kept: HashMap::new(),
-            bytes: 0,
-        }
-    }
-}
-
-impl<Item> KeptItemJson<Item> {
-    /// Bytes of item JSON kept (what bounds how many members' are).
-    pub(crate) fn bytes(&self) -> usize {
-        self.bytes
-    }
-}
-
-/// [`agenda_fingerprint`] of `items`, each given with a key (its sort key),
-/// writing the JSON of an item only when `kept` has no equal item under its
-/// key (reuse is decided by equality, never by key alone: a changed item is
-/// always written anew; a key seen twice finds nothing kept the second
-/// time). `kept` then holds these items' JSON.
-pub(crate) fn agenda_fingerprint_kept<'a, Item>(
-    team_name: &TeamName,
-    member_name: &MemberName,
-    items: impl IntoIterator<Item = (&'a str, &'a Item)>,
-    kept: &mut KeptItemJson<Item>,
-) -> String
-where
-    Item: Serialize + PartialEq + Clone + 'a,
-{
-    let mut fresh: Vec<(String, Item, Vec<u8>)> = Vec::new();
-    let mut out = Vec::with_capacity(kept.bytes + 4096);
-    out.extend_from_slice(b"{\"items\":[");
-    for (i, (key, item)) in items.into_iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        let entry = match kept.kept.remove_entry(key) {
-            Some((key, (was, json))) if was == *item => (key, was, json),
-            _ => {
-                let mut json = Vec::new();
-                item_writer::write_item(item, &mut json);
-                (key.to_string(), item.clone(), json)
-            }
-        };
-        out.extend_from_slice(&entry.2);
-        fresh.push(entry);
-    }
-    kept.bytes = fresh.iter().map(|(_, _, json)| json.len()).sum();
-    kept.kept = fresh
-        .into_iter()
-        .map(|(key, item, json)| (key, (item, json)))
-        .collect();
-    finish_fingerprint(team_name, member_name, out)
-}
-
-/// `out` (the canonical JSON up to the items' end) closed with the member
-/// and team names and the version, hashed into a fingerprint.
-fn finish_fingerprint(team_name: &TeamName, member_name: &MemberName, mut out: Vec<u8>) -> String {
     out.extend_from_slice(b"],\"memberName\":");
     item_writer::write_plain(member_name, &mut out);
     out.extend_from_slice(b",\"teamName\":");
@@ -345,39 +270,6 @@ mod tests {
             named: Variant::Named { z: 1, a: "a" },
             dropped: Variant::Reason(1),
             evidence: Variant::Blockers(vec!["b", "a"]),
-        }
-    }
-
-    /// A fingerprint written from kept item JSON is the fingerprint of the
-    /// items, whichever were kept: unchanged, changed under the same key,
-    /// added, dropped, or under a key seen twice.
-    #[test]
-    fn a_fingerprint_from_kept_item_json_is_the_items_fingerprint() {
-        let team = TeamName::parse("forge").unwrap();
-        let member = MemberName::parse("jack").unwrap();
-        let item = |id: &str, subject: &str| {
-            json!({"taskId": id, "subject": subject, "reason": "r",
-                   "evidence": {"blockerTaskIds": ["2", "1"]}})
-        };
-        let rounds: Vec<Vec<(&str, Value)>> = vec![
-            vec![("a", item("1", "one")), ("b", item("2", "two"))],
-            vec![("a", item("1", "one")), ("b", item("2", "two"))],
-            vec![("a", item("1", "one, changed")), ("b", item("2", "two"))],
-            vec![("b", item("2", "two")), ("c", item("3", "three"))],
-            vec![("c", item("3", "three")), ("c", item("4", "four"))],
-            vec![],
-            vec![("a", item("1", "one"))],
-        ];
-        let mut kept = KeptItemJson::default();
-        for (round, items) in rounds.iter().enumerate() {
-            let from_kept = agenda_fingerprint_kept(
-                &team,
-                &member,
-                items.iter().map(|(key, item)| (*key, item)),
-                &mut kept,
-            );
-            let whole = agenda_fingerprint(&team, &member, items.iter().map(|(_, item)| item));
-            assert_eq!(from_kept, whole, "round {round}");
         }
     }
 

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use crate::domain::diagnostic::Diagnostic;
-use crate::domain::fingerprint::{agenda_fingerprint, agenda_fingerprint_kept, KeptItemJson};
+use crate::domain::fingerprint::agenda_fingerprint;
 use crate::domain::js_semantics::{js_trim, locale_compare, locale_compare_numeric_base};
 use crate::domain::names::{is_reserved_member_name, normalize_member_name, MemberName, TeamName};
 use crate::domain::team::{Clarification, KanbanColumn, Task, TaskStatus, TeamSnapshot};
@@ -48,27 +48,6 @@ impl<'a> TeamIndex<'a> {
     }
     /// The agenda of `member_name`, stamped with `generated_at`.
     pub fn agenda_for(&self, member_name: &MemberName, generated_at: &str) -> Agenda {
-        self.agenda(member_name, generated_at, None)
-    }
-
-    /// [`TeamIndex::agenda_for`], the fingerprint writing only the items
-    /// `kept` (the member's last fingerprint's) has no equal of; `kept`
-    /// then holds this agenda's.
-    pub(crate) fn agenda_for_kept(
-        &self,
-        member_name: &MemberName,
-        generated_at: &str,
-        kept: &mut KeptItemJson<ActionableWorkItem>,
-    ) -> Agenda {
-        self.agenda(member_name, generated_at, Some(kept))
-    }
-
-    fn agenda(
-        &self,
-        member_name: &MemberName,
-        generated_at: &str,
-        kept: Option<&mut KeptItemJson<ActionableWorkItem>>,
-    ) -> Agenda {
         let normalized = member_name.normalized();
         let mut diagnostics = self.snapshot.diagnostics.clone();
         let mut items = Vec::new();
@@ -105,7 +84,7 @@ impl<'a> TeamIndex<'a> {
                 .filter_map(|(_, i)| item_for(&tasks.facts[i], &normalized, is_lead))
                 .collect();
         }
-        let fingerprint = fingerprint_of(&self.snapshot.team_name, &normalized, &items, kept);
+        let fingerprint = fingerprint_of(&self.snapshot.team_name, &normalized, &items);
         Agenda {
             team_name: self.snapshot.team_name.to_string(),
             member_name: normalized.to_string(),
@@ -296,19 +275,10 @@ fn fingerprint_of(
     team_name: &TeamName,
     member_name: &MemberName,
     items: &[ActionableWorkItem],
-    kept: Option<&mut KeptItemJson<ActionableWorkItem>>,
 ) -> String {
     // Stable: equal keys (tasks sharing an id) keep agenda order.
     let mut keyed: Vec<(String, &ActionableWorkItem)> =
         items.iter().map(|item| (item.sort_key(), item)).collect();
     keyed.sort_by(|(left, _), (right, _)| locale_compare(left, right));
-    match kept {
-        Some(kept) => agenda_fingerprint_kept(
-            team_name,
-            member_name,
-            keyed.iter().map(|(key, item)| (key.as_str(), *item)),
-            kept,
-        ),
-        None => agenda_fingerprint(team_name, member_name, keyed.iter().map(|(_, item)| *item)),
-    }
+    agenda_fingerprint(team_name, member_name, keyed.iter().map(|(_, item)| *item))
 }
