@@ -20,6 +20,7 @@
 
 use std::collections::HashMap;
 use std::hash::Hash;
+use std::io;
 use std::sync::Mutex;
 
 use serde::{Serialize, Serializer};
@@ -48,16 +49,16 @@ impl<V: Serialize + PartialEq + Clone> Fragments<V> {
         }
     }
 
-    /// `write` given the fragment of each of `entries` (key and value), in
-    /// their order: the kept one of an equal entry, else the entry rendered
-    /// now. Afterwards these entries' fragments are kept (of a key seen
-    /// twice, as an agent's hand-made file may have, the last: each
+    /// `write` given each of `entries` (key and value), in their order, as
+    /// its key and fragment: the kept one of an equal entry, else the entry
+    /// rendered now. Afterwards these entries' fragments are kept (of a key
+    /// seen twice, as an agent's hand-made file may have, the last: each
     /// occurrence after the first finds nothing kept and is rendered).
     pub(crate) fn with<R>(
         &mut self,
         entries: &[(&str, &V)],
-        write: impl FnOnce(&[&RawValue]) -> R,
-    ) -> serde_json::Result<R> {
+        write: impl FnOnce(&[(&str, &RawValue)]) -> io::Result<R>,
+    ) -> io::Result<R> {
         let mut fresh: Vec<(String, V, Box<RawValue>)> = Vec::with_capacity(entries.len());
         for &(key, value) in entries {
             fresh.push(match self.kept.remove_entry(key) {
@@ -65,7 +66,10 @@ impl<V: Serialize + PartialEq + Clone> Fragments<V> {
                 _ => (key.to_string(), value.clone(), self.render(value)?),
             });
         }
-        let fragments: Vec<&RawValue> = fresh.iter().map(|(_, _, text)| &**text).collect();
+        let fragments: Vec<(&str, &RawValue)> = fresh
+            .iter()
+            .map(|(key, _, text)| (key.as_str(), &**text))
+            .collect();
         let written = write(&fragments);
         drop(fragments);
         self.bytes = fresh.iter().map(|(_, _, text)| text.get().len()).sum();
@@ -73,66 +77,84 @@ impl<V: Serialize + PartialEq + Clone> Fragments<V> {
             .into_iter()
             .map(|(key, value, text)| (key, (value, text)))
             .collect();
-        Ok(written)
+        written
     }
 
     /// `value` pretty-printed, its lines after the first indented for its
     /// depth. JSON text has no raw line breaks inside strings, so every
     /// `\n` is one the printer put between lines.
-    fn render(&self, value: &V) -> serde_json::Result<Box<RawValue>> {
-        let text = serde_json::to_string_pretty(value)?;
+    fn render(&self, value: &V) -> io::Result<Box<RawValue>> {
+        let text = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
         let indent = "  ".repeat(self.depth);
         let text = if self.depth == 0 {
             text
         } else {
             text.replace('\n', &format!("\n{indent}"))
         };
-        RawValue::from_string(text)
+        RawValue::from_string(text).map_err(io::Error::other)
     }
 }
 
-/// A map whose values are fragments, serialized as a JSON object.
-pub(crate) struct FragmentMap<'a> {
-    /// The keys, in order.
-    pub(crate) keys: &'a [&'a str],
-    /// Their values' fragments, in the same order.
-    pub(crate) fragments: &'a [&'a RawValue],
-}
+/// Keyed fragments ([`Fragments::with`]) serialized as a JSON object.
+pub(crate) struct FragmentMap<'a>(pub(crate) &'a [(&'a str, &'a RawValue)]);
 
 impl Serialize for FragmentMap<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.keys.iter().zip(self.fragments))
+        serializer.collect_map(self.0.iter().copied())
     }
 }
 
-/// The fragments of recently written files, by key (a path), for at most
-/// `files` files holding at most `bytes` of text: past either bound the
-/// kept ones are dropped, so the memory held stays bounded however many
-/// files are written.
+/// Keyed fragments ([`Fragments::with`]) serialized as a JSON array of
+/// their values (the keys only told equal entries apart).
+pub(crate) struct FragmentList<'a>(pub(crate) &'a [(&'a str, &'a RawValue)]);
+
+impl Serialize for FragmentList<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|(_, fragment)| fragment))
+    }
+}
+
+/// The fragments of recently written files' entries of one kind (all
+/// `depth` levels deep), by key (a path), for at most `files` files holding
+/// at most `bytes` of text: past either bound the kept ones are dropped, so
+/// the memory held stays bounded however many files are written.
 #[derive(Debug)]
 pub(crate) struct FragmentCache<K, V> {
     kept: Mutex<HashMap<K, Fragments<V>>>,
+    depth: usize,
     files: usize,
     bytes: usize,
 }
 
-impl<K: Eq + Hash, V> FragmentCache<K, V> {
+impl<K: Eq + Hash, V: Serialize + PartialEq + Clone> FragmentCache<K, V> {
     /// Nothing kept yet.
-    pub(crate) fn new(files: usize, bytes: usize) -> Self {
+    pub(crate) fn new(depth: usize, files: usize, bytes: usize) -> Self {
         Self {
             kept: Mutex::new(HashMap::new()),
+            depth,
             files,
             bytes,
         }
     }
 
-    /// The fragments kept for `key`, taken out while a write uses them.
-    pub(crate) fn take(&self, key: &K) -> Option<Fragments<V>> {
-        self.lock().remove(key)
+    /// [`Fragments::with`] over the fragments kept for `key` (taken out
+    /// while `write` runs, so a concurrent write of the same file renders
+    /// for itself), kept again if it succeeds.
+    pub(crate) fn with<R>(
+        &self,
+        key: K,
+        entries: &[(&str, &V)],
+        write: impl FnOnce(&[(&str, &RawValue)]) -> io::Result<R>,
+    ) -> io::Result<R> {
+        let taken = self.lock().remove(&key);
+        let mut fragments = taken.unwrap_or_else(|| Fragments::new(self.depth));
+        let written = fragments.with(entries, write)?;
+        self.keep(key, fragments);
+        Ok(written)
     }
 
     /// Keeps `fragments` as `key`'s.
-    pub(crate) fn keep(&self, key: K, fragments: Fragments<V>) {
+    fn keep(&self, key: K, fragments: Fragments<V>) {
         if fragments.bytes > self.bytes {
             return;
         }
@@ -171,23 +193,25 @@ mod tests {
 
     /// `raw` as a list nested in `levels` objects (`{"in": ...}`), written
     /// through serde (not through a `Value`, which would parse the fragments).
-    struct Nest<'a>(usize, &'a [&'a RawValue]);
+    struct Nest<'a>(usize, &'a [(&'a str, &'a RawValue)]);
 
     impl Serialize for Nest<'_> {
         fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
             match self.0 {
-                0 => self.1.serialize(serializer),
+                0 => FragmentList(self.1).serialize(serializer),
                 n => serializer.collect_map([("in", Nest(n - 1, self.1))]),
             }
         }
     }
 
+    /// `raw` nested in `levels` objects, pretty-printed.
+    fn nested(levels: usize, raw: &[(&str, &RawValue)]) -> io::Result<String> {
+        serde_json::to_string_pretty(&Nest(levels, raw)).map_err(io::Error::other)
+    }
+
     /// What the fragments of `entries` (at depth 2) write as `{"in": [...]}`.
     fn as_list(fragments: &mut Fragments<Entry>, entries: &[(&str, &Entry)]) -> String {
-        fragments
-            .with(entries, |raw| serde_json::to_string_pretty(&Nest(1, raw)))
-            .unwrap()
-            .unwrap()
+        fragments.with(entries, |raw| nested(1, raw)).unwrap()
     }
 
     #[test]
@@ -196,9 +220,7 @@ mod tests {
         for depth in 1..5 {
             let mut fragments = Fragments::new(depth);
             let written = fragments
-                .with(&[("a", &a), ("b", &b)], |raw| {
-                    serde_json::to_string_pretty(&Nest(depth - 1, raw)).unwrap()
-                })
+                .with(&[("a", &a), ("b", &b)], |raw| nested(depth - 1, raw))
                 .unwrap();
             let mut plain = json!([a, b]);
             for _ in 1..depth {
@@ -245,16 +267,28 @@ mod tests {
 
     #[test]
     fn the_cache_stays_within_its_files_and_bytes() {
-        let cache: FragmentCache<u32, Entry> = FragmentCache::new(2, 64);
+        let cache: FragmentCache<u32, Entry> = FragmentCache::new(2, 2, 64);
         for key in 0..5 {
-            let mut fragments = Fragments::new(2);
-            as_list(&mut fragments, &[("a", &entry("a", &[]))]);
-            cache.keep(key, fragments);
+            cache
+                .with(key, &[("a", &entry("a", &[]))], |raw| nested(1, raw))
+                .unwrap();
             assert!(cache.lock().len() <= 2);
         }
-        let mut big = Fragments::new(2);
-        as_list(&mut big, &[("a", &entry(&"x".repeat(100), &[]))]);
-        cache.keep(9, big);
-        assert!(cache.take(&9).is_none(), "more than the bytes: not kept");
+        let big = entry(&"x".repeat(100), &[]);
+        cache.with(9, &[("a", &big)], |raw| nested(1, raw)).unwrap();
+        assert!(
+            !cache.lock().contains_key(&9),
+            "more than the bytes: not kept"
+        );
+    }
+
+    #[test]
+    fn the_cache_keeps_nothing_of_a_failed_write() {
+        let cache: FragmentCache<u32, Entry> = FragmentCache::new(2, 2, 1024);
+        let failed = cache.with(1, &[("a", &entry("a", &[]))], |_| {
+            Err::<(), _>(io::Error::other("refused"))
+        });
+        assert!(failed.is_err());
+        assert!(!cache.lock().contains_key(&1));
     }
 }

@@ -4,9 +4,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::value::RawValue;
 
-use super::fragments::{FragmentCache, FragmentMap, Fragments};
+use super::fragments::{FragmentCache, FragmentList, FragmentMap};
 use super::json_store::{
     peek_flat_envelope, read_flat_envelope_reusing, read_flat_envelope_taking, render_json,
     stage_kept, write_text, Decoded, KeptDecodes, Loaded, Peeked, KEPT_FILE_BYTES,
@@ -54,8 +53,12 @@ pub(crate) struct FsMetricsStore {
 struct IndexFile<'a> {
     schema_version: u64,
     members: FragmentMap<'a>,
-    recent_events: &'a [&'a RawValue],
+    recent_events: FragmentList<'a>,
 }
+
+/// Summaries and events sit two levels deep: envelope, then `members` or
+/// `recentEvents`.
+const ENTRY_DEPTH: usize = 2;
 
 impl FsMetricsStore {
     /// Indexes under `teams_base`.
@@ -64,8 +67,16 @@ impl FsMetricsStore {
             root: TrustedRoot::new(teams_base),
             clock,
             decoded: KeptDecodes::new(KEPT_INDEXES, KEPT_INDEXES * KEPT_FILE_BYTES),
-            member_fragments: FragmentCache::new(KEPT_INDEXES, KEPT_INDEXES * KEPT_FILE_BYTES),
-            event_fragments: FragmentCache::new(KEPT_INDEXES, KEPT_INDEXES * KEPT_FILE_BYTES),
+            member_fragments: FragmentCache::new(
+                ENTRY_DEPTH,
+                KEPT_INDEXES,
+                KEPT_INDEXES * KEPT_FILE_BYTES,
+            ),
+            event_fragments: FragmentCache::new(
+                ENTRY_DEPTH,
+                KEPT_INDEXES,
+                KEPT_INDEXES * KEPT_FILE_BYTES,
+            ),
         }
     }
 
@@ -73,44 +84,25 @@ impl FsMetricsStore {
     /// ([`render_json`]), its member summaries and events from their kept
     /// fragments where they are unchanged.
     fn render(&self, path: &Path, index: &MetricsIndex) -> std::io::Result<String> {
-        // Entries sit two levels deep: envelope, then `members` or `recentEvents`.
-        const DEPTH: usize = 2;
-        let key = path.to_path_buf();
-        let mut members = self
-            .member_fragments
-            .take(&key)
-            .unwrap_or_else(|| Fragments::new(DEPTH));
-        let mut events = self
-            .event_fragments
-            .take(&key)
-            .unwrap_or_else(|| Fragments::new(DEPTH));
-        let member_entries: Vec<(&str, &MemberSummary)> =
+        let members: Vec<(&str, &MemberSummary)> =
             index.members.iter().map(|(k, v)| (k.as_str(), v)).collect();
-        let event_entries: Vec<(&str, &MetricEvent)> = index
+        let events: Vec<(&str, &MetricEvent)> = index
             .recent_events
             .iter()
             .map(|event| (event.id.as_str(), event))
             .collect();
-        let keys: Vec<&str> = member_entries.iter().map(|(k, _)| *k).collect();
-        let text = members
-            .with(&member_entries, |member_fragments| {
-                events.with(&event_entries, |event_fragments| {
-                    let file = IndexFile {
-                        schema_version: SCHEMA_VERSION,
-                        members: FragmentMap {
-                            keys: &keys,
-                            fragments: member_fragments,
-                        },
-                        recent_events: event_fragments,
-                    };
-                    render_json(path, &file)
-                })
+        self.member_fragments
+            .with(path.to_path_buf(), &members, |members| {
+                self.event_fragments
+                    .with(path.to_path_buf(), &events, |events| {
+                        let file = IndexFile {
+                            schema_version: SCHEMA_VERSION,
+                            members: FragmentMap(members),
+                            recent_events: FragmentList(events),
+                        };
+                        render_json(path, &file)
+                    })
             })
-            .map_err(std::io::Error::other)?
-            .map_err(std::io::Error::other)??;
-        self.member_fragments.keep(key.clone(), members);
-        self.event_fragments.keep(key, events);
-        Ok(text)
     }
 
     fn path(&self, team: &str) -> PathBuf {

@@ -8,9 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
-use serde_json::value::RawValue;
-
-use super::fragments::{FragmentCache, FragmentMap, Fragments};
+use super::fragments::{FragmentCache, FragmentMap};
 use super::json_store::{
     peek_flat_envelope_taking, read_envelope_reusing, render_json, replace_flat_view,
     write_flat_envelope, write_text, Decoded, KeptDecodes, Loaded, Peeked, KEPT_FILE_BYTES,
@@ -141,37 +139,24 @@ impl FsOutboxStore {
             plan_sequences: Mutex::new(HashMap::new()),
             decoded: KeptDecodes::new(KEPT_OUTBOXES, KEPT_OUTBOX_BYTES),
             index_decoded: KeptDecodes::new(KEPT_INDEXES, KEPT_INDEXES * KEPT_FILE_BYTES),
-            item_fragments: FragmentCache::new(KEPT_OUTBOXES, KEPT_OUTBOX_BYTES),
+            // Items sit two levels deep: envelope, then `items`.
+            item_fragments: FragmentCache::new(2, KEPT_OUTBOXES, KEPT_OUTBOX_BYTES),
         }
     }
 
     /// `items` rendered as `path`'s envelope (`{schemaVersion, items}`,
     /// [`render_json`]), unchanged items from their kept fragments.
     fn render(&self, path: &Path, items: &BTreeMap<String, StoredItem>) -> std::io::Result<String> {
-        // Items sit two levels deep: envelope, then `items`.
-        const DEPTH: usize = 2;
-        let key = path.to_path_buf();
-        let mut fragments = self
-            .item_fragments
-            .take(&key)
-            .unwrap_or_else(|| Fragments::new(DEPTH));
         let entries: Vec<(&str, &StoredItem)> =
             items.iter().map(|(id, item)| (id.as_str(), item)).collect();
-        let ids: Vec<&str> = entries.iter().map(|(id, _)| *id).collect();
-        let text = fragments
-            .with(&entries, |item_fragments: &[&RawValue]| {
+        self.item_fragments
+            .with(path.to_path_buf(), &entries, |items| {
                 let file = OutboxFile {
                     schema_version: SCHEMA_VERSION,
-                    items: FragmentMap {
-                        keys: &ids,
-                        fragments: item_fragments,
-                    },
+                    items: FragmentMap(items),
                 };
                 render_json(path, &file)
             })
-            .map_err(std::io::Error::other)??;
-        self.item_fragments.keep(key, fragments);
-        Ok(text)
     }
 
     /// Prunes finished items as `retention` says instead of by the defaults.
