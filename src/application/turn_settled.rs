@@ -824,6 +824,17 @@ mod tests {
         }
     }
 
+    /// A Claude claim of an invalid payload, claimed at 5 ms.
+    fn claim() -> SpoolClaim {
+        SpoolClaim {
+            id: "20261128T150000Z-1-a.claude.json".into(),
+            claimed_at_ms: 5,
+            spooled_at_ms: 4,
+            provider: Some(RuntimeProvider::Claude),
+            content: ClaimContent::Invalid("x"),
+        }
+    }
+
     /// A meta serialized from its own types is, byte for byte, the meta
     /// built as a value: its meta file's pretty JSON and its record's
     /// compact JSON alike, for every outcome and for an invalid payload.
@@ -869,13 +880,7 @@ mod tests {
     #[test]
     fn a_batch_journals_the_claim_and_its_outcome() {
         let event = event(false);
-        let claim = SpoolClaim {
-            id: "20261128T150000Z-1-a.claude.json".into(),
-            claimed_at_ms: 5,
-            spooled_at_ms: 4,
-            provider: Some(RuntimeProvider::Claude),
-            content: ClaimContent::Invalid("x"),
-        };
+        let claim = claim();
         let team = TeamName::parse("team").unwrap();
         let mut batch = JournalBatch::default();
         let resolved = (AuditKind::TurnSettledResolved, None);
@@ -933,13 +938,7 @@ mod tests {
     #[test]
     fn a_batch_groups_lines_per_member_in_name_order() {
         let event = event(false);
-        let claim = SpoolClaim {
-            id: "20261128T150000Z-1-a.claude.json".into(),
-            claimed_at_ms: 5,
-            spooled_at_ms: 4,
-            provider: Some(RuntimeProvider::Claude),
-            content: ClaimContent::Invalid("x"),
-        };
+        let claim = claim();
         let mut batch = JournalBatch::default();
         let adds = [
             ("team", "ben", 1),
