@@ -626,7 +626,6 @@ fn planner_metadata(status: &MemberStatus, reason: &str) -> Value {
     metadata
 }
 
-/// The journal's task references of a status: every agenda item.
 /// The planner line's `taskRefs`: the agenda's first tasks, as many as a
 /// journal line keeps (a 200-task agenda built 200 objects for 20 kept).
 fn agenda_task_refs(status: &MemberStatus) -> Value {
