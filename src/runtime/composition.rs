@@ -42,7 +42,7 @@ use crate::infrastructure::intent_store::FsReportIntentStore;
 use crate::infrastructure::metrics_store::FsMetricsStore;
 use crate::infrastructure::outbox_store::{FsOutboxStore, FsWatchdogJournal};
 use crate::infrastructure::report_token::HmacReportTokens;
-use crate::infrastructure::safe_fs::with_folder_syncs_trailing;
+use crate::infrastructure::safe_fs::{with_folder_syncs_trailing, with_folders_kept};
 use crate::infrastructure::spool::{FsSpool, SpoolPaths};
 use crate::infrastructure::sqlite::session::{AppStorage, JsonStores, SessionStores};
 use crate::infrastructure::sqlite::{OpenMode, SqliteStore};
@@ -656,13 +656,16 @@ impl Instance {
     /// brings up to date at its next pass; nothing written after it
     /// (a delivery of the nudge planned here, the next status) can
     /// be durable before it, since every durable write joins the
-    /// trailing syncs first.
+    /// trailing syncs first. The folders it opens are opened once
+    /// each (`with_folders_kept`).
     pub(crate) fn refresh_status(
         &self,
         team: &TeamName,
         member: &MemberName,
     ) -> Result<MemberStatus, WorkSyncError> {
-        with_folder_syncs_trailing(|| self.services.engine.refresh_status(team, member))
+        with_folder_syncs_trailing(|| {
+            with_folders_kept(|| self.services.engine.refresh_status(team, member))
+        })
     }
 
     /// `resumeTeam`: lifts the deletion fence now, re-scans in the background

@@ -28,6 +28,9 @@
 //!   side, before its result is handed back; or let them trail it
 //!   ([`with_folder_syncs_trailing`]): they run after it, and the next
 //!   durable replacement waits for them first ([`join_trailing`]).
+//! * A request can keep the folders it opens for its length
+//!   ([`with_folders_kept`]): a second open of one is a `dup` of the first
+//!   handle, not a walk from the root again.
 //! * [`Stamp`]s and [`DirWatch`] let a reader keep what it parsed until a
 //!   file changes.
 //! * Appends write whole lines only and first terminate a torn tail, so a
@@ -58,6 +61,7 @@ mod dir;
 #[cfg(windows)]
 #[path = "dir_windows.rs"]
 mod dir;
+mod kept_folders;
 mod kinds;
 mod root;
 mod spare;
@@ -70,6 +74,7 @@ mod watch;
 mod windows_name;
 
 pub use dir::{join_trailing, with_folder_syncs_deferred, with_folder_syncs_trailing, Dir};
+pub use kept_folders::{with_folders_kept, KEPT_FOLDERS};
 pub use kinds::{Entry, FileKind, FileRead, Meta, Names};
 pub use root::TrustedRoot;
 pub use staged::{commit, commit_with_companion, sync_staged, sync_with_folders, Staged};

@@ -5,6 +5,7 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
+use super::kept_folders::{keep, kept};
 use super::{not_a_folder, with_path};
 use super::{Dir, FileRead, Meta};
 
@@ -44,13 +45,18 @@ impl TrustedRoot {
 
     /// The folder at `dir` (the root or below it); `None` when it, or a
     /// folder on the way, does not exist. A link or file on the way is an error.
+    /// Inside [`with_folders_kept`](super::with_folders_kept) a folder
+    /// already opened is not walked to again.
     pub(crate) fn open_dir(&self, dir: &Path) -> io::Result<Option<Dir>> {
         let parts = self.below(dir)?;
+        if let Some(found) = kept(dir)? {
+            return Ok(Some(found));
+        }
         let Some(mut current) = self.open_root(false)? else {
             return Ok(None);
         };
         if let Some(found) = current.open_descendant(&parts) {
-            return Ok(Some(found));
+            return keep(found).map(Some);
         }
         for part in parts {
             match current.open_dir(part)? {
@@ -58,23 +64,27 @@ impl TrustedRoot {
                 None => return Ok(None),
             }
         }
-        Ok(Some(current))
+        keep(current).map(Some)
     }
 
-    /// The folder at `dir`, created (0700) with every missing folder on the way.
+    /// The folder at `dir`, created (0700) with every missing folder on the
+    /// way (kept like [`TrustedRoot::open_dir`]'s).
     pub fn create_dir_all(&self, dir: &Path) -> io::Result<Dir> {
         let parts = self.below(dir)?;
+        if let Some(found) = kept(dir)? {
+            return Ok(found);
+        }
         let mut current = self
             .open_root(true)?
             .ok_or_else(|| not_a_folder(&self.path))?;
         // Folders usually exist: one open when they all do.
         if let Some(found) = current.open_descendant(&parts) {
-            return Ok(found);
+            return keep(found);
         }
         for part in parts {
             current = current.create_dir(part)?;
         }
-        Ok(current)
+        keep(current)
     }
 
     #[cfg(test)]
