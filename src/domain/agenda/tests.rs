@@ -1058,6 +1058,10 @@ mod incremental {
         }
         assert_eq!(lists(&warm.tasks), lists(&cold.tasks), "lists after {step}");
         let (warm_facts, cold_facts) = (&warm.tasks.facts, &cold.tasks.facts);
+        assert_eq!(
+            warm.tasks.task_addresses, cold.tasks.task_addresses,
+            "task addresses after {step}"
+        );
         assert_eq!(warm_facts.len(), cold_facts.len(), "tasks after {step}");
         for (w, c) in warm_facts.iter().zip(cold_facts) {
             assert!(Arc::ptr_eq(&w.task, &c.task), "task order after {step}");
