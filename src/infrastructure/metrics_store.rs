@@ -1,7 +1,7 @@
 //! The team metrics index `teams/<team>/.member-work-sync/indexes/metrics.json`.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
@@ -25,9 +25,10 @@ const KEPT_INDEXES: usize = 16;
 
 /// [`MetricsStore`] on the file system.
 ///
-/// One reconcile reads its team's index up to three times (the status
-/// commit records into it, the reconciler's own record finds that done, the
-/// nudge planner reads readiness from it), and the index is the largest
+/// One reconcile reads its team's index up to twice (the status commit
+/// records into it, the nudge planner reads readiness from it; the
+/// reconciler's own record of that write knows it done without reading,
+/// [`FsMetricsStore::committed_with_status`]), and the index is the largest
 /// file a reconcile reads. Each team's last decoded index is kept with the
 /// bytes it came from ([`Decoded`]), so a read that finds the same bytes
 /// (the file this process just wrote or read) is a byte comparison, not a
@@ -44,6 +45,31 @@ pub(crate) struct FsMetricsStore {
     decoded: KeptDecodes<PathBuf, Arc<MetricsIndex>>,
     member_fragments: FragmentCache<PathBuf, MemberSummary>,
     event_fragments: FragmentCache<PathBuf, MetricEvent>,
+    /// The status write last made durable with its status
+    /// ([`FsMetricsStore::committed_with_status`]), until the next
+    /// [`MetricsStore::record`] takes it.
+    committed: Mutex<Option<CommittedWrite>>,
+}
+
+/// A status write recorded into an index in the status's own group commit:
+/// the reconciler's [`MetricsStore::record`] of that same write, which
+/// comes next, has nothing left to add and returns without taking the
+/// lock or reading the index (before, it read and compared the whole file
+/// to find that out). Any other record goes the whole way.
+struct CommittedWrite {
+    path: PathBuf,
+    summary: MemberSummary,
+    event_ids: Vec<String>,
+}
+
+impl CommittedWrite {
+    /// Whether recording `events` of `status` at `path` adds nothing to
+    /// what this write recorded.
+    fn covers(&self, path: &Path, status: &MemberStatus, events: &[MetricEvent]) -> bool {
+        self.path == path
+            && events.iter().all(|e| self.event_ids.contains(&e.id))
+            && self.summary == MemberSummary::of(status)
+    }
 }
 
 /// The index file as [`FsMetricsStore::render`] writes it: the envelope of
@@ -77,6 +103,7 @@ impl FsMetricsStore {
                 KEPT_INDEXES,
                 KEPT_INDEXES * KEPT_FILE_BYTES,
             ),
+            committed: Mutex::new(None),
         }
     }
 
@@ -168,6 +195,20 @@ impl FsMetricsStore {
         self.decoded.keep(path, last);
         Ok((lock, staged))
     }
+
+    /// Notes that the write of `status` [`FsMetricsStore::stage_record`]
+    /// staged is committed, under the index lock still held: the next
+    /// [`MetricsStore::record`] of that write finds nothing to do without
+    /// reading the index. Whoever writes the index takes its lock and
+    /// reads it first, so the write stays in the file for that record.
+    pub(crate) fn committed_with_status(&self, status: &MemberStatus) {
+        let write = CommittedWrite {
+            path: self.path(&status.team_name),
+            summary: MemberSummary::of(status),
+            event_ids: events_for_write(status).into_iter().map(|e| e.id).collect(),
+        };
+        *self.committed.lock().unwrap_or_else(|p| p.into_inner()) = Some(write);
+    }
 }
 
 impl MetricsStore for FsMetricsStore {
@@ -176,6 +217,14 @@ impl MetricsStore for FsMetricsStore {
     /// is not written again (recording is idempotent: events dedupe by id).
     fn record(&self, status: &MemberStatus, events: Vec<MetricEvent>) -> Result<(), PortError> {
         let path = self.path(&status.team_name);
+        let committed = self
+            .committed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if committed.is_some_and(|write| write.covers(&path, status, &events)) {
+            return Ok(());
+        }
         let _lock = StoreLock::acquire(&self.root, &path)?;
         let (mut index, read) = self.load_to_record(&path)?;
         if index.record(status, events) {
@@ -290,6 +339,46 @@ mod tests {
                 "round {round}"
             );
         }
+    }
+
+    /// The record of the write just committed with its status adds
+    /// nothing and reads nothing: a file swapped under it afterwards is
+    /// left as it is. The next record of any other write reads the index
+    /// again (here: finds the swapped file unreadable, and writes anew).
+    #[test]
+    fn the_record_of_a_write_committed_with_its_status_reads_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FsMetricsStore::new(
+            dir.path().join("teams"),
+            Arc::new(ManualClock::new(1_795_000_000_000)),
+        );
+        let path = store.path("forge");
+        let jack = status("jack");
+        let (lock, staged) = store.stage_record(&jack).unwrap();
+        crate::infrastructure::safe_fs::commit(vec![staged]).unwrap();
+        store.committed_with_status(&jack);
+        drop(lock);
+        std::fs::write(&path, b"not the index").unwrap();
+        store.record(&jack, events_for_write(&jack)).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"not the index");
+
+        // Taken by that record: the same write recorded again reads.
+        store.record(&jack, events_for_write(&jack)).unwrap();
+        let index: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert!(index["members"].get("jack").is_some(), "{index}");
+
+        // A write of another member is not covered by jack's.
+        let (lock, staged) = store.stage_record(&jack).unwrap();
+        crate::infrastructure::safe_fs::commit(vec![staged]).unwrap();
+        store.committed_with_status(&jack);
+        drop(lock);
+        std::fs::write(&path, b"not the index").unwrap();
+        let jill = status("jill");
+        store.record(&jill, events_for_write(&jill)).unwrap();
+        let index: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert!(index["members"].get("jill").is_some(), "{index}");
     }
 
     /// The reconciler's own record of a write the status store already

@@ -157,7 +157,11 @@ impl FsStatusStore {
         let staged = self.stage_status(path, status, &mut written)?;
         match metrics.stage_record(status) {
             Ok((_metrics_lock, staged_metrics)) => {
-                commit_with_companion(vec![staged], staged_metrics)?;
+                // A companion that did not land leaves its recording to
+                // the caller's own metrics write.
+                if commit_with_companion(vec![staged], staged_metrics)? {
+                    metrics.committed_with_status(status);
+                }
             }
             Err(_) => commit(vec![staged])?,
         }
