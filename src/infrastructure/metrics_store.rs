@@ -28,7 +28,7 @@ const KEPT_INDEXES: usize = 16;
 /// One reconcile reads its team's index up to twice (the status commit
 /// records into it, the nudge planner reads readiness from it; the
 /// reconciler's own record of that write knows it done without reading,
-/// [`FsMetricsStore::committed_with_status`]), and the index is the largest
+/// [`FsMetricsStore::committed`]), and the index is the largest
 /// file a reconcile reads. Each team's last decoded index is kept with the
 /// bytes it came from ([`Decoded`]), so a read that finds the same bytes
 /// (the file this process just wrote or read) is a byte comparison, not a
@@ -46,17 +46,17 @@ pub(crate) struct FsMetricsStore {
     member_fragments: FragmentCache<PathBuf, MemberSummary>,
     event_fragments: FragmentCache<PathBuf, MetricEvent>,
     /// The status write last made durable with its status
-    /// ([`FsMetricsStore::committed_with_status`]), until the next
+    /// ([`FsMetricsStore::committed`]), until the next
     /// [`MetricsStore::record`] takes it.
     committed: Mutex<Option<CommittedWrite>>,
 }
 
-/// A status write recorded into an index in the status's own group commit:
-/// the reconciler's [`MetricsStore::record`] of that same write, which
-/// comes next, has nothing left to add and returns without taking the
+/// A status write recorded into an index in the status's own group commit
+/// ([`FsMetricsStore::committed`]): the reconciler's [`MetricsStore::record`]
+/// of that same write, which comes next, has nothing left to add and returns without taking the
 /// lock or reading the index (before, it read and compared the whole file
 /// to find that out). Any other record goes the whole way.
-struct CommittedWrite {
+pub(crate) struct CommittedWrite {
     path: PathBuf,
     summary: MemberSummary,
     event_ids: Vec<String>,
@@ -178,37 +178,49 @@ impl FsMetricsStore {
     /// The index with the write of `status` recorded (its own events,
     /// [`events_for_write`]), staged beside the index for the status
     /// store's group commit, with the index lock, which the caller holds
-    /// until the staged file is committed or dropped. The reconciler's own
-    /// [`MetricsStore::record`] of that write then finds it recorded and
-    /// writes nothing.
-    pub(crate) fn stage_record(
-        &self,
-        status: &MemberStatus,
-    ) -> Result<(StoreLock, Staged), PortError> {
+    /// until the staged file is committed or dropped. Once it is committed,
+    /// [`FsMetricsStore::committed`] spares the reconciler's own
+    /// [`MetricsStore::record`] of that write a read of the index.
+    pub(crate) fn stage_record(&self, status: &MemberStatus) -> Result<StagedRecord, PortError> {
         let path = self.path(&status.team_name);
         let lock = StoreLock::acquire(&self.root, &path)?;
         let (mut index, _) = self.load_to_record(&path)?;
-        index.record(status, events_for_write(status));
+        let events = events_for_write(status);
+        let event_ids = events.iter().map(|e| e.id.clone()).collect();
+        index.record(status, events);
         let mut last = None;
         let text = self.render(&path, &index)?;
         let staged = stage_kept(&self.root, &path, text, Arc::new(index), &mut last)?;
-        self.decoded.keep(path, last);
-        Ok((lock, staged))
+        self.decoded.keep(path.clone(), last);
+        Ok(StagedRecord {
+            lock,
+            staged,
+            write: CommittedWrite {
+                path,
+                summary: MemberSummary::of(status),
+                event_ids,
+            },
+        })
     }
 
-    /// Notes that the write of `status` [`FsMetricsStore::stage_record`]
-    /// staged is committed, under the index lock still held: the next
-    /// [`MetricsStore::record`] of that write finds nothing to do without
-    /// reading the index. Whoever writes the index takes its lock and
-    /// reads it first, so the write stays in the file for that record.
-    pub(crate) fn committed_with_status(&self, status: &MemberStatus) {
-        let write = CommittedWrite {
-            path: self.path(&status.team_name),
-            summary: MemberSummary::of(status),
-            event_ids: events_for_write(status).into_iter().map(|e| e.id).collect(),
-        };
+    /// Notes that a write [`FsMetricsStore::stage_record`] staged is
+    /// committed; called under the index lock still held. The next
+    /// [`MetricsStore::record`] of that write then finds nothing to do
+    /// without reading the index: whoever writes the index takes its lock
+    /// and reads it first, so the write stays in the file for that record.
+    pub(crate) fn committed(&self, write: CommittedWrite) {
         *self.committed.lock().unwrap_or_else(|p| p.into_inner()) = Some(write);
     }
+}
+
+/// A status write staged into its team's index ([`FsMetricsStore::stage_record`]).
+pub(crate) struct StagedRecord {
+    /// The index lock, held until the staged file is committed or dropped.
+    pub(crate) lock: StoreLock,
+    /// The index with the write recorded.
+    pub(crate) staged: Staged,
+    /// What the write recorded, for [`FsMetricsStore::committed`].
+    pub(crate) write: CommittedWrite,
 }
 
 impl MetricsStore for FsMetricsStore {
@@ -326,9 +338,9 @@ mod tests {
             written.evaluated_at =
                 crate::domain::time::IsoTime::at(1_795_000_000_000 + round as i64);
             if round % 2 == 0 {
-                let (lock, staged) = store.stage_record(&written).unwrap();
-                crate::infrastructure::safe_fs::commit(vec![staged]).unwrap();
-                drop(lock);
+                let record = store.stage_record(&written).unwrap();
+                crate::infrastructure::safe_fs::commit(vec![record.staged]).unwrap();
+                drop(record.lock);
             } else {
                 store.record(&written, events_for_write(&written)).unwrap();
             }
@@ -354,10 +366,10 @@ mod tests {
         );
         let path = store.path("forge");
         let jack = status("jack");
-        let (lock, staged) = store.stage_record(&jack).unwrap();
-        crate::infrastructure::safe_fs::commit(vec![staged]).unwrap();
-        store.committed_with_status(&jack);
-        drop(lock);
+        let record = store.stage_record(&jack).unwrap();
+        crate::infrastructure::safe_fs::commit(vec![record.staged]).unwrap();
+        store.committed(record.write);
+        drop(record.lock);
         std::fs::write(&path, b"not the index").unwrap();
         store.record(&jack, events_for_write(&jack)).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"not the index");
@@ -369,10 +381,10 @@ mod tests {
         assert!(index["members"].get("jack").is_some(), "{index}");
 
         // A write of another member is not covered by jack's.
-        let (lock, staged) = store.stage_record(&jack).unwrap();
-        crate::infrastructure::safe_fs::commit(vec![staged]).unwrap();
-        store.committed_with_status(&jack);
-        drop(lock);
+        let record = store.stage_record(&jack).unwrap();
+        crate::infrastructure::safe_fs::commit(vec![record.staged]).unwrap();
+        store.committed(record.write);
+        drop(record.lock);
         std::fs::write(&path, b"not the index").unwrap();
         let jill = status("jill");
         store.record(&jill, events_for_write(&jill)).unwrap();
@@ -394,9 +406,9 @@ mod tests {
         );
         let forge = TeamName::parse("forge").unwrap();
         let jack = status("jack");
-        let (lock, staged) = store.stage_record(&jack).unwrap();
-        crate::infrastructure::safe_fs::commit(vec![staged]).unwrap();
-        drop(lock);
+        let record = store.stage_record(&jack).unwrap();
+        crate::infrastructure::safe_fs::commit(vec![record.staged]).unwrap();
+        drop(record.lock);
         // The kept decode, marked with a member no file holds: a read
         // answering with it decoded nothing.
         let path = store.path("forge");

@@ -156,12 +156,13 @@ impl FsStatusStore {
         let mut written = None;
         let staged = self.stage_status(path, status, &mut written)?;
         match metrics.stage_record(status) {
-            Ok((_metrics_lock, staged_metrics)) => {
+            Ok(record) => {
                 // A companion that did not land leaves its recording to
                 // the caller's own metrics write.
-                if commit_with_companion(vec![staged], staged_metrics)? {
-                    metrics.committed_with_status(status);
+                if commit_with_companion(vec![staged], record.staged)? {
+                    metrics.committed(record.write);
                 }
+                drop(record.lock);
             }
             Err(_) => commit(vec![staged])?,
         }
