@@ -10,12 +10,11 @@ use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 use serde_json::value::RawValue;
-use serde_json::Value;
 
 use super::host::Host;
-use super::ports::{AuditEvent, AuditJournal, Clock, PortError, StatusStore, TeamSource};
+use super::ports::{AuditJournal, Clock, PortError, SettledTurnLines, StatusStore, TeamSource};
 use super::reconcile::may_store_member;
-use crate::domain::audit::{AuditKind, AuditSource};
+use crate::domain::audit::AuditKind;
 use crate::domain::names::{MemberName, TeamName};
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs};
@@ -32,8 +31,6 @@ mod pretty;
 /// 25 MiB for a batch of truncated payloads, about 200 KiB for usual Stop
 /// payloads of a few KiB.
 pub const DRAIN_BATCH: usize = 100;
-/// Audit source of the ingestor's journal events.
-const SOURCE: AuditSource = AuditSource::RuntimeTurnSettledIngestor;
 /// Source ids remembered to mark repeated deliveries of one payload as duplicates.
 const RECENT_SOURCE_IDS: usize = 4096;
 
@@ -503,8 +500,6 @@ impl TurnSettledIngestor {
                 Decision::Resolved { team, member } => {
                     self.recent.remember(&event.source_id);
                     summary.enqueued += 1;
-                    let outcome = (AuditKind::TurnSettledResolved, None);
-                    journal.add(outcome, claim, &team, &member, &event, now);
                     let detail = SettledDetail {
                         member_name: &member,
                         provider: event.provider,
@@ -515,16 +510,18 @@ impl TurnSettledIngestor {
                         team_name: team.to_string(),
                         detail: serde_json::to_string(&detail).ok(),
                     });
+                    let outcome = (AuditKind::TurnSettledResolved, None);
+                    journal.add(outcome, claim, &team, &member, *event, now);
                     targets.insert((team, member));
                 }
                 Decision::Duplicate => summary.ignored += 1,
                 Decision::Ignored(reason) => {
                     summary.ignored += 1;
-                    let outcome = (AuditKind::TurnSettledIgnored, Some(reason.as_str()));
+                    let outcome = (AuditKind::TurnSettledIgnored, Some(reason));
                     self.audit_unqueued(
                         outcome,
                         claim,
-                        &event,
+                        *event,
                         target,
                         &rosters,
                         now,
@@ -533,11 +530,11 @@ impl TurnSettledIngestor {
                 }
                 Decision::Unresolved(reason) => {
                     summary.unresolved += 1;
-                    let outcome = (AuditKind::TurnSettledUnresolved, Some(reason.as_str()));
+                    let outcome = (AuditKind::TurnSettledUnresolved, Some(reason));
                     self.audit_unqueued(
                         outcome,
                         claim,
-                        &event,
+                        *event,
                         target,
                         &rosters,
                         now,
@@ -547,8 +544,8 @@ impl TurnSettledIngestor {
             }
         }
         // One append per member journal for the whole batch.
-        for (_, lines) in journal.members {
-            self.journal.record_all(lines);
+        for ((team, member), turns) in &journal.members {
+            self.journal.record_settled_turns(team, member, turns);
         }
         // Committed first, acted on after: a file is never acted on twice. A
         // crash in between loses only the wake-up, as a crash just after it
@@ -576,17 +573,18 @@ impl TurnSettledIngestor {
     /// `.meta.json` is the only record: a journal line must never create a
     /// team directory, nor grow the store without bound.
     #[allow(clippy::too_many_arguments)]
-    fn audit_unqueued(
+    fn audit_unqueued<'a>(
         &self,
-        outcome: (AuditKind, Option<&str>),
-        claim: &SpoolClaim,
-        event: &TurnSettledEvent,
+        outcome: (AuditKind, Option<String>),
+        claim: &'a SpoolClaim,
+        mut event: TurnSettledEvent,
         target: Option<(String, String)>,
         rosters: &HashMap<String, TeamSnapshot>,
         now: EpochMs,
-        journal: &mut JournalBatch,
+        journal: &mut JournalBatch<'a>,
     ) {
-        let named = || Some((event.team_name.clone()?, event.member_name.clone()?));
+        let named = (event.team_name.take(), event.member_name.take());
+        let named = || Some((named.0?, named.1?));
         let Some((team, member)) = target.or_else(named) else {
             return;
         };
@@ -643,66 +641,48 @@ enum Verdict {
 
 /// A drain's journal lines, per member, written with one append each.
 #[derive(Default)]
-struct JournalBatch {
+struct JournalBatch<'a> {
     /// Per (team, member), in that order: a member found by comparing
     /// names, not by building an owned key to look it up with (two
     /// allocations per event).
-    members: Vec<((String, String), Vec<AuditEvent>)>,
+    members: Vec<((TeamName, String), Vec<SettledTurnLines<'a>>)>,
 }
 
-impl JournalBatch {
+impl<'a> JournalBatch<'a> {
     /// `turn_settled_claimed` at the time of the claim (with the spool file),
     /// then the outcome (`turn_settled_resolved|ignored|unresolved`, with the
     /// reason): the member's journal shows when the drain took the file and
-    /// what became of it.
+    /// what became of it. The event's source id and time move into the
+    /// lines (the event is done with), the claim's name is borrowed.
     fn add(
         &mut self,
-        (kind, reason): (AuditKind, Option<&str>),
-        claim: &SpoolClaim,
+        (outcome, reason): (AuditKind, Option<String>),
+        claim: &'a SpoolClaim,
         team: &TeamName,
         member: &str,
-        event: &TurnSettledEvent,
+        event: TurnSettledEvent,
         now: EpochMs,
     ) {
-        let provider = || Value::String(event.provider.as_str().into());
-        let entry = |kind, at_ms| {
-            // Four fields each: room for them at once.
-            let mut metadata = serde_json::Map::with_capacity(4);
-            metadata.insert("provider".into(), provider());
-            metadata.insert("sourceId".into(), event.source_id.clone().into());
-            AuditEvent {
-                kind,
-                source: SOURCE,
-                team_name: team.clone(),
-                member_name: member.to_string(),
-                at_ms,
-                diagnostics: vec![],
-                metadata,
-            }
+        let turn = SettledTurnLines {
+            outcome,
+            reason,
+            claimed_at_ms: claim.claimed_at_ms,
+            at_ms: now,
+            provider: event.provider.as_str(),
+            source_id: event.source_id,
+            spool_file: &claim.id,
+            recorded_at: event.recorded_at,
         };
-        // As the app's lines: the claim's reason is the provider, and so is
-        // a resolved outcome's; an ignored or unresolved one gives its cause.
-        let mut claimed = entry(AuditKind::TurnSettledClaimed, claim.claimed_at_ms);
-        claimed.metadata.insert("reason".into(), provider());
-        claimed
-            .metadata
-            .insert("spoolFile".into(), claim.id.clone().into());
-        let mut outcome = entry(kind, now);
-        outcome
-            .metadata
-            .insert("recordedAt".into(), event.recorded_at.clone().into());
-        let reason = reason.map_or_else(provider, |reason| reason.into());
-        outcome.metadata.insert("reason".into(), reason);
         let key = (team.as_str(), member);
         let found = self
             .members
             .binary_search_by(|((t, m), _)| (t.as_str(), m.as_str()).cmp(&key));
         let at = found.unwrap_or_else(|at| {
-            let key = (team.to_string(), member.to_string());
+            let key = (team.clone(), member.to_string());
             self.members.insert(at, (key, Vec::new()));
             at
         });
-        self.members[at].1.extend([claimed, outcome]);
+        self.members[at].1.push(turn);
     }
 }
 
@@ -779,7 +759,8 @@ impl TeamChangeSink for TeamChangeRelay {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::domain::audit::AuditSource;
+    use serde_json::{json, Value};
 
     /// A processed meta as it was built before it was serialized from its
     /// own types: a `Value`, key by key.
@@ -884,16 +865,24 @@ mod tests {
         let team = TeamName::parse("team").unwrap();
         let mut batch = JournalBatch::default();
         let resolved = (AuditKind::TurnSettledResolved, None);
-        batch.add(resolved, &claim, &team, "ann", &event, 9);
-        let unresolved = (AuditKind::TurnSettledUnresolved, Some("no_match"));
-        batch.add(unresolved, &claim, &team, "ann", &event, 9);
-        let [((team, member), lines)] = &batch.members[..] else {
+        batch.add(resolved, &claim, &team, "ann", event.clone(), 9);
+        let unresolved = (AuditKind::TurnSettledUnresolved, Some("no_match".into()));
+        batch.add(unresolved, &claim, &team, "ann", event.clone(), 9);
+        let [((team, member), turns)] = &batch.members[..] else {
             panic!("one member's lines")
         };
         assert_eq!((team.as_str(), member.as_str()), ("team", "ann"));
-        let got: Vec<(AuditKind, EpochMs, Value)> = lines
+        let got: Vec<(AuditKind, EpochMs, Value)> = turns
             .iter()
-            .map(|line| (line.kind, line.at_ms, Value::Object(line.metadata.clone())))
+            .flat_map(|turn| turn.events(team, member))
+            .map(|line| {
+                assert_eq!(line.source, AuditSource::RuntimeTurnSettledIngestor);
+                assert_eq!(
+                    (line.team_name.as_str(), line.member_name.as_str()),
+                    ("team", "ann")
+                );
+                (line.kind, line.at_ms, Value::Object(line.metadata))
+            })
             .collect();
         let claimed = json!({"provider": "claude", "sourceId": event.source_id,
                              "reason": "claude", "spoolFile": claim.id});
@@ -949,13 +938,13 @@ mod tests {
         for (team, member, at) in adds {
             let team = TeamName::parse(team).unwrap();
             let outcome = (AuditKind::TurnSettledResolved, None);
-            batch.add(outcome, &claim, &team, member, &event, at);
+            batch.add(outcome, &claim, &team, member, event.clone(), at);
         }
         let got: Vec<(&str, &str, Vec<EpochMs>)> = batch
             .members
             .iter()
-            .map(|((team, member), lines)| {
-                let outcome_times = lines.iter().skip(1).step_by(2).map(|l| l.at_ms).collect();
+            .map(|((team, member), turns)| {
+                let outcome_times = turns.iter().map(|turn| turn.at_ms).collect();
                 (team.as_str(), member.as_str(), outcome_times)
             })
             .collect();
