@@ -9,7 +9,6 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
-use serde_json::value::RawValue;
 
 use super::host::Host;
 use super::ports::{AuditJournal, Clock, PortError, SettledTurnLines, StatusStore, TeamSource};
@@ -87,13 +86,17 @@ pub struct Filing<'a> {
 /// A filing's outcome, serialized once, when its claim is judged, in both
 /// forms the spool stores it in: compact (its batch's outcome record) and
 /// pretty (the result's meta file, laid out from the compact text rather
-/// than serialized again, see `pretty`). Serialized from the outcome's own
-/// types: building a `Value` of it first, to serialize twice, cost an
-/// allocation per field and their drop, about a tenth of the CPU time a
-/// drained Stop event took beyond the file system's work.
+/// than serialized again, see `pretty`, or, for a processed event's meta,
+/// written beside it, see `pretty::JsonPair`). Serialized from the
+/// outcome's own types: building a `Value` of it first, to serialize twice,
+/// cost an allocation per field and their drop, about a tenth of the CPU
+/// time a drained Stop event took beyond the file system's work.
 #[derive(Debug, Clone)]
 pub struct FilingMeta {
-    compact: Box<RawValue>,
+    /// JSON text, as `serde_json` writes it compact. Kept as text, not as
+    /// a `RawValue`: one built from text is parsed again to check it, which
+    /// cost more than writing it.
+    compact: String,
     /// The pretty form and a newline: the meta file is written from it
     /// as it is, with no copy of its own to add the newline to.
     pretty_line: Vec<u8>,
@@ -104,8 +107,8 @@ impl FilingMeta {
     /// with keys that are not strings). `meta` holds no `RawValue` (no
     /// outcome does), so its compact text has no whitespace to lay out.
     pub fn of(meta: &impl Serialize) -> serde_json::Result<Self> {
-        let compact = serde_json::value::to_raw_value(meta)?;
-        let mut pretty_line = pretty::pretty_from_compact(compact.get().as_bytes());
+        let compact = serde_json::to_string(meta)?;
+        let mut pretty_line = pretty::pretty_from_compact(compact.as_bytes());
         pretty_line.push(b'\n');
         Ok(Self {
             compact,
@@ -113,8 +116,20 @@ impl FilingMeta {
         })
     }
 
-    /// The outcome as compact JSON.
-    pub fn compact(&self) -> &RawValue {
+    /// The meta written in both forms by `json`, which wrote nothing but
+    /// one JSON object (so its compact text has no whitespace to lay out).
+    fn written(json: pretty::JsonPair) -> serde_json::Result<Self> {
+        let (compact, mut pretty_line) = json.finish();
+        let compact = String::from_utf8(compact).map_err(serde::ser::Error::custom)?;
+        pretty_line.push(b'\n');
+        Ok(Self {
+            compact,
+            pretty_line,
+        })
+    }
+
+    /// The outcome as compact JSON text.
+    pub fn compact(&self) -> &str {
         &self.compact
     }
 
@@ -437,7 +452,7 @@ impl TurnSettledIngestor {
                 }
                 Judged::Event(event, attributed) => {
                     let meta = ProcessedMeta::of(&event, &attributed.decision, now);
-                    let meta = FilingMeta::of(&meta);
+                    let meta = meta.filing_meta();
                     let verdict = Verdict::Event {
                         event,
                         attributed,
@@ -696,17 +711,12 @@ struct InvalidMeta {
 
 /// The meta of an event filed under `processed/`: the normalized event,
 /// when, what became of it and why, and the member it was handed to.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
 struct ProcessedMeta<'a> {
     event: &'a TurnSettledEvent,
     processed_at: String,
     outcome: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     team_name: Option<&'a TeamName>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     member_name: Option<&'a MemberName>,
 }
 
@@ -727,6 +737,61 @@ impl<'a> ProcessedMeta<'a> {
             member_name: target.map(|(_, member)| member),
         }
     }
+
+    /// The meta in both forms, written straight from its fields as
+    /// `serde_json` would serialize them (the event's as its `Serialize`
+    /// derives them: absent options and a `false` `truncated` left out).
+    fn filing_meta(&self) -> serde_json::Result<FilingMeta> {
+        let mut json = pretty::JsonPair::new();
+        json.begin();
+        json.key("event");
+        write_event(&mut json, self.event)?;
+        json.text("processedAt", &self.processed_at)?;
+        json.text("outcome", self.outcome)?;
+        if let Some(reason) = self.reason {
+            json.text("reason", reason)?;
+        }
+        if let Some(team) = self.team_name {
+            json.text("teamName", team.as_str())?;
+        }
+        if let Some(member) = self.member_name {
+            json.text("memberName", member.as_str())?;
+        }
+        json.end();
+        FilingMeta::written(json)
+    }
+}
+
+/// `event` as an object, its fields in the order of its `Serialize`.
+fn write_event(json: &mut pretty::JsonPair, event: &TurnSettledEvent) -> serde_json::Result<()> {
+    json.begin();
+    json.literal("schemaVersion", &event.schema_version.to_string());
+    json.text("provider", event.provider.as_str())?;
+    json.text("hookEventName", event.hook_event_name)?;
+    json.text("sourceId", &event.source_id)?;
+    json.text("payloadHash", &event.payload_hash)?;
+    json.text("recordedAt", &event.recorded_at)?;
+    let optional = [
+        ("sessionId", &event.session_id),
+        ("turnId", &event.turn_id),
+        ("threadId", &event.thread_id),
+        ("transcriptPath", &event.transcript_path),
+        ("cwd", &event.cwd),
+        ("teamName", &event.team_name),
+        ("memberName", &event.member_name),
+        ("agentId", &event.agent_id),
+        ("outcome", &event.outcome),
+    ];
+    for (key, value) in optional {
+        if let Some(value) = value {
+            json.text(key, value)?;
+        }
+    }
+    if event.truncated {
+        json.literal("truncated", "true");
+    }
+    json.end();
+    Ok(())
 }
 
 /// Forwards team change events to a sink connected later (the JS callback is
@@ -842,7 +907,9 @@ mod tests {
         for every_field in [false, true] {
             let event = event(every_field);
             for decision in &decisions {
-                let meta = FilingMeta::of(&ProcessedMeta::of(&event, decision, now)).unwrap();
+                let meta = ProcessedMeta::of(&event, decision, now)
+                    .filing_meta()
+                    .unwrap();
                 metas.push((meta, meta_value(&event, decision, now)));
             }
         }
@@ -851,7 +918,7 @@ mod tests {
                 String::from_utf8(meta.pretty_line().to_vec()).unwrap(),
                 serde_json::to_string_pretty(&value).unwrap() + "\n"
             );
-            assert_eq!(meta.compact().get(), value.to_string());
+            assert_eq!(meta.compact(), value.to_string());
         }
     }
 

@@ -15,6 +15,7 @@ use super::lock::StoreLock;
 use super::safe_fs::{is_hard_linked, Dir, FileKind, FileRead, TrustedRoot};
 use crate::application::ports::{AuditEvent, SettledTurnLines};
 use crate::domain::audit::AuditKind;
+use crate::domain::json_text::write_str;
 use crate::domain::names::TeamName;
 use crate::domain::retention::{bounds, Retention};
 use crate::domain::time::{format_iso, EpochMs};
@@ -408,24 +409,6 @@ fn write_bounded_str(out: &mut Vec<u8>, text: &str) -> serde_json::Result<()> {
     let mut cut: String = text.chars().take(MAX_STRING_CHARS - 3).collect();
     cut.push_str("...");
     write_str(out, &cut)
-}
-
-/// `text` as a JSON string, escaped as `serde_json` escapes it (only control
-/// characters, `"` and `\\`): one with none of them, as nearly every string
-/// of a line is, is copied whole.
-fn write_str(out: &mut Vec<u8>, text: &str) -> serde_json::Result<()> {
-    // Every byte looked at, no early exit: the check runs many bytes a step.
-    let escapes = text.bytes().fold(false, |any, b| {
-        any | (b < 0x20) | (b == b'"') | (b == b'\\')
-    });
-    if escapes {
-        return serde_json::to_writer(out, text);
-    }
-    out.reserve(text.len() + 2);
-    out.push(b'"');
-    out.extend_from_slice(text.as_bytes());
-    out.push(b'"');
-    Ok(())
 }
 
 #[cfg(test)]
