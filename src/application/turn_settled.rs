@@ -14,6 +14,7 @@ use super::host::Host;
 use super::ports::{AuditJournal, Clock, PortError, SettledTurnLines, StatusStore, TeamSource};
 use super::reconcile::may_store_member;
 use crate::domain::audit::AuditKind;
+use crate::domain::json_text::write_str;
 use crate::domain::names::{MemberName, TeamName};
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs};
@@ -523,7 +524,7 @@ impl TurnSettledIngestor {
                     changes.emit(TeamChangeEvent {
                         kind: "member-turn-settled".into(),
                         team_name: team.to_string(),
-                        detail: serde_json::to_string(&detail).ok(),
+                        detail: detail.to_json().ok(),
                     });
                     let outcome = (AuditKind::TurnSettledResolved, None);
                     journal.add(outcome, claim, &team, &member, *event, now);
@@ -634,12 +635,27 @@ enum Judged {
 
 /// The detail of a `member-turn-settled` event: whose turn settled, on
 /// which runtime, and its `sourceId`.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
 struct SettledDetail<'a> {
     member_name: &'a MemberName,
     provider: RuntimeProvider,
     source_id: &'a str,
+}
+
+impl SettledDetail<'_> {
+    /// As compact JSON (`memberName`, `provider`, `sourceId`), written as
+    /// `serde_json` writes it: through `serde_json` each of its strings was
+    /// escaped byte by byte, once per resolved event.
+    fn to_json(&self) -> serde_json::Result<String> {
+        let mut out = Vec::with_capacity(64 + self.source_id.len());
+        out.extend_from_slice(b"{\"memberName\":");
+        write_str(&mut out, self.member_name.as_str())?;
+        out.extend_from_slice(b",\"provider\":");
+        write_str(&mut out, self.provider.as_str())?;
+        out.extend_from_slice(b",\"sourceId\":");
+        write_str(&mut out, self.source_id)?;
+        out.push(b'}');
+        String::from_utf8(out).map_err(serde::ser::Error::custom)
+    }
 }
 
 /// What to do once a filing is on disk.
@@ -1024,16 +1040,31 @@ mod tests {
     }
 
     /// A settled turn's detail is the member, the provider and the source
-    /// id, as it was when built as a value.
+    /// id, byte for byte as `serde_json` writes it built as a value, for
+    /// every provider and with source ids JSON escapes.
     #[test]
     fn a_settled_turn_detail_names_member_provider_and_source() {
         let member = MemberName::parse("ann").unwrap();
-        let detail = SettledDetail {
-            member_name: &member,
-            provider: RuntimeProvider::Opencode,
-            source_id: "s\"1",
-        };
-        let was = json!({"memberName": member, "provider": RuntimeProvider::Opencode, "sourceId": "s\"1"});
-        assert_eq!(serde_json::to_string(&detail).unwrap(), was.to_string());
+        let providers = [
+            RuntimeProvider::Claude,
+            RuntimeProvider::Codex,
+            RuntimeProvider::Opencode,
+        ];
+        for provider in providers {
+            for source_id in [
+                "s\"1",
+                "runtime-turn-settled:claude:s:t:-:abc",
+                "a\\b\n\u{1}é",
+            ] {
+                let detail = SettledDetail {
+                    member_name: &member,
+                    provider,
+                    source_id,
+                };
+                let was =
+                    json!({"memberName": member, "provider": provider, "sourceId": source_id});
+                assert_eq!(detail.to_json().unwrap(), was.to_string());
+            }
+        }
     }
 }
