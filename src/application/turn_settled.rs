@@ -425,8 +425,10 @@ impl TurnSettledIngestor {
         let mut filings = Vec::with_capacity(claims.len());
         let mut verdicts = Vec::with_capacity(claims.len());
         // Source ids resolved earlier in this batch: a second delivery of one
-        // payload is a duplicate before the first is even filed.
-        let mut resolved_ids: HashSet<String> = HashSet::new();
+        // payload is a duplicate before the first is even filed. Room for
+        // every claim at once: grown from empty, the set was rehashed about
+        // twice per event while a backlog drains.
+        let mut resolved_ids: HashSet<String> = HashSet::with_capacity(claims.len());
         // Once the app's resolver failed, the rest of the batch waits for a
         // later drain without asking it again: one stuck callback costs a
         // drain one wait, not one per file.
