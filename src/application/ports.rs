@@ -244,6 +244,87 @@ pub trait AuditJournal: Send + Sync {
             self.record(event);
         }
     }
+
+    /// Records, in order, the two lines of each drained turn-settled event
+    /// in `turns`, all of them `member`'s of `team`: the lines
+    /// [`SettledTurnLines::events`] gives, with one write where the store
+    /// can. A store may write them straight from their fields, as long as
+    /// it writes the same lines.
+    fn record_settled_turns(&self, team: &TeamName, member: &str, turns: &[SettledTurnLines<'_>]) {
+        let events = turns.iter().flat_map(|turn| turn.events(team, member));
+        self.record_all(events.collect());
+    }
+}
+
+/// A drained turn-settled event's two journal lines, by their fields: the
+/// claim (`turn_settled_claimed` at the claim's time, with the spool file)
+/// and its outcome (`outcome` at `at_ms`, with the event's time and
+/// `reason`). A drain journals two lines per Stop event; a line built as an
+/// [`AuditEvent`] cost a map of owned keys and values per line, and its drop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettledTurnLines<'a> {
+    /// The outcome line's kind (`turn_settled_resolved|ignored|unresolved`).
+    pub outcome: crate::domain::audit::AuditKind,
+    /// The outcome's cause; none for a resolved event, whose reason is the
+    /// provider (the claim's reason is always the provider), as the app's.
+    pub reason: Option<String>,
+    /// When the spool file was claimed (the claim line's time).
+    pub claimed_at_ms: EpochMs,
+    /// When the outcome was decided (the outcome line's time).
+    pub at_ms: EpochMs,
+    /// The runtime that emitted the event.
+    pub provider: &'static str,
+    /// The event's `sourceId`.
+    pub source_id: String,
+    /// The claimed spool file's name.
+    pub spool_file: &'a str,
+    /// When the turn settled (`recordedAt`).
+    pub recorded_at: String,
+}
+
+impl SettledTurnLines<'_> {
+    /// Which part of the addon writes these lines.
+    pub const SOURCE: crate::domain::audit::AuditSource =
+        crate::domain::audit::AuditSource::RuntimeTurnSettledIngestor;
+
+    /// The two lines as events of `member` of `team`: the claim, then the
+    /// outcome, each with `provider` and `sourceId`, and in this order the
+    /// claim's reason and spool file, the outcome's time and reason.
+    pub fn events(&self, team: &TeamName, member: &str) -> [AuditEvent; 2] {
+        use serde_json::Value;
+        let entry = |kind, at_ms, fields: [(&str, &str); 2]| {
+            // Four fields each: room for them at once.
+            let mut metadata = serde_json::Map::with_capacity(4);
+            metadata.insert("provider".into(), Value::from(self.provider));
+            metadata.insert("sourceId".into(), Value::from(self.source_id.as_str()));
+            for (key, value) in fields {
+                metadata.insert(key.into(), Value::from(value));
+            }
+            AuditEvent {
+                kind,
+                source: Self::SOURCE,
+                team_name: team.clone(),
+                member_name: member.to_string(),
+                at_ms,
+                diagnostics: vec![],
+                metadata,
+            }
+        };
+        let claimed = [("reason", self.provider), ("spoolFile", self.spool_file)];
+        let reason = self.reason.as_deref().unwrap_or(self.provider);
+        let outcome = [
+            ("recordedAt", self.recorded_at.as_str()),
+            ("reason", reason),
+        ];
+        [
+            entry(
+                crate::domain::audit::AuditKind::TurnSettledClaimed,
+                self.claimed_at_ms,
+                claimed,
+            ),
+            entry(self.outcome, self.at_ms, outcome),
+        ]
+    }
 }
 
 /// Issues and verifies report tokens bound to team, member and fingerprint.

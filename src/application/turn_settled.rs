@@ -9,13 +9,12 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
-use serde_json::value::RawValue;
-use serde_json::Value;
 
 use super::host::Host;
-use super::ports::{AuditEvent, AuditJournal, Clock, PortError, StatusStore, TeamSource};
+use super::ports::{AuditJournal, Clock, PortError, SettledTurnLines, StatusStore, TeamSource};
 use super::reconcile::may_store_member;
-use crate::domain::audit::{AuditKind, AuditSource};
+use crate::domain::audit::AuditKind;
+use crate::domain::json_text::write_str;
 use crate::domain::names::{MemberName, TeamName};
 use crate::domain::team::TeamSnapshot;
 use crate::domain::time::{format_iso, EpochMs};
@@ -32,8 +31,6 @@ mod pretty;
 /// 25 MiB for a batch of truncated payloads, about 200 KiB for usual Stop
 /// payloads of a few KiB.
 pub const DRAIN_BATCH: usize = 100;
-/// Audit source of the ingestor's journal events.
-const SOURCE: AuditSource = AuditSource::RuntimeTurnSettledIngestor;
 /// Source ids remembered to mark repeated deliveries of one payload as duplicates.
 const RECENT_SOURCE_IDS: usize = 4096;
 
@@ -90,13 +87,17 @@ pub struct Filing<'a> {
 /// A filing's outcome, serialized once, when its claim is judged, in both
 /// forms the spool stores it in: compact (its batch's outcome record) and
 /// pretty (the result's meta file, laid out from the compact text rather
-/// than serialized again, see `pretty`). Serialized from the outcome's own
-/// types: building a `Value` of it first, to serialize twice, cost an
-/// allocation per field and their drop, about a tenth of the CPU time a
-/// drained Stop event took beyond the file system's work.
+/// than serialized again, see `pretty`, or, for a processed event's meta,
+/// written beside it, see `pretty::JsonPair`). Serialized from the
+/// outcome's own types: building a `Value` of it first, to serialize twice,
+/// cost an allocation per field and their drop, about a tenth of the CPU
+/// time a drained Stop event took beyond the file system's work.
 #[derive(Debug, Clone)]
 pub struct FilingMeta {
-    compact: Box<RawValue>,
+    /// JSON text, as `serde_json` writes it compact. Kept as text, not as
+    /// a `RawValue`: one built from text is parsed again to check it, which
+    /// cost more than writing it.
+    compact: String,
     /// The pretty form and a newline: the meta file is written from it
     /// as it is, with no copy of its own to add the newline to.
     pretty_line: Vec<u8>,
@@ -107,8 +108,8 @@ impl FilingMeta {
     /// with keys that are not strings). `meta` holds no `RawValue` (no
     /// outcome does), so its compact text has no whitespace to lay out.
     pub fn of(meta: &impl Serialize) -> serde_json::Result<Self> {
-        let compact = serde_json::value::to_raw_value(meta)?;
-        let mut pretty_line = pretty::pretty_from_compact(compact.get().as_bytes());
+        let compact = serde_json::to_string(meta)?;
+        let mut pretty_line = pretty::pretty_from_compact(compact.as_bytes());
         pretty_line.push(b'\n');
         Ok(Self {
             compact,
@@ -116,8 +117,20 @@ impl FilingMeta {
         })
     }
 
-    /// The outcome as compact JSON.
-    pub fn compact(&self) -> &RawValue {
+    /// The meta written in both forms by `json`, which wrote nothing but
+    /// one JSON object (so its compact text has no whitespace to lay out).
+    fn written(json: pretty::JsonPair) -> serde_json::Result<Self> {
+        let (compact, mut pretty_line) = json.finish();
+        let compact = String::from_utf8(compact).map_err(serde::ser::Error::custom)?;
+        pretty_line.push(b'\n');
+        Ok(Self {
+            compact,
+            pretty_line,
+        })
+    }
+
+    /// The outcome as compact JSON text.
+    pub fn compact(&self) -> &str {
         &self.compact
     }
 
@@ -412,8 +425,10 @@ impl TurnSettledIngestor {
         let mut filings = Vec::with_capacity(claims.len());
         let mut verdicts = Vec::with_capacity(claims.len());
         // Source ids resolved earlier in this batch: a second delivery of one
-        // payload is a duplicate before the first is even filed.
-        let mut resolved_ids: HashSet<String> = HashSet::new();
+        // payload is a duplicate before the first is even filed. Room for
+        // every claim at once: grown from empty, the set was rehashed about
+        // twice per event while a backlog drains.
+        let mut resolved_ids: HashSet<String> = HashSet::with_capacity(claims.len());
         // Once the app's resolver failed, the rest of the batch waits for a
         // later drain without asking it again: one stuck callback costs a
         // drain one wait, not one per file.
@@ -440,7 +455,7 @@ impl TurnSettledIngestor {
                 }
                 Judged::Event(event, attributed) => {
                     let meta = ProcessedMeta::of(&event, &attributed.decision, now);
-                    let meta = FilingMeta::of(&meta);
+                    let meta = meta.filing_meta();
                     let verdict = Verdict::Event {
                         event,
                         attributed,
@@ -503,8 +518,6 @@ impl TurnSettledIngestor {
                 Decision::Resolved { team, member } => {
                     self.recent.remember(&event.source_id);
                     summary.enqueued += 1;
-                    let outcome = (AuditKind::TurnSettledResolved, None);
-                    journal.add(outcome, claim, &team, &member, &event, now);
                     let detail = SettledDetail {
                         member_name: &member,
                         provider: event.provider,
@@ -513,18 +526,20 @@ impl TurnSettledIngestor {
                     changes.emit(TeamChangeEvent {
                         kind: "member-turn-settled".into(),
                         team_name: team.to_string(),
-                        detail: serde_json::to_string(&detail).ok(),
+                        detail: detail.to_json().ok(),
                     });
+                    let outcome = (AuditKind::TurnSettledResolved, None);
+                    journal.add(outcome, claim, &team, &member, *event, now);
                     targets.insert((team, member));
                 }
                 Decision::Duplicate => summary.ignored += 1,
                 Decision::Ignored(reason) => {
                     summary.ignored += 1;
-                    let outcome = (AuditKind::TurnSettledIgnored, Some(reason.as_str()));
+                    let outcome = (AuditKind::TurnSettledIgnored, Some(reason));
                     self.audit_unqueued(
                         outcome,
                         claim,
-                        &event,
+                        *event,
                         target,
                         &rosters,
                         now,
@@ -533,11 +548,11 @@ impl TurnSettledIngestor {
                 }
                 Decision::Unresolved(reason) => {
                     summary.unresolved += 1;
-                    let outcome = (AuditKind::TurnSettledUnresolved, Some(reason.as_str()));
+                    let outcome = (AuditKind::TurnSettledUnresolved, Some(reason));
                     self.audit_unqueued(
                         outcome,
                         claim,
-                        &event,
+                        *event,
                         target,
                         &rosters,
                         now,
@@ -547,8 +562,8 @@ impl TurnSettledIngestor {
             }
         }
         // One append per member journal for the whole batch.
-        for (_, lines) in journal.members {
-            self.journal.record_all(lines);
+        for ((team, member), turns) in &journal.members {
+            self.journal.record_settled_turns(team, member, turns);
         }
         // Committed first, acted on after: a file is never acted on twice. A
         // crash in between loses only the wake-up, as a crash just after it
@@ -576,17 +591,18 @@ impl TurnSettledIngestor {
     /// `.meta.json` is the only record: a journal line must never create a
     /// team directory, nor grow the store without bound.
     #[allow(clippy::too_many_arguments)]
-    fn audit_unqueued(
+    fn audit_unqueued<'a>(
         &self,
-        outcome: (AuditKind, Option<&str>),
-        claim: &SpoolClaim,
-        event: &TurnSettledEvent,
+        outcome: (AuditKind, Option<String>),
+        claim: &'a SpoolClaim,
+        mut event: TurnSettledEvent,
         target: Option<(String, String)>,
         rosters: &HashMap<String, TeamSnapshot>,
         now: EpochMs,
-        journal: &mut JournalBatch,
+        journal: &mut JournalBatch<'a>,
     ) {
-        let named = || Some((event.team_name.clone()?, event.member_name.clone()?));
+        let named = (event.team_name.take(), event.member_name.take());
+        let named = || Some((named.0?, named.1?));
         let Some((team, member)) = target.or_else(named) else {
             return;
         };
@@ -621,12 +637,27 @@ enum Judged {
 
 /// The detail of a `member-turn-settled` event: whose turn settled, on
 /// which runtime, and its `sourceId`.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
 struct SettledDetail<'a> {
     member_name: &'a MemberName,
     provider: RuntimeProvider,
     source_id: &'a str,
+}
+
+impl SettledDetail<'_> {
+    /// As compact JSON (`memberName`, `provider`, `sourceId`), written as
+    /// `serde_json` writes it: through `serde_json` each of its strings was
+    /// escaped byte by byte, once per resolved event.
+    fn to_json(&self) -> serde_json::Result<String> {
+        let mut out = Vec::with_capacity(64 + self.source_id.len());
+        out.extend_from_slice(b"{\"memberName\":");
+        write_str(&mut out, self.member_name.as_str())?;
+        out.extend_from_slice(b",\"provider\":");
+        write_str(&mut out, self.provider.as_str())?;
+        out.extend_from_slice(b",\"sourceId\":");
+        write_str(&mut out, self.source_id)?;
+        out.push(b'}');
+        String::from_utf8(out).map_err(serde::ser::Error::custom)
+    }
 }
 
 /// What to do once a filing is on disk.
@@ -643,66 +674,48 @@ enum Verdict {
 
 /// A drain's journal lines, per member, written with one append each.
 #[derive(Default)]
-struct JournalBatch {
+struct JournalBatch<'a> {
     /// Per (team, member), in that order: a member found by comparing
     /// names, not by building an owned key to look it up with (two
     /// allocations per event).
-    members: Vec<((String, String), Vec<AuditEvent>)>,
+    members: Vec<((TeamName, String), Vec<SettledTurnLines<'a>>)>,
 }
 
-impl JournalBatch {
+impl<'a> JournalBatch<'a> {
     /// `turn_settled_claimed` at the time of the claim (with the spool file),
     /// then the outcome (`turn_settled_resolved|ignored|unresolved`, with the
     /// reason): the member's journal shows when the drain took the file and
-    /// what became of it.
+    /// what became of it. The event's source id and time move into the
+    /// lines (the event is done with), the claim's name is borrowed.
     fn add(
         &mut self,
-        (kind, reason): (AuditKind, Option<&str>),
-        claim: &SpoolClaim,
+        (outcome, reason): (AuditKind, Option<String>),
+        claim: &'a SpoolClaim,
         team: &TeamName,
         member: &str,
-        event: &TurnSettledEvent,
+        event: TurnSettledEvent,
         now: EpochMs,
     ) {
-        let provider = || Value::String(event.provider.as_str().into());
-        let entry = |kind, at_ms| {
-            // Four fields each: room for them at once.
-            let mut metadata = serde_json::Map::with_capacity(4);
-            metadata.insert("provider".into(), provider());
-            metadata.insert("sourceId".into(), event.source_id.clone().into());
-            AuditEvent {
-                kind,
-                source: SOURCE,
-                team_name: team.clone(),
-                member_name: member.to_string(),
-                at_ms,
-                diagnostics: vec![],
-                metadata,
-            }
+        let turn = SettledTurnLines {
+            outcome,
+            reason,
+            claimed_at_ms: claim.claimed_at_ms,
+            at_ms: now,
+            provider: event.provider.as_str(),
+            source_id: event.source_id,
+            spool_file: &claim.id,
+            recorded_at: event.recorded_at,
         };
-        // As the app's lines: the claim's reason is the provider, and so is
-        // a resolved outcome's; an ignored or unresolved one gives its cause.
-        let mut claimed = entry(AuditKind::TurnSettledClaimed, claim.claimed_at_ms);
-        claimed.metadata.insert("reason".into(), provider());
-        claimed
-            .metadata
-            .insert("spoolFile".into(), claim.id.clone().into());
-        let mut outcome = entry(kind, now);
-        outcome
-            .metadata
-            .insert("recordedAt".into(), event.recorded_at.clone().into());
-        let reason = reason.map_or_else(provider, |reason| reason.into());
-        outcome.metadata.insert("reason".into(), reason);
         let key = (team.as_str(), member);
         let found = self
             .members
             .binary_search_by(|((t, m), _)| (t.as_str(), m.as_str()).cmp(&key));
         let at = found.unwrap_or_else(|at| {
-            let key = (team.to_string(), member.to_string());
+            let key = (team.clone(), member.to_string());
             self.members.insert(at, (key, Vec::new()));
             at
         });
-        self.members[at].1.extend([claimed, outcome]);
+        self.members[at].1.push(turn);
     }
 }
 
@@ -716,17 +729,12 @@ struct InvalidMeta {
 
 /// The meta of an event filed under `processed/`: the normalized event,
 /// when, what became of it and why, and the member it was handed to.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
 struct ProcessedMeta<'a> {
     event: &'a TurnSettledEvent,
     processed_at: String,
     outcome: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     team_name: Option<&'a TeamName>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     member_name: Option<&'a MemberName>,
 }
 
@@ -747,6 +755,61 @@ impl<'a> ProcessedMeta<'a> {
             member_name: target.map(|(_, member)| member),
         }
     }
+
+    /// The meta in both forms, written straight from its fields as
+    /// `serde_json` would serialize them (the event's as its `Serialize`
+    /// derives them: absent options and a `false` `truncated` left out).
+    fn filing_meta(&self) -> serde_json::Result<FilingMeta> {
+        let mut json = pretty::JsonPair::new();
+        json.begin();
+        json.key("event");
+        write_event(&mut json, self.event)?;
+        json.text("processedAt", &self.processed_at)?;
+        json.text("outcome", self.outcome)?;
+        if let Some(reason) = self.reason {
+            json.text("reason", reason)?;
+        }
+        if let Some(team) = self.team_name {
+            json.text("teamName", team.as_str())?;
+        }
+        if let Some(member) = self.member_name {
+            json.text("memberName", member.as_str())?;
+        }
+        json.end();
+        FilingMeta::written(json)
+    }
+}
+
+/// `event` as an object, its fields in the order of its `Serialize`.
+fn write_event(json: &mut pretty::JsonPair, event: &TurnSettledEvent) -> serde_json::Result<()> {
+    json.begin();
+    json.literal("schemaVersion", &event.schema_version.to_string());
+    json.text("provider", event.provider.as_str())?;
+    json.text("hookEventName", event.hook_event_name)?;
+    json.text("sourceId", &event.source_id)?;
+    json.text("payloadHash", &event.payload_hash)?;
+    json.text("recordedAt", &event.recorded_at)?;
+    let optional = [
+        ("sessionId", &event.session_id),
+        ("turnId", &event.turn_id),
+        ("threadId", &event.thread_id),
+        ("transcriptPath", &event.transcript_path),
+        ("cwd", &event.cwd),
+        ("teamName", &event.team_name),
+        ("memberName", &event.member_name),
+        ("agentId", &event.agent_id),
+        ("outcome", &event.outcome),
+    ];
+    for (key, value) in optional {
+        if let Some(value) = value {
+            json.text(key, value)?;
+        }
+    }
+    if event.truncated {
+        json.literal("truncated", "true");
+    }
+    json.end();
+    Ok(())
 }
 
 /// Forwards team change events to a sink connected later (the JS callback is
@@ -779,7 +842,8 @@ impl TeamChangeSink for TeamChangeRelay {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::domain::audit::AuditSource;
+    use serde_json::{json, Value};
 
     /// A processed meta as it was built before it was serialized from its
     /// own types: a `Value`, key by key.
@@ -861,7 +925,9 @@ mod tests {
         for every_field in [false, true] {
             let event = event(every_field);
             for decision in &decisions {
-                let meta = FilingMeta::of(&ProcessedMeta::of(&event, decision, now)).unwrap();
+                let meta = ProcessedMeta::of(&event, decision, now)
+                    .filing_meta()
+                    .unwrap();
                 metas.push((meta, meta_value(&event, decision, now)));
             }
         }
@@ -870,7 +936,7 @@ mod tests {
                 String::from_utf8(meta.pretty_line().to_vec()).unwrap(),
                 serde_json::to_string_pretty(&value).unwrap() + "\n"
             );
-            assert_eq!(meta.compact().get(), value.to_string());
+            assert_eq!(meta.compact(), value.to_string());
         }
     }
 
@@ -884,16 +950,24 @@ mod tests {
         let team = TeamName::parse("team").unwrap();
         let mut batch = JournalBatch::default();
         let resolved = (AuditKind::TurnSettledResolved, None);
-        batch.add(resolved, &claim, &team, "ann", &event, 9);
-        let unresolved = (AuditKind::TurnSettledUnresolved, Some("no_match"));
-        batch.add(unresolved, &claim, &team, "ann", &event, 9);
-        let [((team, member), lines)] = &batch.members[..] else {
+        batch.add(resolved, &claim, &team, "ann", event.clone(), 9);
+        let unresolved = (AuditKind::TurnSettledUnresolved, Some("no_match".into()));
+        batch.add(unresolved, &claim, &team, "ann", event.clone(), 9);
+        let [((team, member), turns)] = &batch.members[..] else {
             panic!("one member's lines")
         };
         assert_eq!((team.as_str(), member.as_str()), ("team", "ann"));
-        let got: Vec<(AuditKind, EpochMs, Value)> = lines
+        let got: Vec<(AuditKind, EpochMs, Value)> = turns
             .iter()
-            .map(|line| (line.kind, line.at_ms, Value::Object(line.metadata.clone())))
+            .flat_map(|turn| turn.events(team, member))
+            .map(|line| {
+                assert_eq!(line.source, AuditSource::RuntimeTurnSettledIngestor);
+                assert_eq!(
+                    (line.team_name.as_str(), line.member_name.as_str()),
+                    ("team", "ann")
+                );
+                (line.kind, line.at_ms, Value::Object(line.metadata))
+            })
             .collect();
         let claimed = json!({"provider": "claude", "sourceId": event.source_id,
                              "reason": "claude", "spoolFile": claim.id});
@@ -949,13 +1023,13 @@ mod tests {
         for (team, member, at) in adds {
             let team = TeamName::parse(team).unwrap();
             let outcome = (AuditKind::TurnSettledResolved, None);
-            batch.add(outcome, &claim, &team, member, &event, at);
+            batch.add(outcome, &claim, &team, member, event.clone(), at);
         }
         let got: Vec<(&str, &str, Vec<EpochMs>)> = batch
             .members
             .iter()
-            .map(|((team, member), lines)| {
-                let outcome_times = lines.iter().skip(1).step_by(2).map(|l| l.at_ms).collect();
+            .map(|((team, member), turns)| {
+                let outcome_times = turns.iter().map(|turn| turn.at_ms).collect();
                 (team.as_str(), member.as_str(), outcome_times)
             })
             .collect();
@@ -968,16 +1042,31 @@ mod tests {
     }
 
     /// A settled turn's detail is the member, the provider and the source
-    /// id, as it was when built as a value.
+    /// id, byte for byte as `serde_json` writes it built as a value, for
+    /// every provider and with source ids JSON escapes.
     #[test]
     fn a_settled_turn_detail_names_member_provider_and_source() {
         let member = MemberName::parse("ann").unwrap();
-        let detail = SettledDetail {
-            member_name: &member,
-            provider: RuntimeProvider::Opencode,
-            source_id: "s\"1",
-        };
-        let was = json!({"memberName": member, "provider": RuntimeProvider::Opencode, "sourceId": "s\"1"});
-        assert_eq!(serde_json::to_string(&detail).unwrap(), was.to_string());
+        let providers = [
+            RuntimeProvider::Claude,
+            RuntimeProvider::Codex,
+            RuntimeProvider::Opencode,
+        ];
+        for provider in providers {
+            for source_id in [
+                "s\"1",
+                "runtime-turn-settled:claude:s:t:-:abc",
+                "a\\b\n\u{1}é",
+            ] {
+                let detail = SettledDetail {
+                    member_name: &member,
+                    provider,
+                    source_id,
+                };
+                let was =
+                    json!({"memberName": member, "provider": provider, "sourceId": source_id});
+                assert_eq!(detail.to_json().unwrap(), was.to_string());
+            }
+        }
     }
 }

@@ -10,6 +10,7 @@ pub(crate) mod diagnostic;
 pub(crate) mod explain;
 pub(crate) mod fingerprint;
 pub(crate) mod js_semantics;
+pub(crate) mod json_text;
 pub mod metrics;
 pub mod names;
 pub mod nudge;

@@ -13,9 +13,12 @@ use serde_json::Value;
 
 use super::lock::StoreLock;
 use super::safe_fs::{is_hard_linked, Dir, FileKind, FileRead, TrustedRoot};
-use crate::application::ports::AuditEvent;
+use crate::application::ports::{AuditEvent, SettledTurnLines};
+use crate::domain::audit::AuditKind;
+use crate::domain::json_text::write_str;
+use crate::domain::names::TeamName;
 use crate::domain::retention::{bounds, Retention};
-use crate::domain::time::format_iso;
+use crate::domain::time::{format_iso, EpochMs};
 
 /// Longest string kept in an event.
 const MAX_STRING_CHARS: usize = 240;
@@ -48,6 +51,38 @@ pub(crate) fn append_all(
         write_line(&mut lines, event).map_err(io::Error::other)?;
         lines.push(b'\n');
     }
+    let at_ms = events.first().map_or(0, |e| e.at_ms);
+    append_bytes(root, path, &lines, at_ms, retention)
+}
+
+/// Appends the two lines of each of `turns`, `member`'s of `team`, as
+/// [`append_all`] appends [`SettledTurnLines::events`]: the same bytes,
+/// written straight from the lines' fields.
+pub(crate) fn append_settled_turns(
+    root: &TrustedRoot,
+    path: &Path,
+    team: &TeamName,
+    member: &str,
+    turns: &[SettledTurnLines<'_>],
+    retention: &Retention,
+) -> io::Result<()> {
+    let mut lines = Vec::with_capacity(turns.len() * 2 * 384);
+    for turn in turns {
+        write_settled_turn(&mut lines, team, member, turn).map_err(io::Error::other)?;
+    }
+    let at_ms = turns.first().map_or(0, |turn| turn.claimed_at_ms);
+    append_bytes(root, path, &lines, at_ms, retention)
+}
+
+/// Appends whole `lines` to the journal at `path`, rotating first when it
+/// is full; `at_ms` names a journal moved aside.
+fn append_bytes(
+    root: &TrustedRoot,
+    path: &Path,
+    lines: &[u8],
+    at_ms: EpochMs,
+    retention: &Retention,
+) -> io::Result<()> {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -58,7 +93,6 @@ pub(crate) fn append_all(
     // used to be walked to from the root twice per append).
     let dir = root.create_dir_all(dir)?;
     let _lock = StoreLock::acquire_in(&dir, path)?;
-    let at_ms = events.first().map_or(0, |e| e.at_ms);
     if let Some(meta) = dir.meta(name)? {
         if meta.kind != FileKind::File {
             // A link or FIFO planted there is moved aside (never opened) and
@@ -68,13 +102,13 @@ pub(crate) fn append_all(
             rotate(&dir, name, retention.journal_rotations)?;
         }
     }
-    match dir.append_lines(name, &lines) {
+    match dir.append_lines(name, lines) {
         // A file with another hard link (maybe outside the root) is never
         // appended to: the name is moved aside the same way and a new
         // journal begins.
         Err(e) if is_hard_linked(&e) => {
             super::json_store::quarantine(root, path, at_ms)?;
-            dir.append_lines(name, &lines)
+            dir.append_lines(name, lines)
         }
         appended => appended,
     }
@@ -271,6 +305,61 @@ fn write_line(out: &mut Vec<u8>, event: &AuditEvent) -> serde_json::Result<()> {
     Ok(())
 }
 
+/// The claim's line and the outcome's line of `turn`, each with its
+/// newline, as [`write_line`] writes [`SettledTurnLines::events`]: a
+/// string field's `reason` is lifted to the top level, the rest of the
+/// metadata (`provider`, `sourceId`, then `spoolFile` or `recordedAt`)
+/// stays in `metadata`, in that order, and every value is bounded.
+fn write_settled_turn(
+    out: &mut Vec<u8>,
+    team: &TeamName,
+    member: &str,
+    turn: &SettledTurnLines<'_>,
+) -> serde_json::Result<()> {
+    let provider = turn.provider;
+    let reason = turn.reason.as_deref().unwrap_or(provider);
+    let lines = [
+        (
+            AuditKind::TurnSettledClaimed,
+            turn.claimed_at_ms,
+            provider,
+            "spoolFile",
+            turn.spool_file,
+        ),
+        (
+            turn.outcome,
+            turn.at_ms,
+            reason,
+            "recordedAt",
+            turn.recorded_at.as_str(),
+        ),
+    ];
+    for (kind, at_ms, reason, last_key, last) in lines {
+        out.extend_from_slice(b"{\"event\":");
+        write_bounded_str(out, kind.as_str())?;
+        out.extend_from_slice(b",\"timestamp\":");
+        write_bounded_str(out, &format_iso(at_ms))?;
+        out.extend_from_slice(b",\"teamName\":");
+        write_bounded_str(out, team.as_str())?;
+        out.extend_from_slice(b",\"memberName\":");
+        write_bounded_str(out, member)?;
+        out.extend_from_slice(b",\"source\":");
+        write_bounded_str(out, SettledTurnLines::SOURCE.as_str())?;
+        out.extend_from_slice(b",\"reason\":");
+        write_bounded_str(out, reason)?;
+        out.extend_from_slice(b",\"metadata\":{\"provider\":");
+        write_bounded_str(out, provider)?;
+        out.extend_from_slice(b",\"sourceId\":");
+        write_bounded_str(out, &turn.source_id)?;
+        out.push(b',');
+        write_str(out, last_key)?;
+        out.push(b':');
+        write_bounded_str(out, last)?;
+        out.extend_from_slice(b"},\"schemaVersion\":1}\n");
+    }
+    Ok(())
+}
+
 /// `entries` as a JSON object, each value bounded, keys as they are.
 fn write_object<'a>(
     out: &mut Vec<u8>,
@@ -320,24 +409,6 @@ fn write_bounded_str(out: &mut Vec<u8>, text: &str) -> serde_json::Result<()> {
     let mut cut: String = text.chars().take(MAX_STRING_CHARS - 3).collect();
     cut.push_str("...");
     write_str(out, &cut)
-}
-
-/// `text` as a JSON string, escaped as `serde_json` escapes it (only control
-/// characters, `"` and `\\`): one with none of them, as nearly every string
-/// of a line is, is copied whole.
-fn write_str(out: &mut Vec<u8>, text: &str) -> serde_json::Result<()> {
-    // Every byte looked at, no early exit: the check runs many bytes a step.
-    let escapes = text.bytes().fold(false, |any, b| {
-        any | (b < 0x20) | (b == b'"') | (b == b'\\')
-    });
-    if escapes {
-        return serde_json::to_writer(out, text);
-    }
-    out.reserve(text.len() + 2);
-    out.push(b'"');
-    out.extend_from_slice(text.as_bytes());
-    out.push(b'"');
-    Ok(())
 }
 
 #[cfg(test)]

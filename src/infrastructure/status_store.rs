@@ -19,7 +19,8 @@ use super::safe_fs::{commit, commit_with_companion, FileKind, TrustedRoot};
 use super::team_reader::MAX_ROSTER_MEMBERS;
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
 use crate::application::ports::{
-    AuditEvent, AuditJournal, Clock, PortError, StatusBuild, StatusStore, StoredStatus,
+    AuditEvent, AuditJournal, Clock, PortError, SettledTurnLines, StatusBuild, StatusStore,
+    StoredStatus,
 };
 use crate::domain::names::{member_key, MemberName, TeamName};
 use crate::domain::retention::Retention;
@@ -447,6 +448,21 @@ impl AuditJournal for FsAuditJournal {
             self.report(written, first, events.len());
         } else {
             events.into_iter().for_each(|event| self.record(event));
+        }
+    }
+
+    fn record_settled_turns(&self, team: &TeamName, member: &str, turns: &[SettledTurnLines<'_>]) {
+        let Some(first) = turns.first() else {
+            return;
+        };
+        let path = self.path(team, member);
+        let root = self.paths.root();
+        let written =
+            journal::append_settled_turns(root, &path, team, member, turns, &self.retention);
+        if written.is_err() {
+            // Only a failure is reported, naming the first line.
+            let [claimed, _] = first.events(team, member);
+            self.report(written, &claimed, turns.len() * 2);
         }
     }
 }

@@ -7,6 +7,8 @@
 //! CPU time a drained Stop event took beyond the file system's work; laying
 //! out the compact text copies each string as it is.
 
+use crate::domain::json_text::write_str;
+
 /// The pretty form (two-space indent, `": "` between key and value, an empty
 /// object or array as `{}` or `[]`, no final newline) of `compact`, which
 /// must be `serde_json`'s compact serialization of a value (no whitespace
@@ -74,6 +76,97 @@ pub(super) fn pretty_from_compact(compact: &[u8]) -> Vec<u8> {
     }
     out.extend_from_slice(&compact[copied.min(compact.len())..]);
     out
+}
+
+/// A JSON object written in both forms at once, compact and pretty, byte
+/// for byte as `serde_json`'s compact and pretty writers write it: a
+/// filing's meta written straight from its fields, each string escaped
+/// once (into the compact form, then copied), where serializing it with
+/// `serde_json` looked at every byte of every string one by one and laying
+/// out the pretty form scanned the compact one again.
+pub(super) struct JsonPair {
+    compact: Vec<u8>,
+    pretty: Vec<u8>,
+    /// Objects open.
+    depth: usize,
+    /// No entry yet in the innermost object open.
+    first: bool,
+}
+
+impl JsonPair {
+    /// Nothing written yet; room for a usual meta (about 700 bytes compact).
+    pub(super) fn new() -> Self {
+        Self {
+            compact: Vec::with_capacity(1024),
+            pretty: Vec::with_capacity(1024),
+            depth: 0,
+            first: true,
+        }
+    }
+
+    /// Opens an object (the whole value, or the value of the key just written).
+    pub(super) fn begin(&mut self) {
+        self.compact.push(b'{');
+        self.pretty.push(b'{');
+        self.depth += 1;
+        self.first = true;
+    }
+
+    /// Closes the innermost object.
+    pub(super) fn end(&mut self) {
+        self.depth -= 1;
+        if !self.first {
+            newline(&mut self.pretty, self.depth);
+        }
+        self.compact.push(b'}');
+        self.pretty.push(b'}');
+        self.first = false;
+    }
+
+    /// The next entry's key (a field name: nothing in it to escape), and
+    /// what comes between it and its value.
+    pub(super) fn key(&mut self, key: &'static str) {
+        if !std::mem::take(&mut self.first) {
+            self.compact.push(b',');
+            self.pretty.push(b',');
+        }
+        newline(&mut self.pretty, self.depth);
+        // A key is one of the meta's field names: nothing to escape.
+        debug_assert!(!key.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\'));
+        for out in [&mut self.compact, &mut self.pretty] {
+            out.push(b'"');
+            out.extend_from_slice(key.as_bytes());
+            out.push(b'"');
+        }
+        self.compact.push(b':');
+        self.pretty.extend_from_slice(b": ");
+    }
+
+    /// An entry whose value is the string `text`.
+    pub(super) fn text(&mut self, key: &'static str, text: &str) -> serde_json::Result<()> {
+        self.key(key);
+        self.escaped(text)
+    }
+
+    /// An entry whose value is `literal` (a number, `true`), written as it is.
+    pub(super) fn literal(&mut self, key: &'static str, literal: &str) {
+        self.key(key);
+        self.compact.extend_from_slice(literal.as_bytes());
+        self.pretty.extend_from_slice(literal.as_bytes());
+    }
+
+    /// `text` as a JSON string, in both forms.
+    fn escaped(&mut self, text: &str) -> serde_json::Result<()> {
+        let start = self.compact.len();
+        write_str(&mut self.compact, text)?;
+        self.pretty.extend_from_slice(&self.compact[start..]);
+        Ok(())
+    }
+
+    /// The compact form and the pretty one.
+    pub(super) fn finish(self) -> (Vec<u8>, Vec<u8>) {
+        (self.compact, self.pretty)
+    }
 }
 
 /// The index of the first `"` or `\\` of `bytes` from `from` on (the

@@ -441,3 +441,49 @@ fn a_line_is_serialized_byte_for_byte_as_its_value_was() {
         }
     }
 }
+
+/// A drained event's two lines written straight from their fields are byte
+/// for byte the lines of their events (`SettledTurnLines::events`), with
+/// and without a reason, with strings JSON escapes and strings past the
+/// cap (multi-byte ones cut by chars), and go to the journal in order with
+/// one append, as `append_all` of those events would write them.
+#[test]
+fn settled_turn_lines_are_written_as_their_events_would_be() {
+    let long = |c: &str, n: usize| c.repeat(n);
+    let team = TeamName::parse("forge").unwrap();
+    let turn = |reason: Option<String>, text: &str| SettledTurnLines {
+        outcome: AuditKind::TurnSettledUnresolved,
+        reason,
+        claimed_at_ms: 1_779_000_000_001,
+        at_ms: 1_779_000_000_123,
+        provider: "claude",
+        source_id: format!("runtime-turn-settled:claude:{text}"),
+        spool_file: "20261128T150000Z-1-a.claude.json",
+        recorded_at: text.to_string(),
+    };
+    let texts = [
+        "2026-11-28T15:00:00.000Z".to_string(),
+        "a\"b\\c\n\u{1}\u{1f}é".to_string(),
+        long("é", 241),
+        long("\"", 300),
+    ];
+    let mut turns = Vec::new();
+    for text in &texts {
+        turns.push(turn(None, text));
+        turns.push(turn(Some(text.clone()), text));
+        let mut resolved = turn(None, text);
+        resolved.outcome = AuditKind::TurnSettledResolved;
+        resolved.spool_file = text;
+        turns.push(resolved);
+    }
+    for member in ["jack", "j\"a\tck"] {
+        let events: Vec<AuditEvent> = turns.iter().flat_map(|t| t.events(&team, member)).collect();
+        let (_dir, root, path) = journal();
+        append_settled_turns(&root, &path, &team, member, &turns, &Retention::default()).unwrap();
+        let (_dir, root, want_path) = journal();
+        append_all(&root, &want_path, &events, &Retention::default()).unwrap();
+        let got = fs::read_to_string(&path).unwrap();
+        assert_eq!(got, fs::read_to_string(&want_path).unwrap());
+        assert_eq!(got.lines().count(), turns.len() * 2);
+    }
+}

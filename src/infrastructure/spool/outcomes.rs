@@ -29,12 +29,12 @@ use std::collections::HashMap;
 use std::io;
 
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::claim::STALE_CLAIM_MS;
 use super::name::meta_name;
 use crate::application::turn_settled::DRAIN_BATCH;
+use crate::domain::json_text::write_str;
 use crate::domain::time::EpochMs;
 use crate::infrastructure::safe_fs::{CreationMask, Dir, FileRead, Staged};
 use std::sync::Arc;
@@ -84,27 +84,30 @@ fn newest_result(record_name: &str) -> Option<&str> {
     n.bytes().all(|b| b.is_ascii_digit()).then_some(newest)
 }
 
-/// A [`Record`] as written: the same fields, borrowed from the batch, so
-/// writing one copies no name and no meta (a batch's metas were cloned
-/// whole before being serialized).
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct RecordOut<'a> {
-    filed_at: EpochMs,
-    results: Vec<&'a str>,
-    metas: Vec<&'a RawValue>,
-}
-
-/// The bytes of the record of `outcomes` (result name and meta), filed at
-/// `now`.
-fn record_bytes(outcomes: &[(&str, &RawValue)], now: EpochMs) -> io::Result<Vec<u8>> {
-    let record = RecordOut {
-        filed_at: now,
-        results: outcomes.iter().map(|(name, _)| *name).collect(),
-        metas: outcomes.iter().map(|(_, meta)| *meta).collect(),
-    };
-    let mut bytes = serde_json::to_vec(&record).map_err(io::Error::other)?;
-    bytes.push(b'\n');
+/// The bytes of the record of `outcomes` (result name and meta's compact
+/// JSON text), filed at `now`: a [`Record`] as `serde_json` writes it,
+/// written straight from the batch, each meta's text copied as it is (a
+/// `RawValue` of each, to serialize it through, parsed it again first).
+fn record_bytes(outcomes: &[(&str, &str)], now: EpochMs) -> io::Result<Vec<u8>> {
+    let size: usize = outcomes.iter().map(|(n, m)| n.len() + m.len() + 4).sum();
+    let mut bytes = Vec::with_capacity(size + 64);
+    bytes.extend_from_slice(b"{\"filedAt\":");
+    bytes.extend_from_slice(now.to_string().as_bytes());
+    bytes.extend_from_slice(b",\"results\":[");
+    for (i, (name, _)) in outcomes.iter().enumerate() {
+        if i > 0 {
+            bytes.push(b',');
+        }
+        write_str(&mut bytes, name).map_err(io::Error::other)?;
+    }
+    bytes.extend_from_slice(b"],\"metas\":[");
+    for (i, (_, meta)) in outcomes.iter().enumerate() {
+        if i > 0 {
+            bytes.push(b',');
+        }
+        bytes.extend_from_slice(meta.as_bytes());
+    }
+    bytes.extend_from_slice(b"]}\n");
     Ok(bytes)
 }
 
@@ -134,7 +137,7 @@ fn create_record(
 /// under the batch's umask `mask`.
 pub(super) fn stage_record(
     dir: &Arc<Dir>,
-    outcomes: &[(&str, &RawValue)],
+    outcomes: &[(&str, &str)],
     now: EpochMs,
     mask: CreationMask,
 ) -> io::Result<Staged> {
@@ -204,7 +207,7 @@ impl ForeseenRecord {
     pub(super) fn fill(
         mut self,
         dir: &Dir,
-        outcomes: &[(&str, &RawValue)],
+        outcomes: &[(&str, &str)],
         now: EpochMs,
     ) -> io::Result<Option<Staged>> {
         let fits = outcomes
@@ -337,6 +340,53 @@ pub(super) fn spent_records(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A record written straight from its batch is byte for byte the one
+    /// `serde_json` serializes from the same fields with each meta as a
+    /// `RawValue`: names escaped (quotes, backslashes, control characters),
+    /// metas copied as they are, any filing time.
+    #[test]
+    fn a_record_is_written_as_serde_json_serializes_it() {
+        use serde_json::value::RawValue;
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct RecordOut<'a> {
+            filed_at: EpochMs,
+            results: Vec<&'a str>,
+            metas: Vec<Box<RawValue>>,
+        }
+        let outcomes = [
+            (
+                "20261128T150000Z-1-a.claude.json",
+                r#"{"reason":"x \"q\" \\ \n","n":1}"#,
+            ),
+            ("b\"\\\n\u{1}é.json", "{}"),
+            (
+                "c.codex.json",
+                r#"{"event":{"schemaVersion":1,"truncated":true},"outcome":"ignored"}"#,
+            ),
+        ];
+        for now in [0, -5, 1_779_000_000_123] {
+            for count in 1..=outcomes.len() {
+                let batch = &outcomes[..count];
+                let record = RecordOut {
+                    filed_at: now,
+                    results: batch.iter().map(|(name, _)| *name).collect(),
+                    metas: batch
+                        .iter()
+                        .map(|(_, meta)| RawValue::from_string(meta.to_string()).unwrap())
+                        .collect(),
+                };
+                let mut want = serde_json::to_vec(&record).unwrap();
+                want.push(b'\n');
+                let got = record_bytes(batch, now).unwrap();
+                assert_eq!(
+                    String::from_utf8(got).unwrap(),
+                    String::from_utf8(want).unwrap()
+                );
+            }
+        }
+    }
     use crate::application::ports::Clock;
     use crate::application::turn_settled::{
         Disposition, Filing, FilingMeta, SpoolClaim, TurnSettledSpool,

@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::claim::STALE_CLAIM_MS;
@@ -145,7 +144,7 @@ impl FsSpool {
                 [] => {}
                 [k] => singles.push((*folder, k)),
                 _ => {
-                    let outcomes: Vec<(&str, &RawValue)> = mine
+                    let outcomes: Vec<(&str, &str)> = mine
                         .iter()
                         .map(|&k| &filings[owners[k]])
                         .map(|filing| (filing.claim.id.as_str(), filing.meta.compact()))
