@@ -102,6 +102,8 @@ mod tests {
 
     /// Inside the scope the second open of a folder is the kept one: it still
     /// leads to the folder first opened after the path was moved away.
+    /// (Windows refuses to move a folder that has an open handle.)
+    #[cfg(unix)]
     #[test]
     fn a_folder_opened_twice_in_a_scope_is_the_one_first_opened() {
         let dir = tempfile::tempdir().unwrap();
