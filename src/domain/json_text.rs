@@ -1,6 +1,7 @@
 //! JSON text written straight into a buffer, byte for byte as `serde_json`
-//! writes it, for the drain's hot paths (a drained Stop event writes its
-//! meta and two journal lines).
+//! writes it, for hot paths: a drained Stop event writes its meta and two
+//! journal lines, and an agenda's fingerprint the canonical JSON of every
+//! item.
 
 /// `text` as a JSON string, escaped as `serde_json` escapes it (only control
 /// characters, `"` and `\\`): one with none of them, as nearly every string

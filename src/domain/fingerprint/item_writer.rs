@@ -16,6 +16,7 @@ use serde_json::{Error, Value};
 
 use super::SORTED_EVIDENCE_LISTS;
 use crate::domain::js_semantics::compare_code_units;
+use crate::domain::json_text::write_str;
 
 /// Appends the canonical JSON of one agenda item (`null` if it does not
 /// serialize, as `to_value(..).unwrap_or(Null)` gave).
@@ -93,18 +94,12 @@ impl Tag {
             return Ok(());
         };
         out.push(b'{');
-        write_str(self.variant, out);
+        write_str(out, self.variant)?;
         out.push(b':');
         content(out, rule)?;
         out.push(b'}');
         Ok(())
     }
-}
-
-/// serde_json's compact string form (its escaping is `JSON.stringify`'s).
-fn write_str(text: &str, out: &mut Vec<u8>) {
-    // Writing a string into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, text);
 }
 
 /// A scalar in serde_json's compact form.
@@ -198,8 +193,7 @@ impl<'a> ser::Serializer for Canonical<'a> {
         write_scalar(v, self.out)
     }
     fn serialize_str(self, v: &str) -> Result<(), Error> {
-        write_str(v, self.out);
-        Ok(())
+        write_str(self.out, v)
     }
     fn serialize_bytes(self, v: &[u8]) -> Result<(), Error> {
         // An array of numbers; sorting it as a list would keep its order.
@@ -447,7 +441,7 @@ impl<'a> ObjectWriter<'a> {
                     out.push(b',');
                 }
                 first = false;
-                write_str(key, out);
+                write_str(out, key)?;
                 out.push(b':');
                 out.extend_from_slice(&buffer[range.clone()]);
             }
