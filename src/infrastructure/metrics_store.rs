@@ -53,9 +53,10 @@ pub(crate) struct FsMetricsStore {
 
 /// A status write recorded into an index in the status's own group commit
 /// ([`FsMetricsStore::committed`]): the reconciler's [`MetricsStore::record`]
-/// of that same write, which comes next, has nothing left to add and returns without taking the
-/// lock or reading the index (before, it read and compared the whole file
-/// to find that out). Any other record goes the whole way.
+/// of that same write, which comes next, has nothing left to add and
+/// returns without taking the lock or reading the index (before, it read
+/// and compared the whole file to find that out). Any other record goes
+/// the whole way.
 pub(crate) struct CommittedWrite {
     path: PathBuf,
     summary: MemberSummary,
