@@ -7,9 +7,13 @@
 // On Linux the hook is linked statically against musl (no dynamic loader to
 // run at start: through `sh -c` it costs about 1.4x a bare `sh -c :` here
 // against 2.3x dynamically linked against glibc, and it needs no glibc at
-// all), for glibc and musl systems alike. The host build falls back to the
-// host's own target when the musl target is not installed
-// (`rustup target add x86_64-unknown-linux-musl` adds it).
+// all), for glibc and musl systems alike. Where the musl target is not
+// installed (`rustup target add x86_64-unknown-linux-musl` adds it), as on
+// a machine with nothing but a default Rust, the host build links the
+// host's glibc statically instead (`-C target-feature=+crt-static`, which
+// needs only the `libc.a` of the C toolchain Rust already links with): no
+// dynamic loader either. Where that link fails, it builds the usual
+// dynamically linked hook and says so.
 //
 // Usage: node scripts/build/build-hook.js
 
@@ -50,6 +54,14 @@ function buildHook({ triple, zig, dest, targetDir, env = process.env }) {
   return dest
 }
 
+/**
+ * The host's own glibc triple on a Linux CPU Rust links statically
+ * against glibc here (`x64` | `arm64`), or `null`.
+ */
+function hostGnuTriple(cpu) {
+  return { x64: 'x86_64-unknown-linux-gnu', arm64: 'aarch64-unknown-linux-gnu' }[cpu] ?? null
+}
+
 /** Whether rustup has `triple`'s standard library installed. */
 function targetInstalled(triple) {
   const out = spawnSync('rustup', ['target', 'list', '--installed'], { encoding: 'utf8' })
@@ -57,14 +69,30 @@ function targetInstalled(triple) {
 }
 
 function main() {
-  let triple = null
-  if (process.platform === 'linux') {
-    const musl = linuxHookTriple(process.arch)
-    if (targetInstalled(musl)) triple = musl
-    else console.warn(`build-hook: ${musl} not installed (rustup target add ${musl}): building a dynamically linked hook`)
-  }
   const dest = path.join(ROOT, hookFileName(process.platform))
-  buildHook({ triple, zig: false, dest, targetDir: path.join(ROOT, 'target') })
+  const targetDir = path.join(ROOT, 'target')
+  const dynamic = () => buildHook({ triple: null, zig: false, dest, targetDir })
+  const musl = linuxHookTriple(process.arch)
+  const gnu = hostGnuTriple(process.arch)
+  if (process.platform !== 'linux') {
+    dynamic()
+  } else if (targetInstalled(musl)) {
+    buildHook({ triple: musl, zig: false, dest, targetDir })
+  } else if (gnu === null) {
+    console.warn(`build-hook: ${musl} not installed (rustup target add ${musl}): building a dynamically linked hook`)
+    dynamic()
+  } else {
+    // Its own `--target` keeps these flags off the addon's builds (and off
+    // build scripts), and its own folder under `target/` keeps the two
+    // builds from invalidating each other.
+    const rustflags = [process.env.RUSTFLAGS, '-C target-feature=+crt-static'].filter(Boolean).join(' ')
+    try {
+      buildHook({ triple: gnu, zig: false, dest, targetDir, env: { ...process.env, RUSTFLAGS: rustflags } })
+    } catch (error) {
+      console.warn(`build-hook: ${error.message} with glibc linked statically: building a dynamically linked hook`)
+      dynamic()
+    }
+  }
   console.log(`build-hook: ${path.relative(ROOT, dest)}`)
 }
 
