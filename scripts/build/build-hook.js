@@ -54,10 +54,7 @@ function buildHook({ triple, zig, dest, targetDir, env = process.env }) {
   return dest
 }
 
-/**
- * The host's own glibc triple on a Linux CPU Rust links statically
- * against glibc here (`x64` | `arm64`), or `null`.
- */
+/** The glibc triple of a Linux host on `cpu` (`x64` | `arm64`), or `null` for another CPU. */
 function hostGnuTriple(cpu) {
   return { x64: 'x86_64-unknown-linux-gnu', arm64: 'aarch64-unknown-linux-gnu' }[cpu] ?? null
 }
@@ -71,16 +68,16 @@ function targetInstalled(triple) {
 function main() {
   const dest = path.join(ROOT, hookFileName(process.platform))
   const targetDir = path.join(ROOT, 'target')
-  const dynamic = () => buildHook({ triple: null, zig: false, dest, targetDir })
+  const hostDefault = () => buildHook({ triple: null, zig: false, dest, targetDir })
   const musl = linuxHookTriple(process.arch)
   const gnu = hostGnuTriple(process.arch)
   if (process.platform !== 'linux') {
-    dynamic()
+    hostDefault()
   } else if (targetInstalled(musl)) {
     buildHook({ triple: musl, zig: false, dest, targetDir })
   } else if (gnu === null) {
     console.warn(`build-hook: ${musl} not installed (rustup target add ${musl}): building a dynamically linked hook`)
-    dynamic()
+    hostDefault()
   } else {
     // Its own `--target` keeps these flags off the addon's builds (and off
     // build scripts), and its own folder under `target/` keeps the two
@@ -90,7 +87,7 @@ function main() {
       buildHook({ triple: gnu, zig: false, dest, targetDir, env: { ...process.env, RUSTFLAGS: rustflags } })
     } catch (error) {
       console.warn(`build-hook: ${error.message} with glibc linked statically: building a dynamically linked hook`)
-      dynamic()
+      hostDefault()
     }
   }
   console.log(`build-hook: ${path.relative(ROOT, dest)}`)
