@@ -6,10 +6,18 @@
 # 1 MiB (maxBytes 2 MiB: every one is kept whole), for ROUNDS rounds of RUNS
 # runs each (short rounds, sizes interleaved, so a change of the machine's
 # load hits the floor and the hook alike).
-# Before every run (not timed) the floor's file and the spool are emptied,
-# so both write a new file into an empty folder. Prints, per round and size,
-# the medians and the ratio hook / floor (of the medians and of the means),
-# then per size the least and the median of the rounds' median ratios.
+# The floor's file is in the hook's own folder (`spool/incoming/out`), and
+# before every run (not timed) that folder is emptied, so both create a new
+# file in the same empty folder. Where they wrote to two folders, on a file
+# system without a journal (where a create passes over the inodes freed in
+# the last minute or more) the two creates could land in block groups with
+# very different counts of recently freed inodes: in one window the hook's
+# round medians at the three non-empty sizes were 1.19-1.48x (its
+# dynamically linked build 1.34-1.92x) a floor in the folder above, and
+# 0.86-0.93x (0.98-1.13x) a floor in its own folder, run right after. Prints, per
+# round and size, the medians and the ratio hook / floor (of the medians and
+# of the means), then per size the least, the median and the largest of the
+# rounds' median ratios.
 # HOOK overrides the executable (default: the built one beside the package);
 # BEFORE names a second executable measured in the same runs (an older build
 # to compare with). Needs hyperfine and `node scripts/build/build-hook.js`.
@@ -29,12 +37,12 @@ mkdir -p "$WORK/spool/incoming"
 printf '{"session_id":"B1","transcript_path":"/home/u/.claude/projects/-home-u-proj/B1.jsonl","cwd":"/home/u/proj","hook_event_name":"Stop","stop_hook_active":false}' > "$WORK/p-small"
 head -c 65536 /dev/zero | tr '\0' 'x' > "$WORK/p-64k"
 head -c 1048576 /dev/zero | tr '\0' 'x' > "$WORK/p-1m"
-printf 'rm -f "%s/out"\nfind "%s/spool/incoming" -mindepth 1 -delete\n' "$WORK" "$WORK" > "$WORK/prepare"
+printf 'find "%s/spool/incoming" -mindepth 1 -delete\n' "$WORK" > "$WORK/prepare"
 MAX=2097152
 for round in $(seq 1 "$ROUNDS"); do
   for size in 0 small 64k 1m; do
     payload="$WORK/p-$size"
-    set -- -n floor "/bin/sh -c '< $payload cat > $WORK/out'" \
+    set -- -n floor "/bin/sh -c '< $payload cat > $WORK/spool/incoming/out'" \
       -n hook "/bin/sh -c '< $payload $HOOK $WORK/spool claude $MAX'"
     [ -n "$BEFORE" ] && set -- "$@" -n before "/bin/sh -c '< $payload $BEFORE $WORK/spool claude $MAX'"
     hyperfine -N --style none --warmup 10 --runs "$RUNS" --export-json "$WORK/r.json" \
