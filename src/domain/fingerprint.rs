@@ -3,25 +3,18 @@
 //! Only board facts go in: `reason`, `generatedAt` and diagnostics stay out, so
 //! rewording a reason never looks like new work.
 
-use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use super::agenda::ActionableWorkItem;
 use super::js_semantics::compare_code_units;
 use super::names::{MemberName, TeamName};
 
+mod item_text;
 mod item_writer;
 
 /// Prefix of every fingerprint.
 pub(crate) const FINGERPRINT_PREFIX: &str = "agenda:v1:";
-
-/// Evidence lists the fingerprint sorts, so their order on the item never matters.
-const SORTED_EVIDENCE_LISTS: [&str; 4] = [
-    "blockerTaskIds",
-    "blockedByTaskIds",
-    "historyEventIds",
-    "reviewDiagnostics",
-];
 
 /// Canonical JSON: object keys sorted at every depth (UTF-16 code unit order,
 /// as JavaScript's default sort), no whitespace, strings escaped as
@@ -96,32 +89,26 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// Fingerprint of an agenda's `items` (its actionable work items, which must
-/// already be in `ActionableWorkItem::sort_key` order by `localeCompare`), as
-/// their JSON; `member_name` is the normalized name ([`MemberName::normalized`]). `reason` stays out; the
-/// evidence lists in [`SORTED_EVIDENCE_LISTS`] go in sorted. Generic over the
-/// item so the hash rule does not depend on the agenda module that builds
-/// the items.
+/// already be in `ActionableWorkItem::sort_key` order by `localeCompare`);
+/// `member_name` is the normalized name ([`MemberName::normalized`]).
+/// `reason` stays out; the evidence lists of task and event ids and of
+/// review diagnostics go in sorted ([`item_text`]).
 ///
 /// Hashes the canonical JSON of `{version: 1, teamName, memberName, items}`,
 /// written directly (keys in code unit order: `items`, `memberName`,
-/// `teamName`, `version`) by [`item_writer`], not through a
-/// `serde_json::Value` per item.
-pub(crate) fn agenda_fingerprint<'a, Item, Items>(
+/// `teamName`, `version`), not through a `serde_json::Value`.
+pub(crate) fn agenda_fingerprint<'a>(
     team_name: &TeamName,
     member_name: &MemberName,
-    items: Items,
-) -> String
-where
-    Item: Serialize + 'a,
-    Items: IntoIterator<Item = &'a Item>,
-{
+    items: impl IntoIterator<Item = &'a ActionableWorkItem>,
+) -> String {
     let mut out = Vec::with_capacity(4096);
     out.extend_from_slice(b"{\"items\":[");
     for (i, item) in items.into_iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        item_writer::write_item(item, &mut out);
+        item_text::write_item(item, &mut out);
     }
     out.extend_from_slice(b"],\"memberName\":");
     item_writer::write_plain(member_name, &mut out);
@@ -138,7 +125,18 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::domain::agenda::ActionableWorkItem;
+    use crate::domain::agenda::Evidence;
+    use proptest::prelude::*;
+    use serde::Serialize;
+
+    /// Evidence lists the fingerprint sorts, so their order on the item
+    /// never matters.
+    const SORTED_EVIDENCE_LISTS: [&str; 4] = [
+        "blockerTaskIds",
+        "blockedByTaskIds",
+        "historyEventIds",
+        "reviewDiagnostics",
+    ];
 
     /// The fingerprint as it was computed through a `serde_json::Value` per
     /// item: `to_value`, `reason` removed, the evidence lists sorted, then
@@ -181,9 +179,15 @@ mod tests {
         )
     }
 
-    fn direct_item<Item: Serialize>(item: &Item) -> String {
+    fn direct_item(item: &ActionableWorkItem) -> String {
         let mut out = Vec::new();
-        item_writer::write_item(item, &mut out);
+        item_text::write_item(item, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    fn direct_plain<T: Serialize>(value: &T) -> String {
+        let mut out = Vec::new();
+        item_writer::write_plain(value, &mut out);
         String::from_utf8(out).unwrap()
     }
 
@@ -222,13 +226,12 @@ mod tests {
         .unwrap()
     }
 
-    /// serde shapes `Value` cannot show: enum variants (one named as the
-    /// entry the item rule drops), floats of both widths, integer map keys,
-    /// a unit, a char, a skipped-if-none field left in.
+    /// serde shapes `Value` cannot show: enum variants, floats of both
+    /// widths, integer map keys, a unit, a char, a skipped-if-none field
+    /// left in.
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]
     struct Shapes {
-        reason: &'static str,
         unit: (),
         letter: char,
         narrow: f32,
@@ -238,27 +241,17 @@ mod tests {
         newtype: Variant,
         tuple: Variant,
         named: Variant,
-        dropped: Variant,
-        evidence: Variant,
     }
 
     #[derive(Serialize)]
     enum Variant {
         Newtype(Vec<&'static str>),
         Tuple(u8, &'static str),
-        Named {
-            z: u8,
-            a: &'static str,
-        },
-        #[serde(rename = "reason")]
-        Reason(u8),
-        #[serde(rename = "blockerTaskIds")]
-        Blockers(Vec<&'static str>),
+        Named { z: u8, a: &'static str },
     }
 
     fn shapes() -> Shapes {
         Shapes {
-            reason: "out",
             unit: (),
             letter: '\u{1F600}',
             narrow: 0.1,
@@ -268,13 +261,11 @@ mod tests {
             newtype: Variant::Newtype(vec!["b", "a"]),
             tuple: Variant::Tuple(1, "x"),
             named: Variant::Named { z: 1, a: "a" },
-            dropped: Variant::Reason(1),
-            evidence: Variant::Blockers(vec!["b", "a"]),
         }
     }
 
     #[test]
-    fn direct_item_json_is_the_value_route_json() {
+    fn direct_plain_json_is_the_value_route_json() {
         let astral_keys = json!({
             "\u{FF5E}": 1,
             "\u{1F600}": 2,
@@ -285,80 +276,169 @@ mod tests {
             "": 7
         });
         let cases: Vec<(&str, Value)> = vec![
-            (
-                "typed item, every field",
-                serde_json::to_value(full_item()).unwrap(),
-            ),
             ("keys needing escapes and UTF-16 order", astral_keys.clone()),
             (
-                "nested objects keep a nested reason",
-                json!({"b": {"reason": "stays", "d": {"z": [], "a": {}}}, "reason": "goes"}),
+                "nested objects",
+                json!({"b": {"reason": "stays", "d": {"z": [], "a": {}}}, "reason": "stays"}),
             ),
             (
                 "numbers",
                 json!({"n": [0, -1, u64::MAX, i64::MIN, 1.5, 1e21, -0.0, 0.1, 1e-7, 123456789.0]}),
             ),
             (
-                "evidence lists with non-strings and empty lists",
-                json!({"evidence": {
-                    "blockerTaskIds": ["b", 1, "a", null, {"k": "v"}, "\u{1F600}", "\u{FF5E}"],
-                    "blockedByTaskIds": [],
-                    "historyEventIds": "not a list",
-                    "otherIds": ["b", "a"],
-                    "reviewDiagnostics": [["b"], ["a"]]
-                }}),
-            ),
-            (
-                "evidence that is not an object",
-                json!({"evidence": ["b", "a"], "x": 1}),
-            ),
-            (
-                "an item that is not an object",
-                json!(["b", {"reason": 1, "a": 2}]),
-            ),
-            ("a string item", json!("\u{1}\u{1F600}")),
-            ("null", Value::Null),
-            ("empty object", json!({})),
-            ("empty evidence", json!({"evidence": {}})),
-            (
-                "keys as evidence lists at the item level",
+                "lists keep their order",
                 json!({"blockerTaskIds": ["b", "a"]}),
             ),
-            ("unicode keys in evidence", json!({"evidence": astral_keys})),
+            ("an array", json!(["b", {"reason": 1, "a": 2}])),
+            ("a string", json!("\u{1}\u{1F600}")),
+            ("null", Value::Null),
+            ("empty object", json!({})),
         ];
-        for (name, item) in &cases {
-            assert_eq!(
-                direct_item(item),
-                canonical_json(&via_value_item(item)),
-                "{name}"
-            );
+        for (name, value) in &cases {
+            assert_eq!(direct_plain(value), canonical_json(value), "{name}");
         }
         // Typed values, through their own `Serialize`, not a `Value`.
         assert_eq!(
-            direct_item(&full_item()),
-            canonical_json(&via_value_item(&full_item())),
-            "typed item"
-        );
-        assert_eq!(
-            direct_item(&shapes()),
-            canonical_json(&via_value_item(&shapes())),
+            direct_plain(&shapes()),
+            canonical_json(&serde_json::to_value(shapes()).unwrap()),
             "serde shapes"
         );
+    }
+
+    #[test]
+    fn direct_item_json_is_the_value_route_json() {
+        let full = full_item();
+        assert_eq!(direct_item(&full), canonical_json(&via_value_item(&full)));
+        // Every optional field left out.
+        let bare: ActionableWorkItem = serde_json::from_value(json!({
+            "taskId": "1",
+            "subject": "",
+            "kind": "work",
+            "assignee": "jack",
+            "priority": "normal",
+            "reason": "owned_pending_task",
+            "evidence": {"status": "pending"}
+        }))
+        .unwrap();
+        assert_eq!(direct_item(&bare), canonical_json(&via_value_item(&bare)));
+    }
+
+    /// Strings that sort differently by code units, code points and bytes,
+    /// and that need escapes.
+    const TEXTS: [&str; 8] = [
+        "",
+        "a",
+        "B",
+        "\u{FF5E}",
+        "\u{1F600}",
+        "\"\\\n",
+        "\u{7f}\u{2028}",
+        "10",
+    ];
+
+    fn a_text() -> impl Strategy<Value = String> {
+        (0..TEXTS.len()).prop_map(|i| TEXTS[i].to_string())
+    }
+
+    fn some_text() -> impl Strategy<Value = Option<String>> {
+        prop::option::of(a_text())
+    }
+
+    fn some_list() -> impl Strategy<Value = Option<Vec<String>>> {
+        prop::option::of(prop::collection::vec(a_text(), 0..4))
+    }
+
+    fn an_item() -> impl Strategy<Value = ActionableWorkItem> {
+        let kinds = ["work", "review", "clarification", "blocked_dependency"];
+        let priorities = [
+            "normal",
+            "review_requested",
+            "blocked",
+            "needs_clarification",
+        ];
+        (
+            (
+                a_text(),
+                some_text(),
+                a_text(),
+                0..4usize,
+                a_text(),
+                0..4usize,
+            ),
+            (a_text(), some_text(), some_text(), some_text(), some_text()),
+            (some_list(), some_list(), some_list(), some_list()),
+            (some_text(), some_text(), prop::option::of(any::<bool>())),
+            (
+                some_text(),
+                some_text(),
+                some_text(),
+                some_text(),
+                some_text(),
+            ),
+        )
+            .prop_map(move |(head, people, lists, cycle, events)| {
+                let (task_id, display_id, subject, kind, assignee, priority) = head;
+                let (status, owner, reviewer, review_state, needs_clarification) = people;
+                let (blockers, blocked_by, history, diagnostics) = lists;
+                let (review_cycle_id, review_obligation, can_bypass_phase2) = cycle;
+                let (request_id, requested_at, started_id, started_at, started_by) = events;
+                let tagged = |spelling: &str| json!(spelling);
+                ActionableWorkItem {
+                    task_id,
+                    display_id,
+                    subject,
+                    kind: serde_json::from_value(tagged(kinds[kind])).unwrap(),
+                    assignee,
+                    priority: serde_json::from_value(tagged(priorities[priority])).unwrap(),
+                    reason: "a reason".into(),
+                    evidence: Evidence {
+                        status,
+                        owner,
+                        reviewer,
+                        review_state,
+                        needs_clarification,
+                        blocker_task_ids: blockers,
+                        blocked_by_task_ids: blocked_by,
+                        history_event_ids: history,
+                        review_cycle_id,
+                        review_obligation,
+                        can_bypass_phase2,
+                        review_request_event_id: request_id,
+                        review_requested_at: requested_at,
+                        review_started_event_id: started_id,
+                        review_started_at: started_at,
+                        review_started_by: started_by,
+                        review_diagnostics: diagnostics,
+                    },
+                }
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn any_item_json_is_the_value_route_json(item in an_item()) {
+            prop_assert_eq!(direct_item(&item), canonical_json(&via_value_item(&item)));
+        }
     }
 
     #[test]
     fn direct_item_json_of_known_item() {
         // Pins the form itself: keys sorted, `reason` out, lists sorted by
         // UTF-16 code units (U+1F600 before U+FF5E), escapes as JSON.stringify.
-        let item = json!({
+        let item: ActionableWorkItem = serde_json::from_value(json!({
             "taskId": "1",
+            "subject": "\u{1}\"\u{2028}",
+            "kind": "work",
+            "assignee": "jack",
+            "priority": "normal",
             "reason": "x",
-            "evidence": {"blockerTaskIds": ["\u{FF5E}", "\u{1F600}", "a"], "status": "pending"},
-            "subject": "\u{1}\"\u{2028}"
-        });
+            "evidence": {"blockerTaskIds": ["\u{FF5E}", "\u{1F600}", "a"], "status": "pending"}
+        }))
+        .unwrap();
         assert_eq!(
             direct_item(&item),
-            "{\"evidence\":{\"blockerTaskIds\":[\"a\",\"\u{1F600}\",\"\u{FF5E}\"],\"status\":\"pending\"},\
+            "{\"assignee\":\"jack\",\"evidence\":{\"blockerTaskIds\":[\"a\",\"\u{1F600}\",\"\u{FF5E}\"],\
+             \"status\":\"pending\"},\"kind\":\"work\",\"priority\":\"normal\",\
              \"subject\":\"\\u0001\\\"\u{2028}\",\"taskId\":\"1\"}"
         );
     }
@@ -366,11 +446,16 @@ mod tests {
     #[test]
     fn direct_fingerprint_is_the_value_route_fingerprint() {
         let team = TeamName::parse("forge").unwrap();
-        let item = serde_json::to_value(full_item()).unwrap();
-        let lists: [Vec<Value>; 3] = [
+        let mut other = full_item();
+        other.task_id = "2".into();
+        other.evidence = Evidence {
+            status: "pending".into(),
+            ..Evidence::default()
+        };
+        let lists: [Vec<ActionableWorkItem>; 3] = [
             vec![],
-            vec![item.clone()],
-            vec![item, json!({"\u{1F600}": 1}), Value::Null, json!([2, 1])],
+            vec![full_item()],
+            vec![full_item(), other, full_item()],
         ];
         for member in ["jack", "j\u{e9}"] {
             let member = MemberName::parse(member).unwrap();
@@ -381,10 +466,6 @@ mod tests {
                     "{member:?} {items:?}"
                 );
             }
-            assert_eq!(
-                agenda_fingerprint(&team, &member, &[full_item(), full_item()]),
-                via_value_fingerprint(&team, &member, &[full_item(), full_item()]),
-            );
         }
     }
 
@@ -424,7 +505,7 @@ mod tests {
     fn empty_agenda_fingerprint_is_stable_and_scoped() {
         let fingerprint = |team: &str, member: &str| {
             let team = TeamName::parse(team).unwrap();
-            agenda_fingerprint::<Value, _>(&team, &MemberName::parse(member).unwrap(), &[])
+            agenda_fingerprint(&team, &MemberName::parse(member).unwrap(), &[])
         };
         let a = fingerprint("forge", "jack");
         assert!(a.starts_with(FINGERPRINT_PREFIX));

@@ -130,6 +130,18 @@ pub enum Priority {
     NeedsClarification,
 }
 
+impl Priority {
+    /// The wire spelling (`serde`'s).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Normal => "normal",
+            Self::ReviewRequested => "review_requested",
+            Self::Blocked => "blocked",
+            Self::NeedsClarification => "needs_clarification",
+        }
+    }
+}
+
 /// Board facts that justify an item; part of the fingerprint.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

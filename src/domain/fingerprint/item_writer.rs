@@ -1,12 +1,11 @@
-//! Canonical JSON of an agenda item written straight from its `Serialize`
-//! impl, with the fingerprint's item rules applied on the way, so hashing an
-//! agenda builds no `serde_json::Value` tree per item.
+//! Canonical JSON of any value written straight from its `Serialize` impl,
+//! so hashing it (a nudge's payload, a name) builds no `serde_json::Value`
+//! tree.
 //!
-//! The bytes are those of [`super::canonical_json`] over the item's
-//! `serde_json::to_value` with `reason` removed and the evidence lists sorted:
-//! object keys in UTF-16 code unit order at every depth, no whitespace,
-//! serde_json's (= `JSON.stringify`'s) escaping. The tests hold the two side
-//! by side.
+//! The bytes are those of [`super::canonical_json`] over the value's
+//! `serde_json::to_value`: object keys in UTF-16 code unit order at every
+//! depth, no whitespace, serde_json's (= `JSON.stringify`'s) escaping. The
+//! tests hold the two side by side.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -14,89 +13,37 @@ use std::ops::Range;
 use serde::ser::{self, Serialize};
 use serde_json::{Error, Value};
 
-use super::SORTED_EVIDENCE_LISTS;
 use crate::domain::js_semantics::compare_code_units;
 use crate::domain::json_text::write_str;
 
-/// Appends the canonical JSON of one agenda item (`null` if it does not
-/// serialize, as `to_value(..).unwrap_or(Null)` gave).
-pub(super) fn write_item<Item: Serialize + ?Sized>(item: &Item, out: &mut Vec<u8>) {
-    let start = out.len();
-    if item.serialize(Canonical::new(out, Rule::Item)).is_err() {
-        out.truncate(start);
-        out.extend_from_slice(b"null");
-    }
-}
-
-/// Appends the canonical JSON of any value, with no item rule.
+/// Appends the canonical JSON of `value` (`null` if it does not serialize,
+/// as `to_value(..).unwrap_or(Null)` gives).
 pub(super) fn write_plain<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
     let start = out.len();
-    if value.serialize(Canonical::new(out, Rule::Plain)).is_err() {
+    if value.serialize(Canonical { out }).is_err() {
         out.truncate(start);
         out.extend_from_slice(b"null");
-    }
-}
-
-/// The fingerprint rule for the value being written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Rule {
-    /// Written as it is.
-    Plain,
-    /// An agenda item: `reason` left out, `evidence` under [`Rule::Evidence`].
-    Item,
-    /// An item's evidence: the lists of [`SORTED_EVIDENCE_LISTS`] under
-    /// [`Rule::SortedList`].
-    Evidence,
-    /// A list written in code unit order of its strings; other elements
-    /// sort as `""` and keep their order (the sort is stable).
-    SortedList,
-}
-
-impl Rule {
-    /// The rule for the value under `key` of an object written under
-    /// `self`; `None` leaves the entry out.
-    fn entry(self, key: &str) -> Option<Rule> {
-        match self {
-            Rule::Item if key == "reason" => None,
-            Rule::Item if key == "evidence" => Some(Rule::Evidence),
-            Rule::Evidence if SORTED_EVIDENCE_LISTS.contains(&key) => Some(Rule::SortedList),
-            _ => Some(Rule::Plain),
-        }
     }
 }
 
 /// An externally tagged enum variant, which serde_json writes as the object
-/// `{"<variant>": <content>}`: the rules apply to that object as to any other.
+/// `{"<variant>": <content>}`.
 #[derive(Clone, Copy)]
 struct Tag {
     variant: &'static str,
-    /// The rule of the content; `None`: the rule leaves the entry out and
-    /// the object is `{}`.
-    content: Option<Rule>,
 }
 
 impl Tag {
-    fn new(outer: Rule, variant: &'static str) -> Self {
-        Self {
-            variant,
-            content: outer.entry(variant),
-        }
-    }
-
-    /// Writes the object around `content`, given the content's rule.
+    /// Writes the object around `content`.
     fn write(
         self,
         out: &mut Vec<u8>,
-        content: impl FnOnce(&mut Vec<u8>, Rule) -> Result<(), Error>,
+        content: impl FnOnce(&mut Vec<u8>) -> Result<(), Error>,
     ) -> Result<(), Error> {
-        let Some(rule) = self.content else {
-            out.extend_from_slice(b"{}");
-            return Ok(());
-        };
         out.push(b'{');
         write_str(out, self.variant)?;
         out.push(b':');
-        content(out, rule)?;
+        content(out)?;
         out.push(b'}');
         Ok(())
     }
@@ -118,16 +65,9 @@ fn map_key<K: Serialize + ?Sized>(key: &K) -> Result<String, Error> {
     }
 }
 
-/// The serializer: writes one value under one rule into `out`.
+/// The serializer: writes one value into `out`.
 struct Canonical<'a> {
     out: &'a mut Vec<u8>,
-    rule: Rule,
-}
-
-impl<'a> Canonical<'a> {
-    fn new(out: &'a mut Vec<u8>, rule: Rule) -> Self {
-        Self { out, rule }
-    }
 }
 
 impl<'a> ser::Serializer for Canonical<'a> {
@@ -234,12 +174,10 @@ impl<'a> ser::Serializer for Canonical<'a> {
         variant: &'static str,
         value: &T,
     ) -> Result<(), Error> {
-        Tag::new(self.rule, variant).write(self.out, |out, rule| {
-            value.serialize(Canonical::new(out, rule))
-        })
+        Tag { variant }.write(self.out, |out| value.serialize(Canonical { out }))
     }
     fn serialize_seq(self, len: Option<usize>) -> Result<ArrayWriter<'a>, Error> {
-        Ok(ArrayWriter::new(self.out, self.rule, None, len))
+        Ok(ArrayWriter::new(self.out, None, len))
     }
     fn serialize_tuple(self, len: usize) -> Result<ArrayWriter<'a>, Error> {
         self.serialize_seq(Some(len))
@@ -258,12 +196,10 @@ impl<'a> ser::Serializer for Canonical<'a> {
         variant: &'static str,
         len: usize,
     ) -> Result<ArrayWriter<'a>, Error> {
-        let tag = Tag::new(self.rule, variant);
-        let rule = tag.content.unwrap_or(Rule::Plain);
-        Ok(ArrayWriter::new(self.out, rule, Some(tag), Some(len)))
+        Ok(ArrayWriter::new(self.out, Some(Tag { variant }), Some(len)))
     }
     fn serialize_map(self, len: Option<usize>) -> Result<ObjectWriter<'a>, Error> {
-        Ok(ObjectWriter::new(self.out, self.rule, None, len))
+        Ok(ObjectWriter::new(self.out, None, len))
     }
     fn serialize_struct(self, _name: &'static str, len: usize) -> Result<ObjectWriter<'a>, Error> {
         self.serialize_map(Some(len))
@@ -275,27 +211,26 @@ impl<'a> ser::Serializer for Canonical<'a> {
         variant: &'static str,
         len: usize,
     ) -> Result<ObjectWriter<'a>, Error> {
-        let tag = Tag::new(self.rule, variant);
-        let rule = tag.content.unwrap_or(Rule::Plain);
-        Ok(ObjectWriter::new(self.out, rule, Some(tag), Some(len)))
+        Ok(ObjectWriter::new(
+            self.out,
+            Some(Tag { variant }),
+            Some(len),
+        ))
     }
 }
 
-/// An array, buffered: its elements are written in order, or under
-/// [`Rule::SortedList`] sorted by their strings.
+/// An array, buffered: its elements are written in order.
 struct ArrayWriter<'a> {
     out: &'a mut Vec<u8>,
-    sorted: bool,
     tag: Option<Tag>,
     buffer: Vec<u8>,
     elements: Vec<Range<usize>>,
 }
 
 impl<'a> ArrayWriter<'a> {
-    fn new(out: &'a mut Vec<u8>, rule: Rule, tag: Option<Tag>, len: Option<usize>) -> Self {
+    fn new(out: &'a mut Vec<u8>, tag: Option<Tag>, len: Option<usize>) -> Self {
         Self {
             out,
-            sorted: rule == Rule::SortedList,
             tag,
             buffer: Vec::new(),
             elements: Vec::with_capacity(len.unwrap_or(0)),
@@ -304,28 +239,16 @@ impl<'a> ArrayWriter<'a> {
 
     fn element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
         let start = self.buffer.len();
-        value.serialize(Canonical::new(&mut self.buffer, Rule::Plain))?;
+        value.serialize(Canonical {
+            out: &mut self.buffer,
+        })?;
         self.elements.push(start..self.buffer.len());
         Ok(())
     }
 
-    fn finish(mut self) -> Result<(), Error> {
-        if self.sorted {
-            // The string an element sorts by: itself when it is one, else "".
-            let buffer = &self.buffer;
-            let mut keyed: Vec<(String, Range<usize>)> = self
-                .elements
-                .drain(..)
-                .map(|range| {
-                    let text = serde_json::from_slice::<String>(&buffer[range.clone()]);
-                    (text.unwrap_or_default(), range)
-                })
-                .collect();
-            keyed.sort_by(|(left, _), (right, _)| compare_code_units(left, right));
-            self.elements = keyed.into_iter().map(|(_, range)| range).collect();
-        }
+    fn finish(self) -> Result<(), Error> {
         let (buffer, elements) = (&self.buffer, &self.elements);
-        let body = |out: &mut Vec<u8>, _: Rule| {
+        let body = |out: &mut Vec<u8>| {
             out.push(b'[');
             for (i, range) in elements.iter().enumerate() {
                 if i > 0 {
@@ -338,7 +261,7 @@ impl<'a> ArrayWriter<'a> {
         };
         match self.tag {
             Some(tag) => tag.write(self.out, body),
-            None => body(self.out, Rule::Plain),
+            None => body(self.out),
         }
     }
 }
@@ -391,7 +314,6 @@ impl ser::SerializeTupleVariant for ArrayWriter<'_> {
 /// code unit order of their keys (the last of equal keys wins, as in a map).
 struct ObjectWriter<'a> {
     out: &'a mut Vec<u8>,
-    rule: Rule,
     tag: Option<Tag>,
     buffer: Vec<u8>,
     entries: Vec<(Cow<'static, str>, Range<usize>)>,
@@ -400,10 +322,9 @@ struct ObjectWriter<'a> {
 }
 
 impl<'a> ObjectWriter<'a> {
-    fn new(out: &'a mut Vec<u8>, rule: Rule, tag: Option<Tag>, len: Option<usize>) -> Self {
+    fn new(out: &'a mut Vec<u8>, tag: Option<Tag>, len: Option<usize>) -> Self {
         Self {
             out,
-            rule,
             tag,
             buffer: Vec::new(),
             entries: Vec::with_capacity(len.unwrap_or(0)),
@@ -416,11 +337,10 @@ impl<'a> ObjectWriter<'a> {
         key: Cow<'static, str>,
         value: &T,
     ) -> Result<(), Error> {
-        let Some(rule) = self.rule.entry(&key) else {
-            return Ok(());
-        };
         let start = self.buffer.len();
-        value.serialize(Canonical::new(&mut self.buffer, rule))?;
+        value.serialize(Canonical {
+            out: &mut self.buffer,
+        })?;
         self.entries.push((key, start..self.buffer.len()));
         Ok(())
     }
@@ -430,7 +350,7 @@ impl<'a> ObjectWriter<'a> {
         self.entries
             .sort_by(|(left, _), (right, _)| compare_code_units(left, right));
         let (buffer, entries) = (&self.buffer, &self.entries);
-        let body = |out: &mut Vec<u8>, _: Rule| {
+        let body = |out: &mut Vec<u8>| {
             out.push(b'{');
             let mut first = true;
             for (i, (key, range)) in entries.iter().enumerate() {
@@ -450,7 +370,7 @@ impl<'a> ObjectWriter<'a> {
         };
         match self.tag {
             Some(tag) => tag.write(self.out, body),
-            None => body(self.out, Rule::Plain),
+            None => body(self.out),
         }
     }
 }

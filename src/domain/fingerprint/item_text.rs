@@ -1,0 +1,150 @@
+//! One agenda item's canonical JSON as the fingerprint hashes it, written
+//! field by field: object keys in UTF-16 code unit order (written in that
+//! order here), no whitespace, `reason` left out, the evidence's lists of
+//! task ids, event ids and review diagnostics sorted by code units (their
+//! order on the item never matters), strings escaped as
+//! `JSON.stringify` escapes them. These are the bytes of
+//! [`super::canonical_json`] over the item's `serde_json::to_value` with
+//! `reason` removed and those lists sorted; the tests hold the two side by
+//! side, for every field set and unset.
+//!
+//! Every field is named in a pattern with no `..`: a field added to the item
+//! or its evidence does not compile until it is written here or left out.
+//! Written through serde, with its keys buffered and sorted at run time, the
+//! text took five times as long.
+
+use crate::domain::agenda::{ActionableWorkItem, Evidence};
+use crate::domain::js_semantics::compare_code_units;
+use crate::domain::json_text::write_str;
+
+/// Appends the canonical JSON of `item`.
+pub(super) fn write_item(item: &ActionableWorkItem, out: &mut Vec<u8>) {
+    let ActionableWorkItem {
+        task_id,
+        display_id,
+        subject,
+        kind,
+        assignee,
+        priority,
+        reason: _,
+        evidence,
+    } = item;
+    let mut object = Object::open(out);
+    object.string("assignee", assignee);
+    object.optional_string("displayId", display_id.as_deref());
+    write_evidence(evidence, object.key("evidence"));
+    object.string("kind", kind.as_str());
+    object.string("priority", priority.as_str());
+    object.string("subject", subject);
+    object.string("taskId", task_id);
+    object.close();
+}
+
+fn write_evidence(evidence: &Evidence, out: &mut Vec<u8>) {
+    let Evidence {
+        status,
+        owner,
+        reviewer,
+        review_state,
+        needs_clarification,
+        blocker_task_ids,
+        blocked_by_task_ids,
+        history_event_ids,
+        review_cycle_id,
+        review_obligation,
+        can_bypass_phase2,
+        review_request_event_id,
+        review_requested_at,
+        review_started_event_id,
+        review_started_at,
+        review_started_by,
+        review_diagnostics,
+    } = evidence;
+    let mut object = Object::open(out);
+    object.sorted_list("blockedByTaskIds", blocked_by_task_ids.as_deref());
+    object.sorted_list("blockerTaskIds", blocker_task_ids.as_deref());
+    if let Some(flag) = can_bypass_phase2 {
+        let text: &[u8] = if *flag { b"true" } else { b"false" };
+        object.key("canBypassPhase2").extend_from_slice(text);
+    }
+    object.sorted_list("historyEventIds", history_event_ids.as_deref());
+    object.optional_string("needsClarification", needs_clarification.as_deref());
+    object.optional_string("owner", owner.as_deref());
+    object.optional_string("reviewCycleId", review_cycle_id.as_deref());
+    object.sorted_list("reviewDiagnostics", review_diagnostics.as_deref());
+    object.optional_string("reviewObligation", review_obligation.as_deref());
+    object.optional_string("reviewRequestEventId", review_request_event_id.as_deref());
+    object.optional_string("reviewRequestedAt", review_requested_at.as_deref());
+    object.optional_string("reviewStartedAt", review_started_at.as_deref());
+    object.optional_string("reviewStartedBy", review_started_by.as_deref());
+    object.optional_string("reviewStartedEventId", review_started_event_id.as_deref());
+    object.optional_string("reviewState", review_state.as_deref());
+    object.optional_string("reviewer", reviewer.as_deref());
+    object.string("status", status);
+    object.close();
+}
+
+/// A JSON object being written: its keys come in order, plain ASCII
+/// (written as they are).
+struct Object<'a> {
+    out: &'a mut Vec<u8>,
+    first: bool,
+}
+
+impl<'a> Object<'a> {
+    fn open(out: &'a mut Vec<u8>) -> Self {
+        out.push(b'{');
+        Self { out, first: true }
+    }
+
+    /// Writes `"key":` and hands the buffer over for the value.
+    fn key(&mut self, key: &'static str) -> &mut Vec<u8> {
+        if !self.first {
+            self.out.push(b',');
+        }
+        self.first = false;
+        self.out.push(b'"');
+        self.out.extend_from_slice(key.as_bytes());
+        self.out.extend_from_slice(b"\":");
+        self.out
+    }
+
+    fn string(&mut self, key: &'static str, text: &str) {
+        string(self.key(key), text);
+    }
+
+    fn optional_string(&mut self, key: &'static str, text: Option<&str>) {
+        if let Some(text) = text {
+            self.string(key, text);
+        }
+    }
+
+    /// A list the fingerprint sorts, written in code unit order (equal
+    /// strings are equal bytes: stable or not, the text is the same).
+    fn sorted_list(&mut self, key: &'static str, list: Option<&[String]>) {
+        let Some(list) = list else {
+            return;
+        };
+        let mut sorted: Vec<&str> = list.iter().map(String::as_str).collect();
+        sorted.sort_by(|left, right| compare_code_units(left, right));
+        let out = self.key(key);
+        out.push(b'[');
+        for (i, text) in sorted.into_iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            string(out, text);
+        }
+        out.push(b']');
+    }
+
+    fn close(self) {
+        self.out.push(b'}');
+    }
+}
+
+/// `text` as a JSON string.
+fn string(out: &mut Vec<u8>, text: &str) {
+    // Writing a string into a Vec cannot fail.
+    let _ = write_str(out, text);
+}
