@@ -67,7 +67,7 @@
 //! with it goes back to `incoming/` by recovery.
 //!
 //! A backlog of thousands costs O(1) per event: `incoming/` is listed once
-//! per 1,000 claims (`LISTED_NAMES_KEPT`), and retention (the newest 1,000
+//! per 5,000 claims (`LISTED_NAMES_KEPT`), and retention (the newest 1,000
 //! results by default) is applied once a tenth of the cap was filed since,
 //! its removals side by side and overlapping the next batch (each unlink
 //! can wait on the disk); at rest, after every drain.
