@@ -120,13 +120,13 @@ impl<'a> Object<'a> {
     }
 
     /// A list the fingerprint sorts, written in code unit order (equal
-    /// strings are equal bytes: stable or not, the text is the same).
+    /// strings are equal bytes, so an unstable sort writes the same text).
     fn sorted_list(&mut self, key: &'static str, list: Option<&[String]>) {
         let Some(list) = list else {
             return;
         };
         let mut sorted: Vec<&str> = list.iter().map(String::as_str).collect();
-        sorted.sort_by(|left, right| compare_code_units(left, right));
+        sorted.sort_unstable_by(|left, right| compare_code_units(left, right));
         let out = self.key(key);
         out.push(b'[');
         for (i, text) in sorted.into_iter().enumerate() {
