@@ -11,7 +11,7 @@ use super::js_semantics::compare_code_units;
 use super::names::{MemberName, TeamName};
 
 mod item_text;
-mod item_writer;
+mod value_writer;
 
 /// Prefix of every fingerprint.
 pub(crate) const FINGERPRINT_PREFIX: &str = "agenda:v1:";
@@ -73,7 +73,7 @@ fn write_scalar<T: serde::Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
 /// written straight from its `Serialize` impl: no `Value` tree is built.
 pub(crate) fn canonical_sha256_hex<T: serde::Serialize + ?Sized>(value: &T) -> String {
     let mut out = Vec::new();
-    item_writer::write_plain(value, &mut out);
+    value_writer::write_plain(value, &mut out);
     sha256_hex(&out)
 }
 
@@ -111,9 +111,9 @@ pub(crate) fn agenda_fingerprint<'a>(
         item_text::write_item(item, &mut out);
     }
     out.extend_from_slice(b"],\"memberName\":");
-    item_writer::write_plain(member_name, &mut out);
+    value_writer::write_plain(member_name, &mut out);
     out.extend_from_slice(b",\"teamName\":");
-    item_writer::write_plain(team_name, &mut out);
+    value_writer::write_plain(team_name, &mut out);
     out.extend_from_slice(b",\"version\":1}");
     format!("{FINGERPRINT_PREFIX}{}", sha256_hex(&out))
 }
@@ -187,7 +187,7 @@ mod tests {
 
     fn direct_plain<T: Serialize>(value: &T) -> String {
         let mut out = Vec::new();
-        item_writer::write_plain(value, &mut out);
+        value_writer::write_plain(value, &mut out);
         String::from_utf8(out).unwrap()
     }
 
