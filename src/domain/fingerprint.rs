@@ -8,10 +8,10 @@ use sha2::{Digest, Sha256};
 
 use super::agenda::ActionableWorkItem;
 use super::js_semantics::compare_code_units;
+use super::json_text::push_str;
 use super::names::{MemberName, TeamName};
 
 mod item_text;
-mod value_writer;
 
 /// Prefix of every fingerprint.
 pub(crate) const FINGERPRINT_PREFIX: &str = "agenda:v1:";
@@ -68,15 +68,6 @@ fn write_scalar<T: serde::Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
     let _ = serde_json::to_writer(&mut *out, value);
 }
 
-/// Lowercase hex SHA-256 of the canonical JSON ([`canonical_json`]) of
-/// `value`'s `serde_json::to_value` (of `null` if it does not serialize),
-/// written straight from its `Serialize` impl: no `Value` tree is built.
-pub(crate) fn canonical_sha256_hex<T: serde::Serialize + ?Sized>(value: &T) -> String {
-    let mut out = Vec::new();
-    value_writer::write_plain(value, &mut out);
-    sha256_hex(&out)
-}
-
 /// Lowercase hex SHA-256 of `bytes`.
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);
@@ -111,17 +102,15 @@ pub(crate) fn agenda_fingerprint<'a>(
         item_text::write_item(item, &mut out);
     }
     out.extend_from_slice(b"],\"memberName\":");
-    value_writer::write_plain(member_name, &mut out);
+    push_str(&mut out, member_name.as_str());
     out.extend_from_slice(b",\"teamName\":");
-    value_writer::write_plain(team_name, &mut out);
+    push_str(&mut out, team_name.as_str());
     out.extend_from_slice(b",\"version\":1}");
     format!("{FINGERPRINT_PREFIX}{}", sha256_hex(&out))
 }
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use serde_json::json;
 
     use super::*;
@@ -185,12 +174,6 @@ mod tests {
         String::from_utf8(out).unwrap()
     }
 
-    fn direct_plain<T: Serialize>(value: &T) -> String {
-        let mut out = Vec::new();
-        value_writer::write_plain(value, &mut out);
-        String::from_utf8(out).unwrap()
-    }
-
     /// An item with every field set and strings that need escapes, a
     /// reason, and evidence lists out of code unit order (an astral
     /// character sorts before U+FF5E in UTF-16, after it in UTF-8).
@@ -224,85 +207,6 @@ mod tests {
             }
         }))
         .unwrap()
-    }
-
-    /// serde shapes `Value` cannot show: enum variants, floats of both
-    /// widths, integer map keys, a unit, a char, a skipped-if-none field
-    /// left in.
-    #[derive(Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Shapes {
-        unit: (),
-        letter: char,
-        narrow: f32,
-        wide: f64,
-        by_number: BTreeMap<u32, &'static str>,
-        absent: Option<u8>,
-        newtype: Variant,
-        tuple: Variant,
-        named: Variant,
-    }
-
-    #[derive(Serialize)]
-    enum Variant {
-        Newtype(Vec<&'static str>),
-        Tuple(u8, &'static str),
-        Named { z: u8, a: &'static str },
-    }
-
-    fn shapes() -> Shapes {
-        Shapes {
-            unit: (),
-            letter: '\u{1F600}',
-            narrow: 0.1,
-            wide: -0.0,
-            by_number: BTreeMap::from([(10, "ten"), (9, "nine")]),
-            absent: None,
-            newtype: Variant::Newtype(vec!["b", "a"]),
-            tuple: Variant::Tuple(1, "x"),
-            named: Variant::Named { z: 1, a: "a" },
-        }
-    }
-
-    #[test]
-    fn direct_plain_json_is_the_value_route_json() {
-        let astral_keys = json!({
-            "\u{FF5E}": 1,
-            "\u{1F600}": 2,
-            "\u{e9}": 3,
-            "Z": 4,
-            "a\"b": 5,
-            "\n": 6,
-            "": 7
-        });
-        let cases: Vec<(&str, Value)> = vec![
-            ("keys needing escapes and UTF-16 order", astral_keys.clone()),
-            (
-                "nested objects",
-                json!({"b": {"reason": "stays", "d": {"z": [], "a": {}}}, "reason": "stays"}),
-            ),
-            (
-                "numbers",
-                json!({"n": [0, -1, u64::MAX, i64::MIN, 1.5, 1e21, -0.0, 0.1, 1e-7, 123456789.0]}),
-            ),
-            (
-                "lists keep their order",
-                json!({"blockerTaskIds": ["b", "a"]}),
-            ),
-            ("an array", json!(["b", {"reason": 1, "a": 2}])),
-            ("a string", json!("\u{1}\u{1F600}")),
-            ("null", Value::Null),
-            ("empty object", json!({})),
-        ];
-        for (name, value) in &cases {
-            assert_eq!(direct_plain(value), canonical_json(value), "{name}");
-        }
-        // Typed values, through their own `Serialize`, not a `Value`.
-        assert_eq!(
-            direct_plain(&shapes()),
-            canonical_json(&serde_json::to_value(shapes()).unwrap()),
-            "serde shapes"
-        );
     }
 
     #[test]

@@ -15,7 +15,7 @@
 
 use crate::domain::agenda::{ActionableWorkItem, Evidence};
 use crate::domain::js_semantics::compare_code_units;
-use crate::domain::json_text::write_str;
+use crate::domain::json_text::ObjectText;
 
 /// Appends the canonical JSON of `item`.
 pub(super) fn write_item(item: &ActionableWorkItem, out: &mut Vec<u8>) {
@@ -29,7 +29,7 @@ pub(super) fn write_item(item: &ActionableWorkItem, out: &mut Vec<u8>) {
         reason: _,
         evidence,
     } = item;
-    let mut object = Object::open(out);
+    let mut object = ObjectText::open(out);
     object.string("assignee", assignee);
     object.optional_string("displayId", display_id.as_deref());
     write_evidence(evidence, object.key("evidence"));
@@ -60,18 +60,18 @@ fn write_evidence(evidence: &Evidence, out: &mut Vec<u8>) {
         review_started_by,
         review_diagnostics,
     } = evidence;
-    let mut object = Object::open(out);
-    object.sorted_list("blockedByTaskIds", blocked_by_task_ids.as_deref());
-    object.sorted_list("blockerTaskIds", blocker_task_ids.as_deref());
+    let mut object = ObjectText::open(out);
+    sorted_list(&mut object, "blockedByTaskIds", blocked_by_task_ids);
+    sorted_list(&mut object, "blockerTaskIds", blocker_task_ids);
     if let Some(flag) = can_bypass_phase2 {
         let text: &[u8] = if *flag { b"true" } else { b"false" };
         object.key("canBypassPhase2").extend_from_slice(text);
     }
-    object.sorted_list("historyEventIds", history_event_ids.as_deref());
+    sorted_list(&mut object, "historyEventIds", history_event_ids);
     object.optional_string("needsClarification", needs_clarification.as_deref());
     object.optional_string("owner", owner.as_deref());
     object.optional_string("reviewCycleId", review_cycle_id.as_deref());
-    object.sorted_list("reviewDiagnostics", review_diagnostics.as_deref());
+    sorted_list(&mut object, "reviewDiagnostics", review_diagnostics);
     object.optional_string("reviewObligation", review_obligation.as_deref());
     object.optional_string("reviewRequestEventId", review_request_event_id.as_deref());
     object.optional_string("reviewRequestedAt", review_requested_at.as_deref());
@@ -84,67 +84,14 @@ fn write_evidence(evidence: &Evidence, out: &mut Vec<u8>) {
     object.close();
 }
 
-/// A JSON object being written: its keys come in order, plain ASCII
-/// (written as they are).
-struct Object<'a> {
-    out: &'a mut Vec<u8>,
-    first: bool,
-}
-
-impl<'a> Object<'a> {
-    fn open(out: &'a mut Vec<u8>) -> Self {
-        out.push(b'{');
-        Self { out, first: true }
-    }
-
-    /// Writes `"key":` and hands the buffer over for the value.
-    fn key(&mut self, key: &'static str) -> &mut Vec<u8> {
-        if !self.first {
-            self.out.push(b',');
-        }
-        self.first = false;
-        self.out.push(b'"');
-        self.out.extend_from_slice(key.as_bytes());
-        self.out.extend_from_slice(b"\":");
-        self.out
-    }
-
-    fn string(&mut self, key: &'static str, text: &str) {
-        string(self.key(key), text);
-    }
-
-    fn optional_string(&mut self, key: &'static str, text: Option<&str>) {
-        if let Some(text) = text {
-            self.string(key, text);
-        }
-    }
-
-    /// A list the fingerprint sorts, written in code unit order (equal
-    /// strings are equal bytes, so an unstable sort writes the same text).
-    fn sorted_list(&mut self, key: &'static str, list: Option<&[String]>) {
-        let Some(list) = list else {
-            return;
-        };
-        let mut sorted: Vec<&str> = list.iter().map(String::as_str).collect();
-        sorted.sort_unstable_by(|left, right| compare_code_units(left, right));
-        let out = self.key(key);
-        out.push(b'[');
-        for (i, text) in sorted.into_iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            string(out, text);
-        }
-        out.push(b']');
-    }
-
-    fn close(self) {
-        self.out.push(b'}');
-    }
-}
-
-/// `text` as a JSON string.
-fn string(out: &mut Vec<u8>, text: &str) {
-    // Writing a string into a Vec cannot fail.
-    let _ = write_str(out, text);
+/// A list the fingerprint sorts, written in code unit order (distinct strings
+/// never compare equal by code units, so an unstable sort writes the same
+/// text); nothing for `None`.
+fn sorted_list(object: &mut ObjectText<'_>, key: &'static str, list: &Option<Vec<String>>) {
+    let Some(list) = list else {
+        return;
+    };
+    let mut sorted: Vec<&str> = list.iter().map(String::as_str).collect();
+    sorted.sort_unstable_by(|left, right| compare_code_units(left, right));
+    object.strings(key, sorted);
 }

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::agenda::{ActionableWorkItem, Agenda, ItemKind};
-use crate::domain::fingerprint::canonical_sha256_hex;
+use crate::domain::fingerprint::sha256_hex;
+use crate::domain::json_text::ObjectText;
 use crate::domain::names::{normalize_member_name, MemberName, TeamName};
 use crate::domain::nudge_text::{agenda_preview, agenda_sync_text, display_id, review_pickup_text};
 use crate::domain::review_cycle::ReviewObligation;
@@ -21,6 +22,16 @@ pub enum NudgeIntent {
     AgendaSync,
     /// A clean review pickup.
     ReviewPickup,
+}
+
+impl NudgeIntent {
+    /// The wire spelling (`serde`'s).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::AgendaSync => "agenda_sync",
+            Self::ReviewPickup => "review_pickup",
+        }
+    }
 }
 
 /// A task reference in a nudge.
@@ -54,9 +65,61 @@ pub struct NudgePayload {
 }
 
 impl NudgePayload {
-    /// sha256 hex of the canonical JSON payload.
+    /// sha256 hex of the canonical JSON payload ([`NudgePayload::canonical_text`]).
     pub fn hash(&self) -> String {
-        canonical_sha256_hex(self)
+        sha256_hex(&self.canonical_text())
+    }
+
+    /// The canonical JSON of the payload as `serde` serializes it: keys in
+    /// code unit order at every depth, no whitespace, the optional intent key
+    /// and an empty review id list left out, `JSON.stringify`'s escaping. The
+    /// bytes of `canonical_json` over its `serde_json::to_value`, which the
+    /// hashes of outboxes already on disk (and the app's) were taken over;
+    /// the tests hold the two side by side. Every field is named in a pattern
+    /// with no `..`: a new field does not compile until it is written here.
+    fn canonical_text(&self) -> Vec<u8> {
+        let NudgePayload {
+            to,
+            text,
+            task_refs,
+            work_sync_intent,
+            work_sync_intent_key,
+            work_sync_review_request_event_ids,
+            agenda_fingerprint,
+        } = self;
+        let mut out = Vec::with_capacity(256 + text.len());
+        let mut object = ObjectText::open(&mut out);
+        object.string("agendaFingerprint", agenda_fingerprint);
+        let refs = object.key("taskRefs");
+        refs.push(b'[');
+        for (i, task_ref) in task_refs.iter().enumerate() {
+            if i > 0 {
+                refs.push(b',');
+            }
+            let TaskRef {
+                team_name,
+                task_id,
+                display_id,
+            } = task_ref;
+            let mut entry = ObjectText::open(refs);
+            entry.string("displayId", display_id);
+            entry.string("taskId", task_id);
+            entry.string("teamName", team_name);
+            entry.close();
+        }
+        refs.push(b']');
+        object.string("text", text);
+        object.string("to", to);
+        object.string("workSyncIntent", work_sync_intent.as_str());
+        object.optional_string("workSyncIntentKey", work_sync_intent_key.as_deref());
+        if !work_sync_review_request_event_ids.is_empty() {
+            let ids = work_sync_review_request_event_ids
+                .iter()
+                .map(String::as_str);
+            object.strings("workSyncReviewRequestEventIds", ids);
+        }
+        object.close();
+        out
     }
 }
 

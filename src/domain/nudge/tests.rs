@@ -1153,3 +1153,71 @@ fn payload_hash_is_the_hash_of_its_canonical_value() {
         assert_eq!(payload.hash(), via_value, "{payload:?}");
     }
 }
+
+mod payload_text {
+    use super::*;
+    use crate::domain::fingerprint::{canonical_json, sha256_hex};
+    use proptest::prelude::*;
+
+    /// Strings that sort differently by code units, code points and bytes,
+    /// and that need escapes.
+    const TEXTS: [&str; 7] = [
+        "",
+        "a",
+        "B",
+        "\u{FF5E}",
+        "\u{1F600}",
+        "\"\\\n\u{0}",
+        "\u{2028}",
+    ];
+
+    fn a_text() -> impl Strategy<Value = String> {
+        (0..TEXTS.len()).prop_map(|i| TEXTS[i].to_string())
+    }
+
+    fn a_payload() -> impl Strategy<Value = NudgePayload> {
+        let task_ref =
+            (a_text(), a_text(), a_text()).prop_map(|(team_name, task_id, display_id)| TaskRef {
+                team_name,
+                task_id,
+                display_id,
+            });
+        (
+            (a_text(), a_text(), prop::collection::vec(task_ref, 0..3)),
+            (any::<bool>(), prop::option::of(a_text())),
+            (prop::collection::vec(a_text(), 0..3), a_text()),
+        )
+            .prop_map(
+                |((to, text, task_refs), (review, key), (ids, fingerprint))| NudgePayload {
+                    to,
+                    text,
+                    task_refs,
+                    work_sync_intent: if review {
+                        NudgeIntent::ReviewPickup
+                    } else {
+                        NudgeIntent::AgendaSync
+                    },
+                    work_sync_intent_key: key,
+                    work_sync_review_request_event_ids: ids,
+                    agenda_fingerprint: fingerprint,
+                },
+            )
+    }
+
+    proptest! {
+        /// Every field set or unset: the hash is that of the canonical JSON
+        /// of the payload's `serde_json::Value`.
+        #[test]
+        fn any_payload_hash_is_the_hash_of_its_canonical_value(payload in a_payload()) {
+            let value = serde_json::to_value(&payload).unwrap();
+            prop_assert_eq!(payload.hash(), sha256_hex(canonical_json(&value).as_bytes()));
+        }
+    }
+
+    #[test]
+    fn intent_spellings_are_serdes() {
+        for intent in [NudgeIntent::AgendaSync, NudgeIntent::ReviewPickup] {
+            assert_eq!(serde_json::to_value(intent).unwrap(), intent.as_str());
+        }
+    }
+}

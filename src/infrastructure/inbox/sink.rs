@@ -7,7 +7,7 @@ use super::{with_control_url_line, DeliveryOutcome, InboxWriter, NudgeRow, Nudge
 use crate::application::host::{ControlUrl, Host};
 use crate::application::ports::{InboxFailure, InboxOutcome, InboxSink};
 use crate::domain::names::{MemberName, TeamName};
-use crate::domain::nudge::{NudgeIntent, OutboxItem};
+use crate::domain::nudge::OutboxItem;
 use crate::domain::time::{format_iso, EpochMs};
 use crate::infrastructure::clock::epoch_ms;
 
@@ -67,10 +67,7 @@ fn row_of(item: &OutboxItem, now: EpochMs) -> NudgeRow {
             })
             .collect(),
         message_id: item.id.clone(),
-        work_sync_intent: match payload.work_sync_intent {
-            NudgeIntent::AgendaSync => "agenda_sync".into(),
-            NudgeIntent::ReviewPickup => "review_pickup".into(),
-        },
+        work_sync_intent: payload.work_sync_intent.as_str().into(),
         work_sync_intent_key: payload.work_sync_intent_key.clone(),
         work_sync_review_request_event_ids: payload.work_sync_review_request_event_ids.clone(),
         work_sync_payload_hash: item.payload_hash.clone(),
