@@ -91,6 +91,25 @@ impl<'a> ObjectText<'a> {
     }
 }
 
+/// Test strings for writers of JSON text: they sort differently by UTF-16
+/// code units, code points and bytes (U+1F600 against U+FF5E, "B" against
+/// "a", "10"), and some need escapes.
+#[cfg(test)]
+pub(crate) fn a_test_text() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::strategy::Strategy;
+    const TEXTS: [&str; 8] = [
+        "",
+        "a",
+        "B",
+        "\u{FF5E}",
+        "\u{1F600}",
+        "\"\\\n\u{0}",
+        "\u{7f}\u{2028}",
+        "10",
+    ];
+    (0..TEXTS.len()).prop_map(|i| TEXTS[i].to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

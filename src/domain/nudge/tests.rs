@@ -1157,35 +1157,25 @@ fn payload_hash_is_the_hash_of_its_canonical_value() {
 mod payload_text {
     use super::*;
     use crate::domain::fingerprint::{canonical_json, sha256_hex};
+    use crate::domain::json_text::a_test_text;
     use proptest::prelude::*;
 
-    /// Strings that sort differently by code units, code points and bytes,
-    /// and that need escapes.
-    const TEXTS: [&str; 7] = [
-        "",
-        "a",
-        "B",
-        "\u{FF5E}",
-        "\u{1F600}",
-        "\"\\\n\u{0}",
-        "\u{2028}",
-    ];
-
-    fn a_text() -> impl Strategy<Value = String> {
-        (0..TEXTS.len()).prop_map(|i| TEXTS[i].to_string())
-    }
-
     fn a_payload() -> impl Strategy<Value = NudgePayload> {
-        let task_ref =
-            (a_text(), a_text(), a_text()).prop_map(|(team_name, task_id, display_id)| TaskRef {
+        let task_ref = (a_test_text(), a_test_text(), a_test_text()).prop_map(
+            |(team_name, task_id, display_id)| TaskRef {
                 team_name,
                 task_id,
                 display_id,
-            });
+            },
+        );
         (
-            (a_text(), a_text(), prop::collection::vec(task_ref, 0..3)),
-            (any::<bool>(), prop::option::of(a_text())),
-            (prop::collection::vec(a_text(), 0..3), a_text()),
+            (
+                a_test_text(),
+                a_test_text(),
+                prop::collection::vec(task_ref, 0..3),
+            ),
+            (any::<bool>(), prop::option::of(a_test_text())),
+            (prop::collection::vec(a_test_text(), 0..3), a_test_text()),
         )
             .prop_map(
                 |((to, text, task_refs), (review, key), (ids, fingerprint))| NudgePayload {
