@@ -440,7 +440,7 @@ mod tests {
                 member_name: "jack".into(),
                 generated_at: format_iso(NOW - age_ms),
                 fingerprint: "fp".into(),
-                items: vec![item; items],
+                items: (0..items).map(|_| item.clone().into()).collect(),
                 diagnostics: vec![],
             },
             report: None,

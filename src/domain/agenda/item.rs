@@ -3,6 +3,7 @@
 //! priority and the evidence behind it.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -235,8 +236,9 @@ pub struct Agenda {
     pub generated_at: String,
     /// `agenda:v1:<sha256 hex>`.
     pub fingerprint: String,
-    /// Items in fingerprint order.
-    pub items: Vec<ActionableWorkItem>,
+    /// Items in fingerprint order, shared: an unchanged task's item is the
+    /// one its facts keep (see `TaskFacts`), not a copy.
+    pub items: Vec<Arc<ActionableWorkItem>>,
     /// Why the agenda looks the way it does (not part of the fingerprint).
     pub diagnostics: Vec<String>,
 }

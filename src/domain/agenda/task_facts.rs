@@ -3,7 +3,7 @@
 //! it is finished, who owns and reviews it, and its tidied references.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::domain::js_semantics::{compare_code_units, js_trim};
 use crate::domain::names::normalize_member_name;
@@ -11,6 +11,8 @@ use crate::domain::review_cycle::{current_review_cycle, ReviewCycle};
 use crate::domain::team::{
     Clarification, HistoryEvent, KanbanColumn, KanbanEntry, ReviewState, Task, TaskStatus,
 };
+
+use super::item::ActionableWorkItem;
 /// A task reference as the index keys it: trimmed, one leading `#` removed.
 pub(super) fn task_reference(reference: &str) -> &str {
     let reference = js_trim(reference);
@@ -55,11 +57,22 @@ pub(super) struct TaskFacts {
     /// `blockedBy`, tidied ([`tidy_ids`]).
     pub(super) blocked_by: Vec<String>,
     pub(super) blocks: Vec<String>,
-    pub(super) broken: Vec<String>,
-    pub(super) waiting: Vec<String>,
+    /// Dependencies that name no live task ([`TaskFacts::set_dependencies`]).
+    broken: Vec<String>,
+    /// Dependencies on tasks not finished yet.
+    waiting: Vec<String>,
     /// Boxed: only tasks under review have one, and the facts of a whole
     /// board stay a third of the size.
     pub(super) cycle: Option<Box<ReviewCycle>>,
+    /// The task's item on its owner's agenda when the owner is not the
+    /// lead (`None` inside: the task is on no such agenda), made by the
+    /// first agenda that asks and shared by every agenda after it while
+    /// these facts hold. It is a function of the facts alone (the member
+    /// is the owner, the lead's rules do not apply), and the facts never
+    /// change under it: a changed task gets new facts, and a change to a
+    /// task this one waits on sets its dependencies again
+    /// ([`TaskFacts::set_dependencies`]), which empties it.
+    owner_item: OnceLock<Option<Arc<ActionableWorkItem>>>,
 }
 
 /// A task's owner, normalized ([`normalize_member_name`]); a name written
@@ -137,7 +150,35 @@ impl TaskFacts {
             broken: Vec::new(),
             waiting: Vec::new(),
             cycle,
+            owner_item: OnceLock::new(),
         }
+    }
+
+    /// Dependencies that name no live task.
+    pub(super) fn broken(&self) -> &[String] {
+        &self.broken
+    }
+
+    /// Dependencies on tasks not finished yet.
+    pub(super) fn waiting(&self) -> &[String] {
+        &self.waiting
+    }
+
+    /// Sets the dependencies as resolved against the board; the owner's
+    /// item, made from the ones before, is made again when next asked.
+    pub(super) fn set_dependencies(&mut self, broken: Vec<String>, waiting: Vec<String>) {
+        self.broken = broken;
+        self.waiting = waiting;
+        self.owner_item = OnceLock::new();
+    }
+
+    /// The task's item on the agenda of its owner when the owner is not
+    /// the lead: `make`'s, kept with the facts (see `owner_item`).
+    pub(super) fn owner_item(
+        &self,
+        make: impl FnOnce() -> Option<ActionableWorkItem>,
+    ) -> Option<Arc<ActionableWorkItem>> {
+        self.owner_item.get_or_init(|| make().map(Arc::new)).clone()
     }
 
     /// The owner, normalized; `None` when the task has none (or a blank one).

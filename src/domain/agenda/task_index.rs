@@ -251,9 +251,7 @@ impl TaskIndex {
                 _ => broken.push(dep.clone()),
             }
         }
-        let f = &mut self.facts[i];
-        f.broken = broken;
-        f.waiting = waiting;
+        self.facts[i].set_dependencies(broken, waiting);
     }
 
     fn add_to_buckets(&mut self, i: usize) {

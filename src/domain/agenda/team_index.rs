@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use crate::domain::diagnostic::Diagnostic;
 use crate::domain::fingerprint::agenda_fingerprint;
@@ -81,7 +82,14 @@ impl<'a> TeamIndex<'a> {
             ordered.sort_by(|(left, _), (right, _)| left.cmp(right));
             items = ordered
                 .into_iter()
-                .filter_map(|(_, i)| item_for(&tasks.facts[i], &normalized, is_lead))
+                .filter_map(|(_, i)| {
+                    let f = &tasks.facts[i];
+                    if !is_lead && f.owner() == Some(normalized.as_str()) {
+                        f.owner_item(|| item_for(f, &normalized, false))
+                    } else {
+                        item_for(f, &normalized, is_lead).map(Arc::new)
+                    }
+                })
                 .collect();
         }
         let fingerprint = fingerprint_of(&self.snapshot.team_name, &normalized, &items);
@@ -135,12 +143,12 @@ fn item_for(f: &TaskFacts, member: &MemberName, is_lead: bool) -> Option<Actiona
             evidence,
         ));
     }
-    if is_lead && !f.broken.is_empty() {
+    if is_lead && !f.broken().is_empty() {
         let evidence = Evidence {
             status,
             owner: f.owner().map(str::to_string),
             review_state,
-            blocked_by_task_ids: Some(f.broken.clone()),
+            blocked_by_task_ids: Some(f.broken().to_vec()),
             blocker_task_ids: (!f.blocks.is_empty()).then(|| f.blocks.clone()),
             ..Evidence::default()
         };
@@ -210,8 +218,8 @@ fn item_for(f: &TaskFacts, member: &MemberName, is_lead: bool) -> Option<Actiona
     }
     if f.owner() != Some(member.as_str())
         || task.needs_clarification.is_some()
-        || !f.waiting.is_empty()
-        || !f.broken.is_empty()
+        || !f.waiting().is_empty()
+        || !f.broken().is_empty()
     {
         return None;
     }
@@ -274,11 +282,13 @@ impl<'a> AppTaskOrder<'a> {
 fn fingerprint_of(
     team_name: &TeamName,
     member_name: &MemberName,
-    items: &[ActionableWorkItem],
+    items: &[Arc<ActionableWorkItem>],
 ) -> String {
     // Stable: equal keys (tasks sharing an id) keep agenda order.
-    let mut keyed: Vec<(String, &ActionableWorkItem)> =
-        items.iter().map(|item| (item.sort_key(), item)).collect();
+    let mut keyed: Vec<(String, &ActionableWorkItem)> = items
+        .iter()
+        .map(|item| (item.sort_key(), &**item))
+        .collect();
     keyed.sort_by(|(left, _), (right, _)| locale_compare(left, right));
     agenda_fingerprint(team_name, member_name, keyed.iter().map(|(_, item)| *item))
 }

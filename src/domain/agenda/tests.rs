@@ -531,7 +531,7 @@ fn assert_fingerprinted_in(agenda: &Agenda, keys: &[&str]) {
         .iter()
         .map(|key| {
             let item = agenda.items.iter().find(|i| i.sort_key() == *key);
-            item.unwrap_or_else(|| panic!("no item {key}")).clone()
+            ActionableWorkItem::clone(item.unwrap_or_else(|| panic!("no item {key}")))
         })
         .collect();
     assert_eq!(ordered.len(), agenda.items.len());
@@ -633,7 +633,7 @@ fn history_event_ids_keep_request_then_start_order_on_the_item() {
         Some(vec!["z-request".to_string(), "a-start".to_string()])
     );
     // The fingerprint sorts the list: the order on the item does not change it.
-    let mut swapped = a.items.clone();
+    let mut swapped: Vec<ActionableWorkItem> = a.items.iter().map(|i| (**i).clone()).collect();
     swapped[0].evidence.history_event_ids =
         Some(vec!["a-start".to_string(), "z-request".to_string()]);
     assert_eq!(
@@ -773,7 +773,7 @@ fn fingerprint_ignores_generated_at_and_reason() {
     let a = index.agenda_for(&member_name("jack"), NOW);
     let b = index.agenda_for(&member_name("jack"), "2030-01-01T00:00:00.000Z");
     assert_eq!(a.fingerprint, b.fingerprint);
-    let mut reworded = a.items.clone();
+    let mut reworded: Vec<ActionableWorkItem> = a.items.iter().map(|i| (**i).clone()).collect();
     reworded[0].reason = "something else".into();
     assert_eq!(
         agenda_fingerprint(&team_name("forge"), &member_name("jack"), &reworded),
@@ -1066,8 +1066,8 @@ mod incremental {
         for (w, c) in warm_facts.iter().zip(cold_facts) {
             assert!(Arc::ptr_eq(&w.task, &c.task), "task order after {step}");
             assert_eq!(
-                (&w.broken, &w.waiting),
-                (&c.broken, &c.waiting),
+                (w.broken(), w.waiting()),
+                (c.broken(), c.waiting()),
                 "deps after {step}"
             );
         }

@@ -277,12 +277,12 @@ fn stale_native_work(
     ) && items
         .iter()
         .all(|i| is_stale_work(i) || is_strict_pickup_item(i))
-        && items.iter().any(is_stale_work);
+        && items.iter().any(|item| is_stale_work(item));
     let stale = stable_since.is_some_and(|since| now - since >= NATIVE_STALE_MS);
     if !eligible || !stale {
         return None;
     }
-    Some(if items.iter().all(is_owned_in_progress) {
+    Some(if items.iter().all(|item| is_owned_in_progress(item)) {
         Activation::NativeStaleInProgress
     } else {
         Activation::NativeStaleAssignedWork

@@ -165,7 +165,7 @@ impl PlannedNudge {
 
 /// True when every item is a clean review pickup.
 pub fn is_strict_pickup(agenda: &Agenda) -> bool {
-    !agenda.items.is_empty() && agenda.items.iter().all(is_strict_pickup_item)
+    !agenda.items.is_empty() && agenda.items.iter().all(|item| is_strict_pickup_item(item))
 }
 
 /// A clean review pickup item.

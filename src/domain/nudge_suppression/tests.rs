@@ -33,7 +33,7 @@ fn status(items: Vec<ActionableWorkItem>) -> MemberStatus {
             member_name: "Jack".into(),
             generated_at: format_iso(NOW),
             fingerprint: "agenda:v1:abc".into(),
-            items,
+            items: items.into_iter().map(std::sync::Arc::new).collect(),
             diagnostics: vec![],
         },
         report: None,

@@ -24,7 +24,7 @@ fn agenda(items: Vec<ActionableWorkItem>) -> Agenda {
         member_name: "jack".into(),
         generated_at: "2026-11-22T10:00:00.000Z".into(),
         fingerprint: "fp".into(),
-        items,
+        items: items.into_iter().map(std::sync::Arc::new).collect(),
         diagnostics: vec![],
     }
 }

@@ -26,7 +26,7 @@ fn agenda(fingerprint: &str, items: usize) -> Agenda {
         member_name: "jack".into(),
         generated_at: "2023-11-14T22:13:20.000Z".into(),
         fingerprint: fingerprint.into(),
-        items: (0..items).map(|i| item(&i.to_string())).collect(),
+        items: (0..items).map(|i| item(&i.to_string()).into()).collect(),
         diagnostics: vec!["agenda_note".into()],
     }
 }
