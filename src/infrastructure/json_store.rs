@@ -713,30 +713,6 @@ pub(crate) fn write_json<T: Serialize + ?Sized>(
     root.write_atomic(path, text.as_bytes())
 }
 
-/// [`write_envelope`] staged for a group commit ([`safe_fs::commit`]): the
-/// new content sits in a temp file beside `path` until then. `last` then
-/// keeps `value` with the staged bytes, so once they are committed a read
-/// through [`read_envelope_reusing`] answers from it: `value` must be what
-/// the staged bytes decode to.
-///
-/// [`safe_fs::commit`]: super::safe_fs::commit
-pub(crate) fn stage_envelope_kept<T: Serialize>(
-    root: &TrustedRoot,
-    path: &Path,
-    version: u64,
-    field: &str,
-    value: T,
-    last: &mut Option<Decoded<T>>,
-) -> io::Result<Staged> {
-    let envelope = FieldEnvelope {
-        schema_version: version,
-        field,
-        value: &value,
-    };
-    let text = render_json(path, &envelope)?;
-    stage_kept(root, path, text, value, last)
-}
-
 /// `text` (`value` rendered, [`render_json`]) staged beside `path` for a
 /// group commit ([`safe_fs::commit`]), `value` kept with it in `last`, so
 /// once they are committed a read through [`read_envelope_reusing`] or

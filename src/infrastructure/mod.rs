@@ -22,6 +22,7 @@ mod side_by_side;
 pub mod spool;
 pub mod sqlite;
 pub mod status_store;
+pub(crate) mod status_text;
 pub(crate) mod task_cache;
 mod task_file;
 mod team_config;

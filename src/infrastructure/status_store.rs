@@ -10,12 +10,13 @@ use serde_json::Value;
 
 use super::journal;
 use super::json_store::{
-    peek_envelope, read_envelope, read_envelope_reusing, read_envelope_taking, stage_envelope_kept,
-    write_envelope, Decoded, KeptDecodes, Loaded, Peeked,
+    peek_envelope, read_envelope, read_envelope_reusing, read_envelope_taking, stage_kept,
+    write_text, Decoded, KeptDecodes, Loaded, Peeked,
 };
 use super::lock::StoreLock;
 use super::metrics_store::FsMetricsStore;
 use super::safe_fs::{commit, commit_with_companion, FileKind, TrustedRoot};
+use super::status_text::StatusTexts;
 use super::team_reader::MAX_ROSTER_MEMBERS;
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
 use crate::application::ports::{
@@ -108,6 +109,9 @@ pub struct FsStatusStore {
     /// often the bytes this process wrote last, which then cost a
     /// comparison and a copy, not a check and a decode.
     decoded: KeptDecodes<PathBuf, MemberStatus>,
+    /// Each recently written status file's agenda items as rendered, for
+    /// its next write ([`StatusTexts`]).
+    texts: StatusTexts,
 }
 
 impl FsStatusStore {
@@ -118,6 +122,7 @@ impl FsStatusStore {
             clock,
             metrics: None,
             decoded: KeptDecodes::new(KEPT_STATUSES, KEPT_STATUS_BYTES),
+            texts: StatusTexts::new(KEPT_STATUSES, KEPT_STATUS_BYTES),
         }
     }
 
@@ -143,14 +148,9 @@ impl FsStatusStore {
     /// them unrecorded, writes them and reports a failure.
     fn write_status(&self, path: &std::path::Path, status: &MemberStatus) -> Result<(), PortError> {
         let Some(metrics) = &self.metrics else {
-            let bytes = write_envelope(
-                self.paths.root(),
-                path,
-                STATUS_SCHEMA_VERSION,
-                "status",
-                status,
-            )?;
-            let written = Decoded::new(bytes, status.clone());
+            let text = self.texts.render(path, STATUS_SCHEMA_VERSION, status)?;
+            write_text(self.paths.root(), path, &text)?;
+            let written = Decoded::new(text.into_bytes(), status.clone());
             self.decoded.keep(path.to_path_buf(), Some(written));
             return Ok(());
         };
@@ -179,11 +179,11 @@ impl FsStatusStore {
         status: &MemberStatus,
         written: &mut Option<Decoded<MemberStatus>>,
     ) -> Result<super::safe_fs::Staged, PortError> {
-        Ok(stage_envelope_kept(
+        let text = self.texts.render(path, STATUS_SCHEMA_VERSION, status)?;
+        Ok(stage_kept(
             self.paths.root(),
             path,
-            STATUS_SCHEMA_VERSION,
-            "status",
+            text,
             status.clone(),
             written,
         )?)

@@ -144,7 +144,7 @@ impl Priority {
 }
 
 /// Board facts that justify an item; part of the fingerprint.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(missing_docs)]
 #[cfg_attr(test, derive(ts_rs::TS), ts(optional_fields))]
@@ -184,8 +184,9 @@ pub struct Evidence {
     pub review_diagnostics: Option<Vec<String>>,
 }
 
-/// One thing a member should act on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One thing a member should act on. `Eq`, so that two `Arc`s of one
+/// item compare equal by address before their fields are read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(test, derive(ts_rs::TS), ts(optional_fields))]
 pub struct ActionableWorkItem {
