@@ -1,6 +1,7 @@
 //! Shadow metrics and phase-2 readiness.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -27,8 +28,9 @@ pub enum MetricKind {
     ReportRejected,
 }
 
-/// One metric event.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One metric event. `Eq`, so that two `Arc`s of one event compare equal
+/// by address before their fields are read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(missing_docs)]
 #[cfg_attr(test, derive(ts_rs::TS), ts(optional_fields))]
@@ -66,9 +68,11 @@ pub struct MetricsIndex {
     /// Latest summary per member key.
     #[serde(default)]
     pub members: BTreeMap<String, MemberSummary>,
-    /// Last [`MAX_RECENT_EVENTS`] events, oldest first.
+    /// Last [`MAX_RECENT_EVENTS`] events, oldest first, shared (`Arc`):
+    /// an event never changes once recorded, and the index's copies and
+    /// the fragments its file is rendered from hold the same one.
     #[serde(default)]
-    pub recent_events: Vec<MetricEvent>,
+    pub recent_events: Vec<Arc<MetricEvent>>,
 }
 
 /// The metric events of one status write. The report is the status's own,
@@ -155,11 +159,11 @@ impl MetricsIndex {
         }
         for event in events {
             if !self.recent_events.iter().any(|e| e.id == event.id) {
-                self.recent_events.push(event);
+                self.recent_events.push(Arc::new(event));
                 changed = true;
             }
         }
-        let recorded_at = |e: &MetricEvent| parse_iso(&e.recorded_at).unwrap_or(i64::MIN);
+        let recorded_at = |e: &Arc<MetricEvent>| parse_iso(&e.recorded_at).unwrap_or(i64::MIN);
         // A stable sort of a list already in order moves nothing.
         if !self.recent_events.is_sorted_by_key(recorded_at) {
             self.recent_events.sort_by_key(recorded_at);
@@ -371,7 +375,7 @@ pub struct TeamMetrics {
     pub fingerprint_change_count: usize,
     pub report_accepted_count: usize,
     pub report_rejected_count: usize,
-    pub recent_events: Vec<MetricEvent>,
+    pub recent_events: Vec<Arc<MetricEvent>>,
     pub phase2_readiness: Readiness,
 }
 
@@ -466,7 +470,7 @@ mod tests {
         events.extend(extra);
         MetricsIndex {
             members: [("jack".to_string(), summary("jack"))].into(),
-            recent_events: events,
+            recent_events: events.into_iter().map(Arc::new).collect(),
         }
     }
 
@@ -687,15 +691,16 @@ mod tests {
         };
         let unsorted = {
             let mut index = recorded.clone();
-            index
-                .recent_events
-                .insert(0, event("jack", MetricKind::StatusEvaluated, 5_000, 1));
+            index.recent_events.insert(
+                0,
+                event("jack", MetricKind::StatusEvaluated, 5_000, 1).into(),
+            );
             index
         };
         let overfull = {
             let mut index = recorded.clone();
             index.recent_events = (0..=MAX_RECENT_EVENTS as i64)
-                .map(|i| event("jack", MetricKind::StatusEvaluated, i * 1000, 2))
+                .map(|i| event("jack", MetricKind::StatusEvaluated, i * 1000, 2).into())
                 .collect();
             index
         };

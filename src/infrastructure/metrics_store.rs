@@ -44,7 +44,7 @@ pub(crate) struct FsMetricsStore {
     clock: Arc<dyn Clock>,
     decoded: KeptDecodes<PathBuf, Arc<MetricsIndex>>,
     member_fragments: FragmentCache<PathBuf, MemberSummary>,
-    event_fragments: FragmentCache<PathBuf, MetricEvent>,
+    event_fragments: FragmentCache<PathBuf, Arc<MetricEvent>>,
     /// The status write last made durable with its status
     /// ([`FsMetricsStore::committed`]), until the next
     /// [`MetricsStore::record`] takes it.
@@ -114,7 +114,7 @@ impl FsMetricsStore {
     fn render(&self, path: &Path, index: &MetricsIndex) -> std::io::Result<String> {
         let members: Vec<(&str, &MemberSummary)> =
             index.members.iter().map(|(k, v)| (k.as_str(), v)).collect();
-        let events: Vec<(&str, &MetricEvent)> = index
+        let events: Vec<(&str, &Arc<MetricEvent>)> = index
             .recent_events
             .iter()
             .map(|event| (event.id.as_str(), event))

@@ -6,6 +6,7 @@
 
 use crate::domain::js_semantics::{is_js_whitespace, js_trim};
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 use crate::domain::agenda::{ActionableWorkItem, ItemKind, ItemReason};
 use crate::domain::diagnostic::{has, parsed, Diagnostic, StallTrigger};
@@ -311,7 +312,7 @@ fn targeted_recovery(status: &MemberStatus) -> Option<Activation> {
 /// this fingerprint after the last event of another agenda (or the change
 /// into this one) and after the last accepted report of this agenda.
 pub fn current_fingerprint_stable_since(
-    events: &[MetricEvent],
+    events: &[Arc<MetricEvent>],
     status: &MemberStatus,
     now: EpochMs,
 ) -> Option<EpochMs> {
@@ -320,7 +321,7 @@ pub fn current_fingerprint_stable_since(
     let timed: Vec<(EpochMs, &MetricEvent)> = events
         .iter()
         .filter(|e| normalize_member_name(&e.member_name) == member)
-        .filter_map(|e| parse_iso(&e.recorded_at).map(|at| (at, e)))
+        .filter_map(|e| parse_iso(&e.recorded_at).map(|at| (at, &**e)))
         .filter(|(at, _)| *at <= now)
         .collect();
     let boundary = timed

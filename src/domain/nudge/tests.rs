@@ -1,6 +1,7 @@
 //! Nudge planning, activation, outbox transitions, backoff, cooldown, rate limit.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::*;
 use crate::domain::agenda::{ActionableWorkItem, Agenda, Evidence, ItemKind, Priority};
@@ -484,6 +485,7 @@ fn stable_since_starts_after_the_last_other_agenda_and_accepted_report() {
         ),
     ];
     for (name, events, expected) in cases {
+        let events: Vec<Arc<MetricEvent>> = events.into_iter().map(Arc::new).collect();
         assert_eq!(
             current_fingerprint_stable_since(&events, &s, NOW),
             expected,

@@ -275,6 +275,7 @@ impl SqliteStore {
                 .iter()
                 .map(|r| {
                     record_to_metric_event(r)
+                        .map(Arc::new)
                         .map_err(self.bad("member_work_sync_metric_events", &r.id))
                 })
                 .collect::<Result<_, _>>()?;
