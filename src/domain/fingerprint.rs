@@ -80,7 +80,7 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// Fingerprint of an agenda's `items` (its actionable work items, which must
-/// already be in `ActionableWorkItem::sort_key` order by `localeCompare`);
+/// already be in `ActionableWorkItem::write_sort_key` order by `localeCompare`);
 /// `member_name` is the normalized name ([`MemberName::normalized`]).
 /// `reason` stays out; the evidence lists of task and event ids and of
 /// review diagnostics go in sorted ([`item_text`]).

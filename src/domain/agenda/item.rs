@@ -212,15 +212,23 @@ pub struct ActionableWorkItem {
 }
 
 impl ActionableWorkItem {
-    /// Sort key of the fingerprint: `kind:taskId:displayId`, compared with
-    /// `js_semantics::locale_compare` (the reference's `localeCompare`), not as bytes.
+    /// [`ActionableWorkItem::write_sort_key`] as a string of its own.
+    #[cfg(test)]
     pub(crate) fn sort_key(&self) -> String {
-        format!(
-            "{}:{}:{}",
-            self.kind.as_str(),
-            self.task_id,
-            self.display_id.as_deref().unwrap_or_default()
-        )
+        let mut key = String::new();
+        self.write_sort_key(&mut key);
+        key
+    }
+
+    /// Appends the sort key of the fingerprint to `out`:
+    /// `kind:taskId:displayId`, compared with `js_semantics::locale_compare`
+    /// (the reference's `localeCompare`), not as bytes.
+    pub(crate) fn write_sort_key(&self, out: &mut String) {
+        out.push_str(self.kind.as_str());
+        out.push(':');
+        out.push_str(&self.task_id);
+        out.push(':');
+        out.push_str(self.display_id.as_deref().unwrap_or_default());
     }
 }
 

@@ -277,18 +277,24 @@ impl<'a> AppTaskOrder<'a> {
 }
 
 /// The fingerprint of `items`, which hashes them in `kind:taskId:displayId`
-/// order ([`ActionableWorkItem::sort_key`] under `localeCompare`), whatever
+/// order ([`ActionableWorkItem::write_sort_key`] under `localeCompare`), whatever
 /// order the agenda lists them in.
 fn fingerprint_of(
     team_name: &TeamName,
     member_name: &MemberName,
     items: &[Arc<ActionableWorkItem>],
 ) -> String {
+    // Every key in one buffer, not a string each.
+    let mut keys = String::with_capacity(items.len() * 32);
+    let mut keyed: Vec<(std::ops::Range<usize>, &ActionableWorkItem)> =
+        Vec::with_capacity(items.len());
+    for item in items {
+        let start = keys.len();
+        item.write_sort_key(&mut keys);
+        keyed.push((start..keys.len(), item));
+    }
     // Stable: equal keys (tasks sharing an id) keep agenda order.
-    let mut keyed: Vec<(String, &ActionableWorkItem)> = items
-        .iter()
-        .map(|item| (item.sort_key(), &**item))
-        .collect();
-    keyed.sort_by(|(left, _), (right, _)| locale_compare(left, right));
+    keyed
+        .sort_by(|(left, _), (right, _)| locale_compare(&keys[left.clone()], &keys[right.clone()]));
     agenda_fingerprint(team_name, member_name, keyed.iter().map(|(_, item)| *item))
 }
