@@ -153,36 +153,45 @@ impl FsTeamSource {
             return snapshot;
         };
         snapshot.folder_found = true;
-        // Decoded once per change of the bytes ([`KeptRosters`]).
-        let config = read_file(
+        // Decoded, and merged, once per change of the bytes ([`KeptRosters`]).
+        let Some(config_bytes) = read_file(
             &team_dir,
             "config.json",
             MAX_CONFIG_BYTES,
             "team_config",
             diags,
-        )
-        .and_then(|bytes| {
-            let decode = self.rosters.config(team_name, &bytes, decode_config);
-            decode.or_report("team_config", content)
-        });
+        ) else {
+            return snapshot;
+        };
+        let config = self
+            .rosters
+            .config(team_name, &config_bytes, decode_config)
+            .or_report("team_config", content);
         let Some(config) = config.flatten() else {
             return snapshot;
         };
         snapshot.config_found = true;
         snapshot.deleted = config.deleted;
-        let meta = read_file(
+        let meta_bytes = read_file(
             &team_dir,
             "members.meta.json",
             MAX_MEMBERS_META_BYTES,
             "members_meta",
             diags,
-        )
-        .and_then(|bytes| {
-            let decode = self.rosters.meta(team_name, &bytes, decode_meta);
-            decode.or_report("members_meta", content)
-        })
-        .unwrap_or_default();
-        snapshot.members = merge_team_members(&config.members, &meta);
+        );
+        let meta = meta_bytes
+            .as_deref()
+            .and_then(|bytes| {
+                let decode = self.rosters.meta(team_name, bytes, decode_meta);
+                decode.or_report("members_meta", content)
+            })
+            .unwrap_or_default();
+        snapshot.members = self.rosters.members(
+            team_name,
+            &config_bytes,
+            meta_bytes.as_deref().unwrap_or_default(),
+            || merge_team_members(&config.members, &meta),
+        );
         if snapshot.members.len() > MAX_ROSTER_MEMBERS {
             snapshot.members.truncate(MAX_ROSTER_MEMBERS);
             snapshot.diagnostics.push("roster_truncated".into());

@@ -13,7 +13,7 @@
 //! [`KEPT_FILE_BYTES`]: crate::infrastructure::json_store::KEPT_FILE_BYTES
 
 use crate::domain::names::TeamName;
-use crate::domain::team::MemberOverlay;
+use crate::domain::team::{MemberOverlay, TeamMember};
 use crate::infrastructure::json_store::{KeptDecodes, KEPT_FILE_BYTES};
 use crate::infrastructure::team_config::TeamConfig;
 
@@ -40,6 +40,8 @@ pub(super) type MetaDecode = JsonDecode<Vec<MemberOverlay>>;
 pub(super) struct KeptRosters {
     config: KeptDecodes<TeamName, ConfigDecode>,
     meta: KeptDecodes<TeamName, MetaDecode>,
+    /// The merged roster, kept with both files' bytes ([`KeptRosters::members`]).
+    members: KeptDecodes<TeamName, Vec<TeamMember>>,
 }
 
 impl Default for KeptRosters {
@@ -47,6 +49,7 @@ impl Default for KeptRosters {
         Self {
             config: KeptDecodes::new(MAX_KEPT_TEAMS, MAX_KEPT_TEAMS * KEPT_FILE_BYTES),
             meta: KeptDecodes::new(MAX_KEPT_TEAMS, MAX_KEPT_TEAMS * KEPT_FILE_BYTES),
+            members: KeptDecodes::new(MAX_KEPT_TEAMS, MAX_KEPT_TEAMS * KEPT_FILE_BYTES),
         }
     }
 }
@@ -72,10 +75,31 @@ impl KeptRosters {
         self.meta.reuse_or(team.clone(), bytes, decode)
     }
 
+    /// `merge()`, the roster merged from the team's `config.json` and
+    /// `members.meta.json` (`meta` empty when there is none), or a copy of
+    /// the one kept for these same bytes: the merge reads nothing but the
+    /// two files' decodes, so equal bytes merge to an equal roster.
+    pub(super) fn members(
+        &self,
+        team: &TeamName,
+        config: &[u8],
+        meta: &[u8],
+        merge: impl FnOnce() -> Vec<TeamMember>,
+    ) -> Vec<TeamMember> {
+        // Both files' bytes, the first one's length first: no two pairs of
+        // files give the same key.
+        let mut both = Vec::with_capacity(8 + config.len() + meta.len());
+        both.extend_from_slice(&(config.len() as u64).to_le_bytes());
+        both.extend_from_slice(config);
+        both.extend_from_slice(meta);
+        self.members.reuse_or(team.clone(), &both, |_| merge())
+    }
+
     /// Forgets every kept decode (the reader is released).
     pub(super) fn clear(&self) {
         self.config.clear();
         self.meta.clear();
+        self.members.clear();
     }
 }
 
@@ -157,7 +181,39 @@ mod tests {
             "a large file is decoded every time"
         );
         assert!(kept.meta.take(&team("big")).is_none());
+        kept.members(&team("big"), b"a", b"", Vec::new);
         kept.clear();
-        assert_eq!(kept.config.len() + kept.meta.len(), 0);
+        assert_eq!(kept.config.len() + kept.meta.len() + kept.members.len(), 0);
+    }
+
+    #[test]
+    fn a_roster_is_merged_again_when_either_file_changes() {
+        let kept = KeptRosters::default();
+        let merges = Cell::new(0);
+        let merge = |name: &str| {
+            merges.set(merges.get() + 1);
+            vec![TeamMember {
+                name: name.into(),
+                ..TeamMember::default()
+            }]
+        };
+        let forge = team("forge");
+        // (config, meta, merges so far after the read): the key holds the
+        // config's length, so moving a byte from one file to the other is
+        // a change too.
+        let reads: [(&[u8], &[u8], usize); 6] = [
+            (b"ab", b"c", 1),
+            (b"ab", b"c", 1),
+            (b"a", b"bc", 2),
+            (b"a", b"bc", 2),
+            (b"a", b"", 3),
+            (b"ab", b"c", 4),
+        ];
+        for (config, meta, merged) in reads {
+            let name = format!("{}+{}", config.len(), meta.len());
+            let members = kept.members(&forge, config, meta, || merge(&name));
+            assert_eq!(merges.get(), merged, "{name}");
+            assert_eq!(members[0].name, name, "the roster of these bytes");
+        }
     }
 }
