@@ -44,8 +44,10 @@ pub struct TaskRef {
     pub display_id: String,
 }
 
-/// The immutable content of a nudge (hashed into `payloadHash`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The immutable content of a nudge (hashed into `payloadHash`). `Eq`, so
+/// that two `Arc`s of one payload compare equal by address before their
+/// fields are read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(missing_docs)]
 pub struct NudgePayload {
