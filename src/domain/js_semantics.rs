@@ -170,6 +170,69 @@ pub(crate) fn locale_compare_numeric_base(left: &str, right: &str) -> Ordering {
     }
 }
 
+/// Appends to `out` a sort key of `text` whose byte order is
+/// [`locale_compare`]'s among every string that has one: its characters'
+/// ranks ([`plain_ascii_order`]). Sorting many strings by keys made once
+/// compares bytes instead of ranking characters at every comparison.
+/// `false`, with `out` left as it was, for a string `plain_ascii_order`
+/// does not order (compare that one with `locale_compare`).
+pub(crate) fn push_locale_key(text: &str, out: &mut Vec<u8>) -> bool {
+    let Some(ranks) = PLAIN_ASCII_RANKS.as_ref() else {
+        return false;
+    };
+    let start = out.len();
+    for &byte in text.as_bytes() {
+        match ranks.get(usize::from(byte)) {
+            Some(&rank) if rank != 0 => out.push(rank),
+            _ => {
+                out.truncate(start);
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// Appends to `out` a sort key of `text` whose byte order is
+/// [`locale_compare_numeric_base`]'s among every string that has one
+/// ([`plain_ascii_numeric_base_order`]): each character's rank (case
+/// ignored), and each digit run as the rank of `0`, then its length and
+/// its digits with leading zeros left out. The digits rank side by side
+/// ([`plain_ranks`]), so against any other character a run orders as its
+/// first digit does; against another run, by length, then by digits, as
+/// the runs' values do. `false`, with `out` left as it was, for a string
+/// that order does not cover.
+pub(crate) fn push_numeric_base_key(text: &str, out: &mut Vec<u8>) -> bool {
+    let Some(ranks) = PLAIN_ASCII_BASE_RANKS.as_ref() else {
+        return false;
+    };
+    let start = out.len();
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while let Some(&byte) = bytes.get(at) {
+        if byte.is_ascii_digit() {
+            let Some((digits, after)) = number_at(bytes, at) else {
+                out.truncate(start);
+                return false;
+            };
+            // At most `PLAIN_NUMBER_DIGITS` digits: the length is one byte.
+            out.extend([ranks[usize::from(b'0')], digits.len() as u8]);
+            out.extend_from_slice(digits);
+            at = after;
+            continue;
+        }
+        match ranks.get(usize::from(byte)) {
+            Some(&rank) if rank != 0 => out.push(rank),
+            _ => {
+                out.truncate(start);
+                return false;
+            }
+        }
+        at += 1;
+    }
+    true
+}
+
 /// The longest digit run [`plain_ascii_numeric_base_order`] compares
 /// itself; the collator splits very long numbers, so longer ones go to it.
 const PLAIN_NUMBER_DIGITS: usize = 32;
@@ -439,6 +502,64 @@ mod tests {
                             .any(|run| run.len() > PLAIN_NUMBER_DIGITS)),
                         "{:?} vs {:?}", left, right
                     ),
+                }
+            }
+        }
+    }
+
+    /// `text`'s key from `push` (`None` when it has none), pushed after a
+    /// prefix that must stay as it was.
+    fn key_of(push: fn(&str, &mut Vec<u8>) -> bool, text: &str) -> Option<Vec<u8>> {
+        let mut out = vec![7];
+        let made = push(text, &mut out);
+        if !made {
+            assert_eq!(
+                out,
+                [7],
+                "{text:?}: a refused key leaves the buffer as it was"
+            );
+        }
+        made.then(|| out[1..].to_vec())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn sort_keys_order_as_the_comparisons_they_stand_for(
+            left in "[0-9a-zA-Z_:.#/ -]{0,8}",
+            right in "[0-9a-zA-Z_:.#/ -]{0,8}",
+            // Numbers with leading zeros, equal values, long runs.
+            left_number in "#?0{0,3}[0-9]{0,40}[a-cA-C]?",
+            right_number in "#?0{0,3}[0-9]{0,40}[a-cA-C]?",
+        ) {
+            for (left, right) in [
+                (left.clone(), right.clone()),
+                (left_number.clone(), right_number.clone()),
+                (format!("{left_number}{left}"), format!("{left_number}{right}")),
+                (format!("{left}{left_number}"), format!("{left}{right_number}")),
+            ] {
+                for (push, compare, fast) in [
+                    (
+                        push_locale_key as fn(&str, &mut Vec<u8>) -> bool,
+                        locale_compare as fn(&str, &str) -> Ordering,
+                        plain_ascii_order as fn(&str, &str) -> Option<Ordering>,
+                    ),
+                    (
+                        push_numeric_base_key,
+                        locale_compare_numeric_base,
+                        plain_ascii_numeric_base_order,
+                    ),
+                ] {
+                    let keys = (key_of(push, &left), key_of(push, &right));
+                    // A key exactly where the plain order answers for the string.
+                    proptest::prop_assert_eq!(keys.0.is_some(), fast(&left, &left).is_some());
+                    proptest::prop_assert_eq!(keys.1.is_some(), fast(&right, &right).is_some());
+                    if let (Some(l), Some(r)) = keys {
+                        proptest::prop_assert_eq!(
+                            l.cmp(&r),
+                            compare(&left, &right),
+                            "{:?} vs {:?}", left, right
+                        );
+                    }
                 }
             }
         }

@@ -4,11 +4,14 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
+use std::ops::Range;
 use std::sync::Arc;
 
 use crate::domain::diagnostic::Diagnostic;
 use crate::domain::fingerprint::agenda_fingerprint;
-use crate::domain::js_semantics::{js_trim, locale_compare, locale_compare_numeric_base};
+use crate::domain::js_semantics::{
+    js_trim, locale_compare, locale_compare_numeric_base, push_locale_key, push_numeric_base_key,
+};
 use crate::domain::names::{is_reserved_member_name, normalize_member_name, MemberName, TeamName};
 use crate::domain::team::{Clarification, KanbanColumn, Task, TaskStatus, TeamSnapshot};
 /// A team's snapshot with its [`TaskIndex`]; builds agendas for any member
@@ -74,15 +77,26 @@ impl<'a> TeamIndex<'a> {
             relevant.sort_unstable();
             relevant.dedup();
             // In the app's task list order (stable: equal labels keep the
-            // order of the task files).
-            let mut ordered: Vec<(AppTaskOrder<'_>, usize)> = relevant
+            // order of the task files), by sort keys where the labels have
+            // them (see `AppTaskOrder::push_key`).
+            let mut keys = Vec::with_capacity(relevant.len() * 24);
+            let mut ordered: Vec<(AppTaskOrder<'_>, Option<Range<usize>>, usize)> = relevant
                 .into_iter()
-                .map(|i| (AppTaskOrder::of(&tasks.facts[i].task), i))
+                .map(|i| {
+                    let order = AppTaskOrder::of(&tasks.facts[i].task);
+                    let key = order.push_key(&mut keys);
+                    (order, key, i)
+                })
                 .collect();
-            ordered.sort_by(|(left, _), (right, _)| left.cmp(right));
+            ordered.sort_by(|(left, left_key, _), (right, right_key, _)| {
+                match (left_key, right_key) {
+                    (Some(l), Some(r)) => keys[l.clone()].cmp(&keys[r.clone()]),
+                    _ => left.cmp(right),
+                }
+            });
             items = ordered
                 .into_iter()
-                .filter_map(|(_, i)| {
+                .filter_map(|(_, _, i)| {
                     let f = &tasks.facts[i];
                     if !is_lead && f.owner() == Some(normalized.as_str()) {
                         f.owner_item(|| item_for(f, &normalized, false))
@@ -264,6 +278,36 @@ impl<'a> AppTaskOrder<'a> {
         }
     }
 
+    /// Appends to `out` a key whose byte order is [`AppTaskOrder::cmp`]'s
+    /// among every task that has one, and returns where it lies: a numeric
+    /// label as `0` and its value's bits (a label's value is never
+    /// negative, and the bits of such values order as the values do),
+    /// any other as `1`, the label's and the id's keys
+    /// ([`push_numeric_base_key`]) with a `0` between them, which sorts
+    /// before every byte either key can hold where the other key goes on.
+    /// `None`, with `out` as it was, when the label or the id has no key.
+    fn push_key(&self, out: &mut Vec<u8>) -> Option<Range<usize>> {
+        let start = out.len();
+        match self.numeric {
+            Some(value) => {
+                out.push(0);
+                out.extend_from_slice(&value.to_bits().to_be_bytes());
+            }
+            None => {
+                out.push(1);
+                let keyed = push_numeric_base_key(self.display_id, out) && {
+                    out.push(0);
+                    push_numeric_base_key(self.id, out)
+                };
+                if !keyed {
+                    out.truncate(start);
+                    return None;
+                }
+            }
+        }
+        Some(start..out.len())
+    }
+
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         use std::cmp::Ordering;
         match (self.numeric, other.numeric) {
@@ -279,22 +323,106 @@ impl<'a> AppTaskOrder<'a> {
 /// The fingerprint of `items`, which hashes them in `kind:taskId:displayId`
 /// order ([`ActionableWorkItem::write_sort_key`] under `localeCompare`), whatever
 /// order the agenda lists them in.
+/// An item's fingerprint sort key: where its text lies in the agenda's key
+/// buffer and, when it has one, its byte key.
+struct SortKey<'a> {
+    text: Range<usize>,
+    bytes: Option<Range<usize>>,
+    item: &'a ActionableWorkItem,
+}
+
 fn fingerprint_of(
     team_name: &TeamName,
     member_name: &MemberName,
     items: &[Arc<ActionableWorkItem>],
 ) -> String {
-    // Every key in one buffer, not a string each.
-    let mut keys = String::with_capacity(items.len() * 32);
-    let mut keyed: Vec<(std::ops::Range<usize>, &ActionableWorkItem)> =
-        Vec::with_capacity(items.len());
+    // Every key in one buffer, not a string each, with its byte sort key
+    // ([`push_locale_key`]) where it has one.
+    let mut text = String::with_capacity(items.len() * 32);
+    let mut bytes = Vec::with_capacity(items.len() * 32);
+    let mut keyed: Vec<SortKey<'_>> = Vec::with_capacity(items.len());
     for item in items {
-        let start = keys.len();
-        item.write_sort_key(&mut keys);
-        keyed.push((start..keys.len(), item));
+        let start = text.len();
+        item.write_sort_key(&mut text);
+        let bytes_start = bytes.len();
+        let ranked = push_locale_key(&text[start..], &mut bytes);
+        keyed.push(SortKey {
+            text: start..text.len(),
+            bytes: ranked.then_some(bytes_start..bytes.len()),
+            item,
+        });
     }
     // Stable: equal keys (tasks sharing an id) keep agenda order.
-    keyed
-        .sort_by(|(left, _), (right, _)| locale_compare(&keys[left.clone()], &keys[right.clone()]));
-    agenda_fingerprint(team_name, member_name, keyed.iter().map(|(_, item)| *item))
+    keyed.sort_by(|left, right| match (&left.bytes, &right.bytes) {
+        (Some(l), Some(r)) => bytes[l.clone()].cmp(&bytes[r.clone()]),
+        _ => locale_compare(&text[left.text.clone()], &text[right.text.clone()]),
+    });
+    agenda_fingerprint(team_name, member_name, keyed.iter().map(|key| key.item))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn task(display_id: &str, id: &str) -> Task {
+        Task {
+            id: id.into(),
+            display_id: display_id.into(),
+            subject: String::new(),
+            status: TaskStatus::Pending,
+            owner: None,
+            blocked_by: vec![],
+            blocks: vec![],
+            needs_clarification: None,
+            review_state: crate::domain::team::ReviewState::None,
+            history: vec![],
+        }
+    }
+
+    /// Labels and ids as boards have them: numbers (leading zeros, equal
+    /// values, runs longer than the keys take), `#n`, hex prefixes, case,
+    /// and characters no key covers.
+    fn a_label() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "0{0,2}[0-9]{0,3}",
+            "#?0{0,2}[0-9]{1,3}[a-cA-C]?",
+            "[0-9a-fA-F]{0,8}",
+            "[a-zA-Z0-9 _.#/é-]{0,6}",
+            "[0-9]{30,36}",
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn tasks_sort_by_their_keys_as_by_the_app_order(
+            labels in prop::collection::vec((a_label(), a_label()), 0..24),
+        ) {
+            let tasks: Vec<Task> = labels.iter().map(|(d, i)| task(d, i)).collect();
+            let orders: Vec<AppTaskOrder<'_>> = tasks.iter().map(AppTaskOrder::of).collect();
+            let mut keys = Vec::new();
+            let ranges: Vec<Option<Range<usize>>> =
+                orders.iter().map(|order| order.push_key(&mut keys)).collect();
+            let mut by_cmp: Vec<usize> = (0..tasks.len()).collect();
+            by_cmp.sort_by(|&a, &b| orders[a].cmp(&orders[b]));
+            let mut by_key: Vec<usize> = (0..tasks.len()).collect();
+            by_key.sort_by(|&a, &b| match (&ranges[a], &ranges[b]) {
+                (Some(l), Some(r)) => keys[l.clone()].cmp(&keys[r.clone()]),
+                _ => orders[a].cmp(&orders[b]),
+            });
+            prop_assert_eq!(by_key, by_cmp, "{:?}", labels);
+            // Every pair of keyed tasks on its own, not only as a sort sees them.
+            for a in 0..tasks.len() {
+                for b in 0..tasks.len() {
+                    if let (Some(l), Some(r)) = (&ranges[a], &ranges[b]) {
+                        prop_assert_eq!(
+                            keys[l.clone()].cmp(&keys[r.clone()]),
+                            orders[a].cmp(&orders[b]),
+                            "{:?} vs {:?}", labels[a], labels[b]
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
