@@ -439,6 +439,25 @@ pub struct Task {
     pub history: Vec<HistoryEvent>,
 }
 
+#[cfg(test)]
+impl Task {
+    /// A pending task with only its ids set.
+    pub(crate) fn with_ids(id: &str, display_id: &str) -> Self {
+        Self {
+            id: id.into(),
+            display_id: display_id.into(),
+            subject: String::new(),
+            status: TaskStatus::Pending,
+            owner: None,
+            blocked_by: vec![],
+            blocks: vec![],
+            needs_clarification: None,
+            review_state: ReviewState::None,
+            history: vec![],
+        }
+    }
+}
+
 /// Kanban column a task was moved to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KanbanColumn {

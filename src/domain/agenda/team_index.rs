@@ -365,21 +365,6 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn task(display_id: &str, id: &str) -> Task {
-        Task {
-            id: id.into(),
-            display_id: display_id.into(),
-            subject: String::new(),
-            status: TaskStatus::Pending,
-            owner: None,
-            blocked_by: vec![],
-            blocks: vec![],
-            needs_clarification: None,
-            review_state: crate::domain::team::ReviewState::None,
-            history: vec![],
-        }
-    }
-
     /// Labels and ids as boards have them: numbers (leading zeros, equal
     /// values, runs longer than the keys take), `#n`, hex prefixes, case,
     /// and characters no key covers.
@@ -398,7 +383,7 @@ mod tests {
         fn tasks_sort_by_their_keys_as_by_the_app_order(
             labels in prop::collection::vec((a_label(), a_label()), 0..24),
         ) {
-            let tasks: Vec<Task> = labels.iter().map(|(d, i)| task(d, i)).collect();
+            let tasks: Vec<Task> = labels.iter().map(|(d, i)| Task::with_ids(i, d)).collect();
             let orders: Vec<AppTaskOrder<'_>> = tasks.iter().map(AppTaskOrder::of).collect();
             let mut keys = Vec::new();
             let ranges: Vec<Option<Range<usize>>> =

@@ -589,20 +589,7 @@ fn names_task_by_definition(tasks: &[Arc<Task>], reference: &str, task: &Task) -
 
 #[test]
 fn task_references_resolve_as_the_definition_does() {
-    let task = |id: &str, display: &str| {
-        Arc::new(Task {
-            id: id.into(),
-            display_id: display.into(),
-            subject: String::new(),
-            status: crate::domain::team::TaskStatus::Pending,
-            owner: None,
-            blocked_by: vec![],
-            blocks: vec![],
-            needs_clarification: None,
-            review_state: crate::domain::team::ReviewState::None,
-            history: vec![],
-        })
-    };
+    let task = |id: &str, display: &str| Arc::new(Task::with_ids(id, display));
     // Boards: plain; a display id shadowed by another task's id; the task
     // itself missing from the board (a truncated board); empty keys.
     let boards: Vec<(Vec<Arc<Task>>, Arc<Task>)> = vec![
