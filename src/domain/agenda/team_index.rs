@@ -76,27 +76,9 @@ impl<'a> TeamIndex<'a> {
             }
             relevant.sort_unstable();
             relevant.dedup();
-            // In the app's task list order (stable: equal labels keep the
-            // order of the task files), by sort keys where the labels have
-            // them (see `AppTaskOrder::push_key`).
-            let mut keys = Vec::with_capacity(relevant.len() * 24);
-            let mut ordered: Vec<(AppTaskOrder<'_>, Option<Range<usize>>, usize)> = relevant
+            items = in_app_order(relevant, |i| &tasks.facts[i].task)
                 .into_iter()
-                .map(|i| {
-                    let order = AppTaskOrder::of(&tasks.facts[i].task);
-                    let key = order.push_key(&mut keys);
-                    (order, key, i)
-                })
-                .collect();
-            ordered.sort_by(|(left, left_key, _), (right, right_key, _)| {
-                match (left_key, right_key) {
-                    (Some(l), Some(r)) => keys[l.clone()].cmp(&keys[r.clone()]),
-                    _ => left.cmp(right),
-                }
-            });
-            items = ordered
-                .into_iter()
-                .filter_map(|(_, _, i)| {
+                .filter_map(|i| {
                     let f = &tasks.facts[i];
                     if !is_lead && f.owner() == Some(normalized.as_str()) {
                         f.owner_item(|| item_for(f, &normalized, false))
@@ -320,44 +302,75 @@ impl<'a> AppTaskOrder<'a> {
     }
 }
 
+/// `positions` in the app's task list order (stable: equal labels keep the
+/// order of the task files), `task` giving each position's task: by sort
+/// keys where the labels have them ([`AppTaskOrder::push_key`]).
+fn in_app_order<'t>(positions: Vec<usize>, task: impl Fn(usize) -> &'t Task) -> Vec<usize> {
+    let mut keys = Vec::with_capacity(positions.len() * 24);
+    let mut ordered: Vec<Keyed<(AppTaskOrder<'t>, usize)>> = positions
+        .into_iter()
+        .map(|i| {
+            let order = AppTaskOrder::of(task(i));
+            (order.push_key(&mut keys), (order, i))
+        })
+        .collect();
+    sort_keyed(&mut ordered, &keys, |(left, _), (right, _)| left.cmp(right));
+    ordered.into_iter().map(|(_, (_, i))| i).collect()
+}
+
+/// An entry to sort with where its byte key lies in a key buffer, when it
+/// has one.
+type Keyed<T> = (Option<Range<usize>>, T);
+
+/// Sorts `entries` stably: two that both have a byte key (a range of
+/// `keys`) by their keys, any other two by `compare`, which orders keyed
+/// entries as their keys do, so the two make one total order.
+fn sort_keyed<T>(
+    entries: &mut [Keyed<T>],
+    keys: &[u8],
+    compare: impl Fn(&T, &T) -> std::cmp::Ordering,
+) {
+    entries.sort_by(
+        |(left_key, left), (right_key, right)| match (left_key, right_key) {
+            (Some(l), Some(r)) => keys[l.clone()].cmp(&keys[r.clone()]),
+            _ => compare(left, right),
+        },
+    );
+}
+
 /// The fingerprint of `items`, which hashes them in `kind:taskId:displayId`
 /// order ([`ActionableWorkItem::write_sort_key`] under `localeCompare`), whatever
 /// order the agenda lists them in.
-/// An item's fingerprint sort key: where its text lies in the agenda's key
-/// buffer and, when it has one, its byte key.
-struct SortKey<'a> {
-    text: Range<usize>,
-    bytes: Option<Range<usize>>,
-    item: &'a ActionableWorkItem,
-}
-
 fn fingerprint_of(
     team_name: &TeamName,
     member_name: &MemberName,
     items: &[Arc<ActionableWorkItem>],
 ) -> String {
-    // Every key in one buffer, not a string each, with its byte sort key
-    // ([`push_locale_key`]) where it has one.
+    // Every key's text in one buffer, not a string each, with its byte sort
+    // key ([`push_locale_key`]) where it has one.
     let mut text = String::with_capacity(items.len() * 32);
     let mut bytes = Vec::with_capacity(items.len() * 32);
-    let mut keyed: Vec<SortKey<'_>> = Vec::with_capacity(items.len());
+    let mut keyed: Vec<Keyed<(Range<usize>, &ActionableWorkItem)>> =
+        Vec::with_capacity(items.len());
     for item in items {
         let start = text.len();
         item.write_sort_key(&mut text);
         let bytes_start = bytes.len();
         let ranked = push_locale_key(&text[start..], &mut bytes);
-        keyed.push(SortKey {
-            text: start..text.len(),
-            bytes: ranked.then_some(bytes_start..bytes.len()),
-            item,
-        });
+        keyed.push((
+            ranked.then_some(bytes_start..bytes.len()),
+            (start..text.len(), &**item),
+        ));
     }
     // Stable: equal keys (tasks sharing an id) keep agenda order.
-    keyed.sort_by(|left, right| match (&left.bytes, &right.bytes) {
-        (Some(l), Some(r)) => bytes[l.clone()].cmp(&bytes[r.clone()]),
-        _ => locale_compare(&text[left.text.clone()], &text[right.text.clone()]),
+    sort_keyed(&mut keyed, &bytes, |(left, _), (right, _)| {
+        locale_compare(&text[left.clone()], &text[right.clone()])
     });
-    agenda_fingerprint(team_name, member_name, keyed.iter().map(|key| key.item))
+    agenda_fingerprint(
+        team_name,
+        member_name,
+        keyed.iter().map(|(_, (_, item))| *item),
+    )
 }
 
 #[cfg(test)]
@@ -378,36 +391,60 @@ mod tests {
         ]
     }
 
+    /// Tasks of these (label, id) pairs sort by [`in_app_order`] as by
+    /// [`AppTaskOrder::cmp`], and every two with keys compare by them as by it.
+    fn assert_keys_order_as_the_app_order(labels: &[(String, String)]) {
+        let tasks: Vec<Task> = labels.iter().map(|(d, i)| Task::with_ids(i, d)).collect();
+        let orders: Vec<AppTaskOrder<'_>> = tasks.iter().map(AppTaskOrder::of).collect();
+        let mut by_cmp: Vec<usize> = (0..tasks.len()).collect();
+        by_cmp.sort_by(|&a, &b| orders[a].cmp(&orders[b]));
+        let by_keys = in_app_order((0..tasks.len()).collect(), |i| &tasks[i]);
+        assert_eq!(by_keys, by_cmp, "{labels:?}");
+        let mut keys = Vec::new();
+        let ranges: Vec<Option<Range<usize>>> = orders
+            .iter()
+            .map(|order| order.push_key(&mut keys))
+            .collect();
+        // Every pair of keyed tasks on its own, not only as a sort sees them.
+        for a in 0..tasks.len() {
+            for b in 0..tasks.len() {
+                if let (Some(l), Some(r)) = (&ranges[a], &ranges[b]) {
+                    assert_eq!(
+                        keys[l.clone()].cmp(&keys[r.clone()]),
+                        orders[a].cmp(&orders[b]),
+                        "{:?} vs {:?}",
+                        labels[a],
+                        labels[b]
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn labels_that_end_where_the_other_goes_on_sort_as_the_app_order() {
+        // (label, id): an empty label against one, a label a prefix of
+        // another, a number against a label that starts with one.
+        let boards: [&[(&str, &str)]; 3] = [
+            &[("#0", ""), ("", "")],
+            &[("a", "2"), ("a0", "1"), ("a", "10")],
+            &[("12", "x"), ("12a", "y"), ("012", "z")],
+        ];
+        for board in boards {
+            let labels: Vec<(String, String)> = board
+                .iter()
+                .map(|(d, i)| (d.to_string(), i.to_string()))
+                .collect();
+            assert_keys_order_as_the_app_order(&labels);
+        }
+    }
+
     proptest! {
         #[test]
         fn tasks_sort_by_their_keys_as_by_the_app_order(
             labels in prop::collection::vec((a_label(), a_label()), 0..24),
         ) {
-            let tasks: Vec<Task> = labels.iter().map(|(d, i)| Task::with_ids(i, d)).collect();
-            let orders: Vec<AppTaskOrder<'_>> = tasks.iter().map(AppTaskOrder::of).collect();
-            let mut keys = Vec::new();
-            let ranges: Vec<Option<Range<usize>>> =
-                orders.iter().map(|order| order.push_key(&mut keys)).collect();
-            let mut by_cmp: Vec<usize> = (0..tasks.len()).collect();
-            by_cmp.sort_by(|&a, &b| orders[a].cmp(&orders[b]));
-            let mut by_key: Vec<usize> = (0..tasks.len()).collect();
-            by_key.sort_by(|&a, &b| match (&ranges[a], &ranges[b]) {
-                (Some(l), Some(r)) => keys[l.clone()].cmp(&keys[r.clone()]),
-                _ => orders[a].cmp(&orders[b]),
-            });
-            prop_assert_eq!(by_key, by_cmp, "{:?}", labels);
-            // Every pair of keyed tasks on its own, not only as a sort sees them.
-            for a in 0..tasks.len() {
-                for b in 0..tasks.len() {
-                    if let (Some(l), Some(r)) = (&ranges[a], &ranges[b]) {
-                        prop_assert_eq!(
-                            keys[l.clone()].cmp(&keys[r.clone()]),
-                            orders[a].cmp(&orders[b]),
-                            "{:?} vs {:?}", labels[a], labels[b]
-                        );
-                    }
-                }
-            }
+            assert_keys_order_as_the_app_order(&labels);
         }
     }
 }
