@@ -585,6 +585,15 @@ mod tests {
                 "{left} vs {right}"
             );
             assert_eq!(plain_ascii_numeric_base_order(left, right), Some(want));
+            let keys = (
+                key_of(push_numeric_base_key, left),
+                key_of(push_numeric_base_key, right),
+            );
+            assert!(
+                keys.0.is_some() && keys.1.is_some(),
+                "{left}, {right} have keys"
+            );
+            assert_eq!(keys.0.cmp(&keys.1), want, "{left} vs {right} by keys");
         }
     }
 
