@@ -690,14 +690,25 @@ pub(crate) fn write_envelope<T: Serialize>(
     field: &str,
     value: &T,
 ) -> io::Result<Vec<u8>> {
+    let text = render_envelope(path, version, field, value)?;
+    write_text(root, path, &text)?;
+    Ok(text.into_bytes())
+}
+
+/// `{schemaVersion: version, <field>: value}` as [`write_envelope`] writes
+/// it ([`render_json`]).
+pub(crate) fn render_envelope<T: Serialize>(
+    path: &Path,
+    version: u64,
+    field: &str,
+    value: &T,
+) -> io::Result<String> {
     let envelope = FieldEnvelope {
         schema_version: version,
         field,
         value,
     };
-    let text = render_json(path, &envelope)?;
-    write_text(root, path, &text)?;
-    Ok(text.into_bytes())
+    render_json(path, &envelope)
 }
 
 /// Writes any JSON value atomically as `JSON.stringify(v, null, 2) + "\n"`.

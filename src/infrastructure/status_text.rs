@@ -21,7 +21,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::fragments::{FragmentCache, FragmentList};
-use super::json_store::render_json;
+use super::json_store::{render_envelope, render_json};
 use crate::domain::agenda::{ActionableWorkItem, Agenda};
 use crate::domain::status::{MemberStatus, Report, Shadow, StatusState};
 use crate::domain::team::ProviderId;
@@ -69,28 +69,12 @@ impl StatusTexts {
         // against rendering the status itself.
         debug_assert_eq!(
             Ok(&text),
-            plain(path, version, status).as_ref().map_err(|_| ())
+            render_envelope(path, version, "status", status)
+                .as_ref()
+                .map_err(|_| ())
         );
         Ok(text)
     }
-}
-
-/// `status` rendered in its envelope as it is, without fragments: what
-/// [`StatusTexts::render`] must give.
-fn plain(path: &Path, version: u64, status: &MemberStatus) -> std::io::Result<String> {
-    #[derive(Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Plain<'a> {
-        schema_version: u64,
-        status: &'a MemberStatus,
-    }
-    render_json(
-        path,
-        &Plain {
-            schema_version: version,
-            status,
-        },
-    )
 }
 
 /// The envelope of a status file.
@@ -265,7 +249,7 @@ mod tests {
             for status in [full_status(items.clone()), bare_status(items)] {
                 assert_eq!(
                     texts.render(path, 2, &status).unwrap(),
-                    plain(path, 2, &status).unwrap(),
+                    render_envelope(path, 2, "status", &status).unwrap(),
                     "step {i}"
                 );
             }
@@ -276,7 +260,7 @@ mod tests {
     fn the_plain_rendering_is_the_store_envelope() {
         let path = Path::new("/teams/forge/status.json");
         let status = full_status(vec![item("1", "one")]);
-        let text = plain(path, 2, &status).unwrap();
+        let text = render_envelope(path, 2, "status", &status).unwrap();
         let value: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(value["schemaVersion"], 2);
         assert_eq!(
