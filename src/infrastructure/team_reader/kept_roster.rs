@@ -1,8 +1,9 @@
 //! The last decode of each team's `config.json` and `members.meta.json`,
-//! kept with the bytes it came from: every status request reads the roster,
-//! and a read of unchanged bytes is answered with a copy instead of a JSON
-//! decode. Keyed by content ([`Decoded`]), so no write, however quick, is
-//! missed; the files are still read every time.
+//! and the roster merged from the two, kept with the bytes they came from:
+//! every status request reads the roster, and a read of unchanged bytes is
+//! answered with a copy instead of a JSON decode and a merge. Keyed by
+//! content ([`Decoded`]), so no write, however quick, is missed; the files
+//! are still read every time.
 //!
 //! Bounded as every kept decode is ([`KeptDecodes`]): at most
 //! [`MAX_KEPT_TEAMS`] teams per file (the set starts over when a new team
