@@ -4,7 +4,8 @@
 //! at every member's Stop (the lead's too, outside any tool sandbox). An
 //! agent can overwrite it, chmod it, put a folder or a link in its place or
 //! swap a folder above it for a link. Before every drain (every 15 s, and
-//! soon after the watcher sees a new payload or a change in `bin/`), when a
+//! soon after the watcher sees a new payload or a change in `bin/`; while a
+//! backlog drains, at most once per [`KEEP_PROGRAMS_IN_BACKLOG_MS`]), when a
 //! spool was installed, the way to `bin/` is repaired (links and files
 //! removed, never followed), the script is compared byte for byte with the
 //! embedded one, and the executable's SHA-256 with the shipped file's
@@ -21,9 +22,17 @@
 //! with a 0.3 MiB executable and about 0.9 ms with the 1.1 MiB static glibc
 //! one `npm run build` makes where the musl target is missing (release
 //! build of the addon).
+//!
+//! A backlog drains in back-to-back drains of a batch each, about 10 ms
+//! apart: kept before each, the check took a tenth of the drain (1.1 MiB
+//! executable). Once a second is as safe: the check is a repair, not a
+//! lock (the agent that changed a program can change it again right after
+//! any check), and between drains at rest a changed program already runs
+//! until the next drain, up to the scheduler's 15 s.
 
 use std::io;
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
@@ -31,6 +40,7 @@ use sha2::{Digest, Sha256};
 use super::install::{put_program, read_executable, refresh_boot_time_now, set_mode_or_replace};
 use super::{FsSpool, SpoolPaths, HOOK_EXECUTABLE_NAME, HOOK_SCRIPT, HOOK_SCRIPT_NAME};
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
+use crate::domain::time::EpochMs;
 use crate::infrastructure::safe_fs::{Dir, FileRead};
 
 /// The hook executable the addon installs, and what it hashes to.
@@ -126,7 +136,24 @@ fn sha256(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }
 
+/// While a backlog drains (the last claim was a full batch), the hook
+/// programs are kept at most this often; at rest, before every drain.
+pub(super) const KEEP_PROGRAMS_IN_BACKLOG_MS: EpochMs = 1_000;
+
 impl FsSpool {
+    /// [`FsSpool::keep_programs_or_log`] before a drain at `now`: always
+    /// at rest, and while a backlog drains once [`KEEP_PROGRAMS_IN_BACKLOG_MS`]
+    /// passed since the last time (or the clock stepped back past it).
+    pub(super) fn keep_programs_when_due(&self, now: EpochMs) {
+        let last = self.programs_kept_ms.load(Ordering::Relaxed);
+        let recent = last != 0 && (0..KEEP_PROGRAMS_IN_BACKLOG_MS).contains(&(now - last));
+        if recent && self.prunes.backlog() {
+            return;
+        }
+        self.keep_programs_or_log();
+        self.programs_kept_ms.store(now, Ordering::Relaxed);
+    }
+
     /// [`FsSpool::keep_programs`]; a failure is logged (see
     /// [`KeepFailures`]), never a reason to stop claiming: the payloads
     /// still need their drain, and the next drain tries again.

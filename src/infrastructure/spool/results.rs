@@ -622,7 +622,7 @@ impl PruneSchedule {
 
     /// Whether a backlog drains: the last claim took as many files as it
     /// asked for.
-    fn backlog(&self) -> bool {
+    pub(super) fn backlog(&self) -> bool {
         self.backlog.load(Ordering::Relaxed)
     }
 

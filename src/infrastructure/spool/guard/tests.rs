@@ -135,6 +135,53 @@ fn every_drain_puts_back_a_replaced_program() {
     }
 }
 
+/// While a backlog drains (the last claim took a full batch), the programs
+/// are kept once [`KEEP_PROGRAMS_IN_BACKLOG_MS`] passed, not before every
+/// drain; a clock stepped back keeps them; at rest, every drain does.
+#[test]
+fn a_backlog_keeps_the_programs_once_a_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("shipped");
+    fs::write(&source, OURS).unwrap();
+    let paths = SpoolPaths::for_teams_base(&dir.path().join("teams"));
+    paths.install_hook(Some(&source)).unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let spool = FsSpool::keeping_executable(paths, clock.clone(), Some(source));
+    let incoming = spool.paths().incoming();
+    for i in 0..6 {
+        let name = format!("20261128T150000Z-{i}-00000{i}.claude.json");
+        fs::write(incoming.join(name), b"{}").unwrap();
+    }
+    let executable = spool.paths().executable();
+    let tamper = || fs::write(&executable, b"planted").unwrap();
+    let kept = || fs::read(&executable).unwrap() == OURS;
+    // (claims taken, clock, kept by this drain's check), in order.
+    let drains: [(usize, EpochMs, bool); 5] = [
+        // The first drain: kept; its claim is full, a backlog drains.
+        (2, T0, true),
+        // Within the second: left for later.
+        (2, T0 + KEEP_PROGRAMS_IN_BACKLOG_MS - 1, false),
+        // A second later: kept.
+        (2, T0 + KEEP_PROGRAMS_IN_BACKLOG_MS, true),
+        // The clock stepped back: kept (the spool is empty now).
+        (0, T0 - 5, true),
+        // At rest (the last claim was not full), right after: kept.
+        (0, T0 - 4, true),
+    ];
+    for (step, (claims, now, want_kept)) in drains.into_iter().enumerate() {
+        if step > 0 {
+            tamper();
+        }
+        clock.set(now);
+        let claimed = spool.claim(2).unwrap();
+        assert_eq!(claimed.len(), claims, "drain {step}");
+        assert_eq!(kept(), want_kept, "drain {step}");
+        if want_kept {
+            assert_ours(&spool, &format!("drain {step}"));
+        }
+    }
+}
+
 /// A link (or a file) in place of a folder on the way to `bin/` is
 /// replaced by a real folder holding the addon's programs; the folder
 /// the link led to keeps its planted program, untouched.
