@@ -13,14 +13,20 @@ const OURS: &[u8] = b"\x7fELF ours";
 
 /// An installed spool whose executable ships at `<tmp>/shipped`.
 fn installed() -> (tempfile::TempDir, FsSpool) {
+    let (dir, spool, _) = installed_with_clock();
+    (dir, spool)
+}
+
+/// [`installed`], with the clock it reads (at [`T0`]).
+fn installed_with_clock() -> (tempfile::TempDir, FsSpool, Arc<ManualClock>) {
     let dir = tempfile::tempdir().unwrap();
     let source = dir.path().join("shipped");
     fs::write(&source, OURS).unwrap();
     let paths = SpoolPaths::for_teams_base(&dir.path().join("teams"));
     paths.install_hook(Some(&source)).unwrap();
     let clock = Arc::new(ManualClock::new(T0));
-    let spool = FsSpool::keeping_executable(paths, clock, Some(source));
-    (dir, spool)
+    let spool = FsSpool::keeping_executable(paths, clock.clone(), Some(source));
+    (dir, spool, clock)
 }
 
 fn assert_ours(spool: &FsSpool, case: &str) {
@@ -140,13 +146,7 @@ fn every_drain_puts_back_a_replaced_program() {
 /// drain; a clock stepped back keeps them; at rest, every drain does.
 #[test]
 fn a_backlog_keeps_the_programs_once_a_second() {
-    let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("shipped");
-    fs::write(&source, OURS).unwrap();
-    let paths = SpoolPaths::for_teams_base(&dir.path().join("teams"));
-    paths.install_hook(Some(&source)).unwrap();
-    let clock = Arc::new(ManualClock::new(T0));
-    let spool = FsSpool::keeping_executable(paths, clock.clone(), Some(source));
+    let (_dir, spool, clock) = installed_with_clock();
     let incoming = spool.paths().incoming();
     for i in 0..6 {
         let name = format!("20261128T150000Z-{i}-00000{i}.claude.json");
