@@ -14,7 +14,7 @@
 //! program there that is not known to be the addon's is removed rather
 //! than left.
 //!
-//! The executable is read and hashed whole on every drain, with no cache by
+//! The executable is read and hashed whole at every check, with no cache by
 //! file times: a write through a shared mapping into a page already dirty,
 //! or within the file system's clock tick of a check, leaves
 //! `mtime`/`ctime` unchanged, so a stat-identity cache would trust a
@@ -163,7 +163,8 @@ impl FsSpool {
 
     /// When a spool was installed: repairs the way to `bin/`, puts back the
     /// script and the executable as the addon writes them, and refreshes
-    /// `bin/boot-time`. Run before every drain.
+    /// `bin/boot-time`. Run before drains (see
+    /// [`FsSpool::keep_programs_when_due`]).
     pub(super) fn keep_programs(&self) -> io::Result<()> {
         if !self.paths.installed()? {
             return Ok(());

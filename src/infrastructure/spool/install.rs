@@ -207,7 +207,8 @@ fn refresh_boot_time_in(bin: &Dir, now: &BootTime) -> io::Result<()> {
     let line = format!("{} {}\n", now.id, now.cs);
     // A folder there would fail the rename below on every drain.
     displace_folder(bin, BOOT_TIME_FILE_NAME)?;
-    // A hint, rewritten before every drain: whole, but not worth an fsync.
+    // A hint, rewritten when a drain's check finds it stale: whole, but not
+    // worth an fsync.
     bin.write_replacing(BOOT_TIME_FILE_NAME, line.as_bytes(), 0o600, false)
 }
 

@@ -219,7 +219,7 @@ fn brings_a_file(event: &notify::Event) -> bool {
 
 /// Whether a watcher event in `bin/` may have changed a hook program: any
 /// change (a write in place, a chmod, a rename, a removal) to a visible name
-/// other than `boot-time` (rewritten by every drain that finds it stale) and
+/// other than `boot-time` (rewritten by a drain's check that finds it stale) and
 /// the copies moved aside (`*.invalid.*`). Reading a program (running it) is
 /// not a change.
 fn touches_a_program(event: &notify::Event) -> bool {
