@@ -667,9 +667,11 @@ fn spread(mut values: Vec<f64>) -> (f64, f64, f64) {
 /// floor's are made first equally often. On the journal-less ext4 the
 /// figures come from, a create passes over every inode of its block group
 /// freed in the last seconds (minutes while the inode table block is
-/// unwritten), and the spool made first lands in the group those frees
-/// weigh on: with the drain's made first in every round, its metas' creates
-/// spent several times the floor's in that scan.
+/// unwritten), and which spool is made first decides which block groups
+/// the two spools' metas are created in: with the drain's made first in
+/// every round, its metas' creates once spent several times the floor's in
+/// that scan, and over 6 runs the rounds whose drain spool was made first
+/// ran at a ratio about a tenth above the others.
 const DRAIN_ROUNDS: usize = 4;
 
 /// Events per pair: a few batches, so that a pair's drain and floor run
@@ -678,7 +680,7 @@ const PAIR_EVENTS: usize = 5 * BATCH;
 
 /// Drain rounds of `count` files in pairs. Each round fills two spools with
 /// the same `count` files (the drain's and the floor's, one after the
-/// other, the drain's first in even rounds), writes them out,
+/// other, the drain's first in rounds 1 and 3 as printed), writes them out,
 /// then takes them [`PAIR_EVENTS`] at a time: the drain of the next part
 /// and the floor over the same part of its own spool, one right after the
 /// other (drain first in every other pair, floor first in the rest), each
@@ -779,29 +781,26 @@ fn drain_rounds(count: usize, rounds: usize) {
 
 /// Puts the hook executable beside this bench's binary, where the drain
 /// looks for it as the addon looks beside its `.node` file
-/// ([`shipped_hook_executable`]), so that each drain keeps it in `bin/` as
-/// the app's drains do (reading and hashing it: about 0.35 ms per drain at
-/// 0.3 MiB). Says which program the drains keep. Run before any spool is
-/// made: the shipped path is looked up once per process.
+/// ([`shipped_hook_executable`]), so that the drains keep it in `bin/` as
+/// the app's drains do (reading and hashing it: about 0.9 ms per check at
+/// the 1.1 MiB of a static glibc build, 0.35 ms at 0.3 MiB). Run before any
+/// spool is made: the shipped path is looked up once per process. Panics
+/// when the drains would keep none (the executable not built, or this
+/// bench run by a relative path, which the loader reports as such), rather
+/// than measuring a drain the app never runs.
 fn ship_hook_executable_beside_bench() {
-    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join(HOOK_EXECUTABLE_NAME);
-    let beside = std::env::current_exe()
-        .ok()
-        .and_then(|exe| Some(exe.parent()?.join(HOOK_EXECUTABLE_NAME)));
-    if let (true, Some(beside)) = (built.is_file(), &beside) {
-        fs::copy(&built, beside).expect("hook executable beside the bench");
-    }
-    match shipped_hook_executable() {
-        Ok(path) => println!(
-            "the drains keep the hook executable {} ({} bytes), as the app's do",
-            path.display(),
-            fs::metadata(path).map_or(0, |m| m.len())
-        ),
-        Err(why) => println!(
-            "the drains keep no hook executable ({why}; `node scripts/build/build-hook.js` \
-             builds it, and the bench must be run by its absolute path, as cargo runs it)"
-        ),
-    }
+    let built = shipped_executable();
+    let exe = std::env::current_exe().expect("the bench's own path");
+    let beside = exe.with_file_name(HOOK_EXECUTABLE_NAME);
+    fs::copy(&built, &beside).expect("hook executable beside the bench");
+    let kept = shipped_hook_executable().unwrap_or_else(|why| {
+        panic!("the drains would keep no hook executable: {why} (run the bench by its absolute path, as cargo does)")
+    });
+    println!(
+        "the drains keep the hook executable {} ({} bytes), as the app's do",
+        kept.display(),
+        fs::metadata(kept).map_or(0, |m| m.len())
+    );
 }
 
 fn main() {

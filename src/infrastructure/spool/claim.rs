@@ -40,13 +40,13 @@ impl FsSpool {
     /// file to another drainer (a read-only spool, say) fails the claim: the
     /// claims already made are given back and the error names the path.
     pub(super) fn claim_batch(&self, limit: usize) -> Result<Vec<SpoolClaim>, PortError> {
-        // Before every drain (every 15 s with the scheduler), and once a
-        // second while a backlog drains: the hook programs are put back as
-        // the addon wrote them, and a wall-clock step moves the boot time,
-        // which the hook must not keep. A failure there is logged, and the
-        // payloads are claimed all the same.
+        // Before every drain (every 15 s with the scheduler): the hook
+        // programs are put back as the addon wrote them (the executable's
+        // hash once a second while a backlog drains), and a wall-clock step
+        // moves the boot time, which the hook must not keep. A failure there
+        // is logged, and the payloads are claimed all the same.
         let now = self.clock.now_ms();
-        self.keep_programs_when_due(now);
+        self.keep_programs_before_drain(now);
         let Some(root) = self.paths.open_root()? else {
             return Ok(Vec::new());
         };

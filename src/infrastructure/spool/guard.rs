@@ -4,8 +4,7 @@
 //! at every member's Stop (the lead's too, outside any tool sandbox). An
 //! agent can overwrite it, chmod it, put a folder or a link in its place or
 //! swap a folder above it for a link. Before every drain (every 15 s, and
-//! soon after the watcher sees a new payload or a change in `bin/`; while a
-//! backlog drains, at most once per [`KEEP_PROGRAMS_IN_BACKLOG_MS`]), when a
+//! soon after the watcher sees a new payload or a change in `bin/`), when a
 //! spool was installed, the way to `bin/` is repaired (links and files
 //! removed, never followed), the script is compared byte for byte with the
 //! embedded one, and the executable's SHA-256 with the shipped file's
@@ -14,21 +13,26 @@
 //! program there that is not known to be the addon's is removed rather
 //! than left.
 //!
-//! The executable is read and hashed whole at every check, with no cache by
-//! file times: a write through a shared mapping into a page already dirty,
-//! or within the file system's clock tick of a check, leaves
-//! `mtime`/`ctime` unchanged, so a stat-identity cache would trust a
-//! changed file. An empty drain, this check included, takes about 0.35 ms
-//! with a 0.3 MiB executable and about 0.9 ms with the 1.1 MiB static glibc
-//! one `npm run build` makes where the musl target is missing (release
-//! build of the addon).
+//! The executable is read and hashed whole, with no cache by file times: a
+//! write through a shared mapping into a page already dirty, or within the
+//! file system's clock tick of a check, leaves `mtime`/`ctime` unchanged,
+//! so a stat-identity cache would trust a changed file. An empty drain,
+//! this check included, takes about 0.35 ms with a 0.3 MiB executable and
+//! about 0.9 ms with the 1.1 MiB static glibc one `npm run build` makes
+//! where the musl target is missing (release build of the addon).
 //!
-//! A backlog drains in back-to-back drains of a batch each, about 10 ms
-//! apart: kept before each, the check took a tenth of the drain (1.1 MiB
-//! executable). Once a second is as safe: the check is a repair, not a
-//! lock (the agent that changed a program can change it again right after
-//! any check), and between drains at rest a changed program already runs
-//! until the next drain, up to the scheduler's 15 s.
+//! A backlog drains in back-to-back drains of a batch each, one every 5 to
+//! 12 ms: that read and hash before each took a sixth of a drain on tmpfs
+//! and about a tenth on this machine's disk (1.1 MiB). So while a backlog
+//! drains, it runs at most once per [`CHECK_EXECUTABLE_IN_BACKLOG_MS`]; the
+//! drains between look at the executable's metadata only (a regular file of
+//! the shipped length, mode 0755) and read and hash it at once when that
+//! differs. Only a change of the same size and mode waits, for at most a
+//! second: the check is a repair, not a lock (the agent that changed the
+//! program can change it again right after any check), and at rest a
+//! changed program already runs until the next drain. Every other step
+//! runs before every drain: they cost microseconds, and a link on the way
+//! to `bin/` left for a second would fail the drain's claim.
 
 use std::io;
 use std::path::PathBuf;
@@ -41,15 +45,15 @@ use super::install::{put_program, read_executable, refresh_boot_time_now, set_mo
 use super::{FsSpool, SpoolPaths, HOOK_EXECUTABLE_NAME, HOOK_SCRIPT, HOOK_SCRIPT_NAME};
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
 use crate::domain::time::EpochMs;
-use crate::infrastructure::safe_fs::{Dir, FileRead};
+use crate::infrastructure::safe_fs::{Dir, FileKind, FileRead};
 
 /// The hook executable the addon installs, and what it hashes to.
 #[derive(Debug, Default)]
 pub(super) struct ExecutableGuard {
     /// The shipped executable (`None`: none ships, the script runs).
     source: Option<PathBuf>,
-    /// SHA-256 of `source` as last read.
-    expected: Mutex<Option<[u8; 32]>>,
+    /// SHA-256 and length of `source` as last read.
+    expected: Mutex<Option<([u8; 32], u64)>>,
 }
 
 impl ExecutableGuard {
@@ -71,14 +75,15 @@ impl ExecutableGuard {
             _ => None,
         };
         let mut expected = self.expected.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(bytes) = installed.filter(|bytes| Some(sha256(bytes)) == *expected) {
+        let ours = |bytes: &Vec<u8>| expected.is_some_and(|(hash, _)| hash == sha256(bytes));
+        if let Some(bytes) = installed.filter(ours) {
             // A hard link an agent made elsewhere: a fresh copy, never a
             // chmod through the other name (refused, which would fail every drain).
             return set_mode_or_replace(bin, HOOK_EXECUTABLE_NAME, &bytes);
         }
         match read_executable(source) {
             Ok(bytes) => {
-                *expected = Some(sha256(&bytes));
+                *expected = Some((sha256(&bytes), bytes.len() as u64));
                 put_program(bin, HOOK_EXECUTABLE_NAME, &bytes)
             }
             Err(_) => {
@@ -88,6 +93,28 @@ impl ExecutableGuard {
                 bin.remove_file(HOOK_EXECUTABLE_NAME).map(drop)
             }
         }
+    }
+}
+
+impl ExecutableGuard {
+    /// Whether `bin/`'s executable still looks like the one last kept by
+    /// its metadata alone: a regular file of the shipped length with mode
+    /// 0755 (or none ships and none is known). Between two reads and
+    /// hashes, a backlog's drains ask this, so that a removed program, one
+    /// of another size or one chmod'ed is put back at once; only a change
+    /// of the same size waits for the next hash.
+    fn looks_kept(&self, bin: &Dir) -> bool {
+        if self.source.is_none() {
+            return true;
+        }
+        let expected = *self.expected.lock().unwrap_or_else(|p| p.into_inner());
+        let Some((_, len)) = expected else {
+            return false;
+        };
+        matches!(
+            bin.meta(HOOK_EXECUTABLE_NAME),
+            Ok(Some(meta)) if meta.kind == FileKind::File && meta.len == len && meta.mode & 0o7777 == 0o755
+        )
     }
 }
 
@@ -136,49 +163,56 @@ fn sha256(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }
 
-/// While a backlog drains (the last claim was a full batch), the hook
-/// programs are kept at most this often; at rest, before every drain.
-pub(super) const KEEP_PROGRAMS_IN_BACKLOG_MS: EpochMs = 1_000;
+/// While a backlog drains (the last claim took a full batch), the
+/// executable is read and hashed at most this often; at rest, before every
+/// drain. The rest of the check runs before every drain.
+pub(super) const CHECK_EXECUTABLE_IN_BACKLOG_MS: EpochMs = 1_000;
 
 impl FsSpool {
-    /// [`FsSpool::keep_programs_or_log`] before a drain at `now`: always
-    /// at rest, and while a backlog drains once [`KEEP_PROGRAMS_IN_BACKLOG_MS`]
-    /// passed since the last time (or the clock stepped back past it).
-    pub(super) fn keep_programs_when_due(&self, now: EpochMs) {
-        let last = self.programs_kept_ms.load(Ordering::Relaxed);
-        let recent = last != 0 && (0..KEEP_PROGRAMS_IN_BACKLOG_MS).contains(&(now - last));
-        if recent && self.prunes.backlog() {
-            return;
+    /// Keeps the programs before a drain at `now` (see
+    /// [`FsSpool::keep_programs`]); the executable's read and hash at rest,
+    /// and while a backlog drains once [`CHECK_EXECUTABLE_IN_BACKLOG_MS`]
+    /// passed since it last ran (or the clock stepped back past it). A
+    /// failure is logged (see [`KeepFailures`]), never a reason to stop
+    /// claiming: the payloads still need their drain, and the next drain
+    /// tries again.
+    pub(super) fn keep_programs_before_drain(&self, now: EpochMs) {
+        let last = self.executable_checked_ms.load(Ordering::Relaxed);
+        let recent = last != 0 && (0..CHECK_EXECUTABLE_IN_BACKLOG_MS).contains(&(now - last));
+        let hash_due = !(recent && self.prunes.backlog());
+        let hashed = self.keep_programs(hash_due);
+        if hashed.as_ref().is_ok_and(|hashed| *hashed) {
+            self.executable_checked_ms.store(now, Ordering::Relaxed);
         }
-        self.keep_programs_or_log();
-        self.programs_kept_ms.store(now, Ordering::Relaxed);
-    }
-
-    /// [`FsSpool::keep_programs`]; a failure is logged (see
-    /// [`KeepFailures`]), never a reason to stop claiming: the payloads
-    /// still need their drain, and the next drain tries again.
-    pub(super) fn keep_programs_or_log(&self) {
-        self.keep_failures.note(self.keep_programs());
+        self.keep_failures.note(hashed.map(drop));
     }
 
     /// When a spool was installed: repairs the way to `bin/`, puts back the
-    /// script and the executable as the addon writes them, and refreshes
-    /// `bin/boot-time`. Run before drains (see
-    /// [`FsSpool::keep_programs_when_due`]).
-    pub(super) fn keep_programs(&self) -> io::Result<()> {
+    /// script and the executable as the addon writes them, refreshes
+    /// `bin/boot-time` and makes missing spool folders again. The
+    /// executable is read and hashed when `hash_due`, or when it does not
+    /// look kept ([`ExecutableGuard::looks_kept`]); `true` when it was.
+    fn keep_programs(&self, hash_due: bool) -> io::Result<bool> {
         if !self.paths.installed()? {
-            return Ok(());
+            return Ok(false);
         }
         let (root, bin) = self.paths.create_bin_repairing()?;
+        let hashed = hash_due || !self.executable.looks_kept(&bin);
+        let executable = if hashed {
+            self.executable.keep(&bin)
+        } else {
+            Ok(())
+        };
         // Each step runs whatever another one met: the first error is returned.
         [
             put_program(&bin, HOOK_SCRIPT_NAME, HOOK_SCRIPT.as_bytes()),
-            self.executable.keep(&bin),
+            executable,
             refresh_boot_time_now(&bin),
             SpoolPaths::create_missing_folders(&root),
         ]
         .into_iter()
-        .collect()
+        .collect::<io::Result<()>>()
+        .map(|()| hashed)
     }
 }
 

@@ -141,9 +141,9 @@ pub struct FsSpool {
     removals: Removals,
     /// The hook executable kept in `bin/`.
     executable: ExecutableGuard,
-    /// When the hook programs were last kept (0: never; see
-    /// `guard::KEEP_PROGRAMS_IN_BACKLOG_MS`).
-    programs_kept_ms: AtomicI64,
+    /// When the hook executable was last read and hashed (0: never; see
+    /// `guard::CHECK_EXECUTABLE_IN_BACKLOG_MS`).
+    executable_checked_ms: AtomicI64,
     /// Where a failure to keep the hook programs is logged.
     keep_failures: KeepFailures,
     /// Whether the meta files were repaired from their outcome records
@@ -178,7 +178,7 @@ impl FsSpool {
             prunes: PruneSchedule::default(),
             removals: Removals::default(),
             executable: ExecutableGuard::new(executable_source),
-            programs_kept_ms: AtomicI64::new(0),
+            executable_checked_ms: AtomicI64::new(0),
             keep_failures: KeepFailures::default(),
             metas_repaired: AtomicBool::new(false),
             repairing: Mutex::new(()),

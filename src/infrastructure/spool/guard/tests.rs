@@ -141,45 +141,88 @@ fn every_drain_puts_back_a_replaced_program() {
     }
 }
 
-/// While a backlog drains (the last claim took a full batch), the programs
-/// are kept once [`KEEP_PROGRAMS_IN_BACKLOG_MS`] passed, not before every
-/// drain; a clock stepped back keeps them; at rest, every drain does.
+/// While a backlog drains (the last claim took a full batch), the
+/// executable is read and hashed once [`CHECK_EXECUTABLE_IN_BACKLOG_MS`]
+/// passed since it last was; the drains between put back at once what its
+/// metadata shows (removed, another size, chmod'ed, a link on the way to
+/// `bin/`) and the script, and leave only a same-size change for the next
+/// hash. A clock stepped back, or a drain at rest, hashes at once.
 #[test]
-fn a_backlog_keeps_the_programs_once_a_second() {
-    let (_dir, spool, clock) = installed_with_clock();
+fn a_backlog_hashes_the_executable_once_a_second() {
+    let (dir, spool, clock) = installed_with_clock();
     let incoming = spool.paths().incoming();
-    for i in 0..6 {
-        let name = format!("20261128T150000Z-{i}-00000{i}.claude.json");
+    for i in 0..20 {
+        let name = format!("20261128T150000Z-{i}-{i:06}.claude.json");
         fs::write(incoming.join(name), b"{}").unwrap();
     }
-    let executable = spool.paths().executable();
-    let tamper = || fs::write(&executable, b"planted").unwrap();
-    let kept = || fs::read(&executable).unwrap() == OURS;
-    // (claims taken, clock, kept by this drain's check), in order.
-    let drains: [(usize, EpochMs, bool); 5] = [
-        // The first drain: kept; its claim is full, a backlog drains.
-        (2, T0, true),
-        // Within the second: left for later.
-        (2, T0 + KEEP_PROGRAMS_IN_BACKLOG_MS - 1, false),
-        // A second later: kept.
-        (2, T0 + KEEP_PROGRAMS_IN_BACKLOG_MS, true),
-        // The clock stepped back: kept (the spool is empty now).
-        (0, T0 - 5, true),
-        // At rest (the last claim was not full), right after: kept.
-        (0, T0 - 4, true),
+    let outside = dir.path().join("outside");
+    fs::create_dir_all(&outside).unwrap();
+    let untouched: Tamper = |_, _| {};
+    let same_size: Tamper = |file, _| {
+        let mut bytes = fs::read(file).unwrap();
+        *bytes.last_mut().unwrap() ^= 1;
+        fs::write(file, bytes).unwrap();
+    };
+    let removed: Tamper = |file, _| fs::remove_file(file).unwrap();
+    let chmod: Tamper =
+        |file, _| fs::set_permissions(file, fs::Permissions::from_mode(0o700)).unwrap();
+    let bin_linked: Tamper = |file, outside| {
+        let bin = file.parent().unwrap();
+        fs::remove_dir_all(bin).unwrap();
+        symlink(outside, bin).unwrap();
+    };
+    let second = CHECK_EXECUTABLE_IN_BACKLOG_MS;
+    // (case, tampering of the executable, clock, executable ours after the
+    // drain); every drain's claim takes a full batch of 2.
+    let drains: [(&str, Tamper, EpochMs, bool); 9] = [
+        ("the first drain", untouched, T0, true),
+        ("same size", same_size, T0 + 1, false),
+        ("removed", removed, T0 + 2, true),
+        ("same size again", same_size, T0 + 3, false),
+        ("chmod", chmod, T0 + 4, true),
+        ("bin/ a link", bin_linked, T0 + 5, true),
+        (
+            "same size, within the second",
+            same_size,
+            T0 + 5 + second - 1,
+            false,
+        ),
+        (
+            "a second after the last hash",
+            untouched,
+            T0 + 5 + second,
+            true,
+        ),
+        ("the clock stepped back", same_size, T0 - 1, true),
     ];
-    for (step, (claims, now, want_kept)) in drains.into_iter().enumerate() {
-        if step > 0 {
-            tamper();
-        }
+    for (case, tamper, now, want_ours) in drains {
+        let executable = spool.paths().executable();
+        fs::write(spool.paths().script(), b"#!/bin/sh\necho planted\n").unwrap();
+        tamper(&executable, &outside);
         clock.set(now);
-        let claimed = spool.claim(2).unwrap();
-        assert_eq!(claimed.len(), claims, "drain {step}");
-        assert_eq!(kept(), want_kept, "drain {step}");
-        if want_kept {
-            assert_ours(&spool, &format!("drain {step}"));
+        let claimed = spool.claim(2).unwrap_or_else(|e| panic!("{case}: {e}"));
+        assert_eq!(claimed.len(), 2, "{case}");
+        let ours = fs::read(&executable).is_ok_and(|bytes| bytes == OURS);
+        assert_eq!(ours, want_ours, "{case}");
+        let script = fs::read(spool.paths().script()).unwrap();
+        assert_eq!(script, HOOK_SCRIPT.as_bytes(), "{case}");
+        assert_way_private(&spool, case);
+        if want_ours {
+            assert_ours(&spool, case);
         }
     }
+    assert_eq!(
+        fs::read_dir(&outside).unwrap().count(),
+        0,
+        "written through the link"
+    );
+    // At rest (a claim that took less than a full batch), the next drain
+    // hashes at once.
+    assert!(spool.claim(50).unwrap().len() < 50);
+    same_size(&spool.paths().executable(), &outside);
+    clock.set(T0);
+    spool.claim(50).unwrap();
+    assert_ours(&spool, "at rest");
 }
 
 /// A link (or a file) in place of a folder on the way to `bin/` is
