@@ -27,12 +27,13 @@
 //! drains, it runs at most once per [`CHECK_EXECUTABLE_IN_BACKLOG_MS`]; the
 //! drains between look at the executable's metadata only (a regular file of
 //! the shipped length, mode 0755) and read and hash it at once when that
-//! differs. Only a change of the same size and mode waits, for at most a
-//! second: the check is a repair, not a lock (the agent that changed the
-//! program can change it again right after any check), and at rest a
-//! changed program already runs until the next drain. Every other step
-//! runs before every drain: they cost microseconds, and a link on the way
-//! to `bin/` left for a second would fail the drain's claim.
+//! differs. Only a change that keeps its size and mode (or a hard link
+//! made to it) waits, for at most a second: the check is a repair, not a
+//! lock (the agent that changed the program can change it again right
+//! after any check), and at rest a changed program already runs until the
+//! next drain. Every other step runs before every drain: they cost
+//! microseconds, and a link on the way to `bin/` left for a second would
+//! fail the drain's claim.
 
 use std::io;
 use std::path::PathBuf;
@@ -94,15 +95,14 @@ impl ExecutableGuard {
             }
         }
     }
-}
 
-impl ExecutableGuard {
     /// Whether `bin/`'s executable still looks like the one last kept by
     /// its metadata alone: a regular file of the shipped length with mode
     /// 0755 (or none ships and none is known). Between two reads and
     /// hashes, a backlog's drains ask this, so that a removed program, one
     /// of another size or one chmod'ed is put back at once; only a change
-    /// of the same size waits for the next hash.
+    /// that keeps its size and mode (or a hard link made to it) waits for
+    /// the next hash.
     fn looks_kept(&self, bin: &Dir) -> bool {
         if self.source.is_none() {
             return true;
