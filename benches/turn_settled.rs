@@ -782,8 +782,9 @@ fn drain_rounds(count: usize, rounds: usize) {
 /// Puts the hook executable beside this bench's binary, where the drain
 /// looks for it as the addon looks beside its `.node` file
 /// ([`shipped_hook_executable`]), so that the drains keep it in `bin/` as
-/// the app's drains do (reading and hashing it: about 0.9 ms per check at
-/// the 1.1 MiB of a static glibc build, 0.35 ms at 0.3 MiB). Run before any
+/// the app's drains do (reading and hashing it: an empty drain, this check
+/// included, takes about 0.9 ms with the 1.1 MiB of a static glibc build,
+/// 0.35 ms with 0.3 MiB). Run before any
 /// spool is made: the shipped path is looked up once per process. Panics
 /// when the drains would keep none (the executable not built, or this
 /// bench run by a relative path, which the loader reports as such), rather

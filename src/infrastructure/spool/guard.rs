@@ -42,7 +42,9 @@ use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
-use super::install::{put_program, read_executable, refresh_boot_time_now, set_mode_or_replace};
+use super::install::{
+    put_program, read_executable, refresh_boot_time_now, set_mode_or_replace, PROGRAM_MODE,
+};
 use super::{FsSpool, SpoolPaths, HOOK_EXECUTABLE_NAME, HOOK_SCRIPT, HOOK_SCRIPT_NAME};
 use crate::application::log::{LogCode, LogEntry, LogLevel, LogSink};
 use crate::domain::time::EpochMs;
@@ -98,7 +100,8 @@ impl ExecutableGuard {
 
     /// Whether `bin/`'s executable still looks like the one last kept by
     /// its metadata alone: a regular file of the shipped length with mode
-    /// 0755 (or none ships and none is known). Between two reads and
+    /// 0755 (Windows has no such mode bits); always when none ships, never
+    /// when the shipped file's hash is not known. Between two reads and
     /// hashes, a backlog's drains ask this, so that a removed program, one
     /// of another size or one chmod'ed is put back at once; only a change
     /// that keeps its size and mode (or a hard link made to it) waits for
@@ -113,7 +116,9 @@ impl ExecutableGuard {
         };
         matches!(
             bin.meta(HOOK_EXECUTABLE_NAME),
-            Ok(Some(meta)) if meta.kind == FileKind::File && meta.len == len && meta.mode & 0o7777 == 0o755
+            Ok(Some(meta)) if meta.kind == FileKind::File
+                && meta.len == len
+                && (cfg!(windows) || meta.mode & 0o7777 == PROGRAM_MODE)
         )
     }
 }
@@ -164,15 +169,17 @@ fn sha256(bytes: &[u8]) -> [u8; 32] {
 }
 
 /// While a backlog drains (the last claim took a full batch), the
-/// executable is read and hashed at most this often; at rest, before every
-/// drain. The rest of the check runs before every drain.
+/// executable is read and hashed at most this often, unless its metadata
+/// differs ([`ExecutableGuard::looks_kept`]); at rest, before every drain.
+/// The rest of the check runs before every drain.
 pub(super) const CHECK_EXECUTABLE_IN_BACKLOG_MS: EpochMs = 1_000;
 
 impl FsSpool {
     /// Keeps the programs before a drain at `now` (see
     /// [`FsSpool::keep_programs`]); the executable's read and hash at rest,
     /// and while a backlog drains once [`CHECK_EXECUTABLE_IN_BACKLOG_MS`]
-    /// passed since it last ran (or the clock stepped back past it). A
+    /// passed since it last ran (or the clock stepped back past it) or when
+    /// its metadata differs. A
     /// failure is logged (see [`KeepFailures`]), never a reason to stop
     /// claiming: the payloads still need their drain, and the next drain
     /// tries again.
@@ -180,39 +187,47 @@ impl FsSpool {
         let last = self.executable_checked_ms.load(Ordering::Relaxed);
         let recent = last != 0 && (0..CHECK_EXECUTABLE_IN_BACKLOG_MS).contains(&(now - last));
         let hash_due = !(recent && self.prunes.backlog());
-        let hashed = self.keep_programs(hash_due);
-        if hashed.as_ref().is_ok_and(|hashed| *hashed) {
+        let (hashed, kept) = self.keep_programs(hash_due);
+        if hashed {
             self.executable_checked_ms.store(now, Ordering::Relaxed);
         }
-        self.keep_failures.note(hashed.map(drop));
+        self.keep_failures.note(kept);
     }
 
     /// When a spool was installed: repairs the way to `bin/`, puts back the
     /// script and the executable as the addon writes them, refreshes
     /// `bin/boot-time` and makes missing spool folders again. The
     /// executable is read and hashed when `hash_due`, or when it does not
-    /// look kept ([`ExecutableGuard::looks_kept`]); `true` when it was.
-    fn keep_programs(&self, hash_due: bool) -> io::Result<bool> {
-        if !self.paths.installed()? {
-            return Ok(false);
-        }
-        let (root, bin) = self.paths.create_bin_repairing()?;
-        let hashed = hash_due || !self.executable.looks_kept(&bin);
-        let executable = if hashed {
+    /// look kept ([`ExecutableGuard::looks_kept`]). Says whether it was,
+    /// and kept (whatever the other steps met), and the first error.
+    fn keep_programs(&self, hash_due: bool) -> (bool, io::Result<()>) {
+        let way = self.paths.installed().and_then(|installed| {
+            installed
+                .then(|| self.paths.create_bin_repairing())
+                .transpose()
+        });
+        let (root, bin) = match way {
+            Ok(Some(way)) => way,
+            Ok(None) => return (false, Ok(())),
+            Err(error) => return (false, Err(error)),
+        };
+        let hash = hash_due || !self.executable.looks_kept(&bin);
+        let executable = if hash {
             self.executable.keep(&bin)
         } else {
             Ok(())
         };
+        let hashed = hash && executable.is_ok();
         // Each step runs whatever another one met: the first error is returned.
-        [
+        let kept = [
             put_program(&bin, HOOK_SCRIPT_NAME, HOOK_SCRIPT.as_bytes()),
             executable,
             refresh_boot_time_now(&bin),
             SpoolPaths::create_missing_folders(&root),
         ]
         .into_iter()
-        .collect::<io::Result<()>>()
-        .map(|()| hashed)
+        .collect();
+        (hashed, kept)
     }
 }
 

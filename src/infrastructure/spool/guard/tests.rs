@@ -151,7 +151,7 @@ fn every_drain_puts_back_a_replaced_program() {
 fn a_backlog_hashes_the_executable_once_a_second() {
     let (dir, spool, clock) = installed_with_clock();
     let incoming = spool.paths().incoming();
-    for i in 0..20 {
+    for i in 0..22 {
         let name = format!("20261128T150000Z-{i}-{i:06}.claude.json");
         fs::write(incoming.join(name), b"{}").unwrap();
     }
@@ -164,6 +164,7 @@ fn a_backlog_hashes_the_executable_once_a_second() {
         fs::write(file, bytes).unwrap();
     };
     let removed: Tamper = |file, _| fs::remove_file(file).unwrap();
+    let resized: Tamper = |file, _| fs::write(file, b"planted, longer").unwrap();
     let chmod: Tamper =
         |file, _| fs::set_permissions(file, fs::Permissions::from_mode(0o700)).unwrap();
     let bin_linked: Tamper = |file, outside| {
@@ -174,10 +175,11 @@ fn a_backlog_hashes_the_executable_once_a_second() {
     let second = CHECK_EXECUTABLE_IN_BACKLOG_MS;
     // (case, tampering of the executable, clock, executable ours after the
     // drain); every drain's claim takes a full batch of 2.
-    let drains: [(&str, Tamper, EpochMs, bool); 9] = [
+    let drains: [(&str, Tamper, EpochMs, bool); 10] = [
         ("the first drain", untouched, T0, true),
         ("same size", same_size, T0 + 1, false),
         ("removed", removed, T0 + 2, true),
+        ("another size", resized, T0 + 2, true),
         ("same size again", same_size, T0 + 3, false),
         ("chmod", chmod, T0 + 4, true),
         ("bin/ a link", bin_linked, T0 + 5, true),
@@ -223,6 +225,34 @@ fn a_backlog_hashes_the_executable_once_a_second() {
     clock.set(T0);
     spool.claim(50).unwrap();
     assert_ours(&spool, "at rest");
+}
+
+/// While a backlog drains and the shipped file cannot be read, an
+/// executable put in `bin/` is removed at the next drain, not a second
+/// later: with no known hash, nothing there looks kept.
+#[test]
+fn a_backlog_without_the_shipped_file_removes_a_planted_executable_at_once() {
+    let (dir, spool, clock) = installed_with_clock();
+    let incoming = spool.paths().incoming();
+    for i in 0..6 {
+        let name = format!("20261128T150000Z-{i}-{i:06}.claude.json");
+        fs::write(incoming.join(name), b"{}").unwrap();
+    }
+    let executable = spool.paths().executable();
+    assert_eq!(spool.claim(2).unwrap().len(), 2);
+    fs::remove_file(dir.path().join("shipped")).unwrap();
+    // The hash a second later finds it changed and nothing to restore it
+    // from: it goes, and the shipped file's hash is no longer known.
+    fs::write(&executable, b"\x7fELF ourz").unwrap();
+    clock.set(T0 + CHECK_EXECUTABLE_IN_BACKLOG_MS);
+    assert_eq!(spool.claim(2).unwrap().len(), 2);
+    assert!(fs::symlink_metadata(&executable).is_err());
+    // Within the next second: planted again, removed again at once.
+    fs::write(&executable, b"\x7fELF ourz").unwrap();
+    fs::set_permissions(&executable, fs::Permissions::from_mode(0o755)).unwrap();
+    clock.set(T0 + CHECK_EXECUTABLE_IN_BACKLOG_MS + 1);
+    assert_eq!(spool.claim(2).unwrap().len(), 2);
+    assert!(fs::symlink_metadata(&executable).is_err());
 }
 
 /// A link (or a file) in place of a folder on the way to `bin/` is
