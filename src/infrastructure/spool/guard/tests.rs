@@ -61,6 +61,16 @@ fn assert_way_private(spool: &FsSpool, case: &str) {
     }
 }
 
+/// `count` pending files in `incoming/` (a claim of fewer takes a full
+/// batch: a backlog drains).
+fn spool_pending(spool: &FsSpool, count: usize) {
+    let incoming = spool.paths().incoming();
+    for i in 0..count {
+        let name = format!("20261128T150000Z-{i}-{i:06}.claude.json");
+        fs::write(incoming.join(name), b"{}").unwrap();
+    }
+}
+
 type Tamper = fn(&Path, &Path);
 
 /// Whatever was done to a program, the next drain (its claim) puts the
@@ -150,11 +160,7 @@ fn every_drain_puts_back_a_replaced_program() {
 #[test]
 fn a_backlog_hashes_the_executable_once_a_second() {
     let (dir, spool, clock) = installed_with_clock();
-    let incoming = spool.paths().incoming();
-    for i in 0..22 {
-        let name = format!("20261128T150000Z-{i}-{i:06}.claude.json");
-        fs::write(incoming.join(name), b"{}").unwrap();
-    }
+    spool_pending(&spool, 22);
     let outside = dir.path().join("outside");
     fs::create_dir_all(&outside).unwrap();
     let untouched: Tamper = |_, _| {};
@@ -233,11 +239,7 @@ fn a_backlog_hashes_the_executable_once_a_second() {
 #[test]
 fn a_backlog_without_the_shipped_file_removes_a_planted_executable_at_once() {
     let (dir, spool, clock) = installed_with_clock();
-    let incoming = spool.paths().incoming();
-    for i in 0..6 {
-        let name = format!("20261128T150000Z-{i}-{i:06}.claude.json");
-        fs::write(incoming.join(name), b"{}").unwrap();
-    }
+    spool_pending(&spool, 6);
     let executable = spool.paths().executable();
     assert_eq!(spool.claim(2).unwrap().len(), 2);
     fs::remove_file(dir.path().join("shipped")).unwrap();
