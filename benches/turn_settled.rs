@@ -716,18 +716,22 @@ fn drain_rounds(count: usize, rounds: usize) {
         // (the previous round's, retention's) weigh on: each spool goes
         // first in every other round (see [`DRAIN_ROUNDS`]).
         let drain_first = round % 2 == 0;
-        let (drain_dir, mut drain, floor_dir, mut floor) = if drain_first {
-            let drain_dir = run_dir();
-            let drain = DrainRun::filled(drain_dir.path(), count);
-            let floor_dir = run_dir();
-            let floor = FloorRun::filled(floor_dir.path(), count);
-            (drain_dir, drain, floor_dir, floor)
+        let make_drain = || {
+            let dir = run_dir();
+            let run = DrainRun::filled(dir.path(), count);
+            (dir, run)
+        };
+        let make_floor = || {
+            let dir = run_dir();
+            let run = FloorRun::filled(dir.path(), count);
+            (dir, run)
+        };
+        let ((drain_dir, mut drain), (floor_dir, mut floor)) = if drain_first {
+            let drain = make_drain();
+            (drain, make_floor())
         } else {
-            let floor_dir = run_dir();
-            let floor = FloorRun::filled(floor_dir.path(), count);
-            let drain_dir = run_dir();
-            let drain = DrainRun::filled(drain_dir.path(), count);
-            (drain_dir, drain, floor_dir, floor)
+            let floor = make_floor();
+            (make_drain(), floor)
         };
         settle_disk();
         let (mut drain_total, mut floor_total) = (Cost::default(), Cost::default());
