@@ -459,25 +459,51 @@ const BATCH: usize = DRAIN_BATCH;
 ///   (four syncs, as the drain does for a batch it could not foresee);
 /// * retention's two unlinks per event past 1,000 results, on 8 threads,
 ///   overlapping the next batches, as the drain does, after a listing of
-///   `processed/` every 100 results (it holds what other drainers and
-///   agents put there, which no in-memory list knows);
+///   `processed/` (it holds what other drainers and agents put there, which
+///   no in-memory list knows) on the drain's schedule: once more than 100
+///   results were filed since the last (before, the floor counted its
+///   records with its results and listed after every batch, twice as often
+///   as the drain);
 /// * per payload, its `fstat`: only a regular file is read (a FIFO would
-///   block the read for ever).
+///   block the read for ever);
+/// * one listing of `incoming/`, in the first timed part: a drain learns
+///   the names it claims by listing them, and so does its floor.
 struct FloorRun {
     incoming: OwnedFd,
     processing: OwnedFd,
     processed: Arc<OwnedFd>,
-    /// Pending names, oldest last (the next batch pops from the end).
+    /// Pending names, oldest last (the next batch pops from the end), once
+    /// listed.
     pending: Vec<String>,
+    /// Whether `incoming/` was listed.
+    listed: bool,
     /// The next batch's record, created before the last batch's final sync.
     next_record: Option<fs::File>,
     records: usize,
     /// Results filed and not removed yet, oldest first.
     kept: std::collections::VecDeque<String>,
+    /// Results filed since retention last listed `processed/`.
+    filed_since_prune: usize,
     removal: Option<std::thread::JoinHandle<()>>,
     /// Where each payload is read into: room for the hook's bound and a byte.
     buffer: Vec<u8>,
 }
+
+/// The names in `incoming/` but hidden ones (the hook's temp files),
+/// oldest last.
+fn list_pending(incoming: &OwnedFd) -> Vec<String> {
+    let mut listing = rfs::Dir::read_from(incoming).expect("incoming listing");
+    let mut names: Vec<String> = std::iter::from_fn(|| listing.read())
+        .map(|entry| entry.expect("incoming entry"))
+        .filter_map(|entry| entry.file_name().to_str().ok().map(str::to_string))
+        .filter(|name| !name.starts_with('.'))
+        .collect();
+    names.sort_unstable_by(|a, b| b.cmp(a));
+    names
+}
+
+/// Results the floor's retention keeps, as the drain's does by default.
+const RETAINED: usize = 1_000;
 
 /// Opens the folder `path`.
 fn open_folder(path: &Path) -> OwnedFd {
@@ -502,20 +528,16 @@ impl FloorRun {
     fn filled(dir: &Path, count: usize) -> Self {
         let paths = SpoolPaths::for_teams_base(&dir.join("teams"));
         fill_spool(&paths, count);
-        let mut pending: Vec<String> = fs::read_dir(paths.incoming())
-            .expect("incoming")
-            .flatten()
-            .filter_map(|e| e.file_name().into_string().ok())
-            .collect();
-        pending.sort_unstable_by(|a, b| b.cmp(a));
         Self {
             incoming: open_folder(&paths.incoming()),
             processing: open_folder(&paths.processing()),
             processed: Arc::new(open_folder(&paths.processed())),
-            pending,
+            pending: Vec::new(),
+            listed: false,
             next_record: None,
             records: 0,
             kept: std::collections::VecDeque::new(),
+            filed_since_prune: 0,
             removal: None,
             buffer: vec![0; MAX_PAYLOAD_BYTES as usize + 1],
         }
@@ -534,6 +556,10 @@ impl FloorRun {
     /// removals it started waited for.
     fn next(&mut self, events: usize) -> Cost {
         let timer = Timer::start();
+        if !self.listed {
+            self.pending = list_pending(&self.incoming);
+            self.listed = true;
+        }
         for _ in 0..events / BATCH {
             if self.pending.is_empty() {
                 break;
@@ -615,8 +641,12 @@ impl FloorRun {
             scope.spawn(|| sync(&self.processing));
             sync(&processed);
         });
+        self.filed_since_prune += batch.len();
         self.kept.extend(batch.into_iter().rev());
-        if self.kept.len() > 1_100 {
+        // The drain's schedule (`PruneSchedule`): once more results were
+        // filed since the last prune than a tenth of the cap.
+        if self.filed_since_prune > RETAINED / 10 && self.kept.len() > RETAINED {
+            self.filed_since_prune = 0;
             if let Some(running) = self.removal.take() {
                 running.join().expect("removal");
             }
@@ -625,7 +655,7 @@ impl FloorRun {
             let mut listing = rfs::Dir::read_from(&*processed).expect("listing");
             let listed = std::iter::from_fn(|| listing.read()).count();
             assert!(listed >= self.kept.len());
-            let doomed: Vec<String> = self.kept.drain(..self.kept.len() - 1_000).collect();
+            let doomed: Vec<String> = self.kept.drain(..self.kept.len() - RETAINED).collect();
             self.removal = Some(std::thread::spawn(move || {
                 std::thread::scope(|scope| {
                     for part in doomed.chunks(doomed.len().div_ceil(8)) {
