@@ -1104,3 +1104,71 @@ fn a_roster_name_that_cannot_be_queued_is_not_counted_as_enqueued() {
     }
     assert_eq!(resolved_for, ["jack"]);
 }
+
+/// The outcome of each result in `processed/`, by its name, from the
+/// batches' outcome records and the metas beside the results.
+fn outcomes_by_result(processed: &Path) -> HashMap<String, String> {
+    let mut outcomes = HashMap::new();
+    for entry in fs::read_dir(processed).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let outcome = |meta: &serde_json::Value| meta["outcome"].as_str().unwrap().to_string();
+        if name.starts_with(".outcomes-") {
+            let record: serde_json::Value =
+                serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+            let results = record["results"].as_array().unwrap();
+            for (result, meta) in results.iter().zip(record["metas"].as_array().unwrap()) {
+                outcomes.insert(result.as_str().unwrap().to_string(), outcome(meta));
+            }
+        } else if let Some(result) = name.strip_suffix(".meta.json") {
+            let meta: serde_json::Value =
+                serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+            outcomes.insert(result.to_string(), outcome(&meta));
+        }
+    }
+    outcomes
+}
+
+/// Claims are judged on a thread of their own while the next are claimed,
+/// in claim order all the same: within one batch, each later delivery of a
+/// payload is the duplicate, and the first is the one queued.
+#[test]
+fn a_second_delivery_in_one_batch_is_the_duplicate_of_the_first() {
+    let home = claude_home();
+    let root = home.path();
+    let ingestor = ingestor(root, Arc::new(SystemClock));
+    let paths = SpoolPaths::for_teams_base(&root.join("teams"));
+    fs::create_dir_all(paths.incoming()).unwrap();
+    // (payload id, outcome) in name order, the order they are claimed in.
+    let deliveries = [
+        (1, "enqueued"),
+        (2, "enqueued"),
+        (1, "duplicate"),
+        (1, "duplicate"),
+        (2, "duplicate"),
+        (3, "enqueued"),
+    ];
+    let name = |n: usize| format!("20261118T110640Z-{n}-0.codex.json");
+    for (n, (id, _)) in deliveries.iter().enumerate() {
+        fs::write(paths.incoming().join(name(n)), codex_payload(*id)).unwrap();
+    }
+    let summary = ingestor.drain(&NoQueue, &NoChanges).unwrap();
+    assert_eq!(
+        (
+            summary.claimed,
+            summary.enqueued,
+            summary.ignored,
+            summary.failed
+        ),
+        (6, 3, 3, 0),
+        "{summary:?}"
+    );
+    let outcomes = outcomes_by_result(&paths.processed());
+    for (n, (_, want)) in deliveries.iter().enumerate() {
+        assert_eq!(
+            outcomes.get(&name(n)).map(String::as_str),
+            Some(*want),
+            "{n}"
+        );
+    }
+}

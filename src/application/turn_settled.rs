@@ -142,8 +142,12 @@ impl FilingMeta {
 
 /// The spool of hook payloads.
 pub trait TurnSettledSpool: Send + Sync {
-    /// Recovers stale claims, then claims up to `limit` pending files in name order.
-    fn claim(&self, limit: usize) -> Result<Vec<SpoolClaim>, PortError>;
+    /// Recovers stale claims, then claims up to `limit` pending files in
+    /// name order, handing each to `each` as soon as it is claimed and read
+    /// (the drain judges one while the next is claimed); says how many.
+    /// When claiming fails, the claims already handed on are given back
+    /// before the error returns, and the caller drops them.
+    fn claim(&self, limit: usize, each: &mut dyn FnMut(SpoolClaim)) -> Result<usize, PortError>;
     /// Files a batch of claims with their outcomes, durably: every outcome
     /// is on disk before its claim leaves `processing/`, and every move is
     /// before this returns. One result per filing, in order: `true` filed,
@@ -401,10 +405,12 @@ impl TurnSettledIngestor {
     }
 
     /// One drain: at most [`DRAIN_BATCH`] files. Every claim is judged
-    /// first, then the batch is filed at once (its outcomes made durable
-    /// together), then the filed events are acted on: each resolved event is
-    /// reported to `changes` and journaled, and each resolved member is
-    /// handed to `queue` once per drain.
+    /// first (in claim order, on a thread of its own while the spool claims
+    /// the next), then the batch
+    /// is filed at once (its outcomes made durable together), then the
+    /// filed events are acted on: each resolved event is reported to
+    /// `changes` and journaled, and each resolved member is handed to
+    /// `queue` once per drain.
     pub fn drain(
         &self,
         queue: &dyn TurnSettledQueue,
@@ -416,68 +422,34 @@ impl TurnSettledIngestor {
             .one_at_a_time
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let claims = self.spool.claim(DRAIN_BATCH)?;
+        let (claimed, BatchJudged { judged, rosters }) = self.claim_and_judge()?;
         let mut summary = DrainSummary {
-            claimed: claims.len() as u32,
+            claimed: claimed as u32,
             ..DrainSummary::default()
         };
-        let mut rosters: HashMap<String, TeamSnapshot> = HashMap::new();
-        let mut filings = Vec::with_capacity(claims.len());
-        let mut verdicts = Vec::with_capacity(claims.len());
-        // Source ids resolved earlier in this batch: a second delivery of one
-        // payload is a duplicate before the first is even filed. Room for
-        // every claim at once: grown from empty, the set was rehashed about
-        // twice per event while a backlog drains.
-        let mut resolved_ids: HashSet<String> = HashSet::with_capacity(claims.len());
-        // Once the app's resolver failed, the rest of the batch waits for a
-        // later drain without asking it again: one stuck callback costs a
-        // drain one wait, not one per file.
-        let mut resolver_failed = false;
-        for claim in &claims {
-            let now = self.clock.now_ms();
-            let judged = self.judge(claim, &mut rosters, &resolved_ids, &mut resolver_failed);
-            let (disposition, meta, verdict) = match judged {
-                Judged::Later => {
+        // Claims given back only now, once the spool claims no more: one
+        // given back while claiming could be claimed again by this drain.
+        let mut claims = Vec::with_capacity(judged.len());
+        let mut filed_as = Vec::with_capacity(judged.len());
+        for (claim, judgment) in judged {
+            match judgment {
+                Judgment::Later => {
                     summary.failed += 1;
-                    let _ = self.spool.release(claim);
-                    continue;
+                    let _ = self.spool.release(&claim);
                 }
-                Judged::Invalid(reason) => {
-                    let meta = InvalidMeta {
-                        reason,
-                        processed_at: format_iso(now),
-                    };
-                    (
-                        Disposition::Invalid,
-                        FilingMeta::of(&meta),
-                        Verdict::Invalid,
-                    )
-                }
-                Judged::Event(event, attributed) => {
-                    let meta = ProcessedMeta::of(&event, &attributed.decision, now);
-                    let meta = meta.filing_meta();
-                    let verdict = Verdict::Event {
-                        event,
-                        attributed,
-                        now,
-                    };
-                    (Disposition::Processed, meta, verdict)
-                }
-            };
-            let Ok(meta) = meta else {
-                // (Strings and numbers only: never. Left for a later drain.)
-                summary.failed += 1;
-                let _ = self.spool.release(claim);
-                continue;
-            };
-            if let Verdict::Event {
-                event, attributed, ..
-            } = &verdict
-            {
-                if let Decision::Resolved { .. } = &attributed.decision {
-                    resolved_ids.insert(event.source_id.clone());
+                Judgment::File {
+                    disposition,
+                    meta,
+                    verdict,
+                } => {
+                    claims.push(claim);
+                    filed_as.push((disposition, meta, verdict));
                 }
             }
+        }
+        let mut filings = Vec::with_capacity(claims.len());
+        let mut verdicts = Vec::with_capacity(claims.len());
+        for (claim, (disposition, meta, verdict)) in claims.iter().zip(filed_as) {
             filings.push(Filing {
                 claim,
                 disposition,
@@ -583,6 +555,100 @@ impl TurnSettledIngestor {
         Ok(summary)
     }
 
+    /// Claims a batch and judges each claim, in claim order, on a thread of
+    /// its own while the spool claims the next: a claim's renames, opens and
+    /// reads are the kernel's work, its judging (parsing, hashing,
+    /// attribution, the meta's text) the CPU's, and the two overlap. Where
+    /// no thread can be started, the batch is judged once claimed. Says how
+    /// many were claimed; a failed claim is an error once the claims handed
+    /// on are judged (and dropped: the spool gave them back, and only the
+    /// app's resolver, if asked, saw them).
+    fn claim_and_judge(&self) -> Result<(usize, BatchJudged), PortError> {
+        std::thread::scope(|scope| {
+            let (sender, chunks) = std::sync::mpsc::channel::<Vec<SpoolClaim>>();
+            let judging = std::thread::Builder::new()
+                .name("mws-drain-judge".into())
+                .spawn_scoped(scope, move || {
+                    self.judge_batch(chunks.into_iter().flatten())
+                });
+            let Ok(judging) = judging else {
+                let mut claims = Vec::new();
+                let claimed = self
+                    .spool
+                    .claim(DRAIN_BATCH, &mut |claim| claims.push(claim))?;
+                return Ok((claimed, self.judge_batch(claims)));
+            };
+            // Handed over a few at a time: the judging thread, faster than
+            // the claims, would otherwise wait and be woken (two futex calls)
+            // once per claim. (Sent while it runs: it stops only once this
+            // sender is dropped.)
+            let mut chunk = Vec::with_capacity(JUDGED_TOGETHER);
+            let claimed = self.spool.claim(DRAIN_BATCH, &mut |claim| {
+                chunk.push(claim);
+                if chunk.len() == JUDGED_TOGETHER {
+                    let full = std::mem::replace(&mut chunk, Vec::with_capacity(JUDGED_TOGETHER));
+                    let _ = sender.send(full);
+                }
+            });
+            let _ = sender.send(chunk);
+            drop(sender);
+            let judged = judging
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            Ok((claimed?, judged))
+        })
+    }
+
+    /// Judges `claims` in order: the event, its attribution and its meta,
+    /// or a later drain (see [`Judgment`]).
+    fn judge_batch(&self, claims: impl IntoIterator<Item = SpoolClaim>) -> BatchJudged {
+        let mut rosters: HashMap<String, TeamSnapshot> = HashMap::new();
+        // Source ids resolved earlier in this batch: a second delivery of one
+        // payload is a duplicate before the first is even filed. Room for a
+        // whole batch at once: grown from empty, the set was rehashed about
+        // twice per event while a backlog drains.
+        let mut resolved_ids: HashSet<String> = HashSet::with_capacity(DRAIN_BATCH);
+        // Once the app's resolver failed, the rest of the batch waits for a
+        // later drain without asking it again: one stuck callback costs a
+        // drain one wait, not one per file.
+        let mut resolver_failed = false;
+        let mut judged = Vec::new();
+        for claim in claims {
+            let now = self.clock.now_ms();
+            let judgment =
+                match self.judge(&claim, &mut rosters, &resolved_ids, &mut resolver_failed) {
+                    Judged::Later => Judgment::Later,
+                    Judged::Invalid(reason) => {
+                        let meta = InvalidMeta {
+                            reason,
+                            processed_at: format_iso(now),
+                        };
+                        Judgment::filed(
+                            Disposition::Invalid,
+                            FilingMeta::of(&meta),
+                            Verdict::Invalid,
+                        )
+                    }
+                    Judged::Event(event, attributed) => {
+                        let meta =
+                            ProcessedMeta::of(&event, &attributed.decision, now).filing_meta();
+                        if matches!(attributed.decision, Decision::Resolved { .. }) && meta.is_ok()
+                        {
+                            resolved_ids.insert(event.source_id.clone());
+                        }
+                        let verdict = Verdict::Event {
+                            event,
+                            attributed,
+                            now,
+                        };
+                        Judgment::filed(Disposition::Processed, meta, verdict)
+                    }
+                };
+            judged.push((claim, judgment));
+        }
+        BatchJudged { judged, rosters }
+    }
+
     /// Journals an event that was not queued (`outcome` = kind and reason) in
     /// the journal of the member it was attributed to, or else the member its
     /// payload names, as the app does, when that member may have a store
@@ -657,6 +723,50 @@ impl SettledDetail<'_> {
         write_str(&mut out, self.source_id)?;
         out.push(b'}');
         String::from_utf8(out).map_err(serde::ser::Error::custom)
+    }
+}
+
+/// Claims handed to the judging thread at once (see
+/// [`TurnSettledIngestor::claim_and_judge`]): a tenth of a batch.
+const JUDGED_TOGETHER: usize = DRAIN_BATCH / 10;
+
+/// A batch's claims, each with its judgment, in claim order, and the
+/// rosters read to judge them.
+struct BatchJudged {
+    judged: Vec<(SpoolClaim, Judgment)>,
+    rosters: HashMap<String, TeamSnapshot>,
+}
+
+/// What becomes of a claim once judged.
+enum Judgment {
+    /// Unreadable this time, or an outcome JSON cannot hold: released for
+    /// a later drain.
+    Later,
+    /// Filed into `disposition` with `meta`, then acted on as `verdict`
+    /// says.
+    File {
+        disposition: Disposition,
+        meta: FilingMeta,
+        verdict: Verdict,
+    },
+}
+
+impl Judgment {
+    /// Filed with `meta`; [`Judgment::Later`] when it could not be
+    /// serialized (strings and numbers only: never).
+    fn filed(
+        disposition: Disposition,
+        meta: Result<FilingMeta, serde_json::Error>,
+        verdict: Verdict,
+    ) -> Self {
+        match meta {
+            Ok(meta) => Self::File {
+                disposition,
+                meta,
+                verdict,
+            },
+            Err(_) => Self::Later,
+        }
     }
 }
 

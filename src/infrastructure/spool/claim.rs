@@ -36,10 +36,16 @@ impl FsSpool {
     /// Recovers stale claims, then claims up to `limit` files of `incoming/`
     /// in name order (the order of the names one listing kept, see
     /// [`LISTED_NAMES_KEPT`]; `incoming/` is listed again once they are used
-    /// up, or when recovery put older names back). A rename that fails for another reason than losing the
-    /// file to another drainer (a read-only spool, say) fails the claim: the
-    /// claims already made are given back and the error names the path.
-    pub(super) fn claim_batch(&self, limit: usize) -> Result<Vec<SpoolClaim>, PortError> {
+    /// up, or when recovery put older names back), handing each to `each`
+    /// once it is claimed and read; says how many. A rename that fails for
+    /// another reason than losing the file to another drainer (a read-only
+    /// spool, say) fails the claim: the claims already made (and handed on)
+    /// are given back and the error names the path.
+    pub(super) fn claim_batch(
+        &self,
+        limit: usize,
+        each: &mut dyn FnMut(SpoolClaim),
+    ) -> Result<usize, PortError> {
         // Before every drain (every 15 s with the scheduler): the hook
         // programs are put back as the addon wrote them (the executable's
         // hash once a second while a backlog drains), and a wall-clock step
@@ -48,10 +54,10 @@ impl FsSpool {
         let now = self.clock.now_ms();
         self.keep_programs_before_drain(now);
         let Some(root) = self.paths.open_root()? else {
-            return Ok(Vec::new());
+            return Ok(0);
         };
         let Some(incoming) = Folder::Incoming.open_in(&root)? else {
-            return Ok(Vec::new());
+            return Ok(0);
         };
         let processing = Folder::Processing.create_in(&root)?;
         let mut backlog = self.backlog.lock().unwrap_or_else(|p| p.into_inner());
@@ -59,9 +65,10 @@ impl FsSpool {
             // Their names are older than the listed ones: list again.
             backlog.clear();
         }
-        let mut claims = Vec::new();
+        // The ids handed on, to give back if a later claim fails.
+        let mut claimed_ids: Vec<String> = Vec::new();
         let mut listed = false;
-        while claims.len() < limit {
+        while claimed_ids.len() < limit {
             let name = match backlog.pop() {
                 Some(name) => name,
                 // Listed once per claim at most: what is left was taken.
@@ -79,8 +86,8 @@ impl FsSpool {
                 // Another drainer was first.
                 Ok(false) => continue,
                 Err(error) => {
-                    for claim in &claims {
-                        let _ = give_back(&processing, &incoming, claim);
+                    for id in &claimed_ids {
+                        let _ = give_back(&processing, &incoming, id, now);
                     }
                     return Err(error.into());
                 }
@@ -101,7 +108,8 @@ impl FsSpool {
                 }
                 SpoolName::Malformed => (None, ClaimContent::Invalid("invalid_file_name"), now),
             };
-            claims.push(SpoolClaim {
+            claimed_ids.push(id.clone());
+            each(SpoolClaim {
                 id,
                 claimed_at_ms: now,
                 spooled_at_ms,
@@ -121,7 +129,15 @@ impl FsSpool {
             .next_bound = next_bound;
         // A full batch: more may wait, and retention goes easy (see
         // `PruneSchedule`).
-        self.prunes.note_claimed(claims.len() >= limit);
+        self.prunes.note_claimed(claimed_ids.len() >= limit);
+        Ok(claimed_ids.len())
+    }
+
+    /// [`FsSpool::claim_batch`] into a list.
+    #[cfg(test)]
+    pub(super) fn claim_all(&self, limit: usize) -> Result<Vec<SpoolClaim>, PortError> {
+        let mut claims = Vec::new();
+        self.claim_batch(limit, &mut |claim| claims.push(claim))?;
         Ok(claims)
     }
 
@@ -133,15 +149,21 @@ impl FsSpool {
             return Ok(());
         };
         let incoming = self.paths.create(Folder::Incoming)?;
-        give_back(&processing, &incoming, claim)?;
+        give_back(&processing, &incoming, &claim.id, claim.claimed_at_ms)?;
         Ok(())
     }
 }
 
-fn give_back(processing: &Dir, incoming: &Dir, claim: &SpoolClaim) -> io::Result<bool> {
-    let claimed = claimed_name(&claim.id, claim.claimed_at_ms);
+/// Gives the claim of `id` made at `claimed_at_ms` back to `incoming/`.
+fn give_back(
+    processing: &Dir,
+    incoming: &Dir,
+    id: &str,
+    claimed_at_ms: EpochMs,
+) -> io::Result<bool> {
+    let claimed = claimed_name(id, claimed_at_ms);
     // Never over a new file of the same name (same second, pid and counter).
-    processing.rename(&claimed, incoming, &claim.id, false)
+    processing.rename(&claimed, incoming, id, false)
 }
 
 /// The oldest [`LISTED_NAMES_KEPT`] pending names of `incoming/` (hidden

@@ -208,8 +208,8 @@ impl FsSpool {
 }
 
 impl TurnSettledSpool for FsSpool {
-    fn claim(&self, limit: usize) -> Result<Vec<SpoolClaim>, PortError> {
-        self.claim_batch(limit)
+    fn claim(&self, limit: usize, each: &mut dyn FnMut(SpoolClaim)) -> Result<usize, PortError> {
+        self.claim_batch(limit, each)
     }
 
     fn file(&self, filings: &[Filing<'_>]) -> Vec<Result<bool, PortError>> {

@@ -405,7 +405,7 @@ mod tests {
             let name = format!("{stamp}-{pid}-{i:04}.codex.json");
             fs::write(spool.paths().incoming().join(name), b"{}").unwrap();
         }
-        spool.claim(count).unwrap()
+        spool.claim_all(count).unwrap()
     }
 
     fn records(dir: &Path) -> Vec<String> {
@@ -515,7 +515,7 @@ mod tests {
                 let name = format!("{stamp}-1-{i:04}.codex.json");
                 fs::write(spool.paths().incoming().join(name), b"{}").unwrap();
             }
-            let first = spool.claim(3).unwrap();
+            let first = spool.claim_all(3).unwrap();
             file_all(&spool, &first);
             let processed = spool.paths().processed();
             let empty = |dir: &Path| -> Vec<String> {
@@ -539,7 +539,7 @@ mod tests {
                 Meanwhile::Removed => fs::remove_file(processed.join(&ready)).unwrap(),
                 Meanwhile::Waited => clock.set(clock.now_ms() + FORESEEN_FOR_MS),
             }
-            let second = spool.claim(3).unwrap();
+            let second = spool.claim_all(3).unwrap();
             file_all(&spool, &second);
             let ids: Vec<String> = second.iter().map(|c| c.id.clone()).collect();
             let holding: Vec<String> = records(&processed)

@@ -687,7 +687,7 @@ mod tests {
             let name = format!("{stamp}-1-{i:04}.codex.json");
             fs::write(spool.paths().incoming().join(name), b"{}").unwrap();
         }
-        let claims = spool.claim(count).unwrap();
+        let claims = spool.claim_all(count).unwrap();
         assert_eq!(claims.len(), count);
         claims
     }
@@ -836,7 +836,7 @@ mod tests {
         let most = *counts.iter().max().unwrap();
         assert!(most > cap && most <= cap + cap / 10 + batch, "{counts:?}");
         // A drain that claims nothing: the backlog is gone.
-        assert!(spool.claim(batch).unwrap().is_empty());
+        assert!(spool.claim_all(batch).unwrap().is_empty());
         spool.after_drain().unwrap();
         assert_eq!(names(&spool.paths().processed()).len(), 2 * cap);
     }
@@ -997,7 +997,7 @@ mod tests {
             b"{}",
         )
         .unwrap();
-        let claims = spool.claim(1).unwrap();
+        let claims = spool.claim_all(1).unwrap();
         let outside = dir.path().join("outside");
         fs::create_dir(&outside).unwrap();
         fs::remove_dir(spool.paths().processed()).unwrap();

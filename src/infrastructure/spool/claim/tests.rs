@@ -25,7 +25,7 @@ fn claims_in_name_order_skip_hidden_files_and_classify_bad_ones() {
         vec![b'a'; 262_145],
     )
     .unwrap();
-    let claims = spool.claim(50).unwrap();
+    let claims = spool.claim_all(50).unwrap();
     let got: Vec<(&str, Option<&str>)> = claims
         .iter()
         .map(|c| {
@@ -95,17 +95,17 @@ fn stale_claims_go_back_to_incoming_before_a_drain_and_fresh_ones_stay() {
     let incoming = spool.paths().incoming();
     fs::write(incoming.join("20261122T100000Z-1-0.claude.json"), b"{}").unwrap();
     fs::write(incoming.join("20261122T100000Z-2-0.claude.json"), b"{}").unwrap();
-    let first = spool.claim(1).unwrap();
+    let first = spool.claim_all(1).unwrap();
     assert_eq!(first.len(), 1);
     clock.set(T0 + STALE_CLAIM_MS - 1);
-    let second = spool.claim(1).unwrap();
+    let second = spool.claim_all(1).unwrap();
     assert_eq!(second[0].id, "20261122T100000Z-2-0.claude.json");
     assert!(
-        spool.claim(1).unwrap().is_empty(),
+        spool.claim_all(1).unwrap().is_empty(),
         "a fresh claim is not recovered"
     );
     clock.set(T0 + STALE_CLAIM_MS + 1);
-    let recovered = spool.claim(5).unwrap();
+    let recovered = spool.claim_all(5).unwrap();
     assert_eq!(recovered.len(), 1);
     assert_eq!(recovered[0].id, first[0].id);
 }
@@ -124,7 +124,7 @@ fn one_listing_serves_the_claims_that_follow() {
         fs::write(incoming.join(name(second)), b"{}").unwrap();
     }
     let claim_one = || {
-        let claims = spool.claim(1).unwrap();
+        let claims = spool.claim_all(1).unwrap();
         claims.first().map(|claim| claim.id.clone())
     };
     assert_eq!(claim_one(), Some(name(1)));
@@ -138,7 +138,7 @@ fn one_listing_serves_the_claims_that_follow() {
     }
     assert_eq!(claim_one(), Some(name(4)));
     clock.set(T0 + STALE_CLAIM_MS + 1);
-    let recovered = spool.claim(1).unwrap();
+    let recovered = spool.claim_all(1).unwrap();
     // (Name 0 and up were claimed at T0: all of them went back.)
     assert_eq!(recovered[0].id, name(0));
 }
@@ -149,7 +149,7 @@ fn a_claim_going_back_never_replaces_a_new_file_of_the_same_name() {
     let incoming = spool.paths().incoming();
     let name = "20261122T100000Z-7-0.claude.json";
     fs::write(incoming.join(name), b"{\"first\":1}").unwrap();
-    let claims = spool.claim(1).unwrap();
+    let claims = spool.claim_all(1).unwrap();
     // A new hook run (same second, pid and counter) takes the name.
     fs::write(incoming.join(name), b"{\"second\":2}").unwrap();
     spool.release(&claims[0]).unwrap();
@@ -167,7 +167,7 @@ fn a_claim_going_back_never_replaces_a_new_file_of_the_same_name() {
         "the first waits"
     );
     // Once the new one is claimed, the first comes back.
-    let second = spool.claim(1).unwrap();
+    let second = spool.claim_all(1).unwrap();
     assert!(matches!(&second[0].content, ClaimContent::Payload(p) if p == b"{\"second\":2}"));
     recover_stale(&processing, &incoming_dir, later).unwrap();
     assert_eq!(fs::read(incoming.join(name)).unwrap(), b"{\"first\":1}");
@@ -188,7 +188,7 @@ fn only_regular_files_are_read_and_links_are_moved_not_followed() {
     let _socket =
         std::os::unix::net::UnixListener::bind(incoming.join("20261122T100004Z-1-0.claude.json"))
             .unwrap();
-    let claims = spool.claim(50).unwrap();
+    let claims = spool.claim_all(50).unwrap();
     let reasons: Vec<Option<&str>> = claims
         .iter()
         .map(|c| match &c.content {
@@ -232,7 +232,7 @@ fn a_linked_incoming_or_processing_folder_fails_the_claim_and_is_never_followed(
         let at = spool.paths.path(folder);
         fs::remove_dir_all(&at).unwrap();
         std::os::unix::fs::symlink(&outside, &at).unwrap();
-        let error = spool.claim(50).unwrap_err().to_string();
+        let error = spool.claim_all(50).unwrap_err().to_string();
         assert!(
             error.contains(&format!("{}:", at.display())),
             "{folder:?}: {error}"
@@ -255,7 +255,7 @@ fn a_file_in_place_of_processing_fails_the_claim() {
     .unwrap();
     fs::remove_dir(spool.paths().processing()).unwrap();
     fs::write(spool.paths().processing(), b"").unwrap();
-    let error = spool.claim(50).unwrap_err().to_string();
+    let error = spool.claim_all(50).unwrap_err().to_string();
     assert!(error.contains("processing"), "{error}");
     assert_eq!(names(&spool.paths().incoming()).len(), 1);
 }
@@ -267,7 +267,7 @@ fn an_overlong_name_is_claimed_under_a_short_id() {
     let (_dir, spool, _) = spool(T0);
     let long = format!("20261122T100000Z-1-{}.claude.json", "x".repeat(220));
     fs::write(spool.paths().incoming().join(&long), b"{}").unwrap();
-    let claims = spool.claim(50).unwrap();
+    let claims = spool.claim_all(50).unwrap();
     assert_eq!(claims.len(), 1);
     assert_eq!(
         claims[0].content,

@@ -4,7 +4,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::*;
-use crate::application::turn_settled::TurnSettledSpool;
 use crate::domain::turn_settled::RuntimeProvider;
 use crate::infrastructure::clock::ManualClock;
 use crate::infrastructure::spool::testing::T0;
@@ -131,10 +130,12 @@ fn every_drain_puts_back_a_replaced_program() {
                 paths.executable()
             };
             // A drain before: the shipped executable's hash is known.
-            spool.claim(50).unwrap();
+            spool.claim_all(50).unwrap();
             tamper(&file, &outside);
             let case = format!("{how}, script: {script}");
-            spool.claim(50).unwrap_or_else(|e| panic!("{case}: {e}"));
+            spool
+                .claim_all(50)
+                .unwrap_or_else(|e| panic!("{case}: {e}"));
             assert_ours(&spool, &case);
             assert_eq!(fs::read(&outside).unwrap(), b"theirs", "{case}");
             let mode = fs::metadata(&outside).unwrap().permissions().mode();
@@ -208,7 +209,7 @@ fn a_backlog_hashes_the_executable_once_a_second() {
         fs::write(spool.paths().script(), b"#!/bin/sh\necho planted\n").unwrap();
         tamper(&executable, &outside);
         clock.set(now);
-        let claimed = spool.claim(2).unwrap_or_else(|e| panic!("{case}: {e}"));
+        let claimed = spool.claim_all(2).unwrap_or_else(|e| panic!("{case}: {e}"));
         assert_eq!(claimed.len(), 2, "{case}");
         let ours = fs::read(&executable).is_ok_and(|bytes| bytes == OURS);
         assert_eq!(ours, want_ours, "{case}");
@@ -226,10 +227,10 @@ fn a_backlog_hashes_the_executable_once_a_second() {
     );
     // At rest (a claim that took less than a full batch), the next drain
     // hashes at once.
-    assert!(spool.claim(50).unwrap().len() < 50);
+    assert!(spool.claim_all(50).unwrap().len() < 50);
     same_size(&spool.paths().executable(), &outside);
     clock.set(T0);
-    spool.claim(50).unwrap();
+    spool.claim_all(50).unwrap();
     assert_ours(&spool, "at rest");
 }
 
@@ -241,19 +242,19 @@ fn a_backlog_without_the_shipped_file_removes_a_planted_executable_at_once() {
     let (dir, spool, clock) = installed_with_clock();
     spool_pending(&spool, 6);
     let executable = spool.paths().executable();
-    assert_eq!(spool.claim(2).unwrap().len(), 2);
+    assert_eq!(spool.claim_all(2).unwrap().len(), 2);
     fs::remove_file(dir.path().join("shipped")).unwrap();
     // The hash a second later finds it changed and nothing to restore it
     // from: it goes, and the shipped file's hash is no longer known.
     fs::write(&executable, b"\x7fELF ourz").unwrap();
     clock.set(T0 + CHECK_EXECUTABLE_IN_BACKLOG_MS);
-    assert_eq!(spool.claim(2).unwrap().len(), 2);
+    assert_eq!(spool.claim_all(2).unwrap().len(), 2);
     assert!(fs::symlink_metadata(&executable).is_err());
     // Within the next second: planted again, removed again at once.
     fs::write(&executable, b"\x7fELF ourz").unwrap();
     fs::set_permissions(&executable, fs::Permissions::from_mode(0o755)).unwrap();
     clock.set(T0 + CHECK_EXECUTABLE_IN_BACKLOG_MS + 1);
-    assert_eq!(spool.claim(2).unwrap().len(), 2);
+    assert_eq!(spool.claim_all(2).unwrap().len(), 2);
     assert!(fs::symlink_metadata(&executable).is_err());
 }
 
@@ -282,7 +283,7 @@ fn a_drain_repairs_a_linked_folder_on_the_way_to_bin() {
                 let target = ["", "runtime-hooks", "runtime-hooks/bin"][depth];
                 symlink(outside.join(target), &at).unwrap();
             }
-            spool.claim(50).unwrap();
+            spool.claim_all(50).unwrap();
             assert!(fs::symlink_metadata(&at).unwrap().is_dir(), "{rel}");
             assert_ours(&spool, rel);
             assert_eq!(
@@ -299,7 +300,7 @@ fn a_drain_repairs_a_linked_folder_on_the_way_to_bin() {
                 assert_eq!(meta.permissions().mode() & 0o777, 0o700, "{rel}: {folder}");
             }
             run_hook(&spool, b"{\"session_id\":\"s\"}");
-            let claims = spool.claim(50).unwrap();
+            let claims = spool.claim_all(50).unwrap();
             assert_eq!(claims.len(), 1, "{rel}");
             assert_eq!(claims[0].provider, Some(RuntimeProvider::Claude), "{rel}");
         }
@@ -357,8 +358,8 @@ fn a_failure_to_keep_the_programs_is_logged_once_and_the_drain_goes_on() {
         eprintln!("skipped: `chattr +i` needs root and a file system with the attribute");
         return;
     }
-    let first = spool.claim(50);
-    let second = spool.claim(50);
+    let first = spool.claim_all(50);
+    let second = spool.claim_all(50);
     assert!(chattr("-i", &bin));
     let first = first.unwrap();
     assert_eq!(first.len(), 1);
@@ -373,7 +374,7 @@ fn a_failure_to_keep_the_programs_is_logged_once_and_the_drain_goes_on() {
         entries[0].message
     );
     // Kept again once possible.
-    spool.claim(50).unwrap();
+    spool.claim_all(50).unwrap();
     assert_ours(&spool, "after chattr -i");
 }
 
@@ -384,7 +385,7 @@ fn without_the_shipped_file_an_unknown_executable_is_removed() {
     let (dir, spool) = installed();
     fs::remove_file(dir.path().join("shipped")).unwrap();
     fs::write(spool.paths().executable(), b"planted").unwrap();
-    spool.claim(50).unwrap();
+    spool.claim_all(50).unwrap();
     assert!(!spool.paths().executable().exists());
     assert_eq!(
         fs::read(spool.paths().script()).unwrap(),
@@ -401,7 +402,7 @@ fn a_drain_installs_nothing_where_no_spool_was_installed() {
     let paths = SpoolPaths::for_teams_base(&teams);
     let clock = Arc::new(ManualClock::new(T0));
     let spool = FsSpool::keeping_executable(paths, clock, None);
-    assert!(spool.claim(50).unwrap().is_empty());
+    assert!(spool.claim_all(50).unwrap().is_empty());
     assert_eq!(
         fs::read_dir(teams.join(".member-work-sync"))
             .unwrap()
