@@ -1130,8 +1130,9 @@ fn outcomes_by_result(processed: &Path) -> HashMap<String, String> {
 }
 
 /// Claims are judged on a thread of their own while the next are claimed,
-/// in claim order all the same: within one batch, each later delivery of a
-/// payload is the duplicate, and the first is the one queued.
+/// handed over a few at a time, in claim order all the same: within one
+/// batch, each later delivery of a payload is the duplicate and the first
+/// is the one queued, across the handovers.
 #[test]
 fn a_second_delivery_in_one_batch_is_the_duplicate_of_the_first() {
     let home = claude_home();
@@ -1139,18 +1140,15 @@ fn a_second_delivery_in_one_batch_is_the_duplicate_of_the_first() {
     let ingestor = ingestor(root, Arc::new(SystemClock));
     let paths = SpoolPaths::for_teams_base(&root.join("teams"));
     fs::create_dir_all(paths.incoming()).unwrap();
-    // (payload id, outcome) in name order, the order they are claimed in.
-    let deliveries = [
-        (1, "enqueued"),
-        (2, "enqueued"),
-        (1, "duplicate"),
-        (1, "duplicate"),
-        (2, "duplicate"),
-        (3, "enqueued"),
-    ];
-    let name = |n: usize| format!("20261118T110640Z-{n}-0.codex.json");
-    for (n, (id, _)) in deliveries.iter().enumerate() {
-        fs::write(paths.incoming().join(name(n)), codex_payload(*id)).unwrap();
+    // 35 deliveries in name order (the order they are claimed in), three
+    // of each payload in a row: payload `(n / 3) % 8`, first delivered at
+    // n = 0, 3, …, 21 (in three handovers) and again from n = 24.
+    let payload = |n: usize| (n / 3) % 8;
+    let name = |n: usize| format!("20261118T110640Z-{n:02}-0.codex.json");
+    let mut first_seen = HashMap::new();
+    for n in 0..35 {
+        fs::write(paths.incoming().join(name(n)), codex_payload(payload(n))).unwrap();
+        first_seen.entry(payload(n)).or_insert(n);
     }
     let summary = ingestor.drain(&NoQueue, &NoChanges).unwrap();
     assert_eq!(
@@ -1160,14 +1158,19 @@ fn a_second_delivery_in_one_batch_is_the_duplicate_of_the_first() {
             summary.ignored,
             summary.failed
         ),
-        (6, 3, 3, 0),
+        (35, 8, 27, 0),
         "{summary:?}"
     );
     let outcomes = outcomes_by_result(&paths.processed());
-    for (n, (_, want)) in deliveries.iter().enumerate() {
+    for n in 0..35 {
+        let want = if first_seen[&payload(n)] == n {
+            "enqueued"
+        } else {
+            "duplicate"
+        };
         assert_eq!(
             outcomes.get(&name(n)).map(String::as_str),
-            Some(*want),
+            Some(want),
             "{n}"
         );
     }

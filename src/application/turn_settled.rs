@@ -406,11 +406,10 @@ impl TurnSettledIngestor {
 
     /// One drain: at most [`DRAIN_BATCH`] files. Every claim is judged
     /// first (in claim order, on a thread of its own while the spool claims
-    /// the next), then the batch
-    /// is filed at once (its outcomes made durable together), then the
-    /// filed events are acted on: each resolved event is reported to
-    /// `changes` and journaled, and each resolved member is handed to
-    /// `queue` once per drain.
+    /// the next), then the batch is filed at once (its outcomes made
+    /// durable together), then the filed events are acted on: each resolved
+    /// event is reported to `changes` and journaled, and each resolved
+    /// member is handed to `queue` once per drain.
     pub fn drain(
         &self,
         queue: &dyn TurnSettledQueue,

@@ -39,8 +39,9 @@ impl FsSpool {
     /// up, or when recovery put older names back), handing each to `each`
     /// once it is claimed and read; says how many. A rename that fails for
     /// another reason than losing the file to another drainer (a read-only
-    /// spool, say) fails the claim: the claims already made (and handed on)
-    /// are given back and the error names the path.
+    /// spool, say), or a listing that fails, fails the claim: the claims
+    /// already made (and handed on) are given back and the error names the
+    /// path.
     pub(super) fn claim_batch(
         &self,
         limit: usize,
@@ -67,6 +68,12 @@ impl FsSpool {
         }
         // The ids handed on, to give back if a later claim fails.
         let mut claimed_ids: Vec<String> = Vec::new();
+        let give_all_back = |claimed_ids: &[String], error: io::Error| {
+            for id in claimed_ids {
+                let _ = give_back(&processing, &incoming, id, now);
+            }
+            PortError::from(error)
+        };
         let mut listed = false;
         while claimed_ids.len() < limit {
             let name = match backlog.pop() {
@@ -74,7 +81,8 @@ impl FsSpool {
                 // Listed once per claim at most: what is left was taken.
                 None if listed => break,
                 None => {
-                    *backlog = list_pending(&incoming)?;
+                    *backlog = list_pending(&incoming)
+                        .map_err(|error| give_all_back(&claimed_ids, error))?;
                     listed = true;
                     continue;
                 }
@@ -85,12 +93,7 @@ impl FsSpool {
                 Ok(true) => {}
                 // Another drainer was first.
                 Ok(false) => continue,
-                Err(error) => {
-                    for id in &claimed_ids {
-                        let _ = give_back(&processing, &incoming, id, now);
-                    }
-                    return Err(error.into());
-                }
+                Err(error) => return Err(give_all_back(&claimed_ids, error)),
             }
             let (provider, content, spooled_at_ms) = match parse_spool_name(&id) {
                 SpoolName::Event { provider, stamp_ms } => {
