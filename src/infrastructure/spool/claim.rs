@@ -66,23 +66,24 @@ impl FsSpool {
             // Their names are older than the listed ones: list again.
             backlog.clear();
         }
-        // The ids handed on, to give back if a later claim fails.
-        let mut claimed_ids: Vec<String> = Vec::new();
-        let give_all_back = |claimed_ids: &[String], error: io::Error| {
-            for id in claimed_ids {
-                let _ = give_back(&processing, &incoming, id, now);
+        // The names claimed (and handed on), to give back if a later claim
+        // fails: moved here once renamed, so the happy path copies nothing.
+        let mut claimed_names: Vec<String> = Vec::new();
+        let give_all_back = |claimed_names: &[String], error: io::Error| {
+            for name in claimed_names {
+                let _ = give_back(&processing, &incoming, &claim_id(name), now);
             }
             PortError::from(error)
         };
         let mut listed = false;
-        while claimed_ids.len() < limit {
+        while claimed_names.len() < limit {
             let name = match backlog.pop() {
                 Some(name) => name,
                 // Listed once per claim at most: what is left was taken.
                 None if listed => break,
                 None => {
                     *backlog = list_pending(&incoming)
-                        .map_err(|error| give_all_back(&claimed_ids, error))?;
+                        .map_err(|error| give_all_back(&claimed_names, error))?;
                     listed = true;
                     continue;
                 }
@@ -93,8 +94,9 @@ impl FsSpool {
                 Ok(true) => {}
                 // Another drainer was first.
                 Ok(false) => continue,
-                Err(error) => return Err(give_all_back(&claimed_ids, error)),
+                Err(error) => return Err(give_all_back(&claimed_names, error)),
             }
+            claimed_names.push(name);
             let (provider, content, spooled_at_ms) = match parse_spool_name(&id) {
                 SpoolName::Event { provider, stamp_ms } => {
                     let (content, modified_ms) = read_payload(&processing, &claimed);
@@ -111,7 +113,6 @@ impl FsSpool {
                 }
                 SpoolName::Malformed => (None, ClaimContent::Invalid("invalid_file_name"), now),
             };
-            claimed_ids.push(id.clone());
             each(SpoolClaim {
                 id,
                 claimed_at_ms: now,
@@ -132,8 +133,8 @@ impl FsSpool {
             .next_bound = next_bound;
         // A full batch: more may wait, and retention goes easy (see
         // `PruneSchedule`).
-        self.prunes.note_claimed(claimed_ids.len() >= limit);
-        Ok(claimed_ids.len())
+        self.prunes.note_claimed(claimed_names.len() >= limit);
+        Ok(claimed_names.len())
     }
 
     /// [`FsSpool::claim_batch`] into a list.
