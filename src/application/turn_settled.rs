@@ -22,7 +22,10 @@ use crate::domain::turn_settled::normalize::TurnSettledEvent;
 use crate::domain::turn_settled::RuntimeProvider;
 
 mod attribution;
+mod handover;
 mod pretty;
+
+use handover::Handover;
 
 /// Most files claimed per drain. Each batch costs three syncs however many
 /// files it holds (see the spool's group commit), so a larger batch costs
@@ -421,7 +424,24 @@ impl TurnSettledIngestor {
             .one_at_a_time
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let (claimed, BatchJudged { judged, rosters }) = self.claim_and_judge()?;
+        let handover = Handover::new(BatchJudging::new());
+        // The scope spans the whole drain: the judging thread, once the
+        // claiming thread took its work over, stops while the batch is filed,
+        // and nothing waits for it to wake up and stop.
+        std::thread::scope(|scope| {
+            let judged = self.claim_and_judge(scope, &handover)?;
+            self.file_and_act(judged, queue, changes)
+        })
+    }
+
+    /// Files a judged batch and acts on what was filed (see
+    /// [`TurnSettledIngestor::drain`]).
+    fn file_and_act(
+        &self,
+        (claimed, BatchJudged { judged, rosters }): (usize, BatchJudged),
+        queue: &dyn TurnSettledQueue,
+        changes: &dyn TeamChangeSink,
+    ) -> Result<DrainSummary, PortError> {
         let mut summary = DrainSummary {
             claimed: claimed as u32,
             ..DrainSummary::default()
@@ -557,95 +577,82 @@ impl TurnSettledIngestor {
     /// Claims a batch and judges each claim, in claim order, on a thread of
     /// its own while the spool claims the next: a claim's renames, opens and
     /// reads are the kernel's work, its judging (parsing, hashing,
-    /// attribution, the meta's text) the CPU's, and the two overlap. Where
-    /// no thread can be started, the batch is judged once claimed. Says how
-    /// many were claimed; a failed claim is an error once the claims handed
-    /// on are judged (and dropped: the spool gave them back, and only the
-    /// app's resolver, if asked, saw them).
-    fn claim_and_judge(&self) -> Result<(usize, BatchJudged), PortError> {
-        std::thread::scope(|scope| {
-            let (sender, chunks) = std::sync::mpsc::channel::<Vec<SpoolClaim>>();
-            let judging = std::thread::Builder::new()
-                .name("mws-drain-judge".into())
-                .spawn_scoped(scope, move || {
-                    self.judge_batch(chunks.into_iter().flatten())
-                });
-            let Ok(judging) = judging else {
-                let mut claims = Vec::new();
-                let claimed = self
-                    .spool
-                    .claim(DRAIN_BATCH, &mut |claim| claims.push(claim))?;
-                return Ok((claimed, self.judge_batch(claims)));
-            };
-            // Handed over a few at a time: the judging thread, faster than
-            // the claims, would otherwise wait and be woken (two futex calls)
-            // once per claim. (Sent while it runs: it stops only once this
-            // sender is dropped.)
-            let mut chunk = Vec::with_capacity(JUDGED_TOGETHER);
-            let claimed = self.spool.claim(DRAIN_BATCH, &mut |claim| {
-                chunk.push(claim);
-                if chunk.len() == JUDGED_TOGETHER {
-                    let full = std::mem::replace(&mut chunk, Vec::with_capacity(JUDGED_TOGETHER));
-                    let _ = sender.send(full);
-                }
-            });
-            let _ = sender.send(chunk);
-            drop(sender);
-            let judged = judging
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            Ok((claimed?, judged))
-        })
+    /// attribution, the meta's text) the CPU's, and the two overlap. Once
+    /// the spool claims no more, this thread takes the judging over (see
+    /// [`Handover`]) and judges what is left itself; where no thread can be
+    /// started, that is the whole batch. Says how many were claimed; a
+    /// failed claim is an error, the claims not judged yet dropped unjudged
+    /// (the spool gave them back; only the app's resolver, if asked about
+    /// one judged already, saw it).
+    fn claim_and_judge<'scope, 'env>(
+        &'env self,
+        scope: &'scope std::thread::Scope<'scope, 'env>,
+        handover: &'env Handover<SpoolClaim, BatchJudging>,
+    ) -> Result<(usize, BatchJudged), PortError> {
+        let judge = |judging: &mut BatchJudging, claim| self.judge_next(judging, claim);
+        // (Without a thread, the chunks wait in the handover for the
+        // take-over below.)
+        let _ = std::thread::Builder::new()
+            .name("mws-drain-judge".into())
+            .spawn_scoped(scope, move || handover.work_handed(judge));
+        // Closed however this returns, also by a panic: the scope joins the
+        // judging thread, which must not wait for chunks for ever.
+        let _closing = handover.closing();
+        // Handed over a few at a time: the judging thread, faster than the
+        // claims, would otherwise wait and be woken (two futex calls) once
+        // per claim.
+        let mut chunk = Vec::with_capacity(JUDGED_TOGETHER);
+        let claimed = self.spool.claim(DRAIN_BATCH, &mut |claim| {
+            chunk.push(claim);
+            if chunk.len() == JUDGED_TOGETHER {
+                handover.hand(std::mem::replace(
+                    &mut chunk,
+                    Vec::with_capacity(JUDGED_TOGETHER),
+                ));
+            }
+        })?;
+        let judging = handover.take_over(chunk, judge);
+        Ok((claimed, judging.finish()))
     }
 
-    /// Judges `claims` in order: the event, its attribution and its meta,
-    /// or a later drain (see [`Judgment`]).
-    fn judge_batch(&self, claims: impl IntoIterator<Item = SpoolClaim>) -> BatchJudged {
-        let mut rosters: HashMap<String, TeamSnapshot> = HashMap::new();
-        // Source ids resolved earlier in this batch: a second delivery of one
-        // payload is a duplicate before the first is even filed. Room for a
-        // whole batch at once: grown from empty, the set was rehashed about
-        // twice per event while a backlog drains.
-        let mut resolved_ids: HashSet<String> = HashSet::with_capacity(DRAIN_BATCH);
-        // Once the app's resolver failed, the rest of the batch waits for a
-        // later drain without asking it again: one stuck callback costs a
-        // drain one wait, not one per file.
-        let mut resolver_failed = false;
-        let mut judged = Vec::new();
-        for claim in claims {
-            let now = self.clock.now_ms();
-            let judgment =
-                match self.judge(&claim, &mut rosters, &resolved_ids, &mut resolver_failed) {
-                    Judged::Later => Judgment::Later,
-                    Judged::Invalid(reason) => {
-                        let meta = InvalidMeta {
-                            reason,
-                            processed_at: format_iso(now),
-                        };
-                        Judgment::filed(
-                            Disposition::Invalid,
-                            FilingMeta::of(&meta),
-                            Verdict::Invalid,
-                        )
-                    }
-                    Judged::Event(event, attributed) => {
-                        let meta =
-                            ProcessedMeta::of(&event, &attributed.decision, now).filing_meta();
-                        if matches!(attributed.decision, Decision::Resolved { .. }) && meta.is_ok()
-                        {
-                            resolved_ids.insert(event.source_id.clone());
-                        }
-                        let verdict = Verdict::Event {
-                            event,
-                            attributed,
-                            now,
-                        };
-                        Judgment::filed(Disposition::Processed, meta, verdict)
-                    }
+    /// Judges `claim`, the next in claim order, with the state of the
+    /// claims judged before it: the event, its attribution and its meta, or
+    /// a later drain (see [`Judgment`]).
+    fn judge_next(&self, judging: &mut BatchJudging, claim: SpoolClaim) {
+        let BatchJudging {
+            rosters,
+            resolved_ids,
+            resolver_failed,
+            judged,
+        } = judging;
+        let now = self.clock.now_ms();
+        let judgment = match self.judge(&claim, rosters, resolved_ids, resolver_failed) {
+            Judged::Later => Judgment::Later,
+            Judged::Invalid(reason) => {
+                let meta = InvalidMeta {
+                    reason,
+                    processed_at: format_iso(now),
                 };
-            judged.push((claim, judgment));
-        }
-        BatchJudged { judged, rosters }
+                Judgment::filed(
+                    Disposition::Invalid,
+                    FilingMeta::of(&meta),
+                    Verdict::Invalid,
+                )
+            }
+            Judged::Event(event, attributed) => {
+                let meta = ProcessedMeta::of(&event, &attributed.decision, now).filing_meta();
+                if matches!(attributed.decision, Decision::Resolved { .. }) && meta.is_ok() {
+                    resolved_ids.insert(event.source_id.clone());
+                }
+                let verdict = Verdict::Event {
+                    event,
+                    attributed,
+                    now,
+                };
+                Judgment::filed(Disposition::Processed, meta, verdict)
+            }
+        };
+        judged.push((claim, judgment));
     }
 
     /// Journals an event that was not queued (`outcome` = kind and reason) in
@@ -728,6 +735,42 @@ impl SettledDetail<'_> {
 /// Claims handed to the judging thread at once (see
 /// [`TurnSettledIngestor::claim_and_judge`]): a tenth of a batch.
 const JUDGED_TOGETHER: usize = DRAIN_BATCH / 10;
+
+/// A batch's judging under way: what [`TurnSettledIngestor::judge_next`]
+/// carries from each claim to the next.
+struct BatchJudging {
+    /// The rosters read so far, by team.
+    rosters: HashMap<String, TeamSnapshot>,
+    /// Source ids resolved earlier in this batch: a second delivery of one
+    /// payload is a duplicate before the first is even filed.
+    resolved_ids: HashSet<String>,
+    /// Once the app's resolver failed, the rest of the batch waits for a
+    /// later drain without asking it again: one stuck callback costs a
+    /// drain one wait, not one per file.
+    resolver_failed: bool,
+    /// The claims judged, in claim order.
+    judged: Vec<(SpoolClaim, Judgment)>,
+}
+
+impl BatchJudging {
+    fn new() -> Self {
+        Self {
+            rosters: HashMap::new(),
+            // Room for a whole batch at once: grown from empty, the set was
+            // rehashed about twice per event while a backlog drains.
+            resolved_ids: HashSet::with_capacity(DRAIN_BATCH),
+            resolver_failed: false,
+            judged: Vec::with_capacity(DRAIN_BATCH),
+        }
+    }
+
+    fn finish(self) -> BatchJudged {
+        BatchJudged {
+            judged: self.judged,
+            rosters: self.rosters,
+        }
+    }
+}
 
 /// A batch's claims, each with its judgment, in claim order, and the
 /// rosters read to judge them.
