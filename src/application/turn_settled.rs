@@ -408,8 +408,9 @@ impl TurnSettledIngestor {
     }
 
     /// One drain: at most [`DRAIN_BATCH`] files. Every claim is judged
-    /// first (in claim order, on a thread of its own while the spool claims
-    /// the next), then the batch is filed at once (its outcomes made
+    /// first (in claim order, mostly on a thread of its own while the spool
+    /// claims the next, the last ones on this thread), then the batch is
+    /// filed at once (its outcomes made
     /// durable together), then the filed events are acted on: each resolved
     /// event is reported to `changes` and journaled, and each resolved
     /// member is handed to `queue` once per drain.
@@ -427,7 +428,7 @@ impl TurnSettledIngestor {
         let handover = Handover::new(BatchJudging::new());
         // The scope spans the whole drain: the judging thread, once the
         // claiming thread took its work over, stops while the batch is filed,
-        // and nothing waits for it to wake up and stop.
+        // and is joined only at the end, by when it has stopped.
         std::thread::scope(|scope| {
             let judged = self.claim_and_judge(scope, &handover)?;
             self.file_and_act(judged, queue, changes)
@@ -592,9 +593,10 @@ impl TurnSettledIngestor {
         let judge = |judging: &mut BatchJudging, claim| self.judge_next(judging, claim);
         // (Without a thread, the chunks wait in the handover for the
         // take-over below.)
-        let _ = std::thread::Builder::new()
+        let judging = std::thread::Builder::new()
             .name("mws-drain-judge".into())
-            .spawn_scoped(scope, move || handover.work_handed(judge));
+            .spawn_scoped(scope, move || handover.work_handed(judge))
+            .ok();
         // Closed however this returns, also by a panic: the scope joins the
         // judging thread, which must not wait for chunks for ever.
         let _closing = handover.closing();
@@ -611,8 +613,14 @@ impl TurnSettledIngestor {
                 ));
             }
         })?;
-        let judging = handover.take_over(chunk, judge);
-        Ok((claimed, judging.finish()))
+        match handover.take_over(chunk, judge) {
+            Some(judged) => Ok((claimed, judged.finish())),
+            // The judging thread panicked: its panic goes on from here.
+            None => match judging.map(|thread| thread.join()) {
+                Some(Err(panic)) => std::panic::resume_unwind(panic),
+                _ => unreachable!("only a panicked judging thread leaves no judging"),
+            },
+        }
     }
 
     /// Judges `claim`, the next in claim order, with the state of the

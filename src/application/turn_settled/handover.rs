@@ -69,7 +69,7 @@ impl<T, S> Handover<T, S> {
 
     /// The worker's loop: works each item of each chunk handed over with
     /// `work`, in order, until the handover is closed and nothing is left
-    /// for it. Stops too if the other thread panicked holding the state.
+    /// for it (or the state is gone: see [`Handover::take_over`]).
     pub(super) fn work_handed(&self, mut work: impl FnMut(&mut S, T)) {
         let mut queue = self.lock_queue();
         loop {
@@ -102,29 +102,22 @@ impl<T, S> Handover<T, S> {
 
     /// Closes the handover and works here what is left: every chunk the
     /// worker has not taken, then `last`, once a chunk the worker is on is
-    /// done. Returns the state.
-    ///
-    /// # Panics
-    ///
-    /// If the worker panicked while working (the state it left is unknown),
+    /// done. Returns the state; `None` when the worker panicked while
+    /// working (what it left is unknown: the caller passes its panic on)
     /// or the state was taken over already.
-    pub(super) fn take_over(&self, last: Vec<T>, mut work: impl FnMut(&mut S, T)) -> S {
+    pub(super) fn take_over(&self, last: Vec<T>, mut work: impl FnMut(&mut S, T)) -> Option<S> {
         let mut queue = self.lock_queue();
         queue.closed = true;
         let left = std::mem::take(&mut queue.chunks);
-        let mut state = self
-            .state
-            .lock()
-            .expect("the thread working the handover panicked")
-            .take()
-            .expect("a handover is taken over once");
+        let taken = self.state.lock().ok().and_then(|mut state| state.take());
         drop(queue);
         // Nothing is left for the worker: it may stop.
         self.handed.notify_all();
+        let mut state = taken?;
         for item in left.into_iter().flatten().chain(last) {
             work(&mut state, item);
         }
-        state
+        Some(state)
     }
 
     /// A guard that closes the handover when dropped: the chunks not taken
@@ -185,7 +178,9 @@ mod tests {
                     handover.hand((chunk * 3..chunk * 3 + 3).collect());
                     std::thread::sleep(Duration::from_micros(pause_us));
                 }
-                handover.take_over(vec![1000, 1001], record)
+                handover
+                    .take_over(vec![1000, 1001], record)
+                    .expect("the state")
             });
             let expected: Worked = (0..chunks * 3).chain([1000, 1001]).collect();
             assert_eq!(worked, expected, "{chunks} chunks, {pause_us} µs apart");
@@ -193,11 +188,51 @@ mod tests {
     }
 
     #[test]
+    fn the_worker_works_what_it_is_handed_and_the_take_over_the_rest() {
+        type ByThread = Vec<(u32, std::thread::ThreadId)>;
+        let by_this_thread = |worked: &mut ByThread, item| {
+            worked.push((item, std::thread::current().id()));
+        };
+        let handover = Handover::new(ByThread::new());
+        let (worker_id, worked) = std::thread::scope(|scope| {
+            let worker = scope.spawn(|| handover.work_handed(by_this_thread));
+            let _closing = handover.closing();
+            handover.hand(vec![0, 1]);
+            // Until the worker has worked that chunk (bounded: a worker that
+            // never works fails here, not by hanging).
+            let waited = std::time::Instant::now();
+            while handover.state.lock().unwrap().as_ref().unwrap().len() < 2 {
+                assert!(
+                    waited.elapsed() < Duration::from_secs(10),
+                    "the worker never worked"
+                );
+                std::thread::yield_now();
+            }
+            let worked = handover.take_over(vec![2], by_this_thread);
+            (worker.thread().id(), worked.expect("the state"))
+        });
+        let here = std::thread::current().id();
+        assert_eq!(worked, vec![(0, worker_id), (1, worker_id), (2, here)]);
+    }
+
+    #[test]
+    fn a_worker_that_panicked_leaves_no_state_to_take_over() {
+        let handover = Handover::new(Worked::new());
+        std::thread::scope(|scope| {
+            let worker =
+                scope.spawn(|| handover.work_handed(|_: &mut Worked, _| panic!("judging failed")));
+            handover.hand(vec![1]);
+            assert!(worker.join().is_err(), "the worker panicked");
+        });
+        assert_eq!(handover.take_over(vec![2], record), None);
+    }
+
+    #[test]
     fn without_a_worker_the_take_over_works_everything() {
         let handover = Handover::new(Worked::new());
         handover.hand(vec![1, 2]);
         handover.hand(vec![3]);
-        assert_eq!(handover.take_over(vec![4], record), vec![1, 2, 3, 4]);
+        assert_eq!(handover.take_over(vec![4], record), Some(vec![1, 2, 3, 4]));
     }
 
     #[test]
@@ -219,7 +254,7 @@ mod tests {
             handover.hand(vec![3]);
             handover.take_over(vec![4], record)
         });
-        assert_eq!(worked, vec![1, 2, 3, 4]);
+        assert_eq!(worked, Some(vec![1, 2, 3, 4]));
     }
 
     #[test]
@@ -232,7 +267,7 @@ mod tests {
             // Closed: a worker stops at once, without working anything.
             scope.spawn(|| handover.work_handed(|_: &mut Worked, _| panic!("worked")));
         });
-        assert_eq!(handover.take_over(vec![3], record), vec![3]);
+        assert_eq!(handover.take_over(vec![3], record), Some(vec![3]));
     }
 
     #[test]
