@@ -410,10 +410,10 @@ impl TurnSettledIngestor {
     /// One drain: at most [`DRAIN_BATCH`] files. Every claim is judged
     /// first (in claim order, mostly on a thread of its own while the spool
     /// claims the next, the last ones on this thread), then the batch is
-    /// filed at once (its outcomes made
-    /// durable together), then the filed events are acted on: each resolved
-    /// event is reported to `changes` and journaled, and each resolved
-    /// member is handed to `queue` once per drain.
+    /// filed at once (its outcomes made durable together), then the filed
+    /// events are acted on: each resolved event is reported to `changes` and
+    /// journaled, and each resolved member is handed to `queue` once per
+    /// drain.
     pub fn drain(
         &self,
         queue: &dyn TurnSettledQueue,
@@ -439,7 +439,12 @@ impl TurnSettledIngestor {
     /// [`TurnSettledIngestor::drain`]).
     fn file_and_act(
         &self,
-        (claimed, BatchJudged { judged, rosters }): (usize, BatchJudged),
+        (
+            claimed,
+            BatchJudging {
+                judged, rosters, ..
+            },
+        ): (usize, BatchJudging),
         queue: &dyn TurnSettledQueue,
         changes: &dyn TeamChangeSink,
     ) -> Result<DrainSummary, PortError> {
@@ -589,7 +594,7 @@ impl TurnSettledIngestor {
         &'env self,
         scope: &'scope std::thread::Scope<'scope, 'env>,
         handover: &'env Handover<SpoolClaim, BatchJudging>,
-    ) -> Result<(usize, BatchJudged), PortError> {
+    ) -> Result<(usize, BatchJudging), PortError> {
         let judge = |judging: &mut BatchJudging, claim| self.judge_next(judging, claim);
         // (Without a thread, the chunks wait in the handover for the
         // take-over below.)
@@ -614,7 +619,7 @@ impl TurnSettledIngestor {
             }
         })?;
         match handover.take_over(chunk, judge) {
-            Some(judged) => Ok((claimed, judged.finish())),
+            Some(judged) => Ok((claimed, judged)),
             // The judging thread panicked: its panic goes on from here.
             None => match judging.map(|thread| thread.join()) {
                 Some(Err(panic)) => std::panic::resume_unwind(panic),
@@ -744,8 +749,9 @@ impl SettledDetail<'_> {
 /// [`TurnSettledIngestor::claim_and_judge`]): a tenth of a batch.
 const JUDGED_TOGETHER: usize = DRAIN_BATCH / 10;
 
-/// A batch's judging under way: what [`TurnSettledIngestor::judge_next`]
-/// carries from each claim to the next.
+/// A batch's judging: what [`TurnSettledIngestor::judge_next`] carries
+/// from each claim to the next, and, once every claim is judged, the
+/// judgments and the rosters read for them.
 struct BatchJudging {
     /// The rosters read so far, by team.
     rosters: HashMap<String, TeamSnapshot>,
@@ -771,20 +777,6 @@ impl BatchJudging {
             judged: Vec::with_capacity(DRAIN_BATCH),
         }
     }
-
-    fn finish(self) -> BatchJudged {
-        BatchJudged {
-            judged: self.judged,
-            rosters: self.rosters,
-        }
-    }
-}
-
-/// A batch's claims, each with its judgment, in claim order, and the
-/// rosters read to judge them.
-struct BatchJudged {
-    judged: Vec<(SpoolClaim, Judgment)>,
-    rosters: HashMap<String, TeamSnapshot>,
 }
 
 /// What becomes of a claim once judged.
