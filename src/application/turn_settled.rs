@@ -151,6 +151,13 @@ pub trait TurnSettledSpool: Send + Sync {
     /// When claiming fails, the claims already handed on are given back
     /// before the error returns, and the caller drops them.
     fn claim(&self, limit: usize, each: &mut dyn FnMut(SpoolClaim)) -> Result<usize, PortError>;
+    /// May begin filing `claim`, judged to be filed into `disposition`
+    /// with `meta`, ahead of [`TurnSettledSpool::file`]: write what can be
+    /// written before the commit (its meta file), as the next claims are
+    /// claimed. Nothing is committed: `file` commits, and does what this
+    /// did not; a claim staged and then given back is left as a crash
+    /// between the two would leave it.
+    fn stage(&self, _claim: &SpoolClaim, _disposition: Disposition, _meta: &FilingMeta) {}
     /// Files a batch of claims with their outcomes, durably: every outcome
     /// is on disk before its claim leaves `processing/`, and every move is
     /// before this returns. One result per filing, in order: `true` filed,
@@ -665,6 +672,14 @@ impl TurnSettledIngestor {
                 Judgment::filed(Disposition::Processed, meta, verdict)
             }
         };
+        // Its filing begun at once, beside the next claims (see
+        // `TurnSettledSpool::stage`).
+        if let Judgment::File {
+            disposition, meta, ..
+        } = &judgment
+        {
+            self.spool.stage(&claim, *disposition, meta);
+        }
         judged.push((claim, judgment));
     }
 

@@ -53,6 +53,9 @@ impl FsSpool {
         // moves the boot time, which the hook must not keep. A failure there
         // is logged, and the payloads are claimed all the same.
         let now = self.clock.now_ms();
+        // What a batch that was never filed staged is left as a crash
+        // leaves it (see `staging`); its handles go.
+        drop(self.take_staging());
         self.keep_programs_before_drain(now);
         let Some(root) = self.paths.open_root()? else {
             return Ok(0);

@@ -32,7 +32,8 @@
 //! Outcomes are durable: a drain files its whole batch at once (group
 //! commit, `results`), in two sync rounds per batch and none per event:
 //!
-//! 1. each result's `<result>.meta.json` is written beside it, unsynced, and
+//! 1. each result's `<result>.meta.json` is written beside it, unsynced (as
+//!    soon as its claim is judged, beside the next claims: `staging`), and
 //!    the batch's outcomes bound for one results folder are written into one
 //!    outcome record there (`outcomes`; a folder's lone outcome, a drain at
 //!    rest, is its meta itself);
@@ -74,8 +75,9 @@
 //!
 //! One job per file: [`paths`](SpoolPaths) (where the folders are),
 //! `install` (layout, script, boot time), `name` (spool file names), `claim`
-//! (claim, recovery, release), `payload` (reading a claim), `results`
-//! (commit and retention), `outcomes` (the batches' durable outcome
+//! (claim, recovery, release), `payload` (reading a claim), `staging` (a
+//! batch's metas written while it is judged), `results` (commit and
+//! retention), `outcomes` (the batches' durable outcome
 //! records), `sweep` (abandoned hook temp files), `launch` (what a runtime
 //! launch takes: the hook's settings or the spool's environment).
 
@@ -89,6 +91,7 @@ mod paths;
 mod payload;
 mod results;
 mod shipped;
+mod staging;
 mod sweep;
 #[cfg(test)]
 mod testing;
@@ -101,7 +104,9 @@ use std::sync::{Arc, Mutex};
 
 use crate::application::log::LogSink;
 use crate::application::ports::{Clock, PortError};
-use crate::application::turn_settled::{Filing, SpoolClaim, TurnSettledSpool};
+use crate::application::turn_settled::{
+    Disposition, Filing, FilingMeta, SpoolClaim, TurnSettledSpool,
+};
 
 pub use claim::{STALE_CLAIM_MS, STAMP_TOLERANCE_MS};
 pub use install::{
@@ -152,6 +157,8 @@ pub struct FsSpool {
     repairing: Mutex<()>,
     /// The next batch's bound and record (see `outcomes`).
     foresight: Mutex<outcomes::Foresight>,
+    /// The batch's metas staged while it is judged (see `staging`).
+    staging: Mutex<Option<staging::Staging>>,
 }
 
 impl FsSpool {
@@ -183,6 +190,7 @@ impl FsSpool {
             metas_repaired: AtomicBool::new(false),
             repairing: Mutex::new(()),
             foresight: Mutex::default(),
+            staging: Mutex::default(),
         }
     }
 
@@ -210,6 +218,10 @@ impl FsSpool {
 impl TurnSettledSpool for FsSpool {
     fn claim(&self, limit: usize, each: &mut dyn FnMut(SpoolClaim)) -> Result<usize, PortError> {
         self.claim_batch(limit, each)
+    }
+
+    fn stage(&self, claim: &SpoolClaim, disposition: Disposition, meta: &FilingMeta) {
+        self.stage_ahead(claim, disposition, meta);
     }
 
     fn file(&self, filings: &[Filing<'_>]) -> Vec<Result<bool, PortError>> {

@@ -12,13 +12,12 @@ use super::claim::STALE_CLAIM_MS;
 use super::name::{claimed_name, meta_name, parse_spool_name, parse_stamp, SpoolName, META_SUFFIX};
 use super::outcomes;
 use super::paths::Folder;
+use super::staging::{folder_of, stage_meta, Staging, META_MODE};
 use super::{FsSpool, SWEEP_EVERY_MS};
 use crate::application::ports::PortError;
-use crate::application::turn_settled::{Disposition, Filing};
+use crate::application::turn_settled::Filing;
 use crate::domain::time::EpochMs;
-use crate::infrastructure::safe_fs::{
-    is_temp_name, sync_staged, sync_with_folders, CreationMask, Dir, Staged,
-};
+use crate::infrastructure::safe_fs::{is_temp_name, sync_staged, sync_with_folders, Dir, Staged};
 use crate::infrastructure::side_by_side::map_side_by_side;
 
 impl FsSpool {
@@ -26,7 +25,8 @@ impl FsSpool {
     /// its meta file, in four steps, two sync rounds per batch:
     ///
     /// 1. each meta file is written beside its target (in place when it is
-    ///    new, see [`stage_meta`]); where a results folder gets two or more
+    ///    new, see [`stage_meta`]), unless it was staged already while the
+    ///    batch was judged (see [`staging`](super::staging)); where a results folder gets two or more
     ///    of the batch's outcomes, they are written into one outcome record
     ///    ([`outcomes`](super::outcomes)), the metas' durable copy, and the
     ///    metas left unsynced; a folder's single outcome is its meta, synced
@@ -80,23 +80,30 @@ impl FsSpool {
         if filings.is_empty() {
             return Ok(());
         }
-        let Some(root) = self.paths.open_root()? else {
-            return Ok(());
+        // The batch as staged while it was judged (see `staging`), or, where
+        // nothing was, from here.
+        let mut staging = match self.take_staging() {
+            Some(staging) => staging,
+            None => match Staging::open(&self.paths)? {
+                Some(staging) => staging,
+                None => return Ok(()),
+            },
         };
-        let Some(processing) = Folder::Processing.open_in(&root)? else {
+        let Some(processing) = Folder::Processing.open_in(&staging.root)? else {
             return Ok(());
         };
         // Each results folder opened once; one that cannot be (a link where
         // `invalid/` should be) fails only the filings bound for it.
-        // The handle is shared by every file the batch stages there (see
-        // `stage_meta`).
-        let mut folders: Vec<(Folder, io::Result<Arc<Dir>>)> = Vec::new();
         for filing in filings {
-            let folder = folder_of(filing.disposition);
-            if !folders.iter().any(|(f, _)| *f == folder) {
-                folders.push((folder, folder.create_in(&root).map(Arc::new)));
-            }
+            staging.open_folder(folder_of(filing.disposition));
         }
+        self.repair_metas_once(&staging.folders);
+        let Staging {
+            folders,
+            mask,
+            mut metas,
+            ..
+        } = staging;
         let mut unrecorded: Vec<(Folder, io::Error)> = Vec::new();
         let dir_of = |folder: Folder| -> io::Result<&Arc<Dir>> {
             match folders.iter().find(|(f, _)| *f == folder) {
@@ -105,17 +112,17 @@ impl FsSpool {
                 None => unreachable!("every filing's folder was opened"),
             }
         };
-        self.repair_metas_once(&folders);
-        // The umask, read once for the batch's files: where it spares their
-        // mode, none of them is given it again on its handle.
-        let mask = CreationMask::read();
-        // 1. Meta files beside their targets, unsynced; the batch's outcomes
-        //    in one record per results folder.
+        // 1. Meta files beside their targets, unsynced (most staged while
+        //    the batch was judged); the batch's outcomes in one record per
+        //    results folder.
         let mut staged = Vec::new();
         let mut owners = Vec::new();
         for (i, filing) in filings.iter().enumerate() {
-            let written = dir_of(folder_of(filing.disposition))
-                .and_then(|dir| stage_meta(dir, &filing.claim.id, filing.meta.pretty_line(), mask));
+            let written = metas.take(filing.claim).unwrap_or_else(|| {
+                dir_of(folder_of(filing.disposition)).and_then(|dir| {
+                    stage_meta(dir, &filing.claim.id, filing.meta.pretty_line(), mask)
+                })
+            });
             match written {
                 Ok(file) => {
                     staged.push(file);
@@ -353,52 +360,6 @@ fn copy_error(error: &io::Error) -> io::Error {
 /// started is synced on the calling thread, never left unsynced.)
 fn sync_dirs(dirs: &[&Dir]) -> Vec<io::Result<()>> {
     map_side_by_side(dirs, dirs.len(), |dir| dir.sync())
-}
-
-/// Permission bits of meta files.
-const META_MODE: u32 = 0o600;
-
-/// The results folder of a disposition.
-fn folder_of(disposition: Disposition) -> Folder {
-    match disposition {
-        Disposition::Processed => Folder::Processed,
-        Disposition::Invalid => Folder::Invalid,
-    }
-}
-
-/// Stages the meta file of the result `id` in `dir`. Written in place when
-/// no meta of that name is there yet (the common case: a result is filed
-/// once), saving a rename per event: the exclusive create is the check, so
-/// it costs no lookup of its own. Until the payload's move commits the
-/// filing, no result sits beside it, and the move follows the meta's data
-/// sync and its folder's sync, so a torn meta (a crash mid-write) never
-/// sits beside a committed payload; the retry after a crash finds the torn
-/// meta and replaces it. Where a meta exists (an older result of the same
-/// name, a meta left by a crash, another drainer's filing of a recovered
-/// claim), the new meta replaces the old atomically (temp file + rename): a
-/// committed payload only ever sits beside a whole meta.
-///
-/// The meta's absence stands for the result's: the spool never leaves a
-/// result without its meta (a filing writes the meta before it moves the
-/// payload in; retention removes the payload before its meta), so where no
-/// meta is, no result is either. (A result whose meta was removed by hand
-/// gets the new meta in place; a crash before its commit can leave that
-/// meta torn beside it, where there was none, until the claim's retry
-/// replaces it whole. Checking for the result first cost a lookup per event,
-/// about 3% of the drain's CPU.)
-///
-/// `dir` is the batch's one handle of the results folder, shared by every
-/// meta staged there: a second handle per file (a `dup` and a `close`)
-/// reached the same folder, so sharing it changes no name, no order and no
-/// sync. `mask` is the umask read for the batch: where it spares
-/// [`META_MODE`], a meta created in place has that mode already and is not
-/// given it again (an `fchmod` per event).
-fn stage_meta(dir: &Arc<Dir>, id: &str, bytes: &[u8], mask: CreationMask) -> io::Result<Staged> {
-    let name = meta_name(id);
-    if let Some(staged) = Staged::new_in(dir, &name, bytes, META_MODE, mask)? {
-        return Ok(staged);
-    }
-    Staged::replacing_in(dir, &name, bytes, META_MODE)
 }
 
 /// A meta file's content: pretty JSON and a final newline.
