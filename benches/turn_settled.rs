@@ -446,7 +446,12 @@ const BATCH: usize = DRAIN_BATCH;
 /// * per event: the claim rename, the payload opened and read (one read:
 ///   a regular file's read that returns less than asked has seen its end),
 ///   its meta created in place and written (unsynced), the payload's move
-///   into `processed/`;
+///   into `processed/`. The metas are created on a second thread, each as
+///   soon as its payload was read, while the next are claimed, as the
+///   drain's judging thread creates them (a meta's create locks
+///   `processed/`, a claim's rename `incoming/` and `processing/`: the
+///   kernel does both at once, and a floor that did them one after the
+///   other would be no floor for a drain that does not);
 /// * per batch: the batch's outcomes written into one record, then the
 ///   syncs the guarantee needs, which make its outcomes durable before any
 ///   payload moves and the moves durable before any event is acted on.
@@ -576,37 +581,45 @@ impl FloorRun {
         let batch = self
             .pending
             .split_off(self.pending.len().saturating_sub(BATCH));
-        let mut record = Vec::new();
-        for name in &batch {
-            let claimed = format!("{name}.claimed-1");
-            rfs::renameat(
-                &self.incoming,
-                name.as_str(),
-                &self.processing,
-                claimed.as_str(),
-            )
-            .expect("claim");
-            // Never a link, never a FIFO (which would block the read): the
-            // handle must be a regular file, which takes its `fstat`.
-            let file = rfs::openat(
-                &self.processing,
-                claimed.as_str(),
-                OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NONBLOCK,
-                Mode::empty(),
-            )
-            .expect("payload");
-            let stat = rfs::fstat(&file).expect("payload stat");
-            assert_eq!(
-                rfs::FileType::from_raw_mode(stat.st_mode),
-                rfs::FileType::RegularFile
-            );
-            let read = rustix::io::read(&file, &mut self.buffer[..]).expect("payload read");
-            drop(file);
-            let meta_bytes = &self.buffer[..read.min(700)];
-            let mut meta = create_in(&self.processed, &format!("{name}.meta.json"));
-            meta.write_all(meta_bytes).expect("meta write");
-            record.extend_from_slice(meta_bytes);
-        }
+        let (incoming, processing, buffer) = (&self.incoming, &self.processing, &mut self.buffer);
+        let processed = &*self.processed;
+        let record = std::thread::scope(|scope| {
+            let (read, to_meta) = std::sync::mpsc::channel::<(&String, Vec<u8>)>();
+            let metas = scope.spawn(move || {
+                let mut record = Vec::new();
+                for (name, meta_bytes) in to_meta {
+                    let mut meta = create_in(processed, &format!("{name}.meta.json"));
+                    meta.write_all(&meta_bytes).expect("meta write");
+                    record.extend_from_slice(&meta_bytes);
+                }
+                record
+            });
+            for name in &batch {
+                let claimed = format!("{name}.claimed-1");
+                rfs::renameat(incoming, name.as_str(), processing, claimed.as_str())
+                    .expect("claim");
+                // Never a link, never a FIFO (which would block the read):
+                // the handle must be a regular file, which takes its `fstat`.
+                let file = rfs::openat(
+                    processing,
+                    claimed.as_str(),
+                    OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NONBLOCK,
+                    Mode::empty(),
+                )
+                .expect("payload");
+                let stat = rfs::fstat(&file).expect("payload stat");
+                assert_eq!(
+                    rfs::FileType::from_raw_mode(stat.st_mode),
+                    rfs::FileType::RegularFile
+                );
+                let got = rustix::io::read(&file, &mut buffer[..]).expect("payload read");
+                drop(file);
+                read.send((name, buffer[..got.min(700)].to_vec()))
+                    .expect("meta thread");
+            }
+            drop(read);
+            metas.join().expect("meta thread")
+        });
         let processed = Arc::clone(&self.processed);
         let sync = |dir: &OwnedFd| rfs::fsync(dir).expect("folder sync");
         match self.next_record.take() {
