@@ -12,7 +12,7 @@ use super::claim::STALE_CLAIM_MS;
 use super::name::{claimed_name, meta_name, parse_spool_name, parse_stamp, SpoolName, META_SUFFIX};
 use super::outcomes;
 use super::paths::Folder;
-use super::staging::{folder_of, stage_meta, Staging, META_MODE};
+use super::staging::{copy_error, folder_of, stage_meta, Staging, META_MODE};
 use super::{FsSpool, SWEEP_EVERY_MS};
 use crate::application::ports::PortError;
 use crate::application::turn_settled::Filing;
@@ -26,11 +26,12 @@ impl FsSpool {
     ///
     /// 1. each meta file is written beside its target (in place when it is
     ///    new, see [`stage_meta`]), unless it was staged already while the
-    ///    batch was judged (see [`staging`](super::staging)); where a results folder gets two or more
-    ///    of the batch's outcomes, they are written into one outcome record
-    ///    ([`outcomes`](super::outcomes)), the metas' durable copy, and the
-    ///    metas left unsynced; a folder's single outcome is its meta, synced
-    ///    itself (one fsync either way, and no record at rest);
+    ///    batch was judged (see [`staging`](super::staging)); where a
+    ///    results folder gets two or more of the batch's outcomes, they are
+    ///    written into one outcome record ([`outcomes`](super::outcomes)),
+    ///    the metas' durable copy, and the metas left unsynced; a folder's
+    ///    single outcome is its meta, synced itself (one fsync either way,
+    ///    and no record at rest);
     /// 2. the records' and single metas' data and the results folders are
     ///    synced, side by side in one round when every meta was written in
     ///    place (else data first, then the renames of the replacing metas,
@@ -98,20 +99,10 @@ impl FsSpool {
             staging.open_folder(folder_of(filing.disposition));
         }
         self.repair_metas_once(&staging.folders);
-        let Staging {
-            folders,
-            mask,
-            mut metas,
-            ..
-        } = staging;
+        let mut metas = std::mem::take(&mut staging.metas);
+        let (folders, mask) = (&staging.folders, staging.mask);
         let mut unrecorded: Vec<(Folder, io::Error)> = Vec::new();
-        let dir_of = |folder: Folder| -> io::Result<&Arc<Dir>> {
-            match folders.iter().find(|(f, _)| *f == folder) {
-                Some((_, Ok(dir))) => Ok(dir),
-                Some((_, Err(error))) => Err(copy_error(error)),
-                None => unreachable!("every filing's folder was opened"),
-            }
-        };
+        let dir_of = |folder: Folder| staging.dir(folder);
         // 1. Meta files beside their targets, unsynced (most staged while
         //    the batch was judged); the batch's outcomes in one record per
         //    results folder.
@@ -140,7 +131,7 @@ impl FsSpool {
         // synced then: that folder needs no sync before this batch's moves.
         let mut foreseen = self.foresight().record.take();
         let mut named_already: Vec<Folder> = Vec::new();
-        for (folder, dir) in &folders {
+        for (folder, dir) in folders {
             let mine: Vec<usize> = (0..owners.len())
                 .filter(|&k| folder_of(filings[owners[k]].disposition) == *folder)
                 .collect();
@@ -347,11 +338,6 @@ impl FsSpool {
         self.prunes.mark_pruned(folder, filed, now);
         Ok(())
     }
-}
-
-/// A second error like `error`, for each filing it fails.
-fn copy_error(error: &io::Error) -> io::Error {
-    io::Error::new(error.kind(), error.to_string())
 }
 
 /// Syncs each folder, side by side: each fsync waits on the disk on its

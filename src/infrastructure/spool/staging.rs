@@ -80,6 +80,17 @@ impl Staging {
             self.folders.push((folder, opened));
         }
     }
+
+    /// The results folder `folder` as the batch opened it, or the error
+    /// opening it met (a copy, for each filing it fails). Only for a folder
+    /// [`Staging::open_folder`] opened.
+    pub(super) fn dir(&self, folder: Folder) -> io::Result<&Arc<Dir>> {
+        match self.folders.iter().find(|(f, _)| *f == folder) {
+            Some((_, Ok(dir))) => Ok(dir),
+            Some((_, Err(error))) => Err(copy_error(error)),
+            None => unreachable!("a results folder used before it was opened"),
+        }
+    }
 }
 
 impl StagedMetas {
@@ -117,7 +128,7 @@ impl FsSpool {
         // Before the batch's first meta: a meta repaired after it could
         // take its place.
         self.repair_metas_once(&staging.folders);
-        let Some((_, Ok(dir))) = staging.folders.iter().find(|(f, _)| *f == folder) else {
+        let Ok(dir) = staging.dir(folder) else {
             return;
         };
         let staged = stage_meta(dir, &claim.id, meta.pretty_line(), staging.mask);
@@ -135,6 +146,11 @@ impl FsSpool {
             .unwrap_or_else(|p| p.into_inner())
             .take()
     }
+}
+
+/// A second error like `error`, for each filing it fails.
+pub(super) fn copy_error(error: &io::Error) -> io::Error {
+    io::Error::new(error.kind(), error.to_string())
 }
 
 /// The results folder of a disposition.
