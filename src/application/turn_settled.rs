@@ -612,13 +612,17 @@ impl TurnSettledIngestor {
         // Closed however this returns, also by a panic: the scope joins the
         // judging thread, which must not wait for chunks for ever.
         let _closing = handover.closing();
-        // Handed over a few at a time: the judging thread, faster than the
-        // claims, would otherwise wait and be woken (two futex calls) once
-        // per claim.
+        // Handed over a few at a time: the judging thread would otherwise
+        // wait and be woken (two futex calls) once per claim. The first
+        // claim goes alone: the judging thread sleeps from its start until
+        // it is handed something, and on two busy cores (the last drain's
+        // removals run beside this one) it took 0.6–0.7 ms to wake, a wait
+        // that now overlaps the next nine claims instead of following them.
         let mut chunk = Vec::with_capacity(JUDGED_TOGETHER);
+        let mut first = true;
         let claimed = self.spool.claim(DRAIN_BATCH, &mut |claim| {
             chunk.push(claim);
-            if chunk.len() == JUDGED_TOGETHER {
+            if std::mem::take(&mut first) || chunk.len() == JUDGED_TOGETHER {
                 handover.hand(std::mem::replace(
                     &mut chunk,
                     Vec::with_capacity(JUDGED_TOGETHER),
