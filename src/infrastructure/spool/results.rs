@@ -102,7 +102,6 @@ impl FsSpool {
         let mut metas = std::mem::take(&mut staging.metas);
         let (folders, mask) = (&staging.folders, staging.mask);
         let mut unrecorded: Vec<(Folder, io::Error)> = Vec::new();
-        let dir_of = |folder: Folder| staging.dir(folder);
         // 1. Meta files beside their targets, unsynced (most staged while
         //    the batch was judged); the batch's outcomes in one record per
         //    results folder.
@@ -110,7 +109,7 @@ impl FsSpool {
         let mut owners = Vec::new();
         for (i, filing) in filings.iter().enumerate() {
             let written = metas.take(filing.claim).unwrap_or_else(|| {
-                dir_of(folder_of(filing.disposition)).and_then(|dir| {
+                staging.dir(folder_of(filing.disposition)).and_then(|dir| {
                     stage_meta(dir, &filing.claim.id, filing.meta.pretty_line(), mask)
                 })
             });
@@ -244,7 +243,8 @@ impl FsSpool {
             }
             let claimed = claimed_name(&filing.claim.id, filing.claim.claimed_at_ms);
             // Replacing: an older result of the same name is superseded.
-            let moved = dir_of(folder)
+            let moved = staging
+                .dir(folder)
                 .and_then(|dir| processing.rename(&claimed, dir, &filing.claim.id, true));
             if matches!(moved, Ok(true)) {
                 self.prunes.note_filed(folder, 1);

@@ -216,9 +216,7 @@ mod tests {
             let name = format!("20261122T100000Z-1-{i:04}.codex.json");
             fs::write(spool.paths().incoming().join(name), b"{}").unwrap();
         }
-        let claims = spool.claim_all(count).unwrap();
-        assert_eq!(claims.len(), count);
-        claims
+        claimed_again(spool, count)
     }
 
     fn outcome(text: &str) -> FilingMeta {
@@ -303,7 +301,7 @@ mod tests {
         assert_eq!(names(&processed).len(), 4, "two results and their metas");
     }
 
-    /// The pending files claimed again.
+    /// `count` pending files, claimed (again).
     fn claimed_again(spool: &FsSpool, count: usize) -> Vec<SpoolClaim> {
         let claims = spool.claim_all(count).unwrap();
         assert_eq!(claims.len(), count);
